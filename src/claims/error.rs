@@ -1,0 +1,59 @@
+//! Typed errors of the protocol core. The CLI and the dashboard turn them into
+//! words; the library never prints them.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error("key must be non-empty")]
+    EmptyKey,
+    #[error("holder must be non-empty")]
+    EmptyHolder,
+    #[error("key length {0} exceeds MAX_KEY_LENGTH={max}", max = super::MAX_KEY_LENGTH)]
+    KeyTooLong(usize),
+    #[error(
+        "URL-encoded key length {0} exceeds MAX_ENCODED_FILENAME_BYTES={max}",
+        max = super::MAX_ENCODED_FILENAME_BYTES
+    )]
+    EncodedKeyTooLong(usize),
+    #[error(
+        "ttl_ms={0} out of range [{min}, {max}]",
+        min = super::MIN_TTL_MS,
+        max = super::MAX_TTL_MS
+    )]
+    TtlOutOfRange(i64),
+    #[error("ttl_ms must be positive")]
+    TtlNotPositive,
+    #[error("no claims root for key {0:?}: not a global-id prefix and no explicit root given")]
+    NoRoot(String),
+    /// The lockfile exists but cannot be verified; it is left in place for
+    /// force-release rather than reclaimed blind.
+    #[error("claim file {path} is corrupted: {reason}")]
+    Corrupted { path: PathBuf, reason: String },
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something planted in the claims dir would make us write elsewhere.
+    #[error("refusing to use {path}: {why}")]
+    Unsafe { path: PathBuf, why: String },
+    #[error("failed to archive stale claim: {0}")]
+    Archive(Box<ClaimError>),
+    #[error("claim YAML serialize failed: {0}")]
+    Serialize(String),
+    #[error("acquire gave up after {attempts} contention retries on {key:?}")]
+    Contention { attempts: usize, key: String },
+}
+
+impl ClaimError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ClaimError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Key encoding, lockfile paths and claims-root resolution.
+
+use super::{ClaimError, CLAIMS_DIRNAME, MAX_ENCODED_FILENAME_BYTES, MAX_KEY_LENGTH};
+use super::{MAX_TTL_MS, MIN_TTL_MS};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Percent-encode a key into a filename stem.
+///
+/// Byte parity with Python's `urllib.parse.quote(key, safe="")`: every byte
+/// outside `[A-Za-z0-9._~-]` becomes `%XX` in UPPERCASE hex. A lowercase (or
+/// otherwise different) encoder produces a different filename for the same key
+/// and silently forks the lock: two holders, each believing it is alone.
+pub fn encode_key(key: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(key.len() + 8);
+    for b in key.bytes() {
+        if is_safe_byte(b) {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xF)] as char);
+        }
+    }
+    out
+}
+
+fn is_safe_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'-')
+}
+
+/// Decode a lockfile stem back to the key, for display and for `list`.
+///
+/// Lenient on purpose: a name no encoder of ours would produce (lowercase hex,
+/// a stray `%`) still decodes to something showable, and invalid UTF-8 is kept
+/// lossily, because a sweep must never abort on a strange file name.
+pub fn decode_key(stem: &str) -> String {
+    let bytes = stem.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Prefixes whose identifier is globally unique: these keys coordinate across
+/// worktrees and repos through the global root, never a cwd-local one.
+const GLOBAL_ID_PREFIXES: &[&str] = &["node", "dispatch", "reconcile", "session"];
+
+/// The global claims root: `$FNO_CLAIMS_ROOT`, else `$HOME`.
+pub fn global_claims_root() -> Option<PathBuf> {
+    global_claims_root_from(
+        std::env::var_os("FNO_CLAIMS_ROOT"),
+        std::env::var_os("HOME"),
+    )
+}
+
+/// [`global_claims_root`] with the environment passed in.
+///
+/// A set-but-EMPTY value is unset: Python's `os.environ.get` returns `""`,
+/// which is falsy there. Taking it as a real (relative, empty) path would put
+/// this implementation's claims somewhere the other one never looks.
+pub fn global_claims_root_from(
+    claims_root: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    let non_empty = |v: OsString| (!v.is_empty()).then_some(v);
+    claims_root
+        .and_then(non_empty)
+        .or_else(|| home.and_then(non_empty))
+        .map(PathBuf::from)
+}
+
+/// The root a key routes to by its prefix alone.
+///
+/// Only `<prefix>:<id>` with a known global-id prefix routes globally; a bare
+/// `node` or an unknown prefix has no implicit root (the caller must give one).
+pub fn claims_root_for(key: &str) -> Option<PathBuf> {
+    match key.split_once(':') {
+        Some((prefix, _)) if GLOBAL_ID_PREFIXES.contains(&prefix) => global_claims_root(),
+        _ => None,
+    }
+}
+
+/// Resolve the claims root for `key`: the explicit root, else prefix routing.
+pub fn resolve_root(explicit: Option<&Path>, key: &str) -> Result<PathBuf, ClaimError> {
+    match explicit {
+        Some(r) => Ok(r.to_path_buf()),
+        None => claims_root_for(key).ok_or_else(|| ClaimError::NoRoot(key.to_string())),
+    }
+}
+
+/// `<root>/.fno/claims`.
+pub fn claims_dir(root: &Path) -> PathBuf {
+    root.join(CLAIMS_DIRNAME)
+}
+
+/// The canonical lockfile path: `<root>/.fno/claims/<encoded-key>.lock`.
+pub fn claim_path(root: &Path, key: &str) -> PathBuf {
+    claims_dir(root).join(format!("{}.lock", encode_key(key)))
+}
+
+/// Check a verb's inputs before anything touches the disk.
+pub fn validate_inputs(key: &str, holder: &str, ttl_ms: Option<i64>) -> Result<(), ClaimError> {
+    if key.is_empty() {
+        return Err(ClaimError::EmptyKey);
+    }
+    if key.len() > MAX_KEY_LENGTH {
+        return Err(ClaimError::KeyTooLong(key.len()));
+    }
+    // A raw length under the cap does not bound the filename: a reserved byte
+    // expands to three.
+    let encoded_len = encode_key(key).len();
+    if encoded_len > MAX_ENCODED_FILENAME_BYTES {
+        return Err(ClaimError::EncodedKeyTooLong(encoded_len));
+    }
+    if holder.is_empty() {
+        return Err(ClaimError::EmptyHolder);
+    }
+    if let Some(ttl) = ttl_ms {
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl) {
+            return Err(ClaimError::TtlOutOfRange(ttl));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_matches_python_quote_with_empty_safe_set() {
+        assert_eq!(encode_key("node:ab-1234abcd"), "node%3Aab-1234abcd");
+        assert_eq!(encode_key("a b/c"), "a%20b%2Fc");
+        assert_eq!(encode_key("A-Z_a.z~0"), "A-Z_a.z~0");
+        assert_eq!(encode_key("k:v"), "k%3Av");
+        assert_eq!(encode_key("é"), "%C3%A9");
+        assert_eq!(encode_key("走"), "%E8%B5%B0");
+        assert_eq!(encode_key("%"), "%25");
+        assert_eq!(encode_key("a+b=c&d?e#f"), "a%2Bb%3Dc%26d%3Fe%23f");
+    }
+
+    #[test]
+    fn decoding_inverts_encoding_and_tolerates_strays() {
+        for k in ["node:x", "a b/c", "走", "%", "x%2"] {
+            assert_eq!(decode_key(&encode_key(k)), k);
+        }
+        assert_eq!(decode_key("100%"), "100%");
+        assert_eq!(decode_key("%zz"), "%zz");
+        assert_eq!(decode_key("%3a"), ":");
+        assert_eq!(decode_key("%FF"), "\u{fffd}");
+    }
+
+    #[test]
+    fn set_but_empty_claims_root_falls_back_to_home() {
+        let home = Some(OsString::from("/home/x"));
+        assert_eq!(
+            global_claims_root_from(Some(OsString::new()), home.clone()),
+            Some(PathBuf::from("/home/x"))
+        );
+        assert_eq!(
+            global_claims_root_from(Some("/custom".into()), home),
+            Some(PathBuf::from("/custom"))
+        );
+        assert_eq!(
+            global_claims_root_from(Some("".into()), Some("".into())),
+            None
+        );
+        assert_eq!(global_claims_root_from(None, None), None);
+    }
+
+    #[test]
+    fn only_prefix_colon_id_keys_route_globally() {
+        assert!(resolve_root(None, "node").is_err());
+        assert!(resolve_root(None, "walker:/repo/root").is_err());
+        assert!(resolve_root(None, "nodes:x").is_err());
+        let r = resolve_root(Some(Path::new("/tmp/x")), "walker:/repo").unwrap();
+        assert_eq!(claims_dir(&r), PathBuf::from("/tmp/x/.fno/claims"));
+        assert_eq!(
+            claim_path(Path::new("/r"), "node:a"),
+            PathBuf::from("/r/.fno/claims/node%3Aa.lock")
+        );
+    }
+
+    #[test]
+    fn validation_names_each_bound() {
+        assert!(matches!(
+            validate_inputs("", "h", None),
+            Err(ClaimError::EmptyKey)
+        ));
+        assert!(matches!(
+            validate_inputs("k", "", None),
+            Err(ClaimError::EmptyHolder)
+        ));
+        assert!(matches!(
+            validate_inputs(&"k".repeat(257), "h", None),
+            Err(ClaimError::KeyTooLong(257))
+        ));
+        assert!(validate_inputs(&"k".repeat(240), "h", None).is_ok());
+        assert!(matches!(
+            validate_inputs(&":".repeat(100), "h", None),
+            Err(ClaimError::EncodedKeyTooLong(300))
+        ));
+        assert!(matches!(
+            validate_inputs("k", "h", Some(59_999)),
+            Err(ClaimError::TtlOutOfRange(59_999))
+        ));
+        assert!(validate_inputs("k", "h", Some(60_000)).is_ok());
+        assert!(validate_inputs("k", "h", Some(86_400_000)).is_ok());
+        assert!(validate_inputs("k", "h", Some(86_400_001)).is_err());
+    }
+}

@@ -1,0 +1,499 @@
+//! Machine identity, process start times, and the verdict on a record.
+
+use super::{now_ms, ClaimRecord, ClaimState};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// `gethostname(2)`, as Python's `socket.gethostname()`. Empty on failure,
+/// which never equals a recorded host and so fails toward "not live".
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for buf.len() bytes; gethostname writes at
+    // most that many and we stop at the first NUL.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast::<libc::c_char>(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// This machine's stable identity, or "" when it has none.
+///
+/// `/etc/machine-id` (systemd) or `/var/lib/dbus/machine-id`, then `:` and the
+/// inode of `/proc/self/ns/pid`. The namespace part matters: containers built
+/// from one image share a machine-id but not a pid space, and without it two
+/// of them sharing a root would read each other's pids as local. Never falls
+/// back to the hostname: readers treat a present id as authoritative, and a
+/// hostname moves (DHCP, VPN, sleep) under a live holder.
+pub fn machine_id() -> String {
+    static CACHE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CACHE.get_or_init(platform_machine_id).clone()
+}
+
+#[cfg(target_os = "linux")]
+fn platform_machine_id() -> String {
+    let base = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|t| t.trim().to_string())
+        .find(|t| !t.is_empty());
+    let Some(base) = base else {
+        return String::new();
+    };
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata("/proc/self/ns/pid") {
+        Ok(md) => format!("{base}:{}", md.ino()),
+        Err(_) => base,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn platform_machine_id() -> String {
+    String::new()
+}
+
+/// Who "we" are, for comparing against a record. Captured once per sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalIdentity {
+    pub machine_id: String,
+    pub hostname: String,
+}
+
+impl LocalIdentity {
+    pub fn current() -> LocalIdentity {
+        LocalIdentity {
+            machine_id: machine_id(),
+            hostname: hostname(),
+        }
+    }
+
+    /// Was a record with this `host` / `machine_id` written here?
+    ///
+    /// The machine id decides whenever the record has one. If the record has an
+    /// id but ours is unreadable, the answer is "unknown", reported as local: a
+    /// "foreign" answer would make a live local claim stale and stealable, and
+    /// ambiguity must degrade to skipping, never to stealing (the pid check
+    /// still runs). Records without an id fall back to the hostname compare
+    /// older writers used.
+    pub fn locality(&self, host: &str, machine: Option<&str>) -> Locality {
+        if let Some(m) = machine.filter(|m| !m.is_empty()) {
+            if self.machine_id.is_empty() {
+                return Locality::Unknown;
+            }
+            return if m == self.machine_id {
+                Locality::Local
+            } else {
+                Locality::Other
+            };
+        }
+        if !host.is_empty() && host == self.hostname {
+            Locality::Local
+        } else {
+            Locality::Other
+        }
+    }
+}
+
+/// Where a record was written, relative to this reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locality {
+    Local,
+    Other,
+    /// The record names a machine but ours is unreadable; treated as local.
+    Unknown,
+}
+
+/// Process create time in EPOCH MILLISECONDS, or None if the pid is gone or
+/// cannot be inspected (a holder we cannot inspect is one we cannot validate:
+/// fail toward recoverable, as psutil's AccessDenied handling does).
+///
+/// Linux: `btime` from `/proc/stat` plus field 22 of `/proc/<pid>/stat` (ticks
+/// since boot) over `_SC_CLK_TCK`, psutil's computation. Sub-second skew is
+/// harmless: the comparison against `acquired_at` is directional and a real
+/// holder starts well before it claims.
+#[cfg(target_os = "linux")]
+pub fn process_create_time_ms(pid: i32) -> Option<i64> {
+    if pid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // comm (field 2) may hold spaces and parentheses: split after the LAST ')'.
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let after = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let starttime: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let btime = boot_time_s()?;
+    let tck = clock_ticks()?;
+    Some(btime * 1000 + starttime * 1000 / tck)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn process_create_time_ms(_pid: i32) -> Option<i64> {
+    None
+}
+
+/// Boot time never changes while we run; read it once.
+#[cfg(target_os = "linux")]
+fn boot_time_s() -> Option<i64> {
+    static BTIME: std::sync::OnceLock<Option<i64>> = std::sync::OnceLock::new();
+    *BTIME.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        stat.lines()
+            .find_map(|l| l.strip_prefix("btime "))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn clock_ticks() -> Option<i64> {
+    static TCK: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let t = *TCK.get_or_init(|| unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i64);
+    (t > 0).then_some(t)
+}
+
+/// The verdict on one record: its state and why, in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub state: ClaimState,
+    pub locality: Locality,
+    /// The holder pid's start time when it could be read here.
+    pub pid_started_ms: Option<i64>,
+    pub why: String,
+}
+
+/// Classifies records, inspecting each distinct pid at most once.
+///
+/// A sweep over thousands of lockfiles held by a few hundred workers would
+/// otherwise read `/proc/<pid>/stat` once per file.
+pub struct Classifier {
+    now: i64,
+    me: LocalIdentity,
+    probe: fn(i32) -> Option<i64>,
+    pids: HashMap<i32, Option<i64>>,
+}
+
+impl Classifier {
+    /// A classifier for this machine at `now` (epoch ms).
+    pub fn new(now: i64) -> Classifier {
+        Classifier::with(now, LocalIdentity::current(), process_create_time_ms)
+    }
+
+    /// A classifier with injected identity and process probe (tests, replays).
+    pub fn with(now: i64, me: LocalIdentity, probe: fn(i32) -> Option<i64>) -> Classifier {
+        Classifier {
+            now,
+            me,
+            probe,
+            pids: HashMap::new(),
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    pub fn identity(&self) -> &LocalIdentity {
+        &self.me
+    }
+
+    /// Move the clock and forget pid facts (a new sweep or tick).
+    pub fn reset(&mut self, now: i64) {
+        self.now = now;
+        self.pids.clear();
+    }
+
+    fn start_time(&mut self, pid: i32) -> Option<i64> {
+        let probe = self.probe;
+        *self.pids.entry(pid).or_insert_with(|| probe(pid))
+    }
+
+    /// Classify `rec`, with the reason.
+    ///
+    /// The arms mirror Python's `staleness.classify`: expired TTL → Live only if
+    /// the pid is verifiably alive (the hybrid arm: a suspended-but-alive
+    /// session keeps its claim), else Stale; no TTL → Live or Stale by the pid;
+    /// TTL running → Live, or Suspect when the pid is not provably alive.
+    pub fn verdict(&mut self, rec: &ClaimRecord) -> Verdict {
+        let now = self.now;
+        let locality = self.me.locality(&rec.host, rec.machine_id.as_deref());
+        let started = if locality == Locality::Other {
+            None
+        } else {
+            self.start_time(rec.pid)
+        };
+        let pid = rec.pid;
+        // Why the holder is, or is not, verifiably alive.
+        let (alive, pid_fact) = match (locality, started) {
+            (Locality::Other, _) => (
+                false,
+                format!(
+                    "written on another machine (host {}); pid {pid} cannot be checked here",
+                    rec.host
+                ),
+            ),
+            (_, None) => (false, format!("pid {pid} is gone")),
+            (_, Some(s)) if s > rec.acquired_at => (
+                false,
+                format!(
+                    "pid {pid} was reused: the running process started {} after the claim",
+                    human_ms(s - rec.acquired_at)
+                ),
+            ),
+            (_, Some(_)) => (true, format!("holder pid {pid} is alive")),
+        };
+        let (state, why) = match rec.expires_at {
+            Some(exp) if now >= exp => {
+                let ago = human_ms(now - exp);
+                if alive {
+                    (
+                        ClaimState::Live,
+                        format!("TTL expired {ago} ago but {pid_fact}"),
+                    )
+                } else {
+                    (
+                        ClaimState::Stale,
+                        format!("TTL expired {ago} ago and {pid_fact}"),
+                    )
+                }
+            }
+            None => {
+                let state = if alive {
+                    ClaimState::Live
+                } else {
+                    ClaimState::Stale
+                };
+                (state, format!("{pid_fact} (PID-bound claim, no TTL)"))
+            }
+            Some(exp) => {
+                let left = human_ms(exp - now);
+                if alive {
+                    (
+                        ClaimState::Live,
+                        format!("{pid_fact}; TTL expires in {left}"),
+                    )
+                } else {
+                    (
+                        ClaimState::Suspect,
+                        format!(
+                            "TTL protects a dead holder until {} (in {left}): {pid_fact}",
+                            utc_hms(exp)
+                        ),
+                    )
+                }
+            }
+        };
+        Verdict {
+            state,
+            locality,
+            pid_started_ms: started,
+            why,
+        }
+    }
+}
+
+/// Classify one record now (or at `now`), without the reason.
+pub fn classify(rec: &ClaimRecord, now: Option<i64>) -> ClaimState {
+    Classifier::new(now.unwrap_or_else(now_ms))
+        .verdict(rec)
+        .state
+}
+
+/// A duration in the largest two units that matter: `45s`, `3m12s`, `2h5m`,
+/// `3d4h`.
+pub fn human_ms(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// `2026-11-30T12:34:56Z` for an epoch-ms instant.
+pub fn utc_hms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| format!("{ms}ms"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn me() -> LocalIdentity {
+        LocalIdentity {
+            machine_id: "m-here:1".into(),
+            hostname: "here".into(),
+        }
+    }
+
+    /// pid 100 started long before NOW; pid 200 started just after NOW - 10s;
+    /// everything else is gone.
+    fn probe(pid: i32) -> Option<i64> {
+        match pid {
+            100 => Some(NOW - 3_600_000),
+            200 => Some(NOW - 10_000),
+            _ => None,
+        }
+    }
+
+    fn rec(
+        pid: i32,
+        acquired_at: i64,
+        expires_at: Option<i64>,
+        machine: Option<&str>,
+    ) -> ClaimRecord {
+        ClaimRecord {
+            schema_version: 1,
+            key: "k".into(),
+            holder: "h".into(),
+            acquired_at,
+            pid,
+            host: "here".into(),
+            expires_at,
+            reason: None,
+            harness: None,
+            machine_id: machine.map(str::to_string),
+            metadata: Map::new(),
+        }
+    }
+
+    fn state(r: &ClaimRecord) -> (ClaimState, String) {
+        let v = Classifier::with(NOW, me(), probe).verdict(r);
+        (v.state, v.why)
+    }
+
+    #[test]
+    fn liveness_table_matches_python_classify_including_hybrid_and_suspect_arms() {
+        let here = Some("m-here:1");
+        let there = Some("m-there:1");
+        let a = NOW - 60_000; // acquired a minute ago
+        let table = [
+            (rec(100, a, None, here), ClaimState::Live),
+            (rec(999, a, None, here), ClaimState::Stale),
+            // started 10 s ago, claim a minute old: the pid was reused
+            (rec(200, a, None, here), ClaimState::Stale),
+            (rec(100, a, None, there), ClaimState::Stale),
+            (rec(100, a, Some(NOW + 60_000), here), ClaimState::Live),
+            (rec(999, a, Some(NOW + 60_000), here), ClaimState::Suspect),
+            (rec(100, a, Some(NOW + 60_000), there), ClaimState::Suspect),
+            // hybrid arm: expired TTL, live pid
+            (rec(100, a, Some(NOW - 1), here), ClaimState::Live),
+            (rec(999, a, Some(NOW - 1), here), ClaimState::Stale),
+            // expiry is inclusive: now == expires_at is expired
+            (rec(999, a, Some(NOW), here), ClaimState::Stale),
+            (rec(100, a, Some(NOW - 1), there), ClaimState::Stale),
+        ];
+        for (r, want) in table {
+            assert_eq!(state(&r).0, want, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn each_verdict_says_why_in_words() {
+        let a = NOW - 60_000;
+        let here = Some("m-here:1");
+        assert!(state(&rec(999, a, None, here))
+            .1
+            .contains("pid 999 is gone"));
+        assert!(state(&rec(200, a, None, here)).1.contains("reused"));
+        assert!(state(&rec(100, a, None, Some("x")))
+            .1
+            .contains("another machine"));
+        let hybrid = state(&rec(100, a, Some(NOW - 180_000), here)).1;
+        assert!(
+            hybrid.contains("TTL expired 3m00s ago but holder pid 100 is alive"),
+            "{hybrid}"
+        );
+        let suspect = state(&rec(999, a, Some(NOW + 90_000), here)).1;
+        assert!(
+            suspect.starts_with("TTL protects a dead holder until"),
+            "{suspect}"
+        );
+    }
+
+    #[test]
+    fn hostname_decides_only_when_the_record_has_no_machine_id() {
+        let id = me();
+        assert_eq!(id.locality("here", None), Locality::Local);
+        assert_eq!(id.locality("", None), Locality::Other);
+        assert_eq!(id.locality("elsewhere", None), Locality::Other);
+        assert_eq!(id.locality("elsewhere", Some("m-here:1")), Locality::Local);
+        assert_eq!(id.locality("here", Some("m-there:1")), Locality::Other);
+        assert_eq!(id.locality("here", Some("")), Locality::Local);
+    }
+
+    #[test]
+    fn an_unreadable_own_machine_id_is_unknown_never_foreign() {
+        let blind = LocalIdentity {
+            machine_id: String::new(),
+            hostname: "renamed".into(),
+        };
+        assert_eq!(
+            blind.locality("old-name", Some("whatever")),
+            Locality::Unknown
+        );
+        let v = Classifier::with(NOW, blind, probe).verdict(&rec(
+            100,
+            NOW - 1000,
+            None,
+            Some("whatever"),
+        ));
+        assert_eq!(v.state, ClaimState::Live);
+    }
+
+    #[test]
+    fn each_distinct_pid_is_probed_once_per_sweep() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        fn counting(pid: i32) -> Option<i64> {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            probe(pid)
+        }
+        let mut c = Classifier::with(NOW, me(), counting);
+        for _ in 0..50 {
+            c.verdict(&rec(100, NOW, None, Some("m-here:1")));
+            c.verdict(&rec(999, NOW, None, Some("m-here:1")));
+        }
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+        c.reset(NOW + 1);
+        c.verdict(&rec(100, NOW, None, Some("m-here:1")));
+        assert_eq!(CALLS.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn own_process_start_time_is_sane_and_bogus_pids_are_dead() {
+        let create = process_create_time_ms(std::process::id() as i32).expect("own pid");
+        let now = now_ms();
+        assert!(create <= now && now - create < 86_400_000);
+        assert_eq!(process_create_time_ms(-1), None);
+        assert_eq!(process_create_time_ms(0), None);
+    }
+
+    #[test]
+    fn own_live_claim_classifies_live_on_the_real_machine() {
+        let me = LocalIdentity::current();
+        let now = now_ms();
+        let mut r = rec(std::process::id() as i32, now, None, None);
+        r.host = me.hostname.clone();
+        r.machine_id = Some(me.machine_id.clone()).filter(|m| !m.is_empty());
+        assert_eq!(classify(&r, Some(now)), ClaimState::Live);
+        r.acquired_at = 1; // before this process existed: pid reuse
+        assert_eq!(classify(&r, Some(now)), ClaimState::Stale);
+    }
+
+    #[test]
+    fn durations_read_in_two_units() {
+        assert_eq!(human_ms(45_000), "45s");
+        assert_eq!(human_ms(192_000), "3m12s");
+        assert_eq!(human_ms(7_500_000), "2h05m");
+        assert_eq!(human_ms(-5), "0s");
+        assert_eq!(human_ms(90_000_000), "1d1h");
+    }
+}

@@ -1,0 +1,58 @@
+//! The claims protocol: one YAML lockfile per key under `<root>/.fno/claims/`.
+//!
+//! Parity with every other implementation sharing a root is the contract. The
+//! wire details (paths, encoding, YAML field order, mutex names, the steal
+//! rule, event envelope) live in the submodules next to the reasons they must
+//! be exactly so. Nothing in here knows about terminals.
+
+pub mod atomic;
+pub mod error;
+pub mod key;
+pub mod liveness;
+pub mod mutex;
+pub mod record;
+pub mod sweep;
+pub mod verbs;
+
+pub use error::ClaimError;
+pub use key::{
+    claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,
+    global_claims_root_from, resolve_root, validate_inputs,
+};
+pub use liveness::{
+    classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
+};
+pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ReadError};
+pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
+pub use verbs::{
+    acquire, force_release, release, renew, resolve_harness, status, AcquireKind, AcquireOpts,
+    AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, Root, Status,
+};
+
+/// On-disk schema version written and read. Readers refuse anything newer
+/// rather than guess at a future writer's semantics.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Raw key cap, in bytes.
+pub const MAX_KEY_LENGTH: usize = 256;
+/// Encoded-filename cap: 240 + ".lock" = 245 bytes, under every mainstream
+/// filesystem's 255-byte name limit.
+pub const MAX_ENCODED_FILENAME_BYTES: usize = 240;
+/// TTL bounds in milliseconds.
+pub const MIN_TTL_MS: i64 = 60_000;
+pub const MAX_TTL_MS: i64 = 86_400_000;
+
+/// `<root>/` + this = the claims directory.
+pub const CLAIMS_DIRNAME: &str = ".fno/claims";
+/// Archive subdirectory of the claims dir: stale and force-released claims are
+/// renamed here, never unlinked, so the forensic trail survives.
+pub const EXPIRED_SUBDIR: &str = ".expired";
+/// Suffix of a claim's recovery mutex: `<enc>.lock.recovery.d`.
+pub const RECOVERY_SUFFIX: &str = ".recovery.d";
+
+/// Current UTC time as epoch milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

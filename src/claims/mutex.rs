@@ -1,0 +1,346 @@
+//! The mkdir mutex shared with every other implementation: `<lockfile>.recovery.d`
+//! per claim, `events.jsonl.lock.d` for the audit log.
+//!
+//! `mkdir(2)` is the arbiter (exactly one creator wins). The winner stamps an
+//! `owner` file with a unique token so that release removes only its own dir.
+//! A dir older than [`STALE_MUTEX_STEAL`] is a corpse left by a killed holder
+//! and is taken by an atomic rename to a unique reap name, so exactly one
+//! stealer wins and no key is bricked forever.
+
+use crate::diag::warn;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Age past which a mutex dir is a corpse. Wire protocol: every implementation
+/// must steal only past this age, and every critical section under these
+/// mutexes stays sub-second so the age tells a corpse from an honest holder.
+pub const STALE_MUTEX_STEAL: Duration = Duration::from_secs(120);
+
+/// Poll cadence while waiting on a held mutex.
+const POLL: Duration = Duration::from_millis(100);
+
+/// A held mutex dir; released (token-checked) on drop.
+#[derive(Debug)]
+pub struct DirMutex {
+    dir: PathBuf,
+    token: String,
+}
+
+impl DirMutex {
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for DirMutex {
+    fn drop(&mut self) {
+        release(&self.dir, &self.token);
+    }
+}
+
+/// `host:pid:nanos`: unique per acquisition, so a holder whose dir was stolen
+/// while it was suspended can tell, on release, that the dir is no longer its.
+pub fn owner_token() -> String {
+    let ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}:{}:{}",
+        super::liveness::hostname(),
+        std::process::id(),
+        ns
+    )
+}
+
+fn read_owner(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("owner")).unwrap_or_default()
+}
+
+/// Stamp right after mkdir. A crash between the two leaves an owner-less dir,
+/// which the age gate steals like any other corpse.
+fn stamp(dir: &Path) -> DirMutex {
+    let token = owner_token();
+    if let Err(e) = std::fs::write(dir.join("owner"), &token) {
+        warn(&format!(
+            "could not stamp mutex owner in {}: {e}",
+            dir.display()
+        ));
+    }
+    DirMutex {
+        dir: dir.to_path_buf(),
+        token,
+    }
+}
+
+/// One attempt: `Ok(Some)` acquired, `Ok(None)` held by someone, `Err` when
+/// mkdir fails for another reason (missing parent, permissions).
+pub fn try_lock(dir: &Path) -> std::io::Result<Option<DirMutex>> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(Some(stamp(dir))),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Acquire with a deadline, stealing corpses when `steal`. None means an
+/// honest, in-age holder kept it past the deadline: congestion, not a corpse.
+pub fn lock(dir: &Path, timeout: Duration, steal: bool) -> Option<DirMutex> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match try_lock(dir) {
+            Ok(Some(m)) => return Some(m),
+            Ok(None) if steal && steal_if_stale(dir) => continue,
+            _ => {}
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Remove `dir` only if it still carries `token`. A mismatch means the mutex
+/// was stolen from us and someone else holds it now: leave theirs intact.
+pub fn release(dir: &Path, token: &str) {
+    if read_owner(dir) == token {
+        if let Err(e) = std::fs::remove_dir_all(dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                warn(&format!("could not remove mutex {}: {e}", dir.display()));
+            }
+        }
+    } else {
+        warn(&format!(
+            "mutex {} is no longer owned by {token}; left intact",
+            dir.display()
+        ));
+    }
+}
+
+/// Age of a mutex path by its own mtime (not following a symlink), if any.
+pub fn age(dir: &Path) -> Option<Duration> {
+    let md = std::fs::symlink_metadata(dir).ok()?;
+    // A clock running backwards reads as age zero: never a reason to steal.
+    Some(
+        md.modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .unwrap_or_default(),
+    )
+}
+
+/// Steal `dir` if it is a corpse. True means "retry mkdir now" (the corpse is
+/// gone, or the mutex was released meanwhile); false means wait.
+pub fn steal_if_stale(dir: &Path) -> bool {
+    // symlink_metadata: a dangling symlink is EEXIST to mkdir but NotFound to a
+    // following stat, and answering "retry now" for it would spin forever.
+    let before = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(_) => return false,
+    };
+    let age = before
+        .modified()
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .unwrap_or_default();
+    if age <= STALE_MUTEX_STEAL {
+        return false;
+    }
+    // The token is the corpse's identity: between the age check and the rename
+    // another stealer may win and a fresh holder mkdir at the same path, and
+    // what we then move is a LIVE lock.
+    let before_token = read_owner(dir);
+    let reaped = reap_name(dir);
+    match std::fs::rename(dir, &reaped) {
+        Ok(()) => {
+            let after = read_owner(&reaped);
+            // An empty owner is a pre-token corpse (or a crash before stamping).
+            if !(after.is_empty() || after == before_token) {
+                if std::fs::rename(&reaped, dir).is_err() {
+                    warn(&format!(
+                        "stole a live mutex at {} and could not restore it",
+                        dir.display()
+                    ));
+                }
+                return false;
+            }
+            remove_reaped(&reaped);
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => {
+            warn(&format!(
+                "could not steal stale mutex {}: {e}",
+                dir.display()
+            ));
+            false
+        }
+    }
+}
+
+/// Unique per attempt: a reap dir left behind by a failed cleanup must not
+/// collide with, and so disable, every later steal by this process.
+fn reap_name(dir: &Path) -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!(
+        "{name}.reap.{}.{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// A reaped mutex is usually a dir but may be a symlink.
+fn remove_reaped(path: &Path) {
+    if std::fs::remove_file(path).is_ok() {
+        return;
+    }
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            warn(&format!(
+                "could not remove reaped mutex {}: {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// Wait (bounded) for someone else's mutex to go away. Only for mutexes young
+/// enough to be honestly held; corpses are stolen before this is reached.
+pub fn wait_for_release(dir: &Path, max_wait: Duration) {
+    let deadline = Instant::now() + max_wait;
+    // symlink_metadata, not exists(): a dangling symlink must read as present.
+    while std::fs::symlink_metadata(dir).is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Set a path's mtime `secs` into the past without following a symlink.
+/// Tests and the demo use it to make a corpse; doctor tests to age litter.
+pub fn backdate(path: &Path, secs: u64) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let t = libc::timeval {
+        tv_sec: (now - secs as i64) as libc::time_t,
+        tv_usec: 0,
+    };
+    let times = [t, t];
+    // SAFETY: c is a valid NUL-terminated path; times points at two timevals.
+    if unsafe { libc::lutimes(c.as_ptr(), times.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempfile::TempDir;
+
+    const OLD: u64 = STALE_MUTEX_STEAL.as_secs() + 60;
+
+    #[test]
+    fn a_fresh_mutex_is_never_stolen_and_a_corpse_always_is() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("x.lock.recovery.d");
+        std::fs::create_dir(&m).unwrap();
+        assert!(!steal_if_stale(&m));
+        assert!(m.exists());
+        backdate(&m, OLD).unwrap();
+        assert!(steal_if_stale(&m));
+        assert!(!m.exists());
+        // nothing left behind under a reap name either
+        assert_eq!(std::fs::read_dir(td.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_dangling_symlink_mutex_never_spins() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("events.jsonl.lock.d");
+        std::os::unix::fs::symlink(td.path().join("nowhere"), &m).unwrap();
+        assert!(!steal_if_stale(&m), "fresh dangling link was stolen");
+        let t = Instant::now();
+        assert!(lock(&m, Duration::from_millis(300), true).is_none());
+        assert!(t.elapsed() >= Duration::from_millis(300));
+        backdate(&m, OLD).unwrap();
+        assert!(steal_if_stale(&m));
+        assert!(std::fs::symlink_metadata(&m).is_err());
+    }
+
+    #[test]
+    fn repeated_steals_never_collide_on_the_reap_name() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("m.d");
+        for _ in 0..3 {
+            std::fs::create_dir(&m).unwrap();
+            backdate(&m, OLD).unwrap();
+            assert!(steal_if_stale(&m));
+        }
+    }
+
+    #[test]
+    fn a_victims_late_release_leaves_the_new_holder_intact() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("m.d");
+        let victim = lock(&m, Duration::from_secs(1), true).unwrap();
+        backdate(&m, OLD).unwrap();
+        assert!(steal_if_stale(&m));
+        let heir = lock(&m, Duration::from_secs(1), true).unwrap();
+        assert_ne!(heir.token(), victim.token());
+        drop(victim);
+        assert!(m.exists(), "victim's release deleted the heir's mutex");
+        assert_eq!(read_owner(&m), heir.token());
+        drop(heir);
+        assert!(!m.exists());
+    }
+
+    #[test]
+    fn a_timed_out_waiter_leaves_a_fresh_mutex_alone() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("m.d");
+        let holder = lock(&m, Duration::from_secs(1), true).unwrap();
+        assert!(lock(&m, Duration::from_millis(250), true).is_none());
+        assert_eq!(read_owner(&m), holder.token());
+    }
+
+    #[test]
+    fn concurrent_stealers_of_one_corpse_produce_exactly_one_holder_at_a_time() {
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("m.d");
+        std::fs::create_dir(&m).unwrap();
+        backdate(&m, OLD).unwrap();
+        let inside = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (m, inside) = (m.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    let g = lock(&m, Duration::from_secs(30), true).expect("acquired");
+                    let n = inside.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    drop(g);
+                    n
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), 0, "two holders inside the mutex at once");
+        }
+        assert!(!m.exists());
+    }
+}

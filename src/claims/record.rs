@@ -1,0 +1,399 @@
+//! The claim record, its states, and the YAML lockfile format.
+
+use super::SCHEMA_VERSION;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::Path;
+
+/// Largest lockfile we read. A real record is a few hundred bytes; anything
+/// past this is not a claim, and reading it whole would let one planted file
+/// stall or balloon every sweep.
+pub const MAX_LOCKFILE_BYTES: u64 = 1 << 20;
+
+/// A key's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimState {
+    /// No lockfile exists.
+    Free,
+    /// The holder is verifiably alive (or its TTL has not run out and it is).
+    Live,
+    /// TTL still running but the holder is not provably alive (dead or foreign
+    /// pid). Treated like Live by acquire: the TTL protects a respawned
+    /// worker's slot; only expiry frees it.
+    Suspect,
+    /// The holder is dead or expired: recoverable.
+    Stale,
+    /// The file is there but is not a claim we can verify.
+    Corrupted,
+}
+
+impl ClaimState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimState::Free => "free",
+            ClaimState::Live => "live",
+            ClaimState::Suspect => "suspect",
+            ClaimState::Stale => "stale",
+            ClaimState::Corrupted => "corrupted",
+        }
+    }
+
+    /// Operator attention order: what needs a human first sorts first.
+    pub fn severity(self) -> u8 {
+        match self {
+            ClaimState::Corrupted => 0,
+            ClaimState::Stale => 1,
+            ClaimState::Suspect => 2,
+            ClaimState::Live => 3,
+            ClaimState::Free => 4,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ClaimState> {
+        Some(match s {
+            "free" => ClaimState::Free,
+            "live" => ClaimState::Live,
+            "suspect" => ClaimState::Suspect,
+            "stale" => ClaimState::Stale,
+            "corrupted" => ClaimState::Corrupted,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for ClaimState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One lockfile's mapping.
+///
+/// Field order IS the YAML order (serde keeps struct order), matching the
+/// Python writer: schema_version, key, holder, acquired_at, pid, host, then the
+/// optional tail. Every optional field is OMITTED when absent, never written
+/// as `null`: a missing `expires_at` is how a PID-liveness claim is marked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    #[serde(default = "default_schema_version")]
+    pub schema_version: u32,
+    pub key: String,
+    pub holder: String,
+    /// Epoch milliseconds, UTC.
+    pub acquired_at: i64,
+    pub pid: i32,
+    pub host: String,
+    /// Epoch ms of TTL expiry; absent for PID-liveness claims (`null` reads the
+    /// same as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The acquiring harness (`codex`, `claude`, ...). Additive: older records
+    /// lack it and read as unknown, never as a parse error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+    /// Stable machine identity, compared instead of `host`. Additive beside
+    /// `host` rather than replacing it: an older reader still compares `host`
+    /// against its hostname and must keep seeing a hostname there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    /// Opaque to the protocol; replaced wholesale by a re-acquire.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+fn default_schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
+impl ClaimRecord {
+    /// The lockfile bytes for this record.
+    pub fn to_yaml(&self) -> Result<String, super::ClaimError> {
+        serde_yaml_ng::to_string(self).map_err(|e| super::ClaimError::Serialize(e.to_string()))
+    }
+
+    /// Parse lockfile text, applying the reader's schema rules.
+    pub fn from_yaml(text: &str) -> Result<ClaimRecord, String> {
+        let rec: ClaimRecord =
+            serde_yaml_ng::from_str(text).map_err(|e| format!("claim parse/schema failed: {e}"))?;
+        if rec.schema_version > SCHEMA_VERSION {
+            return Err(format!(
+                "claim schema_version={} > supported={SCHEMA_VERSION}; refusing to read from a newer writer",
+                rec.schema_version
+            ));
+        }
+        if rec.key.is_empty() || rec.holder.is_empty() {
+            return Err("claim key/holder must be non-empty".into());
+        }
+        Ok(rec)
+    }
+
+    /// Parse lockfile bytes: text rules plus size and encoding checks.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ClaimRecord, String> {
+        if bytes.len() as u64 > MAX_LOCKFILE_BYTES {
+            return Err(format!(
+                "file is larger than {MAX_LOCKFILE_BYTES} bytes; not a claim"
+            ));
+        }
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| format!("claim is not valid UTF-8: {e}"))?;
+        ClaimRecord::from_yaml(text)
+    }
+}
+
+/// Why a lockfile could not be turned into a record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadError {
+    /// The file vanished between listing (or collision) and read: a release or
+    /// an archive won the race. Callers treat it as Free and retry.
+    GoneAway,
+    /// Present but not a claim we can verify.
+    Corrupted { reason: String, head: Vec<u8> },
+}
+
+impl ReadError {
+    pub fn reason(&self) -> &str {
+        match self {
+            ReadError::GoneAway => "claim file vanished while being read",
+            ReadError::Corrupted { reason, .. } => reason,
+        }
+    }
+}
+
+/// How many leading bytes of a corrupted file are kept for display.
+pub const CORRUPT_HEAD_BYTES: usize = 256;
+
+/// Read a lockfile's bytes, refusing anything that is not a plain file.
+///
+/// O_NOFOLLOW: a symlink planted as a lockfile is not a claim, and following
+/// it would let a sweep read (and a verdict act on) a file outside the claims
+/// dir. O_NONBLOCK: a FIFO named `*.lock` must never hang a sweep in open().
+pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let corrupted = |reason: String| ReadError::Corrupted {
+        reason,
+        head: Vec::new(),
+    };
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::GoneAway),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(corrupted(
+                "lockfile is a symlink; refusing to follow it".into(),
+            ))
+        }
+        Err(e) => return Err(corrupted(format!("claim read failed: {e}"))),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| corrupted(format!("claim stat failed: {e}")))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(corrupted(format!("lockfile is {what}")));
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_LOCKFILE_BYTES) as usize + 1);
+    file.take(MAX_LOCKFILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| corrupted(format!("claim read failed: {e}")))?;
+    Ok(bytes)
+}
+
+/// Read and parse one lockfile.
+pub fn read_claim_file(path: &Path) -> Result<ClaimRecord, ReadError> {
+    read_claim_file_raw(path).map(|(rec, _)| rec)
+}
+
+/// Read and parse one lockfile, keeping the bytes (archive verification
+/// compares them; the dashboard shows the head of a corrupted file).
+pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
+    let bytes = read_lockfile_bytes(path)?;
+    match ClaimRecord::from_bytes(&bytes) {
+        Ok(rec) => Ok((rec, bytes)),
+        Err(reason) => {
+            let mut head = bytes;
+            head.truncate(CORRUPT_HEAD_BYTES);
+            Err(ReadError::Corrupted { reason, head })
+        }
+    }
+}
+
+/// Parse a human TTL (`1h`, `30m`, `3600s`, bare digits = SECONDS, as Python's
+/// `_parse_ttl` and `sleep` read them) into milliseconds. `None` on garbage or
+/// a non-positive result.
+pub fn parse_ttl_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix('h') {
+        (n, 3_600_000)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60_000)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1_000)
+    } else {
+        (s, 1_000)
+    };
+    num.trim()
+        .parse::<i64>()
+        .ok()
+        .map(|v| v.saturating_mul(mult))
+        .filter(|v| *v > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec() -> ClaimRecord {
+        ClaimRecord {
+            schema_version: 1,
+            key: "node:x".into(),
+            holder: "pty:aa".into(),
+            acquired_at: 1_700_000_000_000,
+            pid: 4242,
+            host: "box".into(),
+            expires_at: None,
+            reason: None,
+            harness: None,
+            machine_id: None,
+            metadata: Map::new(),
+        }
+    }
+
+    #[test]
+    fn pid_claim_yaml_is_byte_exact_and_has_no_expires_at_line() {
+        let mut r = rec();
+        r.machine_id = Some("abc:4026531836".into());
+        assert_eq!(
+            r.to_yaml().unwrap(),
+            "schema_version: 1\nkey: node:x\nholder: pty:aa\nacquired_at: 1700000000000\n\
+             pid: 4242\nhost: box\nmachine_id: abc:4026531836\n"
+        );
+    }
+
+    #[test]
+    fn ttl_claim_yaml_is_byte_exact_in_field_order() {
+        let mut r = rec();
+        r.expires_at = Some(1_700_000_060_000);
+        r.reason = Some("fix bug".into());
+        r.harness = Some("codex".into());
+        r.machine_id = Some("m".into());
+        r.metadata.insert("z".into(), json!(1));
+        r.metadata.insert("a".into(), json!({"b": [true, null]}));
+        assert_eq!(
+            r.to_yaml().unwrap(),
+            "schema_version: 1\nkey: node:x\nholder: pty:aa\nacquired_at: 1700000000000\n\
+             pid: 4242\nhost: box\nexpires_at: 1700000060000\nreason: fix bug\nharness: codex\n\
+             machine_id: m\nmetadata:\n  z: 1\n  a:\n    b:\n    - true\n    - null\n"
+        );
+    }
+
+    #[test]
+    fn null_and_absent_expires_at_read_the_same() {
+        let r = ClaimRecord::from_yaml(
+            "schema_version: 1\nkey: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nexpires_at: null\n",
+        )
+        .unwrap();
+        assert_eq!(r.expires_at, None);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_schema_version_defaults_to_one() {
+        let r = ClaimRecord::from_yaml(
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nfuture_field: [1, 2]\n",
+        )
+        .unwrap();
+        assert_eq!(r.schema_version, 1);
+        assert!(r.metadata.is_empty());
+        assert_eq!(r.harness, None);
+    }
+
+    #[test]
+    fn newer_schema_lists_garbage_and_empty_fields_are_corrupted() {
+        for text in [
+            "schema_version: 2\nkey: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
+            "- just\n- a\n- list\n",
+            "{{{{not yaml",
+            "",
+            "plain scalar",
+            "key: ''\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
+            "key: k\nholder: ''\nacquired_at: 5\npid: 1\nhost: x\n",
+            "key: k\nholder: h\nacquired_at: soon\npid: 1\nhost: x\n",
+        ] {
+            assert!(ClaimRecord::from_yaml(text).is_err(), "accepted: {text:?}");
+        }
+        assert!(ClaimRecord::from_bytes(b"key: \xff\xfe").is_err());
+    }
+
+    #[test]
+    fn record_with_metadata_round_trips() {
+        let mut r = rec();
+        r.reason = Some("why: not \"quoted\"\nmultiline".into());
+        r.harness = Some("claude".into());
+        r.metadata
+            .insert("nested".into(), json!({"a": [1, 2], "b": "text"}));
+        r.metadata.insert("yes".into(), json!("no"));
+        r.metadata.insert("num_str".into(), json!("0123"));
+        let back = ClaimRecord::from_yaml(&r.to_yaml().unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn ttl_strings_parse_with_bare_digits_as_seconds() {
+        assert_eq!(parse_ttl_ms("2h"), Some(7_200_000));
+        assert_eq!(parse_ttl_ms("30m"), Some(1_800_000));
+        assert_eq!(parse_ttl_ms("3600s"), Some(3_600_000));
+        assert_eq!(parse_ttl_ms("120"), Some(120_000));
+        assert_eq!(parse_ttl_ms("  1h "), Some(3_600_000));
+        for bad in ["", "abc", "0", "-5m", "1d", "h"] {
+            assert_eq!(parse_ttl_ms(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn special_files_read_as_corrupted_never_followed() {
+        let td = tempfile::TempDir::new().unwrap();
+        let dir = td.path().join("d.lock");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(matches!(
+            read_claim_file(&dir),
+            Err(ReadError::Corrupted { .. })
+        ));
+        let target = td.path().join("real");
+        std::fs::write(&target, rec().to_yaml().unwrap()).unwrap();
+        let link = td.path().join("l.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = read_claim_file(&link).unwrap_err();
+        assert!(err.reason().contains("symlink"), "{err:?}");
+        let big = td.path().join("big.lock");
+        std::fs::write(&big, vec![b'a'; (MAX_LOCKFILE_BYTES + 10) as usize]).unwrap();
+        assert!(read_claim_file(&big)
+            .unwrap_err()
+            .reason()
+            .contains("larger"));
+        assert_eq!(
+            read_claim_file(&td.path().join("missing.lock")),
+            Err(ReadError::GoneAway)
+        );
+    }
+
+    #[test]
+    fn a_fifo_named_like_a_lockfile_never_blocks_the_reader() {
+        let td = tempfile::TempDir::new().unwrap();
+        let fifo = td.path().join("f.lock");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = read_claim_file(&fifo).unwrap_err();
+        assert!(err.reason().contains("not a regular file"), "{err:?}");
+    }
+}

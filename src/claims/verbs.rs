@@ -1,0 +1,732 @@
+//! The verbs: acquire, release, status, renew, force-release.
+//!
+//! Every face (CLI, dashboard, demo workers) goes through these; none of them
+//! touch a lockfile any other way.
+
+use super::atomic::{self, Archived, CreateError};
+use super::liveness::{hostname, machine_id, Classifier, Locality, Verdict};
+use super::record::{read_claim_file_raw, ReadError};
+use super::{
+    claim_path, claims_dir, mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState,
+    MAX_TTL_MS, MIN_TTL_MS, RECOVERY_SUFFIX, SCHEMA_VERSION,
+};
+use crate::events::emit::{common_fields, common_fields_unknown, emit};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Recovery-mutex wait before retrying acquire from the top (Python's 5 s).
+const RECOVERY_MAX_WAIT: Duration = Duration::from_secs(5);
+/// Bounded retry for gone-away / lost-recovery races. Python recurses without
+/// bound; hitting this means pathological churn and is reported as an error.
+const ACQUIRE_MAX_ATTEMPTS: usize = 5;
+
+/// A claims root and where its audit events go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// The directory containing `.fno/claims`.
+    pub root: PathBuf,
+    /// The directory containing `.fno/events.jsonl`. None = the current
+    /// directory, the seed's rule for callers that name none.
+    pub events_dir: Option<PathBuf>,
+}
+
+impl Root {
+    pub fn new(root: impl Into<PathBuf>) -> Root {
+        Root {
+            root: root.into(),
+            events_dir: None,
+        }
+    }
+
+    /// Root whose events log lives in the same directory.
+    pub fn with_events_here(root: impl Into<PathBuf>) -> Root {
+        let root = root.into();
+        Root {
+            events_dir: Some(root.clone()),
+            root,
+        }
+    }
+
+    pub fn claims_dir(&self) -> PathBuf {
+        claims_dir(&self.root)
+    }
+
+    pub fn lockfile(&self, key: &str) -> PathBuf {
+        claim_path(&self.root, key)
+    }
+
+    pub fn events_file(&self) -> PathBuf {
+        crate::events::emit::events_path(self.events_dir.as_deref())
+    }
+
+    fn emit(&self, type_name: &str, data: Map<String, Value>) {
+        emit(self.events_dir.as_deref(), type_name, data);
+    }
+}
+
+/// `<lockfile-name>.recovery.d`: wire protocol, shared with every
+/// implementation that recovers or renews the same claim.
+pub fn recovery_mutex_path(lockfile: &Path) -> PathBuf {
+    let name = lockfile
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    lockfile.with_file_name(format!("{name}{RECOVERY_SUFFIX}"))
+}
+
+/// Options for [`acquire`].
+#[derive(Debug, Default, Clone)]
+pub struct AcquireOpts {
+    /// The pid the claim is bound to; default the calling process.
+    pub pid: Option<u32>,
+    pub ttl_ms: Option<i64>,
+    pub reason: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    /// Harness tag; None resolves it from the environment.
+    pub harness: Option<String>,
+}
+
+/// How a successful acquire came about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcquireKind {
+    Fresh,
+    Reacquired,
+    Reclaimed {
+        previous_holder: String,
+        previous_pid: i32,
+    },
+}
+
+/// Outcome of [`acquire`] that is not an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AcquireOutcome {
+    Acquired {
+        record: ClaimRecord,
+        kind: AcquireKind,
+    },
+    /// A Live (or TTL-protected Suspect) claim of another holder.
+    HeldByOther {
+        holder: String,
+        pid: i32,
+        host: String,
+    },
+}
+
+/// Ambient harness markers, highest precedence first (Python's
+/// `HARNESS_SESSION_MARKERS`), so both writers tag a claim alike.
+const HARNESS_MARKERS: &[(&str, &str)] = &[
+    ("CODEX_THREAD_ID", "codex"),
+    ("CLAUDE_CODE_SESSION_ID", "claude"),
+    ("CODEX_SESSION_ID", "codex"),
+    ("GEMINI_SESSION_ID", "gemini"),
+    ("OPENCODE_SESSION_ID", "opencode"),
+];
+
+/// The harness this process runs under, from its environment.
+pub fn resolve_harness() -> Option<String> {
+    resolve_harness_from(|k| std::env::var(k).ok())
+}
+
+/// [`resolve_harness`] with the environment passed in. A blank marker is
+/// unset (Python strips), so a lower-precedence real marker still wins.
+pub fn resolve_harness_from(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+    HARNESS_MARKERS
+        .iter()
+        .find(|(marker, _)| get(marker).is_some_and(|v| !v.trim().is_empty()))
+        .map(|(_, h)| (*h).to_string())
+}
+
+fn make_claim(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
+    let acquired = now_ms();
+    ClaimRecord {
+        schema_version: SCHEMA_VERSION,
+        key: key.into(),
+        holder: holder.into(),
+        acquired_at: acquired,
+        pid: opts.pid.unwrap_or_else(std::process::id) as i32,
+        host: hostname(),
+        expires_at: opts.ttl_ms.map(|ttl| acquired + ttl),
+        reason: opts.reason.clone(),
+        harness: opts.harness.clone().or_else(resolve_harness),
+        // Omitted, never backfilled with the hostname, when there is no stable
+        // id: readers trust a present value.
+        machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
+        metadata: opts.metadata.clone().unwrap_or_default(),
+    }
+}
+
+fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
+    let mut data = common_fields(rec);
+    if let Some(r) = &rec.reason {
+        data.insert("reason".into(), Value::String(r.clone()));
+    }
+    data
+}
+
+fn corrupted(path: &Path, e: ReadError) -> ClaimError {
+    ClaimError::Corrupted {
+        path: path.to_path_buf(),
+        reason: e.reason().to_string(),
+    }
+}
+
+fn create_error(path: &Path, e: std::io::Error) -> ClaimError {
+    ClaimError::io("create", path, e)
+}
+
+/// Would acquire refuse to take this claim from someone else?
+fn protected(rec: &ClaimRecord) -> bool {
+    matches!(
+        Classifier::new(now_ms()).verdict(rec).state,
+        ClaimState::Live | ClaimState::Suspect
+    )
+}
+
+/// Acquire `key` for `holder`.
+///
+/// On collision: same holder → idempotent re-acquire (rewrite, metadata
+/// replaced); Live or Suspect other → held; otherwise stale recovery under the
+/// recovery mutex. A corrupted file is refused (left for force-release).
+pub fn acquire(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+) -> Result<AcquireOutcome, ClaimError> {
+    validate_inputs(key, holder, opts.ttl_ms)?;
+    let path = root.lockfile(key);
+    for _ in 0..ACQUIRE_MAX_ATTEMPTS {
+        let fresh = make_claim(key, holder, opts);
+        match atomic::create_exclusive(&path, fresh.to_yaml()?.as_bytes()) {
+            Ok(()) => {
+                root.emit("claim_acquired", acquired_data(&fresh));
+                return Ok(AcquireOutcome::Acquired {
+                    record: fresh,
+                    kind: AcquireKind::Fresh,
+                });
+            }
+            Err(CreateError::AlreadyHeld) => {}
+            Err(CreateError::Io(e)) => return Err(create_error(&path, e)),
+        }
+        let existing = match read_claim_file_raw(&path) {
+            Ok((rec, _)) => rec,
+            Err(ReadError::GoneAway) => continue,
+            Err(e) => return Err(corrupted(&path, e)),
+        };
+        if existing.holder == holder {
+            return reacquire(root, &path, key, holder, opts, &existing);
+        }
+        if protected(&existing) {
+            return Ok(held(existing));
+        }
+        if let Some(outcome) = recover_stale(root, &path, key, holder, opts)? {
+            return Ok(outcome);
+        }
+    }
+    Err(ClaimError::Contention {
+        attempts: ACQUIRE_MAX_ATTEMPTS,
+        key: key.to_string(),
+    })
+}
+
+fn held(rec: ClaimRecord) -> AcquireOutcome {
+    AcquireOutcome::HeldByOther {
+        holder: rec.holder,
+        pid: rec.pid,
+        host: rec.host,
+    }
+}
+
+fn reacquire(
+    root: &Root,
+    path: &Path,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+    existing: &ClaimRecord,
+) -> Result<AcquireOutcome, ClaimError> {
+    let refreshed = make_claim(key, holder, opts);
+    atomic::replace(path, refreshed.to_yaml()?.as_bytes())
+        .map_err(|e| ClaimError::io("replace", path, e))?;
+    let mut data = common_fields(&refreshed);
+    data.insert(
+        "previous_acquired_at".into(),
+        Value::from(existing.acquired_at),
+    );
+    root.emit("claim_idempotent_reacquired", data);
+    Ok(AcquireOutcome::Acquired {
+        record: refreshed,
+        kind: AcquireKind::Reacquired,
+    })
+}
+
+/// Stale recovery. `Ok(None)` = retry acquire from the top.
+///
+/// The mutex is a spurious-retry guard, not the correctness boundary: the
+/// archive rename and the exclusive create arbitrate on their own. A young
+/// mutex is never touched (its holder may be mid-archive); a waiter whose
+/// deadline passes just retries.
+fn recover_stale(
+    root: &Root,
+    path: &Path,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+) -> Result<Option<AcquireOutcome>, ClaimError> {
+    let lock_dir = recovery_mutex_path(path);
+    let guard = match mutex::try_lock(&lock_dir) {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            if !mutex::steal_if_stale(&lock_dir) {
+                mutex::wait_for_release(&lock_dir, RECOVERY_MAX_WAIT);
+            }
+            return Ok(None);
+        }
+        // The claims dir vanished: the create at the top recreates it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+    };
+    let result = recover_stale_locked(root, path, key, holder, opts);
+    drop(guard);
+    result
+}
+
+fn recover_stale_locked(
+    root: &Root,
+    path: &Path,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+) -> Result<Option<AcquireOutcome>, ClaimError> {
+    // Re-read inside: the holder may have changed or gone while we took the
+    // mutex.
+    let (existing, judged) = match read_claim_file_raw(path) {
+        Ok(r) => r,
+        Err(ReadError::GoneAway) => {
+            let fresh = make_claim(key, holder, opts);
+            return match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+                Ok(()) => {
+                    root.emit("claim_acquired", acquired_data(&fresh));
+                    Ok(Some(AcquireOutcome::Acquired {
+                        record: fresh,
+                        kind: AcquireKind::Fresh,
+                    }))
+                }
+                Err(CreateError::AlreadyHeld) => Ok(None),
+                Err(CreateError::Io(e)) => Err(create_error(path, e)),
+            };
+        }
+        Err(e) => return Err(corrupted(path, e)),
+    };
+    if existing.holder == holder {
+        return reacquire(root, path, key, holder, opts, &existing).map(Some);
+    }
+    if protected(&existing) {
+        return Ok(Some(held(existing)));
+    }
+    match atomic::archive(path, now_ms(), Some(&judged))
+        .map_err(|e| ClaimError::Archive(Box::new(e)))?
+    {
+        Archived::To(_) | Archived::Gone => {}
+        // Its holder rewrote it after we judged it stale: it is alive after
+        // all; go around and meet it as held.
+        Archived::PutBack | Archived::ChangedAndKept(_) => return Ok(None),
+    }
+    let fresh = make_claim(key, holder, opts);
+    match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+        Ok(()) => {
+            let mut data = common_fields(&fresh);
+            data.insert(
+                "previous_holder".into(),
+                Value::String(existing.holder.clone()),
+            );
+            data.insert("previous_pid".into(), Value::from(existing.pid));
+            root.emit("claim_stale_reclaimed", data);
+            Ok(Some(AcquireOutcome::Acquired {
+                record: fresh,
+                kind: AcquireKind::Reclaimed {
+                    previous_holder: existing.holder,
+                    previous_pid: existing.pid,
+                },
+            }))
+        }
+        Err(CreateError::AlreadyHeld) => Ok(None),
+        Err(CreateError::Io(e)) => Err(create_error(path, e)),
+    }
+}
+
+/// Outcome of [`release`]. All but `Released` are the silent successes of a
+/// non-strict release.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReleaseOutcome {
+    Released {
+        record: ClaimRecord,
+        held_ms: i64,
+    },
+    /// Someone else holds it; their file is untouched.
+    NotHeld {
+        holder: String,
+    },
+    Absent,
+    /// The file cannot be verified; left in place for force-release.
+    CorruptedLeft {
+        reason: String,
+    },
+}
+
+impl ReleaseOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReleaseOutcome::Released { .. } => "released",
+            ReleaseOutcome::NotHeld { .. } => "not_held",
+            ReleaseOutcome::Absent => "absent",
+            ReleaseOutcome::CorruptedLeft { .. } => "corrupted_left",
+        }
+    }
+}
+
+/// Release `holder`'s claim on `key` (non-strict: idempotent).
+pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, ClaimError> {
+    if key.is_empty() {
+        return Err(ClaimError::EmptyKey);
+    }
+    if holder.is_empty() {
+        return Err(ClaimError::EmptyHolder);
+    }
+    let path = root.lockfile(key);
+    let existing = match read_claim_file_raw(&path) {
+        Ok((rec, _)) => rec,
+        Err(ReadError::GoneAway) => return Ok(ReleaseOutcome::Absent),
+        Err(ReadError::Corrupted { reason, .. }) => {
+            return Ok(ReleaseOutcome::CorruptedLeft { reason })
+        }
+    };
+    if existing.holder != holder {
+        return Ok(ReleaseOutcome::NotHeld {
+            holder: existing.holder,
+        });
+    }
+    let held_ms = (now_ms() - existing.acquired_at).max(0);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
+        Err(e) => return Err(ClaimError::io("remove", path, e)),
+    }
+    let mut data = common_fields(&existing);
+    data.insert("duration_held_ms".into(), Value::from(held_ms));
+    root.emit("claim_released", data);
+    Ok(ReleaseOutcome::Released {
+        record: existing,
+        held_ms,
+    })
+}
+
+/// One key's state, with the record and the reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    pub key: String,
+    pub file: PathBuf,
+    pub state: ClaimState,
+    pub record: Option<ClaimRecord>,
+    pub why: String,
+    pub error: Option<String>,
+    /// Where the record was written (None when free or corrupted).
+    #[serde(skip)]
+    pub locality: Option<Locality>,
+    /// The first bytes of a corrupted file, for display.
+    #[serde(skip)]
+    pub head: Vec<u8>,
+}
+
+impl Status {
+    /// The status of the file at `path` (named `key`), classified with `c`.
+    pub fn of_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
+        let mut s = Status {
+            key: key.to_string(),
+            file: path.to_path_buf(),
+            state: ClaimState::Free,
+            record: None,
+            why: "no claim file".into(),
+            error: None,
+            locality: None,
+            head: Vec::new(),
+        };
+        match read_claim_file_raw(path) {
+            Ok((rec, _)) => {
+                let Verdict {
+                    state,
+                    locality,
+                    why,
+                    ..
+                } = c.verdict(&rec);
+                s.state = state;
+                s.why = why;
+                s.locality = Some(locality);
+                s.record = Some(rec);
+            }
+            Err(ReadError::GoneAway) => {}
+            Err(ReadError::Corrupted { reason, head }) => {
+                s.state = ClaimState::Corrupted;
+                s.why = "the file cannot be parsed as a claim; force-release archives it".into();
+                s.error = Some(reason);
+                s.head = head;
+            }
+        }
+        s
+    }
+}
+
+/// Classify one key. Never fails: absent is Free, unreadable is Corrupted.
+pub fn status(root: &Root, key: &str) -> Status {
+    Status::of_file(key, &root.lockfile(key), &mut Classifier::new(now_ms()))
+}
+
+/// Why a renew did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoRenew {
+    Absent,
+    Corrupted,
+    OtherHolder,
+    /// PID-liveness claim: no TTL to extend.
+    PidBound,
+    /// Already expired: reclaimable, and resurrecting it would race recovery.
+    Expired,
+    /// A peer holds the recovery mutex (mid-reclaim); a missed renewal only
+    /// shortens the lease.
+    MutexBusy,
+}
+
+impl NoRenew {
+    pub fn describe(self) -> &'static str {
+        match self {
+            NoRenew::Absent => "no claim file",
+            NoRenew::Corrupted => "the claim file is corrupted",
+            NoRenew::OtherHolder => "held by another holder",
+            NoRenew::PidBound => "PID-bound claim has no TTL to extend",
+            NoRenew::Expired => "the TTL already expired; it is reclaimable, not renewable",
+            NoRenew::MutexBusy => "a peer holds the recovery mutex",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenewOutcome {
+    Renewed {
+        record: ClaimRecord,
+        previous_expires_at: i64,
+    },
+    NotRenewed(NoRenew),
+}
+
+/// Reset a live TTL claim's deadline to `now + ttl_ms`, only while `holder`
+/// still holds it.
+///
+/// A FIXED window: deriving the span from `expires_at - acquired_at` would
+/// compound across renewals (acquired_at stays, expires_at moves). Only
+/// `expires_at` changes, so PID-reuse detection is intact. The mutate runs
+/// under the claim's recovery mutex and re-reads inside, so it never clobbers
+/// a peer's concurrent reclaim.
+pub fn renew(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    ttl_ms: i64,
+) -> Result<RenewOutcome, ClaimError> {
+    if key.is_empty() {
+        return Err(ClaimError::EmptyKey);
+    }
+    if holder.is_empty() {
+        return Err(ClaimError::EmptyHolder);
+    }
+    if ttl_ms <= 0 {
+        return Err(ClaimError::TtlNotPositive);
+    }
+    if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+        return Err(ClaimError::TtlOutOfRange(ttl_ms));
+    }
+    let path = root.lockfile(key);
+    // Cheap pre-check outside the mutex keeps the common no-op lock-free.
+    if let Some(no) = renew_precheck(&path, holder, now_ms()) {
+        return Ok(RenewOutcome::NotRenewed(no));
+    }
+    let lock_dir = recovery_mutex_path(&path);
+    // A corpse here would block every renewal; retry once past a stale one.
+    let guard = match mutex::try_lock(&lock_dir) {
+        Ok(Some(g)) => g,
+        _ => match mutex::steal_if_stale(&lock_dir)
+            .then(|| mutex::try_lock(&lock_dir).ok().flatten())
+            .flatten()
+        {
+            Some(g) => g,
+            None => return Ok(RenewOutcome::NotRenewed(NoRenew::MutexBusy)),
+        },
+    };
+    let now = now_ms();
+    if let Some(no) = renew_precheck(&path, holder, now) {
+        return Ok(RenewOutcome::NotRenewed(no));
+    }
+    let (mut rec, _) = read_claim_file_raw(&path).map_err(|e| corrupted(&path, e))?;
+    let previous = rec.expires_at.unwrap_or(now);
+    rec.expires_at = Some(now + ttl_ms);
+    atomic::replace(&path, rec.to_yaml()?.as_bytes())
+        .map_err(|e| ClaimError::io("replace", &path, e))?;
+    drop(guard);
+    let mut data = common_fields(&rec);
+    data.insert("previous_expires_at".into(), Value::from(previous));
+    data.insert("ttl_ms".into(), Value::from(ttl_ms));
+    root.emit("claim_renewed", data);
+    Ok(RenewOutcome::Renewed {
+        record: rec,
+        previous_expires_at: previous,
+    })
+}
+
+fn renew_precheck(path: &Path, holder: &str, now: i64) -> Option<NoRenew> {
+    match read_claim_file_raw(path) {
+        Err(ReadError::GoneAway) => Some(NoRenew::Absent),
+        Err(ReadError::Corrupted { .. }) => Some(NoRenew::Corrupted),
+        Ok((rec, _)) if rec.holder != holder => Some(NoRenew::OtherHolder),
+        Ok((rec, _)) => match rec.expires_at {
+            None => Some(NoRenew::PidBound),
+            Some(exp) if now >= exp => Some(NoRenew::Expired),
+            Some(_) => None,
+        },
+    }
+}
+
+/// Guards and identity for [`force_release`].
+#[derive(Debug, Default, Clone)]
+pub struct ForceOpts {
+    /// Refuse unless the file still names this holder.
+    pub expect_holder: Option<String>,
+    /// Refuse unless the file still has this `acquired_at`.
+    pub expect_acquired_at: Option<i64>,
+    /// Who did it, for the audit trail.
+    pub operator: Option<String>,
+    /// Allow archiving a Live claim.
+    pub allow_live: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ForceOutcome {
+    Archived {
+        archived_to: PathBuf,
+        previous: Option<ClaimRecord>,
+        previous_state: ClaimState,
+    },
+    Refused(String),
+}
+
+/// Operator release of a stuck key: archive (never unlink) under the same
+/// recovery mutex stale recovery uses, after re-checking inside it that the
+/// file is still the one the operator looked at.
+pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, ClaimError> {
+    if key.is_empty() {
+        return Err(ClaimError::EmptyKey);
+    }
+    let path = root.lockfile(key);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(ForceOutcome::Refused(format!("no claim file for {key:?}")));
+    }
+    let lock_dir = recovery_mutex_path(&path);
+    let Some(guard) = mutex::lock(&lock_dir, RECOVERY_MAX_WAIT, true) else {
+        return Ok(ForceOutcome::Refused(
+            "the recovery mutex is held (a recovery is in progress); try again".into(),
+        ));
+    };
+    let result = force_release_locked(root, key, &path, opts);
+    drop(guard);
+    result
+}
+
+fn force_release_locked(
+    root: &Root,
+    key: &str,
+    path: &Path,
+    opts: &ForceOpts,
+) -> Result<ForceOutcome, ClaimError> {
+    let refuse = |s: String| Ok(ForceOutcome::Refused(s));
+    let (previous, judged, state, why) = match read_claim_file_raw(path) {
+        Ok((rec, bytes)) => {
+            let v = Classifier::new(now_ms()).verdict(&rec);
+            (Some(rec), Some(bytes), v.state, v.why)
+        }
+        Err(ReadError::GoneAway) => {
+            return refuse(format!(
+                "the claim on {key:?} vanished (released meanwhile)"
+            ))
+        }
+        Err(ReadError::Corrupted { reason, .. }) => (None, None, ClaimState::Corrupted, reason),
+    };
+    if let Some(want) = &opts.expect_holder {
+        match &previous {
+            Some(rec) if &rec.holder == want => {}
+            Some(rec) => {
+                return refuse(format!(
+                "holder is now {:?}, not the expected {want:?} (released and re-acquired since?)",
+                rec.holder
+            ))
+            }
+            None => {
+                return refuse(format!(
+                    "expected holder {want:?} but the file is corrupted"
+                ))
+            }
+        }
+    }
+    if let Some(want) = opts.expect_acquired_at {
+        match &previous {
+            Some(rec) if rec.acquired_at == want => {}
+            Some(rec) => {
+                return refuse(format!(
+                    "acquired_at is now {}, not the expected {want} (re-acquired since?)",
+                    rec.acquired_at
+                ))
+            }
+            None => {
+                return refuse(format!(
+                    "expected acquired_at {want} but the file is corrupted"
+                ))
+            }
+        }
+    }
+    if state == ClaimState::Live && !opts.allow_live {
+        return refuse(format!("the claim is live ({why}); --allow-live overrides"));
+    }
+    let archived_to = match atomic::archive(path, now_ms(), judged.as_deref())? {
+        Archived::To(p) => p,
+        Archived::Gone => return refuse(format!("the claim on {key:?} vanished while archiving")),
+        Archived::PutBack | Archived::ChangedAndKept(_) => {
+            return refuse("the claim changed while it was being archived; left in place".into())
+        }
+    };
+    let mut data = match &previous {
+        Some(rec) => common_fields(rec),
+        None => common_fields_unknown(key),
+    };
+    data.insert(
+        "operator".into(),
+        opts.operator
+            .clone()
+            .map(Value::String)
+            .unwrap_or(Value::Null),
+    );
+    data.insert(
+        "previous_state".into(),
+        Value::String(state.as_str().into()),
+    );
+    data.insert(
+        "archived_to".into(),
+        Value::String(archived_to.to_string_lossy().into_owned()),
+    );
+    root.emit("claim_force_released", data);
+    Ok(ForceOutcome::Archived {
+        archived_to,
+        previous,
+        previous_state: state,
+    })
+}

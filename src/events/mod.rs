@@ -1,0 +1,5 @@
+//! The audit log `<events_dir>/.fno/events.jsonl`: appending (the seed's
+//! envelope, under the shared mutex) and reading it back incrementally.
+
+pub mod emit;
+pub mod tail;

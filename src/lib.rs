@@ -1,0 +1,9 @@
+//! claimtop: the fno work-claim protocol core, plus the operator tools built on it.
+//!
+//! `claims` and `events` are the protocol (no terminal code); `cli` and
+//! `dashboard` are faces that call only into them.
+
+pub mod claims;
+pub mod diag;
+pub mod events;
+pub mod sanitize;
