@@ -4,6 +4,9 @@
 //! `dashboard` are faces that call only into them.
 
 pub mod claims;
+pub mod cli;
+pub mod dashboard;
+pub mod demo;
 pub mod diag;
 pub mod events;
 pub mod sanitize;

@@ -1,0 +1,1 @@
+//! The scriptable CLI: one module per subcommand family, text or `--json`.
