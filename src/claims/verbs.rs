@@ -550,7 +550,7 @@ pub fn renew(
     }
     let path = root.lockfile(key);
     // Cheap pre-check outside the mutex keeps the common no-op lock-free.
-    if let Some(no) = renew_precheck(&path, holder, now_ms()) {
+    if let Err(no) = renewable(&path, holder, now_ms()) {
         return Ok(RenewOutcome::NotRenewed(no));
     }
     let lock_dir = recovery_mutex_path(&path);
@@ -565,11 +565,12 @@ pub fn renew(
             None => return Ok(RenewOutcome::NotRenewed(NoRenew::MutexBusy)),
         },
     };
+    // Re-read inside: a peer may have reclaimed it while we took the mutex.
     let now = now_ms();
-    if let Some(no) = renew_precheck(&path, holder, now) {
-        return Ok(RenewOutcome::NotRenewed(no));
-    }
-    let (mut rec, _) = read_claim_file_raw(&path).map_err(|e| corrupted(&path, e))?;
+    let mut rec = match renewable(&path, holder, now) {
+        Ok(rec) => rec,
+        Err(no) => return Ok(RenewOutcome::NotRenewed(no)),
+    };
     let previous = rec.expires_at.unwrap_or(now);
     rec.expires_at = Some(now + ttl_ms);
     atomic::replace(&path, rec.to_yaml()?.as_bytes())
@@ -585,16 +586,20 @@ pub fn renew(
     })
 }
 
-fn renew_precheck(path: &Path, holder: &str, now: i64) -> Option<NoRenew> {
-    match read_claim_file_raw(path) {
-        Err(ReadError::GoneAway) => Some(NoRenew::Absent),
-        Err(ReadError::Corrupted { .. }) => Some(NoRenew::Corrupted),
-        Ok((rec, _)) if rec.holder != holder => Some(NoRenew::OtherHolder),
-        Ok((rec, _)) => match rec.expires_at {
-            None => Some(NoRenew::PidBound),
-            Some(exp) if now >= exp => Some(NoRenew::Expired),
-            Some(_) => None,
-        },
+/// The record if `holder` may renew it at `now`, else why not.
+fn renewable(path: &Path, holder: &str, now: i64) -> Result<ClaimRecord, NoRenew> {
+    let rec = match read_claim_file_raw(path) {
+        Ok((rec, _)) => rec,
+        Err(ReadError::GoneAway) => return Err(NoRenew::Absent),
+        Err(ReadError::Corrupted { .. }) => return Err(NoRenew::Corrupted),
+    };
+    if rec.holder != holder {
+        return Err(NoRenew::OtherHolder);
+    }
+    match rec.expires_at {
+        None => Err(NoRenew::PidBound),
+        Some(exp) if now >= exp => Err(NoRenew::Expired),
+        Some(_) => Ok(rec),
     }
 }
 
