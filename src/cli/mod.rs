@@ -1,1 +1,21 @@
 //! The scriptable CLI: one module per subcommand family, text or `--json`.
+//!
+//! `main.rs` parses and dispatches; everything a command prints, and the exit
+//! status it maps to, lives here. Protocol decisions stay in `claims`.
+
+pub mod args;
+pub mod claim_cmds;
+pub mod completions;
+pub mod events;
+pub mod list;
+pub mod output;
+pub mod tui;
+
+pub use output::{exit_status, EXIT_DECLINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
+
+/// Neither `--root` nor `$FNO_CLAIMS_ROOT` nor `$HOME`: nothing to work on.
+/// A usage error, since the fix is a flag.
+pub fn no_root() -> u8 {
+    output::diag("no claims root: pass --root DIR, or set FNO_CLAIMS_ROOT or HOME");
+    EXIT_USAGE
+}
