@@ -126,7 +126,7 @@ pub enum Command {
         #[arg(long, value_name = "H")]
         holder: String,
         /// 1h, 30m, 3600s, or bare seconds
-        #[arg(long, value_name = "DUR", value_parser = parse_dur)]
+        #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
         ttl: i64,
     },
     /// Archive a stuck claim into .expired/ (exit 3 when refused)
@@ -152,7 +152,7 @@ pub struct AcquireArgs {
     #[arg(long, value_name = "H")]
     pub holder: String,
     /// TTL claim: 1h, 30m, 3600s, or bare seconds (default: a PID-bound claim)
-    #[arg(long, value_name = "DUR", value_parser = parse_dur)]
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
     pub ttl: Option<i64>,
     /// The pid the claim is bound to [default: the process that ran claimtop]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(i32::MAX)))]
@@ -184,7 +184,7 @@ pub struct ForceArgs {
 #[derive(Debug, Args)]
 pub struct EventsArgs {
     /// Only the last N events (after filtering) [default: all]
-    #[arg(short = 'n', long = "lines", value_name = "N")]
+    #[arg(short = 'n', value_name = "N")]
     pub lines: Option<usize>,
     /// Keep printing new events until interrupted
     #[arg(short, long)]
@@ -198,6 +198,8 @@ pub struct EventsArgs {
 }
 
 /// DUR: the seed's TTL syntax, positive. Range is the protocol's call.
+/// (`--ttl` takes hyphen values so `-5m` is reported as a non-positive DUR
+/// rather than as an unknown flag.)
 fn parse_dur(s: &str) -> Result<i64, String> {
     parse_ttl_ms(s).ok_or_else(|| {
         "expected a positive duration such as 1h, 30m, 3600s or bare seconds".to_string()

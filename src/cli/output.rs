@@ -188,23 +188,6 @@ mod tests {
     }
 
     #[test]
-    fn record_json_omits_absent_optional_fields_like_the_yaml() {
-        let v = record_json(&rec());
-        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(
-            keys,
-            [
-                "schema_version",
-                "key",
-                "holder",
-                "acquired_at",
-                "pid",
-                "host"
-            ]
-        );
-    }
-
-    #[test]
     fn record_text_escapes_a_hostile_holder() {
         let t = record_text(&rec(), 2_000);
         assert!(!t.contains('\u{1b}'), "{t}");

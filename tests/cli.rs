@@ -1,0 +1,837 @@
+//! The CLI as scripts see it: the real binary, a temp root, the JSON shapes
+//! and exit statuses of the contract.
+
+use claimtop::claims::liveness::{hostname, machine_id};
+use claimtop::claims::{mutex, ClaimRecord};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
+
+/// A claims root plus a separate fake `$HOME`, so nothing ever touches the
+/// real one.
+struct Sandbox {
+    root: TempDir,
+    home: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox {
+            root: TempDir::new().expect("root"),
+            home: TempDir::new().expect("home"),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn claims_dir(&self) -> PathBuf {
+        self.root().join(".fno/claims")
+    }
+
+    fn lockfile(&self, encoded: &str) -> PathBuf {
+        self.claims_dir().join(format!("{encoded}.lock"))
+    }
+
+    fn events_file(&self) -> PathBuf {
+        self.root().join(".fno/events.jsonl")
+    }
+
+    /// The binary with a clean environment: no claims root but the sandbox's.
+    fn bare(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("HOME", self.home.path())
+            .env_remove("FNO_CLAIMS_ROOT")
+            .env("USER", "tester");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut c = self.bare();
+        c.arg("--root").arg(self.root()).args(args);
+        c.output().expect("run claimtop")
+    }
+
+    /// Run with `--json`; the exit status and the one document on stdout.
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        (code(&out), one_document(&out))
+    }
+
+    fn write_lock(&self, encoded: &str, text: &str) -> PathBuf {
+        std::fs::create_dir_all(self.claims_dir()).expect("claims dir");
+        let p = self.lockfile(encoded);
+        std::fs::write(&p, text).expect("write lockfile");
+        p
+    }
+
+    fn events(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.events_file())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("event line"))
+            .collect()
+    }
+
+    fn claim_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.claims_dir())
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not signalled")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// stdout must be exactly one JSON document.
+fn one_document(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {:?}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(out)
+        )
+    })
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// A PID-bound record of this machine whose pid is long gone.
+fn dead_holder_yaml(key: &str, holder: &str) -> String {
+    let rec = ClaimRecord {
+        schema_version: 1,
+        key: key.into(),
+        holder: holder.into(),
+        acquired_at: 1_700_000_000_000,
+        pid: 999_999,
+        host: hostname(),
+        expires_at: None,
+        reason: None,
+        harness: None,
+        machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
+        metadata: Default::default(),
+    };
+    rec.to_yaml().expect("yaml")
+}
+
+#[test]
+fn acquire_fresh_succeeds_and_prints_the_record_as_the_lockfile_maps_it() {
+    let s = Sandbox::new();
+    let (rc, v) = s.json(&["acquire", "node:x", "--holder", "a", "--reason", "fix"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["outcome"], "acquired");
+    let rec = &v["record"];
+    assert_eq!(rec["key"], "node:x");
+    assert_eq!(rec["holder"], "a");
+    assert_eq!(rec["reason"], "fix");
+    // A PID-bound claim: expires_at omitted, never null.
+    assert!(rec.get("expires_at").is_none(), "{rec}");
+    assert_eq!(
+        &keys(rec)[..6],
+        [
+            "schema_version",
+            "key",
+            "holder",
+            "acquired_at",
+            "pid",
+            "host"
+        ]
+    );
+    // Bound to the caller (this test), not to the short-lived claimtop.
+    assert_eq!(rec["pid"], json!(std::process::id()));
+    assert!(s.lockfile("node%3Ax").is_file());
+}
+
+#[test]
+fn a_second_holder_is_told_who_holds_the_key_and_exits_3() {
+    let s = Sandbox::new();
+    assert_eq!(s.json(&["acquire", "k", "--holder", "a"]).0, 0);
+    let (rc, v) = s.json(&["acquire", "k", "--holder", "b", "--ttl", "1h"]);
+    assert_eq!(rc, 3);
+    assert_eq!(v["outcome"], "held_by_other");
+    assert_eq!(v["holder"], "a");
+    assert_eq!(v["pid"], json!(std::process::id()));
+    assert_eq!(v["host"], json!(hostname()));
+}
+
+#[test]
+fn the_same_holder_reacquires_and_replaces_metadata() {
+    let s = Sandbox::new();
+    let first = s.json(&["acquire", "k", "--holder", "a", "--metadata", r#"{"a":1}"#]);
+    assert_eq!(first.0, 0);
+    let (rc, v) = s.json(&[
+        "acquire",
+        "k",
+        "--holder",
+        "a",
+        "--ttl",
+        "30m",
+        "--metadata",
+        r#"{"b":[true]}"#,
+    ]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["kind"], "reacquired");
+    assert_eq!(v["record"]["metadata"], json!({"b": [true]}));
+    assert!(v["record"]["expires_at"].is_i64());
+    let types: Vec<_> = s.events().iter().map(|e| e["type"].clone()).collect();
+    assert_eq!(
+        types,
+        [
+            json!("claim_acquired"),
+            json!("claim_idempotent_reacquired")
+        ]
+    );
+}
+
+#[test]
+fn release_by_another_holder_leaves_the_claim_and_still_exits_0() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "k", "--holder", "a"]);
+    let (rc, v) = s.json(&["release", "k", "--holder", "b"]);
+    assert_eq!(
+        (rc, v["outcome"].clone(), v["key"].clone()),
+        (0, json!("not_held"), json!("k"))
+    );
+    assert!(s.lockfile("k").exists());
+
+    let (rc, v) = s.json(&["release", "k", "--holder", "a"]);
+    assert_eq!((rc, v["outcome"].clone()), (0, json!("released")));
+    assert!(!s.lockfile("k").exists());
+
+    let (rc, v) = s.json(&["release", "k", "--holder", "a"]);
+    assert_eq!((rc, v["outcome"].clone()), (0, json!("absent")));
+    let released = s
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "claim_released")
+        .count();
+    assert_eq!(released, 1, "a release that does nothing writes no event");
+}
+
+#[test]
+fn release_leaves_a_corrupted_file_in_place() {
+    let s = Sandbox::new();
+    let p = s.write_lock("k", "{{{{ not yaml");
+    let (rc, v) = s.json(&["release", "k", "--holder", "a"]);
+    assert_eq!((rc, v["outcome"].clone()), (0, json!("corrupted_left")));
+    assert!(p.exists());
+}
+
+#[test]
+fn renew_extends_a_ttl_claim_and_declines_a_pid_claim_with_exit_3() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "ttl", "--holder", "a", "--ttl", "2m"]);
+    s.json(&["acquire", "pid", "--holder", "a"]);
+
+    let (rc, v) = s.json(&["renew", "ttl", "--holder", "a", "--ttl", "1h"]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        (v["renewed"].clone(), v["key"].clone()),
+        (json!(true), json!("ttl"))
+    );
+    let (_, st) = s.json(&["status", "ttl"]);
+    let rec = &st["record"];
+    let window = rec["expires_at"].as_i64().unwrap() - rec["acquired_at"].as_i64().unwrap();
+    assert!(window >= 3_600_000, "renewed window {window}");
+
+    let (rc, v) = s.json(&["renew", "pid", "--holder", "a", "--ttl", "1h"]);
+    assert_eq!(rc, 3);
+    assert_eq!(
+        (v["renewed"].clone(), v["key"].clone()),
+        (json!(false), json!("pid"))
+    );
+    assert!(v["why"].as_str().unwrap().contains("PID"), "{v}");
+
+    let renewed: Vec<_> = s
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "claim_renewed")
+        .collect();
+    assert_eq!(renewed.len(), 1);
+}
+
+#[test]
+fn renew_by_another_holder_is_a_benign_no_op() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "k", "--holder", "a", "--ttl", "1h"]);
+    let (rc, v) = s.json(&["renew", "k", "--holder", "b", "--ttl", "1h"]);
+    assert_eq!((rc, v["renewed"].clone()), (3, json!(false)));
+}
+
+#[test]
+fn status_reports_free_live_stale_and_corrupted_with_the_contract_fields() {
+    let s = Sandbox::new();
+    let (rc, free) = s.json(&["status", "nothing"]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        keys(&free),
+        ["key", "file", "state", "record", "why", "error"]
+    );
+    assert_eq!(free["state"], "free");
+    assert_eq!(free["record"], Value::Null);
+    assert_eq!(free["error"], Value::Null);
+
+    s.json(&["acquire", "live", "--holder", "a"]);
+    let (_, live) = s.json(&["status", "live"]);
+    assert_eq!(live["state"], "live");
+    assert_eq!(live["record"]["holder"], "a");
+    assert!(live["file"]
+        .as_str()
+        .unwrap()
+        .ends_with(".fno/claims/live.lock"));
+
+    s.write_lock("stale", &dead_holder_yaml("stale", "gone"));
+    let (_, stale) = s.json(&["status", "stale"]);
+    assert_eq!(stale["state"], "stale");
+    assert!(stale["why"].as_str().unwrap().contains("gone"), "{stale}");
+
+    s.write_lock(
+        "bad",
+        "schema_version: 9\nkey: bad\nholder: h\nacquired_at: 1\npid: 1\nhost: x\n",
+    );
+    let (_, bad) = s.json(&["status", "bad"]);
+    assert_eq!(bad["state"], "corrupted");
+    assert_eq!(bad["record"], Value::Null);
+    assert!(
+        bad["error"].as_str().unwrap().contains("schema_version"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn list_counts_sorts_by_key_and_reports_hazards_but_never_lists_them_as_claims() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "b-live", "--holder", "a"]);
+    s.write_lock("c-stale", &dead_holder_yaml("c-stale", "gone"));
+    s.write_lock("a-corrupt", "- not\n- a mapping\n");
+    let corpse = s.claims_dir().join("b-live.lock.recovery.d");
+    std::fs::create_dir(&corpse).unwrap();
+    mutex::backdate(&corpse, 600).unwrap();
+    let litter = s.claims_dir().join(".claim-tmp-1234-5-6");
+    std::fs::write(&litter, "half").unwrap();
+    mutex::backdate(&litter, 600).unwrap();
+    std::fs::create_dir_all(s.claims_dir().join(".expired")).unwrap();
+
+    let (rc, v) = s.json(&["list"]);
+    assert_eq!(rc, 0);
+    assert_eq!(keys(&v), ["root", "claims", "counts", "hazards"]);
+    assert_eq!(v["root"], json!(s.root().to_string_lossy()));
+    let listed: Vec<_> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["key"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("a-corrupt", "corrupted"),
+            ("b-live", "live"),
+            ("c-stale", "stale")
+        ]
+    );
+    assert_eq!(
+        v["counts"],
+        json!({"live": 1, "suspect": 0, "stale": 1, "corrupted": 1})
+    );
+    let hazards: Vec<_> = v["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            assert_eq!(keys(h), ["kind", "path", "detail"]);
+            h["kind"].as_str().unwrap()
+        })
+        .collect();
+    for kind in ["stale_mutex", "temp_litter", "corrupted_claim"] {
+        assert!(hazards.contains(&kind), "{kind} missing from {hazards:?}");
+    }
+}
+
+#[test]
+fn list_text_escapes_a_hostile_holder() {
+    let s = Sandbox::new();
+    let out = s.run(&["acquire", "k", "--holder", "evil\u{1b}]0;pwned\u{7}"]);
+    assert_eq!(code(&out), 0);
+    for out in [
+        out,
+        s.run(&["list"]),
+        s.run(&["status", "k"]),
+        s.run(&["events"]),
+    ] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        assert!(text.contains("evil\\e]0;pwned\\x07"), "{text:?}");
+    }
+}
+
+#[test]
+fn force_release_archives_a_corrupted_claim_and_audits_who_did_it() {
+    let s = Sandbox::new();
+    let p = s.write_lock("node%3Abad", "garbage: [");
+    let (rc, v) = s.json(&["force-release", "node:bad", "--operator", "ops@desk"]);
+    assert_eq!(rc, 0, "{v}");
+    assert_eq!(v["outcome"], "archived");
+    assert_eq!(v["previous"], Value::Null);
+    let archived = PathBuf::from(v["archived_to"].as_str().unwrap());
+    assert!(
+        archived.starts_with(s.claims_dir().join(".expired")),
+        "{archived:?}"
+    );
+    assert!(archived.is_file());
+    assert!(!p.exists());
+
+    let ev = s
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "claim_force_released")
+        .expect("claim_force_released event");
+    assert_eq!(ev["source"], "fno-loop");
+    assert_eq!(ev["data"]["key"], "node:bad");
+    assert_eq!(ev["data"]["holder"], Value::Null);
+    assert_eq!(ev["data"]["operator"], "ops@desk");
+    assert_eq!(ev["data"]["previous_state"], "corrupted");
+}
+
+#[test]
+fn force_release_operator_defaults_to_user_at_host() {
+    let s = Sandbox::new();
+    s.write_lock("k", &dead_holder_yaml("k", "gone"));
+    let (rc, v) = s.json(&["force-release", "k"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["previous"]["holder"], "gone");
+    assert_eq!(v["previous_state"], "stale");
+    let ev = s.events().pop().expect("event");
+    assert_eq!(
+        ev["data"]["operator"],
+        json!(format!("tester@{}", hostname()))
+    );
+}
+
+#[test]
+fn force_release_refuses_a_live_claim_unless_allowed() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "k", "--holder", "a"]);
+    let (rc, v) = s.json(&["force-release", "k"]);
+    assert_eq!(rc, 3);
+    assert_eq!(v["outcome"], "refused");
+    assert!(v["reason"].as_str().unwrap().contains("live"), "{v}");
+    assert!(s.lockfile("k").exists());
+
+    let (rc, v) = s.json(&["force-release", "k", "--allow-live"]);
+    assert_eq!((rc, v["outcome"].clone()), (0, json!("archived")));
+    assert_eq!(v["previous"]["holder"], "a");
+    assert!(!s.lockfile("k").exists());
+}
+
+#[test]
+fn force_release_refuses_when_the_claim_is_no_longer_the_one_expected() {
+    let s = Sandbox::new();
+    s.write_lock("k", &dead_holder_yaml("k", "gone"));
+    let (rc, v) = s.json(&["force-release", "k", "--expect-holder", "someone-else"]);
+    assert_eq!((rc, v["outcome"].clone()), (3, json!("refused")));
+    let (rc, _) = s.json(&["force-release", "k", "--expect-acquired-at", "5"]);
+    assert_eq!(rc, 3);
+    assert!(s.lockfile("k").exists());
+    let (rc, _) = s.json(&[
+        "force-release",
+        "k",
+        "--expect-holder",
+        "gone",
+        "--expect-acquired-at",
+        "1700000000000",
+    ]);
+    assert_eq!(rc, 0);
+}
+
+#[test]
+fn force_release_of_a_free_key_is_refused() {
+    let s = Sandbox::new();
+    let (rc, v) = s.json(&["force-release", "nothing"]);
+    assert_eq!((rc, v["outcome"].clone()), (3, json!("refused")));
+}
+
+#[test]
+fn doctor_is_clean_on_an_empty_root_and_exits_3_on_hazards_without_changing_them() {
+    let s = Sandbox::new();
+    let (rc, v) = s.json(&["doctor"]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        v,
+        json!({"root": s.root().to_string_lossy(), "hazards": []})
+    );
+
+    std::fs::create_dir_all(s.claims_dir()).unwrap();
+    let corpse = s.claims_dir().join("k.lock.recovery.d");
+    std::fs::create_dir(&corpse).unwrap();
+    mutex::backdate(&corpse, 600).unwrap();
+    let (rc, v) = s.json(&["doctor"]);
+    assert_eq!(rc, 3);
+    assert_eq!(v["hazards"][0]["kind"], "stale_mutex");
+    assert!(corpse.exists(), "doctor without --fix changes nothing");
+
+    let (rc, v) = s.json(&["doctor", "--fix"]);
+    assert_eq!(rc, 0, "{v}");
+    assert_eq!(v["hazards"], json!([]));
+    assert_eq!(v["fixed"][0]["fixed"], json!(true));
+    assert!(!corpse.exists());
+}
+
+#[test]
+fn doctor_fix_leaves_a_corrupted_claim_and_still_exits_3() {
+    let s = Sandbox::new();
+    let p = s.write_lock("k", "not: [a claim");
+    let (rc, v) = s.json(&["doctor", "--fix"]);
+    assert_eq!(rc, 3);
+    assert_eq!(v["hazards"][0]["kind"], "corrupted_claim");
+    assert!(p.exists());
+}
+
+/// A log with three claim events, one of another key, and a garbage line.
+fn seeded_log(s: &Sandbox) {
+    s.json(&["acquire", "a", "--holder", "h"]);
+    s.json(&["acquire", "b", "--holder", "h"]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(s.events_file())
+        .unwrap();
+    f.write_all(b"this is not json\n").unwrap();
+    drop(f);
+    s.json(&["release", "a", "--holder", "h"]);
+}
+
+#[test]
+fn events_json_prints_each_event_as_it_stands_and_counts_garbage_on_stderr() {
+    let s = Sandbox::new();
+    seeded_log(&s);
+    let out = s.run(&["events", "--json"]);
+    assert_eq!(code(&out), 0);
+    let raw = std::fs::read_to_string(s.events_file()).unwrap();
+    let expected: Vec<&str> = raw.lines().filter(|l| l.starts_with('{')).collect();
+    let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(got, expected);
+    assert!(
+        stderr(&out).contains("skipped 1 unparseable"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn events_filter_by_key_and_type_then_limit_to_the_last_n() {
+    let s = Sandbox::new();
+    seeded_log(&s);
+    let lines = |args: &[&str]| -> Vec<Value> {
+        let out = s.run(args);
+        assert_eq!(code(&out), 0);
+        std::str::from_utf8(&out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let last = lines(&["events", "--json", "-n", "1"]);
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0]["type"], "claim_released");
+
+    let a = lines(&["events", "--json", "--key", "a"]);
+    let types: Vec<_> = a.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["claim_acquired", "claim_released"]);
+
+    let acq = lines(&["events", "--json", "--type", "claim_acquired", "-n", "1"]);
+    assert_eq!(acq.len(), 1);
+    assert_eq!(acq[0]["data"]["key"], "b");
+
+    let text = s.run(&["events", "--key", "b"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.contains("claim_acquired key=b holder=h"), "{text}");
+}
+
+#[test]
+fn events_on_a_missing_log_print_nothing_and_succeed() {
+    let s = Sandbox::new();
+    let out = s.run(&["events", "--json"]);
+    assert_eq!(code(&out), 0);
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn events_end_quietly_when_the_reader_goes_away() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+    let line = r#"{"ts":"2026-01-01T00:00:00Z","type":"claim_acquired","source":"fno-loop","data":{"key":"k"}}"#;
+    let mut log = String::new();
+    for _ in 0..20_000 {
+        log.push_str(line);
+        log.push('\n');
+    }
+    std::fs::write(s.events_file(), log).unwrap();
+    let mut child = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(["events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the rest of the output meets a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.contains("claim_acquired"));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+#[test]
+fn events_follow_prints_new_events_and_stops_on_sigint() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "first", "--holder", "h"]);
+    let mut child = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(["events", "--follow", "--json", "--type", "claim_acquired"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Generous bounds: they only keep a broken follower from hanging the suite.
+    let wait = std::time::Duration::from_secs(30);
+    let first: Value = serde_json::from_str(&rx.recv_timeout(wait).unwrap()).unwrap();
+    assert_eq!(first["data"]["key"], "first");
+    s.json(&["release", "first", "--holder", "h"]);
+    s.json(&["acquire", "second", "--holder", "h"]);
+    let second: Value = serde_json::from_str(&rx.recv_timeout(wait).unwrap()).unwrap();
+    assert_eq!(
+        second["data"]["key"], "second",
+        "the release was filtered out"
+    );
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_bad_argument() {
+    let s = Sandbox::new();
+    for (args, named) in [
+        (
+            &["acquire", "k", "--holder", "a", "--ttl", "abc"][..],
+            "--ttl",
+        ),
+        (
+            &["acquire", "k", "--holder", "a", "--ttl", "0"][..],
+            "--ttl",
+        ),
+        (
+            &["acquire", "k", "--holder", "a", "--ttl", "-5m"][..],
+            "--ttl",
+        ),
+        (&["renew", "k", "--holder", "a", "--ttl", "1d"][..], "--ttl"),
+        (
+            &["acquire", "k", "--holder", "a", "--metadata", "[1]"][..],
+            "--metadata",
+        ),
+        (
+            &["acquire", "k", "--holder", "a", "--metadata", "{"][..],
+            "--metadata",
+        ),
+        (&["acquire", "k"][..], "--holder"),
+        (&["release", "k"][..], "--holder"),
+        (&["renew", "k", "--holder", "a"][..], "--ttl"),
+        (
+            &["acquire", "k", "--holder", "a", "--pid", "x"][..],
+            "--pid",
+        ),
+        (
+            &["force-release", "k", "--expect-acquired-at", "soon"][..],
+            "--expect-acquired-at",
+        ),
+        (&["events", "-n", "many"][..], "-n"),
+        (&["--read-only", "list"][..], "--read-only"),
+    ] {
+        let out = s.run(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(named), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(s.claim_files().is_empty());
+    assert!(!s.events_file().exists());
+}
+
+#[test]
+fn protocol_refusals_exit_1_and_write_nothing() {
+    let s = Sandbox::new();
+    let long_key = "k".repeat(300);
+    let spaced_key = " ".repeat(100);
+    for args in [
+        &["acquire", "k", "--holder", "a", "--ttl", "30s"][..],
+        &["acquire", "k", "--holder", "a", "--ttl", "25h"][..],
+        &["acquire", &long_key, "--holder", "a"][..],
+        &["acquire", &spaced_key, "--holder", "a"][..],
+        &["acquire", "", "--holder", "a"][..],
+        &["acquire", "k", "--holder", ""][..],
+        &["renew", "k", "--holder", "a", "--ttl", "30s"][..],
+        &["status", &long_key][..],
+        &["force-release", &long_key][..],
+        &["release", "", "--holder", "a"][..],
+    ] {
+        let (rc, v) = s.json(args);
+        assert_eq!(rc, 1, "{args:?}: {v}");
+        assert_eq!(v["outcome"], "error", "{args:?}");
+        assert!(!v["error"].as_str().unwrap().is_empty());
+    }
+    assert!(s.claim_files().is_empty(), "{:?}", s.claim_files());
+    assert!(!s.events_file().exists());
+}
+
+#[test]
+fn text_errors_go_to_stderr_with_exit_1() {
+    let s = Sandbox::new();
+    let out = s.run(&["acquire", "k", "--holder", "a", "--ttl", "30s"]);
+    assert_eq!(code(&out), 1);
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).contains("out of range"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_empty_fno_claims_root_falls_back_to_home() {
+    let s = Sandbox::new();
+    let out = s
+        .bare()
+        .env("FNO_CLAIMS_ROOT", "")
+        .args(["acquire", "k", "--holder", "a", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(s.home.path().join(".fno/claims/k.lock").is_file());
+    assert!(s.home.path().join(".fno/events.jsonl").is_file());
+}
+
+#[test]
+fn fno_claims_root_wins_over_home_and_root_wins_over_both() {
+    let s = Sandbox::new();
+    let other = TempDir::new().unwrap();
+    let out = s
+        .bare()
+        .env("FNO_CLAIMS_ROOT", other.path())
+        .args(["acquire", "k", "--holder", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(other.path().join(".fno/claims/k.lock").is_file());
+    assert!(!s.home.path().join(".fno").exists());
+
+    let out = s
+        .bare()
+        .env("FNO_CLAIMS_ROOT", other.path())
+        .args(["--root"])
+        .arg(s.root())
+        .args(["status", "k", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(one_document(&out)["state"], "free");
+}
+
+#[test]
+fn no_root_at_all_is_a_usage_error() {
+    let s = Sandbox::new();
+    let out = s
+        .bare()
+        .env("HOME", "")
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--root"), "{}", stderr(&out));
+}
+
+#[test]
+fn events_dir_moves_the_audit_log_only() {
+    let s = Sandbox::new();
+    let ev = TempDir::new().unwrap();
+    let out = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .arg("--events-dir")
+        .arg(ev.path())
+        .args(["acquire", "k", "--holder", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(s.lockfile("k").is_file());
+    assert!(ev.path().join(".fno/events.jsonl").is_file());
+    assert!(!s.events_file().exists());
+}
+
+#[test]
+fn completions_are_generated_for_bash() {
+    let out = Command::new(BIN)
+        .args(["completions", "bash"])
+        .env_remove("HOME")
+        .env_remove("FNO_CLAIMS_ROOT")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("force-release"));
+}
+
+#[test]
+fn every_subcommand_prints_one_json_document() {
+    let s = Sandbox::new();
+    for args in [
+        &["list"][..],
+        &["status", "k"][..],
+        &["acquire", "k", "--holder", "a", "--ttl", "1h"][..],
+        &["renew", "k", "--holder", "a", "--ttl", "1h"][..],
+        &["release", "k", "--holder", "a"][..],
+        &["force-release", "k"][..],
+        &["doctor"][..],
+    ] {
+        // `json` panics unless stdout is exactly one document.
+        let (rc, v) = s.json(args);
+        assert!(rc == 0 || rc == 3, "{args:?} {rc} {v}");
+    }
+}
