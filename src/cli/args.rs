@@ -116,13 +116,17 @@ pub enum Command {
     Acquire(AcquireArgs),
     /// Release HOLDER's claim on KEY (exit 0 also when there was nothing to release)
     Release {
+        /// The claim key
         key: String,
+        /// Release only if this holder holds it
         #[arg(long, value_name = "H")]
         holder: String,
     },
     /// Reset a live TTL claim's deadline to now + DUR (exit 3 when nothing was renewed)
     Renew {
+        /// The claim key
         key: String,
+        /// Renew only if this holder holds it
         #[arg(long, value_name = "H")]
         holder: String,
         /// 1h, 30m, 3600s, or bare seconds
@@ -148,7 +152,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct AcquireArgs {
+    /// The claim key (e.g. node:abc123)
     pub key: String,
+    /// Who claims it (e.g. pty:worker-1)
     #[arg(long, value_name = "H")]
     pub holder: String,
     /// TTL claim: 1h, 30m, 3600s, or bare seconds (default: a PID-bound claim)
@@ -157,6 +163,7 @@ pub struct AcquireArgs {
     /// The pid the claim is bound to [default: the process that ran claimtop]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(i32::MAX)))]
     pub pid: Option<u32>,
+    /// Why, for the operator reading the claim
     #[arg(long, value_name = "R")]
     pub reason: Option<String>,
     /// A JSON object stored in the record
@@ -166,6 +173,7 @@ pub struct AcquireArgs {
 
 #[derive(Debug, Args)]
 pub struct ForceArgs {
+    /// The claim key
     pub key: String,
     /// Refuse unless the file still names this holder
     #[arg(long, value_name = "H")]
