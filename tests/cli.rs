@@ -1,15 +1,16 @@
 //! The CLI as scripts see it: the real binary, a temp root, the JSON shapes
 //! and exit statuses of the contract.
 
-use claimtop::claims::liveness::{hostname, machine_id};
-use claimtop::claims::{mutex, ClaimRecord};
+mod cli_common;
+
+use claimtop::claims::liveness::hostname;
+use claimtop::claims::mutex;
+use cli_common::{claimtop, dead_holder_yaml, BIN};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use tempfile::TempDir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
 
 /// A claims root plus a separate fake `$HOME`, so nothing ever touches the
 /// real one.
@@ -44,11 +45,7 @@ impl Sandbox {
 
     /// The binary with a clean environment: no claims root but the sandbox's.
     fn bare(&self) -> Command {
-        let mut c = Command::new(BIN);
-        c.env("HOME", self.home.path())
-            .env_remove("FNO_CLAIMS_ROOT")
-            .env("USER", "tester");
-        c
+        claimtop(self.home.path())
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -116,24 +113,6 @@ fn keys(v: &Value) -> Vec<&str> {
         .keys()
         .map(String::as_str)
         .collect()
-}
-
-/// A PID-bound record of this machine whose pid is long gone.
-fn dead_holder_yaml(key: &str, holder: &str) -> String {
-    let rec = ClaimRecord {
-        schema_version: 1,
-        key: key.into(),
-        holder: holder.into(),
-        acquired_at: 1_700_000_000_000,
-        pid: 999_999,
-        host: hostname(),
-        expires_at: None,
-        reason: None,
-        harness: None,
-        machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
-        metadata: Default::default(),
-    };
-    rec.to_yaml().expect("yaml")
 }
 
 #[test]

@@ -1,21 +1,24 @@
 //! Many `claimtop acquire` processes on one key at once: exactly one wins,
 //! every other one is told the key is held, and nobody sees an error.
 
+mod cli_common;
+
 use claimtop::claims::read_claim_file;
+use cli_common::{claimtop, dead_holder_yaml};
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
+/// Rounds that start from a dead holder's claim, so the racers meet in
+/// stale recovery (mutex, archive, create) rather than at the bare create.
+const STALE_START_ROUNDS: &[usize] = &[2, 4];
 const RACERS: usize = 16;
 const ROUNDS: usize = 5;
 const KEY: &str = "node:race";
 
 fn spawn_acquire(root: &TempDir, home: &TempDir, holder: &str, ttl: bool) -> Child {
-    let mut c = Command::new(BIN);
-    c.env("HOME", home.path())
-        .env_remove("FNO_CLAIMS_ROOT")
-        .arg("--root")
+    let mut c = claimtop(home.path());
+    c.arg("--root")
         .arg(root.path())
         .args(["acquire", KEY, "--holder", holder, "--json"]);
     if ttl {
@@ -27,6 +30,11 @@ fn spawn_acquire(root: &TempDir, home: &TempDir, holder: &str, ttl: bool) -> Chi
         .expect("spawn claimtop acquire")
 }
 
+fn plant_dead_claim(lockfile: &std::path::Path) {
+    std::fs::create_dir_all(lockfile.parent().expect("claims dir")).expect("mkdir");
+    std::fs::write(lockfile, dead_holder_yaml(KEY, "dead-worker")).expect("plant");
+}
+
 #[test]
 fn sixteen_concurrent_acquires_have_exactly_one_winner_round_after_round() {
     let root = TempDir::new().expect("root");
@@ -36,6 +44,9 @@ fn sixteen_concurrent_acquires_have_exactly_one_winner_round_after_round() {
         // Alternate PID-bound and TTL claims: both go through the same
         // exclusive create, and both must have one winner.
         let ttl = round % 2 == 1;
+        if STALE_START_ROUNDS.contains(&round) {
+            plant_dead_claim(&lockfile);
+        }
         let children: Vec<(String, Child)> = (0..RACERS)
             .map(|i| {
                 let holder = format!("worker-{round}-{i}");
@@ -72,9 +83,7 @@ fn sixteen_concurrent_acquires_have_exactly_one_winner_round_after_round() {
         assert_eq!(rec.holder, winners[0], "round {round}");
         assert_eq!(rec.expires_at.is_some(), ttl, "round {round}");
 
-        let out = Command::new(BIN)
-            .env("HOME", home.path())
-            .env_remove("FNO_CLAIMS_ROOT")
+        let out = claimtop(home.path())
             .arg("--root")
             .arg(root.path())
             .args(["release", KEY, "--holder", &winners[0], "--json"])
@@ -83,10 +92,12 @@ fn sixteen_concurrent_acquires_have_exactly_one_winner_round_after_round() {
         assert_eq!(out.status.code(), Some(0));
         assert!(!lockfile.exists(), "round {round}: released");
     }
+    // The dead holders' claims were archived, never unlinked.
     let leftovers: Vec<_> = std::fs::read_dir(root.path().join(".fno/claims"))
         .expect("claims dir")
         .filter_map(Result::ok)
         .map(|e| e.file_name())
+        .filter(|n| n != ".expired")
         .collect();
     assert!(
         leftovers.is_empty(),
