@@ -101,6 +101,9 @@ pub enum AcquireKind {
 }
 
 /// Outcome of [`acquire`] that is not an error.
+// Returned once per verb, never stored in bulk: boxing the record would
+// only cost callers a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum AcquireOutcome {
     Acquired {
@@ -360,6 +363,9 @@ fn recover_stale_locked(
 
 /// Outcome of [`release`]. All but `Released` are the silent successes of a
 /// non-strict release.
+// Returned once per verb, never stored in bulk: boxing the record would
+// only cost callers a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReleaseOutcome {
     Released {
@@ -409,12 +415,43 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
             holder: existing.holder,
         });
     }
+    // Read-then-unlink is not atomic: between the two a force-release or a
+    // stale recovery can archive this claim and a newcomer create the key,
+    // and the unlink would then delete the newcomer's live claim. Both
+    // archivers work under the recovery mutex and a create needs the path
+    // free, so re-reading under that mutex pins the file until the unlink.
+    let lock_dir = recovery_mutex_path(&path);
+    let guard = match mutex::try_lock(&lock_dir) {
+        Ok(Some(g)) => g,
+        Ok(None) => mutex::lock(&lock_dir, RECOVERY_MAX_WAIT, true).ok_or_else(|| {
+            ClaimError::io(
+                "lock recovery mutex",
+                &lock_dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
+                ),
+            )
+        })?,
+        // The claims dir vanished, and the claim with it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
+        Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+    };
+    let existing = match read_claim_file_raw(&path) {
+        Ok((rec, _)) if rec.holder == holder => rec,
+        Ok((rec, _)) => return Ok(ReleaseOutcome::NotHeld { holder: rec.holder }),
+        Err(ReadError::GoneAway) => return Ok(ReleaseOutcome::Absent),
+        Err(ReadError::Corrupted { reason, .. }) => {
+            return Ok(ReleaseOutcome::CorruptedLeft { reason })
+        }
+    };
     let held_ms = (now_ms() - existing.acquired_at).max(0);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
         Err(e) => return Err(ClaimError::io("remove", path, e)),
     }
+    drop(guard);
     let mut data = common_fields(&existing);
     data.insert("duration_held_ms".into(), Value::from(held_ms));
     root.emit("claim_released", data);
@@ -513,6 +550,9 @@ impl NoRenew {
     }
 }
 
+// Returned once per verb, never stored in bulk: boxing the record would
+// only cost callers a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum RenewOutcome {
     Renewed {
@@ -616,6 +656,9 @@ pub struct ForceOpts {
     pub allow_live: bool,
 }
 
+// Returned once per verb, never stored in bulk: boxing the record would
+// only cost callers a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ForceOutcome {
     Archived {

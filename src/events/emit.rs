@@ -68,8 +68,9 @@ pub fn append_event(path: &Path, event: &Value, budget: Duration) -> Result<(), 
         })?;
     }
     let lock_dir = events_mutex_path(path);
-    let guard =
-        mutex::lock(&lock_dir, budget, true).ok_or_else(|| EmitError::LockTimeout(lock_dir))?;
+    let Some(guard) = mutex::lock(&lock_dir, budget, true) else {
+        return Err(EmitError::LockTimeout(lock_dir));
+    };
     // One write of the whole line: O_APPEND makes a single write atomic with
     // respect to other appenders even if one of them ignores the mutex.
     let mut line = event.to_string();
