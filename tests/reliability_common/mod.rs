@@ -136,12 +136,13 @@ pub fn wait_all(
         while i < children.len() {
             match children[i].try_wait() {
                 Ok(Some(status)) => {
-                    let mut c = children.swap_remove(i);
                     let mut err = String::new();
-                    if let Some(mut e) = c.stderr.take() {
+                    if let Some(mut e) = children[i].stderr.take() {
                         let _ = std::io::Read::read_to_string(&mut e, &mut err);
                     }
-                    done.push((c.id(), status, err));
+                    done.push((children[i].id(), status, err));
+                    // Already reaped by try_wait; wait() returns the cached status.
+                    let _ = children.swap_remove(i).wait();
                 }
                 _ => i += 1,
             }
