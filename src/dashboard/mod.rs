@@ -1,8 +1,31 @@
 //! The interactive dashboard: a live view of one claims root and its events
 //! log, with acquire / release / renew / force-release going through the same
 //! verbs as the CLI.
+//!
+//! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
+//! [`update::update`] the transitions, [`view::draw`] the view. Threads
+//! (input, watcher, events follower, tick, op worker, signals) only send
+//! actions; the main loop blocks on the channel and redraws only when an
+//! update says something visible changed.
 
-use crate::claims::Root;
+pub mod action;
+pub mod app;
+pub mod keys;
+pub mod ops;
+pub mod terminal;
+pub mod update;
+pub mod view;
+pub mod watch;
+
+pub use action::{Action, Op, OpResult};
+pub use app::App;
+pub use update::update;
+
+use crate::claims::{now_ms, Root};
+use ratatui::crossterm::queue;
+use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::time::Duration;
 
 /// How the dashboard was asked to run.
 #[derive(Debug, Clone)]
@@ -16,8 +39,94 @@ pub struct Options {
     pub demo: bool,
 }
 
+/// Most actions folded into one frame: a burst is applied as a whole, then
+/// drawn once.
+const MAX_BATCH: usize = 512;
+
 /// Run the dashboard until the operator quits.
 pub fn run(opts: Options) -> std::io::Result<()> {
-    let _ = opts;
-    Err(std::io::Error::other("the dashboard is not built yet"))
+    let root = opts.root.clone();
+    let (tx, rx) = channel::<Action>();
+    let mut app = App::new(opts, now_ms());
+    update::on_rescan(&mut app);
+
+    spawn_background(&root, &tx)?;
+    let sink_tx = tx.clone();
+    crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
+        let _ = sink_tx.send(Action::Warning(m.to_string()));
+    })));
+    let result = ui_loop(&mut app, &tx, rx);
+    crate::diag::set_warning_sink(None);
+    result
+}
+
+fn spawn_background(root: &Root, tx: &Sender<Action>) -> std::io::Result<()> {
+    let (poke_tx, poke_rx) = channel::<()>();
+    let events_file = root.events_file();
+    let out = tx.clone();
+    std::thread::Builder::new()
+        .name("claimtop-events".into())
+        .spawn(move || watch::follow_events(events_file, out, poke_rx))?;
+    let (r, out) = (root.clone(), tx.clone());
+    std::thread::Builder::new()
+        .name("claimtop-watch".into())
+        .spawn(move || watch::watch(r, out, poke_tx))?;
+    let out = tx.clone();
+    std::thread::Builder::new()
+        .name("claimtop-tick".into())
+        .spawn(move || tick(out))?;
+    terminal::spawn_signals(tx.clone())?;
+    Ok(())
+}
+
+/// One `Tick` a second, on the second, so every countdown moves together.
+fn tick(out: Sender<Action>) {
+    loop {
+        let wait = 1000 - now_ms().rem_euclid(1000);
+        std::thread::sleep(Duration::from_millis(wait as u64));
+        if out.send(Action::Tick(now_ms())).is_err() {
+            return;
+        }
+    }
+}
+
+fn ui_loop(app: &mut App, tx: &Sender<Action>, rx: Receiver<Action>) -> std::io::Result<()> {
+    let (op_tx, op_rx) = channel::<Op>();
+    let (r, out) = (app.root.clone(), tx.clone());
+    std::thread::Builder::new()
+        .name("claimtop-ops".into())
+        .spawn(move || ops::worker(r, op_rx, out))?;
+
+    let mut screen = terminal::Screen::enter()?;
+    terminal::spawn_input(tx.clone())?;
+    let size = screen.term.size()?;
+    update(app, Action::Resize(size.width, size.height));
+    draw(&mut screen, app)?;
+    while let Ok(first) = rx.recv() {
+        let mut dirty = update(app, first);
+        for next in rx.try_iter().take(MAX_BATCH) {
+            dirty |= update(app, next);
+        }
+        let ops: Vec<Op> = app.pending.drain(..).collect();
+        if ops.into_iter().any(|op| op_tx.send(op).is_err()) {
+            app.say(app::Level::Error, "the operation worker stopped");
+            dirty = true;
+        }
+        if app.quit {
+            break;
+        }
+        if dirty {
+            draw(&mut screen, app)?;
+        }
+    }
+    Ok(())
+}
+
+/// One frame, inside a synchronized update so the terminal shows it whole.
+fn draw(screen: &mut terminal::Screen, app: &App) -> std::io::Result<()> {
+    queue!(screen.term.backend_mut(), BeginSynchronizedUpdate)?;
+    screen.term.draw(|f| view::draw(f, app))?;
+    queue!(screen.term.backend_mut(), EndSynchronizedUpdate)?;
+    use std::io::Write;
+    screen.term.backend_mut().flush()
 }

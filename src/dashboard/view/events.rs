@@ -1,0 +1,107 @@
+//! The tail of the events log: follows new lines, pauses when scrolled up.
+
+use super::{safe, Theme};
+use crate::dashboard::app::{App, EventRow};
+use crate::dashboard::keys::Pane;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+use std::borrow::Cow;
+
+/// `12:34:56` out of the envelope's `2026-11-30T12:34:56Z`; anything else is
+/// shown as written (escaped).
+pub fn short_ts(ts: &str) -> Cow<'_, str> {
+    let b = ts.as_bytes();
+    let time = (b.len() == 20 && b[10] == b'T' && b[19] == b'Z')
+        .then(|| ts.get(11..19))
+        .flatten();
+    if let Some(t) = time {
+        safe(t)
+    } else if ts.is_empty() {
+        Cow::Borrowed("--:--:--")
+    } else {
+        safe(ts)
+    }
+}
+
+/// The type without the `claim_` every claim event shares.
+pub fn short_kind(kind: &str) -> Cow<'_, str> {
+    match kind {
+        "claim_idempotent_reacquired" => Cow::Borrowed("reacquired"),
+        k => safe(k.strip_prefix("claim_").unwrap_or(k)),
+    }
+}
+
+fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
+    if let Some(err) = &ev.error {
+        return Line::from(vec![
+            Span::styled("!! unparseable line: ", theme.error()),
+            Span::styled(safe(err), theme.error()),
+            Span::raw(" │ "),
+            Span::styled(safe(&ev.detail), theme.dim()),
+        ]);
+    }
+    let kind = short_kind(&ev.kind);
+    let pad = 15usize.saturating_sub(kind.chars().count());
+    Line::from(vec![
+        Span::styled(short_ts(&ev.ts), theme.dim()),
+        Span::raw(" "),
+        Span::styled(kind, theme.event(&ev.kind)),
+        Span::raw(" ".repeat(pad + 1)),
+        Span::raw(ev.key.as_deref().map(safe).unwrap_or(Cow::Borrowed("-"))),
+        Span::raw("  "),
+        Span::raw(ev.holder.as_deref().map(safe).unwrap_or_default()),
+        Span::raw("  "),
+        Span::styled(safe(&ev.detail), theme.dim()),
+    ])
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let focused = app.focus == Pane::Events;
+    let cap = area.height.saturating_sub(1) as usize;
+    let view = &app.events_view;
+    // Newest last; only the window is collected.
+    let mut window: Vec<&EventRow> = app
+        .shown_events()
+        .rev()
+        .skip(view.scroll)
+        .take(cap)
+        .collect();
+    window.reverse();
+    let mut title = vec![Span::styled(
+        format!("{}events", if focused { "» " } else { "" }),
+        theme.title(focused),
+    )];
+    if let Some(k) = &view.key {
+        title.push(Span::raw(" · key "));
+        title.push(Span::styled(safe(k), theme.key()));
+        title.push(Span::styled(" (f: all)", theme.dim()));
+    }
+    if view.scroll > 0 {
+        title.push(Span::styled(" · scrolled, not following", theme.key()));
+        if view.new_while_scrolled > 0 {
+            title.push(Span::styled(
+                format!(" · +{} new", view.new_while_scrolled),
+                theme.key(),
+            ));
+        }
+        title.push(Span::styled(" · G resumes", theme.dim()));
+    } else {
+        title.push(Span::styled(" · following", theme.dim()));
+    }
+    let mut lines: Vec<Line> = window.into_iter().map(|e| row(e, theme)).collect();
+    if lines.is_empty() {
+        lines.push(Line::styled(
+            match &app.events_error {
+                Some(_) => "the events log cannot be read (see the status line)",
+                None if view.key.is_some() => "no events for this key in the tail",
+                None => "no events yet",
+            },
+            theme.dim(),
+        ));
+    }
+    let p =
+        Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));
+    frame.render_widget(p, area);
+}

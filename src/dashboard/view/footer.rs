@@ -1,0 +1,72 @@
+//! The two bottom lines: the status message, and the keys that work here.
+
+use super::{safe, Theme};
+use crate::dashboard::app::{App, Level};
+use crate::dashboard::keys;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let line = if let Some(text) = &app.filter_input {
+        Line::from(vec![
+            Span::styled(" filter: ", theme.key()),
+            Span::raw(safe(text)),
+            Span::styled("▏", theme.key()),
+            Span::styled(
+                format!("  {} of {} claims", app.rows.len(), app.shown().len()),
+                theme.dim(),
+            ),
+        ])
+    } else if let Some(msg) = &app.status {
+        let style = match msg.level {
+            Level::Info => ratatui::style::Style::new(),
+            Level::Ok => theme.ok(),
+            Level::Error => theme.error(),
+        };
+        Line::from(vec![Span::raw(" "), Span::styled(safe(&msg.text), style)])
+    } else if let Some(e) = &app.events_error {
+        Line::from(vec![
+            Span::styled(" events log: ", theme.error()),
+            Span::styled(safe(e), theme.error()),
+        ])
+    } else {
+        Line::from(vec![
+            Span::styled(" you are ", theme.dim()),
+            Span::styled(safe(&app.operator), theme.dim()),
+        ])
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let pairs: Vec<(&str, &str)> = if app.dialog.is_some() {
+        vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
+    } else if app.filter_input.is_some() {
+        vec![
+            ("Enter", "keep filter"),
+            ("Esc", "clear filter"),
+            ("state:", "live|suspect|stale|corrupted"),
+            ("holder:", "…"),
+            ("harness:", "…"),
+        ]
+    } else if app.overlay.is_some() {
+        vec![("Esc", "close"), ("j/k", "scroll"), ("q", "quit")]
+    } else {
+        keys::footer(app.focus, app.read_only)
+            .map(|b| (b.label, b.short))
+            .collect()
+    };
+    let mut spans = vec![Span::raw(" ")];
+    for (k, what) in pairs {
+        spans.push(Span::styled(k, theme.key()));
+        spans.push(Span::raw(" "));
+        spans.push(Span::raw(what));
+        spans.push(Span::raw("  "));
+    }
+    if app.read_only && app.dialog.is_none() && app.overlay.is_none() {
+        spans.push(Span::styled("(read-only)", theme.dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

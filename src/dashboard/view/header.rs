@@ -1,0 +1,56 @@
+//! The top two lines: counts, hazards, clock and badges; then where the
+//! data comes from.
+
+use super::{safe_path, state_label, utc, Theme};
+use crate::claims::ClaimState;
+use crate::dashboard::app::App;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let c = app.shown().counts;
+    let mut spans = vec![
+        Span::styled(" claimtop ", theme.title(true)),
+        Span::raw(" "),
+    ];
+    for (state, n) in [
+        (ClaimState::Live, c.live),
+        (ClaimState::Suspect, c.suspect),
+        (ClaimState::Stale, c.stale),
+        (ClaimState::Corrupted, c.corrupted),
+    ] {
+        let (sym, word) = state_label(state).split_once(' ').unwrap_or(("", ""));
+        spans.push(Span::styled(
+            format!("{sym} {n} {word}"),
+            theme.state(state),
+        ));
+        spans.push(Span::raw("  "));
+    }
+    let hz = app.hazard_count();
+    let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
+    spans.push(Span::styled(
+        format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),
+        hz_style,
+    ));
+    spans.push(Span::raw("  "));
+    spans.push(Span::styled(utc(app.shown_now(), "%H:%MZ"), theme.dim()));
+    for (on, badge) in [
+        (app.read_only, " READ-ONLY "),
+        (app.paused(), " PAUSED "),
+        (app.demo, " DEMO "),
+    ] {
+        if on {
+            spans.push(Span::raw(" "));
+            spans.push(Span::styled(badge, theme.badge()));
+        }
+    }
+    let where_ = Line::from(vec![
+        Span::styled(" claims ", theme.label()),
+        Span::raw(safe_path(&app.root.claims_dir())),
+        Span::styled("  events ", theme.label()),
+        Span::raw(safe_path(&app.root.events_file())),
+    ]);
+    frame.render_widget(Paragraph::new(vec![Line::from(spans), where_]), area);
+}

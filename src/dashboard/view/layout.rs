@@ -1,0 +1,108 @@
+//! Where each pane goes for a terminal size. Pure: the model uses it for
+//! paging and scrolling, the view for drawing, and they always agree.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+
+/// Below this the layout cannot show a usable table; a message says so.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 15;
+/// From this width the detail pane sits beside the table.
+pub const WIDE: u16 = 120;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub header: Rect,
+    pub table: Rect,
+    pub detail: Rect,
+    pub events: Rect,
+    pub status: Rect,
+    pub footer: Rect,
+}
+
+/// The panes for `area`, or None when it is too small.
+pub fn areas(area: Rect) -> Option<Areas> {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        return None;
+    }
+    let [header, body, status, footer] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(0),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let (table, detail, events) = if area.width >= WIDE {
+        let [top, events] =
+            Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(body);
+        let [table, detail] =
+            Layout::horizontal([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(top);
+        (table, detail, events)
+    } else {
+        let side = (body.height * 3 / 10).max(3);
+        let [table, detail, events] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(side),
+            Constraint::Length(side),
+        ])
+        .areas(body);
+        (table, detail, events)
+    };
+    Some(Areas {
+        header,
+        table,
+        detail,
+        events,
+        status,
+        footer,
+    })
+}
+
+fn areas_of(size: (u16, u16)) -> Option<Areas> {
+    areas(Rect::new(0, 0, size.0, size.1))
+}
+
+/// Claim rows the table shows at once (its title and header take two lines).
+pub fn table_capacity(size: (u16, u16)) -> usize {
+    areas_of(size).map_or(0, |a| a.table.height.saturating_sub(2) as usize)
+}
+
+/// Lines of the detail pane below its title.
+pub fn detail_capacity(size: (u16, u16)) -> usize {
+    areas_of(size).map_or(0, |a| a.detail.height.saturating_sub(1) as usize)
+}
+
+/// Event rows below the events pane's title.
+pub fn events_capacity(size: (u16, u16)) -> usize {
+    areas_of(size).map_or(0, |a| a.events.height.saturating_sub(1) as usize)
+}
+
+/// A `w`×`h` rectangle centred in `area`, clipped to it.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smallest_supported_terminal_still_shows_table_rows() {
+        assert!(table_capacity((MIN_WIDTH, MIN_HEIGHT)) >= 2);
+        assert_eq!(table_capacity((MIN_WIDTH - 1, 40)), 0);
+    }
+
+    #[test]
+    fn wide_terminals_put_the_detail_beside_the_table() {
+        let a = areas(Rect::new(0, 0, 160, 48)).expect("fits");
+        assert_eq!(a.table.y, a.detail.y);
+        let n = areas(Rect::new(0, 0, 80, 24)).expect("fits");
+        assert!(n.detail.y > n.table.y);
+    }
+}
