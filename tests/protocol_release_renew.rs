@@ -282,3 +282,59 @@ fn renew_steals_a_recovery_mutex_corpse_rather_than_wedging() {
         vec![format!("{}.lock", claimtop::claims::encode_key(KEY))]
     );
 }
+
+#[test]
+fn release_waits_for_a_recovery_in_progress_then_releases() {
+    // Release re-reads under the recovery mutex so that an archive racing it
+    // cannot make it unlink a newcomer's claim; an honest holder is waited on.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    must_acquire(&root, "session:r", "pty:owner", &AcquireOpts::default());
+    let lock = recovery_mutex_path(&root.lockfile("session:r"));
+    let peer = mutex::try_lock(&lock).unwrap().expect("mutex was free");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(120));
+        drop(peer);
+    });
+    let out = release(&root, "session:r", "pty:owner").unwrap();
+    releaser.join().unwrap();
+    assert_eq!(out.as_str(), "released");
+    assert!(!root.lockfile("session:r").exists());
+    assert!(!lock.exists());
+    assert_eq!(events_of(&root, "claim_released").len(), 1);
+}
+
+#[test]
+fn release_steals_a_recovery_mutex_corpse() {
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    must_acquire(&root, "session:r", "pty:owner", &AcquireOpts::default());
+    let lock = recovery_mutex_path(&root.lockfile("session:r"));
+    std::fs::create_dir(&lock).unwrap();
+    mutex::backdate(&lock, mutex::STALE_MUTEX_STEAL.as_secs() + 60).unwrap();
+    assert_eq!(
+        release(&root, "session:r", "pty:owner").unwrap().as_str(),
+        "released"
+    );
+    assert!(!lock.exists());
+    assert!(names(&root.claims_dir()).is_empty());
+}
+
+#[test]
+fn release_behind_a_recovery_that_never_ends_fails_and_keeps_the_claim() {
+    // Waits out the recovery budget (about 5 s), then reports an error rather
+    // than unlinking without the mutex.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    must_acquire(&root, "session:r", "pty:owner", &AcquireOpts::default());
+    let before = std::fs::read(root.lockfile("session:r")).unwrap();
+    let lock = recovery_mutex_path(&root.lockfile("session:r"));
+    let peer = mutex::try_lock(&lock).unwrap().expect("mutex was free");
+    assert!(release(&root, "session:r", "pty:owner").is_err());
+    assert_eq!(std::fs::read(root.lockfile("session:r")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(lock.join("owner")).unwrap(),
+        peer.token()
+    );
+    assert!(events_of(&root, "claim_released").is_empty());
+}
