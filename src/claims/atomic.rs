@@ -7,9 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Prefix of the temp file an exclusive create links into place.
+/// Prefix of the temp files we write (for a create or a replace).
 pub const CREATE_TMP_PREFIX: &str = ".claim-tmp-";
-/// Infix of the temp file a replace renames over the lockfile.
+/// Infix of the temp file other implementations' replace renames over the
+/// lockfile (`<enc>.lock.tmp.<pid>.<seq>`); doctor still recognises it.
 pub const REPLACE_TMP_INFIX: &str = ".lock.tmp.";
 
 /// Why an exclusive create did not publish.
@@ -76,16 +77,23 @@ pub fn create_exclusive(path: &Path, content: &[u8]) -> Result<(), CreateError> 
     })
 }
 
-fn create_via_link(parent: &Path, path: &Path, content: &[u8]) -> std::io::Result<()> {
+/// A process-unique temp name in `dir`. Not derived from the lockfile name:
+/// an encoded key may be up to 240 bytes, and any suffix on it would pass the
+/// 255-byte name limit, failing every rewrite of such a claim.
+fn temp_path(dir: &Path) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let tmp = parent.join(format!(
+    dir.join(format!(
         "{CREATE_TMP_PREFIX}{}-{nanos}-{}",
         std::process::id(),
         seq()
-    ));
+    ))
+}
+
+fn create_via_link(parent: &Path, path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_path(parent);
     write_new(&tmp, content)?;
     let res = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
@@ -94,11 +102,13 @@ fn create_via_link(parent: &Path, path: &Path, content: &[u8]) -> std::io::Resul
 
 /// Replace `path` with `content` via a temp file in the same dir + rename.
 pub fn replace(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!("{name}.tmp.{}.{}", std::process::id(), seq()));
+    let Some(parent) = path.parent() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "claim path has no parent",
+        ));
+    };
+    let tmp = temp_path(parent);
     write_new(&tmp, content)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -277,6 +287,16 @@ mod tests {
         replace(&p, b"new").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
         assert_eq!(names(td.path()), vec!["k.lock"]);
+    }
+
+    #[test]
+    fn replace_works_for_a_lockfile_name_at_the_length_limit() {
+        let td = TempDir::new().unwrap();
+        let p = td.path().join(format!("{}.lock", "k".repeat(240)));
+        create_exclusive(&p, b"old").unwrap();
+        replace(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(names(td.path()).len(), 1);
     }
 
     #[test]
