@@ -308,6 +308,43 @@ fn interesting_fields(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// Shorter names for the fields with long wire names.
+fn field_label(name: &str) -> &str {
+    match name {
+        "expires_at" => "expires",
+        "duration_held_ms" => "held",
+        "ttl_ms" => "ttl",
+        "previous_expires_at" => "was",
+        "previous_acquired_at" => "was_acquired",
+        "previous_holder" => "from",
+        "previous_pid" => "from_pid",
+        "previous_state" => "was",
+        other => other,
+    }
+}
+
+/// Append one data field's value the way an operator reads it: instants as
+/// UTC time, durations in two units, strings unquoted.
+fn push_value(out: &mut String, name: &str, v: &serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if name.ends_with("_at") => match n.as_i64() {
+            // TTLs are at most a day: the time of day is enough.
+            Some(ms) => match chrono::DateTime::from_timestamp_millis(ms) {
+                Some(t) => out.push_str(&t.format("%H:%M:%SZ").to_string()),
+                None => out.push_str(&n.to_string()),
+            },
+            None => out.push_str(&n.to_string()),
+        },
+        Value::Number(n) if name.ends_with("_ms") => match n.as_i64() {
+            Some(ms) => out.push_str(&crate::claims::human_ms(ms)),
+            None => out.push_str(&n.to_string()),
+        },
+        Value::String(s) => out.push_str(s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 /// Longest raw prefix of an unparseable line kept for display.
 const ERROR_LINE_PREFIX: usize = 160;
 
@@ -325,12 +362,9 @@ impl EventRow {
                         if !detail.is_empty() {
                             detail.push(' ');
                         }
-                        detail.push_str(f);
+                        detail.push_str(field_label(f));
                         detail.push('=');
-                        match v {
-                            serde_json::Value::String(s) => detail.push_str(s),
-                            other => detail.push_str(&other.to_string()),
-                        }
+                        push_value(&mut detail, f, v);
                     }
                 }
                 EventRow {

@@ -44,8 +44,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         format!("{}detail", if focused { "» " } else { "" }),
         theme.title(focused),
     );
+    // Beside the table (wide layout) a left rule keeps the table's last
+    // column from running into the labels.
+    let borders = if area.x > 0 {
+        Borders::TOP | Borders::LEFT
+    } else {
+        Borders::TOP
+    };
     let p = Paragraph::new(lines)
-        .block(Block::new().borders(Borders::TOP).title(title))
+        .block(Block::new().borders(borders).title(title))
         .wrap(Wrap { trim: false })
         .scroll((app.detail_scroll, 0));
     frame.render_widget(p, area);

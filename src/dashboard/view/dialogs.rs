@@ -2,7 +2,7 @@
 //! Each dangerous action has its own wording: nothing is confirmed by a
 //! generic "are you sure".
 
-use super::layout::centered;
+use super::layout::{centered, wrapped_height};
 use super::{safe, state_label, Theme};
 use crate::dashboard::app::{AcquireForm, App, Dialog, ForceConfirm, RenewForm};
 use ratatui::layout::Rect;
@@ -18,10 +18,7 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::ForceRelease(f) => (" force-release ", force(f, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
-    // Borders plus the lines, wrapped lines counted generously.
-    let inner = w.saturating_sub(2).max(1) as usize;
-    let needed: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let rect = centered(area, w, needed as u16 + 2);
+    let rect = centered(area, w, wrapped_height(&lines, w) + 2);
     frame.render_widget(Clear, rect);
     let p = Paragraph::new(lines)
         .block(
@@ -34,11 +31,15 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
 }
 
 fn label<'a>(theme: &Theme, name: &'a str) -> Span<'a> {
-    Span::styled(format!("{name:<8}"), theme.label())
+    Span::styled(format!("{name:<8} "), theme.label())
 }
 
 fn row<'a>(theme: &Theme, name: &'a str, value: impl Into<Cow<'a, str>>) -> Line<'a> {
-    Line::from(vec![label(theme, name), Span::raw(value.into())])
+    Line::from(vec![
+        Span::raw("  "),
+        label(theme, name),
+        Span::raw(value.into()),
+    ])
 }
 
 fn input<'a>(theme: &Theme, name: &'a str, value: &'a str, focused: bool) -> Line<'a> {
@@ -121,6 +122,7 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
             f.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
         ),
         Line::from(vec![
+            Span::raw("  "),
             label(theme, "state"),
             Span::styled(state_label(f.state), theme.state(f.state)),
         ]),

@@ -45,11 +45,11 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
     } else if app.filter_input.is_some() {
         vec![
-            ("Enter", "keep filter"),
-            ("Esc", "clear filter"),
             ("state:", "live|suspect|stale|corrupted"),
             ("holder:", "…"),
             ("harness:", "…"),
+            ("Enter", "keep filter"),
+            ("Esc", "clear filter"),
         ]
     } else if app.overlay.is_some() {
         vec![("Esc", "close"), ("j/k", "scroll"), ("q", "quit")]
@@ -58,6 +58,7 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             .map(|b| (b.label, b.short))
             .collect()
     };
+    let pairs = fit(pairs, area.width as usize);
     let mut spans = vec![Span::raw(" ")];
     for (k, what) in pairs {
         spans.push(Span::styled(k, theme.key()));
@@ -65,8 +66,21 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::raw(what));
         spans.push(Span::raw("  "));
     }
-    if app.read_only && app.dialog.is_none() && app.overlay.is_none() {
-        spans.push(Span::styled("(read-only)", theme.dim()));
-    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Drop keys from the middle until the line fits, keeping the last two
+/// (help and quit): those are the ones a lost operator looks for.
+fn fit<'a>(mut pairs: Vec<(&'a str, &'a str)>, width: usize) -> Vec<(&'a str, &'a str)> {
+    let len = |ps: &[(&str, &str)]| -> usize {
+        1 + ps
+            .iter()
+            .map(|(k, w)| k.chars().count() + w.chars().count() + 3)
+            .sum::<usize>()
+    };
+    while len(&pairs) > width && pairs.len() > 2 {
+        let drop = pairs.len() - 3;
+        pairs.remove(drop);
+    }
+    pairs
 }

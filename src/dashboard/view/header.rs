@@ -15,6 +15,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Span::styled(" claimtop ", theme.title(true)),
         Span::raw(" "),
     ];
+    // Badges first: on a narrow terminal the end of the line is what gets cut.
+    for (on, badge) in [
+        (app.read_only, " READ-ONLY "),
+        (app.paused(), " PAUSED "),
+        (app.demo, " DEMO "),
+    ] {
+        if on {
+            spans.push(Span::styled(badge, theme.badge()));
+            spans.push(Span::raw(" "));
+        }
+    }
     for (state, n) in [
         (ClaimState::Live, c.live),
         (ClaimState::Suspect, c.suspect),
@@ -36,16 +47,6 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ));
     spans.push(Span::raw("  "));
     spans.push(Span::styled(utc(app.shown_now(), "%H:%MZ"), theme.dim()));
-    for (on, badge) in [
-        (app.read_only, " READ-ONLY "),
-        (app.paused(), " PAUSED "),
-        (app.demo, " DEMO "),
-    ] {
-        if on {
-            spans.push(Span::raw(" "));
-            spans.push(Span::styled(badge, theme.badge()));
-        }
-    }
     let where_ = Line::from(vec![
         Span::styled(" claims ", theme.label()),
         Span::raw(safe_path(&app.root.claims_dir())),

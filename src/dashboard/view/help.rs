@@ -1,6 +1,6 @@
 //! The `?` help (generated from the keymap) and the `h` hazards list.
 
-use super::layout::centered;
+use super::layout::{centered, wrapped_height};
 use super::{safe, safe_path, Theme};
 use crate::dashboard::app::App;
 use crate::dashboard::keys::{Pane, Scope, KEYMAP};
@@ -89,7 +89,8 @@ fn overlay(
     theme: &Theme,
 ) {
     let w = area.width.saturating_sub(4).min(110);
-    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    // One spare row: word wrapping may need it.
+    let h = (wrapped_height(&lines, w) + 3).min(area.height.saturating_sub(2));
     let rect = centered(area, w, h);
     frame.render_widget(Clear, rect);
     let p = Paragraph::new(lines)

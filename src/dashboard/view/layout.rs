@@ -88,6 +88,15 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
+/// Rows `lines` take wrapped inside a bordered box `box_width` wide. Word
+/// wrapping can need a row more than this for a long line; boxes that may
+/// hold such lines scroll.
+pub fn wrapped_height(lines: &[ratatui::text::Line], box_width: u16) -> u16 {
+    let inner = box_width.saturating_sub(2).max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    rows.min(u16::MAX as usize) as u16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

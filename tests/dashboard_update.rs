@@ -1,0 +1,703 @@
+//! The dashboard's model transitions, driven without a terminal: keys, file
+//! changes, ticks of an injected clock, filter and sort, and the guards on
+//! every mutation.
+
+mod dashboard_common;
+
+use claimtop::claims::{ClaimState, Classifier};
+use claimtop::dashboard::action::{ForceOptsShown, Op};
+use claimtop::dashboard::app::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::keys::Pane;
+use claimtop::dashboard::ops::run_op;
+use claimtop::dashboard::update::{apply_sweep, visible_signature};
+use claimtop::dashboard::{update, Action, App, OpResult};
+use dashboard_common::*;
+use ratatui::crossterm::event::KeyCode;
+
+fn state_of(app: &App, k: &str) -> Option<ClaimState> {
+    app.live
+        .by_path
+        .values()
+        .find(|s| s.key == k)
+        .map(|s| s.state)
+}
+
+fn status_text(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+// ------------------------------------------------------------ file changes
+
+#[test]
+fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
+    let (_td, root) = temp_root();
+    for k in ["a", "b", "c"] {
+        write_claim(&root, &rec(k, "pty:w", ALIVE, MIN, Some(10 * MIN)));
+    }
+    let mut app = app_at(root.clone());
+    assert!(update(&mut app, Action::Rescan));
+    assert_eq!(app.reads, 3);
+    assert_eq!(app.rows.len(), 3);
+
+    let path = write_claim(&root, &rec("b", "pty:w", DEAD, MIN, Some(-MIN)));
+    assert!(update(&mut app, Action::FsChanged(vec![path])));
+    assert_eq!(app.reads, 4, "exactly the one changed path was read");
+    assert_eq!(app.rescans, 1);
+    assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
+    assert_eq!(app.live.counts.stale, 1);
+    assert_eq!(
+        row_keys(&app)[0],
+        "b",
+        "the stale claim sorts first by severity"
+    );
+}
+
+#[test]
+fn a_deleted_lockfile_leaves_the_table_and_a_new_one_joins_it() {
+    let (_td, root) = temp_root();
+    let a = write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    std::fs::remove_file(&a).expect("rm");
+    let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
+    assert!(update(&mut app, Action::FsChanged(vec![a, b])));
+    assert_eq!(row_keys(&app), ["b"]);
+    assert_eq!(app.reads, 3);
+}
+
+#[test]
+fn changes_outside_the_claims_dir_read_nothing_and_redraw_nothing() {
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    let before = app.reads;
+    let elsewhere = vec![
+        root.events_file(),
+        root.root.join("unrelated.lock"),
+        root.claims_dir().join("x.lock.recovery.d"),
+    ];
+    assert!(!update(&mut app, Action::FsChanged(elsewhere)));
+    assert_eq!(app.reads, before);
+}
+
+#[test]
+fn a_rewrite_with_identical_content_asks_for_no_redraw() {
+    let (_td, root) = temp_root();
+    let r = rec("a", "pty:w", ALIVE, MIN, None);
+    let path = write_claim(&root, &r);
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    write_claim(&root, &r);
+    assert!(!update(&mut app, Action::FsChanged(vec![path])));
+}
+
+#[test]
+fn a_missing_claims_dir_is_an_empty_table_until_it_appears() {
+    let (_td, root) = temp_root();
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    assert!(app.rows.is_empty());
+    assert!(render(&app).contains("no claims under this root yet"));
+    write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
+    assert!(update(&mut app, Action::Rescan));
+    assert_eq!(row_keys(&app), ["late"]);
+}
+
+// ------------------------------------------------------------ the clock
+
+#[test]
+fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    let s = status_of(&root, rec("k", "pty:w", DEAD, MIN, Some(30_000)));
+    assert_eq!(s.state, ClaimState::Suspect);
+    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
+    let reads = app.reads;
+    assert!(update(&mut app, Action::Tick(NOW + 31_000)));
+    assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
+    assert_eq!(app.live.counts.stale, 1);
+    assert_eq!(app.reads, reads, "a tick re-classifies in memory");
+}
+
+#[test]
+fn a_tick_that_changes_no_visible_cell_asks_for_no_redraw() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    // PID-bound and alive: its verdict has no countdown in it.
+    let s = status_of(&root, rec("k", "pty:w", ALIVE, 10 * MIN, None));
+    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
+    assert!(!update(&mut app, Action::Tick(NOW + 1_000)));
+    assert!(!update(&mut app, Action::Tick(NOW + 2_000)));
+    // The age cell and the header clock move at the minute.
+    assert!(update(&mut app, Action::Tick(NOW + MIN)));
+}
+
+#[test]
+fn a_countdown_in_its_last_minute_redraws_every_second() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    let s = status_of(&root, rec("k", "pty:w", ALIVE, 10 * MIN, Some(50_000)));
+    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
+    let sig = visible_signature(&app);
+    assert!(update(&mut app, Action::Tick(NOW + 1_000)));
+    assert_ne!(visible_signature(&app), sig);
+    assert!(render(&app).contains("in 49s"));
+}
+
+// ------------------------------------------------------------ navigation, sort, filter
+
+#[test]
+fn default_order_puts_what_needs_a_human_first_then_key() {
+    let app = fixed_app(80, 24);
+    let states: Vec<ClaimState> = app
+        .rows
+        .iter()
+        .filter_map(|p| app.shown().get(p))
+        .map(|s| s.state)
+        .collect();
+    let mut sorted = states.clone();
+    sorted.sort_by_key(|s| s.severity());
+    assert_eq!(states, sorted);
+    assert_eq!(states[0], ClaimState::Corrupted);
+    assert_eq!(row_keys(&app)[1..3], ["node:beta", "queue/jobs 7"]);
+}
+
+#[test]
+fn j_k_g_and_shift_g_move_the_selection() {
+    let mut app = fixed_app(80, 24);
+    assert_eq!(app.selected, 0);
+    update(&mut app, key('j'));
+    update(&mut app, code(KeyCode::Down));
+    assert_eq!(app.selected, 2);
+    update(&mut app, key('k'));
+    assert_eq!(app.selected, 1);
+    update(&mut app, key('G'));
+    assert_eq!(app.selected, app.rows.len() - 1);
+    update(&mut app, key('g'));
+    assert_eq!(app.selected, 0);
+    assert!(!update(&mut app, key('k')), "nothing above the first row");
+}
+
+#[test]
+fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('s'));
+    assert_eq!(app.sort.column, Column::Key);
+    let keys = row_keys(&app);
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    update(&mut app, key('S'));
+    assert!(app.sort.reverse);
+    sorted.reverse();
+    assert_eq!(row_keys(&app), sorted);
+    for _ in 0..Column::ALL.len() - 1 {
+        update(&mut app, key('s'));
+    }
+    assert_eq!(app.sort.column, Column::State, "s wraps around");
+}
+
+#[test]
+fn sorting_keeps_the_same_claim_selected() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "gpu:0");
+    update(&mut app, key('s'));
+    assert_eq!(selected_key(&app), "gpu:0");
+}
+
+#[test]
+fn the_filter_matches_words_and_state_holder_harness_terms() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('/'));
+    type_text(&mut app, "state:stale");
+    assert_eq!(row_keys(&app), ["node:beta", "queue/jobs 7"]);
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.filter_input.is_none());
+    assert_eq!(app.rows.len(), 2, "Enter keeps the filter");
+
+    update(&mut app, key('/'));
+    for _ in 0.."state:stale".len() {
+        update(&mut app, code(KeyCode::Backspace));
+    }
+    type_text(&mut app, "holder:WORKER-2");
+    assert_eq!(row_keys(&app), ["node:alpha"]);
+    update(&mut app, code(KeyCode::Esc));
+    assert_eq!(app.rows.len(), 7, "Esc clears the filter");
+
+    update(&mut app, key('/'));
+    type_text(&mut app, "harness:codex release");
+    assert_eq!(row_keys(&app), ["build:web"]);
+    update(&mut app, code(KeyCode::Enter));
+    update(&mut app, code(KeyCode::Esc));
+    assert!(app.filter.is_empty(), "Esc outside the input clears it too");
+
+    update(&mut app, key('/'));
+    type_text(&mut app, "state:nonsense");
+    assert!(app.rows.is_empty());
+}
+
+#[test]
+fn tab_cycles_the_panes_and_movement_follows_the_focus() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, code(KeyCode::Tab));
+    assert_eq!(app.focus, Pane::Detail);
+    update(&mut app, key('j'));
+    assert_eq!(app.detail_scroll, 1);
+    assert_eq!(app.selected, 0, "the table selection did not move");
+    update(&mut app, code(KeyCode::Tab));
+    assert_eq!(app.focus, Pane::Events);
+    update(&mut app, code(KeyCode::BackTab));
+    assert_eq!(app.focus, Pane::Detail);
+}
+
+// ------------------------------------------------------------ events pane
+
+#[test]
+fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
+    let mut app = fixed_app(80, 24);
+    let more: Vec<_> = (0..10)
+        .map(|i| {
+            line(&format!(
+                "{{\"type\":\"claim_acquired\",\"data\":{{\"key\":\"k{i}\"}}}}"
+            ))
+        })
+        .collect();
+    update(&mut app, Action::EventsAppended(more));
+    app.focus = Pane::Events;
+    update(&mut app, key('k'));
+    assert_eq!(app.events_view.scroll, 1);
+    update(
+        &mut app,
+        Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
+    );
+    assert_eq!(app.events_view.new_while_scrolled, 1);
+    assert_eq!(app.events_view.scroll, 2, "the same lines stay in view");
+    assert!(render(&app).contains("+1 new"));
+    update(&mut app, key('G'));
+    assert_eq!(app.events_view.scroll, 0);
+    assert_eq!(app.events_view.new_while_scrolled, 0);
+    assert!(render(&app).contains("following"));
+}
+
+#[test]
+fn an_unparseable_line_is_a_visible_error_row() {
+    let app = fixed_app(160, 48);
+    let bad: Vec<_> = app
+        .events
+        .rows
+        .iter()
+        .filter(|r| r.error.is_some())
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert!(render(&app).contains("!! unparseable line: invalid JSON"));
+}
+
+#[test]
+fn f_shows_only_the_selected_keys_events_and_again_shows_all() {
+    let mut app = fixed_app(160, 48);
+    select(&mut app, "build:web");
+    update(&mut app, key('f'));
+    assert_eq!(app.events_view.key.as_deref(), Some("build:web"));
+    assert_eq!(app.shown_events().count(), 2);
+    update(&mut app, key('f'));
+    assert_eq!(app.events_view.key, None);
+    assert_eq!(app.shown_events().count(), 5);
+}
+
+#[test]
+fn a_reset_log_empties_the_ring() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, Action::EventsReset);
+    assert_eq!(app.shown_events().count(), 0);
+}
+
+// ------------------------------------------------------------ pause
+
+#[test]
+fn pause_freezes_the_view_but_keeps_ingesting() {
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    update(&mut app, key('p'));
+    assert!(app.paused());
+    assert!(render(&app).contains("PAUSED"));
+
+    let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
+    assert!(!update(&mut app, Action::FsChanged(vec![b])));
+    assert!(!update(
+        &mut app,
+        Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
+    ));
+    assert_eq!(app.live.len(), 2, "ingested");
+    assert_eq!(row_keys(&app), ["a"], "not shown");
+    assert_eq!(app.shown_events().count(), 0);
+
+    update(&mut app, key('p'));
+    assert_eq!(row_keys(&app), ["a", "b"]);
+    assert_eq!(app.shown_events().count(), 1);
+}
+
+// ------------------------------------------------------------ mutations
+
+#[test]
+fn read_only_refuses_every_mutation_and_says_so() {
+    let mut app = fixed_app(80, 24);
+    app.read_only = true;
+    for c in ['a', 'r', 'n', 'F'] {
+        app.status = None;
+        update(&mut app, key(c));
+        assert!(app.dialog.is_none(), "{c} opened a dialog");
+        assert!(status_text(&app).contains("read-only"), "{c}");
+    }
+    assert!(app.pending.is_empty());
+}
+
+#[test]
+fn r_on_someone_elses_claim_is_refused_and_points_to_force() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, key('r'));
+    assert!(app.pending.is_empty());
+    let msg = status_text(&app);
+    assert!(
+        msg.contains("pty:worker-1") && msg.contains("use F"),
+        "{msg}"
+    );
+    assert_eq!(app.status.as_ref().map(|s| s.level), Some(Level::Error));
+}
+
+#[test]
+fn r_on_the_operators_own_claim_queues_a_release_as_the_operator() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "db:migrate");
+    update(&mut app, key('r'));
+    assert_eq!(
+        app.pending,
+        [Op::Release {
+            key: "db:migrate".into(),
+            holder: OPERATOR.into()
+        }]
+    );
+}
+
+#[test]
+fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, key('F'));
+    assert!(matches!(app.dialog, Some(Dialog::ForceRelease(_))));
+    update(&mut app, key('y'));
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.pending.is_empty(), "y is just a typed letter here");
+    for _ in 0..2 {
+        update(&mut app, code(KeyCode::Backspace));
+    }
+    type_text(&mut app, "build:we");
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.pending.is_empty(), "a prefix is not the key");
+    match &app.dialog {
+        Some(Dialog::ForceRelease(f)) => assert!(f.error.is_some()),
+        other => panic!("dialog closed: {other:?}"),
+    }
+    type_text(&mut app, "b");
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.dialog.is_none());
+    assert_eq!(
+        app.pending,
+        [Op::ForceRelease {
+            key: "build:web".into(),
+            opts: ForceOptsShown {
+                expect_holder: Some("pty:worker-1".into()),
+                expect_acquired_at: Some(NOW - 3 * MIN),
+                operator: OPERATOR.into(),
+                allow_live: true,
+            }
+        }]
+    );
+}
+
+#[test]
+fn force_release_of_a_stale_claim_confirms_with_y_and_never_allows_live() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "node:beta");
+    update(&mut app, key('F'));
+    update(&mut app, key('x'));
+    assert!(app.pending.is_empty());
+    update(&mut app, key('y'));
+    match app.pending.as_slice() {
+        [Op::ForceRelease { key, opts }] => {
+            assert_eq!(key, "node:beta");
+            assert!(!opts.allow_live);
+            assert_eq!(opts.expect_holder.as_deref(), Some("pty:worker-3"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn force_release_of_a_corrupted_file_has_no_holder_guard() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "broken");
+    update(&mut app, key('F'));
+    update(&mut app, key('y'));
+    match app.pending.as_slice() {
+        [Op::ForceRelease { opts, .. }] => {
+            assert_eq!(opts.expect_holder, None);
+            assert_eq!(opts.expect_acquired_at, None);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn esc_closes_a_dialog_without_acting() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "node:beta");
+    update(&mut app, key('F'));
+    update(&mut app, code(KeyCode::Esc));
+    assert!(app.dialog.is_none());
+    assert!(app.pending.is_empty());
+}
+
+#[test]
+fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, key('n'));
+    match &app.dialog {
+        Some(Dialog::Renew(f)) => {
+            assert_eq!(f.ttl, "15m", "acquired 3m ago, expiring in 12m");
+            assert!(f.foreign);
+        }
+        other => panic!("{other:?}"),
+    }
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.pending.is_empty(), "first Enter asks");
+    update(&mut app, key('y'));
+    assert_eq!(
+        app.pending,
+        [Op::Renew {
+            key: "build:web".into(),
+            holder: "pty:worker-1".into(),
+            ttl_ms: 15 * MIN
+        }]
+    );
+}
+
+#[test]
+fn renew_rejects_a_ttl_outside_the_protocol_bounds_in_the_form() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, key('n'));
+    for _ in 0..3 {
+        update(&mut app, code(KeyCode::Backspace));
+    }
+    type_text(&mut app, "10s");
+    update(&mut app, code(KeyCode::Enter));
+    match &app.dialog {
+        Some(Dialog::Renew(f)) => assert!(f.error.as_deref().unwrap_or("").contains("range")),
+        other => panic!("{other:?}"),
+    }
+    assert!(app.pending.is_empty());
+}
+
+#[test]
+fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "db:migrate");
+    update(&mut app, key('n'));
+    assert!(app.dialog.is_none());
+    assert!(status_text(&app).contains("PID-bound"));
+}
+
+#[test]
+fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('a'));
+    match &app.dialog {
+        Some(Dialog::Acquire(f)) => {
+            assert_eq!(f.holder, OPERATOR);
+            assert_eq!(f.ttl, "30m");
+        }
+        other => panic!("{other:?}"),
+    }
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.pending.is_empty(), "no key yet");
+    type_text(&mut app, "deploy:prod");
+    update(&mut app, code(KeyCode::Tab));
+    update(&mut app, code(KeyCode::Tab));
+    update(&mut app, code(KeyCode::Tab));
+    type_text(&mut app, "hotfix");
+    update(&mut app, code(KeyCode::Enter));
+    assert_eq!(
+        app.pending,
+        [Op::Acquire {
+            key: "deploy:prod".into(),
+            holder: OPERATOR.into(),
+            ttl_ms: Some(30 * MIN),
+            reason: Some("hotfix".into())
+        }]
+    );
+}
+
+#[test]
+fn ctrl_c_quits_even_from_a_text_input_and_q_types_there() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('a'));
+    update(&mut app, key('q'));
+    assert!(!app.quit, "q is a letter of the key");
+    update(&mut app, ctrl('c'));
+    assert!(app.quit);
+}
+
+#[test]
+fn help_and_hazards_overlays_open_and_close() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('?'));
+    assert_eq!(app.overlay, Some(Overlay::Help));
+    update(&mut app, code(KeyCode::Esc));
+    assert_eq!(app.overlay, None);
+    update(&mut app, key('h'));
+    assert_eq!(app.overlay, Some(Overlay::Hazards));
+    // The mutex corpse, the corrupted file, the foreign claim.
+    assert_eq!(app.hazards().len(), 3);
+    assert_eq!(app.hazard_count(), 3);
+    update(&mut app, key('h'));
+    assert_eq!(app.overlay, None);
+}
+
+#[test]
+fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
+    let (_td, root) = temp_root();
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    let path = write_claim(&root, &rec("new", "pty:w", ALIVE, 0, None));
+    update(
+        &mut app,
+        Action::OpResult(OpResult {
+            verb: "acquire",
+            key: "new".into(),
+            path,
+            ok: true,
+            message: "acquired new".into(),
+        }),
+    );
+    assert_eq!(row_keys(&app), ["new"]);
+    assert_eq!(status_text(&app), "acquired new");
+}
+
+#[test]
+fn a_warning_from_the_core_lands_on_the_status_line() {
+    let mut app = fixed_app(80, 24);
+    assert!(update(
+        &mut app,
+        Action::Warning("failed to emit \"claim_released\": lock timeout".into())
+    ));
+    assert!(render(&app).contains("failed to emit"));
+}
+
+// ------------------------------------------------------------ ops against a real root
+
+#[test]
+fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
+    let (_td, root) = temp_root();
+    let acquire = Op::Acquire {
+        key: "deploy:prod".into(),
+        holder: OPERATOR.into(),
+        ttl_ms: Some(30 * MIN),
+        reason: Some("hotfix".into()),
+    };
+    let r = run_op(&root, &acquire);
+    assert!(r.ok, "{}", r.message);
+    assert_eq!(r.path, root.lockfile("deploy:prod"));
+    let r = run_op(
+        &root,
+        &Op::Renew {
+            key: "deploy:prod".into(),
+            holder: OPERATOR.into(),
+            ttl_ms: 10 * MIN,
+        },
+    );
+    assert!(r.ok, "{}", r.message);
+    let r = run_op(
+        &root,
+        &Op::Release {
+            key: "deploy:prod".into(),
+            holder: OPERATOR.into(),
+        },
+    );
+    assert!(r.ok, "{}", r.message);
+    assert!(!r.path.exists());
+    let log = std::fs::read_to_string(root.events_file()).expect("events");
+    let types: Vec<String> = log
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
+            v["type"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(types, ["claim_acquired", "claim_renewed", "claim_released"]);
+}
+
+#[test]
+fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
+    let (_td, root) = temp_root();
+    // A stale claim (its pid does not exist anywhere) as the operator saw it.
+    let shown = rec("k", "pty:gone", i32::MAX - 7, 5 * MIN, None);
+    let path = write_claim(&root, &shown);
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::FsChanged(vec![path.clone()]));
+    select(&mut app, "k");
+    update(&mut app, key('F'));
+    update(&mut app, key('y'));
+    let op = app.pending.pop().expect("an op");
+    // Meanwhile the key is released and taken by someone else.
+    let mut now_held = rec("k", "pty:new", i32::MAX - 7, 0, None);
+    now_held.acquired_at = shown.acquired_at + 1;
+    write_claim(&root, &now_held);
+    let r = run_op(&root, &op);
+    assert!(!r.ok);
+    assert!(r.message.contains("refused"), "{}", r.message);
+    assert!(path.exists(), "the new holder's file is untouched");
+}
+
+#[test]
+fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).expect("dir");
+    let path = root.lockfile("junk");
+    std::fs::write(&path, b"\x00\x01 not yaml [").expect("write");
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Rescan);
+    select(&mut app, "junk");
+    update(&mut app, key('F'));
+    update(&mut app, key('y'));
+    let op = app.pending.pop().expect("an op");
+    let r = run_op(&root, &op);
+    assert!(r.ok, "{}", r.message);
+    assert!(!path.exists());
+    assert!(root.claims_dir().join(".expired").is_dir());
+    update(&mut app, Action::OpResult(r));
+    assert!(app.rows.is_empty());
+    let log = std::fs::read_to_string(root.events_file()).expect("events");
+    assert!(log.contains("claim_force_released"));
+}
+
+#[test]
+fn a_fresh_classifier_agrees_with_the_fixture_world() {
+    // Guards the fixtures the other tests lean on.
+    let mut c = Classifier::with(NOW, me(), probe);
+    assert_eq!(
+        c.verdict(&rec("k", "h", ALIVE, MIN, None)).state,
+        ClaimState::Live
+    );
+    assert_eq!(
+        c.verdict(&rec("k", "h", DEAD, MIN, Some(MIN))).state,
+        ClaimState::Suspect
+    );
+}
