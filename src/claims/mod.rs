@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod error;
+mod fast_yaml;
 pub mod key;
 pub mod liveness;
 pub mod mutex;

@@ -117,8 +117,13 @@ impl ClaimRecord {
 
     /// Parse lockfile text, applying the reader's schema rules.
     pub fn from_yaml(text: &str) -> Result<ClaimRecord, String> {
-        let rec: ClaimRecord =
-            serde_yaml_ng::from_str(text).map_err(|e| format!("claim parse/schema failed: {e}"))?;
+        // The fast path only ever answers for shapes where it provably agrees
+        // with serde_yaml_ng; everything else takes the full parse.
+        let rec: ClaimRecord = match super::fast_yaml::parse(text) {
+            Some(rec) => rec,
+            None => serde_yaml_ng::from_str(text)
+                .map_err(|e| format!("claim parse/schema failed: {e}"))?,
+        };
         if rec.schema_version > SCHEMA_VERSION {
             return Err(format!(
                 "claim schema_version={} > supported={SCHEMA_VERSION}; refusing to read from a newer writer",
