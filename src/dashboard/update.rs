@@ -11,7 +11,7 @@ use super::app::{
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
 use crate::claims::sweep::{entry_kind, key_of_lockfile, sweep_with, EntryKind};
-use crate::claims::{human_ms, parse_ttl_ms, ClaimState, HazardKind, Status};
+use crate::claims::{parse_ttl_ms, ClaimState, HazardKind, Status};
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use std::collections::hash_map::DefaultHasher;
@@ -170,6 +170,8 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
 }
 
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
+    // Lines arriving means the log is readable again.
+    let recovered = !lines.is_empty() && app.events_error.take().is_some();
     let mut shown = 0usize;
     for line in lines {
         let row: &EventRow = app.events.push(line);
@@ -183,7 +185,7 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
         }
     }
     if shown == 0 || app.paused() {
-        return false;
+        return recovered;
     }
     // Scrolled up: keep the same lines in view and count what arrived.
     if app.events_view.scroll > 0 {
@@ -777,9 +779,4 @@ fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
         }
         _ => false,
     }
-}
-
-/// How long ago / until, coarse, for the time a key's history line shows.
-pub fn ago(ms: i64) -> String {
-    format!("{} ago", human_ms(ms))
 }
