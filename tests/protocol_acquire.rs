@@ -446,3 +446,23 @@ fn an_acquire_without_an_explicit_harness_tags_the_ambient_one() {
     // Absent, never null, when there is no marker.
     assert_eq!(text.contains("harness:"), rec.harness.is_some(), "{text}");
 }
+
+#[test]
+fn a_holder_reacquiring_its_own_stale_claim_rewrites_it_without_an_archive() {
+    // Same holder wins before liveness is even looked at: a restarted worker
+    // takes its claim back in place, with no reclaim and no archive.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    let old = record("node:mine", "pty:restarted", dead_pid(), now_ms() - 1000);
+    plant(&root, &old);
+    assert_eq!(status(&root, "node:mine").state, ClaimState::Stale);
+    let (rec, kind) = must_acquire(&root, "node:mine", "pty:restarted", &AcquireOpts::default());
+    assert_eq!(kind, AcquireKind::Reacquired);
+    assert_eq!(rec.pid, std::process::id() as i32);
+    assert_eq!(status(&root, "node:mine").state, ClaimState::Live);
+    assert!(!expired_dir(&root).exists());
+    let ev = events(&root);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["type"], "claim_idempotent_reacquired");
+    assert_eq!(ev[0]["data"]["previous_acquired_at"], old.acquired_at);
+}
