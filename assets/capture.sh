@@ -27,6 +27,10 @@ echo "==> running claimtop --demo in tmux (160x48) for ${settle}s"
 tmux -S "$sock" -f /dev/null new-session -d -s shot -x 160 -y 48 \
     -e TERM=tmux-256color -e COLORTERM=truecolor "$bin --demo"
 sleep "$settle"
+# Select a live row further down so the detail pane shows a claim's record
+# and its history, not the corrupted file sorted first.
+for _ in 1 2 3 4 5 6 7 8; do tmux -S "$sock" send-keys -t shot j; done
+sleep 1
 
 echo "==> capturing the pane"
 tmux -S "$sock" capture-pane -e -p -t shot > assets/dashboard.ansi
