@@ -14,7 +14,7 @@ use crate::events::emit::{common_fields, common_fields_unknown, emit};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Recovery-mutex wait before retrying acquire from the top (Python's 5 s).
 const RECOVERY_MAX_WAIT: Duration = Duration::from_secs(5);
@@ -220,7 +220,23 @@ pub fn acquire(
             Err(e) => return Err(corrupted(&path, e)),
         };
         if existing.holder == holder {
-            return reacquire(root, &path, key, holder, opts, &existing);
+            // Under the recovery mutex: a recoverer may have judged this
+            // very file stale (a dead pid) and be about to archive it. Were
+            // the rewrite to land between its judgement and its rename, the
+            // archive would move our now-live claim away, and a third
+            // process creating the key in that instant would leave us
+            // believing we hold a key someone else holds.
+            let _pinned = match lock_recovery(&recovery_mutex_path(&path))? {
+                Pinned::DirGone => continue,
+                pinned => pinned,
+            };
+            match read_claim_file_raw(&path) {
+                Ok((rec, _)) if rec.holder == holder => {
+                    return reacquire(root, &path, key, holder, opts, &rec);
+                }
+                Ok(_) | Err(ReadError::GoneAway) => continue,
+                Err(e) => return Err(corrupted(&path, e)),
+            }
         }
         if protected(&existing) {
             return Ok(held(existing));
@@ -233,6 +249,50 @@ pub fn acquire(
         attempts: ACQUIRE_MAX_ATTEMPTS,
         key: key.to_string(),
     })
+}
+
+/// What [`lock_recovery`] got.
+enum Pinned {
+    /// The recovery mutex, held until this is dropped.
+    Held { _guard: mutex::DirMutex },
+    /// `<lockfile>.recovery.d` would pass the filesystem's name limit, so no
+    /// implementation can ever hold it and nothing can archive this claim
+    /// under it: the mutate is as safe without it.
+    NoMutexPossible,
+    /// The claims dir is gone, and the claim with it.
+    DirGone,
+}
+
+/// Take a claim's recovery mutex for a short mutate (release, re-acquire):
+/// wait out an honest holder, steal a corpse past the 120 s rule.
+fn lock_recovery(lock_dir: &Path) -> Result<Pinned, ClaimError> {
+    let deadline = Instant::now() + RECOVERY_MAX_WAIT;
+    loop {
+        match mutex::try_lock(lock_dir) {
+            Ok(Some(g)) => return Ok(Pinned::Held { _guard: g }),
+            Ok(None) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pinned::DirGone),
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                return Ok(Pinned::NoMutexPossible)
+            }
+            Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+        }
+        if mutex::steal_if_stale(lock_dir) {
+            continue;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ClaimError::io(
+                "lock recovery mutex",
+                lock_dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
+                ),
+            ));
+        }
+        mutex::wait_for_release(lock_dir, left);
+    }
 }
 
 fn held(rec: ClaimRecord) -> AcquireOutcome {
@@ -420,22 +480,9 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
     // and the unlink would then delete the newcomer's live claim. Both
     // archivers work under the recovery mutex and a create needs the path
     // free, so re-reading under that mutex pins the file until the unlink.
-    let lock_dir = recovery_mutex_path(&path);
-    let guard = match mutex::try_lock(&lock_dir) {
-        Ok(Some(g)) => g,
-        Ok(None) => mutex::lock(&lock_dir, RECOVERY_MAX_WAIT, true).ok_or_else(|| {
-            ClaimError::io(
-                "lock recovery mutex",
-                &lock_dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
-                ),
-            )
-        })?,
-        // The claims dir vanished, and the claim with it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
-        Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+    let pinned = match lock_recovery(&recovery_mutex_path(&path))? {
+        Pinned::DirGone => return Ok(ReleaseOutcome::Absent),
+        pinned => pinned,
     };
     let existing = match read_claim_file_raw(&path) {
         Ok((rec, _)) if rec.holder == holder => rec,
@@ -451,7 +498,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
         Err(e) => return Err(ClaimError::io("remove", path, e)),
     }
-    drop(guard);
+    drop(pinned);
     let mut data = common_fields(&existing);
     data.insert("duration_held_ms".into(), Value::from(held_ms));
     root.emit("claim_released", data);
