@@ -15,14 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A pid that certainly is not running: a child we started and reaped.
-fn dead_pid() -> u32 {
-    let mut c = std::process::Command::new("true").spawn().unwrap();
-    let pid = c.id();
-    c.wait().unwrap();
-    pid
-}
-
 /// A root whose audit log cannot be written: the events mutex would pace
 /// the racing threads to a few hundred rounds, and the race needs thousands.
 fn quiet_root(dir: &std::path::Path) -> Root {

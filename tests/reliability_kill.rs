@@ -410,11 +410,3 @@ fn an_events_writer_killed_inside_the_events_mutex_lets_the_next_writer_through_
     assert!(claimtop::events::tail::parse_event(text.trim_end()).is_ok());
     assert!(!m.exists());
 }
-
-/// A pid that certainly is not running: a child we started and reaped.
-fn dead_pid() -> u32 {
-    let mut c = std::process::Command::new("true").spawn().unwrap();
-    let pid = c.id();
-    c.wait().unwrap();
-    pid
-}

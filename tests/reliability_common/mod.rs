@@ -193,3 +193,11 @@ pub fn tempdir() -> tempfile::TempDir {
 pub fn root_in(dir: &Path) -> claimtop::claims::Root {
     claimtop::claims::Root::with_events_here(PathBuf::from(dir))
 }
+
+/// A pid that certainly is not running: a child we started and reaped.
+pub fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
