@@ -338,3 +338,30 @@ fn release_behind_a_recovery_that_never_ends_fails_and_keeps_the_claim() {
     );
     assert!(events_of(&root, "claim_released").is_empty());
 }
+
+#[test]
+fn a_claim_at_the_encoded_key_limit_can_be_reacquired_renewed_and_released() {
+    // 240 encoded bytes is legal, but `<enc>.lock.recovery.d` and any temp
+    // name built on the lockfile name pass the 255-byte name limit.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    for key in [
+        "k".repeat(240),
+        ":".repeat(80),
+        format!("{}x", "k".repeat(236)),
+    ] {
+        must_acquire(&root, &key, ME, &ttl(120_000));
+        let (_, kind) = must_acquire(&root, &key, ME, &ttl(120_000));
+        assert_eq!(kind, claimtop::claims::AcquireKind::Reacquired, "{key}");
+        match renew(&root, &key, ME, 120_000).unwrap() {
+            RenewOutcome::Renewed { .. } => {}
+            other => panic!("renew of a {}-byte key: {other:?}", key.len()),
+        }
+        assert_eq!(
+            release(&root, &key, ME).unwrap().as_str(),
+            "released",
+            "{key}"
+        );
+        assert!(names(&root.claims_dir()).is_empty(), "{key}");
+    }
+}

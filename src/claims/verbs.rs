@@ -643,12 +643,14 @@ pub fn renew(
     let lock_dir = recovery_mutex_path(&path);
     // A corpse here would block every renewal; retry once past a stale one.
     let guard = match mutex::try_lock(&lock_dir) {
-        Ok(Some(g)) => g,
+        Ok(Some(g)) => Some(g),
+        // As in `lock_recovery`: a mutex no one can create excludes no one.
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => None,
         _ => match mutex::steal_if_stale(&lock_dir)
             .then(|| mutex::try_lock(&lock_dir).ok().flatten())
             .flatten()
         {
-            Some(g) => g,
+            Some(g) => Some(g),
             None => return Ok(RenewOutcome::NotRenewed(NoRenew::MutexBusy)),
         },
     };
