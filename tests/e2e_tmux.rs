@@ -188,6 +188,18 @@ fn event_shown(screen: &str, kind: &str, key: &str) -> bool {
         })
 }
 
+/// The status the shell printed after `echo EXIT=$?`. The typed command line
+/// itself reads `EXIT=$?`, so only digits after the `=` count.
+fn exit_status(screen: &str) -> Option<String> {
+    screen.match_indices("EXIT=").find_map(|(at, m)| {
+        let digits: String = screen[at + m.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        (!digits.is_empty()).then_some(digits)
+    })
+}
+
 fn claimtop(root: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .arg("--root")
@@ -292,13 +304,10 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
     });
 
     tmux.keys(&["q"]);
-    // The typed command line itself contains "EXIT=$?": only a line that
-    // starts with it is the shell's answer.
-    let screen = tmux.wait_for("the shell after quitting", |s| {
-        s.lines().any(|l| l.starts_with("EXIT="))
-    });
-    assert!(
-        screen.lines().any(|l| l.trim_end() == "EXIT=0"),
+    let screen = tmux.wait_for("the shell after quitting", |s| exit_status(s).is_some());
+    assert_eq!(
+        exit_status(&screen).as_deref(),
+        Some("0"),
         "the dashboard did not exit with status 0:\n{screen}"
     );
     assert!(
