@@ -171,7 +171,7 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
     // first archive: bump the stamp instead of clobbering the forensic trail.
     let mut stamp = now_ms;
     let target = loop {
-        let target = dir.join(format!("{stem}.{stamp}.lock"));
+        let target = dir.join(archive_name(stem, stamp));
         match rename_noreplace(path, &target) {
             Ok(()) => break target,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Archived::Gone),
@@ -196,6 +196,21 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
             Err(_) => Ok(Archived::ChangedAndKept(target)),
         },
     }
+}
+
+/// `<stem>.<ms>.lock`, the stem cut short only when the whole would pass the
+/// 255-byte name limit. A key may encode to 240 bytes and the stamp adds 19,
+/// so without the cut such a claim, once stale, could never be archived and
+/// so never reclaimed or force-released. The archived record still names its
+/// full key.
+fn archive_name(stem: &str, stamp: i64) -> String {
+    const NAME_MAX: usize = 255;
+    let tail = format!(".{stamp}.lock");
+    let mut keep = stem.len().min(NAME_MAX.saturating_sub(tail.len()));
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{tail}", &stem[..keep])
 }
 
 /// rename(2) that fails with EEXIST instead of replacing the target.
@@ -310,6 +325,27 @@ mod tests {
         assert_eq!(std::fs::read(want).unwrap(), b"body");
         assert!(!p.exists());
         assert_eq!(archive(&p, 1235, None).unwrap(), Archived::Gone);
+    }
+
+    #[test]
+    fn a_lockfile_at_the_name_limit_is_archived_under_a_shortened_name() {
+        let td = TempDir::new().unwrap();
+        let stem = "k".repeat(240);
+        let p = td.path().join(format!("{stem}.lock"));
+        std::fs::write(&p, b"body").unwrap();
+        let stamp = 1_796_000_000_000;
+        let Archived::To(to) = archive(&p, stamp, Some(b"body")).unwrap() else {
+            panic!("not archived");
+        };
+        let name = to.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name.len(), 255);
+        assert!(name.starts_with("kkk") && name.ends_with(&format!(".{stamp}.lock")));
+        assert_eq!(std::fs::read(&to).unwrap(), b"body");
+        assert!(!p.exists());
+        // Short names are untouched, and a cut never splits a character.
+        assert_eq!(archive_name("node%3Ax", 7), "node%3Ax.7.lock");
+        let wide = archive_name(&"é".repeat(120), stamp);
+        assert!(wide.len() <= 255 && wide.ends_with(".lock"));
     }
 
     #[test]
