@@ -7,7 +7,8 @@ mod protocol_common;
 use claimtop::claims::mutex::{self, STALE_MUTEX_STEAL};
 use claimtop::claims::verbs::recovery_mutex_path;
 use claimtop::claims::{
-    acquire, now_ms, status, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimState, Root,
+    acquire, encode_key, now_ms, status, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError,
+    ClaimState, Root,
 };
 use claimtop::events::emit::events_mutex_path;
 use protocol_common::*;
@@ -221,4 +222,49 @@ fn a_held_events_mutex_skips_the_event_but_never_the_claim() {
         "busy-host:1:1"
     );
     assert!(events(&root).is_empty());
+}
+
+#[test]
+fn a_stale_claim_with_a_key_near_the_encoded_limit_is_reclaimed_and_archived() {
+    // The archive name adds 19 bytes to the encoded key; past the 255-byte
+    // name limit it is shortened rather than making the key unrecoverable.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    for key in [
+        "k".repeat(236),
+        "k".repeat(237),
+        format!("{}:", "k".repeat(236)),
+    ] {
+        let original = plant(&root, &record(&key, "h", dead_pid(), now_ms()));
+        let (rec, kind) = must_acquire(&root, &key, "pty:heir", &AcquireOpts::default());
+        assert!(matches!(kind, AcquireKind::Reclaimed { .. }), "{kind:?}");
+        assert_eq!(rec.key, key);
+        let archived: Vec<_> = names(&expired_dir(&root))
+            .into_iter()
+            .map(|n| expired_dir(&root).join(n))
+            .filter(|p| std::fs::read(p).is_ok_and(|b| b == original))
+            .collect();
+        assert_eq!(
+            archived.len(),
+            1,
+            "{} bytes encoded",
+            encode_key(&key).len()
+        );
+        let name_len = archived[0].file_name().unwrap().len();
+        assert!(name_len <= 255, "{name_len}");
+        let forced = claimtop::claims::force_release(
+            &root,
+            &key,
+            &claimtop::claims::ForceOpts {
+                allow_live: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            matches!(forced, claimtop::claims::ForceOutcome::Archived { .. }),
+            "{forced:?}"
+        );
+        assert_eq!(status(&root, &key).state, ClaimState::Free);
+    }
 }
