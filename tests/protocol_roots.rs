@@ -2,9 +2,9 @@
 //! global-id prefix lands under `$FNO_CLAIMS_ROOT` (else `$HOME`), exactly
 //! where every other implementation looks for it.
 //!
-//! These tests change process-wide environment variables, so each holds
-//! [`ENV`] for its whole body and puts the old values back on the way out.
-//! Nothing else in this test binary reads those variables.
+//! These tests change process-wide state (environment variables, the working
+//! directory), so each holds [`ENV`] for its whole body and puts the old
+//! values back on the way out. Nothing else in this test binary reads them.
 
 mod protocol_common;
 
@@ -114,4 +114,23 @@ fn only_a_known_prefix_and_a_colon_route_globally_and_an_explicit_root_wins() {
         resolve_root(Some(explicit.path()), "node:x").unwrap(),
         explicit.path()
     );
+}
+
+#[test]
+fn with_no_events_dir_the_log_goes_to_the_current_directory() {
+    // The seed's rule for library callers that name no events dir. The
+    // working directory is process-wide too, so this holds the same lock.
+    let _env = EnvGuard::set(&[]);
+    let claims = TempDir::new().unwrap();
+    let cwd = TempDir::new().unwrap();
+    let before = std::env::current_dir().unwrap();
+    std::env::set_current_dir(cwd.path()).unwrap();
+    let root = Root::new(claims.path());
+    let acquired = claimtop::claims::acquire(&root, "node:cwd", "pty:me", &AcquireOpts::default());
+    std::env::set_current_dir(before).unwrap();
+    assert!(acquired.is_ok(), "{acquired:?}");
+    let log = std::fs::read_to_string(cwd.path().join(".fno/events.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 1);
+    assert!(log.contains("\"claim_acquired\""), "{log}");
+    assert!(!claims.path().join(".fno/events.jsonl").exists());
 }
