@@ -466,3 +466,27 @@ fn a_holder_reacquiring_its_own_stale_claim_rewrites_it_without_an_archive() {
     assert_eq!(ev[0]["type"], "claim_idempotent_reacquired");
     assert_eq!(ev[0]["data"]["previous_acquired_at"], old.acquired_at);
 }
+
+#[test]
+fn a_new_claim_records_the_machine_id_beside_the_hostname() {
+    // Both writers must record (and compare) the same machine id, or each
+    // reads the other's live claims as foreign; `host` stays the hostname an
+    // older reader compares. No id on this machine means the field is absent.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    let me = claimtop::claims::LocalIdentity::current();
+    let (rec, _) = must_acquire(&root, "session:mid", "pty:me", &AcquireOpts::default());
+    assert_eq!(rec.host, me.hostname);
+    if me.machine_id.is_empty() {
+        assert_eq!(rec.machine_id, None);
+    } else {
+        assert_eq!(rec.machine_id.as_deref(), Some(me.machine_id.as_str()));
+        // The pid namespace keeps containers sharing one image's machine-id
+        // apart.
+        if let Ok(ns) = std::fs::metadata("/proc/self/ns/pid") {
+            use std::os::unix::fs::MetadataExt;
+            let want = format!(":{}", ns.ino());
+            assert!(me.machine_id.ends_with(&want), "{}", me.machine_id);
+        }
+    }
+}

@@ -268,3 +268,31 @@ fn a_stale_claim_with_a_key_near_the_encoded_limit_is_reclaimed_and_archived() {
         assert_eq!(status(&root, &key).state, ClaimState::Free);
     }
 }
+
+#[test]
+fn concurrent_appenders_meeting_an_events_mutex_corpse_all_land_whole_lines() {
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    let lock = events_mutex_path(&root.events_file());
+    std::fs::create_dir_all(&lock).unwrap();
+    mutex::backdate(&lock, CORPSE_AGE).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                must_acquire(
+                    &root,
+                    &format!("node:{i}"),
+                    "pty:me",
+                    &AcquireOpts::default(),
+                );
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(events_of(&root, "claim_acquired").len(), 4);
+    assert!(!lock.exists());
+    no_reap_litter(&td.path().join(".fno"));
+}
