@@ -65,12 +65,19 @@ fn read_owner(dir: &Path) -> String {
 /// Stamp right after mkdir. A crash between the two leaves an owner-less dir,
 /// which the age gate steals like any other corpse.
 fn stamp(dir: &Path) -> DirMutex {
-    let token = owner_token();
+    let mut token = owner_token();
     if let Err(e) = std::fs::write(dir.join("owner"), &token) {
         warn(&format!(
             "could not stamp mutex owner in {}: {e}",
             dir.display()
         ));
+        // On a full disk mkdir succeeds but the write does not. Keeping the
+        // unwritten token would make our own release see a stranger's dir
+        // and leave it: a corpse blocking the key for 120 s. Hold it as
+        // owner-less instead (the empty owner file or none reads as ""), so
+        // release still removes it; nobody else may touch a young dir.
+        let _ = std::fs::remove_file(dir.join("owner"));
+        token = String::new();
     }
     DirMutex {
         dir: dir.to_path_buf(),
