@@ -144,6 +144,10 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
             return out;
         }
     };
+    // Names first, items after: sorting the (key, path) pairs is cheap where
+    // sorting finished items (hundreds of bytes each) is not, and reading in
+    // key order tends to follow creation (inode) order.
+    let mut lockfiles: Vec<(String, PathBuf)> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
@@ -160,14 +164,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         let path = entry.path();
         match entry_kind(&name) {
             EntryKind::Lockfile => match key_of_lockfile(&name) {
-                Some(key) => {
-                    let item = Status::of_file(&key, &path, c);
-                    out.counts.add(item.state);
-                    item_hazards(&item, &mut out.hazards);
-                    if item.state != ClaimState::Free {
-                        out.claims.push(item);
-                    }
-                }
+                Some(key) => lockfiles.push((key, path)),
                 None => out.hazards.push(Hazard {
                     kind: HazardKind::Unreadable,
                     path,
@@ -194,8 +191,17 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
             EntryKind::Other => {}
         }
     }
+    lockfiles.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out.claims.reserve_exact(lockfiles.len());
+    for (key, path) in &lockfiles {
+        let item = Status::of_file(key, path, c);
+        out.counts.add(item.state);
+        item_hazards(&item, &mut out.hazards);
+        if item.state != ClaimState::Free {
+            out.claims.push(item);
+        }
+    }
     events_mutex_hazard(root, &mut out.hazards);
-    out.claims.sort_by(|a, b| a.key.cmp(&b.key));
     out.hazards.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
