@@ -11,7 +11,7 @@
 //! full parser: the differential tests below pin that.
 
 use super::ClaimRecord;
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 /// The record in `text` if it has the simple canonical shape, else None.
 pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
@@ -21,11 +21,40 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
     let mut expires_at: Option<Option<i64>> = None;
     let (mut reason, mut harness, mut machine_id): (Option<Option<&str>>, _, _) =
         (None, None, None);
+    let mut metadata: Option<Map<String, Value>> = None;
+    let mut in_metadata = false;
     if text.is_empty() {
         return None;
     }
     for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
-        let (name, value) = line.split_once(": ")?;
+        if line == "metadata:" {
+            if metadata.is_some() {
+                return None;
+            }
+            metadata = Some(Map::new());
+            in_metadata = true;
+            continue;
+        }
+        if let Some(entry) = line.strip_prefix("  ") {
+            let map = metadata.as_mut().filter(|_| in_metadata)?;
+            let colon = entry.find(':')?;
+            let (name, value) = (
+                plain(&entry[..colon])?,
+                entry[colon + 1..].strip_prefix(' ')?,
+            );
+            if map.insert(name.to_string(), untyped(value)?).is_some() {
+                return None;
+            }
+            continue;
+        }
+        // An empty `metadata:` is null to the full parser, not an empty map.
+        if in_metadata && metadata.as_ref().is_some_and(Map::is_empty) {
+            return None;
+        }
+        in_metadata = false;
+        // Field names hold no ':', so the first one ends the name.
+        let colon = line.find(':')?;
+        let (name, value) = (&line[..colon], line[colon + 1..].strip_prefix(' ')?);
         // Each field at most once: a duplicate is for the full parser to judge.
         match name {
             "schema_version" => set(&mut schema_version, uint(value)?)?,
@@ -48,6 +77,9 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
             _ => return None,
         }
     }
+    if metadata.as_ref().is_some_and(Map::is_empty) {
+        return None;
+    }
     let owned = |v: Option<Option<&str>>| v.flatten().map(str::to_string);
     Some(ClaimRecord {
         schema_version: schema_version.unwrap_or(super::SCHEMA_VERSION),
@@ -60,7 +92,7 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
         reason: owned(reason),
         harness: owned(harness),
         machine_id: owned(machine_id),
-        metadata: Map::new(),
+        metadata: metadata.unwrap_or_default(),
     })
 }
 
@@ -97,14 +129,47 @@ fn plain(v: &str) -> Option<&str> {
     let b = v.as_bytes();
     let first = *b.first()?;
     let last = *b.last()?;
-    let ok = b.iter().all(|c| (0x20..0x7f).contains(c))
-        && !b"-?:,[]{}#&*!|>'\"%@` ~".contains(&first)
-        && last != b' '
-        && last != b':'
-        && !v.contains(": ")
-        && !v.contains(" #")
-        && !matches!(v, "null" | "Null" | "NULL");
-    ok.then_some(v)
+    if b"-?:,[]{}#&*!|>'\"%@` ~".contains(&first)
+        || last == b' '
+        || last == b':'
+        || matches!(v, "null" | "Null" | "NULL")
+    {
+        return None;
+    }
+    // One pass, no searcher set-up: these values are a few dozen bytes.
+    let mut prev = 0u8;
+    for &c in b {
+        let bad = !(0x20..0x7f).contains(&c)
+            || (prev == b':' && c == b' ')
+            || (prev == b' ' && c == b'#');
+        if bad {
+            return None;
+        }
+        prev = c;
+    }
+    Some(v)
+}
+
+/// A metadata value whose type every reader resolves alike: `true`,
+/// `false`, `null`, a decimal integer, or a plain string starting with a
+/// letter that is none of those (a letter start also rules out floats:
+/// the only float spellings that start with one are inf and nan, which YAML
+/// reads as strings).
+fn untyped(v: &str) -> Option<Value> {
+    match v {
+        "true" => return Some(Value::Bool(true)),
+        "false" => return Some(Value::Bool(false)),
+        "null" => return Some(Value::Null),
+        "True" | "TRUE" | "False" | "FALSE" => return None,
+        _ => {}
+    }
+    if let Some(n) = int(v) {
+        return Some(Value::from(n));
+    }
+    if !v.as_bytes().first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    plain(v).map(|s| Value::String(s.to_string()))
 }
 
 /// An optional string: `null` is absent, as in the full parser.
@@ -149,7 +214,6 @@ mod tests {
         for text in [
             "",
             "key: 'quoted'\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
-            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nmetadata:\n  a: 1\n",
             "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nreason: a\n  continued\n",
             "key: k # comment\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
             "key: k\nkey: k2\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
@@ -163,6 +227,29 @@ mod tests {
             "key: k\nholder: h\nacquired_at: 5\npid: 1\n\nhost: x\n",
             "key: k\nholder: h\nacquired_at: 5\npid: 1\n",
             "---\nkey: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
+        ] {
+            assert_eq!(parse(text), None, "{text:?}");
+            agrees(text);
+        }
+    }
+
+    #[test]
+    fn flat_metadata_takes_the_fast_path_and_nested_metadata_does_not() {
+        let flat = "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n\
+                    metadata:\n  node: n3\n  attempt: 3\n  ok: true\n  gone: null\n";
+        let rec = parse(flat).expect("flat metadata is the simple shape");
+        assert_eq!(
+            rec.metadata.keys().collect::<Vec<_>>(),
+            ["node", "attempt", "ok", "gone"]
+        );
+        agrees(flat);
+        for text in [
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nmetadata:\n  a:\n    b: 1\n",
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nmetadata:\n  a: 1.5\n",
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nmetadata:\n  a: 1\n  a: 2\n",
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nmetadata:\n",
+            "key: k\nholder: h\nacquired_at: 5\npid: 1\nmetadata:\nhost: x\n",
+            "key: k\n  a: 1\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
         ] {
             assert_eq!(parse(text), None, "{text:?}");
             agrees(text);
@@ -186,6 +273,11 @@ mod tests {
             Just("null".to_string()),
             Just("~".to_string()),
             Just("yes".to_string()),
+            Just("true".to_string()),
+            Just("False".to_string()),
+            Just("inf".to_string()),
+            Just("nan".to_string()),
+            Just("0123".to_string()),
             Just("1e3".to_string()),
             Just("-0".to_string()),
             Just("12:30:00".to_string()),
@@ -215,6 +307,25 @@ mod tests {
                 if !d {
                     text.push_str(&format!("{n}: {v}\n"));
                 }
+            }
+            agrees(&text);
+        }
+
+        #[test]
+        fn metadata_blocks_never_disagree(
+            entries in proptest::collection::vec(("[a-z][a-z0-9_]{0,6}", value()), 0..4),
+            after in any::<bool>(),
+        ) {
+            let mut text = String::from("key: k\nholder: h\nacquired_at: 5\npid: 1\n");
+            if !after {
+                text.push_str("host: x\n");
+            }
+            text.push_str("metadata:\n");
+            for (k, v) in &entries {
+                text.push_str(&format!("  {k}: {v}\n"));
+            }
+            if after {
+                text.push_str("host: x\n");
             }
             agrees(&text);
         }
