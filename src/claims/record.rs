@@ -207,10 +207,27 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
         };
         return Err(corrupted(format!("lockfile is {what}")));
     }
-    let mut bytes = Vec::with_capacity(meta.len().min(MAX_LOCKFILE_BYTES) as usize + 1);
-    file.take(MAX_LOCKFILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| corrupted(format!("claim read failed: {e}")))?;
+    let expect = meta.len().min(MAX_LOCKFILE_BYTES) as usize;
+    let mut bytes = vec![0u8; expect + 1];
+    let mut file = file;
+    // A published lockfile is never written in place (writers link or rename
+    // a finished temp), so once a read has delivered every byte fstat
+    // promised, the EOF probe read_to_end would add is a wasted syscall on
+    // every file of every sweep. Anything else (a short read, a file longer
+    // than its stat) falls through to reading until EOF.
+    let first = loop {
+        match file.read(&mut bytes) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(corrupted(format!("claim read failed: {e}"))),
+        }
+    };
+    bytes.truncate(first);
+    if first != expect {
+        file.take(MAX_LOCKFILE_BYTES + 1 - first as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| corrupted(format!("claim read failed: {e}")))?;
+    }
     Ok(bytes)
 }
 
