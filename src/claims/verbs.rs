@@ -227,7 +227,7 @@ pub fn acquire(
             // process creating the key in that instant would leave us
             // believing we hold a key someone else holds.
             let _pinned = match lock_recovery(&recovery_mutex_path(&path))? {
-                Pinned::DirGone => continue,
+                Pinned::DirGone | Pinned::Busy => continue,
                 pinned => pinned,
             };
             match read_claim_file_raw(&path) {
@@ -261,6 +261,19 @@ enum Pinned {
     NoMutexPossible,
     /// The claims dir is gone, and the claim with it.
     DirGone,
+    /// An honest peer kept it past [`RECOVERY_MAX_WAIT`].
+    Busy,
+}
+
+fn busy_error(lock_dir: &Path) -> ClaimError {
+    ClaimError::io(
+        "lock recovery mutex",
+        lock_dir,
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
+        ),
+    )
 }
 
 /// Take a claim's recovery mutex for a short mutate (release, re-acquire):
@@ -282,14 +295,7 @@ fn lock_recovery(lock_dir: &Path) -> Result<Pinned, ClaimError> {
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ClaimError::io(
-                "lock recovery mutex",
-                lock_dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
-                ),
-            ));
+            return Ok(Pinned::Busy);
         }
         mutex::wait_for_release(lock_dir, left);
     }
@@ -480,8 +486,10 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
     // and the unlink would then delete the newcomer's live claim. Both
     // archivers work under the recovery mutex and a create needs the path
     // free, so re-reading under that mutex pins the file until the unlink.
-    let pinned = match lock_recovery(&recovery_mutex_path(&path))? {
+    let lock_dir = recovery_mutex_path(&path);
+    let pinned = match lock_recovery(&lock_dir)? {
         Pinned::DirGone => return Ok(ReleaseOutcome::Absent),
+        Pinned::Busy => return Err(busy_error(&lock_dir)),
         pinned => pinned,
     };
     let existing = match read_claim_file_raw(&path) {
@@ -646,7 +654,13 @@ pub fn renew(
         Ok(Some(g)) => Some(g),
         // As in `lock_recovery`: a mutex no one can create excludes no one.
         Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => None,
-        _ => match mutex::steal_if_stale(&lock_dir)
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(RenewOutcome::NotRenewed(NoRenew::Absent))
+        }
+        // A filesystem refusing the mkdir (read-only, permissions) is an
+        // error to report, not a peer's mutex to back off from.
+        Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+        Ok(None) => match mutex::steal_if_stale(&lock_dir)
             .then(|| mutex::try_lock(&lock_dir).ok().flatten())
             .flatten()
         {
@@ -730,13 +744,20 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
         return Ok(ForceOutcome::Refused(format!("no claim file for {key:?}")));
     }
     let lock_dir = recovery_mutex_path(&path);
-    let Some(guard) = mutex::lock(&lock_dir, RECOVERY_MAX_WAIT, true) else {
-        return Ok(ForceOutcome::Refused(
-            "the recovery mutex is held (a recovery is in progress); try again".into(),
-        ));
+    // lock_recovery, not mutex::lock: a read-only or forbidden claims dir
+    // must surface as its error at once, not as five seconds of waiting
+    // followed by a claim that a recovery is in progress.
+    let pinned = match lock_recovery(&lock_dir)? {
+        Pinned::DirGone => return Ok(ForceOutcome::Refused(format!("no claim file for {key:?}"))),
+        Pinned::Busy => {
+            return Ok(ForceOutcome::Refused(
+                "the recovery mutex is held (a recovery is in progress); try again".into(),
+            ))
+        }
+        pinned => pinned,
     };
     let result = force_release_locked(root, key, &path, opts);
-    drop(guard);
+    drop(pinned);
     result
 }
 
