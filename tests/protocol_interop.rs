@@ -412,3 +412,72 @@ fn claim_events_written_by_claimtop_pass_the_python_envelope_check() {
         })
     );
 }
+
+#[test]
+fn python_and_claimtop_racing_for_one_key_produce_exactly_one_winner() {
+    let Some(py) = Py::find() else { return };
+    for round in 0..3 {
+        let td = TempDir::new().unwrap();
+        let root = root_in(&td);
+        let key = format!("dispatch:race-{round}");
+        // Everyone starts at the same instant, after python has had time to
+        // start up; the claims are bound to this (live) test process.
+        let start = now_ms() + 400;
+        let me = std::process::id().to_string();
+        let start_s = start.to_string();
+        let pythons: Vec<Child> = (0..4)
+            .map(|i| {
+                py.cmd(&[
+                    "write",
+                    s(td.path()),
+                    &key,
+                    &format!("py:{i}"),
+                    "--pid",
+                    &me,
+                    "--start-at-ms",
+                    &start_s,
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn python3")
+            })
+            .collect();
+        let rusts: Vec<_> = (0..4)
+            .map(|i| {
+                let (root, key) = (root.clone(), key.clone());
+                std::thread::spawn(move || {
+                    let wait = start - now_ms();
+                    if wait > 0 {
+                        std::thread::sleep(Duration::from_millis(wait as u64));
+                    }
+                    acquire(&root, &key, &format!("pty:{i}"), &AcquireOpts::default())
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (i, child) in pythons.into_iter().enumerate() {
+            let out = child.wait_with_output().expect("python racer");
+            match out.status.code() {
+                Some(0) => winners.push(format!("py:{i}")),
+                Some(3) => {}
+                other => panic!("python racer exited {other:?}: {out:?}"),
+            }
+        }
+        for h in rusts {
+            match h.join().unwrap() {
+                Ok(AcquireOutcome::Acquired { record, .. }) => winners.push(record.holder),
+                Ok(AcquireOutcome::HeldByOther { .. }) => {}
+                Err(e) => panic!("claimtop racer errored: {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        let st = status(&root, &key);
+        assert_eq!(st.state, ClaimState::Live);
+        assert_eq!(st.record.unwrap().holder, winners[0]);
+        let litter: Vec<_> = names(&root.claims_dir())
+            .into_iter()
+            .filter(|n| n.starts_with(".claim-tmp-"))
+            .collect();
+        assert!(litter.is_empty(), "{litter:?}");
+    }
+}

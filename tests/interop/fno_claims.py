@@ -340,7 +340,7 @@ def new_record(args, pid):
     return rec
 
 
-def write_claim(args, pid):
+def prepare_claim(args, pid):
     rec = new_record(args, pid)
     if args.null_expires:
         # Older writers spelled "no TTL" as an explicit null; readers must
@@ -355,15 +355,28 @@ def write_claim(args, pid):
         expect = dict(rec)
         expect.update(extra)
         cross_check(text, expect)
-    path = claim_path(args.root, args.key)
+    return rec, claim_path(args.root, args.key), text
+
+
+def publish_claim(path, text):
     if not create_exclusive(path, text):
         print(json.dumps({"held": True, "file": os.path.basename(path)}))
         sys.exit(EXIT_HELD)
+
+
+def write_claim(args, pid):
+    rec, path, text = prepare_claim(args, pid)
+    publish_claim(path, text)
     return rec, path, text
 
 
 def cmd_write(args):
-    rec, path, text = write_claim(args, args.pid)
+    rec, path, text = prepare_claim(args, args.pid)
+    if args.start_at_ms is not None:
+        # Line up with racers in other processes, with only the publish left.
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        time.sleep(max(0.0, (args.start_at_ms - now_ms()) / 1000.0))
+    publish_claim(path, text)
     print(json.dumps({"record": rec, "file": os.path.basename(path), "text": text}))
 
 
@@ -424,6 +437,7 @@ def main():
         w.add_argument("holder")
         if name == "write":
             w.add_argument("--pid", type=int, required=True)
+            w.add_argument("--start-at-ms", type=int)
         else:
             w.add_argument("--events-dir")
         w.add_argument("--acquired-at", type=int)
