@@ -11,30 +11,62 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
-use std::borrow::Cow;
 
 const LABEL_WIDTH: usize = 12;
 
-fn field<'a>(theme: &Theme, name: &'a str, value: impl Into<Cow<'a, str>>) -> Line<'a> {
-    field_styled(theme, name, value, Style::new())
+/// Builds the pane's lines, wrapping each value under its own column so a
+/// long why, path or holder does not run back under the labels.
+struct Fields<'t> {
+    theme: &'t Theme,
+    /// Columns available for a value.
+    room: usize,
+    lines: Vec<Line<'static>>,
 }
 
-fn field_styled<'a>(
-    theme: &Theme,
-    name: &'a str,
-    value: impl Into<Cow<'a, str>>,
-    style: Style,
-) -> Line<'a> {
-    Line::from(vec![
-        Span::styled(format!("{name:<LABEL_WIDTH$}"), theme.label()),
-        Span::styled(value.into(), style),
-    ])
+impl Fields<'_> {
+    fn field(&mut self, name: &str, value: &str) {
+        self.styled(name, value, Style::new());
+    }
+
+    fn styled(&mut self, name: &str, value: &str, style: Style) {
+        for (i, piece) in wrap(value, self.room).into_iter().enumerate() {
+            let label = if i == 0 { name } else { "" };
+            self.lines.push(Line::from(vec![
+                Span::styled(format!("{label:<LABEL_WIDTH$}"), self.theme.label()),
+                Span::styled(piece.to_string(), style),
+            ]));
+        }
+    }
+
+    fn line(&mut self, line: Line<'static>) {
+        self.lines.push(line);
+    }
+}
+
+/// Split `s` into pieces of at most `room` characters, at a space when
+/// there is one.
+fn wrap(s: &str, room: usize) -> Vec<&str> {
+    let room = room.max(8);
+    let mut out = Vec::new();
+    let mut rest = s;
+    while rest.chars().count() > room {
+        let cut = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+        let at = match rest[..cut].rfind(' ') {
+            Some(sp) if sp > 0 => sp + 1,
+            _ => cut,
+        };
+        out.push(&rest[..at]);
+        rest = &rest[at..];
+    }
+    out.push(rest);
+    out
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Detail;
+    let inner = area.width.saturating_sub(u16::from(area.x > 0)) as usize;
     let lines = match app.selected_status() {
-        Some(s) => claim_lines(app, s, theme),
+        Some(s) => claim_lines(app, s, theme, inner.saturating_sub(LABEL_WIDTH)),
         None => vec![Line::styled(
             "no claim selected (a acquires one)",
             theme.dim(),
@@ -58,102 +90,95 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     frame.render_widget(p, area);
 }
 
-fn claim_lines<'a>(app: &'a App, s: &'a Status, theme: &Theme) -> Vec<Line<'a>> {
+fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'static>> {
     let now = app.shown_now();
-    let mut out = vec![
-        field(theme, "key", safe(&s.key)),
-        field_styled(theme, "state", state_label(s.state), theme.state(s.state)),
-        field(theme, "why", safe(&s.why)),
-    ];
+    let mut f = Fields {
+        theme,
+        room,
+        lines: Vec::new(),
+    };
+    f.field("key", &safe(&s.key));
+    f.styled("state", state_label(s.state), theme.state(s.state));
+    f.field("why", &safe(&s.why));
     match &s.record {
         None => {
             if let Some(e) = &s.error {
-                out.push(field_styled(
-                    theme,
-                    "error",
-                    safe(e),
-                    theme.state(ClaimState::Corrupted),
-                ));
+                f.styled("error", &safe(e), theme.state(ClaimState::Corrupted));
             }
-            out.push(field(theme, "file", safe_path(&s.file)));
-            out.push(field(theme, "first bytes", sanitize_bytes(&s.head)));
+            f.field("file", &safe_path(&s.file));
+            f.field("first bytes", &sanitize_bytes(&s.head));
         }
         Some(r) => {
-            out.push(field(theme, "holder", safe(&r.holder)));
-            out.push(field(theme, "pid", r.pid.to_string()));
+            f.field("holder", &safe(&r.holder));
+            f.field("pid", &r.pid.to_string());
             let loc = match s.locality {
                 Some(Locality::Local) => " (this machine)",
                 Some(Locality::Other) => " (another machine)",
                 Some(Locality::Unknown) => " (machine unknown: treated as this one)",
                 None => "",
             };
-            out.push(Line::from(vec![
-                Span::styled(format!("{:<LABEL_WIDTH$}", "host"), theme.label()),
-                Span::raw(safe(&r.host)),
-                Span::styled(loc, theme.dim()),
-            ]));
+            f.field("host", &format!("{}{loc}", safe(&r.host)));
             if let Some(m) = &r.machine_id {
-                out.push(field(theme, "machine_id", safe(m)));
+                f.field("machine_id", &safe(m));
             }
-            out.push(field(
-                theme,
+            f.field(
                 "acquired",
-                format!(
+                &format!(
                     "{} ({} ago)",
                     utc(r.acquired_at, "%Y-%m-%dT%H:%M:%SZ"),
                     coarse(now - r.acquired_at)
                 ),
-            ));
-            out.push(field(
-                theme,
-                "expires",
-                match r.expires_at {
-                    Some(e) => format!(
-                        "{} ({})",
-                        utc(e, "%Y-%m-%dT%H:%M:%SZ"),
-                        ttl_cell(Some(e), now)
-                    ),
-                    None => "pid-bound (no TTL: lives as long as its pid)".into(),
-                },
-            ));
+            );
+            let expires = match r.expires_at {
+                Some(e) => format!(
+                    "{} ({})",
+                    utc(e, "%Y-%m-%dT%H:%M:%SZ"),
+                    ttl_cell(Some(e), now)
+                ),
+                None => "pid-bound (no TTL: lives as long as its pid)".into(),
+            };
+            f.field("expires", &expires);
             if let Some(h) = &r.harness {
-                out.push(field(theme, "harness", safe(h)));
+                f.field("harness", &safe(h));
             }
             if let Some(x) = &r.reason {
-                out.push(field(theme, "reason", safe(x)));
+                f.field("reason", &safe(x));
             }
-            out.push(field(theme, "schema", r.schema_version.to_string()));
-            out.push(field(theme, "file", safe_path(&s.file)));
+            f.field("schema", &r.schema_version.to_string());
+            f.field("file", &safe_path(&s.file));
             if !r.metadata.is_empty() {
-                out.push(Line::styled("metadata", theme.label()));
                 let pretty = serde_json::to_string_pretty(&r.metadata).unwrap_or_default();
-                for l in pretty.lines() {
-                    out.push(Line::raw(format!("  {}", safe(l))));
+                for (i, l) in pretty.lines().enumerate() {
+                    f.field(if i == 0 { "metadata" } else { "" }, &safe(l));
                 }
             }
         }
     }
     let history = app.history_of(&s.key);
-    out.push(Line::styled(
-        if history.is_empty() {
-            "history     (nothing for this key in the events tail)"
-        } else {
-            "history"
-        },
-        theme.label(),
-    ));
+    if history.is_empty() {
+        f.styled(
+            "history",
+            "(nothing for this key in the events tail)",
+            theme.dim(),
+        );
+    } else {
+        f.line(Line::styled("history", theme.label()));
+    }
     for ev in history {
         let who = ev.holder.as_deref().map(safe).unwrap_or_default();
-        out.push(Line::from(vec![
+        f.line(Line::from(vec![
             Span::raw("  "),
-            Span::styled(super::events::short_ts(&ev.ts), theme.dim()),
+            Span::styled(super::events::short_ts(&ev.ts).into_owned(), theme.dim()),
             Span::raw(" "),
-            Span::styled(super::events::short_kind(&ev.kind), theme.event(&ev.kind)),
+            Span::styled(
+                super::events::short_kind(&ev.kind).into_owned(),
+                theme.event(&ev.kind),
+            ),
             Span::raw(" "),
-            Span::raw(who),
+            Span::raw(who.into_owned()),
             Span::raw(" "),
-            Span::styled(safe(&ev.detail), theme.dim()),
+            Span::styled(safe(&ev.detail).into_owned(), theme.dim()),
         ]));
     }
-    out
+    f.lines
 }
