@@ -231,7 +231,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let shown = app.shown();
     let c = shown.counts;
     (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
-    let cap = layout::table_capacity(app.size);
+    let cap = layout::table_capacity(app.size, app.focus);
     for p in app.rows.iter().skip(app.table_offset).take(cap) {
         if let Some(s) = shown.get(p) {
             s.state.hash(&mut h);
@@ -295,12 +295,14 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
         Cmd::PageDown => move_by(app, page(app) as isize),
         Cmd::Top => move_by(app, isize::MIN / 2),
         Cmd::Bottom => move_by(app, isize::MAX / 2),
-        Cmd::NextPane => {
-            app.focus = app.focus.next();
-            true
-        }
-        Cmd::PrevPane => {
-            app.focus = app.focus.prev();
+        Cmd::NextPane | Cmd::PrevPane => {
+            app.focus = if cmd == Cmd::NextPane {
+                app.focus.next()
+            } else {
+                app.focus.prev()
+            };
+            // The table's window may have shrunk with the focus.
+            scroll_into_view(app);
             true
         }
         Cmd::Filter => {
@@ -382,9 +384,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
 
 fn page(app: &App) -> usize {
     match app.focus {
-        Pane::Table => layout::table_capacity(app.size),
-        Pane::Detail => layout::detail_capacity(app.size),
-        Pane::Events => layout::events_capacity(app.size),
+        Pane::Table => layout::table_capacity(app.size, app.focus),
+        Pane::Detail => layout::detail_capacity(app.size, app.focus),
+        Pane::Events => layout::events_capacity(app.size, app.focus),
     }
     .max(1)
 }
@@ -411,7 +413,7 @@ fn move_by(app: &mut App, delta: isize) -> bool {
         }
         Pane::Events => {
             let total = app.shown_events().count();
-            let max = total.saturating_sub(layout::events_capacity(app.size));
+            let max = total.saturating_sub(layout::events_capacity(app.size, app.focus));
             let before = app.events_view.scroll;
             // Up (negative delta) scrolls back in time.
             let s = (before as isize)
@@ -428,7 +430,7 @@ fn move_by(app: &mut App, delta: isize) -> bool {
 
 /// Keep the selected row inside the table's window.
 pub fn scroll_into_view(app: &mut App) {
-    let cap = layout::table_capacity(app.size).max(1);
+    let cap = layout::table_capacity(app.size, app.focus).max(1);
     app.clamp_selection();
     if app.selected < app.table_offset {
         app.table_offset = app.selected;

@@ -1,6 +1,7 @@
 //! Where each pane goes for a terminal size. Pure: the model uses it for
 //! paging and scrolling, the view for drawing, and they always agree.
 
+use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 /// Below this the layout cannot show a usable table; a message says so.
@@ -19,8 +20,9 @@ pub struct Areas {
     pub footer: Rect,
 }
 
-/// The panes for `area`, or None when it is too small.
-pub fn areas(area: Rect) -> Option<Areas> {
+/// The panes for `area`, or None when it is too small. On a narrow
+/// terminal the focused pane below the table gets the larger share.
+pub fn areas(area: Rect, focus: Pane) -> Option<Areas> {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         return None;
     }
@@ -38,11 +40,17 @@ pub fn areas(area: Rect) -> Option<Areas> {
             Layout::horizontal([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(top);
         (table, detail, events)
     } else {
+        let (big, small) = ((body.height / 2).max(3), (body.height / 5).max(3));
         let side = (body.height * 3 / 10).max(3);
+        let (d, e) = match focus {
+            Pane::Table => (side, side),
+            Pane::Detail => (big, small),
+            Pane::Events => (small, big),
+        };
         let [table, detail, events] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(side),
-            Constraint::Length(side),
+            Constraint::Length(d),
+            Constraint::Length(e),
         ])
         .areas(body);
         (table, detail, events)
@@ -57,23 +65,23 @@ pub fn areas(area: Rect) -> Option<Areas> {
     })
 }
 
-fn areas_of(size: (u16, u16)) -> Option<Areas> {
-    areas(Rect::new(0, 0, size.0, size.1))
+fn areas_of(size: (u16, u16), focus: Pane) -> Option<Areas> {
+    areas(Rect::new(0, 0, size.0, size.1), focus)
 }
 
 /// Claim rows the table shows at once (its title and header take two lines).
-pub fn table_capacity(size: (u16, u16)) -> usize {
-    areas_of(size).map_or(0, |a| a.table.height.saturating_sub(2) as usize)
+pub fn table_capacity(size: (u16, u16), focus: Pane) -> usize {
+    areas_of(size, focus).map_or(0, |a| a.table.height.saturating_sub(2) as usize)
 }
 
 /// Lines of the detail pane below its title.
-pub fn detail_capacity(size: (u16, u16)) -> usize {
-    areas_of(size).map_or(0, |a| a.detail.height.saturating_sub(1) as usize)
+pub fn detail_capacity(size: (u16, u16), focus: Pane) -> usize {
+    areas_of(size, focus).map_or(0, |a| a.detail.height.saturating_sub(1) as usize)
 }
 
 /// Event rows below the events pane's title.
-pub fn events_capacity(size: (u16, u16)) -> usize {
-    areas_of(size).map_or(0, |a| a.events.height.saturating_sub(1) as usize)
+pub fn events_capacity(size: (u16, u16), focus: Pane) -> usize {
+    areas_of(size, focus).map_or(0, |a| a.events.height.saturating_sub(1) as usize)
 }
 
 /// A `w`×`h` rectangle centred in `area`, clipped to it.
@@ -103,15 +111,30 @@ mod tests {
 
     #[test]
     fn the_smallest_supported_terminal_still_shows_table_rows() {
-        assert!(table_capacity((MIN_WIDTH, MIN_HEIGHT)) >= 2);
-        assert_eq!(table_capacity((MIN_WIDTH - 1, 40)), 0);
+        for focus in [Pane::Table, Pane::Detail, Pane::Events] {
+            assert!(
+                table_capacity((MIN_WIDTH, MIN_HEIGHT), focus) >= 1,
+                "{focus:?}"
+            );
+        }
+        assert_eq!(table_capacity((MIN_WIDTH - 1, 40), Pane::Table), 0);
     }
 
     #[test]
     fn wide_terminals_put_the_detail_beside_the_table() {
-        let a = areas(Rect::new(0, 0, 160, 48)).expect("fits");
+        let a = areas(Rect::new(0, 0, 160, 48), Pane::Table).expect("fits");
         assert_eq!(a.table.y, a.detail.y);
-        let n = areas(Rect::new(0, 0, 80, 24)).expect("fits");
+        let n = areas(Rect::new(0, 0, 80, 24), Pane::Table).expect("fits");
         assert!(n.detail.y > n.table.y);
+    }
+
+    #[test]
+    fn a_narrow_terminal_grows_the_focused_pane() {
+        let r = Rect::new(0, 0, 80, 24);
+        let t = areas(r, Pane::Table).expect("fits");
+        let d = areas(r, Pane::Detail).expect("fits");
+        let e = areas(r, Pane::Events).expect("fits");
+        assert!(d.detail.height > t.detail.height);
+        assert!(e.events.height > t.events.height);
     }
 }

@@ -25,7 +25,7 @@ use std::path::Path;
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
-    let Some(areas) = layout::areas(area) else {
+    let Some(areas) = layout::areas(area, app.focus) else {
         too_small(frame, app);
         return;
     };
