@@ -92,3 +92,30 @@ fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_anew() {
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("old", "pty:w", ALIVE, MIN, None));
+    let (tx, rx) = channel();
+    let (poke_tx, _poke_rx) = channel();
+    let r = root.clone();
+    std::thread::spawn(move || watch(r, tx, poke_tx));
+    std::thread::sleep(Duration::from_millis(300));
+    let aside = root.root.join("claims.old");
+    std::fs::rename(root.claims_dir(), &aside).expect("rename away");
+    std::fs::create_dir(root.claims_dir()).expect("new dir");
+    assert!(
+        wait_for(&rx, |a| matches!(a, Action::Rescan)).is_some(),
+        "no rescan when the claims dir was replaced"
+    );
+    // Drain what the replacement itself caused, then a write in the new dir
+    // must still be seen.
+    std::thread::sleep(Duration::from_millis(300));
+    while rx.try_recv().is_ok() {}
+    let path = write_claim(&root, &rec("new", "pty:w", ALIVE, MIN, None));
+    match wait_for(&rx, |a| matches!(a, Action::FsChanged(_))) {
+        Some(Action::FsChanged(paths)) => assert_eq!(paths, vec![path]),
+        other => panic!("the new claims dir is not watched: {other:?}"),
+    }
+}
