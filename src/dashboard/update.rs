@@ -414,16 +414,16 @@ fn move_by(app: &mut App, delta: isize) -> bool {
         Pane::Events => {
             let total = app.shown_events().count();
             let max = total.saturating_sub(layout::events_capacity(app.size, app.focus));
-            let before = app.events_view.scroll;
+            let before = (app.events_view.scroll, app.events_view.new_while_scrolled);
             // Up (negative delta) scrolls back in time.
-            let s = (before as isize)
+            let s = (before.0 as isize)
                 .saturating_sub(delta)
                 .clamp(0, max as isize) as usize;
             app.events_view.scroll = s;
             if s == 0 {
                 app.events_view.new_while_scrolled = 0;
             }
-            s != before || delta > 0
+            (s, app.events_view.new_while_scrolled) != before
         }
     }
 }
