@@ -121,8 +121,11 @@ impl ClaimRecord {
         // with serde_yaml_ng; everything else takes the full parse.
         let rec: ClaimRecord = match super::fast_yaml::parse(text) {
             Some(rec) => rec,
-            None => serde_yaml_ng::from_str(text)
-                .map_err(|e| format!("claim parse/schema failed: {e}"))?,
+            None => {
+                refuse_yaml_bombs(text)?;
+                serde_yaml_ng::from_str(text)
+                    .map_err(|e| format!("claim parse/schema failed: {e}"))?
+            }
         };
         if rec.schema_version > SCHEMA_VERSION {
             return Err(format!(
@@ -147,6 +150,96 @@ impl ClaimRecord {
             std::str::from_utf8(bytes).map_err(|e| format!("claim is not valid UTF-8: {e}"))?;
         ClaimRecord::from_yaml(text)
     }
+}
+
+/// Deepest flow nesting (`[`/`{`) a lockfile may have. Records nest only as
+/// deep as their metadata; serde_yaml_ng's own limit (128) comes too late,
+/// after libyaml has spent seconds on a megabyte of `[`.
+pub const MAX_FLOW_DEPTH: usize = 64;
+/// Most aliases a lockfile may use. No writer we share roots with emits one
+/// except Python's `safe_dump` for a shared object; serde_yaml_ng bounds
+/// alias *jumps* by the document's size, not the values they expand to, so
+/// one node of 100k items aliased 100k times (a 1 MiB file) would expand to
+/// ten billion values.
+pub const MAX_ALIASES: usize = 8;
+/// A document using any alias must also be this small, so that even the
+/// worst nesting of [`MAX_ALIASES`] aliases (3 x 3 x 2 = 18 copies) stays
+/// bounded.
+pub const MAX_ALIASED_DOC_BYTES: usize = 64 * 1024;
+
+/// Refuse, before the full parser sees it, YAML that would cost it seconds
+/// or gigabytes: deep flow nesting and alias bombs. A lexical scan, not a
+/// parser: it follows quotes and comments only where a YAML token can start,
+/// so a plain scalar such as `don't [x` cannot hide what follows.
+fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
+    let b = text.as_bytes();
+    let (mut depth, mut aliases, mut i) = (0usize, 0usize, 0usize);
+    // Whether the previous significant byte lets a token start here.
+    let mut at_token_start = true;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\n' => at_token_start = true,
+            b' ' | b'\t' | b'\r' => {}
+            b'#' if i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' | b'\'' if at_token_start => {
+                i += 1;
+                while i < b.len() {
+                    match b[i] {
+                        b'\\' if c == b'"' => i += 1,
+                        q if q == c => {
+                            // '' is an escaped quote inside single quotes.
+                            if c == b'\'' && b.get(i + 1) == Some(&b'\'') {
+                                i += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                at_token_start = false;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Err(format!(
+                        "claim YAML nests deeper than {MAX_FLOW_DEPTH} levels; not a claim"
+                    ));
+                }
+                at_token_start = true;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                at_token_start = false;
+            }
+            b',' => at_token_start = true,
+            // `- `, `: `, `? ` are indicators only before whitespace; in
+            // `a-b` or `10:30` they are text.
+            b':' | b'-' | b'?' => {
+                at_token_start = matches!(b.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'))
+            }
+            b'*' if at_token_start => {
+                aliases += 1;
+                if aliases > MAX_ALIASES || b.len() > MAX_ALIASED_DOC_BYTES {
+                    return Err(format!(
+                        "claim YAML uses aliases beyond {MAX_ALIASES} in {MAX_ALIASED_DOC_BYTES} bytes; \
+                         refusing a possible alias bomb"
+                    ));
+                }
+                at_token_start = false;
+            }
+            _ => at_token_start = false,
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Why a lockfile could not be turned into a record.
@@ -417,5 +510,49 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let err = read_claim_file(&fifo).unwrap_err();
         assert!(err.reason().contains("not a regular file"), "{err:?}");
+    }
+
+    const HEAD: &str = "key: k\nholder: h\nacquired_at: 1\npid: 1\nhost: x\n";
+
+    #[test]
+    fn a_megabyte_of_open_brackets_is_refused_before_the_full_parser_sees_it() {
+        for open in ["[", "{"] {
+            let err = ClaimRecord::from_bytes(open.repeat(1_000_000).as_bytes()).unwrap_err();
+            assert!(err.contains("nests deeper"), "{err}");
+        }
+        let mut deep = format!("{HEAD}metadata: {{a: ");
+        deep.push_str(&"[".repeat(MAX_FLOW_DEPTH));
+        assert!(ClaimRecord::from_yaml(&deep)
+            .unwrap_err()
+            .contains("nests deeper"));
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_and_a_shared_anchor_still_reads() {
+        let mut bomb = format!("{HEAD}metadata:\n  a: &x [1, 2, 3]\n  b: [");
+        bomb.push_str(&"*x, ".repeat(100_000));
+        bomb.push_str("]\n");
+        let err = ClaimRecord::from_bytes(bomb.as_bytes()).unwrap_err();
+        assert!(err.contains("alias bomb"), "{err}");
+        // What Python's safe_dump writes for one object referenced twice.
+        let shared = format!("{HEAD}metadata:\n  a: &id001\n  - x\n  b: *id001\n");
+        let rec = ClaimRecord::from_yaml(&shared).unwrap();
+        assert_eq!(rec.metadata["a"], rec.metadata["b"]);
+    }
+
+    #[test]
+    fn brackets_and_stars_inside_text_are_not_mistaken_for_structure() {
+        let mut r = rec();
+        r.reason = Some(format!(
+            "{} and *{}* don't [x",
+            "[".repeat(100),
+            "bold *".repeat(20)
+        ));
+        r.metadata
+            .insert("note".into(), Value::String("{".repeat(200)));
+        let yaml = r.to_yaml().unwrap();
+        assert_eq!(ClaimRecord::from_yaml(&yaml).unwrap(), r);
+        let commented = format!("{HEAD}# [[[[[[ *a *b *c *d *e *f *g *h *i\nreason: a-*b 10:*c\n");
+        assert!(ClaimRecord::from_yaml(&commented).is_ok());
     }
 }
