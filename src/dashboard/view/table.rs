@@ -31,7 +31,9 @@ fn columns(width: u16) -> &'static [Column] {
 fn width(c: Column) -> Constraint {
     match c {
         Column::State => Constraint::Length(11),
-        Column::Key | Column::Holder => Constraint::Fill(2),
+        // Keys are what operators scan for; holders are recognisable from a prefix.
+        Column::Key => Constraint::Fill(3),
+        Column::Holder => Constraint::Fill(2),
         Column::Reason => Constraint::Fill(1),
         Column::Pid => Constraint::Length(7),
         Column::Machine => Constraint::Length(7),
