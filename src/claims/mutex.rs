@@ -116,7 +116,12 @@ pub fn lock(dir: &Path, timeout: Duration, steal: bool) -> Option<DirMutex> {
 /// was stolen from us and someone else holds it now: leave theirs intact.
 pub fn release(dir: &Path, token: &str) {
     if read_owner(dir) == token {
-        if let Err(e) = std::fs::remove_dir_all(dir) {
+        // Our dir holds only the owner file: two unlinks, rather than
+        // remove_dir_all's open/stat/getdents walk (eight more syscalls on
+        // every acquire, release and event). Anything else found inside
+        // falls back to the walk.
+        let quick = std::fs::remove_file(dir.join("owner")).and_then(|()| std::fs::remove_dir(dir));
+        if let Err(e) = quick.or_else(|_| std::fs::remove_dir_all(dir)) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 warn(&format!("could not remove mutex {}: {e}", dir.display()));
             }
