@@ -169,42 +169,52 @@ pub const MAX_ALIASED_DOC_BYTES: usize = 64 * 1024;
 
 /// Refuse, before the full parser sees it, YAML that would cost it seconds
 /// or gigabytes: deep flow nesting and alias bombs. A lexical scan, not a
-/// parser: it follows quotes and comments only where a YAML token can start,
-/// so a plain scalar such as `don't [x` cannot hide what follows.
+/// parser, but one that knows where YAML text cannot hold structure: quoted
+/// scalars, comments, block scalars (`|`, `>`) and block plain scalars with
+/// their continuation lines are skipped whole, so a reason such as
+/// `don't [x, *y` or a multi-line literal full of brackets is never counted.
 fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
     let b = text.as_bytes();
+    let n = b.len();
+    let blank_at = |k: usize| matches!(b.get(k), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
     let (mut depth, mut aliases, mut i) = (0usize, 0usize, 0usize);
-    // Whether the previous significant byte lets a token start here.
+    // Whether a YAML token may start here (line start, after an indicator).
     let mut at_token_start = true;
-    while i < b.len() {
+    // What lines must be indented past to continue this line's scalar: the
+    // column of its first plain token (a mapping key, possibly after `- `),
+    // else its indentation.
+    let mut line_start = 0;
+    let mut line_indent = leading_spaces(b, 0);
+    let mut key_col: Option<usize> = None;
+    while i < n {
         let c = b[i];
+        let deeper_than = key_col.unwrap_or(line_indent);
         match c {
-            b'\n' => at_token_start = true,
+            b'\n' => {
+                at_token_start = true;
+                line_start = i + 1;
+                line_indent = leading_spaces(b, i + 1);
+                key_col = None;
+            }
             b' ' | b'\t' | b'\r' => {}
             b'#' if i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
+                i = end_of_line(b, i);
                 continue;
             }
             b'"' | b'\'' if at_token_start => {
-                i += 1;
-                while i < b.len() {
-                    match b[i] {
-                        b'\\' if c == b'"' => i += 1,
-                        q if q == c => {
-                            // '' is an escaped quote inside single quotes.
-                            if c == b'\'' && b.get(i + 1) == Some(&b'\'') {
-                                i += 1;
-                            } else {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
+                i = end_of_quoted(b, i);
+                at_token_start = false;
+            }
+            b'|' | b'>' if at_token_start && depth == 0 => {
+                i = skip_indented_lines(b, end_of_line(b, i), deeper_than);
+                continue;
+            }
+            // An anchor or tag precedes a node: skip its name, stay at start.
+            b'&' | b'!' if at_token_start => {
+                while i < n && !blank_at(i) {
                     i += 1;
                 }
-                at_token_start = false;
+                continue;
             }
             b'[' | b'{' => {
                 depth += 1;
@@ -222,12 +232,10 @@ fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
             b',' => at_token_start = true,
             // `- `, `: `, `? ` are indicators only before whitespace; in
             // `a-b` or `10:30` they are text.
-            b':' | b'-' | b'?' => {
-                at_token_start = matches!(b.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'))
-            }
+            b':' | b'-' | b'?' if blank_at(i + 1) => at_token_start = true,
             b'*' if at_token_start => {
                 aliases += 1;
-                if aliases > MAX_ALIASES || b.len() > MAX_ALIASED_DOC_BYTES {
+                if aliases > MAX_ALIASES || n > MAX_ALIASED_DOC_BYTES {
                     return Err(format!(
                         "claim YAML uses aliases beyond {MAX_ALIASES} in {MAX_ALIASED_DOC_BYTES} bytes; \
                          refusing a possible alias bomb"
@@ -235,11 +243,77 @@ fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
                 }
                 at_token_start = false;
             }
+            // A block plain scalar: text up to `: `, ` #` or the line's end,
+            // plus any more-indented continuation lines.
+            _ if at_token_start && depth == 0 => {
+                key_col.get_or_insert(i - line_start);
+                let mut j = i;
+                while j < n && b[j] != b'\n' {
+                    if (b[j] == b':' && blank_at(j + 1))
+                        || (b[j] == b'#' && matches!(b[j - 1], b' ' | b'\t'))
+                    {
+                        break;
+                    }
+                    j += 1;
+                }
+                if j < n && b[j] == b'\n' {
+                    j = skip_indented_lines(b, j, deeper_than);
+                }
+                i = j;
+                at_token_start = false;
+                continue;
+            }
             _ => at_token_start = false,
         }
         i += 1;
     }
     Ok(())
+}
+
+fn leading_spaces(b: &[u8], from: usize) -> usize {
+    b.get(from..)
+        .map_or(0, |rest| rest.iter().take_while(|&&c| c == b' ').count())
+}
+
+/// Index of the `\n` ending the line that `from` is on (or the end).
+fn end_of_line(b: &[u8], from: usize) -> usize {
+    b[from..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |k| from + k)
+}
+
+/// Index of the quote closing the one at `open` (or the end).
+fn end_of_quoted(b: &[u8], open: usize) -> usize {
+    let q = b[open];
+    let mut i = open + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if q == b'"' => i += 1,
+            // '' is an escaped quote inside single quotes.
+            c if c == q && q == b'\'' && b.get(i + 1) == Some(&b'\'') => i += 1,
+            c if c == q => return i,
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// From the `\n` at `nl`, skip every following line that is blank or
+/// indented deeper than `indent`; returns the `\n` before the first line
+/// that is not (or the end).
+fn skip_indented_lines(b: &[u8], mut nl: usize, indent: usize) -> usize {
+    while nl < b.len() {
+        let start = nl + 1;
+        let spaces = leading_spaces(b, start);
+        let blank = matches!(b.get(start + spaces), None | Some(b'\n' | b'\r'));
+        if !(blank || spaces > indent) {
+            break;
+        }
+        nl = end_of_line(b, start);
+    }
+    nl
 }
 
 /// Why a lockfile could not be turned into a record.
@@ -543,16 +617,45 @@ mod tests {
     #[test]
     fn brackets_and_stars_inside_text_are_not_mistaken_for_structure() {
         let mut r = rec();
-        r.reason = Some(format!(
-            "{} and *{}* don't [x",
-            "[".repeat(100),
-            "bold *".repeat(20)
-        ));
         r.metadata
             .insert("note".into(), Value::String("{".repeat(200)));
-        let yaml = r.to_yaml().unwrap();
-        assert_eq!(ClaimRecord::from_yaml(&yaml).unwrap(), r);
+        r.metadata.insert(
+            "list".into(),
+            serde_json::json!([{"a": "b, *c ".repeat(20)}]),
+        );
+        for reason in [
+            format!("{} don't [x", "a [".repeat(100)),
+            "a, *b ".repeat(20),
+            format!("multi\nline {}\n{}", "[".repeat(100), "*x, ".repeat(20)),
+            "- *x ? *y ".repeat(20),
+        ] {
+            r.reason = Some(reason);
+            // A comment keeps the fast path out: this is the full parser's road.
+            let yaml = format!("# written by hand\n{}", r.to_yaml().unwrap());
+            assert_eq!(ClaimRecord::from_yaml(&yaml), Ok(r.clone()), "{yaml}");
+        }
+        // Python's safe_dump folds a long plain scalar onto indented lines.
+        let folded = format!("{HEAD}reason: fix it\n  [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n  *a *b *c *d *e *f *g *h *i\n");
+        assert!(ClaimRecord::from_yaml(&folded).is_ok());
         let commented = format!("{HEAD}# [[[[[[ *a *b *c *d *e *f *g *h *i\nreason: a-*b 10:*c\n");
         assert!(ClaimRecord::from_yaml(&commented).is_ok());
+    }
+
+    #[test]
+    fn structure_inside_a_sequence_of_mappings_is_still_counted() {
+        let hidden = format!(
+            "{HEAD}metadata:\n  l:\n  - name: x\n    val: {}\n",
+            "[".repeat(MAX_FLOW_DEPTH + 1)
+        );
+        assert!(ClaimRecord::from_yaml(&hidden)
+            .unwrap_err()
+            .contains("nests deeper"));
+        let aliases = format!(
+            "{HEAD}metadata:\n  a: &x 1\n  l:\n  - name: x\n{}",
+            "    v: *x\n".repeat(MAX_ALIASES + 1)
+        );
+        assert!(ClaimRecord::from_yaml(&aliases)
+            .unwrap_err()
+            .contains("alias"));
     }
 }
