@@ -3,6 +3,7 @@
 use super::{now_ms, ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 /// `gethostname(2)`, as Python's `socket.gethostname()`. Empty on failure,
 /// which never equals a recorded host and so fails toward "not live".
@@ -225,62 +226,46 @@ impl Classifier {
         };
         let pid = rec.pid;
         // Why the holder is, or is not, verifiably alive.
-        let (alive, pid_fact) = match (locality, started) {
-            (Locality::Other, _) => (
-                false,
-                format!(
-                    "written on another machine (host {}); pid {pid} cannot be checked here",
-                    rec.host
-                ),
-            ),
-            (_, None) => (false, format!("pid {pid} is gone")),
-            (_, Some(s)) if s > rec.acquired_at => (
-                false,
-                format!(
-                    "pid {pid} was reused: the running process started {} after the claim",
-                    human_ms(s - rec.acquired_at)
-                ),
-            ),
-            (_, Some(_)) => (true, format!("holder pid {pid} is alive")),
+        let fact = match (locality, started) {
+            (Locality::Other, _) => PidFact::Foreign(pid, &rec.host),
+            (_, None) => PidFact::Gone(pid),
+            (_, Some(s)) if s > rec.acquired_at => PidFact::Reused(pid, s - rec.acquired_at),
+            (_, Some(_)) => PidFact::Alive(pid),
         };
-        let (state, why) = match rec.expires_at {
+        let alive = matches!(fact, PidFact::Alive(_));
+        // One buffer per verdict: the dashboard re-classifies every claim
+        // each second, and nested format! calls were most of that tick.
+        let mut why = String::with_capacity(96);
+        let state = match rec.expires_at {
             Some(exp) if now >= exp => {
-                let ago = human_ms(now - exp);
-                if alive {
-                    (
-                        ClaimState::Live,
-                        format!("TTL expired {ago} ago but {pid_fact}"),
-                    )
+                let (state, joint) = if alive {
+                    (ClaimState::Live, "but")
                 } else {
-                    (
-                        ClaimState::Stale,
-                        format!("TTL expired {ago} ago and {pid_fact}"),
-                    )
-                }
+                    (ClaimState::Stale, "and")
+                };
+                let _ = write!(why, "TTL expired {} ago {joint} {fact}", HumanMs(now - exp));
+                state
             }
             None => {
-                let state = if alive {
+                let _ = write!(why, "{fact} (PID-bound claim, no TTL)");
+                if alive {
                     ClaimState::Live
                 } else {
                     ClaimState::Stale
-                };
-                (state, format!("{pid_fact} (PID-bound claim, no TTL)"))
+                }
             }
             Some(exp) => {
-                let left = human_ms(exp - now);
+                let left = HumanMs(exp - now);
                 if alive {
-                    (
-                        ClaimState::Live,
-                        format!("{pid_fact}; TTL expires in {left}"),
-                    )
+                    let _ = write!(why, "{fact}; TTL expires in {left}");
+                    ClaimState::Live
                 } else {
-                    (
-                        ClaimState::Suspect,
-                        format!(
-                            "TTL protects a dead holder until {} (in {left}): {pid_fact}",
-                            utc_hms(exp)
-                        ),
-                    )
+                    let _ = write!(
+                        why,
+                        "TTL protects a dead holder until {} (in {left}): {fact}",
+                        UtcHms(exp)
+                    );
+                    ClaimState::Suspect
                 }
             }
         };
@@ -300,23 +285,81 @@ pub fn classify(rec: &ClaimRecord, now: Option<i64>) -> ClaimState {
         .state
 }
 
+/// What is known about a record's pid, worded for the verdict's "why".
+enum PidFact<'a> {
+    Foreign(i32, &'a str),
+    Gone(i32),
+    /// The running process started this many ms after the claim.
+    Reused(i32, i64),
+    Alive(i32),
+}
+
+impl std::fmt::Display for PidFact<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PidFact::Foreign(pid, host) => write!(
+                f,
+                "written on another machine (host {host}); pid {pid} cannot be checked here"
+            ),
+            PidFact::Gone(pid) => write!(f, "pid {pid} is gone"),
+            PidFact::Reused(pid, after) => write!(
+                f,
+                "pid {pid} was reused: the running process started {} after the claim",
+                HumanMs(*after)
+            ),
+            PidFact::Alive(pid) => write!(f, "holder pid {pid} is alive"),
+        }
+    }
+}
+
 /// A duration in the largest two units that matter: `45s`, `3m12s`, `2h5m`,
 /// `3d4h`.
 pub fn human_ms(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
-        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
-        _ => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
+    HumanMs(ms).to_string()
+}
+
+/// [`human_ms`] without the intermediate String.
+struct HumanMs(i64);
+
+impl std::fmt::Display for HumanMs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0.max(0) / 1000;
+        match s {
+            0..=59 => write!(f, "{s}s"),
+            60..=3599 => write!(f, "{}m{:02}s", s / 60, s % 60),
+            3600..=86_399 => write!(f, "{}h{:02}m", s / 3600, (s % 3600) / 60),
+            _ => write!(f, "{}d{}h", s / 86_400, (s % 86_400) / 3600),
+        }
     }
 }
 
 /// `2026-11-30T12:34:56Z` for an epoch-ms instant.
 pub fn utc_hms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_else(|| format!("{ms}ms"))
+    UtcHms(ms).to_string()
+}
+
+/// [`utc_hms`] without the intermediate String, and without strftime's
+/// format-string parsing for the four-digit years every real claim has.
+struct UtcHms(i64);
+
+impl std::fmt::Display for UtcHms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use chrono::{Datelike, Timelike};
+        match chrono::DateTime::from_timestamp_millis(self.0) {
+            Some(t) if (0..=9999).contains(&t.year()) => write!(
+                f,
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                t.year(),
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            ),
+            Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%SZ")),
+            None => write!(f, "{}ms", self.0),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -486,6 +529,58 @@ mod tests {
         assert_eq!(classify(&r, Some(now)), ClaimState::Live);
         r.acquired_at = 1; // before this process existed: pid reuse
         assert_eq!(classify(&r, Some(now)), ClaimState::Stale);
+    }
+
+    #[test]
+    fn every_verdict_arm_words_its_reason_exactly() {
+        let a = NOW - 60_000;
+        let (here, there) = (Some("m-here:1"), Some("m-there:1"));
+        for (r, want) in [
+            (rec(999, a, None, here), "pid 999 is gone (PID-bound claim, no TTL)"),
+            (
+                rec(200, a, None, here),
+                "pid 200 was reused: the running process started 50s after the claim (PID-bound claim, no TTL)",
+            ),
+            (
+                rec(100, a, None, there),
+                "written on another machine (host here); pid 100 cannot be checked here (PID-bound claim, no TTL)",
+            ),
+            (rec(100, a, None, here), "holder pid 100 is alive (PID-bound claim, no TTL)"),
+            (
+                rec(100, a, Some(NOW + 60_000), here),
+                "holder pid 100 is alive; TTL expires in 1m00s",
+            ),
+            (
+                rec(999, a, Some(NOW + 90_000), here),
+                "TTL protects a dead holder until 2027-01-15T08:01:30Z (in 1m30s): pid 999 is gone",
+            ),
+            (
+                rec(100, a, Some(NOW - 180_000), here),
+                "TTL expired 3m00s ago but holder pid 100 is alive",
+            ),
+            (rec(999, a, Some(NOW), here), "TTL expired 0s ago and pid 999 is gone"),
+        ] {
+            assert_eq!(state(&r).1, want);
+        }
+    }
+
+    #[test]
+    fn utc_instants_read_exactly_as_strftime_writes_them() {
+        for ms in [
+            0,
+            1_800_000_000_000,
+            1_764_460_123_456,
+            -1,
+            -62_135_596_800_000,
+            253_402_300_799_999,
+            253_402_300_800_000,
+            i64::MAX,
+        ] {
+            let want = chrono::DateTime::from_timestamp_millis(ms)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_else(|| format!("{ms}ms"));
+            assert_eq!(utc_hms(ms), want, "{ms}");
+        }
     }
 
     #[test]
