@@ -13,7 +13,7 @@ use claimtop::claims::now_ms;
 use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
-use claimtop::dashboard::update::on_rescan;
+use claimtop::dashboard::update::{on_rescan, on_tick};
 use claimtop::dashboard::{update, view, watch, Action, App, Options as DashOptions};
 use claimtop::events::tail::read_last_lines;
 use common::*;
@@ -680,68 +680,116 @@ fn fig5(plan: &Plan, r: &mut Report) -> Res<()> {
     Ok(())
 }
 
+/// Median wall time of `cmd` run `reps` times with stdout to /dev/null.
+fn run_median(reps: usize, mut cmd: impl FnMut() -> Res<Command>) -> Res<Duration> {
+    let mut ds = Vec::new();
+    for _ in 0..reps {
+        let mut c = cmd()?;
+        let t = Instant::now();
+        let st = c.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+        ds.push(t.elapsed());
+        if !st.success() {
+            return Err(format!("{c:?} exited {st}").into());
+        }
+    }
+    Ok(median(&ds))
+}
+
+/// Peak RSS of a command in KiB via `/usr/bin/time -f %M` (its fork starts
+/// small; a child spawned from this large process inherits our high-water
+/// mark through exec, so wait4's figure would be ours).
+fn peak_rss_kib(cmd: &Command) -> Option<u64> {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .last()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn fig6(plan: &Plan, r: &mut Report) -> Res<()> {
     let n = plan.tail_lines;
+    let exe = env!("CARGO_BIN_EXE_claimtop");
     for &size in &plan.tail_sizes {
-        let (gen, path) = time(|| events_log(size));
-        let path = path?;
+        let (gen, dir) = time(|| events_log(size));
+        let dir = dir?;
+        let path = Root::with_events_here(&dir).events_file();
         let len = std::fs::metadata(&path)?.len();
-        // In-process: read the last n lines and parse each kept one.
-        let mut inproc = Vec::new();
+        let p = path.display().to_string();
+        // In-process: the seek-from-end read, then parsing the kept lines.
+        let (mut read, mut parse) = (Vec::new(), Vec::new());
         for _ in 0..plan.reps {
-            let (d, parsed) = time(|| -> Res<usize> {
-                let chunk = read_last_lines(&path, n)?;
-                Ok(chunk.lines.iter().filter(|l| l.parse().is_ok()).count())
-            });
-            if parsed? != n {
-                r.broken.push(format!("fig6: did not parse {n} lines"));
+            let (d, chunk) = time(|| read_last_lines(&path, n));
+            let chunk = chunk?;
+            read.push(d);
+            let (d, parsed) = time(|| chunk.lines.iter().filter(|l| l.parse().is_ok()).count());
+            parse.push(d);
+            if parsed != n {
+                r.broken.push(format!("fig6: parsed {parsed} of {n} lines"));
             }
-            inproc.push(d);
         }
-        // Whole process against `tail -n`, both writing to /dev/null.
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
-        let mut our_rss = 0;
-        let mut tail_rss = 0;
-        for _ in 0..plan.reps {
-            let t = Instant::now();
-            let child = worker_cmd("tail", &[path.display().to_string(), n.to_string()])?
-                .stdout(Stdio::null())
-                .spawn()?;
-            let u = wait_with_rusage(child)?;
-            ours.push(t.elapsed());
-            our_rss = our_rss.max(u.maxrss_kib);
-            if u.status != 0 {
-                r.broken.push(format!("fig6 worker exited {}", u.status));
-            }
-            let t = Instant::now();
-            let child = Command::new("tail")
-                .arg("-n")
-                .arg(n.to_string())
-                .arg(&path)
-                .stdout(Stdio::null())
-                .spawn()?;
-            let u = wait_with_rusage(child)?;
-            theirs.push(t.elapsed());
-            tail_rss = tail_rss.max(u.maxrss_kib);
-        }
-        let base_rss = {
-            let child = worker_cmd("noop", &[])?.stdout(Stdio::null()).spawn()?;
-            wait_with_rusage(child)?.maxrss_kib
+        // Whole processes, each writing the same lines to /dev/null.
+        let floor = run_median(plan.reps, || {
+            let mut c = Command::new("tail");
+            c.arg("-n").arg(n.to_string()).arg(&path);
+            Ok(c)
+        })?;
+        let lib = || worker_cmd("tail", &[p.clone(), n.to_string()]);
+        let ours = run_median(plan.reps, lib)?;
+        let cli = || -> Res<Command> {
+            let mut c = Command::new(exe);
+            c.args(["events", "-n", &n.to_string(), "--json", "--root"])
+                .arg(&dir)
+                .arg("--events-dir")
+                .arg(&dir);
+            Ok(c)
         };
-        let (mo, mt) = (median(&ours), median(&theirs));
-        let ratio = mo.as_secs_f64() / mt.as_secs_f64();
+        let cli_t = run_median(plan.reps, cli)?;
+        let noop = run_median(plan.reps, || worker_cmd("noop", &[]))?;
+        let ratio = ours.as_secs_f64() / floor.as_secs_f64();
         let verdict = r.target("fig6", ratio <= 2.0);
         r.line(format!(
             "fig6 events tail {n} of {}: {} (floor tail -n {}, {ratio:.2}x, target <=2x) {verdict}",
             human_bytes(len),
-            fmt_d(mo),
-            fmt_d(mt)
+            fmt_d(ours),
+            fmt_d(floor)
+        ));
+        let cli_ratio = cli_t.as_secs_f64() / floor.as_secs_f64();
+        r.line(format!(
+            "fig6 claimtop events -n {n} --json of {}: {} ({cli_ratio:.2}x tail -n) REPORT",
+            human_bytes(len),
+            fmt_d(cli_t)
+        ));
+        let rss = |c: Res<Command>| c.ok().and_then(|c| peak_rss_kib(&c));
+        let show = |k: Option<u64>| {
+            k.map_or("n/a".to_string(), |k| {
+                format!("{:.1} MiB", k as f64 / 1024.0)
+            })
+        };
+        r.note(format!(
+            "whole processes: a minimal process on the library tail reader (spawn + read_last_lines + write the lines; an idle start of that binary alone takes {}); in-process read_last_lines {} + parsing the {n} kept lines {}; `claimtop events` also parses, validates and re-prints every line",
+            fmt_d(noop),
+            fmt_d(median(&read)),
+            fmt_d(median(&parse))
         ));
         r.note(format!(
-            "whole process (spawn + read + parse kept lines + write); in-process read_last_lines + parse: {}; peak RSS {} KiB (same binary idle: {base_rss} KiB, tail: {tail_rss} KiB); log generated/cached in {}",
-            fmt_d(median(&inproc)),
-            our_rss,
+            "peak RSS: library reader {}, claimtop events {}, tail {}; log generated or cached in {}",
+            show(rss(lib())),
+            show(rss(cli())),
+            show(rss(Ok({
+                let mut c = Command::new("tail");
+                c.arg("-n").arg(n.to_string()).arg(&path);
+                c
+            }))),
             fmt_d(gen)
         ));
     }
@@ -911,6 +959,31 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     }
     r.note("ratatui TestBackend (diffing, no terminal I/O); selection moved each frame".into());
 
+    // What one tick costs the model: the idle loop's main expense.
+    let mut app = dashboard_app(&fx.root, (160, 48));
+    let mut per = Vec::new();
+    for i in 0..plan.reps * 3 {
+        let now = app.now + 1000;
+        let (d, _) = time(|| on_tick(&mut app, now));
+        if i > 0 {
+            per.push(d);
+        }
+    }
+    let mut c = app.classifier();
+    let recs: Vec<_> = app
+        .live
+        .by_path
+        .values()
+        .filter_map(|s| s.record.clone())
+        .collect();
+    let (classify, _) = time(|| recs.iter().map(|r| c.verdict(r).state).count());
+    r.note(format!(
+        "one 1 s tick over {} claims: {} (of which a fresh classifier's verdicts: {})",
+        app.live.len(),
+        fmt_d(median(&per)),
+        fmt_d(classify)
+    ));
+
     // Figure 9: idle, in a child so its memory is its own.
     let secs = if plan.quick { 1 } else { 10 };
     let child = worker_cmd(
@@ -966,22 +1039,43 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     let startup = t0.elapsed();
     let (reads0, sweeps0) = (app.reads, app.rescans);
     let cpu0 = self_cpu();
+    let tcpu0 = thread_cpu();
+    let (mut ticks, mut other) = (0, 0);
+    let (mut in_update, mut in_draw) = (Duration::ZERO, Duration::ZERO);
     let end = Instant::now() + Duration::from_secs(secs);
     let mut frames = 0;
     while Instant::now() < end {
         let Ok(first) = rx.recv_timeout(end.saturating_duration_since(Instant::now())) else {
             continue;
         };
-        let mut dirty = update(&mut app, first);
-        for a in rx.try_iter().take(512) {
+        let t = Instant::now();
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter().take(511));
+        let mut dirty = false;
+        for a in batch {
+            if matches!(a, Action::Tick(_)) {
+                ticks += 1;
+            } else {
+                other += 1;
+            }
             dirty |= update(&mut app, a);
         }
+        in_update += t.elapsed();
         if dirty {
+            let t = Instant::now();
             term.draw(|f| view::draw(f, &app))?;
+            in_draw += t.elapsed();
             frames += 1;
         }
     }
     let cpu = self_cpu() - cpu0;
+    eprintln!(
+        "idle: main thread {} of {} CPU; {ticks} ticks, {other} other actions; update {} draw {}",
+        fmt_d(thread_cpu() - tcpu0),
+        fmt_d(cpu),
+        fmt_d(in_update),
+        fmt_d(in_draw)
+    );
     println!(
         "{} {} {} {frames} {} {} {}",
         cpu.as_secs_f64() * 1000.0,
@@ -1054,10 +1148,8 @@ fn worker(mode: &str, args: &[String]) -> Res<()> {
             let chunk = read_last_lines(Path::new(arg(0)?), n)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for l in &chunk.lines {
-                if l.parse().is_ok() {
-                    out.write_all(l.text.as_bytes())?;
-                    out.write_all(b"\n")?;
-                }
+                out.write_all(l.text.as_bytes())?;
+                out.write_all(b"\n")?;
             }
             out.flush()?;
             Ok(())

@@ -414,16 +414,19 @@ pub fn event_line(i: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"}}\n");
 }
 
-/// An events log of at least `bytes` bytes, cached across runs under the
-/// system temp dir (a GiB takes seconds to write; reuse it).
+/// An events dir whose `.fno/events.jsonl` holds at least `bytes` bytes,
+/// cached across runs under the system temp dir (a GiB takes seconds to
+/// write; reuse it). Returns the events dir.
 pub fn events_log(bytes: u64) -> Res<PathBuf> {
-    let dir = std::env::temp_dir().join("claimtop-bench-cache-v1");
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("events-{bytes}.jsonl"));
-    let done = dir.join(format!("events-{bytes}.done"));
+    let dir = std::env::temp_dir()
+        .join("claimtop-bench-cache-v2")
+        .join(format!("events-{bytes}"));
+    let path = dir.join(".fno/events.jsonl");
+    let done = dir.join("done");
     if done.exists() && std::fs::metadata(&path).is_ok_and(|m| m.len() >= bytes) {
-        return Ok(path);
+        return Ok(dir);
     }
+    std::fs::create_dir_all(dir.join(".fno"))?;
     let _ = std::fs::remove_file(&done);
     let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
     let mut line = Vec::with_capacity(512);
@@ -439,7 +442,7 @@ pub fn events_log(bytes: u64) -> Res<PathBuf> {
     w.flush()?;
     drop(w);
     std::fs::write(&done, b"")?;
-    Ok(path)
+    Ok(dir)
 }
 
 /// Resource use of a finished child, from `wait4`.
@@ -478,6 +481,16 @@ pub fn self_cpu() -> Duration {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: ru is a valid pointer for the call.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The calling thread's CPU time so far.
+pub fn thread_cpu() -> Duration {
+    // SAFETY: zeroed rusage is valid; getrusage only writes into it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid pointer for the call.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
