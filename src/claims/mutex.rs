@@ -56,12 +56,13 @@ pub fn owner_token() -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!(
-        "{}:{}:{}",
-        super::liveness::hostname(),
-        std::process::id(),
-        ns
-    )
+    // The host part only tells a human whose token it is; uniqueness comes
+    // from pid and nanos. Reading it once spares a uname(2) on every mutex
+    // taken (three per acquire + release), and a hostname that changes
+    // mid-run only makes that hint stale.
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(super::liveness::hostname);
+    format!("{host}:{}:{ns}", std::process::id())
 }
 
 fn read_owner(dir: &Path) -> String {
