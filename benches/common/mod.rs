@@ -495,6 +495,38 @@ pub fn thread_cpu() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// CPU time of each of this process's threads by name, from procfs (clock
+/// ticks converted to a Duration).
+pub fn threads_cpu() -> Vec<(String, Duration)> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let dir = e.path();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if let [u, s] = f[..] {
+            let ms = (u + s) * 1000 / tck;
+            out.push((name.trim().to_string(), Duration::from_millis(ms)));
+        }
+    }
+    out
+}
+
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM).
 pub fn proc_status_kib(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
