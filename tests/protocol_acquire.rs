@@ -320,6 +320,16 @@ fn invalid_inputs_are_refused_before_anything_is_written() {
         acquire(&root, "k", "h", &ttl(86_400_001)),
         Err(ClaimError::TtlOutOfRange(86_400_001))
     ));
+    for pid in [0, i32::MAX as u32 + 1, u32::MAX] {
+        let o = AcquireOpts {
+            pid: Some(pid),
+            ..Default::default()
+        };
+        assert!(
+            matches!(acquire(&root, "k", "h", &o), Err(ClaimError::BadPid(p)) if p == pid),
+            "pid {pid} accepted"
+        );
+    }
     assert!(
         !td.path().join(".fno").exists(),
         "validation wrote something: {:?}",

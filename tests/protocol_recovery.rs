@@ -228,12 +228,16 @@ fn a_held_events_mutex_skips_the_event_but_never_the_claim() {
 fn a_stale_claim_with_a_key_near_the_encoded_limit_is_reclaimed_and_archived() {
     // The archive name adds 19 bytes to the encoded key; past the 255-byte
     // name limit it is shortened rather than making the key unrecoverable.
+    // At 240 bytes even `<enc>.lock.recovery.d` is too long to exist, and
+    // recovery proceeds without the mutex no one can hold.
     let td = TempDir::new().unwrap();
     let root = root_in(&td);
     for key in [
         "k".repeat(236),
         "k".repeat(237),
+        "k".repeat(240),
         format!("{}:", "k".repeat(236)),
+        format!("{}:", "k".repeat(237)),
     ] {
         let original = plant(&root, &record(&key, "h", dead_pid(), now_ms()));
         let (rec, kind) = must_acquire(&root, &key, "pty:heir", &AcquireOpts::default());

@@ -22,6 +22,8 @@ pub enum ClaimError {
         max = super::MAX_TTL_MS
     )]
     TtlOutOfRange(i64),
+    #[error("pid {0} is not a process id (1..=2147483647)")]
+    BadPid(u32),
     #[error("ttl_ms must be positive")]
     TtlNotPositive,
     #[error("no claims root for key {0:?}: not a global-id prefix and no explicit root given")]

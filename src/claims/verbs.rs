@@ -200,6 +200,11 @@ pub fn acquire(
     opts: &AcquireOpts,
 ) -> Result<AcquireOutcome, ClaimError> {
     validate_inputs(key, holder, opts.ttl_ms)?;
+    // The record stores an i32: a larger pid would wrap negative and, like 0,
+    // write a claim that reads Stale the moment it lands.
+    if let Some(pid) = opts.pid.filter(|p| *p == 0 || *p > i32::MAX as u32) {
+        return Err(ClaimError::BadPid(pid));
+    }
     let path = root.lockfile(key);
     for _ in 0..ACQUIRE_MAX_ATTEMPTS {
         let fresh = make_claim(key, holder, opts);
@@ -356,6 +361,14 @@ fn recover_stale(
         }
         // The claims dir vanished: the create at the top recreates it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // A key encoded near the 240-byte cap makes `<enc>.lock.recovery.d`
+        // longer than a file name may be: no implementation can ever hold
+        // this mutex, so it excludes no one. Recover without it; the
+        // verified archive and the exclusive create still pick one winner,
+        // and refusing would brick the key for good.
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            return recover_stale_locked(root, path, key, holder, opts)
+        }
         Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
     };
     let result = recover_stale_locked(root, path, key, holder, opts);
