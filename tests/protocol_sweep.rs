@@ -315,3 +315,42 @@ fn doctor_fix_clears_only_what_is_provably_abandoned() {
         "sorted by path: corrupt.lock < far.lock"
     );
 }
+
+#[test]
+fn a_forked_lock_under_a_non_canonical_name_or_a_misnamed_record_is_a_key_mismatch_hazard() {
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    let me = std::process::id() as i32;
+    // The canonical file, and a lowercase-hex twin a foreign encoder wrote:
+    // two live holders of node:x, each in its own file.
+    plant(&root, &record("node:x", "pty:a", me, now_ms()));
+    let twin = root.claims_dir().join("node%3ax.lock");
+    std::fs::write(
+        &twin,
+        record("node:x", "pty:b", me, now_ms()).to_yaml().unwrap(),
+    )
+    .unwrap();
+    // A file named for one key holding another's record.
+    let misnamed = plant_bytes(
+        &root,
+        "node:z",
+        record("node:y", "pty:c", me, now_ms())
+            .to_yaml()
+            .unwrap()
+            .as_bytes(),
+    );
+
+    let mismatches: Vec<PathBuf> = doctor(&root)
+        .into_iter()
+        .filter(|h| h.kind == HazardKind::KeyMismatch)
+        .map(|h| h.path)
+        .collect();
+    // Hazards come sorted by path.
+    assert_eq!(mismatches, vec![misnamed, twin]);
+    // Reported, never fixed: which file is the real lock needs a human.
+    assert!(doctor_fix(&root)
+        .iter()
+        .filter(|f| f.hazard.kind == HazardKind::KeyMismatch)
+        .all(|f| !f.fixed));
+    assert!(root.claims_dir().join("node%3ax.lock").exists());
+}

@@ -25,6 +25,10 @@ pub enum HazardKind {
     CorruptedClaim,
     ForeignMachine,
     Unreadable,
+    /// The lockfile's name is not the canonical encoding of its key, or its
+    /// record names another key: a writer with a different encoder, and so
+    /// possibly two holders of one key each in its own file.
+    KeyMismatch,
 }
 
 impl HazardKind {
@@ -35,6 +39,7 @@ impl HazardKind {
             HazardKind::CorruptedClaim => "corrupted_claim",
             HazardKind::ForeignMachine => "foreign_machine",
             HazardKind::Unreadable => "unreadable",
+            HazardKind::KeyMismatch => "key_mismatch",
         }
     }
 }
@@ -208,6 +213,27 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 
 /// Hazards one classified claim stands for.
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
+    let canonical = format!("{}.lock", super::encode_key(&item.key));
+    if item.file.file_name() != Some(OsStr::new(&canonical)) {
+        hazards.push(Hazard {
+            kind: HazardKind::KeyMismatch,
+            path: item.file.clone(),
+            detail: format!(
+                "not the canonical name for key {:?} (that is {canonical}): a writer with \
+                 another encoder made it, and acquire never looks here",
+                item.key
+            ),
+        });
+    } else if let Some(rec) = item.record.as_ref().filter(|r| r.key != item.key) {
+        hazards.push(Hazard {
+            kind: HazardKind::KeyMismatch,
+            path: item.file.clone(),
+            detail: format!(
+                "the file is named for key {:?} but its record claims {:?}",
+                item.key, rec.key
+            ),
+        });
+    }
     if item.state == ClaimState::Corrupted {
         hazards.push(Hazard {
             kind: HazardKind::CorruptedClaim,
@@ -288,6 +314,9 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
                 HazardKind::CorruptedClaim => (false, "left: use force-release".into()),
                 HazardKind::ForeignMachine => (false, "left: its own machine decides".into()),
                 HazardKind::Unreadable => (false, "left: needs a human".into()),
+                HazardKind::KeyMismatch => {
+                    (false, "left: find the writer whose encoder differs".into())
+                }
             };
             Fix {
                 hazard: h,

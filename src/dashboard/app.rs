@@ -737,6 +737,7 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::Unreadable => 2,
         HazardKind::TempLitter => 3,
         HazardKind::ForeignMachine => 4,
+        HazardKind::KeyMismatch => 5,
     }
 }
 

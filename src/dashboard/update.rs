@@ -154,7 +154,7 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
         .filter(|h| {
             !matches!(
                 h.kind,
-                HazardKind::CorruptedClaim | HazardKind::ForeignMachine
+                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
             )
         })
         .collect();
