@@ -232,6 +232,22 @@ fn fig1_and_3(
         ));
         r.note("floor: read_dir + open/read/close of every file; warm page cache".into());
         r.note(breakdown(&fx.root, plan.reps));
+        // The same as whole processes: the CLI (sweep + JSON on stdout)
+        // against a process that only lists and reads the files.
+        let root_dir = fx.dir.path().display().to_string();
+        let floor_p = run_median(plan.reps, || worker_cmd("readall", &[root_dir.clone()]))?;
+        let cli_p = run_median(plan.reps, || {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_claimtop"));
+            c.args(["list", "--json", "--root", &root_dir]);
+            Ok(c)
+        })?;
+        r.line(format!(
+            "fig1 claimtop list --json {} (whole process): {} (floor process {}, {:.2}x) REPORT",
+            plan.fig1_files,
+            fmt_d(cli_p),
+            fmt_d(floor_p),
+            cli_p.as_secs_f64() / floor_p.as_secs_f64()
+        ));
         if counts.live == 0 || counts.stale == 0 || counts.corrupted == 0 {
             r.broken.push(format!(
                 "fig1 fixture did not classify as mixed: {counts:?}"
@@ -1171,6 +1187,12 @@ fn worker(mode: &str, args: &[String]) -> Res<()> {
         |i: usize| -> Res<&String> { args.get(i).ok_or_else(|| format!("missing arg {i}").into()) };
     match mode {
         "noop" => Ok(()),
+        "readall" => {
+            let dir = claimtop::claims::claims_dir(Path::new(arg(0)?));
+            let n = read_all_floor(&dir, &mut Vec::with_capacity(4096));
+            std::hint::black_box(n);
+            Ok(())
+        }
         "idle" => idle(&Root::with_events_here(arg(0)?), arg(1)?.parse()?),
         // For profilers: figure 9 on its own fixture.
         "idlefx" => {
