@@ -235,7 +235,9 @@ fn fig1_and_3(
         // The same as whole processes: the CLI (sweep + JSON on stdout)
         // against a process that only lists and reads the files.
         let root_dir = fx.dir.path().display().to_string();
-        let floor_p = run_median(plan.reps, || worker_cmd("readall", &[root_dir.clone()]))?;
+        let floor_p = run_median(plan.reps, || {
+            worker_cmd("readall", std::slice::from_ref(&root_dir))
+        })?;
         let cli_p = run_median(plan.reps, || {
             let mut c = Command::new(env!("CARGO_BIN_EXE_claimtop"));
             c.args(["list", "--json", "--root", &root_dir]);
