@@ -272,42 +272,52 @@ fn check_after_kills(dir: &Path, use_doctor: bool, t: &mut Tally) {
     t.events_lines = text.lines().count();
 }
 
-fn kill_iterations(n: usize, seed: u64) -> Tally {
+/// `n` rounds of: start 2-4 processes with `spawn`, `kill -9` each at its
+/// own random instant in `window_us`, reap them, run `between`, check.
+fn kill_iterations(
+    label: &str,
+    n: usize,
+    seed: u64,
+    window_us: (u64, u64),
+    spawn: &mut dyn FnMut(&Path, &mut Rng) -> std::process::Child,
+    between: &mut dyn FnMut(),
+) -> Tally {
+    use std::os::unix::process::ExitStatusExt;
     let td = tempdir();
     let mut rng = Rng::new(seed);
     let mut t = Tally::default();
+    let mut died_by_kill = 0;
     let start = Instant::now();
     for i in 0..n {
         let count = 2 + rng.below(3) as usize;
-        let children: Vec<_> = (0..count)
-            .map(|_| {
-                let role = ROLES[rng.below(ROLES.len() as u64) as usize];
-                (spawn_actor(td.path(), role, rng.next_u64()), role)
-            })
-            .collect();
-        // Child start-up takes a few ms; kill each at its own random
-        // moment across the window where they work.
-        let mut delays: Vec<u64> = (0..count).map(|_| 3_000 + rng.below(40_000)).collect();
-        delays.sort();
-        let t0 = Instant::now();
-        let mut procs = Vec::new();
-        for ((c, _), d) in children.into_iter().zip(delays) {
-            let at = Duration::from_micros(d);
-            if let Some(wait) = at.checked_sub(t0.elapsed()) {
+        // All alive at once, each killed at its own instant after its start.
+        let mut procs: Vec<(std::process::Child, Instant, Duration)> = Vec::new();
+        for _ in 0..count {
+            let c = spawn(td.path(), &mut rng);
+            let d = Duration::from_micros(window_us.0 + rng.below(window_us.1));
+            procs.push((c, Instant::now(), d));
+        }
+        procs.sort_by_key(|(_, at, d)| *at + *d);
+        for (c, at, d) in &procs {
+            if let Some(wait) = (*at + *d).checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            kill9(&c);
-            procs.push(c);
+            kill9(c);
         }
+        let procs: Vec<_> = procs.into_iter().map(|(c, _, _)| c).collect();
         t.killed += procs.len();
-        wait_all(procs, Duration::from_secs(30));
+        died_by_kill += wait_all(procs, Duration::from_secs(30))
+            .iter()
+            .filter(|(_, status, _)| status.signal() == Some(libc::SIGKILL))
+            .count();
+        between();
         check_after_kills(td.path(), i % 2 == 0, &mut t);
     }
     eprintln!(
-        "kill -9 at any instant: {} iterations, {} processes killed, {} lockfiles checked (all \
-         parse), litter aged and handled: {:?}, {} recovery-mutex corpses stolen by the next \
-         acquirer, {} items removed by doctor --fix, {} suspect keys force-released, {} whole \
-         events lines, wall {:.1}s",
+        "{label}: {} iterations, {} processes sent kill -9 ({died_by_kill} still running when it \
+         landed), {} lockfiles checked (all parse), litter aged and handled: {:?}, {} \
+         recovery-mutex corpses stolen by the next acquirer, {} items removed by doctor --fix, \
+         {} suspect keys force-released, {} whole events lines, wall {:.1}s",
         t.iterations,
         t.killed,
         t.lockfiles_checked,
@@ -321,18 +331,104 @@ fn kill_iterations(n: usize, seed: u64) -> Tally {
     t
 }
 
+/// Library actors, each looping on its verb until killed. Child start-up
+/// takes a few ms, so kills land across the window where they work.
+fn library_kills(n: usize, seed: u64) -> Tally {
+    let mut spawn = |dir: &Path, rng: &mut Rng| {
+        let role = ROLES[rng.below(ROLES.len() as u64) as usize];
+        spawn_actor(dir, role, rng.next_u64())
+    };
+    kill_iterations(
+        "kill -9 at any instant (library actors)",
+        n,
+        seed,
+        (3_000, 40_000),
+        &mut spawn,
+        &mut || {},
+    )
+}
+
+/// The real binary: one command per process, killed at a random instant of
+/// its short life. Claims are bound to a stand-in process that dies with
+/// each round, so what the commands leave is stale, as after a crash.
+fn cli_kills(n: usize, seed: u64) -> Tally {
+    use std::cell::RefCell;
+    let sleeper = || {
+        std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap()
+    };
+    let owner = RefCell::new(sleeper());
+    let mut spawn = |dir: &Path, rng: &mut Rng| {
+        let key = format!("k{}", rng.below(KEYS));
+        let pid = owner.borrow().id().to_string();
+        let holder = format!("cli-{}", rng.below(3));
+        let args: Vec<&str> = match rng.below(6) {
+            0 | 1 => vec!["acquire", &key, "--holder", &holder, "--pid", &pid],
+            2 => vec![
+                "acquire", &key, "--holder", &holder, "--ttl", "1h", "--pid", &pid,
+            ],
+            3 => vec!["release", &key, "--holder", &holder],
+            4 => vec!["force-release", &key, "--allow-live"],
+            _ => vec!["renew", &key, "--holder", &holder, "--ttl", "1h"],
+        };
+        std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
+            .arg("--root")
+            .arg(dir)
+            .args(&args)
+            .env_remove("FNO_CLAIMS_ROOT")
+            .env("HOME", dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut between = || {
+        let mut old = owner.replace(sleeper());
+        let _ = old.kill();
+        let _ = old.wait();
+    };
+    let t = kill_iterations(
+        "kill -9 at any instant (claimtop binary)",
+        n,
+        seed,
+        (300, 4_000),
+        &mut spawn,
+        &mut between,
+    );
+    let mut last = owner.into_inner();
+    let _ = last.kill();
+    let _ = last.wait();
+    t
+}
+
 #[test]
 fn processes_killed_at_random_instants_leave_no_torn_lockfile_no_bricked_key_and_only_litter_doctor_cleans(
 ) {
-    let t = kill_iterations(40, 0xC0FFEE);
+    let t = library_kills(40, 0xC0FFEE);
     assert_eq!(t.iterations, 40);
 }
 
 #[test]
 #[ignore = "heavy: run with --ignored for the README figures (500 kill iterations)"]
 fn five_hundred_kill_iterations_leave_no_torn_lockfile_and_no_bricked_key() {
-    let t = kill_iterations(500, 0xC0FFEE + 1);
+    let t = library_kills(500, 0xC0FFEE + 1);
     assert_eq!(t.iterations, 500);
+}
+
+#[test]
+fn the_real_binary_killed_mid_command_leaves_whole_claims_and_no_bricked_key() {
+    let t = cli_kills(30, 0xB1A5);
+    assert_eq!(t.iterations, 30);
+}
+
+#[test]
+#[ignore = "heavy: run with --ignored for the README figures (300 rounds of killed claimtop commands)"]
+fn three_hundred_rounds_of_killed_claimtop_commands_leave_no_torn_claim() {
+    let t = cli_kills(300, 0xB1A5 + 1);
+    assert_eq!(t.iterations, 300);
 }
 
 /// Start a child that takes `mutex_dir`, wait until it holds it, kill it.
