@@ -148,6 +148,28 @@ fn a_countdown_in_its_last_minute_redraws_every_second() {
     assert!(render(&app).contains("in 49s"));
 }
 
+#[test]
+fn the_reason_of_whichever_claim_is_selected_reads_at_the_current_clock() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    let a = status_of(&root, rec("a", "pty:w", ALIVE, MIN, Some(30 * MIN)));
+    let b = status_of(&root, rec("b", "pty:w", ALIVE, MIN, Some(40 * MIN)));
+    apply_sweep(&mut app, sweep_of(&root, vec![a, b], vec![]));
+    let why = |app: &App| {
+        app.selected_status()
+            .map(|s| s.why.clone())
+            .unwrap_or_default()
+    };
+    assert!(why(&app).contains("expires in 30m00s"), "{}", why(&app));
+    // Ten minutes on, the tick re-judges both but words only the selected.
+    update(&mut app, Action::Tick(NOW + 10 * MIN));
+    assert!(why(&app).contains("expires in 20m00s"), "{}", why(&app));
+    // Moving to the other claim words its reason at the same clock, not
+    // the one it had when it was read.
+    update(&mut app, key('j'));
+    assert!(why(&app).contains("expires in 30m00s"), "{}", why(&app));
+}
+
 // ------------------------------------------------------------ navigation, sort, filter
 
 #[test]

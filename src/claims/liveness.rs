@@ -236,12 +236,7 @@ impl Classifier {
     /// TTL running → Live, or Suspect when the pid is not provably alive.
     pub fn verdict(&mut self, rec: &ClaimRecord) -> Verdict {
         let now = self.now;
-        let locality = self.me.locality(&rec.host, rec.machine_id.as_deref());
-        let started = if locality == Locality::Other {
-            None
-        } else {
-            self.start_time(rec.pid)
-        };
+        let (locality, started) = self.pid_facts(rec);
         let pid = rec.pid;
         // Why the holder is, or is not, verifiably alive.
         let fact = match (locality, started) {
@@ -296,11 +291,53 @@ impl Classifier {
     }
 }
 
+impl Classifier {
+    fn pid_facts(&mut self, rec: &ClaimRecord) -> (Locality, Option<i64>) {
+        let locality = self.me.locality(&rec.host, rec.machine_id.as_deref());
+        let started = if locality == Locality::Other {
+            None
+        } else {
+            self.start_time(rec.pid)
+        };
+        (locality, started)
+    }
+
+    /// The state and locality [`Classifier::verdict`] would give, without
+    /// wording the reason. The dashboard re-judges every claim each second
+    /// and words the reason only for the claim on screen.
+    pub fn state(&mut self, rec: &ClaimRecord) -> (ClaimState, Locality) {
+        let (locality, started) = self.pid_facts(rec);
+        let alive = locality != Locality::Other && started.is_some_and(|s| s <= rec.acquired_at);
+        let state = match rec.expires_at {
+            None => {
+                if alive {
+                    ClaimState::Live
+                } else {
+                    ClaimState::Stale
+                }
+            }
+            Some(exp) if self.now >= exp => {
+                if alive {
+                    ClaimState::Live
+                } else {
+                    ClaimState::Stale
+                }
+            }
+            Some(_) => {
+                if alive {
+                    ClaimState::Live
+                } else {
+                    ClaimState::Suspect
+                }
+            }
+        };
+        (state, locality)
+    }
+}
+
 /// Classify one record now (or at `now`), without the reason.
 pub fn classify(rec: &ClaimRecord, now: Option<i64>) -> ClaimState {
-    Classifier::new(now.unwrap_or_else(now_ms))
-        .verdict(rec)
-        .state
+    Classifier::new(now.unwrap_or_else(now_ms)).state(rec).0
 }
 
 /// What is known about a record's pid, worded for the verdict's "why".
@@ -453,6 +490,20 @@ mod tests {
         ];
         for (r, want) in table {
             assert_eq!(state(&r).0, want, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn the_state_only_path_agrees_with_the_worded_verdict() {
+        let mut c = Classifier::with(NOW, me(), probe);
+        for pid in [100, 200, 999] {
+            for machine in [Some("m-here:1"), Some("m-there:1"), None] {
+                for exp in [None, Some(NOW - 1), Some(NOW), Some(NOW + 60_000)] {
+                    let r = rec(pid, NOW - 60_000, exp, machine);
+                    let v = c.verdict(&r);
+                    assert_eq!(c.state(&r), (v.state, v.locality), "{r:?}");
+                }
+            }
         }
     }
 

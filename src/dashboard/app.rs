@@ -626,6 +626,28 @@ impl App {
         Classifier::with(self.now, self.identity.clone(), self.probe)
     }
 
+    /// Re-word the selected claim's reason at the shown clock.
+    ///
+    /// The tick judges every claim's state but words the reason (with its
+    /// countdown) only for the claim the detail pane shows; whichever claim
+    /// becomes selected is re-worded here first.
+    pub fn refresh_selected_why(&mut self) {
+        let Some(path) = self.rows.get(self.selected).cloned() else {
+            return;
+        };
+        let now = self.shown_now();
+        let mut c = Classifier::with(now, self.identity.clone(), self.probe);
+        let set = match self.frozen.as_mut() {
+            Some(f) => &mut f.claims,
+            None => &mut self.live,
+        };
+        if let Some(s) = set.by_path.get_mut(&path) {
+            if let Some(rec) = &s.record {
+                s.why = c.verdict(rec).why;
+            }
+        }
+    }
+
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)

@@ -25,7 +25,13 @@ pub const DEFAULT_ACQUIRE_TTL: &str = "30m";
 /// Apply one message; true when something visible changed.
 pub fn update(app: &mut App, action: Action) -> bool {
     match action {
-        Action::Key(ev) => on_key(app, ev),
+        Action::Key(ev) => {
+            let redraw = on_key(app, ev);
+            if redraw {
+                app.refresh_selected_why();
+            }
+            redraw
+        }
         Action::FsChanged(paths) => on_fs_changed(app, &paths),
         Action::Rescan => on_rescan(app),
         Action::EventsAppended(lines) => on_events(app, &lines),
@@ -203,13 +209,19 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
     app.now = now;
     let mut c = app.classifier();
     let mut state_changed = false;
+    // State only: wording 10 000 reasons a second was most of an idle
+    // dashboard's CPU. A claim whose state moved is re-worded at once (its
+    // old reason now contradicts it); the selected one is re-worded below.
     for s in app.live.by_path.values_mut() {
         let Some(rec) = &s.record else { continue };
-        let v = c.verdict(rec);
-        state_changed |= v.state != s.state;
-        s.state = v.state;
-        s.why = v.why;
-        s.locality = Some(v.locality);
+        let (state, locality) = c.state(rec);
+        if state != s.state || Some(locality) != s.locality {
+            state_changed = true;
+            let v = c.verdict(rec);
+            s.state = v.state;
+            s.why = v.why;
+            s.locality = Some(v.locality);
+        }
     }
     if state_changed {
         app.live.recount();
@@ -218,6 +230,7 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
             scroll_into_view(app);
         }
     }
+    app.refresh_selected_why();
     visible_signature(app) != before
 }
 
