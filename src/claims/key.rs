@@ -26,6 +26,27 @@ pub fn encode_key(key: &str) -> String {
     out
 }
 
+/// Is `name` exactly `<encode_key(key)>.lock`? Compared without building the
+/// encoding: a sweep asks this of every lockfile.
+pub fn is_canonical_lockfile_name(name: &[u8], key: &str) -> bool {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let Some(mut rest) = name.strip_suffix(b".lock") else {
+        return false;
+    };
+    for b in key.bytes() {
+        let ok = if is_safe_byte(b) {
+            rest.first() == Some(&b)
+        } else {
+            rest.get(..3) == Some(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xF)]])
+        };
+        if !ok {
+            return false;
+        }
+        rest = &rest[if is_safe_byte(b) { 1 } else { 3 }..];
+    }
+    rest.is_empty()
+}
+
 fn is_safe_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'-')
 }
@@ -161,6 +182,19 @@ mod tests {
         assert_eq!(decode_key("%zz"), "%zz");
         assert_eq!(decode_key("%3a"), ":");
         assert_eq!(decode_key("%FF"), "\u{fffd}");
+    }
+
+    #[test]
+    fn only_the_uppercase_encoding_is_a_canonical_lockfile_name() {
+        for k in ["node:x", "a b/c", "走", "%", "plain", ""] {
+            let name = format!("{}.lock", encode_key(k));
+            assert!(is_canonical_lockfile_name(name.as_bytes(), k), "{name}");
+        }
+        assert!(!is_canonical_lockfile_name(b"node%3ax.lock", "node:x"));
+        assert!(!is_canonical_lockfile_name(b"node:x.lock", "node:x"));
+        assert!(!is_canonical_lockfile_name(b"node%3Ax", "node:x"));
+        assert!(!is_canonical_lockfile_name(b"node%3Axy.lock", "node:x"));
+        assert!(!is_canonical_lockfile_name(b"node%3A.lock", "node:x"));
     }
 
     #[test]

@@ -38,9 +38,7 @@ impl ClaimSet {
         let mut hazards = 0;
         for s in self.by_path.values() {
             counts.add(s.state);
-            if is_item_hazard(s) {
-                hazards += 1;
-            }
+            hazards += item_hazard_count(s);
         }
         self.counts = counts;
         self.item_hazards = hazards;
@@ -61,8 +59,13 @@ impl ClaimSet {
 
 /// The same test `claims::sweep::item_hazards` applies, without building the
 /// hazard (the header only needs the count).
-fn is_item_hazard(s: &Status) -> bool {
-    s.state == ClaimState::Corrupted || (s.locality == Some(Locality::Other) && s.record.is_some())
+fn item_hazard_count(s: &Status) -> usize {
+    let misnamed = s.file.file_name().is_some_and(|n| {
+        !crate::claims::key::is_canonical_lockfile_name(n.as_encoded_bytes(), &s.key)
+    }) || s.record.as_ref().is_some_and(|r| r.key != s.key);
+    let unverifiable = s.state == ClaimState::Corrupted
+        || (s.locality == Some(Locality::Other) && s.record.is_some());
+    usize::from(misnamed) + usize::from(unverifiable)
 }
 
 /// What the view showed when `p` was pressed.
