@@ -995,11 +995,22 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         .filter_map(|s| s.record.clone())
         .collect();
     let (classify, _) = time(|| recs.iter().map(|r| c.verdict(r).state).count());
+    // What a tick must do at least: look at each distinct holder pid once.
+    let mut pids: Vec<i32> = recs.iter().map(|r| r.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let (probes, _) = time(|| {
+        pids.iter()
+            .filter(|p| claimtop::claims::process_create_time_ms(**p).is_some())
+            .count()
+    });
     r.note(format!(
-        "one 1 s tick over {} claims: {} (of which a fresh classifier's verdicts: {})",
+        "one 1 s tick over {} claims: {} (of which a fresh classifier's verdicts: {}; probing the {} distinct pids alone: {})",
         tick_app.live.len(),
         fmt_d(median(&per)),
-        fmt_d(classify)
+        fmt_d(classify),
+        pids.len(),
+        fmt_d(probes)
     ));
 
     // Figure 9: idle, in a child so its memory is its own.
