@@ -12,7 +12,7 @@ mod reliability_common;
 
 use claimtop::claims::{
     self, acquire, force_release, read_claim_file, release, renew, sweep, AcquireKind, AcquireOpts,
-    AcquireOutcome, ForceOpts, ForceOutcome, RenewOutcome,
+    AcquireOutcome, ForceOpts, ForceOutcome, RenewOutcome, Root,
 };
 use reliability_common::*;
 use serde_json::{json, Map, Value};
@@ -39,6 +39,24 @@ struct Plan {
     /// Run an operator process force-releasing live claims throughout.
     force: bool,
     seed: u64,
+    /// Go through the real `claimtop` binary instead of the library.
+    cli: bool,
+}
+
+impl Plan {
+    /// Everything at once: deaths while holding, renewals, an operator.
+    fn everything(workers: usize, rounds: u64, die_pct: u64, seed: u64, cli: bool) -> Plan {
+        Plan {
+            workers,
+            rounds,
+            keys: if workers > 8 { 4 } else { 2 },
+            die_pct,
+            renew: true,
+            force: true,
+            seed,
+            cli,
+        }
+    }
 }
 
 #[test]
@@ -70,6 +88,7 @@ fn a_single_worker_round_records_a_whole_tenure_or_acts_as_a_child_worker() {
         die_pct: 0,
         renew: true,
         seed: 7,
+        via_cli: false,
     };
     run_worker(&cfg);
     let text = std::fs::read_to_string(&markers).unwrap();
@@ -90,6 +109,7 @@ struct WorkerCfg {
     die_pct: u64,
     renew: bool,
     seed: u64,
+    via_cli: bool,
 }
 
 fn worker() {
@@ -104,12 +124,13 @@ fn worker() {
         die_pct: env_u64("W_DIE_PCT"),
         renew: env_u64("W_RENEW") == 1,
         seed: env_u64("W_SEED"),
+        via_cli: env_u64("W_CLI") == 1,
     };
     run_worker(&cfg);
 }
 
 fn run_worker(cfg: &WorkerCfg) {
-    let root = root_in(&cfg.root);
+    let ops = Ops::new(&cfg.root, cfg.via_cli);
     let mut m = Markers::open(&cfg.markers);
     let mut rng = Rng::new(cfg.seed ^ (cfg.id << 20));
     let holder = format!("w{}", cfg.id);
@@ -118,21 +139,14 @@ fn run_worker(cfg: &WorkerCfg) {
         let die = rng.chance(cfg.die_pct);
         // A dying holder's claim is PID-bound so it is reclaimable the moment
         // the pid is gone; a TTL would protect it for a minute.
-        let ttl = (!die && cfg.renew && rng.chance(50)).then_some(claims::MIN_TTL_MS);
-        let mut meta = Map::new();
-        meta.insert("round".into(), json!(round));
-        let opts = AcquireOpts {
-            ttl_ms: ttl,
-            metadata: Some(meta),
-            ..AcquireOpts::default()
-        };
+        let ttl = !die && cfg.renew && rng.chance(50);
         // Every round ends in a tenure: contenders retry until they win, so
         // the run is `workers x rounds` tenures, not a handful of lucky ones.
         let mut tries = 0;
         let won = loop {
             tries += 1;
-            match acquire(&root, &key, &holder, &opts) {
-                Ok(AcquireOutcome::HeldByOther { .. }) if tries < MAX_TRIES => {
+            match ops.acquire(&key, &holder, ttl, round) {
+                Ok(Won::Held(_)) if tries < MAX_TRIES => {
                     m.put("H");
                     std::thread::sleep(Duration::from_micros(200 + rng.below(1500)));
                 }
@@ -140,12 +154,7 @@ fn run_worker(cfg: &WorkerCfg) {
             }
         };
         match won {
-            Ok(AcquireOutcome::Acquired { record, kind }) => {
-                let kind = match kind {
-                    AcquireKind::Fresh => "fresh",
-                    AcquireKind::Reacquired => "reacquired",
-                    AcquireKind::Reclaimed { .. } => "reclaimed",
-                };
+            Ok(Won::Acquired { acquired_at, kind }) => {
                 m.put(&format!("S {key} {holder} {round} {} {kind}", mono_ns()));
                 if die {
                     std::fs::write(
@@ -158,30 +167,187 @@ fn run_worker(cfg: &WorkerCfg) {
                     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
                 }
                 hold(&mut rng);
-                if ttl.is_some() && rng.chance(50) {
-                    match renew(&root, &key, &holder, claims::MIN_TTL_MS) {
-                        Ok(RenewOutcome::Renewed { .. }) => m.put("R"),
-                        Ok(RenewOutcome::NotRenewed(_)) => {}
+                if ttl && rng.chance(50) {
+                    match ops.renew(&key, &holder) {
+                        Ok(true) => m.put("R"),
+                        Ok(false) => {}
                         Err(e) => m.put(&format!("X renew {key} {e}")),
                     }
                     hold(&mut rng);
                 }
                 let t_end = mono_ns();
-                let still_mine = match read_claim_file(&root.lockfile(&key)) {
-                    Ok(rec) => rec.holder == holder && rec.acquired_at == record.acquired_at,
+                let still_mine = match read_claim_file(&ops.lockfile(&key)) {
+                    Ok(rec) => rec.holder == holder && rec.acquired_at == acquired_at,
                     Err(_) => false,
                 };
                 let tag = if still_mine { "E" } else { "L" };
                 m.put(&format!("{tag} {key} {holder} {round} {t_end}"));
-                if let Err(e) = release(&root, &key, &holder) {
+                if let Err(e) = ops.release(&key, &holder) {
                     m.put(&format!("X release {key} {e}"));
                 }
             }
-            Ok(AcquireOutcome::HeldByOther { holder, .. }) => m.put(&format!(
-                "X starved {key} still held by {holder} after {tries} tries"
+            Ok(Won::Held(other)) => m.put(&format!(
+                "X starved {key} still held by {other} after {tries} tries"
             )),
             Err(e) => m.put(&format!("X acquire {key} {e}")),
         }
+    }
+}
+
+/// How an acquire came out, whichever face did it.
+enum Won {
+    Acquired { acquired_at: i64, kind: String },
+    Held(String),
+}
+
+/// The verbs, through the library or through the real binary (one
+/// `claimtop` process per call, claims bound to this worker's pid).
+struct Ops {
+    root: Root,
+    via_cli: bool,
+}
+
+impl Ops {
+    fn new(dir: &Path, via_cli: bool) -> Ops {
+        Ops {
+            root: root_in(dir),
+            via_cli,
+        }
+    }
+
+    fn lockfile(&self, key: &str) -> PathBuf {
+        self.root.lockfile(key)
+    }
+
+    /// Run `claimtop --json` with `args`: exit code and parsed stdout.
+    fn cli(&self, args: &[&str]) -> Result<(i32, Value), String> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
+            .arg("--root")
+            .arg(&self.root.root)
+            .args(args)
+            .arg("--json")
+            .env_remove("FNO_CLAIMS_ROOT")
+            .env("HOME", &self.root.root)
+            .output()
+            .map_err(|e| format!("spawn claimtop: {e}"))?;
+        let code = out.status.code().unwrap_or(-1);
+        let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if code == 1 || code == 2 || code == -1 || code == 101 {
+            return Err(format!(
+                "claimtop {args:?} exited {code}: {}{}",
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok((code, v))
+    }
+
+    fn acquire(&self, key: &str, holder: &str, ttl: bool, round: u64) -> Result<Won, String> {
+        let mut meta = Map::new();
+        meta.insert("round".into(), json!(round));
+        if self.via_cli {
+            let pid = std::process::id().to_string();
+            let meta = Value::Object(meta).to_string();
+            let mut args = vec!["acquire", key, "--holder", holder, "--pid", &pid];
+            args.extend(["--metadata", &meta]);
+            if ttl {
+                args.extend(["--ttl", "60s"]);
+            }
+            let (_, v) = self.cli(&args)?;
+            return match v["outcome"].as_str() {
+                Some("acquired") => Ok(Won::Acquired {
+                    acquired_at: v["record"]["acquired_at"].as_i64().unwrap_or(-1),
+                    // "fresh", or {"reclaimed": {...}} for a struct variant.
+                    kind: v["kind"]
+                        .as_str()
+                        .map(str::to_string)
+                        .or_else(|| v["kind"].as_object()?.keys().next().cloned())
+                        .unwrap_or_else(|| "unknown".into()),
+                }),
+                Some("held_by_other") => Ok(Won::Held(v["holder"].to_string())),
+                _ => Err(format!("acquire answered {v}")),
+            };
+        }
+        let opts = AcquireOpts {
+            ttl_ms: ttl.then_some(claims::MIN_TTL_MS),
+            metadata: Some(meta),
+            ..AcquireOpts::default()
+        };
+        match acquire(&self.root, key, holder, &opts) {
+            Ok(AcquireOutcome::Acquired { record, kind }) => Ok(Won::Acquired {
+                acquired_at: record.acquired_at,
+                kind: match kind {
+                    AcquireKind::Fresh => "fresh",
+                    AcquireKind::Reacquired => "reacquired",
+                    AcquireKind::Reclaimed { .. } => "reclaimed",
+                }
+                .to_string(),
+            }),
+            Ok(AcquireOutcome::HeldByOther { holder, .. }) => Ok(Won::Held(holder)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn renew(&self, key: &str, holder: &str) -> Result<bool, String> {
+        if self.via_cli {
+            let (_, v) = self.cli(&["renew", key, "--holder", holder, "--ttl", "60s"])?;
+            return Ok(v["renewed"].as_bool() == Some(true));
+        }
+        match renew(&self.root, key, holder, claims::MIN_TTL_MS) {
+            Ok(r) => Ok(matches!(r, RenewOutcome::Renewed { .. })),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn release(&self, key: &str, holder: &str) -> Result<(), String> {
+        if self.via_cli {
+            return self.cli(&["release", key, "--holder", holder]).map(|_| ());
+        }
+        release(&self.root, key, holder)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Force-release `key` even if live: the archived record's holder and
+    /// round, if something was archived.
+    fn force(&self, key: &str) -> Result<Option<(String, Option<u64>)>, String> {
+        let previous = if self.via_cli {
+            let (code, v) =
+                self.cli(&["force-release", key, "--allow-live", "--operator", "chaos"])?;
+            if code != 0 {
+                return Ok(None);
+            }
+            match v["previous"].as_object() {
+                Some(p) => Some((
+                    p["holder"].as_str().unwrap_or_default().to_string(),
+                    p.get("metadata")
+                        .and_then(|m| m.get("round"))
+                        .and_then(Value::as_u64),
+                )),
+                None => return Err(format!("force-release archived a corrupted claim: {v}")),
+            }
+        } else {
+            let opts = ForceOpts {
+                operator: Some("chaos".into()),
+                allow_live: true,
+                ..ForceOpts::default()
+            };
+            match force_release(&self.root, key, &opts) {
+                Ok(ForceOutcome::Archived {
+                    previous: Some(rec),
+                    ..
+                }) => Some((
+                    rec.holder,
+                    rec.metadata.get("round").and_then(Value::as_u64),
+                )),
+                Ok(ForceOutcome::Archived { previous: None, .. }) => {
+                    return Err("force-release archived a corrupted claim".into())
+                }
+                Ok(ForceOutcome::Refused(_)) => None,
+                Err(e) => return Err(e.to_string()),
+            }
+        };
+        Ok(previous)
     }
 }
 
@@ -191,35 +357,21 @@ fn hold(rng: &mut Rng) {
 
 /// Force-release random keys (live or not) until told to stop.
 fn operator() {
-    let root = root_in(Path::new(&env_str("W_ROOT")));
+    let ops = Ops::new(Path::new(&env_str("W_ROOT")), env_u64("W_CLI") == 1);
     let markers = PathBuf::from(env_str("W_MARKERS"));
     let stop = markers.with_file_name("stop");
     let keys = env_u64("W_KEYS");
     let mut rng = Rng::new(env_u64("W_SEED") ^ 0xF0F0);
     let mut m = Markers::open(&markers);
-    let opts = ForceOpts {
-        operator: Some("chaos".into()),
-        allow_live: true,
-        ..ForceOpts::default()
-    };
     while !stop.exists() {
         let key = format!("k{}", rng.below(keys));
         let t0 = mono_ns();
-        match force_release(&root, &key, &opts) {
-            Ok(ForceOutcome::Archived {
-                previous: Some(rec),
-                ..
-            }) => {
-                let round = rec.metadata.get("round").and_then(Value::as_u64);
-                match round {
-                    Some(r) => m.put(&format!("F {key} {} {r} {t0}", rec.holder)),
-                    None => m.put(&format!("X force {key} archived a record without a round")),
-                }
+        match ops.force(&key) {
+            Ok(Some((holder, Some(r)))) => m.put(&format!("F {key} {holder} {r} {t0}")),
+            Ok(Some((_, None))) => {
+                m.put(&format!("X force {key} archived a record without a round"))
             }
-            Ok(ForceOutcome::Archived { previous: None, .. }) => {
-                m.put(&format!("X force {key} archived a corrupted claim"))
-            }
-            Ok(ForceOutcome::Refused(_)) => {}
+            Ok(None) => {}
             Err(e) => m.put(&format!("X force {key} {e}")),
         }
         std::thread::sleep(Duration::from_micros(2000 + rng.below(6000)));
@@ -387,6 +539,7 @@ fn common_env(plan: &Plan, dir: &Path) -> Vec<(&'static str, String)> {
         ("W_MARKERS", dir.join("markers").display().to_string()),
         ("W_KEYS", plan.keys.to_string()),
         ("W_SEED", plan.seed.to_string()),
+        ("W_CLI", u8::from(plan.cli).to_string()),
     ]
 }
 
@@ -536,6 +689,7 @@ fn contending_processes_never_overlap_even_when_holders_die_mid_tenure() {
         renew: false,
         force: false,
         seed: seed(),
+        cli: false,
     };
     let r = run(plan);
     assert_clean(&r, &plan);
@@ -547,15 +701,7 @@ fn contending_processes_never_overlap_even_when_holders_die_mid_tenure() {
 
 #[test]
 fn renewals_and_operator_force_releases_never_let_two_live_holders_overlap() {
-    let plan = Plan {
-        workers: 6,
-        rounds: 20,
-        keys: 2,
-        die_pct: 5,
-        renew: true,
-        force: true,
-        seed: seed() + 1,
-    };
+    let plan = Plan::everything(6, 20, 5, seed() + 1, false);
     let r = run(plan);
     assert_clean(&r, &plan);
     assert!(
@@ -575,6 +721,7 @@ fn sixteen_processes_by_two_hundred_rounds_keep_mutual_exclusion() {
         renew: false,
         force: false,
         seed: seed(),
+        cli: false,
     };
     assert_clean(&run(plan), &plan);
 }
@@ -582,15 +729,7 @@ fn sixteen_processes_by_two_hundred_rounds_keep_mutual_exclusion() {
 #[test]
 #[ignore = "heavy: run with --ignored for the README figures (16 x 200 with renewals and force-release)"]
 fn sixteen_processes_by_two_hundred_rounds_with_renewals_and_force_release() {
-    let plan = Plan {
-        workers: 16,
-        rounds: 200,
-        keys: 4,
-        die_pct: 3,
-        renew: true,
-        force: true,
-        seed: seed() + 1,
-    };
+    let plan = Plan::everything(16, 200, 3, seed() + 1, false);
     assert_clean(&run(plan), &plan);
 }
 
@@ -656,4 +795,18 @@ fn a_release_racing_a_force_release_never_deletes_the_next_holders_claim() {
     eprintln!("{held} newcomer tenures against {releases} racing releases, {stolen} stolen");
     assert_eq!(stolen, 0, "a release deleted a claim it did not hold");
     assert!(held > 0 && releases > 0);
+}
+
+#[test]
+fn the_real_binary_keeps_mutual_exclusion_with_deaths_renewals_and_force_release() {
+    let plan = Plan::everything(6, 20, 5, seed() + 2, true);
+    let r = run(plan);
+    assert_clean(&r, &plan);
+}
+
+#[test]
+#[ignore = "heavy: run with --ignored for the README figures (16 claimtop-driving processes x 200 rounds)"]
+fn sixteen_processes_driving_the_binary_by_two_hundred_rounds_keep_mutual_exclusion() {
+    let plan = Plan::everything(16, 200, 3, seed() + 3, true);
+    assert_clean(&run(plan), &plan);
 }
