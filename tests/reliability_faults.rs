@@ -398,11 +398,17 @@ fn deleting_the_claims_dir_over_and_over_under_busy_workers_never_panics_or_tear
         }
     }
     assert!(total_ok > 0);
-    // Once the deleting stops, the root works again.
+    // Once the deleting stops, the root works again, and nothing was left
+    // half-done in it.
     assert!(matches!(
         acquire(&root, "k", "after", &AcquireOpts::default()),
         Ok(AcquireOutcome::Acquired { .. })
     ));
+    assert!(
+        litter(&root.claims_dir()).is_empty(),
+        "{:?}",
+        litter(&root.claims_dir())
+    );
 }
 
 fn emit_n(log: &Path, from: u64, n: u64) {
