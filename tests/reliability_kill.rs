@@ -348,8 +348,8 @@ fn library_kills(n: usize, seed: u64) -> Tally {
     )
 }
 
-/// The real binary: one command per process, killed at a random instant of
-/// its short life. Claims are bound to a stand-in process that dies with
+/// The real binary: one command per process (the verbs, `doctor --fix`,
+/// `list`), killed at a random instant of its short life. Claims are bound to a stand-in process that dies with
 /// each round, so what the commands leave is stale, as after a crash.
 fn cli_kills(n: usize, seed: u64) -> Tally {
     use std::cell::RefCell;
@@ -364,7 +364,9 @@ fn cli_kills(n: usize, seed: u64) -> Tally {
         let key = format!("k{}", rng.below(KEYS));
         let pid = owner.borrow().id().to_string();
         let holder = format!("cli-{}", rng.below(3));
-        let args: Vec<&str> = match rng.below(6) {
+        let args: Vec<&str> = match rng.below(8) {
+            6 => vec!["doctor", "--fix"],
+            7 => vec!["list"],
             0 | 1 => vec!["acquire", &key, "--holder", &holder, "--pid", &pid],
             2 => vec![
                 "acquire", &key, "--holder", &holder, "--ttl", "1h", "--pid", &pid,
