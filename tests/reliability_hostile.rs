@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
 
@@ -144,30 +144,34 @@ fn hostile_root() -> (tempfile::TempDir, Root, Vec<String>) {
 }
 
 fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
-    let mut child = Command::new(BIN)
-        .arg("--root")
-        .arg(root)
-        .args(args)
-        .env("HOME", root)
-        .env_remove("FNO_CLAIMS_ROOT")
-        .env("TERM", "xterm-256color")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
+    let child = spawn_retrying(
+        Command::new(BIN)
+            .arg("--root")
+            .arg(root)
+            .args(args)
+            .env("HOME", root)
+            .env_remove("FNO_CLAIMS_ROOT")
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
+    // Drain the pipes while waiting (a big output would otherwise block the
+    // child on a full pipe), under a watchdog: a hang is the failure here.
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) on the child we spawned.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
             panic!("claimtop {args:?} hung");
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
+    };
     (out.stdout, out.stderr, out.status.code())
 }
 

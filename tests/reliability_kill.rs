@@ -375,17 +375,18 @@ fn cli_kills(n: usize, seed: u64) -> Tally {
             4 => vec!["force-release", &key, "--allow-live"],
             _ => vec!["renew", &key, "--holder", &holder, "--ttl", "1h"],
         };
-        std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
-            .arg("--root")
-            .arg(dir)
-            .args(&args)
-            .env_remove("FNO_CLAIMS_ROOT")
-            .env("HOME", dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
+        spawn_retrying(
+            std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
+                .arg("--root")
+                .arg(dir)
+                .args(&args)
+                .env_remove("FNO_CLAIMS_ROOT")
+                .env("HOME", dir)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        )
+        .unwrap()
     };
     let mut between = || {
         let mut old = owner.replace(sleeper());

@@ -221,15 +221,20 @@ impl Ops {
 
     /// Run `claimtop --json` with `args`: exit code and parsed stdout.
     fn cli(&self, args: &[&str]) -> Result<(i32, Value), String> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
-            .arg("--root")
-            .arg(&self.root.root)
-            .args(args)
-            .arg("--json")
-            .env_remove("FNO_CLAIMS_ROOT")
-            .env("HOME", &self.root.root)
-            .output()
-            .map_err(|e| format!("spawn claimtop: {e}"))?;
+        let out = spawn_retrying(
+            std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
+                .arg("--root")
+                .arg(&self.root.root)
+                .args(args)
+                .arg("--json")
+                .env_remove("FNO_CLAIMS_ROOT")
+                .env("HOME", &self.root.root)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .and_then(|c| c.wait_with_output())
+        .map_err(|e| format!("spawn claimtop: {e}"))?;
         let code = out.status.code().unwrap_or(-1);
         let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         if code == 1 || code == 2 || code == -1 || code == 101 {

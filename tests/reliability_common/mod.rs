@@ -201,3 +201,22 @@ pub fn dead_pid() -> u32 {
     c.wait().unwrap();
     pid
 }
+
+/// Spawn `cmd`, riding out the moment a concurrent `cargo build` replaces
+/// the binary (the path briefly does not exist, or is busy being written).
+pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if tries < 100
+                    && (e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ETXTBSY)) =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
