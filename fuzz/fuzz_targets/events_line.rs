@@ -9,6 +9,13 @@ fuzz_target!(|data: &[u8]| {
     let line = String::from_utf8_lossy(data);
     if let Ok(ev) = parse_event(&line) {
         assert!(ev.value().get("type").is_some_and(|t| t.is_string()));
-        let _ = (ev.kind(), ev.ts(), ev.source(), ev.key(), ev.holder(), ev.data());
+        let _ = (
+            ev.kind(),
+            ev.ts(),
+            ev.source(),
+            ev.key(),
+            ev.holder(),
+            ev.data(),
+        );
     }
 });
