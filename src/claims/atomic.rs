@@ -214,7 +214,7 @@ fn archive_name(stem: &str, stamp: i64) -> String {
 }
 
 /// rename(2) that fails with EEXIST instead of replacing the target.
-fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::ffi::OsStrExt;

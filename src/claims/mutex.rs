@@ -86,32 +86,55 @@ fn read_owner(dir: &Path) -> String {
 
 /// Stamp right after mkdir. A crash between the two leaves an owner-less dir,
 /// which the age gate steals like any other corpse.
-fn stamp(dir: &Path) -> DirMutex {
-    let mut token = owner_token();
-    if let Err(e) = std::fs::write(dir.join("owner"), &token) {
-        warn(&format!(
-            "could not stamp mutex owner in {}: {e}",
-            dir.display()
-        ));
-        // On a full disk mkdir succeeds but the write does not. Keeping the
-        // unwritten token would make our own release see a stranger's dir
-        // and leave it: a corpse blocking the key for 120 s. Hold it as
-        // owner-less instead (the empty owner file or none reads as ""), so
-        // release still removes it; nobody else may touch a young dir.
-        let _ = std::fs::remove_file(dir.join("owner"));
-        token = String::new();
-    }
-    DirMutex {
+///
+/// None when the dir we made is no longer ours to stamp: a stealer moved it
+/// away between our mkdir and now (ENOENT), or it was replaced and its new
+/// holder stamped first (EEXIST). Writing through O_TRUNC there would put our
+/// token into a stranger's mutex and leave two holders.
+fn stamp(dir: &Path) -> Option<DirMutex> {
+    use std::io::Write;
+    let token = owner_token();
+    let owner = dir.join("owner");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&owner)
+        .and_then(|mut f| f.write_all(token.as_bytes()));
+    let token = match written {
+        Ok(()) => token,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
+            ) =>
+        {
+            return None
+        }
+        Err(e) => {
+            warn(&format!(
+                "could not stamp mutex owner in {}: {e}",
+                dir.display()
+            ));
+            // On a full disk mkdir succeeds but the write does not. Keeping
+            // the unwritten token would make our own release see a
+            // stranger's dir and leave it: a corpse blocking the key for
+            // 120 s. Hold it as owner-less instead (no owner file reads as
+            // ""), so release still removes it; nobody may touch a young dir.
+            let _ = std::fs::remove_file(&owner);
+            String::new()
+        }
+    };
+    Some(DirMutex {
         dir: dir.to_path_buf(),
         token,
-    }
+    })
 }
 
 /// One attempt: `Ok(Some)` acquired, `Ok(None)` held by someone, `Err` when
 /// mkdir fails for another reason (missing parent, permissions).
 pub fn try_lock(dir: &Path) -> std::io::Result<Option<DirMutex>> {
     match std::fs::create_dir(dir) {
-        Ok(()) => Ok(Some(stamp(dir))),
+        Ok(()) => Ok(stamp(dir)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
         Err(e) => Err(e),
     }
@@ -194,12 +217,25 @@ pub fn steal_if_stale(dir: &Path) -> bool {
     // what we then move is a LIVE lock.
     let before_token = read_owner(dir);
     let reaped = reap_name(dir);
+    // Re-check the one we aged is still there, as close to the rename as we
+    // can: another stealer may have cleared it and a fresh holder made a new
+    // dir while we read the token, and moving a live dir - even to put it
+    // back - opens a gap in which a third process can mkdir.
+    if !same_corpse(dir, &before) {
+        return false;
+    }
     match std::fs::rename(dir, &reaped) {
         Ok(()) => {
             let after = read_owner(&reaped);
-            // An empty owner is a pre-token corpse (or a crash before stamping).
-            if !(after.is_empty() || after == before_token) {
-                if std::fs::rename(&reaped, dir).is_err() {
+            // An empty owner is a pre-token corpse (or a crash before
+            // stamping) - but also a fresh holder between its mkdir and its
+            // stamp, swapped in after our age check. The corpse we aged is
+            // still old; a dir young enough to be honest is not it.
+            let still_old = self::age(&reaped).is_some_and(|a| a > STALE_MUTEX_STEAL);
+            if !still_old || !(after.is_empty() || after == before_token) {
+                // NOREPLACE: a dir made at the path meanwhile must not be
+                // swapped out by the put-back.
+                if super::atomic::rename_noreplace(&reaped, dir).is_err() {
                     warn(&format!(
                         "stole a live mutex at {} and could not restore it",
                         dir.display()
@@ -219,6 +255,13 @@ pub fn steal_if_stale(dir: &Path) -> bool {
             false
         }
     }
+}
+
+fn same_corpse(dir: &Path, aged: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).is_ok_and(|now| {
+        now.ino() == aged.ino() && now.dev() == aged.dev() && now.mtime() == aged.mtime()
+    })
 }
 
 /// Unique per attempt: a reap dir left behind by a failed cleanup must not
