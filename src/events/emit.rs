@@ -6,6 +6,7 @@ use crate::claims::ClaimRecord;
 use crate::diag::warn;
 use serde_json::{json, Map, Value};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -75,9 +76,13 @@ pub fn append_event(path: &Path, event: &Value, budget: Duration) -> Result<(), 
     // respect to other appenders even if one of them ignores the mutex.
     let mut line = event.to_string();
     line.push('\n');
+    // O_NOFOLLOW: a symlink planted as the log would make every claim
+    // operation append to a file outside the root. O_NONBLOCK: a FIFO there
+    // must not hang an acquire; the append then fails and is logged.
     let res = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .and_then(|mut f| f.write_all(line.as_bytes()))
         .map_err(|source| EmitError::Io {
@@ -177,6 +182,20 @@ mod tests {
         let r = append_event(&path, &json!({}), Duration::from_millis(300));
         assert!(matches!(r, Err(EmitError::LockTimeout(_))));
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_symlink_planted_as_the_log_is_not_followed() {
+        let td = TempDir::new().unwrap();
+        let outside = TempDir::new().unwrap();
+        let target = outside.path().join("victim");
+        std::fs::write(&target, "untouched\n").unwrap();
+        let path = events_path(Some(td.path()));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(append_event(&path, &json!({"type": "x"}), EVENTS_LOCK_BUDGET).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
+        assert!(!events_mutex_path(&path).exists(), "mutex left behind");
     }
 
     #[test]
