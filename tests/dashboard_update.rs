@@ -124,6 +124,30 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
 }
 
 #[test]
+fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    let soon = status_of(&root, rec("soon", "pty:w", DEAD, MIN, Some(30_000)));
+    let later = status_of(&root, rec("later", "pty:w", DEAD, MIN, Some(90_000)));
+    apply_sweep(&mut app, sweep_of(&root, vec![soon, later], vec![]));
+    // The first tick after a sweep re-judges everything; nothing moves yet.
+    update(&mut app, Action::Tick(NOW + 1_000));
+    assert_eq!(app.live.counts.suspect, 2);
+    assert_eq!(row_keys(&app), ["later", "soon"]);
+    update(&mut app, Action::Tick(NOW + 31_000));
+    assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
+    assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
+    // Moved alone to its sorted place: stale sorts above suspect.
+    assert_eq!(row_keys(&app), ["soon", "later"]);
+    assert_eq!((app.live.counts.stale, app.live.counts.suspect), (1, 1));
+    update(&mut app, Action::Tick(NOW + 60_000));
+    assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
+    update(&mut app, Action::Tick(NOW + 91_000));
+    assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
+    assert_eq!(app.live.counts.stale, 2);
+}
+
+#[test]
 fn a_tick_that_changes_no_visible_cell_asks_for_no_redraw() {
     let root = fixed_root();
     let mut app = app_at(root.clone());
@@ -168,6 +192,67 @@ fn the_reason_of_whichever_claim_is_selected_reads_at_the_current_clock() {
     // the one it had when it was read.
     update(&mut app, key('j'));
     assert!(why(&app).contains("expires in 30m00s"), "{}", why(&app));
+}
+
+/// pid 4242, alive until the test says otherwise.
+static HOLDER_STATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+const HOLDER: i32 = 4242;
+fn changing_probe(pid: i32) -> Option<i64> {
+    match (pid, HOLDER_STATE.load(std::sync::atomic::Ordering::SeqCst)) {
+        (HOLDER, 0) => Some(NOW - 60 * MIN),
+        (p, _) => probe(p),
+    }
+}
+
+#[test]
+fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let root = fixed_root();
+    let mut app =
+        claimtop::dashboard::App::with_identity(opts(root.clone()), NOW, me(), changing_probe);
+    // Judged with the fixed world's probe (HOLDER unknown there: Stale);
+    // the first tick re-judges with the model's own.
+    let statuses = vec![
+        status_of(&root, rec("a", "pty:w", HOLDER, MIN, None)),
+        status_of(&root, rec("b", "pty:w", HOLDER, MIN, None)),
+    ];
+    HOLDER_STATE.store(0, SeqCst);
+    apply_sweep(&mut app, sweep_of(&root, statuses, vec![]));
+    update(&mut app, Action::Tick(NOW + 1_000));
+    assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
+    update(&mut app, Action::Tick(NOW + 2_000));
+    assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
+
+    HOLDER_STATE.store(1, SeqCst); // the holder dies
+    assert!(update(&mut app, Action::Tick(NOW + 3_000)));
+    assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
+    assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
+    assert_eq!(app.live.counts.stale, 2);
+}
+
+#[test]
+fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
+    use claimtop::dashboard::app::PID_RECHECK_MS;
+    fn reused_probe(pid: i32) -> Option<i64> {
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        // Alive throughout; after the first few reads it is another process.
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        match pid {
+            HOLDER if n < 2 => Some(NOW - 60 * MIN),
+            HOLDER => Some(NOW + MIN),
+            p => probe(p),
+        }
+    }
+    let root = fixed_root();
+    let mut app =
+        claimtop::dashboard::App::with_identity(opts(root.clone()), NOW, me(), reused_probe);
+    let s = status_of(&root, rec("a", "pty:w", HOLDER, MIN, None));
+    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
+    update(&mut app, Action::Tick(NOW + 1_000)); // full re-judgement: still the old process
+    assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
+    // Existence checks alone cannot see the swap; the periodic re-read does.
+    update(&mut app, Action::Tick(NOW + 1_000 + PID_RECHECK_MS));
+    assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
 }
 
 // ------------------------------------------------------------ navigation, sort, filter

@@ -223,6 +223,16 @@ impl Classifier {
         self.pids.clear();
     }
 
+    /// Seed the pid cache with a fact learned earlier, so it is not probed.
+    pub fn know(&mut self, pid: i32, started: Option<i64>) {
+        self.pids.insert(pid, started);
+    }
+
+    /// Every pid fact gathered so far: (pid, start time if alive).
+    pub fn known_pids(&self) -> impl Iterator<Item = (i32, Option<i64>)> + '_ {
+        self.pids.iter().map(|(p, s)| (*p, *s))
+    }
+
     fn start_time(&mut self, pid: i32) -> Option<i64> {
         let probe = self.probe;
         *self.pids.entry(pid).or_insert_with(|| probe(pid))

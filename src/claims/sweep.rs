@@ -69,6 +69,17 @@ impl Counts {
             ClaimState::Free => {}
         }
     }
+
+    pub fn remove(&mut self, s: ClaimState) {
+        let n = match s {
+            ClaimState::Live => &mut self.live,
+            ClaimState::Suspect => &mut self.suspect,
+            ClaimState::Stale => &mut self.stale,
+            ClaimState::Corrupted => &mut self.corrupted,
+            ClaimState::Free => return,
+        };
+        *n = n.saturating_sub(1);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

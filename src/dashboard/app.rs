@@ -13,8 +13,8 @@ use crate::claims::{
     Locality, Root, Status,
 };
 use crate::events::tail::Line;
-use std::cmp::Ordering;
-use std::collections::{HashMap, VecDeque};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -48,6 +48,22 @@ impl ClaimSet {
         self.by_path.get(path)
     }
 
+    /// Re-judge the claim at `path` in place, keeping the counts current
+    /// without a recount; true when its state or locality moved.
+    pub fn rejudge(&mut self, path: &Path, judge: impl FnOnce(&mut Status) -> bool) -> bool {
+        let Some(s) = self.by_path.get_mut(path) else {
+            return false;
+        };
+        let (old_state, old_hazards) = (s.state, item_hazard_count(s));
+        if !judge(s) {
+            return false;
+        }
+        self.counts.remove(old_state);
+        self.counts.add(s.state);
+        self.item_hazards = self.item_hazards + item_hazard_count(s) - old_hazards;
+        true
+    }
+
     pub fn len(&self) -> usize {
         self.by_path.len()
     }
@@ -66,6 +82,38 @@ fn item_hazard_count(s: &Status) -> usize {
     let unverifiable = s.state == ClaimState::Corrupted
         || (s.locality == Some(Locality::Other) && s.record.is_some());
     usize::from(misnamed) + usize::from(unverifiable)
+}
+
+/// A holder pid as last seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PidWatch {
+    /// Start time when alive; None once gone.
+    pub started: Option<i64>,
+    /// When the start time was last read.
+    pub checked: i64,
+}
+
+/// What one tick must re-judge.
+#[derive(Debug, PartialEq)]
+pub enum TickPlan {
+    Nothing,
+    /// These claims' TTLs crossed the clock.
+    Expired(Vec<Arc<Path>>),
+    All,
+}
+/// How often a still-existing pid's start time is re-read, to catch a pid
+/// that died and was reused between two ticks.
+pub const PID_RECHECK_MS: i64 = 30_000;
+
+/// Does `pid` name a process? kill(pid, 0) sends nothing; EPERM means it
+/// exists under another user.
+fn pid_exists(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 performs only the existence and permission checks.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// What the view showed when `p` was pressed.
@@ -536,6 +584,15 @@ pub struct App {
     pub now: i64,
     identity: LocalIdentity,
     probe: fn(i32) -> Option<i64>,
+    /// Cheap "does this pid exist" check (kill 0); None asks `probe`.
+    signal: Option<fn(i32) -> bool>,
+    /// Holder pids as of the last full re-judgement of every claim.
+    pub(crate) pid_watch: HashMap<i32, PidWatch>,
+    /// TTL expiries still ahead as of that re-judgement, soonest first: a
+    /// claim whose TTL crosses the clock is re-judged on its own.
+    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    /// Claims changed since the last full re-judgement.
+    pub(crate) rejudge_all: bool,
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
@@ -577,7 +634,10 @@ pub struct App {
 impl App {
     /// A model for this machine's identity and process table.
     pub fn new(opts: Options, now: i64) -> App {
-        App::with_identity(opts, now, LocalIdentity::current(), process_create_time_ms)
+        let mut app =
+            App::with_identity(opts, now, LocalIdentity::current(), process_create_time_ms);
+        app.signal = Some(pid_exists);
+        app
     }
 
     /// A model that classifies with an injected identity and pid probe
@@ -598,6 +658,10 @@ impl App {
             operator: operator_id(&identity),
             identity,
             probe,
+            signal: None,
+            pid_watch: HashMap::new(),
+            expiries: BinaryHeap::new(),
+            rejudge_all: true,
             live: ClaimSet::default(),
             frozen: None,
             sweep_hazards: Vec::new(),
@@ -627,6 +691,97 @@ impl App {
     /// A classifier at the model's clock.
     pub fn classifier(&self) -> Classifier {
         Classifier::with(self.now, self.identity.clone(), self.probe)
+    }
+
+    /// What a tick at `now` has to re-judge.
+    ///
+    /// Nothing while no TTL has crossed `now` and every holder pid that was
+    /// alive still exists (and, every [`PID_RECHECK_MS`], still has the start
+    /// time it had): one `kill(pid, 0)` per distinct live holder instead of
+    /// re-judging every claim, so an idle dashboard over 10 000 claims mostly
+    /// sleeps. A TTL crossing re-judges that claim alone; a pid change or a
+    /// claim read since, everything. A dead pid stays not-alive for every
+    /// claim that named it (a reused pid started after those claims); a new
+    /// claim arrives through a file change, which forces the full pass.
+    pub fn tick_plan(&mut self, now: i64) -> TickPlan {
+        if self.rejudge_all {
+            return TickPlan::All;
+        }
+        let (probe, signal) = (self.probe, self.signal);
+        let mut unchanged = true;
+        for (pid, w) in self.pid_watch.iter_mut() {
+            if w.started.is_none() {
+                continue;
+            }
+            let exists = signal.map_or_else(|| probe(*pid).is_some(), |f| f(*pid));
+            if !exists {
+                w.started = None;
+                unchanged = false;
+            } else if now - w.checked >= PID_RECHECK_MS {
+                let started = probe(*pid);
+                w.checked = now;
+                unchanged &= started == w.started;
+                w.started = started;
+            }
+        }
+        if !unchanged {
+            return TickPlan::All;
+        }
+        let mut due = Vec::new();
+        while let Some(Reverse((exp, _))) = self.expiries.peek() {
+            if *exp > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.expiries.pop() {
+                due.push(path);
+            }
+        }
+        if due.is_empty() {
+            TickPlan::Nothing
+        } else {
+            TickPlan::Expired(due)
+        }
+    }
+
+    /// A classifier at the model's clock that already knows the watched
+    /// pids, so re-judging a few claims probes nothing.
+    pub fn classifier_with_known_pids(&self) -> Classifier {
+        let mut c = self.classifier();
+        for (pid, w) in &self.pid_watch {
+            c.know(*pid, w.started);
+        }
+        c
+    }
+
+    /// Remember what a full re-judgement learned: its pid facts and the
+    /// expiries still ahead.
+    pub fn remember_judgement(&mut self, c: &Classifier, now: i64) {
+        self.pid_watch = c
+            .known_pids()
+            .map(|(pid, started)| {
+                (
+                    pid,
+                    PidWatch {
+                        started,
+                        checked: now,
+                    },
+                )
+            })
+            .collect();
+        self.expiries = self
+            .live
+            .by_path
+            .iter()
+            .filter_map(|(p, s)| Some((s.record.as_ref()?.expires_at?, p)))
+            .filter(|(e, _)| *e > now)
+            .map(|(e, p)| Reverse((e, p.clone())))
+            .collect();
+        self.rejudge_all = false;
+    }
+
+    /// Claims changed: the next tick re-judges every one.
+    pub fn claims_changed(&mut self) {
+        self.rejudge_all = true;
     }
 
     /// Re-word the selected claim's reason at the shown clock.
@@ -709,6 +864,41 @@ impl App {
             rows.reverse();
         }
         self.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
+        if let Some(p) = keep {
+            if let Some(i) = self.rows.iter().position(|r| *r == p) {
+                self.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+
+    /// Move just these claims to their sorted places, when only they changed
+    /// (a TTL crossing): a full rebuild re-sorts every row, which over
+    /// 10 000 claims costs milliseconds a tick.
+    pub fn reposition_rows(&mut self, moved: &[Arc<Path>]) {
+        if self.frozen.is_some() {
+            return;
+        }
+        let keep = self.rows.get(self.selected).cloned();
+        self.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (self.sort.column, self.sort.reverse);
+        for p in moved {
+            let Some(s) = self.live.get(p).filter(|s| self.filter.matches(s)) else {
+                continue;
+            };
+            let live = &self.live;
+            let pos = self.rows.partition_point(|r| {
+                live.get(r).is_some_and(|other| {
+                    let ord = compare(col, other, s);
+                    if reverse {
+                        ord == Ordering::Greater
+                    } else {
+                        ord == Ordering::Less
+                    }
+                })
+            });
+            self.rows.insert(pos, Arc::clone(p));
+        }
         if let Some(p) = keep {
             if let Some(i) = self.rows.iter().position(|r| *r == p) {
                 self.selected = i;

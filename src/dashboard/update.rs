@@ -6,12 +6,12 @@
 use super::action::{Action, ForceOptsShown, Op, OpResult};
 use super::app::{
     AcquireForm, App, ClaimSet, Dialog, EventRow, Filter, ForceConfirm, Frozen, Level, Overlay,
-    RenewForm,
+    RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
 use crate::claims::sweep::{entry_kind, key_of_lockfile, sweep_with, EntryKind};
-use crate::claims::{parse_ttl_ms, ClaimState, HazardKind, Status};
+use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use std::collections::hash_map::DefaultHasher;
@@ -85,6 +85,7 @@ pub fn on_fs_changed(app: &mut App, paths: &[PathBuf]) -> bool {
                     continue;
                 };
                 app.reads += 1;
+                app.claims_changed();
                 let s = Status::of_file(&key, path, &mut c);
                 changed |= put(&mut app.live, path, s);
             }
@@ -146,6 +147,7 @@ pub fn on_rescan(app: &mut App) -> bool {
 /// Replace the live claims and hazards with a sweep's.
 pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
     app.reads += sweep.claims.len() as u64;
+    app.claims_changed();
     let mut set = ClaimSet::default();
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
@@ -207,31 +209,55 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    let mut c = app.classifier();
-    let mut state_changed = false;
-    // State only: wording 10 000 reasons a second was most of an idle
-    // dashboard's CPU. A claim whose state moved is re-worded at once (its
-    // old reason now contradicts it); the selected one is re-worded below.
-    for s in app.live.by_path.values_mut() {
-        let Some(rec) = &s.record else { continue };
-        let (state, locality) = c.state(rec);
-        if state != s.state || Some(locality) != s.locality {
-            state_changed = true;
-            let v = c.verdict(rec);
-            s.state = v.state;
-            s.why = v.why;
-            s.locality = Some(v.locality);
+    match app.tick_plan(now) {
+        TickPlan::Nothing => {}
+        TickPlan::Expired(paths) => {
+            let mut c = app.classifier_with_known_pids();
+            let moved: Vec<_> = paths
+                .into_iter()
+                .filter(|p| app.live.rejudge(p, |s| rejudge(&mut c, s)))
+                .collect();
+            if !moved.is_empty() && !app.paused() {
+                app.reposition_rows(&moved);
+                scroll_into_view(app);
+            }
         }
-    }
-    if state_changed {
-        app.live.recount();
-        if !app.paused() {
-            app.rebuild_rows();
-            scroll_into_view(app);
+        TickPlan::All => {
+            let mut c = app.classifier();
+            let mut changed = false;
+            for s in app.live.by_path.values_mut() {
+                changed |= rejudge(&mut c, s);
+            }
+            app.remember_judgement(&c, now);
+            if changed {
+                app.live.recount();
+                if !app.paused() {
+                    app.rebuild_rows();
+                    scroll_into_view(app);
+                }
+            }
         }
     }
     app.refresh_selected_why();
     visible_signature(app) != before
+}
+
+/// Re-judge one claim; true when its state or locality moved.
+///
+/// State only: wording 10 000 reasons a second was most of an idle
+/// dashboard's CPU. A claim whose state moved is re-worded at once (its old
+/// reason now contradicts it); the selected one is re-worded by the caller.
+fn rejudge(c: &mut Classifier, s: &mut Status) -> bool {
+    let Some(rec) = &s.record else { return false };
+    let (state, locality) = c.state(rec);
+    if state == s.state && Some(locality) == s.locality {
+        return false;
+    }
+    let v = c.verdict(rec);
+    s.state = v.state;
+    s.why = v.why;
+    s.locality = Some(v.locality);
+    true
 }
 
 /// A digest of everything time can change on screen: the clock's minute,
