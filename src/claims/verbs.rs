@@ -774,6 +774,29 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
     result
 }
 
+/// The operator's compare-before-acting guard: why the file is no longer
+/// the claim they looked at, if it is not.
+fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option<String> {
+    let checks: [(&str, Option<String>, fn(&ClaimRecord) -> String); 2] = [
+        ("holder", opts.expect_holder.clone(), |r| r.holder.clone()),
+        (
+            "acquired_at",
+            opts.expect_acquired_at.map(|a| a.to_string()),
+            |r| r.acquired_at.to_string(),
+        ),
+    ];
+    checks.into_iter().find_map(|(field, want, actual)| {
+        let want = want?;
+        match previous.map(actual) {
+            Some(now) if now == want => None,
+            Some(now) => Some(format!(
+                "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
+            )),
+            None => Some(format!("expected {field} {want:?} but the file is corrupted")),
+        }
+    })
+}
+
 fn force_release_locked(
     root: &Root,
     key: &str,
@@ -793,37 +816,8 @@ fn force_release_locked(
         }
         Err(ReadError::Corrupted { reason, .. }) => (None, None, ClaimState::Corrupted, reason),
     };
-    if let Some(want) = &opts.expect_holder {
-        match &previous {
-            Some(rec) if &rec.holder == want => {}
-            Some(rec) => {
-                return refuse(format!(
-                "holder is now {:?}, not the expected {want:?} (released and re-acquired since?)",
-                rec.holder
-            ))
-            }
-            None => {
-                return refuse(format!(
-                    "expected holder {want:?} but the file is corrupted"
-                ))
-            }
-        }
-    }
-    if let Some(want) = opts.expect_acquired_at {
-        match &previous {
-            Some(rec) if rec.acquired_at == want => {}
-            Some(rec) => {
-                return refuse(format!(
-                    "acquired_at is now {}, not the expected {want} (re-acquired since?)",
-                    rec.acquired_at
-                ))
-            }
-            None => {
-                return refuse(format!(
-                    "expected acquired_at {want} but the file is corrupted"
-                ))
-            }
-        }
+    if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
+        return refuse(why_not);
     }
     if state == ClaimState::Live && !opts.allow_live {
         return refuse(format!("the claim is live ({why}); --allow-live overrides"));
