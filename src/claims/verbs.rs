@@ -777,7 +777,8 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
 /// The operator's compare-before-acting guard: why the file is no longer
 /// the claim they looked at, if it is not.
 fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option<String> {
-    let checks: [(&str, Option<String>, fn(&ClaimRecord) -> String); 2] = [
+    type Field = fn(&ClaimRecord) -> String;
+    let checks: [(&str, Option<String>, Field); 2] = [
         ("holder", opts.expect_holder.clone(), |r| r.holder.clone()),
         (
             "acquired_at",
