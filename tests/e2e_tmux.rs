@@ -304,6 +304,42 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
     });
 
     tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+}
+
+#[test]
+fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
+    if let Err(why) = Tmux::available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
+        }
+        eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
+        return;
+    }
+    let td = tempfile::TempDir::new().unwrap();
+    let tmux = Tmux::start();
+    tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "{} --root {}; echo EXIT=$?",
+        shell_quote(Path::new(BIN)),
+        shell_quote(td.path())
+    ));
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    let shell: u32 = tmux.pane_var("pane_pid").parse().expect("pane pid");
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let dashboard: i32 = children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the dashboard's pid");
+    // SAFETY: sending a signal to a pid we just read; no memory involved.
+    assert_eq!(unsafe { libc::kill(dashboard, libc::SIGTERM) }, 0);
+    assert_clean_exit(&tmux);
+}
+
+/// The dashboard exited 0 and left the terminal as it found it.
+fn assert_clean_exit(tmux: &Tmux) {
     let screen = tmux.wait_for("the shell after quitting", |s| exit_status(s).is_some());
     assert_eq!(
         exit_status(&screen).as_deref(),
