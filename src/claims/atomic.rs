@@ -3,6 +3,7 @@
 //! `.expired/`, never unlink).
 
 use super::{ClaimError, EXPIRED_SUBDIR};
+use std::io::ErrorKind;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,19 +58,20 @@ fn write_new(tmp: &Path, content: &[u8]) -> std::io::Result<()> {
 pub fn create_exclusive(path: &Path, content: &[u8]) -> Result<(), CreateError> {
     let Some(parent) = path.parent() else {
         return Err(CreateError::Io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
+            ErrorKind::InvalidInput,
             "claim path has no parent",
         )));
     };
-    match create_via_link(parent, path, content) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let first = create_via_link(parent, path, content);
+    match first {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
             std::fs::create_dir_all(parent).map_err(CreateError::Io)?;
             create_via_link(parent, path, content)
         }
         other => other,
     }
     .map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
+        if e.kind() == ErrorKind::AlreadyExists {
             CreateError::AlreadyHeld
         } else {
             CreateError::Io(e)
@@ -104,7 +106,7 @@ fn create_via_link(parent: &Path, path: &Path, content: &[u8]) -> std::io::Resul
 pub fn replace(path: &Path, content: &[u8]) -> std::io::Result<()> {
     let Some(parent) = path.parent() else {
         return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
+            ErrorKind::InvalidInput,
             "claim path has no parent",
         ));
     };
@@ -141,9 +143,9 @@ pub fn expired_dir(claims_dir: &Path) -> Result<PathBuf, ClaimError> {
             path: dir,
             why: "the archive dir is not a real directory (symlink or file)".into(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&dir) {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => match std::fs::create_dir(&dir) {
             Ok(()) => Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => expired_dir(claims_dir),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => expired_dir(claims_dir),
             Err(e) => Err(ClaimError::io("create archive dir", dir, e)),
         },
         Err(e) => Err(ClaimError::io("stat archive dir", dir, e)),
@@ -158,14 +160,18 @@ pub fn expired_dir(claims_dir: &Path) -> Result<PathBuf, ClaimError> {
 /// rename the archived bytes are compared, and a changed file is put back with
 /// `link(2)` (never a rename, which could clobber a claim created meanwhile).
 pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archived, ClaimError> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
-    else {
+    let name = path.file_name().and_then(std::ffi::OsStr::to_str);
+    let (Some(parent), Some(name)) = (path.parent(), name) else {
         return Err(ClaimError::Unsafe {
             path: path.to_path_buf(),
             why: "not a lockfile path".into(),
         });
     };
-    let stem = name.strip_suffix(".lock").unwrap_or(name);
+    // Once: the key "a.lock" lives in "a.lock.lock".
+    let stem = match name.strip_suffix(".lock") {
+        Some(stem) => stem,
+        None => name,
+    };
     let dir = expired_dir(parent)?;
     // Same key archived twice within one millisecond must not overwrite the
     // first archive: bump the stamp instead of clobbering the forensic trail.
@@ -174,8 +180,8 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
         let target = dir.join(archive_name(stem, stamp));
         match rename_noreplace(path, &target) {
             Ok(()) => break target,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Archived::Gone),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && stamp < now_ms + 1000 => {
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(Archived::Gone),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && stamp < now_ms + 1000 => {
                 stamp += 1;
             }
             Err(e) => return Err(ClaimError::io("archive", path, e)),
@@ -187,7 +193,7 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
     match std::fs::read(&target) {
         Ok(now) if now == judged => Ok(Archived::To(target)),
         // A directory or other oddity archived as-is cannot be compared.
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(Archived::To(target)),
+        Err(e) if e.kind() == ErrorKind::IsADirectory => Ok(Archived::To(target)),
         _ => match std::fs::hard_link(&target, path) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&target);
@@ -219,9 +225,9 @@ pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     {
         use std::os::unix::ffi::OsStrExt;
         let f = std::ffi::CString::new(from.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
         let t = std::ffi::CString::new(to.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
         // SAFETY: both are valid NUL-terminated paths.
         let rc = unsafe {
             libc::renameat2(
@@ -242,7 +248,7 @@ pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
         }
     }
     if std::fs::symlink_metadata(to).is_ok() {
-        return Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+        return Err(std::io::Error::from(ErrorKind::AlreadyExists));
     }
     std::fs::rename(from, to)
 }

@@ -77,14 +77,12 @@ pub fn decode_key(stem: &str) -> String {
 
 /// Prefixes whose identifier is globally unique: these keys coordinate across
 /// worktrees and repos through the global root, never a cwd-local one.
-const GLOBAL_ID_PREFIXES: &[&str] = &["node", "dispatch", "reconcile", "session"];
+const GLOBAL_ID_PREFIXES: [&str; 4] = ["node", "dispatch", "reconcile", "session"];
 
 /// The global claims root: `$FNO_CLAIMS_ROOT`, else `$HOME`.
 pub fn global_claims_root() -> Option<PathBuf> {
-    global_claims_root_from(
-        std::env::var_os("FNO_CLAIMS_ROOT"),
-        std::env::var_os("HOME"),
-    )
+    let env = std::env::var_os;
+    global_claims_root_from(env("FNO_CLAIMS_ROOT"), env("HOME"))
 }
 
 /// [`global_claims_root`] with the environment passed in.
@@ -96,10 +94,10 @@ pub fn global_claims_root_from(
     claims_root: Option<OsString>,
     home: Option<OsString>,
 ) -> Option<PathBuf> {
-    let non_empty = |v: OsString| (!v.is_empty()).then_some(v);
-    claims_root
-        .and_then(non_empty)
-        .or_else(|| home.and_then(non_empty))
+    [claims_root, home]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
         .map(PathBuf::from)
 }
 
@@ -108,9 +106,11 @@ pub fn global_claims_root_from(
 /// Only `<prefix>:<id>` with a known global-id prefix routes globally; a bare
 /// `node` or an unknown prefix has no implicit root (the caller must give one).
 pub fn claims_root_for(key: &str) -> Option<PathBuf> {
-    match key.split_once(':') {
-        Some((prefix, _)) if GLOBAL_ID_PREFIXES.contains(&prefix) => global_claims_root(),
-        _ => None,
+    let (prefix, _id) = key.split_once(':')?;
+    if GLOBAL_ID_PREFIXES.contains(&prefix) {
+        global_claims_root()
+    } else {
+        None
     }
 }
 
@@ -143,14 +143,15 @@ pub fn validate_inputs(key: &str, holder: &str, ttl_ms: Option<i64>) -> Result<(
     // A raw length under the cap does not bound the filename: a reserved byte
     // expands to three.
     let encoded_len = encode_key(key).len();
-    if encoded_len > MAX_ENCODED_FILENAME_BYTES {
+    if MAX_ENCODED_FILENAME_BYTES < encoded_len {
         return Err(ClaimError::EncodedKeyTooLong(encoded_len));
     }
     if holder.is_empty() {
         return Err(ClaimError::EmptyHolder);
     }
     if let Some(ttl) = ttl_ms {
-        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl) {
+        let allowed = MIN_TTL_MS..=MAX_TTL_MS;
+        if !allowed.contains(&ttl) {
             return Err(ClaimError::TtlOutOfRange(ttl));
         }
     }
@@ -163,9 +164,13 @@ mod tests {
 
     #[test]
     fn encoding_matches_python_quote_with_empty_safe_set() {
-        assert_eq!(encode_key("node:ab-1234abcd"), "node%3Aab-1234abcd");
-        assert_eq!(encode_key("a b/c"), "a%20b%2Fc");
-        assert_eq!(encode_key("A-Z_a.z~0"), "A-Z_a.z~0");
+        for (key, file) in [
+            ("node:x-9f3", "node%3Ax-9f3"),
+            ("a b/c", "a%20b%2Fc"),
+            ("Az09._~-", "Az09._~-"),
+        ] {
+            assert_eq!(encode_key(key), file);
+        }
         assert_eq!(encode_key("k:v"), "k%3Av");
         assert_eq!(encode_key("é"), "%C3%A9");
         assert_eq!(encode_key("走"), "%E8%B5%B0");
@@ -212,7 +217,7 @@ mod tests {
             global_claims_root_from(Some("".into()), Some("".into())),
             None
         );
-        assert_eq!(global_claims_root_from(None, None), None);
+        assert!(global_claims_root_from(None, None).is_none());
     }
 
     #[test]

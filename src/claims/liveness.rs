@@ -4,6 +4,7 @@ use super::{now_ms, ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 /// `gethostname(2)`, as Python's `socket.gethostname()`. Empty on failure,
 /// which never equals a recorded host and so fails toward "not live".
@@ -15,8 +16,8 @@ pub fn hostname() -> String {
     if rc != 0 {
         return String::new();
     }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    let name = buf.split(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(name).into_owned()
 }
 
 /// This machine's stable identity, or "" when it has none.
@@ -28,8 +29,8 @@ pub fn hostname() -> String {
 /// back to the hostname: readers treat a present id as authoritative, and a
 /// hostname moves (DHCP, VPN, sleep) under a live holder.
 pub fn machine_id() -> String {
-    static CACHE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    CACHE.get_or_init(platform_machine_id).clone()
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(platform_machine_id).to_string()
 }
 
 #[cfg(target_os = "linux")]
@@ -43,7 +44,8 @@ fn platform_machine_id() -> String {
         return String::new();
     };
     use std::os::unix::fs::MetadataExt;
-    match std::fs::metadata("/proc/self/ns/pid") {
+    let pid_ns = std::fs::metadata("/proc/self/ns/pid");
+    match pid_ns {
         Ok(md) => format!("{base}:{}", md.ino()),
         Err(_) => base,
     }
@@ -78,7 +80,7 @@ impl LocalIdentity {
     /// still runs). Records without an id fall back to the hostname compare
     /// older writers used.
     pub fn locality(&self, host: &str, machine: Option<&str>) -> Locality {
-        if let Some(m) = machine.filter(|m| !m.is_empty()) {
+        if let Some(m) = machine.and_then(|m| (!m.is_empty()).then_some(m)) {
             if self.machine_id.is_empty() {
                 return Locality::Unknown;
             }
@@ -123,10 +125,11 @@ pub fn process_create_time_ms(pid: i32) -> Option<i64> {
     // comm (field 2) may hold spaces and parentheses: split after the LAST ')'.
     let close = stat.iter().rposition(|&b| b == b')')?;
     let after = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    let starttime: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    // Field 22 overall is the 20th after the comm field.
+    let start_ticks: i64 = after.split_ascii_whitespace().nth(19)?.parse().ok()?;
     let btime = boot_time_s()?;
     let tck = clock_ticks()?;
-    Some(btime * 1000 + starttime * 1000 / tck)
+    Some(btime * 1000 + start_ticks * 1000 / tck)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -155,10 +158,11 @@ fn read_small(path: &str) -> Option<Vec<u8>> {
 /// Boot time never changes while we run; read it once.
 #[cfg(target_os = "linux")]
 fn boot_time_s() -> Option<i64> {
-    static BTIME: std::sync::OnceLock<Option<i64>> = std::sync::OnceLock::new();
+    static BTIME: OnceLock<Option<i64>> = OnceLock::new();
     *BTIME.get_or_init(|| {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        stat.lines()
+        let kernel_stat = std::fs::read_to_string("/proc/stat").ok()?;
+        kernel_stat
+            .lines()
             .find_map(|l| l.strip_prefix("btime "))
             .and_then(|v| v.trim().parse().ok())
     })
@@ -594,7 +598,7 @@ mod tests {
         let create = process_create_time_ms(std::process::id() as i32).expect("own pid");
         let now = now_ms();
         assert!(create <= now && now - create < 86_400_000);
-        assert_eq!(process_create_time_ms(-1), None);
+        assert!(process_create_time_ms(-1).is_none());
         assert_eq!(process_create_time_ms(0), None);
     }
 

@@ -8,6 +8,7 @@
 //! stealer wins and no key is bricked forever.
 
 use crate::diag::warn;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -102,12 +103,7 @@ fn stamp(dir: &Path) -> Option<DirMutex> {
         .and_then(|mut f| f.write_all(token.as_bytes()));
     let token = match written {
         Ok(()) => token,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
-            ) =>
-        {
+        Err(e) if matches!(e.kind(), ErrorKind::AlreadyExists | ErrorKind::NotFound) => {
             return None
         }
         Err(e) => {
@@ -135,7 +131,7 @@ fn stamp(dir: &Path) -> Option<DirMutex> {
 pub fn try_lock(dir: &Path) -> std::io::Result<Option<DirMutex>> {
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(stamp(dir)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -170,7 +166,7 @@ pub fn release(dir: &Path, token: &str) {
         // falls back to the walk.
         let quick = std::fs::remove_file(dir.join("owner")).and_then(|()| std::fs::remove_dir(dir));
         if let Err(e) = quick.or_else(|_| std::fs::remove_dir_all(dir)) {
-            if e.kind() != std::io::ErrorKind::NotFound {
+            if !matches!(e.kind(), ErrorKind::NotFound) {
                 warn(&format!("could not remove mutex {}: {e}", dir.display()));
             }
         }
@@ -201,7 +197,7 @@ pub fn steal_if_stale(dir: &Path) -> bool {
     // following stat, and answering "retry now" for it would spin forever.
     let before = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return true,
         Err(_) => return false,
     };
     let age = before
@@ -246,7 +242,7 @@ pub fn steal_if_stale(dir: &Path) -> bool {
             remove_reaped(&reaped);
             true
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => true,
         Err(e) => {
             warn(&format!(
                 "could not steal stale mutex {}: {e}",
@@ -285,7 +281,7 @@ fn remove_reaped(path: &Path) {
         return;
     }
     if let Err(e) = std::fs::remove_dir_all(path) {
-        if e.kind() != std::io::ErrorKind::NotFound {
+        if !matches!(e.kind(), ErrorKind::NotFound) {
             warn(&format!(
                 "could not remove reaped mutex {}: {e}",
                 path.display()
@@ -309,7 +305,7 @@ pub fn wait_for_release(dir: &Path, max_wait: Duration) {
 pub fn backdate(path: &Path, secs: u64) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -363,7 +359,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_steals_never_collide_on_the_reap_name() {
+    fn a_process_can_steal_one_path_again_and_again() {
         let td = TempDir::new().unwrap();
         let m = td.path().join("m.d");
         for _ in 0..3 {

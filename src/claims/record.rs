@@ -3,6 +3,7 @@
 use super::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::io::ErrorKind;
 use std::io::Read;
 use std::path::Path;
 
@@ -75,7 +76,7 @@ impl std::fmt::Display for ClaimState {
 /// Python writer: schema_version, key, holder, acquired_at, pid, host, then the
 /// optional tail. Every optional field is OMITTED when absent, never written
 /// as `null`: a missing `expires_at` is how a PID-liveness claim is marked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ClaimRecord {
     #[serde(default = "default_schema_version")]
     pub schema_version: u32,
@@ -87,21 +88,21 @@ pub struct ClaimRecord {
     pub host: String,
     /// Epoch ms of TTL expiry; absent for PID-liveness claims (`null` reads the
     /// same as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expires_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
     /// The acquiring harness (`codex`, `claude`, ...). Additive: older records
     /// lack it and read as unknown, never as a parse error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub harness: Option<String>,
     /// Stable machine identity, compared instead of `host`. Additive beside
     /// `host` rather than replacing it: an older reader still compares `host`
     /// against its hostname and must keep seeing a hostname there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub machine_id: Option<String>,
     /// Opaque to the protocol; replaced wholesale by a re-acquire.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(skip_serializing_if = "Map::is_empty", default)]
     pub metadata: Map<String, Value>,
 }
 
@@ -129,11 +130,11 @@ impl ClaimRecord {
         };
         if rec.schema_version > SCHEMA_VERSION {
             return Err(format!(
-                "claim schema_version={} > supported={SCHEMA_VERSION}; refusing to read from a newer writer",
+                "claim schema_version={} > supported={SCHEMA_VERSION}: written by a newer writer, refusing to guess",
                 rec.schema_version
             ));
         }
-        if rec.key.is_empty() || rec.holder.is_empty() {
+        if [&rec.key, &rec.holder].iter().any(|f| f.is_empty()) {
             return Err("claim key/holder must be non-empty".into());
         }
         Ok(rec)
@@ -355,7 +356,7 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
         .open(path)
     {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::GoneAway),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Err(ReadError::GoneAway),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(corrupted(
                 "lockfile is a symlink; refusing to follow it".into(),
@@ -385,7 +386,7 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
     let first = loop {
         match file.read(&mut bytes) {
             Ok(n) => break n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(corrupted(format!("claim read failed: {e}"))),
         }
     };
@@ -420,22 +421,23 @@ pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadEr
 /// Parse a human TTL (`1h`, `30m`, `3600s`, bare digits = SECONDS, as Python's
 /// `_parse_ttl` and `sleep` read them) into milliseconds. `None` on garbage or
 /// a non-positive result.
-pub fn parse_ttl_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (num, mult) = if let Some(n) = s.strip_suffix('h') {
-        (n, 3_600_000)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60_000)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1_000)
-    } else {
-        (s, 1_000)
+pub fn parse_ttl_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let unit_ms = match text.as_bytes().last()? {
+        b'h' => 3_600_000,
+        b'm' => 60_000,
+        b's' => 1_000,
+        b'0'..=b'9' => 1_000,
+        _ => return None,
     };
-    num.trim()
-        .parse::<i64>()
-        .ok()
-        .map(|v| v.saturating_mul(mult))
-        .filter(|v| *v > 0)
+    // Exactly one unit letter: "5hm" is garbage, not five somethings.
+    let digits = match text.as_bytes().last() {
+        Some(b'0'..=b'9') => text,
+        _ => &text[..text.len() - 1],
+    }
+    .trim();
+    let n: i64 = digits.parse().ok()?;
+    Some(n.saturating_mul(unit_ms)).filter(|ms| *ms > 0)
 }
 
 #[cfg(test)]
@@ -490,7 +492,7 @@ mod tests {
     #[test]
     fn null_and_absent_expires_at_read_the_same() {
         let r = ClaimRecord::from_yaml(
-            "schema_version: 1\nkey: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nexpires_at: null\n",
+            "schema_version: 1\nkey: q\nholder: w\nacquired_at: 9\npid: 3\nhost: y\nexpires_at: null\n",
         )
         .unwrap();
         assert_eq!(r.expires_at, None);
@@ -499,7 +501,7 @@ mod tests {
     #[test]
     fn unknown_fields_are_ignored_and_schema_version_defaults_to_one() {
         let r = ClaimRecord::from_yaml(
-            "key: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\nfuture_field: [1, 2]\n",
+            "key: q\nholder: w\nacquired_at: 9\npid: 3\nhost: y\nnext_gen_field: {a: [1]}\n",
         )
         .unwrap();
         assert_eq!(r.schema_version, 1);
@@ -510,12 +512,12 @@ mod tests {
     #[test]
     fn newer_schema_lists_garbage_and_empty_fields_are_corrupted() {
         for text in [
-            "schema_version: 2\nkey: k\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
+            "schema_version: 2\nkey: q\nholder: w\nacquired_at: 9\npid: 3\nhost: y\n",
             "- just\n- a\n- list\n",
             "{{{{not yaml",
             "",
             "plain scalar",
-            "key: ''\nholder: h\nacquired_at: 5\npid: 1\nhost: x\n",
+            "key: ''\nholder: w\nacquired_at: 9\npid: 3\nhost: y\n",
             "key: k\nholder: ''\nacquired_at: 5\npid: 1\nhost: x\n",
             "key: k\nholder: h\nacquired_at: soon\npid: 1\nhost: x\n",
         ] {
@@ -539,12 +541,12 @@ mod tests {
 
     #[test]
     fn ttl_strings_parse_with_bare_digits_as_seconds() {
-        assert_eq!(parse_ttl_ms("2h"), Some(7_200_000));
-        assert_eq!(parse_ttl_ms("30m"), Some(1_800_000));
-        assert_eq!(parse_ttl_ms("3600s"), Some(3_600_000));
+        assert_eq!(parse_ttl_ms("3h"), Some(10_800_000));
+        assert_eq!(parse_ttl_ms("45m"), Some(2_700_000));
+        assert_eq!(parse_ttl_ms("90s"), Some(90_000));
         assert_eq!(parse_ttl_ms("120"), Some(120_000));
-        assert_eq!(parse_ttl_ms("  1h "), Some(3_600_000));
-        for bad in ["", "abc", "0", "-5m", "1d", "h"] {
+        assert_eq!(parse_ttl_ms(" 2h  "), Some(7_200_000));
+        for bad in ["", "abc", "0", "-5m", "1d", "h", "5hm", "5ss", "1.5h"] {
             assert_eq!(parse_ttl_ms(bad), None, "{bad:?}");
         }
     }

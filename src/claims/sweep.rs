@@ -6,6 +6,7 @@ use super::verbs::{Root, Status};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
 use serde::Serialize;
 use std::ffi::OsStr;
+use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -147,7 +148,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         // Nothing claimed yet: a normal, empty root.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
             events_mutex_hazard(root, &mut out.hazards);
             return out;
         }

@@ -13,6 +13,7 @@ use super::{
 use crate::events::emit::{common_fields, common_fields_unknown, emit};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -130,41 +131,47 @@ const HARNESS_MARKERS: &[(&str, &str)] = &[
 
 /// The harness this process runs under, from its environment.
 pub fn resolve_harness() -> Option<String> {
-    resolve_harness_from(|k| std::env::var(k).ok())
+    resolve_harness_from(|name| std::env::var(name).ok())
 }
 
 /// [`resolve_harness`] with the environment passed in. A blank marker is
 /// unset (Python strips), so a lower-precedence real marker still wins.
-pub fn resolve_harness_from(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub fn resolve_harness_from<F>(get: F) -> Option<String>
+where
+    F: Fn(&str) -> Option<String>,
+{
     HARNESS_MARKERS
         .iter()
         .find(|(marker, _)| get(marker).is_some_and(|v| !v.trim().is_empty()))
         .map(|(_, h)| (*h).to_string())
 }
 
-fn make_claim(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
-    let acquired = now_ms();
+/// The record `holder` would write for `key` now.
+fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
+    let now = now_ms();
+    let mid = machine_id();
     ClaimRecord {
         schema_version: SCHEMA_VERSION,
-        key: key.into(),
-        holder: holder.into(),
-        acquired_at: acquired,
-        pid: opts.pid.unwrap_or_else(std::process::id) as i32,
+        key: key.to_string(),
+        holder: holder.to_string(),
+        acquired_at: now,
+        // Checked in acquire: a pid above i32::MAX never gets here.
+        pid: opts.pid.unwrap_or(std::process::id()) as i32,
         host: hostname(),
-        expires_at: opts.ttl_ms.map(|ttl| acquired + ttl),
+        expires_at: opts.ttl_ms.map(|ttl| now + ttl),
         reason: opts.reason.clone(),
         harness: opts.harness.clone().or_else(resolve_harness),
         // Omitted, never backfilled with the hostname, when there is no stable
         // id: readers trust a present value.
-        machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
-        metadata: opts.metadata.clone().unwrap_or_default(),
+        machine_id: (!mid.is_empty()).then_some(mid),
+        metadata: opts.metadata.as_ref().cloned().unwrap_or_default(),
     }
 }
 
 fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
     let mut data = common_fields(rec);
-    if let Some(r) = &rec.reason {
-        data.insert("reason".into(), Value::String(r.clone()));
+    if let Some(reason) = rec.reason.as_deref() {
+        data.insert("reason".to_string(), Value::from(reason));
     }
     data
 }
@@ -207,7 +214,7 @@ pub fn acquire(
     }
     let path = root.lockfile(key);
     for _ in 0..ACQUIRE_MAX_ATTEMPTS {
-        let fresh = make_claim(key, holder, opts);
+        let fresh = new_record(key, holder, opts);
         match atomic::create_exclusive(&path, fresh.to_yaml()?.as_bytes()) {
             Ok(()) => {
                 root.emit("claim_acquired", acquired_data(&fresh));
@@ -275,7 +282,7 @@ fn busy_error(lock_dir: &Path) -> ClaimError {
         "lock recovery mutex",
         lock_dir,
         std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
+            ErrorKind::TimedOut,
             format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
         ),
     )
@@ -289,7 +296,7 @@ fn lock_recovery(lock_dir: &Path) -> Result<Pinned, ClaimError> {
         match mutex::try_lock(lock_dir) {
             Ok(Some(g)) => return Ok(Pinned::Held { _guard: g }),
             Ok(None) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pinned::DirGone),
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(Pinned::DirGone),
             Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
                 return Ok(Pinned::NoMutexPossible)
             }
@@ -322,7 +329,7 @@ fn reacquire(
     opts: &AcquireOpts,
     existing: &ClaimRecord,
 ) -> Result<AcquireOutcome, ClaimError> {
-    let refreshed = make_claim(key, holder, opts);
+    let refreshed = new_record(key, holder, opts);
     atomic::replace(path, refreshed.to_yaml()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", path, e))?;
     let mut data = common_fields(&refreshed);
@@ -360,7 +367,7 @@ fn recover_stale(
             return Ok(None);
         }
         // The claims dir vanished: the create at the top recreates it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(None),
         // A key encoded near the 240-byte cap makes `<enc>.lock.recovery.d`
         // longer than a file name may be: no implementation can ever hold
         // this mutex, so it excludes no one. Recover without it; the
@@ -388,7 +395,7 @@ fn recover_stale_locked(
     let (existing, judged) = match read_claim_file_raw(path) {
         Ok(r) => r,
         Err(ReadError::GoneAway) => {
-            let fresh = make_claim(key, holder, opts);
+            let fresh = new_record(key, holder, opts);
             return match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
                 Ok(()) => {
                     root.emit("claim_acquired", acquired_data(&fresh));
@@ -417,7 +424,7 @@ fn recover_stale_locked(
         // all; go around and meet it as held.
         Archived::PutBack | Archived::ChangedAndKept(_) => return Ok(None),
     }
-    let fresh = make_claim(key, holder, opts);
+    let fresh = new_record(key, holder, opts);
     match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
         Ok(()) => {
             let mut data = common_fields(&fresh);
@@ -516,7 +523,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
     let held_ms = (now_ms() - existing.acquired_at).max(0);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReleaseOutcome::Absent),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(ReleaseOutcome::Absent),
         Err(e) => return Err(ClaimError::io("remove", path, e)),
     }
     drop(pinned);
@@ -667,7 +674,7 @@ pub fn renew(
         Ok(Some(g)) => Some(g),
         // As in `lock_recovery`: a mutex no one can create excludes no one.
         Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => None,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
             return Ok(RenewOutcome::NotRenewed(NoRenew::Absent))
         }
         // A filesystem refusing the mkdir (read-only, permissions) is an

@@ -10,6 +10,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Second-resolution UTC, as the Python emitter writes `ts`.
+const TS_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
+
 /// `source` of every claim event: readers filter on it, so it is the same
 /// whichever implementation performed the operation.
 pub const SOURCE: &str = "fno-loop";
@@ -52,7 +55,7 @@ pub enum EmitError {
 /// The envelope, with second-resolution UTC `ts` as the Python side writes.
 pub fn envelope(type_name: &str, data: Map<String, Value>) -> Value {
     json!({
-        "ts": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "ts": chrono::Utc::now().format(TS_FORMAT).to_string(),
         "type": type_name,
         "source": SOURCE,
         "data": Value::Object(data),
@@ -107,17 +110,18 @@ pub fn emit(events_dir: Option<&Path>, type_name: &str, data: Map<String, Value>
 /// for PID-liveness claims: the EVENT carries null where the LOCKFILE omits
 /// the key (Python's asymmetry, kept for parity).
 pub fn common_fields(rec: &ClaimRecord) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("key".into(), Value::String(rec.key.clone()));
-    m.insert("holder".into(), Value::String(rec.holder.clone()));
-    m.insert("pid".into(), Value::from(rec.pid));
-    m.insert("host".into(), Value::String(rec.host.clone()));
-    m.insert("acquired_at".into(), Value::from(rec.acquired_at));
-    m.insert(
-        "expires_at".into(),
-        rec.expires_at.map(Value::from).unwrap_or(Value::Null),
-    );
-    m
+    let fields = json!({
+        "key": rec.key,
+        "holder": rec.holder,
+        "pid": rec.pid,
+        "host": rec.host,
+        "acquired_at": rec.acquired_at,
+        "expires_at": rec.expires_at,
+    });
+    match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 /// The common fields for a key whose file could not be parsed: all null but
@@ -159,7 +163,7 @@ mod tests {
     fn a_corpse_events_mutex_is_stolen_within_the_budget() {
         let td = TempDir::new().unwrap();
         let path = events_path(Some(td.path()));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(td.path().join(".fno")).unwrap();
         let lock = events_mutex_path(&path);
         std::fs::create_dir(&lock).unwrap();
         mutex::backdate(&lock, 300).unwrap();
@@ -177,7 +181,7 @@ mod tests {
     fn a_fresh_events_mutex_times_out_and_appends_nothing() {
         let td = TempDir::new().unwrap();
         let path = events_path(Some(td.path()));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(td.path().join(".fno")).unwrap();
         std::fs::create_dir(events_mutex_path(&path)).unwrap();
         let r = append_event(&path, &json!({}), Duration::from_millis(300));
         assert!(matches!(r, Err(EmitError::LockTimeout(_))));
@@ -191,7 +195,7 @@ mod tests {
         let target = outside.path().join("victim");
         std::fs::write(&target, "untouched\n").unwrap();
         let path = events_path(Some(td.path()));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(td.path().join(".fno")).unwrap();
         std::os::unix::fs::symlink(&target, &path).unwrap();
         assert!(append_event(&path, &json!({"type": "x"}), EVENTS_LOCK_BUDGET).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
