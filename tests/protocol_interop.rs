@@ -34,7 +34,10 @@ impl Py {
         };
         // CI installs python3 (.ci/run): there, a skip would hide a lost
         // interop check, so it is a failure.
-        assert!(std::env::var_os("CI").is_none(), "interop test under CI: {why}");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "interop test under CI: {why}"
+        );
         eprintln!("skipping interop test: {why}");
         None
     }
