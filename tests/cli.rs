@@ -350,6 +350,27 @@ fn list_counts_sorts_by_key_and_reports_hazards_but_never_lists_them_as_claims()
 }
 
 #[test]
+fn list_json_survives_a_lockfile_name_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Sandbox::new();
+    s.json(&["acquire", "ok", "--holder", "a"]);
+    let odd = s
+        .claims_dir()
+        .join(std::ffi::OsStr::from_bytes(b"x\xff.lock"));
+    std::fs::write(&odd, "key: x\n").unwrap();
+    let (rc, v) = s.json(&["list"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["claims"].as_array().map(Vec::len), Some(1));
+    let kinds: Vec<_> = v["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unreadable"]);
+}
+
+#[test]
 fn list_text_escapes_a_hostile_holder() {
     let s = Sandbox::new();
     let out = s.run(&["acquire", "k", "--holder", "evil\u{1b}]0;pwned\u{7}"]);

@@ -50,6 +50,15 @@ pub const EXPIRED_SUBDIR: &str = ".expired";
 /// Suffix of a claim's recovery mutex: `<enc>.lock.recovery.d`.
 pub const RECOVERY_SUFFIX: &str = ".recovery.d";
 
+/// Serialize a path as a string, lossily: a file name that is not UTF-8
+/// must not make a whole `list --json` fail.
+pub(crate) fn lossy_path<S: serde::Serializer>(
+    p: &std::path::Path,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
 /// Current UTC time as epoch milliseconds.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

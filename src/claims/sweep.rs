@@ -48,6 +48,7 @@ impl HazardKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hazard {
     pub kind: HazardKind,
+    #[serde(serialize_with = "super::lossy_path")]
     pub path: PathBuf,
     pub detail: String,
 }
@@ -85,6 +86,7 @@ impl Counts {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sweep {
+    #[serde(serialize_with = "super::lossy_path")]
     pub root: PathBuf,
     pub claims: Vec<SweepItem>,
     pub counts: Counts,
@@ -225,15 +227,18 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 
 /// Hazards one classified claim stands for.
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
-    let canonical = format!("{}.lock", super::encode_key(&item.key));
-    if item.file.file_name() != Some(OsStr::new(&canonical)) {
+    let canonical = item.file.file_name().is_some_and(|name| {
+        super::key::is_canonical_lockfile_name(name.as_encoded_bytes(), &item.key)
+    });
+    if !canonical {
         hazards.push(Hazard {
             kind: HazardKind::KeyMismatch,
             path: item.file.clone(),
             detail: format!(
-                "not the canonical name for key {:?} (that is {canonical}): a writer with \
+                "not the canonical name for key {:?} (that is {}.lock): a writer with \
                  another encoder made it, and acquire never looks here",
-                item.key
+                item.key,
+                super::encode_key(&item.key)
             ),
         });
     } else if let Some(rec) = item.record.as_ref().filter(|r| r.key != item.key) {

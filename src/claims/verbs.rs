@@ -540,6 +540,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
     pub key: String,
+    #[serde(serialize_with = "super::lossy_path")]
     pub file: PathBuf,
     pub state: ClaimState,
     pub record: Option<ClaimRecord>,

@@ -1,22 +1,17 @@
 //! list and doctor: the whole root at once.
 
 use super::output::{
-    hazard_json, hazard_text, path_str, path_text, status_json, CmdResult, Out, EXIT_DECLINED,
-    EXIT_OK,
+    hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
-use crate::claims::{self, Counts, Fix, Root, Status};
+use crate::claims::{self, Fix, Root, Status};
 use crate::sanitize::sanitize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 pub fn list(root: &Root, out: &mut Out) -> CmdResult {
     let sw = claims::sweep(root);
     if out.json_mode() {
-        out.json(&json!({
-            "root": path_str(&sw.root),
-            "claims": sw.claims.iter().map(status_json).collect::<Vec<_>>(),
-            "counts": counts_json(&sw.counts),
-            "hazards": sw.hazards.iter().map(hazard_json).collect::<Vec<_>>(),
-        }))?;
+        // The sweep serializes to exactly the contract's shape.
+        out.json_of(&sw)?;
         return Ok(EXIT_OK);
     }
     if sw.claims.is_empty() {
@@ -42,10 +37,6 @@ pub fn list(root: &Root, out: &mut Out) -> CmdResult {
         }
     }
     Ok(EXIT_OK)
-}
-
-fn counts_json(c: &Counts) -> Value {
-    json!({"live": c.live, "suspect": c.suspect, "stale": c.stale, "corrupted": c.corrupted})
 }
 
 /// STATE KEY HOLDER PID WHY, columns padded to the widest sanitized cell.
