@@ -32,6 +32,27 @@ impl Tmux {
         }
     }
 
+    /// A shell at COLS×ROWS that has started the dashboard over `root` and
+    /// will print `EXIT=<status>` when it quits; None (after saying why) when
+    /// tmux is missing outside CI.
+    fn dashboard_over(root: &Path) -> Option<Tmux> {
+        if let Err(why) = Tmux::available() {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
+            }
+            eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
+            return None;
+        }
+        let tmux = Tmux::start();
+        tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
+        tmux.type_line(&format!(
+            "{} --root {}; echo EXIT=$?",
+            shell_quote(Path::new(BIN)),
+            shell_quote(root)
+        ));
+        Some(tmux)
+    }
+
     /// A session running a plain shell at COLS×ROWS.
     fn start() -> Tmux {
         let dir = tempfile::Builder::new()
@@ -222,26 +243,15 @@ fn shell_quote(p: &Path) -> String {
 
 #[test]
 fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
-    if let Err(why) = Tmux::available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
-        }
-        eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
-        return;
-    }
     let td = tempfile::TempDir::new().unwrap();
     let root = td.path();
     let broken = claimtop::claims::claim_path(root, "dispatch:broken");
     std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
     std::fs::write(&broken, b"holder: [this is not\n\x00 a claim").unwrap();
 
-    let tmux = Tmux::start();
-    tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
-    tmux.type_line(&format!(
-        "{} --root {}; echo EXIT=$?",
-        shell_quote(Path::new(BIN)),
-        shell_quote(root)
-    ));
+    let Some(tmux) = Tmux::dashboard_over(root) else {
+        return;
+    };
     tmux.wait_for("the dashboard with the corrupted claim", |s| {
         row_reads(s, "dispatch:broken", "corrupted")
     });
@@ -309,21 +319,10 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
 
 #[test]
 fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
-    if let Err(why) = Tmux::available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
-        }
-        eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
-        return;
-    }
     let td = tempfile::TempDir::new().unwrap();
-    let tmux = Tmux::start();
-    tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
-    tmux.type_line(&format!(
-        "{} --root {}; echo EXIT=$?",
-        shell_quote(Path::new(BIN)),
-        shell_quote(td.path())
-    ));
+    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+        return;
+    };
     tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
     let shell: u32 = tmux.pane_var("pane_pid").parse().expect("pane pid");
     let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
