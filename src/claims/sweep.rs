@@ -227,49 +227,65 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 
 /// Hazards one classified claim stands for.
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
-    let canonical = item.file.file_name().is_some_and(|name| {
-        super::key::is_canonical_lockfile_name(name.as_encoded_bytes(), &item.key)
-    });
-    if !canonical {
+    let (misnamed, unverifiable) = item_hazard_kinds(item);
+    let mut push = |kind, detail| {
         hazards.push(Hazard {
-            kind: HazardKind::KeyMismatch,
+            kind,
             path: item.file.clone(),
-            detail: format!(
+            detail,
+        })
+    };
+    if misnamed.is_some() {
+        let detail = match item.record.as_ref().filter(|r| r.key != item.key) {
+            Some(rec) if is_canonical(item) => format!(
+                "the file is named for key {:?} but its record claims {:?}",
+                item.key, rec.key
+            ),
+            _ => format!(
                 "not the canonical name for key {:?} (that is {}.lock): a writer with \
                  another encoder made it, and acquire never looks here",
                 item.key,
                 super::encode_key(&item.key)
             ),
-        });
-    } else if let Some(rec) = item.record.as_ref().filter(|r| r.key != item.key) {
-        hazards.push(Hazard {
-            kind: HazardKind::KeyMismatch,
-            path: item.file.clone(),
-            detail: format!(
-                "the file is named for key {:?} but its record claims {:?}",
-                item.key, rec.key
+        };
+        push(HazardKind::KeyMismatch, detail);
+    }
+    match (unverifiable, &item.record) {
+        (Some(HazardKind::CorruptedClaim), _) => push(
+            HazardKind::CorruptedClaim,
+            item.error.clone().unwrap_or_default(),
+        ),
+        (Some(kind), Some(rec)) => push(
+            kind,
+            format!(
+                "written on host {:?} (machine {}); liveness cannot be checked here",
+                rec.host,
+                rec.machine_id.as_deref().unwrap_or("unrecorded")
             ),
-        });
+        ),
+        _ => {}
     }
-    if item.state == ClaimState::Corrupted {
-        hazards.push(Hazard {
-            kind: HazardKind::CorruptedClaim,
-            path: item.file.clone(),
-            detail: item.error.clone().unwrap_or_default(),
-        });
-    } else if item.locality == Some(Locality::Other) {
-        if let Some(rec) = &item.record {
-            hazards.push(Hazard {
-                kind: HazardKind::ForeignMachine,
-                path: item.file.clone(),
-                detail: format!(
-                    "written on host {:?} (machine {}); liveness cannot be checked here",
-                    rec.host,
-                    rec.machine_id.as_deref().unwrap_or("unrecorded")
-                ),
-            });
-        }
-    }
+}
+
+/// The per-claim hazards an item stands for, without wording them (the
+/// dashboard's header only counts them): a key mismatch, and either a
+/// corrupted file or a claim from another machine.
+pub fn item_hazard_kinds(item: &SweepItem) -> (Option<HazardKind>, Option<HazardKind>) {
+    let misnamed = !is_canonical(item) || item.record.as_ref().is_some_and(|r| r.key != item.key);
+    let unverifiable = if item.state == ClaimState::Corrupted {
+        Some(HazardKind::CorruptedClaim)
+    } else if item.locality == Some(Locality::Other) && item.record.is_some() {
+        Some(HazardKind::ForeignMachine)
+    } else {
+        None
+    };
+    (misnamed.then_some(HazardKind::KeyMismatch), unverifiable)
+}
+
+fn is_canonical(item: &SweepItem) -> bool {
+    item.file.file_name().is_some_and(|name| {
+        super::key::is_canonical_lockfile_name(name.as_encoded_bytes(), &item.key)
+    })
 }
 
 fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {

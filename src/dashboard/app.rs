@@ -73,15 +73,11 @@ impl ClaimSet {
     }
 }
 
-/// The same test `claims::sweep::item_hazards` applies, without building the
-/// hazard (the header only needs the count).
+/// How many hazards `claims::sweep::item_hazards` would report for `s`,
+/// without building them (the header only needs the count).
 fn item_hazard_count(s: &Status) -> usize {
-    let misnamed = s.file.file_name().is_some_and(|n| {
-        !crate::claims::key::is_canonical_lockfile_name(n.as_encoded_bytes(), &s.key)
-    }) || s.record.as_ref().is_some_and(|r| r.key != s.key);
-    let unverifiable = s.state == ClaimState::Corrupted
-        || (s.locality == Some(Locality::Other) && s.record.is_some());
-    usize::from(misnamed) + usize::from(unverifiable)
+    let (misnamed, unverifiable) = crate::claims::sweep::item_hazard_kinds(s);
+    usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
 
 /// A holder pid as last seen.
