@@ -357,29 +357,18 @@ fn recover_stale(
     holder: &str,
     opts: &AcquireOpts,
 ) -> Result<Option<AcquireOutcome>, ClaimError> {
-    let lock_dir = recovery_mutex_path(path);
-    let guard = match mutex::try_lock(&lock_dir) {
-        Ok(Some(g)) => g,
-        Ok(None) => {
-            if !mutex::steal_if_stale(&lock_dir) {
-                mutex::wait_for_release(&lock_dir, RECOVERY_MAX_WAIT);
-            }
-            return Ok(None);
-        }
+    // A mutex no one can create (a key near the 240-byte cap) excludes no
+    // one: recover without it, or the key is bricked for good; the verified
+    // archive and the exclusive create still pick one winner.
+    let pinned = match lock_recovery(&recovery_mutex_path(path))? {
         // The claims dir vanished: the create at the top recreates it.
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(None),
-        // A key encoded near the 240-byte cap makes `<enc>.lock.recovery.d`
-        // longer than a file name may be: no implementation can ever hold
-        // this mutex, so it excludes no one. Recover without it; the
-        // verified archive and the exclusive create still pick one winner,
-        // and refusing would brick the key for good.
-        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
-            return recover_stale_locked(root, path, key, holder, opts)
-        }
-        Err(e) => return Err(ClaimError::io("create recovery mutex", lock_dir, e)),
+        Pinned::DirGone => return Ok(None),
+        // An honest peer is still at it: go round and meet its result.
+        Pinned::Busy => return Ok(None),
+        pinned => pinned,
     };
     let result = recover_stale_locked(root, path, key, holder, opts);
-    drop(guard);
+    drop(pinned);
     result
 }
 
