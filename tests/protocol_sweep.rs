@@ -67,7 +67,8 @@ fn every_lockfile_is_classified_and_keys_are_decoded_from_file_names() {
             live: 1,
             suspect: 1,
             stale: 1,
-            corrupted: 1
+            corrupted: 1,
+            unreadable: 0
         }
     );
     // The sweep reads; it never reclaims or archives.

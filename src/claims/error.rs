@@ -32,6 +32,10 @@ pub enum ClaimError {
     /// force-release rather than reclaimed blind.
     #[error("claim file {path} is corrupted: {reason}")]
     Corrupted { path: PathBuf, reason: String },
+    /// The lockfile exists but cannot be read here (permission, size, parse
+    /// cost): it may be a live claim, so nothing acts on it blind.
+    #[error("claim file {path} cannot be read here: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

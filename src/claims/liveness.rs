@@ -137,6 +137,39 @@ pub fn process_create_time_ms(_pid: i32) -> Option<i64> {
     None
 }
 
+/// Whether `pid` provably no longer runs the process that was alive at
+/// `alive_at_ms` (epoch ms): no such process, a zombie, or a process that
+/// started after that instant (the pid was reused). Anything uncertain - a
+/// process we may not signal or inspect - answers false: the caller steals
+/// on true, and ambiguity must degrade to waiting, never to stealing.
+///
+/// The computed start time can only be early (boot time is whole seconds,
+/// ticks are floored), so a true owner is never read as started later.
+pub fn pid_gone_since(pid: i32, alive_at_ms: i64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(stat) = read_small(&format!("/proc/{pid}/stat")) {
+        let after = stat
+            .iter()
+            .rposition(|&b| b == b')')
+            .and_then(|close| std::str::from_utf8(&stat[close + 1..]).ok());
+        if let Some(after) = after {
+            // A killed process its parent has not reaped yet.
+            if after.split_ascii_whitespace().next() == Some("Z") {
+                return true;
+            }
+        }
+        return process_create_time_ms(pid).is_some_and(|started| started > alive_at_ms);
+    }
+    false
+}
+
 /// A procfs file read in one syscall. The dashboard probes every distinct
 /// holder pid each second; `fs::read`'s size probe (a statx procfs answers
 /// with 0) and EOF read tripled the syscalls of each probe.

@@ -14,6 +14,7 @@ pub mod mutex;
 pub mod record;
 pub mod sweep;
 pub mod verbs;
+pub mod yaml_cost;
 
 pub use error::ClaimError;
 pub use key::{
@@ -23,11 +24,12 @@ pub use key::{
 pub use liveness::{
     classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
 };
-pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ReadError};
+pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
     acquire, force_release, release, renew, resolve_harness, status, AcquireKind, AcquireOpts,
     AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, Root, Status,
+    WaitHook, Waiting,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

@@ -6,6 +6,12 @@
 //! A dir older than [`STALE_MUTEX_STEAL`] is a corpse left by a killed holder
 //! and is taken by an atomic rename to a unique reap name, so exactly one
 //! stealer wins and no key is bricked forever.
+//!
+//! Beyond the seed: a younger dir whose owner token names this host and a
+//! pid that provably no longer runs the process that stamped it (see
+//! [`owner_is_gone`]) is a corpse too, and is taken at once by the same
+//! rename. This is safe beside seed writers, which steal only by age: a dead
+//! owner can never release, so nobody else can be relying on the dir.
 
 use crate::diag::warn;
 use std::io::ErrorKind;
@@ -205,13 +211,14 @@ pub fn steal_if_stale(dir: &Path) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .unwrap_or_default();
-    if age <= STALE_MUTEX_STEAL {
-        return false;
-    }
     // The token is the corpse's identity: between the age check and the rename
     // another stealer may win and a fresh holder mkdir at the same path, and
     // what we then move is a LIVE lock.
     let before_token = read_owner(dir);
+    let by_age = age > STALE_MUTEX_STEAL;
+    if !by_age && !owner_is_gone(&before_token) {
+        return false;
+    }
     let reaped = reap_name(dir);
     // Re-check the one we aged is still there, as close to the rename as we
     // can: another stealer may have cleared it and a fresh holder made a new
@@ -228,7 +235,15 @@ pub fn steal_if_stale(dir: &Path) -> bool {
             // stamp, swapped in after our age check. The corpse we aged is
             // still old; a dir young enough to be honest is not it.
             let still_old = self::age(&reaped).is_some_and(|a| a > STALE_MUTEX_STEAL);
-            if !still_old || !(after.is_empty() || after == before_token) {
+            // A young dir is the dead owner's only if it still carries its
+            // (non-empty) token: an empty one may be a fresh holder that has
+            // not stamped yet.
+            let ours = if by_age {
+                still_old && (after.is_empty() || after == before_token)
+            } else {
+                after == before_token
+            };
+            if !ours {
                 // NOREPLACE: a dir made at the path meanwhile must not be
                 // swapped out by the put-back.
                 if super::atomic::rename_noreplace(&reaped, dir).is_err() {
@@ -251,6 +266,45 @@ pub fn steal_if_stale(dir: &Path) -> bool {
             false
         }
     }
+}
+
+/// Does `token` (`host:pid:nanos`, the format every implementation writes)
+/// name a holder on this host whose process is provably gone? The pid alone
+/// is not enough: once its owner died it may run something else, so the
+/// process must also have started after the token was stamped.
+///
+/// Only tokens naming this host are judged; a pid from another host (or an
+/// unparseable token) says nothing here and waits out the age rule.
+pub fn owner_is_gone(token: &str) -> bool {
+    let mut parts = token.rsplitn(3, ':');
+    let (Some(nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(nanos), Ok(pid)) = (nanos.parse::<u128>(), pid.parse::<i32>()) else {
+        return false;
+    };
+    if host.is_empty() || host != super::liveness::hostname() || pid as u32 == std::process::id() {
+        return false;
+    }
+    let stamped_ms = i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX);
+    super::liveness::pid_gone_since(pid, stamped_ms)
+}
+
+/// Who holds a mutex dir and for how long, for a waiter to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The owner token (`host:pid:nanos`), or "" when the dir has none yet.
+    pub owner: String,
+    /// Age of the dir.
+    pub held: Duration,
+}
+
+/// The holder of `dir`, if it exists.
+pub fn holder(dir: &Path) -> Option<Holder> {
+    Some(Holder {
+        held: age(dir)?,
+        owner: read_owner(dir),
+    })
 }
 
 fn same_corpse(dir: &Path, aged: &std::fs::Metadata) -> bool {

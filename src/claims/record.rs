@@ -1,5 +1,7 @@
 //! The claim record, its states, and the YAML lockfile format.
 
+use super::yaml_cost;
+pub use super::yaml_cost::MAX_FLOW_DEPTH;
 use super::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -28,6 +30,12 @@ pub enum ClaimState {
     Stale,
     /// The file is there but is not a claim we can verify.
     Corrupted,
+    /// The file is there and may well be a valid claim, but this reader
+    /// cannot read it: permission denied, an I/O error, or refused for its
+    /// size or parse cost. State-neutral: treated as held (force-release
+    /// needs `--allow-live`), never as corrupted, so that a defensive limit
+    /// never makes a claim easier to take away.
+    Unreadable,
 }
 
 impl ClaimState {
@@ -38,6 +46,7 @@ impl ClaimState {
             ClaimState::Suspect => "suspect",
             ClaimState::Stale => "stale",
             ClaimState::Corrupted => "corrupted",
+            ClaimState::Unreadable => "unreadable",
         }
     }
 
@@ -45,10 +54,11 @@ impl ClaimState {
     pub fn severity(self) -> u8 {
         match self {
             ClaimState::Corrupted => 0,
-            ClaimState::Stale => 1,
-            ClaimState::Suspect => 2,
-            ClaimState::Live => 3,
-            ClaimState::Free => 4,
+            ClaimState::Unreadable => 1,
+            ClaimState::Stale => 2,
+            ClaimState::Suspect => 3,
+            ClaimState::Live => 4,
+            ClaimState::Free => 5,
         }
     }
 
@@ -59,6 +69,7 @@ impl ClaimState {
             "suspect" => ClaimState::Suspect,
             "stale" => ClaimState::Stale,
             "corrupted" => ClaimState::Corrupted,
+            "unreadable" => ClaimState::Unreadable,
             _ => return None,
         })
     }
@@ -101,8 +112,13 @@ pub struct ClaimRecord {
     /// against its hostname and must keep seeing a hostname there.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub machine_id: Option<String>,
-    /// Opaque to the protocol; replaced wholesale by a re-acquire.
-    #[serde(skip_serializing_if = "Map::is_empty", default)]
+    /// Opaque to the protocol; replaced wholesale by a re-acquire. Built
+    /// under the alias-expansion budget (see `yaml_cost`).
+    #[serde(
+        skip_serializing_if = "Map::is_empty",
+        default,
+        deserialize_with = "super::yaml_cost::metadata"
+    )]
     pub metadata: Map<String, Value>,
 }
 
@@ -117,68 +133,96 @@ impl ClaimRecord {
     }
 
     /// Parse lockfile text, applying the reader's schema rules.
-    pub fn from_yaml(text: &str) -> Result<ClaimRecord, String> {
+    pub fn from_yaml(text: &str) -> Result<ClaimRecord, ParseError> {
         // The fast path only ever answers for shapes where it provably agrees
         // with serde_yaml_ng; everything else takes the full parse.
         let rec: ClaimRecord = match super::fast_yaml::parse(text) {
             Some(rec) => rec,
-            None => {
-                refuse_yaml_bombs(text)?;
-                serde_yaml_ng::from_str(text)
-                    .map_err(|e| format!("claim parse/schema failed: {e}"))?
-            }
+            None => full_parse(text)?,
         };
         if rec.schema_version > SCHEMA_VERSION {
-            return Err(format!(
+            return Err(ParseError::Invalid(format!(
                 "claim schema_version={} > supported={SCHEMA_VERSION}: written by a newer writer, refusing to guess",
                 rec.schema_version
-            ));
+            )));
         }
         if [&rec.key, &rec.holder].iter().any(|f| f.is_empty()) {
-            return Err("claim key/holder must be non-empty".into());
+            return Err(ParseError::Invalid(
+                "claim key/holder must be non-empty".into(),
+            ));
         }
         Ok(rec)
     }
 
     /// Parse lockfile bytes: text rules plus size and encoding checks.
-    pub fn from_bytes(bytes: &[u8]) -> Result<ClaimRecord, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<ClaimRecord, ParseError> {
         if bytes.len() as u64 > MAX_LOCKFILE_BYTES {
-            return Err(format!(
-                "file is larger than {MAX_LOCKFILE_BYTES} bytes; not a claim"
-            ));
+            return Err(ParseError::TooCostly(format!(
+                "file is larger than {MAX_LOCKFILE_BYTES} bytes; too big to read"
+            )));
         }
-        let text =
-            std::str::from_utf8(bytes).map_err(|e| format!("claim is not valid UTF-8: {e}"))?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| ParseError::Invalid(format!("claim is not valid UTF-8: {e}")))?;
         ClaimRecord::from_yaml(text)
     }
 }
 
-/// Deepest flow nesting (`[`/`{`) a lockfile may have. Records nest only as
-/// deep as their metadata; serde_yaml_ng's own limit (128) comes too late,
-/// after libyaml has spent seconds on a megabyte of `[`.
-pub const MAX_FLOW_DEPTH: usize = 64;
-/// Most aliases a lockfile may use. No writer we share roots with emits one
-/// except Python's `safe_dump` for a shared object; serde_yaml_ng bounds
-/// alias *jumps* by the document's size, not the values they expand to, so
-/// one node of 100k items aliased 100k times (a 1 MiB file) would expand to
-/// ten billion values.
-pub const MAX_ALIASES: usize = 8;
-/// A document using any alias must also be this small, so that even the
-/// worst nesting of [`MAX_ALIASES`] aliases (3 x 3 x 2 = 18 copies) stays
-/// bounded.
-pub const MAX_ALIASED_DOC_BYTES: usize = 64 * 1024;
+/// serde_yaml_ng, as the seed reads, inside the cost bounds of `yaml_cost`.
+fn full_parse(text: &str) -> Result<ClaimRecord, ParseError> {
+    if flow_too_deep(text) {
+        return Err(ParseError::TooCostly(format!(
+            "claim YAML nests deeper than {MAX_FLOW_DEPTH} flow levels; too costly to parse"
+        )));
+    }
+    let (parsed, ran_out) = yaml_cost::with_budget(yaml_cost::EXPANSION_BUDGET, || {
+        serde_yaml_ng::from_str::<ClaimRecord>(text)
+    });
+    parsed.map_err(|e| {
+        if ran_out {
+            ParseError::TooCostly(e.to_string())
+        } else {
+            ParseError::Invalid(format!("claim parse/schema failed: {e}"))
+        }
+    })
+}
 
-/// Refuse, before the full parser sees it, YAML that would cost it seconds
-/// or gigabytes: deep flow nesting and alias bombs. A lexical scan, not a
-/// parser, but one that knows where YAML text cannot hold structure: quoted
-/// scalars, comments, block scalars (`|`, `>`) and block plain scalars with
-/// their continuation lines are skipped whole, so a reason such as
-/// `don't [x, *y` or a multi-line literal full of brackets is never counted.
-fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
+/// Why lockfile text is not a record we can use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The seed's own reader refuses it too: a corrupted claim.
+    #[error("{0}")]
+    Invalid(String),
+    /// Refused only for its size or parse cost: it may be a valid claim, so
+    /// it reads as unreadable, never as corrupted.
+    #[error("{0}")]
+    TooCostly(String),
+}
+
+impl ParseError {
+    pub fn reason(&self) -> &str {
+        match self {
+            ParseError::Invalid(r) | ParseError::TooCostly(r) => r,
+        }
+    }
+
+    /// Whether the reason mentions `needle`.
+    pub fn contains(&self, needle: &str) -> bool {
+        self.reason().contains(needle)
+    }
+}
+
+/// Whether flow nesting passes [`MAX_FLOW_DEPTH`], judged before the full
+/// parser sees the text (`yaml_cost` says why it must be before). A lexical
+/// scan, not a parser, but one that knows where YAML text cannot hold
+/// structure: quoted scalars, comments, block scalars (`|`, `>`) and block
+/// plain scalars with their continuation lines are skipped whole, so a
+/// reason such as `don't [x` or a multi-line literal full of brackets is
+/// never counted.
+fn flow_too_deep(text: &str) -> bool {
     let b = text.as_bytes();
     let n = b.len();
     let blank_at = |k: usize| matches!(b.get(k), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
-    let (mut depth, mut aliases, mut i) = (0usize, 0usize, 0usize);
+    let (mut depth, mut i) = (0usize, 0usize);
     // Whether a YAML token may start here (line start, after an indicator).
     let mut at_token_start = true;
     // What lines must be indented past to continue this line's scalar: the
@@ -220,9 +264,7 @@ fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_FLOW_DEPTH {
-                    return Err(format!(
-                        "claim YAML nests deeper than {MAX_FLOW_DEPTH} levels; not a claim"
-                    ));
+                    return true;
                 }
                 at_token_start = true;
             }
@@ -234,16 +276,6 @@ fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
             // `- `, `: `, `? ` are indicators only before whitespace; in
             // `a-b` or `10:30` they are text.
             b':' | b'-' | b'?' if blank_at(i + 1) => at_token_start = true,
-            b'*' if at_token_start => {
-                aliases += 1;
-                if aliases > MAX_ALIASES || n > MAX_ALIASED_DOC_BYTES {
-                    return Err(format!(
-                        "claim YAML uses aliases beyond {MAX_ALIASES} in {MAX_ALIASED_DOC_BYTES} bytes; \
-                         refusing a possible alias bomb"
-                    ));
-                }
-                at_token_start = false;
-            }
             // A block plain scalar: text up to `: `, ` #` or the line's end,
             // plus any more-indented continuation lines.
             _ if at_token_start && depth == 0 => {
@@ -268,7 +300,7 @@ fn refuse_yaml_bombs(text: &str) -> Result<(), String> {
         }
         i += 1;
     }
-    Ok(())
+    false
 }
 
 fn leading_spaces(b: &[u8], from: usize) -> usize {
@@ -325,13 +357,16 @@ pub enum ReadError {
     GoneAway,
     /// Present but not a claim we can verify.
     Corrupted { reason: String, head: Vec<u8> },
+    /// Present, perhaps a valid claim, but not readable here (permission,
+    /// I/O, or refused for its size or parse cost): treated as held.
+    Unreadable { reason: String },
 }
 
 impl ReadError {
     pub fn reason(&self) -> &str {
         match self {
             ReadError::GoneAway => "claim file vanished while being read",
-            ReadError::Corrupted { reason, .. } => reason,
+            ReadError::Corrupted { reason, .. } | ReadError::Unreadable { reason } => reason,
         }
     }
 }
@@ -350,6 +385,7 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
         reason,
         head: Vec::new(),
     };
+    let unreadable = |reason: String| ReadError::Unreadable { reason };
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -362,11 +398,14 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
                 "lockfile is a symlink; refusing to follow it".into(),
             ))
         }
-        Err(e) => return Err(corrupted(format!("claim read failed: {e}"))),
+        // EACCES, EIO...: the file may be a perfectly good claim that this
+        // user cannot read. Calling it corrupted would let them archive a
+        // live claim they cannot even see.
+        Err(e) => return Err(unreadable(format!("claim read failed: {e}"))),
     };
     let meta = file
         .metadata()
-        .map_err(|e| corrupted(format!("claim stat failed: {e}")))?;
+        .map_err(|e| unreadable(format!("claim stat failed: {e}")))?;
     if !meta.is_file() {
         let what = if meta.is_dir() {
             "a directory"
@@ -387,14 +426,14 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
         match file.read(&mut bytes) {
             Ok(n) => break n,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(corrupted(format!("claim read failed: {e}"))),
+            Err(e) => return Err(unreadable(format!("claim read failed: {e}"))),
         }
     };
     bytes.truncate(first);
     if first != expect {
         file.take(MAX_LOCKFILE_BYTES + 1 - first as u64)
             .read_to_end(&mut bytes)
-            .map_err(|e| corrupted(format!("claim read failed: {e}")))?;
+            .map_err(|e| unreadable(format!("claim read failed: {e}")))?;
     }
     Ok(bytes)
 }
@@ -410,7 +449,8 @@ pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadEr
     let bytes = read_lockfile_bytes(path)?;
     match ClaimRecord::from_bytes(&bytes) {
         Ok(rec) => Ok((rec, bytes)),
-        Err(reason) => {
+        Err(ParseError::TooCostly(reason)) => Err(ReadError::Unreadable { reason }),
+        Err(ParseError::Invalid(reason)) => {
             let mut head = bytes;
             head.truncate(CORRUPT_HEAD_BYTES);
             Err(ReadError::Corrupted { reason, head })
@@ -566,12 +606,13 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let err = read_claim_file(&link).unwrap_err();
         assert!(err.reason().contains("symlink"), "{err:?}");
+        // Too big is unreadable (state-neutral), not corrupted.
         let big = td.path().join("big.lock");
         std::fs::write(&big, vec![b'a'; (MAX_LOCKFILE_BYTES + 10) as usize]).unwrap();
-        assert!(read_claim_file(&big)
-            .unwrap_err()
-            .reason()
-            .contains("larger"));
+        assert!(matches!(
+            read_claim_file(&big),
+            Err(ReadError::Unreadable { reason }) if reason.contains("larger")
+        ));
         assert_eq!(
             read_claim_file(&td.path().join("missing.lock")),
             Err(ReadError::GoneAway)
@@ -604,12 +645,13 @@ mod tests {
     }
 
     #[test]
-    fn an_alias_bomb_is_refused_and_a_shared_anchor_still_reads() {
-        let mut bomb = format!("{HEAD}metadata:\n  a: &x [1, 2, 3]\n  b: [");
+    fn an_alias_bomb_is_too_costly_and_a_shared_anchor_still_reads() {
+        let mut bomb = format!("{HEAD}metadata:\n  a: &x [{}]\n  b: [", "1, ".repeat(64));
         bomb.push_str(&"*x, ".repeat(100_000));
         bomb.push_str("]\n");
+        // Refused for its cost, not judged: unreadable, never corrupted.
         let err = ClaimRecord::from_bytes(bomb.as_bytes()).unwrap_err();
-        assert!(err.contains("alias bomb"), "{err}");
+        assert!(matches!(err, ParseError::TooCostly(_)), "{err}");
         // What Python's safe_dump writes for one object referenced twice.
         let shared = format!("{HEAD}metadata:\n  a: &id001\n  - x\n  b: *id001\n");
         let rec = ClaimRecord::from_yaml(&shared).unwrap();
@@ -652,12 +694,33 @@ mod tests {
         assert!(ClaimRecord::from_yaml(&hidden)
             .unwrap_err()
             .contains("nests deeper"));
-        let aliases = format!(
-            "{HEAD}metadata:\n  a: &x 1\n  l:\n  - name: x\n{}",
-            "    v: *x\n".repeat(MAX_ALIASES + 1)
+    }
+
+    #[test]
+    fn many_aliases_in_a_large_record_read_as_the_seed_reads_them() {
+        // Python's safe_dump anchors every object referenced twice; a big
+        // record with many shared objects is still a claim.
+        let mut text = format!(
+            "{HEAD}metadata:\n  a: &x [1, 2]\n  pad: '{}'\n",
+            "p".repeat(70_000)
         );
-        assert!(ClaimRecord::from_yaml(&aliases)
-            .unwrap_err()
-            .contains("alias"));
+        for i in 0..200 {
+            text.push_str(&format!("  v{i}: *x\n"));
+        }
+        let rec = ClaimRecord::from_yaml(&text).unwrap();
+        assert_eq!(rec.metadata["v199"], serde_json::json!([1, 2]));
+        // As deep in metadata as the seed reads, and one level past it.
+        let nest = |d: usize| {
+            format!(
+                "{HEAD}metadata:\n  a: {}1{}\n",
+                "[".repeat(d),
+                "]".repeat(d)
+            )
+        };
+        assert!(ClaimRecord::from_yaml(&nest(126)).is_ok());
+        assert!(matches!(
+            ClaimRecord::from_yaml(&nest(127)),
+            Err(ParseError::Invalid(_))
+        ));
     }
 }

@@ -59,6 +59,8 @@ pub struct Counts {
     pub suspect: usize,
     pub stale: usize,
     pub corrupted: usize,
+    /// Claims that cannot be read here (permission, size, parse cost).
+    pub unreadable: usize,
 }
 
 impl Counts {
@@ -68,6 +70,7 @@ impl Counts {
             ClaimState::Suspect => self.suspect += 1,
             ClaimState::Stale => self.stale += 1,
             ClaimState::Corrupted => self.corrupted += 1,
+            ClaimState::Unreadable => self.unreadable += 1,
             ClaimState::Free => {}
         }
     }
@@ -78,6 +81,7 @@ impl Counts {
             ClaimState::Suspect => &mut self.suspect,
             ClaimState::Stale => &mut self.stale,
             ClaimState::Corrupted => &mut self.corrupted,
+            ClaimState::Unreadable => &mut self.unreadable,
             ClaimState::Free => return,
         };
         *n = n.saturating_sub(1);
@@ -251,10 +255,9 @@ pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
         push(HazardKind::KeyMismatch, detail);
     }
     match (unverifiable, &item.record) {
-        (Some(HazardKind::CorruptedClaim), _) => push(
-            HazardKind::CorruptedClaim,
-            item.error.clone().unwrap_or_default(),
-        ),
+        (Some(kind @ (HazardKind::CorruptedClaim | HazardKind::Unreadable)), _) => {
+            push(kind, item.error.clone().unwrap_or_default())
+        }
         (Some(kind), Some(rec)) => push(
             kind,
             format!(
@@ -274,6 +277,8 @@ pub fn item_hazard_kinds(item: &SweepItem) -> (Option<HazardKind>, Option<Hazard
     let misnamed = !is_canonical(item) || item.record.as_ref().is_some_and(|r| r.key != item.key);
     let unverifiable = if item.state == ClaimState::Corrupted {
         Some(HazardKind::CorruptedClaim)
+    } else if item.state == ClaimState::Unreadable {
+        Some(HazardKind::Unreadable)
     } else if item.locality == Some(Locality::Other) && item.record.is_some() {
         Some(HazardKind::ForeignMachine)
     } else {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Recovery-mutex wait before retrying acquire from the top (Python's 5 s).
@@ -87,6 +88,37 @@ pub struct AcquireOpts {
     pub metadata: Option<Map<String, Value>>,
     /// Harness tag; None resolves it from the environment.
     pub harness: Option<String>,
+    /// Told whenever acquire is about to wait on a peer's recovery mutex.
+    pub on_wait: Option<WaitHook>,
+}
+
+/// What acquire is waiting on: a peer's mutex, and who holds it for how
+/// long, so that a face can say so instead of sitting silent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub mutex: PathBuf,
+    pub holder: mutex::Holder,
+}
+
+/// A callback for [`Waiting`] reports. The library never prints; the face
+/// that runs the verb decides what to say.
+#[derive(Clone)]
+pub struct WaitHook(Arc<dyn Fn(&Waiting) + Send + Sync>);
+
+impl WaitHook {
+    pub fn new(f: impl Fn(&Waiting) + Send + Sync + 'static) -> WaitHook {
+        WaitHook(Arc::new(f))
+    }
+
+    fn tell(&self, w: &Waiting) {
+        (self.0)(w)
+    }
+}
+
+impl std::fmt::Debug for WaitHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WaitHook")
+    }
 }
 
 /// How a successful acquire came about.
@@ -176,10 +208,15 @@ fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
     data
 }
 
+/// The error for a lockfile that could not be read as a record.
 fn corrupted(path: &Path, e: ReadError) -> ClaimError {
-    ClaimError::Corrupted {
-        path: path.to_path_buf(),
-        reason: e.reason().to_string(),
+    let path = path.to_path_buf();
+    match e {
+        ReadError::Unreadable { reason } => ClaimError::Unreadable { path, reason },
+        e => ClaimError::Corrupted {
+            path,
+            reason: e.reason().to_string(),
+        },
     }
 }
 
@@ -238,7 +275,7 @@ pub fn acquire(
             // archive would move our now-live claim away, and a third
             // process creating the key in that instant would leave us
             // believing we hold a key someone else holds.
-            let _pinned = match lock_recovery(&recovery_mutex_path(&path))? {
+            let _pinned = match lock_recovery(&recovery_mutex_path(&path), opts.on_wait.as_ref())? {
                 Pinned::DirGone | Pinned::Busy => continue,
                 pinned => pinned,
             };
@@ -277,21 +314,12 @@ enum Pinned {
     Busy,
 }
 
-fn busy_error(lock_dir: &Path) -> ClaimError {
-    ClaimError::io(
-        "lock recovery mutex",
-        lock_dir,
-        std::io::Error::new(
-            ErrorKind::TimedOut,
-            format!("held by a peer for over {}s", RECOVERY_MAX_WAIT.as_secs()),
-        ),
-    )
-}
-
 /// Take a claim's recovery mutex for a short mutate (release, re-acquire):
-/// wait out an honest holder, steal a corpse past the 120 s rule.
-fn lock_recovery(lock_dir: &Path) -> Result<Pinned, ClaimError> {
+/// wait out an honest holder, steal a corpse (past the 120 s rule, or one
+/// whose owner is provably dead). `hook` hears about each wait.
+fn lock_recovery(lock_dir: &Path, hook: Option<&WaitHook>) -> Result<Pinned, ClaimError> {
     let deadline = Instant::now() + RECOVERY_MAX_WAIT;
+    let mut told = false;
     loop {
         match mutex::try_lock(lock_dir) {
             Ok(Some(g)) => return Ok(Pinned::Held { _guard: g }),
@@ -308,6 +336,15 @@ fn lock_recovery(lock_dir: &Path) -> Result<Pinned, ClaimError> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Ok(Pinned::Busy);
+        }
+        if let (Some(hook), false) = (hook, told) {
+            if let Some(holder) = mutex::holder(lock_dir) {
+                hook.tell(&Waiting {
+                    mutex: lock_dir.to_path_buf(),
+                    holder,
+                });
+                told = true;
+            }
         }
         mutex::wait_for_release(lock_dir, left);
     }
@@ -360,7 +397,7 @@ fn recover_stale(
     // A mutex no one can create (a key near the 240-byte cap) excludes no
     // one: recover without it, or the key is bricked for good; the verified
     // archive and the exclusive create still pick one winner.
-    let pinned = match lock_recovery(&recovery_mutex_path(path))? {
+    let pinned = match lock_recovery(&recovery_mutex_path(path), opts.on_wait.as_ref())? {
         // The claims dir vanished: the create at the top recreates it.
         Pinned::DirGone => return Ok(None),
         // An honest peer is still at it: go round and meet its result.
@@ -484,6 +521,8 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(ReadError::Corrupted { reason, .. }) => {
             return Ok(ReleaseOutcome::CorruptedLeft { reason })
         }
+        // It may be ours: say so rather than report it left as corrupted.
+        Err(e @ ReadError::Unreadable { .. }) => return Err(corrupted(&path, e)),
     };
     if existing.holder != holder {
         return Ok(ReleaseOutcome::NotHeld {
@@ -496,10 +535,15 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
     // archivers work under the recovery mutex and a create needs the path
     // free, so re-reading under that mutex pins the file until the unlink.
     let lock_dir = recovery_mutex_path(&path);
-    let pinned = match lock_recovery(&lock_dir)? {
+    let pinned = match lock_recovery(&lock_dir, None)? {
         Pinned::DirGone => return Ok(ReleaseOutcome::Absent),
-        Pinned::Busy => return Err(busy_error(&lock_dir)),
-        pinned => pinned,
+        // A peer kept the mutex past the wait (a recoverer on another
+        // machine, or one hung mid-section; a killed local one is stolen at
+        // once). The seed's release never takes this mutex, and a holder's
+        // own release must not fail where the seed's succeeds: release
+        // unpinned, as the seed does, after the same re-read below.
+        Pinned::Busy => None,
+        pinned => Some(pinned),
     };
     let existing = match read_claim_file_raw(&path) {
         Ok((rec, _)) if rec.holder == holder => rec,
@@ -508,6 +552,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(ReadError::Corrupted { reason, .. }) => {
             return Ok(ReleaseOutcome::CorruptedLeft { reason })
         }
+        Err(e @ ReadError::Unreadable { .. }) => return Err(corrupted(&path, e)),
     };
     let held_ms = (now_ms() - existing.acquired_at).max(0);
     match std::fs::remove_file(&path) {
@@ -576,12 +621,20 @@ impl Status {
                 s.error = Some(reason);
                 s.head = head;
             }
+            Err(ReadError::Unreadable { reason }) => {
+                s.state = ClaimState::Unreadable;
+                s.why = "the file cannot be read here, so it may be a live claim; \
+                         treated as held (force-release needs --allow-live)"
+                    .into();
+                s.error = Some(reason);
+            }
         }
         s
     }
 }
 
-/// Classify one key. Never fails: absent is Free, unreadable is Corrupted.
+/// Classify one key. Never fails: absent is Free, a file that is not a claim
+/// is Corrupted, one that cannot be read here is Unreadable.
 pub fn status(root: &Root, key: &str) -> Status {
     Status::of_file(key, &root.lockfile(key), &mut Classifier::new(now_ms()))
 }
@@ -600,6 +653,8 @@ pub enum NoRenew {
     /// A peer holds the recovery mutex (mid-reclaim); a missed renewal only
     /// shortens the lease.
     MutexBusy,
+    /// The claim file cannot be read here (permission, size, parse cost).
+    Unreadable,
 }
 
 impl NoRenew {
@@ -611,6 +666,7 @@ impl NoRenew {
             NoRenew::PidBound => "PID-bound claim has no TTL to extend",
             NoRenew::Expired => "the TTL already expired; it is reclaimable, not renewable",
             NoRenew::MutexBusy => "a peer holds the recovery mutex",
+            NoRenew::Unreadable => "the claim file cannot be read here",
         }
     }
 }
@@ -705,6 +761,7 @@ fn renewable(path: &Path, holder: &str, now: i64) -> Result<ClaimRecord, NoRenew
         Ok((rec, _)) => rec,
         Err(ReadError::GoneAway) => return Err(NoRenew::Absent),
         Err(ReadError::Corrupted { .. }) => return Err(NoRenew::Corrupted),
+        Err(ReadError::Unreadable { .. }) => return Err(NoRenew::Unreadable),
     };
     if rec.holder != holder {
         return Err(NoRenew::OtherHolder);
@@ -757,7 +814,7 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
     // lock_recovery, not mutex::lock: a read-only or forbidden claims dir
     // must surface as its error at once, not as five seconds of waiting
     // followed by a claim that a recovery is in progress.
-    let pinned = match lock_recovery(&lock_dir)? {
+    let pinned = match lock_recovery(&lock_dir, None)? {
         Pinned::DirGone => return Ok(ForceOutcome::Refused(format!("no claim file for {key:?}"))),
         Pinned::Busy => {
             return Ok(ForceOutcome::Refused(
@@ -813,12 +870,23 @@ fn force_release_locked(
             ))
         }
         Err(ReadError::Corrupted { reason, .. }) => (None, None, ClaimState::Corrupted, reason),
+        Err(ReadError::Unreadable { reason }) => (None, None, ClaimState::Unreadable, reason),
     };
     if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
         return refuse(why_not);
     }
-    if state == ClaimState::Live && !opts.allow_live {
-        return refuse(format!("the claim is live ({why}); --allow-live overrides"));
+    // Unreadable is treated as Live: a limit of this reader (or its
+    // permissions) must never make a claim easier to take away.
+    match state {
+        ClaimState::Live if !opts.allow_live => {
+            return refuse(format!("the claim is live ({why}); --allow-live overrides"))
+        }
+        ClaimState::Unreadable if !opts.allow_live => {
+            return refuse(format!(
+                "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
+            ))
+        }
+        _ => {}
     }
     let archived_to = match atomic::archive(path, now_ms(), judged.as_deref())? {
         Archived::To(p) => p,

@@ -99,6 +99,7 @@ impl Theme {
             ClaimState::Suspect => self.fg(Color::Yellow),
             ClaimState::Stale => self.fg(Color::Red),
             ClaimState::Corrupted => self.fg(Color::Magenta).add_modifier(Modifier::BOLD),
+            ClaimState::Unreadable => self.fg(Color::Magenta),
             ClaimState::Free => self.fg(Color::DarkGray),
         }
     }
@@ -169,6 +170,7 @@ pub fn state_label(s: ClaimState) -> &'static str {
         ClaimState::Suspect => "◐ suspect",
         ClaimState::Stale => "✖ stale",
         ClaimState::Corrupted => "‼ corrupted",
+        ClaimState::Unreadable => "? unreadable",
         ClaimState::Free => "○ free",
     }
 }
