@@ -399,6 +399,40 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_is_gone_only_when_its_pid_is_dead_or_started_after_the_stamp() {
+        let host = crate::claims::liveness::hostname();
+        let now_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Running, and started before this stamp: it may be the owner.
+        assert!(!owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
+        // Running, but started after a stamp from 1970: the pid was reused.
+        assert!(owner_is_gone(&format!("{host}:{pid}:1000")));
+        // Another host's pid says nothing here; nor does our own.
+        assert!(!owner_is_gone(&format!("elsewhere:{pid}:1000")));
+        assert!(!owner_is_gone(&format!(
+            "{host}:{}:1000",
+            std::process::id()
+        )));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
+        // A young dir of a dead owner is stolen; one whose token changed is not.
+        let td = TempDir::new().unwrap();
+        let m = td.path().join("m.d");
+        std::fs::create_dir(&m).unwrap();
+        std::fs::write(m.join("owner"), format!("{host}:{pid}:{now_ns}")).unwrap();
+        assert!(steal_if_stale(&m));
+        assert!(!m.exists());
+    }
+
+    #[test]
     fn a_dangling_symlink_mutex_never_spins() {
         let td = TempDir::new().unwrap();
         let m = td.path().join("events.jsonl.lock.d");
