@@ -482,14 +482,17 @@ fn a_recoverer_killed_inside_the_recovery_mutex_lets_the_next_acquire_through_at
     // same rename as an aged corpse, without waiting on it at all.
     let waited = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = waited.clone();
-    let opts = AcquireOpts {
-        on_wait: Some(claimtop::claims::WaitHook::new(move |_| {
-            flag.store(true, std::sync::atomic::Ordering::SeqCst)
-        })),
-        ..AcquireOpts::default()
-    };
+    let hook = claimtop::claims::WaitHook::new(move |_| {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst)
+    });
     let t = Instant::now();
-    match acquire(&root, "k", "next", &opts) {
+    match claimtop::claims::acquire_watched(
+        &root,
+        "k",
+        "next",
+        &AcquireOpts::default(),
+        Some(&hook),
+    ) {
         Ok(AcquireOutcome::Acquired { record, .. }) => assert_eq!(record.holder, "next"),
         other => panic!("the corpse stalled the key: {other:?}"),
     }

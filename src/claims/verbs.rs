@@ -88,8 +88,6 @@ pub struct AcquireOpts {
     pub metadata: Option<Map<String, Value>>,
     /// Harness tag; None resolves it from the environment.
     pub harness: Option<String>,
-    /// Told whenever acquire is about to wait on a peer's recovery mutex.
-    pub on_wait: Option<WaitHook>,
 }
 
 /// What acquire is waiting on: a peer's mutex, and who holds it for how
@@ -243,6 +241,18 @@ pub fn acquire(
     holder: &str,
     opts: &AcquireOpts,
 ) -> Result<AcquireOutcome, ClaimError> {
+    acquire_watched(root, key, holder, opts, None)
+}
+
+/// [`acquire`], telling `on_wait` whenever it is about to wait on a peer's
+/// recovery mutex (the CLI says so on stderr rather than sit silent).
+pub fn acquire_watched(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+    on_wait: Option<&WaitHook>,
+) -> Result<AcquireOutcome, ClaimError> {
     validate_inputs(key, holder, opts.ttl_ms)?;
     // The record stores an i32: a larger pid would wrap negative and, like 0,
     // write a claim that reads Stale the moment it lands.
@@ -275,7 +285,7 @@ pub fn acquire(
             // archive would move our now-live claim away, and a third
             // process creating the key in that instant would leave us
             // believing we hold a key someone else holds.
-            let _pinned = match lock_recovery(&recovery_mutex_path(&path), opts.on_wait.as_ref())? {
+            let _pinned = match lock_recovery(&recovery_mutex_path(&path), on_wait)? {
                 Pinned::DirGone | Pinned::Busy => continue,
                 pinned => pinned,
             };
@@ -290,7 +300,7 @@ pub fn acquire(
         if protected(&existing) {
             return Ok(held(existing));
         }
-        if let Some(outcome) = recover_stale(root, &path, key, holder, opts)? {
+        if let Some(outcome) = recover_stale(root, &path, key, holder, opts, on_wait)? {
             return Ok(outcome);
         }
     }
@@ -393,11 +403,12 @@ fn recover_stale(
     key: &str,
     holder: &str,
     opts: &AcquireOpts,
+    on_wait: Option<&WaitHook>,
 ) -> Result<Option<AcquireOutcome>, ClaimError> {
     // A mutex no one can create (a key near the 240-byte cap) excludes no
     // one: recover without it, or the key is bricked for good; the verified
     // archive and the exclusive create still pick one winner.
-    let pinned = match lock_recovery(&recovery_mutex_path(path), opts.on_wait.as_ref())? {
+    let pinned = match lock_recovery(&recovery_mutex_path(path), on_wait)? {
         // The claims dir vanished: the create at the top recreates it.
         Pinned::DirGone => return Ok(None),
         // An honest peer is still at it: go round and meet its result.

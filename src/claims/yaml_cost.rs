@@ -204,7 +204,9 @@ mod tests {
         metadata: Map<String, Value>,
     }
 
-    fn both(text: &str) -> (Option<Map<String, Value>>, Option<Map<String, Value>>) {
+    type Metadata = Option<Map<String, Value>>;
+
+    fn both(text: &str) -> (Metadata, Metadata) {
         let plain = serde_yaml_ng::from_str::<Plain>(text)
             .ok()
             .map(|p| p.metadata);

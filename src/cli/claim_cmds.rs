@@ -51,16 +51,16 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         reason: a.reason,
         metadata: a.metadata,
         harness: None,
-        on_wait: Some(claims::WaitHook::new(|w| {
-            // The owner token comes off disk: sanitised before the terminal.
-            let owner = match w.holder.owner.as_str() {
-                "" => "an unstamped holder".into(),
-                o => crate::sanitize::sanitize(o).into_owned(),
-            };
-            eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
-        })),
     };
-    match claims::acquire(root, &a.key, &a.holder, &opts) {
+    let say_wait = claims::WaitHook::new(|w| {
+        // The owner token comes off disk: sanitised before the terminal.
+        let owner = match w.holder.owner.as_str() {
+            "" => "an unstamped holder".into(),
+            o => crate::sanitize::sanitize(o).into_owned(),
+        };
+        eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
+    });
+    match claims::acquire_watched(root, &a.key, &a.holder, &opts, Some(&say_wait)) {
         Err(e) => out.error(&e.to_string()),
         Ok(AcquireOutcome::Acquired { record, kind }) => {
             if out.json_mode() {

@@ -212,7 +212,6 @@ impl Worker {
             reason: Some(reason.into()),
             metadata: metadata(meta),
             harness: Some(self.spec.harness.into()),
-            ..AcquireOpts::default()
         }
     }
 
@@ -339,7 +338,6 @@ impl Crasher {
             reason: Some("roll up the nightly metrics".into()),
             metadata: metadata(json!({"round": self.round})),
             harness: Some("gemini".into()),
-            ..AcquireOpts::default()
         };
         swallow(
             &holder,
@@ -355,7 +353,6 @@ impl Crasher {
             reason: Some("take over the abandoned rollup".into()),
             metadata: metadata(json!({"round": self.round, "rescued": true})),
             harness: Some("codex".into()),
-            ..AcquireOpts::default()
         };
         swallow(
             RESCUER,
