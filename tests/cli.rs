@@ -333,7 +333,7 @@ fn list_counts_sorts_by_key_and_reports_hazards_but_never_lists_them_as_claims()
     );
     assert_eq!(
         v["counts"],
-        json!({"live": 1, "suspect": 0, "stale": 1, "corrupted": 1})
+        json!({"live": 1, "suspect": 0, "stale": 1, "corrupted": 1, "unreadable": 0})
     );
     let hazards: Vec<_> = v["hazards"]
         .as_array()

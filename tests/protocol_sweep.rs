@@ -120,7 +120,7 @@ fn each_verdict_gives_its_reason_in_words() {
 }
 
 #[test]
-fn bad_lockfiles_are_corrupted_items_with_a_reason_and_never_abort_the_sweep() {
+fn bad_lockfiles_are_corrupted_or_unreadable_items_with_a_reason_and_never_abort_the_sweep() {
     let td = TempDir::new().unwrap();
     let root = root_in(&td);
     must_acquire(&root, "zz-good", "h", &AcquireOpts::default());
@@ -150,12 +150,22 @@ fn bad_lockfiles_are_corrupted_items_with_a_reason_and_never_abort_the_sweep() {
     for key in ["trunc", "empty", "binary"] {
         assert!(!reason(key).is_empty(), "{key} has no reason");
     }
-    assert!(reason("huge").contains("larger"), "{}", reason("huge"));
+    // Too big to read is not proof of corruption: unreadable, held.
+    let huge = got
+        .iter()
+        .find(|(k, _, _)| k == "huge")
+        .expect("huge listed");
+    assert_eq!(huge.1, ClaimState::Unreadable);
+    assert!(
+        huge.2.as_deref().unwrap_or("").contains("larger"),
+        "{huge:?}"
+    );
     assert!(reason("dir").contains("directory"), "{}", reason("dir"));
     assert!(reason("link").contains("symlink"), "{}", reason("link"));
     assert!(reason("fifo").contains("not a regular file"));
     assert_eq!(got.last().unwrap().1, ClaimState::Live, "{got:?}");
-    assert_eq!(sweep(&root).counts.corrupted, 7);
+    let counts = sweep(&root).counts;
+    assert_eq!((counts.corrupted, counts.unreadable), (6, 1));
     // Not followed, not touched.
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), valid);
 }
