@@ -835,3 +835,159 @@ fn every_subcommand_prints_one_json_document() {
         assert!(rc == 0 || rc == 3, "{args:?} {rc} {v}");
     }
 }
+
+#[test]
+fn usage_errors_under_json_print_one_usage_error_document() {
+    let s = Sandbox::new();
+    for (args, named) in [
+        (
+            &["acquire", "k", "--holder", "a", "--ttl", "0"][..],
+            "--ttl",
+        ),
+        (&["acquire", "k"][..], "--holder"),
+        (&["force-release", "k", "--operator", ""][..], "--operator"),
+        (&["list", "--bogus"][..], "--bogus"),
+    ] {
+        let (rc, v) = s.json(args);
+        assert_eq!(rc, 2, "{args:?}: {v}");
+        assert_eq!(v["outcome"], "usage_error", "{args:?}");
+        assert!(
+            v["error"].as_str().unwrap().contains(named),
+            "{args:?}: {v}"
+        );
+    }
+    let out = s
+        .bare()
+        .args(["list", "--json"])
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert_eq!(one_document(&out)["outcome"], "usage_error");
+    assert!(s.claim_files().is_empty());
+}
+
+#[test]
+fn an_empty_operator_is_refused_and_nothing_is_archived() {
+    let s = Sandbox::new();
+    let lock = s.write_lock("k", "not: [valid");
+    let out = s.run(&["force-release", "k", "--operator", ""]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--operator"), "{}", stderr(&out));
+    assert!(lock.exists());
+}
+
+#[test]
+fn an_acquire_whose_report_cannot_be_written_gives_the_claim_back_and_exits_1() {
+    let s = Sandbox::new();
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    let out = s
+        .bare()
+        .args(["--root"])
+        .arg(s.root())
+        .args(["acquire", "k", "--holder", "a", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("released k again"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.lockfile("k").exists(), "the claim was left behind");
+    let kinds: Vec<Value> = s.events().iter().map(|e| e["type"].clone()).collect();
+    assert_eq!(kinds, [json!("claim_acquired"), json!("claim_released")]);
+}
+
+#[test]
+fn a_release_whose_report_cannot_be_written_exits_1_and_says_what_stands() {
+    let s = Sandbox::new();
+    assert_eq!(
+        code(&s.run(&["acquire", "k", "--holder", "a", "--ttl", "1h"])),
+        0
+    );
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    let out = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(["release", "k", "--holder", "a"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("released k, and that cannot be undone"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Run `claimtop acquire` in the background of a shell that exits at once
+/// (so it is adopted by init or a subreaper), and return the orphan's stderr
+/// once it has finished. The sleep makes the adoption come first: a claimtop
+/// that started while the shell still lived would bind to the shell's pid,
+/// which is dead soon after, and that claim goes stale as it should.
+fn orphaned_acquire(s: &Sandbox, extra: &str) -> String {
+    let log = s.home.path().join("orphan.log");
+    let done = s.home.path().join("orphan.done");
+    let script = format!(
+        "(sleep 0.3; exec {BIN} --root '{}' acquire k --holder a {extra} 2>'{}') & echo $! >'{}'; exit 0",
+        s.root().display(),
+        log.display(),
+        done.display()
+    );
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("HOME", s.home.path())
+        .env_remove("FNO_CLAIMS_ROOT")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let pid: i32 = std::fs::read_to_string(&done)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The orphan is not our child: wait for its pid to disappear.
+    for _ in 0..500 {
+        // SAFETY: signal 0 only probes for existence.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::read_to_string(&log).unwrap_or_default()
+}
+
+#[test]
+fn an_orphaned_acquire_without_pid_or_ttl_refuses_and_writes_nothing() {
+    let s = Sandbox::new();
+    let err = orphaned_acquire(&s, "");
+    assert!(err.contains("--pid") && err.contains("--ttl"), "{err:?}");
+    assert!(
+        !s.lockfile("k").exists(),
+        "bound to an adopter: {:?}",
+        std::fs::read_to_string(s.lockfile("k"))
+    );
+    assert!(!s.events_file().exists());
+}
+
+#[test]
+fn an_orphaned_acquire_with_a_ttl_is_never_bound_to_init() {
+    let s = Sandbox::new();
+    let err = orphaned_acquire(&s, "--ttl 1h");
+    let text = std::fs::read_to_string(s.lockfile("k")).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let rec = claimtop::claims::ClaimRecord::from_yaml(&text).unwrap();
+    assert_ne!(rec.pid, 1, "{text}");
+    let (_, v) = s.json(&["status", "k"]);
+    assert_eq!(v["state"], "suspect", "the TTL alone protects it: {v}");
+}

@@ -65,7 +65,7 @@ impl Printer<'_> {
         if self.out.json_mode() {
             // The line as it stands in the log: re-serializing could reorder
             // nothing (preserve_order) but would round big numbers.
-            self.out.raw_line(line.text.trim())
+            self.out.raw_line(line.text.trim().as_bytes())
         } else {
             self.out.line(&event_text(ev))
         }
