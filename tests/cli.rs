@@ -991,3 +991,154 @@ fn an_orphaned_acquire_with_a_ttl_is_never_bound_to_init() {
     let (_, v) = s.json(&["status", "k"]);
     assert_eq!(v["state"], "suspect", "the TTL alone protects it: {v}");
 }
+
+#[test]
+fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
+    use claimtop::claims::{operator_name, Root};
+    use claimtop::dashboard::action::{ForceOptsShown, Op};
+    let s = Sandbox::new();
+    s.write_lock("a", "not: [valid");
+    s.write_lock("b", "not: [valid");
+    let user = claimtop::claims::operator::user_name().expect("a user name");
+    let out = s
+        .bare()
+        .env("USER", &user)
+        .arg("--root")
+        .arg(s.root())
+        .args(["force-release", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let root = Root {
+        root: s.root().to_path_buf(),
+        events_dir: Some(s.root().to_path_buf()),
+    };
+    let op = Op::ForceRelease {
+        key: "b".into(),
+        opts: ForceOptsShown {
+            operator: "operator:someone@else".into(),
+            ..ForceOptsShown::default()
+        },
+    };
+    assert!(claimtop::dashboard::ops::run_op(&root, &op).ok);
+    let operators: Vec<Value> = s
+        .events()
+        .iter()
+        .map(|e| e["data"]["operator"].clone())
+        .collect();
+    assert_eq!(operators, [json!(operator_name()), json!(operator_name())]);
+}
+
+/// Make `path` look older than every abandonment rule.
+fn backdate(path: &Path) {
+    mutex::backdate(path, mutex::STALE_MUTEX_STEAL.as_secs() + 60).expect("backdate");
+}
+
+#[test]
+fn doctor_fix_removes_only_the_exact_shapes_the_protocol_writes() {
+    let s = Sandbox::new();
+    let d = s.claims_dir();
+    std::fs::create_dir_all(&d).unwrap();
+    // What the protocol really leaves behind.
+    let real_temp = d.join(".claim-tmp-42-1700000000000000000-0");
+    let real_replace = d.join("k.lock.tmp.42.0");
+    let real_mutex = d.join("k.lock.recovery.d");
+    let real_reap = d.join("k.lock.recovery.d.reap.42.0");
+    std::fs::write(&real_temp, "key: k\n").unwrap();
+    std::fs::write(&real_replace, "key: k\n").unwrap();
+    for dir in [&real_mutex, &real_reap] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("owner"), "host:1:2").unwrap();
+        backdate(dir);
+    }
+    // Look-alikes holding someone's data.
+    let lookalikes = [
+        d.join("x.recovery.d/important/data"),
+        d.join("k2.lock.recovery.d/notes.txt"),
+        d.join("backup.reap.2024.01/file"),
+        d.join(".claim-tmp-data/sub/file"),
+        d.join("k3.lock.recovery.d.reap.1.2/keep"),
+    ];
+    for f in &lookalikes {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, "precious").unwrap();
+        backdate(f.parent().unwrap());
+    }
+    let bak = d.join("k.lock.tmp.1.0.bak");
+    std::fs::write(&bak, "precious").unwrap();
+    for f in [&real_temp, &real_replace, &bak] {
+        backdate(f);
+    }
+
+    let (rc, v) = s.json(&["doctor", "--fix"]);
+    assert_eq!(rc, 3, "look-alikes remain as hazards: {v}");
+    for gone in [&real_temp, &real_replace, &real_mutex, &real_reap] {
+        assert!(
+            std::fs::symlink_metadata(gone).is_err(),
+            "{} survived: {v}",
+            gone.display()
+        );
+    }
+    for kept in lookalikes.iter().chain([&bak]) {
+        assert_eq!(
+            std::fs::read_to_string(kept).ok().as_deref(),
+            Some("precious"),
+            "{} was removed: {v}",
+            kept.display()
+        );
+    }
+    let left: Vec<&Value> = v["fixed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["fixed"] == false)
+        .collect();
+    assert!(
+        left.iter()
+            .all(|f| f["action"].as_str().unwrap().contains("human")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn doctor_reports_an_archive_dir_that_is_not_a_directory() {
+    for plant in ["symlink", "file"] {
+        let s = Sandbox::new();
+        std::fs::create_dir_all(s.claims_dir()).unwrap();
+        let expired = s.claims_dir().join(".expired");
+        match plant {
+            "symlink" => std::os::unix::fs::symlink(s.home.path(), &expired).unwrap(),
+            _ => std::fs::write(&expired, "").unwrap(),
+        }
+        let (rc, v) = s.json(&["doctor"]);
+        assert_eq!(rc, 3, "{v}");
+        let h = &v["hazards"][0];
+        assert_eq!(h["kind"], "archive_dir_broken", "{v}");
+        assert!(h["detail"].as_str().unwrap().contains(plant), "{v}");
+        // --fix leaves it for a human: moving it could lose what it holds.
+        let (rc, _) = s.json(&["doctor", "--fix"]);
+        assert_eq!(rc, 3);
+        assert!(std::fs::symlink_metadata(&expired).is_ok());
+    }
+}
+
+#[test]
+fn a_key_mismatch_names_the_key_found_in_the_record() {
+    let s = Sandbox::new();
+    let text = dead_holder_yaml("node:y", "a");
+    s.write_lock("node%3ax", &text);
+    let (_, v) = s.json(&["doctor"]);
+    let details: Vec<&str> = v["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["kind"] == "key_mismatch")
+        .map(|h| h["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 1, "{v}");
+    assert!(
+        details[0].contains("record claims key \"node:y\""),
+        "{}",
+        details[0]
+    );
+}

@@ -6,7 +6,7 @@ use super::output::{
     opt_record_json, path_text, record_json, record_text, status_json, CmdResult, Out,
     EXIT_DECLINED, EXIT_ERROR, EXIT_OK,
 };
-use crate::claims::liveness::{hostname, utc_hms};
+use crate::claims::liveness::utc_hms;
 use crate::claims::{
     self, human_ms, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
     ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
@@ -379,15 +379,6 @@ fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -
     }
 }
 
-/// `$USER@hostname`, so the audit trail says who pulled the lever.
-fn default_operator() -> String {
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "operator".into());
-    format!("{user}@{}", hostname())
-}
-
 pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, KEY_ONLY, None) {
         return out.error(&e.to_string());
@@ -395,7 +386,7 @@ pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
     let opts = ForceOpts {
         expect_holder: a.expect_holder,
         expect_acquired_at: a.expect_acquired_at,
-        operator: Some(a.operator.unwrap_or_else(default_operator)),
+        operator: Some(a.operator.unwrap_or_else(claims::operator_name)),
         allow_live: a.allow_live,
     };
     let outcome = match claims::force_release(root, &a.key, &opts) {
