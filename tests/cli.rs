@@ -1283,3 +1283,17 @@ fn events_follow_prints_a_long_line_whole() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert_eq!(line.trim_end(), long);
 }
+
+#[test]
+fn a_literal_backslash_escape_and_a_real_escape_look_different_in_text() {
+    let s = Sandbox::new();
+    for holder in ["job\\e[2J", "job\u{1b}[2J"] {
+        let out = s.run(&["acquire", holder, "--holder", holder, "--ttl", "1h"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = s.run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("job\\\\e[2J"), "the literal one: {text}");
+    assert!(text.contains("job\\e[2J"), "the real ESC, escaped: {text}");
+    assert!(!text.contains('\u{1b}'));
+}
