@@ -65,14 +65,16 @@ impl Printer<'_> {
             // any that do not parse), found by reading back from the end.
             Some(n) if !self.filter.active() => {
                 let start = stream::start_of_last_lines(file, end, n)?;
-                stream::for_each_line(file, start, end, |span| self.print_span(file, span))
+                stream::for_each_line(file, start, end, |span, bytes| {
+                    self.print_scanned(file, span, bytes)
+                })
             }
             // With one, the last N matches may lie anywhere: one pass keeps
             // their places (not their text), a second prints them.
             Some(n) => {
                 let mut kept: VecDeque<Span> = VecDeque::new();
-                stream::for_each_line(file, 0, end, |span| {
-                    if self.matches(file, span)? && n > 0 {
+                stream::for_each_line(file, 0, end, |span, bytes| {
+                    if self.matches(file, span, bytes) && n > 0 {
                         if kept.len() == n {
                             kept.pop_front();
                         }
@@ -83,26 +85,34 @@ impl Printer<'_> {
                 kept.into_iter()
                     .try_for_each(|span| self.print_span(file, span))
             }
-            None => stream::for_each_line(file, 0, end, |span| self.print_span(file, span)),
+            None => stream::for_each_line(file, 0, end, |span, bytes| {
+                self.print_scanned(file, span, bytes)
+            }),
         }
     }
 
-    /// Is the line at `span` an event the filter accepts? Counts it as
-    /// skipped when it does not parse.
-    fn matches(&mut self, file: &File, span: Span) -> io::Result<bool> {
-        let probe = if span.len <= INLINE_LINE_BYTES {
-            self.read(file, span)?;
-            Probe::of_slice(&self.buf)
-        } else {
-            Probe::of_span(file, span)
+    /// Is the line at `span` (its `bytes`, when the scan held them) an
+    /// event the filter accepts? Counts it as skipped when it does not parse.
+    fn matches(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> bool {
+        let probe = match bytes {
+            Some(line) => Probe::of_slice(line),
+            None => Probe::of_span(file, span),
         };
-        Ok(match probe {
+        match probe {
             Ok(p) => self.filter.accepts(p.kind.as_deref(), p.key.as_deref()),
             Err(_) => {
                 self.skipped += 1;
                 false
             }
-        })
+        }
+    }
+
+    /// A line from a forward scan: in hand, or to be streamed.
+    fn print_scanned(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> io::Result<()> {
+        match bytes {
+            Some(line) => self.print_line(line),
+            None => self.print_long(file, span),
+        }
     }
 
     fn read(&mut self, file: &File, span: Span) -> io::Result<()> {

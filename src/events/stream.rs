@@ -13,8 +13,12 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 
-/// Unit of every scan.
+/// Unit of the backwards scans and of reading one long line.
 const BLOCK: usize = 64 * 1024;
+
+/// Unit of the forward scan, which also hands out the bytes of every
+/// short line: bigger, so a tail of a thousand lines is one or two reads.
+const SCAN_BLOCK: usize = 256 * 1024;
 
 /// Lines up to this long are read into memory whole; longer ones are
 /// validated and copied straight from the file.
@@ -71,28 +75,54 @@ pub fn start_of_last_lines(file: &File, end: u64, n: usize) -> io::Result<u64> {
 }
 
 /// Call `each` for every complete line in `from..end` (`from` at a line
-/// start, `end` just past a `\n`), oldest first.
+/// start, `end` just past a `\n`), oldest first, with its bytes when it is
+/// at most [`INLINE_LINE_BYTES`] long (read a block at a time, not a line
+/// at a time: a thousand short lines cost a few reads, not a thousand), and
+/// `None` for a longer line, which the caller reads from the file itself.
 pub fn for_each_line(
     file: &File,
     from: u64,
     end: u64,
-    mut each: impl FnMut(Span) -> io::Result<()>,
+    mut each: impl FnMut(Span, Option<&[u8]>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; BLOCK];
+    let mut buf = vec![0u8; SCAN_BLOCK];
+    // A line begun in an earlier block: its bytes so far, until it grows
+    // past the inline limit and only its start is kept.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut too_long = false;
     let mut start = from;
     let mut pos = from;
     while pos < end {
-        let want = ((end - pos) as usize).min(BLOCK);
+        let want = ((end - pos) as usize).min(SCAN_BLOCK);
         let chunk = read_exact_at(file, &mut buf[..want], pos)?;
-        let mut i = 0;
-        while let Some(nl) = chunk[i..].iter().position(|&b| b == b'\n') {
-            let stop = pos + (i + nl) as u64;
-            each(Span {
+        let mut seg = 0;
+        while let Some(nl) = chunk[seg..].iter().position(|&b| b == b'\n') {
+            let stop = seg + nl;
+            let span = Span {
                 offset: start,
-                len: stop - start,
-            })?;
-            start = stop + 1;
-            i += nl + 1;
+                len: pos + stop as u64 - start,
+            };
+            if too_long || span.len > INLINE_LINE_BYTES {
+                each(span, None)?;
+            } else if carry.is_empty() {
+                each(span, Some(&chunk[seg..stop]))?;
+            } else {
+                carry.extend_from_slice(&chunk[seg..stop]);
+                each(span, Some(&carry))?;
+            }
+            carry.clear();
+            too_long = false;
+            start = span.offset + span.len + 1;
+            seg = stop + 1;
+        }
+        let rest = &chunk[seg..];
+        if !too_long && !rest.is_empty() {
+            if (carry.len() + rest.len()) as u64 > INLINE_LINE_BYTES {
+                too_long = true;
+                carry = Vec::new();
+            } else {
+                carry.extend_from_slice(rest);
+            }
         }
         pos += want as u64;
     }
@@ -333,10 +363,10 @@ mod tests {
         f
     }
 
-    fn spans(f: &File, from: u64, end: u64) -> Vec<Span> {
+    fn spans(f: &File, from: u64, end: u64) -> Vec<(Span, Option<Vec<u8>>)> {
         let mut v = Vec::new();
-        for_each_line(f, from, end, |s| {
-            v.push(s);
+        for_each_line(f, from, end, |s, bytes| {
+            v.push((s, bytes.map(<[u8]>::to_vec)));
             Ok(())
         })
         .unwrap();
@@ -344,30 +374,60 @@ mod tests {
     }
 
     #[test]
-    fn lines_longer_than_a_block_come_back_whole_as_spans() {
-        let long = vec![b'x'; 3 * BLOCK + 7];
+    fn lines_across_blocks_come_back_whole_and_overlong_ones_as_spans() {
+        let across = vec![b'x'; SCAN_BLOCK + 7];
+        let overlong = vec![b'y'; INLINE_LINE_BYTES as usize + 1];
         let mut bytes = b"a\n".to_vec();
-        bytes.extend(&long);
+        bytes.extend(&across);
+        bytes.push(b'\n');
+        bytes.extend(&overlong);
         bytes.extend(b"\nb\npartial");
         let f = file_with(&bytes);
         let end = end_of_complete_lines(&f, bytes.len() as u64).unwrap();
         assert_eq!(end, bytes.len() as u64 - 7, "the partial line waits");
         let got = spans(&f, 0, end);
+        let at_overlong = 2 + across.len() as u64 + 1;
         let want = [
-            Span { offset: 0, len: 1 },
-            Span {
-                offset: 2,
-                len: long.len() as u64,
-            },
-            Span {
-                offset: 3 + long.len() as u64,
-                len: 1,
-            },
+            (Span { offset: 0, len: 1 }, Some(b"a".to_vec())),
+            (
+                Span {
+                    offset: 2,
+                    len: across.len() as u64,
+                },
+                Some(across.clone()),
+            ),
+            (
+                Span {
+                    offset: at_overlong,
+                    len: overlong.len() as u64,
+                },
+                None,
+            ),
+            (
+                Span {
+                    offset: at_overlong + overlong.len() as u64 + 1,
+                    len: 1,
+                },
+                Some(b"b".to_vec()),
+            ),
         ];
-        assert_eq!(got, want);
+        // Compared without printing megabytes on a mismatch.
+        let summary = |v: &[(Span, Option<Vec<u8>>)]| -> Vec<(Span, Option<usize>, bool)> {
+            v.iter()
+                .map(|(s, b)| {
+                    (
+                        *s,
+                        b.as_ref().map(Vec::len),
+                        b.as_ref().is_some_and(|b| b.iter().all(|&c| c == b[0])),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(summary(&got), summary(&want));
+        assert!(got == want);
         let mut copied = Vec::new();
-        copy_span(&f, got[1], &mut copied).unwrap();
-        assert_eq!(copied, long);
+        copy_span(&f, got[2].0, &mut copied).unwrap();
+        assert_eq!(copied, overlong);
     }
 
     #[test]
