@@ -136,15 +136,21 @@ impl Printer<'_> {
     fn print_line(&mut self, line: &[u8]) -> io::Result<()> {
         let line = line.trim_ascii();
         if self.out.json_mode() {
-            // The shallow check: one JSON object, its filter fields probed,
-            // no tree built. The line goes out byte for byte as it stands
-            // (re-serializing would round big numbers).
-            match Probe::of_slice(line) {
-                Ok(p) if self.filter.accepts(p.kind.as_deref(), p.key.as_deref()) => {
-                    self.out.raw_line(line)
-                }
-                Ok(_) => Ok(()),
-                Err(_) => {
+            // The shallow check: one JSON object (its filter fields probed
+            // when a filter asks), no tree built. The line goes out byte for
+            // byte as it stands (re-serializing would round big numbers).
+            // None: not one JSON object.
+            let wanted = if self.filter.active() {
+                Probe::of_slice(line)
+                    .ok()
+                    .map(|p| self.filter.accepts(p.kind.as_deref(), p.key.as_deref()))
+            } else {
+                Probe::is_object(line).then_some(true)
+            };
+            match wanted {
+                Some(true) => self.out.raw_line(line),
+                Some(false) => Ok(()),
+                None => {
                     self.skipped += 1;
                     Ok(())
                 }

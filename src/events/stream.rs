@@ -39,7 +39,7 @@ pub fn end_of_complete_lines(file: &File, len: u64) -> io::Result<u64> {
     while pos > 0 {
         let lo = pos.saturating_sub(BLOCK as u64);
         let chunk = read_exact_at(file, &mut buf[..(pos - lo) as usize], lo)?;
-        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+        if let Some(i) = memchr::memrchr(b'\n', chunk) {
             return Ok(lo + i as u64 + 1);
         }
         pos = lo;
@@ -61,13 +61,11 @@ pub fn start_of_last_lines(file: &File, end: u64, n: usize) -> io::Result<u64> {
     while pos > 0 {
         let lo = pos.saturating_sub(BLOCK as u64);
         let chunk = read_exact_at(file, &mut buf[..(pos - lo) as usize], lo)?;
-        let mut upto = chunk.len();
-        while let Some(i) = chunk[..upto].iter().rposition(|&b| b == b'\n') {
+        for i in memchr::memrchr_iter(b'\n', chunk) {
             found += 1;
             if found == n {
                 return Ok(lo + i as u64 + 1);
             }
-            upto = i;
         }
         pos = lo;
     }
@@ -85,7 +83,9 @@ pub fn for_each_line(
     end: u64,
     mut each: impl FnMut(Span, Option<&[u8]>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; SCAN_BLOCK];
+    // No bigger than the range: a short tail should not fault in (and
+    // zero) a whole block it never fills.
+    let mut buf = vec![0u8; SCAN_BLOCK.min(usize::try_from(end - from).unwrap_or(SCAN_BLOCK))];
     // A line begun in an earlier block: its bytes so far, until it grows
     // past the inline limit and only its start is kept.
     let mut carry: Vec<u8> = Vec::new();
@@ -93,11 +93,10 @@ pub fn for_each_line(
     let mut start = from;
     let mut pos = from;
     while pos < end {
-        let want = ((end - pos) as usize).min(SCAN_BLOCK);
+        let want = ((end - pos) as usize).min(buf.len());
         let chunk = read_exact_at(file, &mut buf[..want], pos)?;
         let mut seg = 0;
-        while let Some(nl) = chunk[seg..].iter().position(|&b| b == b'\n') {
-            let stop = seg + nl;
+        for stop in memchr::memchr_iter(b'\n', chunk) {
             let span = Span {
                 offset: start,
                 len: pos + stop as u64 - start,
@@ -139,7 +138,7 @@ pub fn line_at(file: &File, offset: u64) -> io::Result<Option<Span>> {
         if got == 0 {
             return Ok(None);
         }
-        if let Some(i) = buf[..got].iter().position(|&b| b == b'\n') {
+        if let Some(i) = memchr::memchr(b'\n', &buf[..got]) {
             return Ok(Some(Span {
                 offset,
                 len: pos + i as u64 - offset,
@@ -221,6 +220,15 @@ impl Probe {
         let probe = Probe::from_de(&mut de)?;
         de.end().map_err(|e| format!("invalid JSON: {e}"))?;
         Ok(probe)
+    }
+
+    /// Is `line` exactly one JSON object? The check alone, for when no
+    /// filter needs the probed fields: nothing is allocated.
+    pub fn is_object(line: &[u8]) -> bool {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        line.trim_ascii_start().first() == Some(&b'{')
+            && IgnoredAny::deserialize(&mut de).is_ok()
+            && de.end().is_ok()
     }
 
     /// [`Probe::of_slice`] for a line read from the file piecewise: memory
@@ -310,16 +318,50 @@ impl<'de> Visitor<'de> for ShallowVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Shallow, A::Error> {
         let (mut key, mut holder) = (None, None);
-        while let Some(name) = a.next_key::<Shallow>()? {
-            match name.into_str().as_deref() {
-                Some("key") => key = a.next_value::<Shallow>()?.into_str(),
-                Some("holder") => holder = a.next_value::<Shallow>()?.into_str(),
+        while let Some(name) = a.next_key::<Name>()? {
+            match name {
+                Name::Key => key = a.next_value::<Shallow>()?.into_str(),
+                Name::Holder => holder = a.next_value::<Shallow>()?.into_str(),
                 _ => {
                     a.next_value::<IgnoredAny>()?;
                 }
             }
         }
         Ok(Shallow::Object { key, holder })
+    }
+}
+
+/// A member name, compared without allocating: most names of an event are
+/// none of the probed ones.
+enum Name {
+    Ts,
+    Type,
+    Data,
+    Key,
+    Holder,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: de::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Name, E> {
+                Ok(match s {
+                    "ts" => Name::Ts,
+                    "type" => Name::Type,
+                    "data" => Name::Data,
+                    "key" => Name::Key,
+                    "holder" => Name::Holder,
+                    _ => Name::Other,
+                })
+            }
+        }
+        de.deserialize_str(V)
     }
 }
 
@@ -334,11 +376,11 @@ impl<'de> Visitor<'de> for ProbeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Probe, A::Error> {
         let mut p = Probe::default();
         // A repeated field: the last one wins, as in every JSON reader here.
-        while let Some(name) = a.next_key::<Shallow>()? {
-            match name.into_str().as_deref() {
-                Some("ts") => p.ts = a.next_value::<Shallow>()?.into_str(),
-                Some("type") => p.kind = a.next_value::<Shallow>()?.into_str(),
-                Some("data") => {
+        while let Some(name) = a.next_key::<Name>()? {
+            match name {
+                Name::Ts => p.ts = a.next_value::<Shallow>()?.into_str(),
+                Name::Type => p.kind = a.next_value::<Shallow>()?.into_str(),
+                Name::Data => {
                     (p.key, p.holder) = match a.next_value::<Shallow>()? {
                         Shallow::Object { key, holder } => (key, holder),
                         _ => (None, None),
@@ -459,6 +501,21 @@ mod tests {
         assert_eq!(p.key.as_deref(), Some("k"));
         assert_eq!(p.kind.as_deref(), Some("claim_acquired"));
         assert_eq!(Probe::of_slice(b"[1]").unwrap_err(), "not a JSON object");
+        for (line, object) in [
+            (&br#" {"a":[1,{"b":null}]} "#[..], true),
+            (b"[1]", false),
+            (b"{} {}", false),
+            (b"{\"a\":", false),
+            (b"\"{}\"", false),
+        ] {
+            assert_eq!(
+                Probe::is_object(line),
+                object,
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+            assert_eq!(Probe::of_slice(line).is_ok(), object);
+        }
         assert!(Probe::of_slice(b"{} {}")
             .unwrap_err()
             .contains("invalid JSON"));
