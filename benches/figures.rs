@@ -9,11 +9,10 @@
 
 mod common;
 
-use claimtop::claims::sweep::sweep_with;
+use claimtop::claims::now_ms;
 use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
-use claimtop::claims::{now_ms, Classifier};
 use claimtop::dashboard::update::{on_rescan, on_tick};
 use claimtop::dashboard::{update, view, watch, Action, App, Options as DashOptions};
 use claimtop::events::tail::read_last_lines;
@@ -188,10 +187,8 @@ fn run(plan: &Plan, r: &mut Report) -> Res<()> {
     Ok(())
 }
 
-/// The sweep as `list` runs it (on every core), the sweep on one thread,
-/// and the read-everything floor, interleaved so drift hits all three.
+/// The sweep and the read-everything floor, interleaved so drift hits both.
 struct SweepTimes {
-    parallel: Vec<Duration>,
     single: Vec<Duration>,
     floor: Vec<Duration>,
     claims: usize,
@@ -203,7 +200,6 @@ fn sweep_vs_floor(root: &Root, reps: usize) -> SweepTimes {
     // Warm the page and dentry caches so neither side pays for the first touch.
     read_all_floor(&dir, &mut buf);
     let mut t = SweepTimes {
-        parallel: Vec::new(),
         single: Vec::new(),
         floor: Vec::new(),
         claims: 0,
@@ -211,9 +207,7 @@ fn sweep_vs_floor(root: &Root, reps: usize) -> SweepTimes {
     for _ in 0..reps {
         let (d, sw) = time(|| sweep(root));
         t.claims = sw.claims.len();
-        t.parallel.push(d);
-        t.single
-            .push(time(|| sweep_with(root, &mut Classifier::new(now_ms()))).0);
+        t.single.push(d);
         t.floor.push(time(|| read_all_floor(&dir, &mut buf)).0);
     }
     t
@@ -236,20 +230,10 @@ fn fig1_and_3(
         let counts = sweep(&fx.root).counts;
         let verdict = r.target("fig1", ratio <= 1.5);
         r.line(format!(
-            "fig1 list {} (one thread): {} (floor {}, {ratio:.2}x, target <=1.5x) {verdict}",
+            "fig1 list {}: {} (floor {}, {ratio:.2}x, target <=1.5x) {verdict}",
             plan.fig1_files,
             fmt_d(ms),
             fmt_d(mf)
-        ));
-        let mp = median(&t.parallel);
-        r.line(format!(
-            "fig1 list {} (as list runs it, {} threads): {} (floor {}, {:.2}x; one thread {:.2}x) REPORT",
-            plan.fig1_files,
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
-            fmt_d(mp),
-            fmt_d(mf),
-            mp.as_secs_f64() / mf.as_secs_f64(),
-            ratio
         ));
         r.note(format!(
             "{}; {} distinct pids ({} live sleep children, {} dead); classified live {} suspect {} stale {} corrupted {} ({claims} items)",
@@ -386,8 +370,6 @@ fn fig2(plan: &Plan, r: &mut Report, sleepers: &Sleepers, dead: &[i32]) -> Res<(
         } else {
             plan.reps
         };
-        // One thread, so the per-claim cost stays comparable across sizes
-        // (below 2 000 files `list` uses one thread anyway).
         let t = sweep_vs_floor(&fx.root, reps);
         let (ms, mf) = (median(&t.single), median(&t.floor));
         let per = ms.as_secs_f64() * 1e6 / n as f64;
