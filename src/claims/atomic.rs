@@ -48,12 +48,15 @@ fn write_new(tmp: &Path, content: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How often a create re-makes a claims dir that keeps vanishing.
+const CREATE_DIR_TRIES: usize = 3;
+
 /// Atomically create `path` with `content`, failing if it exists.
 ///
 /// The temp file lives in the claims dir itself and is `link(2)`ed into place:
 /// a reader sees no file or a whole one, never a created-but-empty file that
 /// would parse as Corrupted, and EEXIST names the loser. A missing parent is
-/// created and the create retried exactly once. Any other failure (ENOSPC,
+/// created and the create retried (a few times, if it keeps vanishing). Any other failure (ENOSPC,
 /// EACCES, EROFS) leaves neither a partial lockfile nor the temp behind.
 pub fn create_exclusive(path: &Path, content: &[u8]) -> Result<(), CreateError> {
     let Some(parent) = path.parent() else {
@@ -62,15 +65,25 @@ pub fn create_exclusive(path: &Path, content: &[u8]) -> Result<(), CreateError> 
             "claim path has no parent",
         )));
     };
-    let first = create_via_link(parent, path, content);
-    match first {
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
-            std::fs::create_dir_all(parent).map_err(CreateError::Io)?;
-            create_via_link(parent, path, content)
+    let mut res = create_via_link(parent, path, content);
+    // A missing claims dir is made and the create retried; a dir deleted
+    // again in between (an operator's `rm -rf`) gets a few more tries.
+    // `create_dir_all` itself answers EEXIST when the dir vanishes between
+    // its mkdir and its is-a-dir check: that EEXIST names no lockfile, so it
+    // must never reach the caller as "held" or as a "File exists" error.
+    for _ in 0..CREATE_DIR_TRIES {
+        match &res {
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            _ => break,
         }
-        other => other,
+        match std::fs::create_dir_all(parent) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(CreateError::Io(e)),
+        }
+        res = create_via_link(parent, path, content);
     }
-    .map_err(|e| {
+    res.map_err(|e| {
         if e.kind() == ErrorKind::AlreadyExists {
             CreateError::AlreadyHeld
         } else {
