@@ -7,15 +7,17 @@ mod dashboard_common;
 use claimtop::claims::{ClaimState, Classifier};
 use claimtop::dashboard::action::{ForceOptsShown, Op};
 use claimtop::dashboard::app::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::collect::{Collector, Input};
 use claimtop::dashboard::keys::Pane;
 use claimtop::dashboard::ops::run_op;
 use claimtop::dashboard::update::{apply_sweep, visible_signature};
-use claimtop::dashboard::{update, Action, App, OpResult};
+use claimtop::dashboard::{update, Action, App};
 use dashboard_common::*;
 use ratatui::crossterm::event::KeyCode;
 
 fn state_of(app: &App, k: &str) -> Option<ClaimState> {
-    app.live
+    app.claims
+        .live
         .by_path
         .values()
         .find(|s| s.key == k)
@@ -38,16 +40,21 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
         write_claim(&root, &rec(k, "pty:w", ALIVE, MIN, Some(10 * MIN)));
     }
     let mut app = app_at(root.clone());
-    assert!(update(&mut app, Action::Rescan));
-    assert_eq!(app.reads, 3);
-    assert_eq!(app.rows.len(), 3);
+    let mut col = collector(&root);
+    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert_eq!(col.counters.reads(), 3);
+    assert_eq!(app.table.rows.len(), 3);
 
     let path = write_claim(&root, &rec("b", "pty:w", DEAD, MIN, Some(-MIN)));
-    assert!(update(&mut app, Action::FsChanged(vec![path])));
-    assert_eq!(app.reads, 4, "exactly the one changed path was read");
-    assert_eq!(app.rescans, 1);
+    assert!(collect(&mut app, &mut col, Input::Changed(vec![path])));
+    assert_eq!(
+        col.counters.reads(),
+        4,
+        "exactly the one changed path was read"
+    );
+    assert_eq!(col.counters.rescans(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.live.counts.stale, 1);
+    assert_eq!(app.claims.live.counts.stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -60,12 +67,13 @@ fn a_deleted_lockfile_leaves_the_table_and_a_new_one_joins_it() {
     let (_td, root) = temp_root();
     let a = write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
     std::fs::remove_file(&a).expect("rm");
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(update(&mut app, Action::FsChanged(vec![a, b])));
+    assert!(collect(&mut app, &mut col, Input::Changed(vec![a, b])));
     assert_eq!(row_keys(&app), ["b"]);
-    assert_eq!(app.reads, 3);
+    assert_eq!(col.counters.reads(), 3);
 }
 
 #[test]
@@ -73,15 +81,16 @@ fn changes_outside_the_claims_dir_read_nothing_and_redraw_nothing() {
     let (_td, root) = temp_root();
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
-    let before = app.reads;
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    let before = col.counters.reads();
     let elsewhere = vec![
         root.events_file(),
         root.root.join("unrelated.lock"),
         root.claims_dir().join("x.lock.recovery.d"),
     ];
-    assert!(!update(&mut app, Action::FsChanged(elsewhere)));
-    assert_eq!(app.reads, before);
+    assert!(!collect(&mut app, &mut col, Input::Changed(elsewhere)));
+    assert_eq!(col.counters.reads(), before);
 }
 
 #[test]
@@ -90,20 +99,22 @@ fn a_rewrite_with_identical_content_asks_for_no_redraw() {
     let r = rec("a", "pty:w", ALIVE, MIN, None);
     let path = write_claim(&root, &r);
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
     write_claim(&root, &r);
-    assert!(!update(&mut app, Action::FsChanged(vec![path])));
+    assert!(!collect(&mut app, &mut col, Input::Changed(vec![path])));
 }
 
 #[test]
 fn a_missing_claims_dir_is_an_empty_table_until_it_appears() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
-    assert!(app.rows.is_empty());
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    assert!(app.table.rows.is_empty());
     assert!(render(&app).contains("no claims under this root yet"));
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    assert!(update(&mut app, Action::Rescan));
+    assert!(collect(&mut app, &mut col, Input::Rescan));
     assert_eq!(row_keys(&app), ["late"]);
 }
 
@@ -112,15 +123,14 @@ fn a_missing_claims_dir_is_an_empty_table_until_it_appears() {
 #[test]
 fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files() {
     let root = fixed_root();
+    // A root that does not exist: the tick cannot have read anything.
     let mut app = app_at(root.clone());
     let s = status_of(&root, rec("k", "pty:w", DEAD, MIN, Some(30_000)));
     assert_eq!(s.state, ClaimState::Suspect);
     apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
-    let reads = app.reads;
     assert!(update(&mut app, Action::Tick(NOW + 31_000)));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.live.counts.stale, 1);
-    assert_eq!(app.reads, reads, "a tick re-classifies in memory");
+    assert_eq!(app.claims.live.counts.stale, 1);
 }
 
 #[test]
@@ -132,19 +142,22 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     apply_sweep(&mut app, sweep_of(&root, vec![soon, later], vec![]));
     // The first tick after a sweep re-judges everything; nothing moves yet.
     update(&mut app, Action::Tick(NOW + 1_000));
-    assert_eq!(app.live.counts.suspect, 2);
+    assert_eq!(app.claims.live.counts.suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
     update(&mut app, Action::Tick(NOW + 31_000));
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
-    assert_eq!((app.live.counts.stale, app.live.counts.suspect), (1, 1));
+    assert_eq!(
+        (app.claims.live.counts.stale, app.claims.live.counts.suspect),
+        (1, 1)
+    );
     update(&mut app, Action::Tick(NOW + 60_000));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     update(&mut app, Action::Tick(NOW + 91_000));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.live.counts.stale, 2);
+    assert_eq!(app.claims.live.counts.stale, 2);
 }
 
 #[test]
@@ -207,32 +220,30 @@ fn changing_probe(pid: i32) -> Option<i64> {
 #[test]
 fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     use std::sync::atomic::Ordering::SeqCst;
-    let root = fixed_root();
-    let mut app =
-        claimtop::dashboard::App::with_identity(opts(root.clone()), NOW, me(), changing_probe);
-    // Judged with the fixed world's probe (HOLDER unknown there: Stale);
-    // the first tick re-judges with the model's own.
-    let statuses = vec![
-        status_of(&root, rec("a", "pty:w", HOLDER, MIN, None)),
-        status_of(&root, rec("b", "pty:w", HOLDER, MIN, None)),
-    ];
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
+    write_claim(&root, &rec("b", "pty:w", HOLDER, MIN, None));
+    let mut app = app_at(root.clone());
+    let mut col = Collector::new(root.clone(), me(), changing_probe, NOW);
     HOLDER_STATE.store(0, SeqCst);
-    apply_sweep(&mut app, sweep_of(&root, statuses, vec![]));
-    update(&mut app, Action::Tick(NOW + 1_000));
+    collect(&mut app, &mut col, Input::Rescan);
+    tick(&mut app, &mut col, NOW + 1_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
-    update(&mut app, Action::Tick(NOW + 2_000));
+    tick(&mut app, &mut col, NOW + 2_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
+    let reads = col.counters.reads();
 
     HOLDER_STATE.store(1, SeqCst); // the holder dies
-    assert!(update(&mut app, Action::Tick(NOW + 3_000)));
+    assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.live.counts.stale, 2);
+    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(col.counters.reads(), reads, "no lockfile was re-read");
 }
 
 #[test]
 fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
-    use claimtop::dashboard::app::PID_RECHECK_MS;
+    use claimtop::dashboard::collect::PID_RECHECK_MS;
     fn reused_probe(pid: i32) -> Option<i64> {
         static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         // Alive throughout; after the first few reads it is another process.
@@ -243,15 +254,15 @@ fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
             p => probe(p),
         }
     }
-    let root = fixed_root();
-    let mut app =
-        claimtop::dashboard::App::with_identity(opts(root.clone()), NOW, me(), reused_probe);
-    let s = status_of(&root, rec("a", "pty:w", HOLDER, MIN, None));
-    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
-    update(&mut app, Action::Tick(NOW + 1_000)); // full re-judgement: still the old process
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
+    let mut app = app_at(root.clone());
+    let mut col = Collector::new(root.clone(), me(), reused_probe, NOW);
+    collect(&mut app, &mut col, Input::Rescan);
+    tick(&mut app, &mut col, NOW + 1_000); // still the old process
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
     // Existence checks alone cannot see the swap; the periodic re-read does.
-    update(&mut app, Action::Tick(NOW + 1_000 + PID_RECHECK_MS));
+    tick(&mut app, &mut col, NOW + 1_000 + PID_RECHECK_MS);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
 }
 
@@ -261,6 +272,7 @@ fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
 fn default_order_puts_what_needs_a_human_first_then_key() {
     let app = fixed_app(80, 24);
     let states: Vec<ClaimState> = app
+        .table
         .rows
         .iter()
         .filter_map(|p| app.shown().get(p))
@@ -276,16 +288,16 @@ fn default_order_puts_what_needs_a_human_first_then_key() {
 #[test]
 fn j_k_g_and_shift_g_move_the_selection() {
     let mut app = fixed_app(80, 24);
-    assert_eq!(app.selected, 0);
+    assert_eq!(app.table.selected, 0);
     update(&mut app, key('j'));
     update(&mut app, code(KeyCode::Down));
-    assert_eq!(app.selected, 2);
+    assert_eq!(app.table.selected, 2);
     update(&mut app, key('k'));
-    assert_eq!(app.selected, 1);
+    assert_eq!(app.table.selected, 1);
     update(&mut app, key('G'));
-    assert_eq!(app.selected, app.rows.len() - 1);
+    assert_eq!(app.table.selected, app.table.rows.len() - 1);
     update(&mut app, key('g'));
-    assert_eq!(app.selected, 0);
+    assert_eq!(app.table.selected, 0);
     assert!(!update(&mut app, key('k')), "nothing above the first row");
 }
 
@@ -293,19 +305,19 @@ fn j_k_g_and_shift_g_move_the_selection() {
 fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('s'));
-    assert_eq!(app.sort.column, Column::Key);
+    assert_eq!(app.table.sort.column, Column::Key);
     let keys = row_keys(&app);
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted);
     update(&mut app, key('S'));
-    assert!(app.sort.reverse);
+    assert!(app.table.sort.reverse);
     sorted.reverse();
     assert_eq!(row_keys(&app), sorted);
     for _ in 0..Column::ALL.len() - 1 {
         update(&mut app, key('s'));
     }
-    assert_eq!(app.sort.column, Column::State, "s wraps around");
+    assert_eq!(app.table.sort.column, Column::State, "s wraps around");
 }
 
 #[test]
@@ -323,8 +335,8 @@ fn the_filter_matches_words_and_state_holder_harness_terms() {
     type_text(&mut app, "state:stale");
     assert_eq!(row_keys(&app), ["node:beta", "queue/jobs 7"]);
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.filter_input.is_none());
-    assert_eq!(app.rows.len(), 2, "Enter keeps the filter");
+    assert!(app.table.filter_input.is_none());
+    assert_eq!(app.table.rows.len(), 2, "Enter keeps the filter");
 
     update(&mut app, key('/'));
     for _ in 0.."state:stale".len() {
@@ -333,18 +345,21 @@ fn the_filter_matches_words_and_state_holder_harness_terms() {
     type_text(&mut app, "holder:WORKER-2");
     assert_eq!(row_keys(&app), ["node:alpha"]);
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.rows.len(), 7, "Esc clears the filter");
+    assert_eq!(app.table.rows.len(), 7, "Esc clears the filter");
 
     update(&mut app, key('/'));
     type_text(&mut app, "harness:codex release");
     assert_eq!(row_keys(&app), ["build:web"]);
     update(&mut app, code(KeyCode::Enter));
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.filter.is_empty(), "Esc outside the input clears it too");
+    assert!(
+        app.table.filter.is_empty(),
+        "Esc outside the input clears it too"
+    );
 
     update(&mut app, key('/'));
     type_text(&mut app, "state:nonsense");
-    assert!(app.rows.is_empty());
+    assert!(app.table.rows.is_empty());
 }
 
 #[test]
@@ -353,8 +368,8 @@ fn tab_cycles_the_panes_and_movement_follows_the_focus() {
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(app.focus, Pane::Detail);
     update(&mut app, key('j'));
-    assert_eq!(app.detail_scroll, 1);
-    assert_eq!(app.selected, 0, "the table selection did not move");
+    assert_eq!(app.table.detail_scroll, 1);
+    assert_eq!(app.table.selected, 0, "the table selection did not move");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(app.focus, Pane::Events);
     update(&mut app, code(KeyCode::BackTab));
@@ -376,17 +391,17 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     update(&mut app, Action::EventsAppended(more));
     app.focus = Pane::Events;
     update(&mut app, key('k'));
-    assert_eq!(app.events_view.scroll, 1);
+    assert_eq!(app.events.view.scroll, 1);
     update(
         &mut app,
         Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
     );
-    assert_eq!(app.events_view.new_while_scrolled, 1);
-    assert_eq!(app.events_view.scroll, 2, "the same lines stay in view");
+    assert_eq!(app.events.view.new_while_scrolled, 1);
+    assert_eq!(app.events.view.scroll, 2, "the same lines stay in view");
     assert!(render(&app).contains("+1 new"));
     update(&mut app, key('G'));
-    assert_eq!(app.events_view.scroll, 0);
-    assert_eq!(app.events_view.new_while_scrolled, 0);
+    assert_eq!(app.events.view.scroll, 0);
+    assert_eq!(app.events.view.new_while_scrolled, 0);
     assert!(render(&app).contains("following"));
 }
 
@@ -395,6 +410,7 @@ fn an_unparseable_line_is_a_visible_error_row() {
     let app = fixed_app(160, 48);
     let bad: Vec<_> = app
         .events
+        .ring
         .rows
         .iter()
         .filter(|r| r.error.is_some())
@@ -408,10 +424,10 @@ fn f_shows_only_the_selected_keys_events_and_again_shows_all() {
     let mut app = fixed_app(160, 48);
     select(&mut app, "build:web");
     update(&mut app, key('f'));
-    assert_eq!(app.events_view.key.as_deref(), Some("build:web"));
+    assert_eq!(app.events.view.key.as_deref(), Some("build:web"));
     assert_eq!(app.shown_events().count(), 2);
     update(&mut app, key('f'));
-    assert_eq!(app.events_view.key, None);
+    assert_eq!(app.events.view.key, None);
     assert_eq!(app.shown_events().count(), 5);
 }
 
@@ -429,18 +445,19 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     let (_td, root) = temp_root();
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
     update(&mut app, key('p'));
     assert!(app.paused());
     assert!(render(&app).contains("PAUSED"));
 
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(!update(&mut app, Action::FsChanged(vec![b])));
+    assert!(!collect(&mut app, &mut col, Input::Changed(vec![b])));
     assert!(!update(
         &mut app,
         Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
     ));
-    assert_eq!(app.live.len(), 2, "ingested");
+    assert_eq!(app.claims.live.len(), 2, "ingested");
     assert_eq!(row_keys(&app), ["a"], "not shown");
     assert_eq!(app.shown_events().count(), 0);
 
@@ -458,7 +475,7 @@ fn read_only_refuses_every_mutation_and_says_so() {
     for c in ['a', 'r', 'n', 'F'] {
         app.status = None;
         update(&mut app, key(c));
-        assert!(app.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
         assert!(status_text(&app).contains("read-only"), "{c}");
     }
     assert!(app.pending.is_empty());
@@ -497,7 +514,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('F'));
-    assert!(matches!(app.dialog, Some(Dialog::ForceRelease(_))));
+    assert!(matches!(app.overlays.dialog, Some(Dialog::ForceRelease(_))));
     update(&mut app, key('y'));
     update(&mut app, code(KeyCode::Enter));
     assert!(app.pending.is_empty(), "y is just a typed letter here");
@@ -507,13 +524,13 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     type_text(&mut app, "build:we");
     update(&mut app, code(KeyCode::Enter));
     assert!(app.pending.is_empty(), "a prefix is not the key");
-    match &app.dialog {
+    match &app.overlays.dialog {
         Some(Dialog::ForceRelease(f)) => assert!(f.error.is_some()),
         other => panic!("dialog closed: {other:?}"),
     }
     type_text(&mut app, "b");
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.dialog.is_none());
+    assert!(app.overlays.dialog.is_none());
     assert_eq!(
         app.pending,
         [Op::ForceRelease {
@@ -567,7 +584,7 @@ fn esc_closes_a_dialog_without_acting() {
     select(&mut app, "node:beta");
     update(&mut app, key('F'));
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.dialog.is_none());
+    assert!(app.overlays.dialog.is_none());
     assert!(app.pending.is_empty());
 }
 
@@ -576,7 +593,7 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('n'));
-    match &app.dialog {
+    match &app.overlays.dialog {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "15m", "acquired 3m ago, expiring in 12m");
             assert!(f.foreign);
@@ -606,7 +623,7 @@ fn renew_rejects_a_ttl_outside_the_protocol_bounds_in_the_form() {
     }
     type_text(&mut app, "10s");
     update(&mut app, code(KeyCode::Enter));
-    match &app.dialog {
+    match &app.overlays.dialog {
         Some(Dialog::Renew(f)) => assert!(f.error.as_deref().unwrap_or("").contains("range")),
         other => panic!("{other:?}"),
     }
@@ -618,7 +635,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "db:migrate");
     update(&mut app, key('n'));
-    assert!(app.dialog.is_none());
+    assert!(app.overlays.dialog.is_none());
     assert!(status_text(&app).contains("PID-bound"));
 }
 
@@ -626,7 +643,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
 fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
-    match &app.dialog {
+    match &app.overlays.dialog {
         Some(Dialog::Acquire(f)) => {
             assert_eq!(f.holder, OPERATOR);
             assert_eq!(f.ttl, "30m");
@@ -666,34 +683,46 @@ fn ctrl_c_quits_even_from_a_text_input_and_q_types_there() {
 fn help_and_hazards_overlays_open_and_close() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('?'));
-    assert_eq!(app.overlay, Some(Overlay::Help));
+    assert_eq!(app.overlays.open, Some(Overlay::Help));
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.overlay, None);
+    assert_eq!(app.overlays.open, None);
     update(&mut app, key('h'));
-    assert_eq!(app.overlay, Some(Overlay::Hazards));
+    assert_eq!(app.overlays.open, Some(Overlay::Hazards));
     // The mutex corpse, the corrupted file, the foreign claim.
-    assert_eq!(app.hazards().len(), 3);
-    assert_eq!(app.hazard_count(), 3);
+    assert_eq!(app.claims.hazards().len(), 3);
+    assert_eq!(app.claims.hazard_count(), 3);
     update(&mut app, key('h'));
-    assert_eq!(app.overlay, None);
+    assert_eq!(app.overlays.open, None);
 }
 
 #[test]
 fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
-    let path = write_claim(&root, &rec("new", "pty:w", ALIVE, 0, None));
-    update(
-        &mut app,
-        Action::OpResult(OpResult {
-            verb: "acquire",
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    let (op_tx, op_rx) = std::sync::mpsc::channel();
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let (in_tx, in_rx) = std::sync::mpsc::channel();
+    let r = root.clone();
+    let worker =
+        std::thread::spawn(move || claimtop::dashboard::ops::worker(r, op_rx, out_tx, in_tx));
+    op_tx
+        .send(Op::Acquire {
             key: "new".into(),
-            path,
-            ok: true,
-            message: "acquired new".into(),
-        }),
-    );
+            holder: OPERATOR.into(),
+            ttl_ms: Some(10 * MIN),
+            reason: None,
+        })
+        .expect("send op");
+    drop(op_tx);
+    let reread = in_rx.recv().expect("the worker asks for a re-read");
+    assert_eq!(reread, Input::Changed(vec![root.lockfile("new")]));
+    for a in out_rx.iter() {
+        update(&mut app, a);
+    }
+    worker.join().expect("worker");
+    collect(&mut app, &mut col, reread);
     assert_eq!(row_keys(&app), ["new"]);
     assert_eq!(status_text(&app), "acquired new");
 }
@@ -758,7 +787,8 @@ fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
     let shown = rec("k", "pty:gone", i32::MAX - 7, 5 * MIN, None);
     let path = write_claim(&root, &shown);
     let mut app = app_at(root.clone());
-    update(&mut app, Action::FsChanged(vec![path.clone()]));
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Changed(vec![path.clone()]));
     select(&mut app, "k");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
@@ -780,7 +810,8 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     let path = root.lockfile("junk");
     std::fs::write(&path, b"\x00\x01 not yaml [").expect("write");
     let mut app = app_at(root.clone());
-    update(&mut app, Action::Rescan);
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
     select(&mut app, "junk");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
@@ -789,8 +820,10 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
     assert!(root.claims_dir().join(".expired").is_dir());
+    let path = r.path.clone();
     update(&mut app, Action::OpResult(r));
-    assert!(app.rows.is_empty());
+    collect(&mut app, &mut col, Input::Changed(vec![path]));
+    assert!(app.table.rows.is_empty());
     let log = std::fs::read_to_string(root.events_file()).expect("events");
     assert!(log.contains("claim_force_released"));
 }

@@ -4,13 +4,11 @@
 //! entries it names. `rows` is the filtered, sorted view the table scrolls
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
-use super::action::Op;
+use super::action::{Op, RootProblem};
 use super::keys::Pane;
 use super::Options;
-use crate::claims::liveness::hostname;
 use crate::claims::{
-    process_create_time_ms, ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity,
-    Locality, Root, Status,
+    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Locality, Root, Status,
 };
 use crate::events::tail::Line;
 use std::cmp::{Ordering, Reverse};
@@ -80,15 +78,6 @@ fn item_hazard_count(s: &Status) -> usize {
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
 
-/// A holder pid as last seen.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PidWatch {
-    /// Start time when alive; None once gone.
-    pub started: Option<i64>,
-    /// When the start time was last read.
-    pub checked: i64,
-}
-
 /// What one tick must re-judge.
 #[derive(Debug, PartialEq)]
 pub enum TickPlan {
@@ -97,19 +86,11 @@ pub enum TickPlan {
     Expired(Vec<Arc<Path>>),
     All,
 }
-/// How often a still-existing pid's start time is re-read, to catch a pid
-/// that died and was reused between two ticks.
-pub const PID_RECHECK_MS: i64 = 30_000;
 
-/// Does `pid` name a process? kill(pid, 0) sends nothing; EPERM means it
-/// exists under another user.
-fn pid_exists(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 performs only the existence and permission checks.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+/// A classifier's probe for a model that never probes: a pid the collector
+/// has not reported is one it found no process for.
+fn unreported(_pid: i32) -> Option<i64> {
+    None
 }
 
 /// What the view showed when `p` was pressed.
@@ -570,157 +551,65 @@ pub struct StatusMsg {
     pub level: Level,
 }
 
-/// The whole model.
-pub struct App {
-    pub root: Root,
-    pub read_only: bool,
-    pub color: bool,
-    pub demo: bool,
-    /// The clock of the last tick (epoch ms).
-    pub now: i64,
+/// The claims part of the model: what the collector reported, and what the
+/// model judged from it.
+pub struct Claims {
     identity: LocalIdentity,
-    probe: fn(i32) -> Option<i64>,
-    /// Cheap "does this pid exist" check (kill 0); None asks `probe`.
-    signal: Option<fn(i32) -> bool>,
-    /// Holder pids as of the last full re-judgement of every claim.
-    pub(crate) pid_watch: HashMap<i32, PidWatch>,
-    /// TTL expiries still ahead as of that re-judgement, soonest first: a
-    /// claim whose TTL crosses the clock is re-judged on its own.
-    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
-    /// Claims changed since the last full re-judgement.
-    pub(crate) rejudge_all: bool,
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
     /// Hazards of the last sweep that are not claims (mutex corpses, temp
-    /// litter, unreadable entries).
+    /// litter, unreadable entries), kept current by the collector's reads.
     pub sweep_hazards: Vec<Hazard>,
-    /// The table's rows: filtered, sorted paths of the shown claims.
-    pub rows: Vec<Arc<Path>>,
-    pub selected: usize,
-    pub table_offset: usize,
-    pub sort: Sort,
-    pub filter: Filter,
-    /// Some while `/` is being typed.
-    pub filter_input: Option<Input>,
-    pub events: EventRing,
-    pub events_view: EventsView,
-    pub events_error: Option<String>,
-    pub focus: Pane,
-    pub dialog: Option<Dialog>,
-    pub overlay: Option<Overlay>,
-    pub overlay_scroll: u16,
-    pub detail_scroll: u16,
-    pub status: Option<StatusMsg>,
-    /// Terminal size (columns, rows).
-    pub size: (u16, u16),
-    /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
-    /// and the only one it releases without force.
-    pub operator: String,
-    /// Lockfiles read since start (one per `Status::of_file`); a bench can
-    /// assert a batch re-read exactly the changed paths.
-    pub reads: u64,
-    /// Full sweeps since start.
-    pub rescans: u64,
-    pub quit: bool,
-    /// Mutations waiting to be handed to the worker.
-    pub pending: Vec<Op>,
+    /// Holder pids and their start times, as the collector last probed.
+    pub pids: HashMap<i32, Option<i64>>,
+    /// TTL expiries still ahead as of the last full re-judgement, soonest
+    /// first: a claim whose TTL crosses the clock is re-judged on its own.
+    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    /// Claims or pid facts changed since the last full re-judgement.
+    pub(crate) rejudge_all: bool,
+    /// Why the root is not a normal one, as of the last sweep.
+    pub problem: Option<RootProblem>,
 }
 
-impl App {
-    /// A model for this machine's identity and process table.
-    pub fn new(opts: Options, now: i64) -> App {
-        let mut app =
-            App::with_identity(opts, now, LocalIdentity::current(), process_create_time_ms);
-        app.signal = Some(pid_exists);
-        app
-    }
-
-    /// A model that classifies with an injected identity and pid probe
-    /// (tests, benches, replays).
-    pub fn with_identity(
-        opts: Options,
-        now: i64,
-        identity: LocalIdentity,
-        probe: fn(i32) -> Option<i64>,
-    ) -> App {
-        let color = !opts.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        App {
-            root: opts.root,
-            read_only: opts.read_only,
-            color,
-            demo: opts.demo,
-            now,
-            operator: operator_id(&identity),
+impl Claims {
+    fn new(identity: LocalIdentity) -> Claims {
+        Claims {
             identity,
-            probe,
-            signal: None,
-            pid_watch: HashMap::new(),
-            expiries: BinaryHeap::new(),
-            rejudge_all: true,
             live: ClaimSet::default(),
             frozen: None,
             sweep_hazards: Vec::new(),
-            rows: Vec::new(),
-            selected: 0,
-            table_offset: 0,
-            sort: Sort::default(),
-            filter: Filter::default(),
-            filter_input: None,
-            events: EventRing::default(),
-            events_view: EventsView::default(),
-            events_error: None,
-            focus: Pane::Table,
-            dialog: None,
-            overlay: None,
-            overlay_scroll: 0,
-            detail_scroll: 0,
-            status: None,
-            size: (80, 24),
-            reads: 0,
-            rescans: 0,
-            quit: false,
-            pending: Vec::new(),
+            pids: HashMap::new(),
+            expiries: BinaryHeap::new(),
+            rejudge_all: true,
+            problem: None,
         }
     }
 
-    /// A classifier at the model's clock.
-    pub fn classifier(&self) -> Classifier {
-        Classifier::with(self.now, self.identity.clone(), self.probe)
+    /// A classifier at `now` that knows every reported pid and probes none.
+    pub fn classifier(&self, now: i64) -> Classifier {
+        let mut c = Classifier::with(now, self.identity.clone(), unreported);
+        for (pid, started) in &self.pids {
+            c.know(*pid, *started);
+        }
+        c
     }
 
-    /// What a tick at `now` has to re-judge.
-    ///
-    /// Nothing while no TTL has crossed `now` and every holder pid that was
-    /// alive still exists (and, every [`PID_RECHECK_MS`], still has the start
-    /// time it had): one `kill(pid, 0)` per distinct live holder instead of
-    /// re-judging every claim, so an idle dashboard over 10 000 claims mostly
-    /// sleeps. A TTL crossing re-judges that claim alone; a pid change or a
-    /// claim read since, everything. A dead pid stays not-alive for every
-    /// claim that named it (a reused pid started after those claims); a new
-    /// claim arrives through a file change, which forces the full pass.
+    /// Take in pid facts; true when one moved (every claim is re-judged on
+    /// the next tick).
+    pub fn learn(&mut self, facts: &[(i32, Option<i64>)]) -> bool {
+        let mut moved = false;
+        for (pid, started) in facts {
+            moved |= self.pids.insert(*pid, *started) != Some(*started);
+        }
+        self.rejudge_all |= moved;
+        moved
+    }
+
+    /// What a tick at `now` has to re-judge: everything after a read or a
+    /// pid change, else only the claims whose TTL crossed the clock.
     pub fn tick_plan(&mut self, now: i64) -> TickPlan {
         if self.rejudge_all {
-            return TickPlan::All;
-        }
-        let (probe, signal) = (self.probe, self.signal);
-        let mut unchanged = true;
-        for (pid, w) in self.pid_watch.iter_mut() {
-            if w.started.is_none() {
-                continue;
-            }
-            let exists = signal.map_or_else(|| probe(*pid).is_some(), |f| f(*pid));
-            if !exists {
-                w.started = None;
-                unchanged = false;
-            } else if now - w.checked >= PID_RECHECK_MS {
-                let started = probe(*pid);
-                w.checked = now;
-                unchanged &= started == w.started;
-                w.started = started;
-            }
-        }
-        if !unchanged {
             return TickPlan::All;
         }
         let mut due = Vec::new();
@@ -739,31 +628,8 @@ impl App {
         }
     }
 
-    /// A classifier at the model's clock that already knows the watched
-    /// pids, so re-judging a few claims probes nothing.
-    pub fn classifier_with_known_pids(&self) -> Classifier {
-        let mut c = self.classifier();
-        for (pid, w) in &self.pid_watch {
-            c.know(*pid, w.started);
-        }
-        c
-    }
-
-    /// Remember what a full re-judgement learned: its pid facts and the
-    /// expiries still ahead.
-    pub fn remember_judgement(&mut self, c: &Classifier, now: i64) {
-        self.pid_watch = c
-            .known_pids()
-            .map(|(pid, started)| {
-                (
-                    pid,
-                    PidWatch {
-                        started,
-                        checked: now,
-                    },
-                )
-            })
-            .collect();
+    /// Remember the expiries still ahead after a full re-judgement.
+    pub fn remember_judgement(&mut self, now: i64) {
         self.expiries = self
             .live
             .by_path
@@ -776,44 +642,13 @@ impl App {
     }
 
     /// Claims changed: the next tick re-judges every one.
-    pub fn claims_changed(&mut self) {
+    pub fn changed(&mut self) {
         self.rejudge_all = true;
-    }
-
-    /// Re-word the selected claim's reason at the shown clock.
-    ///
-    /// The tick judges every claim's state but words the reason (with its
-    /// countdown) only for the claim the detail pane shows; whichever claim
-    /// becomes selected is re-worded here first.
-    pub fn refresh_selected_why(&mut self) {
-        let Some(path) = self.rows.get(self.selected).cloned() else {
-            return;
-        };
-        let now = self.shown_now();
-        let mut c = Classifier::with(now, self.identity.clone(), self.probe);
-        let set = match self.frozen.as_mut() {
-            Some(f) => &mut f.claims,
-            None => &mut self.live,
-        };
-        if let Some(s) = set.by_path.get_mut(&path) {
-            if let Some(rec) = &s.record {
-                s.why = c.verdict(rec).why;
-            }
-        }
     }
 
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
-    }
-
-    /// The clock the view shows.
-    pub fn shown_now(&self) -> i64 {
-        self.frozen.as_ref().map_or(self.now, |f| f.now)
-    }
-
-    pub fn paused(&self) -> bool {
-        self.frozen.is_some()
     }
 
     /// Every hazard: the sweep's plus the claims that are hazards.
@@ -836,33 +671,153 @@ impl App {
         });
         out
     }
+}
+
+/// The table part: which claims are rows, in what order, and where the
+/// selection and the window are.
+#[derive(Debug, Clone, Default)]
+pub struct TableView {
+    /// The filtered, sorted paths of the shown claims.
+    pub rows: Vec<Arc<Path>>,
+    pub selected: usize,
+    pub offset: usize,
+    pub sort: Sort,
+    pub filter: Filter,
+    /// Some while `/` is being typed.
+    pub filter_input: Option<Input>,
+    /// The detail pane shows the selected row; its scroll resets with it.
+    pub detail_scroll: u16,
+}
+
+/// The events part: the tail of the log and how the pane looks at it.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    pub ring: EventRing,
+    pub view: EventsView,
+    pub error: Option<String>,
+}
+
+/// What sits on top of the panes: at most one overlay, at most one dialog
+/// (a dialog is above an overlay).
+#[derive(Debug, Clone, Default)]
+pub struct Overlays {
+    pub dialog: Option<Dialog>,
+    pub open: Option<Overlay>,
+    /// Lines scrolled in the open overlay.
+    pub scroll: u16,
+}
+
+/// The whole model.
+pub struct App {
+    pub root: Root,
+    pub read_only: bool,
+    pub color: bool,
+    pub demo: bool,
+    /// The clock of the last tick (epoch ms).
+    pub now: i64,
+    /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
+    /// and the only one it releases without force.
+    pub operator: String,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    pub focus: Pane,
+    pub claims: Claims,
+    pub table: TableView,
+    pub events: Events,
+    pub overlays: Overlays,
+    pub status: Option<StatusMsg>,
+    pub quit: bool,
+    /// Mutations waiting to be handed to the worker.
+    pub pending: Vec<Op>,
+}
+
+impl App {
+    /// A model for `identity`, acting as `operator`. Both are read by the
+    /// caller (the collector's side): the model reads nothing.
+    pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
+        App {
+            root: opts.root,
+            read_only: opts.read_only,
+            color: !opts.no_color,
+            demo: opts.demo,
+            now,
+            operator,
+            size: (80, 24),
+            focus: Pane::Table,
+            claims: Claims::new(identity),
+            table: TableView::default(),
+            events: Events::default(),
+            overlays: Overlays::default(),
+            status: None,
+            quit: false,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Re-word the selected claim's reason at the shown clock.
+    ///
+    /// The tick judges every claim's state but words the reason (with its
+    /// countdown) only for the claim the detail pane shows; whichever claim
+    /// becomes selected is re-worded here first.
+    pub fn refresh_selected_why(&mut self) {
+        let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
+            return;
+        };
+        let mut c = self.claims.classifier(self.shown_now());
+        let claims = &mut self.claims;
+        let set = match claims.frozen.as_mut() {
+            Some(f) => &mut f.claims,
+            None => &mut claims.live,
+        };
+        if let Some(s) = set.by_path.get_mut(&path) {
+            if let Some(rec) = &s.record {
+                s.why = c.verdict(rec).why;
+            }
+        }
+    }
+
+    /// The claims the view shows: the frozen ones while paused.
+    pub fn shown(&self) -> &ClaimSet {
+        self.claims.shown()
+    }
+
+    /// The clock the view shows.
+    pub fn shown_now(&self) -> i64 {
+        self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
+    }
+
+    pub fn paused(&self) -> bool {
+        self.claims.frozen.is_some()
+    }
 
     /// The selected claim, if any row is selected.
     pub fn selected_status(&self) -> Option<&Status> {
-        self.rows
-            .get(self.selected)
+        self.table
+            .rows
+            .get(self.table.selected)
             .and_then(|p| self.shown().get(p))
     }
 
-    /// Rebuild `rows` from the shown claims, keeping the selection on the
+    /// Rebuild the rows from the shown claims, keeping the selection on the
     /// same lockfile when it is still there.
     pub fn rebuild_rows(&mut self) {
-        let keep = self.rows.get(self.selected).cloned();
-        let shown = self.frozen.as_ref().map_or(&self.live, |f| &f.claims);
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        let shown = self.claims.shown();
         let mut rows: Vec<(&Arc<Path>, &Status)> = shown
             .by_path
             .iter()
-            .filter(|(_, s)| self.filter.matches(s))
+            .filter(|(_, s)| t.filter.matches(s))
             .collect();
-        let col = self.sort.column;
+        let col = t.sort.column;
         rows.sort_by(|a, b| compare(col, a.1, b.1));
-        if self.sort.reverse {
+        if t.sort.reverse {
             rows.reverse();
         }
-        self.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
+        t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
         if let Some(p) = keep {
-            if let Some(i) = self.rows.iter().position(|r| *r == p) {
-                self.selected = i;
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
             }
         }
         self.clamp_selection();
@@ -872,18 +827,19 @@ impl App {
     /// (a TTL crossing): a full rebuild re-sorts every row, which over
     /// 10 000 claims costs milliseconds a tick.
     pub fn reposition_rows(&mut self, moved: &[Arc<Path>]) {
-        if self.frozen.is_some() {
+        if self.paused() {
             return;
         }
-        let keep = self.rows.get(self.selected).cloned();
-        self.rows.retain(|p| !moved.contains(p));
-        let (col, reverse) = (self.sort.column, self.sort.reverse);
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        t.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (t.sort.column, t.sort.reverse);
+        let live = &self.claims.live;
         for p in moved {
-            let Some(s) = self.live.get(p).filter(|s| self.filter.matches(s)) else {
+            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
                 continue;
             };
-            let live = &self.live;
-            let pos = self.rows.partition_point(|r| {
+            let pos = t.rows.partition_point(|r| {
                 live.get(r).is_some_and(|other| {
                     let ord = compare(col, other, s);
                     if reverse {
@@ -893,26 +849,32 @@ impl App {
                     }
                 })
             });
-            self.rows.insert(pos, Arc::clone(p));
+            t.rows.insert(pos, Arc::clone(p));
         }
         if let Some(p) = keep {
-            if let Some(i) = self.rows.iter().position(|r| *r == p) {
-                self.selected = i;
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
             }
         }
         self.clamp_selection();
     }
 
     pub fn clamp_selection(&mut self) {
-        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        let t = &mut self.table;
+        t.selected = t.selected.min(t.rows.len().saturating_sub(1));
     }
 
     /// Events the pane shows (frozen while paused, this key's only when
     /// filtered), oldest first.
     pub fn shown_events(&self) -> impl DoubleEndedIterator<Item = &EventRow> + '_ {
-        let upto = self.frozen.as_ref().map_or(u64::MAX, |f| f.events_seq);
-        let key = self.events_view.key.as_deref();
+        let upto = self
+            .claims
+            .frozen
+            .as_ref()
+            .map_or(u64::MAX, |f| f.events_seq);
+        let key = self.events.view.key.as_deref();
         self.events
+            .ring
             .rows
             .iter()
             .filter(move |r| r.seq < upto)
@@ -923,6 +885,7 @@ impl App {
     pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
         let mut v: Vec<&EventRow> = self
             .events
+            .ring
             .rows
             .iter()
             .rev()
@@ -949,48 +912,5 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::TempLitter => 3,
         HazardKind::ForeignMachine => 4,
         HazardKind::KeyMismatch => 5,
-    }
-}
-
-/// `operator:<user>@<host>`.
-fn operator_id(me: &LocalIdentity) -> String {
-    let user = ["USER", "LOGNAME"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|u| !u.trim().is_empty())
-        .or_else(login_name)
-        .unwrap_or_else(|| "unknown".into());
-    let host = if me.hostname.is_empty() {
-        hostname()
-    } else {
-        me.hostname.clone()
-    };
-    format!("operator:{user}@{host}")
-}
-
-/// The password-database name of this process's user, for environments
-/// (services, containers) that set neither USER nor LOGNAME.
-fn login_name() -> Option<String> {
-    // SAFETY: getpwuid_r writes only into `pwd` and `buf`, both valid for the
-    // sizes given; `result` is checked before `pwd.pw_name` is read, and the
-    // name is copied out before `buf` is dropped.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-            return None;
-        }
-        let name = std::ffi::CStr::from_ptr(pwd.pw_name)
-            .to_string_lossy()
-            .into_owned();
-        (!name.is_empty()).then_some(name)
     }
 }

@@ -3,6 +3,7 @@
 //! each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
+use super::collect::Input;
 use crate::claims::{
     acquire, force_release, human_ms, release, renew, AcquireKind, AcquireOpts, AcquireOutcome,
     ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
@@ -100,10 +101,13 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
     }
 }
 
-/// Serve ops one at a time until the UI hangs up.
-pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>) {
+/// Serve ops one at a time until the UI hangs up. After each, the
+/// collector re-reads the op's lockfile at once, so the table does not wait
+/// for the watcher to notice the op's own write.
+pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
     for op in ops {
         let result = run_op(&root, &op);
+        let _ = collect.send(Input::Changed(vec![result.path.clone()]));
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }

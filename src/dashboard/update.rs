@@ -1,22 +1,21 @@
-//! Model transitions. No terminal here: every function takes the model and a
-//! message and says whether the screen must be redrawn. The only I/O is
-//! reading lockfiles (exactly the changed ones on a watcher batch, all of them
-//! on a rescan) — the clock comes in with `Tick`.
+//! Model transitions. No terminal and no I/O here: every function takes the
+//! model and a message and says whether the screen must be redrawn. What
+//! the disk and the process table say arrives as data (see `collect`); the
+//! clock comes in with `Tick`.
 
-use super::action::{Action, ForceOptsShown, Op, OpResult};
+use super::action::{Action, ForceOptsShown, Op, OpResult, Read, Swept};
 use super::app::{
     AcquireForm, App, ClaimSet, Dialog, EventRow, Filter, ForceConfirm, Frozen, Level, Overlay,
     RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
-use crate::claims::sweep::{entry_kind, key_of_lockfile, sweep_with, EntryKind};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Default TTL offered by the acquire form.
@@ -32,18 +31,19 @@ pub fn update(app: &mut App, action: Action) -> bool {
             }
             redraw
         }
-        Action::FsChanged(paths) => on_fs_changed(app, &paths),
-        Action::Rescan => on_rescan(app),
+        Action::Mouse(_) => false,
+        Action::Read(r) => on_read(app, *r),
+        Action::Swept(s) => apply_sweep(app, *s),
         Action::EventsAppended(lines) => on_events(app, &lines),
         Action::EventsReset => {
-            app.events.clear();
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+            app.events.ring.clear();
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
             !app.paused()
         }
         Action::EventsError(e) => {
-            let changed = app.events_error.as_deref() != Some(e.as_str());
-            app.events_error = Some(e);
+            let changed = app.events.error.as_deref() != Some(e.as_str());
+            app.events.error = Some(e);
             changed
         }
         Action::Tick(now) => on_tick(app, now),
@@ -66,41 +66,27 @@ pub fn update(app: &mut App, action: Action) -> bool {
 
 // ---------------------------------------------------------------- data
 
-/// Re-read exactly `paths` (those in the claims dir); everything else in a
-/// batch is ignored here.
-pub fn on_fs_changed(app: &mut App, paths: &[PathBuf]) -> bool {
-    let dir = app.root.claims_dir();
-    let mut c = app.classifier();
+/// Take in what the collector read: re-read claims, hazards that came or
+/// went, pid facts.
+pub fn on_read(app: &mut App, r: Read) -> bool {
+    app.claims.learn(&r.pids);
     let mut changed = false;
-    for path in paths {
-        if path.parent() != Some(dir.as_path()) {
-            continue;
-        }
-        let Some(name) = path.file_name() else {
-            continue;
-        };
-        match entry_kind(name) {
-            EntryKind::Lockfile => {
-                let Some(key) = key_of_lockfile(name) else {
-                    continue;
-                };
-                app.reads += 1;
-                app.claims_changed();
-                let s = Status::of_file(&key, path, &mut c);
-                changed |= put(&mut app.live, path, s);
-            }
-            // A mutex or temp file that went away is no longer a hazard; new
-            // ones only become hazards with age, which the next sweep sees.
-            _ => {
-                if std::fs::symlink_metadata(path).is_err() {
-                    let before = app.sweep_hazards.len();
-                    app.sweep_hazards.retain(|h| h.path != *path);
-                    changed |= app.sweep_hazards.len() != before;
-                }
-            }
+    for s in r.claims {
+        app.claims.changed();
+        let path = s.file.clone();
+        changed |= put(&mut app.claims.live, &path, s);
+    }
+    let hazards = &mut app.claims.sweep_hazards;
+    let before = hazards.len();
+    hazards.retain(|h| !r.gone.contains(&h.path));
+    let mut hazards_moved = hazards.len() != before;
+    for h in r.hazards {
+        if !hazards.iter().any(|x| x.path == h.path) {
+            hazards.push(h);
+            hazards_moved = true;
         }
     }
-    data_changed(app, changed)
+    data_changed(app, changed) || (hazards_moved && !app.paused())
 }
 
 /// Store (or drop, when free) one claim; true when it changed.
@@ -127,7 +113,7 @@ fn data_changed(app: &mut App, changed: bool) -> bool {
     if !changed {
         return false;
     }
-    app.live.recount();
+    app.claims.live.recount();
     if app.paused() {
         return false;
     }
@@ -136,18 +122,15 @@ fn data_changed(app: &mut App, changed: bool) -> bool {
     true
 }
 
-/// Sweep the whole claims dir (the watcher lost track, or the safety net).
-pub fn on_rescan(app: &mut App) -> bool {
-    let mut c = app.classifier();
-    let sweep = sweep_with(&app.root, &mut c);
-    app.rescans += 1;
-    apply_sweep(app, sweep)
-}
-
 /// Replace the live claims and hazards with a sweep's.
-pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
-    app.reads += sweep.claims.len() as u64;
-    app.claims_changed();
+pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
+    let Swept {
+        sweep,
+        pids,
+        problem,
+    } = swept;
+    app.claims.learn(&pids);
+    app.claims.changed();
     let mut set = ClaimSet::default();
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
@@ -155,7 +138,7 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
     }
     set.recount();
     // Claims that are hazards are counted from the claims themselves, which
-    // FsChanged keeps current between sweeps.
+    // reads keep current between sweeps.
     let hazards: Vec<_> = sweep
         .hazards
         .into_iter()
@@ -166,10 +149,13 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
             )
         })
         .collect();
-    let changed = set != app.live || hazards != app.sweep_hazards;
-    app.live = set;
-    app.sweep_hazards = hazards;
-    if !changed || app.paused() {
+    let c = &mut app.claims;
+    let problem_moved = c.problem != problem;
+    c.problem = problem;
+    let changed = set != c.live || hazards != c.sweep_hazards;
+    c.live = set;
+    c.sweep_hazards = hazards;
+    if (!changed || app.paused()) && !problem_moved {
         return false;
     }
     app.rebuild_rows();
@@ -179,12 +165,13 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
 
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
     // Lines arriving means the log is readable again.
-    let recovered = !lines.is_empty() && app.events_error.take().is_some();
+    let recovered = !lines.is_empty() && app.events.error.take().is_some();
     let mut shown = 0usize;
     for line in lines {
-        let row: &EventRow = app.events.push(line);
+        let row: &EventRow = app.events.ring.push(line);
         if app
-            .events_view
+            .events
+            .view
             .key
             .as_deref()
             .is_none_or(|k| row.key.as_deref() == Some(k))
@@ -196,9 +183,9 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
         return recovered;
     }
     // Scrolled up: keep the same lines in view and count what arrived.
-    if app.events_view.scroll > 0 {
-        app.events_view.scroll += shown;
-        app.events_view.new_while_scrolled += shown;
+    if app.events.view.scroll > 0 {
+        app.events.view.scroll += shown;
+        app.events.view.new_while_scrolled += shown;
     }
     true
 }
@@ -209,13 +196,13 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    match app.tick_plan(now) {
+    match app.claims.tick_plan(now) {
         TickPlan::Nothing => {}
         TickPlan::Expired(paths) => {
-            let mut c = app.classifier_with_known_pids();
+            let mut c = app.claims.classifier(now);
             let moved: Vec<_> = paths
                 .into_iter()
-                .filter(|p| app.live.rejudge(p, |s| rejudge(&mut c, s)))
+                .filter(|p| app.claims.live.rejudge(p, |s| rejudge(&mut c, s)))
                 .collect();
             if !moved.is_empty() && !app.paused() {
                 app.reposition_rows(&moved);
@@ -223,14 +210,14 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
             }
         }
         TickPlan::All => {
-            let mut c = app.classifier();
+            let mut c = app.claims.classifier(now);
             let mut changed = false;
-            for s in app.live.by_path.values_mut() {
+            for s in app.claims.live.by_path.values_mut() {
                 changed |= rejudge(&mut c, s);
             }
-            app.remember_judgement(&c, now);
+            app.claims.remember_judgement(now);
             if changed {
-                app.live.recount();
+                app.claims.live.recount();
                 if !app.paused() {
                     app.rebuild_rows();
                     scroll_into_view(app);
@@ -271,7 +258,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let c = shown.counts;
     (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.focus);
-    for p in app.rows.iter().skip(app.table_offset).take(cap) {
+    for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
         if let Some(s) = shown.get(p) {
             s.state.hash(&mut h);
             if let Some(r) = &s.record {
@@ -286,9 +273,10 @@ pub fn visible_signature(app: &App) -> u64 {
     h.finish()
 }
 
+/// An op finished: say so. The worker has asked the collector to re-read
+/// its lockfile, which arrives as a `Read` right after.
 fn on_op_result(app: &mut App, r: OpResult) -> bool {
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);
-    on_fs_changed(app, std::slice::from_ref(&r.path));
     true
 }
 
@@ -303,13 +291,13 @@ pub fn on_key(app: &mut App, ev: KeyEvent) -> bool {
         app.quit = true;
         return false;
     }
-    if app.dialog.is_some() {
+    if app.overlays.dialog.is_some() {
         return dialog_key(app, ev);
     }
-    if app.filter_input.is_some() {
+    if app.table.filter_input.is_some() {
         return filter_key(app, ev);
     }
-    if let Some(ov) = app.overlay {
+    if let Some(ov) = app.overlays.open {
         return overlay_key(app, ov, ev);
     }
     match keys::lookup(app.focus, &ev) {
@@ -345,24 +333,24 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Filter => {
-            app.filter_input = Some(app.filter.text.clone());
+            app.table.filter_input = Some(app.table.filter.text.clone());
             true
         }
         Cmd::SortNext => {
-            app.sort.column = app.sort.column.next();
-            app.sort.reverse = false;
+            app.table.sort.column = app.table.sort.column.next();
+            app.table.sort.reverse = false;
             app.rebuild_rows();
             scroll_into_view(app);
             true
         }
         Cmd::SortReverse => {
-            app.sort.reverse = !app.sort.reverse;
+            app.table.sort.reverse = !app.table.sort.reverse;
             app.rebuild_rows();
             scroll_into_view(app);
             true
         }
         Cmd::Acquire => {
-            app.dialog = Some(Dialog::Acquire(AcquireForm {
+            app.overlays.dialog = Some(Dialog::Acquire(AcquireForm {
                 key: String::new(),
                 holder: app.operator.clone(),
                 ttl: DEFAULT_ACQUIRE_TTL.into(),
@@ -380,30 +368,30 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Hazards => {
-            app.overlay = Some(Overlay::Hazards);
-            app.overlay_scroll = 0;
+            app.overlays.open = Some(Overlay::Hazards);
+            app.overlays.scroll = 0;
             true
         }
         Cmd::EventsForKey => {
-            if app.events_view.key.is_some() {
-                app.events_view.key = None;
+            if app.events.view.key.is_some() {
+                app.events.view.key = None;
             } else if let Some(s) = app.selected_status() {
-                app.events_view.key = Some(s.key.clone());
+                app.events.view.key = Some(s.key.clone());
             } else {
                 app.say(Level::Info, "no claim selected to filter the events by");
             }
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
             true
         }
         Cmd::Help => {
-            app.overlay = Some(Overlay::Help);
-            app.overlay_scroll = 0;
+            app.overlays.open = Some(Overlay::Help);
+            app.overlays.scroll = 0;
             true
         }
         Cmd::Close => {
-            if !app.filter.is_empty() {
-                app.filter = Filter::default();
+            if !app.table.filter.is_empty() {
+                app.table.filter = Filter::default();
                 app.rebuild_rows();
                 scroll_into_view(app);
                 true
@@ -434,35 +422,37 @@ fn page(app: &App) -> usize {
 fn move_by(app: &mut App, delta: isize) -> bool {
     match app.focus {
         Pane::Table => {
-            let before = app.selected;
-            let last = app.rows.len().saturating_sub(1) as isize;
-            app.selected = (app.selected as isize).saturating_add(delta).clamp(0, last) as usize;
-            if app.selected != before {
-                app.detail_scroll = 0;
+            let before = app.table.selected;
+            let last = app.table.rows.len().saturating_sub(1) as isize;
+            app.table.selected = (app.table.selected as isize)
+                .saturating_add(delta)
+                .clamp(0, last) as usize;
+            if app.table.selected != before {
+                app.table.detail_scroll = 0;
             }
             scroll_into_view(app);
-            app.selected != before
+            app.table.selected != before
         }
         Pane::Detail => {
-            let before = app.detail_scroll;
-            app.detail_scroll = (app.detail_scroll as isize)
+            let before = app.table.detail_scroll;
+            app.table.detail_scroll = (app.table.detail_scroll as isize)
                 .saturating_add(delta)
                 .clamp(0, u16::MAX as isize) as u16;
-            app.detail_scroll != before
+            app.table.detail_scroll != before
         }
         Pane::Events => {
             let total = app.shown_events().count();
             let max = total.saturating_sub(layout::events_capacity(app.size, app.focus));
-            let before = (app.events_view.scroll, app.events_view.new_while_scrolled);
+            let before = (app.events.view.scroll, app.events.view.new_while_scrolled);
             // Up (negative delta) scrolls back in time.
             let s = (before.0 as isize)
                 .saturating_sub(delta)
                 .clamp(0, max as isize) as usize;
-            app.events_view.scroll = s;
+            app.events.view.scroll = s;
             if s == 0 {
-                app.events_view.new_while_scrolled = 0;
+                app.events.view.new_while_scrolled = 0;
             }
-            (s, app.events_view.new_while_scrolled) != before
+            (s, app.events.view.new_while_scrolled) != before
         }
     }
 }
@@ -471,29 +461,29 @@ fn move_by(app: &mut App, delta: isize) -> bool {
 pub fn scroll_into_view(app: &mut App) {
     let cap = layout::table_capacity(app.size, app.focus).max(1);
     app.clamp_selection();
-    if app.selected < app.table_offset {
-        app.table_offset = app.selected;
-    } else if app.selected >= app.table_offset + cap {
-        app.table_offset = app.selected + 1 - cap;
+    if app.table.selected < app.table.offset {
+        app.table.offset = app.table.selected;
+    } else if app.table.selected >= app.table.offset + cap {
+        app.table.offset = app.table.selected + 1 - cap;
     }
-    let max_offset = app.rows.len().saturating_sub(cap);
-    app.table_offset = app.table_offset.min(max_offset);
+    let max_offset = app.table.rows.len().saturating_sub(cap);
+    app.table.offset = app.table.offset.min(max_offset);
 }
 
 fn toggle_pause(app: &mut App) {
-    if app.frozen.take().is_none() {
-        app.frozen = Some(Frozen {
-            claims: app.live.clone(),
+    if app.claims.frozen.take().is_none() {
+        app.claims.frozen = Some(Frozen {
+            claims: app.claims.live.clone(),
             now: app.now,
-            events_seq: app.events.next_seq,
+            events_seq: app.events.ring.next_seq,
         });
     } else {
         // Resume on the latest data.
         app.rebuild_rows();
         scroll_into_view(app);
-        if app.events_view.scroll > 0 {
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+        if app.events.view.scroll > 0 {
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
         }
     }
 }
@@ -543,7 +533,7 @@ fn start_renew(app: &mut App) -> bool {
         return true;
     };
     let span = (exp - r.acquired_at).max(0);
-    app.dialog = Some(Dialog::Renew(RenewForm {
+    app.overlays.dialog = Some(Dialog::Renew(RenewForm {
         key: s.key.clone(),
         holder: r.holder.clone(),
         ttl: ttl_text(span),
@@ -572,7 +562,7 @@ fn start_force(app: &mut App) -> bool {
         return true;
     };
     let rec = s.record.as_ref();
-    app.dialog = Some(Dialog::ForceRelease(ForceConfirm {
+    app.overlays.dialog = Some(Dialog::ForceRelease(ForceConfirm {
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
         pid: rec.map(|r| r.pid),
@@ -608,10 +598,10 @@ fn edit(input: &mut String, ev: &KeyEvent) -> bool {
 
 fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
     if ev.code == KeyCode::Esc {
-        app.dialog = None;
+        app.overlays.dialog = None;
         return true;
     }
-    let Some(dialog) = app.dialog.take() else {
+    let Some(dialog) = app.overlays.dialog.take() else {
         return false;
     };
     let (next, op) = match dialog {
@@ -619,7 +609,7 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
         Dialog::Renew(f) => renew_key(f, &ev),
         Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
     };
-    app.dialog = next;
+    app.overlays.dialog = next;
     if let Some(op) = op {
         app.say(Level::Info, format!("{} {}…", op.verb(), op.key()));
         app.pending.push(op);
@@ -764,7 +754,7 @@ fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
 }
 
 fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
-    let Some(mut text) = app.filter_input.take() else {
+    let Some(mut text) = app.table.filter_input.take() else {
         return false;
     };
     match ev.code {
@@ -773,16 +763,19 @@ fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
             return true;
         }
         KeyCode::Esc => {
-            app.filter = Filter::default();
+            app.table.filter = Filter::default();
         }
         _ => {
             edit(&mut text, &ev);
-            app.filter = Filter::parse(&text);
-            app.filter_input = Some(text);
+            app.table.filter = Filter::parse(&text);
+            app.table.filter_input = Some(text);
         }
     }
     app.rebuild_rows();
-    app.selected = app.selected.min(app.rows.len().saturating_sub(1));
+    app.table.selected = app
+        .table
+        .selected
+        .min(app.table.rows.len().saturating_sub(1));
     scroll_into_view(app);
     true
 }
@@ -795,27 +788,27 @@ fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
             false
         }
         Some(Cmd::Close) => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
         Some(Cmd::Help) if ov == Overlay::Help => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
         Some(Cmd::Hazards) if ov == Overlay::Hazards => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
         Some(Cmd::Up) => {
-            app.overlay_scroll = app.overlay_scroll.saturating_sub(1);
+            app.overlays.scroll = app.overlays.scroll.saturating_sub(1);
             true
         }
         Some(Cmd::Down) => {
-            app.overlay_scroll = app.overlay_scroll.saturating_add(1);
+            app.overlays.scroll = app.overlays.scroll.saturating_add(1);
             true
         }
         Some(Cmd::Top) => {
-            app.overlay_scroll = 0;
+            app.overlays.scroll = 0;
             true
         }
         _ => false,

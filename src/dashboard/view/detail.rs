@@ -86,7 +86,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let p = Paragraph::new(lines)
         .block(Block::new().borders(borders).title(title))
         .wrap(Wrap { trim: false })
-        .scroll((app.detail_scroll, 0));
+        .scroll((app.table.detail_scroll, 0));
     frame.render_widget(p, area);
 }
 

@@ -9,13 +9,13 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let line = if let Some(text) = &app.filter_input {
+    let line = if let Some(text) = &app.table.filter_input {
         Line::from(vec![
             Span::styled(" filter: ", theme.key()),
             Span::raw(safe(text)),
             Span::styled("▏", theme.key()),
             Span::styled(
-                format!("  {} of {} claims", app.rows.len(), app.shown().len()),
+                format!("  {} of {} claims", app.table.rows.len(), app.shown().len()),
                 theme.dim(),
             ),
         ])
@@ -26,7 +26,7 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Level::Error => theme.error(),
         };
         Line::from(vec![Span::raw(" "), Span::styled(safe(&msg.text), style)])
-    } else if let Some(e) = &app.events_error {
+    } else if let Some(e) = &app.events.error {
         Line::from(vec![
             Span::styled(" events log: ", theme.error()),
             Span::styled(safe(e), theme.error()),
@@ -41,9 +41,9 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let pairs: Vec<(&str, &str)> = if app.dialog.is_some() {
+    let pairs: Vec<(&str, &str)> = if app.overlays.dialog.is_some() {
         vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
-    } else if app.filter_input.is_some() {
+    } else if app.table.filter_input.is_some() {
         vec![
             ("state:", "live|suspect|stale|corrupted"),
             ("holder:", "…"),
@@ -51,7 +51,7 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ("Enter", "keep filter"),
             ("Esc", "clear filter"),
         ]
-    } else if app.overlay.is_some() {
+    } else if app.overlays.open.is_some() {
         vec![("Esc", "close"), ("j/k", "scroll"), ("q", "quit")]
     } else {
         keys::footer(app.focus, app.read_only)

@@ -39,7 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ));
         spans.push(Span::raw("  "));
     }
-    let hz = app.hazard_count();
+    let hz = app.claims.hazard_count();
     let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
     spans.push(Span::styled(
         format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),

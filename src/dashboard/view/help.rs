@@ -55,13 +55,13 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         " help — Esc or ? closes ",
         lines,
-        app.overlay_scroll,
+        app.overlays.scroll,
         theme,
     );
 }
 
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let hazards = app.hazards();
+    let hazards = app.claims.hazards();
     let mut lines = Vec::new();
     if hazards.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
@@ -77,7 +77,7 @@ pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ]));
     }
     let title = format!(" hazards ({}) — Esc or h closes ", hazards.len());
-    overlay(frame, area, &title, lines, app.overlay_scroll, theme);
+    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
 }
 
 fn overlay(

@@ -36,12 +36,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
     events::draw(frame, areas.events, app, &theme);
     footer::draw_status(frame, areas.status, app, &theme);
     footer::draw_keys(frame, areas.footer, app, &theme);
-    match app.overlay {
+    match app.overlays.open {
         Some(super::app::Overlay::Help) => help::draw_help(frame, area, app, &theme),
         Some(super::app::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
         None => {}
     }
-    if let Some(d) = &app.dialog {
+    if let Some(d) = &app.overlays.dialog {
         dialogs::draw(frame, area, d, app, &theme);
     }
 }

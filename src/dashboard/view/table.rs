@@ -89,7 +89,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let now = app.shown_now();
     let focused = app.focus == Pane::Table;
     let cols = columns(area.width);
-    let sort = app.sort;
+    let sort = app.table.sort;
     let header = Row::new(cols.iter().map(|c| {
         let mark = match (*c == sort.column, sort.reverse) {
             (true, false) => " ▲",
@@ -104,12 +104,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     // The model keeps the selection in view; clamp again in case the terminal
     // shrank since (drawing never mutates the model).
     let mut offset = app
-        .table_offset
-        .min(app.rows.len().saturating_sub(cap.max(1)));
-    if app.selected >= offset + cap.max(1) {
-        offset = app.selected + 1 - cap.max(1);
+        .table
+        .offset
+        .min(app.table.rows.len().saturating_sub(cap.max(1)));
+    if app.table.selected >= offset + cap.max(1) {
+        offset = app.table.selected + 1 - cap.max(1);
     }
     let rows = app
+        .table
         .rows
         .iter()
         .skip(offset)
@@ -120,21 +122,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         format!(
             "{}claims {}/{}",
             if focused { "» " } else { "" },
-            app.rows.len(),
+            app.table.rows.len(),
             shown.len()
         ),
         theme.title(focused),
     )];
-    if !app.filter.is_empty() {
+    if !app.table.filter.is_empty() {
         title.push(Span::raw(" · filter: "));
-        title.push(Span::styled(safe(&app.filter.text), theme.key()));
+        title.push(Span::styled(safe(&app.table.filter.text), theme.key()));
     }
     if shown.is_empty() {
         title.push(Span::styled(
             " · no claims under this root yet",
             theme.dim(),
         ));
-    } else if app.rows.is_empty() {
+    } else if app.table.rows.is_empty() {
         title.push(Span::styled(" · nothing matches the filter", theme.dim()));
     }
     let table = Table::new(rows, cols.iter().map(|c| width(*c)))
@@ -144,8 +146,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .highlight_symbol("▶ ")
         .highlight_spacing(ratatui::widgets::HighlightSpacing::Always);
     let mut state = TableState::default();
-    if !app.rows.is_empty() && cap > 0 {
-        state.select(Some(app.selected.saturating_sub(offset)));
+    if !app.table.rows.is_empty() && cap > 0 {
+        state.select(Some(app.table.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut state);
 }
