@@ -830,6 +830,7 @@ fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
         read_only: true,
         no_color: false,
         demo: false,
+        local_time: false,
     };
     let identity = claimtop::claims::LocalIdentity::current();
     let mut app = App::new(opts, now_ms(), identity, "operator:bench@here".into());

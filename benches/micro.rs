@@ -74,6 +74,7 @@ fn bench_sweep(c: &mut Criterion) {
             read_only: true,
             no_color: false,
             demo: false,
+            local_time: false,
         };
         let now = claimtop::claims::now_ms();
         let identity = claimtop::claims::LocalIdentity::current();

@@ -365,11 +365,13 @@ fn the_filter_matches_words_and_state_holder_harness_terms() {
 #[test]
 fn tab_cycles_the_panes_and_movement_follows_the_focus() {
     let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    let row = app.table.selected;
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(app.focus, Pane::Detail);
     update(&mut app, key('j'));
     assert_eq!(app.table.detail_scroll, 1);
-    assert_eq!(app.table.selected, 0, "the table selection did not move");
+    assert_eq!(app.table.selected, row, "the table selection did not move");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(app.focus, Pane::Events);
     update(&mut app, code(KeyCode::BackTab));
@@ -608,7 +610,8 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
         [Op::Renew {
             key: "build:web".into(),
             holder: "pty:worker-1".into(),
-            ttl_ms: 15 * MIN
+            ttl_ms: 15 * MIN,
+            operator: Some(OPERATOR.into()),
         }]
     );
 }
@@ -757,6 +760,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
             ttl_ms: 10 * MIN,
+            operator: None,
         },
     );
     assert!(r.ok, "{}", r.message);
@@ -840,4 +844,557 @@ fn a_fresh_classifier_agrees_with_the_fixture_world() {
         c.verdict(&rec("k", "h", DEAD, MIN, Some(MIN))).state,
         ClaimState::Suspect
     );
+}
+
+// ------------------------------------------------------------ round 2: bugs
+
+fn app_with_events(
+    root: &claimtop::claims::Root,
+    claims: Vec<claimtop::claims::Status>,
+    events: Vec<claimtop::events::tail::Line>,
+) -> App {
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(root, claims, vec![]));
+    update(&mut app, Action::EventsAppended(events));
+    app
+}
+
+#[test]
+fn on_the_too_small_screen_no_key_acts_unseen() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "broken");
+    update(&mut app, Action::Resize(40, 10));
+    for k in ['g', 'F', 'y', 'r', 'n', 'a', 'p', 'h', '/'] {
+        update(&mut app, key(k));
+    }
+    assert!(app.overlays.dialog.is_none(), "{:?}", app.overlays.dialog);
+    assert!(app.pending.is_empty());
+    assert!(!app.paused());
+    assert!(app.overlays.open.is_none());
+    assert!(app.table.filter_input.is_none());
+    assert_eq!(selected_key(&app), "broken", "g did not move the selection");
+
+    update(&mut app, key('?'));
+    assert_eq!(app.overlays.open, Some(Overlay::Help));
+    assert!(render(&app).contains("help"), "{}", render(&app));
+    update(&mut app, key('?'));
+    // The operator holds db:migrate: q asks, and the question is visible.
+    update(&mut app, key('q'));
+    assert!(!app.quit);
+    assert!(render(&app).contains("release them"), "{}", render(&app));
+    update(&mut app, key('k'));
+    assert!(app.quit);
+}
+
+#[test]
+fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
+    let root = fixed_root();
+    // Acquired 30 min ago for 10 min, renewed since: expires in 5 min.
+    let r = rec("job", OPERATOR, ALIVE, 30 * MIN, Some(5 * MIN));
+    let events = vec![
+        event(
+            "2027-01-15T07:30:00Z",
+            "claim_acquired",
+            serde_json::json!({"key": "job", "holder": OPERATOR, "pid": ALIVE, "host": "here",
+                   "acquired_at": NOW - 30 * MIN, "expires_at": NOW - 20 * MIN}),
+        ),
+        event(
+            "2027-01-15T07:55:00Z",
+            "claim_renewed",
+            serde_json::json!({"key": "job", "holder": OPERATOR, "pid": ALIVE, "host": "here",
+                   "acquired_at": NOW - 30 * MIN, "expires_at": NOW + 5 * MIN, "ttl_ms": 10 * MIN}),
+        ),
+    ];
+    let mut app = app_with_events(&root, vec![status_of(&root, r)], events);
+    select(&mut app, "job");
+    update(&mut app, key('n'));
+    match &app.overlays.dialog {
+        Some(Dialog::Renew(f)) => assert_eq!(f.ttl, "10m", "not the 35m since acquisition"),
+        other => panic!("{other:?}"),
+    }
+
+    // Nothing in the tail: the default, still not the span.
+    let r = rec("quiet", OPERATOR, ALIVE, 23 * 60 * MIN, Some(30 * MIN));
+    let mut app = app_with_events(&root, vec![status_of(&root, r)], vec![]);
+    update(&mut app, key('n'));
+    match &app.overlays.dialog {
+        Some(Dialog::Renew(f)) => {
+            assert_eq!(f.ttl, "30m");
+            update(&mut app, code(KeyCode::Enter));
+            assert_eq!(
+                app.pending.len(),
+                1,
+                "a default that renews, not one that fails"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operator() {
+    let mut app = fixed_app(160, 48);
+    select(&mut app, "node:alpha");
+    update(&mut app, key('n'));
+    update(&mut app, code(KeyCode::Enter));
+    let screen = render(&app);
+    assert!(screen.contains("pid 999 is gone"), "{screen}");
+    assert!(
+        screen.contains("keeps node:alpha blocked until"),
+        "{screen}"
+    );
+    assert!(screen.contains("records you"), "{screen}");
+    update(&mut app, key('y'));
+    match app.pending.as_slice() {
+        [Op::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_renewal_on_someone_elses_behalf_records_the_operator_in_the_event() {
+    let (_td, root) = temp_root();
+    let acquire = Op::Acquire {
+        key: "k".into(),
+        holder: "pty:worker".into(),
+        ttl_ms: Some(10 * MIN),
+        reason: None,
+    };
+    assert!(run_op(&root, &acquire).ok);
+    let renew = |operator: Option<&str>| Op::Renew {
+        key: "k".into(),
+        holder: "pty:worker".into(),
+        ttl_ms: 10 * MIN,
+        operator: operator.map(str::to_string),
+    };
+    assert!(run_op(&root, &renew(None)).ok);
+    assert!(run_op(&root, &renew(Some(OPERATOR))).ok);
+    let log = std::fs::read_to_string(root.events_file()).expect("events");
+    let renewed: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["type"] == "claim_renewed")
+        .collect();
+    assert_eq!(renewed.len(), 2);
+    assert!(
+        renewed[0]["data"].get("operator").is_none(),
+        "absent when the holder renews"
+    );
+    assert_eq!(renewed[1]["data"]["operator"], OPERATOR);
+}
+
+#[test]
+fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, code(KeyCode::Tab));
+    for _ in 0..50 {
+        update(&mut app, key('j'));
+    }
+    let max = app.table.detail_scroll;
+    assert!(max > 0 && max < 50, "{max}");
+    update(&mut app, key('k'));
+    assert_eq!(
+        app.table.detail_scroll,
+        max - 1,
+        "one k comes back one line"
+    );
+
+    update(&mut app, key('?'));
+    for _ in 0..80 {
+        update(&mut app, key('j'));
+    }
+    let help_max = app.overlays.scroll;
+    assert!(help_max < 80, "{help_max}");
+    assert!(
+        render(&app).contains("confirms, Esc cancels"),
+        "the last line is in view: {}",
+        render(&app)
+    );
+    update(&mut app, key('k'));
+    assert_eq!(app.overlays.scroll, help_max.saturating_sub(1));
+}
+
+#[test]
+fn a_root_that_does_not_exist_says_so_and_recovers_when_it_appears() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = claimtop::claims::Root::with_events_here(td.path().join("not-yet"));
+    let mut app = app_at(root.clone());
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    let screen = render(&app);
+    assert!(screen.contains("does not exist"), "{screen}");
+    assert!(
+        !screen.contains("no claims under this root yet"),
+        "{screen}"
+    );
+
+    write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
+    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert_eq!(row_keys(&app), ["late"]);
+    assert!(!render(&app).contains("does not exist"));
+}
+
+#[test]
+fn a_root_that_is_a_file_is_named_as_not_a_directory() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let file = td.path().join("plain-file");
+    std::fs::write(&file, "x").expect("write");
+    let root = claimtop::claims::Root::with_events_here(&file);
+    let mut app = app_at(root.clone());
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    let screen = render(&app);
+    assert!(screen.contains("is not a directory"), "{screen}");
+}
+
+#[test]
+fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
+    // fixed_app: the operator holds db:migrate.
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('q'));
+    assert!(!app.quit);
+    match &app.overlays.dialog {
+        Some(Dialog::Quit(q)) => assert_eq!(q.keys, ["db:migrate"]),
+        other => panic!("{other:?}"),
+    }
+    update(&mut app, code(KeyCode::Esc));
+    assert!(!app.quit && app.overlays.dialog.is_none(), "Esc stays");
+
+    update(&mut app, key('q'));
+    update(&mut app, key('r'));
+    assert!(!app.quit, "not before the release is done");
+    assert_eq!(
+        app.pending,
+        [Op::Release {
+            key: "db:migrate".into(),
+            holder: OPERATOR.into()
+        }]
+    );
+    update(
+        &mut app,
+        Action::OpResult(claimtop::dashboard::OpResult {
+            verb: "release",
+            key: "db:migrate".into(),
+            path: fixed_root().lockfile("db:migrate"),
+            ok: true,
+            message: "released db:migrate".into(),
+        }),
+    );
+    assert!(app.quit);
+
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('q'));
+    update(&mut app, key('k'));
+    assert!(app.quit && app.pending.is_empty(), "k keeps them");
+
+    let (_td, root) = temp_root();
+    let mut app = app_at(root);
+    update(&mut app, key('q'));
+    assert!(app.quit, "nothing of yours: q quits at once");
+}
+
+#[test]
+fn a_ttl_out_of_range_is_worded_in_durations() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('a'));
+    type_text(&mut app, "k");
+    update(&mut app, code(KeyCode::Tab));
+    update(&mut app, code(KeyCode::Tab));
+    for _ in 0..3 {
+        update(&mut app, code(KeyCode::Backspace));
+    }
+    type_text(&mut app, "10");
+    update(&mut app, code(KeyCode::Enter));
+    match &app.overlays.dialog {
+        Some(Dialog::Acquire(f)) => {
+            let e = f.error.as_deref().unwrap_or("");
+            assert!(e.contains("between 60s and 24h"), "{e}");
+            assert!(!e.contains("ttl_ms"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_events_title_says_paused_while_paused() {
+    let mut app = fixed_app(160, 48);
+    assert!(render(&app).contains("following"));
+    update(&mut app, key('p'));
+    let screen = render(&app);
+    assert!(!screen.contains("following"), "{screen}");
+    assert!(screen.contains("paused"), "{screen}");
+}
+
+#[test]
+fn esc_clears_the_f_key_filter_of_the_events_pane() {
+    let mut app = fixed_app(80, 24);
+    select(&mut app, "build:web");
+    update(&mut app, key('f'));
+    assert!(app.events.view.key.is_some());
+    update(&mut app, code(KeyCode::Esc));
+    assert!(app.events.view.key.is_none());
+}
+
+#[test]
+fn status_messages_go_away_by_themselves() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, Action::Warning("something failed".into()));
+    assert!(update(&mut app, Action::Tick(NOW + 5_000)) || app.status.is_some());
+    assert!(app.status.is_some(), "still there after 5 s");
+    assert!(update(&mut app, Action::Tick(NOW + 21_000)));
+    assert!(app.status.is_none(), "gone after 20 s");
+}
+
+#[test]
+fn alt_slash_does_not_open_the_filter() {
+    use ratatui::crossterm::event::{KeyEvent, KeyModifiers};
+    let mut app = fixed_app(80, 24);
+    update(
+        &mut app,
+        Action::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT)),
+    );
+    assert!(app.table.filter_input.is_none());
+}
+
+#[test]
+fn ctrl_z_asks_the_loop_to_suspend() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, ctrl('z'));
+    assert!(app.suspend && !app.quit);
+}
+
+#[test]
+fn help_shows_the_control_keys_that_page() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('?'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("PgUp/C-b") && screen.contains("PgDn/C-f"),
+        "{screen}"
+    );
+    assert!(screen.contains("C-z"), "{screen}");
+}
+
+#[test]
+fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
+    let mut app = app_at(root.clone());
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    let mutex = root.claims_dir().join("a.lock.recovery.d");
+    std::fs::create_dir(&mutex).expect("mkdir");
+    collect(&mut app, &mut col, Input::Changed(vec![mutex.clone()]));
+    assert_eq!(app.claims.hazard_count(), 0, "a fresh mutex is no hazard");
+    // Its holder is killed; a minute and more passes with no event at all.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::open(&mutex)
+        .and_then(|f| f.set_modified(old))
+        .expect("age the mutex");
+    assert!(tick(&mut app, &mut col, NOW + 1_000));
+    assert_eq!(app.claims.hazard_count(), 1);
+    assert_eq!(col.counters.rescans(), 1, "no sweep was needed");
+
+    std::fs::remove_dir(&mutex).expect("rmdir");
+    collect(&mut app, &mut col, Input::Changed(vec![mutex]));
+    assert_eq!(app.claims.hazard_count(), 0);
+}
+
+#[test]
+fn columns_are_sized_from_their_content_key_and_holder_first() {
+    let root = fixed_root();
+    let claims = vec![
+        status_of(
+            &root,
+            rec(
+                "build:web-frontend",
+                "claude:session-4f2a9c1e",
+                ALIVE,
+                MIN,
+                Some(10 * MIN),
+            ),
+        ),
+        status_of(
+            &root,
+            rec(
+                "build:web-backend",
+                "claude:session-4f2a9c7b",
+                ALIVE,
+                MIN,
+                Some(10 * MIN),
+            ),
+        ),
+    ];
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut app = app_at(root.clone());
+        apply_sweep(&mut app, sweep_of(&root, claims.clone(), vec![]));
+        update(&mut app, Action::Resize(w, h));
+        let screen = render(&app);
+        for full in [
+            "claude:session-4f2a9c1e",
+            "claude:session-4f2a9c7b",
+            "build:web-frontend",
+        ] {
+            assert!(screen.contains(full), "{w}x{h}: {full} cut:\n{screen}");
+        }
+    }
+    // The smallest screen: the key keeps more room than the TTL.
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(&root, claims, vec![]));
+    update(&mut app, Action::Resize(60, 15));
+    let screen = render(&app);
+    let line = screen
+        .lines()
+        .find(|l| l.contains("build:web-f"))
+        .unwrap_or_else(|| panic!("no key row:\n{screen}"));
+    assert!(
+        line.contains("build:web-fro…"),
+        "14 columns of key, not 8: {screen}"
+    );
+    assert!(line.contains("in 10m"), "{screen}");
+}
+
+#[test]
+fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
+    let root = fixed_root();
+    let long = "x".repeat(200);
+    let mut r = rec("k", "pty:w", ALIVE, MIN, Some(10 * MIN));
+    r.reason = Some(long.clone());
+    r.harness = Some("codex".into());
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(&root, vec![status_of(&root, r)], vec![]));
+    update(&mut app, Action::Resize(160, 48));
+    assert!(render(&app).contains("x…"), "{}", render(&app));
+    for col in [Column::Machine, Column::Harness, Column::Reason] {
+        while app.table.sort.column != col {
+            update(&mut app, key('s'));
+        }
+        let screen = render(&app);
+        let header = screen
+            .lines()
+            .find(|l| l.contains("holder"))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            header.contains(&format!("{} ▲", col.title())) || header.contains("… ▲"),
+            "{col:?}: {header}"
+        );
+        let arrows = header.matches('▲').count();
+        assert_eq!(arrows, 1, "{col:?}: {header}");
+    }
+}
+
+#[test]
+fn the_table_says_where_the_selection_is() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('j'));
+    update(&mut app, key('j'));
+    let n = app.table.rows.len();
+    assert!(
+        render(&app).contains(&format!("claims 3/{n}")),
+        "{}",
+        render(&app)
+    );
+}
+
+// ------------------------------------------------------------ round 2: operator features
+
+#[test]
+fn the_same_field_twice_is_either_and_different_fields_are_both() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('/'));
+    type_text(&mut app, "state:stale state:corrupted");
+    let mut keys = row_keys(&app);
+    keys.sort();
+    assert_eq!(keys, ["broken", "node:beta", "queue/jobs 7"]);
+    type_text(&mut app, " holder:worker-3");
+    assert_eq!(row_keys(&app), ["node:beta"]);
+}
+
+#[test]
+fn an_unknown_state_or_field_says_so_instead_of_nothing_matches() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('/'));
+    type_text(&mut app, "state:stael");
+    assert!(app.table.rows.is_empty());
+    let screen = render(&app);
+    assert!(screen.contains("unknown state \"stael\""), "{screen}");
+
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key('/'));
+    type_text(&mut app, "hodler:worker");
+    assert!(app.table.rows.is_empty());
+    let screen = render(&app);
+    assert!(screen.contains("hodler: is not a field"), "{screen}");
+    // Keys with colons are still plain text.
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key('/'));
+    type_text(&mut app, "node:alpha");
+    assert_eq!(row_keys(&app), ["node:alpha"]);
+}
+
+#[test]
+fn the_filter_input_edits_with_a_cursor_and_recalls_history() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('/'));
+    type_text(&mut app, "node");
+    update(&mut app, code(KeyCode::Home));
+    type_text(&mut app, "key:");
+    assert_eq!(app.table.filter.text, "key:node");
+    update(&mut app, code(KeyCode::End));
+    update(&mut app, ctrl('w'));
+    assert_eq!(app.table.filter.text, "");
+    type_text(&mut app, "beta");
+    update(&mut app, code(KeyCode::Enter));
+    assert_eq!(row_keys(&app), ["node:beta"]);
+    update(&mut app, code(KeyCode::Esc));
+    assert!(app.table.filter.is_empty());
+
+    update(&mut app, key('/'));
+    update(&mut app, code(KeyCode::Up));
+    assert_eq!(app.table.filter.text, "beta", "↑ recalls the last filter");
+    assert_eq!(row_keys(&app), ["node:beta"]);
+}
+
+#[test]
+fn matches_are_highlighted_in_the_table() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('/'));
+    type_text(&mut app, "worker-3");
+    update(&mut app, code(KeyCode::Enter));
+    let buf = render_buffer(&app);
+    let screen = render(&app);
+    let (y, line) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("pty:worker-3") && l.contains("node:beta"))
+        .expect("the row");
+    let x = line.find("worker-3").expect("in the line");
+    let x = line[..x].chars().count() as u16;
+    let hl = buf[(x, y as u16)].style();
+    let plain = buf[(x - 2, y as u16)].style();
+    assert!(
+        hl.add_modifier
+            .contains(ratatui::style::Modifier::UNDERLINED),
+        "{hl:?}"
+    );
+    assert!(!plain
+        .add_modifier
+        .contains(ratatui::style::Modifier::UNDERLINED));
+}
+
+#[test]
+fn the_acquire_form_fields_edit_in_the_middle() {
+    let mut app = fixed_app(80, 24);
+    update(&mut app, key('a'));
+    type_text(&mut app, "deployprod");
+    for _ in 0..4 {
+        update(&mut app, code(KeyCode::Left));
+    }
+    type_text(&mut app, ":");
+    match &app.overlays.dialog {
+        Some(Dialog::Acquire(f)) => assert_eq!(f.key, "deploy:prod"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -113,6 +113,8 @@ pub enum Op {
         key: String,
         holder: String,
         ttl_ms: i64,
+        /// Set when renewing someone else's claim: recorded in the event.
+        operator: Option<String>,
     },
     ForceRelease {
         key: String,

@@ -231,62 +231,147 @@ fn loc_rank(l: Locality) -> u8 {
 /// One term of the `/` filter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Term {
-    /// `state:stale`; an unknown state name matches nothing.
-    State(Option<ClaimState>),
+    State(ClaimState),
     Holder(String),
     Harness(String),
+    Key(String),
+    Reason(String),
     /// A bare word: substring of key, holder or reason.
     Any(String),
 }
 
-/// The `/` filter: every term must match (case-insensitive for ASCII).
+/// The fields a `field:value` term can name.
+pub const FILTER_FIELDS: [&str; 5] = ["state", "holder", "harness", "key", "reason"];
+
+impl Term {
+    /// Terms of one field are alternatives; bare words each stand alone.
+    fn group(&self, i: usize) -> usize {
+        match self {
+            Term::State(_) => usize::MAX,
+            Term::Holder(_) => usize::MAX - 1,
+            Term::Harness(_) => usize::MAX - 2,
+            Term::Key(_) => usize::MAX - 3,
+            Term::Reason(_) => usize::MAX - 4,
+            Term::Any(_) => i,
+        }
+    }
+
+    /// The text this term looks for in `col`, if it looks in that column.
+    pub fn needle(&self, col: Column) -> Option<&str> {
+        match (self, col) {
+            (Term::Any(v), Column::Key | Column::Holder | Column::Reason)
+            | (Term::Key(v), Column::Key)
+            | (Term::Holder(v), Column::Holder)
+            | (Term::Harness(v), Column::Harness)
+            | (Term::Reason(v), Column::Reason) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The `/` filter: terms of one field are alternatives (`state:stale
+/// state:corrupted`), different fields and bare words must all match.
+/// Case-insensitive for ASCII.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     pub text: String,
     pub terms: Vec<Term>,
+    /// A term that can never match, in words (an unknown state).
+    pub problem: Option<String>,
+    /// `x:` prefixes that are no field, matched as plain text: named when
+    /// nothing matches, since a mistyped field is the likely reason.
+    pub not_fields: Vec<String>,
 }
 
 impl Filter {
     pub fn parse(text: &str) -> Filter {
-        let terms = text
-            .split_whitespace()
-            .map(|w| {
-                let lower = w.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("state:") {
-                    let v = if v == "corrupt" { "corrupted" } else { v };
-                    Term::State(ClaimState::parse(v))
-                } else if let Some(v) = lower.strip_prefix("holder:") {
-                    Term::Holder(v.to_string())
-                } else if let Some(v) = lower.strip_prefix("harness:") {
-                    Term::Harness(v.to_string())
-                } else {
-                    Term::Any(lower)
-                }
-            })
-            .collect();
-        Filter {
+        let mut f = Filter {
             text: text.to_string(),
-            terms,
+            ..Filter::default()
+        };
+        for w in text.split_whitespace() {
+            let lower = w.to_ascii_lowercase();
+            let Some((field, v)) = lower.split_once(':') else {
+                f.terms.push(Term::Any(lower));
+                continue;
+            };
+            let v = v.to_string();
+            match field {
+                "state" => {
+                    let name = if v == "corrupt" { "corrupted" } else { &v };
+                    match ClaimState::parse(name).filter(|s| *s != ClaimState::Free) {
+                        Some(st) => f.terms.push(Term::State(st)),
+                        None => {
+                            f.problem = Some(format!(
+                                "unknown state {v:?}: live, suspect, stale or corrupted"
+                            ))
+                        }
+                    }
+                }
+                "holder" => f.terms.push(Term::Holder(v)),
+                "harness" => f.terms.push(Term::Harness(v)),
+                "key" => f.terms.push(Term::Key(v)),
+                "reason" => f.terms.push(Term::Reason(v)),
+                other => {
+                    // Keys themselves hold colons (node:gpu): plain text.
+                    if !other.is_empty() && other.bytes().all(|b| b.is_ascii_alphabetic()) {
+                        f.not_fields.push(format!("{other}:"));
+                    }
+                    f.terms.push(Term::Any(lower.clone()));
+                }
+            }
         }
+        f
     }
 
     pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
+        self.terms.is_empty() && self.problem.is_none()
     }
 
     pub fn matches(&self, s: &Status) -> bool {
-        self.terms.iter().all(|t| term_matches(t, s))
+        if self.problem.is_some() {
+            return false;
+        }
+        // Each group once (at its first term), with no allocation: this runs
+        // for every claim on every rebuild.
+        let t = &self.terms;
+        t.iter().enumerate().all(|(i, first)| {
+            let g = first.group(i);
+            t[..i].iter().enumerate().any(|(j, e)| e.group(j) == g)
+                || t.iter()
+                    .enumerate()
+                    .filter(|(j, e)| e.group(*j) == g)
+                    .any(|(_, e)| term_matches(e, s))
+        })
+    }
+
+    /// Why nothing matches, when the filter itself may be the reason.
+    pub fn why_nothing(&self) -> Option<String> {
+        if let Some(p) = &self.problem {
+            return Some(p.clone());
+        }
+        (!self.not_fields.is_empty()).then(|| {
+            format!(
+                "{} is not a field ({}), so it was matched as text",
+                self.not_fields.join(" "),
+                FILTER_FIELDS.join(", ")
+            )
+        })
     }
 }
 
 fn term_matches(t: &Term, s: &Status) -> bool {
     let rec = s.record.as_ref();
     match t {
-        Term::State(want) => *want == Some(s.state),
+        Term::State(want) => *want == s.state,
         Term::Holder(v) => rec.is_some_and(|r| contains_ci(&r.holder, v)),
         Term::Harness(v) => rec
             .and_then(|r| r.harness.as_deref())
             .is_some_and(|h| contains_ci(h, v)),
+        Term::Key(v) => contains_ci(&s.key, v),
+        Term::Reason(v) => rec
+            .and_then(|r| r.reason.as_deref())
+            .is_some_and(|x| contains_ci(x, v)),
         Term::Any(v) => {
             contains_ci(&s.key, v)
                 || rec.is_some_and(|r| {
@@ -295,6 +380,24 @@ fn term_matches(t: &Term, s: &Status) -> bool {
                 })
         }
     }
+}
+
+/// Where `needle` (already lower-case) occurs in `hay`, ignoring ASCII
+/// case: the byte range of the first match.
+pub fn find_ci(hay: &str, needle: &str) -> Option<std::ops::Range<usize>> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.is_empty() || n.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - n.len())
+        .filter(|i| hay.is_char_boundary(*i) && hay.is_char_boundary(i + n.len()))
+        .find(|i| {
+            h[*i..i + n.len()]
+                .iter()
+                .zip(n)
+                .all(|(a, b)| a.to_ascii_lowercase() == *b)
+        })
+        .map(|i| i..i + n.len())
 }
 
 /// `needle` (already lower-case) occurs in `hay`, ignoring ASCII case,
@@ -318,6 +421,10 @@ pub struct EventRow {
     pub holder: Option<String>,
     /// The interesting data fields, `name=value`, space-separated.
     pub detail: String,
+    /// The tenure it belongs to (`acquired_at` of the claim).
+    pub acquired_at: Option<i64>,
+    /// The TTL asked for: `ttl_ms` of a renewal, the span of an acquire.
+    pub ttl_ms: Option<i64>,
     /// Why the line is not an event; `detail` then holds its first bytes.
     pub error: Option<String>,
 }
@@ -395,6 +502,13 @@ impl EventRow {
                         push_value(&mut detail, f, v);
                     }
                 }
+                let num = |f: &str| ev.data().and_then(|d| d.get(f)).and_then(|v| v.as_i64());
+                let acquired_at = num("acquired_at");
+                let ttl_ms = match kind.as_str() {
+                    "claim_renewed" => num("ttl_ms"),
+                    "claim_acquired" => num("expires_at").zip(acquired_at).map(|(e, a)| e - a),
+                    _ => None,
+                };
                 EventRow {
                     seq,
                     ts: ev.ts().unwrap_or_default().to_string(),
@@ -402,6 +516,8 @@ impl EventRow {
                     holder: ev.holder().map(str::to_string),
                     kind,
                     detail,
+                    acquired_at,
+                    ttl_ms,
                     error: None,
                 }
             }
@@ -418,6 +534,8 @@ impl EventRow {
                     key: None,
                     holder: None,
                     detail: line.text[..cut].to_string(),
+                    acquired_at: None,
+                    ttl_ms: None,
                     error: Some(why),
                 }
             }
@@ -460,8 +578,7 @@ pub struct EventsView {
     pub key: Option<String>,
 }
 
-/// A one-line text input (no cursor movement: type, Backspace, done).
-pub type Input = String;
+pub use super::input::TextInput as Input;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcquireForm {
@@ -487,7 +604,7 @@ impl AcquireForm {
         }
     }
 
-    pub fn fields(&self) -> [&str; 4] {
+    pub fn fields(&self) -> [&Input; 4] {
         [&self.key, &self.holder, &self.ttl, &self.reason]
     }
 }
@@ -496,7 +613,11 @@ impl AcquireForm {
 pub struct RenewForm {
     pub key: String,
     pub holder: String,
+    pub pid: i32,
+    pub state: ClaimState,
     pub ttl: Input,
+    /// Where the offered TTL comes from, in words.
+    pub offered: String,
     /// The holder is not the operator: ask before acting on its behalf.
     pub foreign: bool,
     /// The "not yours, really?" question is showing.
@@ -525,11 +646,20 @@ impl ForceConfirm {
     }
 }
 
+/// Quitting while holding claims taken here: they are bound to this
+/// process, so they turn Suspect or Stale the moment it exits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuitConfirm {
+    /// The operator's own claims, by key.
+    pub keys: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     Acquire(AcquireForm),
     Renew(RenewForm),
     ForceRelease(ForceConfirm),
+    Quit(QuitConfirm),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -549,6 +679,18 @@ pub enum Level {
 pub struct StatusMsg {
     pub text: String,
     pub level: Level,
+    /// When it was said (the model's clock): it goes away by itself.
+    pub at: i64,
+}
+
+impl StatusMsg {
+    /// How long a message stays: errors longer, since they may need reading.
+    pub fn lifetime_ms(&self) -> i64 {
+        match self.level {
+            Level::Error => 20_000,
+            Level::Info | Level::Ok => 8_000,
+        }
+    }
 }
 
 /// The claims part of the model: what the collector reported, and what the
@@ -685,6 +827,10 @@ pub struct TableView {
     pub filter: Filter,
     /// Some while `/` is being typed.
     pub filter_input: Option<Input>,
+    /// Filters applied before, oldest first (↑/↓ in the input recall them).
+    pub filter_history: Vec<String>,
+    /// Where ↑/↓ is in the history while typing.
+    pub history_pos: Option<usize>,
     /// The detail pane shows the selected row; its scroll resets with it.
     pub detail_scroll: u16,
 }
@@ -713,6 +859,8 @@ pub struct App {
     pub read_only: bool,
     pub color: bool,
     pub demo: bool,
+    /// Times in the local zone (with its offset) instead of UTC.
+    pub local_time: bool,
     /// The clock of the last tick (epoch ms).
     pub now: i64,
     /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
@@ -727,6 +875,10 @@ pub struct App {
     pub overlays: Overlays,
     pub status: Option<StatusMsg>,
     pub quit: bool,
+    /// Releases still to finish before quitting (the quit dialog's "release").
+    pub quit_after: Option<usize>,
+    /// Ctrl-Z asked: the loop hands the terminal back and stops the process.
+    pub suspend: bool,
     /// Mutations waiting to be handed to the worker.
     pub pending: Vec<Op>,
 }
@@ -740,6 +892,7 @@ impl App {
             read_only: opts.read_only,
             color: !opts.no_color,
             demo: opts.demo,
+            local_time: opts.local_time,
             now,
             operator,
             size: (80, 24),
@@ -750,6 +903,8 @@ impl App {
             overlays: Overlays::default(),
             status: None,
             quit: false,
+            quit_after: None,
+            suspend: false,
             pending: Vec::new(),
         }
     }
@@ -896,10 +1051,37 @@ impl App {
         v
     }
 
+    /// The TTL last asked for this tenure of `key` (a renewal's, else the
+    /// acquire's), as the events tail tells it.
+    pub fn asked_ttl(&self, key: &str, acquired_at: i64) -> Option<i64> {
+        self.events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .filter(|r| r.key.as_deref() == Some(key) && r.acquired_at == Some(acquired_at))
+            .find_map(|r| r.ttl_ms)
+    }
+
+    /// The live claims held as this dashboard's operator, by key.
+    pub fn own_claims(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .claims
+            .live
+            .by_path
+            .values()
+            .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
+            .map(|s| s.key.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
+
     pub fn say(&mut self, level: Level, text: impl Into<String>) {
         self.status = Some(StatusMsg {
             text: text.into(),
             level,
+            at: self.now,
         });
     }
 }

@@ -61,6 +61,7 @@ pub enum Cmd {
     EventsForKey,
     Help,
     Close,
+    Suspend,
     Quit,
 }
 
@@ -85,6 +86,11 @@ pub enum Key {
 impl Key {
     fn matches(self, ev: &KeyEvent) -> bool {
         let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        // Alt-x is another key than x (terminals send it as Esc x), never
+        // an accidental x.
+        if ev.modifiers.contains(KeyModifiers::ALT) {
+            return false;
+        }
         match (self, ev.code) {
             (Key::Ctrl(c), KeyCode::Char(got)) => ctrl && got.eq_ignore_ascii_case(&c),
             (Key::Char(c), KeyCode::Char(got)) => !ctrl && got == c,
@@ -171,7 +177,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Code(KeyCode::PageUp), Key::Ctrl('b')],
-        label: "PgUp",
+        label: "PgUp/C-b",
         short: "page up",
         help: "one page up",
         cmd: Cmd::PageUp,
@@ -180,7 +186,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Code(KeyCode::PageDown), Key::Ctrl('f')],
-        label: "PgDn",
+        label: "PgDn/C-f",
         short: "page down",
         help: "one page down",
         cmd: Cmd::PageDown,
@@ -308,8 +314,18 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Code(KeyCode::Esc)],
         label: "Esc",
         short: "close",
-        help: "close a dialog, the help or the hazards list; clear the filter",
+        help:
+            "close a dialog, the help or the hazards list; clear the filter, then the f key filter",
         cmd: Cmd::Close,
+        scope: ALL,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Ctrl('z')],
+        label: "C-z",
+        short: "suspend",
+        help: "suspend to the shell (fg resumes)",
+        cmd: Cmd::Suspend,
         scope: ALL,
         in_footer: false,
     },
@@ -317,7 +333,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('q'), Key::Ctrl('c')],
         label: "q",
         short: "quit",
-        help: "quit (Ctrl-C too)",
+        help: "quit (Ctrl-C too); asks first when you hold claims taken here",
         cmd: Cmd::Quit,
         scope: ALL,
         in_footer: true,
@@ -382,6 +398,34 @@ mod tests {
         assert_eq!(lookup(Pane::Table, &ctrl_c), Some(Cmd::Quit));
         assert!(is_interrupt(&ctrl_c));
         assert_eq!(lookup(Pane::Table, &key(KeyCode::Char('c'))), None);
+    }
+
+    #[test]
+    fn alt_slash_is_not_slash() {
+        let alt = KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT);
+        assert_eq!(lookup(Pane::Table, &alt), None);
+        assert_eq!(
+            lookup(Pane::Table, &key(KeyCode::Char('/'))),
+            Some(Cmd::Filter)
+        );
+    }
+
+    #[test]
+    fn every_bound_control_key_is_spelled_in_its_label() {
+        for b in KEYMAP {
+            for k in b.keys {
+                if let Key::Ctrl(c) = k {
+                    let spelled = format!("C-{c}");
+                    assert!(
+                        b.label.contains(&spelled)
+                            || b.help.contains(&format!("Ctrl-{}", c.to_ascii_uppercase())),
+                        "{:?} is bound to Ctrl-{c} but neither label {:?} nor help says so",
+                        b.cmd,
+                        b.label
+                    );
+                }
+            }
+        }
     }
 
     #[test]

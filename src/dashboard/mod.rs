@@ -12,6 +12,7 @@
 pub mod action;
 pub mod app;
 pub mod collect;
+pub mod input;
 pub mod keys;
 pub mod ops;
 pub mod terminal;
@@ -39,6 +40,8 @@ pub struct Options {
     pub no_color: bool,
     /// Shown in the header when the root is the embedded demo sandbox.
     pub demo: bool,
+    /// Show times in the local zone instead of UTC.
+    pub local_time: bool,
 }
 
 /// Most actions folded into one frame: a burst is applied as a whole, then
@@ -131,6 +134,11 @@ fn ui_loop(
         }
         if app.quit {
             break;
+        }
+        if app.suspend {
+            app.suspend = false;
+            screen.suspend()?;
+            dirty = true;
         }
         if dirty {
             draw(&mut screen, app)?;

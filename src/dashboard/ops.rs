@@ -5,7 +5,7 @@
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
 use crate::claims::{
-    acquire, force_release, human_ms, release, renew, AcquireKind, AcquireOpts, AcquireOutcome,
+    acquire, force_release, human_ms, release, renew_as, AcquireKind, AcquireOpts, AcquireOutcome,
     ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use std::sync::mpsc::{Receiver, Sender};
@@ -66,7 +66,8 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             key,
             holder,
             ttl_ms,
-        } => match renew(root, key, holder, *ttl_ms) {
+            operator,
+        } => match renew_as(root, key, holder, *ttl_ms, operator.as_deref()) {
             Ok(RenewOutcome::Renewed { .. }) => (
                 true,
                 format!("renewed {key}: expires in {}", human_ms(*ttl_ms)),

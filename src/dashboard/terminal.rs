@@ -41,6 +41,22 @@ impl Screen {
     }
 }
 
+impl Screen {
+    /// Ctrl-Z: hand the terminal back, stop like any job, and take the
+    /// screen again (whole) when the shell continues us.
+    pub fn suspend(&mut self) -> io::Result<()> {
+        restore();
+        // SAFETY: raise only sends a signal to this process; SIGTSTP's
+        // default action stops it until SIGCONT, then raise returns.
+        unsafe {
+            libc::raise(libc::SIGTSTP);
+        }
+        enable_raw_mode()?;
+        execute!(io::stdout(), EnterAlternateScreen, Hide)?;
+        self.term.clear()
+    }
+}
+
 impl Drop for Screen {
     fn drop(&mut self) {
         restore();

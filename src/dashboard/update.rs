@@ -6,7 +6,7 @@
 use super::action::{Action, ForceOptsShown, Op, OpResult, Read, Swept};
 use super::app::{
     AcquireForm, App, ClaimSet, Dialog, EventRow, Filter, ForceConfirm, Frozen, Level, Overlay,
-    RenewForm, TickPlan,
+    QuitConfirm, RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
@@ -226,7 +226,14 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
         }
     }
     app.refresh_selected_why();
-    visible_signature(app) != before
+    let expired = app
+        .status
+        .as_ref()
+        .is_some_and(|m| now - m.at >= m.lifetime_ms());
+    if expired {
+        app.status = None;
+    }
+    expired || visible_signature(app) != before
 }
 
 /// Re-judge one claim; true when its state or locality moved.
@@ -277,6 +284,14 @@ pub fn visible_signature(app: &App) -> u64 {
 /// its lockfile, which arrives as a `Read` right after.
 fn on_op_result(app: &mut App, r: OpResult) -> bool {
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);
+    if let Some(left) = app.quit_after.as_mut() {
+        *left = left.saturating_sub(1);
+        // Quit once every release has answered, done or not: the status
+        // line of a failed one is lost, but its claim is still there to see.
+        if *left == 0 {
+            app.quit = true;
+        }
+    }
     true
 }
 
@@ -291,6 +306,9 @@ pub fn on_key(app: &mut App, ev: KeyEvent) -> bool {
         app.quit = true;
         return false;
     }
+    if !layout::fits(app.size) {
+        return too_small_key(app, ev);
+    }
     if app.overlays.dialog.is_some() {
         return dialog_key(app, ev);
     }
@@ -304,6 +322,38 @@ pub fn on_key(app: &mut App, ev: KeyEvent) -> bool {
         Some(cmd) => command(app, cmd),
         None => false,
     }
+}
+
+/// The screen cannot show the table: nothing may act unseen. Only quit, the
+/// help (drawn over the whole small screen) and the quit question itself
+/// take keys; resizes arrive as their own action.
+fn too_small_key(app: &mut App, ev: KeyEvent) -> bool {
+    if matches!(app.overlays.dialog, Some(Dialog::Quit(_))) {
+        return dialog_key(app, ev);
+    }
+    match keys::lookup(Pane::Table, &ev) {
+        Some(Cmd::Quit) => request_quit(app),
+        Some(Cmd::Help) => {
+            app.overlays.open = match app.overlays.open {
+                Some(Overlay::Help) => None,
+                _ => Some(Overlay::Help),
+            };
+            app.overlays.scroll = 0;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `q`: quit, unless claims taken here would be orphaned by it — then ask.
+fn request_quit(app: &mut App) -> bool {
+    let keys = app.own_claims();
+    if keys.is_empty() {
+        app.quit = true;
+        return false;
+    }
+    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys }));
+    true
 }
 
 /// Run a keymap command (also what the tests drive).
@@ -333,7 +383,8 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Filter => {
-            app.table.filter_input = Some(app.table.filter.text.clone());
+            app.table.filter_input = Some(app.table.filter.text.as_str().into());
+            app.table.history_pos = None;
             true
         }
         Cmd::SortNext => {
@@ -351,10 +402,10 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
         }
         Cmd::Acquire => {
             app.overlays.dialog = Some(Dialog::Acquire(AcquireForm {
-                key: String::new(),
-                holder: app.operator.clone(),
+                key: "".into(),
+                holder: app.operator.as_str().into(),
                 ttl: DEFAULT_ACQUIRE_TTL.into(),
-                reason: String::new(),
+                reason: "".into(),
                 field: 0,
                 error: None,
             }));
@@ -395,6 +446,11 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 app.rebuild_rows();
                 scroll_into_view(app);
                 true
+            } else if app.events.view.key.is_some() {
+                app.events.view.key = None;
+                app.events.view.scroll = 0;
+                app.events.view.new_while_scrolled = 0;
+                true
             } else if app.status.is_some() {
                 app.status = None;
                 true
@@ -402,10 +458,11 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 false
             }
         }
-        Cmd::Quit => {
-            app.quit = true;
+        Cmd::Suspend => {
+            app.suspend = true;
             false
         }
+        Cmd::Quit => request_quit(app),
     }
 }
 
@@ -435,9 +492,10 @@ fn move_by(app: &mut App, delta: isize) -> bool {
         }
         Pane::Detail => {
             let before = app.table.detail_scroll;
+            let max = super::view::detail_max_scroll(app) as isize;
             app.table.detail_scroll = (app.table.detail_scroll as isize)
                 .saturating_add(delta)
-                .clamp(0, u16::MAX as isize) as u16;
+                .clamp(0, max) as u16;
             app.table.detail_scroll != before
         }
         Pane::Events => {
@@ -527,16 +585,27 @@ fn start_renew(app: &mut App) -> bool {
         app.say(Level::Error, msg);
         return true;
     };
-    let Some(exp) = r.expires_at else {
+    if r.expires_at.is_none() {
         let msg = format!("{} is PID-bound: it has no TTL to renew", s.key);
         app.say(Level::Error, msg);
         return true;
+    }
+    // What was asked for this tenure, never `expires_at - acquired_at`: that
+    // span grows with every renewal until it passes 24 h and fails.
+    let (ttl, offered) = match app.asked_ttl(&s.key, r.acquired_at) {
+        Some(ms) => (ttl_text(ms), "the TTL last asked for this claim"),
+        None => (
+            DEFAULT_ACQUIRE_TTL.to_string(),
+            "the default: the events tail does not say what was asked",
+        ),
     };
-    let span = (exp - r.acquired_at).max(0);
     app.overlays.dialog = Some(Dialog::Renew(RenewForm {
         key: s.key.clone(),
         holder: r.holder.clone(),
-        ttl: ttl_text(span),
+        pid: r.pid,
+        state: s.state,
+        ttl: ttl.into(),
+        offered: offered.into(),
         foreign: r.holder != app.operator,
         confirming: false,
         error: None,
@@ -572,29 +641,13 @@ fn start_force(app: &mut App) -> bool {
             .clone()
             .map_or_else(|| s.why.clone(), |e| format!("{}: {e}", s.why)),
         acquired_at: rec.map(|r| r.acquired_at),
-        typed: String::new(),
+        typed: "".into(),
         error: None,
     }));
     true
 }
 
 // ---------------------------------------------------------------- dialogs
-
-/// Type into `input`: printable characters append, Backspace deletes.
-/// Returns true when the key was text editing.
-fn edit(input: &mut String, ev: &KeyEvent) -> bool {
-    match ev.code {
-        KeyCode::Char(c) if !c.is_control() => {
-            input.push(c);
-            true
-        }
-        KeyCode::Backspace => {
-            input.pop();
-            true
-        }
-        _ => false,
-    }
-}
 
 fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
     if ev.code == KeyCode::Esc {
@@ -606,8 +659,9 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
     };
     let (next, op) = match dialog {
         Dialog::Acquire(f) => acquire_key(f, &ev),
-        Dialog::Renew(f) => renew_key(f, &ev),
+        Dialog::Renew(f) => renew_key(f, &ev, &app.operator),
         Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
+        Dialog::Quit(q) => return quit_key(app, q, &ev),
     };
     app.overlays.dialog = next;
     if let Some(op) = op {
@@ -615,6 +669,44 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
         app.pending.push(op);
     }
     true
+}
+
+/// The quit question: r releases every claim taken here and quits once
+/// they are done, k quits keeping them, anything else asks again.
+fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent) -> bool {
+    match ev.code {
+        KeyCode::Char('r') | KeyCode::Char('R') => {
+            let n = q.keys.len();
+            for key in q.keys {
+                app.pending.push(Op::Release {
+                    key,
+                    holder: app.operator.clone(),
+                });
+            }
+            app.quit_after = Some(n);
+            app.say(
+                Level::Info,
+                format!("releasing {n} claim{} before quitting…", plural(n)),
+            );
+            true
+        }
+        KeyCode::Char('k') | KeyCode::Char('K') => {
+            app.quit = true;
+            false
+        }
+        _ => {
+            app.overlays.dialog = Some(Dialog::Quit(q));
+            false
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 type Step = (Option<Dialog>, Option<Op>);
@@ -633,7 +725,7 @@ fn acquire_key(mut f: AcquireForm, ev: &KeyEvent) -> Step {
             }
         }
         _ => {
-            if edit(f.field_mut(), ev) {
+            if f.field_mut().key(ev) {
                 f.error = None;
             }
         }
@@ -657,6 +749,9 @@ fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
             format!("TTL {t:?} is not a duration (1h, 30m, 90s; empty = PID-bound)")
         })?),
     };
+    if let Some(t) = ttl_ms {
+        ttl_in_range(t)?;
+    }
     crate::claims::validate_inputs(key, holder, ttl_ms).map_err(|e| e.to_string())?;
     Ok(Op::Acquire {
         key: key.to_string(),
@@ -666,10 +761,10 @@ fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
     })
 }
 
-fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
+fn renew_key(mut f: RenewForm, ev: &KeyEvent, operator: &str) -> Step {
     if f.confirming {
         return match ev.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => renew_op(f),
+            KeyCode::Char('y') | KeyCode::Char('Y') => renew_op(f, operator),
             _ => {
                 f.confirming = false;
                 (Some(Dialog::Renew(f)), None)
@@ -683,11 +778,11 @@ fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
             } else if f.foreign {
                 f.confirming = true;
             } else {
-                return renew_op(f);
+                return renew_op(f, operator);
             }
         }
         _ => {
-            if edit(&mut f.ttl, ev) {
+            if f.ttl.key(ev) {
                 f.error = None;
             }
         }
@@ -698,15 +793,32 @@ fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
 fn renew_ttl(f: &RenewForm) -> Result<i64, String> {
     let ttl = parse_ttl_ms(&f.ttl)
         .ok_or_else(|| format!("TTL {:?} is not a duration (1h, 30m, 90s)", f.ttl.trim()))?;
+    ttl_in_range(ttl)?;
     crate::claims::validate_inputs(&f.key, &f.holder, Some(ttl)).map_err(|e| e.to_string())?;
     Ok(ttl)
 }
 
-fn renew_op(mut f: RenewForm) -> Step {
+/// The protocol's TTL bounds, worded for a person typing a duration.
+fn ttl_in_range(ttl_ms: i64) -> Result<(), String> {
+    use crate::claims::{human_ms, MAX_TTL_MS, MIN_TTL_MS};
+    if (MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+        Ok(())
+    } else {
+        Err(format!(
+            "a TTL of {} is out of range: it must be between 60s and 24h",
+            human_ms(ttl_ms)
+        ))
+    }
+}
+
+/// The renewal asked for; on someone else's claim it names the operator,
+/// so the audit log says who kept it alive.
+fn renew_op(mut f: RenewForm, operator: &str) -> Step {
     match renew_ttl(&f) {
         Ok(ttl_ms) => (
             None,
             Some(Op::Renew {
+                operator: f.foreign.then(|| operator.to_string()),
                 key: f.key,
                 holder: f.holder,
                 ttl_ms,
@@ -723,14 +835,14 @@ fn renew_op(mut f: RenewForm) -> Step {
 fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
     let confirmed = if f.needs_typed_key() {
         if ev.code == KeyCode::Enter {
-            if f.typed == f.key {
+            if f.typed.value() == f.key {
                 true
             } else {
                 f.error = Some("the typed key does not match; nothing done".into());
                 false
             }
         } else {
-            if edit(&mut f.typed, ev) {
+            if f.typed.key(ev) {
                 f.error = None;
             }
             false
@@ -753,39 +865,72 @@ fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
     (None, Some(op))
 }
 
+/// Most filters remembered for ↑/↓.
+const FILTER_HISTORY: usize = 50;
+
 fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
     let Some(mut text) = app.table.filter_input.take() else {
         return false;
     };
+    let t = &mut app.table;
     match ev.code {
         KeyCode::Enter => {
-            // Applied as typed already; Enter just closes the input.
+            // Applied as typed already; Enter keeps it and remembers it.
+            let v = text.value().trim().to_string();
+            if !v.is_empty() && t.filter_history.last() != Some(&v) {
+                t.filter_history.push(v);
+                if t.filter_history.len() > FILTER_HISTORY {
+                    t.filter_history.remove(0);
+                }
+            }
             return true;
         }
         KeyCode::Esc => {
-            app.table.filter = Filter::default();
+            t.filter = Filter::default();
+        }
+        KeyCode::Up | KeyCode::Down => {
+            let n = t.filter_history.len();
+            let pos = match (ev.code, t.history_pos) {
+                (KeyCode::Up, None) => n.checked_sub(1),
+                (KeyCode::Up, Some(i)) => Some(i.saturating_sub(1)),
+                (_, Some(i)) if i + 1 < n => Some(i + 1),
+                _ => None,
+            };
+            t.history_pos = pos;
+            text = pos
+                .and_then(|i| t.filter_history.get(i))
+                .map_or_else(|| "".into(), |h| h.as_str().into());
+            t.filter = Filter::parse(&text);
+            t.filter_input = Some(text);
         }
         _ => {
-            edit(&mut text, &ev);
-            app.table.filter = Filter::parse(&text);
-            app.table.filter_input = Some(text);
+            if !text.key(&ev) {
+                t.filter_input = Some(text);
+                return false;
+            }
+            t.filter = Filter::parse(&text);
+            t.filter_input = Some(text);
         }
     }
     app.rebuild_rows();
-    app.table.selected = app
-        .table
-        .selected
-        .min(app.table.rows.len().saturating_sub(1));
     scroll_into_view(app);
     true
+}
+
+/// Scroll the open overlay, never past its last line.
+fn scroll_overlay(app: &mut App, delta: i32) -> bool {
+    let max = i32::from(super::view::overlay_max_scroll(app));
+    let before = app.overlays.scroll;
+    app.overlays.scroll = (i32::from(before).saturating_add(delta)).clamp(0, max) as u16;
+    app.overlays.scroll != before
 }
 
 fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
     let cmd = keys::lookup(app.focus, &ev);
     match cmd {
         Some(Cmd::Quit) => {
-            app.quit = true;
-            false
+            app.overlays.open = None;
+            request_quit(app)
         }
         Some(Cmd::Close) => {
             app.overlays.open = None;
@@ -799,18 +944,12 @@ fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
             app.overlays.open = None;
             true
         }
-        Some(Cmd::Up) => {
-            app.overlays.scroll = app.overlays.scroll.saturating_sub(1);
-            true
-        }
-        Some(Cmd::Down) => {
-            app.overlays.scroll = app.overlays.scroll.saturating_add(1);
-            true
-        }
-        Some(Cmd::Top) => {
-            app.overlays.scroll = 0;
-            true
-        }
+        Some(Cmd::Up) => scroll_overlay(app, -1),
+        Some(Cmd::Down) => scroll_overlay(app, 1),
+        Some(Cmd::PageUp) => scroll_overlay(app, -(page(app) as i32)),
+        Some(Cmd::PageDown) => scroll_overlay(app, page(app) as i32),
+        Some(Cmd::Top) => scroll_overlay(app, i32::MIN / 2),
+        Some(Cmd::Bottom) => scroll_overlay(app, i32::MAX / 2),
         _ => false,
     }
 }

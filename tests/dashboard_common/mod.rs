@@ -46,6 +46,7 @@ pub fn opts(root: Root) -> Options {
         read_only: false,
         no_color: true,
         demo: false,
+        local_time: false,
     }
 }
 

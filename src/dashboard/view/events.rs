@@ -87,6 +87,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ));
         }
         title.push(Span::styled(" · G resumes", theme.dim()));
+    } else if app.paused() {
+        title.push(Span::styled(" · paused (p resumes)", theme.key()));
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }

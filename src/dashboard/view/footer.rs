@@ -10,15 +10,16 @@ use ratatui::Frame;
 
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let line = if let Some(text) = &app.table.filter_input {
-        Line::from(vec![
-            Span::styled(" filter: ", theme.key()),
-            Span::raw(safe(text)),
-            Span::styled("▏", theme.key()),
-            Span::styled(
+        let mut spans = vec![Span::styled(" filter: ", theme.key())];
+        spans.extend(super::cursor_spans(text, true, theme));
+        match &app.table.filter.problem {
+            Some(p) => spans.push(Span::styled(format!("  ✖ {}", safe(p)), theme.error())),
+            None => spans.push(Span::styled(
                 format!("  {} of {} claims", app.table.rows.len(), app.shown().len()),
                 theme.dim(),
-            ),
-        ])
+            )),
+        }
+        Line::from(spans)
     } else if let Some(msg) = &app.status {
         let style = match msg.level {
             Level::Info => ratatui::style::Style::new(),
