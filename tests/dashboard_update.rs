@@ -1398,3 +1398,203 @@ fn the_acquire_form_fields_edit_in_the_middle() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn enter_opens_the_whole_record_and_y_copies_the_key() {
+    let mut app = fixed_app(160, 48);
+    select(&mut app, "build:web");
+    update(&mut app, code(KeyCode::Enter));
+    assert_eq!(app.overlays.open, Some(Overlay::Claim));
+    let screen = render(&app);
+    for want in [
+        "record (YAML, as the lockfile holds it)",
+        "holder: pty:worker-1",
+        "ticket: OPS-17",
+        "/srv/work/.fno/claims/build%3Aweb.lock",
+        "history (2 events of this key in the tail)",
+    ] {
+        assert!(screen.contains(want), "{want}:\n{screen}");
+    }
+    update(&mut app, key('y'));
+    assert_eq!(app.clipboard.as_deref(), Some("build:web"));
+    assert!(status_text(&app).contains("copied build:web"));
+    update(&mut app, code(KeyCode::Enter));
+    assert!(app.overlays.open.is_none(), "Enter closes it again");
+}
+
+#[test]
+fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('h'));
+    update(&mut app, key('x'));
+    match &app.overlays.dialog {
+        Some(Dialog::Clean(c)) => {
+            assert_eq!(c.hazards.len(), 1, "the mutex corpse; never a claim");
+            assert!(c.hazards[0].path.ends_with("node%3Abeta.lock.recovery.d"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(render(&app).contains("node%3Abeta.lock.recovery.d"));
+    assert!(app.pending.is_empty());
+    update(&mut app, key('y'));
+    assert_eq!(app.pending, [Op::Clean]);
+
+    let mut ro = fixed_app(80, 24);
+    ro.read_only = true;
+    update(&mut ro, key('x'));
+    assert!(ro.overlays.dialog.is_none(), "read-only refuses it");
+}
+
+#[test]
+fn the_clean_op_is_doctor_fix_and_says_what_it_removed() {
+    let (_td, root) = temp_root();
+    write_claim(&root, &rec("a", "pty:w", DEAD, 90 * MIN, None));
+    let mutex = root.claims_dir().join("a.lock.recovery.d");
+    std::fs::create_dir(&mutex).expect("mkdir");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(300);
+    std::fs::File::open(&mutex)
+        .and_then(|f| f.set_modified(old))
+        .expect("age");
+    let r = run_op(&root, &Op::Clean);
+    assert!(r.ok, "{}", r.message);
+    assert!(
+        r.message.contains("removed 1: a.lock.recovery.d"),
+        "{}",
+        r.message
+    );
+    assert!(!mutex.exists());
+    assert!(
+        root.lockfile("a").exists(),
+        "the stale claim itself is left"
+    );
+}
+
+fn click(app: &mut App, x: u16, y: u16) -> bool {
+    use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    update(
+        app,
+        Action::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        }),
+    )
+}
+
+fn wheel(app: &mut App, x: u16, y: u16, down: bool) -> bool {
+    use ratatui::crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
+    let kind = if down {
+        MouseEventKind::ScrollDown
+    } else {
+        MouseEventKind::ScrollUp
+    };
+    update(
+        app,
+        Action::Mouse(MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        }),
+    )
+}
+
+#[test]
+fn a_click_selects_a_row_or_a_pane_and_a_title_click_sorts() {
+    let mut app = fixed_app(160, 48);
+    let screen = render(&app);
+    let (y, _) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("node:alpha"))
+        .expect("row");
+    assert!(click(&mut app, 20, y as u16));
+    assert_eq!(selected_key(&app), "node:alpha");
+
+    let (hy, header) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("holder") && l.contains("state"))
+        .expect("header");
+    let hx = header[..header.find("holder").expect("holder")]
+        .chars()
+        .count() as u16;
+    assert!(click(&mut app, hx + 1, hy as u16));
+    assert_eq!(app.table.sort.column, Column::Holder);
+    assert!(!app.table.sort.reverse);
+    click(&mut app, hx + 1, hy as u16);
+    assert!(app.table.sort.reverse, "a second click reverses");
+
+    let events_y = screen
+        .lines()
+        .position(|l| l.starts_with("events"))
+        .expect("events pane") as u16;
+    assert!(click(&mut app, 5, events_y + 1));
+    assert_eq!(app.focus, Pane::Events);
+}
+
+#[test]
+fn the_wheel_scrolls_what_is_under_the_pointer() {
+    let mut app = fixed_app(160, 48);
+    select(&mut app, "broken");
+    let first = selected_key(&app);
+    assert!(wheel(&mut app, 20, 5, true));
+    assert_ne!(selected_key(&app), first);
+    assert_eq!(app.focus, Pane::Table);
+    let mut small = fixed_app(80, 24);
+    update(&mut small, key('?'));
+    wheel(&mut small, 20, 10, true);
+    assert!(
+        small.overlays.scroll > 0,
+        "the help scrolls under the wheel"
+    );
+}
+
+#[test]
+fn a_claim_acquired_here_is_selected_when_it_arrives() {
+    let (_td, root) = temp_root();
+    for k in ["a", "b", "c"] {
+        write_claim(&root, &rec(k, "pty:w", ALIVE, MIN, None));
+    }
+    let mut app = app_at(root.clone());
+    let mut col = collector(&root);
+    collect(&mut app, &mut col, Input::Rescan);
+    assert_eq!(selected_key(&app), "a");
+    let path = write_claim(&root, &rec("b2", OPERATOR, ALIVE, 0, Some(10 * MIN)));
+    update(
+        &mut app,
+        Action::OpResult(claimtop::dashboard::OpResult {
+            verb: "acquire",
+            key: "b2".into(),
+            path: path.clone(),
+            ok: true,
+            message: "acquired b2".into(),
+        }),
+    );
+    collect(&mut app, &mut col, Input::Changed(vec![path]));
+    assert_eq!(selected_key(&app), "b2");
+}
+
+#[test]
+fn a_first_look_explains_the_symbols_until_the_help_is_opened() {
+    let mut app = fixed_app(160, 48);
+    assert!(render(&app).contains("◐ suspect: TTL runs, holder gone"));
+    update(&mut app, key('?'));
+    update(&mut app, code(KeyCode::Esc));
+    let screen = render(&app);
+    assert!(!screen.contains("TTL runs, holder gone"), "{screen}");
+    assert!(screen.contains("you are operator:op@here"), "{screen}");
+}
+
+#[test]
+fn the_help_has_a_legend_of_states() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('?'));
+    for _ in 0..40 {
+        update(&mut app, key('j'));
+    }
+    let screen = render(&app);
+    assert!(screen.contains("What the states mean"), "{screen}");
+    assert!(screen.contains("the next acquire reclaims it"), "{screen}");
+}

@@ -120,6 +120,8 @@ pub enum Op {
         key: String,
         opts: ForceOptsShown,
     },
+    /// `doctor --fix`: what is provably abandoned under the root.
+    Clean,
 }
 
 /// The guard of a force-release: what the operator saw when confirming.
@@ -149,6 +151,7 @@ impl Op {
             | Op::Release { key, .. }
             | Op::Renew { key, .. }
             | Op::ForceRelease { key, .. } => key,
+            Op::Clean => "",
         }
     }
 
@@ -158,6 +161,7 @@ impl Op {
             Op::Release { .. } => "release",
             Op::Renew { .. } => "renew",
             Op::ForceRelease { .. } => "force-release",
+            Op::Clean => "clean",
         }
     }
 }

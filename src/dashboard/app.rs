@@ -654,18 +654,29 @@ pub struct QuitConfirm {
     pub keys: Vec<String>,
 }
 
+/// `doctor --fix` from the dashboard: what it will remove, shown first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanConfirm {
+    pub hazards: Vec<Hazard>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     Acquire(AcquireForm),
     Renew(RenewForm),
     ForceRelease(ForceConfirm),
     Quit(QuitConfirm),
+    Clean(CleanConfirm),
 }
 
+/// What can sit over the panes. A new view is one more variant here, one
+/// arm in `view::draw` and a row in the keymap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     Help,
     Hazards,
+    /// The selected claim in full (Enter).
+    Claim,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -833,6 +844,8 @@ pub struct TableView {
     pub history_pos: Option<usize>,
     /// The detail pane shows the selected row; its scroll resets with it.
     pub detail_scroll: u16,
+    /// A claim just acquired here: selected as soon as it arrives.
+    pub select_on_arrival: Option<std::path::PathBuf>,
 }
 
 /// The events part: the tail of the log and how the pane looks at it.
@@ -879,6 +892,11 @@ pub struct App {
     pub quit_after: Option<usize>,
     /// Ctrl-Z asked: the loop hands the terminal back and stops the process.
     pub suspend: bool,
+    /// Text for the terminal's clipboard (OSC 52), written by the loop.
+    pub clipboard: Option<String>,
+    /// The help was opened once: the status line's legend hint has done
+    /// its job.
+    pub seen_help: bool,
     /// Mutations waiting to be handed to the worker.
     pub pending: Vec<Op>,
 }
@@ -905,6 +923,8 @@ impl App {
             quit: false,
             quit_after: None,
             suspend: false,
+            clipboard: None,
+            seen_help: false,
             pending: Vec::new(),
         }
     }

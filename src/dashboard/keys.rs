@@ -60,6 +60,9 @@ pub enum Cmd {
     Hazards,
     EventsForKey,
     Help,
+    Open,
+    Copy,
+    Clean,
     Close,
     Suspend,
     Quit,
@@ -70,7 +73,7 @@ impl Cmd {
     pub fn mutates(self) -> bool {
         matches!(
             self,
-            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease
+            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease | Cmd::Clean
         )
     }
 }
@@ -291,6 +294,33 @@ pub const KEYMAP: &[Binding] = &[
         cmd: Cmd::Hazards,
         scope: ALL,
         in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Enter)],
+        label: "Enter",
+        short: "open",
+        help: "open the selected claim: the whole record, why, file, history",
+        cmd: Cmd::Open,
+        scope: CLAIM,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('y')],
+        label: "y",
+        short: "copy key",
+        help: "copy the selected key to the clipboard (OSC 52: works over ssh and in tmux)",
+        cmd: Cmd::Copy,
+        scope: CLAIM,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('x')],
+        label: "x",
+        short: "clean",
+        help: "clean what is provably abandoned (doctor --fix): lists it, then asks",
+        cmd: Cmd::Clean,
+        scope: ALL,
+        in_footer: false,
     },
     Binding {
         keys: &[Key::Char('p')],

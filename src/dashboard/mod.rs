@@ -135,6 +135,10 @@ fn ui_loop(
         if app.quit {
             break;
         }
+        if let Some(text) = app.clipboard.take() {
+            // Best effort: a terminal that ignores OSC 52 ignores it quietly.
+            let _ = terminal::osc52(&text);
+        }
         if app.suspend {
             app.suspend = false;
             screen.suspend()?;

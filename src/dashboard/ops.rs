@@ -5,15 +5,18 @@
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
 use crate::claims::{
-    acquire, force_release, human_ms, release, renew_as, AcquireKind, AcquireOpts, AcquireOutcome,
-    ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    acquire, doctor_fix, force_release, human_ms, release, renew_as, AcquireKind, AcquireOpts,
+    AcquireOutcome, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use std::sync::mpsc::{Receiver, Sender};
 
 /// Run one op now (blocking) and describe the outcome.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
     let key = op.key().to_string();
-    let path = root.lockfile(&key);
+    let path = match op {
+        Op::Clean => root.claims_dir(),
+        _ => root.lockfile(&key),
+    };
     let (ok, message) = match op {
         Op::Acquire {
             key,
@@ -92,6 +95,39 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             Ok(ForceOutcome::Refused(why)) => (false, format!("force-release refused: {why}")),
             Err(e) => (false, format!("force-release {key} failed: {e}")),
         },
+        // The CLI's `doctor --fix`, to the letter: it re-checks each hazard
+        // as it goes, so what it removes is what is abandoned now.
+        Op::Clean => {
+            let fixes = doctor_fix(root);
+            let done: Vec<_> = fixes.iter().filter(|f| f.fixed).collect();
+            let left = fixes.len() - done.len();
+            let names: Vec<String> = done
+                .iter()
+                .map(|f| {
+                    f.hazard
+                        .path
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                })
+                .collect();
+            (
+                true,
+                if done.is_empty() {
+                    "nothing was removed: no hazard is provably abandoned now".to_string()
+                } else {
+                    format!(
+                        "removed {}: {}{}",
+                        done.len(),
+                        names.join(", "),
+                        if left > 0 {
+                            format!(" ({left} left for a human: h lists them)")
+                        } else {
+                            String::new()
+                        }
+                    )
+                },
+            )
+        }
     };
     OpResult {
         verb: op.verb(),
@@ -108,7 +144,11 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
 pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
     for op in ops {
         let result = run_op(&root, &op);
-        let _ = collect.send(Input::Changed(vec![result.path.clone()]));
+        let reread = match op {
+            Op::Clean => Input::Rescan,
+            _ => Input::Changed(vec![result.path.clone()]),
+        };
+        let _ = collect.send(reread);
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }

@@ -5,14 +5,16 @@
 
 use super::action::{Action, ForceOptsShown, Op, OpResult, Read, Swept};
 use super::app::{
-    AcquireForm, App, ClaimSet, Dialog, EventRow, Filter, ForceConfirm, Frozen, Level, Overlay,
-    QuitConfirm, RenewForm, TickPlan,
+    AcquireForm, App, ClaimSet, CleanConfirm, Dialog, EventRow, Filter, ForceConfirm, Frozen,
+    Level, Overlay, QuitConfirm, RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
+};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -31,7 +33,13 @@ pub fn update(app: &mut App, action: Action) -> bool {
             }
             redraw
         }
-        Action::Mouse(_) => false,
+        Action::Mouse(m) => {
+            let redraw = on_mouse(app, m);
+            if redraw {
+                app.refresh_selected_why();
+            }
+            redraw
+        }
         Action::Read(r) => on_read(app, *r),
         Action::Swept(s) => apply_sweep(app, *s),
         Action::EventsAppended(lines) => on_events(app, &lines),
@@ -119,6 +127,7 @@ fn data_changed(app: &mut App, changed: bool) -> bool {
     }
     app.rebuild_rows();
     scroll_into_view(app);
+    select_arrived(app);
     true
 }
 
@@ -283,6 +292,10 @@ pub fn visible_signature(app: &App) -> u64 {
 /// An op finished: say so. The worker has asked the collector to re-read
 /// its lockfile, which arrives as a `Read` right after.
 fn on_op_result(app: &mut App, r: OpResult) -> bool {
+    if r.ok && r.verb == "acquire" {
+        app.table.select_on_arrival = Some(r.path.clone());
+        select_arrived(app);
+    }
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);
     if let Some(left) = app.quit_after.as_mut() {
         *left = left.saturating_sub(1);
@@ -354,6 +367,84 @@ fn request_quit(app: &mut App) -> bool {
     }
     app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys }));
     true
+}
+
+/// Lines one wheel notch scrolls.
+const WHEEL: isize = 3;
+
+/// A click selects a row or a pane, a click on a column title sorts by it
+/// (again: reversed), the wheel scrolls what is under the pointer.
+pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
+    if !layout::fits(app.size) || app.overlays.dialog.is_some() {
+        return false;
+    }
+    let wheel = match m.kind {
+        MouseEventKind::ScrollUp => -WHEEL,
+        MouseEventKind::ScrollDown => WHEEL,
+        MouseEventKind::Down(MouseButton::Left) => 0,
+        _ => return false,
+    };
+    if app.overlays.open.is_some() {
+        return wheel != 0 && scroll_overlay(app, wheel as i32);
+    }
+    let Some(a) = layout::areas_of(app.size, app.focus) else {
+        return false;
+    };
+    let at = ratatui::layout::Position {
+        x: m.column,
+        y: m.row,
+    };
+    let Some(pane) = [
+        (Pane::Table, a.table),
+        (Pane::Detail, a.detail),
+        (Pane::Events, a.events),
+    ]
+    .into_iter()
+    .find(|(_, r)| r.contains(at))
+    .map(|(p, _)| p) else {
+        return false;
+    };
+    if wheel != 0 {
+        let before = app.focus;
+        app.focus = pane;
+        let moved = move_by(app, wheel);
+        app.focus = before;
+        return moved;
+    }
+    let focus_moved = app.focus != pane;
+    app.focus = pane;
+    if pane == Pane::Table {
+        // The focus may have resized the table: hit-test the layout now.
+        let area = layout::areas_of(app.size, app.focus).map_or(a.table, |a| a.table);
+        match super::view::table::hit(app, area, m.column, m.row) {
+            Some(super::view::table::Hit::Title(col)) => {
+                if app.table.sort.column == col {
+                    app.table.sort.reverse = !app.table.sort.reverse;
+                } else {
+                    app.table.sort = super::app::Sort {
+                        column: col,
+                        reverse: false,
+                    };
+                }
+                app.rebuild_rows();
+                scroll_into_view(app);
+                return true;
+            }
+            Some(super::view::table::Hit::Row(i)) => {
+                if app.table.selected != i {
+                    app.table.selected = i;
+                    app.table.detail_scroll = 0;
+                }
+                scroll_into_view(app);
+                return true;
+            }
+            None => {}
+        }
+    }
+    if focus_moved {
+        scroll_into_view(app);
+    }
+    focus_moved
 }
 
 /// Run a keymap command (also what the tests drive).
@@ -436,6 +527,7 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Help => {
+            app.seen_help = true;
             app.overlays.open = Some(Overlay::Help);
             app.overlays.scroll = 0;
             true
@@ -458,6 +550,19 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 false
             }
         }
+        Cmd::Open => match app.selected_status() {
+            Some(_) => {
+                app.overlays.open = Some(Overlay::Claim);
+                app.overlays.scroll = 0;
+                true
+            }
+            None => {
+                app.say(Level::Info, "no claim selected");
+                true
+            }
+        },
+        Cmd::Copy => copy_key(app),
+        Cmd::Clean => start_clean(app),
         Cmd::Suspend => {
             app.suspend = true;
             false
@@ -515,6 +620,21 @@ fn move_by(app: &mut App, delta: isize) -> bool {
     }
 }
 
+/// Select the claim just acquired here once it is among the rows (the
+/// filter may hide it: then it is not waited for forever, a later acquire
+/// replaces it).
+fn select_arrived(app: &mut App) {
+    let Some(want) = app.table.select_on_arrival.as_deref() else {
+        return;
+    };
+    if let Some(i) = app.table.rows.iter().position(|p| **p == *want) {
+        app.table.selected = i;
+        app.table.select_on_arrival = None;
+        app.table.detail_scroll = 0;
+        scroll_into_view(app);
+    }
+}
+
 /// Keep the selected row inside the table's window.
 pub fn scroll_into_view(app: &mut App) {
     let cap = layout::table_capacity(app.size, app.focus).max(1);
@@ -544,6 +664,41 @@ fn toggle_pause(app: &mut App) {
             app.events.view.new_while_scrolled = 0;
         }
     }
+}
+
+/// `y`: the selected key to the terminal's clipboard, by OSC 52 (the loop
+/// writes it), so it works over ssh and inside tmux.
+fn copy_key(app: &mut App) -> bool {
+    let Some(key) = app.selected_status().map(|s| s.key.clone()) else {
+        app.say(Level::Info, "no claim selected to copy");
+        return true;
+    };
+    app.say(
+        Level::Ok,
+        format!("copied {key} to the clipboard (OSC 52: the terminal must allow it)"),
+    );
+    app.clipboard = Some(key);
+    true
+}
+
+/// `x`: list what `doctor --fix` would remove now, and ask.
+fn start_clean(app: &mut App) -> bool {
+    let hazards: Vec<_> = app
+        .claims
+        .hazards()
+        .into_iter()
+        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .collect();
+    if hazards.is_empty() {
+        app.say(
+            Level::Info,
+            "nothing to clean: no mutex corpse or temp litter (claims are force-released with F)",
+        );
+        return true;
+    }
+    app.overlays.open = None;
+    app.overlays.dialog = Some(Dialog::Clean(CleanConfirm { hazards }));
+    true
 }
 
 fn start_release(app: &mut App) -> bool {
@@ -662,6 +817,10 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
         Dialog::Renew(f) => renew_key(f, &ev, &app.operator),
         Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
         Dialog::Quit(q) => return quit_key(app, q, &ev),
+        Dialog::Clean(c) => match ev.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Op::Clean)),
+            _ => (Some(Dialog::Clean(c)), None),
+        },
     };
     app.overlays.dialog = next;
     if let Some(op) = op {
@@ -944,6 +1103,12 @@ fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
             app.overlays.open = None;
             true
         }
+        Some(Cmd::Open) if ov == Overlay::Claim => {
+            app.overlays.open = None;
+            true
+        }
+        Some(Cmd::Copy) if ov == Overlay::Claim => copy_key(app),
+        Some(Cmd::Clean) if ov == Overlay::Hazards => command(app, Cmd::Clean),
         Some(Cmd::Up) => scroll_overlay(app, -1),
         Some(Cmd::Down) => scroll_overlay(app, 1),
         Some(Cmd::PageUp) => scroll_overlay(app, -(page(app) as i32)),

@@ -5,7 +5,9 @@
 use super::layout::{centered, wrapped_height};
 use super::{safe, state_label, Theme};
 use crate::claims::{parse_ttl_ms, ClaimState};
-use crate::dashboard::app::{AcquireForm, App, Dialog, ForceConfirm, QuitConfirm, RenewForm};
+use crate::dashboard::app::{
+    AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, QuitConfirm, RenewForm,
+};
 use crate::dashboard::input::TextInput;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -19,6 +21,7 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::Renew(f) => (" renew a claim ", renew(f, app, theme)),
         Dialog::ForceRelease(f) => (" force-release ", force(f, theme)),
         Dialog::Quit(q) => (" quit ", quit(q, theme)),
+        Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
     let rect = centered(area, w, wrapped_height(&lines, w) + 2);
@@ -210,5 +213,26 @@ fn quit<'a>(q: &'a QuitConfirm, theme: &Theme) -> Vec<Line<'a>> {
         "r release them and quit · k keep them and quit · Esc stay",
         theme.key(),
     ));
+    out
+}
+
+fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
+    let mut out = vec![Line::raw(format!(
+        "This removes {} abandoned entr{} under the root:",
+        c.hazards.len(),
+        if c.hazards.len() == 1 { "y" } else { "ies" }
+    ))];
+    for h in &c.hazards {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:<12} ", h.kind.as_str()), theme.error()),
+            Span::raw(super::safe_path(&h.path)),
+        ]));
+    }
+    out.push(Line::styled(
+        "Each is checked again as it goes (a mutex taken meanwhile is left). Claims are \
+         never touched here: F force-releases them.",
+        theme.dim(),
+    ));
+    out.push(Line::styled("y clean · Esc cancel", theme.key()));
     out
 }

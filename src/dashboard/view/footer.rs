@@ -1,7 +1,8 @@
 //! The two bottom lines: the status message, and the keys that work here.
 
-use super::{safe, Theme};
-use crate::dashboard::app::{App, Level};
+use super::{safe, state_label, Theme};
+use crate::claims::ClaimState;
+use crate::dashboard::app::{App, Level, Overlay};
 use crate::dashboard::keys;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -32,6 +33,20 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::styled(" events log: ", theme.error()),
             Span::styled(safe(e), theme.error()),
         ])
+    } else if !app.seen_help {
+        // A first look: what the symbols mean, until the help has been seen.
+        let mut spans = vec![Span::raw(" ")];
+        for (state, what) in [
+            (ClaimState::Live, "holder alive"),
+            (ClaimState::Suspect, "TTL runs, holder gone"),
+            (ClaimState::Stale, "reclaimable"),
+            (ClaimState::Corrupted, "unreadable"),
+        ] {
+            spans.push(Span::styled(state_label(state), theme.state(state)));
+            spans.push(Span::styled(format!(": {what}  "), theme.dim()));
+        }
+        spans.push(Span::styled("? explains", theme.key()));
+        Line::from(spans)
     } else {
         Line::from(vec![
             Span::styled(" you are ", theme.dim()),
@@ -52,8 +67,15 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ("Enter", "keep filter"),
             ("Esc", "clear filter"),
         ]
-    } else if app.overlays.open.is_some() {
-        vec![("Esc", "close"), ("j/k", "scroll"), ("q", "quit")]
+    } else if let Some(ov) = app.overlays.open {
+        let mut v = vec![("Esc", "close"), ("j/k", "scroll")];
+        match ov {
+            Overlay::Claim => v.push(("y", "copy key")),
+            Overlay::Hazards if !app.read_only => v.push(("x", "clean")),
+            _ => {}
+        }
+        v.push(("q", "quit"));
+        v
     } else {
         keys::footer(app.focus, app.read_only)
             .map(|b| (b.label, b.short))

@@ -135,6 +135,98 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     lines
 }
 
+pub fn draw_claim(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let (title, lines) = claim_lines(app, theme, overlay_width(area));
+    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+}
+
+/// The selected claim in full: the record exactly as the lockfile holds
+/// it (escaped), the verdict and why, the file, and every event of the key
+/// in the tail.
+fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
+    let room = (width.saturating_sub(2) as usize).saturating_sub(LABEL + 2);
+    let mut lines = Vec::new();
+    let Some(s) = app.selected_status() else {
+        return (
+            " claim ".into(),
+            vec![Line::styled(" no claim selected", theme.dim())],
+        );
+    };
+    let field = |lines: &mut Vec<Line<'static>>, name: &str, text: &str, style: Style| {
+        let label = Span::styled(format!(" {name:<LABEL$} "), theme.label());
+        entry(lines, label, text, style, room);
+    };
+    field(
+        &mut lines,
+        "state",
+        state_label(s.state),
+        theme.state(s.state),
+    );
+    field(&mut lines, "why", &safe(&s.why), Style::new());
+    field(&mut lines, "file", &safe_path(&s.file), Style::new());
+    lines.push(Line::raw(""));
+    match &s.record {
+        Some(r) => {
+            lines.push(Line::styled(
+                " record (YAML, as the lockfile holds it)",
+                theme.label(),
+            ));
+            let yaml = r
+                .to_yaml()
+                .unwrap_or_else(|e| format!("(cannot be written as YAML: {e})"));
+            for l in yaml.lines() {
+                for piece in super::detail::wrap(&safe(l), width.saturating_sub(6) as usize) {
+                    lines.push(Line::raw(format!("   {piece}")));
+                }
+            }
+        }
+        None => {
+            let error = s.error.as_deref().map(safe).unwrap_or_default();
+            field(
+                &mut lines,
+                "error",
+                &error,
+                theme.state(ClaimState::Corrupted),
+            );
+            let head = crate::sanitize::sanitize_bytes(&s.head);
+            field(&mut lines, "first bytes", &head, Style::new());
+        }
+    }
+    lines.push(Line::raw(""));
+    let history: Vec<_> = app
+        .events
+        .ring
+        .rows
+        .iter()
+        .filter(|e| e.key.as_deref() == Some(s.key.as_str()))
+        .collect();
+    lines.push(Line::styled(
+        format!(
+            " history ({} events of this key in the tail)",
+            history.len()
+        ),
+        theme.label(),
+    ));
+    for ev in history {
+        let text = format!(
+            "{} {} {}",
+            super::events::short_kind(&ev.kind),
+            ev.holder.as_deref().map(safe).unwrap_or_default(),
+            safe(&ev.detail)
+        );
+        let label = Span::styled(
+            format!(" {:<LABEL$} ", super::events::short_ts(&ev.ts)),
+            theme.dim(),
+        );
+        entry(&mut lines, label, &text, theme.event(&ev.kind), room);
+    }
+    let title = format!(
+        " {} — Esc or Enter closes · y copies the key ",
+        safe(&s.key)
+    );
+    (title, lines)
+}
+
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let (title, lines) = hazard_lines(app, theme, overlay_width(area));
     overlay(frame, area, &title, lines, app.overlays.scroll, theme);
@@ -146,6 +238,7 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
     let lines = match app.overlays.open {
         Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
         Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
+        Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
         None => return 0,
     };
     let rect = overlay_rect(area, &lines);
@@ -179,7 +272,10 @@ fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stat
             ]));
         }
     }
-    let title = format!(" hazards ({}) — Esc or h closes ", hazards.len());
+    let title = format!(
+        " hazards ({}) — Esc or h closes · x cleans what is abandoned ",
+        hazards.len()
+    );
     (title, lines)
 }
 

@@ -10,7 +10,7 @@ mod footer;
 mod header;
 mod help;
 pub mod layout;
-mod table;
+pub mod table;
 
 use super::app::App;
 use crate::claims::ClaimState;
@@ -39,6 +39,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     match app.overlays.open {
         Some(super::app::Overlay::Help) => help::draw_help(frame, area, app, &theme),
         Some(super::app::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
+        Some(super::app::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
         None => {}
     }
     if let Some(d) = &app.overlays.dialog {

@@ -204,13 +204,19 @@ fn cell<'a>(
     }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let shown = app.shown();
-    let now = app.shown_now();
-    let focused = app.focus == Pane::Table;
-    let cols = columns(area.width);
-    let sort = app.table.sort;
+/// The window of rows a table of `area` shows, their cell texts, and the
+/// column widths they lead to: what drawing and mouse clicks both need.
+struct Measured<'a> {
+    cols: &'static [Column],
+    offset: usize,
+    window: Vec<&'a Status>,
+    texts: Vec<Vec<String>>,
+    widths: Vec<u16>,
+}
 
+fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
+    let cols = columns(area.width);
+    let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
     // shrank since (drawing never mutates the model).
@@ -233,12 +239,62 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .iter()
         .map(|s| cols.iter().map(|c| text(*c, s, now)).collect())
         .collect();
-    // The highlight symbol takes two columns, the spacing one per gap.
     let room = area
         .width
-        .saturating_sub(2)
+        .saturating_sub(HIGHLIGHT)
         .saturating_sub(cols.len().saturating_sub(1) as u16);
-    let w = widths(cols, &texts, room);
+    let widths = widths(cols, &texts, room);
+    Measured {
+        cols,
+        offset,
+        window,
+        texts,
+        widths,
+    }
+}
+
+/// Columns the selection marker takes before the first column.
+const HIGHLIGHT: u16 = 2;
+
+/// What a click at (`x`, `y`) on a table of `area` hits: a column title,
+/// or a row (its index among all rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Title(Column),
+    Row(usize),
+}
+
+pub fn hit(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    if !area.contains(ratatui::layout::Position { x, y }) || y == area.y {
+        return None;
+    }
+    let m = measure(app, area);
+    if y == area.y + 1 {
+        let mut left = area.x + HIGHLIGHT;
+        for (c, w) in m.cols.iter().zip(&m.widths) {
+            if x >= left && x < left + w + 1 {
+                return Some(Hit::Title(*c));
+            }
+            left += w + 1;
+        }
+        return None;
+    }
+    let row = m.offset + (y - area.y - 2) as usize;
+    (row < app.table.rows.len()).then_some(Hit::Row(row))
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let shown = app.shown();
+    let now = app.shown_now();
+    let focused = app.focus == Pane::Table;
+    let sort = app.table.sort;
+    let Measured {
+        cols,
+        offset,
+        window,
+        texts,
+        widths: w,
+    } = measure(app, area);
     let header = Row::new(cols.iter().zip(&w).map(|(c, cw)| {
         let mark = match (*c == sort.column, sort.reverse) {
             (true, false) => " ▲",
@@ -318,7 +374,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .highlight_symbol("▶ ")
         .highlight_spacing(ratatui::widgets::HighlightSpacing::Always);
     let mut state = TableState::default();
-    if !app.table.rows.is_empty() && cap > 0 {
+    if !app.table.rows.is_empty() && area.height > 2 {
         state.select(Some(app.table.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut state);
