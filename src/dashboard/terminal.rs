@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode, Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen,
 };
 use ratatui::Terminal;
 use std::io::{self, Stdout};
@@ -54,8 +54,19 @@ impl Screen {
             libc::raise(libc::SIGTSTP);
         }
         enable_raw_mode()?;
-        execute!(io::stdout(), EnterAlternateScreen, Hide, EnableMouseCapture)?;
-        self.term.clear()
+        execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            Hide,
+            EnableMouseCapture,
+            Clear(ClearType::All)
+        )?;
+        // Forget what was drawn so the next frame is drawn whole. Not
+        // `Terminal::clear`: it asks the terminal for the cursor position,
+        // and the input thread would swallow the answer.
+        self.term.swap_buffers();
+        self.term.swap_buffers();
+        Ok(())
     }
 }
 
