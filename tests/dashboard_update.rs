@@ -161,16 +161,21 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
 }
 
 #[test]
-fn a_tick_that_changes_no_visible_cell_asks_for_no_redraw() {
+fn a_tick_redraws_for_the_header_clock_but_not_while_paused() {
     let root = fixed_root();
     let mut app = app_at(root.clone());
     // PID-bound and alive: its verdict has no countdown in it.
     let s = status_of(&root, rec("k", "pty:w", ALIVE, 10 * MIN, None));
     apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
-    assert!(!update(&mut app, Action::Tick(NOW + 1_000)));
+    assert!(update(&mut app, Action::Tick(NOW + 1_000)));
+    assert!(render(&app).contains("08:00:01Z"), "{}", render(&app));
+    update(&mut app, key('p'));
     assert!(!update(&mut app, Action::Tick(NOW + 2_000)));
-    // The age cell and the header clock move at the minute.
-    assert!(update(&mut app, Action::Tick(NOW + MIN)));
+    assert!(!update(&mut app, Action::Tick(NOW + MIN)));
+    assert!(
+        render(&app).contains("08:00:01Z"),
+        "the paused clock stands still"
+    );
 }
 
 #[test]

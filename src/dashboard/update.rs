@@ -263,13 +263,13 @@ fn rejudge(c: &mut Classifier, s: &mut Status) -> bool {
     true
 }
 
-/// A digest of everything time can change on screen: the clock's minute,
-/// counts, and the state / age / TTL cells of the visible rows, plus the
-/// selected claim's verdict. No allocation.
+/// A digest of everything time can change on screen: the header clock's
+/// second, counts, and the state / age / TTL cells of the visible rows,
+/// plus the selected claim's verdict. No allocation.
 pub fn visible_signature(app: &App) -> u64 {
     let mut h = DefaultHasher::new();
     let now = app.shown_now();
-    (now / 60_000).hash(&mut h);
+    (now / 1000).hash(&mut h);
     let shown = app.shown();
     let c = shown.counts;
     (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
