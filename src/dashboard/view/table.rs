@@ -3,7 +3,7 @@
 
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::{find_ci, App, Column, Filter};
+use crate::dashboard::app::{find_ci, App, Column, Filter, Widest};
 use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
@@ -102,14 +102,20 @@ fn chars(s: &str) -> u16 {
 /// Column widths for `total` columns of cells: key and holder first, as
 /// much of their content as fits, shared by need; then each fixed-format
 /// column what its content needs (within its bounds); the reason the rest.
-pub fn widths(cols: &[Column], texts: &[Vec<String>], total: u16) -> Vec<u16> {
+///
+/// The free-text columns are sized from `widest` (every row, kept by the
+/// model), so they hold still while scrolling; the short fixed-format ones
+/// from the rows in the window.
+pub fn widths(cols: &[Column], texts: &[Vec<String>], widest: &Widest, total: u16) -> Vec<u16> {
     // Room for the sort arrow beside every title.
     let want: Vec<u16> = cols
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let (lo, hi) = bounds(*c);
-            let content = texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0);
+            let content = widest
+                .of(*c)
+                .unwrap_or_else(|| texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0));
             content.max(chars(c.title()) + 2).clamp(lo, hi)
         })
         .collect();
@@ -243,7 +249,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .width
         .saturating_sub(HIGHLIGHT)
         .saturating_sub(cols.len().saturating_sub(1) as u16);
-    let widths = widths(cols, &texts, room);
+    let widths = widths(cols, &texts, &app.table.widest, room);
     Measured {
         cols,
         offset,
