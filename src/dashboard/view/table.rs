@@ -48,7 +48,7 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::State => (11, 11),
         Column::Key => (8, u16::MAX),
         Column::Holder => (8, u16::MAX),
-        Column::Pid => (7, 7),
+        Column::Pid => (5, 7),
         Column::Machine => (6, 9),
         Column::Age => (6, 6),
         Column::Ttl => (7, 15),
@@ -106,8 +106,13 @@ fn chars(s: &str) -> u16 {
 /// The free-text columns are sized from `widest` (every row, kept by the
 /// model), so they hold still while scrolling; the short fixed-format ones
 /// from the rows in the window.
-pub fn widths(cols: &[Column], texts: &[Vec<String>], widest: &Widest, total: u16) -> Vec<u16> {
-    // Room for the sort arrow beside every title.
+pub fn widths(
+    cols: &[Column],
+    texts: &[Vec<String>],
+    widest: &Widest,
+    sorted: Column,
+    total: u16,
+) -> Vec<u16> {
     let want: Vec<u16> = cols
         .iter()
         .enumerate()
@@ -116,7 +121,9 @@ pub fn widths(cols: &[Column], texts: &[Vec<String>], widest: &Widest, total: u1
             let content = widest
                 .of(*c)
                 .unwrap_or_else(|| texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0));
-            content.max(chars(c.title()) + 2).clamp(lo, hi)
+            // The sorted column's title carries the arrow.
+            let title = chars(c.title()) + if *c == sorted { 2 } else { 0 };
+            content.max(title).clamp(lo, hi)
         })
         .collect();
     let mut w: Vec<u16> = cols.iter().map(|c| bounds(*c).0).collect();
@@ -133,9 +140,17 @@ pub fn widths(cols: &[Column], texts: &[Vec<String>], widest: &Widest, total: u1
             left -= g;
         }
     }
-    let flexible = |c: &Column| matches!(c, Column::Key | Column::Holder | Column::Reason);
-    for (i, c) in cols.iter().enumerate() {
-        if !flexible(c) {
+    // Then the fixed-format columns, the deadline first: it is what an
+    // operator reads next after who holds what.
+    for c in [
+        Column::Ttl,
+        Column::Age,
+        Column::Pid,
+        Column::State,
+        Column::Machine,
+        Column::Harness,
+    ] {
+        if let Some(i) = cols.iter().position(|x| *x == c) {
             let g = (want[i] - w[i]).min(left);
             w[i] += g;
             left -= g;
@@ -249,7 +264,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .width
         .saturating_sub(HIGHLIGHT)
         .saturating_sub(cols.len().saturating_sub(1) as u16);
-    let widths = widths(cols, &texts, &app.table.widest, room);
+    let widths = widths(cols, &texts, &app.table.widest, app.table.sort.column, room);
     Measured {
         cols,
         offset,
