@@ -29,7 +29,7 @@ pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
-    acquire, acquire_watched, force_release, release, renew, resolve_harness, status, AcquireKind,
+    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status, AcquireKind,
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
     Root, Status, WaitHook, Waiting,
 };

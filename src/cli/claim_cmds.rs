@@ -338,11 +338,18 @@ fn release_report(
     out.line(&text)
 }
 
-pub fn renew(root: &Root, key: &str, holder: &str, ttl_ms: i64, out: &mut Out) -> CmdResult {
+pub fn renew(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    ttl_ms: i64,
+    operator: Option<&str>,
+    out: &mut Out,
+) -> CmdResult {
     if let Err(e) = validate_inputs(key, holder, Some(ttl_ms)) {
         return out.error(&e.to_string());
     }
-    let outcome = match claims::renew(root, key, holder, ttl_ms) {
+    let outcome = match claims::renew_as(root, key, holder, ttl_ms, operator) {
         Ok(o) => o,
         Err(e) => return out.error(&e.to_string()),
     };
