@@ -9,7 +9,7 @@ use super::super::{OpenOpts, StoreError, DEFAULT_TIMEOUT};
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use std::future::Future;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tonic::Code;
 
 /// One client and the runtime that drives it.
@@ -64,16 +64,42 @@ impl Conn {
     }
 
     /// Run one client call to completion within the timeout.
-    pub fn call<T, Fut>(&self, f: impl FnOnce(Client) -> Fut) -> Result<T, StoreError>
+    ///
+    /// A call that cannot reach a member (refused, reset, no leader yet) is
+    /// tried again until the timeout: with several endpoints the next try
+    /// goes to a member that answers, and an election is over in about a
+    /// second. Retrying is safe because every write compares first; a
+    /// write that did land answers the retry as "already done".
+    pub fn call<T, Fut>(&self, f: impl Fn(Client) -> Fut) -> Result<T, StoreError>
     where
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        Self::bounded(
-            &self.rt,
-            &self.endpoints,
-            self.timeout,
-            f(self.client.clone()),
-        )
+        let deadline = Instant::now() + self.timeout;
+        let mut last = String::from("no answer");
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let fut = f(self.client.clone());
+            match self
+                .rt
+                .block_on(async { tokio::time::timeout(left, fut).await })
+            {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => match classify(&self.endpoints, self.timeout, e) {
+                    StoreError::Unreachable { detail, .. } => last = detail,
+                    other => return Err(other),
+                },
+                Err(_) => break,
+            }
+            std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
+        }
+        Err(StoreError::Unreachable {
+            endpoints: self.endpoints.clone(),
+            after: self.timeout,
+            detail: last,
+        })
     }
 
     fn bounded<T>(
@@ -93,6 +119,9 @@ impl Conn {
         }
     }
 }
+
+/// Between two tries of a call that could not reach a member.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Transport trouble is "unreachable"; anything etcd itself answered is
 /// passed on in its own words.

@@ -52,9 +52,10 @@ impl Core {
             .with_range(range_end(&events))
             .with_keys_only();
         let ev = events.clone();
-        let resp = self
-            .conn
-            .call(|mut c| async move { c.get(ev, Some(opts)).await })?;
+        let resp = self.conn.call(|mut c| {
+            let (ev, opts) = (ev.clone(), opts.clone());
+            async move { c.get(ev, Some(opts)).await }
+        })?;
         let bare = resp.kvs().iter().filter(|kv| kv.lease() == 0).count();
         if bare > 0 {
             out.push(at(
@@ -75,10 +76,10 @@ impl Core {
             for l in leases.leases().iter().take(LEASES_INSPECTED_MAX) {
                 let id = l.id();
                 let opts = LeaseTimeToLiveOptions::new().with_keys();
-                let Ok(ttl) = self
-                    .conn
-                    .call(|mut c| async move { c.lease_time_to_live(id, Some(opts)).await })
-                else {
+                let Ok(ttl) = self.conn.call(|mut c| {
+                    let opts = opts.clone();
+                    async move { c.lease_time_to_live(id, Some(opts)).await }
+                }) else {
                     continue;
                 };
                 if ttl.ttl() > 0 && ttl.keys().is_empty() {
@@ -97,13 +98,16 @@ impl Core {
     /// compact revision if so.
     fn history_compacted(&self) -> Result<bool, StoreError> {
         let probe = format!("{}doctor-probe", self.layout.all());
-        self.conn.call(|mut c| async move {
-            let opts = WatchOptions::new().with_start_revision(1);
-            let mut stream = c.watch(probe, Some(opts)).await?;
-            Ok(match stream.message().await? {
-                Some(r) => r.compact_revision() > 0,
-                None => false,
-            })
+        self.conn.call(|mut c| {
+            let probe = probe.clone();
+            async move {
+                let opts = WatchOptions::new().with_start_revision(1);
+                let mut stream = c.watch(probe, Some(opts)).await?;
+                Ok(match stream.message().await? {
+                    Some(r) => r.compact_revision() > 0,
+                    None => false,
+                })
+            }
         })
     }
 }

@@ -37,7 +37,12 @@ impl Core {
         build: impl Fn(i64) -> Txn,
     ) -> Result<TxnResponse, StoreError> {
         let lease = self.layout.retention_lease(now_ms());
-        let run = |txn: Txn| self.conn.call(|mut c| async move { c.txn(txn).await });
+        let run = |txn: Txn| {
+            self.conn.call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+        };
         match run(build(lease)) {
             Err(StoreError::Etcd { detail, .. }) if detail.contains(LEASE_NOT_FOUND) => {
                 let ttl = self.retention.as_secs() as i64 + 3600;
@@ -64,9 +69,10 @@ impl Core {
             .with_range(range_end(&prefix))
             .with_sort(SortTarget::Create, SortOrder::Descend)
             .with_limit(n as i64);
-        let resp = self
-            .conn
-            .call(|mut c| async move { c.get(prefix, Some(opts)).await })?;
+        let resp = self.conn.call(|mut c| {
+            let (prefix, opts) = (prefix.clone(), opts.clone());
+            async move { c.get(prefix, Some(opts)).await }
+        })?;
         let mut out: Vec<Event> = resp.kvs().iter().rev().filter_map(event_of).collect();
         out.truncate(n);
         Ok(out)

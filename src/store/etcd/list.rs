@@ -35,7 +35,7 @@ impl Core {
             return Ok(Fenced::plain(free(key, &ck)));
         };
         let ttls = self.lease_ttls(vec![kv.lease()])?;
-        let (status, tenure) = self.item(key, &ck, &kv, &ttls);
+        let (status, tenure) = self.item(key, &ck, &kv, &ttls, &mut HashMap::new());
         Ok(Fenced {
             outcome: status,
             tenure: Some(tenure),
@@ -56,9 +56,10 @@ impl Core {
                 opts = opts.with_revision(at);
             }
             let start = from.clone();
-            let mut resp = self
-                .conn
-                .call(|mut c| async move { c.get(start, Some(opts)).await })?;
+            let mut resp = self.conn.call(|mut c| {
+                let (start, opts) = (start.clone(), opts.clone());
+                async move { c.get(start, Some(opts)).await }
+            })?;
             if at == 0 {
                 at = resp.header().map(|h| h.revision()).unwrap_or(0);
             }
@@ -90,6 +91,7 @@ impl Core {
         };
         let mut rows: Vec<(Status, Tenure)> = Vec::with_capacity(kvs.len());
         let mut store_hazards = Vec::new();
+        let mut pids = HashMap::new();
         for kv in &kvs {
             let Some(key) = self.layout.key_of_claim(kv.key()) else {
                 continue;
@@ -102,7 +104,7 @@ impl Core {
                     detail: "this claim has no lease, so it never expires; force-release it".into(),
                 });
             }
-            rows.push(self.item(&key, &ck, kv, &ttls));
+            rows.push(self.item(&key, &ck, kv, &ttls, &mut pids));
         }
         rows.sort_by(|a, b| a.0.key.cmp(&b.0.key));
         let mut counts = Counts::default();
@@ -133,12 +135,13 @@ impl Core {
         ck: &str,
         kv: &KeyValue,
         ttls: &HashMap<i64, (i64, i64)>,
+        pids: &mut HashMap<i32, Option<i64>>,
     ) -> (Status, Tenure) {
         let mut s = free(key, ck);
         let mut deadline = None;
         match ClaimRecord::from_bytes(kv.value()) {
             Ok(rec) => {
-                let (state, locality, why) = self.judge(&rec);
+                let (state, locality, why) = self.judge_with(&rec, pids);
                 s.state = state;
                 s.why = why;
                 s.locality = Some(locality);
@@ -166,9 +169,22 @@ impl Core {
 
     /// The state of a record whose key is present (its lease is running).
     pub(super) fn judge(&self, rec: &ClaimRecord) -> (ClaimState, Locality, String) {
+        self.judge_with(rec, &mut HashMap::new())
+    }
+
+    /// [`Core::judge`], looking each local pid up once per `pids` cache: a
+    /// listing of many claims by few workers reads `/proc` once per worker.
+    fn judge_with(
+        &self,
+        rec: &ClaimRecord,
+        pids: &mut HashMap<i32, Option<i64>>,
+    ) -> (ClaimState, Locality, String) {
         let locality = self.me.locality(&rec.host, rec.machine_id.as_deref());
         if locality == Locality::Local {
-            match process_create_time_ms(rec.pid) {
+            let started = *pids
+                .entry(rec.pid)
+                .or_insert_with(|| process_create_time_ms(rec.pid));
+            match started {
                 None => {
                     return (
                         ClaimState::Suspect,
@@ -203,23 +219,26 @@ impl Core {
 
     /// `(granted_ttl, remaining)` of each lease, asked concurrently.
     fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
-        self.conn.call(|c| async move {
-            let mut set = tokio::task::JoinSet::new();
-            for id in ids.into_iter().filter(|id| *id != 0) {
-                let mut c = c.clone();
-                set.spawn(async move {
-                    c.lease_time_to_live(id, None)
-                        .await
-                        .map(|r| (id, (r.granted_ttl(), r.ttl().max(0))))
-                });
-            }
-            let mut out = HashMap::new();
-            while let Some(done) = set.join_next().await {
-                if let Ok(Ok((id, ttl))) = done {
-                    out.insert(id, ttl);
+        self.conn.call(|c| {
+            let ids = ids.clone();
+            async move {
+                let mut set = tokio::task::JoinSet::new();
+                for id in ids.into_iter().filter(|id| *id != 0) {
+                    let mut c = c.clone();
+                    set.spawn(async move {
+                        c.lease_time_to_live(id, None)
+                            .await
+                            .map(|r| (id, (r.granted_ttl(), r.ttl().max(0))))
+                    });
                 }
+                let mut out = HashMap::new();
+                while let Some(done) = set.join_next().await {
+                    if let Ok(Ok((id, ttl))) = done {
+                        out.insert(id, ttl);
+                    }
+                }
+                Ok(out)
             }
-            Ok(out)
         })
     }
 }

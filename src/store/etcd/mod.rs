@@ -28,7 +28,8 @@ use crate::claims::{
     RenewOutcome, Status,
 };
 use crate::events::tail::Event;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One etcd cluster, one prefix. Cheap to share: a change feed holds the
@@ -44,6 +45,29 @@ pub(crate) struct Core {
     url: String,
     retention: Duration,
     me: LocalIdentity,
+    /// Keys this process wrote last, as it wrote them: a release of one's
+    /// own claim then needs no read first.
+    held: Mutex<HashMap<String, verbs::Held>>,
+    /// Lease revocations still in flight.
+    pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        let pending = match self.pending.get_mut() {
+            Ok(p) => std::mem::take(p),
+            Err(_) => return,
+        };
+        let timeout = self.conn.timeout();
+        self.conn.runtime().block_on(async move {
+            let _ = tokio::time::timeout(timeout, async {
+                for task in pending {
+                    let _ = task.await;
+                }
+            })
+            .await;
+        });
+    }
 }
 
 impl EtcdStore {
@@ -57,6 +81,8 @@ impl EtcdStore {
                 url: target.url(),
                 retention: opts.events_retention.unwrap_or(DEFAULT_EVENTS_RETENTION),
                 me: LocalIdentity::current(),
+                held: Mutex::new(HashMap::new()),
+                pending: Mutex::new(Vec::new()),
             }),
         })
     }

@@ -63,8 +63,18 @@ impl Core {
             if resp.succeeded() {
                 // The key was created by this very transaction, so its
                 // create_revision is the transaction's revision.
-                let tenure = tenure(revision_of(&resp), lease, ttl_s, ttl_s);
-                return Ok(acquired(rec, AcquireKind::Fresh, tenure));
+                let at = revision_of(&resp);
+                let seen = Seen {
+                    create: at,
+                    modified: at,
+                    lease,
+                };
+                self.remember(&ck, &rec, seen);
+                return Ok(acquired(
+                    rec,
+                    AcquireKind::Fresh,
+                    tenure(at, lease, ttl_s, ttl_s),
+                ));
             }
             let Some(kv) = got_kv(&resp) else {
                 // Released between the compare and the read: try again.
@@ -101,13 +111,21 @@ impl Core {
                 Value::from(existing.acquired_at),
             );
             let resp = self.txn_with_events(|ev| {
-                Txn::new().when([unchanged(&ck, &kv)]).and_then([
-                    put_on_lease(&ck, &yaml, lease),
-                    self.event_op(ev, "claim_idempotent_reacquired", data.clone()),
-                ])
+                Txn::new()
+                    .when([unchanged(&ck, kv.mod_revision())])
+                    .and_then([
+                        put_on_lease(&ck, &yaml, lease),
+                        self.event_op(ev, "claim_idempotent_reacquired", data.clone()),
+                    ])
             })?;
             if resp.succeeded() {
                 self.revoke_quietly(kv.lease());
+                let seen = Seen {
+                    create: kv.create_revision(),
+                    modified: revision_of(&resp),
+                    lease,
+                };
+                self.remember(&ck, &rec, seen);
                 let tenure = tenure(kv.create_revision(), lease, ttl_s, ttl_s);
                 return Ok(acquired(rec, AcquireKind::Reacquired, tenure));
             }
@@ -124,6 +142,18 @@ impl Core {
     ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
         non_empty(key, holder)?;
         let ck = self.layout.claim(key);
+        // This process wrote the key last (its own acquire or renew): try
+        // ending the tenure straight away. The compare on the revision we
+        // wrote at makes it safe; if anyone touched the key since, it fails
+        // and we read, as any other caller would.
+        if let Some(mine) = self.remembered(&ck) {
+            let ours = mine.record.holder == holder && fence.is_none_or(|f| f == mine.seen.create);
+            if ours {
+                if let Some(done) = self.end_tenure(key, &ck, &mine.record, mine.seen)? {
+                    return Ok(done);
+                }
+            }
+        }
         for _ in 0..MAX_ATTEMPTS {
             let Some(kv) = self.get_claim(&ck)? else {
                 return Ok(Fenced::plain(ReleaseOutcome::Absent));
@@ -137,29 +167,8 @@ impl Core {
                     holder: rec.holder,
                 }));
             }
-            let held_ms = (now_ms() - rec.acquired_at).max(0);
-            let mut data = common_fields(&rec);
-            data.insert("duration_held_ms".into(), Value::from(held_ms));
-            data.insert("revision".into(), Value::from(kv.create_revision()));
-            let marker = self.layout.ended(key, kv.create_revision());
-            let resp = self.txn_with_events(|ev| {
-                Txn::new().when([unchanged(&ck, &kv)]).and_then([
-                    TxnOp::delete(ck.clone(), None),
-                    self.end_marker_op(&marker, ev),
-                    self.event_op(ev, "claim_released", data.clone()),
-                ])
-            })?;
-            if resp.succeeded() {
-                // The key is gone; its lease would idle until its TTL and
-                // show up in doctor as a lease with no keys.
-                self.revoke_quietly(kv.lease());
-                return Ok(Fenced {
-                    outcome: ReleaseOutcome::Released {
-                        record: rec,
-                        held_ms,
-                    },
-                    tenure: Some(tenure(kv.create_revision(), kv.lease(), 0, 0)),
-                });
+            if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv))? {
+                return Ok(done);
             }
         }
         Err(contention(key))
@@ -203,14 +212,22 @@ impl Core {
             // granted, and the record's deadline must match the lease's.
             let lease = self.grant(ttl_s)?;
             let resp = self.txn_with_events(|ev| {
-                Txn::new().when([unchanged(&ck, &kv)]).and_then([
-                    put_on_lease(&ck, &yaml, lease),
-                    self.event_op(ev, "claim_renewed", data.clone()),
-                ])
+                Txn::new()
+                    .when([unchanged(&ck, kv.mod_revision())])
+                    .and_then([
+                        put_on_lease(&ck, &yaml, lease),
+                        self.event_op(ev, "claim_renewed", data.clone()),
+                    ])
             });
             match resp {
                 Ok(r) if r.succeeded() => {
                     self.revoke_quietly(kv.lease());
+                    let seen = Seen {
+                        create: kv.create_revision(),
+                        modified: revision_of(&r),
+                        lease,
+                    };
+                    self.remember(&ck, &rec, seen);
                     return Ok(Fenced {
                         outcome: RenewOutcome::Renewed {
                             record: rec,
@@ -272,23 +289,26 @@ impl Core {
         data.insert("revision".into(), Value::from(kv.create_revision()));
         let marker = self.layout.ended(key, kv.create_revision());
         let resp = self.txn_with_events(|ev| {
-            Txn::new().when([unchanged(&ck, &kv)]).and_then([
-                TxnOp::delete(ck.clone(), None),
-                // The archive is forensic: kept as long as the events are.
-                TxnOp::put(
-                    archived_to.clone(),
-                    kv.value().to_vec(),
-                    Some(PutOptions::new().with_lease(ev)),
-                ),
-                self.end_marker_op(&marker, ev),
-                self.event_op(ev, "claim_force_released", data.clone()),
-            ])
+            Txn::new()
+                .when([unchanged(&ck, kv.mod_revision())])
+                .and_then([
+                    TxnOp::delete(ck.clone(), None),
+                    // The archive is forensic: kept as long as the events are.
+                    TxnOp::put(
+                        archived_to.clone(),
+                        kv.value().to_vec(),
+                        Some(PutOptions::new().with_lease(ev)),
+                    ),
+                    self.end_marker_op(&marker, ev),
+                    self.event_op(ev, "claim_force_released", data.clone()),
+                ])
         })?;
         if !resp.succeeded() {
             return refuse(format!(
                 "the claim on {key:?} changed since it was read (released or re-acquired?); nothing done"
             ));
         }
+        self.forget(&ck);
         self.revoke_quietly(kv.lease());
         Ok(ForceOutcome::Archived {
             archived_to: PathBuf::from(archived_to),
@@ -297,12 +317,72 @@ impl Core {
         })
     }
 
+    /// Delete the key as `seen`, with its end marker and `claim_released`,
+    /// in one transaction. None when the key moved on since `seen`.
+    fn end_tenure(
+        &self,
+        key: &str,
+        ck: &str,
+        rec: &ClaimRecord,
+        seen: Seen,
+    ) -> Result<Option<Fenced<ReleaseOutcome>>, StoreError> {
+        let held_ms = (now_ms() - rec.acquired_at).max(0);
+        let mut data = common_fields(rec);
+        data.insert("duration_held_ms".into(), Value::from(held_ms));
+        data.insert("revision".into(), Value::from(seen.create));
+        let marker = self.layout.ended(key, seen.create);
+        let resp = self.txn_with_events(|ev| {
+            Txn::new().when([unchanged(ck, seen.modified)]).and_then([
+                TxnOp::delete(ck, None),
+                self.end_marker_op(&marker, ev),
+                self.event_op(ev, "claim_released", data.clone()),
+            ])
+        })?;
+        self.forget(ck);
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        // The key is gone; its lease would idle until its TTL and show up
+        // in doctor as a lease with no keys.
+        self.revoke_quietly(seen.lease);
+        Ok(Some(Fenced {
+            outcome: ReleaseOutcome::Released {
+                record: rec.clone(),
+                held_ms,
+            },
+            tenure: Some(tenure(seen.create, seen.lease, 0, 0)),
+        }))
+    }
+
+    fn remember(&self, ck: &str, record: &ClaimRecord, seen: Seen) {
+        if let Ok(mut held) = self.held.lock() {
+            held.insert(
+                ck.to_string(),
+                Held {
+                    record: record.clone(),
+                    seen,
+                },
+            );
+        }
+    }
+
+    fn remembered(&self, ck: &str) -> Option<Held> {
+        self.held.lock().ok()?.get(ck).cloned()
+    }
+
+    fn forget(&self, ck: &str) {
+        if let Ok(mut held) = self.held.lock() {
+            held.remove(ck);
+        }
+    }
+
     /// The claim's key-value, if the key exists.
     pub(super) fn get_claim(&self, ck: &str) -> Result<Option<KeyValue>, StoreError> {
         let ck = ck.to_string();
-        let mut resp = self
-            .conn
-            .call(|mut c| async move { c.get(ck, None).await })?;
+        let mut resp = self.conn.call(|mut c| {
+            let ck = ck.clone();
+            async move { c.get(ck, None).await }
+        })?;
         Ok(resp.take_kvs().into_iter().next())
     }
 
@@ -313,13 +393,22 @@ impl Core {
             .id())
     }
 
-    /// Revoke a lease no key needs any more. A failure only leaves the lease
-    /// to run out on its own (doctor shows it until then).
+    /// Revoke a lease no key needs any more, off the caller's path: the verb
+    /// is done once its transaction is. A failure only leaves the lease to run
+    /// out on its own (doctor shows it until then); dropping the store waits
+    /// for what is still in flight, within the timeout.
     fn revoke_quietly(&self, lease: i64) {
-        if lease != 0 {
-            let _ = self
-                .conn
-                .call(|mut c| async move { c.lease_revoke(lease).await });
+        if lease == 0 {
+            return;
+        }
+        let mut c = self.conn.client();
+        let timeout = self.conn.timeout();
+        let task = self.conn.runtime().spawn(async move {
+            let _ = tokio::time::timeout(timeout, c.lease_revoke(lease)).await;
+        });
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.retain(|t| !t.is_finished());
+            pending.push(task);
         }
     }
 }
@@ -405,8 +494,33 @@ fn ttl_secs(ttl_ms: i64) -> i64 {
 }
 
 /// The compare every mutate makes: the key is exactly as we read it.
-fn unchanged(ck: &str, kv: &KeyValue) -> Compare {
-    Compare::mod_revision(ck, CompareOp::Equal, kv.mod_revision())
+fn unchanged(ck: &str, mod_revision: i64) -> Compare {
+    Compare::mod_revision(ck, CompareOp::Equal, mod_revision)
+}
+
+/// The revisions and lease of a key as someone read or wrote it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    create: i64,
+    modified: i64,
+    lease: i64,
+}
+
+impl Seen {
+    fn of(kv: &KeyValue) -> Seen {
+        Seen {
+            create: kv.create_revision(),
+            modified: kv.mod_revision(),
+            lease: kv.lease(),
+        }
+    }
+}
+
+/// A key this process wrote last, as it wrote it.
+#[derive(Debug, Clone)]
+pub(super) struct Held {
+    record: ClaimRecord,
+    seen: Seen,
 }
 
 fn put_on_lease(ck: &str, yaml: &str, lease: i64) -> TxnOp {

@@ -39,9 +39,10 @@ impl EtcdChanges {
             None => {
                 let probe = core.layout.all();
                 let opts = GetOptions::new().with_count_only();
-                let resp = core
-                    .conn
-                    .call(|mut c| async move { c.get(probe, Some(opts)).await })?;
+                let resp = core.conn.call(|mut c| {
+                    let (probe, opts) = (probe.clone(), opts.clone());
+                    async move { c.get(probe, Some(opts)).await }
+                })?;
                 resp.header().map(|h| h.revision()).unwrap_or(0) + 1
             }
         };
