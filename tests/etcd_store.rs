@@ -460,3 +460,35 @@ fn a_role_limited_to_the_prefix_can_do_everything_and_a_wrong_password_fails_cle
         .expect_err("outside the prefix");
     assert!(err.to_string().contains("permission denied"), "{err}");
 }
+
+#[test]
+fn a_kept_alive_claim_that_is_force_released_says_it_is_lost() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/hold");
+    let tenure = s
+        .acquire("k", "runner", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    let held = s.keep_alive("k", &tenure).expect("keep alive");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(held.lost(), None, "lost while nobody touched it");
+    let opts = ForceOpts {
+        allow_live: true,
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.force_release("k", &opts).expect("force"),
+        ForceOutcome::Archived { .. }
+    ));
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while held.lost().is_none() {
+        assert!(Instant::now() < deadline, "the loss went unnoticed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let why = held.lost().unwrap_or_default();
+    assert!(
+        why.contains("taken away") || why.contains("revoked"),
+        "{why}"
+    );
+}

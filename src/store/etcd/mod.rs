@@ -9,20 +9,25 @@
 //! - `list`: status and the paged listing.
 //! - `watch`: the resumable change feed.
 //! - `doctor`: the etcd hazards.
+//! - `hold`: a lease kept alive while the holder works (`run`).
 
 mod conn;
 mod doctor;
 mod events;
+mod hold;
 pub mod layout;
 mod list;
 mod verbs;
 mod watch;
 
 pub use conn::Conn;
+pub use hold::KeepAlive;
 pub use layout::Layout;
 
 use super::url::EtcdTarget;
-use super::{Changes, Fenced, Listing, OpenOpts, Store, StoreError, DEFAULT_EVENTS_RETENTION};
+use super::{
+    Changes, Fenced, Listing, OpenOpts, Store, StoreError, Tenure, DEFAULT_EVENTS_RETENTION,
+};
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
     RenewOutcome, Status,
@@ -116,6 +121,13 @@ impl EtcdStore {
         revision: i64,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
         self.core.renew_fenced(key, holder, ttl_ms, Some(revision))
+    }
+
+    /// Keep the claim `tenure` names alive until the handle is dropped
+    /// (`claimtop run` while CMD runs); [`KeepAlive::lost`] says when and
+    /// why it stopped being held.
+    pub fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<KeepAlive, StoreError> {
+        self.core.keep_alive(key, tenure)
     }
 
     /// A change feed resuming after `revision` (a dashboard reconnecting
