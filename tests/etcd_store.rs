@@ -492,3 +492,78 @@ fn a_kept_alive_claim_that_is_force_released_says_it_is_lost() {
         "{why}"
     );
 }
+
+/// The next change the feed gives that `want` accepts, within `within`.
+fn wait_for(
+    feed: &mut dyn Changes,
+    within: Duration,
+    want: impl Fn(&Change) -> bool,
+) -> Option<Change> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(c)) = feed.next(Duration::from_millis(100)) {
+            if want(&c) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_change_feed_says_disconnected_while_etcd_is_stopped_and_resumes_by_itself() {
+    let Some(etcd) = Etcd::single() else { return };
+    let opts = OpenOpts {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let watcher = etcd.store_with("/feed", &opts);
+    let mut feed = watcher.changes().expect("feed");
+    etcd.members[0].signal(libc::SIGSTOP);
+    let down = wait_for(feed.as_mut(), Duration::from_secs(10), |c| {
+        matches!(c, Change::Disconnected { .. })
+    });
+    etcd.members[0].signal(libc::SIGCONT);
+    assert!(down.is_some(), "no Disconnected while etcd was stopped");
+    let up = wait_for(feed.as_mut(), Duration::from_secs(15), |c| {
+        matches!(c, Change::Connected { .. })
+    });
+    assert!(up.is_some(), "no Connected after etcd continued");
+    let writer = etcd.store("/feed");
+    writer.acquire("after", "h", &ttl(60)).expect("acquire");
+    let seen = wait_for(
+        feed.as_mut(),
+        Duration::from_secs(10),
+        |c| matches!(c, Change::Claim { key } if key == "after"),
+    );
+    assert!(seen.is_some(), "the resumed feed missed a change");
+}
+
+#[test]
+fn a_feed_resumed_from_a_compacted_revision_asks_for_a_full_reread() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/compact");
+    let first = s
+        .acquire("k", "h", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    s.release("k", "h").expect("release");
+    s.acquire("k", "h", &ttl(60)).expect("acquire again");
+    let (rt, mut raw) = etcd.client();
+    let now = rt
+        .block_on(raw.get("/compact/", None))
+        .expect("get")
+        .header()
+        .map(|h| h.revision())
+        .expect("revision");
+    rt.block_on(raw.compact(now, None)).expect("compact");
+    let mut feed = s.changes_from(first.revision).expect("feed");
+    let resync = wait_for(&mut feed, Duration::from_secs(10), |c| {
+        matches!(c, Change::Resync { .. })
+    });
+    match resync {
+        Some(Change::Resync { why }) => assert!(why.contains("compacted"), "{why}"),
+        other => panic!("no resync: {other:?}"),
+    }
+}

@@ -120,6 +120,9 @@ impl Conn {
     }
 }
 
+/// How often an idle connection proves the member is still there.
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(2);
+
 /// Between two tries of a call that could not reach a member.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
@@ -163,7 +166,11 @@ fn connect_options(
         .with_connect_timeout(timeout)
         .with_timeout(timeout)
         // A leaderless member must not answer reads as if it were current.
-        .with_require_leader(true);
+        .with_require_leader(true)
+        // HTTP/2 pings, also while idle: a stopped or partitioned member
+        // otherwise leaves a watch silent forever instead of failing it.
+        .with_keep_alive(KEEPALIVE_EVERY, timeout)
+        .with_keep_alive_while_idle(true);
     match (&opts.user, &opts.password) {
         (Some(user), Some(pw)) => o = o.with_user(user.clone(), pw.clone()),
         (Some(user), None) => {
