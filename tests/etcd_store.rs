@@ -567,3 +567,47 @@ fn a_feed_resumed_from_a_compacted_revision_asks_for_a_full_reread() {
         other => panic!("no resync: {other:?}"),
     }
 }
+
+#[test]
+fn doctor_over_etcd_names_leaseless_claims_unretained_events_and_idle_leases() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/doc");
+    s.acquire("fine", "h", &ttl(60)).expect("acquire");
+    let clean: Vec<String> = kinds_of(&s.doctor().expect("doctor").to_json());
+    assert!(clean.is_empty(), "a healthy prefix has hazards: {clean:?}");
+    let (rt, mut raw) = etcd.client();
+    let rec = "schema_version: 1\nkey: bare\nholder: h\nacquired_at: 1\npid: 1\nhost: x\n";
+    rt.block_on(async {
+        raw.put("/doc/claims/bare", rec, None).await?;
+        raw.put(
+            "/doc/events/0000000000001-x",
+            "{\"type\":\"claim_acquired\"}",
+            None,
+        )
+        .await?;
+        raw.lease_grant(600, None).await
+    })
+    .expect("plant hazards");
+    let found = kinds_of(&s.doctor().expect("doctor").to_json());
+    for kind in [
+        "etcd_claim_without_lease",
+        "etcd_events_without_retention",
+        "etcd_lease_without_keys",
+    ] {
+        assert!(
+            found.iter().any(|k| k == kind),
+            "{kind} missing from {found:?}"
+        );
+    }
+}
+
+fn kinds_of(listing: &serde_json::Value) -> Vec<String> {
+    listing["hazards"]
+        .as_array()
+        .map(|hs| {
+            hs.iter()
+                .filter_map(|h| h["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -23,6 +23,14 @@
 //!    [`Change`]s (inotify on a file root, one resumable watch on etcd) that a
 //!    thread drains into the face's own messages; the face re-reads what a
 //!    change names, and re-lists everything on [`Change::Resync`].
+//!    `acquire --wait` is a loop of acquire → `HeldByOther` → wait for a
+//!    `Change::Claim` naming the key (or `Resync`) → acquire again.
+//! 5. `claimtop run` on etcd holds the claim with
+//!    `etcd::EtcdStore::keep_alive` and stops CMD when `KeepAlive::lost`
+//!    says why; on a file store it binds the claim to the child's pid and
+//!    renews a TTL claim as it does today. Releases are fenced where the
+//!    store can fence (`etcd::EtcdStore::release_fenced` with the tenure's
+//!    revision), so a `run` whose claim expired never ends a newer one.
 //!
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
