@@ -328,7 +328,7 @@ fn a_stopped_etcd_makes_a_verb_fail_within_the_timeout_naming_the_endpoints() {
     };
     let s = etcd.store_with("/stop", &opts);
     s.status("warm").expect("status before the stop");
-    etcd.members[0].signal(libc::SIGSTOP);
+    etcd.members[0].pause();
     let t0 = Instant::now();
     let err = s.acquire("k", "h", &ttl(60)).expect_err("etcd is stopped");
     let took = t0.elapsed();
@@ -519,7 +519,7 @@ fn a_change_feed_says_disconnected_while_etcd_is_stopped_and_resumes_by_itself()
     };
     let watcher = etcd.store_with("/feed", &opts);
     let mut feed = watcher.changes().expect("feed");
-    etcd.members[0].signal(libc::SIGSTOP);
+    etcd.members[0].pause();
     let down = wait_for(feed.as_mut(), Duration::from_secs(10), |c| {
         matches!(c, Change::Disconnected { .. })
     });

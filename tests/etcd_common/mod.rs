@@ -114,6 +114,35 @@ impl Member {
         }
     }
 
+    /// SIGSTOP, and wait until every thread has stopped: a thread busy in
+    /// the kernel stops only when it returns, and could answer one more
+    /// request meanwhile.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+        let tasks = format!("/proc/{}/task", self.pid());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let all_stopped = std::fs::read_dir(&tasks)
+                .map(|d| {
+                    d.filter_map(Result::ok).all(|t| {
+                        std::fs::read_to_string(t.path().join("stat"))
+                            .ok()
+                            .and_then(|st| {
+                                st.rsplit_once(')')
+                                    .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                            })
+                            .unwrap_or(true)
+                    })
+                })
+                .unwrap_or(true);
+            if all_stopped {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("etcd (pid {}) did not stop", self.pid());
+    }
+
     /// SIGKILL and reap; the member is gone for good.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -89,6 +89,19 @@ impl Core {
             return Ok(false);
         };
         let marker = self.layout.ended(&key, gone.create_revision());
+        // Most deletions are releases, already marked: a read answers them
+        // without a write through raft for every observer.
+        let probe = marker.clone();
+        let marked = self.conn.call(|mut c| {
+            let probe = probe.clone();
+            async move {
+                c.get(probe, Some(GetOptions::new().with_count_only()))
+                    .await
+            }
+        })?;
+        if marked.count() > 0 {
+            return Ok(false);
+        }
         let mut data = match ClaimRecord::from_bytes(gone.value()) {
             Ok(rec) => common_fields(&rec),
             Err(_) => crate::events::emit::common_fields_unknown(&key),

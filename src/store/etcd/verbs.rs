@@ -119,7 +119,11 @@ impl Core {
                     ])
             })?;
             if resp.succeeded() {
-                self.revoke_quietly(kv.lease());
+                // The same lease when our own first try did land but its
+                // answer was lost: that lease now carries the claim.
+                if kv.lease() != lease {
+                    self.revoke_quietly(kv.lease());
+                }
                 let seen = Seen {
                     create: kv.create_revision(),
                     modified: revision_of(&resp),
