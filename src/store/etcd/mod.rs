@@ -55,17 +55,30 @@ pub(crate) struct Core {
     held: Mutex<HashMap<String, verbs::Held>>,
     /// Lease revocations still in flight.
     pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire.
+    spares: Mutex<Vec<(i64, i64)>>,
 }
 
 impl Drop for Core {
     fn drop(&mut self) {
-        let pending = match self.pending.get_mut() {
-            Ok(p) => std::mem::take(p),
-            Err(_) => return,
-        };
+        let pending = self
+            .pending
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let spares = self
+            .spares
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut client = self.conn.client();
         let timeout = self.conn.timeout();
+        // Spare leases die with their process rather than idling to their TTL.
         self.conn.runtime().block_on(async move {
             let _ = tokio::time::timeout(timeout, async {
+                for (lease, _) in spares {
+                    let _ = client.lease_revoke(lease).await;
+                }
                 for task in pending {
                     let _ = task.await;
                 }
@@ -88,6 +101,7 @@ impl EtcdStore {
                 me: LocalIdentity::current(),
                 held: Mutex::new(HashMap::new()),
                 pending: Mutex::new(Vec::new()),
+                spares: Mutex::new(Vec::new()),
             }),
         })
     }

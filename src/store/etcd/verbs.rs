@@ -24,6 +24,8 @@ use std::path::PathBuf;
 /// Each retry follows a peer's successful write to the same key, so
 /// running out means pathological churn; reported as contention.
 const MAX_ATTEMPTS: usize = 5;
+/// Spare leases one process keeps for its next acquires.
+const MAX_SPARE_LEASES: usize = 4;
 
 impl Core {
     pub(super) fn acquire_claim(
@@ -42,7 +44,7 @@ impl Core {
         for _ in 0..MAX_ATTEMPTS {
             let rec = new_record(key, holder, opts, ttl_ms);
             let yaml = rec.to_yaml()?;
-            let lease = self.grant(ttl_s)?;
+            let lease = self.lease_for(ttl_s)?;
             let data = acquired_data(&rec);
             let resp = self.txn_with_events(|ev| {
                 Txn::new()
@@ -69,7 +71,7 @@ impl Core {
                     modified: at,
                     lease,
                 };
-                self.remember(&ck, &rec, seen);
+                self.remember(&ck, &rec, seen, ttl_s);
                 return Ok(acquired(
                     rec,
                     AcquireKind::Fresh,
@@ -78,13 +80,13 @@ impl Core {
             }
             let Some(kv) = got_kv(&resp) else {
                 // Released between the compare and the read: try again.
-                self.revoke_quietly(lease);
+                self.spare(lease, ttl_s);
                 continue;
             };
             let existing = match ClaimRecord::from_bytes(kv.value()) {
                 Ok(r) => r,
                 Err(reason) => {
-                    self.revoke_quietly(lease);
+                    self.spare(lease, ttl_s);
                     return Err(ClaimError::Corrupted {
                         path: PathBuf::from(&ck),
                         reason,
@@ -93,7 +95,7 @@ impl Core {
                 }
             };
             if existing.holder != holder {
-                self.revoke_quietly(lease);
+                self.spare(lease, ttl_s);
                 return Ok(Fenced {
                     outcome: AcquireOutcome::HeldByOther {
                         holder: existing.holder,
@@ -129,11 +131,11 @@ impl Core {
                     modified: revision_of(&resp),
                     lease,
                 };
-                self.remember(&ck, &rec, seen);
+                self.remember(&ck, &rec, seen, ttl_s);
                 let tenure = tenure(kv.create_revision(), lease, ttl_s, ttl_s);
                 return Ok(acquired(rec, AcquireKind::Reacquired, tenure));
             }
-            self.revoke_quietly(lease);
+            self.spare(lease, ttl_s);
         }
         Err(contention(key))
     }
@@ -153,7 +155,9 @@ impl Core {
         if let Some(mine) = self.remembered(&ck) {
             let ours = mine.record.holder == holder && fence.is_none_or(|f| f == mine.seen.create);
             if ours {
-                if let Some(done) = self.end_tenure(key, &ck, &mine.record, mine.seen)? {
+                if let Some(done) =
+                    self.end_tenure(key, &ck, &mine.record, mine.seen, Some(mine.ttl_s))?
+                {
                     return Ok(done);
                 }
             }
@@ -171,7 +175,7 @@ impl Core {
                     holder: rec.holder,
                 }));
             }
-            if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv))? {
+            if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv), None)? {
                 return Ok(done);
             }
         }
@@ -231,7 +235,7 @@ impl Core {
                         modified: revision_of(&r),
                         lease,
                     };
-                    self.remember(&ck, &rec, seen);
+                    self.remember(&ck, &rec, seen, ttl_s);
                     return Ok(Fenced {
                         outcome: RenewOutcome::Renewed {
                             record: rec,
@@ -329,6 +333,7 @@ impl Core {
         ck: &str,
         rec: &ClaimRecord,
         seen: Seen,
+        lease_ttl: Option<i64>,
     ) -> Result<Option<Fenced<ReleaseOutcome>>, StoreError> {
         let held_ms = (now_ms() - rec.acquired_at).max(0);
         let mut data = common_fields(rec);
@@ -346,9 +351,13 @@ impl Core {
         if !resp.succeeded() {
             return Ok(None);
         }
-        // The key is gone; its lease would idle until its TTL and show up
-        // in doctor as a lease with no keys.
-        self.revoke_quietly(seen.lease);
+        // The key is gone. A lease whose TTL we know serves this process's
+        // next acquire; any other would idle until its TTL and show up in
+        // doctor as a lease with no keys.
+        match lease_ttl {
+            Some(ttl_s) => self.spare(seen.lease, ttl_s),
+            None => self.revoke_quietly(seen.lease),
+        }
         Ok(Some(Fenced {
             outcome: ReleaseOutcome::Released {
                 record: rec.clone(),
@@ -358,16 +367,49 @@ impl Core {
         }))
     }
 
-    fn remember(&self, ck: &str, record: &ClaimRecord, seen: Seen) {
+    fn remember(&self, ck: &str, record: &ClaimRecord, seen: Seen, ttl_s: i64) {
         if let Ok(mut held) = self.held.lock() {
             held.insert(
                 ck.to_string(),
                 Held {
                     record: record.clone(),
                     seen,
+                    ttl_s,
                 },
             );
         }
+    }
+
+    /// A lease of `ttl_s` for a new claim: a spare one of this process,
+    /// refreshed to its full TTL (a keep-alive, which etcd answers without
+    /// a write through raft), else a fresh grant.
+    fn lease_for(&self, ttl_s: i64) -> Result<i64, StoreError> {
+        let spare = self.spares.lock().ok().and_then(|mut spares| {
+            let at = spares.iter().position(|(_, t)| *t == ttl_s)?;
+            Some(spares.swap_remove(at).0)
+        });
+        if let Some(lease) = spare {
+            let refreshed = self
+                .conn
+                .call(|mut c| async move { c.lease_keep_alive(lease).await.map(|_| ()) });
+            if refreshed.is_ok() {
+                return Ok(lease);
+            }
+        }
+        self.grant(ttl_s)
+    }
+
+    /// Keep a lease no key is attached to any more for this process's next
+    /// acquire of the same TTL; past a few, revoke it. Only leases known to
+    /// carry nothing come here: never one whose transaction's answer was lost.
+    fn spare(&self, lease: i64, ttl_s: i64) {
+        if let Ok(mut spares) = self.spares.lock() {
+            if spares.len() < MAX_SPARE_LEASES {
+                spares.push((lease, ttl_s));
+                return;
+            }
+        }
+        self.revoke_quietly(lease);
     }
 
     fn remembered(&self, ck: &str) -> Option<Held> {
@@ -525,6 +567,8 @@ impl Seen {
 pub(super) struct Held {
     record: ClaimRecord,
     seen: Seen,
+    /// The TTL its lease was granted with, so the lease can be reused.
+    ttl_s: i64,
 }
 
 fn put_on_lease(ck: &str, yaml: &str, lease: i64) -> TxnOp {
