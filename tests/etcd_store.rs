@@ -611,3 +611,22 @@ fn kinds_of(listing: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+#[test]
+fn an_etcds_store_speaks_tls_with_the_given_ca_and_refuses_to_go_without_one() {
+    let Some(etcd) = Etcd::single_tls() else {
+        return;
+    };
+    let s = etcd.store("/tls");
+    let got = s.acquire("k", "h", &ttl(60)).expect("acquire over TLS");
+    assert!(matches!(got.outcome, AcquireOutcome::Acquired { .. }));
+    assert_eq!(
+        s.release("k", "h").expect("release").outcome.as_str(),
+        "released"
+    );
+    let err = match EtcdStore::connect(&etcd.target("/tls"), &OpenOpts::default()) {
+        Err(e) => e,
+        Ok(_) => panic!("etcds:// without --etcd-cacert connected"),
+    };
+    assert!(err.to_string().contains("--etcd-cacert"), "{err}");
+}

@@ -78,8 +78,18 @@ impl Member {
         format!("http://127.0.0.1:{}", self.peer_port)
     }
 
-    fn spawn(&mut self, bin: &PathBuf, cluster: &str, extra: &[&str]) {
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+    fn spawn(&mut self, bin: &PathBuf, cluster: &str, tls: Option<&Tls>) {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", self.client_port);
+        let tls_args: Vec<std::ffi::OsString> = match tls {
+            Some(t) => vec![
+                "--cert-file".into(),
+                t.dir.path().join("server.crt").into(),
+                "--key-file".into(),
+                t.dir.path().join("server.key").into(),
+            ],
+            None => Vec::new(),
+        };
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
         let child = Command::new(bin)
             .args(["--name", &self.name])
@@ -94,7 +104,7 @@ impl Member {
             .args(["--auto-compaction-mode", "revision"])
             .args(["--auto-compaction-retention", "10000"])
             .args(["--logger", "zap", "--log-level", "error"])
-            .args(extra)
+            .args(&tls_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -164,6 +174,90 @@ impl Drop for Member {
 /// A single-member etcd or a cluster of several, all on loopback.
 pub struct Etcd {
     pub members: Vec<Member>,
+    /// Set when the members speak TLS (`etcds://`).
+    pub tls: Option<Tls>,
+}
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with openssl.
+pub struct Tls {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tls {
+    /// None (skip) without an openssl binary; under `CI` that fails.
+    fn make() -> Option<Tls> {
+        let dir = tempfile::tempdir().expect("tls dir");
+        let d = dir.path();
+        std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
+        let steps: [&[&str]; 3] = [
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=claimtop-test-ca",
+            ],
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "server.crt",
+                "-days",
+                "1",
+                "-extfile",
+                "ext",
+            ],
+        ];
+        for args in steps {
+            let ok = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let why = format!("openssl {} failed or is missing", args[0]);
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI is set, so the TLS test must run, but: {why}");
+                }
+                eprintln!("skipping: {why}");
+                return None;
+            }
+        }
+        Some(Tls { dir })
+    }
+
+    pub fn cacert(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
 }
 
 impl Etcd {
@@ -174,6 +268,16 @@ impl Etcd {
 
     /// `n` members forming one cluster.
     pub fn cluster(n: usize) -> Option<Etcd> {
+        Etcd::start(n, None)
+    }
+
+    /// One member speaking TLS with a throwaway CA.
+    pub fn single_tls() -> Option<Etcd> {
+        etcd_binary()?;
+        Etcd::start(1, Some(Tls::make()?))
+    }
+
+    fn start(n: usize, tls: Option<Tls>) -> Option<Etcd> {
         let bin = etcd_binary()?;
         let mut members: Vec<Member> = (0..n).map(|i| Member::plan(&format!("m{i}"))).collect();
         let cluster = members
@@ -182,9 +286,9 @@ impl Etcd {
             .collect::<Vec<_>>()
             .join(",");
         for m in &mut members {
-            m.spawn(&bin, &cluster, &[]);
+            m.spawn(&bin, &cluster, tls.as_ref());
         }
-        let etcd = Etcd { members };
+        let etcd = Etcd { members, tls };
         etcd.wait_healthy();
         Some(etcd)
     }
@@ -195,7 +299,8 @@ impl Etcd {
 
     /// `etcd://...` for `prefix`, naming every member.
     pub fn url(&self, prefix: &str) -> String {
-        format!("etcd://{}{prefix}", self.endpoints().join(","))
+        let scheme = if self.tls.is_some() { "etcds" } else { "etcd" };
+        format!("{scheme}://{}{prefix}", self.endpoints().join(","))
     }
 
     pub fn target(&self, prefix: &str) -> EtcdTarget {
@@ -206,7 +311,15 @@ impl Etcd {
     }
 
     pub fn store(&self, prefix: &str) -> EtcdStore {
-        self.store_with(prefix, &OpenOpts::default())
+        self.store_with(prefix, &self.opts())
+    }
+
+    /// What a client needs to connect: the CA when the members speak TLS.
+    pub fn opts(&self) -> OpenOpts {
+        OpenOpts {
+            cacert: self.tls.as_ref().map(Tls::cacert),
+            ..Default::default()
+        }
     }
 
     pub fn store_with(&self, prefix: &str, opts: &OpenOpts) -> EtcdStore {
@@ -235,7 +348,7 @@ impl Etcd {
         let deadline = Instant::now() + HEALTHY_WITHIN;
         let opts = OpenOpts {
             timeout: Some(Duration::from_secs(2)),
-            ..Default::default()
+            ..self.opts()
         };
         let last = loop {
             let err = match EtcdStore::connect(&self.target("/health"), &opts) {
