@@ -10,3 +10,4 @@ pub mod demo;
 pub mod diag;
 pub mod events;
 pub mod sanitize;
+pub mod store;
