@@ -5,7 +5,7 @@
 //! What the protocol refuses (TTL out of range, a key too long once encoded)
 //! is left to the library, so the CLI never disagrees with the other faces.
 
-use crate::claims::{global_claims_root, parse_ttl_ms, Root};
+use crate::claims::{parse_ttl_ms, Roots, RootsError};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueHint};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -68,9 +68,10 @@ impl Cli {
 /// Accepted before or after any subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// The directory containing .fno/claims [default: $FNO_CLAIMS_ROOT, else $HOME]
+    /// The directory containing .fno/claims; repeat it to cover several roots
+    /// (list, doctor, events) [default: $FNO_CLAIMS_ROOT, :-separated, else $HOME]
     #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub root: Option<PathBuf>,
+    pub root: Vec<PathBuf>,
 
     /// The directory containing .fno/events.jsonl [default: ROOT]
     #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
@@ -256,15 +257,10 @@ fn parse_metadata(s: &str) -> Result<Map<String, Value>, String> {
 }
 
 impl GlobalArgs {
-    /// The claims root and events dir these flags name, or None when neither
-    /// `--root` nor the environment gives one.
-    pub fn root(&self) -> Option<Root> {
-        let root = self.root.clone().or_else(global_claims_root)?;
-        let events_dir = self.events_dir.clone().unwrap_or_else(|| root.clone());
-        Some(Root {
-            root,
-            events_dir: Some(events_dir),
-        })
+    /// The claims roots (and, for one root, the events dir) these flags and
+    /// the environment name.
+    pub fn roots(&self) -> Result<Roots, RootsError> {
+        Roots::resolve(&self.root, self.events_dir.as_deref())
     }
 }
 
@@ -281,7 +277,7 @@ mod tests {
     #[test]
     fn global_flags_are_accepted_before_and_after_the_subcommand() {
         let a = Cli::try_parse_from(["claimtop", "--root", "/r", "list", "--json"]).unwrap();
-        assert_eq!(a.global.root, Some(PathBuf::from("/r")));
+        assert_eq!(a.global.root, [PathBuf::from("/r")]);
         assert!(a.global.json);
         let b = Cli::try_parse_from(["claimtop", "status", "k", "--events-dir", "/e"]).unwrap();
         assert_eq!(b.global.events_dir, Some(PathBuf::from("/e")));
@@ -350,13 +346,11 @@ mod tests {
     }
 
     #[test]
-    fn explicit_root_wins_and_events_default_to_it() {
-        let g = GlobalArgs {
-            root: Some("/r".into()),
-            events_dir: None,
-            json: false,
-        };
-        let r = g.root().unwrap();
-        assert_eq!(r.events_dir, Some(PathBuf::from("/r")));
+    fn root_may_be_given_more_than_once() {
+        let both = [PathBuf::from("/a"), PathBuf::from("/b")];
+        let a = Cli::try_parse_from(["claimtop", "--root", "/a", "--root", "/b", "list"]).unwrap();
+        assert_eq!(a.global.root, both);
+        let b = Cli::try_parse_from(["claimtop", "list", "--root", "/a", "--root", "/b"]).unwrap();
+        assert_eq!(b.global.root, both);
     }
 }
