@@ -9,4 +9,5 @@ pub mod dashboard;
 pub mod demo;
 pub mod diag;
 pub mod events;
+pub mod metrics;
 pub mod sanitize;

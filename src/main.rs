@@ -3,7 +3,7 @@
 use claimtop::claims::{Root, Roots, RootsError};
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
-use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, tui};
+use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, metrics, tui};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -73,6 +73,7 @@ fn dispatch_roots(roots: &Roots, command: Command, out: &mut Out) -> CmdResult {
         Command::List => list::list(roots, out),
         Command::Doctor { fix } => list::doctor(roots, fix, out),
         Command::Events(a) => events::events(roots, a, out),
+        Command::Metrics(a) => metrics::serve(roots, &a, out),
         command => match roots.single(verb_name(&command)) {
             Ok(root) => dispatch(root, command, out),
             Err(e) => out.usage_error(&e.to_string()),
@@ -101,6 +102,7 @@ fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
         Command::Renew { key, holder, ttl } => claim_cmds::renew(root, &key, &holder, ttl, out),
         Command::ForceRelease(a) => claim_cmds::force_release(root, a, out),
         Command::Events(a) => events::events(&Roots::one(root), a, out),
+        Command::Metrics(a) => metrics::serve(&Roots::one(root), &a, out),
         Command::Doctor { fix } => list::doctor(&Roots::one(root), fix, out),
         Command::Completions { shell } => completions::completions(shell, out),
     }

@@ -142,6 +142,8 @@ pub enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
+    Metrics(MetricsArgs),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -186,6 +188,13 @@ pub struct ForceArgs {
     /// Also archive a claim whose holder is alive
     #[arg(long)]
     pub allow_live: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Where to listen, e.g. 127.0.0.1:9464 (port 0: any free port, printed on stderr)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]
