@@ -15,9 +15,10 @@ use std::time::Duration;
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
 /// Scrape-time collection, every root and every events log brought up to
-/// date on each request. A sweep of 10 000 lockfiles takes about 0.1 s
-/// (README, figures), well inside Prometheus's default 10 s scrape timeout,
-/// so no cache is kept between scrapes.
+/// date on each request. A whole scrape of 10 000 lockfiles measured 0.28 s
+/// (3 roots of 10 000: 0.72 s) on a loaded 2-core machine (README,
+/// "Metrics"): far inside Prometheus's default 10 s scrape timeout, so no
+/// watcher-fed cache is kept between scrapes.
 struct Collector {
     roots: Roots,
     events: Vec<EventCounter>,
