@@ -385,3 +385,22 @@ fn a_root_given_twice_is_listed_once() {
     assert_eq!(v["claims"].as_array().map(Vec::len), Some(1), "{v}");
     assert!(v.get("roots").is_none(), "one distinct root is one root");
 }
+
+#[test]
+fn roots_split_around_the_subcommand_are_a_usage_error_not_a_silent_drop() {
+    let r = Roots::new(2);
+    let out = claimtop(r.home.path())
+        .arg("--root")
+        .arg(r.root(0))
+        .args(["list", "--json", "--root"])
+        .arg(r.root(1))
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 2);
+    let v = one_document(&out);
+    assert_eq!(v["outcome"], "usage_error");
+    assert!(
+        v["error"].as_str().unwrap_or("").contains("same side"),
+        "{v}"
+    );
+}

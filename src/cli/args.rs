@@ -36,8 +36,34 @@ impl Cli {
     /// Parse the process arguments. `Err` is clap's error: a usage error
     /// (exit 2), or help/version text (exit 0), for the caller to report.
     pub fn try_parse_checked() -> Result<Cli, clap::Error> {
-        let cli = Cli::try_parse()?;
-        cli.check().map(|()| cli)
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let cli = Cli::try_parse_from(&args)?;
+        cli.check()?;
+        cli.check_roots_kept(&args).map(|()| cli)
+    }
+
+    /// clap keeps only the `--root`s on one side of the subcommand when
+    /// they are given on both (`--root a list --root b` is just `b`): a
+    /// root silently missing from a list would read as "no claims there".
+    pub fn check_roots_kept<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        args: &[S],
+    ) -> Result<(), clap::Error> {
+        let given = args
+            .iter()
+            .skip(1)
+            .map(AsRef::as_ref)
+            .take_while(|a| *a != "--")
+            .filter(|a| *a == "--root" || a.as_encoded_bytes().starts_with(b"--root="))
+            .count();
+        if given == self.global.root.len() {
+            return Ok(());
+        }
+        Err(Cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "give every --root on the same side of the subcommand \
+             (all before it, or all after it)",
+        ))
     }
 
     /// What clap's derive cannot say: dashboard flags belong to no
@@ -352,6 +378,20 @@ mod tests {
         assert!(parse_metadata("{\"a\": [1]}").is_ok());
         assert!(parse_metadata("[1]").unwrap_err().contains("JSON object"));
         assert!(parse_metadata("{").unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn roots_on_both_sides_of_the_subcommand_are_refused_rather_than_dropped() {
+        let args = ["claimtop", "--root", "/a", "list", "--root=/b"];
+        let cli = Cli::try_parse_from(args).unwrap();
+        let err = cli.check_roots_kept(&args).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(usage_message(&err).contains("same side"), "{err}");
+        let fine = [
+            "claimtop", "list", "--root", "/a", "--root", "/b", "--", "--root",
+        ];
+        let cli = Cli::try_parse_from(&fine[..6]).unwrap();
+        assert!(cli.check_roots_kept(&fine).is_ok());
     }
 
     #[test]
