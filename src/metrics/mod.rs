@@ -247,3 +247,48 @@ impl Exporter {
 
 /// The content type of [`Exporter::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(root: &str, live: usize) -> Snapshot {
+        Snapshot {
+            root: Some(root.into()),
+            counts: Counts {
+                live,
+                ..Counts::default()
+            },
+            oldest_s: BTreeMap::new(),
+            hazards: BTreeMap::new(),
+            store_up: true,
+        }
+    }
+
+    #[test]
+    fn a_root_no_longer_exported_leaves_no_gauges_behind_and_counters_never_fall() {
+        let e = Exporter::new();
+        let mut seen = EventCounts::default();
+        seen.add(Some("claim_acquired"));
+        seen.add(Some("claim_acquired"));
+        e.update(&[snap("/a", 2), snap("/b\"\n", 1)], &[&seen, &seen]);
+        let text = e.render().unwrap();
+        assert!(
+            text.contains(r#"claimtop_claims{root="/a",state="live"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"root="/b\"\n""#),
+            "label values are escaped: {text}"
+        );
+        assert!(text.contains(r#"claimtop_events_total{root="/a",type="claim_acquired"} 2"#));
+        e.update(&[snap("/a", 0)], &[&EventCounts::default()]);
+        let text = e.render().unwrap();
+        assert!(!text.contains(r#"claimtop_claims{root="/b"#), "{text}");
+        assert!(text.contains(r#"claimtop_claims{root="/a",state="live"} 0"#));
+        assert!(
+            text.contains(r#"claimtop_events_total{root="/a",type="claim_acquired"} 2"#),
+            "{text}"
+        );
+    }
+}
