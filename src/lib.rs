@@ -9,5 +9,6 @@ pub mod dashboard;
 pub mod demo;
 pub mod diag;
 pub mod events;
+pub mod metrics;
 pub mod sanitize;
 pub mod store;

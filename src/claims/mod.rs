@@ -13,6 +13,7 @@ pub mod liveness;
 pub mod mutex;
 pub mod operator;
 pub mod record;
+pub mod roots;
 pub mod sweep;
 pub mod verbs;
 pub mod yaml_cost;
@@ -27,6 +28,7 @@ pub use liveness::{
 };
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
+pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
     acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status, AcquireKind,
