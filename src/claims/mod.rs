@@ -14,6 +14,7 @@ pub mod mutex;
 pub mod record;
 pub mod sweep;
 pub mod verbs;
+pub mod wait;
 pub mod yaml_cost;
 
 pub use error::ClaimError;

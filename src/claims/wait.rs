@@ -1,0 +1,629 @@
+//! Waiting for a key, and holding it once taken.
+//!
+//! Both are written against two small interfaces so that any store can
+//! drive them: [`Verbs`] (acquire, status, renew, release on one store) and
+//! [`Wakeups`] (a feed saying "something about this key may have changed").
+//! The file store's pair is [`FileVerbs`] and [`watch_key`] (inotify on the
+//! claims dir, filtered to one lockfile); another store brings its own verbs
+//! and its own change feed, and the logic here does not change.
+//!
+//! Neither side polls fast. A wait re-tries when the key's lockfile changes,
+//! when the holder's TTL runs out (a time event, computed from the record),
+//! and on a slow safety re-check, because a PID-bound holder that dies makes
+//! no file event. A hold renews a TTL claim when a third of the TTL is left,
+//! and checks the claim is still its own whenever the lockfile changes.
+
+use super::{
+    claims_dir, now_ms, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimRecord, NoRenew,
+    ReleaseOutcome, RenewOutcome, Root, Status, WaitHook,
+};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use std::ffi::OsString;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// A waiter re-tries at least this often: a PID-bound holder that dies, or a
+/// holder on another machine that stops renewing, changes no file.
+pub const WAIT_RECHECK: Duration = Duration::from_secs(2);
+/// A holder re-reads its claim at least this often, in case a notification
+/// was lost (a claims dir replaced under the watch, an overflowed queue).
+pub const HOLD_RECHECK: Duration = Duration::from_secs(5);
+/// After a renewal the peer's recovery mutex refused, try again this soon
+/// (the mutex is held for well under a second by an honest peer).
+const RENEW_RETRY_MS: i64 = 1_000;
+
+/// The verbs a wait and a hold need, from whichever store keeps the claim.
+pub trait Verbs {
+    type Error: std::error::Error + Send + Sync + 'static;
+    fn acquire(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<AcquireOutcome, Self::Error>;
+    fn status(&self, key: &str) -> Result<Status, Self::Error>;
+    fn renew(&self, key: &str, holder: &str, ttl_ms: i64) -> Result<RenewOutcome, Self::Error>;
+    fn release(&self, key: &str, holder: &str) -> Result<ReleaseOutcome, Self::Error>;
+}
+
+/// Why a [`Wakeups::wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The key may have changed: look again.
+    Changed,
+    /// The timeout passed with no news.
+    TimedOut,
+    /// The face asked the wait to stop (a signal arrived).
+    Interrupted,
+}
+
+/// A feed of "this key may have changed". Spurious wake-ups are fine (the
+/// caller re-reads); a missed one costs at most one safety re-check.
+pub trait Wakeups {
+    fn wait(&mut self, timeout: Duration) -> Wake;
+}
+
+/// A channel is a feed: whoever holds the sender (a watcher callback, a
+/// thread draining a store's watch, a signal thread) wakes the waiter.
+impl Wakeups for Receiver<Wake> {
+    fn wait(&mut self, timeout: Duration) -> Wake {
+        match self.recv_timeout(timeout) {
+            Ok(w) => w,
+            Err(RecvTimeoutError::Timeout) => Wake::TimedOut,
+            // Every sender is gone: no more news, but the safety re-check
+            // still runs on time.
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(timeout);
+                Wake::TimedOut
+            }
+        }
+    }
+}
+
+/// The file store's verbs over one root. `on_mutex` hears when an acquire
+/// waits on a peer's recovery mutex.
+#[derive(Debug, Clone, Copy)]
+pub struct FileVerbs<'a> {
+    pub root: &'a Root,
+    pub on_mutex: Option<&'a WaitHook>,
+}
+
+impl Verbs for FileVerbs<'_> {
+    type Error = ClaimError;
+
+    fn acquire(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<AcquireOutcome, ClaimError> {
+        super::acquire_watched(self.root, key, holder, opts, self.on_mutex)
+    }
+
+    fn status(&self, key: &str) -> Result<Status, ClaimError> {
+        Ok(super::status(self.root, key))
+    }
+
+    fn renew(&self, key: &str, holder: &str, ttl_ms: i64) -> Result<RenewOutcome, ClaimError> {
+        super::renew(self.root, key, holder, ttl_ms)
+    }
+
+    fn release(&self, key: &str, holder: &str) -> Result<ReleaseOutcome, ClaimError> {
+        super::release(self.root, key, holder)
+    }
+}
+
+/// An inotify watch on one key's lockfile; dropping it stops the watch.
+pub struct KeyWatch {
+    _watcher: RecommendedWatcher,
+}
+
+impl std::fmt::Debug for KeyWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyWatch")
+    }
+}
+
+/// Call `wake` whenever `key`'s lockfile is created, written, renamed or
+/// removed (and whenever notify says it lost track). The claims dir is
+/// created if missing: acquire would create it anyway, and a watch needs
+/// something to watch.
+pub fn watch_key(
+    root: &Root,
+    key: &str,
+    wake: impl Fn() + Send + 'static,
+) -> Result<KeyWatch, ClaimError> {
+    let dir = claims_dir(&root.root);
+    std::fs::create_dir_all(&dir).map_err(|e| ClaimError::io("create", &dir, e))?;
+    let name: OsString = root
+        .lockfile(key)
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    let watch_err = |e: notify::Error| ClaimError::io("watch", &dir, std::io::Error::other(e));
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let ours = match res {
+            // A read of our own (status, renew's re-read) is no change.
+            Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => false,
+            Ok(ev) => ev.need_rescan() || ev.paths.iter().any(|p| p.file_name() == Some(&name)),
+            // The watch is in trouble: look, rather than trust silence.
+            Err(_) => true,
+        };
+        if ours {
+            wake();
+        }
+    })
+    .map_err(watch_err)?;
+    watcher
+        .watch(&dir, RecursiveMode::NonRecursive)
+        .map_err(watch_err)?;
+    Ok(KeyWatch { _watcher: watcher })
+}
+
+/// Who a waiter is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub holder: String,
+    pub pid: i32,
+    pub host: String,
+    /// When the claim's TTL runs out (epoch ms), if it has one.
+    pub expires_at: Option<i64>,
+}
+
+/// How a wait ended.
+// Returned once per wait, never stored in bulk.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waited {
+    /// Acquired (at once or after waiting).
+    Acquired {
+        record: ClaimRecord,
+        kind: AcquireKind,
+    },
+    /// The deadline passed; the key was still held by this holder.
+    TimedOut(Blocker),
+    /// The wakeup feed said stop.
+    Interrupted,
+}
+
+/// When to look again while `blocker` holds the key: at its TTL's end (a
+/// time event no file announces), else at the next safety re-check, and
+/// never past the caller's deadline.
+pub fn next_look(
+    now: Instant,
+    now_ms: i64,
+    expires_at: Option<i64>,
+    deadline: Option<Instant>,
+) -> Instant {
+    let mut at = now + WAIT_RECHECK;
+    if let Some(exp) = expires_at.filter(|e| *e >= now_ms) {
+        // One millisecond past: the classifier calls a claim expired only
+        // once `now >= expires_at`.
+        at = at.min(now + Duration::from_millis((exp - now_ms) as u64 + 1));
+    }
+    deadline.map_or(at, |d| at.min(d))
+}
+
+/// Acquire `key`, waiting while another holder has it, until `deadline`
+/// (None: forever). `on_block` is told once, at the first refusal, whom the
+/// wait is for. `wakeups` must already be watching when this is called, so
+/// that a release between an attempt and the wait is not missed.
+pub fn acquire_waiting<V: Verbs>(
+    verbs: &V,
+    wakeups: &mut dyn Wakeups,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+    deadline: Option<Instant>,
+    mut on_block: impl FnMut(&Blocker),
+) -> Result<Waited, V::Error> {
+    let mut told = false;
+    loop {
+        let (h, pid, host) = match verbs.acquire(key, holder, opts)? {
+            AcquireOutcome::Acquired { record, kind } => {
+                return Ok(Waited::Acquired { record, kind })
+            }
+            AcquireOutcome::HeldByOther { holder, pid, host } => (holder, pid, host),
+        };
+        // The TTL is read separately: acquire's refusal names the holder,
+        // not its deadline. A stale read only moves one re-check.
+        let expires_at = verbs
+            .status(key)?
+            .record
+            .filter(|r| r.holder == h)
+            .and_then(|r| r.expires_at);
+        let blocker = Blocker {
+            holder: h,
+            pid,
+            host,
+            expires_at,
+        };
+        if !told {
+            on_block(&blocker);
+            told = true;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(Waited::TimedOut(blocker));
+        }
+        let at = next_look(now, now_ms(), expires_at, deadline);
+        if wakeups.wait(at.saturating_duration_since(now)) == Wake::Interrupted {
+            return Ok(Waited::Interrupted);
+        }
+    }
+}
+
+/// Milliseconds since the epoch, from somewhere a test can move.
+pub trait Clock {
+    fn now_ms(&self) -> i64;
+}
+
+/// The wall clock, as every record is stamped with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+}
+
+/// Why a held claim is no longer ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// The lockfile is gone: force-released (archived) or released by
+    /// someone using our holder name.
+    Gone,
+    /// Another claim stands on the key now.
+    Replaced { holder: String, pid: i32 },
+    /// The lockfile no longer parses as a claim.
+    Corrupted(String),
+    /// The store refused to renew it.
+    RenewRefused(NoRenew),
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Gone => f.write_str("the claim was removed (force-released or released)"),
+            Lost::Replaced { holder, pid } => {
+                write!(f, "the key is now held by {holder} (pid {pid})")
+            }
+            Lost::Corrupted(why) => write!(f, "the claim file was overwritten: {why}"),
+            Lost::RenewRefused(no) => write!(f, "renew refused: {}", no.describe()),
+        }
+    }
+}
+
+/// When a claim expiring at `expires_at` after a `ttl_ms` window should be
+/// renewed: once a third of the window is left, so that a renewal that has
+/// to wait out a peer's mutex still lands well before the deadline.
+pub fn renew_due(expires_at: i64, ttl_ms: i64) -> i64 {
+    expires_at - ttl_ms / 3
+}
+
+/// A claim being kept: renewed before each deadline when it has a TTL,
+/// re-checked whenever its lockfile changes. Single-threaded: the owner
+/// calls [`Hold::changed`] on each wake-up and [`Hold::tick`] once
+/// [`Hold::due_in`] has passed.
+#[derive(Debug)]
+pub struct Hold<V: Verbs, C: Clock = SystemClock> {
+    verbs: V,
+    clock: C,
+    record: ClaimRecord,
+    ttl_ms: Option<i64>,
+    renew_at: Option<i64>,
+    check_at: i64,
+}
+
+impl<V: Verbs, C: Clock> Hold<V, C> {
+    /// Keep `record` (just acquired); renew it with `ttl_ms` if given.
+    pub fn new(verbs: V, clock: C, record: ClaimRecord, ttl_ms: Option<i64>) -> Hold<V, C> {
+        let now = clock.now_ms();
+        let renew_at = ttl_ms.zip(record.expires_at).map(|(t, e)| renew_due(e, t));
+        Hold {
+            verbs,
+            clock,
+            record,
+            ttl_ms,
+            renew_at,
+            check_at: now + HOLD_RECHECK.as_millis() as i64,
+        }
+    }
+
+    /// The record as last renewed.
+    pub fn record(&self) -> &ClaimRecord {
+        &self.record
+    }
+
+    /// The epoch ms at which the next renewal is due, if any.
+    pub fn renew_at(&self) -> Option<i64> {
+        self.renew_at
+    }
+
+    /// How long until [`Hold::tick`] has work to do.
+    pub fn due_in(&self) -> Duration {
+        let next = self
+            .renew_at
+            .map_or(self.check_at, |r| r.min(self.check_at));
+        Duration::from_millis((next - self.clock.now_ms()).max(0) as u64)
+    }
+
+    /// The lockfile changed: is it still ours?
+    pub fn changed(&mut self) -> Result<Option<Lost>, V::Error> {
+        self.check_at = self.clock.now_ms() + HOLD_RECHECK.as_millis() as i64;
+        let s = self.verbs.status(&self.record.key)?;
+        Ok(self.judge(&s))
+    }
+
+    /// Whether the key's current status is still our tenure. Our own
+    /// renewal moves only `expires_at`; anything else that differs is
+    /// somebody else's claim, even under our holder name.
+    fn judge(&self, s: &Status) -> Option<Lost> {
+        match (&s.record, &s.error) {
+            (Some(r), _) => {
+                let ours = r.holder == self.record.holder
+                    && r.pid == self.record.pid
+                    && r.acquired_at == self.record.acquired_at;
+                (!ours).then(|| Lost::Replaced {
+                    holder: r.holder.clone(),
+                    pid: r.pid,
+                })
+            }
+            // Unreadable may still be ours: a limit of this reader is no
+            // evidence of loss.
+            (None, Some(_)) if s.state == super::ClaimState::Unreadable => None,
+            (None, Some(e)) => Some(Lost::Corrupted(e.clone())),
+            (None, None) => Some(Lost::Gone),
+        }
+    }
+
+    /// Do what is due: renew when a third of the TTL is left, re-check on
+    /// the slow safety interval.
+    pub fn tick(&mut self) -> Result<Option<Lost>, V::Error> {
+        let now = self.clock.now_ms();
+        if let (Some(at), Some(ttl)) = (self.renew_at, self.ttl_ms) {
+            if now >= at {
+                // Retry soon on an error; the deadline is still a third away.
+                self.renew_at = Some(now + RENEW_RETRY_MS);
+                match self
+                    .verbs
+                    .renew(&self.record.key, &self.record.holder, ttl)?
+                {
+                    RenewOutcome::Renewed { record, .. } => {
+                        self.renew_at = record.expires_at.map(|e| renew_due(e, ttl));
+                        self.record = record;
+                    }
+                    RenewOutcome::NotRenewed(NoRenew::MutexBusy) => {}
+                    RenewOutcome::NotRenewed(no) => return Ok(Some(Lost::RenewRefused(no))),
+                }
+            }
+        }
+        if now >= self.check_at {
+            return self.changed();
+        }
+        Ok(None)
+    }
+
+    /// Give the claim back (only while it is still ours).
+    pub fn release(self) -> Result<ReleaseOutcome, V::Error> {
+        self.verbs.release(&self.record.key, &self.record.holder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::ClaimState;
+    use std::cell::{Cell, RefCell};
+    use std::path::PathBuf;
+
+    struct FakeClock<'a>(&'a Cell<i64>);
+
+    impl Clock for FakeClock<'_> {
+        fn now_ms(&self) -> i64 {
+            self.0.get()
+        }
+    }
+
+    /// A store of one claim, in memory: renew moves its deadline, and the
+    /// test can take it away.
+    struct FakeStore<'a> {
+        clock: &'a Cell<i64>,
+        claim: RefCell<Option<ClaimRecord>>,
+        renewals: RefCell<Vec<i64>>,
+        busy_once: Cell<bool>,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("never")]
+    struct Never;
+
+    impl Verbs for &FakeStore<'_> {
+        type Error = Never;
+        fn acquire(&self, _: &str, _: &str, _: &AcquireOpts) -> Result<AcquireOutcome, Never> {
+            unreachable!("a hold never acquires")
+        }
+        fn status(&self, key: &str) -> Result<Status, Never> {
+            let record = self.claim.borrow().clone();
+            Ok(Status {
+                key: key.into(),
+                file: PathBuf::from("k.lock"),
+                state: if record.is_some() {
+                    ClaimState::Live
+                } else {
+                    ClaimState::Free
+                },
+                record,
+                why: String::new(),
+                error: None,
+                locality: None,
+                head: Vec::new(),
+            })
+        }
+        fn renew(&self, _: &str, holder: &str, ttl: i64) -> Result<RenewOutcome, Never> {
+            let now = self.clock.get();
+            self.renewals.borrow_mut().push(now);
+            if self.busy_once.replace(false) {
+                return Ok(RenewOutcome::NotRenewed(NoRenew::MutexBusy));
+            }
+            let mut c = self.claim.borrow_mut();
+            match c.as_mut() {
+                Some(r) if r.holder == holder => {
+                    let previous_expires_at = r.expires_at.unwrap_or(now);
+                    r.expires_at = Some(now + ttl);
+                    Ok(RenewOutcome::Renewed {
+                        record: r.clone(),
+                        previous_expires_at,
+                    })
+                }
+                Some(_) => Ok(RenewOutcome::NotRenewed(NoRenew::OtherHolder)),
+                None => Ok(RenewOutcome::NotRenewed(NoRenew::Absent)),
+            }
+        }
+        fn release(&self, _: &str, _: &str) -> Result<ReleaseOutcome, Never> {
+            Ok(ReleaseOutcome::Absent)
+        }
+    }
+
+    fn record(acquired_at: i64, ttl: Option<i64>) -> ClaimRecord {
+        ClaimRecord {
+            schema_version: 1,
+            key: "k".into(),
+            holder: "h".into(),
+            acquired_at,
+            pid: 42,
+            host: "box".into(),
+            expires_at: ttl.map(|t| acquired_at + t),
+            reason: None,
+            harness: None,
+            machine_id: None,
+            metadata: Default::default(),
+        }
+    }
+
+    fn store<'a>(clock: &'a Cell<i64>, rec: &ClaimRecord) -> FakeStore<'a> {
+        FakeStore {
+            clock,
+            claim: RefCell::new(Some(rec.clone())),
+            renewals: RefCell::new(Vec::new()),
+            busy_once: Cell::new(false),
+        }
+    }
+
+    /// Run the hold's own schedule for `until_ms`, as a face would: sleep
+    /// `due_in`, then tick.
+    fn run_until<V: Verbs>(
+        hold: &mut Hold<V, FakeClock<'_>>,
+        clock: &Cell<i64>,
+        until_ms: i64,
+    ) -> Option<Lost> {
+        while clock.get() < until_ms {
+            let step = hold.due_in().as_millis().max(1) as i64;
+            clock.set((clock.get() + step).min(until_ms));
+            if let Ok(Some(lost)) = hold.tick() {
+                return Some(lost);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_ttl_claim_is_renewed_each_time_a_third_of_its_ttl_is_left() {
+        let clock = Cell::new(1_000_000);
+        let rec = record(1_000_000, Some(60_000));
+        let s = store(&clock, &rec);
+        let mut hold = Hold::new(&s, FakeClock(&clock), rec, Some(60_000));
+        assert_eq!(hold.renew_at(), Some(1_040_000));
+        assert_eq!(run_until(&mut hold, &clock, 1_000_000 + 200_000), None);
+        // First at 40 s (20 s left), then every 40 s after each renewal.
+        assert_eq!(
+            *s.renewals.borrow(),
+            vec![1_040_000, 1_080_000, 1_120_000, 1_160_000, 1_200_000]
+        );
+        let exp = s.claim.borrow().as_ref().and_then(|r| r.expires_at);
+        assert_eq!(exp, Some(1_260_000), "never let it come within 20 s");
+    }
+
+    #[test]
+    fn a_renewal_the_mutex_refused_is_retried_a_second_later() {
+        let clock = Cell::new(0);
+        let rec = record(0, Some(60_000));
+        let s = store(&clock, &rec);
+        s.busy_once.set(true);
+        let mut hold = Hold::new(&s, FakeClock(&clock), rec, Some(60_000));
+        assert_eq!(run_until(&mut hold, &clock, 45_000), None);
+        assert_eq!(*s.renewals.borrow(), vec![40_000, 41_000]);
+        assert_eq!(hold.record().expires_at, Some(101_000));
+    }
+
+    #[test]
+    fn a_pid_bound_hold_never_renews_and_only_rechecks_slowly() {
+        let clock = Cell::new(0);
+        let rec = record(0, None);
+        let s = store(&clock, &rec);
+        let mut hold = Hold::new(&s, FakeClock(&clock), rec, None);
+        assert_eq!(hold.due_in(), HOLD_RECHECK);
+        assert_eq!(run_until(&mut hold, &clock, 60_000), None);
+        assert!(s.renewals.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_refused_renewal_is_a_lost_claim() {
+        let clock = Cell::new(0);
+        let rec = record(0, Some(60_000));
+        let s = store(&clock, &rec);
+        let mut hold = Hold::new(&s, FakeClock(&clock), rec, Some(60_000));
+        // Another holder took the key over meanwhile; the safety re-check
+        // is pushed past the renewal so the renewal is what notices.
+        *s.claim.borrow_mut() = Some(ClaimRecord {
+            holder: "other".into(),
+            ..record(1, Some(60_000))
+        });
+        clock.set(39_999);
+        hold.check_at = i64::MAX;
+        assert_eq!(
+            run_until(&mut hold, &clock, 50_000),
+            Some(Lost::RenewRefused(NoRenew::OtherHolder))
+        );
+    }
+
+    #[test]
+    fn a_changed_lockfile_is_judged_by_holder_pid_and_acquired_at() {
+        let clock = Cell::new(0);
+        let rec = record(0, Some(60_000));
+        let s = store(&clock, &rec);
+        let mut hold = Hold::new(&s, FakeClock(&clock), rec.clone(), Some(60_000));
+        // Our own renewal moved only the deadline: still ours.
+        if let Some(r) = s.claim.borrow_mut().as_mut() {
+            r.expires_at = Some(99_999);
+        }
+        assert_eq!(hold.changed().ok().flatten(), None);
+        // The same holder name from another process: not our tenure.
+        *s.claim.borrow_mut() = Some(ClaimRecord {
+            pid: 7,
+            ..rec.clone()
+        });
+        assert_eq!(
+            hold.changed().ok().flatten(),
+            Some(Lost::Replaced {
+                holder: "h".into(),
+                pid: 7
+            })
+        );
+        *s.claim.borrow_mut() = None;
+        assert_eq!(hold.changed().ok().flatten(), Some(Lost::Gone));
+    }
+
+    #[test]
+    fn a_waiter_looks_again_at_the_holders_deadline_or_the_safety_recheck() {
+        let now = Instant::now();
+        let far = next_look(now, 0, Some(60_000), None);
+        assert_eq!(far, now + WAIT_RECHECK);
+        let soon = next_look(now, 0, Some(500), None);
+        assert_eq!(soon, now + Duration::from_millis(501));
+        // An expiry already past is no time event; the deadline caps all.
+        let past = next_look(now, 10_000, Some(500), Some(now + Duration::from_millis(3)));
+        assert_eq!(past, now + Duration::from_millis(3));
+    }
+}
