@@ -38,6 +38,7 @@ fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
         Command::ForceRelease(a) => claim_cmds::force_release(root, a, out),
         Command::Events(a) => events::events(root, a, out),
         Command::Doctor { fix } => list::doctor(root, fix, out),
+        Command::Run(a) => cli::run::run(root, a, out),
         Command::Completions { shell } => completions::completions(shell, out),
     }
 }

@@ -60,7 +60,7 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         };
         eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
     });
-    match claims::acquire_watched(root, &a.key, &a.holder, &opts, Some(&say_wait)) {
+    match super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait) {
         Err(e) => out.error(&e.to_string()),
         Ok(AcquireOutcome::Acquired { record, kind }) => {
             if out.json_mode() {
