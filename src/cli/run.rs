@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 /// The claim was lost while CMD ran (force-released, replaced, renew
@@ -111,8 +112,13 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
         }
         Ok(Waited::Interrupted) => {
             child.abort();
-            let sig = feed.interrupted_by.unwrap_or(libc::SIGTERM);
-            return interrupted_report(out, sig);
+            return match feed.interrupted_by.unwrap_or(libc::SIGTERM) {
+                // Someone killed the blocked child while we waited.
+                libc::SIGCHLD => {
+                    out.error("the command's process was killed before it could start")
+                }
+                sig => interrupted_report(out, sig),
+            };
         }
     };
     let child = match child.go() {
@@ -153,6 +159,12 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
             (Some(_), None) => Duration::from_secs(3600),
         };
         let verdict = match feed.rx.recv_timeout(timeout) {
+            // Nothing can wake us any more (cannot happen while the feed
+            // lives): fall back to looking for the child's end now and then.
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(timeout.min(Duration::from_millis(50)));
+                continue;
+            }
             Ok(Msg::Signal { sig, sent }) => {
                 // A terminal's ^C already reached the child, which shares
                 // our process group; only what was aimed at us is passed on.
@@ -163,7 +175,7 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
             }
             Ok(Msg::Changed) if lost.is_none() => hold.changed(),
             Ok(Msg::Changed) => continue,
-            Err(_) => match kill_at {
+            Err(RecvTimeoutError::Timeout) => match kill_at {
                 Some(at) if Instant::now() >= at => {
                     child.signal(libc::SIGKILL);
                     kill_at = None;
@@ -191,6 +203,11 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
             Err(e) => diag(&format!("checking the claim on {key}: {e}")),
         }
     };
+    // One last look before giving the claim back: a loss in the instant
+    // CMD ended may have overlapped its work, and must not be released.
+    if lost.is_none() {
+        lost = hold.changed().ok().flatten();
+    }
     let record = hold.record().clone();
     // A lost claim is no longer ours to release: under our holder name a
     // release could remove a newcomer's claim.
@@ -337,8 +354,8 @@ impl Blocked {
         let mut ptrs: Vec<*const libc::c_char> = argv.args.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         let mut fds = [0; 2];
-        // SAFETY: fds has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: fds has room for the two descriptors pipe writes.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         let [read_fd, write_fd] = fds;
@@ -349,6 +366,14 @@ impl Blocked {
                 OwnedFd::from_raw_fd(write_fd),
             )
         };
+        // Close-on-exec, so CMD never inherits them. No thread exists yet
+        // to fork in between (see `run`), so a plain pipe is race-free.
+        for fd in fds {
+            // SAFETY: fd is open and ours.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the child branch below calls only async-signal-safe
@@ -421,6 +446,7 @@ unsafe fn child_wait_then_exec(
     libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     // If `claimtop run` dies (kill -9), nobody renews or releases: CMD is
     // told to stop rather than run on unguarded.
+    #[cfg(target_os = "linux")]
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
     if libc::getppid() != parent {
         libc::_exit(127);
@@ -428,7 +454,8 @@ unsafe fn child_wait_then_exec(
     let mut b = 0u8;
     let n = loop {
         let n = libc::read(read_fd, (&mut b as *mut u8).cast(), 1);
-        if n == -1 && *libc::__errno_location() == libc::EINTR {
+        // Reads errno only: no allocation.
+        if n == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             continue;
         }
         break n;
