@@ -435,14 +435,32 @@ mod tests {
         busy_once: Cell<bool>,
     }
 
+    /// The fake store cannot fail.
     #[derive(Debug, thiserror::Error)]
-    #[error("never")]
-    struct Never;
+    enum Never {}
 
     impl Verbs for &FakeStore<'_> {
         type Error = Never;
-        fn acquire(&self, _: &str, _: &str, _: &AcquireOpts) -> Result<AcquireOutcome, Never> {
-            unreachable!("a hold never acquires")
+        fn acquire(&self, _: &str, holder: &str, _: &AcquireOpts) -> Result<AcquireOutcome, Never> {
+            let mut c = self.claim.borrow_mut();
+            match c.as_ref() {
+                Some(r) if r.holder != holder => Ok(AcquireOutcome::HeldByOther {
+                    holder: r.holder.clone(),
+                    pid: r.pid,
+                    host: r.host.clone(),
+                }),
+                _ => {
+                    let record = ClaimRecord {
+                        holder: holder.into(),
+                        ..record(self.clock.get(), None)
+                    };
+                    *c = Some(record.clone());
+                    Ok(AcquireOutcome::Acquired {
+                        record,
+                        kind: AcquireKind::Fresh,
+                    })
+                }
+            }
         }
         fn status(&self, key: &str) -> Result<Status, Never> {
             let record = self.claim.borrow().clone();
@@ -613,6 +631,99 @@ mod tests {
         );
         *s.claim.borrow_mut() = None;
         assert_eq!(hold.changed().ok().flatten(), Some(Lost::Gone));
+    }
+
+    /// A feed that plays a script: each wait runs the next step against
+    /// the store and answers its wake.
+    struct Script<'a> {
+        steps: Vec<(Wake, Box<dyn Fn() + 'a>)>,
+        waits: usize,
+    }
+
+    impl Wakeups for Script<'_> {
+        fn wait(&mut self, _: Duration) -> Wake {
+            let (wake, step) = self.steps.remove(0);
+            step();
+            self.waits += 1;
+            wake
+        }
+    }
+
+    fn held_by_other(clock: &Cell<i64>) -> FakeStore<'_> {
+        let other = ClaimRecord {
+            holder: "other".into(),
+            ..record(0, Some(60_000))
+        };
+        store(clock, &other)
+    }
+
+    /// What a wait by `h` did: its end, whom it named, how often it slept.
+    struct Run {
+        waited: Waited,
+        told: Vec<Blocker>,
+        waits: usize,
+    }
+
+    fn wait_as_h<'a>(
+        s: &FakeStore<'_>,
+        steps: Vec<(Wake, Box<dyn Fn() + 'a>)>,
+        deadline: Option<Instant>,
+    ) -> Run {
+        let mut feed = Script { steps, waits: 0 };
+        let mut told = Vec::new();
+        let opts = AcquireOpts::default();
+        let Ok(waited) = acquire_waiting(&s, &mut feed, "k", "h", &opts, deadline, |b| {
+            told.push(b.clone())
+        });
+        Run {
+            waited,
+            told,
+            waits: feed.waits,
+        }
+    }
+
+    #[test]
+    fn a_waiter_says_whom_it_waits_for_once_and_acquires_once_the_key_is_freed() {
+        let clock = Cell::new(0);
+        let s = held_by_other(&clock);
+        let free = || *s.claim.borrow_mut() = None;
+        let run = wait_as_h(
+            &s,
+            vec![
+                (Wake::Changed, Box::new(|| {})),
+                (Wake::TimedOut, Box::new(|| {})),
+                (Wake::Changed, Box::new(free)),
+            ],
+            None,
+        );
+        assert!(matches!(run.waited, Waited::Acquired { ref record, .. } if record.holder == "h"));
+        assert_eq!(run.waits, 3);
+        assert_eq!(run.told.len(), 1, "one line, not one per wake-up");
+        assert_eq!(run.told[0].holder, "other");
+        assert_eq!(
+            run.told[0].expires_at,
+            Some(60_000),
+            "the deadline comes from the record"
+        );
+    }
+
+    #[test]
+    fn a_waiter_past_its_deadline_answers_who_still_holds_the_key() {
+        let clock = Cell::new(0);
+        let s = held_by_other(&clock);
+        let run = wait_as_h(&s, Vec::new(), Some(Instant::now()));
+        assert!(matches!(run.waited, Waited::TimedOut(ref b) if b.holder == "other"));
+        assert_eq!(run.waits, 0);
+    }
+
+    #[test]
+    fn a_waiter_whose_feed_is_interrupted_stops_without_taking_anything() {
+        let clock = Cell::new(0);
+        let s = held_by_other(&clock);
+        let run = wait_as_h(&s, vec![(Wake::Interrupted, Box::new(|| {}))], None);
+        assert_eq!(run.waited, Waited::Interrupted);
+        let holder = s.claim.borrow().as_ref().map(|r| r.holder.clone());
+        assert_eq!(holder, Some("other".into()));
     }
 
     #[test]
