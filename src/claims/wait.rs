@@ -7,6 +7,13 @@
 //! claims dir, filtered to one lockfile); another store brings its own verbs
 //! and its own change feed, and the logic here does not change.
 //!
+//! Another store plugs in with two small adaptors: its verbs behind
+//! [`Verbs`] (each of a store seam's verbs minus its extras), and its change
+//! feed drained by a thread into a `Sender<Wake>`, whose receiver already is
+//! a [`Wakeups`]: a change to this key, a resync or a reconnect is
+//! [`Wake::Changed`]; anything else is dropped. On a store with leases the
+//! hold's renewal is the lease keep-alive, due at the same third of the TTL.
+//!
 //! Neither side polls fast. A wait re-tries when the key's lockfile changes,
 //! when the holder's TTL runs out (a time event, computed from the record),
 //! and on a slow safety re-check, because a PID-bound holder that dies makes
