@@ -1,4 +1,4 @@
-//! `--wait`: the face of [`claims::wait`] for `acquire` and `run`. One
+//! `--wait`: the face of [`crate::claims::wait`] for `acquire` and `run`. One
 //! channel carries both the key's change notifications and the signals the
 //! command listens for, so a wait can be interrupted as promptly as it can
 //! be woken.
