@@ -5,6 +5,7 @@ mod cli_common;
 
 use cli_common::{Sandbox, Sleeper};
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -84,6 +85,16 @@ fn finish(mut child: Child, within: Duration) -> Output {
     );
 }
 
+/// The one line a waiter writes on stderr, once it has looked and found the
+/// key held (reading it is how a test knows the wait has begun).
+fn await_waiting(child: &mut Child) -> String {
+    let mut line = String::new();
+    let stderr = child.stderr.as_mut().expect("piped stderr");
+    BufReader::new(stderr).read_line(&mut line).expect("stderr");
+    assert!(line.contains("waiting for"), "not waiting: {line:?}");
+    line
+}
+
 fn signal(pid: u32, sig: i32) {
     // SAFETY: kill has no memory preconditions.
     assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
@@ -101,9 +112,10 @@ fn acquire_wait_returns_as_soon_as_the_holder_releases() {
     let s = Sandbox::new();
     let holder = Sleeper::spawn();
     s.hold_for("k", "first", holder.pid());
-    let waiter = s.spawn(&["acquire", "k", "--holder", "second", "--wait=60", "--json"]);
-    // It must be waiting (its one line said so) before the release.
-    std::thread::sleep(Duration::from_millis(300));
+    let mut waiter = s.spawn(&["acquire", "k", "--holder", "second", "--wait=60", "--json"]);
+    // Released just after its first look: the next safety re-check is 2 s
+    // away, so only the release's file event can wake it sooner.
+    let said = await_waiting(&mut waiter);
     let out = s.run(&["release", "k", "--holder", "first"]);
     assert_eq!(out.status.code(), Some(0));
     let released = Instant::now();
@@ -113,9 +125,8 @@ fn acquire_wait_returns_as_soon_as_the_holder_releases() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one document");
     assert_eq!(doc["outcome"], "acquired");
     assert_eq!(doc["record"]["holder"], "second");
-    // Driven by the release's file event, not by the 2 s safety re-check.
-    assert!(took < Duration::from_millis(1500), "took {took:?}");
-    let err = text(&out.stderr);
+    assert!(took < Duration::from_millis(1000), "took {took:?}");
+    let err = said + &text(&out.stderr);
     assert_eq!(err.matches("waiting for k").count(), 1, "{err}");
     assert!(err.contains("held by first"), "{err}");
 }
@@ -142,8 +153,8 @@ fn acquire_wait_over_a_holder_that_is_killed_reclaims_the_stale_claim() {
     let s = Sandbox::new();
     let mut holder = Sleeper::spawn();
     s.hold_for("k", "first", holder.pid());
-    let waiter = s.spawn(&["acquire", "k", "--holder", "second", "--wait", "--json"]);
-    std::thread::sleep(Duration::from_millis(300));
+    let mut waiter = s.spawn(&["acquire", "k", "--holder", "second", "--wait", "--json"]);
+    await_waiting(&mut waiter);
     // A death makes no file event: the safety re-check must find it.
     holder.kill();
     let out = finish(waiter, Duration::from_secs(10));
@@ -280,15 +291,15 @@ fn run_waits_for_the_key_then_runs_the_command() {
     let s = Sandbox::new();
     let holder = Sleeper::spawn();
     s.hold_for("k", "other", holder.pid());
-    let run = s.spawn(&run_sh(&["--wait"], "exit 5"));
-    std::thread::sleep(Duration::from_millis(300));
+    let mut run = s.spawn(&run_sh(&["--wait"], "exit 5"));
+    let said = await_waiting(&mut run);
     assert_eq!(
         s.run(&["release", "k", "--holder", "other"]).status.code(),
         Some(0)
     );
     let out = finish(run, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("waiting for k"));
+    assert!(said.contains("waiting for k"), "{said}");
 }
 
 #[test]
@@ -381,8 +392,8 @@ fn a_signal_while_run_waits_ends_it_and_the_command_never_runs() {
     s.hold_for("k", "other", holder.pid());
     let side_effect = s.file("ran");
     let touch = format!("touch {}", side_effect.display());
-    let run = s.spawn(&run_sh(&["--wait"], &touch));
-    std::thread::sleep(Duration::from_millis(300));
+    let mut run = s.spawn(&run_sh(&["--wait"], &touch));
+    await_waiting(&mut run);
     signal(run.id(), libc::SIGTERM);
     let out = finish(run, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
