@@ -187,22 +187,30 @@ fn run(plan: &Plan, r: &mut Report) -> Res<()> {
     Ok(())
 }
 
-/// Sweep and the read-everything floor, interleaved so drift hits both.
-fn sweep_vs_floor(root: &Root, reps: usize) -> (Vec<Duration>, Vec<Duration>, usize) {
+/// The sweep and the read-everything floor, interleaved so drift hits both.
+struct SweepTimes {
+    single: Vec<Duration>,
+    floor: Vec<Duration>,
+    claims: usize,
+}
+
+fn sweep_vs_floor(root: &Root, reps: usize) -> SweepTimes {
     let dir = root.claims_dir();
     let mut buf = Vec::with_capacity(4096);
     // Warm the page and dentry caches so neither side pays for the first touch.
     read_all_floor(&dir, &mut buf);
-    let mut s = Vec::new();
-    let mut f = Vec::new();
-    let mut claims = 0;
+    let mut t = SweepTimes {
+        single: Vec::new(),
+        floor: Vec::new(),
+        claims: 0,
+    };
     for _ in 0..reps {
         let (d, sw) = time(|| sweep(root));
-        claims = sw.claims.len();
-        s.push(d);
-        f.push(time(|| read_all_floor(&dir, &mut buf)).0);
+        t.claims = sw.claims.len();
+        t.single.push(d);
+        t.floor.push(time(|| read_all_floor(&dir, &mut buf)).0);
     }
-    (s, f, claims)
+    t
 }
 
 fn fig1_and_3(
@@ -215,8 +223,9 @@ fn fig1_and_3(
 ) -> Res<()> {
     let fx = claims_fixture(plan.fig1_files, sleepers, dead)?;
     if do1 {
-        let (s, f, claims) = sweep_vs_floor(&fx.root, plan.reps);
-        let (ms, mf) = (median(&s), median(&f));
+        let t = sweep_vs_floor(&fx.root, plan.reps);
+        let claims = t.claims;
+        let (ms, mf) = (median(&t.single), median(&t.floor));
         let ratio = ms.as_secs_f64() / mf.as_secs_f64();
         let counts = sweep(&fx.root).counts;
         let verdict = r.target("fig1", ratio <= 1.5);
@@ -232,24 +241,38 @@ fn fig1_and_3(
         ));
         r.note("floor: read_dir + open/read/close of every file; warm page cache".into());
         r.note(breakdown(&fx.root, plan.reps));
-        // The same as whole processes: the CLI (sweep + JSON on stdout)
-        // against a process that only lists and reads the files.
+        // The same as whole processes: the CLI (sweep + text or JSON on
+        // stdout, into a pipe as a script would read it) against a process
+        // that only lists and reads the files. Interleaved, so drift on a
+        // shared machine hits all three alike.
         let root_dir = fx.dir.path().display().to_string();
-        let floor_p = run_median(plan.reps, || {
-            worker_cmd("readall", std::slice::from_ref(&root_dir))
-        })?;
-        let cli_p = run_median(plan.reps, || {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_claimtop"));
-            c.args(["list", "--json", "--root", &root_dir]);
-            Ok(c)
-        })?;
-        r.line(format!(
-            "fig1 claimtop list --json {} (whole process): {} (floor process {}, {:.2}x) REPORT",
-            plan.fig1_files,
-            fmt_d(cli_p),
-            fmt_d(floor_p),
-            cli_p.as_secs_f64() / floor_p.as_secs_f64()
-        ));
+        let list = |json: bool| {
+            let root_dir = root_dir.clone();
+            move || -> Res<Command> {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_claimtop"));
+                c.args(["list", "--root", &root_dir]);
+                if json {
+                    c.arg("--json");
+                }
+                Ok(c)
+            }
+        };
+        let floor_cmd = || worker_cmd("readall", std::slice::from_ref(&root_dir));
+        let times = run_medians_piped(
+            plan.reps,
+            &mut [&mut list(false), &mut list(true), &mut { floor_cmd }],
+        )?;
+        let floor_p = times[2];
+        for (name, t) in [("list", times[0]), ("list --json", times[1])] {
+            let ratio = t.as_secs_f64() / floor_p.as_secs_f64();
+            let verdict = r.target(&format!("fig1 {name}"), ratio <= 1.3);
+            r.line(format!(
+                "fig1 claimtop {name} {} (whole process): {} (floor process {}, {ratio:.2}x, target <=1.3x) {verdict}",
+                plan.fig1_files,
+                fmt_d(t),
+                fmt_d(floor_p),
+            ));
+        }
         if counts.live == 0 || counts.stale == 0 || counts.corrupted == 0 {
             r.broken.push(format!(
                 "fig1 fixture did not classify as mixed: {counts:?}"
@@ -347,8 +370,8 @@ fn fig2(plan: &Plan, r: &mut Report, sleepers: &Sleepers, dead: &[i32]) -> Res<(
         } else {
             plan.reps
         };
-        let (s, f, _) = sweep_vs_floor(&fx.root, reps);
-        let (ms, mf) = (median(&s), median(&f));
+        let t = sweep_vs_floor(&fx.root, reps);
+        let (ms, mf) = (median(&t.single), median(&t.floor));
         let per = ms.as_secs_f64() * 1e6 / n as f64;
         let per_floor = mf.as_secs_f64() * 1e6 / n as f64;
         r.line(format!(
@@ -713,6 +736,35 @@ fn run_median(reps: usize, mut cmd: impl FnMut() -> Res<Command>) -> Res<Duratio
     Ok(median(&ds))
 }
 
+/// Median wall times of several commands, run in turn `reps` times, each
+/// with its stdout read through a pipe to the end (a pipe, not /dev/null: a
+/// line-buffered stdout costs a write per line only into a pipe or tty).
+fn run_medians_piped(
+    reps: usize,
+    cmds: &mut [&mut dyn FnMut() -> Res<Command>],
+) -> Res<Vec<Duration>> {
+    use std::io::Read;
+    let mut ds = vec![Vec::new(); cmds.len()];
+    let mut sink = Vec::new();
+    for _ in 0..reps {
+        for (cmd, d) in cmds.iter_mut().zip(ds.iter_mut()) {
+            let mut c = cmd()?;
+            let t = Instant::now();
+            let mut child = c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+            sink.clear();
+            if let Some(mut out) = child.stdout.take() {
+                out.read_to_end(&mut sink)?;
+            }
+            let st = child.wait()?;
+            d.push(t.elapsed());
+            if !st.success() {
+                return Err(format!("{c:?} exited {st}").into());
+            }
+        }
+    }
+    Ok(ds.iter().map(|d| median(d)).collect())
+}
+
 /// Peak RSS of a command in KiB via `/usr/bin/time -f %M` (its fork starts
 /// small; a child spawned from this large process inherits our high-water
 /// mark through exec, so wait4's figure would be ours).
@@ -755,15 +807,15 @@ fn fig6(plan: &Plan, r: &mut Report) -> Res<()> {
                 r.broken.push(format!("fig6: parsed {parsed} of {n} lines"));
             }
         }
-        // Whole processes, each writing the same lines to /dev/null.
-        let floor = run_median(plan.reps, || {
+        // Whole processes, each writing the same lines into a pipe read to
+        // the end, interleaved so drift hits all three alike.
+        let mut tail = || -> Res<Command> {
             let mut c = Command::new("tail");
             c.arg("-n").arg(n.to_string()).arg(&path);
             Ok(c)
-        })?;
-        let lib = || worker_cmd("tail", &[p.clone(), n.to_string()]);
-        let ours = run_median(plan.reps, lib)?;
-        let cli = || -> Res<Command> {
+        };
+        let mut lib = || worker_cmd("tail", &[p.clone(), n.to_string()]);
+        let mut cli = || -> Res<Command> {
             let mut c = Command::new(exe);
             c.args(["events", "-n", &n.to_string(), "--json", "--root"])
                 .arg(&dir)
@@ -771,7 +823,8 @@ fn fig6(plan: &Plan, r: &mut Report) -> Res<()> {
                 .arg(&dir);
             Ok(c)
         };
-        let cli_t = run_median(plan.reps, cli)?;
+        let times = run_medians_piped(plan.reps, &mut [&mut tail, &mut lib, &mut cli])?;
+        let (floor, ours, cli_t) = (times[0], times[1], times[2]);
         let noop = run_median(plan.reps, || worker_cmd("noop", &[]))?;
         let ratio = ours.as_secs_f64() / floor.as_secs_f64();
         let verdict = r.target("fig6", ratio <= 2.0);
@@ -782,10 +835,12 @@ fn fig6(plan: &Plan, r: &mut Report) -> Res<()> {
             fmt_d(floor)
         ));
         let cli_ratio = cli_t.as_secs_f64() / floor.as_secs_f64();
+        let verdict = r.target("fig6 claimtop events", cli_ratio <= 2.0);
         r.line(format!(
-            "fig6 claimtop events -n {n} --json of {}: {} ({cli_ratio:.2}x tail -n) REPORT",
+            "fig6 claimtop events -n {n} --json of {}: {} (floor tail -n {}, {cli_ratio:.2}x, target <=2x) {verdict}",
             human_bytes(len),
-            fmt_d(cli_t)
+            fmt_d(cli_t),
+            fmt_d(floor)
         ));
         let rss = |c: Res<Command>| c.ok().and_then(|c| peak_rss_kib(&c));
         let show = |k: Option<u64>| {

@@ -1,17 +1,21 @@
 //! `claimtop`: parse the command line and hand each subcommand to its module.
 
 use claimtop::claims::Root;
-use claimtop::cli::args::{Cli, Command};
+use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
 use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, tui};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    claim_cmds::note_parent();
     let Cli {
         global,
         dashboard,
         command,
-    } = Cli::parse_checked();
+    } = match Cli::try_parse_checked() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let root = global.root();
     let Some(command) = command else {
         return ExitCode::from(tui::dashboard(root, &dashboard));
@@ -20,9 +24,23 @@ fn main() -> ExitCode {
     let result = match (command, root) {
         // The only subcommand that needs no claims root.
         (Command::Completions { shell }, _) => completions::completions(shell, &mut out),
-        (_, None) => return ExitCode::from(cli::no_root()),
+        (_, None) => cli::no_root(&mut out),
         (command, Some(root)) => dispatch(&root, command, &mut out),
     };
+    ExitCode::from(exit_status(
+        result.and_then(|code| out.flush().map(|()| code)),
+    ))
+}
+
+/// A command line clap refused. Under `--json` the contract wants one JSON
+/// document on stdout even now; help and version requests are not errors.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if e.exit_code() == 0 || !json_requested(&args) {
+        e.exit();
+    }
+    let mut out = Out::new(true);
+    let result = out.usage_error(&usage_message(&e));
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
     ))

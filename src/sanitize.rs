@@ -29,10 +29,18 @@ pub fn is_unsafe(c: char) -> bool {
     )
 }
 
-/// Escape every unsafe character of `s`; borrow when nothing needs escaping
-/// (the common case, so a 10 000-row table allocates nothing extra).
+/// Must `c` be written as an escape? The unsafe characters, and the
+/// backslash itself: escapes are spelled with it, so a literal `\e[2J` in a
+/// key would otherwise look exactly like a real ESC shown escaped.
+fn needs_escape(c: char) -> bool {
+    c == '\\' || is_unsafe(c)
+}
+
+/// Escape every unsafe character of `s` (and every backslash); borrow when
+/// nothing needs escaping (the common case, so a 10 000-row table allocates
+/// nothing extra).
 pub fn sanitize(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
+    if !s.chars().any(needs_escape) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -58,11 +66,12 @@ pub fn sanitize_bytes(bytes: &[u8]) -> String {
 }
 
 fn push_escaped(out: &mut String, c: char) {
-    if !is_unsafe(c) {
+    if !needs_escape(c) {
         out.push(c);
         return;
     }
     match c {
+        '\\' => out.push_str("\\\\"),
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
@@ -106,6 +115,16 @@ mod tests {
             sanitize("key\u{202e}gnp.exe\u{200b}\u{2066}"),
             "key\\u{202e}gnp.exe\\u{200b}\\u{2066}"
         );
+    }
+
+    #[test]
+    fn a_literal_escape_and_a_real_one_look_different() {
+        let literal = sanitize("job\\e[2J");
+        let real = sanitize("job\u{1b}[2J");
+        assert_eq!(literal, "job\\\\e[2J");
+        assert_eq!(real, "job\\e[2J");
+        assert_ne!(literal, real);
+        assert_eq!(sanitize_bytes(b"a\\b\xff"), "a\\\\b\\xff");
     }
 
     #[test]

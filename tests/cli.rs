@@ -835,3 +835,465 @@ fn every_subcommand_prints_one_json_document() {
         assert!(rc == 0 || rc == 3, "{args:?} {rc} {v}");
     }
 }
+
+#[test]
+fn usage_errors_under_json_print_one_usage_error_document() {
+    let s = Sandbox::new();
+    for (args, named) in [
+        (
+            &["acquire", "k", "--holder", "a", "--ttl", "0"][..],
+            "--ttl",
+        ),
+        (&["acquire", "k"][..], "--holder"),
+        (&["force-release", "k", "--operator", ""][..], "--operator"),
+        (&["list", "--bogus"][..], "--bogus"),
+    ] {
+        let (rc, v) = s.json(args);
+        assert_eq!(rc, 2, "{args:?}: {v}");
+        assert_eq!(v["outcome"], "usage_error", "{args:?}");
+        assert!(
+            v["error"].as_str().unwrap().contains(named),
+            "{args:?}: {v}"
+        );
+    }
+    let out = s
+        .bare()
+        .args(["list", "--json"])
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert_eq!(one_document(&out)["outcome"], "usage_error");
+    assert!(s.claim_files().is_empty());
+}
+
+#[test]
+fn an_empty_operator_is_refused_and_nothing_is_archived() {
+    let s = Sandbox::new();
+    let lock = s.write_lock("k", "not: [valid");
+    let out = s.run(&["force-release", "k", "--operator", ""]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--operator"), "{}", stderr(&out));
+    assert!(lock.exists());
+}
+
+#[test]
+fn an_acquire_whose_report_cannot_be_written_gives_the_claim_back_and_exits_1() {
+    let s = Sandbox::new();
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    let out = s
+        .bare()
+        .args(["--root"])
+        .arg(s.root())
+        .args(["acquire", "k", "--holder", "a", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("released k again"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.lockfile("k").exists(), "the claim was left behind");
+    let kinds: Vec<Value> = s.events().iter().map(|e| e["type"].clone()).collect();
+    assert_eq!(kinds, [json!("claim_acquired"), json!("claim_released")]);
+}
+
+#[test]
+fn a_release_whose_report_cannot_be_written_exits_1_and_says_what_stands() {
+    let s = Sandbox::new();
+    assert_eq!(
+        code(&s.run(&["acquire", "k", "--holder", "a", "--ttl", "1h"])),
+        0
+    );
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    let out = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(["release", "k", "--holder", "a"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("released k, and that cannot be undone"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Run `claimtop acquire` in the background of a shell that exits at once
+/// (so it is adopted by init or a subreaper), and return the orphan's stderr
+/// once it has finished. The sleep makes the adoption come first: a claimtop
+/// that started while the shell still lived would bind to the shell's pid,
+/// which is dead soon after, and that claim goes stale as it should.
+fn orphaned_acquire(s: &Sandbox, extra: &str) -> String {
+    let log = s.home.path().join("orphan.log");
+    let done = s.home.path().join("orphan.done");
+    let script = format!(
+        "(sleep 0.3; exec {BIN} --root '{}' acquire k --holder a {extra} 2>'{}') & echo $! >'{}'; exit 0",
+        s.root().display(),
+        log.display(),
+        done.display()
+    );
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("HOME", s.home.path())
+        .env_remove("FNO_CLAIMS_ROOT")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let pid: i32 = std::fs::read_to_string(&done)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The orphan is not our child: wait for its pid to disappear.
+    for _ in 0..500 {
+        // SAFETY: signal 0 only probes for existence.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::read_to_string(&log).unwrap_or_default()
+}
+
+#[test]
+fn an_orphaned_acquire_without_pid_or_ttl_refuses_and_writes_nothing() {
+    let s = Sandbox::new();
+    let err = orphaned_acquire(&s, "");
+    assert!(err.contains("--pid") && err.contains("--ttl"), "{err:?}");
+    assert!(
+        !s.lockfile("k").exists(),
+        "bound to an adopter: {:?}",
+        std::fs::read_to_string(s.lockfile("k"))
+    );
+    assert!(!s.events_file().exists());
+}
+
+#[test]
+fn an_orphaned_acquire_with_a_ttl_is_never_bound_to_init() {
+    let s = Sandbox::new();
+    let err = orphaned_acquire(&s, "--ttl 1h");
+    let text = std::fs::read_to_string(s.lockfile("k")).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let rec = claimtop::claims::ClaimRecord::from_yaml(&text).unwrap();
+    assert_ne!(rec.pid, 1, "{text}");
+    let (_, v) = s.json(&["status", "k"]);
+    assert_eq!(v["state"], "suspect", "the TTL alone protects it: {v}");
+}
+
+#[test]
+fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
+    use claimtop::claims::{operator_name, Root};
+    use claimtop::dashboard::action::{ForceOptsShown, Op};
+    let s = Sandbox::new();
+    s.write_lock("a", "not: [valid");
+    s.write_lock("b", "not: [valid");
+    let user = claimtop::claims::operator::user_name().expect("a user name");
+    let out = s
+        .bare()
+        .env("USER", &user)
+        .arg("--root")
+        .arg(s.root())
+        .args(["force-release", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let root = Root {
+        root: s.root().to_path_buf(),
+        events_dir: Some(s.root().to_path_buf()),
+    };
+    let op = Op::ForceRelease {
+        key: "b".into(),
+        opts: ForceOptsShown {
+            operator: "operator:someone@else".into(),
+            ..ForceOptsShown::default()
+        },
+    };
+    assert!(claimtop::dashboard::ops::run_op(&root, &op).ok);
+    let operators: Vec<Value> = s
+        .events()
+        .iter()
+        .map(|e| e["data"]["operator"].clone())
+        .collect();
+    assert_eq!(operators, [json!(operator_name()), json!(operator_name())]);
+}
+
+/// Make `path` look older than every abandonment rule.
+fn backdate(path: &Path) {
+    mutex::backdate(path, mutex::STALE_MUTEX_STEAL.as_secs() + 60).expect("backdate");
+}
+
+#[test]
+fn doctor_fix_removes_only_the_exact_shapes_the_protocol_writes() {
+    let s = Sandbox::new();
+    let d = s.claims_dir();
+    std::fs::create_dir_all(&d).unwrap();
+    // What the protocol really leaves behind.
+    let real_temp = d.join(".claim-tmp-42-1700000000000000000-0");
+    let real_replace = d.join("k.lock.tmp.42.0");
+    let real_mutex = d.join("k.lock.recovery.d");
+    let real_reap = d.join("k.lock.recovery.d.reap.42.0");
+    std::fs::write(&real_temp, "key: k\n").unwrap();
+    std::fs::write(&real_replace, "key: k\n").unwrap();
+    for dir in [&real_mutex, &real_reap] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("owner"), "host:1:2").unwrap();
+        backdate(dir);
+    }
+    // Look-alikes holding someone's data.
+    let lookalikes = [
+        d.join("x.recovery.d/important/data"),
+        d.join("k2.lock.recovery.d/notes.txt"),
+        d.join("backup.reap.2024.01/file"),
+        d.join(".claim-tmp-data/sub/file"),
+        d.join("k3.lock.recovery.d.reap.1.2/keep"),
+    ];
+    for f in &lookalikes {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, "precious").unwrap();
+        backdate(f.parent().unwrap());
+    }
+    let bak = d.join("k.lock.tmp.1.0.bak");
+    std::fs::write(&bak, "precious").unwrap();
+    for f in [&real_temp, &real_replace, &bak] {
+        backdate(f);
+    }
+
+    let (rc, v) = s.json(&["doctor", "--fix"]);
+    assert_eq!(rc, 3, "look-alikes remain as hazards: {v}");
+    for gone in [&real_temp, &real_replace, &real_mutex, &real_reap] {
+        assert!(
+            std::fs::symlink_metadata(gone).is_err(),
+            "{} survived: {v}",
+            gone.display()
+        );
+    }
+    for kept in lookalikes.iter().chain([&bak]) {
+        assert_eq!(
+            std::fs::read_to_string(kept).ok().as_deref(),
+            Some("precious"),
+            "{} was removed: {v}",
+            kept.display()
+        );
+    }
+    let left: Vec<&Value> = v["fixed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["fixed"] == false)
+        .collect();
+    assert!(
+        left.iter()
+            .all(|f| f["action"].as_str().unwrap().contains("human")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn doctor_reports_an_archive_dir_that_is_not_a_directory() {
+    for plant in ["symlink", "file"] {
+        let s = Sandbox::new();
+        std::fs::create_dir_all(s.claims_dir()).unwrap();
+        let expired = s.claims_dir().join(".expired");
+        match plant {
+            "symlink" => std::os::unix::fs::symlink(s.home.path(), &expired).unwrap(),
+            _ => std::fs::write(&expired, "").unwrap(),
+        }
+        let (rc, v) = s.json(&["doctor"]);
+        assert_eq!(rc, 3, "{v}");
+        let h = &v["hazards"][0];
+        assert_eq!(h["kind"], "archive_dir_broken", "{v}");
+        assert!(h["detail"].as_str().unwrap().contains(plant), "{v}");
+        // --fix leaves it for a human: moving it could lose what it holds.
+        let (rc, _) = s.json(&["doctor", "--fix"]);
+        assert_eq!(rc, 3);
+        assert!(std::fs::symlink_metadata(&expired).is_ok());
+    }
+}
+
+#[test]
+fn a_key_mismatch_names_the_key_found_in_the_record() {
+    let s = Sandbox::new();
+    let text = dead_holder_yaml("node:y", "a");
+    s.write_lock("node%3ax", &text);
+    let (_, v) = s.json(&["doctor"]);
+    let details: Vec<&str> = v["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["kind"] == "key_mismatch")
+        .map(|h| h["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 1, "{v}");
+    assert!(
+        details[0].contains("record claims key \"node:y\""),
+        "{}",
+        details[0]
+    );
+}
+
+/// Run claimtop with stdout to /dev/null and return the largest peak
+/// resident size (VmHWM, in MiB) seen while it ran. Polled from /proc: the
+/// rusage of a child forked from this big test process counts the pages it
+/// shared before exec, and VmHWM starts afresh at exec.
+fn peak_rss_mib(s: &Sandbox, args: &[&str]) -> u64 {
+    let mut child = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    loop {
+        // Read before checking for exit, so the last sample is the latest.
+        let hwm = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0);
+        peak_kib = peak_kib.max(hwm);
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success());
+            return peak_kib / 1024;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// An events log with one event of `reason_bytes` among short ones, valid
+/// objects without a string `type`, and garbage: the events in order.
+fn log_with_a_long_line(s: &Sandbox, reason_bytes: usize) -> Vec<String> {
+    std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+    let first = r#"{"ts":"t1","type":"claim_acquired","source":"fno-loop","data":{"key":"a"}}"#;
+    let long = format!(
+        r#"{{"ts":"t2","type":"claim_released","source":"fno-loop","data":{{"key":"a","reason":"{}"}}}}"#,
+        "r".repeat(reason_bytes)
+    );
+    let typeless = r#"{"ts":"t3","data":{"key":"b"},"note":"no type field"}"#;
+    let odd_type = r#"{"ts":"t4","type":7}"#;
+    let last = r#"{"ts":"t5","type":"claim_acquired","source":"fno-loop","data":{"key":"c"}}"#;
+    let log = [first, &long, typeless, "not json", "[1,2]", odd_type, last].join("\n") + "\n";
+    std::fs::write(s.events_file(), &log).unwrap();
+    [first, &long, typeless, odd_type, last]
+        .map(String::from)
+        .to_vec()
+}
+
+#[test]
+fn events_print_every_object_whole_however_long_and_skip_only_what_does_not_parse() {
+    let s = Sandbox::new();
+    // Over the 1 MiB in-memory limit, so it is streamed from the file.
+    let want = log_with_a_long_line(&s, 2 * 1024 * 1024);
+    let out = s.run(&["events", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got.iter().zip(&want).all(|(g, w)| g == w), "a line changed");
+    assert!(
+        stderr(&out).contains("skipped 2 unparseable"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = s.run(&["events", "--json", "--key", "a", "-n", "1"]);
+    assert_eq!(out.stdout, format!("{}\n", want[1]).into_bytes());
+
+    let out = s.run(&["events", "--type", "claim_released"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("t2 claim_released key=a"), "{text:.200}");
+    assert!(text.contains("too long to show as text"), "{text:.200}");
+    assert_eq!(text.lines().count(), 1);
+}
+
+#[test]
+fn a_line_over_32_mib_no_longer_hides_the_lines_before_it_and_memory_stays_flat() {
+    let s = Sandbox::new();
+    let want = log_with_a_long_line(&s, 40 * 1024 * 1024);
+    let out = s.run(&["events", "--json", "-n", "7"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(got.len(), want.len(), "{}", stderr(&out));
+    assert!(got.iter().zip(&want).all(|(g, w)| g == w), "a line changed");
+    let mib = peak_rss_mib(&s, &["events", "--json", "-n", "7"]);
+    assert!(mib < 24, "the 40 MiB line was held: {mib} MiB resident");
+}
+
+#[test]
+fn events_json_prints_claimtops_own_event_with_a_long_reason() {
+    let s = Sandbox::new();
+    // Over the old 64 KiB line cap, under the 128 KiB limit of one argv word.
+    let reason = "why ".repeat(25_000);
+    let (rc, _) = s.json(&["acquire", "k", "--holder", "h", "--reason", &reason]);
+    assert_eq!(rc, 0);
+    let out = s.run(&["events", "--json"]);
+    assert!(out.status.success());
+    let raw = std::fs::read(s.events_file()).unwrap();
+    assert_eq!(out.stdout, raw, "every line, byte for byte");
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn events_follow_prints_a_long_line_whole() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+    std::fs::write(s.events_file(), "").unwrap();
+    let mut child = s
+        .bare()
+        .arg("--root")
+        .arg(s.root())
+        .args(["events", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let long = format!(
+        r#"{{"type":"x","data":{{"reason":"{}"}}}}"#,
+        "z".repeat(300_000)
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(s.events_file())
+        .unwrap();
+    f.write_all(format!("{long}\n").as_bytes()).unwrap();
+    let line = reader.join().unwrap().unwrap();
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(line.trim_end(), long);
+}
+
+#[test]
+fn a_literal_backslash_escape_and_a_real_escape_look_different_in_text() {
+    let s = Sandbox::new();
+    for holder in ["job\\e[2J", "job\u{1b}[2J"] {
+        let out = s.run(&["acquire", holder, "--holder", holder, "--ttl", "1h"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = s.run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("job\\\\e[2J"), "the literal one: {text}");
+    assert!(text.contains("job\\e[2J"), "the real ESC, escaped: {text}");
+    assert!(!text.contains('\u{1b}'));
+}

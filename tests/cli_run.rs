@@ -179,6 +179,35 @@ fn acquire_wait_without_pid_binds_the_claim_to_the_caller_as_plain_acquire_does(
 }
 
 #[test]
+fn acquire_wait_stops_when_the_caller_it_would_bind_to_exits_while_it_waits() {
+    let s = Sandbox::new();
+    let holder = Sleeper::spawn();
+    s.hold_for("k", "other", holder.pid());
+    let (out, err) = (s.file("out.json"), s.file("err.txt"));
+    // The shell starts the waiter in the background and exits under it.
+    let script = format!(
+        "{bin} --root {root} acquire k --holder h --wait --json > {out} 2> {err} & \
+         while ! grep -q waiting {err} 2>/dev/null; do sleep 0.02; done",
+        bin = cli_common::BIN,
+        root = s.root().display(),
+        out = out.display(),
+        err = err.display()
+    );
+    let shell = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .expect("sh");
+    assert!(shell.success());
+    let done = || std::fs::read_to_string(&out).is_ok_and(|t| t.ends_with('\n'));
+    assert!(eventually(Duration::from_secs(10), done), "still waiting");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["outcome"], "error");
+    let why = doc["error"].as_str().unwrap();
+    assert!(why.contains("exited while it waited"), "{why}");
+    assert_eq!(live_pid(&s, "k"), Some(holder.pid() as i64));
+}
+
+#[test]
 fn wait_is_a_usage_error_without_equals_or_with_a_bad_duration() {
     let s = Sandbox::new();
     let out = s.run(&["acquire", "k", "--holder", "h", "--wait=soon"]);

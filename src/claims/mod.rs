@@ -11,6 +11,7 @@ mod fast_yaml;
 pub mod key;
 pub mod liveness;
 pub mod mutex;
+pub mod operator;
 pub mod record;
 pub mod sweep;
 pub mod verbs;
@@ -25,6 +26,7 @@ pub use key::{
 pub use liveness::{
     classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
 };
+pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{

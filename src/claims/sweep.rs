@@ -30,6 +30,9 @@ pub enum HazardKind {
     /// record names another key: a writer with a different encoder, and so
     /// possibly two holders of one key each in its own file.
     KeyMismatch,
+    /// `.expired` is not a real directory (a symlink, a regular file):
+    /// every stale reclaim and force-release refuses to archive into it.
+    ArchiveDirBroken,
 }
 
 impl HazardKind {
@@ -41,6 +44,7 @@ impl HazardKind {
             HazardKind::ForeignMachine => "foreign_machine",
             HazardKind::Unreadable => "unreadable",
             HazardKind::KeyMismatch => "key_mismatch",
+            HazardKind::ArchiveDirBroken => "archive_dir_broken",
         }
     }
 }
@@ -143,6 +147,10 @@ pub fn sweep(root: &Root) -> Sweep {
 }
 
 /// [`sweep`] with a caller's classifier (the dashboard keeps one per tick).
+///
+/// One thread: reading the files on two (contiguous chunks of the sorted
+/// listing, a classifier each) measured slower on a shared 2-core machine,
+/// 138 ms against 111 ms for 10 000 files, so it was not kept.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     let dir = root.claims_dir();
     let mut out = Sweep {
@@ -214,6 +222,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
             EntryKind::Other => {}
         }
     }
+    archive_dir_hazard(&dir, &mut out.hazards);
     lockfiles.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out.claims.reserve_exact(lockfiles.len());
     for (key, path) in &lockfiles {
@@ -240,18 +249,24 @@ pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
         })
     };
     if misnamed.is_some() {
-        let detail = match item.record.as_ref().filter(|r| r.key != item.key) {
-            Some(rec) if is_canonical(item) => format!(
-                "the file is named for key {:?} but its record claims {:?}",
-                item.key, rec.key
-            ),
-            _ => format!(
+        // Always name the key the record itself claims: that is the one
+        // its writer will release or renew, whatever the file is called.
+        let recorded = item.record.as_ref().map(|r| r.key.as_str());
+        let mut detail = if is_canonical(item) {
+            format!("the file is named for key {:?}", item.key)
+        } else {
+            format!(
                 "not the canonical name for key {:?} (that is {}.lock): a writer with \
                  another encoder made it, and acquire never looks here",
                 item.key,
                 super::encode_key(&item.key)
-            ),
+            )
         };
+        match recorded {
+            Some(k) if k != item.key => detail.push_str(&format!("; its record claims key {k:?}")),
+            Some(k) => detail.push_str(&format!("; its record claims key {k:?} too")),
+            None => {}
+        }
         push(HazardKind::KeyMismatch, detail);
     }
     match (unverifiable, &item.record) {
@@ -306,6 +321,29 @@ fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {
     })
 }
 
+/// `.expired` must be absent (made on first use) or a real directory;
+/// [`super::atomic::expired_dir`] refuses anything else, so one planted
+/// symlink or stray file silently stops every reclaim of a stale claim.
+fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
+    let path = claims_dir.join(super::EXPIRED_SUBDIR);
+    let what = match std::fs::symlink_metadata(&path) {
+        Ok(md) if md.is_dir() => return,
+        Err(e) if e.kind() == ErrorKind::NotFound => return,
+        Ok(md) if md.file_type().is_symlink() => "a symlink".to_string(),
+        Ok(md) if md.is_file() => "a regular file".to_string(),
+        Ok(_) => "a special file".to_string(),
+        Err(e) => format!("unreadable ({e})"),
+    };
+    hazards.push(Hazard {
+        kind: HazardKind::ArchiveDirBroken,
+        path,
+        detail: format!(
+            "the archive dir is {what}, not a directory: every stale reclaim and \
+             force-release fails until a human moves it away"
+        ),
+    });
+}
+
 fn events_mutex_hazard(root: &Root, hazards: &mut Vec<Hazard>) {
     let lock = crate::events::emit::events_mutex_path(&root.events_file());
     if let Some(h) = stale_mutex_hazard(&lock) {
@@ -327,34 +365,35 @@ pub struct Fix {
 }
 
 /// Clean only what is provably abandoned: temp files past
-/// [`TEMP_ABANDONED_AFTER`] and mutex corpses past the steal rule. Claims
-/// themselves (corrupted, foreign) are never touched here: that is
-/// force-release's job, with its guards.
+/// [`TEMP_ABANDONED_AFTER`] and mutex corpses past the steal rule, and of
+/// those only the exact names and contents the protocol writes (see
+/// [`Leftover`]). Anything else that merely looks like them — a directory
+/// under a temp name, a mutex holding more than its `owner` file, a backup
+/// called `x.reap.2024` — is left for a human, and nothing is ever removed
+/// recursively. Claims themselves (corrupted, foreign) are never touched
+/// here: that is force-release's job, with its guards.
 pub fn doctor_fix(root: &Root) -> Vec<Fix> {
+    let events_mutex = crate::events::emit::events_mutex_path(&root.events_file());
     doctor(root)
         .into_iter()
         .map(|h| {
             let (fixed, action) = match h.kind {
-                HazardKind::StaleMutex => {
-                    if mutex::steal_if_stale(&h.path) {
-                        (
-                            true,
-                            "stole the corpse by rename and removed it".to_string(),
-                        )
-                    } else {
-                        (
-                            false,
-                            "not stolen: it was taken again meanwhile".to_string(),
-                        )
+                HazardKind::StaleMutex | HazardKind::TempLitter => {
+                    match Leftover::of(&h.path, &events_mutex) {
+                        Ok(shape) => shape.remove(&h.path),
+                        Err(why) => (false, format!("left: {why}; needs a human")),
                     }
                 }
-                HazardKind::TempLitter => remove_litter(&h.path),
                 HazardKind::CorruptedClaim => (false, "left: use force-release".into()),
                 HazardKind::ForeignMachine => (false, "left: its own machine decides".into()),
                 HazardKind::Unreadable => (false, "left: needs a human".into()),
                 HazardKind::KeyMismatch => {
                     (false, "left: find the writer whose encoder differs".into())
                 }
+                HazardKind::ArchiveDirBroken => (
+                    false,
+                    "left: move it aside; the next archive makes a real directory".into(),
+                ),
             };
             Fix {
                 hazard: h,
@@ -365,20 +404,199 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
         .collect()
 }
 
+/// Most bytes a temp file the protocol wrote can hold: one claim record.
+/// Anything bigger under a temp name is someone's data.
+const MAX_TEMP_BYTES: u64 = 1024 * 1024;
+
+/// What the protocol leaves behind when a writer dies, by exact shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leftover {
+    /// `.claim-tmp-<pid>-<nanos>-<seq>` or `<enc>.lock.tmp.<pid>.<seq>`: a
+    /// regular file holding (part of) one record (or a planted symlink).
+    TempFile,
+    /// `<enc>.lock.recovery.d`, or the events mutex: a directory holding at
+    /// most its `owner` file (or a planted symlink, stolen like a corpse).
+    MutexCorpse,
+    /// `<mutex>.reap.<pid>.<seq>`: a stolen corpse whose removal was cut
+    /// short; a directory holding at most `owner`, or a symlink that was
+    /// planted as the mutex (unlinked, never followed).
+    ReapedMutex,
+}
+
+impl Leftover {
+    /// The shape of the thing at `path`, or why it is none of them.
+    fn of(path: &Path, events_mutex: &Path) -> Result<Leftover, String> {
+        let name = path.file_name().map(OsStr::as_bytes).unwrap_or_default();
+        let md = match std::fs::symlink_metadata(path) {
+            Ok(md) => md,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Leftover::TempFile),
+            Err(e) => return Err(format!("cannot stat it: {e}")),
+        };
+        // A symlink under any of these names is unlinked, never followed:
+        // that loses nothing (its target is untouched), and a link planted as
+        // a mutex would otherwise block every recovery of its claim.
+        let ft = md.file_type();
+        if ft.is_symlink() && (is_temp_name(name) || is_mutex_name(name) || path == events_mutex) {
+            return Ok(if is_temp_name(name) {
+                Leftover::TempFile
+            } else {
+                Leftover::MutexCorpse
+            });
+        }
+        if is_temp_name(name) {
+            if !ft.is_file() {
+                return Err("not a regular file, so no temp file the protocol wrote".into());
+            }
+            if md.len() > MAX_TEMP_BYTES {
+                return Err(format!("{} bytes, more than any claim record", md.len()));
+            }
+            return Ok(Leftover::TempFile);
+        }
+        if let Some(mutex) = reaped_mutex_name(name) {
+            if !is_mutex_name(mutex) {
+                return Err("named like a reaped mutex, but not of any claim's mutex".into());
+            }
+            if ft.is_symlink() {
+                return Ok(Leftover::ReapedMutex);
+            }
+            return holds_only_owner(path, &md).map(|()| Leftover::ReapedMutex);
+        }
+        if is_mutex_name(name) || path == events_mutex {
+            return holds_only_owner(path, &md).map(|()| Leftover::MutexCorpse);
+        }
+        Err("not a name the protocol writes".into())
+    }
+
+    fn remove(self, path: &Path) -> (bool, String) {
+        match self {
+            Leftover::MutexCorpse => {
+                if mutex::steal_if_stale(path) {
+                    (
+                        true,
+                        "stole the corpse by rename and removed it".to_string(),
+                    )
+                } else {
+                    (
+                        false,
+                        "not stolen: it was taken again meanwhile".to_string(),
+                    )
+                }
+            }
+            Leftover::TempFile | Leftover::ReapedMutex => remove_litter(path),
+        }
+    }
+}
+
+fn all_digits(b: &[u8]) -> bool {
+    !b.is_empty() && b.iter().all(u8::is_ascii_digit)
+}
+
+/// `<a>.<b>` with both decimal: the `<pid>.<seq>` tail of a name.
+fn pid_seq(b: &[u8]) -> bool {
+    let mut parts = b.splitn(2, |&c| c == b'.');
+    matches!((parts.next(), parts.next()), (Some(p), Some(q)) if all_digits(p) && all_digits(q))
+}
+
+fn is_temp_name(name: &[u8]) -> bool {
+    if let Some(rest) = name.strip_prefix(CREATE_TMP_PREFIX.as_bytes()) {
+        let parts: Vec<&[u8]> = rest.split(|&c| c == b'-').collect();
+        return parts.len() == 3 && parts.iter().all(|p| all_digits(p));
+    }
+    let infix = REPLACE_TMP_INFIX.as_bytes();
+    match name.windows(infix.len()).rposition(|w| w == infix) {
+        Some(i) => i > 0 && pid_seq(&name[i + infix.len()..]),
+        None => false,
+    }
+}
+
+/// A claim's recovery mutex: `<enc>.lock.recovery.d`.
+fn is_mutex_name(name: &[u8]) -> bool {
+    name.strip_suffix(RECOVERY_SUFFIX.as_bytes())
+        .and_then(|lock| lock.strip_suffix(b".lock"))
+        .is_some_and(|enc| !enc.is_empty())
+}
+
+/// The mutex name inside `<mutex>.reap.<pid>.<seq>`.
+fn reaped_mutex_name(name: &[u8]) -> Option<&[u8]> {
+    let infix = b".reap.";
+    let i = name.windows(infix.len()).rposition(|w| w == infix)?;
+    pid_seq(&name[i + infix.len()..]).then(|| &name[..i])
+}
+
+/// A mutex dir as the protocol makes it: a real directory whose only entry,
+/// if any, is the regular file `owner`.
+fn holds_only_owner(path: &Path, md: &std::fs::Metadata) -> Result<(), String> {
+    if !md.is_dir() {
+        return Err("not a real directory, so no mutex the protocol made".into());
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| format!("cannot list it: {e}"))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list it: {e}"))?;
+        let is_owner_file =
+            entry.file_name() == "owner" && entry.file_type().is_ok_and(|t| t.is_file());
+        if !is_owner_file {
+            return Err(format!(
+                "it holds {:?}, and a mutex holds nothing but its owner file",
+                entry.file_name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Remove a temp file or a reaped mutex of the exact shape [`Leftover::of`]
+/// accepted: one file, or one `owner` file and its directory, never more.
 fn remove_litter(path: &Path) -> (bool, String) {
-    // Re-check age at the moment of removal; and a dir (a reap dir) is removed
-    // as a dir, never followed if it is a symlink.
+    // Re-check age at the moment of removal: a write in flight is not litter.
     match std::fs::symlink_metadata(path) {
         Ok(_) if mutex::age(path).is_some_and(|a| a > TEMP_ABANDONED_AFTER) => {}
         Ok(_) => return (false, "left: it is no longer old".into()),
         Err(_) => return (true, "already gone".into()),
     }
     let res = match std::fs::symlink_metadata(path) {
-        Ok(md) if md.is_dir() => std::fs::remove_dir_all(path),
+        Ok(md) if md.is_dir() => match std::fs::remove_file(path.join("owner")) {
+            Ok(()) => std::fs::remove_dir(path),
+            Err(e) if e.kind() == ErrorKind::NotFound => std::fs::remove_dir(path),
+            Err(e) => Err(e),
+        },
         _ => std::fs::remove_file(path),
     };
     match res {
         Ok(()) => (true, "removed".into()),
+        // remove_dir refuses a directory that gained an entry meanwhile.
         Err(e) => (false, format!("could not remove: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_temp_and_reap_names_the_protocol_writes_are_recognised() {
+        assert!(is_temp_name(b".claim-tmp-12-1700000000000000000-3"));
+        assert!(is_temp_name(b"node%3Ax.lock.tmp.12.0"));
+        for lookalike in [
+            &b".claim-tmp-data"[..],
+            b".claim-tmp-1-2",
+            b".claim-tmp-1-2-3-4",
+            b"k.lock.tmp.1.0.bak",
+            b".lock.tmp.1.0",
+            b"k.lock.tmp.x.0",
+        ] {
+            assert!(
+                !is_temp_name(lookalike),
+                "{:?}",
+                String::from_utf8_lossy(lookalike)
+            );
+        }
+        assert_eq!(
+            reaped_mutex_name(b"k.lock.recovery.d.reap.12.0"),
+            Some(&b"k.lock.recovery.d"[..])
+        );
+        assert_eq!(reaped_mutex_name(b"backup.reap.2024.01.tar"), None);
+        assert!(!is_mutex_name(b"backup"));
+        assert!(!is_mutex_name(b"x.recovery.d"));
+        assert!(is_mutex_name(b"k.lock.recovery.d"));
     }
 }

@@ -33,13 +33,11 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// Parse the process arguments, exiting 2 on a usage error.
-    pub fn parse_checked() -> Cli {
-        let cli = Cli::parse();
-        if let Err(e) = cli.check() {
-            e.exit();
-        }
-        cli
+    /// Parse the process arguments. `Err` is clap's error: a usage error
+    /// (exit 2), or help/version text (exit 0), for the caller to report.
+    pub fn try_parse_checked() -> Result<Cli, clap::Error> {
+        let cli = Cli::try_parse()?;
+        cli.check().map(|()| cli)
     }
 
     /// What clap's derive cannot say: dashboard flags belong to no
@@ -188,7 +186,7 @@ pub struct ForceArgs {
     #[arg(long, value_name = "MS")]
     pub expect_acquired_at: Option<i64>,
     /// Who is doing this, for the audit log [default: $USER@hostname]
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = parse_operator)]
     pub operator: Option<String>,
     /// Also archive a claim whose holder is alive
     #[arg(long)]
@@ -218,6 +216,41 @@ pub(crate) fn parse_dur(s: &str) -> Result<i64, String> {
     parse_ttl_ms(s).ok_or_else(|| {
         "expected a positive duration such as 1h, 30m, 3600s or bare seconds".to_string()
     })
+}
+
+/// An audit trail entry that names nobody is worse than the default.
+fn parse_operator(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err(
+            "the operator name must not be empty (omit --operator for $USER@hostname)".into(),
+        );
+    }
+    Ok(s.to_string())
+}
+
+/// Did the command line ask for JSON? Used only when clap could not parse it,
+/// so the usage error can still be one JSON document on stdout. Words after
+/// `--` belong to no flag.
+pub fn json_requested<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
+    args.iter()
+        .skip(1)
+        .map(AsRef::as_ref)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+}
+
+/// A clap error in one line of words: its message (with the arguments it
+/// lists) without the `error:` prefix, the usage block or the `--help` tip.
+pub fn usage_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let words: Vec<&str> = text
+        .trim_start()
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = words.join(" ");
+    msg.strip_prefix("error: ").unwrap_or(&msg).to_string()
 }
 
 fn parse_metadata(s: &str) -> Result<Map<String, Value>, String> {
@@ -278,6 +311,41 @@ mod tests {
     fn json_without_a_subcommand_is_a_usage_error() {
         let err = parse_and_check(&["claimtop", "--json"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn an_empty_or_blank_operator_is_a_usage_error() {
+        for bad in ["", "  "] {
+            let err = parse_and_check(&["claimtop", "force-release", "k", "--operator", bad])
+                .unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(usage_message(&err).contains("operator"), "{err}");
+        }
+    }
+
+    #[test]
+    fn json_is_noticed_in_an_unparseable_command_line_but_not_after_a_double_dash() {
+        assert!(json_requested(&[
+            "claimtop", "acquire", "--json", "--ttl", "x"
+        ]));
+        assert!(!json_requested(&["claimtop", "acquire", "--", "--json"]));
+        assert!(!json_requested(&["--json"]), "argv[0] is the program");
+    }
+
+    #[test]
+    fn usage_message_is_one_line_without_the_error_prefix() {
+        let err = parse_and_check(&["claimtop", "renew", "k", "--holder", "h", "--ttl", "0"])
+            .unwrap_err();
+        let msg = usage_message(&err);
+        assert!(!msg.contains('\n') && !msg.starts_with("error:"), "{msg}");
+        assert!(msg.contains("--ttl"), "{msg}");
+    }
+
+    #[test]
+    fn usage_message_names_every_missing_argument() {
+        let err = parse_and_check(&["claimtop", "acquire"]).unwrap_err();
+        let msg = usage_message(&err);
+        assert!(msg.contains("<KEY>") && msg.contains("--holder"), "{msg}");
     }
 
     #[test]

@@ -4,15 +4,108 @@
 use super::args::{AcquireArgs, ForceArgs};
 use super::output::{
     opt_record_json, path_text, record_json, record_text, status_json, CmdResult, Out,
-    EXIT_DECLINED, EXIT_OK,
+    EXIT_DECLINED, EXIT_ERROR, EXIT_OK,
 };
-use crate::claims::liveness::{hostname, utc_hms};
+use crate::claims::liveness::utc_hms;
 use crate::claims::{
     self, human_ms, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
     ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
 use serde_json::{json, Value};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Our parent as it was when `main` began; see [`orphaned`].
+static PARENT_AT_START: OnceLock<u32> = OnceLock::new();
+
+/// Remember who started us. Called first thing in `main`, before anything
+/// slow, so a parent that exits while we start up is noticed.
+pub fn note_parent() {
+    let _ = PARENT_AT_START.set(std::os::unix::process::parent_id());
+}
+
+/// Has the process that ran us already gone away?
+///
+/// A dead parent's children are re-parented: to pid 1, or to the nearest
+/// ancestor that made itself a child subreaper (`PR_SET_CHILD_SUBREAPER`:
+/// systemd --user, tini, container inits). Either way the adopter lives on,
+/// so a claim bound to it would be Live forever, and with a TTL still Live
+/// after expiry by the hybrid rule. pid 1 is plain to see; a subreaper is
+/// not (no process can ask whether *another* one is a subreaper), but an
+/// adoption shows as our parent pid changing, so the parent at start is
+/// compared too. A parent that died before we even started, under a
+/// subreaper, stays invisible: that is what `--pid` is for.
+fn orphaned() -> bool {
+    let now = std::os::unix::process::parent_id();
+    now == 1 || PARENT_AT_START.get().is_some_and(|start| *start != now)
+}
+
+/// SIGINT, SIGTERM and SIGHUP noted instead of obeyed while a mutating verb
+/// runs: a claim taken must be either reported or given back, never left
+/// behind by an interrupt between the two.
+struct Interrupts {
+    flag: Arc<AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Interrupts {
+    fn catch() -> Interrupts {
+        let flag = Arc::new(AtomicBool::new(false));
+        let ids = [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ]
+        .into_iter()
+        // A signal we fail to catch keeps its default action: it still ends
+        // us, just without the rollback.
+        .filter_map(|sig| signal_hook::flag::register(sig, Arc::clone(&flag)).ok())
+        .collect();
+        Interrupts { flag, ids }
+    }
+
+    fn happened(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Interrupts {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// Write a mutation's report and flush it. If that fails, or an interrupt
+/// arrived first, the report never reached anyone: `undo` gives back what
+/// can be given back and says what stands, and the command exits 1.
+fn report_or_undo(
+    out: &mut Out,
+    interrupted: bool,
+    code: u8,
+    report: impl FnOnce(&mut Out) -> io::Result<()>,
+    undo: impl FnOnce() -> String,
+) -> CmdResult {
+    let failure = if interrupted {
+        Some("interrupted before reporting".to_string())
+    } else {
+        report(out)
+            .and_then(|()| out.flush())
+            .err()
+            .map(|e| format!("cannot write output: {e}"))
+    };
+    match failure {
+        None => Ok(code),
+        Some(why) => {
+            out.discard();
+            super::output::diag(&format!("{why}; {}", undo()));
+            Ok(EXIT_ERROR)
+        }
+    }
+}
 
 /// Stands in for the holder when only the key is being checked: the key
 /// rules live in `validate_inputs`, and a second copy here would drift.
@@ -41,12 +134,34 @@ pub fn status(root: &Root, key: &str, out: &mut Out) -> CmdResult {
     Ok(EXIT_OK)
 }
 
-pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
-    let opts = AcquireOpts {
-        // claimtop itself exits in milliseconds: a claim bound to its own pid
-        // would be stale (and stolen) at once. The caller — the shell or
+/// The pid a claim is bound to when `--pid` is not given, or why there is
+/// none to bind to.
+fn default_pid(ttl: Option<i64>) -> Result<u32, &'static str> {
+    if !orphaned() {
+        // claimtop itself exits in milliseconds: a claim bound to its own
+        // pid would be stale (and stolen) at once. The caller — the shell or
         // script that ran us — is the process whose life the claim tracks.
-        pid: Some(a.pid.unwrap_or_else(std::os::unix::process::parent_id)),
+        return Ok(std::os::unix::process::parent_id());
+    }
+    match ttl {
+        // Nobody's life to track, but the TTL bounds the claim: bind it to
+        // our own pid, gone when we exit, so the deadline alone governs.
+        Some(_) => Ok(std::process::id()),
+        None => Err(
+            "the process that ran claimtop has already exited, so the claim would be \
+             bound to whatever adopted us (init or a subreaper) and never go stale; \
+             pass --pid N for the process it should follow, or --ttl DUR",
+        ),
+    }
+}
+
+pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
+    let pid = match a.pid.map_or_else(|| default_pid(a.ttl), Ok) {
+        Ok(pid) => pid,
+        Err(why) => return out.error(why),
+    };
+    let opts = AcquireOpts {
+        pid: Some(pid),
         ttl_ms: a.ttl,
         reason: a.reason,
         metadata: a.metadata,
@@ -60,32 +175,35 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         };
         eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
     });
-    match super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait) {
+    let sigs = Interrupts::catch();
+    // A wait may outlast the caller its claim would be bound to: binding
+    // it then would be the silent pid reuse `default_pid` refuses.
+    let caller_bound = a.pid.is_none() && !orphaned();
+    let stop = || match () {
+        _ if sigs.happened() => Some("interrupted while waiting".to_string()),
+        _ if caller_bound && orphaned() => {
+            Some("the process that ran claimtop exited while it waited".to_string())
+        }
+        _ => None,
+    };
+    match super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait, &stop) {
         Err(e) => out.error(&e.to_string()),
         Ok(AcquireOutcome::Acquired { record, kind }) => {
-            if out.json_mode() {
-                let mut v = json!({"outcome": "acquired", "record": record_json(&record)});
-                add_kind(&mut v, &kind);
-                out.json(&v)?;
-            } else {
-                let how = match &kind {
-                    AcquireKind::Fresh => String::new(),
-                    AcquireKind::Reacquired => " (re-acquired by the same holder)".into(),
-                    AcquireKind::Reclaimed {
-                        previous_holder,
-                        previous_pid,
-                    } => format!(
-                        " (reclaimed from stale holder {} pid {previous_pid})",
-                        sanitize(previous_holder)
-                    ),
-                };
-                out.line(&format!(
-                    "acquired {}{how}: {}",
-                    sanitize(&record.key),
-                    record_text(&record, now_ms())
-                ))?;
-            }
-            Ok(EXIT_OK)
+            // A re-acquire found the claim already ours: giving it back
+            // would change more than this command did.
+            let taken = !matches!(kind, AcquireKind::Reacquired);
+            let undo = || match (taken, claims::release(root, &a.key, &a.holder)) {
+                (false, _) => format!("{} was already held by this holder; left so", a.key),
+                (true, Ok(_)) => format!("released {} again", a.key),
+                (true, Err(e)) => format!("{} is still held, and releasing it failed: {e}", a.key),
+            };
+            report_or_undo(
+                out,
+                sigs.happened(),
+                EXIT_OK,
+                |out| acquired_report(out, &record, &kind),
+                undo,
+            )
         }
         Ok(AcquireOutcome::HeldByOther { holder, pid, host }) => {
             if out.json_mode() {
@@ -107,6 +225,35 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
             Ok(EXIT_DECLINED)
         }
     }
+}
+
+/// The report of a claim taken, in either mode.
+fn acquired_report(
+    out: &mut Out,
+    record: &claims::ClaimRecord,
+    kind: &AcquireKind,
+) -> io::Result<()> {
+    if out.json_mode() {
+        let mut v = json!({"outcome": "acquired", "record": record_json(record)});
+        add_kind(&mut v, kind);
+        return out.json(&v);
+    }
+    let how = match kind {
+        AcquireKind::Fresh => String::new(),
+        AcquireKind::Reacquired => " (re-acquired by the same holder)".into(),
+        AcquireKind::Reclaimed {
+            previous_holder,
+            previous_pid,
+        } => format!(
+            " (reclaimed from stale holder {} pid {previous_pid})",
+            sanitize(previous_holder)
+        ),
+    };
+    out.line(&format!(
+        "acquired {}{how}: {}",
+        sanitize(&record.key),
+        record_text(record, now_ms())
+    ))
 }
 
 /// Added fields: how the claim came about.
@@ -137,6 +284,33 @@ pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult
         Ok(o) => o,
         Err(e) => return out.error(&e.to_string()),
     };
+    let released = matches!(outcome, ReleaseOutcome::Released { .. });
+    report_or_undo(
+        out,
+        false,
+        EXIT_OK,
+        |out| release_report(out, key, holder, &outcome),
+        || stands(released, &format!("released {key}")),
+    )
+}
+
+/// What stands after a report failed for a change no verb can take back
+/// (an archive, a release, a new deadline): said in words on stderr, so
+/// the exit status 1 is not read as "nothing happened".
+fn stands(changed: bool, what: &str) -> String {
+    if changed {
+        format!("{what}, and that cannot be undone")
+    } else {
+        "nothing was changed".into()
+    }
+}
+
+fn release_report(
+    out: &mut Out,
+    key: &str,
+    holder: &str,
+    outcome: &ReleaseOutcome,
+) -> io::Result<()> {
     if out.json_mode() {
         let mut v = json!({"outcome": outcome.as_str(), "key": key});
         if let Some(obj) = v.as_object_mut() {
@@ -153,11 +327,10 @@ pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult
                 ReleaseOutcome::Absent => {}
             }
         }
-        out.json(&v)?;
-        return Ok(EXIT_OK);
+        return out.json(&v);
     }
     let k = sanitize(key);
-    let text = match &outcome {
+    let text = match outcome {
         ReleaseOutcome::Released { held_ms, .. } => {
             format!("released {k} (held {})", human_ms(*held_ms))
         }
@@ -172,53 +345,56 @@ pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult
             sanitize(reason)
         ),
     };
-    out.line(&text)?;
-    Ok(EXIT_OK)
+    out.line(&text)
 }
 
 pub fn renew(root: &Root, key: &str, holder: &str, ttl_ms: i64, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(key, holder, Some(ttl_ms)) {
         return out.error(&e.to_string());
     }
-    match claims::renew(root, key, holder, ttl_ms) {
-        Err(e) => out.error(&e.to_string()),
-        Ok(RenewOutcome::Renewed { record, .. }) => {
+    let outcome = match claims::renew(root, key, holder, ttl_ms) {
+        Ok(o) => o,
+        Err(e) => return out.error(&e.to_string()),
+    };
+    let renewed = matches!(outcome, RenewOutcome::Renewed { .. });
+    let code = if renewed { EXIT_OK } else { EXIT_DECLINED };
+    report_or_undo(
+        out,
+        false,
+        code,
+        |out| renew_report(out, key, ttl_ms, &outcome),
+        || stands(renewed, &format!("renewed {key}")),
+    )
+}
+
+fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -> io::Result<()> {
+    match outcome {
+        RenewOutcome::Renewed { record, .. } => {
             let until = record.expires_at.unwrap_or_default();
             if out.json_mode() {
-                out.json(&json!({"renewed": true, "key": key, "expires_at": until}))?;
+                out.json(&json!({"renewed": true, "key": key, "expires_at": until}))
             } else {
                 out.line(&format!(
                     "renewed {} until {} (in {})",
                     sanitize(key),
                     utc_hms(until),
                     human_ms(ttl_ms)
-                ))?;
+                ))
             }
-            Ok(EXIT_OK)
         }
-        Ok(RenewOutcome::NotRenewed(no)) => {
+        RenewOutcome::NotRenewed(no) => {
             if out.json_mode() {
                 out.json(&json!({
                     "renewed": false,
                     "key": key,
                     "why": no.describe(),
                     "why_code": no,
-                }))?;
+                }))
             } else {
-                out.line(&format!("{} not renewed: {}", sanitize(key), no.describe()))?;
+                out.line(&format!("{} not renewed: {}", sanitize(key), no.describe()))
             }
-            Ok(EXIT_DECLINED)
         }
     }
-}
-
-/// `$USER@hostname`, so the audit trail says who pulled the lever.
-fn default_operator() -> String {
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "operator".into());
-    format!("{user}@{}", hostname())
 }
 
 pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
@@ -228,23 +404,38 @@ pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
     let opts = ForceOpts {
         expect_holder: a.expect_holder,
         expect_acquired_at: a.expect_acquired_at,
-        operator: Some(a.operator.unwrap_or_else(default_operator)),
+        operator: Some(a.operator.unwrap_or_else(claims::operator_name)),
         allow_live: a.allow_live,
     };
-    match claims::force_release(root, &a.key, &opts) {
-        Err(e) => out.error(&e.to_string()),
-        Ok(ForceOutcome::Archived {
+    let outcome = match claims::force_release(root, &a.key, &opts) {
+        Ok(o) => o,
+        Err(e) => return out.error(&e.to_string()),
+    };
+    let archived = matches!(outcome, ForceOutcome::Archived { .. });
+    let code = if archived { EXIT_OK } else { EXIT_DECLINED };
+    report_or_undo(
+        out,
+        false,
+        code,
+        |out| force_report(out, &a.key, &outcome),
+        || stands(archived, &format!("archived {}", a.key)),
+    )
+}
+
+fn force_report(out: &mut Out, key: &str, outcome: &ForceOutcome) -> io::Result<()> {
+    match outcome {
+        ForceOutcome::Archived {
             archived_to,
             previous,
             previous_state,
-        }) => {
+        } => {
             if out.json_mode() {
                 out.json(&json!({
                     "outcome": "archived",
-                    "archived_to": super::output::path_str(&archived_to),
+                    "archived_to": super::output::path_str(archived_to),
                     "previous": opt_record_json(previous.as_ref()),
                     "previous_state": previous_state.as_str(),
-                }))?;
+                }))
             } else {
                 let who = previous
                     .as_ref()
@@ -252,19 +443,17 @@ pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
                     .unwrap_or_default();
                 out.line(&format!(
                     "archived {} (was {previous_state}{who}) to {}",
-                    sanitize(&a.key),
-                    path_text(&archived_to)
-                ))?;
+                    sanitize(key),
+                    path_text(archived_to)
+                ))
             }
-            Ok(EXIT_OK)
         }
-        Ok(ForceOutcome::Refused(reason)) => {
+        ForceOutcome::Refused(reason) => {
             if out.json_mode() {
-                out.json(&json!({"outcome": "refused", "reason": reason}))?;
+                out.json(&json!({"outcome": "refused", "reason": reason}))
             } else {
-                out.line(&format!("refused: {}", sanitize(&reason)))?;
+                out.line(&format!("refused: {}", sanitize(reason)))
             }
-            Ok(EXIT_DECLINED)
         }
     }
 }

@@ -3,10 +3,14 @@
 use super::args::EventsArgs;
 use super::output::{diag, CmdResult, Out, EXIT_OK};
 use crate::claims::Root;
-use crate::events::tail::{read_last_lines, Event, Follower, Line, Reset};
+use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
+use crate::events::tail::{open_regular, FileId, Follower, Line, Reset};
 use crate::sanitize::sanitize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,45 +33,193 @@ impl Filter {
         self.key.is_some() || self.kind.is_some()
     }
 
-    fn accepts(&self, ev: &Event) -> bool {
-        self.kind.as_deref().is_none_or(|k| ev.kind() == k)
-            && self.key.as_deref().is_none_or(|k| ev.key() == Some(k))
+    /// Does an event with this `type` and `data.key` pass? (Either may be
+    /// absent or not a string: such an event passes only where no filter
+    /// asks about that field.)
+    fn accepts(&self, kind: Option<&str>, key: Option<&str>) -> bool {
+        self.kind.as_deref().is_none_or(|k| kind == Some(k))
+            && self.key.as_deref().is_none_or(|k| key == Some(k))
     }
 }
 
 /// Turns log lines into printed events, counting the ones that do not parse.
+///
+/// Every line that is one JSON object is an event, whatever its fields: a
+/// line is printed as it stands (`--json`) or as words, or counted as
+/// unparseable. Lines up to [`INLINE_LINE_BYTES`] are handled in memory;
+/// longer ones are checked and copied from the file in pieces, so no line is
+/// ever too long and memory stays flat in the size of the log.
 struct Printer<'a> {
     out: &'a mut Out,
     filter: Filter,
     skipped: usize,
+    buf: Vec<u8>,
 }
 
 impl Printer<'_> {
-    /// The events among `lines` that pass the filter, newest `limit` of them.
-    fn select(&mut self, lines: Vec<Line>, limit: Option<usize>) -> Vec<(Line, Event)> {
-        let mut kept = VecDeque::new();
-        for line in lines {
-            match line.parse() {
-                Ok(ev) if self.filter.accepts(&ev) => {
-                    kept.push_back((line, ev));
-                    if limit.is_some_and(|n| kept.len() > n) {
-                        kept.pop_front();
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => self.skipped += 1,
+    /// Print the complete lines before `end`: the last `limit` events that
+    /// pass the filter, or all of them.
+    fn print_file(&mut self, file: &File, end: u64, limit: Option<usize>) -> io::Result<()> {
+        match limit {
+            // Without a filter the last N lines are the last N events (less
+            // any that do not parse), found by reading back from the end.
+            Some(n) if !self.filter.active() => {
+                let start = stream::start_of_last_lines(file, end, n)?;
+                stream::for_each_line(file, start, end, |span, bytes| {
+                    self.print_scanned(file, span, bytes)
+                })
             }
+            // With one, the last N matches may lie anywhere: one pass keeps
+            // their places (not their text), a second prints them.
+            Some(n) => {
+                let mut kept: VecDeque<Span> = VecDeque::new();
+                stream::for_each_line(file, 0, end, |span, bytes| {
+                    if self.matches(file, span, bytes) && n > 0 {
+                        if kept.len() == n {
+                            kept.pop_front();
+                        }
+                        kept.push_back(span);
+                    }
+                    Ok(())
+                })?;
+                kept.into_iter()
+                    .try_for_each(|span| self.print_span(file, span))
+            }
+            None => stream::for_each_line(file, 0, end, |span, bytes| {
+                self.print_scanned(file, span, bytes)
+            }),
         }
-        kept.into()
     }
 
-    fn print(&mut self, line: &Line, ev: &Event) -> std::io::Result<()> {
-        if self.out.json_mode() {
-            // The line as it stands in the log: re-serializing could reorder
-            // nothing (preserve_order) but would round big numbers.
-            self.out.raw_line(line.text.trim())
+    /// Is the line at `span` (its `bytes`, when the scan held them) an
+    /// event the filter accepts? Counts it as skipped when it does not parse.
+    fn matches(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> bool {
+        let probe = match bytes {
+            Some(line) => Probe::of_slice(line),
+            None => Probe::of_span(file, span),
+        };
+        match probe {
+            Ok(p) => self.filter.accepts(p.kind.as_deref(), p.key.as_deref()),
+            Err(_) => {
+                self.skipped += 1;
+                false
+            }
+        }
+    }
+
+    /// A line from a forward scan: in hand, or to be streamed.
+    fn print_scanned(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> io::Result<()> {
+        match bytes {
+            Some(line) => self.print_line(line),
+            None => self.print_long(file, span),
+        }
+    }
+
+    fn read(&mut self, file: &File, span: Span) -> io::Result<()> {
+        self.buf.resize(span.len as usize, 0);
+        file.read_exact_at(&mut self.buf, span.offset)
+    }
+
+    fn print_span(&mut self, file: &File, span: Span) -> io::Result<()> {
+        if span.len <= INLINE_LINE_BYTES {
+            self.read(file, span)?;
+            let line = std::mem::take(&mut self.buf);
+            let res = self.print_line(&line);
+            self.buf = line;
+            res
         } else {
-            self.out.line(&event_text(ev))
+            self.print_long(file, span)
+        }
+    }
+
+    /// One line held in memory.
+    fn print_line(&mut self, line: &[u8]) -> io::Result<()> {
+        let line = line.trim_ascii();
+        if self.out.json_mode() {
+            // The shallow check: one JSON object (its filter fields probed
+            // when a filter asks), no tree built. The line goes out byte for
+            // byte as it stands (re-serializing would round big numbers).
+            // None: not one JSON object.
+            let wanted = if self.filter.active() {
+                Probe::of_slice(line)
+                    .ok()
+                    .map(|p| self.filter.accepts(p.kind.as_deref(), p.key.as_deref()))
+            } else {
+                Probe::is_object(line).then_some(true)
+            };
+            match wanted {
+                Some(true) => self.out.raw_line(line),
+                Some(false) => Ok(()),
+                None => {
+                    self.skipped += 1;
+                    Ok(())
+                }
+            }
+        } else {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(ev)) => {
+                    let kind = ev.get("type").and_then(Value::as_str);
+                    let key = data_str(&ev, "key");
+                    if self.filter.accepts(kind, key) {
+                        self.out.line(&event_text(&ev))?;
+                    }
+                    Ok(())
+                }
+                _ => {
+                    self.skipped += 1;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// One line too long to hold: checked, then copied, from the file.
+    fn print_long(&mut self, file: &File, span: Span) -> io::Result<()> {
+        let p = match Probe::of_span(file, span) {
+            Ok(p) => p,
+            Err(_) => {
+                self.skipped += 1;
+                return Ok(());
+            }
+        };
+        if !self.filter.accepts(p.kind.as_deref(), p.key.as_deref()) {
+            return Ok(());
+        }
+        if self.out.json_mode() {
+            stream::copy_span(file, span, self.out.writer())?;
+            return self.out.raw_line(b"");
+        }
+        let mut s = format!(
+            "{} {}",
+            sanitize(p.ts.as_deref().unwrap_or("-")),
+            sanitize(p.kind.as_deref().unwrap_or("-"))
+        );
+        for (name, v) in [("key", &p.key), ("holder", &p.holder)] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {name}={}", sanitize(v)));
+            }
+        }
+        s.push_str(&format!(
+            " ({} bytes: too long to show as text; --json prints it whole)",
+            span.len
+        ));
+        self.out.line(&s)
+    }
+
+    /// A line from the follower: whole, or cut at the follower's cap, in
+    /// which case it is read again whole from the file.
+    fn print_followed(&mut self, line: &Line, file: Option<&File>) -> io::Result<()> {
+        if !line.truncated {
+            return self.print_line(line.text.as_bytes());
+        }
+        match file.map(|f| stream::line_at(f, line.offset).map(|s| (f, s))) {
+            Some(Ok((f, Some(span)))) => self.print_span(f, span),
+            Some(Err(e)) => Err(e),
+            // The file changed under us: better counted than lost in silence.
+            _ => {
+                self.skipped += 1;
+                Ok(())
+            }
         }
     }
 
@@ -81,14 +233,15 @@ impl Printer<'_> {
     }
 }
 
+fn data_str<'a>(ev: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    ev.get("data")?.as_object()?.get(name)?.as_str()
+}
+
 /// `ts type key=… holder=… pid=…` and whatever else the event adds.
-fn event_text(ev: &Event) -> String {
-    let mut s = format!(
-        "{} {}",
-        sanitize(ev.ts().unwrap_or("-")),
-        sanitize(ev.kind())
-    );
-    let Some(data) = ev.data() else {
+fn event_text(ev: &Map<String, Value>) -> String {
+    let field = |name: &str| ev.get(name).and_then(Value::as_str).unwrap_or("-");
+    let mut s = format!("{} {}", sanitize(field("ts")), sanitize(field("type")));
+    let Some(data) = ev.get("data").and_then(Value::as_object) else {
         return s;
     };
     let shown = ["key", "holder", "pid"]
@@ -114,46 +267,51 @@ pub fn events(root: &Root, a: EventsArgs, out: &mut Out) -> CmdResult {
         key: a.key,
         kind: a.kind,
     };
-    // With a filter the last N *matching* events may lie anywhere, so the
-    // whole (bounded) tail is read and the limit applied after filtering.
-    let scan = match a.lines {
-        Some(n) if !filter.active() => n,
-        _ => usize::MAX,
-    };
-    let (follower, initial) = if a.follow {
-        match Follower::open(&path, scan) {
-            Ok((f, lines)) => (Some(f), lines),
-            Err(e) => return out.error(&e.to_string()),
-        }
-    } else {
-        match read_last_lines(&path, scan) {
-            Ok(chunk) => (None, chunk.lines),
-            Err(e) => return out.error(&e.to_string()),
-        }
+    let opened = match open_regular(&path) {
+        Ok(o) => o,
+        Err(e) => return out.error(&e.to_string()),
     };
     let mut p = Printer {
         out,
         filter,
         skipped: 0,
+        buf: Vec::new(),
     };
-    let result = print_then_follow(&mut p, initial, a.lines, follower);
+    let result = print_then_follow(&mut p, &path, opened, a.lines, a.follow);
     p.report_skipped();
-    result
+    match result {
+        Ok(code) => Ok(code),
+        // A reader that went away is the caller's business (exit 0); any
+        // other failure reading the log is ours to report.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
+        Err(e) if e.kind() == io::ErrorKind::StorageFull => Err(e),
+        Err(e) => {
+            p.out.discard();
+            p.out.error(&format!("{}: {e}", path.display()))
+        }
+    }
 }
 
 fn print_then_follow(
     p: &mut Printer<'_>,
-    initial: Vec<Line>,
+    path: &std::path::Path,
+    opened: Option<(File, FileId)>,
     limit: Option<usize>,
-    follower: Option<Follower>,
+    follow: bool,
 ) -> CmdResult {
-    for (line, ev) in p.select(initial, limit) {
-        p.print(&line, &ev)?;
-    }
-    p.out.flush()?;
-    let Some(mut follower) = follower else {
-        return Ok(EXIT_OK);
+    let mut follower = match opened {
+        None => Follower::waiting_for(path),
+        Some((file, id)) => {
+            let len = file.metadata()?.len();
+            let end = stream::end_of_complete_lines(&file, len)?;
+            p.print_file(&file, end, limit)?;
+            Follower::starting_at(path, file, id, end)
+        }
     };
+    p.out.flush()?;
+    if !follow {
+        return Ok(EXIT_OK);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Without the flag Ctrl-C still ends us, just less tidily.
@@ -187,8 +345,8 @@ fn print_then_follow(
             Some(Reset::Replaced) => diag("the events log was replaced; reading the new file"),
             None => {}
         }
-        for (line, ev) in p.select(poll.lines, None) {
-            p.print(&line, &ev)?;
+        for line in &poll.lines {
+            p.print_followed(line, follower.file())?;
         }
         p.out.flush()?;
         if !poll.more {
@@ -214,14 +372,19 @@ fn stdout_closed() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::tail::parse_event;
+
+    fn object(text: &str) -> Map<String, Value> {
+        match serde_json::from_str(text) {
+            Ok(Value::Object(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn event_text_shows_extras_and_escapes_hostile_fields() {
-        let ev = parse_event(
+        let ev = object(
             r#"{"ts":"2026-01-01T00:00:00Z","type":"claim_force_released","source":"fno-loop","data":{"key":"k","holder":"h\u001b[2J","pid":null,"host":"x","acquired_at":1,"expires_at":null,"operator":"me@box","previous_state":"corrupted"}}"#,
-        )
-        .unwrap();
+        );
         let t = event_text(&ev);
         assert_eq!(
             t,
@@ -231,14 +394,27 @@ mod tests {
     }
 
     #[test]
+    fn an_event_without_a_type_is_shown_with_a_dash() {
+        assert_eq!(
+            event_text(&object(r#"{"ts":"t","data":{"key":"k"}}"#)),
+            "t - key=k"
+        );
+    }
+
+    #[test]
     fn filter_matches_type_and_data_key() {
-        let ev = parse_event(r#"{"type":"claim_acquired","data":{"key":"a"}}"#).unwrap();
         let f = |key: Option<&str>, kind: Option<&str>| Filter {
             key: key.map(Into::into),
             kind: kind.map(Into::into),
         };
-        assert!(f(Some("a"), Some("claim_acquired")).accepts(&ev));
-        assert!(!f(Some("b"), None).accepts(&ev));
-        assert!(!f(None, Some("claim_released")).accepts(&ev));
+        let (kind, key) = (Some("claim_acquired"), Some("a"));
+        assert!(f(Some("a"), Some("claim_acquired")).accepts(kind, key));
+        assert!(!f(Some("b"), None).accepts(kind, key));
+        assert!(!f(None, Some("claim_released")).accepts(kind, key));
+        assert!(
+            f(None, None).accepts(None, None),
+            "no filter takes typeless events"
+        );
+        assert!(!f(None, Some("x")).accepts(None, key));
     }
 }

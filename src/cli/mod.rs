@@ -17,7 +17,6 @@ pub use output::{exit_status, EXIT_DECLINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 
 /// Neither `--root` nor `$FNO_CLAIMS_ROOT` nor `$HOME`: nothing to work on.
 /// A usage error, since the fix is a flag.
-pub fn no_root() -> u8 {
-    output::diag("no claims root: pass --root DIR, or set FNO_CLAIMS_ROOT or HOME");
-    EXIT_USAGE
+pub fn no_root(out: &mut output::Out) -> output::CmdResult {
+    out.usage_error("no claims root: pass --root DIR, or set FNO_CLAIMS_ROOT or HOME")
 }

@@ -27,7 +27,7 @@ pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
         run
     } else {
         let Some(root) = root else {
-            return super::no_root();
+            return super::exit_status(super::no_root(&mut super::output::Out::new(false)));
         };
         dashboard::run(Options {
             root,

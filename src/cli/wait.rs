@@ -131,11 +131,36 @@ pub enum WaitError {
     Claim(#[from] ClaimError),
     #[error("interrupted by signal {0} while waiting; nothing was taken")]
     Interrupted(i32),
+    /// The caller's own reason to stop (see [`acquire`]'s `stop`).
+    #[error("{0}; nothing was taken")]
+    Stopped(String),
+}
+
+/// A [`Feed`] that also asks the command, at every wake-up (so at least
+/// every safety re-check), whether waiting still makes sense.
+struct Stoppable<'a> {
+    feed: &'a mut Feed,
+    stop: &'a dyn Fn() -> Option<String>,
+    why: Option<String>,
+}
+
+impl Wakeups for Stoppable<'_> {
+    fn wait(&mut self, timeout: Duration) -> Wake {
+        let wake = self.feed.wait(timeout);
+        if wake != Wake::Interrupted {
+            if let Some(why) = (self.stop)() {
+                self.why = Some(why);
+                return Wake::Interrupted;
+            }
+        }
+        wake
+    }
 }
 
 /// `acquire`, waiting as `--wait[=DUR]` says (`None`: not at all; `Some(None)`:
 /// forever). A wait that runs out answers as the last refusal did: held by
-/// another.
+/// another. `stop` gives a reason to stop waiting (an interrupt caught
+/// elsewhere, a caller that went away while we waited).
 pub fn acquire(
     root: &Root,
     key: &str,
@@ -143,6 +168,7 @@ pub fn acquire(
     opts: &AcquireOpts,
     on_mutex: &WaitHook,
     wait: Option<Option<i64>>,
+    stop: &dyn Fn() -> Option<String>,
 ) -> Result<AcquireOutcome, WaitError> {
     let Some(wait_ms) = wait else {
         return Ok(crate::claims::acquire_watched(
@@ -158,9 +184,14 @@ pub fn acquire(
         root,
         on_mutex: Some(on_mutex),
     };
+    let mut wakeups = Stoppable {
+        feed: &mut feed,
+        stop,
+        why: None,
+    };
     let waited = wait::acquire_waiting(
         &verbs,
-        &mut feed,
+        &mut wakeups,
         key,
         holder,
         opts,
@@ -174,6 +205,9 @@ pub fn acquire(
             pid: b.pid,
             host: b.host,
         }),
-        Waited::Interrupted => Err(WaitError::Interrupted(feed.interrupted_by.unwrap_or(0))),
+        Waited::Interrupted => Err(match wakeups.why {
+            Some(why) => WaitError::Stopped(why),
+            None => WaitError::Interrupted(feed.interrupted_by.unwrap_or(0)),
+        }),
     }
 }

@@ -949,6 +949,7 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::TempLitter => 3,
         HazardKind::ForeignMachine => 4,
         HazardKind::KeyMismatch => 5,
+        HazardKind::ArchiveDirBroken => 6,
     }
 }
 

@@ -4,8 +4,8 @@
 
 use super::action::{Action, Op, OpResult};
 use crate::claims::{
-    acquire, force_release, human_ms, release, renew, AcquireKind, AcquireOpts, AcquireOutcome,
-    ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    acquire, force_release, human_ms, operator_name, release, renew, AcquireKind, AcquireOpts,
+    AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use std::sync::mpsc::{Receiver, Sender};
 
@@ -75,7 +75,14 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             }
             Err(e) => (false, format!("renew {key} failed: {e}")),
         },
-        Op::ForceRelease { key, opts } => match force_release(root, key, &opts.to_opts()) {
+        Op::ForceRelease { key, opts } => match force_release(
+            root,
+            key,
+            &ForceOpts {
+                operator: Some(operator_name()),
+                ..opts.to_opts()
+            },
+        ) {
             Ok(ForceOutcome::Archived {
                 archived_to,
                 previous_state,

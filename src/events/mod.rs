@@ -2,4 +2,5 @@
 //! envelope, under the shared mutex) and reading it back incrementally.
 
 pub mod emit;
+pub mod stream;
 pub mod tail;

@@ -133,7 +133,7 @@ pub fn read_last_lines(path: &Path, n: usize) -> Result<TailChunk, TailError> {
 
 /// Open `path` for reading without ever blocking, and insist it is a regular
 /// file. `Ok(None)` when it does not exist.
-fn open_regular(path: &Path) -> Result<Option<(File, FileId)>, TailError> {
+pub fn open_regular(path: &Path) -> Result<Option<(File, FileId)>, TailError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
     // forever; we reject it right after, via fstat on what we actually opened.
     let file = match OpenOptions::new()
@@ -452,16 +452,7 @@ impl Follower {
         path: impl Into<PathBuf>,
         last_n: usize,
     ) -> Result<(Follower, Vec<Line>), TailError> {
-        let path = path.into();
-        let mut f = Follower {
-            path,
-            file: None,
-            offset: 0,
-            last_byte: None,
-            asm: LineAssembler::default(),
-            switch_pending: false,
-            buf: Vec::new(),
-        };
+        let mut f = Follower::waiting_for(path);
         let Some((file, id)) = open_regular(&f.path)? else {
             return Ok((f, Vec::new()));
         };
@@ -475,6 +466,38 @@ impl Follower {
         };
         f.file = Some((file, id));
         Ok((f, chunk.lines))
+    }
+
+    /// Follow `path`, which did not exist a moment ago, from its start once
+    /// it appears (unlike [`Follower::open`], which would skip to the end of
+    /// a file created in between).
+    pub fn waiting_for(path: impl Into<PathBuf>) -> Follower {
+        Follower {
+            path: path.into(),
+            file: None,
+            offset: 0,
+            last_byte: None,
+            asm: LineAssembler::default(),
+            switch_pending: false,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Follow `file` (opened at `path` with [`open_regular`]) from `offset`,
+    /// which must be a line start: the caller has printed everything before.
+    pub fn starting_at(path: impl Into<PathBuf>, file: File, id: FileId, offset: u64) -> Follower {
+        Follower {
+            file: Some((file, id)),
+            offset,
+            last_byte: (offset > 0).then_some(b'\n'),
+            ..Follower::waiting_for(path)
+        }
+    }
+
+    /// The file the last poll's lines came from, to read a line whole that
+    /// was cut to [`MAX_LINE_BYTES`].
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_ref().map(|(f, _)| f)
     }
 
     pub fn path(&self) -> &Path {
