@@ -300,7 +300,8 @@ impl Argv {
         let Some(first) = command.first() else {
             return Err("no command given after --".into());
         };
-        let shown = crate::sanitize::sanitize(&first.to_string_lossy()).into_owned();
+        // Words only: `out.error` sanitises them for a terminal.
+        let shown = first.to_string_lossy().into_owned();
         let program = find_program(Path::new(first))
             .ok_or_else(|| format!("cannot run {shown}: not found, or not executable"))?;
         let cstr = |b: &[u8]| {
