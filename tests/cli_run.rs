@@ -6,7 +6,7 @@ mod cli_common;
 use cli_common::{Sandbox, Sleeper};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// What these tests add to the shared sandbox.
@@ -193,7 +193,7 @@ fn acquire_wait_stops_when_the_caller_it_would_bind_to_exits_while_it_waits() {
         out = out.display(),
         err = err.display()
     );
-    let shell = std::process::Command::new("sh")
+    let shell = Command::new("sh")
         .args(["-c", &script])
         .status()
         .expect("sh");
@@ -486,4 +486,60 @@ fn run_renews_a_60s_ttl_claim_before_a_third_of_it_is_left() {
     let mut run = run;
     let _ = run.kill();
     let _ = run.wait();
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace_period() {
+    let s = Sandbox::new();
+    let ready = s.file("ready");
+    let script = format!(
+        "trap '' TERM; touch {}; while :; do sleep 0.05; done",
+        ready.display()
+    );
+    let run = s.spawn(&run_sh(&[], &script));
+    assert!(eventually(Duration::from_secs(10), || ready.exists()));
+    let lost_at = Instant::now();
+    assert_eq!(
+        s.run(&["force-release", "k", "--allow-live"]).status.code(),
+        Some(0)
+    );
+    let out = finish(run, Duration::from_secs(30));
+    let took = lost_at.elapsed();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(took >= Duration::from_secs(10), "killed early: {took:?}");
+    assert!(took < Duration::from_secs(20), "killed late: {took:?}");
+}
+
+#[test]
+fn runs_waiting_on_one_key_never_overlap() {
+    let s = Sandbox::new();
+    let marker = s.file("inside");
+    // mkdir is atomic: a second command inside at once fails it, and says so.
+    let script = format!(
+        "mkdir {m} || exit 99; sleep 0.03; rmdir {m}",
+        m = marker.display()
+    );
+    let workers: Vec<Child> = (0..6)
+        .map(|_| {
+            let sh = format!(
+                "for i in 1 2 3 4; do {bin} --root {root} run k --holder w$$ --wait \
+                 -- sh -c '{script}' || exit $?; done",
+                bin = cli_common::BIN,
+                root = s.root().display(),
+            );
+            Command::new("sh")
+                .args(["-c", &sh])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("worker")
+        })
+        .collect();
+    for w in workers {
+        let out = finish(w, Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    assert!(!marker.exists());
+    assert_eq!(s.status("k")["state"], "free");
+    let events = std::fs::read_to_string(s.root().join(".fno/events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"claim_released\"").count(), 24);
 }
