@@ -120,20 +120,23 @@ fn idle_cpu(root: &Root, secs: u64) -> String {
     let mut holder = sleeper();
     hold(root, "k", "first", holder.id());
     let dur = format!("--wait={secs}");
-    let w = waiter(&root.root, "k", &[&dur]);
-    let mut status = 0;
-    // SAFETY: rusage is a plain out-struct filled by the call.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: w is our unreaped child; both pointers are valid.
-    unsafe { libc::wait4(w.id() as i32, &mut status, 0, &mut ru) };
-    let cpu = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    let children_cpu = || {
+        // SAFETY: rusage is a plain out-struct filled by the call.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: ru is a valid out-pointer.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+        let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+        ms(ru.ru_utime) + ms(ru.ru_stime)
+    };
+    let before = children_cpu();
+    let mut w = waiter(&root.root, "k", &[&dur]);
+    // Only the waiter is reaped in between, so the difference is its own.
+    w.wait().expect("waiter");
+    let cpu = children_cpu() - before;
     release(root, "k", "first").expect("release");
     let _ = holder.kill();
     let _ = holder.wait();
-    format!(
-        "{:.1} ms of CPU for a {secs} s wait",
-        cpu(ru.ru_utime) + cpu(ru.ru_stime)
-    )
+    format!("{cpu:.1} ms of CPU for a {secs} s wait")
 }
 
 /// Median wall time of a whole command, in ms.

@@ -155,9 +155,12 @@ fn acquire_wait_over_a_holder_that_is_killed_reclaims_the_stale_claim() {
     s.hold_for("k", "first", holder.pid());
     let mut waiter = s.spawn(&["acquire", "k", "--holder", "second", "--wait", "--json"]);
     await_waiting(&mut waiter);
-    // A death makes no file event: the safety re-check must find it.
+    // A death makes no file event: the waiter watches the holder's pid.
     holder.kill();
+    let died = Instant::now();
     let out = finish(waiter, Duration::from_secs(10));
+    let took = died.elapsed();
+    assert!(took < Duration::from_millis(1000), "took {took:?}");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one document");
     assert_eq!(doc["kind"], "reclaimed");

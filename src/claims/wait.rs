@@ -68,6 +68,10 @@ pub enum Wake {
 /// caller re-reads); a missed one costs at most one safety re-check.
 pub trait Wakeups {
     fn wait(&mut self, timeout: Duration) -> Wake;
+
+    /// The key is held by `blocker` now. A feed that can watch the holder
+    /// itself (a local pid's exit) may start doing so; the default cannot.
+    fn blocked_by(&mut self, _blocker: &Blocker) {}
 }
 
 /// A channel is a feed: whoever holds the sender (a watcher callback, a
@@ -167,6 +171,105 @@ pub fn watch_key(
     Ok(KeyWatch { _watcher: watcher })
 }
 
+/// A watch on one local process's exit; dropping it stops the watch.
+#[derive(Debug)]
+pub struct PidWatch {
+    // Dropping the write end wakes the watching thread, which then ends.
+    _cancel: std::os::fd::OwnedFd,
+}
+
+/// Call `wake` when process `pid` (of this machine) exits, at once if it
+/// is already gone: a PID-bound holder's death makes no file event, and
+/// without this a waiter would learn of it only at its next safety
+/// re-check. An exited process reads as alive until its parent reaps it
+/// (a zombie keeps its pid), so `wake` is called again once it is reaped,
+/// looked for with a backoff that stops after about a second (past that
+/// the re-check takes over). None when there is nothing to watch (the
+/// process was gone, or the kernel has no pidfd, before Linux 5.3).
+#[cfg(target_os = "linux")]
+pub fn watch_pid(pid: i32, wake: impl Fn() + Send + 'static) -> Option<PidWatch> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if raw < 0 {
+        // Gone between the verdict that it held the key and now.
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+            wake();
+        }
+        return None;
+    }
+    // SAFETY: the kernel just gave us this fd, owned here alone.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: both were just created and are owned here alone.
+    let (cancel_rx, cancel) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    std::thread::spawn(move || {
+        let cancelled = cancel_rx.as_raw_fd();
+        // Until the process exits: only then may its holder be judged dead.
+        match poll_either(pidfd.as_raw_fd(), cancelled, -1) {
+            Polled::First => wake(),
+            Polled::Second | Polled::Failed => return,
+        }
+        // Then until its parent reaps it, which is when it reads as gone.
+        let mut delay_ms = 10;
+        while delay_ms <= 640 {
+            if !matches!(poll_either(cancelled, cancelled, delay_ms), Polled::Failed) {
+                return;
+            }
+            // SAFETY: signal 0 only probes.
+            if unsafe { libc::kill(pid, 0) } != 0 {
+                wake();
+                return;
+            }
+            delay_ms *= 2;
+        }
+    });
+    Some(PidWatch { _cancel: cancel })
+}
+
+/// Which of two fds [`poll_either`] found ready.
+#[cfg(target_os = "linux")]
+enum Polled {
+    First,
+    Second,
+    /// Neither (the timeout passed), or poll failed.
+    Failed,
+}
+
+/// poll(2) two fds for input or hang-up, retrying on EINTR.
+#[cfg(target_os = "linux")]
+fn poll_either(first: i32, second: i32, timeout_ms: i32) -> Polled {
+    let mut polled = [first, second].map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: polled is a valid array of two pollfds.
+        let n = unsafe { libc::poll(polled.as_mut_ptr(), 2, timeout_ms) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return match (n > 0, polled[1].revents != 0, polled[0].revents != 0) {
+            (false, _, _) => Polled::Failed,
+            // A cancel wins over a simultaneous exit: nobody is listening.
+            (true, true, _) => Polled::Second,
+            (true, false, true) => Polled::First,
+            (true, false, false) => Polled::Failed,
+        };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn watch_pid(_pid: i32, _wake: impl Fn() + Send + 'static) -> Option<PidWatch> {
+    None
+}
+
 /// Who a waiter is waiting for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocker {
@@ -225,6 +328,7 @@ pub fn acquire_waiting<V: Verbs>(
     mut on_block: impl FnMut(&Blocker),
 ) -> Result<Waited, V::Error> {
     let mut told = false;
+    let mut last: Option<Blocker> = None;
     loop {
         let (h, pid, host) = match verbs.acquire(key, holder, opts)? {
             AcquireOutcome::Acquired { record, kind } => {
@@ -245,6 +349,11 @@ pub fn acquire_waiting<V: Verbs>(
             host,
             expires_at,
         };
+        // Watch first, then say so: whoever reads the line may act on it.
+        if last.as_ref() != Some(&blocker) {
+            wakeups.blocked_by(&blocker);
+            last = Some(blocker.clone());
+        }
         if !told {
             on_block(&blocker);
             told = true;
@@ -731,6 +840,46 @@ mod tests {
         assert_eq!(run.waited, Waited::Interrupted);
         let holder = s.claim.borrow().as_ref().map(|r| r.holder.clone());
         assert_eq!(holder, Some("other".into()));
+    }
+
+    #[test]
+    fn a_pid_watch_wakes_when_its_process_exits_and_again_once_it_is_reaped() {
+        use std::sync::mpsc::channel;
+        let mut watched = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let mut dropped = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let (tx, rx) = channel();
+        let tx2 = tx.clone();
+        let _w = watch_pid(watched.id() as i32, move || tx.send("watched").unwrap());
+        let d = watch_pid(dropped.id() as i32, move || tx2.send("dropped").unwrap());
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "woke early"
+        );
+        drop(d);
+        dropped.kill().unwrap();
+        dropped.wait().unwrap();
+        // Exited but not reaped: a zombie, which still reads as alive.
+        watched.kill().unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("watched"));
+        watched.wait().unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("watched"));
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    }
+
+    #[test]
+    fn a_pid_watch_on_a_process_already_gone_wakes_at_once() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id() as i32;
+        gone.wait().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        assert!(watch_pid(pid, move || tx.send(()).unwrap()).is_none());
+        assert_eq!(rx.try_recv(), Ok(()));
     }
 
     #[test]

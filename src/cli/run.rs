@@ -149,7 +149,7 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
     let mut lost: Option<Lost> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
-        if let Some(status) = child.reaped() {
+        if let Some(status) = child.exited() {
             break status;
         }
         let timeout = match (&lost, kill_at) {
@@ -214,6 +214,7 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
     let released = lost
         .is_none()
         .then(|| hold.release().map_err(|e| e.to_string()));
+    child.reap();
     Ended {
         status,
         lost,
@@ -482,39 +483,66 @@ impl Running {
         unsafe { libc::kill(self.pid, sig) };
     }
 
-    /// The child's end, if it has ended (reaped here).
-    fn reaped(&self) -> Option<ChildStatus> {
-        let mut st = 0;
-        // SAFETY: st is a valid out-pointer.
-        match unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) } {
-            p if p == self.pid => Some(ChildStatus(st)),
+    /// The child's end, if it has ended, WITHOUT reaping it. Until
+    /// [`Running::reap`] the zombie keeps its pid, so the claim naming it
+    /// still reads live: a waiter cannot reclaim it as stale in the instant
+    /// between CMD's exit and our release, and the release is what it meets.
+    fn exited(&self) -> Option<ChildStatus> {
+        // SAFETY: siginfo_t is a plain C struct, valid when zeroed.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        // SAFETY: info is a valid out-pointer; the pid is our own child.
+        if unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) } != 0 {
             // ECHILD cannot happen for our own child; were it to, waiting
             // on would hang forever, so it is reported as an unknown end.
-            -1 => Some(ChildStatus(EXIT_ERROR as i32 * 256)),
-            _ => None,
+            return Some(ChildStatus::Unknown);
         }
+        // SAFETY: waitid filled info (si_pid 0: nothing has exited yet).
+        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+        match (pid, info.si_code) {
+            (0, _) => None,
+            (_, libc::CLD_EXITED) => Some(ChildStatus::Exited(status)),
+            _ => Some(ChildStatus::Signaled(status)),
+        }
+    }
+
+    /// Collect the zombie, once the claim is settled.
+    fn reap(self) {
+        let mut st = 0;
+        // SAFETY: st is a valid out-pointer; the pid is our own child.
+        unsafe { libc::waitpid(self.pid, &mut st, 0) };
     }
 }
 
-/// A `waitpid` status.
+/// How CMD ended.
 #[derive(Debug, Clone, Copy)]
-struct ChildStatus(i32);
+enum ChildStatus {
+    Exited(i32),
+    Signaled(i32),
+    Unknown,
+}
 
 impl ChildStatus {
     fn code(self) -> Option<i32> {
-        libc::WIFEXITED(self.0).then(|| libc::WEXITSTATUS(self.0))
+        match self {
+            ChildStatus::Exited(c) => Some(c),
+            _ => None,
+        }
     }
 
     fn signal(self) -> Option<i32> {
-        libc::WIFSIGNALED(self.0).then(|| libc::WTERMSIG(self.0))
+        match self {
+            ChildStatus::Signaled(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// As a shell reports it: the exit code, or 128 + the signal.
     fn shell_code(self) -> u8 {
-        match (self.code(), self.signal()) {
-            (Some(c), _) => c as u8,
-            (None, Some(s)) => 128u8.saturating_add(s as u8),
-            _ => EXIT_ERROR,
+        match self {
+            ChildStatus::Exited(c) => c as u8,
+            ChildStatus::Signaled(s) => 128u8.saturating_add(s as u8),
+            ChildStatus::Unknown => EXIT_ERROR,
         }
     }
 }

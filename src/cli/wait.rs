@@ -34,6 +34,9 @@ pub struct Feed {
     pub interrupted_by: Option<i32>,
     _watch: KeyWatch,
     signals: Handle,
+    /// Wakes the wait when a local PID-bound holder exits.
+    holder_exit: Option<wait::PidWatch>,
+    tx: Sender<Msg>,
 }
 
 impl Drop for Feed {
@@ -48,8 +51,9 @@ impl Feed {
         let (tx, rx) = channel();
         let signals = catch_signals(tx.clone(), children)
             .map_err(|e| ClaimError::io("catch signals for", "--wait", e))?;
+        let to_watch = tx.clone();
         let watch = wait::watch_key(root, key, move || {
-            let _ = tx.send(Msg::Changed);
+            let _ = to_watch.send(Msg::Changed);
         });
         let watch = match watch {
             Ok(w) => w,
@@ -63,6 +67,8 @@ impl Feed {
             interrupted_by: None,
             _watch: watch,
             signals,
+            holder_exit: None,
+            tx,
         })
     }
 }
@@ -105,6 +111,20 @@ impl Wakeups for Feed {
             }
         }
     }
+
+    fn blocked_by(&mut self, b: &Blocker) {
+        // Only a process of this machine can be watched; a pid named by
+        // another host's record means nothing here.
+        let local = b.host == crate::claims::liveness::hostname();
+        let tx = self.tx.clone();
+        self.holder_exit = local
+            .then(|| {
+                wait::watch_pid(b.pid, move || {
+                    let _ = tx.send(Msg::Changed);
+                })
+            })
+            .flatten();
+    }
 }
 
 /// `--wait[=DUR]` as a deadline: None waits forever.
@@ -145,6 +165,10 @@ struct Stoppable<'a> {
 }
 
 impl Wakeups for Stoppable<'_> {
+    fn blocked_by(&mut self, b: &Blocker) {
+        self.feed.blocked_by(b);
+    }
+
     fn wait(&mut self, timeout: Duration) -> Wake {
         let wake = self.feed.wait(timeout);
         if wake != Wake::Interrupted {
