@@ -4,8 +4,8 @@
 //! drive them: [`Verbs`] (acquire, status, renew, release on one store) and
 //! [`Wakeups`] (a feed saying "something about this key may have changed").
 //! The file store's pair is [`FileVerbs`] and [`watch_key`] (inotify on the
-//! claims dir, filtered to one lockfile); another store brings its own verbs
-//! and its own change feed, and the logic here does not change.
+//! claims dir, filtered to one lockfile, plus [`watch_pid`] for a local
+//! holder's exit).
 //!
 //! Another store plugs in with two small adaptors: its verbs behind
 //! [`Verbs`] (each of a store seam's verbs minus its extras), and its change
@@ -16,8 +16,8 @@
 //!
 //! Neither side polls fast. A wait re-tries when the key's lockfile changes,
 //! when the holder's TTL runs out (a time event, computed from the record),
-//! and on a slow safety re-check, because a PID-bound holder that dies makes
-//! no file event. A hold renews a TTL claim when a third of the TTL is left,
+//! when the feed reports the holder's exit, and on a slow safety re-check
+//! for what nothing reports (a holder on another machine that dies). A hold renews a TTL claim when a third of the TTL is left,
 //! and checks the claim is still its own whenever the lockfile changes.
 
 use super::{
@@ -29,8 +29,8 @@ use std::ffi::OsString;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-/// A waiter re-tries at least this often: a PID-bound holder that dies, or a
-/// holder on another machine that stops renewing, changes no file.
+/// A waiter re-tries at least this often: a holder that dies changes no
+/// file, and only a local one can be watched.
 pub const WAIT_RECHECK: Duration = Duration::from_secs(2);
 /// A holder re-reads its claim at least this often, in case a notification
 /// was lost (a claims dir replaced under the watch, an overflowed queue).
