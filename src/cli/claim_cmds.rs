@@ -167,14 +167,7 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         metadata: a.metadata,
         harness: None,
     };
-    let say_wait = claims::WaitHook::new(|w| {
-        // The owner token comes off disk: sanitised before the terminal.
-        let owner = match w.holder.owner.as_str() {
-            "" => "an unstamped holder".into(),
-            o => crate::sanitize::sanitize(o).into_owned(),
-        };
-        eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
-    });
+    let say_wait = super::wait::say_mutex_wait();
     let sigs = Interrupts::catch();
     // A wait may outlast the caller its claim would be bound to: binding
     // it then would be the silent pid reuse `default_pid` refuses.

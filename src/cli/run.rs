@@ -69,9 +69,10 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
             return out.error(&e.to_string());
         }
     };
+    let say_wait = super::wait::say_mutex_wait();
     let verbs = FileVerbs {
         root,
-        on_mutex: None,
+        on_mutex: Some(&say_wait),
     };
     let opts = AcquireOpts {
         pid: Some(child.pid as u32),

@@ -132,6 +132,19 @@ pub fn deadline(wait_ms: Option<i64>) -> Option<Instant> {
     wait_ms.map(|ms| Instant::now() + Duration::from_millis(ms.max(0) as u64))
 }
 
+/// The hook that says, on stderr, when an acquire waits on a peer's
+/// recovery mutex rather than sit silent.
+pub fn say_mutex_wait() -> WaitHook {
+    WaitHook::new(|w| {
+        // The owner token comes off disk: sanitised before the terminal.
+        let owner = match w.holder.owner.as_str() {
+            "" => "an unstamped holder".into(),
+            o => crate::sanitize::sanitize(o).into_owned(),
+        };
+        eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
+    })
+}
+
 /// The one stderr line saying whom a wait is for (`diag` sanitises it).
 pub fn say_blocked(key: &str, b: &Blocker) {
     let ttl = match b.expires_at {
