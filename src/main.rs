@@ -89,6 +89,7 @@ fn verb_name(command: &Command) -> &'static str {
         Command::Release { .. } => "release",
         Command::Renew { .. } => "renew",
         Command::ForceRelease(_) => "force-release",
+        Command::Run(_) => "run",
         _ => "this command",
     }
 }
@@ -109,6 +110,7 @@ fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
         Command::Events(a) => events::events(&Roots::one(root), a, out),
         Command::Metrics(a) => metrics::serve(&Roots::one(root), &a, out),
         Command::Doctor { fix } => list::doctor(&Roots::one(root), fix, out),
+        Command::Run(a) => cli::run::run(root, a, out),
         Command::Completions { shell } => completions::completions(shell, out),
     }
 }

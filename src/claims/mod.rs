@@ -16,6 +16,7 @@ pub mod record;
 pub mod roots;
 pub mod sweep;
 pub mod verbs;
+pub mod wait;
 pub mod yaml_cost;
 
 pub use error::ClaimError;
@@ -31,9 +32,9 @@ pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseEr
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
-    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status, AcquireKind,
-    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
-    Root, Status, WaitHook, Waiting,
+    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,
+    AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome,
+    RenewOutcome, Root, Status, WaitHook, Waiting,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

@@ -177,6 +177,9 @@ pub enum Command {
     },
     /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
     Metrics(MetricsArgs),
+    /// Acquire KEY, run CMD while holding it, release it when CMD exits
+    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    Run(super::run::RunArgs),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -203,6 +206,9 @@ pub struct AcquireArgs {
     /// A JSON object stored in the record
     #[arg(long, value_name = "JSON", value_parser = parse_metadata)]
     pub metadata: Option<Map<String, Value>>,
+    /// While another holder has KEY, wait for it: up to DUR, else forever (exit 3 when DUR passes)
+    #[arg(long, value_name = "DUR", num_args = 0..=1, require_equals = true, value_parser = parse_dur)]
+    pub wait: Option<Option<i64>>,
 }
 
 #[derive(Debug, Args)]
@@ -249,7 +255,7 @@ pub struct EventsArgs {
 /// DUR: the seed's TTL syntax, positive. Range is the protocol's call.
 /// (`--ttl` takes hyphen values so `-5m` is reported as a non-positive DUR
 /// rather than as an unknown flag.)
-fn parse_dur(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_dur(s: &str) -> Result<i64, String> {
     parse_ttl_ms(s).ok_or_else(|| {
         "expected a positive duration such as 1h, 30m, 3600s or bare seconds".to_string()
     })

@@ -10,7 +10,9 @@ pub mod events;
 pub mod list;
 pub mod metrics;
 pub mod output;
+pub mod run;
 pub mod tui;
+pub mod wait;
 
 pub use output::{exit_status, EXIT_DECLINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 
