@@ -13,6 +13,7 @@ pub mod app;
 pub mod keys;
 pub mod ops;
 pub mod terminal;
+pub mod timeline;
 pub mod update;
 pub mod view;
 pub mod watch;

@@ -36,6 +36,18 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// One word, for a legend.
+    pub fn short(self) -> &'static str {
+        match self {
+            Ending::Held => "held",
+            Ending::Released => "released",
+            Ending::Reclaimed => "stale",
+            Ending::ForceReleased => "forced",
+            Ending::Expired => "expired",
+            Ending::Unseen => "unseen",
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Ending::Held => "still held",

@@ -11,6 +11,7 @@ mod header;
 mod help;
 pub mod layout;
 mod table;
+pub mod timeline;
 
 use super::app::App;
 use crate::claims::ClaimState;

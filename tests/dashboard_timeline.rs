@@ -1,0 +1,164 @@
+//! The timeline view: tenures rebuilt from a fixed log, drawn headless at
+//! 80×24 and 160×48, and its model's keys.
+
+use claimtop::dashboard::timeline::Timeline;
+use claimtop::dashboard::view::timeline::{bar_width, draw, visible_rows};
+use claimtop::dashboard::view::Theme;
+use claimtop::events::service::Reply;
+use claimtop::events::tail::Line;
+use claimtop::events::tenure::{Limits, TenureIndex};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+/// 2027-01-15T08:00:00Z.
+const NOW: i64 = 1_800_000_000_000;
+const MIN: i64 = 60_000;
+
+fn ts(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn ev(kind: &str, at: i64, data: &str) -> String {
+    format!(
+        r#"{{"ts":"{}","type":"{kind}","source":"fno-loop","data":{{{data}}}}}"#,
+        ts(at)
+    )
+}
+
+fn acquired(key: &str, holder: &str, at: i64) -> String {
+    ev(
+        "claim_acquired",
+        at,
+        &format!(r#""key":"{key}","holder":"{holder}","acquired_at":{at}"#),
+    )
+}
+
+/// node:gpu: released, reclaimed as stale, force-released, then held;
+/// build:web: released twice; a hostile key with an escape sequence.
+fn story() -> Vec<String> {
+    let t = |m: i64| NOW - m * MIN;
+    vec![
+        acquired("node:gpu", "codex:w1", t(14)),
+        ev(
+            "claim_released",
+            t(11),
+            &format!(
+                r#""key":"node:gpu","holder":"codex:w1","acquired_at":{},"duration_held_ms":{}"#,
+                t(14),
+                3 * MIN
+            ),
+        ),
+        acquired("build:web", "claude:session-4f2a", t(13)),
+        acquired("node:gpu", "gemini:cli-7f2e", t(10)),
+        ev(
+            "claim_stale_reclaimed",
+            t(7),
+            &format!(
+                r#""key":"node:gpu","holder":"claude:w2","acquired_at":{},"previous_holder":"gemini:cli-7f2e""#,
+                t(7)
+            ),
+        ),
+        ev(
+            "claim_released",
+            t(6),
+            &format!(
+                r#""key":"build:web","holder":"claude:session-4f2a","acquired_at":{},"duration_held_ms":{}"#,
+                t(13),
+                7 * MIN
+            ),
+        ),
+        ev(
+            "claim_force_released",
+            t(4),
+            r#""key":"node:gpu","holder":"claude:w2","operator":"operator:ana@ops""#,
+        ),
+        acquired("node:gpu", "codex:w9", t(3)),
+        acquired("evil\\u001b[31m", "x", t(2)),
+    ]
+}
+
+fn timeline(width: u16) -> Timeline {
+    let mut ix = TenureIndex::new(Limits::default());
+    for l in story() {
+        assert!(ix.apply_line(&l), "{l}");
+    }
+    let mut tl = Timeline::new(NOW);
+    let mut reply = Reply::Indexed {
+        tenures: Box::new(ix),
+        lines: 9,
+        end: 4096,
+        file_id: None,
+    };
+    tl.on_reply(&mut reply);
+    // Select node:gpu (rows sort by key) and put the cursor in its
+    // reclaimed tenure.
+    tl.select(2, 3, 10);
+    tl.move_cursor(0, bar_width(width));
+    let cols = (8 * MIN) / tl.cell_ms(bar_width(width));
+    tl.move_cursor(-cols, bar_width(width));
+    tl
+}
+
+fn render(tl: &Timeline, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        draw(
+            f,
+            f.area(),
+            tl,
+            &|_: &str| true,
+            NOW,
+            &Theme { color: false },
+        )
+    })
+    .unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        for x in 0..w {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn each_tenure_is_a_bar_shaped_by_how_it_ended_with_the_selected_ones_facts_below() {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let tl = timeline(w);
+        let screen = render(&tl, w, h);
+        assert!(
+            screen.contains("reclaimed as stale by claude:w2"),
+            "{screen}"
+        );
+        assert!(screen.contains("holder gemini:cli-7f2e"), "{screen}");
+        assert!(!screen.contains('\u{1b}'));
+        insta::assert_snapshot!(format!("timeline_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn the_view_stays_live_as_events_arrive() {
+    let mut tl = timeline(160);
+    let line = Line {
+        text: acquired("deploy:prod", "codex:w4", NOW - MIN),
+        offset: 5000,
+        truncated: false,
+    };
+    assert!(tl.on_lines(&[line]));
+    let screen = render(&tl, 160, 48);
+    assert!(screen.contains("deploy:prod"), "{screen}");
+}
+
+#[test]
+fn zoom_out_shows_more_time_per_column() {
+    let mut tl = timeline(80);
+    let before = tl.cell_ms(bar_width(80));
+    tl.zoom(false);
+    assert_eq!(tl.cell_ms(bar_width(80)), before * 2);
+    assert!(visible_rows(24) >= 10);
+}
