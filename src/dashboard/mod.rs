@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod app;
+pub mod browse;
 pub mod keys;
 pub mod ops;
 pub mod terminal;

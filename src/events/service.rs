@@ -214,9 +214,14 @@ impl Service {
             },
             Request::Search { id, needle, from } => {
                 let needle = Needle::new(&needle);
-                if needle.is_empty() || self.file.is_none() {
+                let Some(file) = self.file.as_ref().filter(|_| !needle.is_empty()) else {
                     return send(Reply::Search { id, found: None });
-                }
+                };
+                // "Before the end" may be asked without knowing the length.
+                let from = match (from, file.len()) {
+                    (SearchFrom::Before(e), Ok(len)) if e > len => SearchFrom::Before(len),
+                    (from, _) => from,
+                };
                 self.search = Some(Search { id, needle, from });
                 true
             }

@@ -33,7 +33,7 @@ pub fn short_kind(kind: &str) -> Cow<'_, str> {
     }
 }
 
-fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
+pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
     if let Some(err) = &ev.error {
         return Line::from(vec![
             Span::styled("!! unparseable line: ", theme.error()),

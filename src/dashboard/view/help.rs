@@ -80,7 +80,7 @@ pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     overlay(frame, area, &title, lines, app.overlay_scroll, theme);
 }
 
-fn overlay(
+pub(super) fn overlay(
     frame: &mut Frame,
     area: Rect,
     title: &str,

@@ -3,6 +3,7 @@
 //! Untrusted text reaches a cell only through [`safe`] / [`safe_path`]: the
 //! one place the view calls the sanitiser.
 
+pub mod browse;
 mod detail;
 mod dialogs;
 mod events;
