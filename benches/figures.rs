@@ -13,7 +13,7 @@ use claimtop::claims::now_ms;
 use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
-use claimtop::dashboard::update::{on_rescan, on_tick};
+use claimtop::dashboard::collect::{Collector, Counters};
 use claimtop::dashboard::{update, view, watch, Action, App, Options as DashOptions};
 use claimtop::events::tail::read_last_lines;
 use common::*;
@@ -833,20 +833,27 @@ fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
         read_only: true,
         no_color: false,
         demo: false,
+        local_time: false,
     };
-    let mut app = App::new(opts, now_ms());
+    let identity = claimtop::claims::LocalIdentity::current();
+    let mut app = App::new(opts, now_ms(), identity, "operator:bench@here".into());
     update(&mut app, Action::Resize(size.0, size.1));
-    on_rescan(&mut app);
+    let mut collector = Collector::local(root.clone(), now_ms());
+    update(&mut app, collector.rescan());
     app
 }
 
-/// The watcher thread of the live app, feeding `tx`. The events-follower
-/// poke channel is returned so it stays open.
-fn spawn_watcher(root: &Root, tx: Sender<Action>) -> Receiver<()> {
-    let (poke_tx, poke_rx) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch::watch(r, tx, poke_tx));
-    poke_rx
+/// The reading threads of the live app (collector, watcher, events
+/// follower), feeding `tx`. The collector's inbox is returned so it stays
+/// open, with its read counters.
+fn spawn_watcher(
+    root: &Root,
+    tx: Sender<Action>,
+) -> Res<(
+    Sender<claimtop::dashboard::collect::Input>,
+    std::sync::Arc<Counters>,
+)> {
+    Ok(claimtop::dashboard::spawn_readers(root, &tx)?)
 }
 
 /// Apply every action waiting (the live loop's batch), then report whether
@@ -872,7 +879,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     // Figures 7 and 8: through the real watcher (debounce included).
     let mut app = dashboard_app(&fx.root, (160, 48));
     let (tx, rx) = channel();
-    let _poke = spawn_watcher(&fx.root, tx);
+    let (_inbox, counters) = spawn_watcher(&fx.root, tx)?;
     // Let the watches settle and drain anything from start-up.
     std::thread::sleep(Duration::from_millis(300));
     while pump(&mut app, &rx, Duration::from_millis(50)) {}
@@ -888,14 +895,14 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         let t = Instant::now();
         acquire(&fx.root, &key, "pty:fig7", &opts)?;
         let deadline = t + Duration::from_secs(2);
-        while app.live.get(&path).is_none() && Instant::now() < deadline {
+        while app.claims.live.get(&path).is_none() && Instant::now() < deadline {
             pump(
                 &mut app,
                 &rx,
                 deadline.saturating_duration_since(Instant::now()),
             );
         }
-        if app.live.get(&path).is_some() {
+        if app.claims.live.get(&path).is_some() {
             lat.push(t.elapsed());
         } else {
             missed += 1;
@@ -938,13 +945,17 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     ];
     for (what, change) in cases {
         while pump(&mut app, &rx, Duration::from_millis(20)) {}
-        let (reads0, sweeps0) = (app.reads, app.rescans);
+        let (reads0, sweeps0) = (counters.reads(), counters.rescans());
         change()?;
         let end = Instant::now() + settle;
         while Instant::now() < end {
             pump(&mut app, &rx, end.saturating_duration_since(Instant::now()));
         }
-        reread.push((what, app.reads - reads0, app.rescans - sweeps0));
+        reread.push((
+            what,
+            counters.reads() - reads0,
+            counters.rescans() - sweeps0,
+        ));
     }
     let exact = reread.iter().all(|(_, n, s)| *n == 1 && *s == 0);
     let verdict = r.target("fig8", exact);
@@ -967,31 +978,39 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
             let t = Instant::now();
             for i in 0..frames {
                 // Move the selection so every frame has something to diff.
-                app.selected = i % 40;
+                app.table.selected = i % 40;
                 term.draw(|f| view::draw(f, &app))?;
             }
             per.push(t.elapsed() / frames as u32);
         }
         r.line(format!(
             "fig10 render {w}x{h}, {} claims: {} per frame REPORT",
-            app.live.len(),
+            app.claims.live.len(),
             fmt_d(median(&per))
         ));
     }
     r.note("ratatui TestBackend (diffing, no terminal I/O); selection moved each frame".into());
 
     // What one tick costs the model: the idle loop's main expense.
+    // The collector's share (pid checks) and the model's (re-judging) both.
     let mut tick_app = dashboard_app(&fx.root, (160, 48));
+    let mut tick_collector = Collector::local(fx.root.clone(), tick_app.now);
+    update(&mut tick_app, tick_collector.rescan());
     let mut per = Vec::new();
     for i in 0..plan.reps * 3 {
         let now = tick_app.now + 1000;
-        let (d, _) = time(|| on_tick(&mut tick_app, now));
+        let (d, _) = time(|| {
+            for a in tick_collector.tick(now) {
+                update(&mut tick_app, a);
+            }
+        });
         if i > 0 {
             per.push(d);
         }
     }
-    let mut c = tick_app.classifier();
+    let mut c = claimtop::claims::Classifier::new(tick_app.now);
     let recs: Vec<_> = tick_app
+        .claims
         .live
         .by_path
         .values()
@@ -1009,7 +1028,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     });
     r.note(format!(
         "one 1 s tick over {} claims: {} (of which a fresh classifier's verdicts: {}; probing the {} distinct pids alone: {})",
-        tick_app.live.len(),
+        tick_app.claims.live.len(),
         fmt_d(median(&per)),
         fmt_d(classify),
         pids.len(),
@@ -1061,14 +1080,14 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
             .map(|(_, t)| t)
             .sum::<Duration>()
     };
-    let (cpu0, reads0, sweeps0) = (watcher_cpu(), app.reads, app.rescans);
+    let (cpu0, reads0, sweeps0) = (watcher_cpu(), counters.reads(), counters.rescans());
     let gone: Vec<PathBuf> = (0..burst).map(|i| fx.root.lockfile(&key_of(i))).collect();
     let t = Instant::now();
     for p in &gone {
         std::fs::remove_file(p)?;
     }
     let deadline = t + Duration::from_secs(60);
-    while gone.iter().any(|p| app.live.get(p).is_some()) && Instant::now() < deadline {
+    while gone.iter().any(|p| app.claims.live.get(p).is_some()) && Instant::now() < deadline {
         pump(&mut app, &rx, Duration::from_millis(50));
     }
     let caught_up = t.elapsed();
@@ -1076,8 +1095,8 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         "fig8b burst: {burst} of {files} lockfiles removed at once: model caught up in {} (watcher threads {} CPU, {} re-reads, {} sweeps) REPORT",
         fmt_d(caught_up),
         fmt_d(watcher_cpu().saturating_sub(cpu0)),
-        app.reads - reads0,
-        app.rescans - sweeps0
+        counters.reads() - reads0,
+        counters.rescans() - sweeps0
     ));
 
     Ok(())
@@ -1093,15 +1112,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     let mut term = Terminal::new(TestBackend::new(160, 48))?;
     term.draw(|f| view::draw(f, &app))?;
     let (tx, rx) = channel();
-    spawn_watcher_with_events(root, tx.clone());
-    let tick_tx = tx;
-    std::thread::spawn(move || loop {
-        let wait = 1000 - now_ms().rem_euclid(1000);
-        std::thread::sleep(Duration::from_millis(wait as u64));
-        if tick_tx.send(Action::Tick(now_ms())).is_err() {
-            return;
-        }
-    });
+    let (_inbox, counters) = spawn_watcher(root, tx)?;
     // The watcher's start-up (the debouncer stats every file in the claims
     // dir for its file-id cache) runs on its own thread after `watch`
     // returns: let it finish, applying whatever arrives, before the idle
@@ -1114,7 +1125,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     }
     let startup = t0.elapsed();
     let threads0 = threads_cpu();
-    let (reads0, sweeps0) = (app.reads, app.rescans);
+    let (reads0, sweeps0) = (counters.reads(), counters.rescans());
     let cpu0 = self_cpu();
     let tcpu0 = thread_cpu();
     let (mut ticks, mut other) = (0, 0);
@@ -1132,7 +1143,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         for a in batch {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
-            let counts = app.live.counts;
+            let counts = app.claims.live.counts;
             dirty |= update(&mut app, a);
             if is_tick {
                 ticks += 1;
@@ -1141,7 +1152,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
                         "tick: {} wall, {} cpu, counts changed {}",
                         fmt_d(t1.elapsed()),
                         fmt_d(thread_cpu() - c1),
-                        counts != app.live.counts
+                        counts != app.claims.live.counts
                     );
                 }
             } else {
@@ -1180,21 +1191,11 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         cpu.as_secs_f64() * 1000.0,
         proc_status_kib("VmRSS").unwrap_or(0),
         proc_status_kib("VmHWM").unwrap_or(0),
-        app.reads - reads0,
-        app.rescans - sweeps0,
+        counters.reads() - reads0,
+        counters.rescans() - sweeps0,
         startup.as_millis()
     );
     Ok(())
-}
-
-/// The watcher plus the events follower, wired as the live app wires them.
-fn spawn_watcher_with_events(root: &Root, tx: Sender<Action>) {
-    let (poke_tx, poke_rx) = channel();
-    let events = root.events_file();
-    let out = tx.clone();
-    std::thread::spawn(move || watch::follow_events(events, out, poke_rx));
-    let r = root.clone();
-    std::thread::spawn(move || watch::watch(r, tx, poke_tx));
 }
 
 /// Child-process side of the whole-process figures.
@@ -1446,7 +1447,9 @@ fn timeline_open(path: &Path) -> Res<()> {
                 tl.follow_now(latest);
             }
         }
-        term.draw(|f| view::timeline::draw(f, f.area(), &tl, &|_: &str| true, tl.right, &theme))?;
+        term.draw(|f| {
+            view::timeline::draw(f, f.area(), &tl, &|_: &str| true, tl.right, false, &theme)
+        })?;
         if open.is_none() {
             let drawn: String = term
                 .backend()

@@ -9,7 +9,7 @@
 mod common;
 
 use claimtop::claims::{acquire, release, status, sweep, AcquireOpts, Root};
-use claimtop::dashboard::update::on_rescan;
+use claimtop::dashboard::collect::Collector;
 use claimtop::dashboard::{update, view, Action, App, Options};
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -74,19 +74,25 @@ fn bench_sweep(c: &mut Criterion) {
             read_only: true,
             no_color: false,
             demo: false,
+            local_time: false,
         };
-        let mut app = App::new(opts, claimtop::claims::now_ms());
+        let now = claimtop::claims::now_ms();
+        let identity = claimtop::claims::LocalIdentity::current();
+        let mut app = App::new(opts, now, identity, "operator:bench@here".into());
         update(&mut app, Action::Resize(w, h));
-        on_rescan(&mut app);
+        update(&mut app, Collector::local(fx.root.clone(), now).rescan());
         let Ok(mut term) = Terminal::new(TestBackend::new(w, h));
         let mut i = 0;
-        g.bench_function(BenchmarkId::new(format!("{w}x{h}"), app.live.len()), |b| {
-            b.iter(|| {
-                i += 1;
-                app.selected = i % 40;
-                let _ = term.draw(|f| view::draw(f, &app));
-            })
-        });
+        g.bench_function(
+            BenchmarkId::new(format!("{w}x{h}"), app.claims.live.len()),
+            |b| {
+                b.iter(|| {
+                    i += 1;
+                    app.table.selected = i % 40;
+                    let _ = term.draw(|f| view::draw(f, &app));
+                })
+            },
+        );
     }
     g.finish();
 }

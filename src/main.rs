@@ -34,7 +34,12 @@ fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
         Command::Status { key } => claim_cmds::status(root, &key, out),
         Command::Acquire(a) => claim_cmds::acquire(root, a, out),
         Command::Release { key, holder } => claim_cmds::release(root, &key, &holder, out),
-        Command::Renew { key, holder, ttl } => claim_cmds::renew(root, &key, &holder, ttl, out),
+        Command::Renew {
+            key,
+            holder,
+            ttl,
+            operator,
+        } => claim_cmds::renew(root, &key, &holder, ttl, operator.as_deref(), out),
         Command::ForceRelease(a) => claim_cmds::force_release(root, a, out),
         Command::Events(a) => events::events(root, a, out),
         Command::Doctor { fix } => list::doctor(root, fix, out),

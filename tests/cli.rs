@@ -252,6 +252,38 @@ fn renew_extends_a_ttl_claim_and_declines_a_pid_claim_with_exit_3() {
 }
 
 #[test]
+fn renew_with_operator_records_who_renewed_on_the_holders_behalf() {
+    let s = Sandbox::new();
+    s.json(&["acquire", "k", "--holder", "a", "--ttl", "10m"]);
+    let (rc, _) = s.json(&["renew", "k", "--holder", "a", "--ttl", "10m"]);
+    assert_eq!(rc, 0);
+    let args = [
+        "renew",
+        "k",
+        "--holder",
+        "a",
+        "--ttl",
+        "10m",
+        "--operator",
+        "ops:alice",
+    ];
+    let (rc, v) = s.json(&args);
+    assert_eq!((rc, v["renewed"].clone()), (0, json!(true)));
+    let renewed: Vec<_> = s
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "claim_renewed")
+        .collect();
+    assert_eq!(renewed.len(), 2);
+    assert!(
+        renewed[0]["data"].get("operator").is_none(),
+        "the holder's own renewal has no operator field: {}",
+        renewed[0]
+    );
+    assert_eq!(renewed[1]["data"]["operator"], "ops:alice");
+}
+
+#[test]
 fn renew_by_another_holder_is_a_benign_no_op() {
     let s = Sandbox::new();
     s.json(&["acquire", "k", "--holder", "a", "--ttl", "1h"]);

@@ -214,3 +214,47 @@ fn without_colour_no_cell_has_a_colour_and_with_colour_states_do() {
     let buf = render_buffer(&app);
     assert!(buf.content().iter().any(|c| c.fg == Color::Red));
 }
+
+#[test]
+fn enter_shows_the_whole_record_as_yaml_with_its_history() {
+    each_size("claim_overlay", |app| {
+        select(app, "build:web");
+        update(app, code(KeyCode::Enter));
+    });
+}
+
+#[test]
+fn quitting_with_own_claims_asks_what_to_do_with_them() {
+    each_size("quit_confirm", |app| {
+        update(app, key('q'));
+    });
+}
+
+#[test]
+fn clean_lists_exactly_what_it_removes() {
+    each_size("clean_confirm", |app| {
+        update(app, key('x'));
+    });
+}
+
+#[test]
+fn renewing_a_claim_whose_holder_is_gone_says_what_it_keeps_blocked() {
+    each_size("renew_suspect", |app| {
+        select(app, "node:alpha");
+        update(app, key('n'));
+        update(app, code(KeyCode::Enter));
+    });
+}
+
+#[test]
+fn a_missing_root_shows_a_banner_not_an_empty_table() {
+    for (w, h) in SIZES {
+        let root = claimtop::claims::Root::with_events_here("/nonexistent/claimtop-root");
+        let mut app = app_at(root.clone());
+        let mut swept = sweep_of(&root, vec![], vec![]);
+        swept.problem = claimtop::dashboard::collect::root_problem(&root);
+        update(&mut app, Action::Swept(Box::new(swept)));
+        update(&mut app, Action::Resize(w, h));
+        snap("missing_root", &app);
+    }
+}

@@ -111,6 +111,7 @@ fn render(tl: &Timeline, w: u16, h: u16) -> String {
             tl,
             &|_: &str| true,
             NOW,
+            false,
             &Theme { color: false },
         )
     })

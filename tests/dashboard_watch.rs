@@ -4,6 +4,7 @@
 
 mod dashboard_common;
 
+use claimtop::dashboard::collect::Input;
 use claimtop::dashboard::watch::{follow_events, watch};
 use claimtop::dashboard::Action;
 use dashboard_common::*;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The first message `want` accepts, skipping others, within [`PATIENCE`].
-fn wait_for(rx: &Receiver<Action>, want: impl Fn(&Action) -> bool) -> Option<Action> {
+fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
     let deadline = Instant::now() + PATIENCE;
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
@@ -37,16 +38,16 @@ fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alon
     std::thread::sleep(Duration::from_millis(300));
     std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
     assert!(
-        wait_for(&rx, |a| matches!(a, Action::Rescan)).is_some(),
+        wait_for(&rx, |a| matches!(a, Input::Rescan)).is_some(),
         "no rescan when the claims dir appeared"
     );
     // Now watched directly: a new lockfile arrives as exactly its path.
     std::thread::sleep(Duration::from_millis(300));
     let path = write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    let got = wait_for(&rx, |a| matches!(a, Action::FsChanged(_)));
+    let got = wait_for(&rx, |a| matches!(a, Input::Changed(_)));
     match got {
-        Some(Action::FsChanged(paths)) => assert_eq!(paths, vec![path]),
-        other => panic!("expected FsChanged, got {other:?}"),
+        Some(Input::Changed(paths)) => assert_eq!(paths, vec![path]),
+        other => panic!("expected Changed, got {other:?}"),
     }
 }
 
@@ -106,7 +107,7 @@ fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_an
     std::fs::rename(root.claims_dir(), &aside).expect("rename away");
     std::fs::create_dir(root.claims_dir()).expect("new dir");
     assert!(
-        wait_for(&rx, |a| matches!(a, Action::Rescan)).is_some(),
+        wait_for(&rx, |a| matches!(a, Input::Rescan)).is_some(),
         "no rescan when the claims dir was replaced"
     );
     // Drain what the replacement itself caused, then a write in the new dir
@@ -114,8 +115,8 @@ fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_an
     std::thread::sleep(Duration::from_millis(300));
     while rx.try_recv().is_ok() {}
     let path = write_claim(&root, &rec("new", "pty:w", ALIVE, MIN, None));
-    match wait_for(&rx, |a| matches!(a, Action::FsChanged(_))) {
-        Some(Action::FsChanged(paths)) => assert_eq!(paths, vec![path]),
+    match wait_for(&rx, |a| matches!(a, Input::Changed(_))) {
+        Some(Input::Changed(paths)) => assert_eq!(paths, vec![path]),
         other => panic!("the new claims dir is not watched: {other:?}"),
     }
 }

@@ -212,7 +212,8 @@ fn event_shown(screen: &str, kind: &str, key: &str) -> bool {
 /// The status the shell printed after `echo EXIT=$?`. The typed command line
 /// itself reads `EXIT=$?`, so only digits after the `=` count.
 fn exit_status(screen: &str) -> Option<String> {
-    screen.match_indices("EXIT=").find_map(|(at, m)| {
+    // The last one: a job stopped with Ctrl-Z prints its own before `fg`.
+    screen.rmatch_indices("EXIT=").find_map(|(at, m)| {
         let digits: String = screen[at + m.len()..]
             .chars()
             .take_while(char::is_ascii_digit)
@@ -364,4 +365,63 @@ fn assert_clean_exit(tmux: &Tmux) {
 /// The confirm dialog for a corrupted claim (not Live, so no typed key).
 fn confirm_force_release(tmux: &Tmux) {
     tmux.keys(&["y"]);
+}
+
+#[test]
+fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
+    let td = tempfile::TempDir::new().unwrap();
+    let root = td.path();
+    let Some(tmux) = Tmux::dashboard_over(root) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+
+    // Acquire from the form: key typed, TTL left at its default.
+    tmux.keys(&["a"]);
+    tmux.wait_for("the acquire form", |s| s.contains("acquire a key"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the new claim, selected", |s| {
+        row_reads(s, "e2e:mine", "live") && s.contains("claims 1/1")
+    });
+    let lockfile = claimtop::claims::claim_path(root, "e2e:mine");
+    assert!(lockfile.exists());
+
+    // Enter: the whole record.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the record overlay", |s| {
+        s.contains("record (YAML") && s.contains("key: e2e:mine")
+    });
+    tmux.keys(&["Escape"]);
+
+    // Ctrl-Z hands the terminal back; fg brings the dashboard back whole.
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("the shell with the job stopped", |s| {
+        tmux.pane_var("alternate_on") == "0" && !s.contains("claims 1/1")
+    });
+    tmux.type_line("clear; fg; echo EXIT=$?");
+    tmux.wait_for("the dashboard again", |s| row_reads(s, "e2e:mine", "live"));
+
+    // Too small: a force-release key does nothing unseen.
+    tmux.run(&["resize-window", "-t", "e2e", "-x", "40", "-y", "10"]);
+    tmux.wait_for("the too-small message", |s| {
+        s.contains("terminal too small")
+    });
+    tmux.keys(&["F", "y"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(lockfile.exists(), "a key acted on the too-small screen");
+    let (cols, rows) = (COLS.to_string(), ROWS.to_string());
+    tmux.run(&["resize-window", "-t", "e2e", "-x", &cols, "-y", &rows]);
+    tmux.wait_for("the table again", |s| row_reads(s, "e2e:mine", "live"));
+    assert!(
+        !tmux.screen().contains("force-release ─"),
+        "no dialog was opened while too small"
+    );
+
+    // q with a claim of our own asks; r releases it, then quits.
+    tmux.keys(&["q"]);
+    tmux.wait_for("the quit question", |s| s.contains("release them and quit"));
+    tmux.keys(&["r"]);
+    assert_clean_exit(&tmux);
+    assert!(!lockfile.exists(), "the claim was not released on quit");
 }

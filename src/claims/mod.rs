@@ -26,8 +26,9 @@ pub use liveness::{
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ReadError};
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
-    acquire, force_release, release, renew, resolve_harness, status, AcquireKind, AcquireOpts,
-    AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, Root, Status,
+    acquire, force_release, release, renew, renew_as, resolve_harness, status, AcquireKind,
+    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
+    Root, Status,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

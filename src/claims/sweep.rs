@@ -190,21 +190,9 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                     detail: "lockfile name is not valid UTF-8; no encoder writes it".into(),
                 }),
             },
-            EntryKind::RecoveryMutex => {
-                if let Some(h) = stale_mutex_hazard(&path) {
+            EntryKind::RecoveryMutex | EntryKind::Temp => {
+                if let Some(h) = entry_hazard(&path) {
                     out.hazards.push(h);
-                }
-            }
-            EntryKind::Temp => {
-                if let Some(age) = mutex::age(&path).filter(|a| *a > TEMP_ABANDONED_AFTER) {
-                    out.hazards.push(Hazard {
-                        kind: HazardKind::TempLitter,
-                        path,
-                        detail: format!(
-                            "left behind {}s ago by an interrupted write",
-                            age.as_secs()
-                        ),
-                    });
                 }
             }
             EntryKind::Other => {}
@@ -286,6 +274,25 @@ fn is_canonical(item: &SweepItem) -> bool {
     item.file.file_name().is_some_and(|name| {
         super::key::is_canonical_lockfile_name(name.as_encoded_bytes(), &item.key)
     })
+}
+
+/// The hazard a non-lockfile entry of the claims dir is now, if any: a
+/// recovery mutex or a temp file becomes one only with age, so a watcher
+/// that saw it appear asks again until it is old enough or gone.
+pub fn entry_hazard(path: &Path) -> Option<Hazard> {
+    let name = path.file_name()?;
+    match entry_kind(name) {
+        EntryKind::RecoveryMutex => stale_mutex_hazard(path),
+        EntryKind::Temp => {
+            let age = mutex::age(path).filter(|a| *a > TEMP_ABANDONED_AFTER)?;
+            Some(Hazard {
+                kind: HazardKind::TempLitter,
+                path: path.to_path_buf(),
+                detail: format!("left behind {}s ago by an interrupted write", age.as_secs()),
+            })
+        }
+        EntryKind::Lockfile | EntryKind::Other => None,
+    }
 }
 
 fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {

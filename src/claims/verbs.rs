@@ -641,6 +641,19 @@ pub fn renew(
     holder: &str,
     ttl_ms: i64,
 ) -> Result<RenewOutcome, ClaimError> {
+    renew_as(root, key, holder, ttl_ms, None)
+}
+
+/// [`renew`] done by an operator on the holder's behalf: the same renewal,
+/// with `operator` recorded in the `claim_renewed` event (absent otherwise,
+/// so a holder's own renewals read as before).
+pub fn renew_as(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    ttl_ms: i64,
+    operator: Option<&str>,
+) -> Result<RenewOutcome, ClaimError> {
     if key.is_empty() {
         return Err(ClaimError::EmptyKey);
     }
@@ -692,6 +705,9 @@ pub fn renew(
     let mut data = common_fields(&rec);
     data.insert("previous_expires_at".into(), Value::from(previous));
     data.insert("ttl_ms".into(), Value::from(ttl_ms));
+    if let Some(op) = operator {
+        data.insert("operator".into(), Value::from(op));
+    }
     root.emit("claim_renewed", data);
     Ok(RenewOutcome::Renewed {
         record: rec,

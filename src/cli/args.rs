@@ -98,6 +98,10 @@ pub struct DashboardArgs {
     #[arg(long)]
     pub demo: bool,
 
+    /// Show times in the local zone (with its offset) instead of UTC
+    #[arg(long)]
+    pub local_time: bool,
+
     /// Keep the demo sandbox on exit
     #[arg(long, requires = "demo")]
     pub keep: bool,
@@ -132,6 +136,9 @@ pub enum Command {
         /// 1h, 30m, 3600s, or bare seconds
         #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
         ttl: i64,
+        /// Renewing on the holder's behalf: who did it, recorded in the claim_renewed event
+        #[arg(long, value_name = "NAME")]
+        operator: Option<String>,
     },
     /// Archive a stuck claim into .expired/ (exit 3 when refused)
     ForceRelease(ForceArgs),

@@ -168,11 +168,18 @@ pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult
     Ok(EXIT_OK)
 }
 
-pub fn renew(root: &Root, key: &str, holder: &str, ttl_ms: i64, out: &mut Out) -> CmdResult {
+pub fn renew(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    ttl_ms: i64,
+    operator: Option<&str>,
+    out: &mut Out,
+) -> CmdResult {
     if let Err(e) = validate_inputs(key, holder, Some(ttl_ms)) {
         return out.error(&e.to_string());
     }
-    match claims::renew(root, key, holder, ttl_ms) {
+    match claims::renew_as(root, key, holder, ttl_ms, operator) {
         Err(e) => out.error(&e.to_string()),
         Ok(RenewOutcome::Renewed { record, .. }) => {
             let until = record.expires_at.unwrap_or_default();

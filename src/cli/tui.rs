@@ -20,6 +20,7 @@ pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
             read_only: d.read_only,
             no_color: d.no_color,
             demo: true,
+            local_time: d.local_time,
         });
         // The sandbox (and its workers) go away only after the dashboard
         // has restored the terminal.
@@ -34,6 +35,7 @@ pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
             read_only: d.read_only,
             no_color: d.no_color,
             demo: false,
+            local_time: d.local_time,
         })
     };
     match outcome {

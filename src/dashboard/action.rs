@@ -1,25 +1,31 @@
-//! Messages into the model. Every thread (input, watcher, tick, events
-//! follower, op worker, signals) speaks only these, over one channel.
+//! Messages into the model. Every thread (input, collector, events
+//! follower, op worker, signals) speaks only these, over one channel. What
+//! the outside world says arrives here as data: the model never reads it.
 
-use crate::claims::ForceOpts;
+use crate::claims::{ForceOpts, Hazard, Status, Sweep};
 use crate::events::tail::Line;
-use ratatui::crossterm::event::KeyEvent;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use std::io::ErrorKind;
 use std::path::PathBuf;
+
+/// Holder pids and their start times (None: no such process), as probed.
+pub type PidFacts = Vec<(i32, Option<i64>)>;
 
 #[derive(Debug)]
 pub enum Action {
     Key(KeyEvent),
-    /// These paths (in the claims dir) changed: re-read exactly them.
-    FsChanged(Vec<PathBuf>),
-    /// Events may have been missed or the claims dir came or went: sweep.
-    Rescan,
+    Mouse(MouseEvent),
+    /// Lockfiles re-read, entries that came or went, pid facts that moved.
+    Read(Box<Read>),
+    /// A full sweep of the claims dir.
+    Swept(Box<Swept>),
     /// New complete lines of the events log, oldest first.
     EventsAppended(Vec<Line>),
     /// The log was truncated or replaced: what follows starts over.
     EventsReset,
     /// The log cannot be followed (not a regular file, permission, ...).
     EventsError(String),
-    /// Wall clock, epoch ms: re-classify in memory, no file read.
+    /// Wall clock, epoch ms: re-judge in memory with the pid facts known.
     Tick(i64),
     Resize(u16, u16),
     OpResult(OpResult),
@@ -27,6 +33,66 @@ pub enum Action {
     Warning(String),
     /// SIGTERM / SIGHUP.
     Quit,
+}
+
+/// What the collector read since its last message.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Read {
+    /// Each re-read lockfile as it now is (state Free: it is gone).
+    pub claims: Vec<Status>,
+    /// Mutexes and temp files that are hazards now.
+    pub hazards: Vec<Hazard>,
+    /// Entries that went away (no longer hazards).
+    pub gone: Vec<PathBuf>,
+    /// Pid facts learned or changed.
+    pub pids: PidFacts,
+}
+
+impl Read {
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+            && self.hazards.is_empty()
+            && self.gone.is_empty()
+            && self.pids.is_empty()
+    }
+}
+
+/// One sweep of the claims dir, with the pid facts it was judged by.
+#[derive(Debug, Clone)]
+pub struct Swept {
+    pub sweep: Sweep,
+    pub pids: PidFacts,
+    /// Why the root cannot be read as a normal one, if it cannot.
+    pub problem: Option<RootProblem>,
+}
+
+/// What is wrong with a root that is not simply empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootProblem {
+    Missing(PathBuf),
+    NotADirectory(PathBuf),
+    Unreadable(PathBuf, ErrorKind),
+}
+
+impl std::fmt::Display for RootProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = |p: &PathBuf| crate::sanitize::sanitize(&p.to_string_lossy()).into_owned();
+        match self {
+            RootProblem::Missing(p) => {
+                write!(f, "{} does not exist — watching for it to appear", path(p))
+            }
+            RootProblem::NotADirectory(p) => write!(
+                f,
+                "{} is not a directory — no claims can live under it",
+                path(p)
+            ),
+            RootProblem::Unreadable(p, kind) => write!(
+                f,
+                "{} cannot be read ({kind}) — run as a user who can read it",
+                path(p)
+            ),
+        }
+    }
 }
 
 /// A mutation the operator asked for; run off the UI thread because the
@@ -47,11 +113,15 @@ pub enum Op {
         key: String,
         holder: String,
         ttl_ms: i64,
+        /// Set when renewing someone else's claim: recorded in the event.
+        operator: Option<String>,
     },
     ForceRelease {
         key: String,
         opts: ForceOptsShown,
     },
+    /// `doctor --fix`: what is provably abandoned under the root.
+    Clean,
 }
 
 /// The guard of a force-release: what the operator saw when confirming.
@@ -81,6 +151,7 @@ impl Op {
             | Op::Release { key, .. }
             | Op::Renew { key, .. }
             | Op::ForceRelease { key, .. } => key,
+            Op::Clean => "",
         }
     }
 
@@ -90,6 +161,7 @@ impl Op {
             Op::Release { .. } => "release",
             Op::Renew { .. } => "renew",
             Op::ForceRelease { .. } => "force-release",
+            Op::Clean => "clean",
         }
     }
 }

@@ -4,13 +4,11 @@
 //! entries it names. `rows` is the filtered, sorted view the table scrolls
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
-use super::action::Op;
+use super::action::{Op, RootProblem};
 use super::keys::Pane;
 use super::Options;
-use crate::claims::liveness::hostname;
 use crate::claims::{
-    process_create_time_ms, ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity,
-    Locality, Root, Status,
+    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Locality, Root, Status,
 };
 use crate::events::tail::Line;
 use std::cmp::{Ordering, Reverse};
@@ -80,15 +78,6 @@ fn item_hazard_count(s: &Status) -> usize {
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
 
-/// A holder pid as last seen.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PidWatch {
-    /// Start time when alive; None once gone.
-    pub started: Option<i64>,
-    /// When the start time was last read.
-    pub checked: i64,
-}
-
 /// What one tick must re-judge.
 #[derive(Debug, PartialEq)]
 pub enum TickPlan {
@@ -97,19 +86,11 @@ pub enum TickPlan {
     Expired(Vec<Arc<Path>>),
     All,
 }
-/// How often a still-existing pid's start time is re-read, to catch a pid
-/// that died and was reused between two ticks.
-pub const PID_RECHECK_MS: i64 = 30_000;
 
-/// Does `pid` name a process? kill(pid, 0) sends nothing; EPERM means it
-/// exists under another user.
-fn pid_exists(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 performs only the existence and permission checks.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+/// A classifier's probe for a model that never probes: a pid the collector
+/// has not reported is one it found no process for.
+fn unreported(_pid: i32) -> Option<i64> {
+    None
 }
 
 /// What the view showed when `p` was pressed.
@@ -250,62 +231,147 @@ fn loc_rank(l: Locality) -> u8 {
 /// One term of the `/` filter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Term {
-    /// `state:stale`; an unknown state name matches nothing.
-    State(Option<ClaimState>),
+    State(ClaimState),
     Holder(String),
     Harness(String),
+    Key(String),
+    Reason(String),
     /// A bare word: substring of key, holder or reason.
     Any(String),
 }
 
-/// The `/` filter: every term must match (case-insensitive for ASCII).
+/// The fields a `field:value` term can name.
+pub const FILTER_FIELDS: [&str; 5] = ["state", "holder", "harness", "key", "reason"];
+
+impl Term {
+    /// Terms of one field are alternatives; bare words each stand alone.
+    fn group(&self, i: usize) -> usize {
+        match self {
+            Term::State(_) => usize::MAX,
+            Term::Holder(_) => usize::MAX - 1,
+            Term::Harness(_) => usize::MAX - 2,
+            Term::Key(_) => usize::MAX - 3,
+            Term::Reason(_) => usize::MAX - 4,
+            Term::Any(_) => i,
+        }
+    }
+
+    /// The text this term looks for in `col`, if it looks in that column.
+    pub fn needle(&self, col: Column) -> Option<&str> {
+        match (self, col) {
+            (Term::Any(v), Column::Key | Column::Holder | Column::Reason)
+            | (Term::Key(v), Column::Key)
+            | (Term::Holder(v), Column::Holder)
+            | (Term::Harness(v), Column::Harness)
+            | (Term::Reason(v), Column::Reason) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The `/` filter: terms of one field are alternatives (`state:stale
+/// state:corrupted`), different fields and bare words must all match.
+/// Case-insensitive for ASCII.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     pub text: String,
     pub terms: Vec<Term>,
+    /// A term that can never match, in words (an unknown state).
+    pub problem: Option<String>,
+    /// `x:` prefixes that are no field, matched as plain text: named when
+    /// nothing matches, since a mistyped field is the likely reason.
+    pub not_fields: Vec<String>,
 }
 
 impl Filter {
     pub fn parse(text: &str) -> Filter {
-        let terms = text
-            .split_whitespace()
-            .map(|w| {
-                let lower = w.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("state:") {
-                    let v = if v == "corrupt" { "corrupted" } else { v };
-                    Term::State(ClaimState::parse(v))
-                } else if let Some(v) = lower.strip_prefix("holder:") {
-                    Term::Holder(v.to_string())
-                } else if let Some(v) = lower.strip_prefix("harness:") {
-                    Term::Harness(v.to_string())
-                } else {
-                    Term::Any(lower)
-                }
-            })
-            .collect();
-        Filter {
+        let mut f = Filter {
             text: text.to_string(),
-            terms,
+            ..Filter::default()
+        };
+        for w in text.split_whitespace() {
+            let lower = w.to_ascii_lowercase();
+            let Some((field, v)) = lower.split_once(':') else {
+                f.terms.push(Term::Any(lower));
+                continue;
+            };
+            let v = v.to_string();
+            match field {
+                "state" => {
+                    let name = if v == "corrupt" { "corrupted" } else { &v };
+                    match ClaimState::parse(name).filter(|s| *s != ClaimState::Free) {
+                        Some(st) => f.terms.push(Term::State(st)),
+                        None => {
+                            f.problem = Some(format!(
+                                "unknown state {v:?}: live, suspect, stale or corrupted"
+                            ))
+                        }
+                    }
+                }
+                "holder" => f.terms.push(Term::Holder(v)),
+                "harness" => f.terms.push(Term::Harness(v)),
+                "key" => f.terms.push(Term::Key(v)),
+                "reason" => f.terms.push(Term::Reason(v)),
+                other => {
+                    // Keys themselves hold colons (node:gpu): plain text.
+                    if !other.is_empty() && other.bytes().all(|b| b.is_ascii_alphabetic()) {
+                        f.not_fields.push(format!("{other}:"));
+                    }
+                    f.terms.push(Term::Any(lower.clone()));
+                }
+            }
         }
+        f
     }
 
     pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
+        self.terms.is_empty() && self.problem.is_none()
     }
 
     pub fn matches(&self, s: &Status) -> bool {
-        self.terms.iter().all(|t| term_matches(t, s))
+        if self.problem.is_some() {
+            return false;
+        }
+        // Each group once (at its first term), with no allocation: this runs
+        // for every claim on every rebuild.
+        let t = &self.terms;
+        t.iter().enumerate().all(|(i, first)| {
+            let g = first.group(i);
+            t[..i].iter().enumerate().any(|(j, e)| e.group(j) == g)
+                || t.iter()
+                    .enumerate()
+                    .filter(|(j, e)| e.group(*j) == g)
+                    .any(|(_, e)| term_matches(e, s))
+        })
+    }
+
+    /// Why nothing matches, when the filter itself may be the reason.
+    pub fn why_nothing(&self) -> Option<String> {
+        if let Some(p) = &self.problem {
+            return Some(p.clone());
+        }
+        (!self.not_fields.is_empty()).then(|| {
+            format!(
+                "{} is not a field ({}), so it was matched as text",
+                self.not_fields.join(" "),
+                FILTER_FIELDS.join(", ")
+            )
+        })
     }
 }
 
 fn term_matches(t: &Term, s: &Status) -> bool {
     let rec = s.record.as_ref();
     match t {
-        Term::State(want) => *want == Some(s.state),
+        Term::State(want) => *want == s.state,
         Term::Holder(v) => rec.is_some_and(|r| contains_ci(&r.holder, v)),
         Term::Harness(v) => rec
             .and_then(|r| r.harness.as_deref())
             .is_some_and(|h| contains_ci(h, v)),
+        Term::Key(v) => contains_ci(&s.key, v),
+        Term::Reason(v) => rec
+            .and_then(|r| r.reason.as_deref())
+            .is_some_and(|x| contains_ci(x, v)),
         Term::Any(v) => {
             contains_ci(&s.key, v)
                 || rec.is_some_and(|r| {
@@ -314,6 +380,24 @@ fn term_matches(t: &Term, s: &Status) -> bool {
                 })
         }
     }
+}
+
+/// Where `needle` (already lower-case) occurs in `hay`, ignoring ASCII
+/// case: the byte range of the first match.
+pub fn find_ci(hay: &str, needle: &str) -> Option<std::ops::Range<usize>> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.is_empty() || n.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - n.len())
+        .filter(|i| hay.is_char_boundary(*i) && hay.is_char_boundary(i + n.len()))
+        .find(|i| {
+            h[*i..i + n.len()]
+                .iter()
+                .zip(n)
+                .all(|(a, b)| a.to_ascii_lowercase() == *b)
+        })
+        .map(|i| i..i + n.len())
 }
 
 /// `needle` (already lower-case) occurs in `hay`, ignoring ASCII case,
@@ -337,6 +421,10 @@ pub struct EventRow {
     pub holder: Option<String>,
     /// The interesting data fields, `name=value`, space-separated.
     pub detail: String,
+    /// The tenure it belongs to (`acquired_at` of the claim).
+    pub acquired_at: Option<i64>,
+    /// The TTL asked for: `ttl_ms` of a renewal, the span of an acquire.
+    pub ttl_ms: Option<i64>,
     /// Why the line is not an event; `detail` then holds its first bytes.
     pub error: Option<String>,
 }
@@ -414,6 +502,13 @@ impl EventRow {
                         push_value(&mut detail, f, v);
                     }
                 }
+                let num = |f: &str| ev.data().and_then(|d| d.get(f)).and_then(|v| v.as_i64());
+                let acquired_at = num("acquired_at");
+                let ttl_ms = match kind.as_str() {
+                    "claim_renewed" => num("ttl_ms"),
+                    "claim_acquired" => num("expires_at").zip(acquired_at).map(|(e, a)| e - a),
+                    _ => None,
+                };
                 EventRow {
                     seq,
                     ts: ev.ts().unwrap_or_default().to_string(),
@@ -421,6 +516,8 @@ impl EventRow {
                     holder: ev.holder().map(str::to_string),
                     kind,
                     detail,
+                    acquired_at,
+                    ttl_ms,
                     error: None,
                 }
             }
@@ -437,6 +534,8 @@ impl EventRow {
                     key: None,
                     holder: None,
                     detail: line.text[..cut].to_string(),
+                    acquired_at: None,
+                    ttl_ms: None,
                     error: Some(why),
                 }
             }
@@ -479,8 +578,7 @@ pub struct EventsView {
     pub key: Option<String>,
 }
 
-/// A one-line text input (no cursor movement: type, Backspace, done).
-pub type Input = String;
+pub use super::input::TextInput as Input;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcquireForm {
@@ -506,7 +604,7 @@ impl AcquireForm {
         }
     }
 
-    pub fn fields(&self) -> [&str; 4] {
+    pub fn fields(&self) -> [&Input; 4] {
         [&self.key, &self.holder, &self.ttl, &self.reason]
     }
 }
@@ -515,7 +613,11 @@ impl AcquireForm {
 pub struct RenewForm {
     pub key: String,
     pub holder: String,
+    pub pid: i32,
+    pub state: ClaimState,
     pub ttl: Input,
+    /// Where the offered TTL comes from, in words.
+    pub offered: String,
     /// The holder is not the operator: ask before acting on its behalf.
     pub foreign: bool,
     /// The "not yours, really?" question is showing.
@@ -544,17 +646,37 @@ impl ForceConfirm {
     }
 }
 
+/// Quitting while holding claims taken here: they are bound to this
+/// process, so they turn Suspect or Stale the moment it exits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuitConfirm {
+    /// The operator's own claims, by key.
+    pub keys: Vec<String>,
+}
+
+/// `doctor --fix` from the dashboard: what it will remove, shown first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanConfirm {
+    pub hazards: Vec<Hazard>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     Acquire(AcquireForm),
     Renew(RenewForm),
     ForceRelease(ForceConfirm),
+    Quit(QuitConfirm),
+    Clean(CleanConfirm),
 }
 
+/// What can sit over the panes. A new view is one more variant here, one
+/// arm in `view::draw` and a row in the keymap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     Help,
     Hazards,
+    /// The selected claim in full (Enter).
+    Claim,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -568,159 +690,79 @@ pub enum Level {
 pub struct StatusMsg {
     pub text: String,
     pub level: Level,
+    /// When it was said (the model's clock): it goes away by itself.
+    pub at: i64,
 }
 
-/// The whole model.
-pub struct App {
-    pub root: Root,
-    pub read_only: bool,
-    pub color: bool,
-    pub demo: bool,
-    /// The clock of the last tick (epoch ms).
-    pub now: i64,
+impl StatusMsg {
+    /// How long a message stays: errors longer, since they may need reading.
+    pub fn lifetime_ms(&self) -> i64 {
+        match self.level {
+            Level::Error => 20_000,
+            Level::Info | Level::Ok => 8_000,
+        }
+    }
+}
+
+/// The claims part of the model: what the collector reported, and what the
+/// model judged from it.
+pub struct Claims {
     identity: LocalIdentity,
-    probe: fn(i32) -> Option<i64>,
-    /// Cheap "does this pid exist" check (kill 0); None asks `probe`.
-    signal: Option<fn(i32) -> bool>,
-    /// Holder pids as of the last full re-judgement of every claim.
-    pub(crate) pid_watch: HashMap<i32, PidWatch>,
-    /// TTL expiries still ahead as of that re-judgement, soonest first: a
-    /// claim whose TTL crosses the clock is re-judged on its own.
-    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
-    /// Claims changed since the last full re-judgement.
-    pub(crate) rejudge_all: bool,
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
     /// Hazards of the last sweep that are not claims (mutex corpses, temp
-    /// litter, unreadable entries).
+    /// litter, unreadable entries), kept current by the collector's reads.
     pub sweep_hazards: Vec<Hazard>,
-    /// The table's rows: filtered, sorted paths of the shown claims.
-    pub rows: Vec<Arc<Path>>,
-    pub selected: usize,
-    pub table_offset: usize,
-    pub sort: Sort,
-    pub filter: Filter,
-    /// Some while `/` is being typed.
-    pub filter_input: Option<Input>,
-    pub events: EventRing,
-    pub events_view: EventsView,
-    pub events_error: Option<String>,
-    pub focus: Pane,
-    pub dialog: Option<Dialog>,
-    pub overlay: Option<Overlay>,
-    pub overlay_scroll: u16,
-    pub detail_scroll: u16,
-    pub status: Option<StatusMsg>,
-    /// Terminal size (columns, rows).
-    pub size: (u16, u16),
-    /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
-    /// and the only one it releases without force.
-    pub operator: String,
-    /// Lockfiles read since start (one per `Status::of_file`); a bench can
-    /// assert a batch re-read exactly the changed paths.
-    pub reads: u64,
-    /// Full sweeps since start.
-    pub rescans: u64,
-    pub quit: bool,
-    /// Mutations waiting to be handed to the worker.
-    pub pending: Vec<Op>,
+    /// Holder pids and their start times, as the collector last probed.
+    pub pids: HashMap<i32, Option<i64>>,
+    /// TTL expiries still ahead as of the last full re-judgement, soonest
+    /// first: a claim whose TTL crosses the clock is re-judged on its own.
+    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    /// Claims or pid facts changed since the last full re-judgement.
+    pub(crate) rejudge_all: bool,
+    /// Why the root is not a normal one, as of the last sweep.
+    pub problem: Option<RootProblem>,
 }
 
-impl App {
-    /// A model for this machine's identity and process table.
-    pub fn new(opts: Options, now: i64) -> App {
-        let mut app =
-            App::with_identity(opts, now, LocalIdentity::current(), process_create_time_ms);
-        app.signal = Some(pid_exists);
-        app
-    }
-
-    /// A model that classifies with an injected identity and pid probe
-    /// (tests, benches, replays).
-    pub fn with_identity(
-        opts: Options,
-        now: i64,
-        identity: LocalIdentity,
-        probe: fn(i32) -> Option<i64>,
-    ) -> App {
-        let color = !opts.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        App {
-            root: opts.root,
-            read_only: opts.read_only,
-            color,
-            demo: opts.demo,
-            now,
-            operator: operator_id(&identity),
+impl Claims {
+    fn new(identity: LocalIdentity) -> Claims {
+        Claims {
             identity,
-            probe,
-            signal: None,
-            pid_watch: HashMap::new(),
-            expiries: BinaryHeap::new(),
-            rejudge_all: true,
             live: ClaimSet::default(),
             frozen: None,
             sweep_hazards: Vec::new(),
-            rows: Vec::new(),
-            selected: 0,
-            table_offset: 0,
-            sort: Sort::default(),
-            filter: Filter::default(),
-            filter_input: None,
-            events: EventRing::default(),
-            events_view: EventsView::default(),
-            events_error: None,
-            focus: Pane::Table,
-            dialog: None,
-            overlay: None,
-            overlay_scroll: 0,
-            detail_scroll: 0,
-            status: None,
-            size: (80, 24),
-            reads: 0,
-            rescans: 0,
-            quit: false,
-            pending: Vec::new(),
+            pids: HashMap::new(),
+            expiries: BinaryHeap::new(),
+            rejudge_all: true,
+            problem: None,
         }
     }
 
-    /// A classifier at the model's clock.
-    pub fn classifier(&self) -> Classifier {
-        Classifier::with(self.now, self.identity.clone(), self.probe)
+    /// A classifier at `now` that knows every reported pid and probes none.
+    pub fn classifier(&self, now: i64) -> Classifier {
+        let mut c = Classifier::with(now, self.identity.clone(), unreported);
+        for (pid, started) in &self.pids {
+            c.know(*pid, *started);
+        }
+        c
     }
 
-    /// What a tick at `now` has to re-judge.
-    ///
-    /// Nothing while no TTL has crossed `now` and every holder pid that was
-    /// alive still exists (and, every [`PID_RECHECK_MS`], still has the start
-    /// time it had): one `kill(pid, 0)` per distinct live holder instead of
-    /// re-judging every claim, so an idle dashboard over 10 000 claims mostly
-    /// sleeps. A TTL crossing re-judges that claim alone; a pid change or a
-    /// claim read since, everything. A dead pid stays not-alive for every
-    /// claim that named it (a reused pid started after those claims); a new
-    /// claim arrives through a file change, which forces the full pass.
+    /// Take in pid facts; true when one moved (every claim is re-judged on
+    /// the next tick).
+    pub fn learn(&mut self, facts: &[(i32, Option<i64>)]) -> bool {
+        let mut moved = false;
+        for (pid, started) in facts {
+            moved |= self.pids.insert(*pid, *started) != Some(*started);
+        }
+        self.rejudge_all |= moved;
+        moved
+    }
+
+    /// What a tick at `now` has to re-judge: everything after a read or a
+    /// pid change, else only the claims whose TTL crossed the clock.
     pub fn tick_plan(&mut self, now: i64) -> TickPlan {
         if self.rejudge_all {
-            return TickPlan::All;
-        }
-        let (probe, signal) = (self.probe, self.signal);
-        let mut unchanged = true;
-        for (pid, w) in self.pid_watch.iter_mut() {
-            if w.started.is_none() {
-                continue;
-            }
-            let exists = signal.map_or_else(|| probe(*pid).is_some(), |f| f(*pid));
-            if !exists {
-                w.started = None;
-                unchanged = false;
-            } else if now - w.checked >= PID_RECHECK_MS {
-                let started = probe(*pid);
-                w.checked = now;
-                unchanged &= started == w.started;
-                w.started = started;
-            }
-        }
-        if !unchanged {
             return TickPlan::All;
         }
         let mut due = Vec::new();
@@ -739,31 +781,8 @@ impl App {
         }
     }
 
-    /// A classifier at the model's clock that already knows the watched
-    /// pids, so re-judging a few claims probes nothing.
-    pub fn classifier_with_known_pids(&self) -> Classifier {
-        let mut c = self.classifier();
-        for (pid, w) in &self.pid_watch {
-            c.know(*pid, w.started);
-        }
-        c
-    }
-
-    /// Remember what a full re-judgement learned: its pid facts and the
-    /// expiries still ahead.
-    pub fn remember_judgement(&mut self, c: &Classifier, now: i64) {
-        self.pid_watch = c
-            .known_pids()
-            .map(|(pid, started)| {
-                (
-                    pid,
-                    PidWatch {
-                        started,
-                        checked: now,
-                    },
-                )
-            })
-            .collect();
+    /// Remember the expiries still ahead after a full re-judgement.
+    pub fn remember_judgement(&mut self, now: i64) {
         self.expiries = self
             .live
             .by_path
@@ -776,44 +795,13 @@ impl App {
     }
 
     /// Claims changed: the next tick re-judges every one.
-    pub fn claims_changed(&mut self) {
+    pub fn changed(&mut self) {
         self.rejudge_all = true;
-    }
-
-    /// Re-word the selected claim's reason at the shown clock.
-    ///
-    /// The tick judges every claim's state but words the reason (with its
-    /// countdown) only for the claim the detail pane shows; whichever claim
-    /// becomes selected is re-worded here first.
-    pub fn refresh_selected_why(&mut self) {
-        let Some(path) = self.rows.get(self.selected).cloned() else {
-            return;
-        };
-        let now = self.shown_now();
-        let mut c = Classifier::with(now, self.identity.clone(), self.probe);
-        let set = match self.frozen.as_mut() {
-            Some(f) => &mut f.claims,
-            None => &mut self.live,
-        };
-        if let Some(s) = set.by_path.get_mut(&path) {
-            if let Some(rec) = &s.record {
-                s.why = c.verdict(rec).why;
-            }
-        }
     }
 
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
-    }
-
-    /// The clock the view shows.
-    pub fn shown_now(&self) -> i64 {
-        self.frozen.as_ref().map_or(self.now, |f| f.now)
-    }
-
-    pub fn paused(&self) -> bool {
-        self.frozen.is_some()
     }
 
     /// Every hazard: the sweep's plus the claims that are hazards.
@@ -836,33 +824,175 @@ impl App {
         });
         out
     }
+}
+
+/// The table part: which claims are rows, in what order, and where the
+/// selection and the window are.
+#[derive(Debug, Clone, Default)]
+pub struct TableView {
+    /// The filtered, sorted paths of the shown claims.
+    pub rows: Vec<Arc<Path>>,
+    pub selected: usize,
+    pub offset: usize,
+    pub sort: Sort,
+    pub filter: Filter,
+    /// Some while `/` is being typed.
+    pub filter_input: Option<Input>,
+    /// Filters applied before, oldest first (↑/↓ in the input recall them).
+    pub filter_history: Vec<String>,
+    /// Where ↑/↓ is in the history while typing.
+    pub history_pos: Option<usize>,
+    /// The detail pane shows the selected row; its scroll resets with it.
+    pub detail_scroll: u16,
+    /// A claim just acquired here: selected as soon as it arrives.
+    pub select_on_arrival: Option<std::path::PathBuf>,
+}
+
+/// The events part: the tail of the log and how the pane looks at it.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    pub ring: EventRing,
+    pub view: EventsView,
+    pub error: Option<String>,
+}
+
+/// What sits on top of the panes: at most one overlay, at most one dialog
+/// (a dialog is above an overlay).
+#[derive(Debug, Clone, Default)]
+pub struct Overlays {
+    pub dialog: Option<Dialog>,
+    pub open: Option<Overlay>,
+    /// Lines scrolled in the open overlay.
+    pub scroll: u16,
+}
+
+/// The whole model.
+pub struct App {
+    pub root: Root,
+    pub read_only: bool,
+    pub color: bool,
+    pub demo: bool,
+    /// Times in the local zone (with its offset) instead of UTC.
+    pub local_time: bool,
+    /// The clock of the last tick (epoch ms).
+    pub now: i64,
+    /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
+    /// and the only one it releases without force.
+    pub operator: String,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    pub focus: Pane,
+    pub claims: Claims,
+    pub table: TableView,
+    pub events: Events,
+    pub overlays: Overlays,
+    pub status: Option<StatusMsg>,
+    pub quit: bool,
+    /// Releases still to finish before quitting (the quit dialog's "release").
+    pub quit_after: Option<usize>,
+    /// Ctrl-Z asked: the loop hands the terminal back and stops the process.
+    pub suspend: bool,
+    /// Text for the terminal's clipboard (OSC 52), written by the loop.
+    pub clipboard: Option<String>,
+    /// The help was opened once: the status line's legend hint has done
+    /// its job.
+    pub seen_help: bool,
+    /// Mutations waiting to be handed to the worker.
+    pub pending: Vec<Op>,
+}
+
+impl App {
+    /// A model for `identity`, acting as `operator`. Both are read by the
+    /// caller (the collector's side): the model reads nothing.
+    pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
+        App {
+            root: opts.root,
+            read_only: opts.read_only,
+            color: !opts.no_color,
+            demo: opts.demo,
+            local_time: opts.local_time,
+            now,
+            operator,
+            size: (80, 24),
+            focus: Pane::Table,
+            claims: Claims::new(identity),
+            table: TableView::default(),
+            events: Events::default(),
+            overlays: Overlays::default(),
+            status: None,
+            quit: false,
+            quit_after: None,
+            suspend: false,
+            clipboard: None,
+            seen_help: false,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Re-word the selected claim's reason at the shown clock.
+    ///
+    /// The tick judges every claim's state but words the reason (with its
+    /// countdown) only for the claim the detail pane shows; whichever claim
+    /// becomes selected is re-worded here first.
+    pub fn refresh_selected_why(&mut self) {
+        let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
+            return;
+        };
+        let mut c = self.claims.classifier(self.shown_now());
+        let claims = &mut self.claims;
+        let set = match claims.frozen.as_mut() {
+            Some(f) => &mut f.claims,
+            None => &mut claims.live,
+        };
+        if let Some(s) = set.by_path.get_mut(&path) {
+            if let Some(rec) = &s.record {
+                s.why = c.verdict(rec).why;
+            }
+        }
+    }
+
+    /// The claims the view shows: the frozen ones while paused.
+    pub fn shown(&self) -> &ClaimSet {
+        self.claims.shown()
+    }
+
+    /// The clock the view shows.
+    pub fn shown_now(&self) -> i64 {
+        self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
+    }
+
+    pub fn paused(&self) -> bool {
+        self.claims.frozen.is_some()
+    }
 
     /// The selected claim, if any row is selected.
     pub fn selected_status(&self) -> Option<&Status> {
-        self.rows
-            .get(self.selected)
+        self.table
+            .rows
+            .get(self.table.selected)
             .and_then(|p| self.shown().get(p))
     }
 
-    /// Rebuild `rows` from the shown claims, keeping the selection on the
+    /// Rebuild the rows from the shown claims, keeping the selection on the
     /// same lockfile when it is still there.
     pub fn rebuild_rows(&mut self) {
-        let keep = self.rows.get(self.selected).cloned();
-        let shown = self.frozen.as_ref().map_or(&self.live, |f| &f.claims);
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        let shown = self.claims.shown();
         let mut rows: Vec<(&Arc<Path>, &Status)> = shown
             .by_path
             .iter()
-            .filter(|(_, s)| self.filter.matches(s))
+            .filter(|(_, s)| t.filter.matches(s))
             .collect();
-        let col = self.sort.column;
+        let col = t.sort.column;
         rows.sort_by(|a, b| compare(col, a.1, b.1));
-        if self.sort.reverse {
+        if t.sort.reverse {
             rows.reverse();
         }
-        self.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
+        t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
         if let Some(p) = keep {
-            if let Some(i) = self.rows.iter().position(|r| *r == p) {
-                self.selected = i;
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
             }
         }
         self.clamp_selection();
@@ -872,18 +1002,19 @@ impl App {
     /// (a TTL crossing): a full rebuild re-sorts every row, which over
     /// 10 000 claims costs milliseconds a tick.
     pub fn reposition_rows(&mut self, moved: &[Arc<Path>]) {
-        if self.frozen.is_some() {
+        if self.paused() {
             return;
         }
-        let keep = self.rows.get(self.selected).cloned();
-        self.rows.retain(|p| !moved.contains(p));
-        let (col, reverse) = (self.sort.column, self.sort.reverse);
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        t.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (t.sort.column, t.sort.reverse);
+        let live = &self.claims.live;
         for p in moved {
-            let Some(s) = self.live.get(p).filter(|s| self.filter.matches(s)) else {
+            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
                 continue;
             };
-            let live = &self.live;
-            let pos = self.rows.partition_point(|r| {
+            let pos = t.rows.partition_point(|r| {
                 live.get(r).is_some_and(|other| {
                     let ord = compare(col, other, s);
                     if reverse {
@@ -893,26 +1024,32 @@ impl App {
                     }
                 })
             });
-            self.rows.insert(pos, Arc::clone(p));
+            t.rows.insert(pos, Arc::clone(p));
         }
         if let Some(p) = keep {
-            if let Some(i) = self.rows.iter().position(|r| *r == p) {
-                self.selected = i;
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
             }
         }
         self.clamp_selection();
     }
 
     pub fn clamp_selection(&mut self) {
-        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        let t = &mut self.table;
+        t.selected = t.selected.min(t.rows.len().saturating_sub(1));
     }
 
     /// Events the pane shows (frozen while paused, this key's only when
     /// filtered), oldest first.
     pub fn shown_events(&self) -> impl DoubleEndedIterator<Item = &EventRow> + '_ {
-        let upto = self.frozen.as_ref().map_or(u64::MAX, |f| f.events_seq);
-        let key = self.events_view.key.as_deref();
+        let upto = self
+            .claims
+            .frozen
+            .as_ref()
+            .map_or(u64::MAX, |f| f.events_seq);
+        let key = self.events.view.key.as_deref();
         self.events
+            .ring
             .rows
             .iter()
             .filter(move |r| r.seq < upto)
@@ -923,6 +1060,7 @@ impl App {
     pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
         let mut v: Vec<&EventRow> = self
             .events
+            .ring
             .rows
             .iter()
             .rev()
@@ -933,10 +1071,37 @@ impl App {
         v
     }
 
+    /// The TTL last asked for this tenure of `key` (a renewal's, else the
+    /// acquire's), as the events tail tells it.
+    pub fn asked_ttl(&self, key: &str, acquired_at: i64) -> Option<i64> {
+        self.events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .filter(|r| r.key.as_deref() == Some(key) && r.acquired_at == Some(acquired_at))
+            .find_map(|r| r.ttl_ms)
+    }
+
+    /// The live claims held as this dashboard's operator, by key.
+    pub fn own_claims(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .claims
+            .live
+            .by_path
+            .values()
+            .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
+            .map(|s| s.key.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
+
     pub fn say(&mut self, level: Level, text: impl Into<String>) {
         self.status = Some(StatusMsg {
             text: text.into(),
             level,
+            at: self.now,
         });
     }
 }
@@ -949,48 +1114,5 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::TempLitter => 3,
         HazardKind::ForeignMachine => 4,
         HazardKind::KeyMismatch => 5,
-    }
-}
-
-/// `operator:<user>@<host>`.
-fn operator_id(me: &LocalIdentity) -> String {
-    let user = ["USER", "LOGNAME"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|u| !u.trim().is_empty())
-        .or_else(login_name)
-        .unwrap_or_else(|| "unknown".into());
-    let host = if me.hostname.is_empty() {
-        hostname()
-    } else {
-        me.hostname.clone()
-    };
-    format!("operator:{user}@{host}")
-}
-
-/// The password-database name of this process's user, for environments
-/// (services, containers) that set neither USER nor LOGNAME.
-fn login_name() -> Option<String> {
-    // SAFETY: getpwuid_r writes only into `pwd` and `buf`, both valid for the
-    // sizes given; `result` is checked before `pwd.pw_name` is read, and the
-    // name is copied out before `buf` is dropped.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-            return None;
-        }
-        let name = std::ffi::CStr::from_ptr(pwd.pw_name)
-            .to_string_lossy()
-            .into_owned();
-        (!name.is_empty()).then_some(name)
     }
 }

@@ -60,7 +60,11 @@ pub enum Cmd {
     Hazards,
     EventsForKey,
     Help,
+    Open,
+    Copy,
+    Clean,
     Close,
+    Suspend,
     Quit,
 }
 
@@ -69,7 +73,7 @@ impl Cmd {
     pub fn mutates(self) -> bool {
         matches!(
             self,
-            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease
+            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease | Cmd::Clean
         )
     }
 }
@@ -85,6 +89,11 @@ pub enum Key {
 impl Key {
     fn matches(self, ev: &KeyEvent) -> bool {
         let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        // Alt-x is another key than x (terminals send it as Esc x), never
+        // an accidental x.
+        if ev.modifiers.contains(KeyModifiers::ALT) {
+            return false;
+        }
         match (self, ev.code) {
             (Key::Ctrl(c), KeyCode::Char(got)) => ctrl && got.eq_ignore_ascii_case(&c),
             (Key::Char(c), KeyCode::Char(got)) => !ctrl && got == c,
@@ -171,7 +180,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Code(KeyCode::PageUp), Key::Ctrl('b')],
-        label: "PgUp",
+        label: "PgUp/C-b",
         short: "page up",
         help: "one page up",
         cmd: Cmd::PageUp,
@@ -180,7 +189,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Code(KeyCode::PageDown), Key::Ctrl('f')],
-        label: "PgDn",
+        label: "PgDn/C-f",
         short: "page down",
         help: "one page down",
         cmd: Cmd::PageDown,
@@ -287,6 +296,33 @@ pub const KEYMAP: &[Binding] = &[
         in_footer: true,
     },
     Binding {
+        keys: &[Key::Code(KeyCode::Enter)],
+        label: "Enter",
+        short: "open",
+        help: "open the selected claim: the whole record, why, file, history",
+        cmd: Cmd::Open,
+        scope: CLAIM,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('y')],
+        label: "y",
+        short: "copy key",
+        help: "copy the selected key to the clipboard (OSC 52: works over ssh and in tmux)",
+        cmd: Cmd::Copy,
+        scope: CLAIM,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('x')],
+        label: "x",
+        short: "clean",
+        help: "clean what is provably abandoned (doctor --fix): lists it, then asks",
+        cmd: Cmd::Clean,
+        scope: ALL,
+        in_footer: false,
+    },
+    Binding {
         keys: &[Key::Char('p')],
         label: "p",
         short: "pause",
@@ -308,8 +344,18 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Code(KeyCode::Esc)],
         label: "Esc",
         short: "close",
-        help: "close a dialog, the help or the hazards list; clear the filter",
+        help:
+            "close a dialog, the help or the hazards list; clear the filter, then the f key filter",
         cmd: Cmd::Close,
+        scope: ALL,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Ctrl('z')],
+        label: "C-z",
+        short: "suspend",
+        help: "suspend to the shell (fg resumes)",
+        cmd: Cmd::Suspend,
         scope: ALL,
         in_footer: false,
     },
@@ -317,7 +363,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('q'), Key::Ctrl('c')],
         label: "q",
         short: "quit",
-        help: "quit (Ctrl-C too)",
+        help: "quit (Ctrl-C too); asks first when you hold claims taken here",
         cmd: Cmd::Quit,
         scope: ALL,
         in_footer: true,
@@ -382,6 +428,34 @@ mod tests {
         assert_eq!(lookup(Pane::Table, &ctrl_c), Some(Cmd::Quit));
         assert!(is_interrupt(&ctrl_c));
         assert_eq!(lookup(Pane::Table, &key(KeyCode::Char('c'))), None);
+    }
+
+    #[test]
+    fn alt_slash_is_not_slash() {
+        let alt = KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT);
+        assert_eq!(lookup(Pane::Table, &alt), None);
+        assert_eq!(
+            lookup(Pane::Table, &key(KeyCode::Char('/'))),
+            Some(Cmd::Filter)
+        );
+    }
+
+    #[test]
+    fn every_bound_control_key_is_spelled_in_its_label() {
+        for b in KEYMAP {
+            for k in b.keys {
+                if let Key::Ctrl(c) = k {
+                    let spelled = format!("C-{c}");
+                    assert!(
+                        b.label.contains(&spelled)
+                            || b.help.contains(&format!("Ctrl-{}", c.to_ascii_uppercase())),
+                        "{:?} is bound to Ctrl-{c} but neither label {:?} nor help says so",
+                        b.cmd,
+                        b.label
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -4,13 +4,16 @@
 //!
 //! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
-//! (input, watcher, events follower, tick, op worker, signals) only send
-//! actions; the main loop blocks on the channel and redraws only when an
-//! update says something visible changed.
+//! (input, watcher → collector, events follower, op worker, signals) only
+//! send actions; every read of the disk or the process table happens on
+//! those threads, so `update` is pure. The main loop blocks on the channel
+//! and redraws only when an update says something visible changed.
 
 pub mod action;
 pub mod app;
 pub mod browse;
+pub mod collect;
+pub mod input;
 pub mod keys;
 pub mod ops;
 pub mod terminal;
@@ -23,11 +26,11 @@ pub use action::{Action, Op, OpResult};
 pub use app::App;
 pub use update::update;
 
-use crate::claims::{now_ms, Root};
+use crate::claims::{now_ms, LocalIdentity, Root};
 use ratatui::crossterm::queue;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::time::Duration;
+use std::sync::Arc;
 
 /// How the dashboard was asked to run.
 #[derive(Debug, Clone)]
@@ -39,6 +42,8 @@ pub struct Options {
     pub no_color: bool,
     /// Shown in the header when the root is the embedded demo sandbox.
     pub demo: bool,
+    /// Show times in the local zone instead of UTC.
+    pub local_time: bool,
 }
 
 /// Most actions folded into one frame: a burst is applied as a whole, then
@@ -46,58 +51,73 @@ pub struct Options {
 const MAX_BATCH: usize = 512;
 
 /// Run the dashboard until the operator quits.
-pub fn run(opts: Options) -> std::io::Result<()> {
+pub fn run(mut opts: Options) -> std::io::Result<()> {
+    // Everything the model needs from the environment is read here, at the
+    // edge, once.
+    opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let identity = LocalIdentity::current();
+    let operator = collect::operator_id(&identity);
     let root = opts.root.clone();
     let (tx, rx) = channel::<Action>();
-    let mut app = App::new(opts, now_ms());
-    update::on_rescan(&mut app);
+    let mut app = App::new(opts, now_ms(), identity, operator);
 
-    spawn_background(&root, &tx)?;
+    let collect_tx = spawn_background(&root, &tx)?;
     let sink_tx = tx.clone();
     crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
         let _ = sink_tx.send(Action::Warning(m.to_string()));
     })));
-    let result = ui_loop(&mut app, &tx, rx);
+    let result = ui_loop(&mut app, &tx, rx, collect_tx);
     crate::diag::set_warning_sink(None);
     result
 }
 
-fn spawn_background(root: &Root, tx: &Sender<Action>) -> std::io::Result<()> {
+/// Start the collector, the watcher feeding it, the events follower and the
+/// signal handler; the collector's inbox is returned for the op worker.
+fn spawn_background(root: &Root, tx: &Sender<Action>) -> std::io::Result<Sender<collect::Input>> {
+    let (collect_tx, _) = spawn_readers(root, tx)?;
+    terminal::spawn_signals(tx.clone())?;
+    Ok(collect_tx)
+}
+
+/// Every thread that reads the outside world, wired as the live app wires
+/// them: the events follower, the collector (which sweeps at once, then
+/// ticks each second) and the watcher feeding it. Returns the collector's
+/// inbox and its read counters.
+pub fn spawn_readers(
+    root: &Root,
+    tx: &Sender<Action>,
+) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
     let (poke_tx, poke_rx) = channel::<()>();
     let events_file = root.events_file();
     let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-events".into())
         .spawn(move || watch::follow_events(events_file, out, poke_rx))?;
-    let (r, out) = (root.clone(), tx.clone());
+    let (collect_tx, collect_rx) = channel::<collect::Input>();
+    let collector = collect::Collector::local(root.clone(), now_ms());
+    let counters = Arc::clone(&collector.counters);
+    let out = tx.clone();
+    std::thread::Builder::new()
+        .name("claimtop-collect".into())
+        .spawn(move || collector.run(collect_rx, out))?;
+    let (r, out) = (root.clone(), collect_tx.clone());
     std::thread::Builder::new()
         .name("claimtop-watch".into())
         .spawn(move || watch::watch(r, out, poke_tx))?;
-    let out = tx.clone();
-    std::thread::Builder::new()
-        .name("claimtop-tick".into())
-        .spawn(move || tick(out))?;
-    terminal::spawn_signals(tx.clone())?;
-    Ok(())
+    Ok((collect_tx, counters))
 }
 
-/// One `Tick` a second, on the second, so every countdown moves together.
-fn tick(out: Sender<Action>) {
-    loop {
-        let wait = 1000 - now_ms().rem_euclid(1000);
-        std::thread::sleep(Duration::from_millis(wait as u64));
-        if out.send(Action::Tick(now_ms())).is_err() {
-            return;
-        }
-    }
-}
-
-fn ui_loop(app: &mut App, tx: &Sender<Action>, rx: Receiver<Action>) -> std::io::Result<()> {
+fn ui_loop(
+    app: &mut App,
+    tx: &Sender<Action>,
+    rx: Receiver<Action>,
+    collect_tx: Sender<collect::Input>,
+) -> std::io::Result<()> {
     let (op_tx, op_rx) = channel::<Op>();
     let (r, out) = (app.root.clone(), tx.clone());
     std::thread::Builder::new()
         .name("claimtop-ops".into())
-        .spawn(move || ops::worker(r, op_rx, out))?;
+        .spawn(move || ops::worker(r, op_rx, out, collect_tx))?;
 
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;
@@ -116,6 +136,15 @@ fn ui_loop(app: &mut App, tx: &Sender<Action>, rx: Receiver<Action>) -> std::io:
         }
         if app.quit {
             break;
+        }
+        if let Some(text) = app.clipboard.take() {
+            // Best effort: a terminal that ignores OSC 52 ignores it quietly.
+            let _ = terminal::osc52(&text);
+        }
+        if app.suspend {
+            app.suspend = false;
+            screen.suspend()?;
+            dirty = true;
         }
         if dirty {
             draw(&mut screen, app)?;

@@ -3,16 +3,20 @@
 //! each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
+use super::collect::Input;
 use crate::claims::{
-    acquire, force_release, human_ms, release, renew, AcquireKind, AcquireOpts, AcquireOutcome,
-    ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    acquire, doctor_fix, force_release, human_ms, release, renew_as, AcquireKind, AcquireOpts,
+    AcquireOutcome, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use std::sync::mpsc::{Receiver, Sender};
 
 /// Run one op now (blocking) and describe the outcome.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
     let key = op.key().to_string();
-    let path = root.lockfile(&key);
+    let path = match op {
+        Op::Clean => root.claims_dir(),
+        _ => root.lockfile(&key),
+    };
     let (ok, message) = match op {
         Op::Acquire {
             key,
@@ -65,7 +69,8 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             key,
             holder,
             ttl_ms,
-        } => match renew(root, key, holder, *ttl_ms) {
+            operator,
+        } => match renew_as(root, key, holder, *ttl_ms, operator.as_deref()) {
             Ok(RenewOutcome::Renewed { .. }) => (
                 true,
                 format!("renewed {key}: expires in {}", human_ms(*ttl_ms)),
@@ -90,6 +95,39 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             Ok(ForceOutcome::Refused(why)) => (false, format!("force-release refused: {why}")),
             Err(e) => (false, format!("force-release {key} failed: {e}")),
         },
+        // The CLI's `doctor --fix`, to the letter: it re-checks each hazard
+        // as it goes, so what it removes is what is abandoned now.
+        Op::Clean => {
+            let fixes = doctor_fix(root);
+            let done: Vec<_> = fixes.iter().filter(|f| f.fixed).collect();
+            let left = fixes.len() - done.len();
+            let names: Vec<String> = done
+                .iter()
+                .map(|f| {
+                    f.hazard
+                        .path
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                })
+                .collect();
+            (
+                true,
+                if done.is_empty() {
+                    "nothing was removed: no hazard is provably abandoned now".to_string()
+                } else {
+                    format!(
+                        "removed {}: {}{}",
+                        done.len(),
+                        names.join(", "),
+                        if left > 0 {
+                            format!(" ({left} left for a human: h lists them)")
+                        } else {
+                            String::new()
+                        }
+                    )
+                },
+            )
+        }
     };
     OpResult {
         verb: op.verb(),
@@ -100,10 +138,17 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
     }
 }
 
-/// Serve ops one at a time until the UI hangs up.
-pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>) {
+/// Serve ops one at a time until the UI hangs up. After each, the
+/// collector re-reads the op's lockfile at once, so the table does not wait
+/// for the watcher to notice the op's own write.
+pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
     for op in ops {
         let result = run_op(&root, &op);
+        let reread = match op {
+            Op::Clean => Input::Rescan,
+            _ => Input::Changed(vec![result.path.clone()]),
+        };
+        let _ = collect.send(reread);
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }

@@ -1,22 +1,23 @@
-//! Model transitions. No terminal here: every function takes the model and a
-//! message and says whether the screen must be redrawn. The only I/O is
-//! reading lockfiles (exactly the changed ones on a watcher batch, all of them
-//! on a rescan) — the clock comes in with `Tick`.
+//! Model transitions. No terminal and no I/O here: every function takes the
+//! model and a message and says whether the screen must be redrawn. What
+//! the disk and the process table say arrives as data (see `collect`); the
+//! clock comes in with `Tick`.
 
-use super::action::{Action, ForceOptsShown, Op, OpResult};
+use super::action::{Action, ForceOptsShown, Op, OpResult, Read, Swept};
 use super::app::{
-    AcquireForm, App, ClaimSet, Dialog, EventRow, Filter, ForceConfirm, Frozen, Level, Overlay,
-    RenewForm, TickPlan,
+    AcquireForm, App, ClaimSet, CleanConfirm, Dialog, EventRow, Filter, ForceConfirm, Frozen,
+    Level, Overlay, QuitConfirm, RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
 use super::view::{layout, time_bucket};
-use crate::claims::sweep::{entry_kind, key_of_lockfile, sweep_with, EntryKind};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
+};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Default TTL offered by the acquire form.
@@ -32,18 +33,25 @@ pub fn update(app: &mut App, action: Action) -> bool {
             }
             redraw
         }
-        Action::FsChanged(paths) => on_fs_changed(app, &paths),
-        Action::Rescan => on_rescan(app),
+        Action::Mouse(m) => {
+            let redraw = on_mouse(app, m);
+            if redraw {
+                app.refresh_selected_why();
+            }
+            redraw
+        }
+        Action::Read(r) => on_read(app, *r),
+        Action::Swept(s) => apply_sweep(app, *s),
         Action::EventsAppended(lines) => on_events(app, &lines),
         Action::EventsReset => {
-            app.events.clear();
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+            app.events.ring.clear();
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
             !app.paused()
         }
         Action::EventsError(e) => {
-            let changed = app.events_error.as_deref() != Some(e.as_str());
-            app.events_error = Some(e);
+            let changed = app.events.error.as_deref() != Some(e.as_str());
+            app.events.error = Some(e);
             changed
         }
         Action::Tick(now) => on_tick(app, now),
@@ -66,41 +74,27 @@ pub fn update(app: &mut App, action: Action) -> bool {
 
 // ---------------------------------------------------------------- data
 
-/// Re-read exactly `paths` (those in the claims dir); everything else in a
-/// batch is ignored here.
-pub fn on_fs_changed(app: &mut App, paths: &[PathBuf]) -> bool {
-    let dir = app.root.claims_dir();
-    let mut c = app.classifier();
+/// Take in what the collector read: re-read claims, hazards that came or
+/// went, pid facts.
+pub fn on_read(app: &mut App, r: Read) -> bool {
+    app.claims.learn(&r.pids);
     let mut changed = false;
-    for path in paths {
-        if path.parent() != Some(dir.as_path()) {
-            continue;
-        }
-        let Some(name) = path.file_name() else {
-            continue;
-        };
-        match entry_kind(name) {
-            EntryKind::Lockfile => {
-                let Some(key) = key_of_lockfile(name) else {
-                    continue;
-                };
-                app.reads += 1;
-                app.claims_changed();
-                let s = Status::of_file(&key, path, &mut c);
-                changed |= put(&mut app.live, path, s);
-            }
-            // A mutex or temp file that went away is no longer a hazard; new
-            // ones only become hazards with age, which the next sweep sees.
-            _ => {
-                if std::fs::symlink_metadata(path).is_err() {
-                    let before = app.sweep_hazards.len();
-                    app.sweep_hazards.retain(|h| h.path != *path);
-                    changed |= app.sweep_hazards.len() != before;
-                }
-            }
+    for s in r.claims {
+        app.claims.changed();
+        let path = s.file.clone();
+        changed |= put(&mut app.claims.live, &path, s);
+    }
+    let hazards = &mut app.claims.sweep_hazards;
+    let before = hazards.len();
+    hazards.retain(|h| !r.gone.contains(&h.path));
+    let mut hazards_moved = hazards.len() != before;
+    for h in r.hazards {
+        if !hazards.iter().any(|x| x.path == h.path) {
+            hazards.push(h);
+            hazards_moved = true;
         }
     }
-    data_changed(app, changed)
+    data_changed(app, changed) || (hazards_moved && !app.paused())
 }
 
 /// Store (or drop, when free) one claim; true when it changed.
@@ -127,27 +121,25 @@ fn data_changed(app: &mut App, changed: bool) -> bool {
     if !changed {
         return false;
     }
-    app.live.recount();
+    app.claims.live.recount();
     if app.paused() {
         return false;
     }
     app.rebuild_rows();
     scroll_into_view(app);
+    select_arrived(app);
     true
 }
 
-/// Sweep the whole claims dir (the watcher lost track, or the safety net).
-pub fn on_rescan(app: &mut App) -> bool {
-    let mut c = app.classifier();
-    let sweep = sweep_with(&app.root, &mut c);
-    app.rescans += 1;
-    apply_sweep(app, sweep)
-}
-
 /// Replace the live claims and hazards with a sweep's.
-pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
-    app.reads += sweep.claims.len() as u64;
-    app.claims_changed();
+pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
+    let Swept {
+        sweep,
+        pids,
+        problem,
+    } = swept;
+    app.claims.learn(&pids);
+    app.claims.changed();
     let mut set = ClaimSet::default();
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
@@ -155,7 +147,7 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
     }
     set.recount();
     // Claims that are hazards are counted from the claims themselves, which
-    // FsChanged keeps current between sweeps.
+    // reads keep current between sweeps.
     let hazards: Vec<_> = sweep
         .hazards
         .into_iter()
@@ -166,10 +158,13 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
             )
         })
         .collect();
-    let changed = set != app.live || hazards != app.sweep_hazards;
-    app.live = set;
-    app.sweep_hazards = hazards;
-    if !changed || app.paused() {
+    let c = &mut app.claims;
+    let problem_moved = c.problem != problem;
+    c.problem = problem;
+    let changed = set != c.live || hazards != c.sweep_hazards;
+    c.live = set;
+    c.sweep_hazards = hazards;
+    if (!changed || app.paused()) && !problem_moved {
         return false;
     }
     app.rebuild_rows();
@@ -179,12 +174,13 @@ pub fn apply_sweep(app: &mut App, sweep: crate::claims::Sweep) -> bool {
 
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
     // Lines arriving means the log is readable again.
-    let recovered = !lines.is_empty() && app.events_error.take().is_some();
+    let recovered = !lines.is_empty() && app.events.error.take().is_some();
     let mut shown = 0usize;
     for line in lines {
-        let row: &EventRow = app.events.push(line);
+        let row: &EventRow = app.events.ring.push(line);
         if app
-            .events_view
+            .events
+            .view
             .key
             .as_deref()
             .is_none_or(|k| row.key.as_deref() == Some(k))
@@ -196,9 +192,9 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
         return recovered;
     }
     // Scrolled up: keep the same lines in view and count what arrived.
-    if app.events_view.scroll > 0 {
-        app.events_view.scroll += shown;
-        app.events_view.new_while_scrolled += shown;
+    if app.events.view.scroll > 0 {
+        app.events.view.scroll += shown;
+        app.events.view.new_while_scrolled += shown;
     }
     true
 }
@@ -209,13 +205,13 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    match app.tick_plan(now) {
+    match app.claims.tick_plan(now) {
         TickPlan::Nothing => {}
         TickPlan::Expired(paths) => {
-            let mut c = app.classifier_with_known_pids();
+            let mut c = app.claims.classifier(now);
             let moved: Vec<_> = paths
                 .into_iter()
-                .filter(|p| app.live.rejudge(p, |s| rejudge(&mut c, s)))
+                .filter(|p| app.claims.live.rejudge(p, |s| rejudge(&mut c, s)))
                 .collect();
             if !moved.is_empty() && !app.paused() {
                 app.reposition_rows(&moved);
@@ -223,14 +219,14 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
             }
         }
         TickPlan::All => {
-            let mut c = app.classifier();
+            let mut c = app.claims.classifier(now);
             let mut changed = false;
-            for s in app.live.by_path.values_mut() {
+            for s in app.claims.live.by_path.values_mut() {
                 changed |= rejudge(&mut c, s);
             }
-            app.remember_judgement(&c, now);
+            app.claims.remember_judgement(now);
             if changed {
-                app.live.recount();
+                app.claims.live.recount();
                 if !app.paused() {
                     app.rebuild_rows();
                     scroll_into_view(app);
@@ -239,7 +235,14 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
         }
     }
     app.refresh_selected_why();
-    visible_signature(app) != before
+    let expired = app
+        .status
+        .as_ref()
+        .is_some_and(|m| now - m.at >= m.lifetime_ms());
+    if expired {
+        app.status = None;
+    }
+    expired || visible_signature(app) != before
 }
 
 /// Re-judge one claim; true when its state or locality moved.
@@ -260,18 +263,18 @@ fn rejudge(c: &mut Classifier, s: &mut Status) -> bool {
     true
 }
 
-/// A digest of everything time can change on screen: the clock's minute,
-/// counts, and the state / age / TTL cells of the visible rows, plus the
-/// selected claim's verdict. No allocation.
+/// A digest of everything time can change on screen: the header clock's
+/// second, counts, and the state / age / TTL cells of the visible rows,
+/// plus the selected claim's verdict. No allocation.
 pub fn visible_signature(app: &App) -> u64 {
     let mut h = DefaultHasher::new();
     let now = app.shown_now();
-    (now / 60_000).hash(&mut h);
+    (now / 1000).hash(&mut h);
     let shown = app.shown();
     let c = shown.counts;
     (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.focus);
-    for p in app.rows.iter().skip(app.table_offset).take(cap) {
+    for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
         if let Some(s) = shown.get(p) {
             s.state.hash(&mut h);
             if let Some(r) = &s.record {
@@ -286,9 +289,22 @@ pub fn visible_signature(app: &App) -> u64 {
     h.finish()
 }
 
+/// An op finished: say so. The worker has asked the collector to re-read
+/// its lockfile, which arrives as a `Read` right after.
 fn on_op_result(app: &mut App, r: OpResult) -> bool {
+    if r.ok && r.verb == "acquire" {
+        app.table.select_on_arrival = Some(r.path.clone());
+        select_arrived(app);
+    }
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);
-    on_fs_changed(app, std::slice::from_ref(&r.path));
+    if let Some(left) = app.quit_after.as_mut() {
+        *left = left.saturating_sub(1);
+        // Quit once every release has answered, done or not: the status
+        // line of a failed one is lost, but its claim is still there to see.
+        if *left == 0 {
+            app.quit = true;
+        }
+    }
     true
 }
 
@@ -303,19 +319,132 @@ pub fn on_key(app: &mut App, ev: KeyEvent) -> bool {
         app.quit = true;
         return false;
     }
-    if app.dialog.is_some() {
+    if !layout::fits(app.size) {
+        return too_small_key(app, ev);
+    }
+    if app.overlays.dialog.is_some() {
         return dialog_key(app, ev);
     }
-    if app.filter_input.is_some() {
+    if app.table.filter_input.is_some() {
         return filter_key(app, ev);
     }
-    if let Some(ov) = app.overlay {
+    if let Some(ov) = app.overlays.open {
         return overlay_key(app, ov, ev);
     }
     match keys::lookup(app.focus, &ev) {
         Some(cmd) => command(app, cmd),
         None => false,
     }
+}
+
+/// The screen cannot show the table: nothing may act unseen. Only quit, the
+/// help (drawn over the whole small screen) and the quit question itself
+/// take keys; resizes arrive as their own action.
+fn too_small_key(app: &mut App, ev: KeyEvent) -> bool {
+    if matches!(app.overlays.dialog, Some(Dialog::Quit(_))) {
+        return dialog_key(app, ev);
+    }
+    match keys::lookup(Pane::Table, &ev) {
+        Some(Cmd::Quit) => request_quit(app),
+        Some(Cmd::Help) => {
+            app.overlays.open = match app.overlays.open {
+                Some(Overlay::Help) => None,
+                _ => Some(Overlay::Help),
+            };
+            app.overlays.scroll = 0;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `q`: quit, unless claims taken here would be orphaned by it — then ask.
+fn request_quit(app: &mut App) -> bool {
+    let keys = app.own_claims();
+    if keys.is_empty() {
+        app.quit = true;
+        return false;
+    }
+    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys }));
+    true
+}
+
+/// Lines one wheel notch scrolls.
+const WHEEL: isize = 3;
+
+/// A click selects a row or a pane, a click on a column title sorts by it
+/// (again: reversed), the wheel scrolls what is under the pointer.
+pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
+    if !layout::fits(app.size) || app.overlays.dialog.is_some() {
+        return false;
+    }
+    let wheel = match m.kind {
+        MouseEventKind::ScrollUp => -WHEEL,
+        MouseEventKind::ScrollDown => WHEEL,
+        MouseEventKind::Down(MouseButton::Left) => 0,
+        _ => return false,
+    };
+    if app.overlays.open.is_some() {
+        return wheel != 0 && scroll_overlay(app, wheel as i32);
+    }
+    let Some(a) = layout::areas_of(app.size, app.focus) else {
+        return false;
+    };
+    let at = ratatui::layout::Position {
+        x: m.column,
+        y: m.row,
+    };
+    let Some(pane) = [
+        (Pane::Table, a.table),
+        (Pane::Detail, a.detail),
+        (Pane::Events, a.events),
+    ]
+    .into_iter()
+    .find(|(_, r)| r.contains(at))
+    .map(|(p, _)| p) else {
+        return false;
+    };
+    if wheel != 0 {
+        let before = app.focus;
+        app.focus = pane;
+        let moved = move_by(app, wheel);
+        app.focus = before;
+        return moved;
+    }
+    let focus_moved = app.focus != pane;
+    app.focus = pane;
+    if pane == Pane::Table {
+        // The focus may have resized the table: hit-test the layout now.
+        let area = layout::areas_of(app.size, app.focus).map_or(a.table, |a| a.table);
+        match super::view::table::hit(app, area, m.column, m.row) {
+            Some(super::view::table::Hit::Title(col)) => {
+                if app.table.sort.column == col {
+                    app.table.sort.reverse = !app.table.sort.reverse;
+                } else {
+                    app.table.sort = super::app::Sort {
+                        column: col,
+                        reverse: false,
+                    };
+                }
+                app.rebuild_rows();
+                scroll_into_view(app);
+                return true;
+            }
+            Some(super::view::table::Hit::Row(i)) => {
+                if app.table.selected != i {
+                    app.table.selected = i;
+                    app.table.detail_scroll = 0;
+                }
+                scroll_into_view(app);
+                return true;
+            }
+            None => {}
+        }
+    }
+    if focus_moved {
+        scroll_into_view(app);
+    }
+    focus_moved
 }
 
 /// Run a keymap command (also what the tests drive).
@@ -345,28 +474,29 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Filter => {
-            app.filter_input = Some(app.filter.text.clone());
+            app.table.filter_input = Some(app.table.filter.text.as_str().into());
+            app.table.history_pos = None;
             true
         }
         Cmd::SortNext => {
-            app.sort.column = app.sort.column.next();
-            app.sort.reverse = false;
+            app.table.sort.column = app.table.sort.column.next();
+            app.table.sort.reverse = false;
             app.rebuild_rows();
             scroll_into_view(app);
             true
         }
         Cmd::SortReverse => {
-            app.sort.reverse = !app.sort.reverse;
+            app.table.sort.reverse = !app.table.sort.reverse;
             app.rebuild_rows();
             scroll_into_view(app);
             true
         }
         Cmd::Acquire => {
-            app.dialog = Some(Dialog::Acquire(AcquireForm {
-                key: String::new(),
-                holder: app.operator.clone(),
+            app.overlays.dialog = Some(Dialog::Acquire(AcquireForm {
+                key: "".into(),
+                holder: app.operator.as_str().into(),
                 ttl: DEFAULT_ACQUIRE_TTL.into(),
-                reason: String::new(),
+                reason: "".into(),
                 field: 0,
                 error: None,
             }));
@@ -380,32 +510,38 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::Hazards => {
-            app.overlay = Some(Overlay::Hazards);
-            app.overlay_scroll = 0;
+            app.overlays.open = Some(Overlay::Hazards);
+            app.overlays.scroll = 0;
             true
         }
         Cmd::EventsForKey => {
-            if app.events_view.key.is_some() {
-                app.events_view.key = None;
+            if app.events.view.key.is_some() {
+                app.events.view.key = None;
             } else if let Some(s) = app.selected_status() {
-                app.events_view.key = Some(s.key.clone());
+                app.events.view.key = Some(s.key.clone());
             } else {
                 app.say(Level::Info, "no claim selected to filter the events by");
             }
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
             true
         }
         Cmd::Help => {
-            app.overlay = Some(Overlay::Help);
-            app.overlay_scroll = 0;
+            app.seen_help = true;
+            app.overlays.open = Some(Overlay::Help);
+            app.overlays.scroll = 0;
             true
         }
         Cmd::Close => {
-            if !app.filter.is_empty() {
-                app.filter = Filter::default();
+            if !app.table.filter.is_empty() {
+                app.table.filter = Filter::default();
                 app.rebuild_rows();
                 scroll_into_view(app);
+                true
+            } else if app.events.view.key.is_some() {
+                app.events.view.key = None;
+                app.events.view.scroll = 0;
+                app.events.view.new_while_scrolled = 0;
                 true
             } else if app.status.is_some() {
                 app.status = None;
@@ -414,10 +550,24 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 false
             }
         }
-        Cmd::Quit => {
-            app.quit = true;
+        Cmd::Open => match app.selected_status() {
+            Some(_) => {
+                app.overlays.open = Some(Overlay::Claim);
+                app.overlays.scroll = 0;
+                true
+            }
+            None => {
+                app.say(Level::Info, "no claim selected");
+                true
+            }
+        },
+        Cmd::Copy => copy_key(app),
+        Cmd::Clean => start_clean(app),
+        Cmd::Suspend => {
+            app.suspend = true;
             false
         }
+        Cmd::Quit => request_quit(app),
     }
 }
 
@@ -434,36 +584,54 @@ fn page(app: &App) -> usize {
 fn move_by(app: &mut App, delta: isize) -> bool {
     match app.focus {
         Pane::Table => {
-            let before = app.selected;
-            let last = app.rows.len().saturating_sub(1) as isize;
-            app.selected = (app.selected as isize).saturating_add(delta).clamp(0, last) as usize;
-            if app.selected != before {
-                app.detail_scroll = 0;
+            let before = app.table.selected;
+            let last = app.table.rows.len().saturating_sub(1) as isize;
+            app.table.selected = (app.table.selected as isize)
+                .saturating_add(delta)
+                .clamp(0, last) as usize;
+            if app.table.selected != before {
+                app.table.detail_scroll = 0;
             }
             scroll_into_view(app);
-            app.selected != before
+            app.table.selected != before
         }
         Pane::Detail => {
-            let before = app.detail_scroll;
-            app.detail_scroll = (app.detail_scroll as isize)
+            let before = app.table.detail_scroll;
+            let max = super::view::detail_max_scroll(app) as isize;
+            app.table.detail_scroll = (app.table.detail_scroll as isize)
                 .saturating_add(delta)
-                .clamp(0, u16::MAX as isize) as u16;
-            app.detail_scroll != before
+                .clamp(0, max) as u16;
+            app.table.detail_scroll != before
         }
         Pane::Events => {
             let total = app.shown_events().count();
             let max = total.saturating_sub(layout::events_capacity(app.size, app.focus));
-            let before = (app.events_view.scroll, app.events_view.new_while_scrolled);
+            let before = (app.events.view.scroll, app.events.view.new_while_scrolled);
             // Up (negative delta) scrolls back in time.
             let s = (before.0 as isize)
                 .saturating_sub(delta)
                 .clamp(0, max as isize) as usize;
-            app.events_view.scroll = s;
+            app.events.view.scroll = s;
             if s == 0 {
-                app.events_view.new_while_scrolled = 0;
+                app.events.view.new_while_scrolled = 0;
             }
-            (s, app.events_view.new_while_scrolled) != before
+            (s, app.events.view.new_while_scrolled) != before
         }
+    }
+}
+
+/// Select the claim just acquired here once it is among the rows (the
+/// filter may hide it: then it is not waited for forever, a later acquire
+/// replaces it).
+fn select_arrived(app: &mut App) {
+    let Some(want) = app.table.select_on_arrival.as_deref() else {
+        return;
+    };
+    if let Some(i) = app.table.rows.iter().position(|p| **p == *want) {
+        app.table.selected = i;
+        app.table.select_on_arrival = None;
+        app.table.detail_scroll = 0;
+        scroll_into_view(app);
     }
 }
 
@@ -471,31 +639,66 @@ fn move_by(app: &mut App, delta: isize) -> bool {
 pub fn scroll_into_view(app: &mut App) {
     let cap = layout::table_capacity(app.size, app.focus).max(1);
     app.clamp_selection();
-    if app.selected < app.table_offset {
-        app.table_offset = app.selected;
-    } else if app.selected >= app.table_offset + cap {
-        app.table_offset = app.selected + 1 - cap;
+    if app.table.selected < app.table.offset {
+        app.table.offset = app.table.selected;
+    } else if app.table.selected >= app.table.offset + cap {
+        app.table.offset = app.table.selected + 1 - cap;
     }
-    let max_offset = app.rows.len().saturating_sub(cap);
-    app.table_offset = app.table_offset.min(max_offset);
+    let max_offset = app.table.rows.len().saturating_sub(cap);
+    app.table.offset = app.table.offset.min(max_offset);
 }
 
 fn toggle_pause(app: &mut App) {
-    if app.frozen.take().is_none() {
-        app.frozen = Some(Frozen {
-            claims: app.live.clone(),
+    if app.claims.frozen.take().is_none() {
+        app.claims.frozen = Some(Frozen {
+            claims: app.claims.live.clone(),
             now: app.now,
-            events_seq: app.events.next_seq,
+            events_seq: app.events.ring.next_seq,
         });
     } else {
         // Resume on the latest data.
         app.rebuild_rows();
         scroll_into_view(app);
-        if app.events_view.scroll > 0 {
-            app.events_view.scroll = 0;
-            app.events_view.new_while_scrolled = 0;
+        if app.events.view.scroll > 0 {
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
         }
     }
+}
+
+/// `y`: the selected key to the terminal's clipboard, by OSC 52 (the loop
+/// writes it), so it works over ssh and inside tmux.
+fn copy_key(app: &mut App) -> bool {
+    let Some(key) = app.selected_status().map(|s| s.key.clone()) else {
+        app.say(Level::Info, "no claim selected to copy");
+        return true;
+    };
+    app.say(
+        Level::Ok,
+        format!("copied {key} to the clipboard (OSC 52: the terminal must allow it)"),
+    );
+    app.clipboard = Some(key);
+    true
+}
+
+/// `x`: list what `doctor --fix` would remove now, and ask.
+fn start_clean(app: &mut App) -> bool {
+    let hazards: Vec<_> = app
+        .claims
+        .hazards()
+        .into_iter()
+        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .collect();
+    if hazards.is_empty() {
+        app.say(
+            Level::Info,
+            "nothing to clean: no mutex corpse or temp litter (claims are force-released with F)",
+        );
+        return true;
+    }
+    app.overlays.open = None;
+    app.overlays.dialog = Some(Dialog::Clean(CleanConfirm { hazards }));
+    true
 }
 
 fn start_release(app: &mut App) -> bool {
@@ -537,16 +740,27 @@ fn start_renew(app: &mut App) -> bool {
         app.say(Level::Error, msg);
         return true;
     };
-    let Some(exp) = r.expires_at else {
+    if r.expires_at.is_none() {
         let msg = format!("{} is PID-bound: it has no TTL to renew", s.key);
         app.say(Level::Error, msg);
         return true;
+    }
+    // What was asked for this tenure, never `expires_at - acquired_at`: that
+    // span grows with every renewal until it passes 24 h and fails.
+    let (ttl, offered) = match app.asked_ttl(&s.key, r.acquired_at) {
+        Some(ms) => (ttl_text(ms), "the TTL last asked for this claim"),
+        None => (
+            DEFAULT_ACQUIRE_TTL.to_string(),
+            "the default: the events tail does not say what was asked",
+        ),
     };
-    let span = (exp - r.acquired_at).max(0);
-    app.dialog = Some(Dialog::Renew(RenewForm {
+    app.overlays.dialog = Some(Dialog::Renew(RenewForm {
         key: s.key.clone(),
         holder: r.holder.clone(),
-        ttl: ttl_text(span),
+        pid: r.pid,
+        state: s.state,
+        ttl: ttl.into(),
+        offered: offered.into(),
         foreign: r.holder != app.operator,
         confirming: false,
         error: None,
@@ -572,7 +786,7 @@ fn start_force(app: &mut App) -> bool {
         return true;
     };
     let rec = s.record.as_ref();
-    app.dialog = Some(Dialog::ForceRelease(ForceConfirm {
+    app.overlays.dialog = Some(Dialog::ForceRelease(ForceConfirm {
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
         pid: rec.map(|r| r.pid),
@@ -582,7 +796,7 @@ fn start_force(app: &mut App) -> bool {
             .clone()
             .map_or_else(|| s.why.clone(), |e| format!("{}: {e}", s.why)),
         acquired_at: rec.map(|r| r.acquired_at),
-        typed: String::new(),
+        typed: "".into(),
         error: None,
     }));
     true
@@ -590,41 +804,68 @@ fn start_force(app: &mut App) -> bool {
 
 // ---------------------------------------------------------------- dialogs
 
-/// Type into `input`: printable characters append, Backspace deletes.
-/// Returns true when the key was text editing.
-fn edit(input: &mut String, ev: &KeyEvent) -> bool {
-    match ev.code {
-        KeyCode::Char(c) if !c.is_control() => {
-            input.push(c);
-            true
-        }
-        KeyCode::Backspace => {
-            input.pop();
-            true
-        }
-        _ => false,
-    }
-}
-
 fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
     if ev.code == KeyCode::Esc {
-        app.dialog = None;
+        app.overlays.dialog = None;
         return true;
     }
-    let Some(dialog) = app.dialog.take() else {
+    let Some(dialog) = app.overlays.dialog.take() else {
         return false;
     };
     let (next, op) = match dialog {
         Dialog::Acquire(f) => acquire_key(f, &ev),
-        Dialog::Renew(f) => renew_key(f, &ev),
+        Dialog::Renew(f) => renew_key(f, &ev, &app.operator),
         Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
+        Dialog::Quit(q) => return quit_key(app, q, &ev),
+        Dialog::Clean(c) => match ev.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Op::Clean)),
+            _ => (Some(Dialog::Clean(c)), None),
+        },
     };
-    app.dialog = next;
+    app.overlays.dialog = next;
     if let Some(op) = op {
         app.say(Level::Info, format!("{} {}…", op.verb(), op.key()));
         app.pending.push(op);
     }
     true
+}
+
+/// The quit question: r releases every claim taken here and quits once
+/// they are done, k quits keeping them, anything else asks again.
+fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent) -> bool {
+    match ev.code {
+        KeyCode::Char('r') | KeyCode::Char('R') => {
+            let n = q.keys.len();
+            for key in q.keys {
+                app.pending.push(Op::Release {
+                    key,
+                    holder: app.operator.clone(),
+                });
+            }
+            app.quit_after = Some(n);
+            app.say(
+                Level::Info,
+                format!("releasing {n} claim{} before quitting…", plural(n)),
+            );
+            true
+        }
+        KeyCode::Char('k') | KeyCode::Char('K') => {
+            app.quit = true;
+            false
+        }
+        _ => {
+            app.overlays.dialog = Some(Dialog::Quit(q));
+            false
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 type Step = (Option<Dialog>, Option<Op>);
@@ -643,7 +884,7 @@ fn acquire_key(mut f: AcquireForm, ev: &KeyEvent) -> Step {
             }
         }
         _ => {
-            if edit(f.field_mut(), ev) {
+            if f.field_mut().key(ev) {
                 f.error = None;
             }
         }
@@ -667,6 +908,9 @@ fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
             format!("TTL {t:?} is not a duration (1h, 30m, 90s; empty = PID-bound)")
         })?),
     };
+    if let Some(t) = ttl_ms {
+        ttl_in_range(t)?;
+    }
     crate::claims::validate_inputs(key, holder, ttl_ms).map_err(|e| e.to_string())?;
     Ok(Op::Acquire {
         key: key.to_string(),
@@ -676,10 +920,10 @@ fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
     })
 }
 
-fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
+fn renew_key(mut f: RenewForm, ev: &KeyEvent, operator: &str) -> Step {
     if f.confirming {
         return match ev.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => renew_op(f),
+            KeyCode::Char('y') | KeyCode::Char('Y') => renew_op(f, operator),
             _ => {
                 f.confirming = false;
                 (Some(Dialog::Renew(f)), None)
@@ -693,11 +937,11 @@ fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
             } else if f.foreign {
                 f.confirming = true;
             } else {
-                return renew_op(f);
+                return renew_op(f, operator);
             }
         }
         _ => {
-            if edit(&mut f.ttl, ev) {
+            if f.ttl.key(ev) {
                 f.error = None;
             }
         }
@@ -708,15 +952,32 @@ fn renew_key(mut f: RenewForm, ev: &KeyEvent) -> Step {
 fn renew_ttl(f: &RenewForm) -> Result<i64, String> {
     let ttl = parse_ttl_ms(&f.ttl)
         .ok_or_else(|| format!("TTL {:?} is not a duration (1h, 30m, 90s)", f.ttl.trim()))?;
+    ttl_in_range(ttl)?;
     crate::claims::validate_inputs(&f.key, &f.holder, Some(ttl)).map_err(|e| e.to_string())?;
     Ok(ttl)
 }
 
-fn renew_op(mut f: RenewForm) -> Step {
+/// The protocol's TTL bounds, worded for a person typing a duration.
+fn ttl_in_range(ttl_ms: i64) -> Result<(), String> {
+    use crate::claims::{human_ms, MAX_TTL_MS, MIN_TTL_MS};
+    if (MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+        Ok(())
+    } else {
+        Err(format!(
+            "a TTL of {} is out of range: it must be between 60s and 24h",
+            human_ms(ttl_ms)
+        ))
+    }
+}
+
+/// The renewal asked for; on someone else's claim it names the operator,
+/// so the audit log says who kept it alive.
+fn renew_op(mut f: RenewForm, operator: &str) -> Step {
     match renew_ttl(&f) {
         Ok(ttl_ms) => (
             None,
             Some(Op::Renew {
+                operator: f.foreign.then(|| operator.to_string()),
                 key: f.key,
                 holder: f.holder,
                 ttl_ms,
@@ -733,14 +994,14 @@ fn renew_op(mut f: RenewForm) -> Step {
 fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
     let confirmed = if f.needs_typed_key() {
         if ev.code == KeyCode::Enter {
-            if f.typed == f.key {
+            if f.typed.value() == f.key {
                 true
             } else {
                 f.error = Some("the typed key does not match; nothing done".into());
                 false
             }
         } else {
-            if edit(&mut f.typed, ev) {
+            if f.typed.key(ev) {
                 f.error = None;
             }
             false
@@ -763,61 +1024,97 @@ fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
     (None, Some(op))
 }
 
+/// Most filters remembered for ↑/↓.
+const FILTER_HISTORY: usize = 50;
+
 fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
-    let Some(mut text) = app.filter_input.take() else {
+    let Some(mut text) = app.table.filter_input.take() else {
         return false;
     };
+    let t = &mut app.table;
     match ev.code {
         KeyCode::Enter => {
-            // Applied as typed already; Enter just closes the input.
+            // Applied as typed already; Enter keeps it and remembers it.
+            let v = text.value().trim().to_string();
+            if !v.is_empty() && t.filter_history.last() != Some(&v) {
+                t.filter_history.push(v);
+                if t.filter_history.len() > FILTER_HISTORY {
+                    t.filter_history.remove(0);
+                }
+            }
             return true;
         }
         KeyCode::Esc => {
-            app.filter = Filter::default();
+            t.filter = Filter::default();
+        }
+        KeyCode::Up | KeyCode::Down => {
+            let n = t.filter_history.len();
+            let pos = match (ev.code, t.history_pos) {
+                (KeyCode::Up, None) => n.checked_sub(1),
+                (KeyCode::Up, Some(i)) => Some(i.saturating_sub(1)),
+                (_, Some(i)) if i + 1 < n => Some(i + 1),
+                _ => None,
+            };
+            t.history_pos = pos;
+            text = pos
+                .and_then(|i| t.filter_history.get(i))
+                .map_or_else(|| "".into(), |h| h.as_str().into());
+            t.filter = Filter::parse(&text);
+            t.filter_input = Some(text);
         }
         _ => {
-            edit(&mut text, &ev);
-            app.filter = Filter::parse(&text);
-            app.filter_input = Some(text);
+            if !text.key(&ev) {
+                t.filter_input = Some(text);
+                return false;
+            }
+            t.filter = Filter::parse(&text);
+            t.filter_input = Some(text);
         }
     }
     app.rebuild_rows();
-    app.selected = app.selected.min(app.rows.len().saturating_sub(1));
     scroll_into_view(app);
     true
+}
+
+/// Scroll the open overlay, never past its last line.
+fn scroll_overlay(app: &mut App, delta: i32) -> bool {
+    let max = i32::from(super::view::overlay_max_scroll(app));
+    let before = app.overlays.scroll;
+    app.overlays.scroll = (i32::from(before).saturating_add(delta)).clamp(0, max) as u16;
+    app.overlays.scroll != before
 }
 
 fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
     let cmd = keys::lookup(app.focus, &ev);
     match cmd {
         Some(Cmd::Quit) => {
-            app.quit = true;
-            false
+            app.overlays.open = None;
+            request_quit(app)
         }
         Some(Cmd::Close) => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
         Some(Cmd::Help) if ov == Overlay::Help => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
         Some(Cmd::Hazards) if ov == Overlay::Hazards => {
-            app.overlay = None;
+            app.overlays.open = None;
             true
         }
-        Some(Cmd::Up) => {
-            app.overlay_scroll = app.overlay_scroll.saturating_sub(1);
+        Some(Cmd::Open) if ov == Overlay::Claim => {
+            app.overlays.open = None;
             true
         }
-        Some(Cmd::Down) => {
-            app.overlay_scroll = app.overlay_scroll.saturating_add(1);
-            true
-        }
-        Some(Cmd::Top) => {
-            app.overlay_scroll = 0;
-            true
-        }
+        Some(Cmd::Copy) if ov == Overlay::Claim => copy_key(app),
+        Some(Cmd::Clean) if ov == Overlay::Hazards => command(app, Cmd::Clean),
+        Some(Cmd::Up) => scroll_overlay(app, -1),
+        Some(Cmd::Down) => scroll_overlay(app, 1),
+        Some(Cmd::PageUp) => scroll_overlay(app, -(page(app) as i32)),
+        Some(Cmd::PageDown) => scroll_overlay(app, page(app) as i32),
+        Some(Cmd::Top) => scroll_overlay(app, i32::MIN / 2),
+        Some(Cmd::Bottom) => scroll_overlay(app, i32::MAX / 2),
         _ => false,
     }
 }

@@ -10,6 +10,7 @@
 
 use super::action::Action;
 use super::app::EVENTS_RING;
+use super::collect::Input;
 use crate::claims::Root;
 use crate::events::tail::Follower;
 use notify_debouncer_full::notify::event::{AccessKind, AccessMode};
@@ -103,14 +104,27 @@ fn dir_id(p: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// A notify error in words: its `Display` appends the paths in debug
+/// format, which the status line already names.
+fn notify_words(e: &notify_debouncer_full::notify::Error) -> String {
+    use notify_debouncer_full::notify::ErrorKind as K;
+    match &e.kind {
+        K::Io(io) => io.kind().to_string(),
+        K::PathNotFound => "it does not exist".into(),
+        K::MaxFilesWatch => "the system's limit on watches is reached".into(),
+        K::Generic(s) => crate::sanitize::sanitize(s).into_owned(),
+        K::WatchNotFound | K::InvalidConfig(_) => "the watch could not be set up".into(),
+    }
+}
+
 /// Watch `root` until `out` hangs up. Never returns early on a notify
 /// failure: it falls back to the safety-net sweep and says so.
-pub fn watch(root: Root, out: Sender<Action>, poke_events: Sender<()>) {
+pub fn watch(root: Root, out: Sender<Input>, poke_events: Sender<()>) {
     let (tx, rx) = channel::<DebounceEventResult>();
     let mut deb = match new_debouncer(DEBOUNCE, Some(DEBOUNCE_TICK), tx) {
         Ok(d) => d,
         Err(e) => {
-            let _ = out.send(Action::Warning(format!(
+            let _ = out.send(Input::Warning(format!(
                 "file notifications unavailable ({e}); rescanning every {}s",
                 SAFETY_NET.as_secs()
             )));
@@ -135,9 +149,10 @@ pub fn watch(root: Root, out: Sender<Action>, poke_events: Sender<()>) {
                     let _ = deb.unwatch(p);
                 }
                 if let Err(e) = deb.watch(p, RecursiveMode::NonRecursive) {
-                    let _ = out.send(Action::Warning(format!(
-                        "cannot watch {}: {e}",
-                        crate::sanitize::sanitize(&p.to_string_lossy())
+                    let _ = out.send(Input::Warning(format!(
+                        "cannot watch {}: {}",
+                        crate::sanitize::sanitize(&p.to_string_lossy()),
+                        notify_words(&e)
                     )));
                 }
             }
@@ -161,9 +176,9 @@ pub fn watch(root: Root, out: Sender<Action>, poke_events: Sender<()>) {
                     let _ = poke_events.send(());
                 }
                 if rescan {
-                    Some(Action::Rescan)
+                    Some(Input::Rescan)
                 } else if !b.changed.is_empty() {
-                    Some(Action::FsChanged(b.changed.into_iter().collect()))
+                    Some(Input::Changed(b.changed.into_iter().collect()))
                 } else {
                     None
                 }
@@ -171,11 +186,11 @@ pub fn watch(root: Root, out: Sender<Action>, poke_events: Sender<()>) {
             // notify's own errors (queue overflow among them): start over.
             Ok(Err(_)) => {
                 rewatch(&mut watched, &mut claims_id);
-                Some(Action::Rescan)
+                Some(Input::Rescan)
             }
             Err(RecvTimeoutError::Timeout) => {
                 rewatch(&mut watched, &mut claims_id);
-                Some(Action::Rescan)
+                Some(Input::Rescan)
             }
             Err(RecvTimeoutError::Disconnected) => break,
         };
@@ -187,11 +202,11 @@ pub fn watch(root: Root, out: Sender<Action>, poke_events: Sender<()>) {
     }
 }
 
-fn safety_net_only(out: &Sender<Action>, poke_events: &Sender<()>) {
+fn safety_net_only(out: &Sender<Input>, poke_events: &Sender<()>) {
     loop {
         std::thread::sleep(SAFETY_NET);
         let _ = poke_events.send(());
-        if out.send(Action::Rescan).is_err() {
+        if out.send(Input::Rescan).is_err() {
             return;
         }
     }

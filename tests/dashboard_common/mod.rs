@@ -6,6 +6,8 @@ use claimtop::claims::{
     ClaimRecord, ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status,
     Sweep,
 };
+use claimtop::dashboard::action::Swept;
+use claimtop::dashboard::collect::{Collector, Input};
 use claimtop::dashboard::update::apply_sweep;
 use claimtop::dashboard::{update, Action, App, Options};
 use claimtop::events::tail::Line;
@@ -44,16 +46,35 @@ pub fn opts(root: Root) -> Options {
         read_only: false,
         no_color: true,
         demo: false,
+        local_time: false,
     }
 }
 
 /// A model over `root` at [`NOW`], 80×24, colourless, with a fixed operator.
 pub fn app_at(root: Root) -> App {
-    let mut app = App::with_identity(opts(root), NOW, me(), probe);
-    app.operator = OPERATOR.into();
-    app.color = false;
+    let mut app = App::new(opts(root), NOW, me(), OPERATOR.into());
     update(&mut app, Action::Resize(80, 24));
     app
+}
+
+/// The collector of this world: reads `root` at [`NOW`] with [`probe`].
+pub fn collector(root: &Root) -> Collector {
+    Collector::new(root.clone(), me(), probe, NOW)
+}
+
+/// Ask the collector for `input` and apply what it sends; true when any
+/// of it asked for a redraw.
+pub fn collect(app: &mut App, c: &mut Collector, input: Input) -> bool {
+    c.handle(input)
+        .into_iter()
+        .fold(false, |dirty, a| update(app, a) | dirty)
+}
+
+/// A second of the collector's clock, applied: pid facts first, then the tick.
+pub fn tick(app: &mut App, c: &mut Collector, now: i64) -> bool {
+    c.tick(now)
+        .into_iter()
+        .fold(false, |dirty, a| update(app, a) | dirty)
 }
 
 /// A record acquired `age` ago, expiring `ttl_left` from now (None = PID-bound).
@@ -135,16 +156,26 @@ pub fn every_state(root: &Root) -> Vec<Status> {
     ]
 }
 
-pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> Sweep {
+/// A sweep of these claims and hazards, with the pid facts this world's
+/// probe gives for their holders.
+pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> Swept {
     let mut counts = Counts::default();
+    let mut pids = Vec::new();
     for c in &claims {
         counts.add(c.state);
+        if let Some(r) = &c.record {
+            pids.push((r.pid, probe(r.pid)));
+        }
     }
-    Sweep {
-        root: root.root.clone(),
-        claims,
-        counts,
-        hazards,
+    Swept {
+        sweep: Sweep {
+            root: root.root.clone(),
+            claims,
+            counts,
+            hazards,
+        },
+        pids,
+        problem: None,
     }
 }
 
@@ -232,11 +263,12 @@ pub fn type_text(app: &mut App, text: &str) {
 /// Select the row whose key is `k`.
 pub fn select(app: &mut App, k: &str) {
     let i = app
+        .table
         .rows
         .iter()
-        .position(|p| app.live.get(p).is_some_and(|s| s.key == k))
+        .position(|p| app.claims.live.get(p).is_some_and(|s| s.key == k))
         .unwrap_or_else(|| panic!("no row for {k}"));
-    app.selected = i;
+    app.table.selected = i;
     claimtop::dashboard::update::scroll_into_view(app);
 }
 
@@ -247,7 +279,8 @@ pub fn selected_key(app: &App) -> String {
 }
 
 pub fn row_keys(app: &App) -> Vec<String> {
-    app.rows
+    app.table
+        .rows
         .iter()
         .filter_map(|p| app.shown().get(p))
         .map(|s| s.key.clone())

@@ -1,7 +1,7 @@
 //! The selected claim in full: every field, the verdict and why, the
 //! metadata, and what the events log says happened to this key.
 
-use super::{coarse, safe, safe_path, state_label, ttl_cell, utc, Theme};
+use super::{clock, coarse, safe, safe_path, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::app::App;
 use crate::dashboard::keys::Pane;
@@ -45,7 +45,7 @@ impl Fields<'_> {
 
 /// Split `s` into pieces of at most `room` characters, at a space when
 /// there is one.
-fn wrap(s: &str, room: usize) -> Vec<&str> {
+pub fn wrap(s: &str, room: usize) -> Vec<&str> {
     let room = room.max(8);
     let mut out = Vec::new();
     let mut rest = s;
@@ -62,16 +62,37 @@ fn wrap(s: &str, room: usize) -> Vec<&str> {
     out
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let focused = app.focus == Pane::Detail;
-    let inner = area.width.saturating_sub(u16::from(area.x > 0)) as usize;
-    let lines = match app.selected_status() {
+/// The pane's lines for the selected claim, `inner` columns wide.
+fn lines(app: &App, theme: &Theme, inner: usize) -> Vec<Line<'static>> {
+    match app.selected_status() {
         Some(s) => claim_lines(app, s, theme, inner.saturating_sub(LABEL_WIDTH)),
         None => vec![Line::styled(
             "no claim selected (a acquires one)",
             theme.dim(),
         )],
-    };
+    }
+}
+
+/// Columns inside the pane (beside the table, a left rule takes one).
+fn inner_width(area: Rect) -> usize {
+    area.width.saturating_sub(u16::from(area.x > 0)) as usize
+}
+
+/// How far the pane can scroll: its wrapped lines less the rows it shows.
+pub fn max_scroll(app: &App, area: Rect) -> u16 {
+    let theme = Theme { color: false };
+    let inner = inner_width(area).max(1);
+    let rows: usize = lines(app, &theme, inner)
+        .iter()
+        .map(|l| l.width().div_ceil(inner).max(1))
+        .sum();
+    let shown = area.height.saturating_sub(1) as usize;
+    rows.saturating_sub(shown).min(u16::MAX as usize) as u16
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let focused = app.focus == Pane::Detail;
+    let lines = lines(app, theme, inner_width(area));
     let title = Span::styled(
         format!("{}detail", if focused { "» " } else { "" }),
         theme.title(focused),
@@ -86,7 +107,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let p = Paragraph::new(lines)
         .block(Block::new().borders(borders).title(title))
         .wrap(Wrap { trim: false })
-        .scroll((app.detail_scroll, 0));
+        .scroll((app.table.detail_scroll, 0));
     frame.render_widget(p, area);
 }
 
@@ -125,14 +146,14 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
                 "acquired",
                 &format!(
                     "{} ({} ago)",
-                    utc(r.acquired_at, "%Y-%m-%dT%H:%M:%SZ"),
+                    clock(r.acquired_at, app.local_time, "%Y-%m-%dT%H:%M:%S"),
                     coarse(now - r.acquired_at)
                 ),
             );
             let expires = match r.expires_at {
                 Some(e) => format!(
                     "{} ({})",
-                    utc(e, "%Y-%m-%dT%H:%M:%SZ"),
+                    clock(e, app.local_time, "%Y-%m-%dT%H:%M:%S"),
                     ttl_cell(Some(e), now)
                 ),
                 None => "pid-bound (no TTL: lives as long as its pid)".into(),

@@ -4,7 +4,11 @@
 
 use super::layout::{centered, wrapped_height};
 use super::{safe, state_label, Theme};
-use crate::dashboard::app::{AcquireForm, App, Dialog, ForceConfirm, RenewForm};
+use crate::claims::{parse_ttl_ms, ClaimState};
+use crate::dashboard::app::{
+    AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, QuitConfirm, RenewForm,
+};
+use crate::dashboard::input::TextInput;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
@@ -16,6 +20,8 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::Acquire(f) => (" acquire a key ", acquire(f, theme)),
         Dialog::Renew(f) => (" renew a claim ", renew(f, app, theme)),
         Dialog::ForceRelease(f) => (" force-release ", force(f, theme)),
+        Dialog::Quit(q) => (" quit ", quit(q, theme)),
+        Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
     let rect = centered(area, w, wrapped_height(&lines, w) + 2);
@@ -42,15 +48,15 @@ fn row<'a>(theme: &Theme, name: &'a str, value: impl Into<Cow<'a, str>>) -> Line
     ])
 }
 
-fn input<'a>(theme: &Theme, name: &'a str, value: &'a str, focused: bool) -> Line<'a> {
-    Line::from(vec![
+fn input<'a>(theme: &Theme, name: &'a str, value: &'a TextInput, focused: bool) -> Line<'a> {
+    let mut spans = vec![
         Span::styled(if focused { "› " } else { "  " }, theme.key()),
         label(theme, name),
         Span::raw("["),
-        Span::raw(safe(value)),
-        Span::styled(if focused { "▏" } else { "" }, theme.key()),
-        Span::raw("]"),
-    ])
+    ];
+    spans.extend(super::cursor_spans(value, focused, theme));
+    spans.push(Span::raw("]"));
+    Line::from(spans)
 }
 
 fn error_line<'a>(theme: &Theme, e: &'a Option<String>) -> Option<Line<'a>> {
@@ -83,18 +89,46 @@ fn renew<'a>(f: &'a RenewForm, app: &'a App, theme: &Theme) -> Vec<Line<'a>> {
         row(theme, "holder", safe(&f.holder)),
         input(theme, "ttl", &f.ttl, !f.confirming),
         Line::styled(
-            "the deadline becomes now + TTL (default: the claim's original span)",
+            format!("the deadline becomes now + TTL; offered: {}", f.offered),
             theme.dim(),
         ),
     ];
     out.extend(error_line(theme, &f.error));
     if f.confirming {
-        out.push(Line::from(vec![
-            Span::styled("⚠ this claim is not yours: ", theme.error()),
-            Span::raw(safe(&f.holder)),
-            Span::raw(" is not "),
-            Span::raw(safe(&app.operator)),
-        ]));
+        let until = parse_ttl_ms(&f.ttl)
+            .map(|t| super::clock(app.now + t, app.local_time, "%H:%M:%S"))
+            .unwrap_or_default();
+        if f.state == ClaimState::Suspect {
+            out.push(Line::styled(
+                format!(
+                    "⚠ the holder's pid {} is gone: renewing keeps {} blocked until {until} \
+                     for a holder that may never come back.",
+                    f.pid,
+                    safe(&f.key)
+                ),
+                theme.error(),
+            ));
+            out.push(Line::styled(
+                "A respawned worker renews its own claim; renew for it only if you know it will \
+                 return. Force-release (F) frees the key instead.",
+                theme.dim(),
+            ));
+        } else {
+            out.push(Line::from(vec![
+                Span::styled("⚠ this claim is not yours: ", theme.error()),
+                Span::raw(safe(&f.holder)),
+                Span::raw(" is not "),
+                Span::raw(safe(&app.operator)),
+                Span::raw(format!(" — it stays held until {until}")),
+            ]));
+        }
+        out.push(Line::styled(
+            format!(
+                "the claim_renewed event records you ({}) as the operator",
+                safe(&app.operator)
+            ),
+            theme.dim(),
+        ));
         out.push(Line::styled(
             "renew it on its holder's behalf? y renews · any other key goes back · Esc cancels",
             theme.key(),
@@ -148,5 +182,57 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
         out.extend(error_line(theme, &f.error));
         out.push(Line::styled("y force-release · Esc cancel", theme.key()));
     }
+    out
+}
+
+/// Shown claims before they are named: a dashboard holding many lists the
+/// first few and the count.
+const QUIT_LISTED: usize = 5;
+
+fn quit<'a>(q: &'a QuitConfirm, theme: &Theme) -> Vec<Line<'a>> {
+    let n = q.keys.len();
+    let mut out = vec![Line::raw(format!(
+        "You hold {n} claim{} taken from this dashboard:",
+        if n == 1 { "" } else { "s" }
+    ))];
+    for k in q.keys.iter().take(QUIT_LISTED) {
+        out.push(Line::raw(format!("  {}", safe(k))));
+    }
+    if n > QUIT_LISTED {
+        out.push(Line::styled(
+            format!("  … and {} more", n - QUIT_LISTED),
+            theme.dim(),
+        ));
+    }
+    out.push(Line::styled(
+        "Once it exits they name a dead pid: Suspect until their TTL runs out, \
+         Stale at once when PID-bound.",
+        theme.dim(),
+    ));
+    out.push(Line::styled(
+        "r release them and quit · k keep them and quit · Esc stay",
+        theme.key(),
+    ));
+    out
+}
+
+fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
+    let mut out = vec![Line::raw(format!(
+        "This removes {} abandoned entr{} under the root:",
+        c.hazards.len(),
+        if c.hazards.len() == 1 { "y" } else { "ies" }
+    ))];
+    for h in &c.hazards {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:<12} ", h.kind.as_str()), theme.error()),
+            Span::raw(super::safe_path(&h.path)),
+        ]));
+    }
+    out.push(Line::styled(
+        "Each is checked again as it goes (a mutex taken meanwhile is left). Claims are \
+         never touched here: F force-releases them.",
+        theme.dim(),
+    ));
+    out.push(Line::styled("y clean · Esc cancel", theme.key()));
     out
 }

@@ -60,7 +60,7 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     let cap = area.height.saturating_sub(1) as usize;
-    let view = &app.events_view;
+    let view = &app.events.view;
     // Newest last; only the window is collected.
     let mut window: Vec<&EventRow> = app
         .shown_events()
@@ -87,13 +87,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ));
         }
         title.push(Span::styled(" · G resumes", theme.dim()));
+    } else if app.paused() {
+        title.push(Span::styled(" · paused (p resumes)", theme.key()));
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }
     let mut lines: Vec<Line> = window.into_iter().map(|e| row(e, theme)).collect();
     if lines.is_empty() {
         lines.push(Line::styled(
-            match &app.events_error {
+            match &app.events.error {
                 Some(_) => "the events log cannot be read (see the status line)",
                 None if view.key.is_some() => "no events for this key in the tail",
                 None => "no events yet",

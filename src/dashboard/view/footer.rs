@@ -1,7 +1,8 @@
 //! The two bottom lines: the status message, and the keys that work here.
 
-use super::{safe, Theme};
-use crate::dashboard::app::{App, Level};
+use super::{safe, state_label, Theme};
+use crate::claims::ClaimState;
+use crate::dashboard::app::{App, Level, Overlay};
 use crate::dashboard::keys;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -9,16 +10,17 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let line = if let Some(text) = &app.filter_input {
-        Line::from(vec![
-            Span::styled(" filter: ", theme.key()),
-            Span::raw(safe(text)),
-            Span::styled("▏", theme.key()),
-            Span::styled(
-                format!("  {} of {} claims", app.rows.len(), app.shown().len()),
+    let line = if let Some(text) = &app.table.filter_input {
+        let mut spans = vec![Span::styled(" filter: ", theme.key())];
+        spans.extend(super::cursor_spans(text, true, theme));
+        match &app.table.filter.problem {
+            Some(p) => spans.push(Span::styled(format!("  ✖ {}", safe(p)), theme.error())),
+            None => spans.push(Span::styled(
+                format!("  {} of {} claims", app.table.rows.len(), app.shown().len()),
                 theme.dim(),
-            ),
-        ])
+            )),
+        }
+        Line::from(spans)
     } else if let Some(msg) = &app.status {
         let style = match msg.level {
             Level::Info => ratatui::style::Style::new(),
@@ -26,11 +28,25 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Level::Error => theme.error(),
         };
         Line::from(vec![Span::raw(" "), Span::styled(safe(&msg.text), style)])
-    } else if let Some(e) = &app.events_error {
+    } else if let Some(e) = &app.events.error {
         Line::from(vec![
             Span::styled(" events log: ", theme.error()),
             Span::styled(safe(e), theme.error()),
         ])
+    } else if !app.seen_help {
+        // A first look: what the symbols mean, until the help has been seen.
+        let mut spans = vec![Span::raw(" ")];
+        for (state, what) in [
+            (ClaimState::Live, "holder alive"),
+            (ClaimState::Suspect, "TTL runs, holder gone"),
+            (ClaimState::Stale, "reclaimable"),
+            (ClaimState::Corrupted, "unreadable"),
+        ] {
+            spans.push(Span::styled(state_label(state), theme.state(state)));
+            spans.push(Span::styled(format!(": {what}  "), theme.dim()));
+        }
+        spans.push(Span::styled("? explains", theme.key()));
+        Line::from(spans)
     } else {
         Line::from(vec![
             Span::styled(" you are ", theme.dim()),
@@ -41,9 +57,9 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let pairs: Vec<(&str, &str)> = if app.dialog.is_some() {
+    let pairs: Vec<(&str, &str)> = if app.overlays.dialog.is_some() {
         vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
-    } else if app.filter_input.is_some() {
+    } else if app.table.filter_input.is_some() {
         vec![
             ("state:", "live|suspect|stale|corrupted"),
             ("holder:", "…"),
@@ -51,8 +67,15 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ("Enter", "keep filter"),
             ("Esc", "clear filter"),
         ]
-    } else if app.overlay.is_some() {
-        vec![("Esc", "close"), ("j/k", "scroll"), ("q", "quit")]
+    } else if let Some(ov) = app.overlays.open {
+        let mut v = vec![("Esc", "close"), ("j/k", "scroll")];
+        match ov {
+            Overlay::Claim => v.push(("y", "copy key")),
+            Overlay::Hazards if !app.read_only => v.push(("x", "clean")),
+            _ => {}
+        }
+        v.push(("q", "quit"));
+        v
     } else {
         keys::footer(app.focus, app.read_only)
             .map(|b| (b.label, b.short))

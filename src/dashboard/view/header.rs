@@ -1,7 +1,7 @@
 //! The top two lines: counts, hazards, clock and badges; then where the
 //! data comes from.
 
-use super::{safe_path, state_label, utc, Theme};
+use super::{clock, safe_path, state_label, Theme};
 use crate::claims::ClaimState;
 use crate::dashboard::app::App;
 use ratatui::layout::Rect;
@@ -11,11 +11,19 @@ use ratatui::Frame;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let c = app.shown().counts;
+    // Narrow terminals get single gaps, so the hazard count still fits at 80.
+    let gap = if area.width < 100 { " " } else { "  " };
     let mut spans = vec![
         Span::styled(" claimtop ", theme.title(true)),
         Span::raw(" "),
     ];
-    // Badges first: on a narrow terminal the end of the line is what gets cut.
+    // The clock and the badges first: on a narrow terminal the end of the
+    // line is what gets cut.
+    spans.push(Span::styled(
+        clock(app.shown_now(), app.local_time, "%H:%M:%S"),
+        theme.dim(),
+    ));
+    spans.push(Span::raw(gap));
     for (on, badge) in [
         (app.read_only, " READ-ONLY "),
         (app.paused(), " PAUSED "),
@@ -37,16 +45,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             format!("{sym} {n} {word}"),
             theme.state(state),
         ));
-        spans.push(Span::raw("  "));
+        spans.push(Span::raw(gap));
     }
-    let hz = app.hazard_count();
+    let hz = app.claims.hazard_count();
     let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
     spans.push(Span::styled(
         format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),
         hz_style,
     ));
-    spans.push(Span::raw("  "));
-    spans.push(Span::styled(utc(app.shown_now(), "%H:%MZ"), theme.dim()));
+
     let where_ = Line::from(vec![
         Span::styled(" claims ", theme.label()),
         Span::raw(safe_path(&app.root.claims_dir())),

@@ -1,10 +1,12 @@
 //! The `?` help (generated from the keymap) and the `h` hazards list.
 
 use super::layout::{centered, wrapped_height};
-use super::{safe, safe_path, Theme};
-use crate::dashboard::app::App;
+use super::{safe, safe_path, state_label, Theme};
+use crate::claims::ClaimState;
+use crate::dashboard::app::{App, Overlay};
 use crate::dashboard::keys::{Pane, Scope, KEYMAP};
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
@@ -20,64 +22,276 @@ fn scope_words(s: Scope) -> String {
 }
 
 pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let mut lines = Vec::new();
-    for b in KEYMAP {
-        let disabled = app.read_only && b.cmd.mutates();
-        lines.push(Line::from(vec![
-            Span::styled(format!(" {:<8}", b.label), theme.key()),
-            Span::raw(b.help),
-            Span::styled(scope_words(b.scope), theme.dim()),
-            Span::styled(
-                if disabled {
-                    " — disabled: read-only"
-                } else {
-                    ""
-                },
-                theme.error(),
-            ),
-        ]));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        " Filter terms combine (all must match): a bare word matches key, holder or reason;",
-        theme.dim(),
-    ));
-    lines.push(Line::styled(
-        " state:live|suspect|stale|corrupted  holder:TEXT  harness:TEXT",
-        theme.dim(),
-    ));
-    lines.push(Line::styled(
-        " In a dialog: type, Backspace, Tab moves between fields, Enter confirms, Esc cancels.",
-        theme.dim(),
-    ));
+    let lines = help_lines(app, theme, overlay_width(area));
     overlay(
         frame,
         area,
         " help — Esc or ? closes ",
         lines,
-        app.overlay_scroll,
+        app.overlays.scroll,
         theme,
     );
 }
 
+/// What each state means, with its symbol and colour: the legend of `?`
+/// (the status line carries a one-line version for a first look).
+pub const LEGEND: [(ClaimState, &str); 4] = [
+    (
+        ClaimState::Live,
+        "green: the holder's process is verifiably alive here (even past its TTL)",
+    ),
+    (
+        ClaimState::Suspect,
+        "yellow: the TTL still runs but the holder's pid is gone or cannot be checked; \
+         the key stays blocked until the TTL ends",
+    ),
+    (
+        ClaimState::Stale,
+        "red: the holder is gone and nothing protects the claim; the next acquire reclaims it",
+    ),
+    (
+        ClaimState::Corrupted,
+        "magenta: the lockfile cannot be parsed; the key is blocked until it is force-released (F)",
+    ),
+];
+
+/// One entry: `label` in its own column, `text` wrapped under itself.
+fn entry(
+    lines: &mut Vec<Line<'static>>,
+    label: Span<'static>,
+    text: &str,
+    style: Style,
+    room: usize,
+) {
+    for (i, piece) in super::detail::wrap(text, room).into_iter().enumerate() {
+        let head = if i == 0 {
+            label.clone()
+        } else {
+            Span::raw(" ".repeat(LABEL + 2))
+        };
+        lines.push(Line::from(vec![
+            head,
+            Span::styled(piece.to_string(), style),
+        ]));
+    }
+}
+
+/// Width of the key column of the help.
+const LABEL: usize = 11;
+
+fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    let room = (width.saturating_sub(2) as usize).saturating_sub(LABEL + 2);
+    let mut lines = Vec::new();
+    for b in KEYMAP {
+        let disabled = app.read_only && b.cmd.mutates();
+        let text = format!(
+            "{}{}{}",
+            b.help,
+            scope_words(b.scope),
+            if disabled {
+                " — disabled: read-only"
+            } else {
+                ""
+            }
+        );
+        let label = Span::styled(format!(" {:<LABEL$} ", b.label), theme.key());
+        let style = if disabled {
+            theme.error()
+        } else {
+            Style::new()
+        };
+        entry(&mut lines, label, &text, style, room);
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(" What the states mean", theme.label()));
+    for (state, what) in LEGEND {
+        let label = Span::styled(
+            format!(" {:<LABEL$} ", state_label(state)),
+            theme.state(state),
+        );
+        entry(&mut lines, label, what, Style::new(), room);
+    }
+    let label = Span::styled(format!(" {:<LABEL$} ", "⚠ hazard"), theme.error());
+    entry(
+        &mut lines,
+        label,
+        "something under the root that needs a human: a mutex corpse, temp litter, a \
+         corrupted or foreign claim (h lists them and can clean what is abandoned)",
+        Style::new(),
+        room,
+    );
+    lines.push(Line::raw(""));
+    for text in [
+        "Filter terms: a bare word matches key, holder or reason; field:value matches one \
+         field (state: holder: harness: key: reason:). The same field twice means either \
+         (state:stale state:corrupted); different fields must all match.",
+        "In a text input: ←/→ Home/End move, Backspace/Delete, Ctrl-U/Ctrl-K/Ctrl-W cut, \
+         ↑/↓ recall earlier filters; Tab moves between fields, Enter confirms, Esc cancels.",
+    ] {
+        for piece in super::detail::wrap(text, width.saturating_sub(4) as usize) {
+            lines.push(Line::styled(format!(" {piece}"), theme.dim()));
+        }
+    }
+    lines
+}
+
+pub fn draw_claim(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let (title, lines) = claim_lines(app, theme, overlay_width(area));
+    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+}
+
+/// The selected claim in full: the record exactly as the lockfile holds
+/// it (escaped), the verdict and why, the file, and every event of the key
+/// in the tail.
+fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
+    let room = (width.saturating_sub(2) as usize).saturating_sub(LABEL + 2);
+    let mut lines = Vec::new();
+    let Some(s) = app.selected_status() else {
+        return (
+            " claim ".into(),
+            vec![Line::styled(" no claim selected", theme.dim())],
+        );
+    };
+    let field = |lines: &mut Vec<Line<'static>>, name: &str, text: &str, style: Style| {
+        let label = Span::styled(format!(" {name:<LABEL$} "), theme.label());
+        entry(lines, label, text, style, room);
+    };
+    field(
+        &mut lines,
+        "state",
+        state_label(s.state),
+        theme.state(s.state),
+    );
+    field(&mut lines, "why", &safe(&s.why), Style::new());
+    field(&mut lines, "file", &safe_path(&s.file), Style::new());
+    lines.push(Line::raw(""));
+    match &s.record {
+        Some(r) => {
+            lines.push(Line::styled(
+                " record (YAML, as the lockfile holds it)",
+                theme.label(),
+            ));
+            let yaml = r
+                .to_yaml()
+                .unwrap_or_else(|e| format!("(cannot be written as YAML: {e})"));
+            for l in yaml.lines() {
+                for piece in super::detail::wrap(&safe(l), width.saturating_sub(6) as usize) {
+                    lines.push(Line::raw(format!("   {piece}")));
+                }
+            }
+        }
+        None => {
+            let error = s.error.as_deref().map(safe).unwrap_or_default();
+            field(
+                &mut lines,
+                "error",
+                &error,
+                theme.state(ClaimState::Corrupted),
+            );
+            let head = crate::sanitize::sanitize_bytes(&s.head);
+            field(&mut lines, "first bytes", &head, Style::new());
+        }
+    }
+    lines.push(Line::raw(""));
+    let history: Vec<_> = app
+        .events
+        .ring
+        .rows
+        .iter()
+        .filter(|e| e.key.as_deref() == Some(s.key.as_str()))
+        .collect();
+    lines.push(Line::styled(
+        format!(
+            " history ({} events of this key in the tail)",
+            history.len()
+        ),
+        theme.label(),
+    ));
+    for ev in history {
+        let text = format!(
+            "{} {} {}",
+            super::events::short_kind(&ev.kind),
+            ev.holder.as_deref().map(safe).unwrap_or_default(),
+            safe(&ev.detail)
+        );
+        let label = Span::styled(
+            format!(" {:<LABEL$} ", super::events::short_ts(&ev.ts)),
+            theme.dim(),
+        );
+        entry(&mut lines, label, &text, theme.event(&ev.kind), room);
+    }
+    let title = format!(
+        " {} — Esc or Enter closes · y copies the key ",
+        safe(&s.key)
+    );
+    (title, lines)
+}
+
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let hazards = app.hazards();
+    let (title, lines) = hazard_lines(app, theme, overlay_width(area));
+    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+}
+
+/// How far the open overlay can scroll on a screen of `area`.
+pub fn max_scroll(app: &App, area: Rect) -> u16 {
+    let theme = Theme { color: false };
+    let lines = match app.overlays.open {
+        Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
+        Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
+        Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
+        None => return 0,
+    };
+    let rect = overlay_rect(area, &lines);
+    let w = rect.width;
+    wrapped_height(&lines, w).saturating_sub(rect.height.saturating_sub(2))
+}
+
+fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
+    let hazards = app.claims.hazards();
     let mut lines = Vec::new();
     if hazards.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
     }
+    // Wrapped here, under their own column: the paragraph's own wrapping
+    // would start continuation lines at the left border.
+    let room = (width.saturating_sub(2) as usize).saturating_sub(INDENT.len());
     for h in &hazards {
-        lines.push(Line::from(vec![
-            Span::styled(format!(" {:<16}", h.kind.as_str()), theme.error()),
-            Span::raw(safe_path(&h.path)),
-        ]));
-        lines.push(Line::from(vec![
-            Span::raw("                  "),
-            Span::styled(safe(&h.detail).into_owned(), theme.dim()),
-        ]));
+        let path = safe_path(&h.path);
+        for (i, piece) in super::detail::wrap(&path, room).into_iter().enumerate() {
+            let label = if i == 0 { h.kind.as_str() } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {label:<16} "), theme.error()),
+                Span::raw(piece.to_string()),
+            ]));
+        }
+        let detail = safe(&h.detail);
+        for piece in super::detail::wrap(&detail, room) {
+            lines.push(Line::from(vec![
+                Span::raw(INDENT),
+                Span::styled(piece.to_string(), theme.dim()),
+            ]));
+        }
     }
-    let title = format!(" hazards ({}) — Esc or h closes ", hazards.len());
-    overlay(frame, area, &title, lines, app.overlay_scroll, theme);
+    let title = format!(
+        " hazards ({}) — Esc or h closes · x cleans what is abandoned ",
+        hazards.len()
+    );
+    (title, lines)
+}
+
+/// Where a hazard's path and detail start.
+const INDENT: &str = "                  ";
+
+/// The box an overlay of `lines` takes on `area`.
+fn overlay_rect(area: Rect, lines: &[Line]) -> Rect {
+    let w = overlay_width(area);
+    // One spare row: word wrapping may need it.
+    let h = (wrapped_height(lines, w) + 3).min(area.height.saturating_sub(2));
+    centered(area, w, h)
+}
+
+fn overlay_width(area: Rect) -> u16 {
+    area.width.saturating_sub(4).min(110)
 }
 
 pub(super) fn overlay(
@@ -88,10 +302,7 @@ pub(super) fn overlay(
     scroll: u16,
     theme: &Theme,
 ) {
-    let w = area.width.saturating_sub(4).min(110);
-    // One spare row: word wrapping may need it.
-    let h = (wrapped_height(&lines, w) + 3).min(area.height.saturating_sub(2));
-    let rect = centered(area, w, h);
+    let rect = overlay_rect(area, &lines);
     frame.render_widget(Clear, rect);
     let p = Paragraph::new(lines)
         .block(

@@ -65,8 +65,13 @@ pub fn areas(area: Rect, focus: Pane) -> Option<Areas> {
     })
 }
 
-fn areas_of(size: (u16, u16), focus: Pane) -> Option<Areas> {
+pub fn areas_of(size: (u16, u16), focus: Pane) -> Option<Areas> {
     areas(Rect::new(0, 0, size.0, size.1), focus)
+}
+
+/// Can a terminal of `size` show the table? Below it, keys must not act.
+pub fn fits(size: (u16, u16)) -> bool {
+    size.0 >= MIN_WIDTH && size.1 >= MIN_HEIGHT
 }
 
 /// Claim rows the table shows at once (its title and header take two lines).

@@ -11,7 +11,7 @@ mod footer;
 mod header;
 mod help;
 pub mod layout;
-mod table;
+pub mod table;
 pub mod timeline;
 
 use super::app::App;
@@ -38,18 +38,41 @@ pub fn draw(frame: &mut Frame, app: &App) {
     events::draw(frame, areas.events, app, &theme);
     footer::draw_status(frame, areas.status, app, &theme);
     footer::draw_keys(frame, areas.footer, app, &theme);
-    match app.overlay {
+    match app.overlays.open {
         Some(super::app::Overlay::Help) => help::draw_help(frame, area, app, &theme),
         Some(super::app::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
+        Some(super::app::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
         None => {}
     }
-    if let Some(d) = &app.dialog {
+    if let Some(d) = &app.overlays.dialog {
         dialogs::draw(frame, area, d, app, &theme);
     }
 }
 
+/// How far the detail pane can scroll at the model's size and focus.
+pub fn detail_max_scroll(app: &App) -> u16 {
+    layout::areas_of(app.size, app.focus).map_or(0, |a| detail::max_scroll(app, a.detail))
+}
+
+/// How far the open overlay can scroll at the model's size.
+pub fn overlay_max_scroll(app: &App) -> u16 {
+    let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
+    help::max_scroll(app, area)
+}
+
+/// Too small for the table: say so — unless the help or the quit question
+/// is open, the only things that work here, which then get the screen.
 fn too_small(frame: &mut Frame, app: &App) {
     let area = frame.area();
+    let theme = Theme { color: app.color };
+    if let Some(d @ super::app::Dialog::Quit(_)) = &app.overlays.dialog {
+        dialogs::draw(frame, area, d, app, &theme);
+        return;
+    }
+    if app.overlays.open == Some(super::app::Overlay::Help) {
+        help::draw_help(frame, area, app, &theme);
+        return;
+    }
     let msg = format!(
         "terminal too small: {}×{}, claimtop needs at least {}×{} — enlarge it, or press q to quit",
         area.width,
@@ -71,6 +94,22 @@ fn too_small(frame: &mut Frame, app: &App) {
 /// print: controls, DEL, C1 and bidi overrides escaped. Borrows when clean.
 pub fn safe(s: &str) -> Cow<'_, str> {
     crate::sanitize::sanitize(s)
+}
+
+/// A text input as spans: the text (escaped) with a bar at the cursor when
+/// it has the focus.
+pub fn cursor_spans<'a>(
+    input: &'a super::input::TextInput,
+    focused: bool,
+    theme: &Theme,
+) -> Vec<Span<'a>> {
+    let (before, after) = input.split();
+    let mut out = vec![Span::raw(safe(before))];
+    if focused {
+        out.push(Span::styled("▏", theme.key()));
+    }
+    out.push(Span::raw(safe(after)));
+    out
 }
 
 /// A path, which may not be UTF-8, made safe to print.
@@ -214,11 +253,19 @@ pub fn ttl_cell(expires_at: Option<i64>, now: i64) -> String {
     }
 }
 
-/// `12:34:56Z` of an epoch-ms instant (the header clock uses `12:34Z`).
-pub fn utc(ms: i64, fmt: &str) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format(fmt).to_string())
-        .unwrap_or_else(|| format!("{ms}ms"))
+/// An epoch-ms instant in `fmt`, followed by its zone so it never reads
+/// ambiguously: `Z` in UTC (the default), the offset (`+01:00`) in local
+/// time (`--local-time`).
+pub fn clock(ms: i64, local: bool, fmt: &str) -> String {
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return format!("{ms}ms");
+    };
+    if local {
+        let t = t.with_timezone(&chrono::Local);
+        format!("{}{}", t.format(fmt), t.format("%:z"))
+    } else {
+        format!("{}Z", t.format(fmt))
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +280,16 @@ mod tests {
         assert_eq!(coarse(45_000), "45s");
         assert_eq!(coarse(2 * 3_600_000 + 5 * 60_000), "2h05m");
         assert_eq!(coarse(50 * 3_600_000), "2d2h");
+    }
+
+    #[test]
+    fn times_say_their_zone() {
+        assert_eq!(clock(1_800_000_000_000, false, "%H:%M:%S"), "08:00:00Z");
+        let local = clock(1_800_000_000_000, true, "%H:%M:%S");
+        assert!(
+            local.ends_with(":00") && (local.contains('+') || local.contains('-')),
+            "{local}"
+        );
     }
 
     #[test]

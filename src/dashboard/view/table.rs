@@ -3,19 +3,31 @@
 
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::{App, Column};
+use crate::dashboard::app::{find_ci, App, Column, Filter};
 use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 /// Table widths below this drop the machine / harness / reason columns.
 const FULL_WIDTH: u16 = 90;
+/// Below this the pid goes too (the detail pane shows it): key and holder
+/// need the room more.
+const NARROW: u16 = 76;
 
 fn columns(width: u16) -> &'static [Column] {
     if width >= FULL_WIDTH {
         &Column::ALL
+    } else if width < NARROW {
+        &[
+            Column::State,
+            Column::Key,
+            Column::Holder,
+            Column::Age,
+            Column::Ttl,
+        ]
     } else {
         &[
             Column::State,
@@ -28,124 +40,342 @@ fn columns(width: u16) -> &'static [Column] {
     }
 }
 
-fn width(c: Column) -> Constraint {
+/// The widest a column may want, and the narrowest it may get. Key and
+/// holder are what operators scan for, so they have no cap and the most
+/// room; the fixed-format columns take what their content needs.
+fn bounds(c: Column) -> (u16, u16) {
     match c {
-        Column::State => Constraint::Length(11),
-        // Keys are what operators scan for; holders are recognisable from a prefix.
-        Column::Key => Constraint::Fill(3),
-        Column::Holder => Constraint::Fill(2),
-        Column::Reason => Constraint::Fill(1),
-        Column::Pid => Constraint::Length(7),
-        Column::Machine => Constraint::Length(7),
-        Column::Age => Constraint::Length(6),
-        Column::Ttl => Constraint::Length(15),
-        Column::Harness => Constraint::Length(8),
+        Column::State => (11, 11),
+        Column::Key => (8, u16::MAX),
+        Column::Holder => (8, u16::MAX),
+        Column::Pid => (7, 7),
+        Column::Machine => (6, 9),
+        Column::Age => (6, 6),
+        Column::Ttl => (7, 15),
+        Column::Harness => (7, 12),
+        Column::Reason => (6, u16::MAX),
     }
 }
 
-fn cell<'a>(c: Column, s: &'a Status, now: i64, theme: &Theme) -> Cell<'a> {
+/// A cell's text before styling, for measuring.
+fn text(c: Column, s: &Status, now: i64) -> String {
     let rec = s.record.as_ref();
-    let text = |v: Option<&'a str>| Cell::from(v.map(safe).unwrap_or_default());
     match c {
-        Column::State => Cell::from(Span::styled(state_label(s.state), theme.state(s.state))),
-        Column::Key => Cell::from(safe(&s.key)),
-        Column::Holder => match rec {
-            Some(r) => Cell::from(safe(&r.holder)),
-            None => Cell::from(Span::styled("(unreadable)", theme.dim())),
-        },
-        Column::Pid => Cell::from(rec.map(|r| r.pid.to_string()).unwrap_or_default()),
-        Column::Machine => Cell::from(match s.locality {
+        Column::State => state_label(s.state).into(),
+        Column::Key => safe(&s.key).into_owned(),
+        Column::Holder => {
+            rec.map_or_else(|| "(unreadable)".into(), |r| safe(&r.holder).into_owned())
+        }
+        Column::Pid => rec.map(|r| r.pid.to_string()).unwrap_or_default(),
+        Column::Machine => match s.locality {
             Some(Locality::Local) => "local",
             Some(Locality::Other) => "other",
             Some(Locality::Unknown) => "local?",
             None => "",
-        }),
-        Column::Age => Cell::from(rec.map(|r| coarse(now - r.acquired_at)).unwrap_or_default()),
-        Column::Ttl => match rec {
-            Some(r) => {
-                let expired = r.expires_at.is_some_and(|e| e <= now);
-                let style = if expired {
-                    theme.state(ClaimState::Stale)
-                } else {
-                    ratatui::style::Style::new()
-                };
-                Cell::from(Span::styled(ttl_cell(r.expires_at, now), style))
-            }
-            None => Cell::from(""),
-        },
-        Column::Harness => text(rec.and_then(|r| r.harness.as_deref())),
+        }
+        .into(),
+        Column::Age => rec.map(|r| coarse(now - r.acquired_at)).unwrap_or_default(),
+        Column::Ttl => rec.map(|r| ttl_cell(r.expires_at, now)).unwrap_or_default(),
+        Column::Harness => rec
+            .and_then(|r| r.harness.as_deref())
+            .map(|h| safe(h).into_owned())
+            .unwrap_or_default(),
         Column::Reason => match rec {
-            Some(r) => text(r.reason.as_deref()),
-            None => Cell::from(Span::styled(
-                s.error.as_deref().map(safe).unwrap_or_default(),
-                theme.state(ClaimState::Corrupted),
-            )),
+            Some(r) => r
+                .reason
+                .as_deref()
+                .map(|x| safe(x).into_owned())
+                .unwrap_or_default(),
+            None => s
+                .error
+                .as_deref()
+                .map(|e| safe(e).into_owned())
+                .unwrap_or_default(),
         },
     }
+}
+
+fn chars(s: &str) -> u16 {
+    s.chars().count().min(u16::MAX as usize) as u16
+}
+
+/// Column widths for `total` columns of cells: key and holder first, as
+/// much of their content as fits, shared by need; then each fixed-format
+/// column what its content needs (within its bounds); the reason the rest.
+pub fn widths(cols: &[Column], texts: &[Vec<String>], total: u16) -> Vec<u16> {
+    // Room for the sort arrow beside every title.
+    let want: Vec<u16> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (lo, hi) = bounds(*c);
+            let content = texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0);
+            content.max(chars(c.title()) + 2).clamp(lo, hi)
+        })
+        .collect();
+    let mut w: Vec<u16> = cols.iter().map(|c| bounds(*c).0).collect();
+    let mut left = total.saturating_sub(w.iter().sum());
+    let main: Vec<usize> = (0..cols.len())
+        .filter(|i| matches!(cols[*i], Column::Key | Column::Holder))
+        .collect();
+    let need: u32 = main.iter().map(|i| u32::from(want[*i] - w[*i])).sum();
+    if need > 0 {
+        let give = u32::from(left).min(need);
+        for i in &main {
+            let g = (give * u32::from(want[*i] - w[*i]) / need) as u16;
+            w[*i] += g;
+            left -= g;
+        }
+    }
+    let flexible = |c: &Column| matches!(c, Column::Key | Column::Holder | Column::Reason);
+    for (i, c) in cols.iter().enumerate() {
+        if !flexible(c) {
+            let g = (want[i] - w[i]).min(left);
+            w[i] += g;
+            left -= g;
+        }
+    }
+    // Rounding leftovers: key and holder up to their content, then the
+    // reason (or the key, when there is no reason column) takes the rest.
+    for i in &main {
+        let g = (want[*i] - w[*i]).min(left);
+        w[*i] += g;
+        left -= g;
+    }
+    let last = cols
+        .iter()
+        .position(|c| *c == Column::Reason)
+        .or_else(|| cols.iter().position(|c| *c == Column::Key));
+    if let Some(i) = last {
+        w[i] += left;
+    }
+    w
+}
+
+/// `s` cut to `w` columns, with an ellipsis where it was cut.
+pub fn ellipsize(s: &str, w: u16) -> std::borrow::Cow<'_, str> {
+    let w = w as usize;
+    if s.chars().count() <= w {
+        return s.into();
+    }
+    if w == 0 {
+        return "".into();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out.into()
+}
+
+/// A cell: its text (already cut to the column) styled for its column,
+/// with what the filter looked for in it highlighted.
+fn cell<'a>(
+    c: Column,
+    s: &Status,
+    text: String,
+    now: i64,
+    theme: &Theme,
+    filter: &Filter,
+) -> Cell<'a> {
+    let style = match c {
+        Column::State => theme.state(s.state),
+        Column::Holder if s.record.is_none() => theme.dim(),
+        Column::Ttl => match &s.record {
+            Some(r) if r.expires_at.is_some_and(|e| e <= now) => theme.state(ClaimState::Stale),
+            _ => Style::new(),
+        },
+        Column::Reason if s.record.is_none() => theme.state(ClaimState::Corrupted),
+        _ => Style::new(),
+    };
+    let hit = filter
+        .terms
+        .iter()
+        .filter_map(|t| t.needle(c))
+        .find_map(|n| find_ci(&text, n));
+    match hit {
+        Some(r) => {
+            let mark = theme.key().add_modifier(Modifier::UNDERLINED);
+            Cell::from(Line::from(vec![
+                Span::styled(text[..r.start].to_string(), style),
+                Span::styled(text[r.clone()].to_string(), mark),
+                Span::styled(text[r.end..].to_string(), style),
+            ]))
+        }
+        None => Cell::from(Span::styled(text, style)),
+    }
+}
+
+/// The window of rows a table of `area` shows, their cell texts, and the
+/// column widths they lead to: what drawing and mouse clicks both need.
+struct Measured<'a> {
+    cols: &'static [Column],
+    offset: usize,
+    window: Vec<&'a Status>,
+    texts: Vec<Vec<String>>,
+    widths: Vec<u16>,
+}
+
+fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
+    let cols = columns(area.width);
+    let (shown, now) = (app.shown(), app.shown_now());
+    let cap = area.height.saturating_sub(2) as usize;
+    // The model keeps the selection in view; clamp again in case the terminal
+    // shrank since (drawing never mutates the model).
+    let mut offset = app
+        .table
+        .offset
+        .min(app.table.rows.len().saturating_sub(cap.max(1)));
+    if app.table.selected >= offset + cap.max(1) {
+        offset = app.table.selected + 1 - cap.max(1);
+    }
+    let window: Vec<&Status> = app
+        .table
+        .rows
+        .iter()
+        .skip(offset)
+        .take(cap)
+        .filter_map(|p| shown.get(p))
+        .collect();
+    let texts: Vec<Vec<String>> = window
+        .iter()
+        .map(|s| cols.iter().map(|c| text(*c, s, now)).collect())
+        .collect();
+    let room = area
+        .width
+        .saturating_sub(HIGHLIGHT)
+        .saturating_sub(cols.len().saturating_sub(1) as u16);
+    let widths = widths(cols, &texts, room);
+    Measured {
+        cols,
+        offset,
+        window,
+        texts,
+        widths,
+    }
+}
+
+/// Columns the selection marker takes before the first column.
+const HIGHLIGHT: u16 = 2;
+
+/// What a click at (`x`, `y`) on a table of `area` hits: a column title,
+/// or a row (its index among all rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Title(Column),
+    Row(usize),
+}
+
+pub fn hit(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    if !area.contains(ratatui::layout::Position { x, y }) || y == area.y {
+        return None;
+    }
+    let m = measure(app, area);
+    if y == area.y + 1 {
+        let mut left = area.x + HIGHLIGHT;
+        for (c, w) in m.cols.iter().zip(&m.widths) {
+            if x >= left && x < left + w + 1 {
+                return Some(Hit::Title(*c));
+            }
+            left += w + 1;
+        }
+        return None;
+    }
+    let row = m.offset + (y - area.y - 2) as usize;
+    (row < app.table.rows.len()).then_some(Hit::Row(row))
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let shown = app.shown();
     let now = app.shown_now();
     let focused = app.focus == Pane::Table;
-    let cols = columns(area.width);
-    let sort = app.sort;
-    let header = Row::new(cols.iter().map(|c| {
+    let sort = app.table.sort;
+    let Measured {
+        cols,
+        offset,
+        window,
+        texts,
+        widths: w,
+    } = measure(app, area);
+    let header = Row::new(cols.iter().zip(&w).map(|(c, cw)| {
         let mark = match (*c == sort.column, sort.reverse) {
             (true, false) => " ▲",
             (true, true) => " ▼",
             _ => "",
         };
-        Cell::from(format!("{}{mark}", c.title()))
+        // The arrow is what says the order: cut the title, never the arrow.
+        let title = ellipsize(c.title(), cw.saturating_sub(chars(mark)));
+        Cell::from(format!("{title}{mark}"))
     }))
     .style(theme.label());
-
-    let cap = area.height.saturating_sub(2) as usize;
-    // The model keeps the selection in view; clamp again in case the terminal
-    // shrank since (drawing never mutates the model).
-    let mut offset = app
-        .table_offset
-        .min(app.rows.len().saturating_sub(cap.max(1)));
-    if app.selected >= offset + cap.max(1) {
-        offset = app.selected + 1 - cap.max(1);
-    }
-    let rows = app
-        .rows
-        .iter()
-        .skip(offset)
-        .take(cap)
-        .filter_map(|p| shown.get(p))
-        .map(|s| Row::new(cols.iter().map(|c| cell(*c, s, now, theme))));
+    let rows = window.iter().zip(texts).map(|(s, row)| {
+        Row::new(cols.iter().zip(row).zip(&w).map(|((c, t), cw)| {
+            cell(
+                *c,
+                s,
+                ellipsize(&t, *cw).into_owned(),
+                now,
+                theme,
+                &app.table.filter,
+            )
+        }))
+    });
     let mut title = vec![Span::styled(
         format!(
             "{}claims {}/{}",
             if focused { "» " } else { "" },
-            app.rows.len(),
-            shown.len()
+            // Where the selection is among the rows, as k9s and less say it.
+            if app.table.rows.is_empty() {
+                0
+            } else {
+                app.table.selected + 1
+            },
+            app.table.rows.len(),
         ),
         theme.title(focused),
     )];
-    if !app.filter.is_empty() {
+    if !app.table.filter.is_empty() {
         title.push(Span::raw(" · filter: "));
-        title.push(Span::styled(safe(&app.filter.text), theme.key()));
+        title.push(Span::styled(safe(&app.table.filter.text), theme.key()));
+        title.push(Span::styled(
+            format!(" ({} of {})", app.table.rows.len(), shown.len()),
+            theme.dim(),
+        ));
+    }
+    if let Some(problem) = app.claims.problem.as_ref().filter(|_| shown.is_empty()) {
+        // Not an empty root: say what is wrong instead of an empty table.
+        let block = Block::new().borders(Borders::TOP).title(Line::from(title));
+        let text = vec![
+            Line::styled(format!("⚠ {problem}"), theme.error()),
+            Line::styled(
+                "claimtop keeps watching: the table fills in as soon as the root can be read",
+                theme.dim(),
+            ),
+        ];
+        let p = Paragraph::new(text)
+            .block(block)
+            .wrap(ratatui::widgets::Wrap { trim: false });
+        frame.render_widget(p, area);
+        return;
     }
     if shown.is_empty() {
         title.push(Span::styled(
             " · no claims under this root yet",
             theme.dim(),
         ));
-    } else if app.rows.is_empty() {
+    } else if app.table.rows.is_empty() {
         title.push(Span::styled(" · nothing matches the filter", theme.dim()));
+        if let Some(why) = app.table.filter.why_nothing() {
+            title.push(Span::styled(format!(" — {}", safe(&why)), theme.error()));
+        }
     }
-    let table = Table::new(rows, cols.iter().map(|c| width(*c)))
+    let table = Table::new(rows, w.iter().map(|cw| Constraint::Length(*cw)))
         .header(header)
         .block(Block::new().borders(Borders::TOP).title(Line::from(title)))
         .row_highlight_style(theme.selected())
         .highlight_symbol("▶ ")
         .highlight_spacing(ratatui::widgets::HighlightSpacing::Always);
     let mut state = TableState::default();
-    if !app.rows.is_empty() && cap > 0 {
-        state.select(Some(app.selected.saturating_sub(offset)));
+    if !app.table.rows.is_empty() && area.height > 2 {
+        state.select(Some(app.table.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut state);
 }

@@ -1,7 +1,7 @@
 //! Drawing the timeline: a title with what is covered, a legend, a time
 //! axis, one bar row per key and the selected tenure's facts below.
 
-use super::{coarse, safe, utc, Theme};
+use super::{clock, coarse, safe, Theme};
 use crate::dashboard::timeline::{duration_ms, tenure_at, Coverage, Timeline};
 use crate::events::tenure::{Ending, Tenure, TenureIndex};
 use ratatui::layout::Rect;
@@ -60,6 +60,7 @@ pub fn draw(
     tl: &Timeline,
     keep: &dyn Fn(&str) -> bool,
     now: i64,
+    local: bool,
     theme: &Theme,
 ) {
     frame.render_widget(Clear, area);
@@ -71,9 +72,9 @@ pub fn draw(
     let cursor_col = ((tl.cursor - left) / cell).clamp(0, i64::from(bw) - 1) as usize;
 
     let mut lines: Vec<Line> = Vec::with_capacity(area.height as usize);
-    lines.push(title(tl, rows.len(), cell, theme));
+    lines.push(title(tl, rows.len(), cell, local, theme));
     lines.push(legend(theme));
-    lines.push(axis(left, cell, bw, lw, cursor_col, theme));
+    lines.push(axis(left, cell, bw, lw, cursor_col, local, theme));
 
     let visible = visible_rows(area.height);
     let Some(index) = tl.tenures.as_deref() else {
@@ -111,6 +112,7 @@ pub fn draw(
         rows.get(tl.selected).copied(),
         tl.cursor,
         now,
+        local,
         theme,
     ));
     lines.push(Line::styled(
@@ -120,13 +122,13 @@ pub fn draw(
     frame.render_widget(Paragraph::new(lines), area);
 }
 
-fn title<'a>(tl: &Timeline, keys: usize, cell: i64, theme: &Theme) -> Line<'a> {
+fn title<'a>(tl: &Timeline, keys: usize, cell: i64, local: bool, theme: &Theme) -> Line<'a> {
     let mut spans = vec![
         Span::styled("timeline", theme.title(true)),
         Span::raw(format!(
             " · {keys} keys · {}→{} ({}, {}/col)",
-            utc(tl.left(), "%m-%d %H:%M:%S"),
-            utc(tl.right, "%H:%M:%SZ"),
+            bare(tl.left(), local, "%m-%d %H:%M:%S"),
+            clock(tl.right, local, "%H:%M:%S"),
             coarse(tl.span),
             precise(cell)
         )),
@@ -139,7 +141,7 @@ fn title<'a>(tl: &Timeline, keys: usize, cell: i64, theme: &Theme) -> Line<'a> {
         ),
         Coverage::Tail { .. } => " · log's end only, indexing".into(),
         Coverage::Whole => match tl.tenures.as_ref().and_then(|t| t.horizon()) {
-            Some(h) => format!(" · whole log, kept from {}", utc(h, "%m-%d %H:%MZ")),
+            Some(h) => format!(" · whole log, kept from {}", clock(h, local, "%m-%d %H:%M")),
             None => " · whole log".into(),
         },
     };
@@ -184,7 +186,15 @@ fn color(theme: &Theme, c: Color) -> Style {
 }
 
 /// Tick labels every ~12 columns, on round times.
-fn axis<'a>(left: i64, cell: i64, bw: u16, lw: usize, cursor: usize, theme: &Theme) -> Line<'a> {
+fn axis<'a>(
+    left: i64,
+    cell: i64,
+    bw: u16,
+    lw: usize,
+    cursor: usize,
+    local: bool,
+    theme: &Theme,
+) -> Line<'a> {
     let mut row = vec![' '; bw as usize];
     let step = nice_step(cell.saturating_mul(14));
     let fmt = if step < 60_000 {
@@ -198,7 +208,7 @@ fn axis<'a>(left: i64, cell: i64, bw: u16, lw: usize, cursor: usize, theme: &The
     let right = left.saturating_add(cell.saturating_mul(i64::from(bw)));
     while t < right {
         let col = ((t - left) / cell) as usize;
-        let label = format!("┊{}", utc(t, fmt));
+        let label = format!("┊{}", bare(t, local, fmt));
         if col + label.chars().count() <= row.len() {
             for (i, ch) in label.chars().enumerate() {
                 row[col + i] = ch;
@@ -210,7 +220,10 @@ fn axis<'a>(left: i64, cell: i64, bw: u16, lw: usize, cursor: usize, theme: &The
     let (a, rest) = split_at_char(&text, cursor);
     let (c, b) = split_at_char(rest, 1);
     Line::from(vec![
-        Span::styled(format!("{:lw$} ", "UTC"), theme.dim()),
+        Span::styled(
+            format!("{:lw$} ", if local { "local time" } else { "UTC" }),
+            theme.dim(),
+        ),
         Span::styled(a.to_string(), theme.dim()),
         Span::styled(c.to_string(), theme.selected()),
         Span::styled(b.to_string(), theme.dim()),
@@ -321,10 +334,11 @@ fn facts<'a>(
     row: Option<(&str, &[Tenure])>,
     cursor: i64,
     now: i64,
+    local: bool,
     theme: &Theme,
 ) -> Vec<Line<'a>> {
     let at = Line::styled(
-        format!("cursor {}", utc(cursor, "%Y-%m-%d %H:%M:%SZ")),
+        format!("cursor {}", clock(cursor, local, "%Y-%m-%d %H:%M:%S")),
         theme.dim(),
     );
     let Some((key, tenures)) = row else {
@@ -344,12 +358,15 @@ fn facts<'a>(
     let end = if t.is_held() {
         "now".to_string()
     } else {
-        utc(t.end, "%Y-%m-%d %H:%M:%SZ")
+        clock(t.end, local, "%Y-%m-%d %H:%M:%S")
     };
     let start = if t.start_seen {
-        utc(t.start, "%Y-%m-%d %H:%M:%SZ")
+        clock(t.start, local, "%Y-%m-%d %H:%M:%S")
     } else {
-        format!("{} (first seen)", utc(t.start, "%Y-%m-%d %H:%M:%SZ"))
+        format!(
+            "{} (first seen)",
+            clock(t.start, local, "%Y-%m-%d %H:%M:%S")
+        )
     };
     let mut how = vec![
         Span::styled(format!("{g} "), color(theme, c)),
@@ -374,7 +391,10 @@ fn facts<'a>(
             Span::raw(safe(key).into_owned()),
             Span::styled("  holder ", theme.label()),
             Span::raw(safe(index.holder_name(t.holder)).into_owned()),
-            Span::styled(format!("  at {}", utc(cursor, "%H:%M:%SZ")), theme.dim()),
+            Span::styled(
+                format!("  at {}", clock(cursor, local, "%H:%M:%S")),
+                theme.dim(),
+            ),
         ]),
         Line::from(vec![
             Span::styled("from ", theme.label()),
@@ -386,6 +406,18 @@ fn facts<'a>(
         ]),
         Line::from(how),
     ]
+}
+
+/// An instant without its zone (the axis says the zone once).
+fn bare(ms: i64, local: bool, fmt: &str) -> String {
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return format!("{ms}ms");
+    };
+    if local {
+        t.with_timezone(&chrono::Local).format(fmt).to_string()
+    } else {
+        t.format(fmt).to_string()
+    }
 }
 
 /// `s` cut to `w` columns (with an ellipsis when cut) and padded to `w`.
