@@ -102,7 +102,7 @@ fn timeline(width: u16) -> Timeline {
     tl
 }
 
-fn render(tl: &Timeline, w: u16, h: u16) -> String {
+fn render_timeline(tl: &Timeline, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| {
         draw(
@@ -131,7 +131,7 @@ fn render(tl: &Timeline, w: u16, h: u16) -> String {
 fn each_tenure_is_a_bar_shaped_by_how_it_ended_with_the_selected_ones_facts_below() {
     for (w, h) in [(80, 24), (160, 48)] {
         let tl = timeline(w);
-        let screen = render(&tl, w, h);
+        let screen = render_timeline(&tl, w, h);
         assert!(
             screen.contains("reclaimed as stale by claude:w2"),
             "{screen}"
@@ -151,7 +151,7 @@ fn the_view_stays_live_as_events_arrive() {
         truncated: false,
     };
     assert!(tl.on_lines(&[line]));
-    let screen = render(&tl, 160, 48);
+    let screen = render_timeline(&tl, 160, 48);
     assert!(screen.contains("deploy:prod"), "{screen}");
 }
 
@@ -162,4 +162,151 @@ fn zoom_out_shows_more_time_per_column() {
     tl.zoom(false);
     assert_eq!(tl.cell_ms(bar_width(80)), before * 2);
     assert!(visible_rows(24) >= 10);
+}
+
+// ------------------------------------------------------------ in the app
+
+mod dashboard_common;
+
+use claimtop::dashboard::app::Overlay;
+use claimtop::dashboard::keys::Pane;
+use claimtop::dashboard::{update, Action, App};
+use claimtop::events::backward::SearchFrom;
+use claimtop::events::service::{Anchor, Page, Request};
+use dashboard_common::{code, fixed_app, key, render, some_events, type_text};
+use ratatui::crossterm::event::KeyCode;
+
+/// The fixed dashboard, its events log indexed (empty index: every line the
+/// follower brought is new to it).
+fn indexed_app(w: u16, h: u16) -> App {
+    let mut app = fixed_app(w, h);
+    let reply = Reply::Indexed {
+        tenures: Box::new(TenureIndex::new(Limits::default())),
+        lines: 120,
+        end: 0,
+        file_id: None,
+    };
+    update(&mut app, Action::Log(Box::new(reply)));
+    app
+}
+
+#[test]
+fn t_opens_the_timeline_over_the_whole_screen_and_esc_closes_it() {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut app = indexed_app(w, h);
+        update(&mut app, key('t'));
+        assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+        let screen = render(&app);
+        for k in ["build:web", "lint", "node:beta"] {
+            assert!(screen.contains(k), "{screen}");
+        }
+        insta::assert_snapshot!(format!("timeline_app_{w}x{h}"), screen);
+        update(&mut app, code(KeyCode::Esc));
+        assert_eq!(app.overlays.open, None);
+    }
+}
+
+#[test]
+fn the_timeline_rows_follow_the_claims_filter() {
+    let mut app = indexed_app(160, 48);
+    update(&mut app, key('/'));
+    type_text(&mut app, "build");
+    update(&mut app, code(KeyCode::Enter));
+    update(&mut app, key('t'));
+    let screen = render(&app);
+    assert!(screen.contains("build:web"), "{screen}");
+    assert!(!screen.contains("lint"), "{screen}");
+    assert!(screen.contains("1 keys"), "{screen}");
+}
+
+#[test]
+fn timeline_keys_move_the_cursor_zoom_and_return_to_now() {
+    let mut app = indexed_app(160, 48);
+    update(&mut app, key('t'));
+    let span = app.timeline.span;
+    update(&mut app, key('h'));
+    assert!(!app.timeline.follow);
+    assert!(app.timeline.cursor < app.now);
+    update(&mut app, key('+'));
+    assert_eq!(app.timeline.span, span / 2);
+    update(&mut app, key('-'));
+    update(&mut app, key('-'));
+    assert_eq!(app.timeline.span, span * 2);
+    update(&mut app, key('G'));
+    assert!(app.timeline.follow);
+    assert_eq!(app.timeline.cursor, app.now);
+    // `h` moves time here; it does not open the hazards.
+    assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+    update(&mut app, key('t'));
+    assert_eq!(app.overlays.open, None);
+}
+
+#[test]
+fn the_timeline_in_the_app_stays_live_as_events_arrive() {
+    let mut app = indexed_app(160, 48);
+    update(&mut app, key('t'));
+    let mut l = some_events().remove(1);
+    l.text = l.text.replace("build:web", "deploy:prod");
+    l.offset = 10_000;
+    assert!(update(&mut app, Action::EventsAppended(vec![l])));
+    assert!(render(&app).contains("deploy:prod"));
+}
+
+#[test]
+fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json() {
+    let mut app = indexed_app(80, 24);
+    app.focus = Pane::Events;
+    update(&mut app, key('/'));
+    type_text(&mut app, "lint");
+    assert!(render(&app).contains("search: lint"));
+    update(&mut app, code(KeyCode::Enter));
+    let Some(Request::Search { id, needle, from }) = app.events.browse.out.pop() else {
+        panic!("{:?}", app.events.browse.out)
+    };
+    assert_eq!(
+        (needle.as_str(), from),
+        ("lint", SearchFrom::Before(u64::MAX))
+    );
+    let found = Reply::Search {
+        id,
+        found: Some(300),
+    };
+    update(&mut app, Action::Log(Box::new(found)));
+    assert_eq!(
+        app.events.browse.out.pop(),
+        Some(Request::Page {
+            anchor: Anchor::At(300),
+            before: claimtop::dashboard::browse::PAGE,
+            after: claimtop::dashboard::browse::PAGE + 1,
+        })
+    );
+    let mut lines = some_events();
+    for (i, l) in lines.iter_mut().enumerate() {
+        l.offset = i as u64 * 100;
+    }
+    let page = Page {
+        lines,
+        anchor: 3,
+        first_line_no: Some(41),
+        at_start: false,
+        at_end: true,
+        file_id: None,
+    };
+    update(&mut app, Action::Log(Box::new(Reply::Page(page))));
+    assert_eq!(app.events.browse.position(), Some(45));
+    update(&mut app, code(KeyCode::Enter));
+    let screen = render(&app);
+    assert!(screen.contains("\"duration_held_ms\": 480000"), "{screen}");
+    insta::assert_snapshot!("events_raw_json_80x24", screen);
+    update(&mut app, code(KeyCode::Esc));
+    assert!(!app.events.browse.raw);
+    // n asks for the next older match, from the selected line.
+    update(&mut app, key('n'));
+    assert!(matches!(
+        app.events.browse.out.pop(),
+        Some(Request::Search {
+            from: SearchFrom::Before(300),
+            ..
+        })
+    ));
 }

@@ -7,6 +7,7 @@
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
 use super::app::EventRow;
+use super::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
@@ -77,11 +78,13 @@ pub struct Browse {
     pub count: Count,
     pub search: Option<Search>,
     /// Some while the search text is being typed.
-    pub input: Option<String>,
+    pub input: Option<TextInput>,
     /// Show the selected line's raw JSON.
     pub raw: bool,
     /// What the last search found not, in words.
     pub message: Option<String>,
+    /// Lines appended to the log since browsing began.
+    pub new_lines: u64,
     next_id: u64,
     /// Requests for the events service, drained by the caller.
     pub out: Vec<Request>,
@@ -90,6 +93,9 @@ pub struct Browse {
 impl Browse {
     /// Start browsing from the log's end (`from_start`: its first line).
     pub fn open(&mut self, from_start: bool) {
+        if !self.active {
+            self.new_lines = 0;
+        }
         self.active = true;
         self.raw = false;
         self.message = None;
@@ -186,9 +192,10 @@ impl Browse {
         if let Some(end) = from {
             self.count.appended += lines.iter().filter(|l| l.offset >= end).count() as u64;
         }
-        if self.active && self.at_end {
+        if self.active && !lines.is_empty() {
+            self.new_lines += lines.len() as u64;
             // The window's end is no longer the file's.
-            self.at_end = lines.is_empty();
+            self.at_end = false;
         }
     }
 
@@ -221,18 +228,19 @@ impl Browse {
 
     /// Begin typing a search.
     pub fn start_input(&mut self) {
-        self.input = Some(
+        self.input = Some(TextInput::new(
             self.search
                 .as_ref()
                 .map_or_else(String::new, |s| s.needle.text().to_string()),
-        );
+        ));
     }
 
     /// Enter in the search input: search older lines from the cursor.
     pub fn submit_input(&mut self) {
-        let Some(text) = self.input.take() else {
+        let Some(input) = self.input.take() else {
             return;
         };
+        let text = input.value().to_string();
         if text.is_empty() {
             self.search = None;
             return;
@@ -403,7 +411,7 @@ mod tests {
         b.out.clear();
         b.on_page(page(1000, 401, false, true));
         b.start_input();
-        b.input.as_mut().unwrap().push_str("k7");
+        b.input = Some(TextInput::new("k7"));
         b.submit_input();
         let Some(Request::Search { id, from, .. }) = b.out.pop() else {
             panic!()

@@ -51,7 +51,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, theme: &Th
     ];
     if let Some(input) = &b.input {
         title.push(Span::raw(" · search: "));
-        title.push(Span::styled(format!("{}▏", safe(input)), theme.key()));
+        title.extend(super::cursor_spans(input, true, theme));
     } else if let Some(s) = &b.search {
         title.push(Span::raw(format!(" · /{}", safe(s.needle.text()))));
         title.push(Span::styled(
@@ -61,6 +61,12 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, theme: &Th
                 " (n older, N newer)"
             },
             theme.dim(),
+        ));
+    }
+    if b.new_lines > 0 {
+        title.push(Span::styled(
+            format!(" · +{} new", grouped(b.new_lines)),
+            theme.key(),
         ));
     }
     if let Some(m) = &b.message {

@@ -59,6 +59,9 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
+    if app.events.browse.active {
+        return super::browse::draw(frame, area, &app.events.browse, focused, theme);
+    }
     let cap = area.height.saturating_sub(1) as usize;
     let view = &app.events.view;
     // Newest last; only the window is collected.
