@@ -828,6 +828,14 @@ fn human_bytes(b: u64) -> String {
 /// A dashboard model over `root`, swept once, sized like a big terminal:
 /// the same constructor, update and view the live app uses.
 fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
+    let mut app = bare_app(root, size);
+    let mut collector = Collector::local(root.clone(), now_ms());
+    update(&mut app, collector.rescan());
+    app
+}
+
+/// The live app's model over `root`, read-only, before anything is read.
+fn bare_app(root: &Root, size: (u16, u16)) -> App {
     let opts = DashOptions {
         root: root.clone(),
         read_only: true,
@@ -838,8 +846,6 @@ fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
     let identity = claimtop::claims::LocalIdentity::current();
     let mut app = App::new(opts, now_ms(), identity, "operator:bench@here".into());
     update(&mut app, Action::Resize(size.0, size.1));
-    let mut collector = Collector::local(root.clone(), now_ms());
-    update(&mut app, collector.rescan());
     app
 }
 
@@ -1398,7 +1404,7 @@ fn fig11(plan: &Plan, r: &mut Report) -> Res<()> {
         peak[peak.len() - 1] as f64 / 1024.0
     ));
     r.note(format!(
-        "whole process each run (start, service thread, tail tenures, first 160x48 frame; then the index); last run: open_us index_us peak_kib claim_events tenures keys = {last}; log generated or cached in {}, first wc -l (cold or warm) {}",
+        "whole process each run (start, events service thread, tail tenures into the dashboard model, `t`, first 160x48 frame of view::draw; then the whole-log index); last run: open_us index_us peak_kib claim_events tenures keys = {last}; log generated or cached in {}, first wc -l (cold or warm) {}",
         fmt_d(gen),
         fmt_d(wc)
     ));
@@ -1418,39 +1424,44 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Worker side of figure 11: prints `open_us index_us peak_kib lines
-/// tenures keys` (events: claim events applied).
+/// Worker side of figure 11: the dashboard's own model and view over the
+/// log's dir as root (no claims), the events service feeding it as in the
+/// live app; `t` is pressed as soon as the tail's tenures are in. Prints
+/// `open_us index_us peak_kib claim_events tenures keys`.
 fn timeline_open(path: &Path) -> Res<()> {
-    use claimtop::dashboard::timeline::Timeline;
     use claimtop::events::service::{serve, Reply};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let t0 = Instant::now();
+    let dir = path
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("the log is not under <dir>/.fno/")?;
+    let root = Root::with_events_here(dir);
     let (req_tx, req_rx) = channel();
     let (rep_tx, rep_rx) = channel();
-    let p = path.to_path_buf();
+    let p = root.events_file();
     std::thread::spawn(move || serve(p, req_rx, move |r| rep_tx.send(r).is_ok()));
-    let mut tl = Timeline::new(now_ms());
+    let mut app = bare_app(&root, (160, 48));
     let mut term = Terminal::new(TestBackend::new(160, 48))?;
-    let theme = view::Theme { color: true };
     let mut open = None;
     loop {
-        let mut reply = rep_rx.recv_timeout(Duration::from_secs(600))?;
-        let whole = matches!(reply, Reply::Indexed { .. });
+        let reply = rep_rx.recv_timeout(Duration::from_secs(600))?;
         if let Reply::Error(e) = &reply {
             return Err(e.clone().into());
         }
-        if !tl.on_reply(&mut reply) {
-            continue;
-        }
-        // The log's own "now": its latest event, so the screen shows it.
-        if let Some((_, latest)) = tl.tenures.as_ref().and_then(|t| t.span()) {
-            if open.is_none() {
-                tl.follow_now(latest);
-            }
-        }
-        term.draw(|f| {
-            view::timeline::draw(f, f.area(), &tl, &|_: &str| true, tl.right, false, &theme)
-        })?;
-        if open.is_none() {
+        let whole = matches!(reply, Reply::Indexed { .. });
+        let tail = matches!(reply, Reply::TailTenures(_));
+        update(&mut app, Action::Log(Box::new(reply)));
+        if tail && open.is_none() {
+            // The generated log lies in the past: its latest event is "now",
+            // so the first screen shows its last quarter hour.
+            let latest = app.timeline.tenures.as_ref().and_then(|t| t.span());
+            update(&mut app, Action::Tick(latest.map_or(now_ms(), |s| s.1)));
+            update(
+                &mut app,
+                Action::Key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE)),
+            );
+            term.draw(|f| view::draw(f, &app))?;
             let drawn: String = term
                 .backend()
                 .buffer()
@@ -1464,11 +1475,12 @@ fn timeline_open(path: &Path) -> Res<()> {
             open = Some(t0.elapsed());
         }
         if whole {
+            term.draw(|f| view::draw(f, &app))?;
             break;
         }
     }
     let index = t0.elapsed();
-    let t = tl.tenures.as_ref().ok_or("no tenures")?;
+    let t = app.timeline.tenures.as_ref().ok_or("no tenures")?;
     println!(
         "{} {} {} {} {} {}",
         open.unwrap_or_default().as_micros(),
