@@ -310,3 +310,50 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         })
     ));
 }
+
+#[test]
+fn the_wheel_over_the_events_pane_browses_the_log_too() {
+    use ratatui::crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
+    let mut app = indexed_app(160, 48);
+    let a = claimtop::dashboard::view::layout::areas_of(app.size, app.focus).unwrap();
+    let wheel = |kind| {
+        Action::Mouse(MouseEvent {
+            kind,
+            column: a.events.x + 2,
+            row: a.events.y + 2,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    update(&mut app, wheel(MouseEventKind::ScrollUp));
+    assert!(app.events.browse.active);
+    let mut lines = some_events();
+    for (i, l) in lines.iter_mut().enumerate() {
+        l.offset = i as u64 * 100;
+    }
+    let page = Page {
+        lines,
+        first_line_no: Some(0),
+        at_start: true,
+        at_end: true,
+        ..Page::default()
+    };
+    update(&mut app, Action::Log(Box::new(Reply::Page(page))));
+    assert_eq!(app.events.browse.position(), Some(5));
+    update(&mut app, wheel(MouseEventKind::ScrollUp));
+    assert_eq!(app.events.browse.position(), Some(2));
+}
+
+#[test]
+fn a_paused_timeline_holds_still_while_the_clock_moves() {
+    let mut app = indexed_app(160, 48);
+    update(&mut app, key('t'));
+    let right = app.timeline.right;
+    update(&mut app, key('p'));
+    assert!(app.paused());
+    let later = app.now + 60_000;
+    update(&mut app, Action::Tick(later));
+    assert_eq!(app.timeline.right, right);
+    update(&mut app, key('p'));
+    update(&mut app, Action::Tick(later + 1000));
+    assert_eq!(app.timeline.right, later + 1000);
+}

@@ -510,6 +510,7 @@ pub fn lookup_timeline(ev: &KeyEvent) -> Option<Cmd> {
                     | Cmd::Help
                     | Cmd::Quit
                     | Cmd::Timeline
+                    | Cmd::Pause
                     | Cmd::Suspend
             )
         })

@@ -64,14 +64,15 @@ pub fn on_reset(app: &mut App) {
 
 /// The clock moved: a following timeline moves with it.
 pub fn on_tick(app: &mut App, now: i64) -> bool {
-    app.timeline.on_tick(now) && app.overlays.open == Some(Overlay::Timeline)
+    // Paused: the view holds still (the tenures keep being ingested).
+    !app.paused() && app.timeline.on_tick(now) && app.overlays.open == Some(Overlay::Timeline)
 }
 
 /// Open the timeline.
 pub fn open_timeline(app: &mut App) -> bool {
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {
-        app.timeline.follow_now(app.now);
+        app.timeline.follow_now(app.shown_now());
     }
     true
 }
@@ -82,6 +83,7 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
     let width = bar_width(app.size.0);
     let visible = visible_rows(app.size.1);
     let rows = app.timeline.rows(app.timeline_keeps()).len();
+    let now = app.shown_now();
     let tl = &mut app.timeline;
     match cmd {
         Cmd::TimeBack => tl.move_cursor(-1, width),
@@ -95,7 +97,7 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
         Cmd::PageUp => tl.select(-(visible as isize), rows, visible),
         Cmd::PageDown => tl.select(visible as isize, rows, visible),
         Cmd::Top => tl.select(isize::MIN / 2, rows, visible),
-        Cmd::Bottom => tl.follow_now(app.now),
+        Cmd::Bottom => tl.follow_now(now),
         Cmd::Close | Cmd::Timeline => app.overlays.open = None,
         // Help, quit, suspend: the caller's, as in every view.
         other => return Some(other),
@@ -164,6 +166,22 @@ pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
         }
         Cmd::Close if b.active => b.close(),
         _ => return None,
+    }
+    Some(true)
+}
+
+/// The wheel over the events pane: as `k`/`j` there (up opens browsing).
+pub fn events_wheel(app: &mut App, delta: isize) -> Option<bool> {
+    if app.events.view.key.is_some() {
+        return None;
+    }
+    let b = &mut app.events.browse;
+    if b.active {
+        b.move_by(delta);
+    } else if delta < 0 {
+        b.open(false);
+    } else {
+        return None;
     }
     Some(true)
 }

@@ -417,6 +417,11 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
         return false;
     };
     if wheel != 0 {
+        if pane == Pane::Events {
+            if let Some(redraw) = logview::events_wheel(app, wheel) {
+                return redraw;
+            }
+        }
         let before = app.focus;
         app.focus = pane;
         let moved = move_by(app, wheel);
@@ -1119,7 +1124,7 @@ fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
                 app.overlays.open = None;
                 request_quit(app)
             }
-            Some(cmd @ (Cmd::Help | Cmd::Suspend)) => command(app, cmd),
+            Some(cmd @ (Cmd::Help | Cmd::Suspend | Cmd::Pause)) => command(app, cmd),
             Some(_) => false,
         };
     }

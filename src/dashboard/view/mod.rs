@@ -41,7 +41,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             area,
             &app.timeline,
             &keep,
-            app.now,
+            app.shown_now(),
             app.local_time,
             &theme,
         );
