@@ -227,3 +227,29 @@ fn the_service_sends_the_tail_first_then_the_whole_index_and_answers_pages_meanw
     drop(req_tx);
     h.join().unwrap();
 }
+
+#[test]
+fn a_log_that_appears_later_is_indexed_once_it_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let (req_tx, req_rx) = channel();
+    let (rep_tx, rep_rx) = channel();
+    let p = path.clone();
+    let h = std::thread::spawn(move || serve(p, req_rx, move |r| rep_tx.send(r).is_ok()));
+    match recv(&rep_rx) {
+        Reply::Indexed { lines, end, .. } => assert_eq!((lines, end), (0, 0)),
+        other => panic!("first reply {other:?}"),
+    }
+    let (text, offsets) = story(40, 4);
+    write_log(dir.path(), &text);
+    let lines = loop {
+        match recv(&rep_rx) {
+            Reply::Indexed { lines, .. } => break lines,
+            Reply::TailTenures(_) | Reply::Progress(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(lines, offsets.len() as u64);
+    drop(req_tx);
+    h.join().unwrap();
+}

@@ -18,6 +18,10 @@ pub const DEFAULT_SPAN_MS: i64 = 15 * 60_000;
 /// Lines kept while the whole-log index is still being built; a burst
 /// beyond this is dropped from the timeline (and said so).
 const MAX_PENDING_LINES: usize = 100_000;
+/// Lines kept once the index is whole: a second whole index (the log
+/// appeared after start, or was indexed again) may end before lines the
+/// follower already brought, and they are replayed from here.
+const RECENT_LINES: usize = 4096;
 
 /// How much of the log the tenures cover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,9 +107,11 @@ impl Timeline {
             }
             Reply::Indexed { tenures, end, .. } => {
                 let mut t = std::mem::take(tenures);
-                for l in self.pending.drain(..).filter(|l| l.offset >= *end) {
+                for l in self.pending.iter().filter(|l| l.offset >= *end) {
                     t.apply_line(&l.text);
                 }
+                let keep = self.pending.len().saturating_sub(RECENT_LINES);
+                self.pending.drain(..keep);
                 self.pending.shrink_to_fit();
                 self.tenures = Some(t);
                 self.live_from = Some(*end);
@@ -130,6 +136,11 @@ impl Timeline {
             let room = MAX_PENDING_LINES.saturating_sub(self.pending.len());
             self.lost_lines |= lines.len() > room;
             self.pending.extend(lines.iter().take(room).cloned());
+        } else {
+            let tail = lines.len().saturating_sub(RECENT_LINES);
+            self.pending.extend(lines[tail..].iter().cloned());
+            let over = self.pending.len().saturating_sub(RECENT_LINES);
+            self.pending.drain(..over);
         }
         changed
     }
@@ -293,6 +304,28 @@ mod tests {
         // From now on, only lines past the index's end are applied.
         assert!(!tl.on_lines(&[line(40, &acquire("c", "h", 3000))]));
         assert!(tl.on_lines(&[line(200, &acquire("c", "h", 3000))]));
+    }
+
+    #[test]
+    fn a_second_whole_index_replays_the_lines_it_ends_before() {
+        let mut tl = Timeline::new(0);
+        let empty = |end| Reply::Indexed {
+            tenures: Box::new(TenureIndex::new(Limits::default())),
+            lines: 0,
+            end,
+            file_id: None,
+        };
+        tl.on_reply(&mut empty(0));
+        tl.on_lines(&[
+            line(0, &acquire("a", "h", 1000)),
+            line(90, &acquire("b", "h", 2000)),
+        ]);
+        // Indexed again up to 50: `a` is in it (here: not, the index is
+        // empty, so it stays out), `b` came after and must survive.
+        tl.on_reply(&mut empty(50));
+        let t = tl.tenures.as_ref().unwrap();
+        assert!(t.tenures_of("a").is_empty());
+        assert_eq!(t.tenures_of("b").len(), 1);
     }
 
     #[test]

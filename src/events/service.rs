@@ -249,6 +249,11 @@ impl Service {
             return send(Reply::Search { id, found });
         }
         let Some(ix) = &mut self.indexer else {
+            // No log yet (or it could not be opened): index it once it is
+            // there, so browsing and line counts do not stay empty.
+            if self.file.is_none() && std::fs::symlink_metadata(&self.path).is_ok() {
+                return self.start(send);
+            }
             return true;
         };
         let before = ix.progress().lines;
