@@ -834,7 +834,8 @@ fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
     app
 }
 
-/// The live app's model over `root`, read-only, before anything is read.
+/// The model as the live app creates it: empty until the collector's
+/// first sweep arrives.
 fn bare_app(root: &Root, size: (u16, u16)) -> App {
     let opts = DashOptions {
         root: root.clone(),
@@ -979,20 +980,24 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         let mut app = dashboard_app(&fx.root, (w, h));
         let mut term = Terminal::new(TestBackend::new(w, h))?;
         let frames = if plan.quick { 5 } else { 300 };
-        let mut per = Vec::new();
+        let (mut per, mut cpu) = (Vec::new(), Vec::new());
         for _ in 0..plan.reps {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), thread_cpu());
             for i in 0..frames {
                 // Move the selection so every frame has something to diff.
                 app.table.selected = i % 40;
                 term.draw(|f| view::draw(f, &app))?;
             }
             per.push(t.elapsed() / frames as u32);
+            cpu.push((thread_cpu() - c) / frames as u32);
         }
+        // CPU time beside wall time: on a shared machine the wall time is
+        // mostly waiting for a core.
         r.line(format!(
-            "fig10 render {w}x{h}, {} claims: {} per frame REPORT",
+            "fig10 render {w}x{h}, {} claims: {} per frame ({} of CPU) REPORT",
             app.claims.live.len(),
-            fmt_d(median(&per))
+            fmt_d(median(&per)),
+            fmt_d(median(&cpu))
         ));
     }
     r.note("ratatui TestBackend (diffing, no terminal I/O); selection moved each frame".into());
@@ -1065,7 +1070,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
             hwm_kib / 1024.0
         ));
         r.note(format!(
-            "watcher + events follower + 1 s tick + draw-on-change into a 160x48 TestBackend; {frames:.0} frames, {reads:.0} re-reads, {sweeps:.0} sweeps while idle; start-up (sweep + first frame) {startup_ms:.0} ms"
+            "watcher + events follower + 1 s tick + draw-on-change into a 160x48 TestBackend; {frames:.0} frames, {reads:.0} re-reads, {sweeps:.0} sweeps while idle; start-up (collector's first sweep + first frame) {startup_ms:.0} ms"
         ));
     } else {
         r.broken.push(format!(
@@ -1114,11 +1119,22 @@ const IDLE_SETTLE: Duration = Duration::from_secs(3);
 /// Figure 9's child: the live app's threads and loop, headless, for `secs`.
 fn idle(root: &Root, secs: u64) -> Res<()> {
     let t0 = Instant::now();
-    let mut app = dashboard_app(root, (160, 48));
+    let mut app = bare_app(root, (160, 48));
     let mut term = Terminal::new(TestBackend::new(160, 48))?;
-    term.draw(|f| view::draw(f, &app))?;
     let (tx, rx) = channel();
     let (_inbox, counters) = spawn_watcher(root, tx)?;
+    // As the live app starts: the collector's first sweep fills the model,
+    // then the first frame.
+    loop {
+        let a = rx.recv()?;
+        let swept = matches!(a, Action::Swept(_));
+        update(&mut app, a);
+        if swept {
+            break;
+        }
+    }
+    term.draw(|f| view::draw(f, &app))?;
+    let first_frame = t0.elapsed();
     // The watcher's start-up (the debouncer stats every file in the claims
     // dir for its file-id cache) runs on its own thread after `watch`
     // returns: let it finish, applying whatever arrives, before the idle
@@ -1129,7 +1145,6 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
             update(&mut app, a);
         }
     }
-    let startup = t0.elapsed();
     let threads0 = threads_cpu();
     let (reads0, sweeps0) = (counters.reads(), counters.rescans());
     let cpu0 = self_cpu();
@@ -1199,7 +1214,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         proc_status_kib("VmHWM").unwrap_or(0),
         counters.reads() - reads0,
         counters.rescans() - sweeps0,
-        startup.as_millis()
+        first_frame.as_millis()
     );
     Ok(())
 }

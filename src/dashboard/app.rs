@@ -836,6 +836,51 @@ impl Claims {
     }
 }
 
+/// The widest value of each free-text column among the rows, in
+/// characters: the table sizes those columns from it, so they hold still
+/// while scrolling and a frame never measures every row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Widest {
+    pub key: u16,
+    pub holder: u16,
+    pub harness: u16,
+    pub reason: u16,
+}
+
+impl Widest {
+    fn chars(s: &str) -> u16 {
+        s.chars().count().min(u16::MAX as usize) as u16
+    }
+
+    /// Widen to fit `s`.
+    pub fn fit(&mut self, s: &Status) {
+        let w = |v: &mut u16, text: &str| *v = (*v).max(Widest::chars(text));
+        w(&mut self.key, &s.key);
+        match &s.record {
+            Some(r) => {
+                w(&mut self.holder, &r.holder);
+                w(&mut self.harness, r.harness.as_deref().unwrap_or(""));
+                w(&mut self.reason, r.reason.as_deref().unwrap_or(""));
+            }
+            None => {
+                w(&mut self.holder, "(unreadable)");
+                w(&mut self.reason, s.error.as_deref().unwrap_or(""));
+            }
+        }
+    }
+
+    /// The width kept for `c`, for the free-text columns.
+    pub fn of(&self, c: Column) -> Option<u16> {
+        match c {
+            Column::Key => Some(self.key),
+            Column::Holder => Some(self.holder),
+            Column::Harness => Some(self.harness),
+            Column::Reason => Some(self.reason),
+            _ => None,
+        }
+    }
+}
+
 /// The table part: which claims are rows, in what order, and where the
 /// selection and the window are.
 #[derive(Debug, Clone, Default)]
@@ -856,6 +901,8 @@ pub struct TableView {
     pub detail_scroll: u16,
     /// A claim just acquired here: selected as soon as it arrives.
     pub select_on_arrival: Option<std::path::PathBuf>,
+    /// The widest text of each free-text column among the rows.
+    pub widest: Widest,
 }
 
 /// The events part: the tail of the log and how the pane looks at it.
@@ -1037,6 +1084,11 @@ impl App {
         if t.sort.reverse {
             rows.reverse();
         }
+        let mut widest = Widest::default();
+        for (_, s) in &rows {
+            widest.fit(s);
+        }
+        t.widest = widest;
         t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {
@@ -1073,6 +1125,7 @@ impl App {
                 })
             });
             t.rows.insert(pos, Arc::clone(p));
+            t.widest.fit(s);
         }
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {

@@ -3,7 +3,7 @@
 
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::{find_ci, App, Column, Filter};
+use crate::dashboard::app::{find_ci, App, Column, Filter, Widest};
 use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
@@ -48,7 +48,7 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::State => (11, 11),
         Column::Key => (8, u16::MAX),
         Column::Holder => (8, u16::MAX),
-        Column::Pid => (7, 7),
+        Column::Pid => (5, 7),
         Column::Machine => (6, 9),
         Column::Age => (6, 6),
         Column::Ttl => (7, 15),
@@ -102,15 +102,28 @@ fn chars(s: &str) -> u16 {
 /// Column widths for `total` columns of cells: key and holder first, as
 /// much of their content as fits, shared by need; then each fixed-format
 /// column what its content needs (within its bounds); the reason the rest.
-pub fn widths(cols: &[Column], texts: &[Vec<String>], total: u16) -> Vec<u16> {
-    // Room for the sort arrow beside every title.
+///
+/// The free-text columns are sized from `widest` (every row, kept by the
+/// model), so they hold still while scrolling; the short fixed-format ones
+/// from the rows in the window.
+pub fn widths(
+    cols: &[Column],
+    texts: &[Vec<String>],
+    widest: &Widest,
+    sorted: Column,
+    total: u16,
+) -> Vec<u16> {
     let want: Vec<u16> = cols
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let (lo, hi) = bounds(*c);
-            let content = texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0);
-            content.max(chars(c.title()) + 2).clamp(lo, hi)
+            let content = widest
+                .of(*c)
+                .unwrap_or_else(|| texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0));
+            // The sorted column's title carries the arrow.
+            let title = chars(c.title()) + if *c == sorted { 2 } else { 0 };
+            content.max(title).clamp(lo, hi)
         })
         .collect();
     let mut w: Vec<u16> = cols.iter().map(|c| bounds(*c).0).collect();
@@ -127,9 +140,17 @@ pub fn widths(cols: &[Column], texts: &[Vec<String>], total: u16) -> Vec<u16> {
             left -= g;
         }
     }
-    let flexible = |c: &Column| matches!(c, Column::Key | Column::Holder | Column::Reason);
-    for (i, c) in cols.iter().enumerate() {
-        if !flexible(c) {
+    // Then the fixed-format columns, the deadline first: it is what an
+    // operator reads next after who holds what.
+    for c in [
+        Column::Ttl,
+        Column::Age,
+        Column::Pid,
+        Column::State,
+        Column::Machine,
+        Column::Harness,
+    ] {
+        if let Some(i) = cols.iter().position(|x| *x == c) {
             let g = (want[i] - w[i]).min(left);
             w[i] += g;
             left -= g;
@@ -243,7 +264,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .width
         .saturating_sub(HIGHLIGHT)
         .saturating_sub(cols.len().saturating_sub(1) as u16);
-    let widths = widths(cols, &texts, room);
+    let widths = widths(cols, &texts, &app.table.widest, app.table.sort.column, room);
     Measured {
         cols,
         offset,
