@@ -258,7 +258,7 @@ pub fn tenure_at(tenures: &[Tenure], at: i64) -> Option<&Tenure> {
 /// runs to `now`.
 pub fn duration_ms(t: &Tenure, now: i64) -> i64 {
     let end = if t.is_held() { now.max(t.start) } else { t.end };
-    end - t.start
+    end.saturating_sub(t.start)
 }
 
 #[cfg(test)]

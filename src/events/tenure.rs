@@ -237,6 +237,15 @@ struct WireData<'a> {
     operator: Option<Cow<'a, str>>,
 }
 
+/// Latest instant an event may carry: 9999-12-31T23:59:59.999Z. Times come
+/// from other writers' clocks and JSON; outside 1970..=9999 they are
+/// nonsense, and near `i64`'s ends they would overflow every span.
+const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
+fn sane(ms: Option<i64>) -> Option<i64> {
+    ms.filter(|t| (0..=MAX_TIME_MS).contains(t))
+}
+
 /// Parse one log line into the claim event it records, and hand it to `f`.
 /// `None` for lines that are not claim events (other types, bad JSON, a
 /// field of the wrong type, no key, no usable time).
@@ -245,13 +254,14 @@ pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> 
     let kind = Kind::of(&wire.kind)?;
     let data = wire.data?;
     let key = data.key.as_deref()?;
-    let ts = wire.ts.as_deref().and_then(parse_ts);
+    let ts = sane(wire.ts.as_deref().and_then(parse_ts));
+    let acquired_at = sane(data.acquired_at);
     // The ms fields are more precise than `ts` (whole seconds), where the
     // event type says what they mean.
     let at = match kind {
-        Kind::Acquired | Kind::Reclaimed | Kind::Reacquired => data.acquired_at.or(ts),
-        Kind::Released => match (data.acquired_at, data.duration_held_ms) {
-            (Some(a), Some(d)) => a.checked_add(d).or(ts),
+        Kind::Acquired | Kind::Reclaimed | Kind::Reacquired => acquired_at.or(ts),
+        Kind::Released => match (acquired_at, data.duration_held_ms) {
+            (Some(a), Some(d)) => sane(a.checked_add(d)).or(ts),
             _ => ts,
         },
         _ => ts,
@@ -261,9 +271,9 @@ pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> 
         at,
         key,
         holder: data.holder.as_deref(),
-        acquired_at: data.acquired_at,
+        acquired_at,
         previous_holder: data.previous_holder.as_deref(),
-        previous_acquired_at: data.previous_acquired_at,
+        previous_acquired_at: sane(data.previous_acquired_at),
         operator: data.operator.as_deref(),
     };
     Some(f(&ev))
@@ -449,15 +459,23 @@ impl TenureIndex {
         }
     }
 
-    fn open_holder(&self, key: Sym) -> Option<Sym> {
-        self.tenures
-            .get(key as usize)?
-            .last()
-            .filter(|t| t.is_held())
-            .map(|t| t.holder)
+    /// Where the key's open tenure sits: always last (see [`Self::open`]).
+    fn open_at(&self, key: Sym) -> Option<usize> {
+        let list = self.tenures.get(key as usize)?;
+        list.last().filter(|t| t.is_held()).map(|_| list.len() - 1)
     }
 
+    fn open_holder(&self, key: Sym) -> Option<Sym> {
+        let i = self.open_at(key)?;
+        Some(self.tenures[key as usize][i].holder)
+    }
+
+    /// Open a tenure. It starts no earlier than the key's last one: with
+    /// writers' clocks apart, the log's order is the truth, and it keeps the
+    /// open tenure last (every closed one is pushed only when none is open).
     fn open(&mut self, key: Sym, holder: Sym, start: i64, seen: bool) {
+        let last = self.tenures[key as usize].last().map(|t| t.start);
+        let start = last.map_or(start, |l| start.max(l));
         self.push(
             key,
             Tenure {
@@ -472,10 +490,8 @@ impl TenureIndex {
     }
 
     fn end_open(&mut self, key: Sym, at: i64, ending: Ending, by: Option<Sym>) {
-        if let Some(t) = self.tenures[key as usize]
-            .last_mut()
-            .filter(|t| t.is_held())
-        {
+        if let Some(i) = self.open_at(key) {
+            let t = &mut self.tenures[key as usize][i];
             t.end = at.max(t.start);
             t.ending = ending;
             t.by = by;
@@ -499,8 +515,9 @@ impl TenureIndex {
         }
     }
 
-    /// Drop the ended tenures that ended before the median end, so memory
-    /// stays under the limit while the recent past stays whole.
+    /// Drop the ended tenures that ended by the median end, so memory stays
+    /// under the limit (plus one open tenure per key) while the recent past
+    /// stays whole.
     fn drop_oldest_half(&mut self) {
         let mut ends: Vec<i64> = self
             .tenures
@@ -517,7 +534,8 @@ impl TenureIndex {
         let cut = *cut;
         let mut count = 0;
         for list in &mut self.tenures {
-            list.retain(|t| t.is_held() || t.end >= cut);
+            // `>`: at least the median goes, even when many ends are equal.
+            list.retain(|t| t.is_held() || t.end > cut);
             count += list.len();
         }
         self.count = count;
@@ -739,6 +757,61 @@ mod tests {
         assert!(ix.len() <= 100, "{}", ix.len());
         assert!(ix.horizon().is_some_and(|h| h > 800_000));
         assert!(ix.tenures_of("k").last().unwrap().is_held());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_event_sequence_keeps_each_key_sorted_with_at_most_one_open_tenure(
+            evs in proptest::collection::vec(
+                (0usize..7, 0usize..3, 0usize..3, 0i64..100_000, 0i64..50_000), 0..200),
+        ) {
+            const KINDS: [Kind; 7] = [Kind::Acquired, Kind::Reacquired, Kind::Reclaimed,
+                Kind::Released, Kind::ForceReleased, Kind::Renewed, Kind::Expired];
+            let mut ix = TenureIndex::new(Limits { max_tenures: 50, max_names: 10 });
+            for (k, key, holder, at, back) in evs {
+                let key = format!("k{key}");
+                let holder = format!("h{holder}");
+                ix.apply(&ClaimEvent {
+                    kind: KINDS[k],
+                    at,
+                    key: &key,
+                    holder: Some(&holder),
+                    acquired_at: Some(at - back),
+                    previous_holder: Some("h0"),
+                    previous_acquired_at: Some(at - back),
+                    operator: None,
+                });
+            }
+            let mut total = 0;
+            for (_, list) in ix.keys() {
+                proptest::prop_assert!(list.windows(2).all(|w| w[0].start <= w[1].start));
+                proptest::prop_assert!(list.iter().filter(|t| t.is_held()).count() <= 1);
+                proptest::prop_assert!(list.iter().all(|t| t.end >= t.start));
+                total += list.len();
+            }
+            proptest::prop_assert_eq!(total, ix.len());
+            // Open tenures are never dropped: one per key at most.
+            proptest::prop_assert!(ix.len() <= 50 + ix.key_count());
+        }
+    }
+
+    #[test]
+    fn absurd_times_are_ignored_instead_of_overflowing_a_span() {
+        let mut ix = TenureIndex::new(Limits::default());
+        let min = i64::MIN;
+        let max = i64::MAX;
+        assert!(!ix.apply_line(&line(
+            "claim_acquired",
+            "not a time",
+            &format!(r#""key":"k","holder":"h","acquired_at":{min}"#)
+        )));
+        assert!(ix.apply_line(&line(
+            "claim_released",
+            "1970-01-01T00:00:09Z",
+            &format!(r#""key":"k","holder":"h","acquired_at":{max},"duration_held_ms":{max}"#)
+        )));
+        let t = ix.tenures_of("k")[0];
+        assert_eq!((t.start, t.end, t.start_seen), (9000, 9000, false));
     }
 
     #[test]
