@@ -253,3 +253,21 @@ fn a_log_that_appears_later_is_indexed_once_it_is_there() {
     drop(req_tx);
     h.join().unwrap();
 }
+
+#[test]
+fn a_log_path_that_is_a_directory_is_reported_once_not_at_every_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    std::fs::create_dir(&path).unwrap();
+    let (req_tx, req_rx) = channel();
+    let (rep_tx, rep_rx) = channel();
+    let h = std::thread::spawn(move || serve(path, req_rx, move |r| rep_tx.send(r).is_ok()));
+    match recv(&rep_rx) {
+        Reply::Error(e) => assert!(e.contains("not a regular file"), "{e}"),
+        other => panic!("first reply {other:?}"),
+    }
+    // The service retries at every idle look (2 s) but says nothing new.
+    assert!(rep_rx.recv_timeout(Duration::from_millis(4500)).is_err());
+    drop(req_tx);
+    h.join().unwrap();
+}

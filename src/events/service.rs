@@ -120,6 +120,9 @@ struct Service {
     search: Option<Search>,
     last_progress: u64,
     limits: Limits,
+    /// The last error sent: a log that stays unreadable (a directory at
+    /// the path) is retried every idle look, but said only once.
+    last_error: Option<String>,
 }
 
 /// Serve `path` until the request channel closes or `send` says the other
@@ -133,6 +136,7 @@ pub fn serve(path: PathBuf, requests: Receiver<Request>, mut send: impl FnMut(Re
         search: None,
         last_progress: 0,
         limits: limits(),
+        last_error: None,
     };
     if !svc.start(&mut send) {
         return;
@@ -163,6 +167,16 @@ pub fn serve(path: PathBuf, requests: Receiver<Request>, mut send: impl FnMut(Re
 }
 
 impl Service {
+    /// Report `e` unless it is the one reported last.
+    fn fail(&mut self, send: &mut impl FnMut(Reply) -> bool, e: TailError) -> bool {
+        let text = e.to_string();
+        if self.last_error.as_deref() == Some(text.as_str()) {
+            return true;
+        }
+        self.last_error = Some(text.clone());
+        send(Reply::Error(text))
+    }
+
     /// Open what is at the path now and send the tail's tenures.
     fn start(&mut self, send: &mut impl FnMut(Reply) -> bool) -> bool {
         self.indexer = None;
@@ -171,7 +185,7 @@ impl Service {
         self.last_progress = 0;
         self.file = match LogFile::open(&self.path) {
             Ok(f) => f,
-            Err(e) => return send(Reply::Error(e.to_string())),
+            Err(e) => return self.fail(send, e),
         };
         let Some(file) = &self.file else {
             // Nothing to index: every line the follower brings is new.
@@ -189,16 +203,17 @@ impl Service {
                     return false;
                 }
             }
-            Err(e) => return send(Reply::Error(e.to_string())),
+            Err(e) => return self.fail(send, e),
         }
         // A second handle for the indexer: it reads at its own offsets.
         match LogFile::open(&self.path) {
             Ok(Some(f)) if f.id() == file.id() => {
                 self.indexer = Some(Indexer::new(f, self.limits));
+                self.last_error = None;
                 true
             }
             Ok(_) => self.start(send),
-            Err(e) => send(Reply::Error(e.to_string())),
+            Err(e) => self.fail(send, e),
         }
     }
 
@@ -210,7 +225,7 @@ impl Service {
                 after,
             } => match self.page(anchor, before, after) {
                 Ok(p) => send(Reply::Page(p)),
-                Err(e) => send(Reply::Error(e.to_string())),
+                Err(e) => self.fail(send, e),
             },
             Request::Search { id, needle, from } => {
                 let needle = Needle::new(&needle);
@@ -242,7 +257,7 @@ impl Service {
                 Ok(SearchStep::NotFound) => (s.id, None),
                 Err(e) => {
                     self.search = None;
-                    return send(Reply::Error(e.to_string()));
+                    return self.fail(send, e);
                 }
             };
             self.search = None;
@@ -261,7 +276,7 @@ impl Service {
             Ok(p) => p,
             Err(e) => {
                 self.indexer = None;
-                return send(Reply::Error(e.to_string()));
+                return self.fail(send, e);
             }
         };
         if self.handed_on {
