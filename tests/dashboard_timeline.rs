@@ -357,3 +357,28 @@ fn a_paused_timeline_holds_still_while_the_clock_moves() {
     update(&mut app, Action::Tick(later + 1000));
     assert_eq!(app.timeline.right, later + 1000);
 }
+
+#[test]
+fn a_log_reset_while_browsing_reindexes_before_asking_for_a_page_and_forgets_the_tenures() {
+    let mut app = indexed_app(160, 48);
+    app.focus = Pane::Events;
+    update(&mut app, key('k'));
+    app.events.browse.out.clear();
+    update(&mut app, Action::EventsReset);
+    // The service answers in order: the page must come from the new file.
+    assert!(
+        matches!(
+            app.events.browse.out.as_slice(),
+            [
+                Request::Reindex,
+                Request::Page {
+                    anchor: Anchor::End,
+                    ..
+                }
+            ]
+        ),
+        "{:?}",
+        app.events.browse.out
+    );
+    assert!(app.timeline.tenures.is_none());
+}

@@ -58,8 +58,10 @@ pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
 /// service indexes what is there now.
 pub fn on_reset(app: &mut App) {
     app.timeline.on_reset();
-    app.events.browse.on_reset();
+    // Reindex first: the service then answers the page below from the new
+    // file, not from the one it still holds open.
     app.events.browse.out.push(Request::Reindex);
+    app.events.browse.on_reset();
 }
 
 /// The clock moved: a following timeline moves with it.
