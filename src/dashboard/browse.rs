@@ -215,6 +215,10 @@ impl Browse {
     /// The log was truncated or replaced: what was read is gone.
     pub fn on_reset(&mut self) {
         self.count = Count::default();
+        // The service drops a running search when it starts over.
+        if let Some(s) = &mut self.search {
+            s.running = false;
+        }
         if self.active {
             self.rows.clear();
             self.open(false);
