@@ -393,6 +393,11 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
         s.contains("record (YAML") && s.contains("key: e2e:mine")
     });
     tmux.keys(&["Escape"]);
+    // Wait for it to close: an Esc followed at once by another key reads as
+    // Alt plus that key, as in any terminal program.
+    tmux.wait_for("the record overlay to close", |s| {
+        !s.contains("record (YAML")
+    });
 
     // Ctrl-Z hands the terminal back; fg brings the dashboard back whole.
     tmux.keys(&["C-z"]);
