@@ -165,7 +165,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('k'), Key::Code(KeyCode::Up)],
         label: "k/↑",
         short: "up",
-        help: "move up (scroll the detail or events pane when it has the focus)",
+        help: "move up (scroll the detail pane; in the events pane, browse the whole log back from its end)",
         cmd: Cmd::Up,
         scope: ALL,
         in_footer: false,
