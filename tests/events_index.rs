@@ -10,7 +10,7 @@ use std::time::Duration;
 use claimtop::events::backward::{LogFile, Needle, SearchFrom, SearchStep};
 use claimtop::events::index::Indexer;
 use claimtop::events::service::{serve, Anchor, Reply, Request};
-use claimtop::events::tenure::{Ending, Limits, TenureIndex};
+use claimtop::events::tenure::{Ending, Limits, Tenure, TenureIndex};
 
 /// A log with a known story: key `k<i % keys>`; every third tenure ends
 /// released, the next reclaimed as stale, the next force-released; the
@@ -171,6 +171,20 @@ fn search_walks_a_big_log_both_ways_in_bounded_steps() {
     assert!(first.text.contains("\"k250\""));
 }
 
+/// The events service on its own thread, as the dashboard runs it.
+fn start_service(
+    path: std::path::PathBuf,
+) -> (
+    std::sync::mpsc::Sender<Request>,
+    Receiver<Reply>,
+    std::thread::JoinHandle<()>,
+) {
+    let (req_tx, req_rx) = channel();
+    let (rep_tx, rep_rx) = channel();
+    let h = std::thread::spawn(move || serve(path, req_rx, move |r| rep_tx.send(r).is_ok()));
+    (req_tx, rep_rx, h)
+}
+
 fn recv(rx: &Receiver<Reply>) -> Reply {
     rx.recv_timeout(Duration::from_secs(60)).expect("a reply")
 }
@@ -180,9 +194,7 @@ fn the_service_sends_the_tail_first_then_the_whole_index_and_answers_pages_meanw
     let dir = tempfile::tempdir().unwrap();
     let (text, offsets) = story(30_000, 300);
     let path = write_log(dir.path(), &text);
-    let (req_tx, req_rx) = channel();
-    let (rep_tx, rep_rx) = channel();
-    let h = std::thread::spawn(move || serve(path, req_rx, move |r| rep_tx.send(r).is_ok()));
+    let (req_tx, rep_rx, h) = start_service(path);
     match recv(&rep_rx) {
         Reply::TailTenures(t) => assert!(!t.is_empty()),
         other => panic!("first reply {other:?}"),
@@ -232,10 +244,7 @@ fn the_service_sends_the_tail_first_then_the_whole_index_and_answers_pages_meanw
 fn a_log_that_appears_later_is_indexed_once_it_is_there() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.jsonl");
-    let (req_tx, req_rx) = channel();
-    let (rep_tx, rep_rx) = channel();
-    let p = path.clone();
-    let h = std::thread::spawn(move || serve(p, req_rx, move |r| rep_tx.send(r).is_ok()));
+    let (req_tx, rep_rx, h) = start_service(path.clone());
     match recv(&rep_rx) {
         Reply::Indexed { lines, end, .. } => assert_eq!((lines, end), (0, 0)),
         other => panic!("first reply {other:?}"),
@@ -259,15 +268,61 @@ fn a_log_path_that_is_a_directory_is_reported_once_not_at_every_retry() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.jsonl");
     std::fs::create_dir(&path).unwrap();
-    let (req_tx, req_rx) = channel();
-    let (rep_tx, rep_rx) = channel();
-    let h = std::thread::spawn(move || serve(path, req_rx, move |r| rep_tx.send(r).is_ok()));
+    let (req_tx, rep_rx, h) = start_service(path);
     match recv(&rep_rx) {
         Reply::Error(e) => assert!(e.contains("not a regular file"), "{e}"),
         other => panic!("first reply {other:?}"),
     }
     // The service retries at every idle look (2 s) but says nothing new.
     assert!(rep_rx.recv_timeout(Duration::from_millis(4500)).is_err());
+    drop(req_tx);
+    h.join().unwrap();
+}
+
+#[test]
+fn a_time_window_is_read_again_from_the_log_between_its_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60 000 tenures, 10 s apart: a week of log, over 10 MiB.
+    let (text, _) = story(60_000, 500);
+    let path = write_log(dir.path(), &text);
+    let (req_tx, rep_rx, h) = start_service(path);
+    let whole = loop {
+        if let Reply::Indexed { tenures, .. } = recv(&rep_rx) {
+            break tenures;
+        }
+    };
+    // Round 60 of every key: 10 s apart from 1_764_460_000_000 + 60 * 500 * 10 s.
+    let from = 1_764_460_000_000 + 60 * 500 * 10_000;
+    let to = from + 500 * 10_000;
+    req_tx.send(Request::Window { from, to }).unwrap();
+    let window = match recv(&rep_rx) {
+        Reply::Window {
+            from: f,
+            to: t,
+            tenures,
+        } => {
+            assert_eq!((f, t), (from, to));
+            tenures
+        }
+        other => panic!("unexpected {other:?}"),
+    };
+    // Every key's round-60 tenure is there, as the whole index has it...
+    for k in [0, 250, 499] {
+        let key = format!("k{k}");
+        let w = whole.tenures_of(&key)[60];
+        let same = |t: &Tenure| {
+            (t.start, t.end, t.ending, window.holder_name(t.holder))
+                == (w.start, w.end, w.ending, whole.holder_name(w.holder))
+        };
+        assert!(window.tenures_of(&key).iter().any(same), "{key}");
+    }
+    // ...and only a small part of the log was read for it.
+    assert!(
+        window.len() * 10 < whole.len(),
+        "{} of {}",
+        window.len(),
+        whole.len()
+    );
     drop(req_tx);
     h.join().unwrap();
 }

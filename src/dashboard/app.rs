@@ -1042,7 +1042,7 @@ impl App {
                 .map(|s| (s.key.as_str(), s))
                 .collect()
         };
-        let tenures = self.timeline.tenures.as_deref();
+        let tenures = self.timeline.shown();
         move |key: &str| {
             f.is_empty()
                 || f.matches_by(|t| match t {

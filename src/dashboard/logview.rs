@@ -23,7 +23,7 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
             b.on_counted(*lines, *end)
         }
-        Reply::TailTenures(_) => {}
+        Reply::TailTenures(_) | Reply::Window { .. } => {}
     }
     let timeline_changed = app.timeline.on_reply(&mut reply);
     match reply {
@@ -43,7 +43,7 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         Reply::Progress(_) | Reply::Indexed { .. } | Reply::Lines { .. } => {
             b.active || (timeline_open && timeline_changed)
         }
-        Reply::TailTenures(_) => timeline_open && timeline_changed,
+        Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
     }
 }
 
@@ -76,7 +76,15 @@ pub fn open_timeline(app: &mut App) -> bool {
     if app.timeline.follow {
         app.timeline.follow_now(app.shown_now());
     }
+    ask_window(app);
     true
+}
+
+/// The view moved before what the whole index keeps: ask for that span.
+fn ask_window(app: &mut App) {
+    if let Some((from, to)) = app.timeline.wanted_window() {
+        app.events.browse.out.push(Request::Window { from, to });
+    }
 }
 
 /// A key while the timeline is open.
@@ -104,6 +112,7 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
         // Help, quit, suspend: the caller's, as in every view.
         other => return Some(other),
     }
+    ask_window(app);
     None
 }
 

@@ -55,6 +55,10 @@ pub struct Timeline {
     /// Selected row, and the first row shown.
     pub selected: usize,
     pub offset: usize,
+    /// Tenures of an older span re-read from the log: (from, to, tenures).
+    pub window: Option<(i64, i64, Box<TenureIndex>)>,
+    /// The span asked for and not come yet.
+    window_asked: Option<(i64, i64)>,
 }
 
 impl Timeline {
@@ -71,7 +75,51 @@ impl Timeline {
             follow: true,
             selected: 0,
             offset: 0,
+            window: None,
+            window_asked: None,
         }
+    }
+
+    /// The tenures the view shows: a span re-read from the log when the
+    /// view lies before what the whole index keeps, else the index.
+    pub fn shown(&self) -> Option<&TenureIndex> {
+        let main = self.tenures.as_deref()?;
+        match (&self.window, main.horizon()) {
+            (Some((f, t, w)), Some(h)) if self.left() < h && self.covers(*f, *t) => Some(w),
+            _ => Some(main),
+        }
+    }
+
+    fn covers(&self, from: i64, to: i64) -> bool {
+        from <= self.left() && self.right <= to
+    }
+
+    /// The view lies before what the whole index keeps, and no re-read
+    /// span covers it: the span to ask the events service for (the view
+    /// and one width either side, for panning). Remembered as asked.
+    pub fn wanted_window(&mut self) -> Option<(i64, i64)> {
+        let h = self.tenures.as_ref()?.horizon()?;
+        if self.coverage != Coverage::Whole || self.left() >= h {
+            return None;
+        }
+        let have = self.window.as_ref().map(|w| (w.0, w.1));
+        if have
+            .or(self.window_asked)
+            .is_some_and(|(f, t)| self.covers(f, t))
+        {
+            return None;
+        }
+        let want = (
+            self.left().saturating_sub(self.span),
+            self.right.saturating_add(self.span),
+        );
+        self.window_asked = Some(want);
+        Some(want)
+    }
+
+    /// Waiting for a re-read span.
+    pub fn window_pending(&self) -> bool {
+        self.window_asked.is_some()
     }
 
     /// The view's left edge.
@@ -103,6 +151,14 @@ impl Timeline {
                     scanned: p.scanned,
                     len: p.len,
                 };
+                true
+            }
+            Reply::Window { from, to, tenures } => {
+                if self.window_asked != Some((*from, *to)) {
+                    return false;
+                }
+                self.window_asked = None;
+                self.window = Some((*from, *to, std::mem::take(tenures)));
                 true
             }
             Reply::Indexed { tenures, end, .. } => {
@@ -153,6 +209,8 @@ impl Timeline {
         self.live_from = None;
         self.pending.clear();
         self.lost_lines = false;
+        self.window = None;
+        self.window_asked = None;
     }
 
     /// The clock moved: a following view moves with it.
@@ -168,7 +226,7 @@ impl Timeline {
     /// The keys shown, in order: every key with a tenure that `keep` lets
     /// through (the dashboard's filter), sorted by name.
     pub fn rows(&self, keep: impl Fn(&str) -> bool) -> Vec<(&str, &[Tenure])> {
-        let Some(t) = &self.tenures else {
+        let Some(t) = self.shown() else {
             return Vec::new();
         };
         let mut rows: Vec<_> = t.keys().filter(|(k, _)| keep(k)).collect();
@@ -326,6 +384,48 @@ mod tests {
         let t = tl.tenures.as_ref().unwrap();
         assert!(t.tenures_of("a").is_empty());
         assert_eq!(t.tenures_of("b").len(), 1);
+    }
+
+    #[test]
+    fn a_view_older_than_what_the_index_keeps_asks_once_for_that_span_and_shows_it() {
+        // An index over its limit: only the recent past is kept.
+        let mut ix = TenureIndex::new(Limits {
+            max_tenures: 10,
+            max_names: 200,
+        });
+        for i in 0..100 {
+            ix.apply_line(&acquire("k", &format!("h{i}"), i * 60_000));
+        }
+        let h = ix.horizon().expect("over the limit");
+        let mut tl = Timeline::new(100 * 60_000);
+        tl.on_reply(&mut Reply::Indexed {
+            tenures: Box::new(ix),
+            lines: 100,
+            end: 1000,
+            file_id: None,
+        });
+        tl.span = 10 * 60_000;
+        assert_eq!(tl.wanted_window(), None, "the recent past is kept");
+        tl.move_cursor(-1000, 10); // 1000 minutes back
+        assert!(tl.left() < h);
+        let (from, to) = tl.wanted_window().expect("a span to read");
+        assert!(from <= tl.left() && tl.right <= to);
+        assert_eq!(tl.wanted_window(), None, "asked once");
+        let mut old = TenureIndex::new(Limits::default());
+        old.apply_line(&acquire("k", "old-holder", tl.cursor));
+        tl.on_reply(&mut Reply::Window {
+            from,
+            to,
+            tenures: Box::new(old),
+        });
+        let shown = tl.shown().unwrap();
+        assert_eq!(
+            shown.holder_name(shown.tenures_of("k")[0].holder),
+            "old-holder"
+        );
+        tl.follow_now(100 * 60_000);
+        let main = tl.shown().unwrap();
+        assert!(main.tenures_of("k").len() > 1, "back to the whole index");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use super::backward::LogFile;
 use super::tail::{FileId, Line, LineAssembler, TailError, MAX_POLL_LINES};
-use super::tenure::{Limits, TenureIndex};
+use super::tenure::{with_claim_event, Limits, TenureIndex};
 
 /// One checkpoint per this many bytes: a 1 GiB log has 1 024, and a line
 /// number is at most one 1 MiB newline count away.
@@ -24,6 +24,11 @@ const READ_BLOCK: usize = 256 * 1024;
 pub struct LineIndex {
     /// (offset of a line start, its 0-based line number), ascending.
     checkpoints: Vec<(u64, u64)>,
+    /// The time of the first claim event at or after each checkpoint (or
+    /// of the last one before it), so a time finds its place in the file.
+    times: Vec<Option<i64>>,
+    /// Time of the last claim event indexed.
+    last_time: Option<i64>,
     /// Complete lines indexed.
     lines: u64,
     /// Bytes indexed: always a line boundary.
@@ -58,13 +63,38 @@ impl LineIndex {
         Ok(Some(base_no + file.count_newlines(base_off, offset)?))
     }
 
-    fn record(&mut self, line_start: u64) {
+    /// Count the line starting at `line_start`, which records an event at
+    /// `at` (if it is a claim event).
+    fn record(&mut self, line_start: u64, at: Option<i64>) {
         let next = self.checkpoints.last().map_or(CHECKPOINT_BYTES, |&(o, _)| {
             (o / CHECKPOINT_BYTES + 1) * CHECKPOINT_BYTES
         });
         if line_start >= next {
             self.checkpoints.push((line_start, self.lines));
+            self.times.push(at.or(self.last_time));
         }
+        if at.is_some() {
+            self.last_time = at;
+        }
+        self.lines += 1;
+    }
+
+    /// A line start from which reading finds every event at or after `t`:
+    /// the last checkpoint whose time is before it (0 when none is).
+    pub fn offset_before(&self, t: i64) -> u64 {
+        self.times
+            .iter()
+            .rposition(|x| x.is_some_and(|x| x < t))
+            .map_or(0, |i| self.checkpoints[i].0)
+    }
+
+    /// A line start past every event before `t` (give or take clock skew):
+    /// the first checkpoint whose time is after it, else the indexed end.
+    pub fn offset_after(&self, t: i64) -> u64 {
+        self.times
+            .iter()
+            .position(|x| x.is_some_and(|x| x > t))
+            .map_or(self.end, |i| self.checkpoints[i].0)
     }
 }
 
@@ -144,11 +174,12 @@ impl Indexer {
                 .asm
                 .feed(&self.buf[..got], self.at, &mut self.batch, MAX_POLL_LINES);
             for line in &self.batch {
-                self.lines.record(line.offset);
-                self.lines.lines += 1;
-                if self.tenures_on {
-                    self.tenures.apply_line(&line.text);
-                }
+                let at = if self.tenures_on {
+                    self.tenures.apply_line_at(&line.text)
+                } else {
+                    with_claim_event(&line.text, |e| e.at)
+                };
+                self.lines.record(line.offset, at);
             }
             self.at += used as u64;
             // The assembler holds only the partial remainder, so the lines

@@ -23,6 +23,12 @@ const SEARCH_STEP: u64 = 16 * 1024 * 1024;
 pub const TAIL_TENURE_BYTES: u64 = 4 * 1024 * 1024;
 /// A progress report at most every this many bytes indexed.
 const PROGRESS_EVERY: u64 = 64 * 1024 * 1024;
+/// A time window re-read from the log starts this long before it, so the
+/// tenures already running when it begins are seen from their acquire.
+const WINDOW_LOOKBACK_MS: i64 = 3_600_000;
+/// Most bytes one window re-read reads (about a second of indexing): the
+/// part of the window nearest its end is kept when it is larger.
+pub const WINDOW_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// How often an idle service looks whether the log grew, for line counts.
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
@@ -55,6 +61,10 @@ pub enum Request {
     },
     /// The log was truncated or replaced: start over on what is there now.
     Reindex,
+    /// The tenures of `[from, to)` (epoch ms) read again from the log: the
+    /// whole-log index keeps only the recent past once it is over its
+    /// limits, and this is how the older past is seen.
+    Window { from: i64, to: i64 },
 }
 
 /// Lines read around an anchor.
@@ -84,6 +94,12 @@ pub enum Reply {
         lines: u64,
         end: u64,
         file_id: Option<FileId>,
+    },
+    /// The tenures of a window asked for with [`Request::Window`].
+    Window {
+        from: i64,
+        to: i64,
+        tenures: Box<TenureIndex>,
     },
     /// The line count grew (lines appended and indexed since).
     Lines {
@@ -241,7 +257,47 @@ impl Service {
                 true
             }
             Request::Reindex => self.start(send),
+            Request::Window { from, to } => match self.window(from, to) {
+                Ok(t) => send(Reply::Window {
+                    from,
+                    to,
+                    tenures: Box::new(t),
+                }),
+                Err(e) => self.fail(send, e),
+            },
         }
+    }
+
+    /// Re-read the log between the checkpoints around `[from, to)`.
+    fn window(&self, from: i64, to: i64) -> Result<TenureIndex, TailError> {
+        let mut ix = TenureIndex::new(self.limits);
+        let (Some(file), Some(indexer)) = (&self.file, &self.indexer) else {
+            return Ok(ix);
+        };
+        let lines = indexer.lines();
+        let stop = lines.offset_after(to).max(lines.offset_before(to));
+        let want = lines.offset_before(from.saturating_sub(WINDOW_LOOKBACK_MS));
+        let mut at = want.max(stop.saturating_sub(WINDOW_MAX_BYTES));
+        if at != want {
+            // Cut to the byte cap: begin at a whole line.
+            match file.next_line_start(at - 1)? {
+                Some(s) => at = s,
+                None => return Ok(ix),
+            }
+        }
+        while at < stop {
+            let batch = file.lines_from(at, 4096)?;
+            let Some(last) = batch.last() else { break };
+            let last = last.offset;
+            for l in batch.iter().take_while(|l| l.offset < stop) {
+                ix.apply_line(&l.text);
+            }
+            match file.next_line_start(last)? {
+                Some(n) => at = n,
+                None => break,
+            }
+        }
+        Ok(ix)
     }
 
     /// One bounded step of whatever is running: a search first (someone

@@ -349,7 +349,15 @@ impl TenureIndex {
 
     /// Apply one log line; false when it is not a claim event.
     pub fn apply_line(&mut self, line: &str) -> bool {
-        with_claim_event(line, |ev| self.apply(ev)).is_some()
+        self.apply_line_at(line).is_some()
+    }
+
+    /// Apply one log line; the time of the claim event it records, if any.
+    pub fn apply_line_at(&mut self, line: &str) -> Option<i64> {
+        with_claim_event(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
     }
 
     /// Apply one claim event, in log order.

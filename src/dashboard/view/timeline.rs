@@ -77,7 +77,7 @@ pub fn draw(
     lines.push(axis(left, cell, bw, lw, cursor_col, local, theme));
 
     let visible = visible_rows(area.height);
-    let Some(index) = tl.tenures.as_deref() else {
+    let Some(index) = tl.shown() else {
         lines.push(Line::styled("reading the events log…", theme.dim()));
         frame.render_widget(Paragraph::new(lines), area);
         return;
@@ -141,6 +141,10 @@ fn title<'a>(tl: &Timeline, keys: usize, cell: i64, local: bool, theme: &Theme) 
         ),
         Coverage::Tail { .. } => " · log's end only, indexing".into(),
         Coverage::Whole => match tl.tenures.as_ref().and_then(|t| t.horizon()) {
+            Some(h) if tl.left() < h && tl.window_pending() => {
+                " · before what is kept: reading the log…".into()
+            }
+            Some(h) if tl.left() < h => " · re-read from the log".into(),
             Some(h) => format!(" · whole log, kept from {}", clock(h, local, "%m-%d %H:%M")),
             None => " · whole log".into(),
         },
