@@ -204,6 +204,13 @@ impl Browse {
         self.count.indexed = Some((lines, end));
         self.count.appended = 0;
         self.count.counting = None;
+        // The window was read before the count reached it: read it again
+        // (same place) to learn its line numbers.
+        if self.active && self.first_no.is_none() && !self.waiting {
+            if let Some(at) = self.selected().map(|r| r.line.offset) {
+                self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+            }
+        }
     }
 
     pub fn on_progress(&mut self, p: Progress) {
@@ -230,13 +237,9 @@ impl Browse {
         self.first_no.map(|n| n + self.cursor as u64 + 1)
     }
 
-    /// Begin typing a search.
+    /// Begin typing a search (empty: Enter alone repeats the last one).
     pub fn start_input(&mut self) {
-        self.input = Some(TextInput::new(
-            self.search
-                .as_ref()
-                .map_or_else(String::new, |s| s.needle.text().to_string()),
-        ));
+        self.input = Some(TextInput::new(String::new()));
     }
 
     /// Enter in the search input: search older lines from the cursor.
@@ -245,16 +248,14 @@ impl Browse {
             return;
         };
         let text = input.value().to_string();
-        if text.is_empty() {
-            self.search = None;
-            return;
+        if !text.is_empty() {
+            self.search = Some(Search {
+                needle: Needle::new(&text),
+                id: 0,
+                running: false,
+                older: true,
+            });
         }
-        self.search = Some(Search {
-            needle: Needle::new(&text),
-            id: 0,
-            running: false,
-            older: true,
-        });
         self.find(true);
     }
 
@@ -440,6 +441,26 @@ mod tests {
         assert!(matches!(from, SearchFrom::After(_)));
         b.on_search(id, None);
         assert_eq!(b.message.as_deref(), Some("no newer line matches \"k7\""));
+    }
+
+    #[test]
+    fn a_window_read_before_the_count_is_read_again_once_the_count_is_in() {
+        let mut b = Browse::default();
+        b.open(false);
+        b.out.clear();
+        let mut p = page(1000, 401, false, true);
+        p.first_line_no = None;
+        b.on_page(p);
+        assert_eq!(b.position(), None);
+        b.on_counted(5000, 1 << 20);
+        assert_eq!(
+            b.out.pop(),
+            Some(Request::Page {
+                anchor: Anchor::At(1400 * 100),
+                before: PAGE,
+                after: PAGE + 1
+            })
+        );
     }
 
     #[test]

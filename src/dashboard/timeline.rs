@@ -85,7 +85,15 @@ impl Timeline {
     pub fn shown(&self) -> Option<&TenureIndex> {
         let main = self.tenures.as_deref()?;
         match (&self.window, main.horizon()) {
-            (Some((f, t, w)), Some(h)) if self.left() < h && self.covers(*f, *t) => Some(w),
+            // Only when it holds what the index dropped: a wide view's
+            // re-read is cut to its most recent bytes, which the index has.
+            (Some((f, t, w)), Some(h))
+                if self.left() < h
+                    && self.covers(*f, *t)
+                    && w.span().is_some_and(|(first, _)| first < h) =>
+            {
+                Some(w)
+            }
             _ => Some(main),
         }
     }

@@ -128,7 +128,15 @@ fn title<'a>(tl: &Timeline, keys: usize, cell: i64, local: bool, theme: &Theme) 
         Span::raw(format!(
             " · {keys} keys · {}→{} ({}, {}/col)",
             bare(tl.left(), local, "%m-%d %H:%M:%S"),
-            clock(tl.right, local, "%H:%M:%S"),
+            clock(
+                tl.right,
+                local,
+                if tl.span >= 86_400_000 {
+                    "%m-%d %H:%M:%S"
+                } else {
+                    "%H:%M:%S"
+                }
+            ),
             coarse(tl.span),
             precise(cell)
         )),
