@@ -8,6 +8,7 @@
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
+use crate::claims::record::ParseError;
 use crate::claims::sweep::Counts;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Hazard, HazardKind, Locality, Status,
@@ -148,11 +149,20 @@ impl Core {
                 deadline = rec.expires_at;
                 s.record = Some(rec);
             }
-            Err(reason) => {
+            Err(ParseError::Invalid(reason)) => {
                 s.state = ClaimState::Corrupted;
                 s.why = "the value cannot be parsed as a claim; force-release archives it".into();
                 s.error = Some(reason);
                 s.head = kv.value().iter().take(256).copied().collect();
+            }
+            Err(ParseError::TooCostly(reason)) => {
+                // Too big or costly for this reader, not proof of garbage: it
+                // may be a live claim, so it reads as held, as on the file store.
+                s.state = ClaimState::Unreadable;
+                s.why = "the value cannot be read here, so it may be a live claim; \
+                         treated as held (force-release needs --allow-live)"
+                    .into();
+                s.error = Some(reason);
             }
         }
         let (ttl_s, remaining_s) = ttls.get(&kv.lease()).copied().unwrap_or_else(|| {

@@ -8,6 +8,7 @@
 
 use super::Core;
 use crate::claims::liveness::{hostname, machine_id};
+use crate::claims::record::ParseError;
 use crate::claims::{
     now_ms, resolve_harness, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError,
     ClaimRecord, ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
@@ -85,13 +86,9 @@ impl Core {
             };
             let existing = match ClaimRecord::from_bytes(kv.value()) {
                 Ok(r) => r,
-                Err(reason) => {
+                Err(e) => {
                     self.spare(lease, ttl_s);
-                    return Err(ClaimError::Corrupted {
-                        path: PathBuf::from(&ck),
-                        reason,
-                    }
-                    .into());
+                    return Err(parse_error(&ck, e).into());
                 }
             };
             if existing.holder != holder {
@@ -168,7 +165,11 @@ impl Core {
             };
             let rec = match ClaimRecord::from_bytes(kv.value()) {
                 Ok(r) => r,
-                Err(reason) => return Ok(Fenced::plain(ReleaseOutcome::CorruptedLeft { reason })),
+                Err(ParseError::Invalid(reason)) => {
+                    return Ok(Fenced::plain(ReleaseOutcome::CorruptedLeft { reason }))
+                }
+                // It may be ours: say so rather than report it left as corrupted.
+                Err(e @ ParseError::TooCostly(_)) => return Err(parse_error(&ck, e).into()),
             };
             if rec.holder != holder || fence.is_some_and(|f| f != kv.create_revision()) {
                 return Ok(Fenced::plain(ReleaseOutcome::NotHeld {
@@ -272,13 +273,22 @@ impl Core {
                 let (state, _, why) = self.judge(&rec);
                 (Some(rec), state, why)
             }
-            Err(reason) => (None, ClaimState::Corrupted, reason),
+            Err(ParseError::Invalid(reason)) => (None, ClaimState::Corrupted, reason),
+            Err(ParseError::TooCostly(reason)) => (None, ClaimState::Unreadable, reason),
         };
         if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
             return refuse(why_not);
         }
-        if state == ClaimState::Live && !opts.allow_live {
-            return refuse(format!("the claim is live ({why}); --allow-live overrides"));
+        // Unreadable is treated as Live: a limit of this reader must never
+        // make a claim easier to take away.
+        match state {
+            ClaimState::Live if !opts.allow_live => {
+                return refuse(format!("the claim is live ({why}); --allow-live overrides"))
+            }
+            ClaimState::Unreadable if !opts.allow_live => return refuse(format!(
+                "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
+            )),
+            _ => {}
         }
         let archived_to = self.layout.expired(key, now_ms());
         let mut data = match &previous {
@@ -602,5 +612,15 @@ fn acquired(record: ClaimRecord, kind: AcquireKind, tenure: Tenure) -> Fenced<Ac
     Fenced {
         outcome: AcquireOutcome::Acquired { record, kind },
         tenure: Some(tenure),
+    }
+}
+
+/// The error for a value that could not be read as a record: corrupted when
+/// no reader would accept it, unreadable when only its cost refused it.
+fn parse_error(ck: &str, e: ParseError) -> ClaimError {
+    let path = PathBuf::from(ck);
+    match e {
+        ParseError::Invalid(reason) => ClaimError::Corrupted { path, reason },
+        ParseError::TooCostly(reason) => ClaimError::Unreadable { path, reason },
     }
 }
