@@ -4,6 +4,7 @@ use claimtop::claims::{Root, Roots, RootsError};
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
 use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, metrics, tui};
+use claimtop::store::{self, file::FileStore, Store, StoreUrl};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -16,20 +17,42 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let roots = global.roots();
+    let store_url = match global.store_url() {
+        Ok(u) => u,
+        Err(e) => {
+            return ExitCode::from(exit_status(
+                Out::new(global.json).usage_error(&e.to_string()),
+            ))
+        }
+    };
+    // A file store named by URL is that root, exactly as `--root` names it.
+    let (etcd, roots) = match store_url {
+        Some(StoreUrl::File(dir)) => (None, Roots::resolve(&[dir], global.events_dir.as_deref())),
+        Some(url) => (Some(url), global.roots()),
+        None => (None, global.roots()),
+    };
     let Some(command) = command else {
+        if etcd.is_some() {
+            return ExitCode::from(exit_status(Out::new(false).error(
+                "the dashboard reads file roots only so far; over etcd use list, events --follow and doctor",
+            )));
+        }
         return match dashboard_root(roots, dashboard.demo) {
             Ok(root) => ExitCode::from(tui::dashboard(root, &dashboard)),
             Err(e) => ExitCode::from(exit_status(Out::new(false).usage_error(&e))),
         };
     };
     let mut out = Out::new(global.json);
-    let result = match (command, roots) {
+    let result = match (command, etcd, roots) {
         // The only subcommand that needs no claims root.
-        (Command::Completions { shell }, _) => completions::completions(shell, &mut out),
-        (_, Err(RootsError::NoRoot)) => cli::no_root(&mut out),
-        (_, Err(e)) => out.usage_error(&e.to_string()),
-        (command, Ok(roots)) => dispatch_roots(&roots, command, &mut out),
+        (Command::Completions { shell }, _, _) => completions::completions(shell, &mut out),
+        (command, Some(url), _) => match store::open(&url, &global.open_opts()) {
+            Ok(store) => dispatch_store(&*store, command, &mut out),
+            Err(e) => out.error(&e.to_string()),
+        },
+        (_, None, Err(RootsError::NoRoot)) => cli::no_root(&mut out),
+        (_, None, Err(e)) => out.usage_error(&e.to_string()),
+        (command, None, Ok(roots)) => dispatch_roots(&roots, command, &mut out),
     };
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
@@ -95,22 +118,36 @@ fn verb_name(command: &Command) -> &'static str {
 }
 
 fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
-    match command {
-        Command::List => list::list(&Roots::one(root), out),
-        Command::Status { key } => claim_cmds::status(root, &key, out),
-        Command::Acquire(a) => claim_cmds::acquire(root, a, out),
-        Command::Release { key, holder } => claim_cmds::release(root, &key, &holder, out),
-        Command::Renew {
-            key,
-            holder,
-            ttl,
-            operator,
-        } => claim_cmds::renew(root, &key, &holder, ttl, operator.as_deref(), out),
-        Command::ForceRelease(a) => claim_cmds::force_release(root, a, out),
-        Command::Events(a) => events::events(&Roots::one(root), a, out),
-        Command::Metrics(a) => metrics::serve(&Roots::one(root), &a, out),
-        Command::Doctor { fix } => list::doctor(&Roots::one(root), fix, out),
-        Command::Run(a) => cli::run::run(root, a, out),
-        Command::Completions { shell } => completions::completions(shell, out),
+    dispatch_store(&FileStore::new(root.clone()), command, out)
+}
+
+/// Every command on one store, through the store seam.
+fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResult {
+    match (command, store.file_root()) {
+        (Command::List, _) => list::list_store(store, out),
+        (Command::Status { key }, _) => claim_cmds::status(store, &key, out),
+        (Command::Acquire(a), _) => claim_cmds::acquire(store, a, out),
+        (Command::Release { key, holder }, _) => claim_cmds::release(store, &key, &holder, out),
+        (
+            Command::Renew {
+                key,
+                holder,
+                ttl,
+                operator,
+            },
+            _,
+        ) => claim_cmds::renew(store, &key, &holder, ttl, operator.as_deref(), out),
+        (Command::ForceRelease(a), _) => claim_cmds::force_release(store, a, out),
+        (Command::Events(a), Some(root)) => events::events(&Roots::one(root), a, out),
+        (Command::Events(a), None) => events::events_store(store, a, out),
+        (Command::Doctor { fix }, Some(root)) => list::doctor(&Roots::one(root), fix, out),
+        (Command::Doctor { fix }, None) => list::doctor_store(store, fix, out),
+        (Command::Metrics(a), Some(root)) => metrics::serve(&Roots::one(root), &a, out),
+        (Command::Run(a), Some(root)) => cli::run::run(root, a, out),
+        (Command::Metrics(_) | Command::Run(_), None) => out.error(&format!(
+            "this command reads file roots only so far, not {}",
+            store.url()
+        )),
+        (Command::Completions { shell }, _) => completions::completions(shell, out),
     }
 }

@@ -6,6 +6,7 @@
 //! is left to the library, so the CLI never disagrees with the other faces.
 
 use crate::claims::{parse_ttl_ms, Roots, RootsError};
+use crate::store::{OpenOpts, StoreUrl, StoreUrlError};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueHint};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -106,6 +107,36 @@ pub struct GlobalArgs {
     /// Print exactly one JSON document on stdout (events: JSON Lines)
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
+    /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "root")]
+    pub store: Option<String>,
+
+    /// etcd: the CA bundle that signs the server certificates (TLS)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub etcd_cacert: Option<PathBuf>,
+
+    /// etcd: this client's certificate (TLS client auth)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub etcd_cert: Option<PathBuf>,
+
+    /// etcd: this client's private key (TLS client auth)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub etcd_key: Option<PathBuf>,
+
+    /// etcd: the user to authenticate as; the password is read from
+    /// $ETCD_PASSWORD only, so it never shows in a process listing
+    #[arg(long, global = true, value_name = "USER")]
+    pub etcd_user: Option<String>,
+
+    /// etcd: fail a command when the store has not answered within DUR [default: 5s]
+    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur)]
+    pub timeout: Option<i64>,
+
+    /// etcd: how long events are kept [default: 7d]
+    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur)]
+    pub events_retention: Option<i64>,
 }
 
 /// Flags of the dashboard (no subcommand).
@@ -309,6 +340,38 @@ impl GlobalArgs {
     /// the environment name.
     pub fn roots(&self) -> Result<Roots, RootsError> {
         Roots::resolve(&self.root, self.events_dir.as_deref())
+    }
+
+    /// The store `--store` names, else `$FNO_CLAIMS_STORE` (empty counts as
+    /// unset, as for the root); `None` means the file store at ROOT.
+    /// `--root` overrides the environment's store, as the flag is nearer.
+    pub fn store_url(&self) -> Result<Option<StoreUrl>, StoreUrlError> {
+        let text = match &self.store {
+            Some(s) => Some(s.clone()),
+            None if !self.root.is_empty() => None,
+            None => std::env::var("FNO_CLAIMS_STORE")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        };
+        text.map(|t| StoreUrl::parse(&t)).transpose()
+    }
+
+    /// The connection settings the flags (and `$ETCD_PASSWORD`) give.
+    pub fn open_opts(&self) -> OpenOpts {
+        let ms = |v: Option<i64>| v.map(|ms| std::time::Duration::from_millis(ms as u64));
+        OpenOpts {
+            events_dir: self.events_dir.clone(),
+            cacert: self.etcd_cacert.clone(),
+            cert: self.etcd_cert.clone(),
+            key: self.etcd_key.clone(),
+            user: self.etcd_user.clone(),
+            password: self
+                .etcd_user
+                .as_ref()
+                .and_then(|_| std::env::var("ETCD_PASSWORD").ok()),
+            timeout: ms(self.timeout),
+            events_retention: ms(self.events_retention),
+        }
     }
 }
 

@@ -9,9 +9,10 @@ use super::output::{
 use crate::claims::liveness::utc_hms;
 use crate::claims::{
     self, human_ms, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
-    ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    ForceOutcome, ReleaseOutcome, RenewOutcome,
 };
 use crate::sanitize::sanitize;
+use crate::store::{Fenced, Store, StoreError, Tenure};
 use serde_json::{json, Value};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,20 +112,54 @@ fn report_or_undo(
 /// rules live in `validate_inputs`, and a second copy here would drift.
 const KEY_ONLY: &str = "-";
 
-pub fn status(root: &Root, key: &str, out: &mut Out) -> CmdResult {
+/// A store's failure in words: exit 1, except an etcd acquire without a
+/// TTL, which the command line can fix (exit 2).
+pub fn store_error(out: &mut Out, e: StoreError) -> CmdResult {
+    match e {
+        StoreError::TtlRequired => out.usage_error(&e.to_string()),
+        e => out.error(&e.to_string()),
+    }
+}
+
+/// A record's JSON with the store's tenure added (etcd: `revision`, `lease`).
+fn fenced_record_json(record: &claims::ClaimRecord, tenure: Option<&Tenure>) -> Value {
+    let mut v = record_json(record);
+    Tenure::extend_record(tenure, &mut v);
+    v
+}
+
+/// The text line for a tenure: the fencing revision and the lease.
+fn tenure_text(t: &Tenure) -> String {
+    format!(
+        "revision={} lease={:x} ttl={}s remaining={}s",
+        t.revision, t.lease.id, t.lease.ttl_s, t.lease.remaining_s
+    )
+}
+
+pub fn status(store: &dyn Store, key: &str, out: &mut Out) -> CmdResult {
     // A key the protocol would never write has no lockfile to look at; asking
     // the filesystem anyway would report ENAMETOOLONG as a corrupted claim.
     if let Err(e) = validate_inputs(key, KEY_ONLY, None) {
         return out.error(&e.to_string());
     }
-    let s = claims::status(root, key);
+    let Fenced { outcome: s, tenure } = match store.status(key) {
+        Ok(f) => f,
+        Err(e) => return store_error(out, e),
+    };
     if out.json_mode() {
-        out.json(&status_json(&s))?;
+        let mut v = status_json(&s);
+        if let Some(record) = v.get_mut("record") {
+            Tenure::extend_record(tenure.as_ref(), record);
+        }
+        out.json(&v)?;
         return Ok(EXIT_OK);
     }
     out.line(&format!("{}  {}", sanitize(&s.key), s.state))?;
     if let Some(rec) = &s.record {
         out.line(&format!("  {}", record_text(rec, now_ms())))?;
+    }
+    if let Some(t) = &tenure {
+        out.line(&format!("  {}", tenure_text(t)))?;
     }
     out.line(&format!("  why: {}", sanitize(&s.why)))?;
     if let Some(err) = &s.error {
@@ -155,7 +190,7 @@ fn default_pid(ttl: Option<i64>) -> Result<u32, &'static str> {
     }
 }
 
-pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
+pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
     let pid = match a.pid.map_or_else(|| default_pid(a.ttl), Ok) {
         Ok(pid) => pid,
         Err(why) => return out.error(why),
@@ -179,13 +214,32 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         }
         _ => None,
     };
-    match super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait, &stop) {
-        Err(e) => out.error(&e.to_string()),
-        Ok(AcquireOutcome::Acquired { record, kind }) => {
+    let got = match store.file_root() {
+        Some(root) => {
+            super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait, &stop)
+                .map(Fenced::plain)
+                .map_err(|e| e.to_string())
+        }
+        None => match super::wait::acquire_on(store, &a.key, &a.holder, &opts, a.wait, &stop) {
+            Err(super::wait::StoreWaitError::Store(StoreError::TtlRequired)) => {
+                return store_error(out, StoreError::TtlRequired)
+            }
+            got => got.map_err(|e| e.to_string()),
+        },
+    };
+    let Fenced {
+        outcome: got,
+        tenure,
+    } = match got {
+        Ok(f) => f,
+        Err(e) => return out.error(&e),
+    };
+    match got {
+        AcquireOutcome::Acquired { record, kind } => {
             // A re-acquire found the claim already ours: giving it back
             // would change more than this command did.
             let taken = !matches!(kind, AcquireKind::Reacquired);
-            let undo = || match (taken, claims::release(root, &a.key, &a.holder)) {
+            let undo = || match (taken, store.release(&a.key, &a.holder)) {
                 (false, _) => format!("{} was already held by this holder; left so", a.key),
                 (true, Ok(_)) => format!("released {} again", a.key),
                 (true, Err(e)) => format!("{} is still held, and releasing it failed: {e}", a.key),
@@ -194,11 +248,11 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
                 out,
                 sigs.happened(),
                 EXIT_OK,
-                |out| acquired_report(out, &record, &kind),
+                |out| acquired_report(out, &record, &kind, tenure.as_ref()),
                 undo,
             )
         }
-        Ok(AcquireOutcome::HeldByOther { holder, pid, host }) => {
+        AcquireOutcome::HeldByOther { holder, pid, host } => {
             if out.json_mode() {
                 out.json(&json!({
                     "outcome": "held_by_other",
@@ -225,9 +279,10 @@ fn acquired_report(
     out: &mut Out,
     record: &claims::ClaimRecord,
     kind: &AcquireKind,
+    tenure: Option<&Tenure>,
 ) -> io::Result<()> {
     if out.json_mode() {
-        let mut v = json!({"outcome": "acquired", "record": record_json(record)});
+        let mut v = json!({"outcome": "acquired", "record": fenced_record_json(record, tenure)});
         add_kind(&mut v, kind);
         return out.json(&v);
     }
@@ -242,8 +297,11 @@ fn acquired_report(
             sanitize(previous_holder)
         ),
     };
+    let fence = tenure
+        .map(|t| format!(" {}", tenure_text(t)))
+        .unwrap_or_default();
     out.line(&format!(
-        "acquired {}{how}: {}",
+        "acquired {}{how}: {}{fence}",
         sanitize(&record.key),
         record_text(record, now_ms())
     ))
@@ -269,13 +327,13 @@ fn add_kind(v: &mut Value, kind: &AcquireKind) {
     obj.insert("kind".into(), json!(name));
 }
 
-pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult {
+pub fn release(store: &dyn Store, key: &str, holder: &str, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(key, holder, None) {
         return out.error(&e.to_string());
     }
-    let outcome = match claims::release(root, key, holder) {
-        Ok(o) => o,
-        Err(e) => return out.error(&e.to_string()),
+    let outcome = match store.release(key, holder) {
+        Ok(o) => o.outcome,
+        Err(e) => return store_error(out, e),
     };
     let released = matches!(outcome, ReleaseOutcome::Released { .. });
     report_or_undo(
@@ -342,7 +400,7 @@ fn release_report(
 }
 
 pub fn renew(
-    root: &Root,
+    store: &dyn Store,
     key: &str,
     holder: &str,
     ttl_ms: i64,
@@ -352,9 +410,9 @@ pub fn renew(
     if let Err(e) = validate_inputs(key, holder, Some(ttl_ms)) {
         return out.error(&e.to_string());
     }
-    let outcome = match claims::renew_as(root, key, holder, ttl_ms, operator) {
-        Ok(o) => o,
-        Err(e) => return out.error(&e.to_string()),
+    let outcome = match store.renew(key, holder, ttl_ms, operator) {
+        Ok(o) => o.outcome,
+        Err(e) => return store_error(out, e),
     };
     let renewed = matches!(outcome, RenewOutcome::Renewed { .. });
     let code = if renewed { EXIT_OK } else { EXIT_DECLINED };
@@ -397,7 +455,7 @@ fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -
     }
 }
 
-pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
+pub fn force_release(store: &dyn Store, a: ForceArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, KEY_ONLY, None) {
         return out.error(&e.to_string());
     }
@@ -407,9 +465,9 @@ pub fn force_release(root: &Root, a: ForceArgs, out: &mut Out) -> CmdResult {
         operator: Some(a.operator.unwrap_or_else(claims::operator_name)),
         allow_live: a.allow_live,
     };
-    let outcome = match claims::force_release(root, &a.key, &opts) {
+    let outcome = match store.force_release(&a.key, &opts) {
         Ok(o) => o,
-        Err(e) => return out.error(&e.to_string()),
+        Err(e) => return store_error(out, e),
     };
     let archived = matches!(outcome, ForceOutcome::Archived { .. });
     let code = if archived { EXIT_OK } else { EXIT_DECLINED };

@@ -5,6 +5,8 @@ use super::output::{
 };
 use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
 use crate::sanitize::sanitize;
+use crate::store::file::FileStore;
+use crate::store::{Store, StoreHazard};
 use serde_json::{json, Value};
 use std::io;
 use std::path::Path;
@@ -13,14 +15,27 @@ pub fn list(roots: &Roots, out: &mut Out) -> CmdResult {
     if roots.is_several() {
         return list_several(roots, out);
     }
-    let sw = claims::sweep(roots.first());
+    list_store(&FileStore::new(roots.first().clone()), out)
+}
+
+/// `list` of one store: on a file root exactly the sweep's shape; over etcd
+/// the same with `"store"`, `"revision"` and `"lease"` added.
+pub fn list_store(store: &dyn Store, out: &mut Out) -> CmdResult {
+    let listing = match store.list() {
+        Ok(l) => l,
+        Err(e) => return out.error(&e.to_string()),
+    };
     if out.json_mode() {
-        // The sweep serializes to exactly the contract's shape.
-        out.json_of(&sw)?;
+        out.json(&listing.to_json())?;
         return Ok(EXIT_OK);
     }
+    let sw = &listing.sweep;
     if sw.claims.is_empty() {
-        out.line(&format!("no claims under {}", path_text(&sw.root)))?;
+        let place = match &listing.store {
+            Some(url) => sanitize(url).into_owned(),
+            None => path_text(&sw.root),
+        };
+        out.line(&format!("no claims under {place}"))?;
     } else {
         let rows: Vec<(Option<&Path>, &Status)> = sw.claims.iter().map(|c| (None, c)).collect();
         for row in table(&rows) {
@@ -33,7 +48,55 @@ pub fn list(roots: &Roots, out: &mut Out) -> CmdResult {
         sw.counts,
         sw.hazards.iter().map(|h| (None, h)),
     )?;
+    for h in &listing.store_hazards {
+        out.line(&format!("  {}", store_hazard_text(h)))?;
+    }
     Ok(EXIT_OK)
+}
+
+fn store_hazard_text(h: &StoreHazard) -> String {
+    format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
+}
+
+/// `doctor` of a store that is not a file root (etcd): the claims' hazards
+/// and the store's own (`etcd_*`). Nothing there is provably abandoned in
+/// the file sense, so `--fix` is refused rather than silently ignored.
+pub fn doctor_store(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
+    if fix {
+        return out.usage_error(
+            "--fix cleans file roots only; over etcd, leases and keys are left to the operator",
+        );
+    }
+    let listing = match store.doctor() {
+        Ok(l) => l,
+        Err(e) => return out.error(&e.to_string()),
+    };
+    let mut hazards: Vec<Value> = listing.sweep.hazards.iter().map(hazard_json).collect();
+    hazards.extend(
+        listing
+            .store_hazards
+            .iter()
+            .filter_map(|h| serde_json::to_value(h).ok()),
+    );
+    let place = store.url();
+    if out.json_mode() {
+        out.json(&json!({"root": place, "store": place, "hazards": hazards}))?;
+    } else if hazards.is_empty() {
+        out.line(&format!("no hazards in {}", sanitize(&place)))?;
+    } else {
+        out.line(&format!("{} hazards:", hazards.len()))?;
+        for h in &listing.sweep.hazards {
+            out.line(&format!("  {}", hazard_text(h)))?;
+        }
+        for h in &listing.store_hazards {
+            out.line(&format!("  {}", store_hazard_text(h)))?;
+        }
+    }
+    Ok(if hazards.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_DECLINED
+    })
 }
 
 /// `list` over several roots: one table with a ROOT column, the counts

@@ -248,3 +248,83 @@ pub fn acquire(
         }),
     }
 }
+
+/// Why an `acquire --wait` over a store's change feed gave up.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreWaitError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The caller's own reason to stop (a signal, an orphaned caller).
+    #[error("{0}; nothing was taken")]
+    Stopped(String),
+}
+
+/// How often a store wait asks `stop` while the feed is quiet: a signal is
+/// answered this promptly, and the store is not asked anything meanwhile.
+const STOP_CHECK: Duration = Duration::from_millis(200);
+
+/// `acquire [--wait[=DUR]]` on a store whose change feed drives the wait
+/// (etcd: one watch). Acquire; while another holds the key, wait for the
+/// feed to name the key (or to have lost track: a resync, a reconnect) and
+/// try again, with a slow safety re-try for anything the feed missed.
+/// Without `wait` it is one acquire.
+pub fn acquire_on(
+    store: &dyn crate::store::Store,
+    key: &str,
+    holder: &str,
+    opts: &AcquireOpts,
+    wait: Option<Option<i64>>,
+    stop: &dyn Fn() -> Option<String>,
+) -> Result<crate::store::Fenced<AcquireOutcome>, StoreWaitError> {
+    use crate::store::Change;
+    let Some(wait_ms) = wait else {
+        return Ok(store.acquire(key, holder, opts)?);
+    };
+    let until = deadline(wait_ms);
+    // The feed starts before the first try, so a release between the try
+    // and the wait is still seen.
+    let mut feed = store.changes()?;
+    let mut said = false;
+    loop {
+        let got = store.acquire(key, holder, opts)?;
+        let AcquireOutcome::HeldByOther {
+            holder: h,
+            pid,
+            host,
+        } = &got.outcome
+        else {
+            return Ok(got);
+        };
+        if until.is_some_and(|d| Instant::now() >= d) {
+            return Ok(got);
+        }
+        if !said {
+            say_blocked(
+                key,
+                &Blocker {
+                    holder: h.clone(),
+                    pid: *pid,
+                    host: host.clone(),
+                    expires_at: None,
+                },
+            );
+            said = true;
+        }
+        let recheck = Instant::now() + wait::WAIT_RECHECK;
+        loop {
+            if let Some(why) = stop() {
+                return Err(StoreWaitError::Stopped(why));
+            }
+            let now = Instant::now();
+            let end = until.map_or(recheck, |d| d.min(recheck));
+            if now >= end {
+                break;
+            }
+            match feed.next((end - now).min(STOP_CHECK))? {
+                Some(Change::Claim { key: k }) if k == key => break,
+                Some(Change::Resync { .. } | Change::Connected { .. }) => break,
+                _ => {}
+            }
+        }
+    }
+}

@@ -61,9 +61,10 @@ impl Store for FileStore {
         key: &str,
         holder: &str,
         ttl_ms: i64,
+        operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
-        Ok(Fenced::plain(claims::renew(
-            &self.root, key, holder, ttl_ms,
+        Ok(Fenced::plain(claims::renew_as(
+            &self.root, key, holder, ttl_ms, operator,
         )?))
     }
 
@@ -89,6 +90,10 @@ impl Store for FileStore {
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
         Ok(Box::new(FileChanges::start(&self.root)?))
+    }
+
+    fn file_root(&self) -> Option<&Root> {
+        Some(&self.root)
     }
 }
 

@@ -275,11 +275,14 @@ pub trait Store: Send {
     ) -> Result<Fenced<AcquireOutcome>, StoreError>;
     fn release(&self, key: &str, holder: &str) -> Result<Fenced<ReleaseOutcome>, StoreError>;
     fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError>;
+    /// `operator`, when renewing on the holder's behalf, is recorded in the
+    /// `claim_renewed` event.
     fn renew(
         &self,
         key: &str,
         holder: &str,
         ttl_ms: i64,
+        operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError>;
     fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError>;
     /// Every claim, classified, with the hazards seen on the way (`list`).
@@ -290,6 +293,13 @@ pub trait Store: Send {
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
     /// A feed of changes from now on.
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError>;
+
+    /// The lockfile root, on the file store only: its `acquire --wait` and
+    /// `run` watch the holder's pid as well as the key, which a store-wide
+    /// change feed cannot (a local holder dying changes no file).
+    fn file_root(&self) -> Option<&crate::claims::Root> {
+        None
+    }
 }
 
 /// Open the store a URL names.

@@ -134,7 +134,8 @@ impl EtcdStore {
         ttl_ms: i64,
         revision: i64,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
-        self.core.renew_fenced(key, holder, ttl_ms, Some(revision))
+        self.core
+            .renew_fenced(key, holder, ttl_ms, Some(revision), None)
     }
 
     /// Keep the claim `tenure` names alive until the handle is dropped
@@ -178,8 +179,9 @@ impl Store for EtcdStore {
         key: &str,
         holder: &str,
         ttl_ms: i64,
+        operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
-        self.core.renew_fenced(key, holder, ttl_ms, None)
+        self.core.renew_fenced(key, holder, ttl_ms, None, operator)
     }
 
     fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError> {

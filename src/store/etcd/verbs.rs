@@ -189,6 +189,7 @@ impl Core {
         holder: &str,
         ttl_ms: i64,
         fence: Option<i64>,
+        operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
         non_empty(key, holder)?;
         if ttl_ms <= 0 {
@@ -217,6 +218,9 @@ impl Core {
             let mut data = common_fields(&rec);
             data.insert("previous_expires_at".into(), Value::from(previous));
             data.insert("ttl_ms".into(), Value::from(ttl_ms));
+            if let Some(op) = operator {
+                data.insert("operator".into(), Value::from(op));
+            }
             // A fresh lease of the new TTL: a lease's TTL is fixed when it is
             // granted, and the record's deadline must match the lease's.
             let lease = self.grant(ttl_s)?;
@@ -285,9 +289,11 @@ impl Core {
             ClaimState::Live if !opts.allow_live => {
                 return refuse(format!("the claim is live ({why}); --allow-live overrides"))
             }
-            ClaimState::Unreadable if !opts.allow_live => return refuse(format!(
+            ClaimState::Unreadable if !opts.allow_live => {
+                return refuse(format!(
                 "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
-            )),
+            ))
+            }
             _ => {}
         }
         let archived_to = self.layout.expired(key, now_ms());
