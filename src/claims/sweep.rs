@@ -192,7 +192,11 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
             }
         };
         let name = entry.file_name();
-        let path = entry.path();
+        // `entry.path()` is this join, but copies the dir and then grows the
+        // copy for the name: a realloc for every file of every sweep.
+        let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+        path.push(&dir);
+        path.push(&name);
         match entry_kind(&name) {
             EntryKind::Lockfile => match key_of_lockfile(&name) {
                 Some(key) => lockfiles.push((key, path)),
