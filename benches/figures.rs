@@ -65,8 +65,8 @@ impl Plan {
                 reps: 7,
                 fig1_files: 10_000,
                 fig2_sizes: vec![1_000, 10_000, 100_000],
-                live_pids: 250,
-                dead_pids: 250,
+                live_pids: LIVE_HOLDERS,
+                dead_pids: DEAD_HOLDERS,
                 cycles: 2_000,
                 contenders: 8,
                 contend_cycles: 500,
@@ -1289,19 +1289,32 @@ fn worker(mode: &str, args: &[String]) -> Res<()> {
         "idle" => idle(&Root::with_events_here(arg(0)?), arg(1)?.parse()?),
         // For profilers: figure 9 on its own fixture.
         "idlefx" => {
-            let sleepers = Sleepers::spawn(250)?;
-            let fx = claims_fixture(arg(0)?.parse()?, &sleepers, &dead_pids(250))?;
+            let sleepers = Sleepers::spawn(LIVE_HOLDERS)?;
+            let fx = claims_fixture(arg(0)?.parse()?, &sleepers, &dead_pids(DEAD_HOLDERS))?;
             idle(&fx.root, arg(1)?.parse()?)
         }
         // For profilers: a fig1 fixture, then nothing but sweeps.
         "sweeploop" => {
-            let sleepers = Sleepers::spawn(250)?;
-            let fx = claims_fixture(arg(0)?.parse()?, &sleepers, &dead_pids(250))?;
+            let sleepers = Sleepers::spawn(LIVE_HOLDERS)?;
+            let fx = claims_fixture(arg(0)?.parse()?, &sleepers, &dead_pids(DEAD_HOLDERS))?;
             let n: usize = arg(1)?.parse()?;
             eprintln!("fixture ready");
             for _ in 0..n {
                 std::hint::black_box(sweep(&fx.root));
             }
+            Ok(())
+        }
+        // For profiling whole processes (`strace`, `valgrind`, `perf`
+        // against `claimtop list --root ROOT`): a figure-1 root at ROOT
+        // whose live holders stay alive for SECS seconds.
+        "holdfx" => {
+            let root = Path::new(arg(0)?);
+            let sleepers = Sleepers::spawn(LIVE_HOLDERS)?;
+            let mut pids = sleepers.pids();
+            pids.extend(dead_pids(DEAD_HOLDERS));
+            let mix = populate(root, arg(1)?.parse()?, &pids)?;
+            eprintln!("fixture ready at {}: {mix}", root.display());
+            std::thread::sleep(Duration::from_secs(arg(2)?.parse()?));
             Ok(())
         }
         "cycles" => {
