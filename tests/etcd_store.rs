@@ -169,7 +169,7 @@ fn release_renew_and_force_release_refuse_a_tenure_that_is_over() {
         allow_live: true,
         ..Default::default()
     };
-    let refused = s.force_release("k", &guarded).expect("force");
+    let refused = s.force_release("k", &guarded).expect("force").outcome;
     assert!(matches!(refused, ForceOutcome::Refused(_)), "{refused:?}");
     // The current tenure is untouched by all three.
     let now = s.status("k").expect("status");
@@ -191,7 +191,10 @@ fn a_live_claim_is_force_released_only_when_allowed_and_then_archived() {
     let Some(etcd) = Etcd::single() else { return };
     let s = etcd.store("/force");
     s.acquire("k", "alice", &ttl(60)).expect("acquire");
-    let refused = s.force_release("k", &ForceOpts::default()).expect("force");
+    let refused = s
+        .force_release("k", &ForceOpts::default())
+        .expect("force")
+        .outcome;
     assert!(
         matches!(refused, ForceOutcome::Refused(ref why) if why.contains("live")),
         "{refused:?}"
@@ -201,7 +204,8 @@ fn a_live_claim_is_force_released_only_when_allowed_and_then_archived() {
         operator: Some("ops".into()),
         ..Default::default()
     };
-    let ForceOutcome::Archived { archived_to, .. } = s.force_release("k", &opts).expect("force")
+    let ForceOutcome::Archived { archived_to, .. } =
+        s.force_release("k", &opts).expect("force").outcome
     else {
         panic!("not archived");
     };
@@ -478,7 +482,7 @@ fn a_kept_alive_claim_that_is_force_released_says_it_is_lost() {
         ..Default::default()
     };
     assert!(matches!(
-        s.force_release("k", &opts).expect("force"),
+        s.force_release("k", &opts).expect("force").outcome,
         ForceOutcome::Archived { .. }
     ));
     let deadline = Instant::now() + Duration::from_secs(8);

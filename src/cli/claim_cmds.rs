@@ -465,7 +465,7 @@ pub fn force_release(store: &dyn Store, a: ForceArgs, out: &mut Out) -> CmdResul
         operator: Some(a.operator.unwrap_or_else(claims::operator_name)),
         allow_live: a.allow_live,
     };
-    let outcome = match store.force_release(&a.key, &opts) {
+    let Fenced { outcome, tenure } = match store.force_release(&a.key, &opts) {
         Ok(o) => o,
         Err(e) => return store_error(out, e),
     };
@@ -475,12 +475,17 @@ pub fn force_release(store: &dyn Store, a: ForceArgs, out: &mut Out) -> CmdResul
         out,
         false,
         code,
-        |out| force_report(out, &a.key, &outcome),
+        |out| force_report(out, &a.key, &outcome, tenure.as_ref()),
         || stands(archived, &format!("archived {}", a.key)),
     )
 }
 
-fn force_report(out: &mut Out, key: &str, outcome: &ForceOutcome) -> io::Result<()> {
+fn force_report(
+    out: &mut Out,
+    key: &str,
+    outcome: &ForceOutcome,
+    tenure: Option<&Tenure>,
+) -> io::Result<()> {
     match outcome {
         ForceOutcome::Archived {
             archived_to,
@@ -491,7 +496,10 @@ fn force_report(out: &mut Out, key: &str, outcome: &ForceOutcome) -> io::Result<
                 out.json(&json!({
                     "outcome": "archived",
                     "archived_to": super::output::path_str(archived_to),
-                    "previous": opt_record_json(previous.as_ref()),
+                    "previous": match previous {
+                        Some(rec) => fenced_record_json(rec, tenure),
+                        None => opt_record_json(None),
+                    },
                     "previous_state": previous_state.as_str(),
                 }))
             } else {

@@ -68,8 +68,12 @@ impl Store for FileStore {
         )?))
     }
 
-    fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError> {
-        Ok(claims::force_release(&self.root, key, opts)?)
+    fn force_release(
+        &self,
+        key: &str,
+        opts: &ForceOpts,
+    ) -> Result<Fenced<ForceOutcome>, StoreError> {
+        Ok(Fenced::plain(claims::force_release(&self.root, key, opts)?))
     }
 
     fn list(&self) -> Result<Listing, StoreError> {

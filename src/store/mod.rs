@@ -284,7 +284,13 @@ pub trait Store: Send {
         ttl_ms: i64,
         operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError>;
-    fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError>;
+    /// The tenure, on etcd, is the archived claim's: its fencing revision
+    /// and the lease it had when it was read.
+    fn force_release(
+        &self,
+        key: &str,
+        opts: &ForceOpts,
+    ) -> Result<Fenced<ForceOutcome>, StoreError>;
     /// Every claim, classified, with the hazards seen on the way (`list`).
     fn list(&self) -> Result<Listing, StoreError>;
     /// `list` plus the store-wide hazards that cost more to find (`doctor`).

@@ -184,7 +184,11 @@ impl Store for EtcdStore {
         self.core.renew_fenced(key, holder, ttl_ms, None, operator)
     }
 
-    fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError> {
+    fn force_release(
+        &self,
+        key: &str,
+        opts: &ForceOpts,
+    ) -> Result<Fenced<ForceOutcome>, StoreError> {
         self.core.force_release_claim(key, opts)
     }
 

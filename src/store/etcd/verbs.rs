@@ -263,12 +263,12 @@ impl Core {
         &self,
         key: &str,
         opts: &ForceOpts,
-    ) -> Result<ForceOutcome, StoreError> {
+    ) -> Result<Fenced<ForceOutcome>, StoreError> {
         if key.is_empty() {
             return Err(ClaimError::EmptyKey.into());
         }
         let ck = self.layout.claim(key);
-        let refuse = |s: String| Ok(ForceOutcome::Refused(s));
+        let refuse = |s: String| Ok(Fenced::plain(ForceOutcome::Refused(s)));
         let Some(kv) = self.get_claim(&ck)? else {
             return refuse(format!("no claim for {key:?}"));
         };
@@ -334,10 +334,24 @@ impl Core {
         }
         self.forget(&ck);
         self.revoke_quietly(kv.lease());
-        Ok(ForceOutcome::Archived {
-            archived_to: PathBuf::from(archived_to),
-            previous,
-            previous_state: state,
+        // The lease as the record shows it when read: the lease itself is
+        // revoked now, and asking etcd for its TTL first would cost a call.
+        let held = previous.as_ref().and_then(|r| {
+            let until = r.expires_at?;
+            Some(tenure(
+                kv.create_revision(),
+                kv.lease(),
+                (until - r.acquired_at) / 1000,
+                ((until - now_ms()) / 1000).max(0),
+            ))
+        });
+        Ok(Fenced {
+            outcome: ForceOutcome::Archived {
+                archived_to: PathBuf::from(archived_to),
+                previous,
+                previous_state: state,
+            },
+            tenure: held,
         })
     }
 

@@ -1,0 +1,358 @@
+//! The claimtop binary over `--store etcd://...` against a real etcd: every
+//! JSON shape the contract gives (the file store's fields, plus `revision`,
+//! `lease` and `store`), the usage errors etcd adds, a wait driven by the
+//! store's watch, and an unreachable etcd failing within `--timeout`.
+//! Run with `cargo test --features etcd --test etcd_cli`.
+#![cfg(feature = "etcd")]
+
+mod cli_common;
+mod etcd_common;
+
+use cli_common::{claimtop, Sandbox};
+use etcd_common::Etcd;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary over `url`, with a throwaway `$HOME` so no file root is near.
+fn over(home: &Path, url: &str) -> Command {
+    let mut c = claimtop(home);
+    c.env_remove("FNO_CLAIMS_STORE")
+        .env_remove("ETCD_PASSWORD")
+        .args(["--store", url]);
+    c
+}
+
+fn run(mut c: Command, args: &[&str]) -> Output {
+    c.args(args).output().expect("run claimtop")
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// The member names of an object (empty for anything else).
+fn names(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// `etcd` has every member `file` has, and what it has beyond is `extra`.
+fn adds_only(what: &str, file: &Value, etcd: &Value, extra: &[&str]) {
+    let (f, e) = (names(file), names(etcd));
+    let missing: Vec<_> = f.difference(&e).collect();
+    assert!(
+        missing.is_empty(),
+        "{what}: etcd JSON lacks {missing:?}\nfile: {file}\netcd: {etcd}"
+    );
+    let added: BTreeSet<String> = e.difference(&f).cloned().collect();
+    let want: BTreeSet<String> = extra.iter().map(|s| s.to_string()).collect();
+    assert_eq!(added, want, "{what}: fields added over etcd\netcd: {etcd}");
+}
+
+/// A claim RECORD over etcd: the file record's fields, plus the fencing
+/// revision and the lease with its three numbers.
+fn check_record(what: &str, file: &Value, etcd: &Value) {
+    adds_only(what, file, etcd, &["revision", "lease"]);
+    assert!(
+        etcd["revision"].as_i64().is_some_and(|r| r > 0),
+        "{what}: {etcd}"
+    );
+    let lease = &etcd["lease"];
+    for n in ["id", "ttl_s", "remaining_s"] {
+        assert!(lease[n].as_i64().is_some(), "{what}: lease.{n} in {lease}");
+    }
+    assert_eq!(
+        lease["ttl_s"], 120,
+        "{what}: the lease's TTL is the claim's"
+    );
+}
+
+#[test]
+fn every_cli_json_shape_over_etcd_keeps_the_file_fields_and_adds_only_the_contracts() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/shapes");
+    let sb = Sandbox::new();
+    let home = sb.home.path();
+    let file = |args: &[&str]| sb.run(&[&["--json"], args].concat());
+    let on_etcd = |args: &[&str]| run(over(home, &url), &[&["--json"], args].concat());
+    let both = |args: &[&str]| {
+        let (f, e) = (file(args), on_etcd(args));
+        assert_eq!(
+            code(&f),
+            code(&e),
+            "{args:?}: exit statuses differ\nfile: {f:?}\netcd: {e:?}"
+        );
+        (json_of(&f), json_of(&e))
+    };
+
+    let (f, e) = both(&[
+        "acquire", "k", "--holder", "alice", "--ttl", "2m", "--reason", "r",
+    ]);
+    adds_only("acquire", &f, &e, &[]);
+    check_record("acquire.record", &f["record"], &e["record"]);
+    let revision = e["record"]["revision"].clone();
+
+    let (f, e) = both(&["status", "k"]);
+    adds_only("status", &f, &e, &[]);
+    assert_eq!(e["state"], "live", "{e}");
+    check_record("status.record", &f["record"], &e["record"]);
+    assert_eq!(
+        e["record"]["revision"], revision,
+        "one tenure, one revision"
+    );
+
+    let (f, e) = both(&["list"]);
+    adds_only("list", &f, &e, &["store"]);
+    assert_eq!(e["store"], Value::from(url.clone()), "{e}");
+    let (fi, ei) = (&f["claims"][0], &e["claims"][0]);
+    adds_only("list item", fi, ei, &[]);
+    check_record("list.record", &fi["record"], &ei["record"]);
+
+    let (f, e) = both(&["acquire", "k", "--holder", "bob", "--ttl", "2m"]);
+    adds_only("held_by_other", &f, &e, &[]);
+    assert_eq!(e["outcome"], "held_by_other");
+
+    let (f, e) = both(&["renew", "k", "--holder", "alice", "--ttl", "2m"]);
+    adds_only("renew", &f, &e, &[]);
+    assert_eq!(e["renewed"], true, "{e}");
+    let (f, e) = both(&["renew", "k", "--holder", "bob", "--ttl", "2m"]);
+    adds_only("renew refused", &f, &e, &[]);
+    assert_eq!(
+        e["why_code"], f["why_code"],
+        "the same refusal in the same words"
+    );
+
+    let (f, e) = both(&["release", "k", "--holder", "alice"]);
+    adds_only("release", &f, &e, &[]);
+    assert_eq!(e["outcome"], "released");
+    let (f, e) = both(&["release", "k", "--holder", "alice"]);
+    adds_only("release of nothing", &f, &e, &[]);
+
+    both(&["acquire", "gone", "--holder", "carol", "--ttl", "2m"]);
+    let (f, e) = both(&["force-release", "gone", "--operator", "op"]);
+    adds_only("force-release refused", &f, &e, &[]);
+    assert_eq!(
+        e["outcome"], "refused",
+        "a live claim needs --allow-live: {e}"
+    );
+    let (f, e) = both(&["force-release", "gone", "--operator", "op", "--allow-live"]);
+    adds_only("force-release", &f, &e, &[]);
+    assert_eq!(e["outcome"], "archived");
+    assert!(
+        e["archived_to"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/shapes/expired/")),
+        "the archive is under PREFIX/expired/: {e}"
+    );
+    check_record("force-release.previous", &f["previous"], &e["previous"]);
+
+    // Events: JSON Lines, each one an events.jsonl line, the same types in
+    // the same order as the file store wrote them.
+    let (f, e) = (file(&["events"]), on_etcd(&["events"]));
+    assert_eq!(code(&e), 0, "{e:?}");
+    let lines = |o: &Output| -> Vec<Value> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect()
+    };
+    let (fl, el) = (lines(&f), lines(&e));
+    let types = |v: &[Value]| -> Vec<String> {
+        v.iter()
+            .map(|e| e["type"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(types(&fl), types(&el), "the same events in the same order");
+    for (fe, ee) in fl.iter().zip(&el) {
+        adds_only("event envelope", fe, ee, &[]);
+    }
+    let (f, e) = (
+        file(&["events", "-n", "1"]),
+        on_etcd(&["events", "-n", "1"]),
+    );
+    assert_eq!(
+        types(&lines(&f)),
+        types(&lines(&e)),
+        "-n counts the same way"
+    );
+
+    // doctor: a clean store has no hazards, and says where it looked.
+    let e = on_etcd(&["doctor"]);
+    let d = json_of(&e);
+    assert!(d["hazards"].is_array(), "{d}");
+    assert_eq!(d["store"], Value::from(url.clone()), "{d}");
+}
+
+#[test]
+fn acquire_over_etcd_without_a_ttl_is_a_usage_error_and_takes_nothing() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/nottl");
+    let home = tempfile::tempdir().expect("tempdir");
+    let o = run(over(home.path(), &url), &["acquire", "k", "--holder", "h"]);
+    assert_eq!(code(&o), 2, "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--ttl"),
+        "{o:?}"
+    );
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
+}
+
+#[test]
+fn the_store_comes_from_fno_claims_store_when_no_flag_names_one() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/env");
+    let home = tempfile::tempdir().expect("tempdir");
+    let took = claimtop(home.path())
+        .env("FNO_CLAIMS_STORE", &url)
+        .args(["--json", "acquire", "k", "--holder", "h", "--ttl", "2m"])
+        .output()
+        .expect("run claimtop");
+    assert_eq!(code(&took), 0, "{took:?}");
+    assert!(json_of(&took)["record"]["revision"].is_i64(), "{took:?}");
+    // The flag wins over the environment: the file root has no such claim.
+    let file = claimtop(home.path())
+        .env("FNO_CLAIMS_STORE", &url)
+        .args(["--json", "status", "k", "--root"])
+        .arg(home.path())
+        .output()
+        .expect("run claimtop");
+    assert_eq!(json_of(&file)["state"], "free", "{file:?}");
+}
+
+#[test]
+fn acquire_wait_over_etcd_takes_the_key_as_soon_as_its_holder_releases() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/wait");
+    let home = tempfile::tempdir().expect("tempdir");
+    let first = run(
+        over(home.path(), &url),
+        &["acquire", "k", "--holder", "a", "--ttl", "2m"],
+    );
+    assert_eq!(code(&first), 0, "{first:?}");
+    let waiter = over(home.path(), &url)
+        .args([
+            "--json",
+            "acquire",
+            "k",
+            "--holder",
+            "b",
+            "--ttl",
+            "2m",
+            "--wait=30s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the waiter");
+    // Let it find the key held and start waiting on the watch.
+    std::thread::sleep(Duration::from_millis(700));
+    let t0 = Instant::now();
+    let rel = run(over(home.path(), &url), &["release", "k", "--holder", "a"]);
+    assert_eq!(code(&rel), 0, "{rel:?}");
+    let got = waiter.wait_with_output().expect("the waiter ends");
+    let took = t0.elapsed();
+    assert_eq!(code(&got), 0, "{got:?}");
+    assert_eq!(json_of(&got)["record"]["holder"], "b");
+    assert!(
+        String::from_utf8_lossy(&got.stderr).contains("waiting for k"),
+        "the wait says whom it waits for: {got:?}"
+    );
+    // Woken by the watch, not by the 2 s safety re-check.
+    assert!(
+        took < Duration::from_millis(1500),
+        "took {took:?} after the release"
+    );
+}
+
+#[test]
+fn acquire_wait_over_etcd_gives_up_after_its_duration_with_exit_3() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/waitout");
+    let home = tempfile::tempdir().expect("tempdir");
+    run(
+        over(home.path(), &url),
+        &["acquire", "k", "--holder", "a", "--ttl", "2m"],
+    );
+    let t0 = Instant::now();
+    let o = run(
+        over(home.path(), &url),
+        &["acquire", "k", "--holder", "b", "--ttl", "2m", "--wait=1s"],
+    );
+    assert_eq!(code(&o), 3, "{o:?}");
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_stopped_or_killed_etcd_makes_cli_commands_fail_within_the_timeout_naming_the_endpoints() {
+    let Some(mut etcd) = Etcd::single() else {
+        return;
+    };
+    let url = etcd.url("/down");
+    let endpoint = etcd.endpoints()[0].clone();
+    let home = tempfile::tempdir().expect("tempdir");
+    let ok = run(over(home.path(), &url), &["status", "k"]);
+    assert_eq!(code(&ok), 0, "{ok:?}");
+    let check = |what: &str| {
+        for args in [
+            &["--timeout", "1s", "status", "k"][..],
+            &["--timeout", "1s", "list"],
+            &[
+                "--timeout",
+                "1s",
+                "acquire",
+                "k",
+                "--holder",
+                "h",
+                "--ttl",
+                "2m",
+            ],
+        ] {
+            let t0 = Instant::now();
+            let o = run(over(home.path(), &url), args);
+            let took = t0.elapsed();
+            assert_eq!(code(&o), 1, "{what} {args:?}: {o:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains(&endpoint),
+                "{what} {args:?}: names the endpoints: {err}"
+            );
+            assert!(
+                took < Duration::from_millis(3000),
+                "{what} {args:?}: took {took:?} with --timeout 1s"
+            );
+        }
+    };
+    etcd.members[0].pause();
+    check("stopped");
+    etcd.members[0].signal(libc::SIGCONT);
+    etcd.members[0].kill();
+    check("killed");
+}
+
+#[test]
+fn doctor_fix_over_etcd_is_a_usage_error_rather_than_a_silent_no_op() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/faces");
+    let home = tempfile::tempdir().expect("tempdir");
+    let o = run(over(home.path(), &url), &["doctor", "--fix"]);
+    assert_eq!(code(&o), 2, "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--fix"),
+        "{o:?}"
+    );
+}
