@@ -176,8 +176,8 @@ where
         .map(|(_, h)| (*h).to_string())
 }
 
-/// The record `holder` would write for `key` now.
-fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
+/// The record `holder` would write for `key` now (on any store).
+pub(crate) fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
     let now = now_ms();
     let mid = machine_id();
     ClaimRecord {
@@ -198,7 +198,7 @@ fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
     }
 }
 
-fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
+pub(crate) fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
     let mut data = common_fields(rec);
     if let Some(reason) = rec.reason.as_deref() {
         data.insert("reason".to_string(), Value::from(reason));
@@ -870,9 +870,14 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
     result
 }
 
-/// The operator's compare-before-acting guard: why the file is no longer
-/// the claim they looked at, if it is not.
-fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option<String> {
+/// The operator's compare-before-acting guard: why the claim is no longer
+/// the one they looked at, if it is not. `held_in` names what holds a claim
+/// on this store ("file", "record"), for the words.
+pub(crate) fn expectation_unmet(
+    previous: Option<&ClaimRecord>,
+    opts: &ForceOpts,
+    held_in: &str,
+) -> Option<String> {
     type Field = fn(&ClaimRecord) -> String;
     let checks: [(&str, Option<String>, Field); 2] = [
         ("holder", opts.expect_holder.clone(), |r| r.holder.clone()),
@@ -889,7 +894,9 @@ fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option
             Some(now) => Some(format!(
                 "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
             )),
-            None => Some(format!("expected {field} {want:?} but the file is corrupted")),
+            None => Some(format!(
+                "expected {field} {want:?} but the {held_in} is corrupted"
+            )),
         }
     })
 }
@@ -914,7 +921,7 @@ fn force_release_locked(
         Err(ReadError::Corrupted { reason, .. }) => (None, None, ClaimState::Corrupted, reason),
         Err(ReadError::Unreadable { reason }) => (None, None, ClaimState::Unreadable, reason),
     };
-    if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
+    if let Some(why_not) = expectation_unmet(previous.as_ref(), opts, "file") {
         return refuse(why_not);
     }
     // Unreadable is treated as Live: a limit of this reader (or its

@@ -7,19 +7,19 @@
 //! happens and the verb starts over from a fresh read. Never a blind delete.
 
 use super::Core;
-use crate::claims::liveness::{hostname, machine_id};
 use crate::claims::record::ParseError;
+use crate::claims::verbs::{acquired_data, expectation_unmet, new_record};
 use crate::claims::{
-    now_ms, resolve_harness, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError,
-    ClaimRecord, ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
-    MAX_TTL_MS, MIN_TTL_MS, SCHEMA_VERSION,
+    now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimRecord,
+    ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
+    MIN_TTL_MS,
 };
 use crate::events::emit::{common_fields, common_fields_unknown};
 use crate::store::{Fenced, LeaseInfo, StoreError, Tenure};
 use etcd_client::{
     Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 
 /// Each retry follows a peer's successful write to the same key, so
@@ -43,7 +43,7 @@ impl Core {
         let ck = self.layout.claim(key);
         let ttl_s = ttl_secs(ttl_ms);
         for _ in 0..MAX_ATTEMPTS {
-            let rec = new_record(key, holder, opts, ttl_ms);
+            let rec = new_record(key, holder, opts);
             let yaml = rec.to_yaml()?;
             let lease = self.lease_for(ttl_s)?;
             let data = acquired_data(&rec);
@@ -280,7 +280,7 @@ impl Core {
             Err(ParseError::Invalid(reason)) => (None, ClaimState::Corrupted, reason),
             Err(ParseError::TooCostly(reason)) => (None, ClaimState::Unreadable, reason),
         };
-        if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
+        if let Some(why_not) = expectation_unmet(previous.as_ref(), opts, "record") {
             return refuse(why_not);
         }
         // Unreadable is treated as Live: a limit of this reader must never
@@ -487,62 +487,6 @@ impl Core {
             pending.push(task);
         }
     }
-}
-
-/// The record an acquire writes: the lockfile's fields, a deadline that
-/// matches the lease.
-fn new_record(key: &str, holder: &str, opts: &AcquireOpts, ttl_ms: i64) -> ClaimRecord {
-    let now = now_ms();
-    let mid = machine_id();
-    ClaimRecord {
-        schema_version: SCHEMA_VERSION,
-        key: key.to_string(),
-        holder: holder.to_string(),
-        acquired_at: now,
-        pid: opts.pid.unwrap_or(std::process::id()) as i32,
-        host: hostname(),
-        expires_at: Some(now + ttl_ms),
-        reason: opts.reason.clone(),
-        harness: opts.harness.clone().or_else(resolve_harness),
-        machine_id: (!mid.is_empty()).then_some(mid),
-        metadata: opts.metadata.clone().unwrap_or_default(),
-    }
-}
-
-/// `claim_acquired`'s data: the common fields, plus the reason if any.
-fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
-    let mut data = common_fields(rec);
-    if let Some(reason) = rec.reason.as_deref() {
-        data.insert("reason".to_string(), Value::from(reason));
-    }
-    data
-}
-
-/// The operator's compare-before-acting guard, as the file store words it.
-fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option<String> {
-    let wanted = [
-        (
-            "holder",
-            opts.expect_holder.clone(),
-            previous.map(|r| r.holder.clone()),
-        ),
-        (
-            "acquired_at",
-            opts.expect_acquired_at.map(|a| a.to_string()),
-            previous.map(|r| r.acquired_at.to_string()),
-        ),
-    ];
-    wanted
-        .into_iter()
-        .find_map(|(field, want, now)| match (want?, now) {
-            (want, Some(now)) if now == want => None,
-            (want, Some(now)) => Some(format!(
-            "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
-        )),
-            (want, None) => Some(format!(
-                "expected {field} {want:?} but the record is corrupted"
-            )),
-        })
 }
 
 fn non_empty(key: &str, holder: &str) -> Result<(), ClaimError> {
