@@ -144,7 +144,8 @@ fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResu
         (Command::Doctor { fix }, None) => list::doctor_store(store, fix, out),
         (Command::Metrics(a), Some(root)) => metrics::serve(&Roots::one(root), &a, out),
         (Command::Run(a), Some(root)) => cli::run::run(root, a, out),
-        (Command::Metrics(_) | Command::Run(_), None) => out.error(&format!(
+        (Command::Run(a), None) => cli::run::run_on(store, a, out),
+        (Command::Metrics(_), None) => out.error(&format!(
             "this command reads file roots only so far, not {}",
             store.url()
         )),

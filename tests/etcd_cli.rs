@@ -356,3 +356,140 @@ fn doctor_fix_over_etcd_is_a_usage_error_rather_than_a_silent_no_op() {
         "{o:?}"
     );
 }
+
+/// Poll `status KEY` until `pred` holds of its JSON, or panic after `within`.
+fn await_status(
+    home: &Path,
+    url: &str,
+    key: &str,
+    within: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let s = json_of(&run(over(home, url), &["--json", "status", key]));
+        if pred(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status of {key} never matched: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn run_over_etcd_holds_the_key_while_cmd_runs_and_releases_only_its_own_tenure() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/run");
+    let home = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        over(home.path(), &url),
+        &[
+            "--json", "run", "k", "--holder", "r", "--ttl", "1m", "--", "sh", "-c", "exit 7",
+        ],
+    );
+    assert_eq!(code(&o), 7, "CMD's status is run's: {o:?}");
+    let v = json_of(&o);
+    assert_eq!(v["outcome"], "exited", "{v}");
+    assert_eq!(v["release"], "released", "{v}");
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
+    let no_ttl = run(
+        over(home.path(), &url),
+        &["run", "k", "--holder", "r", "--", "true"],
+    );
+    assert_eq!(code(&no_ttl), 2, "a lease needs a TTL: {no_ttl:?}");
+}
+
+#[test]
+fn run_over_etcd_stops_cmd_and_exits_4_when_its_claim_is_force_released() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/runlost");
+    let home = tempfile::tempdir().expect("tempdir");
+    let holder = over(home.path(), &url)
+        .args([
+            "--json", "run", "k", "--holder", "r", "--ttl", "1m", "--", "sleep", "60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let s = await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    assert!(s["record"]["revision"].is_i64(), "{s}");
+    let t0 = Instant::now();
+    let f = run(
+        over(home.path(), &url),
+        &["force-release", "k", "--allow-live", "--operator", "op"],
+    );
+    assert_eq!(code(&f), 0, "{f:?}");
+    let o = holder.wait_with_output().expect("run ends");
+    assert_eq!(code(&o), 4, "{o:?}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "noticed after {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(json_of(&o)["outcome"], "lost");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("lost the claim on k"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_killed_run_holder_frees_the_key_within_its_lease_and_three_observers_record_one_expiry() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/kill9");
+    let home = tempfile::tempdir().expect("tempdir");
+    // The store's minimum TTL: the shortest lease a claim can have.
+    let ttl = Duration::from_millis(claimtop::claims::MIN_TTL_MS as u64);
+    let observers: Vec<_> = (0..3)
+        .map(|_| {
+            over(home.path(), &url)
+                .args(["--json", "events", "--follow", "--type", "claim_expired"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn an observer")
+        })
+        .collect();
+    let mut holder = over(home.path(), &url)
+        .args([
+            "run", "k", "--holder", "doomed", "--ttl", "1m", "--", "sleep", "600",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGKILL) };
+    let killed = Instant::now();
+    let _ = holder.wait();
+    await_status(home.path(), &url, "k", ttl + Duration::from_secs(2), |s| {
+        s["state"] == "free"
+    });
+    let took = killed.elapsed();
+    assert!(
+        took <= ttl + Duration::from_secs(1),
+        "free after {took:?}, lease {ttl:?}"
+    );
+    // The observers have had time to see the deletion and race to record it.
+    std::thread::sleep(Duration::from_secs(2));
+    let ev = run(
+        over(home.path(), &url),
+        &["--json", "events", "--type", "claim_expired"],
+    );
+    let n = String::from_utf8_lossy(&ev.stdout).lines().count();
+    for mut o in observers {
+        let _ = o.kill();
+        let _ = o.wait();
+    }
+    assert_eq!(n, 1, "one claim_expired per expiry: {ev:?}");
+}

@@ -396,6 +396,9 @@ pub enum Lost {
     Corrupted(String),
     /// The store refused to renew it.
     RenewRefused(NoRenew),
+    /// The store's keep-alive ended (an etcd lease expired or was revoked,
+    /// the key taken away): its own words.
+    LeaseEnded(String),
 }
 
 impl std::fmt::Display for Lost {
@@ -407,6 +410,7 @@ impl std::fmt::Display for Lost {
             }
             Lost::Corrupted(why) => write!(f, "the claim file was overwritten: {why}"),
             Lost::RenewRefused(no) => write!(f, "renew refused: {}", no.describe()),
+            Lost::LeaseEnded(why) => f.write_str(why),
         }
     }
 }

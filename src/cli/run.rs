@@ -13,6 +13,7 @@ use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED, EXIT_ERROR
 use super::wait::{deadline, say_blocked, Feed, Msg};
 use crate::claims::wait::{self, FileVerbs, Hold, Lost, SystemClock, Verbs, Waited};
 use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome, Root};
+use crate::store::{Fenced, Store, StoreError};
 use clap::Args;
 use serde_json::{json, Value};
 use std::ffi::{CString, OsString};
@@ -135,6 +136,175 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
     let ended = supervise(child, hold, &mut feed, &a.key);
     finish(out, &a.key, ended)
 }
+
+/// `run` on a store with leases (etcd): the claim is taken with CMD's pid
+/// in the record and a lease of `--ttl`, waited for on the store's watch,
+/// and kept alive for as long as CMD runs. When the keep-alive says the
+/// claim is gone, CMD is stopped as on a file root (exit 4); when CMD ends,
+/// only its own tenure is released, so a run whose lease ran out never ends
+/// a newer holder's claim.
+pub fn run_on(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
+    if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
+        return out.error(&e.to_string());
+    }
+    if a.ttl.is_none() {
+        return super::claim_cmds::store_error(out, StoreError::TtlRequired);
+    }
+    let argv = match Argv::resolve(&a.command) {
+        Ok(argv) => argv,
+        Err(e) => return out.error(&e),
+    };
+    // The store's client already runs threads: the child only reads a pipe
+    // and execs (async-signal-safe, see child_wait_then_exec) until CMD runs.
+    let child = match Blocked::spawn(&argv, out.json_mode()) {
+        Ok(c) => c,
+        Err(e) => return out.error(&format!("cannot start {}: {e}", argv.shown())),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let signals = match super::wait::catch_signals(tx, true) {
+        Ok(h) => h,
+        Err(e) => {
+            child.abort();
+            return out.error(&format!("cannot catch signals: {e}"));
+        }
+    };
+    let ended = run_held(store, &a, &argv, child, &rx, out);
+    signals.close();
+    ended
+}
+
+fn run_held(
+    store: &dyn Store,
+    a: &RunArgs,
+    argv: &Argv,
+    child: Blocked,
+    rx: &std::sync::mpsc::Receiver<Msg>,
+    out: &mut Out,
+) -> CmdResult {
+    let opts = AcquireOpts {
+        pid: Some(child.pid as u32),
+        ttl_ms: a.ttl,
+        reason: a.reason.clone(),
+        metadata: None,
+        harness: None,
+    };
+    let interrupted = std::cell::Cell::new(None);
+    let stop = || match rx.try_recv() {
+        Ok(Msg::Signal { sig, .. }) => {
+            interrupted.set(Some(sig));
+            Some(format!("interrupted by signal {sig} while waiting"))
+        }
+        _ => None,
+    };
+    let got = super::wait::acquire_on(store, &a.key, &a.holder, &opts, a.wait, &stop);
+    let (record, tenure) = match got {
+        Ok(Fenced {
+            outcome: AcquireOutcome::Acquired { record, .. },
+            tenure: Some(tenure),
+        }) => (record, tenure),
+        Ok(Fenced {
+            outcome: AcquireOutcome::Acquired { .. },
+            tenure: None,
+        }) => {
+            child.abort();
+            let _ = store.release(&a.key, &a.holder);
+            return out.error("the store gave no lease to keep alive");
+        }
+        Ok(Fenced {
+            outcome: AcquireOutcome::HeldByOther { holder, pid, host },
+            ..
+        }) => {
+            child.abort();
+            let b = wait::Blocker {
+                holder,
+                pid,
+                host,
+                expires_at: None,
+            };
+            return held_report(out, &a.key, &b);
+        }
+        Err(e) => {
+            child.abort();
+            return match interrupted.get() {
+                Some(libc::SIGCHLD) => {
+                    out.error("the command's process was killed before it could start")
+                }
+                Some(sig) => interrupted_report(out, sig),
+                None => out.error(&e.to_string()),
+            };
+        }
+    };
+    let kept = match store.keep_alive(&a.key, &tenure) {
+        Ok(k) => k,
+        Err(e) => {
+            child.abort();
+            let _ = store.release_fenced(&a.key, &a.holder, tenure.revision);
+            return out.error(&e.to_string());
+        }
+    };
+    let child = match child.go() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(kept);
+            let _ = store.release_fenced(&a.key, &a.holder, tenure.revision);
+            return out.error(&format!("cannot start {}: {e}", argv.shown()));
+        }
+    };
+    let mut lost: Option<Lost> = None;
+    let mut kill_at: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child.exited() {
+            break status;
+        }
+        if lost.is_none() {
+            if let Some(why) = kept.lost() {
+                diag(&format!(
+                    "lost the claim on {} while the command ran: {why}; \
+                     sending it SIGTERM (SIGKILL in {}s)",
+                    a.key,
+                    KILL_GRACE.as_secs()
+                ));
+                child.signal(libc::SIGTERM);
+                kill_at = Some(Instant::now() + KILL_GRACE);
+                lost = Some(Lost::LeaseEnded(why));
+            }
+        }
+        if kill_at.is_some_and(|at| Instant::now() >= at) {
+            child.signal(libc::SIGKILL);
+            kill_at = None;
+        }
+        // The keep-alive is read this often: a loss reaches CMD within
+        // this plus the keep-alive's own round (at most 2 s).
+        match rx.recv_timeout(LEASE_CHECK) {
+            Ok(Msg::Signal { sig, sent }) if sig != libc::SIGCHLD && sent => child.signal(sig),
+            _ => {}
+        }
+    };
+    if lost.is_none() {
+        lost = kept.lost().map(Lost::LeaseEnded);
+    }
+    drop(kept);
+    let released = lost.is_none().then(|| {
+        store
+            .release_fenced(&a.key, &a.holder, tenure.revision)
+            .map(|f| f.outcome)
+            .map_err(|e| e.to_string())
+    });
+    child.reap();
+    finish(
+        out,
+        &a.key,
+        Ended {
+            status,
+            lost,
+            record,
+            released,
+        },
+    )
+}
+
+/// How often `run` on a leased store looks at its keep-alive.
+const LEASE_CHECK: Duration = Duration::from_millis(100);
 
 /// How a supervised run ended.
 struct Ended {

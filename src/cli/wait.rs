@@ -74,7 +74,7 @@ impl Feed {
 }
 
 /// A thread turning the signals into [`Msg::Signal`]s.
-fn catch_signals(tx: Sender<Msg>, children: bool) -> std::io::Result<Handle> {
+pub(crate) fn catch_signals(tx: Sender<Msg>, children: bool) -> std::io::Result<Handle> {
     let mut sigs = INTERRUPTS.to_vec();
     if children {
         sigs.push(SIGCHLD);

@@ -217,6 +217,12 @@ pub enum Change {
     Connected { revision: Option<i64> },
 }
 
+/// A claim being kept alive; dropping it stops renewing.
+pub trait Kept: Send {
+    /// Why the claim is no longer held, once it is not.
+    fn lost(&self) -> Option<String>;
+}
+
 /// A feed of [`Change`]s, drained from one thread.
 pub trait Changes: Send {
     /// The next change, or `Ok(None)` when `timeout` passes without one.
@@ -299,6 +305,29 @@ pub trait Store: Send {
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
     /// A feed of changes from now on.
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError>;
+
+    /// Release only the tenure `revision` names (the fencing token acquire
+    /// returned), where the store can fence; elsewhere a plain release.
+    fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        let _ = revision;
+        self.release(key, holder)
+    }
+
+    /// Keep the claim `tenure` names alive until the handle is dropped
+    /// (`claimtop run`). Only a store with leases can; the file store binds
+    /// a claim to a pid instead, and says so.
+    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
+        let _ = (key, tenure);
+        Err(StoreError::Config(format!(
+            "{} keeps no leases: bind the claim to a pid instead",
+            self.url()
+        )))
+    }
 
     /// The lockfile root, on the file store only: its `acquire --wait` and
     /// `run` watch the holder's pid as well as the key, which a store-wide

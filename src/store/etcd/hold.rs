@@ -22,6 +22,12 @@ impl KeepAlive {
     }
 }
 
+impl crate::store::Kept for KeepAlive {
+    fn lost(&self) -> Option<String> {
+        KeepAlive::lost(self)
+    }
+}
+
 impl Drop for KeepAlive {
     fn drop(&mut self) {
         self.task.abort();

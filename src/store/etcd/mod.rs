@@ -26,7 +26,7 @@ pub use layout::Layout;
 
 use super::url::EtcdTarget;
 use super::{
-    Changes, Fenced, Listing, OpenOpts, Store, StoreError, Tenure, DEFAULT_EVENTS_RETENTION,
+    Changes, Fenced, Kept, Listing, OpenOpts, Store, StoreError, Tenure, DEFAULT_EVENTS_RETENTION,
 };
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
@@ -182,6 +182,19 @@ impl Store for EtcdStore {
         operator: Option<&str>,
     ) -> Result<Fenced<RenewOutcome>, StoreError> {
         self.core.renew_fenced(key, holder, ttl_ms, None, operator)
+    }
+
+    fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        self.core.release_fenced(key, holder, Some(revision))
+    }
+
+    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
+        Ok(Box::new(self.core.keep_alive(key, tenure)?))
     }
 
     fn force_release(
