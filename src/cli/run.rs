@@ -53,15 +53,11 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
     }
-    let argv = match Argv::resolve(&a.command) {
-        Ok(argv) => argv,
-        Err(e) => return out.error(&e),
-    };
     // Forked before any thread exists (the feed starts two), so the child
     // runs only our own code until it execs.
-    let child = match Blocked::spawn(&argv, out.json_mode()) {
-        Ok(c) => c,
-        Err(e) => return out.error(&format!("cannot start {}: {e}", argv.shown())),
+    let (argv, child) = match Blocked::start(&a.command, out) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let mut feed = match Feed::start(root, &a.key, true) {
         Ok(f) => f,
@@ -150,15 +146,11 @@ pub fn run_on(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     if a.ttl.is_none() {
         return super::claim_cmds::store_error(out, StoreError::TtlRequired);
     }
-    let argv = match Argv::resolve(&a.command) {
-        Ok(argv) => argv,
-        Err(e) => return out.error(&e),
-    };
     // The store's client already runs threads: the child only reads a pipe
     // and execs (async-signal-safe, see child_wait_then_exec) until CMD runs.
-    let child = match Blocked::spawn(&argv, out.json_mode()) {
-        Ok(c) => c,
-        Err(e) => return out.error(&format!("cannot start {}: {e}", argv.shown())),
+    let (argv, child) = match Blocked::start(&a.command, out) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let signals = match super::wait::catch_signals(tx, true) {
@@ -522,6 +514,16 @@ impl Blocked {
     /// Fork; the child blocks reading a pipe. Everything it needs is built
     /// before the fork, and after it the child calls only async-signal-safe
     /// functions.
+    /// CMD resolved and forked, blocked until [`Blocked::go`]; or the
+    /// command's error report when it cannot be.
+    fn start(command: &[OsString], out: &mut Out) -> Result<(Argv, Blocked), CmdResult> {
+        let argv = Argv::resolve(command).map_err(|e| out.error(&e))?;
+        match Blocked::spawn(&argv, out.json_mode()) {
+            Ok(child) => Ok((argv, child)),
+            Err(e) => Err(out.error(&format!("cannot start {}: {e}", argv.shown()))),
+        }
+    }
+
     fn spawn(argv: &Argv, stdout_to_stderr: bool) -> std::io::Result<Blocked> {
         use std::os::fd::{FromRawFd, OwnedFd};
         let mut ptrs: Vec<*const libc::c_char> = argv.args.iter().map(|a| a.as_ptr()).collect();

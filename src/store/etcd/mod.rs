@@ -114,18 +114,6 @@ impl EtcdStore {
         &self.core.conn
     }
 
-    /// Release only the tenure `revision` names (the fencing token acquire
-    /// returned): a holder whose claim expired and was re-taken, even by
-    /// itself, cannot end the newer tenure.
-    pub fn release_fenced(
-        &self,
-        key: &str,
-        holder: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-        self.core.release_fenced(key, holder, Some(revision))
-    }
-
     /// Renew only the tenure `revision` names.
     pub fn renew_fenced(
         &self,
@@ -184,6 +172,8 @@ impl Store for EtcdStore {
         self.core.renew_fenced(key, holder, ttl_ms, None, operator)
     }
 
+    /// A holder whose claim expired and was re-taken, even by itself,
+    /// cannot end the newer tenure.
     fn release_fenced(
         &self,
         key: &str,
