@@ -145,10 +145,7 @@ fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResu
         (Command::Metrics(a), Some(root)) => metrics::serve(&Roots::one(root), &a, out),
         (Command::Run(a), Some(root)) => cli::run::run(root, a, out),
         (Command::Run(a), None) => cli::run::run_on(store, a, out),
-        (Command::Metrics(_), None) => out.error(&format!(
-            "this command reads file roots only so far, not {}",
-            store.url()
-        )),
+        (Command::Metrics(a), None) => metrics::serve_store(store, &a, out),
         (Command::Completions { shell }, _) => completions::completions(shell, out),
     }
 }

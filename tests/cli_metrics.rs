@@ -35,12 +35,7 @@ impl Server {
         let mut err = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
         err.read_line(&mut line).expect("stderr line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.trim().strip_suffix("/metrics"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
+        let addr = cli_common::metrics_address(&line);
         Server { child, addr }
     }
 

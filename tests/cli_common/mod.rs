@@ -101,3 +101,14 @@ impl Drop for Sleeper {
         self.kill();
     }
 }
+
+/// The address `claimtop metrics --listen ADDR:0` printed on its first
+/// stderr line ("serving metrics at http://ADDR/metrics").
+pub fn metrics_address(stderr_line: &str) -> String {
+    stderr_line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.trim().strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no address in {stderr_line:?}"))
+        .to_string()
+}
