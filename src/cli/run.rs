@@ -13,7 +13,7 @@ use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED, EXIT_ERROR
 use super::wait::{deadline, say_blocked, Feed, Msg};
 use crate::claims::wait::{self, FileVerbs, Hold, Lost, SystemClock, Verbs, Waited};
 use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome, Root};
-use crate::store::{Fenced, Store, StoreError};
+use crate::store::{Fenced, Store, StoreError, Tenure};
 use clap::Args;
 use serde_json::{json, Value};
 use std::ffi::{CString, OsString};
@@ -290,6 +290,7 @@ fn run_held(
             status,
             lost,
             record,
+            tenure: Some(tenure),
             released,
         },
     )
@@ -303,6 +304,8 @@ struct Ended {
     status: ChildStatus,
     lost: Option<Lost>,
     record: crate::claims::ClaimRecord,
+    /// The tenure's revision and lease, on a store that has them.
+    tenure: Option<Tenure>,
     released: Option<Result<ReleaseOutcome, String>>,
 }
 
@@ -382,6 +385,7 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
         status,
         lost,
         record,
+        tenure: None,
         released,
     }
 }
@@ -396,10 +400,12 @@ fn finish(out: &mut Out, key: &str, e: Ended) -> CmdResult {
         diag(&format!("releasing {key} after the command: {err}"));
     }
     if out.json_mode() {
+        let mut record = record_json(&e.record);
+        Tenure::extend_record(e.tenure.as_ref(), &mut record);
         let mut v = json!({
             "outcome": if e.lost.is_some() { "lost" } else { "exited" },
             "key": key,
-            "record": record_json(&e.record),
+            "record": record,
             "exit_code": e.status.code(),
             "signal": e.status.signal(),
             "status": code,
