@@ -10,3 +10,5 @@ pub mod demo;
 pub mod diag;
 pub mod events;
 pub mod sanitize;
+#[cfg(test)]
+mod seams;

@@ -13,6 +13,8 @@ pub mod liveness;
 pub mod mutex;
 pub mod operator;
 pub mod record;
+pub mod root;
+pub mod status;
 pub mod sweep;
 pub mod verbs;
 pub mod yaml_cost;
@@ -25,13 +27,16 @@ pub use key::{
 pub use liveness::{
     classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
 };
+pub use mutex::recovery_mutex_path;
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
+pub use root::Root;
+pub use status::Status;
 pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
 pub use verbs::{
-    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status, AcquireKind,
-    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
-    Root, Status, WaitHook, Waiting,
+    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,
+    AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome,
+    RenewOutcome, WaitHook, Waiting,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

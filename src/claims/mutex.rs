@@ -13,6 +13,7 @@
 //! rename. This is safe beside seed writers, which steal only by age: a dead
 //! owner can never release, so nobody else can be relying on the dir.
 
+use super::RECOVERY_SUFFIX;
 use crate::diag::warn;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -288,6 +289,16 @@ pub fn owner_is_gone(token: &str) -> bool {
     }
     let stamped_ms = i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX);
     super::liveness::pid_gone_since(pid, stamped_ms)
+}
+
+/// `<lockfile-name>.recovery.d`: wire protocol, shared with every
+/// implementation that recovers or renews the same claim.
+pub fn recovery_mutex_path(lockfile: &Path) -> PathBuf {
+    let name = lockfile
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    lockfile.with_file_name(format!("{name}{RECOVERY_SUFFIX}"))
 }
 
 /// Who holds a mutex dir and for how long, for a waiter to report.

@@ -4,13 +4,17 @@
 //! touch a lockfile any other way.
 
 use super::atomic::{self, Archived, CreateError};
-use super::liveness::{hostname, machine_id, Classifier, Locality, Verdict};
+use super::liveness::{hostname, machine_id, Classifier};
 use super::record::{read_claim_file_raw, ReadError};
 use super::{
-    claim_path, claims_dir, mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState,
-    MAX_TTL_MS, MIN_TTL_MS, RECOVERY_SUFFIX, SCHEMA_VERSION,
+    mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_TTL_MS,
+    SCHEMA_VERSION,
 };
-use crate::events::emit::{common_fields, common_fields_unknown, emit};
+use crate::events::emit::{common_fields, common_fields_unknown};
+// Re-exported where they lived before: other code names them by these paths.
+pub use super::mutex::recovery_mutex_path;
+pub use super::root::Root;
+pub use super::status::Status;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
@@ -23,60 +27,6 @@ const RECOVERY_MAX_WAIT: Duration = Duration::from_secs(5);
 /// Bounded retry for gone-away / lost-recovery races. Python recurses without
 /// bound; hitting this means pathological churn and is reported as an error.
 const ACQUIRE_MAX_ATTEMPTS: usize = 5;
-
-/// A claims root and where its audit events go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
-    /// The directory containing `.fno/claims`.
-    pub root: PathBuf,
-    /// The directory containing `.fno/events.jsonl`. None = the current
-    /// directory, the seed's rule for callers that name none.
-    pub events_dir: Option<PathBuf>,
-}
-
-impl Root {
-    pub fn new(root: impl Into<PathBuf>) -> Root {
-        Root {
-            root: root.into(),
-            events_dir: None,
-        }
-    }
-
-    /// Root whose events log lives in the same directory.
-    pub fn with_events_here(root: impl Into<PathBuf>) -> Root {
-        let root = root.into();
-        Root {
-            events_dir: Some(root.clone()),
-            root,
-        }
-    }
-
-    pub fn claims_dir(&self) -> PathBuf {
-        claims_dir(&self.root)
-    }
-
-    pub fn lockfile(&self, key: &str) -> PathBuf {
-        claim_path(&self.root, key)
-    }
-
-    pub fn events_file(&self) -> PathBuf {
-        crate::events::emit::events_path(self.events_dir.as_deref())
-    }
-
-    fn emit(&self, type_name: &str, data: Map<String, Value>) {
-        emit(self.events_dir.as_deref(), type_name, data);
-    }
-}
-
-/// `<lockfile-name>.recovery.d`: wire protocol, shared with every
-/// implementation that recovers or renews the same claim.
-pub fn recovery_mutex_path(lockfile: &Path) -> PathBuf {
-    let name = lockfile
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    lockfile.with_file_name(format!("{name}{RECOVERY_SUFFIX}"))
-}
 
 /// Options for [`acquire`].
 #[derive(Debug, Default, Clone)]
@@ -579,69 +529,6 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         record: existing,
         held_ms,
     })
-}
-
-/// One key's state, with the record and the reason.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Status {
-    pub key: String,
-    #[serde(serialize_with = "super::lossy_path")]
-    pub file: PathBuf,
-    pub state: ClaimState,
-    pub record: Option<ClaimRecord>,
-    pub why: String,
-    pub error: Option<String>,
-    /// Where the record was written (None when free or corrupted).
-    #[serde(skip)]
-    pub locality: Option<Locality>,
-    /// The first bytes of a corrupted file, for display.
-    #[serde(skip)]
-    pub head: Vec<u8>,
-}
-
-impl Status {
-    /// The status of the file at `path` (named `key`), classified with `c`.
-    pub fn of_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
-        let mut s = Status {
-            key: key.to_string(),
-            file: path.to_path_buf(),
-            state: ClaimState::Free,
-            record: None,
-            why: "no claim file".into(),
-            error: None,
-            locality: None,
-            head: Vec::new(),
-        };
-        match read_claim_file_raw(path) {
-            Ok((rec, _)) => {
-                let Verdict {
-                    state,
-                    locality,
-                    why,
-                    ..
-                } = c.verdict(&rec);
-                s.state = state;
-                s.why = why;
-                s.locality = Some(locality);
-                s.record = Some(rec);
-            }
-            Err(ReadError::GoneAway) => {}
-            Err(ReadError::Corrupted { reason, head }) => {
-                s.state = ClaimState::Corrupted;
-                s.why = "the file cannot be parsed as a claim; force-release archives it".into();
-                s.error = Some(reason);
-                s.head = head;
-            }
-            Err(ReadError::Unreadable { reason }) => {
-                s.state = ClaimState::Unreadable;
-                s.why = "the file cannot be read here, so it may be a live claim; \
-                         treated as held (force-release needs --allow-live)"
-                    .into();
-                s.error = Some(reason);
-            }
-        }
-        s
-    }
 }
 
 /// Classify one key. Never fails: absent is Free, a file that is not a claim

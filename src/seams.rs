@@ -1,0 +1,60 @@
+//! The module seams, checked: each concept is defined in one home, and the
+//! protocol's layers import only downward. A move that puts a second copy
+//! somewhere, or an import that runs back up, fails here rather than in the
+//! next person's merge.
+
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `src/**/*.rs` file, relative to the crate root, with its text.
+fn tree() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let rel = p
+                .strip_prefix(root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned();
+            (rel, text)
+        })
+        .collect()
+}
+
+/// (what defines the concept, the one file it lives in)
+const HOMES: &[(&str, &str)] = &[
+    ("pub struct Root {", "src/claims/root.rs"),
+    ("pub struct Status {", "src/claims/status.rs"),
+    ("fn recovery_mutex_path(", "src/claims/mutex.rs"),
+    ("fn temp_path(", "src/claims/key.rs"),
+    ("fn archive_name(", "src/claims/key.rs"),
+    ("fn claim_path(", "src/claims/key.rs"),
+];
+
+#[test]
+fn each_protocol_concept_is_defined_in_exactly_its_one_home() {
+    let tree = tree();
+    for (needle, home) in HOMES {
+        let found: Vec<&str> = tree
+            .iter()
+            .filter(|(path, text)| path != "src/seams.rs" && text.contains(needle))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert_eq!(found, vec![*home], "{needle:?} defined in {found:?}");
+    }
+}
