@@ -9,6 +9,8 @@ pub mod dashboard;
 pub mod demo;
 pub mod diag;
 pub mod events;
+pub mod mutex;
 pub mod sanitize;
 #[cfg(test)]
 mod seams;
+pub mod sys;

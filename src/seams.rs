@@ -40,7 +40,12 @@ fn tree() -> Vec<(String, String)> {
 const HOMES: &[(&str, &str)] = &[
     ("pub struct Root {", "src/claims/root.rs"),
     ("pub struct Status {", "src/claims/status.rs"),
-    ("fn recovery_mutex_path(", "src/claims/mutex.rs"),
+    ("fn recovery_mutex_path(", "src/mutex.rs"),
+    ("fn events_mutex_path(", "src/mutex.rs"),
+    ("pub const RECOVERY_SUFFIX", "src/mutex.rs"),
+    ("fn event_fields(", "src/claims/audit.rs"),
+    ("fn hostname(", "src/sys.rs"),
+    ("fn rename_noreplace(", "src/sys.rs"),
     ("fn temp_path(", "src/claims/key.rs"),
     ("fn archive_name(", "src/claims/key.rs"),
     ("fn claim_path(", "src/claims/key.rs"),
@@ -56,5 +61,25 @@ fn each_protocol_concept_is_defined_in_exactly_its_one_home() {
             .map(|(path, _)| path.as_str())
             .collect();
         assert_eq!(found, vec![*home], "{needle:?} defined in {found:?}");
+    }
+}
+
+/// Files that sit below the claims protocol and must never reach up into it.
+const BELOW_CLAIMS: &[&str] = &["src/events/", "src/mutex.rs", "src/sys.rs"];
+
+#[test]
+fn the_events_log_and_the_shared_mutex_import_nothing_from_claims() {
+    for (path, text) in tree() {
+        if !BELOW_CLAIMS.iter().any(|b| path.starts_with(b)) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !code.contains("crate::claims") && !code.contains("super::claims"),
+                "{path}:{}: {line}",
+                n + 1
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::key::{archive_name, temp_path};
 use super::{ClaimError, EXPIRED_SUBDIR};
+use crate::sys::rename_noreplace;
 // Re-exported where they lived before: other code names them by these paths.
 pub use super::key::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use std::io::ErrorKind;
@@ -188,40 +189,6 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
             Err(_) => Ok(Archived::ChangedAndKept(target)),
         },
     }
-}
-
-/// rename(2) that fails with EEXIST instead of replacing the target.
-pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let f = std::ffi::CString::new(from.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
-        let t = std::ffi::CString::new(to.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
-        // SAFETY: both are valid NUL-terminated paths.
-        let rc = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                f.as_ptr(),
-                libc::AT_FDCWD,
-                t.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        // Filesystems without RENAME_NOREPLACE: fall back to a checked rename.
-        if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
-            return Err(err);
-        }
-    }
-    if std::fs::symlink_metadata(to).is_ok() {
-        return Err(std::io::Error::from(ErrorKind::AlreadyExists));
-    }
-    std::fs::rename(from, to)
 }
 
 #[cfg(test)]

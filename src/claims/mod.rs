@@ -6,6 +6,7 @@
 //! be exactly so. Nothing in here knows about terminals.
 
 pub mod atomic;
+pub mod audit;
 pub mod error;
 mod fast_yaml;
 pub mod key;
@@ -56,8 +57,7 @@ pub const CLAIMS_DIRNAME: &str = ".fno/claims";
 /// Archive subdirectory of the claims dir: stale and force-released claims are
 /// renamed here, never unlinked, so the forensic trail survives.
 pub const EXPIRED_SUBDIR: &str = ".expired";
-/// Suffix of a claim's recovery mutex: `<enc>.lock.recovery.d`.
-pub const RECOVERY_SUFFIX: &str = ".recovery.d";
+pub use crate::mutex::RECOVERY_SUFFIX;
 
 /// Serialize a path as a string, lossily: a file name that is not UTF-8
 /// must not make a whole `list --json` fail.

@@ -4,13 +4,13 @@
 //! touch a lockfile any other way.
 
 use super::atomic::{self, Archived, CreateError};
+use super::audit::event_fields_unknown;
 use super::liveness::{hostname, machine_id, Classifier};
 use super::record::{read_claim_file_raw, ReadError};
 use super::{
     mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_TTL_MS,
     SCHEMA_VERSION,
 };
-use crate::events::emit::{common_fields, common_fields_unknown};
 // Re-exported where they lived before: other code names them by these paths.
 pub use super::mutex::recovery_mutex_path;
 pub use super::root::Root;
@@ -149,7 +149,7 @@ fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRecord {
 }
 
 fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
-    let mut data = common_fields(rec);
+    let mut data = rec.event_fields();
     if let Some(reason) = rec.reason.as_deref() {
         data.insert("reason".to_string(), Value::from(reason));
     }
@@ -329,7 +329,7 @@ fn reacquire(
     let refreshed = new_record(key, holder, opts);
     atomic::replace(path, refreshed.to_yaml()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", path, e))?;
-    let mut data = common_fields(&refreshed);
+    let mut data = refreshed.event_fields();
     data.insert(
         "previous_acquired_at".into(),
         Value::from(existing.acquired_at),
@@ -414,7 +414,7 @@ fn recover_stale_locked(
     let fresh = new_record(key, holder, opts);
     match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
         Ok(()) => {
-            let mut data = common_fields(&fresh);
+            let mut data = fresh.event_fields();
             data.insert(
                 "previous_holder".into(),
                 Value::String(existing.holder.clone()),
@@ -522,7 +522,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(e) => return Err(ClaimError::io("remove", path, e)),
     }
     drop(pinned);
-    let mut data = common_fields(&existing);
+    let mut data = existing.event_fields();
     data.insert("duration_held_ms".into(), Value::from(held_ms));
     root.emit("claim_released", data);
     Ok(ReleaseOutcome::Released {
@@ -656,7 +656,7 @@ pub fn renew_as(
     atomic::replace(&path, rec.to_yaml()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", &path, e))?;
     drop(guard);
-    let mut data = common_fields(&rec);
+    let mut data = rec.event_fields();
     data.insert("previous_expires_at".into(), Value::from(previous));
     data.insert("ttl_ms".into(), Value::from(ttl_ms));
     if let Some(op) = operator {
@@ -810,8 +810,8 @@ fn force_release_locked(
         }
     };
     let mut data = match &previous {
-        Some(rec) => common_fields(rec),
-        None => common_fields_unknown(key),
+        Some(rec) => rec.event_fields(),
+        None => event_fields_unknown(key),
     };
     data.insert(
         "operator".into(),
