@@ -14,3 +14,4 @@ pub mod sanitize;
 #[cfg(test)]
 mod seams;
 pub mod sys;
+pub mod time;

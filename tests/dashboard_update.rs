@@ -1114,7 +1114,7 @@ fn a_ttl_out_of_range_is_worded_in_durations() {
     match &app.overlays.dialog {
         Some(Dialog::Acquire(f)) => {
             let e = f.error.as_deref().unwrap_or("");
-            assert!(e.contains("between 60s and 24h"), "{e}");
+            assert!(e.contains("is out of range 60s–24h"), "{e}");
             assert!(!e.contains("ttl_ms"), "{e}");
         }
         other => panic!("{other:?}"),

@@ -9,6 +9,9 @@ use std::sync::OnceLock;
 // Process facts live at the crate level, where the mkdir mutex (shared with
 // the events log) reads them too; re-exported here, their old home.
 pub use crate::sys::{hostname, pid_gone_since, process_create_time_ms};
+// Durations and instants are worded in the crate's one home for time.
+pub use crate::time::{human_ms, utc_hms};
+use crate::time::{HumanMs, UtcHms};
 
 /// This machine's stable identity, or "" when it has none.
 ///
@@ -303,56 +306,6 @@ impl std::fmt::Display for PidFact<'_> {
     }
 }
 
-/// A duration in the largest two units that matter: `45s`, `3m12s`, `2h5m`,
-/// `3d4h`.
-pub fn human_ms(ms: i64) -> String {
-    HumanMs(ms).to_string()
-}
-
-/// [`human_ms`] without the intermediate String.
-struct HumanMs(i64);
-
-impl std::fmt::Display for HumanMs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.0.max(0) / 1000;
-        match s {
-            0..=59 => write!(f, "{s}s"),
-            60..=3599 => write!(f, "{}m{:02}s", s / 60, s % 60),
-            3600..=86_399 => write!(f, "{}h{:02}m", s / 3600, (s % 3600) / 60),
-            _ => write!(f, "{}d{}h", s / 86_400, (s % 86_400) / 3600),
-        }
-    }
-}
-
-/// `2026-11-30T12:34:56Z` for an epoch-ms instant.
-pub fn utc_hms(ms: i64) -> String {
-    UtcHms(ms).to_string()
-}
-
-/// [`utc_hms`] without the intermediate String, and without strftime's
-/// format-string parsing for the four-digit years every real claim has.
-struct UtcHms(i64);
-
-impl std::fmt::Display for UtcHms {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use chrono::{Datelike, Timelike};
-        match chrono::DateTime::from_timestamp_millis(self.0) {
-            Some(t) if (0..=9999).contains(&t.year()) => write!(
-                f,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                t.year(),
-                t.month(),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            ),
-            Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%SZ")),
-            None => write!(f, "{}ms", self.0),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,33 +520,5 @@ mod tests {
         ] {
             assert_eq!(state(&r).1, want);
         }
-    }
-
-    #[test]
-    fn utc_instants_read_exactly_as_strftime_writes_them() {
-        for ms in [
-            0,
-            1_800_000_000_000,
-            1_764_460_123_456,
-            -1,
-            -62_135_596_800_000,
-            253_402_300_799_999,
-            253_402_300_800_000,
-            i64::MAX,
-        ] {
-            let want = chrono::DateTime::from_timestamp_millis(ms)
-                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_else(|| format!("{ms}ms"));
-            assert_eq!(utc_hms(ms), want, "{ms}");
-        }
-    }
-
-    #[test]
-    fn durations_read_in_two_units() {
-        assert_eq!(human_ms(45_000), "45s");
-        assert_eq!(human_ms(192_000), "3m12s");
-        assert_eq!(human_ms(7_500_000), "2h05m");
-        assert_eq!(human_ms(-5), "0s");
-        assert_eq!(human_ms(90_000_000), "1d1h");
     }
 }

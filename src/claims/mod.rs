@@ -58,6 +58,7 @@ pub const CLAIMS_DIRNAME: &str = ".fno/claims";
 /// renamed here, never unlinked, so the forensic trail survives.
 pub const EXPIRED_SUBDIR: &str = ".expired";
 pub use crate::mutex::RECOVERY_SUFFIX;
+pub use crate::time::now_ms;
 
 /// Serialize a path as a string, lossily: a file name that is not UTF-8
 /// must not make a whole `list --json` fail.
@@ -66,12 +67,4 @@ pub(crate) fn lossy_path<S: serde::Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     s.serialize_str(&p.to_string_lossy())
-}
-
-/// Current UTC time as epoch milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

@@ -465,14 +465,11 @@ fn push_value(out: &mut String, name: &str, v: &serde_json::Value) {
     match v {
         Value::Number(n) if name.ends_with("_at") => match n.as_i64() {
             // TTLs are at most a day: the time of day is enough.
-            Some(ms) => match chrono::DateTime::from_timestamp_millis(ms) {
-                Some(t) => out.push_str(&t.format("%H:%M:%SZ").to_string()),
-                None => out.push_str(&n.to_string()),
-            },
+            Some(ms) => out.push_str(&crate::time::clock(ms, false, "%H:%M:%S")),
             None => out.push_str(&n.to_string()),
         },
         Value::Number(n) if name.ends_with("_ms") => match n.as_i64() {
-            Some(ms) => out.push_str(&crate::claims::human_ms(ms)),
+            Some(ms) => out.push_str(&crate::time::human_ms(ms)),
             None => out.push_str(&n.to_string()),
         },
         Value::String(s) => out.push_str(s),

@@ -12,9 +12,6 @@ use std::path::{Path, PathBuf};
 pub use crate::mutex::events_mutex_path;
 use std::time::Duration;
 
-/// Second-resolution UTC, as the Python emitter writes `ts`.
-const TS_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
-
 /// `source` of every claim event: readers filter on it, so it is the same
 /// whichever implementation performed the operation.
 pub const SOURCE: &str = "fno-loop";
@@ -48,7 +45,7 @@ pub enum EmitError {
 /// The envelope, with second-resolution UTC `ts` as the Python side writes.
 pub fn envelope(type_name: &str, data: Map<String, Value>) -> Value {
     json!({
-        "ts": chrono::Utc::now().format(TS_FORMAT).to_string(),
+        "ts": crate::time::utc_hms(crate::time::now_ms()),
         "type": type_name,
         "source": SOURCE,
         "data": Value::Object(data),
