@@ -18,6 +18,7 @@ pub mod root;
 pub mod status;
 pub mod sweep;
 pub mod verbs;
+pub mod words;
 pub mod yaml_cost;
 
 pub use error::ClaimError;

@@ -6,9 +6,8 @@ use super::output::{
     opt_record_json, path_text, record_json, record_text, status_json, CmdResult, Out,
     EXIT_DECLINED, EXIT_ERROR, EXIT_OK,
 };
-use crate::claims::liveness::utc_hms;
 use crate::claims::{
-    self, human_ms, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
+    self, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
     ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
@@ -195,8 +194,10 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
                 undo,
             )
         }
-        Ok(AcquireOutcome::HeldByOther { holder, pid, host }) => {
-            if out.json_mode() {
+        Ok(held @ AcquireOutcome::HeldByOther { .. }) => {
+            if let (true, AcquireOutcome::HeldByOther { holder, pid, host }) =
+                (out.json_mode(), &held)
+            {
                 out.json(&json!({
                     "outcome": "held_by_other",
                     "holder": holder,
@@ -205,12 +206,7 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
                     "key": a.key,
                 }))?;
             } else {
-                out.line(&format!(
-                    "{} is held by {} (pid {pid} on {})",
-                    sanitize(&a.key),
-                    sanitize(&holder),
-                    sanitize(&host)
-                ))?;
+                out.line(&sanitize(&held.describe(&a.key)))?;
             }
             Ok(EXIT_DECLINED)
         }
@@ -228,20 +224,9 @@ fn acquired_report(
         add_kind(&mut v, kind);
         return out.json(&v);
     }
-    let how = match kind {
-        AcquireKind::Fresh => String::new(),
-        AcquireKind::Reacquired => " (re-acquired by the same holder)".into(),
-        AcquireKind::Reclaimed {
-            previous_holder,
-            previous_pid,
-        } => format!(
-            " (reclaimed from stale holder {} pid {previous_pid})",
-            sanitize(previous_holder)
-        ),
-    };
     out.line(&format!(
-        "acquired {}{how}: {}",
-        sanitize(&record.key),
+        "{}: {}",
+        sanitize(&kind.describe(&record.key)),
         record_text(record, now_ms())
     ))
 }
@@ -279,7 +264,7 @@ pub fn release(root: &Root, key: &str, holder: &str, out: &mut Out) -> CmdResult
         out,
         false,
         EXIT_OK,
-        |out| release_report(out, key, holder, &outcome),
+        |out| release_report(out, key, &outcome),
         || stands(released, &format!("released {key}")),
     )
 }
@@ -295,12 +280,7 @@ fn stands(changed: bool, what: &str) -> String {
     }
 }
 
-fn release_report(
-    out: &mut Out,
-    key: &str,
-    holder: &str,
-    outcome: &ReleaseOutcome,
-) -> io::Result<()> {
+fn release_report(out: &mut Out, key: &str, outcome: &ReleaseOutcome) -> io::Result<()> {
     if out.json_mode() {
         let mut v = json!({"outcome": outcome.as_str(), "key": key});
         if let Some(obj) = v.as_object_mut() {
@@ -319,23 +299,7 @@ fn release_report(
         }
         return out.json(&v);
     }
-    let k = sanitize(key);
-    let text = match outcome {
-        ReleaseOutcome::Released { held_ms, .. } => {
-            format!("released {k} (held {})", human_ms(*held_ms))
-        }
-        ReleaseOutcome::NotHeld { holder: other } => format!(
-            "{k} is held by {}, not {}; left alone",
-            sanitize(other),
-            sanitize(holder)
-        ),
-        ReleaseOutcome::Absent => format!("{k} has no claim; nothing to release"),
-        ReleaseOutcome::CorruptedLeft { reason } => format!(
-            "{k}: the claim file is corrupted ({}); left in place, see force-release",
-            sanitize(reason)
-        ),
-    };
-    out.line(&text)
+    out.line(&sanitize(&outcome.describe(key)))
 }
 
 pub fn renew(
@@ -359,24 +323,19 @@ pub fn renew(
         out,
         false,
         code,
-        |out| renew_report(out, key, ttl_ms, &outcome),
+        |out| renew_report(out, key, &outcome),
         || stands(renewed, &format!("renewed {key}")),
     )
 }
 
-fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -> io::Result<()> {
+fn renew_report(out: &mut Out, key: &str, outcome: &RenewOutcome) -> io::Result<()> {
     match outcome {
         RenewOutcome::Renewed { record, .. } => {
             let until = record.expires_at.unwrap_or_default();
             if out.json_mode() {
                 out.json(&json!({"renewed": true, "key": key, "expires_at": until}))
             } else {
-                out.line(&format!(
-                    "renewed {} until {} (in {})",
-                    sanitize(key),
-                    utc_hms(until),
-                    human_ms(ttl_ms)
-                ))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
         RenewOutcome::NotRenewed(no) => {
@@ -388,7 +347,7 @@ fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -
                     "why_code": no,
                 }))
             } else {
-                out.line(&format!("{} not renewed: {}", sanitize(key), no.describe()))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
     }
@@ -434,22 +393,14 @@ fn force_report(out: &mut Out, key: &str, outcome: &ForceOutcome) -> io::Result<
                     "previous_state": previous_state.as_str(),
                 }))
             } else {
-                let who = previous
-                    .as_ref()
-                    .map(|r| format!(", holder {}", sanitize(&r.holder)))
-                    .unwrap_or_default();
-                out.line(&format!(
-                    "archived {} (was {previous_state}{who}) to {}",
-                    sanitize(key),
-                    path_text(archived_to)
-                ))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
         ForceOutcome::Refused(reason) => {
             if out.json_mode() {
                 out.json(&json!({"outcome": "refused", "reason": reason}))
             } else {
-                out.line(&format!("refused: {}", sanitize(reason)))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
     }
