@@ -5,7 +5,9 @@
 //! work again once the fault clears.
 //!
 //! The filesystem faults need a small tmpfs, mounted by the test; that takes
-//! root (as in CI). Without it those tests say why and pass vacuously.
+//! root (as in CI). Without it those tests say why and pass vacuously on a
+//! developer box; with `CI` set they fail instead, so a CI run that lost its
+//! root cannot go green without having tried a single fault.
 
 mod reliability_common;
 
@@ -25,6 +27,16 @@ use std::time::Duration;
 
 const ENTRY: &str = "an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter";
 
+/// Why a fault test cannot run here. Under `CI` that is a failure: a skip
+/// there would hide a fault class never tried (as the tmux and interop tests
+/// do). Elsewhere it is said on stderr and the test passes vacuously.
+fn cannot_run(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set, so the fault tests must run, but: {why}");
+    }
+    eprintln!("skipped: {why} (set CI to make this a failure)");
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -39,7 +51,7 @@ struct Tmpfs {
 impl Tmpfs {
     fn mount(size: &str) -> Option<Tmpfs> {
         if !is_root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
+            cannot_run("mounting a tmpfs needs root");
             return None;
         }
         let dir = tempdir();
@@ -49,7 +61,7 @@ impl Tmpfs {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            eprintln!("skipped: mount -t tmpfs failed (no CAP_SYS_ADMIN here?)");
+            cannot_run("mount -t tmpfs failed (no CAP_SYS_ADMIN here?)");
             return None;
         }
         Some(Tmpfs { dir })
@@ -236,7 +248,7 @@ fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
         return;
     }
     if !is_root() {
-        eprintln!("skipped: dropping to another uid needs root (as non-root, chmod would do)");
+        cannot_run("dropping to another uid needs root (as non-root, chmod would do)");
         return;
     }
     let td = tempdir();
@@ -269,7 +281,9 @@ fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
         Ok(out) => out,
         // The exec itself is refused when the build dir is private to root.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            eprintln!("skipped: the test binary is not executable by uid 65534: {e}");
+            cannot_run(&format!(
+                "the test binary is not executable by uid 65534: {e}"
+            ));
             return;
         }
         Err(e) => panic!("could not start the unprivileged child: {e}"),
@@ -541,4 +555,36 @@ fn a_follower_under_a_live_writer_with_repeated_rotation_sees_every_line_once() 
     }
     writer.join().unwrap();
     assert_eq!(got, (0..N).collect::<Vec<_>>());
+}
+
+const SKIP_PROBE: &str = "a_fault_test_that_cannot_run_fails_under_ci_and_skips_elsewhere";
+
+#[test]
+fn a_fault_test_that_cannot_run_fails_under_ci_and_skips_elsewhere() {
+    if my_role().as_deref() == Some("skip-probe") {
+        cannot_run("probing the skip rule");
+        return;
+    }
+    if my_role().is_some() {
+        return;
+    }
+    let probe = |ci: bool| {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", SKIP_PROBE, "--test-threads=1"])
+            .env(ROLE_ENV, "skip-probe")
+            .env_remove("CI");
+        if ci {
+            cmd.env("CI", "true");
+        }
+        cmd.output().unwrap()
+    };
+    let under_ci = probe(true);
+    assert!(!under_ci.status.success(), "a skip under CI passed");
+    assert!(
+        String::from_utf8_lossy(&under_ci.stdout).contains("the fault tests must run"),
+        "{}",
+        String::from_utf8_lossy(&under_ci.stdout)
+    );
+    let elsewhere = probe(false);
+    assert!(elsewhere.status.success(), "a skip outside CI failed");
 }
