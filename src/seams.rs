@@ -94,3 +94,27 @@ fn the_events_log_and_the_shared_mutex_import_nothing_from_claims() {
         }
     }
 }
+
+#[test]
+fn the_faces_reach_the_protocol_only_through_claims_mod() {
+    // The demo's fixtures write raw lockfiles on purpose (atomic::); every
+    // other face goes through what claims/mod.rs re-exports.
+    let inner = [
+        "claims::sweep::",
+        "claims::verbs::",
+        "claims::liveness::",
+        "claims::record::",
+    ];
+    for (path, text) in tree() {
+        if path.starts_with("src/claims/") || path == "src/seams.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            assert!(
+                !inner.iter().any(|i| line.contains(i)),
+                "{path}:{}: {line}",
+                n + 1
+            );
+        }
+    }
+}

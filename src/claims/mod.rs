@@ -27,14 +27,18 @@ pub use key::{
     global_claims_root_from, resolve_root, validate_inputs,
 };
 pub use liveness::{
-    classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
+    classify, hostname, human_ms, machine_id, process_create_time_ms, Classifier, LocalIdentity,
+    Locality, Verdict,
 };
 pub use mutex::recovery_mutex_path;
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use root::Root;
 pub use status::Status;
-pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
+pub use sweep::{
+    doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
+    sweep, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind, Sweep, SweepItem,
+};
 pub use verbs::{
     acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,
     AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome,

@@ -71,10 +71,10 @@ impl ClaimSet {
     }
 }
 
-/// How many hazards `claims::sweep::item_hazards` would report for `s`,
+/// How many hazards `claims::item_hazards` would report for `s`,
 /// without building them (the header only needs the count).
 fn item_hazard_count(s: &Status) -> usize {
-    let (misnamed, unverifiable) = crate::claims::sweep::item_hazard_kinds(s);
+    let (misnamed, unverifiable) = crate::claims::item_hazard_kinds(s);
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
 
@@ -812,7 +812,7 @@ impl Claims {
         let mut items: Vec<&Status> = self.shown().by_path.values().collect();
         items.sort_by(|a, b| a.file.cmp(&b.file));
         for s in items {
-            crate::claims::sweep::item_hazards(s, &mut out);
+            crate::claims::item_hazards(s, &mut out);
         }
         out.sort_by(|a, b| {
             hazard_rank(a.kind)

@@ -9,9 +9,10 @@
 //! hazards changed since the last one.
 
 use super::action::{Action, PidFacts, Read, RootProblem, Swept};
-use crate::claims::liveness::hostname;
-use crate::claims::sweep::{entry_hazard, entry_kind, key_of_lockfile, sweep_with, EntryKind};
-use crate::claims::{now_ms, Classifier, LocalIdentity, Root, Status};
+use crate::claims::{
+    entry_hazard, entry_kind, hostname, key_of_lockfile, now_ms, sweep_with, Classifier, EntryKind,
+    LocalIdentity, Root, Status,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
