@@ -9,9 +9,11 @@ pub mod dashboard;
 pub mod demo;
 pub mod diag;
 pub mod events;
+pub mod metrics;
 pub mod mutex;
 pub mod sanitize;
 #[cfg(test)]
 mod seams;
+pub mod store;
 pub mod sys;
 pub mod time;

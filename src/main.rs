@@ -1,9 +1,9 @@
 //! `claimtop`: parse the command line and hand each subcommand to its module.
 
-use claimtop::claims::Root;
+use claimtop::claims::{Root, Roots, RootsError};
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
-use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, tui};
+use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, metrics, tui};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -16,20 +16,40 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let root = global.root();
+    let roots = global.roots();
     let Some(command) = command else {
-        return ExitCode::from(tui::dashboard(root, &dashboard));
+        return match dashboard_root(roots, dashboard.demo) {
+            Ok(root) => ExitCode::from(tui::dashboard(root, &dashboard)),
+            Err(e) => ExitCode::from(exit_status(Out::new(false).usage_error(&e))),
+        };
     };
     let mut out = Out::new(global.json);
-    let result = match (command, root) {
+    let result = match (command, roots) {
         // The only subcommand that needs no claims root.
         (Command::Completions { shell }, _) => completions::completions(shell, &mut out),
-        (_, None) => cli::no_root(&mut out),
-        (command, Some(root)) => dispatch(&root, command, &mut out),
+        (_, Err(RootsError::NoRoot)) => cli::no_root(&mut out),
+        (_, Err(e)) => out.usage_error(&e.to_string()),
+        (command, Ok(roots)) => dispatch_roots(&roots, command, &mut out),
     };
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
     ))
+}
+
+/// The dashboard covers one root so far. `None` when none is named (the
+/// dashboard says so itself, or runs its demo sandbox).
+fn dashboard_root(roots: Result<Roots, RootsError>, demo: bool) -> Result<Option<Root>, String> {
+    match roots {
+        _ if demo => Ok(None),
+        Ok(r) if r.is_several() => Err(format!(
+            "the dashboard shows one claims root, but {} were given; \
+             use list, doctor or events for several",
+            r.len()
+        )),
+        Ok(r) => Ok(Some(r.first().clone())),
+        Err(RootsError::NoRoot) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A command line clap refused. Under `--json` the contract wants one JSON
@@ -46,9 +66,37 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ))
 }
 
+/// The commands that cover every root given; every other one works on one
+/// key in one root and refuses several (a usage error: the fix is a flag).
+fn dispatch_roots(roots: &Roots, command: Command, out: &mut Out) -> CmdResult {
+    match command {
+        Command::List => list::list(roots, out),
+        Command::Doctor { fix } => list::doctor(roots, fix, out),
+        Command::Events(a) => events::events(roots, a, out),
+        Command::Metrics(a) => metrics::serve(roots, &a, out),
+        command => match roots.single(verb_name(&command)) {
+            Ok(root) => dispatch(root, command, out),
+            Err(e) => out.usage_error(&e.to_string()),
+        },
+    }
+}
+
+/// The subcommand as the user typed it, for the usage error.
+fn verb_name(command: &Command) -> &'static str {
+    match command {
+        Command::Status { .. } => "status",
+        Command::Acquire(_) => "acquire",
+        Command::Release { .. } => "release",
+        Command::Renew { .. } => "renew",
+        Command::ForceRelease(_) => "force-release",
+        Command::Run(_) => "run",
+        _ => "this command",
+    }
+}
+
 fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
     match command {
-        Command::List => list::list(root, out),
+        Command::List => list::list(&Roots::one(root), out),
         Command::Status { key } => claim_cmds::status(root, &key, out),
         Command::Acquire(a) => claim_cmds::acquire(root, a, out),
         Command::Release { key, holder } => claim_cmds::release(root, &key, &holder, out),
@@ -59,8 +107,10 @@ fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
             operator,
         } => claim_cmds::renew(root, &key, &holder, ttl, operator.as_deref(), out),
         Command::ForceRelease(a) => claim_cmds::force_release(root, a, out),
-        Command::Events(a) => events::events(root, a, out),
-        Command::Doctor { fix } => list::doctor(root, fix, out),
+        Command::Events(a) => events::events(&Roots::one(root), a, out),
+        Command::Metrics(a) => metrics::serve(&Roots::one(root), &a, out),
+        Command::Doctor { fix } => list::doctor(&Roots::one(root), fix, out),
+        Command::Run(a) => cli::run::run(root, a, out),
         Command::Completions { shell } => completions::completions(shell, out),
     }
 }

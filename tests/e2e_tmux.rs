@@ -3,8 +3,11 @@
 //! `capture-pane`. Every wait polls the screen up to a deadline; no sleep is
 //! ever the assertion.
 
+mod cli_common;
+
+use cli_common::Sleeper;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
@@ -146,35 +149,6 @@ impl Drop for Tmux {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-    }
-}
-
-/// A child killed on drop, so a failing test leaves no sleeper behind.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn spawn() -> Sleeper {
-        Sleeper(
-            Command::new("sleep")
-                .arg("600")
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -15,9 +15,11 @@ pub mod mutex;
 pub mod operator;
 pub mod record;
 pub mod root;
+pub mod roots;
 pub mod status;
 pub mod sweep;
 pub mod verbs;
+pub mod wait;
 pub mod words;
 pub mod yaml_cost;
 
@@ -34,6 +36,7 @@ pub use mutex::recovery_mutex_path;
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use root::Root;
+pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::Status;
 pub use sweep::{
     doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,

@@ -5,7 +5,7 @@
 //! What the protocol refuses (TTL out of range, a key too long once encoded)
 //! is left to the library, so the CLI never disagrees with the other faces.
 
-use crate::claims::{global_claims_root, parse_ttl_ms, Root};
+use crate::claims::{parse_ttl_ms, Roots, RootsError};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueHint};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -36,8 +36,34 @@ impl Cli {
     /// Parse the process arguments. `Err` is clap's error: a usage error
     /// (exit 2), or help/version text (exit 0), for the caller to report.
     pub fn try_parse_checked() -> Result<Cli, clap::Error> {
-        let cli = Cli::try_parse()?;
-        cli.check().map(|()| cli)
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let cli = Cli::try_parse_from(&args)?;
+        cli.check()?;
+        cli.check_roots_kept(&args).map(|()| cli)
+    }
+
+    /// clap keeps only the `--root`s on one side of the subcommand when
+    /// they are given on both (`--root a list --root b` is just `b`): a
+    /// root silently missing from a list would read as "no claims there".
+    pub fn check_roots_kept<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        args: &[S],
+    ) -> Result<(), clap::Error> {
+        let given = args
+            .iter()
+            .skip(1)
+            .map(AsRef::as_ref)
+            .take_while(|a| *a != "--")
+            .filter(|a| *a == "--root" || a.as_encoded_bytes().starts_with(b"--root="))
+            .count();
+        if given == self.global.root.len() {
+            return Ok(());
+        }
+        Err(Cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "give every --root on the same side of the subcommand \
+             (all before it, or all after it)",
+        ))
     }
 
     /// What clap's derive cannot say: dashboard flags belong to no
@@ -68,9 +94,10 @@ impl Cli {
 /// Accepted before or after any subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// The directory containing .fno/claims [default: $FNO_CLAIMS_ROOT, else $HOME]
+    /// The directory containing .fno/claims; repeat it to cover several roots
+    /// (list, doctor, events) [default: $FNO_CLAIMS_ROOT, :-separated, else $HOME]
     #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub root: Option<PathBuf>,
+    pub root: Vec<PathBuf>,
 
     /// The directory containing .fno/events.jsonl [default: ROOT]
     #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
@@ -148,6 +175,11 @@ pub enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
+    Metrics(MetricsArgs),
+    /// Acquire KEY, run CMD while holding it, release it when CMD exits
+    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    Run(super::run::RunArgs),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -174,6 +206,9 @@ pub struct AcquireArgs {
     /// A JSON object stored in the record
     #[arg(long, value_name = "JSON", value_parser = parse_metadata)]
     pub metadata: Option<Map<String, Value>>,
+    /// While another holder has KEY, wait for it: up to DUR, else forever (exit 3 when DUR passes)
+    #[arg(long, value_name = "DUR", num_args = 0..=1, require_equals = true, value_parser = parse_dur)]
+    pub wait: Option<Option<i64>>,
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +230,13 @@ pub struct ForceArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Where to listen, e.g. 127.0.0.1:9464 (port 0: any free port, printed on stderr)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+}
+
+#[derive(Debug, Args)]
 pub struct EventsArgs {
     /// Only the last N events (after filtering) [default: all]
     #[arg(short = 'n', value_name = "N")]
@@ -213,7 +255,7 @@ pub struct EventsArgs {
 /// DUR: the seed's TTL syntax, positive. Range is the protocol's call.
 /// (`--ttl` takes hyphen values so `-5m` is reported as a non-positive DUR
 /// rather than as an unknown flag.)
-fn parse_dur(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_dur(s: &str) -> Result<i64, String> {
     parse_ttl_ms(s).ok_or_else(|| {
         "expected a positive duration such as 1h, 30m, 3600s or bare seconds".to_string()
     })
@@ -263,15 +305,10 @@ fn parse_metadata(s: &str) -> Result<Map<String, Value>, String> {
 }
 
 impl GlobalArgs {
-    /// The claims root and events dir these flags name, or None when neither
-    /// `--root` nor the environment gives one.
-    pub fn root(&self) -> Option<Root> {
-        let root = self.root.clone().or_else(global_claims_root)?;
-        let events_dir = self.events_dir.clone().unwrap_or_else(|| root.clone());
-        Some(Root {
-            root,
-            events_dir: Some(events_dir),
-        })
+    /// The claims roots (and, for one root, the events dir) these flags and
+    /// the environment name.
+    pub fn roots(&self) -> Result<Roots, RootsError> {
+        Roots::resolve(&self.root, self.events_dir.as_deref())
     }
 }
 
@@ -288,7 +325,7 @@ mod tests {
     #[test]
     fn global_flags_are_accepted_before_and_after_the_subcommand() {
         let a = Cli::try_parse_from(["claimtop", "--root", "/r", "list", "--json"]).unwrap();
-        assert_eq!(a.global.root, Some(PathBuf::from("/r")));
+        assert_eq!(a.global.root, [PathBuf::from("/r")]);
         assert!(a.global.json);
         let b = Cli::try_parse_from(["claimtop", "status", "k", "--events-dir", "/e"]).unwrap();
         assert_eq!(b.global.events_dir, Some(PathBuf::from("/e")));
@@ -357,13 +394,25 @@ mod tests {
     }
 
     #[test]
-    fn explicit_root_wins_and_events_default_to_it() {
-        let g = GlobalArgs {
-            root: Some("/r".into()),
-            events_dir: None,
-            json: false,
-        };
-        let r = g.root().unwrap();
-        assert_eq!(r.events_dir, Some(PathBuf::from("/r")));
+    fn roots_on_both_sides_of_the_subcommand_are_refused_rather_than_dropped() {
+        let args = ["claimtop", "--root", "/a", "list", "--root=/b"];
+        let cli = Cli::try_parse_from(args).unwrap();
+        let err = cli.check_roots_kept(&args).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(usage_message(&err).contains("same side"), "{err}");
+        let fine = [
+            "claimtop", "list", "--root", "/a", "--root", "/b", "--", "--root",
+        ];
+        let cli = Cli::try_parse_from(&fine[..6]).unwrap();
+        assert!(cli.check_roots_kept(&fine).is_ok());
+    }
+
+    #[test]
+    fn root_may_be_given_more_than_once() {
+        let both = [PathBuf::from("/a"), PathBuf::from("/b")];
+        let a = Cli::try_parse_from(["claimtop", "--root", "/a", "--root", "/b", "list"]).unwrap();
+        assert_eq!(a.global.root, both);
+        let b = Cli::try_parse_from(["claimtop", "list", "--root", "/a", "--root", "/b"]).unwrap();
+        assert_eq!(b.global.root, both);
     }
 }

@@ -166,16 +166,19 @@ pub fn acquire(root: &Root, a: AcquireArgs, out: &mut Out) -> CmdResult {
         metadata: a.metadata,
         harness: None,
     };
-    let say_wait = claims::WaitHook::new(|w| {
-        // The owner token comes off disk: sanitised before the terminal.
-        let owner = match w.holder.owner.as_str() {
-            "" => "an unstamped holder".into(),
-            o => crate::sanitize::sanitize(o).into_owned(),
-        };
-        eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
-    });
+    let say_wait = super::wait::say_mutex_wait();
     let sigs = Interrupts::catch();
-    match claims::acquire_watched(root, &a.key, &a.holder, &opts, Some(&say_wait)) {
+    // A wait may outlast the caller its claim would be bound to: binding
+    // it then would be the silent pid reuse `default_pid` refuses.
+    let caller_bound = a.pid.is_none() && !orphaned();
+    let stop = || match () {
+        _ if sigs.happened() => Some("interrupted while waiting".to_string()),
+        _ if caller_bound && orphaned() => {
+            Some("the process that ran claimtop exited while it waited".to_string())
+        }
+        _ => None,
+    };
+    match super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait, &stop) {
         Err(e) => out.error(&e.to_string()),
         Ok(AcquireOutcome::Acquired { record, kind }) => {
             // A re-acquire found the claim already ours: giving it back

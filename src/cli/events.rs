@@ -1,8 +1,9 @@
 //! events: print the audit log, optionally following it like `tail -F`.
 
 use super::args::EventsArgs;
-use super::output::{diag, CmdResult, Out, EXIT_OK};
-use crate::claims::Root;
+use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
+use crate::claims::{Root, Roots};
+use crate::events::merge::{keep_last, merge_by_ts, with_root_member};
 use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::{open_regular, FileId, Follower, Line, Reset};
 use crate::sanitize::sanitize;
@@ -11,6 +12,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +56,9 @@ struct Printer<'a> {
     filter: Filter,
     skipped: usize,
     buf: Vec<u8>,
+    /// With several roots, the root of the lines being printed: added to
+    /// each one as `"root"` (JSON) or `root=` (text).
+    root: Option<String>,
 }
 
 impl Printer<'_> {
@@ -148,7 +153,13 @@ impl Printer<'_> {
                 Probe::is_object(line).then_some(true)
             };
             match wanted {
-                Some(true) => self.out.raw_line(line),
+                Some(true) => match self.root.as_deref() {
+                    None => self.out.raw_line(line),
+                    Some(root) => match with_root_member(line, root) {
+                        Some(tagged) => self.out.raw_line(&tagged),
+                        None => self.out.raw_line(line),
+                    },
+                },
                 Some(false) => Ok(()),
                 None => {
                     self.skipped += 1;
@@ -161,7 +172,11 @@ impl Printer<'_> {
                     let kind = ev.get("type").and_then(Value::as_str);
                     let key = data_str(&ev, "key");
                     if self.filter.accepts(kind, key) {
-                        self.out.line(&event_text(&ev))?;
+                        let mut text = event_text(&ev);
+                        if let Some(root) = &self.root {
+                            text.push_str(&format!(" root={}", sanitize(root)));
+                        }
+                        self.out.line(&text)?;
                     }
                     Ok(())
                 }
@@ -261,23 +276,23 @@ fn event_text(ev: &Map<String, Value>) -> String {
     s
 }
 
-pub fn events(root: &Root, a: EventsArgs, out: &mut Out) -> CmdResult {
-    let path = root.events_file();
+pub fn events(roots: &Roots, a: EventsArgs, out: &mut Out) -> CmdResult {
     let filter = Filter {
         key: a.key,
         kind: a.kind,
-    };
-    let opened = match open_regular(&path) {
-        Ok(o) => o,
-        Err(e) => return out.error(&e.to_string()),
     };
     let mut p = Printer {
         out,
         filter,
         skipped: 0,
         buf: Vec::new(),
+        root: None,
     };
-    let result = print_then_follow(&mut p, &path, opened, a.lines, a.follow);
+    let result = if roots.is_several() {
+        print_several(&mut p, roots, a.lines, a.follow)
+    } else {
+        print_one(&mut p, roots.first(), a.lines, a.follow)
+    };
     p.report_skipped();
     match result {
         Ok(code) => Ok(code),
@@ -287,27 +302,124 @@ pub fn events(root: &Root, a: EventsArgs, out: &mut Out) -> CmdResult {
         Err(e) if e.kind() == io::ErrorKind::StorageFull => Err(e),
         Err(e) => {
             p.out.discard();
-            p.out.error(&format!("{}: {e}", path.display()))
+            p.out.error(&e.to_string())
         }
     }
 }
 
-fn print_then_follow(
+/// A failure reading one log, naming it.
+fn at(path: &Path, e: io::Error) -> io::Error {
+    match e.kind() {
+        // Failures writing our own output, not reading the log.
+        io::ErrorKind::BrokenPipe | io::ErrorKind::StorageFull => e,
+        kind => io::Error::new(kind, format!("{}: {e}", path.display())),
+    }
+}
+
+fn open_log(p: &mut Printer<'_>, path: &Path) -> Result<Option<(File, FileId)>, u8> {
+    open_regular(path).map_err(|e| exit_status(p.out.error(&e.to_string())))
+}
+
+fn print_one(p: &mut Printer<'_>, root: &Root, limit: Option<usize>, follow: bool) -> CmdResult {
+    let path = root.events_file();
+    let opened = match open_log(p, &path) {
+        Ok(o) => o,
+        Err(code) => return Ok(code),
+    };
+    let follower = match opened {
+        None => Follower::waiting_for(&path),
+        Some((file, id)) => {
+            let end = complete_end(&file).map_err(|e| at(&path, e))?;
+            p.print_file(&file, end, limit).map_err(|e| at(&path, e))?;
+            Follower::starting_at(&path, file, id, end)
+        }
+    };
+    follow_all(p, vec![(None, follower)], follow)
+}
+
+fn complete_end(file: &File) -> io::Result<u64> {
+    let len = file.metadata()?.len();
+    stream::end_of_complete_lines(file, len)
+}
+
+/// Several roots' logs: each log's matching lines (the last `limit` of
+/// each, enough for the last `limit` of all), merged by time, each printed
+/// with its root. Only the places and times of the lines are held, not
+/// their text.
+fn print_several(
     p: &mut Printer<'_>,
-    path: &std::path::Path,
-    opened: Option<(File, FileId)>,
+    roots: &Roots,
     limit: Option<usize>,
     follow: bool,
 ) -> CmdResult {
-    let mut follower = match opened {
-        None => Follower::waiting_for(path),
-        Some((file, id)) => {
-            let len = file.metadata()?.len();
-            let end = stream::end_of_complete_lines(&file, len)?;
-            p.print_file(&file, end, limit)?;
-            Follower::starting_at(path, file, id, end)
-        }
-    };
+    let mut logs: Vec<(String, Option<File>)> = Vec::new();
+    let mut found: Vec<Vec<(Option<String>, Span)>> = Vec::new();
+    let mut followers = Vec::new();
+    for root in roots.as_slice() {
+        let path = root.events_file();
+        let name = root.root.to_string_lossy().into_owned();
+        let opened = match open_log(p, &path) {
+            Ok(o) => o,
+            Err(code) => return Ok(code),
+        };
+        let Some((file, id)) = opened else {
+            followers.push((Some(name.clone()), Follower::waiting_for(&path)));
+            logs.push((name, None));
+            found.push(Vec::new());
+            continue;
+        };
+        let end = complete_end(&file).map_err(|e| at(&path, e))?;
+        let mut kept: VecDeque<(Option<String>, Span)> = VecDeque::new();
+        stream::for_each_line(&file, 0, end, |span, bytes| {
+            let probe = match bytes {
+                Some(line) => Probe::of_slice(line),
+                None => Probe::of_span(&file, span),
+            };
+            match probe {
+                Ok(pr) if p.filter.accepts(pr.kind.as_deref(), pr.key.as_deref()) => match limit {
+                    Some(n) => keep_last(&mut kept, n, (pr.ts, span)),
+                    None => kept.push_back((pr.ts, span)),
+                },
+                Ok(_) => {}
+                Err(_) => p.skipped += 1,
+            }
+            Ok(())
+        })
+        .map_err(|e| at(&path, e))?;
+        found.push(kept.into());
+        let resume = file.try_clone().map_err(|e| at(&path, e))?;
+        followers.push((
+            Some(name.clone()),
+            Follower::starting_at(&path, resume, id, end),
+        ));
+        logs.push((name, Some(file)));
+    }
+    let merged = merge_by_ts(found);
+    let skip = limit.map_or(0, |n| merged.len().saturating_sub(n));
+    for (i, span) in merged.into_iter().skip(skip) {
+        let (name, file) = &logs[i];
+        let Some(file) = file else { continue };
+        // Held whole even past INLINE_LINE_BYTES: the root is spliced into
+        // the line's text, which needs all of it.
+        p.buf.resize(span.len as usize, 0);
+        file.read_exact_at(&mut p.buf, span.offset)?;
+        let line = std::mem::take(&mut p.buf);
+        p.root = Some(name.clone());
+        let res = p.print_line(&line);
+        p.buf = line;
+        res?;
+    }
+    follow_all(p, followers, follow)
+}
+
+/// Print what the followers see until interrupted (or, without `follow`,
+/// just flush). Each poll's new lines from all logs are merged by time; a
+/// follower's root (with several) is added to each of its lines.
+fn follow_all(
+    p: &mut Printer<'_>,
+    mut followers: Vec<(Option<String>, Follower)>,
+    follow: bool,
+) -> CmdResult {
     p.out.flush()?;
     if !follow {
         return Ok(EXIT_OK);
@@ -317,39 +429,63 @@ fn print_then_follow(
         // Without the flag Ctrl-C still ends us, just less tidily.
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
-    let mut last_error: Option<String> = None;
+    let mut last_error: Vec<Option<String>> = vec![None; followers.len()];
     while !stop.load(Ordering::Relaxed) {
         if stdout_closed() {
             break;
         }
-        let poll = match follower.poll() {
-            Ok(poll) => {
-                last_error = None;
-                poll
-            }
-            Err(e) => {
-                // The follower stays usable; say so once, not every tick.
-                let msg = e.to_string();
-                if last_error.as_deref() != Some(msg.as_str()) {
-                    diag(&msg);
-                    last_error = Some(msg);
+        let mut more = false;
+        let mut seen: Vec<Vec<(Option<String>, Line)>> = Vec::with_capacity(followers.len());
+        for ((root, follower), last_error) in followers.iter_mut().zip(&mut last_error) {
+            let whose = root
+                .as_deref()
+                .map(|r| format!(" of {r}"))
+                .unwrap_or_default();
+            let poll = match follower.poll() {
+                Ok(poll) => {
+                    *last_error = None;
+                    poll
                 }
-                std::thread::sleep(FOLLOW_POLL);
-                continue;
+                Err(e) => {
+                    // The follower stays usable; say so once, not every tick.
+                    let msg = e.to_string();
+                    if last_error.as_deref() != Some(msg.as_str()) {
+                        diag(&msg);
+                        *last_error = Some(msg);
+                    }
+                    seen.push(Vec::new());
+                    continue;
+                }
+            };
+            match poll.reset {
+                Some(Reset::Truncated) => diag(&format!(
+                    "the events log{whose} was truncated; reading it from the start"
+                )),
+                Some(Reset::Replaced) => diag(&format!(
+                    "the events log{whose} was replaced; reading the new file"
+                )),
+                None => {}
             }
-        };
-        match poll.reset {
-            Some(Reset::Truncated) => {
-                diag("the events log was truncated; reading it from the start")
-            }
-            Some(Reset::Replaced) => diag("the events log was replaced; reading the new file"),
-            None => {}
+            more |= poll.more;
+            seen.push(
+                poll.lines
+                    .into_iter()
+                    .map(|l| {
+                        (
+                            Probe::of_slice(l.text.as_bytes()).ok().and_then(|pr| pr.ts),
+                            l,
+                        )
+                    })
+                    .collect(),
+            );
         }
-        for line in &poll.lines {
-            p.print_followed(line, follower.file())?;
+        for (i, line) in merge_by_ts(seen) {
+            let (root, follower) = &followers[i];
+            p.root.clone_from(root);
+            p.print_followed(&line, follower.file())?;
         }
         p.out.flush()?;
-        if !poll.more {
+        if !more {
             std::thread::sleep(FOLLOW_POLL);
         }
     }

@@ -3,12 +3,17 @@
 use super::output::{
     hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
-use crate::claims::{self, Fix, Root, Status};
+use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
 use crate::sanitize::sanitize;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::io;
+use std::path::Path;
 
-pub fn list(root: &Root, out: &mut Out) -> CmdResult {
-    let sw = claims::sweep(root);
+pub fn list(roots: &Roots, out: &mut Out) -> CmdResult {
+    if roots.is_several() {
+        return list_several(roots, out);
+    }
+    let sw = claims::sweep(roots.first());
     if out.json_mode() {
         // The sweep serializes to exactly the contract's shape.
         out.json_of(&sw)?;
@@ -17,49 +22,100 @@ pub fn list(root: &Root, out: &mut Out) -> CmdResult {
     if sw.claims.is_empty() {
         out.line(&format!("no claims under {}", path_text(&sw.root)))?;
     } else {
-        for row in table(&sw.claims) {
+        let rows: Vec<(Option<&Path>, &Status)> = sw.claims.iter().map(|c| (None, c)).collect();
+        for row in table(&rows) {
             out.line(&row)?;
         }
     }
-    let c = sw.counts;
-    out.line(&format!(
-        "{} claims: {} live, {} suspect, {} stale, {} corrupted",
+    summary(
+        out,
         sw.claims.len(),
-        c.live,
-        c.suspect,
-        c.stale,
-        c.corrupted
-    ))?;
-    if !sw.hazards.is_empty() {
-        out.line(&format!("{} hazards:", sw.hazards.len()))?;
-        for h in &sw.hazards {
-            out.line(&format!("  {}", hazard_text(h)))?;
-        }
-    }
+        sw.counts,
+        sw.hazards.iter().map(|h| (None, h)),
+    )?;
     Ok(EXIT_OK)
 }
 
-/// STATE KEY HOLDER PID WHY, columns padded to the widest sanitized cell.
-fn table(items: &[Status]) -> Vec<String> {
-    let rows: Vec<[String; 5]> = items
+/// `list` over several roots: one table with a ROOT column, the counts
+/// added up, each hazard naming its root.
+fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
+    let ms = claims::sweep_roots(roots);
+    if out.json_mode() {
+        out.json_of(&ms)?;
+        return Ok(EXIT_OK);
+    }
+    let rows: Vec<(Option<&Path>, &Status)> =
+        ms.claims().into_iter().map(|(r, c)| (Some(r), c)).collect();
+    if rows.is_empty() {
+        out.line(&format!("no claims under {} roots", roots.len()))?;
+    } else {
+        for row in table(&rows) {
+            out.line(&row)?;
+        }
+    }
+    summary(
+        out,
+        rows.len(),
+        ms.counts(),
+        ms.hazards().map(|(r, h)| (Some(r), h)),
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// The counts line, then the hazards (each with its root when it has one).
+fn summary<'a>(
+    out: &mut Out,
+    n: usize,
+    c: Counts,
+    hazards: impl Iterator<Item = (Option<&'a Path>, &'a Hazard)>,
+) -> io::Result<()> {
+    out.line(&format!(
+        "{} claims: {} live, {} suspect, {} stale, {} corrupted",
+        n, c.live, c.suspect, c.stale, c.corrupted
+    ))?;
+    let hazards: Vec<_> = hazards.collect();
+    if !hazards.is_empty() {
+        out.line(&format!("{} hazards:", hazards.len()))?;
+        for (root, h) in hazards {
+            out.line(&format!("  {}{}", hazard_text(h), root_suffix(root)))?;
+        }
+    }
+    Ok(())
+}
+
+/// `  root=DIR` after a line, when the line belongs to one of several roots.
+fn root_suffix(root: Option<&Path>) -> String {
+    root.map(|r| format!("  root={}", path_text(r)))
+        .unwrap_or_default()
+}
+
+/// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
+/// cell; the ROOT column only when the rows name their roots.
+fn table(items: &[(Option<&Path>, &Status)]) -> Vec<String> {
+    let with_root = items.iter().any(|(r, _)| r.is_some());
+    let rows: Vec<Vec<String>> = items
         .iter()
-        .map(|s| {
+        .map(|(root, s)| {
             let (holder, pid) = match &s.record {
                 Some(r) => (sanitize(&r.holder).into_owned(), r.pid.to_string()),
                 None => ("-".into(), "-".into()),
             };
             let why = s.error.as_deref().unwrap_or(&s.why);
-            [
+            let mut row: Vec<String> = root.map(path_text).into_iter().collect();
+            row.extend([
                 s.state.as_str().to_string(),
                 sanitize(&s.key).into_owned(),
                 holder,
                 pid,
                 sanitize(why).into_owned(),
-            ]
+            ]);
+            row
         })
         .collect();
-    let header = ["STATE", "KEY", "HOLDER", "PID", "WHY"].map(String::from);
-    let mut widths = [0usize; 4];
+    let mut header: Vec<String> = with_root.then(|| "ROOT".to_string()).into_iter().collect();
+    header.extend(["STATE", "KEY", "HOLDER", "PID", "WHY"].map(String::from));
+    // Every column but the last (WHY, free text) is padded.
+    let mut widths = vec![0usize; header.len() - 1];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(cell.chars().count());
@@ -73,40 +129,50 @@ fn table(items: &[Status]) -> Vec<String> {
                 line.push_str(cell);
                 line.extend(std::iter::repeat_n(' ', w - cell.chars().count() + 2));
             }
-            line.push_str(&r[4]);
+            line.push_str(&r[widths.len()]);
             line
         })
         .collect()
 }
 
-/// Hazards under the root; with `fix`, first clean what is provably
+/// Hazards under every root; with `fix`, first clean what is provably
 /// abandoned. Exit 3 while any hazard remains.
-pub fn doctor(root: &Root, fix: bool, out: &mut Out) -> CmdResult {
-    let fixes: Vec<Fix> = if fix {
-        claims::doctor_fix(root)
-    } else {
-        Vec::new()
-    };
-    // Re-swept after fixing: what remains is what the exit status speaks of.
-    let hazards = claims::doctor(root);
+pub fn doctor(roots: &Roots, fix: bool, out: &mut Out) -> CmdResult {
+    let several = roots.is_several();
+    // Only with several roots does each entry say which it is: one root's
+    // output stays exactly what it always was.
+    let mut fixes: Vec<(Option<&Path>, Fix)> = Vec::new();
+    let mut hazards: Vec<(Option<&Path>, Hazard)> = Vec::new();
+    for root in roots.as_slice() {
+        let tag = several.then_some(root.root.as_path());
+        if fix {
+            fixes.extend(claims::doctor_fix(root).into_iter().map(|f| (tag, f)));
+        }
+        // Re-swept after fixing: what remains is what the exit status speaks of.
+        hazards.extend(claims::doctor(root).into_iter().map(|h| (tag, h)));
+    }
     if out.json_mode() {
         let mut v = json!({
-            "root": path_str(&root.root),
-            "hazards": hazards.iter().map(hazard_json).collect::<Vec<_>>(),
+            "root": path_str(&roots.first().root),
+            "hazards": hazards.iter().map(|(r, h)| rooted(hazard_json(h), *r)).collect::<Vec<_>>(),
         });
-        if fix {
-            if let Some(obj) = v.as_object_mut() {
+        if let Some(obj) = v.as_object_mut() {
+            if several {
+                let all: Vec<String> = roots.as_slice().iter().map(|r| path_str(&r.root)).collect();
+                obj.insert("roots".into(), json!(all));
+            }
+            if fix {
                 obj.insert(
                     "fixed".into(),
                     fixes
                         .iter()
-                        .map(|f| {
+                        .map(|(root, f)| {
                             let mut h = hazard_json(&f.hazard);
                             if let Some(o) = h.as_object_mut() {
                                 o.insert("fixed".into(), json!(f.fixed));
                                 o.insert("action".into(), json!(f.action));
                             }
-                            h
+                            rooted(h, *root)
                         })
                         .collect(),
                 );
@@ -114,20 +180,26 @@ pub fn doctor(root: &Root, fix: bool, out: &mut Out) -> CmdResult {
         }
         out.json(&v)?;
     } else {
-        for f in &fixes {
+        for (root, f) in &fixes {
             out.line(&format!(
-                "{} {}: {}",
+                "{} {}: {}{}",
                 if f.fixed { "fixed" } else { "left " },
                 hazard_text(&f.hazard),
-                sanitize(&f.action)
+                sanitize(&f.action),
+                root_suffix(*root)
             ))?;
         }
         if hazards.is_empty() {
-            out.line(&format!("no hazards under {}", path_text(&root.root)))?;
+            let place = if several {
+                format!("{} roots", roots.len())
+            } else {
+                path_text(&roots.first().root)
+            };
+            out.line(&format!("no hazards under {place}"))?;
         } else {
             out.line(&format!("{} hazards:", hazards.len()))?;
-            for h in &hazards {
-                out.line(&format!("  {}", hazard_text(h)))?;
+            for (root, h) in &hazards {
+                out.line(&format!("  {}{}", hazard_text(h), root_suffix(*root)))?;
             }
         }
     }
@@ -136,4 +208,12 @@ pub fn doctor(root: &Root, fix: bool, out: &mut Out) -> CmdResult {
     } else {
         EXIT_DECLINED
     })
+}
+
+/// A JSON object with `"root"` added, when it belongs to one of several.
+fn rooted(mut v: Value, root: Option<&Path>) -> Value {
+    if let (Some(root), Some(o)) = (root, v.as_object_mut()) {
+        o.insert("root".into(), json!(path_str(root)));
+    }
+    v
 }

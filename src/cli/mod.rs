@@ -8,13 +8,16 @@ pub mod claim_cmds;
 pub mod completions;
 pub mod events;
 pub mod list;
+pub mod metrics;
 pub mod output;
+pub mod run;
 pub mod tui;
+pub mod wait;
 
 pub use output::{exit_status, EXIT_DECLINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 
 /// Neither `--root` nor `$FNO_CLAIMS_ROOT` nor `$HOME`: nothing to work on.
 /// A usage error, since the fix is a flag.
 pub fn no_root(out: &mut output::Out) -> output::CmdResult {
-    out.usage_error("no claims root: pass --root DIR, or set FNO_CLAIMS_ROOT or HOME")
+    out.usage_error(&crate::claims::RootsError::NoRoot.to_string())
 }

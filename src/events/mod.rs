@@ -2,5 +2,6 @@
 //! envelope, under the shared mutex) and reading it back incrementally.
 
 pub mod emit;
+pub mod merge;
 pub mod stream;
 pub mod tail;

@@ -3,8 +3,9 @@
 
 use claimtop::claims::liveness::{hostname, machine_id};
 use claimtop::claims::ClaimRecord;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use tempfile::TempDir;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
 
@@ -34,4 +35,69 @@ pub fn dead_holder_yaml(key: &str, holder: &str) -> String {
         metadata: Default::default(),
     };
     rec.to_yaml().expect("yaml")
+}
+
+/// A claims root plus a separate fake `$HOME`, so nothing ever touches the
+/// real one.
+pub struct Sandbox {
+    pub root: TempDir,
+    pub home: TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            root: TempDir::new().expect("root"),
+            home: TempDir::new().expect("home"),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// A path inside the root, for the side effects of test commands.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.root().join(name)
+    }
+
+    /// The binary over this root, with a clean environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = claimtop(self.home.path());
+        c.arg("--root").arg(self.root()).args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run claimtop")
+    }
+}
+
+/// A child killed on drop, so a failing test leaves no sleeper behind.
+pub struct Sleeper(Child);
+
+impl Sleeper {
+    pub fn spawn() -> Sleeper {
+        Sleeper(
+            Command::new("sleep")
+                .arg("600")
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }

@@ -1,0 +1,131 @@
+//! metrics: serve Prometheus metrics over every root given, collected at
+//! scrape time.
+
+use super::args::MetricsArgs;
+use super::output::{diag, CmdResult, Out, EXIT_OK};
+use crate::claims::{self, now_ms, Roots};
+use crate::metrics::{EventCounter, Exporter, Snapshot, CONTENT_TYPE};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a wait for a request lasts before the stop flag is looked at
+/// again: the bound on how late SIGTERM is obeyed.
+const STOP_CHECK: Duration = Duration::from_millis(200);
+
+/// Scrape-time collection, every root and every events log brought up to
+/// date on each request. A whole scrape of 10 000 lockfiles measured 0.28 s
+/// (3 roots of 10 000: 0.72 s) on a loaded 2-core machine (README,
+/// "Metrics"): far inside Prometheus's default 10 s scrape timeout, so no
+/// watcher-fed cache is kept between scrapes.
+struct Collector {
+    roots: Roots,
+    events: Vec<EventCounter>,
+    exporter: Exporter,
+}
+
+impl Collector {
+    fn new(roots: &Roots) -> Collector {
+        Collector {
+            events: roots
+                .as_slice()
+                .iter()
+                .map(|r| EventCounter::new(r.events_file()))
+                .collect(),
+            roots: roots.clone(),
+            exporter: Exporter::new(),
+        }
+    }
+
+    fn scrape(&mut self) -> Result<String, std::fmt::Error> {
+        let several = self.roots.is_several();
+        let ms = claims::sweep_roots(&self.roots);
+        let now = now_ms();
+        let snaps: Vec<Snapshot> = self
+            .roots
+            .as_slice()
+            .iter()
+            .zip(&ms.sweeps)
+            .map(|(root, sw)| {
+                let label = several.then(|| root.root.to_string_lossy().into_owned());
+                Snapshot::of_file_root(root, sw, label, now)
+            })
+            .collect();
+        for c in &mut self.events {
+            let before = c.last_error.clone();
+            c.catch_up();
+            if let Some(e) = &c.last_error {
+                if before.as_ref() != Some(e) {
+                    diag(e);
+                }
+            }
+        }
+        let counts: Vec<_> = self.events.iter().map(EventCounter::counts).collect();
+        self.exporter.update(&snaps, &counts);
+        self.exporter.render()
+    }
+}
+
+pub fn serve(roots: &Roots, a: &MetricsArgs, out: &mut Out) -> CmdResult {
+    // Bound to exactly the address given: nothing else is opened.
+    let server = match tiny_http::Server::http(a.listen) {
+        Ok(s) => s,
+        Err(e) => return out.error(&format!("cannot listen on {}: {e}", a.listen)),
+    };
+    let bound = server.server_addr().to_ip().unwrap_or(a.listen);
+    diag(&format!("serving metrics at http://{bound}/metrics"));
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Without the flag a signal still ends us, just less tidily.
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    let mut collector = Collector::new(roots);
+    let mut scrapes: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let req = match server.recv_timeout(STOP_CHECK) {
+            Ok(Some(req)) => req,
+            Ok(None) => continue,
+            Err(e) => {
+                diag(&format!("accepting a request: {e}"));
+                continue;
+            }
+        };
+        let path = req.url().split('?').next().unwrap_or("");
+        let response = if path != "/metrics" {
+            text_response(404, "not found: metrics are at /metrics\n", "text/plain")
+        } else {
+            match collector.scrape() {
+                Ok(body) => {
+                    scrapes += 1;
+                    text_response(200, &body, CONTENT_TYPE)
+                }
+                Err(e) => text_response(500, &format!("encoding failed: {e}\n"), "text/plain"),
+            }
+        };
+        if let Err(e) = req.respond(response) {
+            // The scraper went away mid-answer: its problem, not ours.
+            diag(&format!("answering a scrape: {e}"));
+        }
+    }
+    if out.json_mode() {
+        out.json(&json!({
+            "outcome": "stopped",
+            "listen": bound.to_string(),
+            "scrapes": scrapes,
+        }))?;
+    }
+    Ok(EXIT_OK)
+}
+
+fn text_response(
+    code: u16,
+    body: &str,
+    content_type: &str,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let mut r = tiny_http::Response::from_string(body).with_status_code(code);
+    if let Ok(h) = tiny_http::Header::from_bytes("Content-Type", content_type) {
+        r = r.with_header(h);
+    }
+    r
+}

@@ -1,0 +1,216 @@
+//! Reaching etcd: endpoints, TLS, auth, and the `--timeout` every call obeys.
+//!
+//! The faces are synchronous, the client is tokio-based: the connection owns
+//! a one-worker runtime and blocks on each call, bounded by the timeout, so a
+//! dead cluster costs at most `--timeout` and never hangs a command.
+
+use super::super::url::EtcdTarget;
+use super::super::{OpenOpts, StoreError, DEFAULT_TIMEOUT};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tonic::Code;
+
+/// One client and the runtime that drives it.
+pub struct Conn {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    /// `a:1,b:2`, for every message that says which cluster failed.
+    endpoints: String,
+    timeout: Duration,
+}
+
+impl Conn {
+    pub fn open(target: &EtcdTarget, opts: &OpenOpts) -> Result<Conn, StoreError> {
+        let timeout = opts.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            // One worker: enough for a keep-alive or a watch to run while
+            // the caller blocks, and nothing more to start per command.
+            .worker_threads(1)
+            .thread_name("claimtop-etcd")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Config(format!("cannot start the etcd client: {e}")))?;
+        let endpoints = target.hosts.join(",");
+        let options = connect_options(target, opts, timeout)?;
+        let eps = target.endpoints();
+        let client = Self::bounded(&rt, &endpoints, timeout, async move {
+            Client::connect(eps, Some(options)).await
+        })?;
+        Ok(Conn {
+            rt,
+            client,
+            endpoints,
+            timeout,
+        })
+    }
+
+    pub fn endpoints(&self) -> &str {
+        &self.endpoints
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// A client handle for tasks spawned on [`Conn::runtime`].
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.rt
+    }
+
+    /// Run one client call to completion within the timeout.
+    ///
+    /// A call that cannot reach a member (refused, reset, no leader yet) is
+    /// tried again until the timeout: with several endpoints the next try
+    /// goes to a member that answers, and an election is over in about a
+    /// second. Retrying is safe because every write compares first; a
+    /// write that did land answers the retry as "already done".
+    pub fn call<T, Fut>(&self, f: impl Fn(Client) -> Fut) -> Result<T, StoreError>
+    where
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = Instant::now() + self.timeout;
+        let mut last = String::from("no answer");
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let fut = f(self.client.clone());
+            match self
+                .rt
+                .block_on(async { tokio::time::timeout(left, fut).await })
+            {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => match classify(&self.endpoints, self.timeout, e) {
+                    StoreError::Unreachable { detail, .. } => last = detail,
+                    other => return Err(other),
+                },
+                Err(_) => break,
+            }
+            std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
+        }
+        Err(StoreError::Unreachable {
+            endpoints: self.endpoints.clone(),
+            after: self.timeout,
+            detail: last,
+        })
+    }
+
+    fn bounded<T>(
+        rt: &tokio::runtime::Runtime,
+        endpoints: &str,
+        timeout: Duration,
+        fut: impl Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, StoreError> {
+        match rt.block_on(async { tokio::time::timeout(timeout, fut).await }) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(endpoints, timeout, e)),
+            Err(_) => Err(StoreError::Unreachable {
+                endpoints: endpoints.to_string(),
+                after: timeout,
+                detail: "no answer".into(),
+            }),
+        }
+    }
+}
+
+/// How often an idle connection proves the member is still there.
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(2);
+
+/// Between two tries of a call that could not reach a member.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Transport trouble is "unreachable"; anything etcd itself answered is
+/// passed on in its own words.
+pub fn classify(endpoints: &str, timeout: Duration, e: etcd_client::Error) -> StoreError {
+    use etcd_client::Error as E;
+    let unreachable = |detail: String| StoreError::Unreachable {
+        endpoints: endpoints.to_string(),
+        after: timeout,
+        detail,
+    };
+    match e {
+        E::TransportError(t) => unreachable(t.to_string()),
+        E::IoError(io) => unreachable(io.to_string()),
+        E::GRpcStatus(s)
+            if matches!(
+                s.code(),
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
+            ) =>
+        {
+            unreachable(s.message().to_string())
+        }
+        E::GRpcStatus(s) => StoreError::Etcd {
+            endpoints: endpoints.to_string(),
+            detail: s.message().to_string(),
+        },
+        other => StoreError::Etcd {
+            endpoints: endpoints.to_string(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+fn connect_options(
+    target: &EtcdTarget,
+    opts: &OpenOpts,
+    timeout: Duration,
+) -> Result<ConnectOptions, StoreError> {
+    let mut o = ConnectOptions::new()
+        .with_connect_timeout(timeout)
+        .with_timeout(timeout)
+        // A leaderless member must not answer reads as if it were current.
+        .with_require_leader(true)
+        // HTTP/2 pings, also while idle: a stopped or partitioned member
+        // otherwise leaves a watch silent forever instead of failing it.
+        .with_keep_alive(KEEPALIVE_EVERY, timeout)
+        .with_keep_alive_while_idle(true);
+    match (&opts.user, &opts.password) {
+        (Some(user), Some(pw)) => o = o.with_user(user.clone(), pw.clone()),
+        (Some(user), None) => {
+            return Err(StoreError::Config(format!(
+                "--etcd-user {user:?} needs its password in $ETCD_PASSWORD"
+            )))
+        }
+        (None, _) => {}
+    }
+    let tls_files = opts.cacert.is_some() || opts.cert.is_some() || opts.key.is_some();
+    if tls_files && !target.tls {
+        return Err(StoreError::Config(
+            "TLS files were given for a plain etcd:// store; use etcds:// to speak TLS".into(),
+        ));
+    }
+    if target.tls {
+        let Some(ca) = &opts.cacert else {
+            return Err(StoreError::Config(
+                "an etcds:// store needs --etcd-cacert (the CA that signed the servers)".into(),
+            ));
+        };
+        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(read(ca)?));
+        match (&opts.cert, &opts.key) {
+            (Some(cert), Some(key)) => {
+                tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+            }
+            (None, None) => {}
+            _ => {
+                return Err(StoreError::Config(
+                    "--etcd-cert and --etcd-key go together (a client certificate and its key)"
+                        .into(),
+                ))
+            }
+        }
+        o = o.with_tls(tls);
+    }
+    Ok(o)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
+    std::fs::read(path)
+        .map_err(|e| StoreError::Config(format!("cannot read {}: {e}", path.to_string_lossy())))
+}

@@ -1,0 +1,277 @@
+//! `status` and `list` over etcd, and the states a present key can be in.
+//!
+//! An expired lease leaves no key, so a present claim is `live` unless its
+//! record names this machine and the pid there is gone (`suspect`), or its
+//! value does not parse (`corrupted`). `stale` never appears here: expiry is
+//! the `claim_expired` event.
+
+use super::layout::range_end;
+use super::verbs::tenure;
+use super::Core;
+use crate::claims::Counts;
+use crate::claims::{
+    now_ms, process_create_time_ms, ClaimRecord, ClaimState, Hazard, HazardKind, Locality, Status,
+    Sweep,
+};
+use crate::store::{Fenced, Listing, StoreError, StoreHazard, Tenure};
+use etcd_client::{GetOptions, KeyValue};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Keys per range request: big enough that 100 000 claims take 100 round
+/// trips, small enough that one page stays far below gRPC's 4 MiB limit.
+const PAGE: i64 = 1000;
+/// Up to this many distinct leases, `list` asks etcd for each one's time to
+/// live (concurrently); beyond it, the record's own deadline stands in, so a
+/// listing of a huge store costs its range reads and nothing more.
+const LEASE_LOOKUPS_MAX: usize = 1000;
+/// Hazard kind: a claim key with no lease would never expire.
+pub const CLAIM_WITHOUT_LEASE: &str = "etcd_claim_without_lease";
+
+impl Core {
+    pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+        let ck = self.layout.claim(key);
+        let Some(kv) = self.get_claim(&ck)? else {
+            return Ok(Fenced::plain(free(key, &ck)));
+        };
+        let ttls = self.lease_ttls(vec![kv.lease()])?;
+        let (status, tenure) = self.item(key, &ck, &kv, &ttls, &mut HashMap::new());
+        Ok(Fenced {
+            outcome: status,
+            tenure: Some(tenure),
+        })
+    }
+
+    pub(super) fn list_claims(&self) -> Result<Listing, StoreError> {
+        let prefix = self.layout.claims();
+        let end = range_end(&prefix);
+        let mut kvs: Vec<KeyValue> = Vec::new();
+        let mut from = prefix.clone().into_bytes();
+        // Every page reads at the first page's revision: one consistent
+        // snapshot, however the store moves while we page.
+        let mut at = 0;
+        loop {
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            if at > 0 {
+                opts = opts.with_revision(at);
+            }
+            let start = from.clone();
+            let mut resp = self.conn.call(|mut c| {
+                let (start, opts) = (start.clone(), opts.clone());
+                async move { c.get(start, Some(opts)).await }
+            })?;
+            if at == 0 {
+                at = resp.header().map(|h| h.revision()).unwrap_or(0);
+            }
+            let more = resp.more();
+            let page = resp.take_kvs();
+            if let Some(last) = page.last() {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            kvs.extend(page);
+            if !more || kvs.is_empty() {
+                break;
+            }
+        }
+        let leases: Vec<i64> = {
+            let mut ids: Vec<i64> = kvs
+                .iter()
+                .map(KeyValue::lease)
+                .filter(|l| *l != 0)
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        };
+        let ttls = if leases.len() <= LEASE_LOOKUPS_MAX {
+            self.lease_ttls(leases)?
+        } else {
+            HashMap::new()
+        };
+        let mut rows: Vec<(Status, Tenure)> = Vec::with_capacity(kvs.len());
+        let mut store_hazards = Vec::new();
+        let mut pids = HashMap::new();
+        for kv in &kvs {
+            let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                continue;
+            };
+            let ck = String::from_utf8_lossy(kv.key()).into_owned();
+            if kv.lease() == 0 {
+                store_hazards.push(StoreHazard {
+                    kind: CLAIM_WITHOUT_LEASE,
+                    path: ck.clone(),
+                    detail: "this claim has no lease, so it never expires; force-release it".into(),
+                });
+            }
+            rows.push(self.item(&key, &ck, kv, &ttls, &mut pids));
+        }
+        rows.sort_by(|a, b| a.0.key.cmp(&b.0.key));
+        let mut counts = Counts::default();
+        let mut hazards = Vec::new();
+        for (s, _) in &rows {
+            counts.add(s.state);
+            item_hazard(s, &mut hazards);
+        }
+        let (claims, tenures) = rows.into_iter().map(|(s, t)| (s, Some(t))).unzip();
+        Ok(Listing {
+            sweep: Sweep {
+                root: PathBuf::from(&self.url),
+                claims,
+                counts,
+                hazards,
+            },
+            tenures,
+            store_hazards,
+            store: Some(self.url.clone()),
+            revision: Some(at),
+        })
+    }
+
+    /// One present key as a status row and its tenure.
+    fn item(
+        &self,
+        key: &str,
+        ck: &str,
+        kv: &KeyValue,
+        ttls: &HashMap<i64, (i64, i64)>,
+        pids: &mut HashMap<i32, Option<i64>>,
+    ) -> (Status, Tenure) {
+        let mut s = free(key, ck);
+        let mut deadline = None;
+        match ClaimRecord::from_bytes(kv.value()) {
+            Ok(rec) => {
+                let (state, locality, why) = self.judge_with(&rec, pids);
+                s.state = state;
+                s.why = why;
+                s.locality = Some(locality);
+                deadline = rec.expires_at;
+                s.record = Some(rec);
+            }
+            Err(reason) => {
+                s.state = ClaimState::Corrupted;
+                s.why = "the value cannot be parsed as a claim; force-release archives it".into();
+                s.error = Some(reason);
+                s.head = kv.value().iter().take(256).copied().collect();
+            }
+        }
+        let (ttl_s, remaining_s) = ttls.get(&kv.lease()).copied().unwrap_or_else(|| {
+            let left = deadline
+                .map(|d| ((d - now_ms()) / 1000).max(0))
+                .unwrap_or(0);
+            (left, left)
+        });
+        (
+            s,
+            tenure(kv.create_revision(), kv.lease(), ttl_s, remaining_s),
+        )
+    }
+
+    /// The state of a record whose key is present (its lease is running).
+    pub(super) fn judge(&self, rec: &ClaimRecord) -> (ClaimState, Locality, String) {
+        self.judge_with(rec, &mut HashMap::new())
+    }
+
+    /// [`Core::judge`], looking each local pid up once per `pids` cache: a
+    /// listing of many claims by few workers reads `/proc` once per worker.
+    fn judge_with(
+        &self,
+        rec: &ClaimRecord,
+        pids: &mut HashMap<i32, Option<i64>>,
+    ) -> (ClaimState, Locality, String) {
+        let locality = self.me.locality(&rec.host, rec.machine_id.as_deref());
+        if locality == Locality::Local {
+            let started = *pids
+                .entry(rec.pid)
+                .or_insert_with(|| process_create_time_ms(rec.pid));
+            match started {
+                None => {
+                    return (
+                        ClaimState::Suspect,
+                        locality,
+                        format!(
+                            "the lease is running but pid {} is gone on this machine",
+                            rec.pid
+                        ),
+                    )
+                }
+                // Started after the claim (beyond clock slack): another
+                // process now wears the holder's pid.
+                Some(started) if started > rec.acquired_at + 1000 => {
+                    return (
+                        ClaimState::Suspect,
+                        locality,
+                        format!(
+                            "the lease is running but pid {} was reused by a newer process",
+                            rec.pid
+                        ),
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        (
+            ClaimState::Live,
+            locality,
+            "the lease is running".to_string(),
+        )
+    }
+
+    /// `(granted_ttl, remaining)` of each lease, asked concurrently.
+    fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
+        self.conn.call(|c| {
+            let ids = ids.clone();
+            async move {
+                let mut set = tokio::task::JoinSet::new();
+                for id in ids.into_iter().filter(|id| *id != 0) {
+                    let mut c = c.clone();
+                    set.spawn(async move {
+                        c.lease_time_to_live(id, None)
+                            .await
+                            .map(|r| (id, (r.granted_ttl(), r.ttl().max(0))))
+                    });
+                }
+                let mut out = HashMap::new();
+                while let Some(done) = set.join_next().await {
+                    if let Ok(Ok((id, ttl))) = done {
+                        out.insert(id, ttl);
+                    }
+                }
+                Ok(out)
+            }
+        })
+    }
+}
+
+/// The row of a key with no claim.
+fn free(key: &str, ck: &str) -> Status {
+    Status {
+        key: key.to_string(),
+        file: PathBuf::from(ck),
+        state: ClaimState::Free,
+        record: None,
+        why: "no claim".into(),
+        error: None,
+        locality: None,
+        head: Vec::new(),
+    }
+}
+
+/// The per-claim hazards that mean the same on etcd as on a file root.
+/// (`foreign_machine` does not: claims from other machines are the point.)
+fn item_hazard(s: &Status, out: &mut Vec<Hazard>) {
+    if let Some(reason) = &s.error {
+        out.push(Hazard {
+            kind: HazardKind::CorruptedClaim,
+            path: s.file.clone(),
+            detail: reason.clone(),
+        });
+    }
+    if let Some(rec) = s.record.as_ref().filter(|r| r.key != s.key) {
+        out.push(Hazard {
+            kind: HazardKind::KeyMismatch,
+            path: s.file.clone(),
+            detail: format!("the record names key {:?}", rec.key),
+        });
+    }
+}

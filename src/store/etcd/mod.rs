@@ -1,0 +1,206 @@
+//! Claims on etcd (feature `etcd`): the contract's layout, one transaction
+//! per verb, a lease on every claim, and the fencing revision.
+//!
+//! - `conn`: endpoints, TLS, auth, `--timeout`.
+//! - `layout`: every key path.
+//! - `verbs`: acquire, release, renew, force-release as transactions.
+//! - `events`: the audit events under `PREFIX/events/`, their retention
+//!   lease, and the exactly-once `claim_expired`.
+//! - `list`: status and the paged listing.
+//! - `watch`: the resumable change feed.
+//! - `doctor`: the etcd hazards.
+//! - `hold`: a lease kept alive while the holder works (`run`).
+
+mod conn;
+mod doctor;
+mod events;
+mod hold;
+pub mod layout;
+mod list;
+mod verbs;
+mod watch;
+
+pub use conn::Conn;
+pub use hold::KeepAlive;
+pub use layout::Layout;
+
+use super::url::EtcdTarget;
+use super::{
+    Changes, Fenced, Listing, OpenOpts, Store, StoreError, Tenure, DEFAULT_EVENTS_RETENTION,
+};
+use crate::claims::{
+    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
+    RenewOutcome, Status,
+};
+use crate::events::tail::Event;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One etcd cluster, one prefix. Cheap to share: a change feed holds the
+/// same connection to record the expiries it observes.
+pub struct EtcdStore {
+    core: Arc<Core>,
+}
+
+/// What every verb needs; the verbs are `impl Core` blocks in the modules.
+pub(crate) struct Core {
+    conn: Conn,
+    layout: Layout,
+    url: String,
+    retention: Duration,
+    me: LocalIdentity,
+    /// Keys this process wrote last, as it wrote them: a release of one's
+    /// own claim then needs no read first.
+    held: Mutex<HashMap<String, verbs::Held>>,
+    /// Lease revocations still in flight.
+    pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire.
+    spares: Mutex<Vec<(i64, i64)>>,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        let pending = self
+            .pending
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let spares = self
+            .spares
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut client = self.conn.client();
+        let timeout = self.conn.timeout();
+        // Spare leases die with their process rather than idling to their TTL.
+        self.conn.runtime().block_on(async move {
+            let _ = tokio::time::timeout(timeout, async {
+                for (lease, _) in spares {
+                    let _ = client.lease_revoke(lease).await;
+                }
+                for task in pending {
+                    let _ = task.await;
+                }
+            })
+            .await;
+        });
+    }
+}
+
+impl EtcdStore {
+    /// Connect (with auth when a user is given). Fails within the timeout,
+    /// naming the endpoints, when the cluster does not answer.
+    pub fn connect(target: &EtcdTarget, opts: &OpenOpts) -> Result<EtcdStore, StoreError> {
+        Ok(EtcdStore {
+            core: Arc::new(Core {
+                conn: Conn::open(target, opts)?,
+                layout: Layout::new(&target.prefix),
+                url: target.url(),
+                retention: opts.events_retention.unwrap_or(DEFAULT_EVENTS_RETENTION),
+                me: LocalIdentity::current(),
+                held: Mutex::new(HashMap::new()),
+                pending: Mutex::new(Vec::new()),
+                spares: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.core.layout
+    }
+
+    pub fn conn(&self) -> &Conn {
+        &self.core.conn
+    }
+
+    /// Release only the tenure `revision` names (the fencing token acquire
+    /// returned): a holder whose claim expired and was re-taken, even by
+    /// itself, cannot end the newer tenure.
+    pub fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        self.core.release_fenced(key, holder, Some(revision))
+    }
+
+    /// Renew only the tenure `revision` names.
+    pub fn renew_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        ttl_ms: i64,
+        revision: i64,
+    ) -> Result<Fenced<RenewOutcome>, StoreError> {
+        self.core.renew_fenced(key, holder, ttl_ms, Some(revision))
+    }
+
+    /// Keep the claim `tenure` names alive until the handle is dropped
+    /// (`claimtop run` while CMD runs); [`KeepAlive::lost`] says when and
+    /// why it stopped being held.
+    pub fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<KeepAlive, StoreError> {
+        self.core.keep_alive(key, tenure)
+    }
+
+    /// A change feed resuming after `revision` (a dashboard reconnecting
+    /// from the last revision it showed).
+    pub fn changes_from(&self, revision: i64) -> Result<watch::EtcdChanges, StoreError> {
+        watch::EtcdChanges::start(&self.core, Some(revision + 1))
+    }
+}
+
+impl Store for EtcdStore {
+    fn url(&self) -> String {
+        self.core.url.clone()
+    }
+
+    fn acquire(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<Fenced<AcquireOutcome>, StoreError> {
+        self.core.acquire_claim(key, holder, opts)
+    }
+
+    fn release(&self, key: &str, holder: &str) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        self.core.release_fenced(key, holder, None)
+    }
+
+    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+        self.core.status_of(key)
+    }
+
+    fn renew(
+        &self,
+        key: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<Fenced<RenewOutcome>, StoreError> {
+        self.core.renew_fenced(key, holder, ttl_ms, None)
+    }
+
+    fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError> {
+        self.core.force_release_claim(key, opts)
+    }
+
+    fn list(&self) -> Result<Listing, StoreError> {
+        self.core.list_claims()
+    }
+
+    fn doctor(&self) -> Result<Listing, StoreError> {
+        let mut listing = self.core.list_claims()?;
+        listing.store_hazards.extend(self.core.hazards()?);
+        Ok(listing)
+    }
+
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        self.core.read_events(n)
+    }
+
+    fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
+        Ok(Box::new(watch::EtcdChanges::start(&self.core, None)?))
+    }
+}

@@ -1,0 +1,606 @@
+//! The verbs as etcd transactions.
+//!
+//! acquire is one `create_revision == 0` transaction that puts the record
+//! (on its own lease) and its event together. release, renew and
+//! force-release read the claim, then act in a transaction that compares the
+//! `mod_revision` they read: if anyone touched the key in between, nothing
+//! happens and the verb starts over from a fresh read. Never a blind delete.
+
+use super::Core;
+use crate::claims::audit::event_fields_unknown;
+use crate::claims::{hostname, machine_id};
+use crate::claims::{
+    now_ms, resolve_harness, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError,
+    ClaimRecord, ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
+    MAX_TTL_MS, MIN_TTL_MS, SCHEMA_VERSION,
+};
+use crate::store::{Fenced, LeaseInfo, StoreError, Tenure};
+use etcd_client::{
+    Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+/// Each retry follows a peer's successful write to the same key, so
+/// running out means pathological churn; reported as contention.
+const MAX_ATTEMPTS: usize = 5;
+/// Spare leases one process keeps for its next acquires.
+const MAX_SPARE_LEASES: usize = 4;
+
+impl Core {
+    pub(super) fn acquire_claim(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<Fenced<AcquireOutcome>, StoreError> {
+        validate_inputs(key, holder, opts.ttl_ms)?;
+        let ttl_ms = opts.ttl_ms.ok_or(StoreError::TtlRequired)?;
+        if let Some(pid) = opts.pid.filter(|p| *p == 0 || *p > i32::MAX as u32) {
+            return Err(ClaimError::BadPid(pid).into());
+        }
+        let ck = self.layout.claim(key);
+        let ttl_s = ttl_secs(ttl_ms);
+        for _ in 0..MAX_ATTEMPTS {
+            let rec = new_record(key, holder, opts, ttl_ms);
+            let yaml = rec.to_yaml()?;
+            let lease = self.lease_for(ttl_s)?;
+            let data = acquired_data(&rec);
+            let resp = self.txn_with_events(|ev| {
+                Txn::new()
+                    .when([Compare::create_revision(ck.clone(), CompareOp::Equal, 0)])
+                    .and_then([
+                        put_on_lease(&ck, &yaml, lease),
+                        self.event_op(ev, "claim_acquired", data.clone()),
+                    ])
+                    .or_else([TxnOp::get(ck.clone(), None)])
+            });
+            let resp = match resp {
+                Ok(r) => r,
+                Err(e) => {
+                    self.revoke_quietly(lease);
+                    return Err(e);
+                }
+            };
+            if resp.succeeded() {
+                // The key was created by this very transaction, so its
+                // create_revision is the transaction's revision.
+                let at = revision_of(&resp);
+                let seen = Seen {
+                    create: at,
+                    modified: at,
+                    lease,
+                };
+                self.remember(&ck, &rec, seen, ttl_s);
+                return Ok(acquired(
+                    rec,
+                    AcquireKind::Fresh,
+                    tenure(at, lease, ttl_s, ttl_s),
+                ));
+            }
+            let Some(kv) = got_kv(&resp) else {
+                // Released between the compare and the read: try again.
+                self.spare(lease, ttl_s);
+                continue;
+            };
+            let existing = match ClaimRecord::from_bytes(kv.value()) {
+                Ok(r) => r,
+                Err(reason) => {
+                    self.spare(lease, ttl_s);
+                    return Err(ClaimError::Corrupted {
+                        path: PathBuf::from(&ck),
+                        reason,
+                    }
+                    .into());
+                }
+            };
+            if existing.holder != holder {
+                self.spare(lease, ttl_s);
+                return Ok(Fenced {
+                    outcome: AcquireOutcome::HeldByOther {
+                        holder: existing.holder,
+                        pid: existing.pid,
+                        host: existing.host,
+                    },
+                    tenure: None,
+                });
+            }
+            // The same holder again: the seed's idempotent re-acquire, a
+            // rewrite of the record (metadata replaced) in the same tenure.
+            let mut data = rec.event_fields();
+            data.insert(
+                "previous_acquired_at".into(),
+                Value::from(existing.acquired_at),
+            );
+            let resp = self.txn_with_events(|ev| {
+                Txn::new()
+                    .when([unchanged(&ck, kv.mod_revision())])
+                    .and_then([
+                        put_on_lease(&ck, &yaml, lease),
+                        self.event_op(ev, "claim_idempotent_reacquired", data.clone()),
+                    ])
+            })?;
+            if resp.succeeded() {
+                // The same lease when our own first try did land but its
+                // answer was lost: that lease now carries the claim.
+                if kv.lease() != lease {
+                    self.revoke_quietly(kv.lease());
+                }
+                let seen = Seen {
+                    create: kv.create_revision(),
+                    modified: revision_of(&resp),
+                    lease,
+                };
+                self.remember(&ck, &rec, seen, ttl_s);
+                let tenure = tenure(kv.create_revision(), lease, ttl_s, ttl_s);
+                return Ok(acquired(rec, AcquireKind::Reacquired, tenure));
+            }
+            self.spare(lease, ttl_s);
+        }
+        Err(contention(key))
+    }
+
+    pub(super) fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        fence: Option<i64>,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        non_empty(key, holder)?;
+        let ck = self.layout.claim(key);
+        // This process wrote the key last (its own acquire or renew): try
+        // ending the tenure straight away. The compare on the revision we
+        // wrote at makes it safe; if anyone touched the key since, it fails
+        // and we read, as any other caller would.
+        if let Some(mine) = self.remembered(&ck) {
+            let ours = mine.record.holder == holder && fence.is_none_or(|f| f == mine.seen.create);
+            if ours {
+                if let Some(done) =
+                    self.end_tenure(key, &ck, &mine.record, mine.seen, Some(mine.ttl_s))?
+                {
+                    return Ok(done);
+                }
+            }
+        }
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(kv) = self.get_claim(&ck)? else {
+                return Ok(Fenced::plain(ReleaseOutcome::Absent));
+            };
+            let rec = match ClaimRecord::from_bytes(kv.value()) {
+                Ok(r) => r,
+                Err(reason) => return Ok(Fenced::plain(ReleaseOutcome::CorruptedLeft { reason })),
+            };
+            if rec.holder != holder || fence.is_some_and(|f| f != kv.create_revision()) {
+                return Ok(Fenced::plain(ReleaseOutcome::NotHeld {
+                    holder: rec.holder,
+                }));
+            }
+            if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv), None)? {
+                return Ok(done);
+            }
+        }
+        Err(contention(key))
+    }
+
+    pub(super) fn renew_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        ttl_ms: i64,
+        fence: Option<i64>,
+    ) -> Result<Fenced<RenewOutcome>, StoreError> {
+        non_empty(key, holder)?;
+        if ttl_ms <= 0 {
+            return Err(ClaimError::TtlNotPositive.into());
+        }
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+            return Err(ClaimError::TtlOutOfRange(ttl_ms).into());
+        }
+        let ck = self.layout.claim(key);
+        let ttl_s = ttl_secs(ttl_ms);
+        let not = |why| Ok(Fenced::plain(RenewOutcome::NotRenewed(why)));
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(kv) = self.get_claim(&ck)? else {
+                return not(NoRenew::Absent);
+            };
+            let Ok(mut rec) = ClaimRecord::from_bytes(kv.value()) else {
+                return not(NoRenew::Corrupted);
+            };
+            if rec.holder != holder || fence.is_some_and(|f| f != kv.create_revision()) {
+                return not(NoRenew::OtherHolder);
+            }
+            let now = now_ms();
+            let previous = rec.expires_at.unwrap_or(now);
+            rec.expires_at = Some(now + ttl_ms);
+            let yaml = rec.to_yaml()?;
+            let mut data = rec.event_fields();
+            data.insert("previous_expires_at".into(), Value::from(previous));
+            data.insert("ttl_ms".into(), Value::from(ttl_ms));
+            // A fresh lease of the new TTL: a lease's TTL is fixed when it is
+            // granted, and the record's deadline must match the lease's.
+            let lease = self.grant(ttl_s)?;
+            let resp = self.txn_with_events(|ev| {
+                Txn::new()
+                    .when([unchanged(&ck, kv.mod_revision())])
+                    .and_then([
+                        put_on_lease(&ck, &yaml, lease),
+                        self.event_op(ev, "claim_renewed", data.clone()),
+                    ])
+            });
+            match resp {
+                Ok(r) if r.succeeded() => {
+                    self.revoke_quietly(kv.lease());
+                    let seen = Seen {
+                        create: kv.create_revision(),
+                        modified: revision_of(&r),
+                        lease,
+                    };
+                    self.remember(&ck, &rec, seen, ttl_s);
+                    return Ok(Fenced {
+                        outcome: RenewOutcome::Renewed {
+                            record: rec,
+                            previous_expires_at: previous,
+                        },
+                        tenure: Some(tenure(kv.create_revision(), lease, ttl_s, ttl_s)),
+                    });
+                }
+                Ok(_) => self.revoke_quietly(lease),
+                Err(e) => {
+                    self.revoke_quietly(lease);
+                    return Err(e);
+                }
+            }
+        }
+        Err(contention(key))
+    }
+
+    pub(super) fn force_release_claim(
+        &self,
+        key: &str,
+        opts: &ForceOpts,
+    ) -> Result<ForceOutcome, StoreError> {
+        if key.is_empty() {
+            return Err(ClaimError::EmptyKey.into());
+        }
+        let ck = self.layout.claim(key);
+        let refuse = |s: String| Ok(ForceOutcome::Refused(s));
+        let Some(kv) = self.get_claim(&ck)? else {
+            return refuse(format!("no claim for {key:?}"));
+        };
+        let (previous, state, why) = match ClaimRecord::from_bytes(kv.value()) {
+            Ok(rec) => {
+                let (state, _, why) = self.judge(&rec);
+                (Some(rec), state, why)
+            }
+            Err(reason) => (None, ClaimState::Corrupted, reason),
+        };
+        if let Some(why_not) = expectation_unmet(previous.as_ref(), opts) {
+            return refuse(why_not);
+        }
+        if state == ClaimState::Live && !opts.allow_live {
+            return refuse(format!("the claim is live ({why}); --allow-live overrides"));
+        }
+        let archived_to = self.layout.expired(key, now_ms());
+        let mut data = match &previous {
+            Some(rec) => rec.event_fields(),
+            None => event_fields_unknown(key),
+        };
+        data.insert(
+            "operator".into(),
+            opts.operator
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+        );
+        data.insert("previous_state".into(), Value::from(state.as_str()));
+        data.insert("archived_to".into(), Value::from(archived_to.as_str()));
+        data.insert("revision".into(), Value::from(kv.create_revision()));
+        let marker = self.layout.ended(key, kv.create_revision());
+        let resp = self.txn_with_events(|ev| {
+            Txn::new()
+                .when([unchanged(&ck, kv.mod_revision())])
+                .and_then([
+                    TxnOp::delete(ck.clone(), None),
+                    // The archive is forensic: kept as long as the events are.
+                    TxnOp::put(
+                        archived_to.clone(),
+                        kv.value().to_vec(),
+                        Some(PutOptions::new().with_lease(ev)),
+                    ),
+                    self.end_marker_op(&marker, ev),
+                    self.event_op(ev, "claim_force_released", data.clone()),
+                ])
+        })?;
+        if !resp.succeeded() {
+            return refuse(format!(
+                "the claim on {key:?} changed since it was read (released or re-acquired?); nothing done"
+            ));
+        }
+        self.forget(&ck);
+        self.revoke_quietly(kv.lease());
+        Ok(ForceOutcome::Archived {
+            archived_to: PathBuf::from(archived_to),
+            previous,
+            previous_state: state,
+        })
+    }
+
+    /// Delete the key as `seen`, with its end marker and `claim_released`,
+    /// in one transaction. None when the key moved on since `seen`.
+    fn end_tenure(
+        &self,
+        key: &str,
+        ck: &str,
+        rec: &ClaimRecord,
+        seen: Seen,
+        lease_ttl: Option<i64>,
+    ) -> Result<Option<Fenced<ReleaseOutcome>>, StoreError> {
+        let held_ms = (now_ms() - rec.acquired_at).max(0);
+        let mut data = rec.event_fields();
+        data.insert("duration_held_ms".into(), Value::from(held_ms));
+        data.insert("revision".into(), Value::from(seen.create));
+        let marker = self.layout.ended(key, seen.create);
+        let resp = self.txn_with_events(|ev| {
+            Txn::new().when([unchanged(ck, seen.modified)]).and_then([
+                TxnOp::delete(ck, None),
+                self.end_marker_op(&marker, ev),
+                self.event_op(ev, "claim_released", data.clone()),
+            ])
+        })?;
+        self.forget(ck);
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        // The key is gone. A lease whose TTL we know serves this process's
+        // next acquire; any other would idle until its TTL and show up in
+        // doctor as a lease with no keys.
+        match lease_ttl {
+            Some(ttl_s) => self.spare(seen.lease, ttl_s),
+            None => self.revoke_quietly(seen.lease),
+        }
+        Ok(Some(Fenced {
+            outcome: ReleaseOutcome::Released {
+                record: rec.clone(),
+                held_ms,
+            },
+            tenure: Some(tenure(seen.create, seen.lease, 0, 0)),
+        }))
+    }
+
+    fn remember(&self, ck: &str, record: &ClaimRecord, seen: Seen, ttl_s: i64) {
+        if let Ok(mut held) = self.held.lock() {
+            held.insert(
+                ck.to_string(),
+                Held {
+                    record: record.clone(),
+                    seen,
+                    ttl_s,
+                },
+            );
+        }
+    }
+
+    /// A lease of `ttl_s` for a new claim: a spare one of this process,
+    /// refreshed to its full TTL (a keep-alive, which etcd answers without
+    /// a write through raft), else a fresh grant.
+    fn lease_for(&self, ttl_s: i64) -> Result<i64, StoreError> {
+        let spare = self.spares.lock().ok().and_then(|mut spares| {
+            let at = spares.iter().position(|(_, t)| *t == ttl_s)?;
+            Some(spares.swap_remove(at).0)
+        });
+        if let Some(lease) = spare {
+            let refreshed = self
+                .conn
+                .call(|mut c| async move { c.lease_keep_alive(lease).await.map(|_| ()) });
+            if refreshed.is_ok() {
+                return Ok(lease);
+            }
+        }
+        self.grant(ttl_s)
+    }
+
+    /// Keep a lease no key is attached to any more for this process's next
+    /// acquire of the same TTL; past a few, revoke it. Only leases known to
+    /// carry nothing come here: never one whose transaction's answer was lost.
+    fn spare(&self, lease: i64, ttl_s: i64) {
+        if let Ok(mut spares) = self.spares.lock() {
+            if spares.len() < MAX_SPARE_LEASES {
+                spares.push((lease, ttl_s));
+                return;
+            }
+        }
+        self.revoke_quietly(lease);
+    }
+
+    fn remembered(&self, ck: &str) -> Option<Held> {
+        self.held.lock().ok()?.get(ck).cloned()
+    }
+
+    fn forget(&self, ck: &str) {
+        if let Ok(mut held) = self.held.lock() {
+            held.remove(ck);
+        }
+    }
+
+    /// The claim's key-value, if the key exists.
+    pub(super) fn get_claim(&self, ck: &str) -> Result<Option<KeyValue>, StoreError> {
+        let ck = ck.to_string();
+        let mut resp = self.conn.call(|mut c| {
+            let ck = ck.clone();
+            async move { c.get(ck, None).await }
+        })?;
+        Ok(resp.take_kvs().into_iter().next())
+    }
+
+    fn grant(&self, ttl_s: i64) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .call(|mut c| async move { c.lease_grant(ttl_s, None).await })?
+            .id())
+    }
+
+    /// Revoke a lease no key needs any more, off the caller's path: the verb
+    /// is done once its transaction is. A failure only leaves the lease to run
+    /// out on its own (doctor shows it until then); dropping the store waits
+    /// for what is still in flight, within the timeout.
+    fn revoke_quietly(&self, lease: i64) {
+        if lease == 0 {
+            return;
+        }
+        let mut c = self.conn.client();
+        let timeout = self.conn.timeout();
+        let task = self.conn.runtime().spawn(async move {
+            let _ = tokio::time::timeout(timeout, c.lease_revoke(lease)).await;
+        });
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.retain(|t| !t.is_finished());
+            pending.push(task);
+        }
+    }
+}
+
+/// The record an acquire writes: the lockfile's fields, a deadline that
+/// matches the lease.
+fn new_record(key: &str, holder: &str, opts: &AcquireOpts, ttl_ms: i64) -> ClaimRecord {
+    let now = now_ms();
+    let mid = machine_id();
+    ClaimRecord {
+        schema_version: SCHEMA_VERSION,
+        key: key.to_string(),
+        holder: holder.to_string(),
+        acquired_at: now,
+        pid: opts.pid.unwrap_or(std::process::id()) as i32,
+        host: hostname(),
+        expires_at: Some(now + ttl_ms),
+        reason: opts.reason.clone(),
+        harness: opts.harness.clone().or_else(resolve_harness),
+        machine_id: (!mid.is_empty()).then_some(mid),
+        metadata: opts.metadata.clone().unwrap_or_default(),
+    }
+}
+
+/// `claim_acquired`'s data: the common fields, plus the reason if any.
+fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
+    let mut data = rec.event_fields();
+    if let Some(reason) = rec.reason.as_deref() {
+        data.insert("reason".to_string(), Value::from(reason));
+    }
+    data
+}
+
+/// The operator's compare-before-acting guard, as the file store words it.
+fn expectation_unmet(previous: Option<&ClaimRecord>, opts: &ForceOpts) -> Option<String> {
+    let wanted = [
+        (
+            "holder",
+            opts.expect_holder.clone(),
+            previous.map(|r| r.holder.clone()),
+        ),
+        (
+            "acquired_at",
+            opts.expect_acquired_at.map(|a| a.to_string()),
+            previous.map(|r| r.acquired_at.to_string()),
+        ),
+    ];
+    wanted
+        .into_iter()
+        .find_map(|(field, want, now)| match (want?, now) {
+            (want, Some(now)) if now == want => None,
+            (want, Some(now)) => Some(format!(
+            "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
+        )),
+            (want, None) => Some(format!(
+                "expected {field} {want:?} but the record is corrupted"
+            )),
+        })
+}
+
+fn non_empty(key: &str, holder: &str) -> Result<(), ClaimError> {
+    if key.is_empty() {
+        return Err(ClaimError::EmptyKey);
+    }
+    if holder.is_empty() {
+        return Err(ClaimError::EmptyHolder);
+    }
+    Ok(())
+}
+
+fn contention(key: &str) -> StoreError {
+    ClaimError::Contention {
+        attempts: MAX_ATTEMPTS,
+        key: key.to_string(),
+    }
+    .into()
+}
+
+/// Whole seconds, rounded up: a lease must never end before the record's
+/// deadline says it does.
+fn ttl_secs(ttl_ms: i64) -> i64 {
+    (ttl_ms + 999) / 1000
+}
+
+/// The compare every mutate makes: the key is exactly as we read it.
+fn unchanged(ck: &str, mod_revision: i64) -> Compare {
+    Compare::mod_revision(ck, CompareOp::Equal, mod_revision)
+}
+
+/// The revisions and lease of a key as someone read or wrote it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    create: i64,
+    modified: i64,
+    lease: i64,
+}
+
+impl Seen {
+    fn of(kv: &KeyValue) -> Seen {
+        Seen {
+            create: kv.create_revision(),
+            modified: kv.mod_revision(),
+            lease: kv.lease(),
+        }
+    }
+}
+
+/// A key this process wrote last, as it wrote it.
+#[derive(Debug, Clone)]
+pub(super) struct Held {
+    record: ClaimRecord,
+    seen: Seen,
+    /// The TTL its lease was granted with, so the lease can be reused.
+    ttl_s: i64,
+}
+
+fn put_on_lease(ck: &str, yaml: &str, lease: i64) -> TxnOp {
+    TxnOp::put(ck, yaml, Some(PutOptions::new().with_lease(lease)))
+}
+
+fn revision_of(resp: &TxnResponse) -> i64 {
+    resp.header().map(|h| h.revision()).unwrap_or(0)
+}
+
+/// The key-value the failure branch's get returned.
+fn got_kv(resp: &TxnResponse) -> Option<KeyValue> {
+    resp.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(mut g) => g.take_kvs().into_iter().next(),
+        _ => None,
+    })
+}
+
+pub(super) fn tenure(revision: i64, lease: i64, ttl_s: i64, remaining_s: i64) -> Tenure {
+    Tenure {
+        revision,
+        lease: LeaseInfo {
+            id: lease,
+            ttl_s,
+            remaining_s,
+        },
+    }
+}
+
+fn acquired(record: ClaimRecord, kind: AcquireKind, tenure: Tenure) -> Fenced<AcquireOutcome> {
+    Fenced {
+        outcome: AcquireOutcome::Acquired { record, kind },
+        tenure: Some(tenure),
+    }
+}

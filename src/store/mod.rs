@@ -1,0 +1,307 @@
+//! The store seam: the verbs over one interface, with a room per store.
+//!
+//! Two stores keep claims: the file store (the seed's lockfiles under a root,
+//! [`file::FileStore`]) and, with the `etcd` feature, etcd (`etcd::EtcdStore`).
+//! Both answer with the core's own outcome types, so every face words them
+//! once; what etcd knows beyond a lockfile (the fencing revision and the
+//! lease) rides beside the outcome in a [`Tenure`], and reaches JSON only as
+//! ADDED fields (`"revision"`, `"lease"` on a record; `"store"` on a list).
+//!
+//! # How a face uses it
+//!
+//! 1. Parse `--store` (else `$FNO_CLAIMS_STORE`, else `file:` + ROOT) with
+//!    [`StoreUrl::parse`], then [`open`] it with the connection flags in
+//!    [`OpenOpts`]. A build without the `etcd` feature answers an `etcd://`
+//!    URL with [`StoreError::NoEtcdSupport`], which says so in words.
+//! 2. Call the verbs on the returned `Box<dyn Store>`; a face never asks which
+//!    store it holds. Outcomes are the `claims::*Outcome` types it already
+//!    prints; [`Fenced::tenure`] is `None` on the file store.
+//! 3. JSON: print what it prints today, then pass the record object through
+//!    [`Tenure::extend_record`] (and a list through [`Listing::to_json`]),
+//!    which adds the etcd fields and changes nothing on the file store.
+//! 4. The dashboard and `acquire --wait` take [`Store::changes`]: one feed of
+//!    [`Change`]s (inotify on a file root, one resumable watch on etcd) that a
+//!    thread drains into the face's own messages; the face re-reads what a
+//!    change names, and re-lists everything on [`Change::Resync`].
+//!    `acquire --wait` is a loop of acquire → `HeldByOther` → wait for a
+//!    `Change::Claim` naming the key (or `Resync`) → acquire again.
+//! 5. `claimtop run` on etcd holds the claim with
+//!    `etcd::EtcdStore::keep_alive` and stops CMD when `KeepAlive::lost`
+//!    says why; on a file store it binds the claim to the child's pid and
+//!    renews a TTL claim as it does today. Releases are fenced where the
+//!    store can fence (`etcd::EtcdStore::release_fenced` with the tenure's
+//!    revision), so a `run` whose claim expired never ends a newer one.
+//!
+//! Everything is synchronous: the etcd store owns its own small tokio runtime
+//! and bounds every call by its `--timeout`, so no face needs async.
+
+pub mod file;
+pub mod url;
+
+#[cfg(feature = "etcd")]
+pub mod etcd;
+
+use crate::claims::{
+    AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
+    Status, Sweep,
+};
+use crate::events::tail::Event;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use url::{StoreUrl, StoreUrlError};
+
+/// What can go wrong below the seam. Protocol refusals stay [`ClaimError`];
+/// the rest is about reaching the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    #[error(transparent)]
+    Url(#[from] StoreUrlError),
+    #[error("this claimtop was built without etcd support (rebuild with `--features etcd`)")]
+    NoEtcdSupport,
+    /// No answer within `--timeout`: the endpoints are named so an operator
+    /// knows which cluster did not answer.
+    #[error("etcd at {endpoints} did not answer within {}: {detail}", crate::claims::human_ms(.after.as_millis() as i64))]
+    Unreachable {
+        endpoints: String,
+        after: Duration,
+        detail: String,
+    },
+    /// etcd answered with an error (auth, permission, NOSPACE...).
+    #[error("etcd at {endpoints}: {detail}")]
+    Etcd { endpoints: String, detail: String },
+    /// Claims on etcd live only as long as their lease: there is no pid
+    /// liveness across machines, so a claim without a TTL would be forever.
+    #[error("a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it if the holder dies")]
+    TtlRequired,
+    /// A bad connection setting (TLS files, a user without a password...).
+    #[error("{0}")]
+    Config(String),
+    /// The feed's store watch cannot go on (the store was dropped).
+    #[error("the change feed has ended")]
+    FeedClosed,
+}
+
+/// What etcd adds to a claim: the fencing token and the lease keeping it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tenure {
+    /// The key's create_revision: strictly increasing across tenures of one
+    /// key, so work guarded by the claim can refuse an older holder's writes.
+    pub revision: i64,
+    pub lease: LeaseInfo,
+}
+
+/// A claim's lease as `"lease"` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LeaseInfo {
+    pub id: i64,
+    /// The TTL the lease was granted with.
+    pub ttl_s: i64,
+    /// Seconds left before etcd deletes the key unless it is kept alive.
+    pub remaining_s: i64,
+}
+
+impl Tenure {
+    /// Add `"revision"` and `"lease"` to a RECORD object (the additive JSON
+    /// of the contract); anything but an object is left as it is.
+    pub fn extend_record(tenure: Option<&Tenure>, record: &mut Value) {
+        let (Some(t), Some(obj)) = (tenure, record.as_object_mut()) else {
+            return;
+        };
+        obj.insert("revision".into(), Value::from(t.revision));
+        obj.insert(
+            "lease".into(),
+            serde_json::to_value(t.lease).unwrap_or(Value::Null),
+        );
+    }
+}
+
+/// A verb's outcome, plus its tenure when the store has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fenced<T> {
+    pub outcome: T,
+    /// `None` on the file store, and on etcd when no claim is held.
+    pub tenure: Option<Tenure>,
+}
+
+impl<T> Fenced<T> {
+    pub fn plain(outcome: T) -> Fenced<T> {
+        Fenced {
+            outcome,
+            tenure: None,
+        }
+    }
+}
+
+/// A hazard of a store whose kind the file sweep does not know (the etcd
+/// ones). Same JSON shape as [`crate::claims::Hazard`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreHazard {
+    pub kind: &'static str,
+    pub path: String,
+    pub detail: String,
+}
+
+/// `list`: the file sweep's shape, plus per-claim tenures and store hazards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// On etcd, `root` is the store URL and every `file` is the etcd key.
+    pub sweep: Sweep,
+    /// Parallel to `sweep.claims`: empty on the file store.
+    pub tenures: Vec<Option<Tenure>>,
+    pub store_hazards: Vec<StoreHazard>,
+    /// The store URL, shown as `"store"` (absent on the file store, whose
+    /// JSON is kept byte for byte).
+    pub store: Option<String>,
+    /// The store revision the listing was read at (etcd), from which a watch
+    /// resumes without missing a change.
+    pub revision: Option<i64>,
+}
+
+impl Listing {
+    pub fn of_sweep(sweep: Sweep) -> Listing {
+        Listing {
+            sweep,
+            tenures: Vec::new(),
+            store_hazards: Vec::new(),
+            store: None,
+            revision: None,
+        }
+    }
+
+    /// `list --json`: exactly the sweep's JSON on the file store; on etcd the
+    /// same with `"store"`, the tenure fields and the store hazards added.
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(&self.sweep).unwrap_or(Value::Null);
+        let Some(obj) = v.as_object_mut() else {
+            return v;
+        };
+        if let Some(Value::Array(items)) = obj.get_mut("claims") {
+            for (item, tenure) in items.iter_mut().zip(&self.tenures) {
+                if let Some(record) = item.get_mut("record") {
+                    Tenure::extend_record(tenure.as_ref(), record);
+                }
+            }
+        }
+        if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
+            hazards.extend(
+                self.store_hazards
+                    .iter()
+                    .filter_map(|h| serde_json::to_value(h).ok()),
+            );
+        }
+        if let Some(store) = &self.store {
+            obj.insert("store".into(), Value::from(store.as_str()));
+        }
+        v
+    }
+}
+
+/// One thing that changed in the store, for the dashboard and `--wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The claim on this key was created, rewritten or removed: re-read it.
+    Claim { key: String },
+    /// A new event was recorded.
+    Event(Event),
+    /// Changes were lost (a compacted revision, a watch overflow): re-list
+    /// everything. The text says why, for a visible notice.
+    Resync { why: String },
+    /// The store stopped answering; the feed keeps trying on its own.
+    Disconnected { why: String },
+    /// The store answers again (after a `Disconnected`), at this revision.
+    Connected { revision: Option<i64> },
+}
+
+/// A feed of [`Change`]s, drained from one thread.
+pub trait Changes: Send {
+    /// The next change, or `Ok(None)` when `timeout` passes without one.
+    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError>;
+}
+
+/// How to reach a store: the connection flags, named as `etcdctl` names them.
+#[derive(Clone, Default)]
+pub struct OpenOpts {
+    /// `--events-dir` (file store): where `.fno/events.jsonl` lives.
+    pub events_dir: Option<PathBuf>,
+    /// `--etcd-cacert`, `--etcd-cert`, `--etcd-key`.
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// `--etcd-user`; the password comes from `$ETCD_PASSWORD` only, never a
+    /// flag, so it cannot show in a process listing.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `--timeout` (default 5 s): every store call answers within it.
+    pub timeout: Option<Duration>,
+    /// `--events-retention` (default 7 days).
+    pub events_retention: Option<Duration>,
+}
+
+impl std::fmt::Debug for OpenOpts {
+    // Hand-written so that the password never reaches a log or a panic message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOpts")
+            .field("events_dir", &self.events_dir)
+            .field("cacert", &self.cacert)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("events_retention", &self.events_retention)
+            .finish()
+    }
+}
+
+/// `--timeout`'s default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// `--events-retention`'s default.
+pub const DEFAULT_EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The verbs, over whichever store holds the claims.
+pub trait Store: Send {
+    /// The store URL, for headers and `"store"` in JSON.
+    fn url(&self) -> String;
+    fn acquire(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<Fenced<AcquireOutcome>, StoreError>;
+    fn release(&self, key: &str, holder: &str) -> Result<Fenced<ReleaseOutcome>, StoreError>;
+    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError>;
+    fn renew(
+        &self,
+        key: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<Fenced<RenewOutcome>, StoreError>;
+    fn force_release(&self, key: &str, opts: &ForceOpts) -> Result<ForceOutcome, StoreError>;
+    /// Every claim, classified, with the hazards seen on the way (`list`).
+    fn list(&self) -> Result<Listing, StoreError>;
+    /// `list` plus the store-wide hazards that cost more to find (`doctor`).
+    fn doctor(&self) -> Result<Listing, StoreError>;
+    /// The last `n` events, oldest first.
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
+    /// A feed of changes from now on.
+    fn changes(&self) -> Result<Box<dyn Changes>, StoreError>;
+}
+
+/// Open the store a URL names.
+pub fn open(url: &StoreUrl, opts: &OpenOpts) -> Result<Box<dyn Store>, StoreError> {
+    match url {
+        StoreUrl::File(dir) => Ok(Box::new(file::FileStore::new(crate::claims::Root {
+            root: dir.clone(),
+            events_dir: opts.events_dir.clone().or_else(|| Some(dir.clone())),
+        }))),
+        #[cfg(feature = "etcd")]
+        StoreUrl::Etcd(target) => Ok(Box::new(etcd::EtcdStore::connect(target, opts)?)),
+        #[cfg(not(feature = "etcd"))]
+        StoreUrl::Etcd(_) => Err(StoreError::NoEtcdSupport),
+    }
+}

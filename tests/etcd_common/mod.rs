@@ -1,0 +1,404 @@
+//! Real etcd servers for the etcd store's tests (`mod etcd_common;`).
+//!
+//! Each server runs on free loopback ports (never 2379/2380, so a developer's
+//! own etcd is never touched) with a temp data dir, and dies with its handle.
+//! Without an `etcd` binary the tests skip with a message; under `CI` they
+//! fail, because `.ci/run` installs etcd.
+#![allow(dead_code)]
+
+use claimtop::store::etcd::EtcdStore;
+use claimtop::store::url::EtcdTarget;
+use claimtop::store::{OpenOpts, Store, StoreUrl};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a fresh member (or cluster) may take to answer.
+const HEALTHY_WITHIN: Duration = Duration::from_secs(30);
+
+/// The etcd binary, or why the test cannot run. Under `CI` a missing binary
+/// is a failure, not a skip.
+pub fn etcd_binary() -> Option<PathBuf> {
+    let found = std::env::var_os("ETCD_BIN").map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("etcd"))
+                .find(|p| p.is_file())
+        })
+    });
+    if found.is_none() {
+        let why = "no `etcd` binary on PATH (install Debian's etcd-server, or set ETCD_BIN)";
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the etcd tests must run, but: {why}");
+        }
+        eprintln!("skipping: {why}");
+    }
+    found
+}
+
+/// A loopback port nothing listens on now, never etcd's defaults.
+fn free_port() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("bind an ephemeral loopback port");
+        if port != 2379 && port != 2380 {
+            return port;
+        }
+    }
+}
+
+/// One etcd member process.
+pub struct Member {
+    pub name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Member {
+    fn plan(name: &str) -> Member {
+        Member {
+            name: name.to_string(),
+            client_port: free_port(),
+            peer_port: free_port(),
+            child: None,
+            dir: tempfile::tempdir().expect("etcd data dir"),
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    fn spawn(&mut self, bin: &PathBuf, cluster: &str, tls: Option<&Tls>) {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", self.client_port);
+        let tls_args: Vec<std::ffi::OsString> = match tls {
+            Some(t) => vec![
+                "--cert-file".into(),
+                t.dir.path().join("server.crt").into(),
+                "--key-file".into(),
+                t.dir.path().join("server.key").into(),
+            ],
+            None => Vec::new(),
+        };
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
+        let child = Command::new(bin)
+            .args(["--name", &self.name])
+            .arg("--data-dir")
+            .arg(self.dir.path().join("data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &self.peer_url()])
+            .args(["--initial-advertise-peer-urls", &self.peer_url()])
+            .args(["--initial-cluster", cluster])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--auto-compaction-mode", "revision"])
+            .args(["--auto-compaction-retention", "10000"])
+            .args(["--logger", "zap", "--log-level", "error"])
+            .args(&tls_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        self.child = Some(child);
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child this handle started and still owns.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    /// SIGSTOP, and wait until every thread has stopped: a thread busy in
+    /// the kernel stops only when it returns, and could answer one more
+    /// request meanwhile.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+        let tasks = format!("/proc/{}/task", self.pid());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let all_stopped = std::fs::read_dir(&tasks)
+                .map(|d| {
+                    d.filter_map(Result::ok).all(|t| {
+                        std::fs::read_to_string(t.path().join("stat"))
+                            .ok()
+                            .and_then(|st| {
+                                st.rsplit_once(')')
+                                    .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                            })
+                            .unwrap_or(true)
+                    })
+                })
+                .unwrap_or(true);
+            if all_stopped {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("etcd (pid {}) did not stop", self.pid());
+    }
+
+    /// SIGKILL and reap; the member is gone for good.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // A test that failed while the member was SIGSTOPped must not leave
+        // it stopped: continue it, then kill it.
+        self.signal(libc::SIGCONT);
+        self.kill();
+    }
+}
+
+/// A single-member etcd or a cluster of several, all on loopback.
+pub struct Etcd {
+    pub members: Vec<Member>,
+    /// Set when the members speak TLS (`etcds://`).
+    pub tls: Option<Tls>,
+}
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with openssl.
+pub struct Tls {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tls {
+    /// None (skip) without an openssl binary; under `CI` that fails.
+    fn make() -> Option<Tls> {
+        let dir = tempfile::tempdir().expect("tls dir");
+        let d = dir.path();
+        std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
+        let steps: [&[&str]; 3] = [
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=claimtop-test-ca",
+            ],
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "server.crt",
+                "-days",
+                "1",
+                "-extfile",
+                "ext",
+            ],
+        ];
+        for args in steps {
+            let ok = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let why = format!("openssl {} failed or is missing", args[0]);
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI is set, so the TLS test must run, but: {why}");
+                }
+                eprintln!("skipping: {why}");
+                return None;
+            }
+        }
+        Some(Tls { dir })
+    }
+
+    pub fn cacert(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+}
+
+impl Etcd {
+    /// One member, or None (skip) without a binary.
+    pub fn single() -> Option<Etcd> {
+        Etcd::cluster(1)
+    }
+
+    /// `n` members forming one cluster.
+    pub fn cluster(n: usize) -> Option<Etcd> {
+        Etcd::start(n, None)
+    }
+
+    /// One member speaking TLS with a throwaway CA.
+    pub fn single_tls() -> Option<Etcd> {
+        etcd_binary()?;
+        Etcd::start(1, Some(Tls::make()?))
+    }
+
+    fn start(n: usize, tls: Option<Tls>) -> Option<Etcd> {
+        let bin = etcd_binary()?;
+        let mut members: Vec<Member> = (0..n).map(|i| Member::plan(&format!("m{i}"))).collect();
+        let cluster = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        for m in &mut members {
+            m.spawn(&bin, &cluster, tls.as_ref());
+        }
+        let etcd = Etcd { members, tls };
+        etcd.wait_healthy();
+        Some(etcd)
+    }
+
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::endpoint).collect()
+    }
+
+    /// `etcd://...` for `prefix`, naming every member.
+    pub fn url(&self, prefix: &str) -> String {
+        let scheme = if self.tls.is_some() { "etcds" } else { "etcd" };
+        format!("{scheme}://{}{prefix}", self.endpoints().join(","))
+    }
+
+    pub fn target(&self, prefix: &str) -> EtcdTarget {
+        match StoreUrl::parse(&self.url(prefix)) {
+            Ok(StoreUrl::Etcd(t)) => t,
+            other => panic!("not an etcd URL: {other:?}"),
+        }
+    }
+
+    pub fn store(&self, prefix: &str) -> EtcdStore {
+        self.store_with(prefix, &self.opts())
+    }
+
+    /// What a client needs to connect: the CA when the members speak TLS.
+    pub fn opts(&self) -> OpenOpts {
+        OpenOpts {
+            cacert: self.tls.as_ref().map(Tls::cacert),
+            ..Default::default()
+        }
+    }
+
+    pub fn store_with(&self, prefix: &str, opts: &OpenOpts) -> EtcdStore {
+        EtcdStore::connect(&self.target(prefix), opts).expect("connect to the test etcd")
+    }
+
+    /// A raw client, for what the store never does (revoking a lease to
+    /// expire a claim now, enabling auth, finding the leader).
+    pub fn client(&self) -> (tokio::runtime::Runtime, etcd_client::Client) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let eps: Vec<String> = self
+            .endpoints()
+            .iter()
+            .map(|e| format!("http://{e}"))
+            .collect();
+        let client = rt
+            .block_on(etcd_client::Client::connect(eps, None))
+            .expect("raw client");
+        (rt, client)
+    }
+
+    fn wait_healthy(&self) {
+        let deadline = Instant::now() + HEALTHY_WITHIN;
+        let opts = OpenOpts {
+            timeout: Some(Duration::from_secs(2)),
+            ..self.opts()
+        };
+        let last = loop {
+            let err = match EtcdStore::connect(&self.target("/health"), &opts) {
+                Ok(s) => match s.status("probe") {
+                    Ok(_) => return,
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() > deadline {
+                break err;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let logs: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| std::fs::read_to_string(m.dir.path().join("etcd.log")).unwrap_or_default())
+            .collect();
+        panic!(
+            "etcd did not become healthy: {last}\n{}",
+            logs.join("\n---\n")
+        );
+    }
+
+    /// The index of the current leader.
+    pub fn leader(&self) -> usize {
+        let (rt, _) = self.client();
+        for (i, m) in self.members.iter().enumerate() {
+            let ep = format!("http://{}", m.endpoint());
+            let status = rt.block_on(async {
+                let mut c = etcd_client::Client::connect([ep], None).await?;
+                c.status().await
+            });
+            if let Ok(s) = status {
+                if s.header().map(|h| h.member_id()) == Some(s.leader()) {
+                    return i;
+                }
+            }
+        }
+        panic!("no member says it is the leader");
+    }
+}
+
+/// The types of the last events, oldest first.
+pub fn kinds(store: &dyn Store) -> Vec<String> {
+    store
+        .events(50)
+        .expect("events")
+        .iter()
+        .map(|e| e.kind().to_string())
+        .collect()
+}

@@ -1,0 +1,632 @@
+//! The etcd store against a real etcd: exclusivity and fencing, the
+//! compare-the-revision verbs, lease expiry, an unreachable cluster, a leader
+//! killed mid-run, and auth. Run with `cargo test --features etcd --test etcd_store`.
+#![cfg(feature = "etcd")]
+
+mod etcd_common;
+
+use claimtop::claims::{
+    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
+};
+use claimtop::store::etcd::EtcdStore;
+use claimtop::store::{Change, Changes, OpenOpts, Store, StoreError};
+use etcd_common::Etcd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn ttl(secs: i64) -> AcquireOpts {
+    AcquireOpts {
+        ttl_ms: Some(secs * 1000),
+        ..Default::default()
+    }
+}
+
+/// Take `key` for `holder`, retrying through errors (a leader election)
+/// and waiting while another holds it. Returns the fencing revision.
+fn take(store: &EtcdStore, key: &str, holder: &str, give_up: Instant) -> Option<i64> {
+    while Instant::now() < give_up {
+        match store.acquire(key, holder, &ttl(60)) {
+            Ok(got) => match got.outcome {
+                AcquireOutcome::Acquired { .. } => return got.tenure.map(|t| t.revision),
+                AcquireOutcome::HeldByOther { .. } => std::thread::sleep(Duration::from_millis(2)),
+            },
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    None
+}
+
+/// Release a tenure, retrying through errors: an answer lost in a leader
+/// change must not leave the key stuck.
+fn give_back(store: &EtcdStore, key: &str, holder: &str, revision: i64) {
+    for _ in 0..200 {
+        match store.release_fenced(key, holder, revision) {
+            Ok(_) => return,
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    panic!("could not release {key} for {holder}");
+}
+
+/// `workers` threads, each its own connection, take and give back one key
+/// `rounds` times. Each tenure creates a marker file with O_EXCL: a second
+/// holder at the same time would find it there. Returns the overlaps and the
+/// fencing revisions in tenure order. `during` runs once mid-way.
+fn contend(
+    etcd: &Etcd,
+    prefix: &str,
+    workers: usize,
+    rounds: usize,
+    during: impl FnOnce(),
+) -> (usize, Vec<i64>) {
+    let dir = tempfile::tempdir().expect("marker dir");
+    let marker = dir.path().join("held");
+    let overlaps = Arc::new(Mutex::new(0usize));
+    let revisions = Arc::new(Mutex::new(Vec::new()));
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let give_up = Instant::now() + Duration::from_secs(240);
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let store = etcd.store(prefix);
+            let (marker, overlaps, revisions, done) = (
+                marker.clone(),
+                overlaps.clone(),
+                revisions.clone(),
+                done.clone(),
+            );
+            std::thread::spawn(move || {
+                let holder = format!("worker-{w}");
+                for _ in 0..rounds {
+                    let Some(rev) = take(&store, "shared", &holder, give_up) else {
+                        panic!("{holder} never got the key");
+                    };
+                    match std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&marker)
+                    {
+                        Ok(_) => {
+                            revisions.lock().expect("lock").push(rev);
+                            std::thread::sleep(Duration::from_millis(1));
+                            std::fs::remove_file(&marker).expect("remove marker");
+                        }
+                        Err(_) => *overlaps.lock().expect("lock") += 1,
+                    }
+                    give_back(&store, "shared", &holder, rev);
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    let total = workers * rounds;
+    while done.load(std::sync::atomic::Ordering::SeqCst) < total / 3 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    during();
+    for h in handles {
+        h.join().expect("worker panicked");
+    }
+    let overlaps = *overlaps.lock().expect("lock");
+    let revisions = revisions.lock().expect("lock").clone();
+    (overlaps, revisions)
+}
+
+fn strictly_increasing(revs: &[i64]) -> bool {
+    revs.windows(2).all(|w| w[0] < w[1])
+}
+
+#[test]
+fn many_workers_never_hold_one_key_at_once_and_each_tenure_has_a_higher_revision() {
+    let Some(etcd) = Etcd::single() else { return };
+    let (overlaps, revs) = contend(&etcd, "/excl", 8, 25, || {});
+    assert_eq!(overlaps, 0, "two holders at once");
+    assert_eq!(revs.len(), 200);
+    assert!(
+        strictly_increasing(&revs),
+        "fencing revisions went backwards: {revs:?}"
+    );
+    let left = etcd
+        .store("/excl")
+        .status("shared")
+        .expect("status")
+        .outcome;
+    assert_eq!(left.state.as_str(), "free");
+}
+
+#[test]
+fn release_renew_and_force_release_refuse_a_tenure_that_is_over() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/cas");
+    let first = s
+        .acquire("k", "alice", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    s.release("k", "alice").expect("release");
+    let second = s
+        .acquire("k", "alice", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    assert!(second.revision > first.revision);
+
+    let stale = s
+        .release_fenced("k", "alice", first.revision)
+        .expect("release");
+    assert!(
+        matches!(stale.outcome, ReleaseOutcome::NotHeld { .. }),
+        "{stale:?}"
+    );
+    let stale = s
+        .renew_fenced("k", "alice", 120_000, first.revision)
+        .expect("renew");
+    assert_eq!(
+        stale.outcome,
+        RenewOutcome::NotRenewed(NoRenew::OtherHolder)
+    );
+    let guarded = ForceOpts {
+        expect_holder: Some("bob".into()),
+        allow_live: true,
+        ..Default::default()
+    };
+    let refused = s.force_release("k", &guarded).expect("force");
+    assert!(matches!(refused, ForceOutcome::Refused(_)), "{refused:?}");
+    // The current tenure is untouched by all three.
+    let now = s.status("k").expect("status");
+    assert_eq!(now.tenure.map(|t| t.revision), Some(second.revision));
+
+    let renewed = s
+        .renew_fenced("k", "alice", 120_000, second.revision)
+        .expect("renew");
+    assert!(matches!(renewed.outcome, RenewOutcome::Renewed { .. }));
+    assert_eq!(renewed.tenure.map(|t| t.revision), Some(second.revision));
+    let done = s
+        .release_fenced("k", "alice", second.revision)
+        .expect("release");
+    assert_eq!(done.outcome.as_str(), "released");
+}
+
+#[test]
+fn a_live_claim_is_force_released_only_when_allowed_and_then_archived() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/force");
+    s.acquire("k", "alice", &ttl(60)).expect("acquire");
+    let refused = s.force_release("k", &ForceOpts::default()).expect("force");
+    assert!(
+        matches!(refused, ForceOutcome::Refused(ref why) if why.contains("live")),
+        "{refused:?}"
+    );
+    let opts = ForceOpts {
+        allow_live: true,
+        operator: Some("ops".into()),
+        ..Default::default()
+    };
+    let ForceOutcome::Archived { archived_to, .. } = s.force_release("k", &opts).expect("force")
+    else {
+        panic!("not archived");
+    };
+    assert!(archived_to
+        .to_string_lossy()
+        .starts_with("/force/expired/k."));
+    assert_eq!(
+        s.status("k").expect("status").outcome.state.as_str(),
+        "free"
+    );
+    assert_eq!(
+        etcd_common::kinds(&s),
+        vec!["claim_acquired", "claim_force_released"]
+    );
+}
+
+#[test]
+fn list_json_over_etcd_adds_store_revision_and_lease_and_keeps_every_file_field() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/json");
+    for k in ["b", "a", "c/d"] {
+        s.acquire(k, "h", &ttl(90)).expect("acquire");
+    }
+    let v = s.list().expect("list").to_json();
+    assert_eq!(v["store"], etcd.url("/json"));
+    let items = v["claims"].as_array().expect("claims");
+    let keys: Vec<&str> = items.iter().filter_map(|i| i["key"].as_str()).collect();
+    assert_eq!(keys, vec!["a", "b", "c/d"]);
+    for item in items {
+        for field in ["key", "file", "state", "record", "why", "error"] {
+            assert!(item.get(field).is_some(), "{field} missing from {item}");
+        }
+        assert_eq!(item["state"], "live");
+        let rec = &item["record"];
+        assert!(rec["revision"].as_i64().unwrap_or(0) > 0, "{rec}");
+        assert!(rec["lease"]["id"].as_i64().unwrap_or(0) != 0, "{rec}");
+        assert_eq!(rec["lease"]["ttl_s"], 90);
+        assert!(
+            rec["lease"]["remaining_s"].as_i64().unwrap_or(0) > 80,
+            "{rec}"
+        );
+    }
+    assert_eq!(v["counts"]["live"], 3);
+}
+
+#[test]
+fn an_expired_lease_frees_the_key_and_three_observers_record_one_claim_expired() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/exp");
+    let tenure = s
+        .acquire("k", "gone", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    // Started after the acquire: the first change naming "k" is its end.
+    let mut feeds: Vec<Box<dyn Changes>> = (0..3)
+        .map(|_| etcd.store("/exp").changes().expect("feed"))
+        .collect();
+    // Revoking is what expiry does to the key (it is deleted with its
+    // lease), without waiting out the protocol's 60 s minimum TTL.
+    let (rt, mut raw) = etcd.client();
+    rt.block_on(raw.lease_revoke(tenure.lease.id))
+        .expect("revoke");
+    let observers: Vec<_> = feeds
+        .drain(..)
+        .map(|mut feed| {
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if let Ok(Some(Change::Claim { key })) = feed.next(Duration::from_millis(200)) {
+                        if key == "k" {
+                            return true;
+                        }
+                    }
+                }
+                false
+            })
+        })
+        .collect();
+    for o in observers {
+        assert!(
+            o.join().expect("observer"),
+            "an observer never saw the key go"
+        );
+    }
+    assert_eq!(
+        s.status("k").expect("status").outcome.state.as_str(),
+        "free"
+    );
+    let expired: Vec<_> = s
+        .events(50)
+        .expect("events")
+        .into_iter()
+        .filter(|e| e.kind() == "claim_expired")
+        .collect();
+    assert_eq!(expired.len(), 1, "{expired:?}");
+    assert_eq!(expired[0].key(), Some("k"));
+    assert_eq!(expired[0].holder(), Some("gone"));
+}
+
+#[test]
+fn a_released_claim_is_never_recorded_as_expired() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/rel");
+    let mut feed = etcd.store("/rel").changes().expect("feed");
+    s.acquire("k", "h", &ttl(60)).expect("acquire");
+    s.release("k", "h").expect("release");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let _ = feed.next(Duration::from_millis(100));
+    }
+    assert_eq!(
+        etcd_common::kinds(&s),
+        vec!["claim_acquired", "claim_released"]
+    );
+}
+
+#[test]
+fn a_stopped_etcd_makes_a_verb_fail_within_the_timeout_naming_the_endpoints() {
+    let Some(etcd) = Etcd::single() else { return };
+    let opts = OpenOpts {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let s = etcd.store_with("/stop", &opts);
+    s.status("warm").expect("status before the stop");
+    etcd.members[0].pause();
+    let t0 = Instant::now();
+    let err = s.acquire("k", "h", &ttl(60)).expect_err("etcd is stopped");
+    let took = t0.elapsed();
+    etcd.members[0].signal(libc::SIGCONT);
+    assert!(matches!(err, StoreError::Unreachable { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(&etcd.endpoints()[0]), "{msg}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "took {took:?} with a 1 s timeout"
+    );
+    // And it recovers without a reconnect by hand.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.status("k").is_err() {
+        assert!(Instant::now() < deadline, "never recovered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn an_unreachable_cluster_fails_within_the_timeout_at_connect() {
+    // Nothing listens here: connect (or the first call) must give up in time.
+    let Some(_bin) = etcd_common::etcd_binary() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let target = match claimtop::store::StoreUrl::parse(&format!("etcd://127.0.0.1:{port}")) {
+        Ok(claimtop::store::StoreUrl::Etcd(t)) => t,
+        other => panic!("{other:?}"),
+    };
+    let opts = OpenOpts {
+        timeout: Some(Duration::from_millis(700)),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let err = match EtcdStore::connect(&target, &opts) {
+        Err(e) => e,
+        Ok(s) => s.status("k").expect_err("nothing listens"),
+    };
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(
+        err.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn killing_the_leader_of_three_mid_run_leaves_no_overlap_and_no_stuck_key() {
+    let Some(mut etcd) = Etcd::cluster(3) else {
+        return;
+    };
+    let leader = etcd.leader();
+    let victim_pid = etcd.members[leader].pid();
+    let (overlaps, revs) = contend(&etcd, "/ha", 4, 30, || {
+        // SAFETY: kill(2) on an etcd child this test started.
+        unsafe {
+            libc::kill(victim_pid, libc::SIGKILL);
+        }
+    });
+    etcd.members[leader].kill();
+    assert_eq!(overlaps, 0, "two holders at once across the leader change");
+    assert_eq!(revs.len(), 120);
+    assert!(
+        strictly_increasing(&revs),
+        "fencing revisions went backwards: {revs:?}"
+    );
+    let left = etcd.store("/ha").status("shared").expect("status").outcome;
+    assert_eq!(left.state.as_str(), "free", "the key is stuck: {left:?}");
+}
+
+#[test]
+fn a_role_limited_to_the_prefix_can_do_everything_and_a_wrong_password_fails_clearly() {
+    let Some(etcd) = Etcd::single() else { return };
+    let (rt, mut root) = etcd.client();
+    rt.block_on(async {
+        root.user_add("root", "rootpw", None).await?;
+        root.user_grant_role("root", "root").await?;
+        root.role_add("claims").await?;
+        root.role_grant_permission(
+            "claims",
+            etcd_client::Permission::read_write("/team/").with_prefix(),
+        )
+        .await?;
+        root.user_add("worker", "s3cret-pw", None).await?;
+        root.user_grant_role("worker", "claims").await?;
+        root.auth_enable().await
+    })
+    .expect("set up auth");
+    let good = OpenOpts {
+        user: Some("worker".into()),
+        password: Some("s3cret-pw".into()),
+        ..Default::default()
+    };
+    let s = etcd.store_with("/team", &good);
+    let got = s.acquire("k", "h", &ttl(60)).expect("acquire under auth");
+    assert!(matches!(got.outcome, AcquireOutcome::Acquired { .. }));
+    assert_eq!(s.list().expect("list").sweep.claims.len(), 1);
+    assert_eq!(
+        s.release("k", "h").expect("release").outcome.as_str(),
+        "released"
+    );
+    assert_eq!(s.events(10).expect("events").len(), 2);
+
+    let bad = OpenOpts {
+        password: Some("not-the-password".into()),
+        ..good.clone()
+    };
+    let err = match EtcdStore::connect(&etcd.target("/team"), &bad) {
+        Err(e) => e,
+        Ok(s) => s.status("k").expect_err("wrong password"),
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("authentication failed"), "{msg}");
+    assert!(
+        !msg.contains("not-the-password"),
+        "the password leaked: {msg}"
+    );
+    assert!(
+        !format!("{bad:?}").contains("not-the-password"),
+        "Debug shows the password"
+    );
+    // Outside its prefix the role is refused, and says so.
+    let elsewhere = etcd.store_with("/other", &good);
+    let err = elsewhere
+        .acquire("k", "h", &ttl(60))
+        .expect_err("outside the prefix");
+    assert!(err.to_string().contains("permission denied"), "{err}");
+}
+
+#[test]
+fn a_kept_alive_claim_that_is_force_released_says_it_is_lost() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/hold");
+    let tenure = s
+        .acquire("k", "runner", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    let held = s.keep_alive("k", &tenure).expect("keep alive");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(held.lost(), None, "lost while nobody touched it");
+    let opts = ForceOpts {
+        allow_live: true,
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.force_release("k", &opts).expect("force"),
+        ForceOutcome::Archived { .. }
+    ));
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while held.lost().is_none() {
+        assert!(Instant::now() < deadline, "the loss went unnoticed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let why = held.lost().unwrap_or_default();
+    assert!(
+        why.contains("taken away") || why.contains("revoked"),
+        "{why}"
+    );
+}
+
+/// The next change the feed gives that `want` accepts, within `within`.
+fn wait_for(
+    feed: &mut dyn Changes,
+    within: Duration,
+    want: impl Fn(&Change) -> bool,
+) -> Option<Change> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(c)) = feed.next(Duration::from_millis(100)) {
+            if want(&c) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_change_feed_says_disconnected_while_etcd_is_stopped_and_resumes_by_itself() {
+    let Some(etcd) = Etcd::single() else { return };
+    let opts = OpenOpts {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let watcher = etcd.store_with("/feed", &opts);
+    let mut feed = watcher.changes().expect("feed");
+    etcd.members[0].pause();
+    let down = wait_for(feed.as_mut(), Duration::from_secs(10), |c| {
+        matches!(c, Change::Disconnected { .. })
+    });
+    etcd.members[0].signal(libc::SIGCONT);
+    assert!(down.is_some(), "no Disconnected while etcd was stopped");
+    let up = wait_for(feed.as_mut(), Duration::from_secs(15), |c| {
+        matches!(c, Change::Connected { .. })
+    });
+    assert!(up.is_some(), "no Connected after etcd continued");
+    let writer = etcd.store("/feed");
+    writer.acquire("after", "h", &ttl(60)).expect("acquire");
+    let seen = wait_for(
+        feed.as_mut(),
+        Duration::from_secs(10),
+        |c| matches!(c, Change::Claim { key } if key == "after"),
+    );
+    assert!(seen.is_some(), "the resumed feed missed a change");
+}
+
+#[test]
+fn a_feed_resumed_from_a_compacted_revision_asks_for_a_full_reread() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/compact");
+    let first = s
+        .acquire("k", "h", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    s.release("k", "h").expect("release");
+    s.acquire("k", "h", &ttl(60)).expect("acquire again");
+    let (rt, mut raw) = etcd.client();
+    let now = rt
+        .block_on(raw.get("/compact/", None))
+        .expect("get")
+        .header()
+        .map(|h| h.revision())
+        .expect("revision");
+    rt.block_on(raw.compact(now, None)).expect("compact");
+    let mut feed = s.changes_from(first.revision).expect("feed");
+    let resync = wait_for(&mut feed, Duration::from_secs(10), |c| {
+        matches!(c, Change::Resync { .. })
+    });
+    match resync {
+        Some(Change::Resync { why }) => assert!(why.contains("compacted"), "{why}"),
+        other => panic!("no resync: {other:?}"),
+    }
+}
+
+#[test]
+fn doctor_over_etcd_names_leaseless_claims_unretained_events_and_idle_leases() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/doc");
+    s.acquire("fine", "h", &ttl(60)).expect("acquire");
+    let clean: Vec<String> = kinds_of(&s.doctor().expect("doctor").to_json());
+    assert!(clean.is_empty(), "a healthy prefix has hazards: {clean:?}");
+    let (rt, mut raw) = etcd.client();
+    let rec = "schema_version: 1\nkey: bare\nholder: h\nacquired_at: 1\npid: 1\nhost: x\n";
+    rt.block_on(async {
+        raw.put("/doc/claims/bare", rec, None).await?;
+        raw.put(
+            "/doc/events/0000000000001-x",
+            "{\"type\":\"claim_acquired\"}",
+            None,
+        )
+        .await?;
+        raw.lease_grant(600, None).await
+    })
+    .expect("plant hazards");
+    let found = kinds_of(&s.doctor().expect("doctor").to_json());
+    for kind in [
+        "etcd_claim_without_lease",
+        "etcd_events_without_retention",
+        "etcd_lease_without_keys",
+    ] {
+        assert!(
+            found.iter().any(|k| k == kind),
+            "{kind} missing from {found:?}"
+        );
+    }
+}
+
+fn kinds_of(listing: &serde_json::Value) -> Vec<String> {
+    listing["hazards"]
+        .as_array()
+        .map(|hs| {
+            hs.iter()
+                .filter_map(|h| h["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_etcds_store_speaks_tls_with_the_given_ca_and_refuses_to_go_without_one() {
+    let Some(etcd) = Etcd::single_tls() else {
+        return;
+    };
+    let s = etcd.store("/tls");
+    let got = s.acquire("k", "h", &ttl(60)).expect("acquire over TLS");
+    assert!(matches!(got.outcome, AcquireOutcome::Acquired { .. }));
+    assert_eq!(
+        s.release("k", "h").expect("release").outcome.as_str(),
+        "released"
+    );
+    let err = match EtcdStore::connect(&etcd.target("/tls"), &OpenOpts::default()) {
+        Err(e) => e,
+        Ok(_) => panic!("etcds:// without --etcd-cacert connected"),
+    };
+    assert!(err.to_string().contains("--etcd-cacert"), "{err}");
+}
