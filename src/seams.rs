@@ -46,7 +46,7 @@ const HOMES: &[(&str, &str)] = &[
     ("fn event_fields(", "src/claims/audit.rs"),
     ("fn hostname(", "src/sys.rs"),
     ("fn rename_noreplace(", "src/sys.rs"),
-    ("fn now_ms(", "src/time.rs"),
+    ("pub fn now_ms() -> i64", "src/time.rs"),
     ("fn parse_ttl_ms(", "src/time.rs"),
     ("fn ttl_text(", "src/time.rs"),
     ("fn human_ms(", "src/time.rs"),
