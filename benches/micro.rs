@@ -25,20 +25,21 @@ fn files() -> usize {
     }
 }
 
-fn pids() -> usize {
+/// Distinct (live, dead) holder pids: the figures' mix, or a handful.
+fn pids() -> (usize, usize) {
     if quick_mode() {
-        4
+        (4, 4)
     } else {
-        250
+        (LIVE_HOLDERS, DEAD_HOLDERS)
     }
 }
 
 fn bench_sweep(c: &mut Criterion) {
-    let Ok(sleepers) = Sleepers::spawn(pids()) else {
+    let Ok(sleepers) = Sleepers::spawn(pids().0) else {
         eprintln!("cannot spawn sleep children; sweep bench skipped");
         return;
     };
-    let Ok(fx) = claims_fixture(files(), &sleepers, &dead_pids(pids())) else {
+    let Ok(fx) = claims_fixture(files(), &sleepers, &dead_pids(pids().1)) else {
         eprintln!("cannot build the claims fixture; sweep bench skipped");
         return;
     };

@@ -40,7 +40,13 @@ fn needs_escape(c: char) -> bool {
 /// nothing needs escaping (the common case, so a 10 000-row table allocates
 /// nothing extra).
 pub fn sanitize(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    // Printable ASCII other than `\` is always safe. Checked over bytes with
+    // no early exit, so it vectorises: a 10 000-row `list` sanitizes 50 000
+    // cells, and decoding each char cost an eighth of the process.
+    let plain_ascii = s
+        .bytes()
+        .fold(true, |ok, b| ok & (0x20..0x7f).contains(&b) & (b != b'\\'));
+    if plain_ascii || !s.chars().any(needs_escape) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -88,6 +94,17 @@ fn push_escaped(out: &mut String, c: char) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_printable_ascii_character_but_the_backslash_is_safe_as_it_stands() {
+        for b in 0u8..0x80 {
+            let c = char::from(b);
+            let expect_plain = (0x20..0x7f).contains(&b) && b != b'\\';
+            assert_eq!(!needs_escape(c), expect_plain, "byte {b:#x}");
+            let s = format!("pty:{c}");
+            assert_eq!(matches!(sanitize(&s), Cow::Borrowed(_)), expect_plain);
+        }
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

@@ -111,6 +111,19 @@ pub fn clock(ms: i64, local: bool, fmt: &str) -> String {
     }
 }
 
+/// [`clock`] without the zone, for a view that says the zone once (the
+/// timeline's axis).
+pub fn bare_clock(ms: i64, local: bool, fmt: &str) -> String {
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return format!("{ms}ms");
+    };
+    if local {
+        t.with_timezone(&chrono::Local).format(fmt).to_string()
+    } else {
+        t.format(fmt).to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

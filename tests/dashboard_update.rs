@@ -12,6 +12,7 @@ use claimtop::dashboard::keys::Pane;
 use claimtop::dashboard::ops::run_op;
 use claimtop::dashboard::update::{apply_sweep, visible_signature};
 use claimtop::dashboard::{update, Action, App};
+use claimtop::events::service::{Anchor, Page, Reply, Request};
 use dashboard_common::*;
 use ratatui::crossterm::event::KeyCode;
 
@@ -395,20 +396,39 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
             ))
         })
         .collect();
-    update(&mut app, Action::EventsAppended(more));
+    update(&mut app, Action::EventsAppended(more.clone()));
     app.focus = Pane::Events;
     update(&mut app, key('k'));
-    assert_eq!(app.events.view.scroll, 1);
+    // Scrolling up browses the whole log: the lines come from the file.
+    assert!(app.events.browse.active);
+    assert!(matches!(
+        app.events.browse.out.pop(),
+        Some(Request::Page {
+            anchor: Anchor::End,
+            ..
+        })
+    ));
+    let page = Page {
+        lines: more,
+        first_line_no: Some(90),
+        at_end: true,
+        ..Page::default()
+    };
+    update(&mut app, Action::Log(Box::new(Reply::Page(page))));
+    assert!(render(&app).contains("line 100 of"), "{}", render(&app));
     update(
         &mut app,
         Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
     );
-    assert_eq!(app.events.view.new_while_scrolled, 1);
-    assert_eq!(app.events.view.scroll, 2, "the same lines stay in view");
     assert!(render(&app).contains("+1 new"));
+    assert_eq!(
+        app.events.browse.position(),
+        Some(100),
+        "the same line stays selected"
+    );
     update(&mut app, key('G'));
+    assert!(!app.events.browse.active);
     assert_eq!(app.events.view.scroll, 0);
-    assert_eq!(app.events.view.new_while_scrolled, 0);
     assert!(render(&app).contains("following"));
 }
 

@@ -404,3 +404,65 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
     assert_clean_exit(&tmux);
     assert!(!lockfile.exists(), "the claim was not released on quit");
 }
+
+/// Five thousand claim events over a hundred keys, timed in the last hour:
+/// key `node:gpu-<i % 100>` acquired by `worker-<i>`, then released.
+fn write_history(root: &Path) {
+    let now = claimtop::claims::now_ms();
+    let mut text = String::new();
+    for i in 0..2500i64 {
+        let at = now - 3_600_000 + i * 1_400;
+        let ts = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string()
+        };
+        let key = format!("node:gpu-{}", i % 100);
+        text.push_str(&format!(
+            "{{\"ts\":\"{}\",\"type\":\"claim_acquired\",\"source\":\"fno-loop\",\"data\":{{\"key\":\"{key}\",\"holder\":\"worker-{i}\",\"pid\":1,\"host\":\"h\",\"acquired_at\":{at},\"expires_at\":null}}}}\n",
+            ts(at)
+        ));
+        text.push_str(&format!(
+            "{{\"ts\":\"{}\",\"type\":\"claim_released\",\"source\":\"fno-loop\",\"data\":{{\"key\":\"{key}\",\"holder\":\"worker-{i}\",\"pid\":1,\"host\":\"h\",\"acquired_at\":{at},\"expires_at\":null,\"duration_held_ms\":1000}}}}\n",
+            ts(at + 1000)
+        ));
+    }
+    std::fs::create_dir_all(root.join(".fno")).unwrap();
+    std::fs::write(root.join(".fno/events.jsonl"), text).unwrap();
+}
+
+#[test]
+fn the_timeline_and_the_events_search_work_over_the_whole_log() {
+    let td = tempfile::TempDir::new().unwrap();
+    write_history(td.path());
+    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    tmux.keys(&["t"]);
+    let screen = tmux.wait_for("the whole log in the timeline", |s| {
+        s.contains("timeline ·") && s.contains("whole log")
+    });
+    assert!(screen.contains("node:gpu-0"), "{screen}");
+    assert!(screen.contains("100 keys"), "{screen}");
+    // `t` again closes it (an Escape followed at once by another key reads
+    // as Alt+that key to the terminal).
+    tmux.keys(&["t"]);
+    tmux.wait_for("the panes", |s| {
+        s.contains("events") && !s.contains("timeline ·")
+    });
+    tmux.keys(&["Tab", "Tab", "/"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    tmux.keys(&["Enter"]);
+    // The only line naming worker-7 (not worker-70..) is its release, the
+    // newest of its two: line 16 of 5 000.
+    tmux.wait_for("the search's line", |s| s.contains("line 16 of 5 000"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the raw JSON", |s| s.contains("\"duration_held_ms\": 1000"));
+    tmux.keys(&["Enter", "n"]);
+    // The older match is its acquire, just above.
+    tmux.wait_for("the older match", |s| s.contains("line 15 of 5 000"));
+    tmux.keys(&["G", "q"]);
+    assert_clean_exit(&tmux);
+}

@@ -135,19 +135,25 @@ pub fn key_of(i: usize) -> String {
     format!("task:{:06}/build step", i)
 }
 
+/// Distinct live holder pids in a generated root (the mix).
+pub const LIVE_HOLDERS: usize = 100;
+/// Distinct holder pids with no process behind them (the mix).
+pub const DEAD_HOLDERS: usize = 250;
+
 /// The record file `i` of a generated root carries: a realistic spread of
-/// holders over `pids`, every few a TTL (some expired), a foreign machine,
-/// metadata; corrupted ones return None.
+/// holders over `pids`, every few a TTL (some expired), metadata; one file in
+/// ten written on another machine and one in twenty corrupted (the issue's
+/// mix: 10 % foreign machine ids, 5 % corrupted); corrupted ones return None.
 ///
 /// `now` must be at least a second past the start of every live pid: the
 /// process start time is only known to boot-time (second) precision, and a
 /// claim acquired before its holder started reads as pid reuse.
 pub fn record_for(i: usize, pids: &[i32], now: i64) -> Option<ClaimRecord> {
-    if i % 97 == 13 {
+    if i % 20 == 13 {
         return None;
     }
     let pid = pids[i % pids.len()];
-    let foreign = i % 23 == 5;
+    let foreign = i % 10 == 5;
     let mut metadata = Map::new();
     if i % 10 == 3 {
         metadata.insert("node".into(), json!(format!("n{}", i % 17)));

@@ -26,7 +26,7 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
     if text.is_empty() {
         return None;
     }
-    for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+    for line in lines(text.strip_suffix('\n').unwrap_or(text)) {
         if line == "metadata:" {
             if metadata.is_some() {
                 return None;
@@ -37,7 +37,7 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
         }
         if let Some(entry) = line.strip_prefix("  ") {
             let map = metadata.as_mut().filter(|_| in_metadata)?;
-            let colon = entry.find(':')?;
+            let colon = colon_at(entry)?;
             let (name, value) = (
                 plain(&entry[..colon])?,
                 entry[colon + 1..].strip_prefix(' ')?,
@@ -53,7 +53,7 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
         }
         in_metadata = false;
         // Field names hold no ':', so the first one ends the name.
-        let colon = line.find(':')?;
+        let colon = colon_at(line)?;
         let (name, value) = (&line[..colon], line[colon + 1..].strip_prefix(' ')?);
         // Each field at most once: a duplicate is for the full parser to judge.
         match name {
@@ -96,6 +96,30 @@ pub(crate) fn parse(text: &str) -> Option<ClaimRecord> {
     })
 }
 
+/// The `\n`-separated lines of `text`. A byte loop: lines are a few dozen
+/// bytes, where `str::split`'s searcher costs more to set up than to run.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        match t.bytes().position(|b| b == b'\n') {
+            Some(i) => {
+                rest = Some(&t[i + 1..]);
+                Some(&t[..i])
+            }
+            None => {
+                rest = None;
+                Some(t)
+            }
+        }
+    })
+}
+
+/// Where the first `:` of a line is (field names hold none).
+fn colon_at(line: &str) -> Option<usize> {
+    line.bytes().position(|b| b == b':')
+}
+
 fn set<T>(slot: &mut Option<T>, v: T) -> Option<()> {
     if slot.is_some() {
         return None;
@@ -136,16 +160,16 @@ fn plain(v: &str) -> Option<&str> {
     {
         return None;
     }
-    // One pass, no searcher set-up: these values are a few dozen bytes.
-    let mut prev = 0u8;
-    for &c in b {
-        let bad = !(0x20..0x7f).contains(&c)
-            || (prev == b':' && c == b' ')
-            || (prev == b' ' && c == b'#');
-        if bad {
-            return None;
-        }
-        prev = c;
+    // Branch-free passes the compiler vectorises: these checks ran a byte at
+    // a time and were a tenth of a `list` process.
+    let unprintable = b
+        .iter()
+        .fold(false, |acc, &c| acc | !(0x20..0x7f).contains(&c));
+    let starts_comment_or_mapping = b.iter().zip(&b[1..]).fold(false, |acc, (&p, &c)| {
+        acc | ((p == b':') & (c == b' ')) | ((p == b' ') & (c == b'#'))
+    });
+    if unprintable || starts_comment_or_mapping {
+        return None;
     }
     Some(v)
 }

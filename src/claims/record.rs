@@ -382,29 +382,12 @@ pub const CORRUPT_HEAD_BYTES: usize = 256;
 /// it would let a sweep read (and a verdict act on) a file outside the claims
 /// dir. O_NONBLOCK: a FIFO named `*.lock` must never hang a sweep in open().
 pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let corrupted = |reason: String| ReadError::Corrupted {
         reason,
         head: Vec::new(),
     };
     let unreadable = |reason: String| ReadError::Unreadable { reason };
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Err(ReadError::GoneAway),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(corrupted(
-                "lockfile is a symlink; refusing to follow it".into(),
-            ))
-        }
-        // EACCES, EIO...: the file may be a perfectly good claim that this
-        // user cannot read. Calling it corrupted would let them archive a
-        // live claim they cannot even see.
-        Err(e) => return Err(unreadable(format!("claim read failed: {e}"))),
-    };
+    let file = open_lockfile(path)?;
     let meta = file
         .metadata()
         .map_err(|e| unreadable(format!("claim stat failed: {e}")))?;
@@ -440,6 +423,60 @@ pub fn read_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// Open a lockfile for reading: no symlink followed, no FIFO waited on.
+fn open_lockfile(path: &Path) -> Result<std::fs::File, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => Ok(f),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => Err(ReadError::GoneAway),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(ReadError::Corrupted {
+            reason: "lockfile is a symlink; refusing to follow it".into(),
+            head: Vec::new(),
+        }),
+        // EACCES, EIO...: the file may be a perfectly good claim that this
+        // user cannot read. Calling it corrupted would let them archive a
+        // live claim they cannot even see.
+        Err(e) => Err(ReadError::Unreadable {
+            reason: format!("claim read failed: {e}"),
+        }),
+    }
+}
+
+/// Most lockfiles are a few hundred bytes: one read of this size takes a
+/// whole one (a bigger one, with metadata, takes the guarded way).
+const LISTED_READ: usize = 1024;
+
+/// [`read_lockfile_bytes`] for an entry the directory listing already
+/// called a regular file (`d_type`): a short, non-empty read is the whole
+/// file, so the `fstat` (a syscall per file of every sweep) is left out.
+/// Anything else (an empty or larger file, an error, an entry swapped for a
+/// directory or FIFO since the listing) is read again the guarded way, so
+/// every verdict stays that of [`read_lockfile_bytes`].
+pub fn read_listed_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    use std::os::fd::AsRawFd;
+    let file = open_lockfile(path)?;
+    // Into spare capacity: zeroing a buffer first (`vec![0; n]` or a stack
+    // array) cost more than the fstat this saves.
+    let mut bytes: Vec<u8> = Vec::with_capacity(LISTED_READ);
+    // SAFETY: the pointer is valid for LISTED_READ bytes of the Vec's spare
+    // capacity, read(2) writes at most that many into it, and set_len below
+    // covers only the bytes it reported written.
+    let n = unsafe { libc::read(file.as_raw_fd(), bytes.as_mut_ptr().cast(), LISTED_READ) };
+    match usize::try_from(n) {
+        Ok(n) if n > 0 && n < LISTED_READ => {
+            // SAFETY: read(2) initialised exactly the first n bytes.
+            unsafe { bytes.set_len(n) };
+            Ok(bytes)
+        }
+        // An error (EINTR included), an empty or a longer file: the guarded way.
+        _ => read_lockfile_bytes(path),
+    }
+}
+
 /// Read and parse one lockfile.
 pub fn read_claim_file(path: &Path) -> Result<ClaimRecord, ReadError> {
     read_claim_file_raw(path).map(|(rec, _)| rec)
@@ -448,7 +485,15 @@ pub fn read_claim_file(path: &Path) -> Result<ClaimRecord, ReadError> {
 /// Read and parse one lockfile, keeping the bytes (archive verification
 /// compares them; the dashboard shows the head of a corrupted file).
 pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
-    let bytes = read_lockfile_bytes(path)?;
+    parse_claim_bytes(read_lockfile_bytes(path)?)
+}
+
+/// [`read_claim_file_raw`] for an entry the listing called a regular file.
+pub fn read_listed_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
+    parse_claim_bytes(read_listed_lockfile_bytes(path)?)
+}
+
+fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
     match ClaimRecord::from_bytes(&bytes) {
         Ok(rec) => Ok((rec, bytes)),
         Err(ParseError::TooCostly(reason)) => Err(ReadError::Unreadable { reason }),
@@ -585,6 +630,42 @@ mod tests {
             read_claim_file(&td.path().join("missing.lock")),
             Err(ReadError::GoneAway)
         );
+    }
+
+    #[test]
+    fn a_listed_read_answers_exactly_as_the_guarded_read_whatever_the_entry_became() {
+        let td = tempfile::TempDir::new().unwrap();
+        let p = |n: &str| td.path().join(n);
+        std::fs::write(p("small.lock"), rec().to_yaml().unwrap()).unwrap();
+        std::fs::write(p("empty.lock"), b"").unwrap();
+        std::fs::write(p("edge.lock"), vec![b'k'; LISTED_READ - 1]).unwrap();
+        std::fs::write(p("full.lock"), vec![b'k'; LISTED_READ]).unwrap();
+        std::fs::write(p("long.lock"), vec![b'k'; 3 * LISTED_READ + 7]).unwrap();
+        let huge = vec![b'a'; (MAX_LOCKFILE_BYTES + 10) as usize];
+        std::fs::write(p("huge.lock"), huge).unwrap();
+        std::fs::create_dir(p("dir.lock")).unwrap();
+        std::os::unix::fs::symlink(p("small.lock"), p("link.lock")).unwrap();
+        let fifo = std::ffi::CString::new(p("fifo.lock").into_os_string().into_encoded_bytes());
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(fifo.unwrap().as_ptr(), 0o600) }, 0);
+        for name in [
+            "small.lock",
+            "empty.lock",
+            "edge.lock",
+            "full.lock",
+            "long.lock",
+            "huge.lock",
+            "dir.lock",
+            "link.lock",
+            "fifo.lock",
+            "missing.lock",
+        ] {
+            assert_eq!(
+                read_listed_lockfile_bytes(&p(name)),
+                read_lockfile_bytes(&p(name)),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! reason in words.
 
 use super::liveness::{Classifier, Locality, Verdict};
-use super::record::{read_claim_file_raw, ReadError};
+use super::record::{read_claim_file_raw, read_listed_claim_file_raw, ReadError};
 use super::{ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,21 @@ pub struct Status {
 impl Status {
     /// The status of the file at `path` (named `key`), classified with `c`.
     pub fn of_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
+        Status::of_read(key, path, c, read_claim_file_raw(path))
+    }
+
+    /// [`Status::of_file`] for a sweep's entry that the directory listing
+    /// called a regular file (one syscall fewer per file; same verdicts).
+    pub fn of_listed_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
+        Status::of_read(key, path, c, read_listed_claim_file_raw(path))
+    }
+
+    fn of_read(
+        key: &str,
+        path: &Path,
+        c: &mut Classifier,
+        read: Result<(ClaimRecord, Vec<u8>), ReadError>,
+    ) -> Status {
         let mut s = Status {
             key: key.to_string(),
             file: path.to_path_buf(),
@@ -38,7 +53,7 @@ impl Status {
             locality: None,
             head: Vec::new(),
         };
-        match read_claim_file_raw(path) {
+        match read {
             Ok((rec, _)) => {
                 let Verdict {
                     state,

@@ -178,7 +178,9 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     // Names first, items after: sorting the (key, path) pairs is cheap where
     // sorting finished items (hundreds of bytes each) is not, and reading in
     // key order tends to follow creation (inode) order.
-    let mut lockfiles: Vec<(String, PathBuf)> = Vec::new();
+    // With each, whether the listing's `d_type` already said "regular
+    // file" (then its read needs no `fstat`).
+    let mut lockfiles: Vec<(String, PathBuf, bool)> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
@@ -192,10 +194,17 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
             }
         };
         let name = entry.file_name();
-        let path = entry.path();
+        // `entry.path()` is this join, but copies the dir and then grows the
+        // copy for the name: a realloc for every file of every sweep.
+        let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+        path.push(&dir);
+        path.push(&name);
         match entry_kind(&name) {
             EntryKind::Lockfile => match key_of_lockfile(&name) {
-                Some(key) => lockfiles.push((key, path)),
+                Some(key) => {
+                    let regular = entry.file_type().is_ok_and(|t| t.is_file());
+                    lockfiles.push((key, path, regular))
+                }
                 None => out.hazards.push(Hazard {
                     kind: HazardKind::Unreadable,
                     path,
@@ -213,8 +222,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     archive_dir_hazard(&dir, &mut out.hazards);
     lockfiles.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out.claims.reserve_exact(lockfiles.len());
-    for (key, path) in &lockfiles {
-        let item = Status::of_file(key, path, c);
+    for (key, path, regular) in &lockfiles {
+        let item = if *regular {
+            Status::of_listed_file(key, path, c)
+        } else {
+            Status::of_file(key, path, c)
+        };
         out.counts.add(item.state);
         item_hazards(&item, &mut out.hazards);
         if item.state != ClaimState::Free {

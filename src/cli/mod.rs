@@ -8,6 +8,7 @@ pub mod claim_cmds;
 pub mod completions;
 pub mod events;
 pub mod list;
+mod list_json;
 pub mod metrics;
 pub mod output;
 pub mod run;

@@ -3,6 +3,7 @@
 //! the outside world says arrives here as data: the model never reads it.
 
 use crate::claims::{ForceOpts, Hazard, Status, Sweep};
+use crate::events::service::Reply;
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::io::ErrorKind;
@@ -31,6 +32,8 @@ pub enum Action {
     OpResult(OpResult),
     /// A best-effort failure reported by the core (see `crate::diag`).
     Warning(String),
+    /// The events service's answer: tenures, line counts, a page, a search.
+    Log(Box<Reply>),
     /// SIGTERM / SIGHUP.
     Quit,
 }

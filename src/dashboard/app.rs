@@ -5,7 +5,9 @@
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
 use super::action::{Op, RootProblem};
+use super::browse::Browse;
 use super::keys::Pane;
+use super::timeline::Timeline;
 use super::Options;
 use crate::claims::{
     ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Locality, Root, Status,
@@ -329,6 +331,12 @@ impl Filter {
     }
 
     pub fn matches(&self, s: &Status) -> bool {
+        self.matches_by(|t| term_matches(t, s))
+    }
+
+    /// The filter's grouping (one field's terms OR, fields AND) over any
+    /// subject: `term_matches` says whether one term holds for it.
+    pub fn matches_by(&self, term_matches: impl Fn(&Term) -> bool) -> bool {
         if self.problem.is_some() {
             return false;
         }
@@ -341,7 +349,7 @@ impl Filter {
                 || t.iter()
                     .enumerate()
                     .filter(|(j, e)| e.group(*j) == g)
-                    .any(|(_, e)| term_matches(e, s))
+                    .any(|(_, e)| term_matches(e))
         })
     }
 
@@ -674,6 +682,8 @@ pub enum Overlay {
     Hazards,
     /// The selected claim in full (Enter).
     Claim,
+    /// Every key's tenures over time (`t`), over the whole screen.
+    Timeline,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -898,6 +908,8 @@ pub struct Events {
     pub ring: EventRing,
     pub view: EventsView,
     pub error: Option<String>,
+    /// Browsing the whole log (instead of following its tail).
+    pub browse: Browse,
 }
 
 /// What sits on top of the panes: at most one overlay, at most one dialog
@@ -930,6 +942,7 @@ pub struct App {
     pub table: TableView,
     pub events: Events,
     pub overlays: Overlays,
+    pub timeline: Timeline,
     pub status: Option<StatusMsg>,
     pub quit: bool,
     /// Releases still to finish before quitting (the quit dialog's "release").
@@ -963,6 +976,7 @@ impl App {
             table: TableView::default(),
             events: Events::default(),
             overlays: Overlays::default(),
+            timeline: Timeline::new(now),
             status: None,
             quit: false,
             quit_after: None,
@@ -1007,6 +1021,40 @@ impl App {
 
     pub fn paused(&self) -> bool {
         self.claims.frozen.is_some()
+    }
+
+    /// Which keys the timeline shows: the table's filter, applied to keys.
+    /// Key and bare words match the key's name (bare words also the claim's
+    /// holder and reason, as in the table), holder any holder the log has
+    /// for the key, and state, harness and reason the key's claim as the
+    /// table shows it now.
+    pub fn timeline_keeps(&self) -> impl Fn(&str) -> bool + '_ {
+        let f = &self.table.filter;
+        let claims: HashMap<&str, &Status> = if f.is_empty() {
+            HashMap::new()
+        } else {
+            self.shown()
+                .by_path
+                .values()
+                .map(|s| (s.key.as_str(), s))
+                .collect()
+        };
+        let tenures = self.timeline.shown();
+        move |key: &str| {
+            f.is_empty()
+                || f.matches_by(|t| match t {
+                    Term::Key(v) => contains_ci(key, v),
+                    Term::Any(v) => {
+                        contains_ci(key, v) || claims.get(key).is_some_and(|s| term_matches(t, s))
+                    }
+                    Term::Holder(v) => tenures.is_some_and(|ix| {
+                        ix.tenures_of(key)
+                            .iter()
+                            .any(|x| contains_ci(ix.holder_name(x.holder), v))
+                    }),
+                    _ => claims.get(key).is_some_and(|s| term_matches(t, s)),
+                })
+        }
     }
 
     /// The selected claim, if any row is selected.

@@ -66,6 +66,20 @@ pub enum Cmd {
     Close,
     Suspend,
     Quit,
+    /// The timeline view (`t`).
+    Timeline,
+    /// Events pane: the next line matching the search, older / newer.
+    SearchOlder,
+    SearchNewer,
+    /// Events pane: the selected line's raw JSON.
+    RawEvent,
+    /// Timeline: the cursor one column (or ten) back / forward in time.
+    TimeBack,
+    TimeForward,
+    TimeBackFar,
+    TimeForwardFar,
+    ZoomIn,
+    ZoomOut,
 }
 
 impl Cmd {
@@ -110,6 +124,8 @@ pub enum Scope {
     Global,
     /// Only these panes.
     Panes(&'static [Pane]),
+    /// Only in the timeline view (which covers every pane).
+    Timeline,
 }
 
 impl Scope {
@@ -117,6 +133,7 @@ impl Scope {
         match self {
             Scope::Global => true,
             Scope::Panes(ps) => ps.contains(&pane),
+            Scope::Timeline => false,
         }
     }
 }
@@ -139,6 +156,8 @@ pub struct Binding {
 const ALL: Scope = Scope::Global;
 const TABLE: Scope = Scope::Panes(&[Pane::Table]);
 const CLAIM: Scope = Scope::Panes(&[Pane::Table, Pane::Detail]);
+const EVENTS: Scope = Scope::Panes(&[Pane::Events]);
+const TIMELINE: Scope = Scope::Timeline;
 
 /// The keymap. Order is the footer's and the help's order.
 pub const KEYMAP: &[Binding] = &[
@@ -146,7 +165,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('k'), Key::Code(KeyCode::Up)],
         label: "k/↑",
         short: "up",
-        help: "move up (scroll the detail or events pane when it has the focus)",
+        help: "move up (scroll the detail pane; in the events pane, browse the whole log back from its end)",
         cmd: Cmd::Up,
         scope: ALL,
         in_footer: false,
@@ -218,7 +237,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('/')],
         label: "/",
         short: "filter",
-        help: "filter claims: words match key, holder or reason; state:stale holder:… harness:…",
+        help: "filter claims: words match key, holder or reason; state:stale holder:… harness:…; in the events pane: search the whole log",
         cmd: Cmd::Filter,
         scope: ALL,
         in_footer: true,
@@ -305,6 +324,96 @@ pub const KEYMAP: &[Binding] = &[
         in_footer: true,
     },
     Binding {
+        keys: &[Key::Char('n')],
+        label: "n",
+        short: "older match",
+        help: "the next older line matching the search",
+        cmd: Cmd::SearchOlder,
+        scope: EVENTS,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('N')],
+        label: "N",
+        short: "newer match",
+        help: "the next newer line matching the search",
+        cmd: Cmd::SearchNewer,
+        scope: EVENTS,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Enter)],
+        label: "Enter",
+        short: "raw",
+        help: "the selected event's raw JSON (k/↑ first browses the whole log)",
+        cmd: Cmd::RawEvent,
+        scope: EVENTS,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('t')],
+        label: "t",
+        short: "timeline",
+        help: "timeline: every key's tenures over time, coloured by how each ended",
+        cmd: Cmd::Timeline,
+        scope: ALL,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('h'), Key::Code(KeyCode::Left)],
+        label: "h/←",
+        short: "back",
+        help: "move the time cursor one column back",
+        cmd: Cmd::TimeBack,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('l'), Key::Code(KeyCode::Right)],
+        label: "l/→",
+        short: "forward",
+        help: "move the time cursor one column forward",
+        cmd: Cmd::TimeForward,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('H')],
+        label: "H",
+        short: "far back",
+        help: "move the time cursor ten columns back",
+        cmd: Cmd::TimeBackFar,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('L')],
+        label: "L",
+        short: "far forward",
+        help: "move the time cursor ten columns forward",
+        cmd: Cmd::TimeForwardFar,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('+'), Key::Char('=')],
+        label: "+",
+        short: "zoom in",
+        help: "zoom in around the cursor (half the time across)",
+        cmd: Cmd::ZoomIn,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
+        keys: &[Key::Char('-')],
+        label: "-",
+        short: "zoom out",
+        help: "zoom out around the cursor (twice the time across); G: back to now",
+        cmd: Cmd::ZoomOut,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
         keys: &[Key::Char('y')],
         label: "y",
         short: "copy key",
@@ -377,6 +486,35 @@ pub fn lookup(pane: Pane, ev: &KeyEvent) -> Option<Cmd> {
         .filter(|b| b.scope.covers(pane))
         .find(|b| b.keys.iter().any(|k| k.matches(ev)))
         .map(|b| b.cmd)
+}
+
+/// The command `ev` means in the timeline view: its own keys first, then
+/// the movement, close, help and quit keys every view shares.
+pub fn lookup_timeline(ev: &KeyEvent) -> Option<Cmd> {
+    let own = KEYMAP
+        .iter()
+        .filter(|b| b.scope == Scope::Timeline)
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.cmd);
+    own.or_else(|| {
+        lookup(Pane::Table, ev).filter(|c| {
+            matches!(
+                c,
+                Cmd::Up
+                    | Cmd::Down
+                    | Cmd::PageUp
+                    | Cmd::PageDown
+                    | Cmd::Top
+                    | Cmd::Bottom
+                    | Cmd::Close
+                    | Cmd::Help
+                    | Cmd::Quit
+                    | Cmd::Timeline
+                    | Cmd::Pause
+                    | Cmd::Suspend
+            )
+        })
+    })
 }
 
 /// Is `ev` Ctrl-C? It quits from anywhere, dialogs and text inputs included.

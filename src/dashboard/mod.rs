@@ -11,11 +11,14 @@
 
 pub mod action;
 pub mod app;
+pub mod browse;
 pub mod collect;
 pub mod input;
 pub mod keys;
+pub mod logview;
 pub mod ops;
 pub mod terminal;
+pub mod timeline;
 pub mod update;
 pub mod view;
 pub mod watch;
@@ -117,6 +120,8 @@ fn ui_loop(
         .name("claimtop-ops".into())
         .spawn(move || ops::worker(r, op_rx, out, collect_tx))?;
 
+    let log_tx = spawn_log_service(app, tx)?;
+
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;
     let size = screen.term.size()?;
@@ -126,6 +131,10 @@ fn ui_loop(
         let mut dirty = update(app, first);
         for next in rx.try_iter().take(MAX_BATCH) {
             dirty |= update(app, next);
+        }
+        // A stopped service only costs the whole-log views; the rest goes on.
+        for req in app.events.browse.out.drain(..) {
+            let _ = log_tx.send(req);
         }
         let ops: Vec<Op> = app.pending.drain(..).collect();
         if ops.into_iter().any(|op| op_tx.send(op).is_err()) {
@@ -152,6 +161,36 @@ fn ui_loop(
 }
 
 /// One frame, inside a synchronized update so the terminal shows it whole.
+/// The events service: indexes the whole log (for the line count and the
+/// timeline) and answers the events pane's pages and searches.
+fn spawn_log_service(
+    app: &App,
+    tx: &Sender<Action>,
+) -> std::io::Result<Sender<crate::events::service::Request>> {
+    let (log_tx, log_rx) = channel();
+    let (path, out) = (app.root.events_file(), tx.clone());
+    std::thread::Builder::new()
+        .name("claimtop-log".into())
+        .spawn(move || {
+            lower_priority();
+            crate::events::service::serve(path, log_rx, move |r| {
+                out.send(Action::Log(Box::new(r))).is_ok()
+            })
+        })?;
+    Ok(log_tx)
+}
+
+/// Indexing a big log takes seconds of CPU: at nice 10 it never competes
+/// with drawing or with the agents whose claims are shown.
+fn lower_priority() {
+    // SAFETY: plain syscall wrappers with no pointers. On Linux, `gettid`
+    // names this thread and PRIO_PROCESS with a thread id renices only it.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
+}
+
 fn draw(screen: &mut terminal::Screen, app: &App) -> std::io::Result<()> {
     queue!(screen.term.backend_mut(), BeginSynchronizedUpdate)?;
     screen.term.draw(|f| view::draw(f, app))?;

@@ -9,6 +9,7 @@ use super::app::{
     Level, Overlay, QuitConfirm, RenewForm, TickPlan,
 };
 use super::keys::{self, Cmd, Pane};
+use super::logview;
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
@@ -43,8 +44,13 @@ pub fn update(app: &mut App, action: Action) -> bool {
         }
         Action::Read(r) => on_read(app, *r),
         Action::Swept(s) => apply_sweep(app, *s),
-        Action::EventsAppended(lines) => on_events(app, &lines),
+        Action::EventsAppended(lines) => {
+            let tail = on_events(app, &lines);
+            logview::on_lines(app, &lines) || tail
+        }
+        Action::Log(reply) => logview::on_log(app, *reply),
         Action::EventsReset => {
+            logview::on_reset(app);
             app.events.ring.clear();
             app.events.view.scroll = 0;
             app.events.view.new_while_scrolled = 0;
@@ -55,7 +61,10 @@ pub fn update(app: &mut App, action: Action) -> bool {
             app.events.error = Some(e);
             changed
         }
-        Action::Tick(now) => on_tick(app, now),
+        Action::Tick(now) => {
+            let table = on_tick(app, now);
+            logview::on_tick(app, now) || table
+        }
         Action::Resize(w, h) => {
             app.size = (w, h);
             scroll_into_view(app);
@@ -329,6 +338,9 @@ pub fn on_key(app: &mut App, ev: KeyEvent) -> bool {
     if app.table.filter_input.is_some() {
         return filter_key(app, ev);
     }
+    if app.events.browse.input.is_some() {
+        return logview::search_input_key(app, &ev);
+    }
     if let Some(ov) = app.overlays.open {
         return overlay_key(app, ov, ev);
     }
@@ -406,6 +418,11 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
         return false;
     };
     if wheel != 0 {
+        if pane == Pane::Events {
+            if let Some(redraw) = logview::events_wheel(app, wheel) {
+                return redraw;
+            }
+        }
         let before = app.focus;
         app.focus = pane;
         let moved = move_by(app, wheel);
@@ -456,6 +473,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             "read-only: a, r, n and F are disabled (started with --read-only)",
         );
         return true;
+    }
+    if let Some(redraw) = logview::events_command(app, cmd) {
+        return redraw;
     }
     match cmd {
         Cmd::Up => move_by(app, -1),
@@ -569,6 +589,18 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             false
         }
         Cmd::Quit => request_quit(app),
+        Cmd::Timeline => logview::open_timeline(app),
+        // Keys of the events pane's browsing and of the timeline view, which
+        // take them before they get here.
+        Cmd::SearchOlder
+        | Cmd::SearchNewer
+        | Cmd::RawEvent
+        | Cmd::TimeBack
+        | Cmd::TimeForward
+        | Cmd::TimeBackFar
+        | Cmd::TimeForwardFar
+        | Cmd::ZoomIn
+        | Cmd::ZoomOut => false,
     }
 }
 
@@ -1071,6 +1103,17 @@ fn scroll_overlay(app: &mut App, delta: i32) -> bool {
 }
 
 fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent) -> bool {
+    if ov == Overlay::Timeline {
+        return match logview::timeline_key(app, &ev) {
+            None => true,
+            Some(Cmd::Quit) => {
+                app.overlays.open = None;
+                request_quit(app)
+            }
+            Some(cmd @ (Cmd::Help | Cmd::Suspend | Cmd::Pause)) => command(app, cmd),
+            Some(_) => false,
+        };
+    }
     let cmd = keys::lookup(app.focus, &ev);
     match cmd {
         Some(Cmd::Quit) => {

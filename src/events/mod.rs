@@ -1,7 +1,12 @@
 //! The audit log `<events_dir>/.fno/events.jsonl`: appending (the seed's
-//! envelope, under the shared mutex) and reading it back incrementally.
+//! envelope, under the shared mutex), reading it back incrementally, and
+//! browsing, searching and indexing all of it in bounded memory.
 
+pub mod backward;
 pub mod emit;
+pub mod index;
 pub mod merge;
+pub mod service;
 pub mod stream;
 pub mod tail;
+pub mod tenure;

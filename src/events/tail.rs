@@ -28,13 +28,13 @@ pub const MAX_POLL_BYTES: u64 = 8 * 1024 * 1024;
 pub const MAX_POLL_LINES: usize = 100_000;
 
 /// Unit of the backwards scan in [`read_last_lines`].
-const BLOCK_SIZE: usize = 64 * 1024;
+pub(crate) const BLOCK_SIZE: usize = 64 * 1024;
 
 /// The backwards scan gives up on a line once this much of it has been read
 /// without finding its start, so one absurd line (or a sparse hole of zeros)
 /// cannot make opening the dashboard read gigabytes. Lines are cut to
 /// [`MAX_LINE_BYTES`] anyway; only the start of such a line is unknowable.
-const LINE_SCAN_BUDGET: u64 = 32 * 1024 * 1024;
+pub(crate) const LINE_SCAN_BUDGET: u64 = 32 * 1024 * 1024;
 
 /// How often the backwards read restarts when the file shrinks under it.
 const SHRINK_RETRIES: usize = 3;
@@ -55,7 +55,7 @@ pub enum TailError {
 }
 
 impl TailError {
-    fn io(path: &Path, op: &'static str, source: io::Error) -> Self {
+    pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Self {
         if source.kind() == io::ErrorKind::PermissionDenied {
             TailError::PermissionDenied {
                 path: path.to_path_buf(),
@@ -79,7 +79,7 @@ pub struct FileId {
 }
 
 impl FileId {
-    fn of(meta: &Metadata) -> Self {
+    pub(crate) fn of(meta: &Metadata) -> Self {
         FileId {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -177,7 +177,7 @@ fn check_regular(path: &Path, meta: &Metadata) -> Result<(), TailError> {
 }
 
 /// `pread` until `buf` is full or EOF; returns bytes read.
-fn read_full_at(file: &File, buf: &mut [u8], mut at: u64) -> io::Result<usize> {
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], mut at: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], at) {
@@ -193,7 +193,7 @@ fn read_full_at(file: &File, buf: &mut [u8], mut at: u64) -> io::Result<usize> {
     Ok(got)
 }
 
-fn shrank(path: &Path) -> TailError {
+pub(crate) fn shrank(path: &Path) -> TailError {
     TailError::io(
         path,
         "read",
@@ -227,7 +227,7 @@ fn tail_of(
 }
 
 /// One backwards scan at a fixed `len`; `Ok(None)` if the file shrank.
-fn tail_attempt(
+pub(crate) fn tail_attempt(
     file: &File,
     path: &Path,
     id: FileId,
@@ -321,7 +321,7 @@ fn tail_attempt(
 /// Splits a byte stream into capped [`Line`]s, carrying a partial line
 /// across calls.
 #[derive(Debug, Default)]
-struct LineAssembler {
+pub(crate) struct LineAssembler {
     buf: Vec<u8>,
     /// Offset of the partial line's first byte, once one has begun.
     start: Option<u64>,
@@ -335,7 +335,13 @@ impl LineAssembler {
     /// Feed `bytes` (found at file offset `at`), pushing completed lines to
     /// `out` until it holds `max_lines`. Returns how many bytes were consumed,
     /// which is less than `bytes.len()` only when the line cap was hit.
-    fn feed(&mut self, bytes: &[u8], at: u64, out: &mut Vec<Line>, max_lines: usize) -> usize {
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        at: u64,
+        out: &mut Vec<Line>,
+        max_lines: usize,
+    ) -> usize {
         let mut i = 0;
         while i < bytes.len() {
             if out.len() >= max_lines {
@@ -361,6 +367,11 @@ impl LineAssembler {
             }
         }
         bytes.len()
+    }
+
+    /// Bytes of the partial line held so far (not yet ended by a `\n`).
+    pub(crate) fn pending(&self) -> u64 {
+        self.seen
     }
 
     fn push(&mut self, seg: &[u8], seg_at: u64) {

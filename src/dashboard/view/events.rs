@@ -33,7 +33,7 @@ pub fn short_kind(kind: &str) -> Cow<'_, str> {
     }
 }
 
-fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
+pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
     if let Some(err) = &ev.error {
         return Line::from(vec![
             Span::styled("!! unparseable line: ", theme.error()),
@@ -59,6 +59,9 @@ fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
+    if app.events.browse.active {
+        return super::browse::draw(frame, area, &app.events.browse, focused, theme);
+    }
     let cap = area.height.saturating_sub(1) as usize;
     let view = &app.events.view;
     // Newest last; only the window is collected.

@@ -18,6 +18,7 @@ fn scope_words(s: Scope) -> String {
             let names: Vec<&str> = ps.iter().map(|p| Pane::title(*p)).collect();
             format!(" ({} pane)", names.join(", "))
         }
+        Scope::Timeline => " (timeline)".into(),
     }
 }
 
@@ -239,7 +240,8 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
         Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
         Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
         Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
-        None => return 0,
+        // Not a scrolled text: it moves its own cursor and rows.
+        Some(Overlay::Timeline) | None => return 0,
     };
     let rect = overlay_rect(area, &lines);
     let w = rect.width;
@@ -294,7 +296,7 @@ fn overlay_width(area: Rect) -> u16 {
     area.width.saturating_sub(4).min(110)
 }
 
-fn overlay(
+pub(super) fn overlay(
     frame: &mut Frame,
     area: Rect,
     title: &str,

@@ -3,6 +3,7 @@
 //! Untrusted text reaches a cell only through [`safe`] / [`safe_path`]: the
 //! one place the view calls the sanitiser.
 
+pub mod browse;
 mod detail;
 mod dialogs;
 mod events;
@@ -11,6 +12,7 @@ mod header;
 mod help;
 pub mod layout;
 pub mod table;
+pub mod timeline;
 
 use super::app::App;
 use crate::claims::ClaimState;
@@ -33,6 +35,24 @@ pub fn draw(frame: &mut Frame, app: &App) {
         return;
     };
     let theme = Theme { color: app.color };
+    if app.overlays.open == Some(super::app::Overlay::Timeline) {
+        // The timeline takes the whole screen: the panes under it are not
+        // drawn at all.
+        let keep = app.timeline_keeps();
+        timeline::draw(
+            frame,
+            area,
+            &app.timeline,
+            &keep,
+            app.shown_now(),
+            app.local_time,
+            &theme,
+        );
+        if let Some(d) = &app.overlays.dialog {
+            dialogs::draw(frame, area, d, app, &theme);
+        }
+        return;
+    }
     header::draw(frame, areas.header, app, &theme);
     table::draw(frame, areas.table, app, &theme);
     detail::draw(frame, areas.detail, app, &theme);
@@ -43,7 +63,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Some(super::app::Overlay::Help) => help::draw_help(frame, area, app, &theme),
         Some(super::app::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
         Some(super::app::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
-        None => {}
+        Some(super::app::Overlay::Timeline) | None => {}
+    }
+    if app.events.browse.raw {
+        browse::draw_raw(frame, area, &app.events.browse, &theme);
     }
     if let Some(d) = &app.overlays.dialog {
         dialogs::draw(frame, area, d, app, &theme);

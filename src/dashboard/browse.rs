@@ -1,0 +1,504 @@
+//! Browsing the whole events log in the events pane: a window of lines read
+//! on demand around the cursor, `/` search with `n`/`N`, the raw JSON of
+//! the selected line, and where the cursor is ("line 1 234 of 3 245 678").
+//!
+//! Pure: every transition returns the [`Request`]s the events service must
+//! run (in `out`), and the service's replies come back as messages. Memory
+//! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
+
+use super::app::EventRow;
+use super::input::TextInput;
+use crate::events::backward::{Needle, SearchFrom};
+use crate::events::index::Progress;
+use crate::events::service::{Anchor, Page, Request};
+use crate::events::tail::Line;
+
+/// Lines read on each side of the cursor when the window is re-centred.
+pub const PAGE: usize = 200;
+/// The window is re-centred when the cursor comes this close to an edge
+/// that is not the file's.
+const MARGIN: usize = 40;
+
+/// A line of the window: as read, and digested for display.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowseRow {
+    pub line: Line,
+    pub row: EventRow,
+}
+
+/// Where the cursor lands when the page asked for arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Land {
+    First,
+    Last,
+    At(u64),
+}
+
+/// The running or last search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub needle: Needle,
+    /// Id of the request whose answer is awaited.
+    pub id: u64,
+    pub running: bool,
+    /// Towards older lines (`n`) or newer (`N`).
+    pub older: bool,
+}
+
+/// How many lines the log has, as far as is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Count {
+    /// Lines the index counted, and the offset it counted to.
+    pub indexed: Option<(u64, u64)>,
+    /// Lines the follower brought past that offset.
+    pub appended: u64,
+    /// Lines counted so far while the index is being built.
+    pub counting: Option<Progress>,
+}
+
+impl Count {
+    /// Total lines, once the index is whole.
+    pub fn total(&self) -> Option<u64> {
+        self.indexed.map(|(n, _)| n + self.appended)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Browse {
+    /// Browsing (not following the tail).
+    pub active: bool,
+    pub rows: Vec<BrowseRow>,
+    pub cursor: usize,
+    /// Line number (0-based) of `rows[0]`, when known.
+    pub first_no: Option<u64>,
+    pub at_start: bool,
+    pub at_end: bool,
+    waiting: bool,
+    land: Option<Land>,
+    pub count: Count,
+    pub search: Option<Search>,
+    /// Some while the search text is being typed.
+    pub input: Option<TextInput>,
+    /// Show the selected line's raw JSON.
+    pub raw: bool,
+    /// What the last search found not, in words.
+    pub message: Option<String>,
+    /// Lines appended to the log since browsing began.
+    pub new_lines: u64,
+    next_id: u64,
+    /// Requests for the events service, drained by the caller.
+    pub out: Vec<Request>,
+}
+
+impl Browse {
+    /// Start browsing from the log's end (`from_start`: its first line).
+    pub fn open(&mut self, from_start: bool) {
+        if !self.active {
+            self.new_lines = 0;
+        }
+        self.active = true;
+        self.raw = false;
+        self.message = None;
+        if from_start {
+            self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First);
+        } else {
+            self.request(Anchor::End, 2 * PAGE + 1, 0, Land::Last);
+        }
+    }
+
+    /// Back to following: the window is dropped.
+    pub fn close(&mut self) {
+        self.active = false;
+        self.rows = Vec::new();
+        self.cursor = 0;
+        self.raw = false;
+        self.input = None;
+        self.message = None;
+        self.waiting = false;
+        self.land = None;
+    }
+
+    fn request(&mut self, anchor: Anchor, before: usize, after: usize, land: Land) {
+        self.waiting = true;
+        self.land = Some(land);
+        self.out.push(Request::Page {
+            anchor,
+            before,
+            after,
+        });
+    }
+
+    pub fn selected(&self) -> Option<&BrowseRow> {
+        self.rows.get(self.cursor)
+    }
+
+    /// Move the cursor; near an edge of the window that is not the file's,
+    /// ask for the window re-centred on the cursor.
+    pub fn move_by(&mut self, delta: isize) {
+        if self.rows.is_empty() {
+            return;
+        }
+        self.message = None;
+        let last = self.rows.len() - 1;
+        self.cursor = self.cursor.saturating_add_signed(delta).min(last);
+        let near_top = self.cursor < MARGIN && !self.at_start;
+        let near_end = self.cursor + MARGIN > last && !self.at_end;
+        if (near_top || near_end) && !self.waiting {
+            let at = self.rows[self.cursor].line.offset;
+            self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+        }
+    }
+
+    /// The first line of the log.
+    pub fn top(&mut self) {
+        self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First);
+    }
+
+    /// The service's page.
+    pub fn on_page(&mut self, page: Page) {
+        if !self.active {
+            return;
+        }
+        self.waiting = false;
+        let land = self.land.take();
+        let seq = page.first_line_no.unwrap_or(0);
+        self.rows = page
+            .lines
+            .into_iter()
+            .enumerate()
+            .map(|(i, line)| BrowseRow {
+                row: EventRow::from_line(seq + i as u64, &line),
+                line,
+            })
+            .collect();
+        self.first_no = page.first_line_no;
+        self.at_start = page.at_start;
+        self.at_end = page.at_end;
+        let last = self.rows.len().saturating_sub(1);
+        self.cursor = match land {
+            Some(Land::First) => 0,
+            Some(Land::Last) | None => last,
+            Some(Land::At(o)) => self
+                .rows
+                .iter()
+                .position(|r| r.line.offset == o)
+                .unwrap_or(page.anchor.min(last)),
+        };
+    }
+
+    /// Lines the follower brought (counted; the window stays where it is).
+    pub fn on_appended(&mut self, lines: &[Line]) {
+        let from = self.count.indexed.map(|(_, end)| end);
+        if let Some(end) = from {
+            self.count.appended += lines.iter().filter(|l| l.offset >= end).count() as u64;
+        }
+        if self.active && !lines.is_empty() {
+            self.new_lines += lines.len() as u64;
+            // The window's end is no longer the file's.
+            self.at_end = false;
+        }
+    }
+
+    /// The index counted `lines` lines up to `end`.
+    pub fn on_counted(&mut self, lines: u64, end: u64) {
+        self.count.indexed = Some((lines, end));
+        self.count.appended = 0;
+        self.count.counting = None;
+        // The window was read before the count reached it: read it again
+        // (same place) to learn its line numbers.
+        if self.active && self.first_no.is_none() && !self.waiting {
+            if let Some(at) = self.selected().map(|r| r.line.offset) {
+                self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+            }
+        }
+    }
+
+    pub fn on_progress(&mut self, p: Progress) {
+        if self.count.indexed.is_none() {
+            self.count.counting = Some(p);
+        }
+    }
+
+    /// The log was truncated or replaced: what was read is gone.
+    pub fn on_reset(&mut self) {
+        self.count = Count::default();
+        // The service drops a running search when it starts over.
+        if let Some(s) = &mut self.search {
+            s.running = false;
+        }
+        if self.active {
+            self.rows.clear();
+            self.open(false);
+        }
+    }
+
+    /// 1-based line number of the cursor, when known.
+    pub fn position(&self) -> Option<u64> {
+        self.first_no.map(|n| n + self.cursor as u64 + 1)
+    }
+
+    /// Begin typing a search (empty: Enter alone repeats the last one).
+    pub fn start_input(&mut self) {
+        self.input = Some(TextInput::new(String::new()));
+    }
+
+    /// Enter in the search input: search older lines from the cursor.
+    pub fn submit_input(&mut self) {
+        let Some(input) = self.input.take() else {
+            return;
+        };
+        let text = input.value().to_string();
+        if !text.is_empty() {
+            self.search = Some(Search {
+                needle: Needle::new(&text),
+                id: 0,
+                running: false,
+                older: true,
+            });
+        }
+        self.find(true);
+    }
+
+    /// `n` (older) / `N` (newer): the next matching line from the cursor.
+    pub fn find(&mut self, older: bool) {
+        let Some(s) = &mut self.search else {
+            return;
+        };
+        let from = match self.rows.get(self.cursor) {
+            Some(r) if older => SearchFrom::Before(r.line.offset),
+            Some(r) => SearchFrom::After(r.line.offset),
+            // Nothing read yet: from the end, backwards.
+            None => SearchFrom::Before(u64::MAX),
+        };
+        self.next_id += 1;
+        s.id = self.next_id;
+        s.running = true;
+        s.older = older;
+        self.message = None;
+        self.active = true;
+        self.out.push(Request::Search {
+            id: s.id,
+            needle: s.needle.text().to_string(),
+            from,
+        });
+    }
+
+    /// The service's answer to search `id`.
+    pub fn on_search(&mut self, id: u64, found: Option<u64>) {
+        let Some(s) = &mut self.search else {
+            return;
+        };
+        if s.id != id {
+            return;
+        }
+        s.running = false;
+        match found {
+            Some(at) => self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at)),
+            None => {
+                self.message = Some(format!(
+                    "no {} line matches \"{}\"",
+                    if s.older { "older" } else { "newer" },
+                    crate::sanitize::sanitize(s.needle.text())
+                ));
+            }
+        }
+    }
+
+    /// Does this row match the search?
+    pub fn is_match(&self, row: &BrowseRow) -> bool {
+        self.search
+            .as_ref()
+            .is_some_and(|s| s.needle.matches(&row.line.text))
+    }
+}
+
+/// The selected line as an operator reads it: pretty-printed JSON (key
+/// order as written), every line sanitised; or the raw text and why it is
+/// not JSON.
+pub fn raw_lines(line: &Line) -> Vec<String> {
+    let mut out = Vec::new();
+    match serde_json::from_str::<serde_json::Value>(&line.text) {
+        Ok(v) => {
+            let pretty = serde_json::to_string_pretty(&v).unwrap_or_else(|_| line.text.clone());
+            out.extend(
+                pretty
+                    .lines()
+                    .map(|l| crate::sanitize::sanitize(l).into_owned()),
+            );
+        }
+        Err(e) => {
+            out.push(format!("not JSON: {e}"));
+            out.push(crate::sanitize::sanitize(&line.text).into_owned());
+        }
+    }
+    if line.truncated {
+        out.push(format!(
+            "(the line is longer than {} KiB; only its start is shown)",
+            crate::events::tail::MAX_LINE_BYTES / 1024
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(from: u64, n: u64, at_start: bool, at_end: bool) -> Page {
+        Page {
+            lines: (from..from + n)
+                .map(|i| Line {
+                    text: format!(r#"{{"type":"claim_acquired","data":{{"key":"k{i}"}}}}"#),
+                    offset: i * 100,
+                    truncated: false,
+                })
+                .collect(),
+            anchor: 0,
+            first_line_no: Some(from),
+            at_start,
+            at_end,
+            file_id: None,
+        }
+    }
+
+    #[test]
+    fn opening_asks_for_the_last_page_and_lands_on_the_last_line() {
+        let mut b = Browse::default();
+        b.open(false);
+        assert!(matches!(
+            b.out.drain(..).next(),
+            Some(Request::Page {
+                anchor: Anchor::End,
+                ..
+            })
+        ));
+        b.on_page(page(1000, 401, false, true));
+        assert_eq!(b.cursor, 400);
+        assert_eq!(b.position(), Some(1401));
+    }
+
+    #[test]
+    fn nearing_the_top_of_the_window_asks_for_it_recentred_once() {
+        let mut b = Browse::default();
+        b.open(false);
+        b.out.clear();
+        b.on_page(page(1000, 401, false, true));
+        b.move_by(-370);
+        assert_eq!(b.out.len(), 1);
+        let Request::Page { anchor, .. } = b.out[0].clone() else {
+            panic!("{:?}", b.out)
+        };
+        assert_eq!(anchor, Anchor::At(1030 * 100));
+        b.move_by(-1);
+        assert_eq!(b.out.len(), 1, "no second request while one is out");
+        // The page comes centred on line 1030; the cursor stays on it.
+        let mut p = page(830, 401, false, false);
+        p.anchor = 200;
+        b.on_page(p);
+        assert_eq!(b.position(), Some(1031));
+    }
+
+    #[test]
+    fn at_the_start_of_the_file_the_cursor_stops_and_nothing_is_asked() {
+        let mut b = Browse::default();
+        b.open(true);
+        b.out.clear();
+        b.on_page(page(0, 401, true, false));
+        b.move_by(-5);
+        assert_eq!(b.cursor, 0);
+        assert!(b.out.is_empty());
+    }
+
+    #[test]
+    fn a_search_goes_older_from_the_cursor_and_its_answer_moves_there() {
+        let mut b = Browse::default();
+        b.open(false);
+        b.out.clear();
+        b.on_page(page(1000, 401, false, true));
+        b.start_input();
+        b.input = Some(TextInput::new("k7"));
+        b.submit_input();
+        let Some(Request::Search { id, from, .. }) = b.out.pop() else {
+            panic!()
+        };
+        assert_eq!(from, SearchFrom::Before(1400 * 100));
+        // An answer to an older search is ignored.
+        b.on_search(id - 1, Some(5));
+        assert!(b.out.is_empty());
+        b.on_search(id, Some(700 * 100));
+        assert_eq!(
+            b.out.pop(),
+            Some(Request::Page {
+                anchor: Anchor::At(70_000),
+                before: PAGE,
+                after: PAGE + 1
+            })
+        );
+        b.find(false);
+        let Some(Request::Search { id, from, .. }) = b.out.pop() else {
+            panic!()
+        };
+        assert!(matches!(from, SearchFrom::After(_)));
+        b.on_search(id, None);
+        assert_eq!(b.message.as_deref(), Some("no newer line matches \"k7\""));
+    }
+
+    #[test]
+    fn a_window_read_before_the_count_is_read_again_once_the_count_is_in() {
+        let mut b = Browse::default();
+        b.open(false);
+        b.out.clear();
+        let mut p = page(1000, 401, false, true);
+        p.first_line_no = None;
+        b.on_page(p);
+        assert_eq!(b.position(), None);
+        b.on_counted(5000, 1 << 20);
+        assert_eq!(
+            b.out.pop(),
+            Some(Request::Page {
+                anchor: Anchor::At(1400 * 100),
+                before: PAGE,
+                after: PAGE + 1
+            })
+        );
+    }
+
+    #[test]
+    fn the_count_adds_lines_that_came_after_the_index() {
+        let mut b = Browse::default();
+        b.on_counted(10, 1000);
+        b.on_appended(&[
+            Line {
+                text: "x".into(),
+                offset: 900,
+                truncated: false,
+            },
+            Line {
+                text: "y".into(),
+                offset: 1000,
+                truncated: false,
+            },
+        ]);
+        assert_eq!(b.count.total(), Some(11));
+    }
+
+    #[test]
+    fn raw_json_is_pretty_printed_and_escaped() {
+        let line = Line {
+            text: r#"{"type":"t","data":{"key":"a\u001b[2Jb"}}"#.into(),
+            offset: 0,
+            truncated: false,
+        };
+        let out = raw_lines(&line);
+        assert_eq!(out[0], "{");
+        assert!(out.iter().any(|l| l.contains("\"key\"")));
+        assert!(out.iter().all(|l| !l.contains('\u{1b}')));
+        let bad = raw_lines(&Line {
+            text: "oops\u{7}".into(),
+            offset: 0,
+            truncated: false,
+        });
+        assert!(bad[0].starts_with("not JSON"));
+        assert!(!bad[1].contains('\u{7}'));
+    }
+}

@@ -1,0 +1,213 @@
+//! Model transitions of the two whole-log views: the events pane browsing
+//! the log (search, raw JSON, position) and the timeline. Pure like the
+//! rest of `update`: the events service's replies come in as
+//! [`Action::Log`](super::Action::Log), and requests go out through
+//! `app.events.browse.out`.
+
+use super::app::{App, Level, Overlay};
+use super::browse::PAGE;
+use super::keys::{self, Cmd, Pane};
+use super::view::layout;
+use super::view::timeline::{bar_width, visible_rows};
+use crate::events::service::{Reply, Request};
+use crate::events::tail::Line;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+
+/// A reply of the events service; true when something visible changed.
+pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
+    let timeline_open = app.overlays.open == Some(Overlay::Timeline);
+    let b = &mut app.events.browse;
+    match &reply {
+        Reply::Page(_) | Reply::Search { .. } | Reply::Error(_) => {}
+        Reply::Progress(p) => b.on_progress(*p),
+        Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
+            b.on_counted(*lines, *end)
+        }
+        Reply::TailTenures(_) | Reply::Window { .. } => {}
+    }
+    let timeline_changed = app.timeline.on_reply(&mut reply);
+    match reply {
+        Reply::Page(p) => {
+            b.on_page(p);
+            b.active
+        }
+        Reply::Search { id, found } => {
+            b.on_search(id, found);
+            true
+        }
+        Reply::Error(e) => {
+            app.say(Level::Error, format!("events log: {e}"));
+            true
+        }
+        // The count shows in the pane's title while browsing.
+        Reply::Progress(_) | Reply::Indexed { .. } | Reply::Lines { .. } => {
+            b.active || (timeline_open && timeline_changed)
+        }
+        Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
+    }
+}
+
+/// New lines from the follower: the timeline stays live, the count grows.
+pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
+    app.events.browse.on_appended(lines);
+    let changed = app.timeline.on_lines(lines);
+    changed && app.overlays.open == Some(Overlay::Timeline)
+}
+
+/// The log was truncated or replaced: both views start over, and the
+/// service indexes what is there now.
+pub fn on_reset(app: &mut App) {
+    app.timeline.on_reset();
+    // Reindex first: the service then answers the page below from the new
+    // file, not from the one it still holds open.
+    app.events.browse.out.push(Request::Reindex);
+    app.events.browse.on_reset();
+}
+
+/// The clock moved: a following timeline moves with it.
+pub fn on_tick(app: &mut App, now: i64) -> bool {
+    // Paused: the view holds still (the tenures keep being ingested).
+    !app.paused() && app.timeline.on_tick(now) && app.overlays.open == Some(Overlay::Timeline)
+}
+
+/// Open the timeline.
+pub fn open_timeline(app: &mut App) -> bool {
+    app.overlays.open = Some(Overlay::Timeline);
+    if app.timeline.follow {
+        app.timeline.follow_now(app.shown_now());
+    }
+    ask_window(app);
+    true
+}
+
+/// The view moved before what the whole index keeps: ask for that span.
+fn ask_window(app: &mut App) {
+    if let Some((from, to)) = app.timeline.wanted_window() {
+        app.events.browse.out.push(Request::Window { from, to });
+    }
+}
+
+/// A key while the timeline is open.
+pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
+    let cmd = keys::lookup_timeline(ev)?;
+    let width = bar_width(app.size.0);
+    let visible = visible_rows(app.size.1);
+    let rows = app.timeline.rows(app.timeline_keeps()).len();
+    let now = app.shown_now();
+    let tl = &mut app.timeline;
+    match cmd {
+        Cmd::TimeBack => tl.move_cursor(-1, width),
+        Cmd::TimeForward => tl.move_cursor(1, width),
+        Cmd::TimeBackFar => tl.move_cursor(-10, width),
+        Cmd::TimeForwardFar => tl.move_cursor(10, width),
+        Cmd::ZoomIn => tl.zoom(true),
+        Cmd::ZoomOut => tl.zoom(false),
+        Cmd::Up => tl.select(-1, rows, visible),
+        Cmd::Down => tl.select(1, rows, visible),
+        Cmd::PageUp => tl.select(-(visible as isize), rows, visible),
+        Cmd::PageDown => tl.select(visible as isize, rows, visible),
+        Cmd::Top => tl.select(isize::MIN / 2, rows, visible),
+        Cmd::Bottom => tl.follow_now(now),
+        Cmd::Close | Cmd::Timeline => app.overlays.open = None,
+        // Help, quit, suspend: the caller's, as in every view.
+        other => return Some(other),
+    }
+    ask_window(app);
+    None
+}
+
+/// A key typed into the events pane's search.
+pub fn search_input_key(app: &mut App, ev: &KeyEvent) -> bool {
+    let b = &mut app.events.browse;
+    match ev.code {
+        KeyCode::Enter => b.submit_input(),
+        KeyCode::Esc => b.input = None,
+        _ => {
+            return b.input.as_mut().is_some_and(|i| i.key(ev));
+        }
+    }
+    true
+}
+
+/// A command in the events pane that browsing the whole log takes over;
+/// `None` leaves it to the pane's tail view. With the `f` key filter on,
+/// movement stays in the (filtered) tail, as before.
+pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
+    if app.focus != Pane::Events {
+        return None;
+    }
+    let page = layout::events_capacity(app.size, app.focus).clamp(1, PAGE) as isize;
+    let keyed = app.events.view.key.is_some();
+    let b = &mut app.events.browse;
+    match cmd {
+        Cmd::Up | Cmd::PageUp | Cmd::Top if !b.active && !keyed => b.open(cmd == Cmd::Top),
+        Cmd::Up if b.active => b.move_by(-1),
+        Cmd::Down if b.active => b.move_by(1),
+        Cmd::PageUp if b.active => b.move_by(-page),
+        Cmd::PageDown if b.active => b.move_by(page),
+        Cmd::Top if b.active => b.top(),
+        Cmd::Bottom if b.active => {
+            // Back to following the tail.
+            b.close();
+            return None;
+        }
+        Cmd::Filter => {
+            // Searching is browsing: the matches are shown in the file.
+            if !b.active {
+                b.open(false);
+            }
+            b.start_input();
+        }
+        Cmd::SearchOlder | Cmd::SearchNewer => {
+            if b.search.is_none() {
+                app.say(Level::Info, "no search yet: / searches the whole log");
+                return Some(true);
+            }
+            b.find(cmd == Cmd::SearchOlder);
+        }
+        Cmd::RawEvent if b.active => b.raw = !b.raw,
+        Cmd::RawEvent => {
+            b.open(false);
+            b.raw = true;
+        }
+        Cmd::Close if b.raw => b.raw = false,
+        Cmd::Close if b.search.is_some() => {
+            b.search = None;
+            b.message = None;
+        }
+        Cmd::Close if b.active => b.close(),
+        _ => return None,
+    }
+    Some(true)
+}
+
+/// The wheel over the events pane: as `k`/`j` there (up opens browsing).
+pub fn events_wheel(app: &mut App, delta: isize) -> Option<bool> {
+    if app.events.view.key.is_some() {
+        return None;
+    }
+    let b = &mut app.events.browse;
+    if b.active {
+        b.move_by(delta);
+    } else if delta < 0 {
+        b.open(false);
+    } else {
+        return None;
+    }
+    Some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeline_keys_are_not_pane_keys() {
+        let ev = KeyEvent::from(KeyCode::Char('+'));
+        assert_eq!(keys::lookup_timeline(&ev), Some(Cmd::ZoomIn));
+        assert_eq!(keys::lookup(Pane::Table, &ev), None);
+        let h = KeyEvent::from(KeyCode::Char('h'));
+        assert_eq!(keys::lookup_timeline(&h), Some(Cmd::TimeBack));
+        assert_eq!(keys::lookup(Pane::Table, &h), Some(Cmd::Hazards));
+    }
+}

@@ -1,0 +1,130 @@
+//! The events pane while browsing the whole log: the window around the
+//! cursor, where it is in the file, the search, and the raw JSON popup.
+
+use super::{safe, Theme};
+use crate::dashboard::browse::{raw_lines, Browse};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+/// `1 234 567`: line numbers of a big log read at a glance.
+pub fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "line 1 234 of 3 245 678", or as much of it as is known.
+pub fn position_words(b: &Browse) -> String {
+    let total = match (b.count.total(), b.count.counting) {
+        (Some(t), _) => grouped(t),
+        (None, Some(p)) => format!(
+            "≥{} (counting {}%)",
+            grouped(p.lines),
+            p.scanned * 100 / p.len.max(1)
+        ),
+        (None, None) => "?".into(),
+    };
+    match b.position() {
+        Some(n) => format!("line {} of {total}", grouped(n)),
+        None => format!("line ? of {total}"),
+    }
+}
+
+/// The events pane in browse mode.
+pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, theme: &Theme) {
+    let cap = area.height.saturating_sub(1) as usize;
+    let mut title = vec![
+        Span::styled(
+            format!("{}events", if focused { "» " } else { "" }),
+            theme.title(focused),
+        ),
+        Span::styled(format!(" · {}", position_words(b)), theme.key()),
+    ];
+    if let Some(input) = &b.input {
+        title.push(Span::raw(" · search: "));
+        title.extend(super::cursor_spans(input, true, theme));
+    } else if let Some(s) = &b.search {
+        title.push(Span::raw(format!(" · /{}", safe(s.needle.text()))));
+        title.push(Span::styled(
+            if s.running {
+                " searching…"
+            } else {
+                " (n older, N newer)"
+            },
+            theme.dim(),
+        ));
+    }
+    if b.new_lines > 0 {
+        title.push(Span::styled(
+            format!(" · +{} new", grouped(b.new_lines)),
+            theme.key(),
+        ));
+    }
+    if let Some(m) = &b.message {
+        title.push(Span::styled(format!(" · {m}"), theme.error()));
+    }
+    title.push(Span::styled(" · Enter: raw · G follows", theme.dim()));
+
+    // Keep the cursor on screen, a third from the top when possible.
+    let start = b
+        .cursor
+        .saturating_sub(cap.saturating_sub(cap / 3).saturating_sub(1))
+        .min(b.rows.len().saturating_sub(cap));
+    let mut lines: Vec<Line> = Vec::with_capacity(cap);
+    for (i, r) in b.rows.iter().enumerate().skip(start).take(cap) {
+        let mut line = super::events::row(&r.row, theme);
+        if b.is_match(r) {
+            line = line.patch_style(theme.key());
+        }
+        if i == b.cursor {
+            line = line.patch_style(if focused {
+                theme.selected()
+            } else {
+                ratatui::style::Style::new().add_modifier(Modifier::UNDERLINED)
+            });
+        }
+        lines.push(line);
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled("reading…", theme.dim()));
+    }
+    let p =
+        Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));
+    frame.render_widget(p, area);
+}
+
+/// The selected line's raw JSON, over the screen.
+pub fn draw_raw(frame: &mut Frame, area: Rect, b: &Browse, theme: &Theme) {
+    let Some(r) = b.selected() else {
+        return;
+    };
+    let lines: Vec<Line> = raw_lines(&r.line).into_iter().map(Line::raw).collect();
+    let title = format!(
+        " {} · byte {} — Esc or Enter closes ",
+        position_words(b),
+        grouped(r.line.offset)
+    );
+    super::help::overlay(frame, area, &title, lines, 0, theme);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1 000");
+        assert_eq!(grouped(3_245_678), "3 245 678");
+    }
+}

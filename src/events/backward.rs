@@ -1,0 +1,474 @@
+//! Reading the log at any place, not only its end: the lines before or
+//! after an offset, and a search that walks the file in blocks either way.
+//!
+//! Every read is a bounded `pread` of one block, so browsing a 1 GiB log
+//! costs memory in proportion to what is shown, never to the file. The
+//! line splitting (and its caps on absurd lines) is the tail reader's own;
+//! nothing here re-derives it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memchr::memmem;
+
+use super::tail::{
+    open_regular, read_full_at, shrank, tail_attempt, FileId, Line, LineAssembler, TailError,
+    BLOCK_SIZE, LINE_SCAN_BUDGET,
+};
+
+/// Unit of a search step: big enough that the per-block overhead vanishes,
+/// small enough that one block of a hostile file costs little memory.
+const SEARCH_BLOCK: usize = 1024 * 1024;
+
+/// One opened log file, read at arbitrary offsets.
+#[derive(Debug)]
+pub struct LogFile {
+    path: PathBuf,
+    file: File,
+    id: FileId,
+    /// Unit of a search read ([`SEARCH_BLOCK`]; tests shrink it to put
+    /// block edges everywhere).
+    block: usize,
+}
+
+impl LogFile {
+    /// Open `path` (regular files only, never blocking on a FIFO). `Ok(None)`
+    /// when it does not exist.
+    pub fn open(path: &Path) -> Result<Option<LogFile>, TailError> {
+        Ok(open_regular(path)?.map(|(file, id)| LogFile {
+            path: path.to_path_buf(),
+            file,
+            id,
+            block: SEARCH_BLOCK,
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Identity of the opened file (a rotation keeps the path, not this).
+    pub fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// Current length, partial last line included.
+    pub fn len(&self) -> Result<u64, TailError> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| TailError::io(&self.path, "stat", e))?
+            .len())
+    }
+
+    pub fn is_empty(&self) -> Result<bool, TailError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Read into `buf` at `at`; a short read (EOF) is returned as is.
+    pub fn read_at(&self, buf: &mut [u8], at: u64) -> Result<usize, TailError> {
+        read_full_at(&self.file, buf, at).map_err(|e| TailError::io(&self.path, "read", e))
+    }
+
+    /// The last `n` complete lines ending at or before `end`, oldest first.
+    /// `end` is meant to be a line start (or the file length): bytes after
+    /// the last `\n` before it are a partial line and are not returned.
+    pub fn lines_before(&self, end: u64, n: usize) -> Result<Vec<Line>, TailError> {
+        if n == 0 || end == 0 {
+            return Ok(Vec::new());
+        }
+        let chunk = tail_attempt(
+            &self.file,
+            &self.path,
+            self.id,
+            end,
+            n,
+            BLOCK_SIZE,
+            LINE_SCAN_BUDGET,
+        )?
+        .ok_or_else(|| shrank(&self.path))?;
+        Ok(chunk.lines)
+    }
+
+    /// Up to `n` complete lines starting at `start`, oldest first. `start`
+    /// is meant to be a line start; a trailing partial line is not returned.
+    pub fn lines_from(&self, start: u64, n: usize) -> Result<Vec<Line>, TailError> {
+        let mut out = Vec::new();
+        let mut asm = LineAssembler::default();
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        let mut at = start;
+        while out.len() < n {
+            let got = self.read_at(&mut buf, at)?;
+            if got == 0 {
+                break;
+            }
+            let used = asm.feed(&buf[..got], at, &mut out, n);
+            at += used as u64;
+            if used < got || got < buf.len() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Offset of the start of the line just after the one that starts at
+    /// `line`; `None` when that line has no `\n` yet (it is the partial
+    /// last one) or none is found within the scan budget.
+    pub fn next_line_start(&self, line: u64) -> Result<Option<u64>, TailError> {
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        let mut at = line;
+        while at < line.saturating_add(LINE_SCAN_BUDGET) {
+            let got = self.read_at(&mut buf, at)?;
+            if let Some(i) = memchr::memchr(b'\n', &buf[..got]) {
+                return Ok(Some(at + i as u64 + 1));
+            }
+            if got < buf.len() {
+                return Ok(None);
+            }
+            at += got as u64;
+        }
+        Ok(None)
+    }
+
+    /// Count the `\n` bytes in `[from, to)`.
+    pub fn count_newlines(&self, from: u64, to: u64) -> Result<u64, TailError> {
+        let mut buf = vec![0u8; SEARCH_BLOCK.min(to.saturating_sub(from) as usize).max(1)];
+        let (mut at, mut count) = (from, 0u64);
+        while at < to {
+            let want = ((to - at) as usize).min(buf.len());
+            let got = self.read_at(&mut buf[..want], at)?;
+            if got == 0 {
+                break;
+            }
+            count += memchr::memchr_iter(b'\n', &buf[..got]).count() as u64;
+            at += got as u64;
+        }
+        Ok(count)
+    }
+
+    /// One bounded step of a search: look at most `budget` bytes for a line
+    /// containing `needle`, in the direction `from` says.
+    pub fn search(
+        &self,
+        needle: &Needle,
+        from: SearchFrom,
+        budget: u64,
+    ) -> Result<SearchStep, TailError> {
+        match from {
+            SearchFrom::After(line) => {
+                let Some(start) = self.next_line_start(line)? else {
+                    return Ok(SearchStep::NotFound);
+                };
+                self.search_forward(needle, start, budget)
+            }
+            SearchFrom::ForwardAt(at) => self.search_forward(needle, at, budget),
+            SearchFrom::Before(end) => self.search_backward(needle, end, budget),
+        }
+    }
+
+    fn search_forward(
+        &self,
+        needle: &Needle,
+        mut at: u64,
+        budget: u64,
+    ) -> Result<SearchStep, TailError> {
+        let mut buf = vec![0u8; self.block];
+        let stop = at.saturating_add(budget.max(1));
+        while at < stop {
+            let got = self.read_at(&mut buf, at)?;
+            // Only whole lines: a match is reported by its line, and a line
+            // cut by the block edge is searched whole in the next block.
+            let Some(last_nl) = memchr::memrchr(b'\n', &buf[..got]) else {
+                if got < buf.len() {
+                    // Only a partial last line remains; it is not a line yet.
+                    return Ok(SearchStep::NotFound);
+                }
+                // One line longer than a block: search it in pieces (a
+                // match across a piece boundary is missed; such lines are
+                // cut to 64 KiB for display anyway).
+                if let Some(p) = needle.find_in(&mut buf[..got], false) {
+                    return Ok(SearchStep::Found(self.line_start_of(at + p as u64)?));
+                }
+                at += got as u64;
+                continue;
+            };
+            let block = &mut buf[..=last_nl];
+            if let Some(p) = needle.find_in(block, false) {
+                let start = memchr::memrchr(b'\n', &block[..p]).map_or(0, |i| i + 1);
+                return Ok(SearchStep::Found(at + start as u64));
+            }
+            at += last_nl as u64 + 1;
+        }
+        Ok(SearchStep::Continue(SearchFrom::ForwardAt(at)))
+    }
+
+    fn search_backward(
+        &self,
+        needle: &Needle,
+        mut end: u64,
+        budget: u64,
+    ) -> Result<SearchStep, TailError> {
+        let mut buf = vec![0u8; self.block];
+        let stop = end.saturating_sub(budget.max(1));
+        while end > stop {
+            let lo = end.saturating_sub(self.block as u64);
+            let want = (end - lo) as usize;
+            let got = self.read_at(&mut buf[..want], lo)?;
+            if got < want {
+                return Err(shrank(&self.path));
+            }
+            // The first bytes may be the tail of a line that started before
+            // the block: leave them to the next block back, unless the block
+            // starts the file.
+            let first = if lo == 0 {
+                0
+            } else {
+                match memchr::memchr(b'\n', &buf[..want]) {
+                    // A `\n` at the very end only closes a line that began
+                    // before the block: no whole line here either.
+                    Some(i) if i + 1 < want => i + 1,
+                    _ => {
+                        // A line longer than a block: search this piece and move on.
+                        if let Some(p) = needle.find_in(&mut buf[..want], true) {
+                            return Ok(SearchStep::Found(self.line_start_of(lo + p as u64)?));
+                        }
+                        end = lo;
+                        continue;
+                    }
+                }
+            };
+            let block = &mut buf[first..want];
+            if let Some(p) = needle.find_in(block, true) {
+                let start = memchr::memrchr(b'\n', &block[..p]).map_or(0, |i| i + 1);
+                return Ok(SearchStep::Found(lo + (first + start) as u64));
+            }
+            if lo == 0 {
+                return Ok(SearchStep::NotFound);
+            }
+            end = lo + first as u64;
+        }
+        if end == 0 {
+            return Ok(SearchStep::NotFound);
+        }
+        Ok(SearchStep::Continue(SearchFrom::Before(end)))
+    }
+
+    /// Start of the line holding the byte at `at` (bounded by the scan
+    /// budget, like the tail reader).
+    fn line_start_of(&self, at: u64) -> Result<u64, TailError> {
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        let mut end = at;
+        let floor = at.saturating_sub(LINE_SCAN_BUDGET);
+        while end > floor {
+            let lo = end.saturating_sub(BLOCK_SIZE as u64).max(floor);
+            let want = (end - lo) as usize;
+            let got = self.read_at(&mut buf[..want], lo)?;
+            if let Some(i) = memchr::memrchr(b'\n', &buf[..got]) {
+                return Ok(lo + i as u64 + 1);
+            }
+            end = lo;
+        }
+        Ok(end)
+    }
+}
+
+/// Where a search step starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchFrom {
+    /// Forward, from the line after the one starting at this offset.
+    After(u64),
+    /// Forward, from this line start (where a previous step stopped).
+    ForwardAt(u64),
+    /// Backward, among the lines that end before this offset (a line start).
+    Before(u64),
+}
+
+/// What one bounded search step found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchStep {
+    /// The offset of the first matching line in the search's direction.
+    Found(u64),
+    /// The budget ran out; continue from here.
+    Continue(SearchFrom),
+    /// No line in that direction matches.
+    NotFound,
+}
+
+/// A search string, matched ASCII-case-insensitively against the raw bytes
+/// of each line (the JSON as written, the way `grep -i` would see it).
+#[derive(Debug, Clone)]
+pub struct Needle {
+    text: String,
+    lower: Vec<u8>,
+}
+
+impl Needle {
+    pub fn new(text: &str) -> Needle {
+        Needle {
+            text: text.to_string(),
+            lower: text.as_bytes().to_ascii_lowercase(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lower.is_empty()
+    }
+
+    /// Does this line match?
+    pub fn matches(&self, line: &str) -> bool {
+        let mut bytes = line.as_bytes().to_vec();
+        self.find_in(&mut bytes, false).is_some()
+    }
+
+    /// Position of the first (or, `last`, the last) match in `block`,
+    /// which is lowercased in place: one pass over the block, then a
+    /// vectorised substring search, instead of a case-folding compare at
+    /// every byte.
+    fn find_in(&self, block: &mut [u8], last: bool) -> Option<usize> {
+        if self.lower.is_empty() {
+            return None;
+        }
+        block.make_ascii_lowercase();
+        if last {
+            memmem::rfind(block, &self.lower)
+        } else {
+            memmem::find(block, &self.lower)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Write;
+
+    /// The obvious answer: every line start and its text, then the first
+    /// matching line in the direction asked.
+    fn model(bytes: &[u8], needle: &str, from: SearchFrom) -> Option<u64> {
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                lines.push((start as u64, bytes[start..i].to_ascii_lowercase()));
+                start = i + 1;
+            }
+        }
+        let n = needle.as_bytes().to_ascii_lowercase();
+        let hit = |l: &Vec<u8>| !n.is_empty() && memmem::find(l, &n).is_some();
+        match from {
+            SearchFrom::After(o) => lines.iter().find(|(s, l)| *s > o && hit(l)).map(|x| x.0),
+            SearchFrom::ForwardAt(o) => lines.iter().find(|(s, l)| *s >= o && hit(l)).map(|x| x.0),
+            SearchFrom::Before(o) => lines
+                .iter()
+                .rev()
+                .find(|(s, l)| *s < o && hit(l))
+                .map(|x| x.0),
+        }
+    }
+
+    fn run(lf: &LogFile, needle: &Needle, mut from: SearchFrom, budget: u64) -> Option<u64> {
+        for _ in 0..100_000 {
+            match lf.search(needle, from, budget).expect("search") {
+                SearchStep::Found(at) => return Some(at),
+                SearchStep::NotFound => return None,
+                SearchStep::Continue(next) => from = next,
+            }
+        }
+        panic!("search never ended");
+    }
+
+    proptest! {
+        #[test]
+        fn search_agrees_with_a_line_by_line_scan_for_any_block_size(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'\n'), Just(b'a'), Just(b'B'), Just(b'b'), Just(b'x')], 0..200),
+            needle in "[abAB]{1,3}",
+            block in 4usize..40,
+            budget in 1u64..64,
+            at in 0usize..200,
+        ) {
+            let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+            f.write_all(&bytes).expect("write");
+            let mut lf = LogFile::open(f.path()).expect("open").expect("exists");
+            lf.block = block;
+            let starts: Vec<u64> = std::iter::once(0)
+                .chain(bytes.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i as u64 + 1))
+                .filter(|&s| (s as usize) < bytes.len())
+                .collect();
+            let line = starts.get(at % starts.len().max(1)).copied().unwrap_or(0);
+            let n = Needle::new(&needle);
+            for from in [SearchFrom::After(line), SearchFrom::Before(line), SearchFrom::ForwardAt(line)] {
+                // Lines longer than a block may hide a match across a piece
+                // boundary; the model is only asked where every line fits.
+                let longest = bytes.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0);
+                if longest < block {
+                    prop_assert_eq!(run(&lf, &n, from, budget), model(&bytes, &needle, from), "{:?}", from);
+                }
+            }
+        }
+    }
+
+    fn log(text: &str) -> (tempfile::NamedTempFile, LogFile) {
+        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+        f.write_all(text.as_bytes()).expect("write");
+        let lf = LogFile::open(f.path()).expect("open").expect("exists");
+        (f, lf)
+    }
+
+    fn texts(lines: &[Line]) -> Vec<&str> {
+        lines.iter().map(|l| l.text.as_str()).collect()
+    }
+
+    #[test]
+    fn lines_before_a_line_start_end_just_before_it() {
+        let (_f, lf) = log("a\nbb\nccc\ndddd\npartial");
+        assert_eq!(texts(&lf.lines_before(9, 2).unwrap()), ["bb", "ccc"]);
+        assert_eq!(texts(&lf.lines_before(9, 10).unwrap()), ["a", "bb", "ccc"]);
+        assert!(lf.lines_before(0, 3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn lines_from_a_line_start_stop_before_the_partial_last_line() {
+        let (_f, lf) = log("a\nbb\nccc\ndddd\npartial");
+        let got = lf.lines_from(2, 10).unwrap();
+        assert_eq!(texts(&got), ["bb", "ccc", "dddd"]);
+        assert_eq!(got[1].offset, 5);
+        assert_eq!(texts(&lf.lines_from(0, 1).unwrap()), ["a"]);
+    }
+
+    #[test]
+    fn search_finds_the_nearest_matching_line_either_way_ignoring_ascii_case() {
+        let (_f, lf) = log("x gpu\ny\nz GPU\nw\nv gpu\n");
+        let n = Needle::new("gpu");
+        // After the line at 8 ("z GPU"): "v gpu" at 16.
+        assert_eq!(
+            lf.search(&n, SearchFrom::After(8), 1 << 20).unwrap(),
+            SearchStep::Found(16)
+        );
+        assert_eq!(
+            lf.search(&n, SearchFrom::Before(8), 1 << 20).unwrap(),
+            SearchStep::Found(0)
+        );
+        assert_eq!(
+            lf.search(&n, SearchFrom::After(16), 1 << 20).unwrap(),
+            SearchStep::NotFound
+        );
+        assert_eq!(
+            lf.search(&n, SearchFrom::Before(0), 1 << 20).unwrap(),
+            SearchStep::NotFound
+        );
+    }
+
+    #[test]
+    fn counting_newlines_in_a_range_counts_exactly_those() {
+        let (_f, lf) = log("a\nb\nc\nd\n");
+        assert_eq!(lf.count_newlines(0, 8).unwrap(), 4);
+        assert_eq!(lf.count_newlines(2, 6).unwrap(), 2);
+        assert_eq!(lf.next_line_start(2).unwrap(), Some(4));
+    }
+}

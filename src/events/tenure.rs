@@ -1,0 +1,841 @@
+//! Who held which key, when: tenures rebuilt from the claim events of the
+//! log, in memory bounded by limits rather than by the log's size.
+//!
+//! A tenure starts with `claim_acquired` (or the new holder of
+//! `claim_stale_reclaimed`) and ends with `claim_released`,
+//! `claim_stale_reclaimed` (the previous holder's end), `claim_force_released`
+//! or an etcd `claim_expired`; `claim_renewed` and
+//! `claim_idempotent_reacquired` continue it. The log may start mid-story
+//! (rotated, or only its tail read) and may have gaps (an append that was
+//! logged-and-skipped), so every event is read for what it can prove on its
+//! own: a release carries `acquired_at` and `duration_held_ms`, enough for a
+//! whole tenure even when its acquire was never seen.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use std::borrow::Cow;
+
+/// How a tenure ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ending {
+    /// No end in the log yet: the holder still has it, as far as the log says.
+    Held,
+    /// `claim_released` by its holder.
+    Released,
+    /// Taken over by another worker as stale (`claim_stale_reclaimed`).
+    Reclaimed,
+    /// Archived by an operator (`claim_force_released`).
+    ForceReleased,
+    /// Its etcd lease ran out (`claim_expired`).
+    Expired,
+    /// Someone else acquired the key with no end event for this tenure in
+    /// the log (a lost append, or a writer that does not log).
+    Unseen,
+}
+
+impl Ending {
+    /// One word, for a legend.
+    pub fn short(self) -> &'static str {
+        match self {
+            Ending::Held => "held",
+            Ending::Released => "released",
+            Ending::Reclaimed => "stale",
+            Ending::ForceReleased => "forced",
+            Ending::Expired => "expired",
+            Ending::Unseen => "unseen",
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Ending::Held => "still held",
+            Ending::Released => "released",
+            Ending::Reclaimed => "reclaimed as stale",
+            Ending::ForceReleased => "force-released",
+            Ending::Expired => "expired",
+            Ending::Unseen => "end not in the log",
+        }
+    }
+}
+
+/// An interned string's number.
+pub type Sym = u32;
+
+/// One holder's time on one key. 32 bytes, so a million of them is 32 MiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tenure {
+    /// Epoch ms.
+    pub start: i64,
+    /// Epoch ms; `i64::MAX` while held.
+    pub end: i64,
+    pub holder: Sym,
+    /// Who ended it: the reclaiming holder, or the force-releasing operator.
+    pub by: Option<Sym>,
+    pub ending: Ending,
+    /// False when the start is only the first time the log mentions it.
+    pub start_seen: bool,
+}
+
+impl Tenure {
+    pub fn is_held(&self) -> bool {
+        self.ending == Ending::Held
+    }
+
+    /// Does it overlap `[from, to)`?
+    pub fn overlaps(&self, from: i64, to: i64) -> bool {
+        self.start < to && self.end >= from
+    }
+}
+
+/// Caps on what the index keeps, so a log of any size (or a hostile one,
+/// every line a new key) costs bounded memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Tenures kept; past it, the oldest ended half is dropped.
+    pub max_tenures: usize,
+    /// Distinct keys (and, separately, holders) kept.
+    pub max_names: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        // 512 Ki tenures of 32 bytes: 16 MiB (twice that with the lists'
+        // spare capacity), whatever the log's size.
+        Limits {
+            max_tenures: 1 << 19,
+            max_names: 200_000,
+        }
+    }
+}
+
+/// FxHash (rustc's): keys and holders are short and come from the log, not
+/// from an attacker who can see the table, and SipHash over every name of
+/// a million-line log was an eighth of the indexing time.
+#[derive(Debug, Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Strings seen once, stored once.
+#[derive(Debug, Default, Clone)]
+struct Interner {
+    ids: HashMap<Arc<str>, Sym, BuildHasherDefault<FxHasher>>,
+    names: Vec<Arc<str>>,
+}
+
+impl Interner {
+    fn get(&self, s: &str) -> Option<Sym> {
+        self.ids.get(s).copied()
+    }
+
+    fn intern(&mut self, s: &str, cap: usize) -> Option<Sym> {
+        if let Some(id) = self.ids.get(s) {
+            return Some(*id);
+        }
+        if self.names.len() >= cap {
+            return None;
+        }
+        let id = self.names.len() as Sym;
+        let name: Arc<str> = Arc::from(s);
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        Some(id)
+    }
+
+    fn name(&self, id: Sym) -> &str {
+        self.names.get(id as usize).map_or("?", |s| s)
+    }
+}
+
+/// The claim event types a tenure is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Acquired,
+    Reacquired,
+    Reclaimed,
+    Released,
+    ForceReleased,
+    Renewed,
+    Expired,
+}
+
+impl Kind {
+    pub fn of(type_name: &str) -> Option<Kind> {
+        Some(match type_name {
+            "claim_acquired" => Kind::Acquired,
+            "claim_idempotent_reacquired" => Kind::Reacquired,
+            "claim_stale_reclaimed" => Kind::Reclaimed,
+            "claim_released" => Kind::Released,
+            "claim_force_released" => Kind::ForceReleased,
+            "claim_renewed" => Kind::Renewed,
+            "claim_expired" => Kind::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// The fields of a claim event the timeline uses, borrowed from the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimEvent<'a> {
+    pub kind: Kind,
+    /// When it happened, epoch ms (the most precise field the event has).
+    pub at: i64,
+    pub key: &'a str,
+    pub holder: Option<&'a str>,
+    pub acquired_at: Option<i64>,
+    pub previous_holder: Option<&'a str>,
+    pub previous_acquired_at: Option<i64>,
+    pub operator: Option<&'a str>,
+}
+
+/// The envelope as written; unknown fields are skipped, not built.
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow, default)]
+    ts: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    data: Option<WireData<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireData<'a> {
+    #[serde(borrow, default)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    holder: Option<Cow<'a, str>>,
+    #[serde(default)]
+    acquired_at: Option<i64>,
+    #[serde(default)]
+    duration_held_ms: Option<i64>,
+    #[serde(borrow, default)]
+    previous_holder: Option<Cow<'a, str>>,
+    #[serde(default)]
+    previous_acquired_at: Option<i64>,
+    #[serde(borrow, default)]
+    operator: Option<Cow<'a, str>>,
+}
+
+/// Latest instant an event may carry: 9999-12-31T23:59:59.999Z. Times come
+/// from other writers' clocks and JSON; outside 1970..=9999 they are
+/// nonsense, and near `i64`'s ends they would overflow every span.
+const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
+fn sane(ms: Option<i64>) -> Option<i64> {
+    ms.filter(|t| (0..=MAX_TIME_MS).contains(t))
+}
+
+/// Parse one log line into the claim event it records, and hand it to `f`.
+/// `None` for lines that are not claim events (other types, bad JSON, a
+/// field of the wrong type, no key, no usable time).
+pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
+    let wire: Wire<'_> = serde_json::from_str(line).ok()?;
+    let kind = Kind::of(&wire.kind)?;
+    let data = wire.data?;
+    let key = data.key.as_deref()?;
+    let ts = sane(wire.ts.as_deref().and_then(parse_ts));
+    let acquired_at = sane(data.acquired_at);
+    // The ms fields are more precise than `ts` (whole seconds), where the
+    // event type says what they mean.
+    let at = match kind {
+        Kind::Acquired | Kind::Reclaimed | Kind::Reacquired => acquired_at.or(ts),
+        Kind::Released => match (acquired_at, data.duration_held_ms) {
+            (Some(a), Some(d)) => sane(a.checked_add(d)).or(ts),
+            _ => ts,
+        },
+        _ => ts,
+    }?;
+    let ev = ClaimEvent {
+        kind,
+        at,
+        key,
+        holder: data.holder.as_deref(),
+        acquired_at,
+        previous_holder: data.previous_holder.as_deref(),
+        previous_acquired_at: sane(data.previous_acquired_at),
+        operator: data.operator.as_deref(),
+    };
+    Some(f(&ev))
+}
+
+/// `2026-11-30T12:34:56Z` (the envelope's form) as epoch ms; other forms
+/// go through chrono's RFC 3339 parser.
+pub fn parse_ts(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        b.get(r)?.iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    if b.len() == 20
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'Z'
+    {
+        let (y, mo, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+        let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+            return None;
+        }
+        return Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s) * 1000);
+    }
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// algorithm), so the hot path needs no calendar library.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Every key's tenures, oldest first, rebuilt event by event.
+#[derive(Debug, Clone, Default)]
+pub struct TenureIndex {
+    keys: Interner,
+    holders: Interner,
+    /// By key id; each sorted by start as the log goes.
+    tenures: Vec<Vec<Tenure>>,
+    count: usize,
+    limits: Limits,
+    /// Tenures that ended before this were dropped to stay within limits.
+    horizon: Option<i64>,
+    /// Events whose key or holder did not fit in the name limit.
+    skipped: u64,
+    /// Claim events applied.
+    applied: u64,
+    earliest: Option<i64>,
+    latest: Option<i64>,
+}
+
+impl TenureIndex {
+    pub fn new(limits: Limits) -> TenureIndex {
+        TenureIndex {
+            limits,
+            ..TenureIndex::default()
+        }
+    }
+
+    /// Apply one log line; false when it is not a claim event.
+    pub fn apply_line(&mut self, line: &str) -> bool {
+        self.apply_line_at(line).is_some()
+    }
+
+    /// Apply one log line; the time of the claim event it records, if any.
+    pub fn apply_line_at(&mut self, line: &str) -> Option<i64> {
+        with_claim_event(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
+    }
+
+    /// Apply one claim event, in log order.
+    pub fn apply(&mut self, ev: &ClaimEvent<'_>) {
+        let cap = self.limits.max_names;
+        let Some(key) = self.keys.intern(ev.key, cap) else {
+            self.skipped += 1;
+            return;
+        };
+        let holder = match ev.holder {
+            Some(h) => match self.holders.intern(h, cap) {
+                Some(id) => Some(id),
+                None => {
+                    self.skipped += 1;
+                    return;
+                }
+            },
+            None => None,
+        };
+        self.applied += 1;
+        self.earliest = Some(self.earliest.map_or(ev.at, |e| e.min(ev.at)));
+        self.latest = Some(self.latest.map_or(ev.at, |l| l.max(ev.at)));
+        if self.tenures.len() <= key as usize {
+            self.tenures.resize_with(key as usize + 1, Vec::new);
+        }
+        match ev.kind {
+            Kind::Acquired => {
+                self.end_open(key, ev.at, Ending::Unseen, None);
+                if let Some(h) = holder {
+                    self.open(key, h, ev.at, true);
+                }
+            }
+            Kind::Reacquired | Kind::Renewed => {
+                // Continues the holder's tenure; opens one if the log did
+                // not have its start (its `acquired_at` says when it was).
+                let Some(h) = holder else { return };
+                if self.open_holder(key) == Some(h) {
+                    return;
+                }
+                self.end_open(key, ev.at, Ending::Unseen, None);
+                let since = match ev.kind {
+                    Kind::Reacquired => ev.previous_acquired_at,
+                    _ => ev.acquired_at,
+                };
+                match since {
+                    Some(s) if s <= ev.at => self.open(key, h, s, true),
+                    _ => self.open(key, h, ev.at, false),
+                }
+            }
+            Kind::Reclaimed => {
+                let prev = ev.previous_holder.and_then(|p| self.holders.intern(p, cap));
+                if self.open_holder(key).is_some() {
+                    self.end_open(key, ev.at, Ending::Reclaimed, holder);
+                } else if let Some(p) = prev {
+                    // The stale tenure's start is not in the log; show what
+                    // is known: that it ended here.
+                    self.push(
+                        key,
+                        Tenure {
+                            start: ev.at,
+                            end: ev.at,
+                            holder: p,
+                            by: holder,
+                            ending: Ending::Reclaimed,
+                            start_seen: false,
+                        },
+                    );
+                }
+                if let Some(h) = holder {
+                    self.open(key, h, ev.at, true);
+                }
+            }
+            Kind::Released | Kind::ForceReleased | Kind::Expired => {
+                let ending = match ev.kind {
+                    Kind::Released => Ending::Released,
+                    Kind::ForceReleased => Ending::ForceReleased,
+                    _ => Ending::Expired,
+                };
+                let by = ev.operator.and_then(|o| self.holders.intern(o, cap));
+                if self.open_holder(key).is_some()
+                    && (holder.is_none() || self.open_holder(key) == holder)
+                {
+                    self.end_open(key, ev.at, ending, by);
+                    return;
+                }
+                // A release of a tenure whose start the log does not have
+                // (or of a holder other than the one we thought): the event
+                // itself says when it began.
+                self.end_open(key, ev.at, Ending::Unseen, None);
+                let Some(h) = holder else { return };
+                let (start, seen) = match ev.acquired_at {
+                    Some(a) if a <= ev.at => (a, true),
+                    _ => (ev.at, false),
+                };
+                self.push(
+                    key,
+                    Tenure {
+                        start,
+                        end: ev.at,
+                        holder: h,
+                        by,
+                        ending,
+                        start_seen: seen,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Where the key's open tenure sits: always last (see [`Self::open`]).
+    fn open_at(&self, key: Sym) -> Option<usize> {
+        let list = self.tenures.get(key as usize)?;
+        list.last().filter(|t| t.is_held()).map(|_| list.len() - 1)
+    }
+
+    fn open_holder(&self, key: Sym) -> Option<Sym> {
+        let i = self.open_at(key)?;
+        Some(self.tenures[key as usize][i].holder)
+    }
+
+    /// Open a tenure. It starts no earlier than the key's last one: with
+    /// writers' clocks apart, the log's order is the truth, and it keeps the
+    /// open tenure last (every closed one is pushed only when none is open).
+    fn open(&mut self, key: Sym, holder: Sym, start: i64, seen: bool) {
+        let last = self.tenures[key as usize].last().map(|t| t.start);
+        let start = last.map_or(start, |l| start.max(l));
+        self.push(
+            key,
+            Tenure {
+                start,
+                end: i64::MAX,
+                holder,
+                by: None,
+                ending: Ending::Held,
+                start_seen: seen,
+            },
+        );
+    }
+
+    fn end_open(&mut self, key: Sym, at: i64, ending: Ending, by: Option<Sym>) {
+        if let Some(i) = self.open_at(key) {
+            let t = &mut self.tenures[key as usize][i];
+            t.end = at.max(t.start);
+            t.ending = ending;
+            t.by = by;
+        }
+    }
+
+    fn push(&mut self, key: Sym, t: Tenure) {
+        let list = &mut self.tenures[key as usize];
+        // Appends come in log order, which is time order but for clock
+        // skew between writers; keep each list sorted by start anyway, so
+        // lookups can bisect.
+        if list.last().is_none_or(|x| x.start <= t.start) {
+            list.push(t);
+        } else {
+            let at = list.partition_point(|x| x.start <= t.start);
+            list.insert(at, t);
+        }
+        self.count += 1;
+        if self.count > self.limits.max_tenures {
+            self.drop_oldest_half();
+        }
+    }
+
+    /// Drop the ended tenures that ended by the median end, so memory stays
+    /// under the limit (plus one open tenure per key) while the recent past
+    /// stays whole.
+    fn drop_oldest_half(&mut self) {
+        let mut ends: Vec<i64> = self
+            .tenures
+            .iter()
+            .flatten()
+            .filter(|t| !t.is_held())
+            .map(|t| t.end)
+            .collect();
+        if ends.is_empty() {
+            return;
+        }
+        let mid = ends.len() / 2;
+        let (_, cut, _) = ends.select_nth_unstable(mid);
+        let cut = *cut;
+        let mut count = 0;
+        for list in &mut self.tenures {
+            // `>`: at least the median goes, even when many ends are equal.
+            list.retain(|t| t.is_held() || t.end > cut);
+            count += list.len();
+        }
+        self.count = count;
+        self.horizon = Some(self.horizon.map_or(cut, |h| h.max(cut)));
+    }
+
+    /// Tenures kept.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn key_count(&self) -> usize {
+        self.keys.names.len()
+    }
+
+    /// Every key with at least one tenure, as (name, tenures oldest first).
+    pub fn keys(&self) -> impl Iterator<Item = (&str, &[Tenure])> + '_ {
+        self.keys
+            .names
+            .iter()
+            .zip(&self.tenures)
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(k, t)| (&**k, t.as_slice()))
+    }
+
+    pub fn tenures_of(&self, key: &str) -> &[Tenure] {
+        self.keys
+            .get(key)
+            .and_then(|k| self.tenures.get(k as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    pub fn holder_name(&self, id: Sym) -> &str {
+        self.holders.name(id)
+    }
+
+    /// Tenures that ended before this were dropped (limits).
+    pub fn horizon(&self) -> Option<i64> {
+        self.horizon
+    }
+
+    /// Events skipped because the name limit was reached.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// Earliest and latest event time applied.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        Some((self.earliest?, self.latest?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(kind: &str, ts: &str, data: &str) -> String {
+        format!(r#"{{"ts":"{ts}","type":"{kind}","source":"fno-loop","data":{{{data}}}}}"#)
+    }
+
+    /// `claim_acquired` of key `k` by `holder` at `secs` seconds.
+    fn acquired(ix: &mut TenureIndex, holder: &str, secs: i64) {
+        let ts = format!("1970-01-01T00:00:{secs:02}Z");
+        let data = format!(
+            r#""key":"k","holder":"{holder}","acquired_at":{}"#,
+            secs * 1000
+        );
+        assert!(ix.apply_line(&line("claim_acquired", &ts, &data)));
+    }
+
+    #[test]
+    fn the_envelope_timestamp_parses_to_the_same_instant_as_chrono() {
+        for ts in [
+            "2026-11-30T12:34:56Z",
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59Z",
+        ] {
+            let want = chrono::DateTime::parse_from_rfc3339(ts)
+                .unwrap()
+                .timestamp_millis();
+            assert_eq!(parse_ts(ts), Some(want), "{ts}");
+        }
+        assert_eq!(parse_ts("2026-13-30T12:34:56Z"), None);
+        assert_eq!(parse_ts("yesterday"), None);
+    }
+
+    #[test]
+    fn acquire_then_release_is_one_released_tenure_with_ms_precision() {
+        let mut ix = TenureIndex::new(Limits::default());
+        assert!(ix.apply_line(&line(
+            "claim_acquired",
+            "1970-01-01T00:00:01Z",
+            r#""key":"k","holder":"h","acquired_at":1000"#
+        )));
+        assert!(ix.apply_line(&line(
+            "claim_released",
+            "1970-01-01T00:00:03Z",
+            r#""key":"k","holder":"h","acquired_at":1000,"duration_held_ms":2500"#
+        )));
+        let t = ix.tenures_of("k");
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].start, t[0].end, t[0].ending),
+            (1000, 3500, Ending::Released)
+        );
+        assert_eq!(ix.holder_name(t[0].holder), "h");
+    }
+
+    #[test]
+    fn a_stale_reclaim_ends_the_old_tenure_and_starts_the_new_holders() {
+        let mut ix = TenureIndex::new(Limits::default());
+        acquired(&mut ix, "old", 1);
+        ix.apply_line(&line(
+            "claim_stale_reclaimed",
+            "1970-01-01T00:00:09Z",
+            r#""key":"k","holder":"new","acquired_at":9000,"previous_holder":"old""#,
+        ));
+        let t = ix.tenures_of("k");
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].ending, t[0].end), (Ending::Reclaimed, 9000));
+        assert_eq!(ix.holder_name(t[0].by.unwrap()), "new");
+        assert!(t[1].is_held());
+        assert_eq!(ix.holder_name(t[1].holder), "new");
+    }
+
+    #[test]
+    fn a_release_whose_acquire_was_never_seen_still_makes_a_whole_tenure() {
+        let mut ix = TenureIndex::new(Limits::default());
+        ix.apply_line(&line(
+            "claim_released",
+            "1970-01-01T00:01:40Z",
+            r#""key":"k","holder":"h","acquired_at":40000,"duration_held_ms":60000"#,
+        ));
+        let t = ix.tenures_of("k");
+        assert_eq!(
+            (t[0].start, t[0].end, t[0].start_seen),
+            (40_000, 100_000, true)
+        );
+    }
+
+    #[test]
+    fn an_acquire_over_an_open_tenure_ends_it_as_unseen() {
+        let mut ix = TenureIndex::new(Limits::default());
+        acquired(&mut ix, "a", 1);
+        acquired(&mut ix, "b", 5);
+        let t = ix.tenures_of("k");
+        assert_eq!((t[0].ending, t[0].end), (Ending::Unseen, 5000));
+        assert!(t[1].is_held());
+    }
+
+    #[test]
+    fn renew_and_reacquire_continue_the_same_tenure() {
+        let mut ix = TenureIndex::new(Limits::default());
+        acquired(&mut ix, "a", 1);
+        ix.apply_line(&line(
+            "claim_renewed",
+            "1970-01-01T00:00:05Z",
+            r#""key":"k","holder":"a","acquired_at":1000"#,
+        ));
+        ix.apply_line(&line(
+            "claim_idempotent_reacquired",
+            "1970-01-01T00:00:06Z",
+            r#""key":"k","holder":"a","acquired_at":6000,"previous_acquired_at":1000"#,
+        ));
+        assert_eq!(ix.tenures_of("k").len(), 1);
+        assert!(ix.tenures_of("k")[0].is_held());
+    }
+
+    #[test]
+    fn force_release_records_the_operator() {
+        let mut ix = TenureIndex::new(Limits::default());
+        acquired(&mut ix, "a", 1);
+        ix.apply_line(&line(
+            "claim_force_released",
+            "1970-01-01T00:00:07Z",
+            r#""key":"k","holder":"a","acquired_at":1000,"operator":"operator:root@h""#,
+        ));
+        let t = ix.tenures_of("k")[0];
+        assert_eq!((t.ending, t.end), (Ending::ForceReleased, 7000));
+        assert_eq!(ix.holder_name(t.by.unwrap()), "operator:root@h");
+    }
+
+    #[test]
+    fn lines_that_are_not_claim_events_are_ignored() {
+        let mut ix = TenureIndex::new(Limits::default());
+        assert!(!ix.apply_line("not json"));
+        assert!(!ix.apply_line(r#"{"type":"loop_started","data":{"key":"k"}}"#));
+        assert!(!ix.apply_line(r#"{"type":"claim_acquired","data":{"holder":"h"}}"#));
+        assert!(ix.is_empty());
+    }
+
+    #[test]
+    fn memory_stays_under_the_tenure_limit_and_says_where_history_starts() {
+        let mut ix = TenureIndex::new(Limits {
+            max_tenures: 100,
+            max_names: 10,
+        });
+        for i in 0..1000i64 {
+            let at = i * 1000;
+            ix.apply(&ClaimEvent {
+                kind: Kind::Acquired,
+                at,
+                key: "k",
+                holder: Some("h"),
+                acquired_at: Some(at),
+                previous_holder: None,
+                previous_acquired_at: None,
+                operator: None,
+            });
+        }
+        assert!(ix.len() <= 100, "{}", ix.len());
+        assert!(ix.horizon().is_some_and(|h| h > 800_000));
+        assert!(ix.tenures_of("k").last().unwrap().is_held());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_event_sequence_keeps_each_key_sorted_with_at_most_one_open_tenure(
+            evs in proptest::collection::vec(
+                (0usize..7, 0usize..3, 0usize..3, 0i64..100_000, 0i64..50_000), 0..200),
+        ) {
+            const KINDS: [Kind; 7] = [Kind::Acquired, Kind::Reacquired, Kind::Reclaimed,
+                Kind::Released, Kind::ForceReleased, Kind::Renewed, Kind::Expired];
+            let mut ix = TenureIndex::new(Limits { max_tenures: 50, max_names: 10 });
+            for (k, key, holder, at, back) in evs {
+                let key = format!("k{key}");
+                let holder = format!("h{holder}");
+                ix.apply(&ClaimEvent {
+                    kind: KINDS[k],
+                    at,
+                    key: &key,
+                    holder: Some(&holder),
+                    acquired_at: Some(at - back),
+                    previous_holder: Some("h0"),
+                    previous_acquired_at: Some(at - back),
+                    operator: None,
+                });
+            }
+            let mut total = 0;
+            for (_, list) in ix.keys() {
+                proptest::prop_assert!(list.windows(2).all(|w| w[0].start <= w[1].start));
+                proptest::prop_assert!(list.iter().filter(|t| t.is_held()).count() <= 1);
+                proptest::prop_assert!(list.iter().all(|t| t.end >= t.start));
+                total += list.len();
+            }
+            proptest::prop_assert_eq!(total, ix.len());
+            // Open tenures are never dropped: one per key at most.
+            proptest::prop_assert!(ix.len() <= 50 + ix.key_count());
+        }
+    }
+
+    #[test]
+    fn absurd_times_are_ignored_instead_of_overflowing_a_span() {
+        let mut ix = TenureIndex::new(Limits::default());
+        let min = i64::MIN;
+        let max = i64::MAX;
+        assert!(!ix.apply_line(&line(
+            "claim_acquired",
+            "not a time",
+            &format!(r#""key":"k","holder":"h","acquired_at":{min}"#)
+        )));
+        assert!(ix.apply_line(&line(
+            "claim_released",
+            "1970-01-01T00:00:09Z",
+            &format!(r#""key":"k","holder":"h","acquired_at":{max},"duration_held_ms":{max}"#)
+        )));
+        let t = ix.tenures_of("k")[0];
+        assert_eq!((t.start, t.end, t.start_seen), (9000, 9000, false));
+    }
+
+    #[test]
+    fn names_past_the_limit_are_skipped_and_counted() {
+        let mut ix = TenureIndex::new(Limits {
+            max_tenures: 100,
+            max_names: 2,
+        });
+        for k in ["a", "b", "c"] {
+            ix.apply_line(&line(
+                "claim_acquired",
+                "1970-01-01T00:00:01Z",
+                &format!(r#""key":"{k}","holder":"h","acquired_at":1000"#),
+            ));
+        }
+        assert_eq!(ix.key_count(), 2);
+        assert_eq!(ix.skipped(), 1);
+    }
+}
