@@ -320,7 +320,7 @@ fn as_nobody() {
     // Reading is allowed and works.
     assert_eq!(status(&root, "held").state, ClaimState::Live);
     // A claims dir it may not list is a hazard, not a crash.
-    let private = root_in(&dir.join("private"));
+    let private = root_in(dir.join("private"));
     let hazards = doctor(&private);
     assert!(
         hazards.iter().any(|h| h.kind == HazardKind::Unreadable),
