@@ -1,7 +1,7 @@
 //! The CLI as scripts see it: the real binary, a temp root, the JSON shapes
 //! and exit statuses of the contract.
 
-use crate::common::{claimtop, dead_holder_yaml, BIN};
+use crate::common::{cannot_run, claimtop, dead_holder_yaml, BIN};
 use claimtop::claims::liveness::hostname;
 use claimtop::claims::mutex;
 use serde_json::{json, Value};
@@ -911,7 +911,7 @@ fn an_empty_operator_is_refused_and_nothing_is_archived() {
 fn an_acquire_whose_report_cannot_be_written_gives_the_claim_back_and_exits_1() {
     let s = Sandbox::new();
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full on this system");
+        cannot_run("no /dev/full on this system");
         return;
     };
     let out = s
@@ -941,7 +941,7 @@ fn a_release_whose_report_cannot_be_written_exits_1_and_says_what_stands() {
         0
     );
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full on this system");
+        cannot_run("no /dev/full on this system");
         return;
     };
     let out = s

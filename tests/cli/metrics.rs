@@ -1,7 +1,7 @@
 //! `claimtop metrics`: the real binary on a free port, scraped over HTTP,
 //! its numbers checked against what `list --json` reports for the same roots.
 
-use crate::common::{claimtop, dead_holder_yaml};
+use crate::common::{cannot_run, claimtop, dead_holder_yaml};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -42,12 +42,22 @@ impl Server {
         Server { child, addr }
     }
 
-    /// One GET; the status line and the body.
+    /// One GET as Prometheus sends it (asking for OpenMetrics); the status
+    /// line and the body.
     fn get(&self, path: &str) -> (String, String) {
+        self.get_accepting(path, OPENMETRICS_ACCEPT)
+    }
+
+    /// One GET with the given `Accept` header (none when empty).
+    fn get_accepting(&self, path: &str, accept: &str) -> (String, String) {
         let mut s = TcpStream::connect(&self.addr).expect("connect");
+        let accept = match accept {
+            "" => String::new(),
+            a => format!("Accept: {a}\r\n"),
+        };
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            "GET {path} HTTP/1.1\r\nHost: {}\r\n{accept}Connection: close\r\n\r\n",
             self.addr
         )
         .expect("request");
@@ -246,20 +256,31 @@ fn an_address_in_use_is_an_error_under_json() {
     assert!(v["error"].as_str().unwrap_or("").contains(&addr), "{v}");
 }
 
+/// What Prometheus 2.x sends when it can read OpenMetrics.
+const OPENMETRICS_ACCEPT: &str =
+    "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
 /// `promtool check metrics` lints the exposition when Prometheus's tool is
-/// installed; it is not a build dependency, so without it this says so.
+/// installed (`.ci/run` installs it); it is not a build dependency, so
+/// elsewhere without it this says so.
 #[test]
 fn promtool_accepts_the_exposition_when_it_is_installed() {
     let Ok(probe) = Command::new("promtool").arg("--version").output() else {
-        eprintln!("promtool not installed: lint skipped");
+        cannot_run("promtool is not installed (Debian's prometheus package has it)");
         return;
     };
     assert!(probe.status.success());
     let (home, root) = (TempDir::new().unwrap(), TempDir::new().unwrap());
     acquire(home.path(), root.path(), "k");
     let server = Server::start(home.path(), &[root.path()]);
-    let (_, body) = server.get("/metrics");
+    // Without an Accept header (curl, promtool) the classic text format.
+    let (_, body) = server.get_accepting("/metrics", "");
     server.stop();
+    assert!(!body.contains("# EOF"), "{body}");
+    assert!(
+        body.contains("# TYPE claimtop_events_total counter"),
+        "{body}"
+    );
     let mut lint = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
