@@ -10,5 +10,10 @@ pub mod demo;
 pub mod diag;
 pub mod events;
 pub mod metrics;
+pub mod mutex;
 pub mod sanitize;
+#[cfg(test)]
+mod seams;
 pub mod store;
+pub mod sys;
+pub mod time;

@@ -5,10 +5,11 @@
 //! Run with `cargo test --features etcd --test etcd_cli`.
 #![cfg(feature = "etcd")]
 
-mod cli_common;
+#[path = "common/mod.rs"]
+mod common;
 mod etcd_common;
 
-use cli_common::{claimtop, Sandbox};
+use common::{claimtop, Sandbox};
 use etcd_common::Etcd;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -534,7 +535,7 @@ fn metrics_over_etcd_reports_the_stores_claims_and_counts_its_events_from_the_wa
     std::io::BufReader::new(server.stderr.take().expect("stderr"))
         .read_line(&mut line)
         .expect("the address line");
-    let addr = cli_common::metrics_address(&line);
+    let addr = common::metrics_address(&line);
     let m = scrape(&addr);
     assert_eq!(m["claimtop_claims{state=\"live\"}"], 1.0, "{m:?}");
     assert_eq!(m["claimtop_store_up"], 1.0, "{m:?}");

@@ -6,12 +6,12 @@
 //! directory), so each holds [`ENV`] for its whole body and puts the old
 //! values back on the way out. Nothing else in this test binary reads them.
 
-mod protocol_common;
+mod common;
 
 use claimtop::claims::{
     claims_root_for, global_claims_root, resolve_root, AcquireOpts, ClaimError, Root,
 };
-use protocol_common::*;
+use common::*;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Mutex;

@@ -317,7 +317,7 @@ impl FloorCycle {
             body: rec.to_yaml()?.into_bytes(),
             line: format!(
                 "{{\"ts\":\"2026-11-30T00:00:00Z\",\"type\":\"claim_acquired\",\"source\":\"fno-loop\",\"data\":{}}}\n",
-                serde_json::to_string(&claimtop::events::emit::common_fields(&rec))?
+                serde_json::to_string(&rec.event_fields())?
             )
             .into_bytes(),
             buf: Vec::with_capacity(4096),

@@ -2,17 +2,14 @@
 //! `link(2)`), replace (temp + `rename(2)`), and archive (rename into
 //! `.expired/`, never unlink).
 
+use super::key::{archive_name, temp_path};
 use super::{ClaimError, EXPIRED_SUBDIR};
+use crate::sys::rename_noreplace;
+// Re-exported where they lived before: other code names them by these paths.
+pub use super::key::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use std::io::ErrorKind;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Prefix of the temp files we write (for a create or a replace).
-pub const CREATE_TMP_PREFIX: &str = ".claim-tmp-";
-/// Infix of the temp file other implementations' replace renames over the
-/// lockfile (`<enc>.lock.tmp.<pid>.<seq>`); doctor still recognises it.
-pub const REPLACE_TMP_INFIX: &str = ".lock.tmp.";
 
 /// Why an exclusive create did not publish.
 #[derive(Debug)]
@@ -20,14 +17,6 @@ pub enum CreateError {
     /// The path exists: a concurrent winner published first.
     AlreadyHeld,
     Io(std::io::Error),
-}
-
-/// Process-unique sequence: pid + clock alone can collide between threads,
-/// and a colliding temp name would fail `create_new` and be misread as a held
-/// lock.
-fn seq() -> u64 {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Write `content` to a new file at `tmp` (O_EXCL, so a planted file or
@@ -90,21 +79,6 @@ pub fn create_exclusive(path: &Path, content: &[u8]) -> Result<(), CreateError> 
             CreateError::Io(e)
         }
     })
-}
-
-/// A process-unique temp name in `dir`. Not derived from the lockfile name:
-/// an encoded key may be up to 240 bytes, and any suffix on it would pass the
-/// 255-byte name limit, failing every rewrite of such a claim.
-fn temp_path(dir: &Path) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    dir.join(format!(
-        "{CREATE_TMP_PREFIX}{}-{nanos}-{}",
-        std::process::id(),
-        seq()
-    ))
 }
 
 fn create_via_link(parent: &Path, path: &Path, content: &[u8]) -> std::io::Result<()> {
@@ -215,55 +189,6 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
             Err(_) => Ok(Archived::ChangedAndKept(target)),
         },
     }
-}
-
-/// `<stem>.<ms>.lock`, the stem cut short only when the whole would pass the
-/// 255-byte name limit. A key may encode to 240 bytes and the stamp adds 19,
-/// so without the cut such a claim, once stale, could never be archived and
-/// so never reclaimed or force-released. The archived record still names its
-/// full key.
-fn archive_name(stem: &str, stamp: i64) -> String {
-    const NAME_MAX: usize = 255;
-    let tail = format!(".{stamp}.lock");
-    let mut keep = stem.len().min(NAME_MAX.saturating_sub(tail.len()));
-    while !stem.is_char_boundary(keep) {
-        keep -= 1;
-    }
-    format!("{}{tail}", &stem[..keep])
-}
-
-/// rename(2) that fails with EEXIST instead of replacing the target.
-pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let f = std::ffi::CString::new(from.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
-        let t = std::ffi::CString::new(to.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))?;
-        // SAFETY: both are valid NUL-terminated paths.
-        let rc = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                f.as_ptr(),
-                libc::AT_FDCWD,
-                t.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        // Filesystems without RENAME_NOREPLACE: fall back to a checked rename.
-        if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
-            return Err(err);
-        }
-    }
-    if std::fs::symlink_metadata(to).is_ok() {
-        return Err(std::io::Error::from(ErrorKind::AlreadyExists));
-    }
-    std::fs::rename(from, to)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Typed errors of the protocol core. The CLI and the dashboard turn them into
 //! words; the library never prints them.
 
+use crate::time::ttl_text;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -16,10 +17,13 @@ pub enum ClaimError {
         max = super::MAX_ENCODED_FILENAME_BYTES
     )]
     EncodedKeyTooLong(usize),
+    /// Worded in the TTL syntax a person types (`TTL 10s is out of range
+    /// 60s–24h`), never in raw milliseconds.
     #[error(
-        "ttl_ms={0} out of range [{min}, {max}]",
-        min = super::MIN_TTL_MS,
-        max = super::MAX_TTL_MS
+        "TTL {} is out of range {}–{}",
+        ttl_text(*.0),
+        ttl_text(super::MIN_TTL_MS),
+        ttl_text(super::MAX_TTL_MS)
     )]
     TtlOutOfRange(i64),
     #[error("pid {0} is not a process id (1..=2147483647)")]
@@ -61,5 +65,22 @@ impl ClaimError {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ttl_out_of_range_is_worded_as_a_person_types_it() {
+        assert_eq!(
+            ClaimError::TtlOutOfRange(10_000).to_string(),
+            "TTL 10s is out of range 60s–24h"
+        );
+        assert_eq!(
+            ClaimError::TtlOutOfRange(90_000_000).to_string(),
+            "TTL 25h is out of range 60s–24h"
+        );
     }
 }

@@ -1,9 +1,18 @@
-//! Key encoding, lockfile paths and claims-root resolution.
+//! Key encoding, claims-root resolution, and the name of every file the
+//! protocol keeps in a claims dir: lockfile, temp file, archive. (The two
+//! mutex names live with the mutex, in `crate::mutex`.)
 
 use super::{ClaimError, CLAIMS_DIRNAME, MAX_ENCODED_FILENAME_BYTES, MAX_KEY_LENGTH};
 use super::{MAX_TTL_MS, MIN_TTL_MS};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Prefix of the temp files we write (for a create or a replace).
+pub const CREATE_TMP_PREFIX: &str = ".claim-tmp-";
+/// Infix of the temp file other implementations' replace renames over the
+/// lockfile (`<enc>.lock.tmp.<pid>.<seq>`); doctor still recognises it.
+pub const REPLACE_TMP_INFIX: &str = ".lock.tmp.";
 
 /// Percent-encode a key into a filename stem.
 ///
@@ -130,6 +139,44 @@ pub fn claims_dir(root: &Path) -> PathBuf {
 /// The canonical lockfile path: `<root>/.fno/claims/<encoded-key>.lock`.
 pub fn claim_path(root: &Path, key: &str) -> PathBuf {
     claims_dir(root).join(format!("{}.lock", encode_key(key)))
+}
+
+/// Process-unique sequence: pid + clock alone can collide between threads,
+/// and a colliding temp name would fail `create_new` and be misread as a held
+/// lock.
+fn seq() -> u64 {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A process-unique temp name in `dir`. Not derived from the lockfile name:
+/// an encoded key may be up to 240 bytes, and any suffix on it would pass the
+/// 255-byte name limit, failing every rewrite of such a claim.
+pub(crate) fn temp_path(dir: &Path) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    dir.join(format!(
+        "{CREATE_TMP_PREFIX}{}-{nanos}-{}",
+        std::process::id(),
+        seq()
+    ))
+}
+
+/// `<stem>.<ms>.lock`, the stem cut short only when the whole would pass the
+/// 255-byte name limit. A key may encode to 240 bytes and the stamp adds 19,
+/// so without the cut such a claim, once stale, could never be archived and
+/// so never reclaimed or force-released. The archived record still names its
+/// full key.
+pub(crate) fn archive_name(stem: &str, stamp: i64) -> String {
+    const NAME_MAX: usize = 255;
+    let tail = format!(".{stamp}.lock");
+    let mut keep = stem.len().min(NAME_MAX.saturating_sub(tail.len()));
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{tail}", &stem[..keep])
 }
 
 /// Check a verb's inputs before anything touches the disk.

@@ -6,19 +6,12 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-/// `gethostname(2)`, as Python's `socket.gethostname()`. Empty on failure,
-/// which never equals a recorded host and so fails toward "not live".
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for buf.len() bytes; gethostname writes at
-    // most that many and we stop at the first NUL.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast::<libc::c_char>(), buf.len()) };
-    if rc != 0 {
-        return String::new();
-    }
-    let name = buf.split(|&b| b == 0).next().unwrap_or_default();
-    String::from_utf8_lossy(name).into_owned()
-}
+// Process facts live at the crate level, where the mkdir mutex (shared with
+// the events log) reads them too; re-exported here, their old home.
+pub use crate::sys::{hostname, pid_gone_since, process_create_time_ms};
+// Durations and instants are worded in the crate's one home for time.
+pub use crate::time::{human_ms, utc_hms};
+use crate::time::{HumanMs, UtcHms};
 
 /// This machine's stable identity, or "" when it has none.
 ///
@@ -106,107 +99,6 @@ pub enum Locality {
     Other,
     /// The record names a machine but ours is unreadable; treated as local.
     Unknown,
-}
-
-/// Process create time in EPOCH MILLISECONDS, or None if the pid is gone or
-/// cannot be inspected (a holder we cannot inspect is one we cannot validate:
-/// fail toward recoverable, as psutil's AccessDenied handling does).
-///
-/// Linux: `btime` from `/proc/stat` plus field 22 of `/proc/<pid>/stat` (ticks
-/// since boot) over `_SC_CLK_TCK`, psutil's computation. Sub-second skew is
-/// harmless: the comparison against `acquired_at` is directional and a real
-/// holder starts well before it claims.
-#[cfg(target_os = "linux")]
-pub fn process_create_time_ms(pid: i32) -> Option<i64> {
-    if pid <= 0 {
-        return None;
-    }
-    let stat = read_small(&format!("/proc/{pid}/stat"))?;
-    // comm (field 2) may hold spaces and parentheses: split after the LAST ')'.
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let after = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    // Field 22 overall is the 20th after the comm field.
-    let start_ticks: i64 = after.split_ascii_whitespace().nth(19)?.parse().ok()?;
-    let btime = boot_time_s()?;
-    let tck = clock_ticks()?;
-    Some(btime * 1000 + start_ticks * 1000 / tck)
-}
-
-#[cfg(not(target_os = "linux"))]
-pub fn process_create_time_ms(_pid: i32) -> Option<i64> {
-    None
-}
-
-/// Whether `pid` provably no longer runs the process that was alive at
-/// `alive_at_ms` (epoch ms): no such process, a zombie, or a process that
-/// started after that instant (the pid was reused). Anything uncertain - a
-/// process we may not signal or inspect - answers false: the caller steals
-/// on true, and ambiguity must degrade to waiting, never to stealing.
-///
-/// The computed start time can only be early (boot time is whole seconds,
-/// ticks are floored), so a true owner is never read as started later.
-pub fn pid_gone_since(pid: i32, alive_at_ms: i64) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(stat) = read_small(&format!("/proc/{pid}/stat")) {
-        let after = stat
-            .iter()
-            .rposition(|&b| b == b')')
-            .and_then(|close| std::str::from_utf8(&stat[close + 1..]).ok());
-        if let Some(after) = after {
-            // A killed process its parent has not reaped yet.
-            if after.split_ascii_whitespace().next() == Some("Z") {
-                return true;
-            }
-        }
-        return process_create_time_ms(pid).is_some_and(|started| started > alive_at_ms);
-    }
-    false
-}
-
-/// A procfs file read in one syscall. The dashboard probes every distinct
-/// holder pid each second; `fs::read`'s size probe (a statx procfs answers
-/// with 0) and EOF read tripled the syscalls of each probe.
-#[cfg(target_os = "linux")]
-fn read_small(path: &str) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = [0u8; 1024];
-    let mut f = std::fs::File::open(path).ok()?;
-    let n = f.read(&mut buf).ok()?;
-    if n < buf.len() {
-        return Some(buf[..n].to_vec());
-    }
-    // Longer than any stat line we know of: read the rest the slow way.
-    let mut all = buf.to_vec();
-    f.read_to_end(&mut all).ok()?;
-    Some(all)
-}
-
-/// Boot time never changes while we run; read it once.
-#[cfg(target_os = "linux")]
-fn boot_time_s() -> Option<i64> {
-    static BTIME: OnceLock<Option<i64>> = OnceLock::new();
-    *BTIME.get_or_init(|| {
-        let kernel_stat = std::fs::read_to_string("/proc/stat").ok()?;
-        kernel_stat
-            .lines()
-            .find_map(|l| l.strip_prefix("btime "))
-            .and_then(|v| v.trim().parse().ok())
-    })
-}
-
-#[cfg(target_os = "linux")]
-fn clock_ticks() -> Option<i64> {
-    static TCK: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let t = *TCK.get_or_init(|| unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i64);
-    (t > 0).then_some(t)
 }
 
 /// The verdict on one record: its state and why, in words.
@@ -410,56 +302,6 @@ impl std::fmt::Display for PidFact<'_> {
                 HumanMs(*after)
             ),
             PidFact::Alive(pid) => write!(f, "holder pid {pid} is alive"),
-        }
-    }
-}
-
-/// A duration in the largest two units that matter: `45s`, `3m12s`, `2h5m`,
-/// `3d4h`.
-pub fn human_ms(ms: i64) -> String {
-    HumanMs(ms).to_string()
-}
-
-/// [`human_ms`] without the intermediate String.
-struct HumanMs(i64);
-
-impl std::fmt::Display for HumanMs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.0.max(0) / 1000;
-        match s {
-            0..=59 => write!(f, "{s}s"),
-            60..=3599 => write!(f, "{}m{:02}s", s / 60, s % 60),
-            3600..=86_399 => write!(f, "{}h{:02}m", s / 3600, (s % 3600) / 60),
-            _ => write!(f, "{}d{}h", s / 86_400, (s % 86_400) / 3600),
-        }
-    }
-}
-
-/// `2026-11-30T12:34:56Z` for an epoch-ms instant.
-pub fn utc_hms(ms: i64) -> String {
-    UtcHms(ms).to_string()
-}
-
-/// [`utc_hms`] without the intermediate String, and without strftime's
-/// format-string parsing for the four-digit years every real claim has.
-struct UtcHms(i64);
-
-impl std::fmt::Display for UtcHms {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use chrono::{Datelike, Timelike};
-        match chrono::DateTime::from_timestamp_millis(self.0) {
-            Some(t) if (0..=9999).contains(&t.year()) => write!(
-                f,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                t.year(),
-                t.month(),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            ),
-            Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%SZ")),
-            None => write!(f, "{}ms", self.0),
         }
     }
 }
@@ -678,33 +520,5 @@ mod tests {
         ] {
             assert_eq!(state(&r).1, want);
         }
-    }
-
-    #[test]
-    fn utc_instants_read_exactly_as_strftime_writes_them() {
-        for ms in [
-            0,
-            1_800_000_000_000,
-            1_764_460_123_456,
-            -1,
-            -62_135_596_800_000,
-            253_402_300_799_999,
-            253_402_300_800_000,
-            i64::MAX,
-        ] {
-            let want = chrono::DateTime::from_timestamp_millis(ms)
-                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_else(|| format!("{ms}ms"));
-            assert_eq!(utc_hms(ms), want, "{ms}");
-        }
-    }
-
-    #[test]
-    fn durations_read_in_two_units() {
-        assert_eq!(human_ms(45_000), "45s");
-        assert_eq!(human_ms(192_000), "3m12s");
-        assert_eq!(human_ms(7_500_000), "2h05m");
-        assert_eq!(human_ms(-5), "0s");
-        assert_eq!(human_ms(90_000_000), "1d1h");
     }
 }

@@ -6,6 +6,7 @@
 //! be exactly so. Nothing in here knows about terminals.
 
 pub mod atomic;
+pub mod audit;
 pub mod error;
 mod fast_yaml;
 pub mod key;
@@ -13,10 +14,13 @@ pub mod liveness;
 pub mod mutex;
 pub mod operator;
 pub mod record;
+pub mod root;
 pub mod roots;
+pub mod status;
 pub mod sweep;
 pub mod verbs;
 pub mod wait;
+pub mod words;
 pub mod yaml_cost;
 
 pub use error::ClaimError;
@@ -25,16 +29,23 @@ pub use key::{
     global_claims_root_from, resolve_root, validate_inputs,
 };
 pub use liveness::{
-    classify, human_ms, process_create_time_ms, Classifier, LocalIdentity, Locality, Verdict,
+    classify, hostname, human_ms, machine_id, process_create_time_ms, Classifier, LocalIdentity,
+    Locality, Verdict,
 };
+pub use mutex::recovery_mutex_path;
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
+pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
-pub use sweep::{doctor, doctor_fix, sweep, Counts, Fix, Hazard, HazardKind, Sweep, SweepItem};
+pub use status::Status;
+pub use sweep::{
+    doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
+    sweep, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind, Sweep, SweepItem,
+};
 pub use verbs::{
     acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,
     AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome,
-    RenewOutcome, Root, Status, WaitHook, Waiting,
+    RenewOutcome, WaitHook, Waiting,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer
@@ -54,8 +65,8 @@ pub const CLAIMS_DIRNAME: &str = ".fno/claims";
 /// Archive subdirectory of the claims dir: stale and force-released claims are
 /// renamed here, never unlinked, so the forensic trail survives.
 pub const EXPIRED_SUBDIR: &str = ".expired";
-/// Suffix of a claim's recovery mutex: `<enc>.lock.recovery.d`.
-pub const RECOVERY_SUFFIX: &str = ".recovery.d";
+pub use crate::mutex::RECOVERY_SUFFIX;
+pub use crate::time::now_ms;
 
 /// Serialize a path as a string, lossily: a file name that is not UTF-8
 /// must not make a whole `list --json` fail.
@@ -64,12 +75,4 @@ pub(crate) fn lossy_path<S: serde::Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     s.serialize_str(&p.to_string_lossy())
-}
-
-/// Current UTC time as epoch milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

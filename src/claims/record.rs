@@ -3,6 +3,8 @@
 use super::yaml_cost;
 pub use super::yaml_cost::MAX_FLOW_DEPTH;
 use super::SCHEMA_VERSION;
+// Re-exported where it lived before: other code names it by this path.
+pub use crate::time::parse_ttl_ms;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
@@ -503,28 +505,6 @@ fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError
     }
 }
 
-/// Parse a human TTL (`1h`, `30m`, `3600s`, bare digits = SECONDS, as Python's
-/// `_parse_ttl` and `sleep` read them) into milliseconds. `None` on garbage or
-/// a non-positive result.
-pub fn parse_ttl_ms(text: &str) -> Option<i64> {
-    let text = text.trim();
-    let unit_ms = match text.as_bytes().last()? {
-        b'h' => 3_600_000,
-        b'm' => 60_000,
-        b's' => 1_000,
-        b'0'..=b'9' => 1_000,
-        _ => return None,
-    };
-    // Exactly one unit letter: "5hm" is garbage, not five somethings.
-    let digits = match text.as_bytes().last() {
-        Some(b'0'..=b'9') => text,
-        _ => &text[..text.len() - 1],
-    }
-    .trim();
-    let n: i64 = digits.parse().ok()?;
-    Some(n.saturating_mul(unit_ms)).filter(|ms| *ms > 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,18 +602,6 @@ mod tests {
         r.metadata.insert("num_str".into(), json!("0123"));
         let back = ClaimRecord::from_yaml(&r.to_yaml().unwrap()).unwrap();
         assert_eq!(back, r);
-    }
-
-    #[test]
-    fn ttl_strings_parse_with_bare_digits_as_seconds() {
-        assert_eq!(parse_ttl_ms("3h"), Some(10_800_000));
-        assert_eq!(parse_ttl_ms("45m"), Some(2_700_000));
-        assert_eq!(parse_ttl_ms("90s"), Some(90_000));
-        assert_eq!(parse_ttl_ms("120"), Some(120_000));
-        assert_eq!(parse_ttl_ms(" 2h  "), Some(7_200_000));
-        for bad in ["", "abc", "0", "-5m", "1d", "h", "5hm", "5ss", "1.5h"] {
-            assert_eq!(parse_ttl_ms(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

@@ -2,8 +2,8 @@
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::liveness::Classifier;
-use super::verbs::{Root, Status};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
+use super::{Root, Status};
 use serde::Serialize;
 use std::ffi::OsStr;
 use std::io::ErrorKind;

@@ -4,13 +4,17 @@
 //! touch a lockfile any other way.
 
 use super::atomic::{self, Archived, CreateError};
-use super::liveness::{hostname, machine_id, Classifier, Locality, Verdict};
-use super::record::{read_claim_file_raw, read_listed_claim_file_raw, ReadError};
+use super::audit::event_fields_unknown;
+use super::liveness::{hostname, machine_id, Classifier};
+use super::record::{read_claim_file_raw, ReadError};
 use super::{
-    claim_path, claims_dir, mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState,
-    MAX_TTL_MS, MIN_TTL_MS, RECOVERY_SUFFIX, SCHEMA_VERSION,
+    mutex, now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_TTL_MS,
+    SCHEMA_VERSION,
 };
-use crate::events::emit::{common_fields, common_fields_unknown, emit};
+// Re-exported where they lived before: other code names them by these paths.
+pub use super::mutex::recovery_mutex_path;
+pub use super::root::Root;
+pub use super::status::Status;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
@@ -23,60 +27,6 @@ const RECOVERY_MAX_WAIT: Duration = Duration::from_secs(5);
 /// Bounded retry for gone-away / lost-recovery races. Python recurses without
 /// bound; hitting this means pathological churn and is reported as an error.
 const ACQUIRE_MAX_ATTEMPTS: usize = 5;
-
-/// A claims root and where its audit events go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
-    /// The directory containing `.fno/claims`.
-    pub root: PathBuf,
-    /// The directory containing `.fno/events.jsonl`. None = the current
-    /// directory, the seed's rule for callers that name none.
-    pub events_dir: Option<PathBuf>,
-}
-
-impl Root {
-    pub fn new(root: impl Into<PathBuf>) -> Root {
-        Root {
-            root: root.into(),
-            events_dir: None,
-        }
-    }
-
-    /// Root whose events log lives in the same directory.
-    pub fn with_events_here(root: impl Into<PathBuf>) -> Root {
-        let root = root.into();
-        Root {
-            events_dir: Some(root.clone()),
-            root,
-        }
-    }
-
-    pub fn claims_dir(&self) -> PathBuf {
-        claims_dir(&self.root)
-    }
-
-    pub fn lockfile(&self, key: &str) -> PathBuf {
-        claim_path(&self.root, key)
-    }
-
-    pub fn events_file(&self) -> PathBuf {
-        crate::events::emit::events_path(self.events_dir.as_deref())
-    }
-
-    fn emit(&self, type_name: &str, data: Map<String, Value>) {
-        emit(self.events_dir.as_deref(), type_name, data);
-    }
-}
-
-/// `<lockfile-name>.recovery.d`: wire protocol, shared with every
-/// implementation that recovers or renews the same claim.
-pub fn recovery_mutex_path(lockfile: &Path) -> PathBuf {
-    let name = lockfile
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    lockfile.with_file_name(format!("{name}{RECOVERY_SUFFIX}"))
-}
 
 /// Options for [`acquire`].
 #[derive(Debug, Default, Clone)]
@@ -199,7 +149,7 @@ pub(crate) fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRe
 }
 
 pub(crate) fn acquired_data(rec: &ClaimRecord) -> Map<String, Value> {
-    let mut data = common_fields(rec);
+    let mut data = rec.event_fields();
     if let Some(reason) = rec.reason.as_deref() {
         data.insert("reason".to_string(), Value::from(reason));
     }
@@ -379,7 +329,7 @@ fn reacquire(
     let refreshed = new_record(key, holder, opts);
     atomic::replace(path, refreshed.to_yaml()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", path, e))?;
-    let mut data = common_fields(&refreshed);
+    let mut data = refreshed.event_fields();
     data.insert(
         "previous_acquired_at".into(),
         Value::from(existing.acquired_at),
@@ -464,7 +414,7 @@ fn recover_stale_locked(
     let fresh = new_record(key, holder, opts);
     match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
         Ok(()) => {
-            let mut data = common_fields(&fresh);
+            let mut data = fresh.event_fields();
             data.insert(
                 "previous_holder".into(),
                 Value::String(existing.holder.clone()),
@@ -572,91 +522,13 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(e) => return Err(ClaimError::io("remove", path, e)),
     }
     drop(pinned);
-    let mut data = common_fields(&existing);
+    let mut data = existing.event_fields();
     data.insert("duration_held_ms".into(), Value::from(held_ms));
     root.emit("claim_released", data);
     Ok(ReleaseOutcome::Released {
         record: existing,
         held_ms,
     })
-}
-
-/// One key's state, with the record and the reason.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Status {
-    pub key: String,
-    #[serde(serialize_with = "super::lossy_path")]
-    pub file: PathBuf,
-    pub state: ClaimState,
-    pub record: Option<ClaimRecord>,
-    pub why: String,
-    pub error: Option<String>,
-    /// Where the record was written (None when free or corrupted).
-    #[serde(skip)]
-    pub locality: Option<Locality>,
-    /// The first bytes of a corrupted file, for display.
-    #[serde(skip)]
-    pub head: Vec<u8>,
-}
-
-impl Status {
-    /// The status of the file at `path` (named `key`), classified with `c`.
-    pub fn of_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
-        Status::of_read(key, path, c, read_claim_file_raw(path))
-    }
-
-    /// [`Status::of_file`] for a sweep's entry that the directory listing
-    /// called a regular file (one syscall fewer per file; same verdicts).
-    pub fn of_listed_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
-        Status::of_read(key, path, c, read_listed_claim_file_raw(path))
-    }
-
-    fn of_read(
-        key: &str,
-        path: &Path,
-        c: &mut Classifier,
-        read: Result<(ClaimRecord, Vec<u8>), ReadError>,
-    ) -> Status {
-        let mut s = Status {
-            key: key.to_string(),
-            file: path.to_path_buf(),
-            state: ClaimState::Free,
-            record: None,
-            why: "no claim file".into(),
-            error: None,
-            locality: None,
-            head: Vec::new(),
-        };
-        match read {
-            Ok((rec, _)) => {
-                let Verdict {
-                    state,
-                    locality,
-                    why,
-                    ..
-                } = c.verdict(&rec);
-                s.state = state;
-                s.why = why;
-                s.locality = Some(locality);
-                s.record = Some(rec);
-            }
-            Err(ReadError::GoneAway) => {}
-            Err(ReadError::Corrupted { reason, head }) => {
-                s.state = ClaimState::Corrupted;
-                s.why = "the file cannot be parsed as a claim; force-release archives it".into();
-                s.error = Some(reason);
-                s.head = head;
-            }
-            Err(ReadError::Unreadable { reason }) => {
-                s.state = ClaimState::Unreadable;
-                s.why = "the file cannot be read here, so it may be a live claim; \
-                         treated as held (force-release needs --allow-live)"
-                    .into();
-                s.error = Some(reason);
-            }
-        }
-        s
-    }
 }
 
 /// Classify one key. Never fails: absent is Free, a file that is not a claim
@@ -784,7 +656,7 @@ pub fn renew_as(
     atomic::replace(&path, rec.to_yaml()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", &path, e))?;
     drop(guard);
-    let mut data = common_fields(&rec);
+    let mut data = rec.event_fields();
     data.insert("previous_expires_at".into(), Value::from(previous));
     data.insert("ttl_ms".into(), Value::from(ttl_ms));
     if let Some(op) = operator {
@@ -945,8 +817,8 @@ fn force_release_locked(
         }
     };
     let mut data = match &previous {
-        Some(rec) => common_fields(rec),
-        None => common_fields_unknown(key),
+        Some(rec) => rec.event_fields(),
+        None => event_fields_unknown(key),
     };
     data.insert(
         "operator".into(),

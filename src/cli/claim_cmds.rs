@@ -6,9 +6,8 @@ use super::output::{
     opt_record_json, path_text, record_json, record_text, status_json, CmdResult, Out,
     EXIT_DECLINED, EXIT_ERROR, EXIT_OK,
 };
-use crate::claims::liveness::utc_hms;
 use crate::claims::{
-    self, human_ms, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
+    self, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
     ForceOutcome, ReleaseOutcome, RenewOutcome,
 };
 use crate::sanitize::sanitize;
@@ -252,8 +251,10 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
                 undo,
             )
         }
-        AcquireOutcome::HeldByOther { holder, pid, host } => {
-            if out.json_mode() {
+        held @ AcquireOutcome::HeldByOther { .. } => {
+            if let (true, AcquireOutcome::HeldByOther { holder, pid, host }) =
+                (out.json_mode(), &held)
+            {
                 out.json(&json!({
                     "outcome": "held_by_other",
                     "holder": holder,
@@ -262,12 +263,7 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
                     "key": a.key,
                 }))?;
             } else {
-                out.line(&format!(
-                    "{} is held by {} (pid {pid} on {})",
-                    sanitize(&a.key),
-                    sanitize(&holder),
-                    sanitize(&host)
-                ))?;
+                out.line(&sanitize(&held.describe(&a.key)))?;
             }
             Ok(EXIT_DECLINED)
         }
@@ -286,23 +282,12 @@ fn acquired_report(
         add_kind(&mut v, kind);
         return out.json(&v);
     }
-    let how = match kind {
-        AcquireKind::Fresh => String::new(),
-        AcquireKind::Reacquired => " (re-acquired by the same holder)".into(),
-        AcquireKind::Reclaimed {
-            previous_holder,
-            previous_pid,
-        } => format!(
-            " (reclaimed from stale holder {} pid {previous_pid})",
-            sanitize(previous_holder)
-        ),
-    };
     let fence = tenure
         .map(|t| format!(" {}", tenure_text(t)))
         .unwrap_or_default();
     out.line(&format!(
-        "acquired {}{how}: {}{fence}",
-        sanitize(&record.key),
+        "{}: {}{fence}",
+        sanitize(&kind.describe(&record.key)),
         record_text(record, now_ms())
     ))
 }
@@ -340,7 +325,7 @@ pub fn release(store: &dyn Store, key: &str, holder: &str, out: &mut Out) -> Cmd
         out,
         false,
         EXIT_OK,
-        |out| release_report(out, key, holder, &outcome),
+        |out| release_report(out, key, &outcome),
         || stands(released, &format!("released {key}")),
     )
 }
@@ -356,12 +341,7 @@ fn stands(changed: bool, what: &str) -> String {
     }
 }
 
-fn release_report(
-    out: &mut Out,
-    key: &str,
-    holder: &str,
-    outcome: &ReleaseOutcome,
-) -> io::Result<()> {
+fn release_report(out: &mut Out, key: &str, outcome: &ReleaseOutcome) -> io::Result<()> {
     if out.json_mode() {
         let mut v = json!({"outcome": outcome.as_str(), "key": key});
         if let Some(obj) = v.as_object_mut() {
@@ -380,23 +360,7 @@ fn release_report(
         }
         return out.json(&v);
     }
-    let k = sanitize(key);
-    let text = match outcome {
-        ReleaseOutcome::Released { held_ms, .. } => {
-            format!("released {k} (held {})", human_ms(*held_ms))
-        }
-        ReleaseOutcome::NotHeld { holder: other } => format!(
-            "{k} is held by {}, not {}; left alone",
-            sanitize(other),
-            sanitize(holder)
-        ),
-        ReleaseOutcome::Absent => format!("{k} has no claim; nothing to release"),
-        ReleaseOutcome::CorruptedLeft { reason } => format!(
-            "{k}: the claim file is corrupted ({}); left in place, see force-release",
-            sanitize(reason)
-        ),
-    };
-    out.line(&text)
+    out.line(&sanitize(&outcome.describe(key)))
 }
 
 pub fn renew(
@@ -420,24 +384,19 @@ pub fn renew(
         out,
         false,
         code,
-        |out| renew_report(out, key, ttl_ms, &outcome),
+        |out| renew_report(out, key, &outcome),
         || stands(renewed, &format!("renewed {key}")),
     )
 }
 
-fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -> io::Result<()> {
+fn renew_report(out: &mut Out, key: &str, outcome: &RenewOutcome) -> io::Result<()> {
     match outcome {
         RenewOutcome::Renewed { record, .. } => {
             let until = record.expires_at.unwrap_or_default();
             if out.json_mode() {
                 out.json(&json!({"renewed": true, "key": key, "expires_at": until}))
             } else {
-                out.line(&format!(
-                    "renewed {} until {} (in {})",
-                    sanitize(key),
-                    utc_hms(until),
-                    human_ms(ttl_ms)
-                ))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
         RenewOutcome::NotRenewed(no) => {
@@ -449,7 +408,7 @@ fn renew_report(out: &mut Out, key: &str, ttl_ms: i64, outcome: &RenewOutcome) -
                     "why_code": no,
                 }))
             } else {
-                out.line(&format!("{} not renewed: {}", sanitize(key), no.describe()))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
     }
@@ -503,22 +462,14 @@ fn force_report(
                     "previous_state": previous_state.as_str(),
                 }))
             } else {
-                let who = previous
-                    .as_ref()
-                    .map(|r| format!(", holder {}", sanitize(&r.holder)))
-                    .unwrap_or_default();
-                out.line(&format!(
-                    "archived {} (was {previous_state}{who}) to {}",
-                    sanitize(key),
-                    path_text(archived_to)
-                ))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
         ForceOutcome::Refused(reason) => {
             if out.json_mode() {
                 out.json(&json!({"outcome": "refused", "reason": reason}))
             } else {
-                out.line(&format!("refused: {}", sanitize(reason)))
+                out.line(&sanitize(&outcome.describe(key)))
             }
         }
     }

@@ -4,7 +4,10 @@
 use super::args::MetricsArgs;
 use super::output::{diag, CmdResult, Out, EXIT_OK};
 use crate::claims::{self, now_ms, Counts, Roots};
-use crate::metrics::{EventCounter, EventCounts, Exporter, Snapshot, CONTENT_TYPE};
+use crate::metrics::{
+    to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, Snapshot,
+    CLASSIC_CONTENT_TYPE, CONTENT_TYPE,
+};
 use crate::store::{Change, Changes, Store, StoreError};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -178,10 +181,20 @@ fn serve_with(
         let response = if path != "/metrics" {
             text_response(404, "not found: metrics are at /metrics\n", "text/plain")
         } else {
+            let accept = req
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Accept"))
+                .map(|h| h.value.as_str());
+            let openmetrics = wants_openmetrics(accept);
             match scrape() {
-                Ok(body) => {
+                Ok(body) if openmetrics => {
                     scrapes += 1;
                     text_response(200, &body, CONTENT_TYPE)
+                }
+                Ok(body) => {
+                    scrapes += 1;
+                    text_response(200, &to_classic_text(&body), CLASSIC_CONTENT_TYPE)
                 }
                 Err(e) => text_response(500, &format!("encoding failed: {e}\n"), "text/plain"),
             }

@@ -115,7 +115,7 @@ impl Wakeups for Feed {
     fn blocked_by(&mut self, b: &Blocker) {
         // Only a process of this machine can be watched; a pid named by
         // another host's record means nothing here.
-        let local = b.host == crate::claims::liveness::hostname();
+        let local = b.host == crate::claims::hostname();
         let tx = self.tx.clone();
         self.holder_exit = local
             .then(|| {

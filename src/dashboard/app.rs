@@ -73,10 +73,10 @@ impl ClaimSet {
     }
 }
 
-/// How many hazards `claims::sweep::item_hazards` would report for `s`,
+/// How many hazards `claims::item_hazards` would report for `s`,
 /// without building them (the header only needs the count).
 fn item_hazard_count(s: &Status) -> usize {
-    let (misnamed, unverifiable) = crate::claims::sweep::item_hazard_kinds(s);
+    let (misnamed, unverifiable) = crate::claims::item_hazard_kinds(s);
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
 
@@ -473,14 +473,11 @@ fn push_value(out: &mut String, name: &str, v: &serde_json::Value) {
     match v {
         Value::Number(n) if name.ends_with("_at") => match n.as_i64() {
             // TTLs are at most a day: the time of day is enough.
-            Some(ms) => match chrono::DateTime::from_timestamp_millis(ms) {
-                Some(t) => out.push_str(&t.format("%H:%M:%SZ").to_string()),
-                None => out.push_str(&n.to_string()),
-            },
+            Some(ms) => out.push_str(&crate::time::clock(ms, false, "%H:%M:%S")),
             None => out.push_str(&n.to_string()),
         },
         Value::Number(n) if name.ends_with("_ms") => match n.as_i64() {
-            Some(ms) => out.push_str(&crate::claims::human_ms(ms)),
+            Some(ms) => out.push_str(&crate::time::human_ms(ms)),
             None => out.push_str(&n.to_string()),
         },
         Value::String(s) => out.push_str(s),
@@ -825,7 +822,7 @@ impl Claims {
         let mut items: Vec<&Status> = self.shown().by_path.values().collect();
         items.sort_by(|a, b| a.file.cmp(&b.file));
         for s in items {
-            crate::claims::sweep::item_hazards(s, &mut out);
+            crate::claims::item_hazards(s, &mut out);
         }
         out.sort_by(|a, b| {
             hazard_rank(a.kind)

@@ -9,9 +9,10 @@
 //! hazards changed since the last one.
 
 use super::action::{Action, PidFacts, Read, RootProblem, Swept};
-use crate::claims::liveness::hostname;
-use crate::claims::sweep::{entry_hazard, entry_kind, key_of_lockfile, sweep_with, EntryKind};
-use crate::claims::{now_ms, Classifier, LocalIdentity, Root, Status};
+use crate::claims::{
+    entry_hazard, entry_kind, hostname, key_of_lockfile, now_ms, sweep_with, Classifier, EntryKind,
+    LocalIdentity, Root, Status,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -339,45 +340,15 @@ pub fn root_problem(root: &Root) -> Option<RootProblem> {
     }
 }
 
-/// `operator:<user>@<host>`: the holder id the dashboard acquires as.
+/// `operator:<user>@<host>`: the holder id the dashboard acquires as. The
+/// user is found exactly as the audit's operator name is (one person, one
+/// name, on every face).
 pub fn operator_id(me: &LocalIdentity) -> String {
-    let user = ["USER", "LOGNAME"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|u| !u.trim().is_empty())
-        .or_else(login_name)
-        .unwrap_or_else(|| "unknown".into());
+    let user = crate::claims::operator::user_name().unwrap_or_else(|| "unknown".into());
     let host = if me.hostname.is_empty() {
         hostname()
     } else {
         me.hostname.clone()
     };
     format!("operator:{user}@{host}")
-}
-
-/// The password-database name of this process's user, for environments
-/// (services, containers) that set neither USER nor LOGNAME.
-fn login_name() -> Option<String> {
-    // SAFETY: getpwuid_r writes only into `pwd` and `buf`, both valid for the
-    // sizes given; `result` is checked before `pwd.pw_name` is read, and the
-    // name is copied out before `buf` is dropped.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-            return None;
-        }
-        let name = std::ffi::CStr::from_ptr(pwd.pw_name)
-            .to_string_lossy()
-            .into_owned();
-        (!name.is_empty()).then_some(name)
-    }
 }

@@ -5,8 +5,8 @@
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
 use crate::claims::{
-    acquire, doctor_fix, force_release, human_ms, operator_name, release, renew_as, AcquireKind,
-    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    acquire, doctor_fix, force_release, operator_name, release, renew_as, AcquireOpts,
+    AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
 };
 use std::sync::mpsc::{Receiver, Sender};
 
@@ -30,38 +30,17 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
                 ..AcquireOpts::default()
             };
             match acquire(root, key, holder, &opts) {
-                Ok(AcquireOutcome::Acquired { kind, .. }) => (
-                    true,
-                    match kind {
-                        AcquireKind::Fresh => format!("acquired {key}"),
-                        AcquireKind::Reacquired => format!("re-acquired {key} (already yours)"),
-                        AcquireKind::Reclaimed {
-                            previous_holder,
-                            previous_pid,
-                        } => format!(
-                            "acquired {key}, reclaimed from stale {previous_holder} (pid {previous_pid})"
-                        ),
-                    },
-                ),
-                Ok(AcquireOutcome::HeldByOther { holder, pid, host }) => (
-                    false,
-                    format!("{key} is held by {holder} (pid {pid} on {host})"),
+                Ok(o) => (
+                    matches!(o, AcquireOutcome::Acquired { .. }),
+                    o.describe(key),
                 ),
                 Err(e) => (false, format!("acquire {key} failed: {e}")),
             }
         }
         Op::Release { key, holder } => match release(root, key, holder) {
-            Ok(ReleaseOutcome::Released { held_ms, .. }) => {
-                (true, format!("released {key} (held {})", human_ms(held_ms)))
-            }
-            Ok(ReleaseOutcome::NotHeld { holder: h }) => (
-                false,
-                format!("{key} is now held by {h}, not you: nothing released"),
-            ),
-            Ok(ReleaseOutcome::Absent) => (false, format!("{key} was already free")),
-            Ok(ReleaseOutcome::CorruptedLeft { reason }) => (
-                false,
-                format!("{key} is corrupted ({reason}); use F to force-release"),
+            Ok(o) => (
+                matches!(o, ReleaseOutcome::Released { .. }),
+                o.describe(key),
             ),
             Err(e) => (false, format!("release {key} failed: {e}")),
         },
@@ -71,13 +50,7 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
             ttl_ms,
             operator,
         } => match renew_as(root, key, holder, *ttl_ms, operator.as_deref()) {
-            Ok(RenewOutcome::Renewed { .. }) => (
-                true,
-                format!("renewed {key}: expires in {}", human_ms(*ttl_ms)),
-            ),
-            Ok(RenewOutcome::NotRenewed(why)) => {
-                (false, format!("{key} not renewed: {}", why.describe()))
-            }
+            Ok(o) => (matches!(o, RenewOutcome::Renewed { .. }), o.describe(key)),
             Err(e) => (false, format!("renew {key} failed: {e}")),
         },
         Op::ForceRelease { key, opts } => match force_release(
@@ -88,18 +61,7 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
                 ..opts.to_opts()
             },
         ) {
-            Ok(ForceOutcome::Archived {
-                archived_to,
-                previous_state,
-                ..
-            }) => (
-                true,
-                format!(
-                    "force-released {key} ({previous_state}); archived to {}",
-                    archived_to.display()
-                ),
-            ),
-            Ok(ForceOutcome::Refused(why)) => (false, format!("force-release refused: {why}")),
+            Ok(o) => (matches!(o, ForceOutcome::Archived { .. }), o.describe(key)),
             Err(e) => (false, format!("force-release {key} failed: {e}")),
         },
         // The CLI's `doctor --fix`, to the letter: it re-checks each hazard
@@ -159,5 +121,26 @@ pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sende
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::{release, ReleaseOutcome};
+
+    #[test]
+    fn the_status_line_words_an_outcome_exactly_as_the_cli_does() {
+        let td = tempfile::TempDir::new().unwrap();
+        let root = Root::with_events_here(td.path());
+        let op = Op::Release {
+            key: "k".into(),
+            holder: "me".into(),
+        };
+        let shown = run_op(&root, &op);
+        let direct = release(&root, "k", "me").unwrap();
+        assert_eq!(direct, ReleaseOutcome::Absent);
+        assert!(!shown.ok);
+        assert_eq!(shown.message, direct.describe("k"));
     }
 }

@@ -13,6 +13,7 @@ use super::logview;
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
+pub use crate::time::ttl_text;
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
 };
@@ -800,18 +801,6 @@ fn start_renew(app: &mut App) -> bool {
     true
 }
 
-/// A span as the TTL syntax (`1h`, `30m`, `90s`), exact when possible.
-pub fn ttl_text(ms: i64) -> String {
-    let s = ms / 1000;
-    if s > 0 && s % 3600 == 0 {
-        format!("{}h", s / 3600)
-    } else if s > 0 && s % 60 == 0 {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 fn start_force(app: &mut App) -> bool {
     let Some(s) = app.selected_status() else {
         app.say(Level::Info, "no claim selected");
@@ -991,14 +980,11 @@ fn renew_ttl(f: &RenewForm) -> Result<i64, String> {
 
 /// The protocol's TTL bounds, worded for a person typing a duration.
 fn ttl_in_range(ttl_ms: i64) -> Result<(), String> {
-    use crate::claims::{human_ms, MAX_TTL_MS, MIN_TTL_MS};
+    use crate::claims::{ClaimError, MAX_TTL_MS, MIN_TTL_MS};
     if (MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
         Ok(())
     } else {
-        Err(format!(
-            "a TTL of {} is out of range: it must be between 60s and 24h",
-            human_ms(ttl_ms)
-        ))
+        Err(ClaimError::TtlOutOfRange(ttl_ms).to_string())
     }
 }
 

@@ -4,9 +4,10 @@
 //! operator deals with them (force-release, doctor).
 
 use crate::claims::atomic::{create_exclusive, CreateError};
-use crate::claims::liveness::hostname;
-use crate::claims::verbs::recovery_mutex_path;
-use crate::claims::{acquire, mutex, now_ms, AcquireOpts, ClaimRecord, Root, SCHEMA_VERSION};
+use crate::claims::{
+    acquire, hostname, machine_id, mutex, now_ms, recovery_mutex_path, AcquireOpts, ClaimRecord,
+    Root, SCHEMA_VERSION,
+};
 use crate::diag::warn;
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -100,7 +101,7 @@ fn expired_with_corpse(root: &Root) {
         expires_at: Some(now - 17 * MINUTE_MS),
         reason: Some("triage the nightly failures".into()),
         harness: Some("claude".into()),
-        machine_id: Some(crate::claims::liveness::machine_id()).filter(|m| !m.is_empty()),
+        machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
         metadata: metadata(json!({"ticket": "OPS-2291"})).unwrap_or_default(),
     };
     write_by_hand(root, &rec);

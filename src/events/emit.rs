@@ -1,17 +1,16 @@
 //! Appending audit events in the envelope every implementation writes:
 //! `{"ts", "type", "source": "fno-loop", "data"}`, one JSON object a line.
 
-use crate::claims::mutex;
-use crate::claims::ClaimRecord;
 use crate::diag::warn;
+use crate::mutex;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-/// Second-resolution UTC, as the Python emitter writes `ts`.
-const TS_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
+// Re-exported where it lived before: other code names it by this path.
+pub use crate::mutex::events_mutex_path;
+use std::time::Duration;
 
 /// `source` of every claim event: readers filter on it, so it is the same
 /// whichever implementation performed the operation.
@@ -30,15 +29,6 @@ pub fn events_path(events_dir: Option<&Path>) -> PathBuf {
         .join(".fno/events.jsonl")
 }
 
-/// The events mutex next to the log: `events.jsonl.lock.d`.
-pub fn events_mutex_path(events_path: &Path) -> PathBuf {
-    let name = events_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "events.jsonl".into());
-    events_path.with_file_name(format!("{name}.lock.d"))
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum EmitError {
     #[error("events.jsonl lock timeout: {0}")]
@@ -55,7 +45,7 @@ pub enum EmitError {
 /// The envelope, with second-resolution UTC `ts` as the Python side writes.
 pub fn envelope(type_name: &str, data: Map<String, Value>) -> Value {
     json!({
-        "ts": chrono::Utc::now().format(TS_FORMAT).to_string(),
+        "ts": crate::time::utc_hms(crate::time::now_ms()),
         "type": type_name,
         "source": SOURCE,
         "data": Value::Object(data),
@@ -104,35 +94,6 @@ pub fn emit(events_dir: Option<&Path>, type_name: &str, data: Map<String, Value>
     if let Err(e) = append_event(&path, &envelope(type_name, data), EVENTS_LOCK_BUDGET) {
         warn(&format!("failed to emit {type_name:?}: {e}"));
     }
-}
-
-/// The fields every claim event carries. `expires_at` is an explicit `null`
-/// for PID-liveness claims: the EVENT carries null where the LOCKFILE omits
-/// the key (Python's asymmetry, kept for parity).
-pub fn common_fields(rec: &ClaimRecord) -> Map<String, Value> {
-    let fields = json!({
-        "key": rec.key,
-        "holder": rec.holder,
-        "pid": rec.pid,
-        "host": rec.host,
-        "acquired_at": rec.acquired_at,
-        "expires_at": rec.expires_at,
-    });
-    match fields {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-/// The common fields for a key whose file could not be parsed: all null but
-/// the key.
-pub fn common_fields_unknown(key: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("key".into(), Value::String(key.to_string()));
-    for f in ["holder", "pid", "host", "acquired_at", "expires_at"] {
-        m.insert(f.into(), Value::Null);
-    }
-    m
 }
 
 #[cfg(test)]

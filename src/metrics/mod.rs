@@ -248,9 +248,74 @@ impl Exporter {
 /// The content type of [`Exporter::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The content type of the classic Prometheus text format (0.0.4), served to
+/// scrapers that do not ask for OpenMetrics (curl, older tools, `promtool
+/// check metrics`), as Prometheus's own client libraries negotiate.
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Does a scraper's `Accept` header ask for OpenMetrics? Prometheus sends
+/// `application/openmetrics-text;...` first in its list when it can read it.
+pub fn wants_openmetrics(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| a.contains("application/openmetrics-text"))
+}
+
+/// OpenMetrics text → the classic text format. The two differ, for what
+/// this exporter writes, in three places: a counter's HELP and TYPE name
+/// the family (`x`) in OpenMetrics but the sample (`x_total`) in the classic
+/// format; `# UNIT` lines do not exist there; nor does the `# EOF` trailer.
+pub fn to_classic_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match meta {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let suffix = if counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("{prefix}{name}{suffix} {tail}"));
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_classic_text_names_a_counter_by_its_sample_and_drops_what_it_lacks() {
+        let om = "# HELP claimtop_events Events by type.\n# TYPE claimtop_events counter\n\
+                  claimtop_events_total{type=\"claim_acquired\"} 3\n\
+                  # HELP claimtop_up Up.\n# TYPE claimtop_up gauge\n# UNIT claimtop_up x\n\
+                  claimtop_up 1\n# EOF\n";
+        assert_eq!(
+            to_classic_text(om),
+            "# HELP claimtop_events_total Events by type.\n# TYPE claimtop_events_total counter\n\
+             claimtop_events_total{type=\"claim_acquired\"} 3\n\
+             # HELP claimtop_up Up.\n# TYPE claimtop_up gauge\nclaimtop_up 1\n"
+        );
+        assert!(wants_openmetrics(Some(
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+        )));
+        assert!(!wants_openmetrics(Some("*/*")));
+        assert!(!wants_openmetrics(None));
+    }
 
     fn snap(root: &str, live: usize) -> Snapshot {
         Snapshot {

@@ -5,7 +5,7 @@
 //! figures stay what they were.
 
 use super::{Change, Changes, Fenced, Listing, Store, StoreError};
-use crate::claims::sweep::key_of_lockfile;
+use crate::claims::key_of_lockfile;
 use crate::claims::{
     self, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
     Status,

@@ -16,6 +16,9 @@ pub mod timeline;
 
 use super::app::App;
 use crate::claims::ClaimState;
+// Instants are worded in the crate's one home for time; the view keeps
+// only its coarse buckets.
+pub use crate::time::clock;
 use ratatui::layout::Alignment;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
@@ -276,21 +279,6 @@ pub fn ttl_cell(expires_at: Option<i64>, now: i64) -> String {
     }
 }
 
-/// An epoch-ms instant in `fmt`, followed by its zone so it never reads
-/// ambiguously: `Z` in UTC (the default), the offset (`+01:00`) in local
-/// time (`--local-time`).
-pub fn clock(ms: i64, local: bool, fmt: &str) -> String {
-    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
-        return format!("{ms}ms");
-    };
-    if local {
-        let t = t.with_timezone(&chrono::Local);
-        format!("{}{}", t.format(fmt), t.format("%:z"))
-    } else {
-        format!("{}Z", t.format(fmt))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,16 +291,6 @@ mod tests {
         assert_eq!(coarse(45_000), "45s");
         assert_eq!(coarse(2 * 3_600_000 + 5 * 60_000), "2h05m");
         assert_eq!(coarse(50 * 3_600_000), "2d2h");
-    }
-
-    #[test]
-    fn times_say_their_zone() {
-        assert_eq!(clock(1_800_000_000_000, false, "%H:%M:%S"), "08:00:00Z");
-        let local = clock(1_800_000_000_000, true, "%H:%M:%S");
-        assert!(
-            local.ends_with(":00") && (local.contains('+') || local.contains('-')),
-            "{local}"
-        );
     }
 
     #[test]

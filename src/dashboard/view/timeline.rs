@@ -127,7 +127,7 @@ fn title<'a>(tl: &Timeline, keys: usize, cell: i64, local: bool, theme: &Theme) 
         Span::styled("timeline", theme.title(true)),
         Span::raw(format!(
             " · {keys} keys · {}→{} ({}, {}/col)",
-            bare(tl.left(), local, "%m-%d %H:%M:%S"),
+            crate::time::bare_clock(tl.left(), local, "%m-%d %H:%M:%S"),
             clock(
                 tl.right,
                 local,
@@ -220,7 +220,7 @@ fn axis<'a>(
     let right = left.saturating_add(cell.saturating_mul(i64::from(bw)));
     while t < right {
         let col = ((t - left) / cell) as usize;
-        let label = format!("┊{}", bare(t, local, fmt));
+        let label = format!("┊{}", crate::time::bare_clock(t, local, fmt));
         if col + label.chars().count() <= row.len() {
             for (i, ch) in label.chars().enumerate() {
                 row[col + i] = ch;
@@ -418,18 +418,6 @@ fn facts<'a>(
         ]),
         Line::from(how),
     ]
-}
-
-/// An instant without its zone (the axis says the zone once).
-fn bare(ms: i64, local: bool, fmt: &str) -> String {
-    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
-        return format!("{ms}ms");
-    };
-    if local {
-        t.with_timezone(&chrono::Local).format(fmt).to_string()
-    } else {
-        t.format(fmt).to_string()
-    }
 }
 
 /// `s` cut to `w` columns (with an ellipsis when cut) and padded to `w`.

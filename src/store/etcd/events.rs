@@ -3,8 +3,9 @@
 
 use super::layout::range_end;
 use super::Core;
+use crate::claims::audit::event_fields_unknown;
 use crate::claims::{now_ms, ClaimRecord};
-use crate::events::emit::{common_fields, envelope};
+use crate::events::emit::envelope;
 use crate::events::tail::{parse_event, Event};
 use crate::store::StoreError;
 use etcd_client::{
@@ -103,8 +104,8 @@ impl Core {
             return Ok(false);
         }
         let mut data = match ClaimRecord::from_bytes(gone.value()) {
-            Ok(rec) => common_fields(&rec),
-            Err(_) => crate::events::emit::common_fields_unknown(&key),
+            Ok(rec) => rec.event_fields(),
+            Err(_) => event_fields_unknown(&key),
         };
         data.insert("revision".into(), Value::from(gone.create_revision()));
         data.insert("lease".into(), Value::from(gone.lease()));

@@ -7,6 +7,7 @@
 //! happens and the verb starts over from a fresh read. Never a blind delete.
 
 use super::Core;
+use crate::claims::audit::event_fields_unknown;
 use crate::claims::record::ParseError;
 use crate::claims::verbs::{acquired_data, expectation_unmet, new_record};
 use crate::claims::{
@@ -14,7 +15,6 @@ use crate::claims::{
     ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
     MIN_TTL_MS,
 };
-use crate::events::emit::{common_fields, common_fields_unknown};
 use crate::store::{Fenced, LeaseInfo, StoreError, Tenure};
 use etcd_client::{
     Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
@@ -104,7 +104,7 @@ impl Core {
             }
             // The same holder again: the seed's idempotent re-acquire, a
             // rewrite of the record (metadata replaced) in the same tenure.
-            let mut data = common_fields(&rec);
+            let mut data = rec.event_fields();
             data.insert(
                 "previous_acquired_at".into(),
                 Value::from(existing.acquired_at),
@@ -215,7 +215,7 @@ impl Core {
             let previous = rec.expires_at.unwrap_or(now);
             rec.expires_at = Some(now + ttl_ms);
             let yaml = rec.to_yaml()?;
-            let mut data = common_fields(&rec);
+            let mut data = rec.event_fields();
             data.insert("previous_expires_at".into(), Value::from(previous));
             data.insert("ttl_ms".into(), Value::from(ttl_ms));
             if let Some(op) = operator {
@@ -298,8 +298,8 @@ impl Core {
         }
         let archived_to = self.layout.expired(key, now_ms());
         let mut data = match &previous {
-            Some(rec) => common_fields(rec),
-            None => common_fields_unknown(key),
+            Some(rec) => rec.event_fields(),
+            None => event_fields_unknown(key),
         };
         data.insert(
             "operator".into(),
@@ -366,7 +366,7 @@ impl Core {
         lease_ttl: Option<i64>,
     ) -> Result<Option<Fenced<ReleaseOutcome>>, StoreError> {
         let held_ms = (now_ms() - rec.acquired_at).max(0);
-        let mut data = common_fields(rec);
+        let mut data = rec.event_fields();
         data.insert("duration_held_ms".into(), Value::from(held_ms));
         data.insert("revision".into(), Value::from(seen.create));
         let marker = self.layout.ended(key, seen.create);

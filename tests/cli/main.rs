@@ -1,0 +1,11 @@
+//! The command line as scripts see it: exit codes, JSON shapes, text, and
+//! races between concurrent invocations.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod commands;
+mod metrics;
+mod race;
+mod roots;
+mod run;

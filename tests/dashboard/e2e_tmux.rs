@@ -1,0 +1,466 @@
+//! The real binary, in a real terminal: the dashboard runs inside a detached
+//! tmux session on a temp root, driven with `send-keys` and read with
+//! `capture-pane`. Every wait polls the screen up to a deadline; no sleep is
+//! ever the assertion.
+
+use crate::common::Sleeper;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
+const COLS: u16 = 160;
+const ROWS: u16 = 48;
+/// Generous: a loaded CI box can be slow to spawn and to notice a change.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A private tmux server, killed on drop so a failing assertion never leaves
+/// one behind. Its socket lives in a temp dir of its own: unique per run, and
+/// removed with the dir (tmux does not always unlink it on kill-server).
+struct Tmux {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// tmux, or the reason this test cannot run here. Without tmux the test
+    /// skips on a developer box but fails under CI, where `.ci/run` installs it.
+    fn available() -> Result<(), String> {
+        match Command::new("tmux").arg("-V").output() {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!("`tmux -V` failed: {}", o.status)),
+            Err(e) => Err(format!("tmux is not installed ({e})")),
+        }
+    }
+
+    /// A shell at COLS×ROWS that has started the dashboard over `root` and
+    /// will print `EXIT=<status>` when it quits; None (after saying why) when
+    /// tmux is missing outside CI.
+    fn dashboard_over(root: &Path) -> Option<Tmux> {
+        if let Err(why) = Tmux::available() {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
+            }
+            eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
+            return None;
+        }
+        let tmux = Tmux::start();
+        tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
+        tmux.type_line(&format!(
+            "{} --root {}; echo EXIT=$?",
+            shell_quote(Path::new(BIN)),
+            shell_quote(root)
+        ));
+        Some(tmux)
+    }
+
+    /// A session running a plain shell at COLS×ROWS.
+    fn start() -> Tmux {
+        let dir = tempfile::Builder::new()
+            .prefix("claimtop-e2e-tmux-")
+            .tempdir()
+            .expect("temp dir for the tmux socket");
+        let t = Tmux {
+            socket: dir.path().join("sock"),
+            _dir: dir,
+        };
+        let (cols, rows) = (COLS.to_string(), ROWS.to_string());
+        t.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            "sh",
+        ]);
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Type a line into the shell.
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "e2e", "-l", line]);
+        self.keys(&["Enter"]);
+    }
+
+    /// Press keys by tmux name (`q`, `Enter`, `Escape`, `Tab`, ...).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    /// A format variable of the pane (`alternate_on`, `cursor_flag`, ...).
+    fn pane_var(&self, var: &str) -> String {
+        let fmt = format!("#{{{var}}}");
+        let out = self.run(&["display-message", "-p", "-t", "e2e", &fmt]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Poll the screen until `pred` holds; on timeout fail with the screen.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            if Instant::now() >= deadline {
+                panic!("timed out waiting for {what}; the screen was:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Does the claims table show a row for `key` in `state`?
+///
+/// A row reads `[▶] SYMBOL WORD KEY …`, left of the detail pane's border: the
+/// word, not only the colour, names the state. Matching the row's shape keeps
+/// the detail pane (which repeats the key) and the events pane (whose types
+/// contain words like "stale") from answering for it.
+fn row_reads(screen: &str, key: &str, state: &str) -> bool {
+    screen.lines().any(|line| {
+        let table = line.split('│').next().unwrap_or("");
+        let mut words = table.trim_start_matches(['▶', ' ']).split_whitespace();
+        let _symbol = words.next();
+        words.next() == Some(state) && words.next() == Some(key)
+    })
+}
+
+/// Does the events pane (below its title line) show an event of `kind` for
+/// `key`? A row reads `HH:MM:SS TYPE KEY …`; the pane may drop the `claim_`
+/// prefix of the type.
+fn event_shown(screen: &str, kind: &str, key: &str) -> bool {
+    let short = kind.strip_prefix("claim_").unwrap_or(kind);
+    screen
+        .lines()
+        .skip_while(|l| !l.starts_with("events"))
+        .skip(1)
+        .any(|line| {
+            let mut words = line.split_whitespace();
+            let _time = words.next();
+            matches!(words.next(), Some(t) if t == kind || t == short) && words.next() == Some(key)
+        })
+}
+
+/// The status the shell printed after `echo EXIT=$?`. The typed command line
+/// itself reads `EXIT=$?`, so only digits after the `=` count.
+fn exit_status(screen: &str) -> Option<String> {
+    // The last one: a job stopped with Ctrl-Z prints its own before `fg`.
+    screen.rmatch_indices("EXIT=").find_map(|(at, m)| {
+        let digits: String = screen[at + m.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        (!digits.is_empty()).then_some(digits)
+    })
+}
+
+fn claimtop(root: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("claimtop runs")
+}
+
+fn expired_files(root: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(root.join(".fno/claims/.expired"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default()
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
+}
+
+#[test]
+fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
+    let td = tempfile::TempDir::new().unwrap();
+    let root = td.path();
+    let broken = claimtop::claims::claim_path(root, "dispatch:broken");
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, b"holder: [this is not\n\x00 a claim").unwrap();
+
+    let Some(tmux) = Tmux::dashboard_over(root) else {
+        return;
+    };
+    tmux.wait_for("the dashboard with the corrupted claim", |s| {
+        row_reads(s, "dispatch:broken", "corrupted")
+    });
+
+    // Another process claims a key, bound to a pid we control.
+    let mut holder = Sleeper::spawn();
+    let pid = holder.pid().to_string();
+    let out = claimtop(
+        root,
+        &[
+            "acquire",
+            "e2e:held",
+            "--holder",
+            "e2e:other-process",
+            "--pid",
+            &pid,
+            "--reason",
+            "held by another process",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "acquire failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait_for("the other process's claim to show as live", |s| {
+        row_reads(s, "e2e:held", "live")
+    });
+
+    holder.kill();
+    tmux.wait_for("the killed holder's claim to turn stale", |s| {
+        row_reads(s, "e2e:held", "stale")
+    });
+
+    // Corrupted sorts first by default; go to the top and force-release it.
+    tmux.keys(&["g"]);
+    tmux.keys(&["F"]);
+    tmux.wait_for("the force-release confirmation", |s| {
+        s.contains("y force-release")
+    });
+    confirm_force_release(&tmux);
+    let deadline = Instant::now() + PATIENCE;
+    while expired_files(root).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let archived = expired_files(root);
+    assert_eq!(archived.len(), 1, "archived: {archived:?}");
+    let name = archived[0].file_name().unwrap().to_string_lossy();
+    assert!(
+        name.starts_with("dispatch%3Abroken."),
+        "archived the wrong claim: {name}"
+    );
+    assert!(!broken.exists(), "the corrupted lockfile is still in place");
+    assert!(
+        claimtop::claims::claim_path(root, "e2e:held").exists(),
+        "the stale claim was archived too"
+    );
+    tmux.wait_for("the force-release event in the events pane", |s| {
+        event_shown(s, "claim_force_released", "dispatch:broken")
+    });
+
+    tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+}
+
+#[test]
+fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
+    let td = tempfile::TempDir::new().unwrap();
+    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    let shell: u32 = tmux.pane_var("pane_pid").parse().expect("pane pid");
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let dashboard: i32 = children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the dashboard's pid");
+    // SAFETY: sending a signal to a pid we just read; no memory involved.
+    assert_eq!(unsafe { libc::kill(dashboard, libc::SIGTERM) }, 0);
+    assert_clean_exit(&tmux);
+}
+
+/// The dashboard exited 0 and left the terminal as it found it.
+fn assert_clean_exit(tmux: &Tmux) {
+    let screen = tmux.wait_for("the shell after quitting", |s| exit_status(s).is_some());
+    assert_eq!(
+        exit_status(&screen).as_deref(),
+        Some("0"),
+        "the dashboard did not exit with status 0:\n{screen}"
+    );
+    assert!(
+        !screen.contains('│') && !screen.contains('─'),
+        "dashboard drawing left on the screen:\n{screen}"
+    );
+    assert_eq!(
+        tmux.pane_var("alternate_on"),
+        "0",
+        "still on the alternate screen"
+    );
+    assert_eq!(
+        tmux.pane_var("cursor_flag"),
+        "1",
+        "the cursor was left hidden"
+    );
+}
+
+/// The confirm dialog for a corrupted claim (not Live, so no typed key).
+fn confirm_force_release(tmux: &Tmux) {
+    tmux.keys(&["y"]);
+}
+
+#[test]
+fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
+    let td = tempfile::TempDir::new().unwrap();
+    let root = td.path();
+    let Some(tmux) = Tmux::dashboard_over(root) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+
+    // Acquire from the form: key typed, TTL left at its default.
+    tmux.keys(&["a"]);
+    tmux.wait_for("the acquire form", |s| s.contains("acquire a key"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the new claim, selected", |s| {
+        row_reads(s, "e2e:mine", "live") && s.contains("claims 1/1")
+    });
+    let lockfile = claimtop::claims::claim_path(root, "e2e:mine");
+    assert!(lockfile.exists());
+
+    // Enter: the whole record.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the record overlay", |s| {
+        s.contains("record (YAML") && s.contains("key: e2e:mine")
+    });
+    tmux.keys(&["Escape"]);
+    // Wait for it to close: an Esc followed at once by another key reads as
+    // Alt plus that key, as in any terminal program.
+    tmux.wait_for("the record overlay to close", |s| {
+        !s.contains("record (YAML")
+    });
+
+    // Ctrl-Z hands the terminal back; fg brings the dashboard back whole.
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("the shell with the job stopped", |s| {
+        tmux.pane_var("alternate_on") == "0" && !s.contains("claims 1/1")
+    });
+    tmux.type_line("clear; fg; echo EXIT=$?");
+    tmux.wait_for("the dashboard again", |s| row_reads(s, "e2e:mine", "live"));
+
+    // Too small: a force-release key does nothing unseen.
+    tmux.run(&["resize-window", "-t", "e2e", "-x", "40", "-y", "10"]);
+    tmux.wait_for("the too-small message", |s| {
+        s.contains("terminal too small")
+    });
+    tmux.keys(&["F", "y"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(lockfile.exists(), "a key acted on the too-small screen");
+    let (cols, rows) = (COLS.to_string(), ROWS.to_string());
+    tmux.run(&["resize-window", "-t", "e2e", "-x", &cols, "-y", &rows]);
+    tmux.wait_for("the table again", |s| row_reads(s, "e2e:mine", "live"));
+    assert!(
+        !tmux.screen().contains("force-release ─"),
+        "no dialog was opened while too small"
+    );
+
+    // q with a claim of our own asks; r releases it, then quits.
+    tmux.keys(&["q"]);
+    tmux.wait_for("the quit question", |s| s.contains("release them and quit"));
+    tmux.keys(&["r"]);
+    assert_clean_exit(&tmux);
+    assert!(!lockfile.exists(), "the claim was not released on quit");
+}
+
+/// Five thousand claim events over a hundred keys, timed in the last hour:
+/// key `node:gpu-<i % 100>` acquired by `worker-<i>`, then released.
+fn write_history(root: &Path) {
+    let now = claimtop::claims::now_ms();
+    let mut text = String::new();
+    for i in 0..2500i64 {
+        let at = now - 3_600_000 + i * 1_400;
+        let ts = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string()
+        };
+        let key = format!("node:gpu-{}", i % 100);
+        text.push_str(&format!(
+            "{{\"ts\":\"{}\",\"type\":\"claim_acquired\",\"source\":\"fno-loop\",\"data\":{{\"key\":\"{key}\",\"holder\":\"worker-{i}\",\"pid\":1,\"host\":\"h\",\"acquired_at\":{at},\"expires_at\":null}}}}\n",
+            ts(at)
+        ));
+        text.push_str(&format!(
+            "{{\"ts\":\"{}\",\"type\":\"claim_released\",\"source\":\"fno-loop\",\"data\":{{\"key\":\"{key}\",\"holder\":\"worker-{i}\",\"pid\":1,\"host\":\"h\",\"acquired_at\":{at},\"expires_at\":null,\"duration_held_ms\":1000}}}}\n",
+            ts(at + 1000)
+        ));
+    }
+    std::fs::create_dir_all(root.join(".fno")).unwrap();
+    std::fs::write(root.join(".fno/events.jsonl"), text).unwrap();
+}
+
+#[test]
+fn the_timeline_and_the_events_search_work_over_the_whole_log() {
+    let td = tempfile::TempDir::new().unwrap();
+    write_history(td.path());
+    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    tmux.keys(&["t"]);
+    let screen = tmux.wait_for("the whole log in the timeline", |s| {
+        s.contains("timeline ·") && s.contains("whole log")
+    });
+    assert!(screen.contains("node:gpu-0"), "{screen}");
+    assert!(screen.contains("100 keys"), "{screen}");
+    // `t` again closes it (an Escape followed at once by another key reads
+    // as Alt+that key to the terminal).
+    tmux.keys(&["t"]);
+    tmux.wait_for("the panes", |s| {
+        s.contains("events") && !s.contains("timeline ·")
+    });
+    tmux.keys(&["Tab", "Tab", "/"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    tmux.keys(&["Enter"]);
+    // The only line naming worker-7 (not worker-70..) is its release, the
+    // newest of its two: line 16 of 5 000.
+    tmux.wait_for("the search's line", |s| s.contains("line 16 of 5 000"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the raw JSON", |s| s.contains("\"duration_held_ms\": 1000"));
+    tmux.keys(&["Enter", "n"]);
+    // The older match is its acquire, just above.
+    tmux.wait_for("the older match", |s| s.contains("line 15 of 5 000"));
+    tmux.keys(&["G", "q"]);
+    assert_clean_exit(&tmux);
+}

@@ -1,0 +1,11 @@
+//! The dashboard: the pure update, rendered snapshots, the watcher, and the
+//! end-to-end run in tmux.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod e2e_tmux;
+mod snapshots;
+mod timeline;
+mod update;
+mod watch;

@@ -1,0 +1,578 @@
+//! Faults: a full disk, a read-only filesystem, permission denied, the
+//! claims dir deleted under a running process, and the events log deleted,
+//! truncated or rotated while being followed. Each must give a clear error
+//! or state, leave no partial lockfile and no temp litter, never panic, and
+//! work again once the fault clears.
+//!
+//! The filesystem faults need a small tmpfs, mounted by the test; that takes
+//! root (as in CI). Without it those tests say why and pass vacuously on a
+//! developer box; with `CI` set they fail instead, so a CI run that lost its
+//! root cannot go green without having tried a single fault.
+
+use crate::common::*;
+use claimtop::claims::{
+    acquire, doctor, force_release, read_claim_file, release, renew, status, sweep, AcquireOpts,
+    AcquireOutcome, ClaimError, ClaimState, ForceOpts, ForceOutcome, HazardKind, ReleaseOutcome,
+    RenewOutcome, Root, MIN_TTL_MS,
+};
+use claimtop::events::emit::{append_event, envelope, events_mutex_path};
+use claimtop::events::tail::{parse_event, Follower, Reset};
+use serde_json::{json, Map};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const ENTRY: &str = "faults::an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter";
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs of `size` mounted on a fresh temp dir, unmounted on drop even
+/// when the test panics.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            cannot_run("mounting a tmpfs needs root");
+            return None;
+        }
+        let dir = tempdir();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            cannot_run("mount -t tmpfs failed (no CAP_SYS_ADMIN here?)");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn remount(&self, mode: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(self.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "remount {mode}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Fill the filesystem at `dir` to the last byte.
+fn fill(dir: &Path) -> PathBuf {
+    let p = dir.join("filler");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).is_ok() {}
+    // The last partial block, byte by byte.
+    while f.write_all(&[0]).is_ok() {}
+    p
+}
+
+fn assert_io_error(r: Result<impl std::fmt::Debug, ClaimError>, os_words: &str) {
+    match r {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(text.contains(os_words), "unclear error: {text}");
+        }
+        Ok(v) => panic!("expected an error naming {os_words:?}, got {v:?}"),
+    }
+}
+
+fn ttl() -> AcquireOpts {
+    AcquireOpts {
+        ttl_ms: Some(MIN_TTL_MS),
+        ..AcquireOpts::default()
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_new_claims_cleanly_keeps_old_ones_whole_and_recovers() {
+    let Some(fs) = Tmpfs::mount("64k") else {
+        return;
+    };
+    let root = root_in(fs.path());
+    let cdir = root.claims_dir();
+    assert!(matches!(
+        acquire(&root, "held", "me", &ttl()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    let before = std::fs::read(root.lockfile("held")).unwrap();
+    let filler = fill(fs.path());
+
+    // A new claim: a clear error, no lockfile, no temp file.
+    assert_io_error(
+        acquire(&root, "new", "me", &AcquireOpts::default()),
+        "No space left on device",
+    );
+    assert!(!root.lockfile("new").exists());
+    // Rewrites of an existing claim fail whole: the old record stays.
+    assert_io_error(acquire(&root, "held", "me", &ttl()), "No space left");
+    assert_io_error(renew(&root, "held", "me", MIN_TTL_MS), "No space left");
+    assert_eq!(std::fs::read(root.lockfile("held")).unwrap(), before);
+    assert!(litter(&cdir).is_empty(), "{:?}", litter(&cdir));
+    // Reads keep working.
+    assert_eq!(status(&root, "held").state, ClaimState::Live);
+    assert_eq!(sweep(&root).counts.corrupted, 0);
+
+    // Space returns: everything works again.
+    std::fs::remove_file(filler).unwrap();
+    assert!(matches!(
+        acquire(&root, "new", "me", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    assert!(matches!(
+        renew(&root, "held", "me", MIN_TTL_MS),
+        Ok(RenewOutcome::Renewed { .. })
+    ));
+    assert!(litter(&cdir).is_empty(), "{:?}", litter(&cdir));
+}
+
+#[test]
+fn a_release_on_a_full_disk_leaves_no_mutex_corpse_behind() {
+    let Some(fs) = Tmpfs::mount("64k") else {
+        return;
+    };
+    let root = root_in(fs.path());
+    assert!(matches!(
+        acquire(&root, "k", "me", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    let filler = fill(fs.path());
+    // Unlinking needs no space; whatever the verb answers, it must not
+    // leave a recovery mutex that blocks the key for the next 120 s.
+    let r = release(&root, "k", "me");
+    assert!(
+        matches!(r, Ok(ReleaseOutcome::Released { .. })) || r.is_err(),
+        "{r:?}"
+    );
+    assert!(
+        litter(&root.claims_dir()).is_empty(),
+        "{:?}",
+        litter(&root.claims_dir())
+    );
+    std::fs::remove_file(filler).unwrap();
+    let _ = release(&root, "k", "me");
+    assert!(matches!(
+        acquire(&root, "k", "other", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+}
+
+#[test]
+fn a_read_only_filesystem_refuses_every_write_clearly_and_reads_still_work() {
+    let Some(fs) = Tmpfs::mount("1m") else { return };
+    let root = root_in(fs.path());
+    let cdir = root.claims_dir();
+    let dead = AcquireOpts {
+        pid: Some(dead_pid() as u32),
+        ..AcquireOpts::default()
+    };
+    assert!(matches!(
+        acquire(&root, "mine", "me", &ttl()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    assert!(matches!(
+        acquire(&root, "stale", "gone", &dead),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    let names_before = names(&cdir);
+    fs.remount("ro");
+
+    const EROFS: &str = "Read-only file system";
+    assert_io_error(acquire(&root, "new", "me", &AcquireOpts::default()), EROFS);
+    assert_io_error(
+        acquire(&root, "stale", "me", &AcquireOpts::default()),
+        EROFS,
+    );
+    assert_io_error(renew(&root, "mine", "me", MIN_TTL_MS), EROFS);
+    assert_io_error(release(&root, "mine", "me"), EROFS);
+    let forced = force_release(&root, "stale", &ForceOpts::default());
+    assert_io_error(forced, EROFS);
+    assert_eq!(names(&cdir), names_before);
+    assert_eq!(status(&root, "mine").state, ClaimState::Live);
+    assert_eq!(status(&root, "stale").state, ClaimState::Stale);
+    assert!(doctor(&root).is_empty());
+
+    fs.remount("rw");
+    assert!(matches!(
+        acquire(&root, "stale", "me", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    assert!(matches!(
+        release(&root, "mine", "me"),
+        Ok(ReleaseOutcome::Released { .. })
+    ));
+    assert!(litter(&cdir).is_empty(), "{:?}", litter(&cdir));
+}
+
+#[test]
+fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
+    if my_role().as_deref() == Some("nobody") {
+        as_nobody();
+        return;
+    }
+    if my_role().is_some() {
+        return;
+    }
+    if !is_root() {
+        cannot_run("dropping to another uid needs root (as non-root, chmod would do)");
+        return;
+    }
+    let td = tempdir();
+    let root = root_in(td.path());
+    assert!(matches!(
+        acquire(&root, "held", "root-user", &ttl()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    std::fs::create_dir_all(td.path().join("private/.fno/claims")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    // Readable for everyone but writable only by root, then one dir that
+    // nobody else may even list.
+    std::fs::set_permissions(td.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        td.path().join("private/.fno/claims"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let names_before = names(&root.claims_dir());
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().unwrap();
+    let out = match Command::new(exe)
+        .args(["--exact", ENTRY, "--nocapture", "--test-threads=1"])
+        .env(ROLE_ENV, "nobody")
+        .env("F_ROOT", td.path())
+        .uid(65534)
+        .gid(65534)
+        .output()
+    {
+        Ok(out) => out,
+        // The exec itself is refused when the build dir is private to root.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            cannot_run(&format!(
+                "the test binary is not executable by uid 65534: {e}"
+            ));
+            return;
+        }
+        Err(e) => panic!("could not start the unprivileged child: {e}"),
+    };
+    if !out.status.success() {
+        panic!(
+            "the unprivileged child failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(names(&root.claims_dir()), names_before);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("nobody-checks-passed"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Runs as uid 65534 against a root owned by root.
+fn as_nobody() {
+    let dir = PathBuf::from(env_str("F_ROOT"));
+    let root = root_in(&dir);
+    const EACCES: &str = "Permission denied";
+    assert_io_error(
+        acquire(&root, "new", "nobody", &AcquireOpts::default()),
+        EACCES,
+    );
+    assert_io_error(
+        acquire(&root, "held", "root-user", &AcquireOpts::default()),
+        EACCES,
+    );
+    assert_io_error(release(&root, "held", "root-user"), EACCES);
+    assert_io_error(force_release(&root, "held", &ForceOpts::default()), EACCES);
+    assert_io_error(renew(&root, "held", "root-user", MIN_TTL_MS), EACCES);
+    // Reading is allowed and works.
+    assert_eq!(status(&root, "held").state, ClaimState::Live);
+    // A claims dir it may not list is a hazard, not a crash.
+    let private = root_in(dir.join("private"));
+    let hazards = doctor(&private);
+    assert!(
+        hazards.iter().any(|h| h.kind == HazardKind::Unreadable),
+        "{hazards:?}"
+    );
+    println!("nobody-checks-passed");
+}
+
+#[test]
+fn a_claims_dir_deleted_under_a_running_holder_is_recreated_by_the_next_acquire() {
+    let td = tempdir();
+    let root = root_in(td.path());
+    assert!(matches!(
+        acquire(&root, "a", "me", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    std::fs::remove_dir_all(root.claims_dir()).unwrap();
+    assert_eq!(status(&root, "a").state, ClaimState::Free);
+    assert_eq!(release(&root, "a", "me").unwrap(), ReleaseOutcome::Absent);
+    assert!(matches!(
+        renew(&root, "a", "me", MIN_TTL_MS),
+        Ok(RenewOutcome::NotRenewed(_))
+    ));
+    assert!(matches!(
+        force_release(&root, "a", &ForceOpts::default()),
+        Ok(ForceOutcome::Refused(_))
+    ));
+    assert!(sweep(&root).claims.is_empty());
+    assert!(matches!(
+        acquire(&root, "b", "me", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    assert!(read_claim_file(&root.lockfile("b")).is_ok());
+}
+
+#[test]
+fn deleting_the_claims_dir_over_and_over_under_busy_workers_never_panics_or_tears_a_claim() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let td = tempdir();
+    let root = Arc::new(root_in(td.path()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..2)
+        .map(|i| {
+            let (root, stop) = (root.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let me = format!("w{i}");
+                let (mut ok, mut errors) = (0, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    match acquire(&root, "k", &me, &AcquireOpts::default()) {
+                        Ok(_) => ok += 1,
+                        Err(e) => errors.push(e.to_string()),
+                    }
+                    if let Err(e) = release(&root, "k", &me) {
+                        errors.push(e.to_string());
+                    }
+                }
+                (ok, errors)
+            })
+        })
+        .collect();
+    for _ in 0..300 {
+        let _ = std::fs::remove_dir_all(root.claims_dir());
+        std::thread::sleep(Duration::from_millis(2));
+        // Whatever is there at any instant is whole.
+        for n in names(&root.claims_dir())
+            .iter()
+            .filter(|n| n.ends_with(".lock"))
+        {
+            if let Err(claimtop::claims::ReadError::Corrupted { reason, .. }) =
+                read_claim_file(&root.claims_dir().join(n))
+            {
+                panic!("torn lockfile {n}: {reason}");
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut total_ok = 0;
+    for w in workers {
+        let (ok, errors) = w.join().expect("a worker panicked");
+        total_ok += ok;
+        // The only acceptable failures name the vanished path.
+        for e in errors {
+            assert!(
+                e.contains("No such file or directory"),
+                "unclear error: {e}"
+            );
+        }
+    }
+    assert!(total_ok > 0);
+    // Once the deleting stops, the root works again, and nothing was left
+    // half-done in it.
+    assert!(matches!(
+        acquire(&root, "k", "after", &AcquireOpts::default()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    assert!(
+        litter(&root.claims_dir()).is_empty(),
+        "{:?}",
+        litter(&root.claims_dir())
+    );
+}
+
+fn emit_n(log: &Path, from: u64, n: u64) {
+    for i in from..from + n {
+        let mut d = Map::new();
+        d.insert("seq".into(), json!(i));
+        append_event(log, &envelope("probe", d), Duration::from_secs(5)).unwrap();
+    }
+}
+
+fn seqs(lines: &[claimtop::events::tail::Line]) -> Vec<u64> {
+    lines
+        .iter()
+        .map(|l| {
+            let e = parse_event(&l.text).expect("a whole event line");
+            e.data().and_then(|d| d["seq"].as_u64()).expect("seq")
+        })
+        .collect()
+}
+
+#[test]
+fn a_followed_log_that_is_rotated_deleted_and_truncated_loses_no_line_it_could_have_read() {
+    let td = tempdir();
+    let root: Root = root_in(td.path());
+    let log = root.events_file();
+    emit_n(&log, 0, 5);
+    let (mut f, first) = Follower::open(&log, 3).unwrap();
+    assert_eq!(seqs(&first), vec![2, 3, 4]);
+
+    // Rotation: lines written to the old file after the rename are still
+    // drained from it, then the new file is read from its start.
+    emit_n(&log, 5, 2);
+    std::fs::rename(&log, log.with_extension("jsonl.1")).unwrap();
+    // A writer that opened before the rename keeps appending to the old inode.
+    let mut old = std::fs::OpenOptions::new()
+        .append(true)
+        .open(log.with_extension("jsonl.1"))
+        .unwrap();
+    let mut d = Map::new();
+    d.insert("seq".into(), json!(7));
+    old.write_all(format!("{}\n", envelope("probe", d)).as_bytes())
+        .unwrap();
+    emit_n(&log, 8, 2);
+    let mut got = Vec::new();
+    let mut resets = Vec::new();
+    for _ in 0..4 {
+        let p = f.poll().unwrap();
+        got.extend(seqs(&p.lines));
+        resets.extend(p.reset);
+    }
+    assert_eq!(got, vec![5, 6, 7, 8, 9]);
+    assert_eq!(resets, vec![Reset::Replaced]);
+
+    // Deletion: the path is missing (a state, not an error); a recreated
+    // log is followed from its start.
+    std::fs::remove_file(&log).unwrap();
+    let p = f.poll().unwrap();
+    assert!(p.missing && p.lines.is_empty(), "{p:?}");
+    emit_n(&log, 10, 2);
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.extend(seqs(&f.poll().unwrap().lines));
+    }
+    assert_eq!(got, vec![10, 11]);
+
+    // Truncation: reading restarts at 0; nothing is repeated or torn.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&log)
+        .unwrap();
+    emit_n(&log, 12, 1);
+    let p = f.poll().unwrap();
+    assert_eq!(p.reset, Some(Reset::Truncated));
+    assert_eq!(seqs(&p.lines), vec![12]);
+
+    // No events mutex is left behind by any of it.
+    assert!(!events_mutex_path(&log).exists());
+}
+
+#[test]
+fn a_follower_under_a_live_writer_with_repeated_rotation_sees_every_line_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let td = tempdir();
+    let log = root_in(td.path()).events_file();
+    emit_n(&log, 0, 1);
+    let (mut f, first) = Follower::open(&log, 10).unwrap();
+    let mut got = seqs(&first);
+    let done = Arc::new(AtomicBool::new(false));
+    const N: u64 = 2000;
+    let writer = {
+        let (log, done) = (log.clone(), done.clone());
+        std::thread::spawn(move || {
+            for i in 1..N {
+                emit_n(&log, i, 1);
+                if i % 250 == 0 {
+                    // Rotation under the events mutex, as a log rotator
+                    // that honours it would do.
+                    let m = claimtop::claims::mutex::lock(
+                        &events_mutex_path(&log),
+                        Duration::from_secs(5),
+                        false,
+                    )
+                    .unwrap();
+                    std::fs::rename(&log, log.with_extension(format!("jsonl.{i}"))).unwrap();
+                    drop(m);
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    loop {
+        let finished = done.load(Ordering::SeqCst);
+        let p = f.poll().unwrap();
+        got.extend(seqs(&p.lines));
+        if finished && !p.more && p.lines.is_empty() && got.len() as u64 >= N {
+            break;
+        }
+        if finished && p.lines.is_empty() && !p.more {
+            // One more quiet poll settles a pending switch.
+            let p = f.poll().unwrap();
+            got.extend(seqs(&p.lines));
+            if p.lines.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer.join().unwrap();
+    assert_eq!(got, (0..N).collect::<Vec<_>>());
+}
+
+const SKIP_PROBE: &str = "faults::a_fault_test_that_cannot_run_fails_under_ci_and_skips_elsewhere";
+
+#[test]
+fn a_fault_test_that_cannot_run_fails_under_ci_and_skips_elsewhere() {
+    if my_role().as_deref() == Some("skip-probe") {
+        cannot_run("probing the skip rule");
+        return;
+    }
+    if my_role().is_some() {
+        return;
+    }
+    let probe = |ci: bool| {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", SKIP_PROBE, "--test-threads=1"])
+            .env(ROLE_ENV, "skip-probe")
+            .env_remove("CI");
+        if ci {
+            cmd.env("CI", "true");
+        }
+        cmd.output().unwrap()
+    };
+    let under_ci = probe(true);
+    assert!(!under_ci.status.success(), "a skip under CI passed");
+    assert!(
+        String::from_utf8_lossy(&under_ci.stdout).contains("the fault tests must run"),
+        "{}",
+        String::from_utf8_lossy(&under_ci.stdout)
+    );
+    let elsewhere = probe(false);
+    assert!(elsewhere.status.success(), "a skip outside CI failed");
+}

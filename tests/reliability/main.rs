@@ -1,0 +1,11 @@
+//! Reliability under load, kills, faults, hostile roots and random input.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod archive_race;
+mod faults;
+mod hostile;
+mod kill;
+mod proptest;
+mod stress;
