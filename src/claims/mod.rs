@@ -65,6 +65,10 @@ pub const CLAIMS_DIRNAME: &str = ".fno/claims";
 /// Archive subdirectory of the claims dir: stale and force-released claims are
 /// renamed here, never unlinked, so the forensic trail survives.
 pub const EXPIRED_SUBDIR: &str = ".expired";
+// What every store writes the same way: the record an acquire makes, the
+// `claim_acquired` data, and the operator's force-release guard.
+pub(crate) use verbs::{acquired_data, expectation_unmet, new_record};
+
 pub use crate::mutex::RECOVERY_SUFFIX;
 pub use crate::time::now_ms;
 

@@ -8,8 +8,8 @@
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
-use crate::claims::record::ParseError;
 use crate::claims::Counts;
+use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Hazard, HazardKind, Locality, Status,
     Sweep,

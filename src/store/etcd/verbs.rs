@@ -8,8 +8,7 @@
 
 use super::Core;
 use crate::claims::audit::event_fields_unknown;
-use crate::claims::record::ParseError;
-use crate::claims::verbs::{acquired_data, expectation_unmet, new_record};
+use crate::claims::{acquired_data, expectation_unmet, new_record, ParseError};
 use crate::claims::{
     now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimRecord,
     ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
