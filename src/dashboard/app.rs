@@ -860,7 +860,7 @@ impl Widest {
                 w(&mut self.reason, r.reason.as_deref().unwrap_or(""));
             }
             None => {
-                w(&mut self.holder, "(unreadable)");
+                w(&mut self.holder, "(no record)");
                 w(&mut self.reason, s.error.as_deref().unwrap_or(""));
             }
         }

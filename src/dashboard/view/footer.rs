@@ -40,7 +40,7 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             (ClaimState::Live, "holder alive"),
             (ClaimState::Suspect, "TTL runs, holder gone"),
             (ClaimState::Stale, "reclaimable"),
-            (ClaimState::Corrupted, "unreadable"),
+            (ClaimState::Corrupted, "not a claim"),
         ] {
             spans.push(Span::styled(state_label(state), theme.state(state)));
             spans.push(Span::styled(format!(": {what}  "), theme.dim()));

@@ -64,7 +64,7 @@ fn text(c: Column, s: &Status, now: i64) -> String {
         Column::State => state_label(s.state).into(),
         Column::Key => safe(&s.key).into_owned(),
         Column::Holder => {
-            rec.map_or_else(|| "(unreadable)".into(), |r| safe(&r.holder).into_owned())
+            rec.map_or_else(|| "(no record)".into(), |r| safe(&r.holder).into_owned())
         }
         Column::Pid => rec.map(|r| r.pid.to_string()).unwrap_or_default(),
         Column::Machine => match s.locality {
