@@ -68,7 +68,7 @@ pub const EXPIRED_SUBDIR: &str = ".expired";
 // What every store writes the same way: the record an acquire makes, the
 // `claim_acquired` data, and the operator's force-release guard.
 #[cfg(feature = "etcd")]
-pub(crate) use verbs::{acquired_data, expectation_unmet, new_record};
+pub(crate) use verbs::{acquired_data, force_refusal, new_record};
 
 pub use crate::mutex::RECOVERY_SUFFIX;
 pub use crate::time::now_ms;

@@ -742,10 +742,36 @@ pub fn force_release(root: &Root, key: &str, opts: &ForceOpts) -> Result<ForceOu
     result
 }
 
+/// Why a force-release must not go ahead, on any store: the claim is no
+/// longer the one the operator looked at, or it may be live and
+/// `--allow-live` was not given. Unreadable is treated as Live: a limit of
+/// this reader (or its permissions) must never make a claim easier to take
+/// away.
+pub(crate) fn force_refusal(
+    previous: Option<&ClaimRecord>,
+    state: ClaimState,
+    why: &str,
+    opts: &ForceOpts,
+    held_in: &str,
+) -> Option<String> {
+    if let Some(why_not) = expectation_unmet(previous, opts, held_in) {
+        return Some(why_not);
+    }
+    match state {
+        ClaimState::Live if !opts.allow_live => {
+            Some(format!("the claim is live ({why}); --allow-live overrides"))
+        }
+        ClaimState::Unreadable if !opts.allow_live => Some(format!(
+            "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
+        )),
+        _ => None,
+    }
+}
+
 /// The operator's compare-before-acting guard: why the claim is no longer
 /// the one they looked at, if it is not. `held_in` names what holds a claim
 /// on this store ("file", "record"), for the words.
-pub(crate) fn expectation_unmet(
+fn expectation_unmet(
     previous: Option<&ClaimRecord>,
     opts: &ForceOpts,
     held_in: &str,
@@ -793,21 +819,8 @@ fn force_release_locked(
         Err(ReadError::Corrupted { reason, .. }) => (None, None, ClaimState::Corrupted, reason),
         Err(ReadError::Unreadable { reason }) => (None, None, ClaimState::Unreadable, reason),
     };
-    if let Some(why_not) = expectation_unmet(previous.as_ref(), opts, "file") {
+    if let Some(why_not) = force_refusal(previous.as_ref(), state, &why, opts, "file") {
         return refuse(why_not);
-    }
-    // Unreadable is treated as Live: a limit of this reader (or its
-    // permissions) must never make a claim easier to take away.
-    match state {
-        ClaimState::Live if !opts.allow_live => {
-            return refuse(format!("the claim is live ({why}); --allow-live overrides"))
-        }
-        ClaimState::Unreadable if !opts.allow_live => {
-            return refuse(format!(
-                "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
-            ))
-        }
-        _ => {}
     }
     let archived_to = match atomic::archive(path, now_ms(), judged.as_deref())? {
         Archived::To(p) => p,

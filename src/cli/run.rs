@@ -71,13 +71,7 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
         root,
         on_mutex: Some(&say_wait),
     };
-    let opts = AcquireOpts {
-        pid: Some(child.pid as u32),
-        ttl_ms: a.ttl,
-        reason: a.reason.clone(),
-        metadata: None,
-        harness: None,
-    };
+    let opts = child_opts(&a, &child);
     let waited = match a.wait {
         None => verbs.acquire(&a.key, &a.holder, &opts).map(|o| match o {
             AcquireOutcome::Acquired { record, kind } => Waited::Acquired { record, kind },
@@ -165,6 +159,17 @@ pub fn run_on(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     ended
 }
 
+/// The claim `run` takes is bound to the blocked child, never to itself.
+fn child_opts(a: &RunArgs, child: &Blocked) -> AcquireOpts {
+    AcquireOpts {
+        pid: Some(child.pid as u32),
+        ttl_ms: a.ttl,
+        reason: a.reason.clone(),
+        metadata: None,
+        harness: None,
+    }
+}
+
 fn run_held(
     store: &dyn Store,
     a: &RunArgs,
@@ -173,13 +178,7 @@ fn run_held(
     rx: &std::sync::mpsc::Receiver<Msg>,
     out: &mut Out,
 ) -> CmdResult {
-    let opts = AcquireOpts {
-        pid: Some(child.pid as u32),
-        ttl_ms: a.ttl,
-        reason: a.reason.clone(),
-        metadata: None,
-        harness: None,
-    };
+    let opts = child_opts(a, &child);
     let interrupted = std::cell::Cell::new(None);
     let stop = || match rx.try_recv() {
         Ok(Msg::Signal { sig, .. }) => {

@@ -8,7 +8,7 @@
 
 use super::Core;
 use crate::claims::audit::event_fields_unknown;
-use crate::claims::{acquired_data, expectation_unmet, new_record, ParseError};
+use crate::claims::{acquired_data, force_refusal, new_record, ParseError};
 use crate::claims::{
     now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimRecord,
     ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
@@ -279,21 +279,8 @@ impl Core {
             Err(ParseError::Invalid(reason)) => (None, ClaimState::Corrupted, reason),
             Err(ParseError::TooCostly(reason)) => (None, ClaimState::Unreadable, reason),
         };
-        if let Some(why_not) = expectation_unmet(previous.as_ref(), opts, "record") {
+        if let Some(why_not) = force_refusal(previous.as_ref(), state, &why, opts, "record") {
             return refuse(why_not);
-        }
-        // Unreadable is treated as Live: a limit of this reader must never
-        // make a claim easier to take away.
-        match state {
-            ClaimState::Live if !opts.allow_live => {
-                return refuse(format!("the claim is live ({why}); --allow-live overrides"))
-            }
-            ClaimState::Unreadable if !opts.allow_live => {
-                return refuse(format!(
-                "the claim cannot be read here ({why}), so it may be live; --allow-live overrides"
-            ))
-            }
-            _ => {}
         }
         let archived_to = self.layout.expired(key, now_ms());
         let mut data = match &previous {
