@@ -118,7 +118,8 @@ fn verb_name(command: &Command) -> &'static str {
 }
 
 fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
-    dispatch_store(&FileStore::new(root.clone()), command, out)
+    let store = FileStore::new(root.clone()).with_mutex_hook(cli::wait::say_mutex_wait());
+    dispatch_store(&store, command, out)
 }
 
 /// Every command on one store, through the store seam.
@@ -143,8 +144,7 @@ fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResu
         (Command::Doctor { fix }, Some(root)) => list::doctor(&Roots::one(root), fix, out),
         (Command::Doctor { fix }, None) => list::doctor_store(store, fix, out),
         (Command::Metrics(a), Some(root)) => metrics::serve(&Roots::one(root), &a, out),
-        (Command::Run(a), Some(root)) => cli::run::run(root, a, out),
-        (Command::Run(a), None) => cli::run::run_on(store, a, out),
+        (Command::Run(a), _) => cli::run::run(store, a, out),
         (Command::Metrics(a), None) => metrics::serve_store(store, &a, out),
         (Command::Completions { shell }, _) => completions::completions(shell, out),
     }

@@ -201,7 +201,6 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
         metadata: a.metadata,
         harness: None,
     };
-    let say_wait = super::wait::say_mutex_wait();
     let sigs = Interrupts::catch();
     // A wait may outlast the caller its claim would be bound to: binding
     // it then would be the silent pid reuse `default_pid` refuses.
@@ -213,18 +212,11 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
         }
         _ => None,
     };
-    let got = match store.file_root() {
-        Some(root) => {
-            super::wait::acquire(root, &a.key, &a.holder, &opts, &say_wait, a.wait, &stop)
-                .map(Fenced::plain)
-                .map_err(|e| e.to_string())
+    let got = match super::wait::acquire(store, &a.key, &a.holder, &opts, a.wait, &stop) {
+        Err(super::wait::WaitError::Store(StoreError::TtlRequired)) => {
+            return store_error(out, StoreError::TtlRequired)
         }
-        None => match super::wait::acquire_on(store, &a.key, &a.holder, &opts, a.wait, &stop) {
-            Err(super::wait::StoreWaitError::Store(StoreError::TtlRequired)) => {
-                return store_error(out, StoreError::TtlRequired)
-            }
-            got => got.map_err(|e| e.to_string()),
-        },
+        got => got.map_err(|e| e.to_string()),
     };
     let Fenced {
         outcome: got,

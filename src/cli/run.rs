@@ -4,16 +4,16 @@
 //! The claim is bound to CMD's own pid, so CMD is forked first and kept
 //! blocked on a pipe until the claim names it; only then does it exec. If
 //! the claim cannot be had, the blocked child is killed and reaped and CMD
-//! never ran. While CMD runs, a [`Hold`] renews a TTL claim and notices its
-//! loss; INT, TERM and HUP sent to us are passed on; when CMD exits the
+//! never ran. While CMD runs, a [`Hold`] renews a TTL claim (or has the
+//! store keep its lease alive) and notices its loss; INT, TERM and HUP sent to us are passed on; when CMD exits the
 //! claim is released and its status becomes ours.
 
 use super::args::parse_dur;
 use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED, EXIT_ERROR};
 use super::wait::{deadline, say_blocked, Feed, Msg};
-use crate::claims::wait::{self, FileVerbs, Hold, Lost, SystemClock, Verbs, Waited};
-use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome, Root};
-use crate::store::{Fenced, Store, StoreError, Tenure};
+use crate::claims::wait::{self, Hold, Lost, SystemClock, Waited};
+use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome};
+use crate::store::{Store, Tenure};
 use clap::Args;
 use serde_json::{json, Value};
 use std::ffi::{CString, OsString};
@@ -49,41 +49,46 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
+pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
     }
-    // Forked before any thread exists (the feed starts two), so the child
-    // runs only our own code until it execs.
+    // Forked before the feed starts its threads, so on a file store the
+    // child runs only our own code until it execs. A store's client may
+    // already run threads (etcd): the child then only reads a pipe and
+    // execs, all async-signal-safe (see child_wait_then_exec).
     let (argv, child) = match Blocked::start(&a.command, out) {
         Ok(started) => started,
         Err(code) => return code,
     };
-    let mut feed = match Feed::start(root, &a.key, true) {
+    let mut feed = match Feed::start(store, &a.key, true) {
         Ok(f) => f,
         Err(e) => {
             child.abort();
             return out.error(&e.to_string());
         }
     };
-    let say_wait = super::wait::say_mutex_wait();
-    let verbs = FileVerbs {
-        root,
-        on_mutex: Some(&say_wait),
-    };
     let opts = child_opts(&a, &child);
     let waited = match a.wait {
-        None => verbs.acquire(&a.key, &a.holder, &opts).map(|o| match o {
-            AcquireOutcome::Acquired { record, kind } => Waited::Acquired { record, kind },
-            AcquireOutcome::HeldByOther { holder, pid, host } => Waited::TimedOut(wait::Blocker {
-                holder,
-                pid,
-                host,
-                expires_at: None,
+        None => store
+            .acquire(&a.key, &a.holder, &opts)
+            .map(|got| match got.outcome {
+                AcquireOutcome::Acquired { record, kind } => Waited::Acquired {
+                    record,
+                    kind,
+                    tenure: got.tenure,
+                },
+                AcquireOutcome::HeldByOther { holder, pid, host } => {
+                    Waited::TimedOut(wait::Blocker {
+                        holder,
+                        pid,
+                        host,
+                        expires_at: None,
+                    })
+                }
             }),
-        }),
         Some(wait_ms) => wait::acquire_waiting(
-            &verbs,
+            store,
             &mut feed,
             &a.key,
             &a.holder,
@@ -92,11 +97,11 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
             |b| say_blocked(&a.key, b),
         ),
     };
-    let record = match waited {
-        Ok(Waited::Acquired { record, .. }) => record,
+    let (record, tenure) = match waited {
+        Ok(Waited::Acquired { record, tenure, .. }) => (record, tenure),
         Err(e) => {
             child.abort();
-            return out.error(&e.to_string());
+            return super::claim_cmds::store_error(out, e);
         }
         Ok(Waited::TimedOut(b)) => {
             child.abort();
@@ -113,50 +118,27 @@ pub fn run(root: &Root, a: RunArgs, out: &mut Out) -> CmdResult {
             };
         }
     };
+    let hold = match Hold::new(store, SystemClock, record, tenure, a.ttl) {
+        Ok(h) => h,
+        Err(e) => {
+            // The claim cannot be kept while CMD runs: CMD never runs, and
+            // the claim (only this tenure of it) is given back.
+            child.abort();
+            let _ = wait::give_back(store, &a.key, &a.holder, tenure.as_ref());
+            return out.error(&e.to_string());
+        }
+    };
     let child = match child.go() {
         Ok(c) => c,
         Err(e) => {
             // The child never got the word: it is killed and reaped, and
             // the claim that named it is given back.
-            let _ = verbs.release(&a.key, &a.holder);
+            let _ = hold.release();
             return out.error(&format!("cannot start {}: {e}", argv.shown()));
         }
     };
-    let hold = Hold::new(verbs, SystemClock, record, a.ttl);
     let ended = supervise(child, hold, &mut feed, &a.key);
     finish(out, &a.key, ended)
-}
-
-/// `run` on a store with leases (etcd): the claim is taken with CMD's pid
-/// in the record and a lease of `--ttl`, waited for on the store's watch,
-/// and kept alive for as long as CMD runs. When the keep-alive says the
-/// claim is gone, CMD is stopped as on a file root (exit 4); when CMD ends,
-/// only its own tenure is released, so a run whose lease ran out never ends
-/// a newer holder's claim.
-pub fn run_on(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
-    if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
-        return out.error(&e.to_string());
-    }
-    if a.ttl.is_none() {
-        return super::claim_cmds::store_error(out, StoreError::TtlRequired);
-    }
-    // The store's client already runs threads: the child only reads a pipe
-    // and execs (async-signal-safe, see child_wait_then_exec) until CMD runs.
-    let (argv, child) = match Blocked::start(&a.command, out) {
-        Ok(started) => started,
-        Err(code) => return code,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let signals = match super::wait::catch_signals(tx, true) {
-        Ok(h) => h,
-        Err(e) => {
-            child.abort();
-            return out.error(&format!("cannot catch signals: {e}"));
-        }
-    };
-    let ended = run_held(store, &a, &argv, child, &rx, out);
-    signals.close();
-    ended
 }
 
 /// The claim `run` takes is bound to the blocked child, never to itself.
@@ -170,134 +152,6 @@ fn child_opts(a: &RunArgs, child: &Blocked) -> AcquireOpts {
     }
 }
 
-fn run_held(
-    store: &dyn Store,
-    a: &RunArgs,
-    argv: &Argv,
-    child: Blocked,
-    rx: &std::sync::mpsc::Receiver<Msg>,
-    out: &mut Out,
-) -> CmdResult {
-    let opts = child_opts(a, &child);
-    let interrupted = std::cell::Cell::new(None);
-    let stop = || match rx.try_recv() {
-        Ok(Msg::Signal { sig, .. }) => {
-            interrupted.set(Some(sig));
-            Some(format!("interrupted by signal {sig} while waiting"))
-        }
-        _ => None,
-    };
-    let got = super::wait::acquire_on(store, &a.key, &a.holder, &opts, a.wait, &stop);
-    let (record, tenure) = match got {
-        Ok(Fenced {
-            outcome: AcquireOutcome::Acquired { record, .. },
-            tenure: Some(tenure),
-        }) => (record, tenure),
-        Ok(Fenced {
-            outcome: AcquireOutcome::Acquired { .. },
-            tenure: None,
-        }) => {
-            child.abort();
-            let _ = store.release(&a.key, &a.holder);
-            return out.error("the store gave no lease to keep alive");
-        }
-        Ok(Fenced {
-            outcome: AcquireOutcome::HeldByOther { holder, pid, host },
-            ..
-        }) => {
-            child.abort();
-            let b = wait::Blocker {
-                holder,
-                pid,
-                host,
-                expires_at: None,
-            };
-            return held_report(out, &a.key, &b);
-        }
-        Err(e) => {
-            child.abort();
-            return match interrupted.get() {
-                Some(libc::SIGCHLD) => {
-                    out.error("the command's process was killed before it could start")
-                }
-                Some(sig) => interrupted_report(out, sig),
-                None => out.error(&e.to_string()),
-            };
-        }
-    };
-    let kept = match store.keep_alive(&a.key, &tenure) {
-        Ok(k) => k,
-        Err(e) => {
-            child.abort();
-            let _ = store.release_fenced(&a.key, &a.holder, tenure.revision);
-            return out.error(&e.to_string());
-        }
-    };
-    let child = match child.go() {
-        Ok(c) => c,
-        Err(e) => {
-            drop(kept);
-            let _ = store.release_fenced(&a.key, &a.holder, tenure.revision);
-            return out.error(&format!("cannot start {}: {e}", argv.shown()));
-        }
-    };
-    let mut lost: Option<Lost> = None;
-    let mut kill_at: Option<Instant> = None;
-    let status = loop {
-        if let Some(status) = child.exited() {
-            break status;
-        }
-        if lost.is_none() {
-            if let Some(why) = kept.lost() {
-                diag(&format!(
-                    "lost the claim on {} while the command ran: {why}; \
-                     sending it SIGTERM (SIGKILL in {}s)",
-                    a.key,
-                    KILL_GRACE.as_secs()
-                ));
-                child.signal(libc::SIGTERM);
-                kill_at = Some(Instant::now() + KILL_GRACE);
-                lost = Some(Lost::LeaseEnded(why));
-            }
-        }
-        if kill_at.is_some_and(|at| Instant::now() >= at) {
-            child.signal(libc::SIGKILL);
-            kill_at = None;
-        }
-        // The keep-alive is read this often: a loss reaches CMD within
-        // this plus the keep-alive's own round (at most 2 s).
-        match rx.recv_timeout(LEASE_CHECK) {
-            Ok(Msg::Signal { sig, sent }) if sig != libc::SIGCHLD && sent => child.signal(sig),
-            _ => {}
-        }
-    };
-    if lost.is_none() {
-        lost = kept.lost().map(Lost::LeaseEnded);
-    }
-    drop(kept);
-    let released = lost.is_none().then(|| {
-        store
-            .release_fenced(&a.key, &a.holder, tenure.revision)
-            .map(|f| f.outcome)
-            .map_err(|e| e.to_string())
-    });
-    child.reap();
-    finish(
-        out,
-        &a.key,
-        Ended {
-            status,
-            lost,
-            record,
-            tenure: Some(tenure),
-            released,
-        },
-    )
-}
-
-/// How often `run` on a leased store looks at its keep-alive.
-const LEASE_CHECK: Duration = Duration::from_millis(100);
-
 /// How a supervised run ended.
 struct Ended {
     status: ChildStatus,
@@ -310,7 +164,7 @@ struct Ended {
 
 /// Keep the claim while the child runs: renew, re-check on every change,
 /// pass signals on, and stop the child if the claim is lost.
-fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key: &str) -> Ended {
+fn supervise(child: Running, mut hold: Hold<'_>, feed: &mut Feed, key: &str) -> Ended {
     let mut lost: Option<Lost> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
@@ -371,9 +225,10 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
     // One last look before giving the claim back: a loss in the instant
     // CMD ended may have overlapped its work, and must not be released.
     if lost.is_none() {
-        lost = hold.changed().ok().flatten();
+        lost = hold.last_look();
     }
     let record = hold.record().clone();
+    let tenure = hold.tenure().copied();
     // A lost claim is no longer ours to release: under our holder name a
     // release could remove a newcomer's claim.
     let released = lost
@@ -384,7 +239,7 @@ fn supervise(child: Running, mut hold: Hold<FileVerbs<'_>>, feed: &mut Feed, key
         status,
         lost,
         record,
-        tenure: None,
+        tenure,
         released,
     }
 }

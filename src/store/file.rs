@@ -4,11 +4,12 @@
 //! `events::tail`; nothing is re-read or re-shaped, so the wire and the
 //! figures stay what they were.
 
-use super::{Change, Changes, Fenced, Listing, Store, StoreError};
+use super::wake::FileKeyWatch;
+use super::{Change, Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
 use crate::claims::key_of_lockfile;
 use crate::claims::{
     self, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
-    Status,
+    Status, WaitHook,
 };
 use crate::events::tail::{read_last_lines, Event, Follower};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
@@ -20,11 +21,26 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct FileStore {
     root: Root,
+    /// Told whenever an acquire waits on a peer's recovery mutex, so that a
+    /// face can say why it sits silent.
+    on_mutex: Option<WaitHook>,
 }
 
 impl FileStore {
     pub fn new(root: Root) -> FileStore {
-        FileStore { root }
+        FileStore {
+            root,
+            on_mutex: None,
+        }
+    }
+
+    /// The same store, telling `hook` when an acquire waits on a peer's
+    /// recovery mutex.
+    pub fn with_mutex_hook(self, hook: WaitHook) -> FileStore {
+        FileStore {
+            on_mutex: Some(hook),
+            ..self
+        }
     }
 
     pub fn root(&self) -> &Root {
@@ -43,8 +59,12 @@ impl Store for FileStore {
         holder: &str,
         opts: &AcquireOpts,
     ) -> Result<Fenced<AcquireOutcome>, StoreError> {
-        Ok(Fenced::plain(claims::acquire(
-            &self.root, key, holder, opts,
+        Ok(Fenced::plain(claims::acquire_watched(
+            &self.root,
+            key,
+            holder,
+            opts,
+            self.on_mutex.as_ref(),
         )?))
     }
 
@@ -94,6 +114,12 @@ impl Store for FileStore {
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
         Ok(Box::new(FileChanges::start(&self.root)?))
+    }
+
+    /// inotify on the key's lockfile alone (not the whole claims dir), plus
+    /// the exit of a local holder's pid, which changes no file.
+    fn watch_key(&self, key: &str, wake: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
+        Ok(Box::new(FileKeyWatch::start(&self.root, key, wake)?))
     }
 
     fn file_root(&self) -> Option<&Root> {

@@ -19,28 +19,30 @@
 //! 3. JSON: print what it prints today, then pass the record object through
 //!    [`Tenure::extend_record`] (and a list through [`Listing::to_json`]),
 //!    which adds the etcd fields and changes nothing on the file store.
-//! 4. The dashboard and `acquire --wait` take [`Store::changes`]: one feed of
-//!    [`Change`]s (inotify on a file root, one resumable watch on etcd) that a
-//!    thread drains into the face's own messages; the face re-reads what a
-//!    change names, and re-lists everything on [`Change::Resync`].
-//!    `acquire --wait` is a loop of acquire → `HeldByOther` → wait for a
-//!    `Change::Claim` naming the key (or `Resync`) → acquire again.
-//! 5. `claimtop run` on etcd holds the claim with
-//!    `etcd::EtcdStore::keep_alive` and stops CMD when `KeepAlive::lost`
-//!    says why; on a file store it binds the claim to the child's pid and
-//!    renews a TTL claim as it does today. Releases are fenced where the
-//!    store can fence (`etcd::EtcdStore::release_fenced` with the tenure's
-//!    revision), so a `run` whose claim expired never ends a newer one.
+//! 4. The dashboard takes [`Store::changes`]: one feed of [`Change`]s
+//!    (inotify on a file root, one resumable watch on etcd) that a thread
+//!    drains into the face's own messages; the face re-reads what a change
+//!    names, and re-lists everything on [`Change::Resync`].
+//! 5. `acquire --wait` and `claimtop run` take [`Store::watch_key`]: a
+//!    wake-up whenever one key may have changed (on a file root inotify on
+//!    its lockfile plus the exit of a local holder's pid; elsewhere the
+//!    change feed filtered to the key). `crate::claims::wait` drives the
+//!    wait and the hold with nothing but these verbs: a hold renews a TTL
+//!    claim itself, or keeps a lease alive with [`Store::keep_alive`] where
+//!    the store has leases, and releases with [`Store::release_fenced`], so
+//!    a `run` whose claim expired never ends a newer one.
 //!
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
 
 pub mod file;
 pub mod url;
+pub mod wake;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
+use crate::claims::wait::Blocker;
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
     Status, Sweep,
@@ -49,6 +51,7 @@ use crate::events::tail::Event;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use url::{StoreUrl, StoreUrlError};
@@ -229,6 +232,20 @@ pub trait Changes: Send {
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError>;
 }
 
+/// Called whenever one key may have changed. Spurious calls are fine (the
+/// waiter re-reads); it must not block, as it runs on the watching thread.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// A store's watch on one key ([`Store::watch_key`]); dropping it stops it.
+pub trait KeyWatch: Send {
+    /// The key is held by `blocker` now. A store that can watch the holder
+    /// itself (the exit of a pid on this machine) starts doing so, since a
+    /// holder's death may change nothing in the store.
+    fn blocked_by(&mut self, blocker: &Blocker) {
+        let _ = blocker;
+    }
+}
+
 /// How to reach a store: the connection flags, named as `etcdctl` names them.
 #[derive(Clone, Default)]
 pub struct OpenOpts {
@@ -329,9 +346,22 @@ pub trait Store: Send {
         )))
     }
 
-    /// The lockfile root, on the file store only: its `acquire --wait` and
-    /// `run` watch the holder's pid as well as the key, which a store-wide
-    /// change feed cannot (a local holder dying changes no file).
+    /// Call `wake` whenever `key` may have changed, until the handle is
+    /// dropped (`acquire --wait`, `run`). By default [`Store::changes`]
+    /// filtered to the key, on a thread of its own: a change naming it, a
+    /// resync or a reconnect wakes; other keys and events do not.
+    fn watch_key(&self, key: &str, wake: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
+        Ok(Box::new(wake::FeedWatch::start(
+            self.changes()?,
+            key.to_string(),
+            wake,
+        )))
+    }
+
+    /// The lockfile root, on the file store only. Not for the verbs (they
+    /// all go through this trait): `doctor --fix`, `events` and `metrics`
+    /// on a file store work on claims roots (several at once, repairs
+    /// under the root), which a store URL does not name.
     fn file_root(&self) -> Option<&crate::claims::Root> {
         None
     }
