@@ -10,7 +10,7 @@ use claimtop::store::etcd::EtcdStore;
 use claimtop::store::url::EtcdTarget;
 use claimtop::store::{OpenOpts, Store, StoreUrl};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,9 @@ pub struct Member {
     pub peer_port: u16,
     child: Option<Child>,
     pub dir: tempfile::TempDir,
+    /// The command line it was first started with, to start it again on
+    /// the same ports and data dir after a kill.
+    started_with: Option<(PathBuf, Vec<std::ffi::OsString>)>,
 }
 
 impl Member {
@@ -67,6 +70,7 @@ impl Member {
             peer_port: free_port(),
             child: None,
             dir: tempfile::tempdir().expect("etcd data dir"),
+            started_with: None,
         }
     }
 
@@ -78,7 +82,7 @@ impl Member {
         format!("http://127.0.0.1:{}", self.peer_port)
     }
 
-    fn spawn(&mut self, bin: &PathBuf, cluster: &str, tls: Option<&Tls>) {
+    fn spawn(&mut self, bin: &Path, cluster: &str, tls: Option<&Tls>) {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let client = format!("{scheme}://127.0.0.1:{}", self.client_port);
         let tls_args: Vec<std::ffi::OsString> = match tls {
@@ -90,21 +94,39 @@ impl Member {
             ],
             None => Vec::new(),
         };
-        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        let mut add = |a: &[&str]| args.extend(a.iter().map(std::ffi::OsString::from));
+        add(&["--name", &self.name]);
+        add(&["--listen-client-urls", &client]);
+        add(&["--advertise-client-urls", &client]);
+        add(&["--listen-peer-urls", &self.peer_url()]);
+        add(&["--initial-advertise-peer-urls", &self.peer_url()]);
+        add(&["--initial-cluster", cluster]);
+        add(&["--initial-cluster-state", "new"]);
+        add(&["--auto-compaction-mode", "revision"]);
+        add(&["--auto-compaction-retention", "10000"]);
+        add(&["--logger", "zap", "--log-level", "error"]);
+        args.push("--data-dir".into());
+        args.push(self.dir.path().join("data").into());
+        args.extend(tls_args);
+        self.started_with = Some((bin.to_path_buf(), args));
+        self.launch();
+    }
+
+    /// Start the member's process with the command line it was planned
+    /// with. On a data dir that already holds a member, etcd ignores the
+    /// `--initial-*` flags and comes back as that member.
+    fn launch(&mut self) {
+        let Some((bin, args)) = &self.started_with else {
+            panic!("member {} was never started", self.name);
+        };
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))
+            .expect("etcd log");
         let child = Command::new(bin)
-            .args(["--name", &self.name])
-            .arg("--data-dir")
-            .arg(self.dir.path().join("data"))
-            .args(["--listen-client-urls", &client])
-            .args(["--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &self.peer_url()])
-            .args(["--initial-advertise-peer-urls", &self.peer_url()])
-            .args(["--initial-cluster", cluster])
-            .args(["--initial-cluster-state", "new"])
-            .args(["--auto-compaction-mode", "revision"])
-            .args(["--auto-compaction-retention", "10000"])
-            .args(["--logger", "zap", "--log-level", "error"])
-            .args(&tls_args)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -118,9 +140,13 @@ impl Member {
     }
 
     pub fn signal(&self, sig: i32) {
+        // Without a process, pid 0 would signal our own process group.
+        let Some(pid) = self.child.as_ref().map(|c| c.id() as i32) else {
+            return;
+        };
         // SAFETY: kill(2) on a child this handle started and still owns.
         unsafe {
-            libc::kill(self.pid(), sig);
+            libc::kill(pid, sig);
         }
     }
 
@@ -153,12 +179,21 @@ impl Member {
         panic!("etcd (pid {}) did not stop", self.pid());
     }
 
-    /// SIGKILL and reap; the member is gone for good.
+    /// SIGKILL and reap; the member stays down until [`Member::start_again`].
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+impl Member {
+    /// Start a killed member again, on the same ports and the same data
+    /// dir, as an operator restarting a crashed etcd would.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "member {} still runs", self.name);
+        self.launch();
     }
 }
 
@@ -372,6 +407,23 @@ impl Etcd {
             "etcd did not become healthy: {last}\n{}",
             logs.join("\n---\n")
         );
+    }
+
+    /// Kill member `i` with SIGKILL (no chance to flush or say goodbye),
+    /// then start it again on the same ports and data dir, and wait until
+    /// the cluster answers.
+    pub fn restart(&mut self, i: usize) {
+        self.members[i].signal(libc::SIGCONT);
+        self.members[i].kill();
+        self.members[i].start_again();
+        self.wait_healthy();
+    }
+
+    /// Start killed member `i` again (same ports, same data dir) and wait
+    /// until the cluster answers.
+    pub fn start_again(&mut self, i: usize) {
+        self.members[i].start_again();
+        self.wait_healthy();
     }
 
     /// The index of the current leader.

@@ -1,11 +1,13 @@
 //! The change feed over etcd: one watch on the whole prefix, resumed from
-//! the last revision seen after a disconnect, restarted from the oldest
-//! revision still kept (with a resync notice) after a compaction.
+//! the last revision seen after a disconnect (etcd stopped, killed and
+//! restarted, a member lost), restarted from the oldest revision still kept
+//! (with a resync notice) after a compaction, and from now (with a resync
+//! notice) when etcd comes back behind what was seen.
 
 use super::events::event_of;
 use super::Core;
 use crate::store::{Change, Changes, StoreError};
-use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions};
+use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,82 +79,150 @@ impl Changes for EtcdChanges {
 }
 
 /// How long to wait before re-opening a failed watch, doubling to a cap.
+/// The cap is how late, at worst, a feed notices that etcd is back (a
+/// dashboard's recovery): a refused connect a second costs nothing.
 const RETRY_FIRST: Duration = Duration::from_millis(200);
-const RETRY_MAX: Duration = Duration::from_secs(5);
+const RETRY_MAX: Duration = Duration::from_secs(1);
 
-async fn run(mut client: Client, layout: super::Layout, mut next: i64, tx: Sender<Raw>) {
-    let mut connected = true;
+async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Raw>) {
+    let mut at = Resume {
+        next,
+        connected: true,
+    };
     let mut backoff = RETRY_FIRST;
-    let send = |r: Raw| tx.send(r).is_ok();
     loop {
         let opts = WatchOptions::new()
             .with_prefix()
             .with_prev_key()
             .with_progress_notify()
-            .with_start_revision(next);
+            .with_start_revision(at.next);
         let why = match client.watch(layout.all(), Some(opts)).await {
             Err(e) => e.to_string(),
-            Ok(mut stream) => loop {
-                let resp = match stream.message().await {
-                    Ok(Some(r)) => r,
-                    Ok(None) => break "the watch stream ended".to_string(),
-                    Err(e) => break e.to_string(),
-                };
-                backoff = RETRY_FIRST;
-                if !connected {
-                    connected = true;
-                    let revision = resp.header().map(|h| h.revision());
-                    if !send(Raw::Change(Change::Connected { revision })) {
-                        return;
-                    }
-                }
-                if resp.compact_revision() > 0 {
-                    // What we missed is gone from history: resume from the
-                    // oldest revision kept, and have the face re-read all.
-                    let why = format!(
-                        "revision {next} was compacted (history now starts at {}); re-reading everything",
-                        resp.compact_revision()
-                    );
-                    next = resp.compact_revision();
-                    if !send(Raw::Change(Change::Resync { why })) {
-                        return;
-                    }
-                    break String::new();
-                }
-                for ev in resp.events() {
-                    let Some(kv) = ev.kv() else { continue };
-                    next = next.max(kv.mod_revision() + 1);
-                    let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
-                        (Some(_), EventType::Delete) => match ev.prev_kv() {
-                            Some(prev) => Raw::ClaimGone(prev.clone()),
-                            None => Raw::ClaimGone(kv.clone()),
-                        },
-                        (Some(key), EventType::Put) => Raw::Change(Change::Claim { key }),
-                        (None, EventType::Put)
-                            if kv.key().starts_with(layout.events().as_bytes()) =>
-                        {
-                            match event_of(kv) {
-                                Some(e) => Raw::Change(Change::Event(e)),
-                                None => continue,
-                            }
-                        }
-                        _ => continue,
+            Ok(mut stream) => {
+                let mut first = true;
+                loop {
+                    let resp = match stream.message().await {
+                        Ok(Some(r)) => r,
+                        Ok(None) => break "the watch stream ended".to_string(),
+                        Err(e) => break e.to_string(),
                     };
-                    if !send(raw) {
-                        return;
+                    match absorb(&resp, std::mem::take(&mut first), &mut at, &layout, &tx) {
+                        Step::More => backoff = RETRY_FIRST,
+                        Step::Reopen(why) => break why,
+                        Step::Closed => return,
                     }
                 }
-            },
+            }
         };
         if !why.is_empty() {
-            if connected {
-                connected = false;
-                if !send(Raw::Change(Change::Disconnected { why })) {
+            if at.connected {
+                at.connected = false;
+                if tx.send(Raw::Change(Change::Disconnected { why })).is_err() {
                     return;
                 }
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(RETRY_MAX);
         }
+    }
+}
+
+/// Where the feed stands, across the watch streams it opens.
+struct Resume {
+    /// The first revision not yet passed on.
+    next: i64,
+    /// False from a `Disconnected` until a stream answers again.
+    connected: bool,
+}
+
+/// What to do after one watch response.
+enum Step {
+    /// Go on reading this stream.
+    More,
+    /// Open a new stream from `Resume::next`: at once when the text is
+    /// empty, else after a pause, as an outage this text explains.
+    Reopen(String),
+    /// Nobody listens to the feed any more.
+    Closed,
+}
+
+/// Pass one watch response on. `first`: the stream's first answer.
+fn absorb(
+    resp: &WatchResponse,
+    first: bool,
+    at: &mut Resume,
+    layout: &super::Layout,
+    tx: &Sender<Raw>,
+) -> Step {
+    let send = |r: Raw| tx.send(r).is_ok();
+    if resp.canceled() && resp.compact_revision() <= 0 {
+        // No further events come on a canceled watch, yet the stream stays
+        // open: waiting on it would be a silent, endless outage.
+        return Step::Reopen(match resp.cancel_reason() {
+            "" => "etcd canceled the watch".to_string(),
+            why => format!("etcd canceled the watch: {why}"),
+        });
+    }
+    let revision = resp.header().map(|h| h.revision());
+    if !at.connected {
+        at.connected = true;
+        if !send(Raw::Change(Change::Connected { revision })) {
+            return Step::Closed;
+        }
+    }
+    let now = revision.unwrap_or(0);
+    if first && now > 0 && now < at.next - 1 {
+        // The store is behind what this feed has already passed on:
+        // restored from an older backup, or a new cluster on the same
+        // endpoints. Its revisions from here on name other changes, so
+        // nothing can be resumed: go on from now, and re-read everything.
+        let why = format!(
+            "etcd is at revision {now}, behind the {} already seen \
+             (restored or replaced); re-reading everything",
+            at.next - 1
+        );
+        at.next = now + 1;
+        return resync(tx, why);
+    }
+    if resp.compact_revision() > 0 {
+        // What we missed is gone from history: resume from the oldest
+        // revision kept, and have the face re-read all.
+        let why = format!(
+            "revision {} was compacted (history now starts at {}); re-reading everything",
+            at.next,
+            resp.compact_revision()
+        );
+        at.next = resp.compact_revision();
+        return resync(tx, why);
+    }
+    for ev in resp.events() {
+        let Some(kv) = ev.kv() else { continue };
+        at.next = at.next.max(kv.mod_revision() + 1);
+        let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
+            (Some(_), EventType::Delete) => match ev.prev_kv() {
+                Some(prev) => Raw::ClaimGone(prev.clone()),
+                None => Raw::ClaimGone(kv.clone()),
+            },
+            (Some(key), EventType::Put) => Raw::Change(Change::Claim { key }),
+            (None, EventType::Put) if kv.key().starts_with(layout.events().as_bytes()) => {
+                match event_of(kv) {
+                    Some(e) => Raw::Change(Change::Event(e)),
+                    None => continue,
+                }
+            }
+            _ => continue,
+        };
+        if !send(raw) {
+            return Step::Closed;
+        }
+    }
+    Step::More
+}
+
+/// Ask the face to re-read everything, then reopen the watch at once.
+fn resync(tx: &Sender<Raw>, why: String) -> Step {
+    match tx.send(Raw::Change(Change::Resync { why })) {
+        Ok(()) => Step::Reopen(String::new()),
+        Err(_) => Step::Closed,
     }
 }
