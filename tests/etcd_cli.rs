@@ -402,6 +402,42 @@ fn a_killed_and_restarted_etcd_fails_commands_meanwhile_then_serves_them_with_th
 }
 
 #[test]
+fn list_text_over_etcd_counts_the_stores_own_hazards_under_its_hazards_line() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/haz");
+    let home = tempfile::tempdir().expect("tempdir");
+    let ok = run(
+        over(home.path(), &url),
+        &["acquire", "fine", "--holder", "h", "--ttl", "2m"],
+    );
+    assert_eq!(code(&ok), 0, "{ok:?}");
+    // A claim put by hand, with no lease: the one store hazard `list` sees.
+    let (rt, mut raw) = etcd.client();
+    let rec = "schema_version: 1\nkey: bare\nholder: h\nacquired_at: 1\npid: 1\nhost: x\n";
+    rt.block_on(raw.put("/haz/claims/bare", rec, None))
+        .expect("plant a leaseless claim");
+    let json = json_of(&run(over(home.path(), &url), &["--json", "list"]));
+    let in_json = json["hazards"].as_array().map_or(0, Vec::len);
+    assert_eq!(in_json, 1, "{json}");
+    let o = run(over(home.path(), &url), &["list"]);
+    assert_eq!(code(&o), 0, "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with("hazards:"))
+        .unwrap_or_else(|| panic!("no hazards line: {text}"));
+    assert_eq!(lines[at], "1 hazards:", "{text}");
+    assert!(
+        lines[at + 1]
+            .trim_start()
+            .starts_with("etcd_claim_without_lease"),
+        "the hazard is listed under its count: {text}"
+    );
+    assert_eq!(lines.len(), at + 2, "nothing after the hazards: {text}");
+}
+
+#[test]
 fn doctor_fix_over_etcd_is_a_usage_error_rather_than_a_silent_no_op() {
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/faces");

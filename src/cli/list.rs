@@ -55,20 +55,20 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
             out.line(&row)?;
         }
     }
-    summary(
-        out,
-        sw.claims.len(),
-        sw.counts,
-        sw.hazards.iter().map(|h| (None, h)),
-    )?;
-    for h in &listing.store_hazards {
-        out.line(&format!("  {}", store_hazard_text(h)))?;
-    }
+    summary(out, sw.claims.len(), sw.counts, &hazard_lines(listing))?;
     Ok(EXIT_OK)
 }
 
 fn store_hazard_text(h: &StoreHazard) -> String {
     format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
+}
+
+/// Every hazard of a listing as a line of text, the sweep's then the
+/// store's own (etcd's), so that one count covers both.
+fn hazard_lines(listing: &Listing) -> Vec<String> {
+    let sweep = listing.sweep.hazards.iter().map(hazard_text);
+    let store = listing.store_hazards.iter().map(store_hazard_text);
+    sweep.chain(store).collect()
 }
 
 /// `doctor` of a store that is not a file root (etcd): the claims' hazards
@@ -97,13 +97,7 @@ pub fn doctor_store(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
     } else if hazards.is_empty() {
         out.line(&format!("no hazards in {}", sanitize(&place)))?;
     } else {
-        out.line(&format!("{} hazards:", hazards.len()))?;
-        for h in &listing.sweep.hazards {
-            out.line(&format!("  {}", hazard_text(h)))?;
-        }
-        for h in &listing.store_hazards {
-            out.line(&format!("  {}", store_hazard_text(h)))?;
-        }
+        hazards_text(out, &hazard_lines(&listing))?;
     }
     Ok(if hazards.is_empty() {
         EXIT_OK
@@ -129,32 +123,31 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
             out.line(&row)?;
         }
     }
-    summary(
-        out,
-        rows.len(),
-        ms.counts(),
-        ms.hazards().map(|(r, h)| (Some(r), h)),
-    )?;
+    let hazards: Vec<String> = ms
+        .hazards()
+        .map(|(r, h)| format!("{}{}", hazard_text(h), root_suffix(Some(r))))
+        .collect();
+    summary(out, rows.len(), ms.counts(), &hazards)?;
     Ok(EXIT_OK)
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
-fn summary<'a>(
-    out: &mut Out,
-    n: usize,
-    c: Counts,
-    hazards: impl Iterator<Item = (Option<&'a Path>, &'a Hazard)>,
-) -> io::Result<()> {
+fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) -> io::Result<()> {
     out.line(&format!(
         "{} claims: {} live, {} suspect, {} stale, {} corrupted",
         n, c.live, c.suspect, c.stale, c.corrupted
     ))?;
-    let hazards: Vec<_> = hazards.collect();
     if !hazards.is_empty() {
-        out.line(&format!("{} hazards:", hazards.len()))?;
-        for (root, h) in hazards {
-            out.line(&format!("  {}{}", hazard_text(h), root_suffix(root)))?;
-        }
+        hazards_text(out, hazards)?;
+    }
+    Ok(())
+}
+
+/// "N hazards:", then each hazard's line, indented.
+fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
+    out.line(&format!("{} hazards:", lines.len()))?;
+    for line in lines {
+        out.line(&format!("  {line}"))?;
     }
     Ok(())
 }
