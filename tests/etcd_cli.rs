@@ -497,6 +497,59 @@ fn run_over_etcd_holds_the_key_while_cmd_runs_and_releases_only_its_own_tenure()
 }
 
 #[test]
+fn run_over_etcd_holds_its_claim_through_a_kill_and_restart_within_the_lease() {
+    let Some(mut etcd) = Etcd::single() else {
+        return;
+    };
+    let url = etcd.url("/runrestart");
+    let home = tempfile::tempdir().expect("tempdir");
+    let marker = home.path().join("started");
+    let script = format!("touch {} && sleep 6", marker.display());
+    let holder = over(home.path(), &url)
+        .args([
+            "--json",
+            "--timeout",
+            "2s",
+            "run",
+            "k",
+            "--holder",
+            "r",
+            "--ttl",
+            "1m",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !marker.exists() {
+        assert!(Instant::now() < give_up, "CMD never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let taken = await_status(home.path(), &url, "k", Duration::from_secs(5), |s| {
+        s["state"] == "live"
+    });
+    etcd.members[0].kill();
+    std::thread::sleep(Duration::from_secs(1));
+    etcd.start_again(0);
+    let o = holder.wait_with_output().expect("run ends");
+    assert_eq!(code(&o), 0, "the claim was never lost: {o:?}");
+    let v = json_of(&o);
+    assert_eq!(v["outcome"], "exited", "{v}");
+    assert_eq!(v["release"], "released", "{v}");
+    assert_eq!(
+        v["record"]["revision"], taken["record"]["revision"],
+        "one tenure throughout: {v}"
+    );
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
+}
+
+#[test]
 fn run_over_etcd_stops_cmd_and_exits_4_when_its_claim_is_force_released() {
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/runlost");

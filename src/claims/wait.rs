@@ -304,8 +304,25 @@ impl<'s, C: Clock> Hold<'s, C> {
             kept,
             ttl_ms,
             renew_at,
-            check_at: now + HOLD_RECHECK.as_millis() as i64,
-        })
+            check_at: 0,
+        }
+        .with_recheck_from(now))
+    }
+
+    /// Schedule the slow safety re-check from `now`. A kept-alive lease
+    /// has none: each keep-alive round already checks the key is still
+    /// this tenure's, and a store read here would block the holder for
+    /// its whole timeout while the store is unreachable.
+    fn with_recheck_from(mut self, now: i64) -> Self {
+        self.recheck_from(now);
+        self
+    }
+
+    fn recheck_from(&mut self, now: i64) {
+        self.check_at = match self.kept {
+            Some(_) => i64::MAX,
+            None => now + HOLD_RECHECK.as_millis() as i64,
+        };
     }
 
     /// The record as last renewed.
@@ -328,7 +345,7 @@ impl<'s, C: Clock> Hold<'s, C> {
         let next = self
             .renew_at
             .map_or(self.check_at, |r| r.min(self.check_at));
-        let due = Duration::from_millis((next - self.clock.now_ms()).max(0) as u64);
+        let due = Duration::from_millis(next.saturating_sub(self.clock.now_ms()).max(0) as u64);
         match self.kept {
             Some(_) => due.min(LEASE_CHECK),
             None => due,
@@ -337,7 +354,7 @@ impl<'s, C: Clock> Hold<'s, C> {
 
     /// The key changed: is it still ours?
     pub fn changed(&mut self) -> Result<Option<Lost>, StoreError> {
-        self.check_at = self.clock.now_ms() + HOLD_RECHECK.as_millis() as i64;
+        self.recheck_from(self.clock.now_ms());
         let s = self.store.status(&self.record.key)?;
         Ok(self.judge(&s.outcome, s.tenure.as_ref()))
     }
@@ -445,7 +462,7 @@ mod tests {
     use crate::events::tail::Event;
     use crate::store::{Changes, LeaseInfo, Listing};
     use std::path::PathBuf;
-    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::sync::Mutex;
 
@@ -470,6 +487,8 @@ mod tests {
         lease_lost: Arc<Mutex<Option<String>>>,
         /// The revisions fenced releases named.
         fenced: Mutex<Vec<i64>>,
+        /// How many times `status` was read.
+        reads: AtomicUsize,
     }
 
     /// The fake store's keep-alive: lost when the test says so.
@@ -532,6 +551,7 @@ mod tests {
             Ok(Fenced::plain(outcome))
         }
         fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
             let record = self.claim().clone();
             let status = Status {
                 key: key.into(),
@@ -640,6 +660,7 @@ mod tests {
             tenure: Mutex::new(None),
             lease_lost: Arc::new(Mutex::new(None)),
             fenced: Mutex::new(Vec::new()),
+            reads: AtomicUsize::new(0),
         }
     }
 
@@ -655,7 +676,7 @@ mod tests {
     }
 
     #[test]
-    fn a_leased_hold_leaves_renewal_to_the_keep_alive_and_is_lost_when_the_keep_alive_ends() {
+    fn a_leased_hold_leaves_renewal_and_rechecks_to_the_keep_alive_and_is_lost_when_it_ends() {
         let clock = AtomicI64::new(0);
         let rec = record(0, Some(60_000));
         let s = store(&clock, &rec);
@@ -666,6 +687,11 @@ mod tests {
         assert!(hold.due_in() <= LEASE_CHECK, "{:?}", hold.due_in());
         assert_eq!(run_until(&mut hold, &clock, 200_000), None);
         assert!(s.renewals().is_empty(), "the record is never rewritten");
+        assert_eq!(
+            s.reads.load(Ordering::SeqCst),
+            0,
+            "the keep-alive is the re-check: no store reads on a schedule"
+        );
         *s.lease_lost.lock().expect("lost") = Some("the lease was revoked".into());
         assert_eq!(
             run_until(&mut hold, &clock, 200_500),
