@@ -145,6 +145,8 @@ pub fn acquire_waiting(
 ) -> Result<Waited, StoreError> {
     let mut told = false;
     let mut last: Option<Blocker> = None;
+    // Whether the store keeps the claim on a lease (its status has a tenure).
+    let mut leased = false;
     loop {
         let got = store.acquire(key, holder, opts)?;
         let (h, pid, host) = match got.outcome {
@@ -157,13 +159,27 @@ pub fn acquire_waiting(
             }
             AcquireOutcome::HeldByOther { holder, pid, host } => (holder, pid, host),
         };
-        // The TTL is read separately: acquire's refusal names the holder,
-        // not its deadline. A stale read only moves one re-check.
-        let status = store.status(key)?;
-        let expires_at = match &status.outcome.record {
-            Some(r) if r.holder == h => ends_at(&status.outcome, status.tenure.as_ref(), now_ms()),
-            _ => None,
+        let known = last
+            .as_ref()
+            .filter(|b| b.holder == h && b.pid == pid && b.host == host);
+        let expires_at = match known {
+            // A store with leases says when a lease ends (its key goes), so
+            // the same holder's deadline need not be read at every look.
+            Some(b) if leased => b.expires_at,
+            // The TTL is read separately: acquire's refusal names the
+            // holder, not its deadline. A stale read only moves one look.
+            _ => {
+                let status = store.status(key)?;
+                leased = status.tenure.is_some();
+                match &status.outcome.record {
+                    Some(r) if r.holder == h => {
+                        ends_at(&status.outcome, status.tenure.as_ref(), now_ms())
+                    }
+                    _ => None,
+                }
+            }
         };
+        let new_holder = known.is_none();
         let blocker = Blocker {
             holder: h,
             pid,
@@ -172,12 +188,10 @@ pub fn acquire_waiting(
         };
         // Watch first, then say so: whoever reads the line may act on it.
         // Only a new holder is news: the same one re-read is not.
-        if last.as_ref().map(|b| (&b.holder, b.pid, &b.host))
-            != Some((&blocker.holder, blocker.pid, &blocker.host))
-        {
+        if new_holder {
             wakeups.blocked_by(&blocker);
-            last = Some(blocker.clone());
         }
+        last = Some(blocker.clone());
         if !told {
             on_block(&blocker);
             told = true;
@@ -882,20 +896,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_waiter_says_whom_it_waits_for_once_and_acquires_once_the_key_is_freed() {
-        let clock = AtomicI64::new(0);
-        let s = held_by_other(&clock);
+    /// A wait by `h`, woken by a change, a timeout, then the key's release.
+    fn freed_at_the_third_wake(s: &FakeStore<'_>) -> Run {
         let free = || *s.claim() = None;
-        let run = wait_as_h(
-            &s,
+        wait_as_h(
+            s,
             vec![
                 (Wake::Changed, Box::new(|| {})),
                 (Wake::TimedOut, Box::new(|| {})),
                 (Wake::Changed, Box::new(free)),
             ],
             None,
-        );
+        )
+    }
+
+    #[test]
+    fn a_waiter_says_whom_it_waits_for_once_and_acquires_once_the_key_is_freed() {
+        let clock = AtomicI64::new(0);
+        let s = held_by_other(&clock);
+        let run = freed_at_the_third_wake(&s);
         assert!(matches!(run.waited, Waited::Acquired { ref record, .. } if record.holder == "h"));
         assert_eq!(run.waits, 3);
         assert_eq!(run.told.len(), 1, "one line, not one per wake-up");
@@ -905,6 +924,24 @@ mod tests {
             Some(60_000),
             "the deadline comes from the record"
         );
+    }
+
+    #[test]
+    fn a_waiter_reads_a_leased_holders_deadline_once_and_a_lockfiles_at_every_look() {
+        for (on_lease, reads) in [(true, 1), (false, 3)] {
+            let clock = AtomicI64::new(0);
+            let s = held_by_other(&clock);
+            if on_lease {
+                *s.tenure.lock().expect("tenure") = Some(leased(3));
+            }
+            let run = freed_at_the_third_wake(&s);
+            assert!(matches!(run.waited, Waited::Acquired { .. }));
+            assert_eq!(
+                s.reads.load(Ordering::SeqCst),
+                reads,
+                "on a lease: {on_lease}"
+            );
+        }
     }
 
     #[test]

@@ -230,6 +230,13 @@ pub trait Kept: Send {
 pub trait Changes: Send {
     /// The next change, or `Ok(None)` when `timeout` passes without one.
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError>;
+
+    /// A handle that ends the feed from another thread, so that a `next`
+    /// blocked there returns at once (with [`StoreError::FeedClosed`]).
+    /// None: the feed ends only when dropped, between two `next`s.
+    fn closer(&self) -> Option<Box<dyn FnOnce() + Send>> {
+        None
+    }
 }
 
 /// Called whenever one key may have changed. Spurious calls are fine (the

@@ -16,14 +16,19 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long the feed's thread waits for a change before it looks whether
-/// it has been told to stop: the most a drop of the watch waits for it.
+/// it has been told to stop, when the feed cannot be closed from outside:
+/// the most a drop of the watch then waits for it.
 const FEED_POLL: Duration = Duration::from_millis(50);
+/// The same, for a feed that can be closed from outside (the drop closes
+/// it): only a backstop, so an idle waiter's thread is all but asleep.
+const FEED_POLL_CLOSABLE: Duration = Duration::from_secs(5);
 
 /// A change feed drained on a thread of its own, waking on what concerns
 /// one key. Dropping it stops and joins the thread, so the feed (and the
 /// store connection it holds) is gone when the drop returns.
 pub struct FeedWatch {
     stop: Arc<AtomicBool>,
+    closer: Option<Box<dyn FnOnce() + Send>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -31,9 +36,14 @@ impl FeedWatch {
     pub fn start(mut feed: Box<dyn Changes>, key: String, wake: Wake) -> FeedWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
+        let closer = feed.closer();
+        let poll = match closer {
+            Some(_) => FEED_POLL_CLOSABLE,
+            None => FEED_POLL,
+        };
         let thread = std::thread::spawn(move || {
             while !stopped.load(Ordering::Relaxed) {
-                match feed.next(FEED_POLL) {
+                match feed.next(poll) {
                     Ok(Some(change)) if concerns(&change, &key) => wake(),
                     Ok(_) => {}
                     // The feed has ended: one last look, then the waiter's
@@ -47,6 +57,7 @@ impl FeedWatch {
         });
         FeedWatch {
             stop,
+            closer,
             thread: Some(thread),
         }
     }
@@ -67,6 +78,11 @@ impl KeyWatch for FeedWatch {}
 impl Drop for FeedWatch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // A waiter that got its key exits right after this: it must not
+        // wait out the thread's poll.
+        if let Some(close) = self.closer.take() {
+            close();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

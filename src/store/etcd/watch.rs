@@ -76,6 +76,13 @@ impl Changes for EtcdChanges {
             Err(RecvTimeoutError::Disconnected) => Err(StoreError::FeedClosed),
         }
     }
+
+    /// Aborting the watch task drops its sender, which ends a `next`
+    /// blocked on the other end at once.
+    fn closer(&self) -> Option<Box<dyn FnOnce() + Send>> {
+        let task = self.task.abort_handle();
+        Some(Box::new(move || task.abort()))
+    }
 }
 
 /// How long to wait before re-opening a failed watch, doubling to a cap.
