@@ -489,11 +489,17 @@ fn run_over_etcd_holds_the_key_while_cmd_runs_and_releases_only_its_own_tenure()
     assert_eq!(v["release"], "released", "{v}");
     let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
     assert_eq!(s["state"], "free", "{s}");
+    let marker = home.path().join("ran");
+    let touch = format!("touch {}", marker.display());
     let no_ttl = run(
         over(home.path(), &url),
-        &["run", "k", "--holder", "r", "--", "true"],
+        &["run", "k", "--holder", "r", "--", "sh", "-c", &touch],
     );
     assert_eq!(code(&no_ttl), 2, "a lease needs a TTL: {no_ttl:?}");
+    assert!(
+        !marker.exists(),
+        "CMD must not start when the claim cannot be taken"
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED, EXIT_ERROR
 use super::wait::{deadline, say_blocked, Feed, Msg};
 use crate::claims::wait::{self, Hold, Lost, SystemClock, Waited};
 use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome};
-use crate::store::{Store, Tenure};
+use crate::store::{Store, StoreError, Tenure};
 use clap::Args;
 use serde_json::{json, Value};
 use std::ffi::{CString, OsString};
@@ -52,6 +52,9 @@ pub struct RunArgs {
 pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
+    }
+    if a.ttl.is_none() && store.leased() {
+        return super::claim_cmds::store_error(out, StoreError::TtlRequired);
     }
     // Forked before the feed starts its threads, so on a file store the
     // child runs only our own code until it execs. A store's client may

@@ -297,6 +297,12 @@ pub const DEFAULT_EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600
 pub trait Store: Send {
     /// The store URL, for headers and `"store"` in JSON.
     fn url(&self) -> String;
+    /// Does every claim here live on a lease (and so need a TTL)? Asked
+    /// before anything is started on a claim's behalf, so `run` can refuse
+    /// a TTL-less claim before it forks CMD.
+    fn leased(&self) -> bool {
+        false
+    }
     fn acquire(
         &self,
         key: &str,

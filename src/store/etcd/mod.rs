@@ -145,6 +145,10 @@ impl Store for EtcdStore {
         self.core.url.clone()
     }
 
+    fn leased(&self) -> bool {
+        true
+    }
+
     fn acquire(
         &self,
         key: &str,
