@@ -10,6 +10,7 @@ use super::app::{
 };
 use super::keys::{self, Cmd, Pane};
 use super::logview;
+use super::roots::RootSet;
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
@@ -79,6 +80,7 @@ pub fn update(app: &mut App, action: Action) -> bool {
             app.quit = true;
             false
         }
+        Action::InRoot(i, inner) => super::roots_update::in_root(app, i, *inner),
     }
 }
 
@@ -150,24 +152,19 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     } = swept;
     app.claims.learn(&pids);
     app.claims.changed();
+    if app.roots.is_several() {
+        let Some(i) = app.roots.position(&sweep.root) else {
+            return false;
+        };
+        return super::roots_update::apply_root_sweep(app, i, sweep, problem);
+    }
     let mut set = ClaimSet::default();
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
         set.by_path.insert(path, s);
     }
     set.recount();
-    // Claims that are hazards are counted from the claims themselves, which
-    // reads keep current between sweeps.
-    let hazards: Vec<_> = sweep
-        .hazards
-        .into_iter()
-        .filter(|h| {
-            !matches!(
-                h.kind,
-                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
-            )
-        })
-        .collect();
+    let hazards = sweep_only_hazards(sweep.hazards);
     let c = &mut app.claims;
     let problem_moved = c.problem != problem;
     c.problem = problem;
@@ -182,12 +179,37 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     true
 }
 
+/// The hazards a sweep found that are not claims. Claims that are hazards
+/// are counted from the claims themselves, which reads keep current
+/// between sweeps.
+pub(super) fn sweep_only_hazards(
+    hazards: Vec<crate::claims::Hazard>,
+) -> Vec<crate::claims::Hazard> {
+    hazards
+        .into_iter()
+        .filter(|h| {
+            !matches!(
+                h.kind,
+                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
+            )
+        })
+        .collect()
+}
+
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
+    on_events_in(app, None, lines)
+}
+
+/// New lines of one log: root `root`'s of several, or the only one's.
+pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -> bool {
     // Lines arriving means the log is readable again.
     let recovered = !lines.is_empty() && app.events.error.take().is_some();
     let mut shown = 0usize;
     for line in lines {
-        let row: &EventRow = app.events.ring.push(line);
+        let row: &EventRow = match root {
+            Some(i) => app.events.ring.push_in(i, line),
+            None => app.events.ring.push(line),
+        };
         if app
             .events
             .view
@@ -373,12 +395,12 @@ fn too_small_key(app: &mut App, ev: KeyEvent) -> bool {
 
 /// `q`: quit, unless claims taken here would be orphaned by it — then ask.
 fn request_quit(app: &mut App) -> bool {
-    let keys = app.own_claims();
+    let (roots, keys): (Vec<usize>, Vec<String>) = app.own_claims_by_root().into_iter().unzip();
     if keys.is_empty() {
         app.quit = true;
         return false;
     }
-    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys }));
+    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys, roots }));
     true
 }
 
@@ -500,7 +522,12 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::SortNext => {
-            app.table.sort.column = app.table.sort.column.next();
+            let col = app.table.sort.column;
+            app.table.sort.column = if app.roots.is_several() {
+                col.next_of_several()
+            } else {
+                col.next()
+            };
             app.table.sort.reverse = false;
             app.rebuild_rows();
             scroll_into_view(app);
@@ -520,6 +547,7 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 reason: "".into(),
                 field: 0,
                 error: None,
+                root: super::roots_update::root_field(app),
             }));
             true
         }
@@ -740,12 +768,14 @@ fn start_release(app: &mut App) -> bool {
         return true;
     };
     let key = s.key.clone();
+    let root = app.roots.of(s);
     match &s.record {
         Some(r) if r.holder == app.operator => {
-            app.pending.push(Op::Release {
+            let op = Op::Release {
                 key: key.clone(),
                 holder: r.holder.clone(),
-            });
+            };
+            app.pending.push(app.roots.route(root, op));
             app.say(Level::Info, format!("releasing {key}…"));
         }
         Some(r) => {
@@ -788,6 +818,7 @@ fn start_renew(app: &mut App) -> bool {
         ),
     };
     app.overlays.dialog = Some(Dialog::Renew(RenewForm {
+        root: app.roots.of(s),
         key: s.key.clone(),
         holder: r.holder.clone(),
         pid: r.pid,
@@ -808,6 +839,7 @@ fn start_force(app: &mut App) -> bool {
     };
     let rec = s.record.as_ref();
     app.overlays.dialog = Some(Dialog::ForceRelease(ForceConfirm {
+        root: app.roots.of(s),
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
         pid: rec.map(|r| r.pid),
@@ -834,11 +866,22 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
         return false;
     };
     let (next, op) = match dialog {
-        Dialog::Acquire(f) => acquire_key(f, &ev),
-        Dialog::Renew(f) => renew_key(f, &ev, &app.operator),
-        Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
+        Dialog::Acquire(f) => acquire_key(f, &ev, &app.roots),
+        Dialog::Renew(f) => {
+            let root = f.root;
+            let (next, op) = renew_key(f, &ev, &app.operator);
+            (next, op.map(|op| app.roots.route(root, op)))
+        }
+        Dialog::ForceRelease(f) => {
+            let root = f.root;
+            let (next, op) = force_key(f, &ev, &app.operator);
+            (next, op.map(|op| app.roots.route(root, op)))
+        }
         Dialog::Quit(q) => return quit_key(app, q, &ev),
         Dialog::Clean(c) => match ev.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
+                return super::roots_update::clean_each_root(app, &c);
+            }
             KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Op::Clean)),
             _ => (Some(Dialog::Clean(c)), None),
         },
@@ -857,11 +900,13 @@ fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent) -> bool {
     match ev.code {
         KeyCode::Char('r') | KeyCode::Char('R') => {
             let n = q.keys.len();
-            for key in q.keys {
-                app.pending.push(Op::Release {
+            for (i, key) in q.keys.into_iter().enumerate() {
+                let op = Op::Release {
                     key,
                     holder: app.operator.clone(),
-                });
+                };
+                let root = q.roots.get(i).copied().unwrap_or(0);
+                app.pending.push(app.roots.route(root, op));
             }
             app.quit_after = Some(n);
             app.say(
@@ -891,18 +936,24 @@ fn plural(n: usize) -> &'static str {
 
 type Step = (Option<Dialog>, Option<Op>);
 
-fn acquire_key(mut f: AcquireForm, ev: &KeyEvent) -> Step {
+fn acquire_key(mut f: AcquireForm, ev: &KeyEvent, roots: &RootSet) -> Step {
+    let n = f.field_count();
     match ev.code {
-        KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % 4,
-        KeyCode::BackTab | KeyCode::Up => f.field = (f.field + 3) % 4,
+        KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % n,
+        KeyCode::BackTab | KeyCode::Up => f.field = (f.field + n - 1) % n,
         KeyCode::Enter => {
-            return match acquire_op(&f) {
+            let routed = acquire_op(&f).and_then(|op| match &f.root {
+                Some(typed) => super::roots_update::chosen_root(roots, typed.value())
+                    .map(|i| roots.route(i, op)),
+                None => Ok(op),
+            });
+            return match routed {
                 Ok(op) => (None, Some(op)),
                 Err(e) => {
                     f.error = Some(e);
                     (Some(Dialog::Acquire(f)), None)
                 }
-            }
+            };
         }
         _ => {
             if f.field_mut().key(ev) {

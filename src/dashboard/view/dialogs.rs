@@ -17,9 +17,12 @@ use std::borrow::Cow;
 
 pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme) {
     let (title, lines) = match d {
-        Dialog::Acquire(f) => (" acquire a key ", acquire(f, theme)),
-        Dialog::Renew(f) => (" renew a claim ", renew(f, app, theme)),
-        Dialog::ForceRelease(f) => (" force-release ", force(f, theme)),
+        Dialog::Acquire(f) => (" acquire a key ", acquire(f, app, theme)),
+        Dialog::Renew(f) => (
+            " renew a claim ",
+            in_root(app, f.root, renew(f, app, theme)),
+        ),
+        Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
         Dialog::Quit(q) => (" quit ", quit(q, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
     };
@@ -64,13 +67,29 @@ fn error_line<'a>(theme: &Theme, e: &'a Option<String>) -> Option<Line<'a>> {
         .map(|e| Line::styled(format!("✖ {}", safe(e)), theme.error()))
 }
 
-fn acquire<'a>(f: &'a AcquireForm, theme: &Theme) -> Vec<Line<'a>> {
+/// With several roots, a verb's dialog says first which root it acts on.
+fn in_root<'a>(app: &App, root: usize, mut lines: Vec<Line<'a>>) -> Vec<Line<'a>> {
+    if app.roots.is_several() {
+        let value = super::roots::detail_value(app, root);
+        lines.insert(0, row(&Theme { color: app.color }, "root", value));
+    }
+    lines
+}
+
+fn acquire<'a>(f: &'a AcquireForm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     let mut out: Vec<Line> = AcquireForm::LABELS
         .iter()
         .zip(f.fields())
         .enumerate()
         .map(|(i, (name, value))| input(theme, name, value, i == f.field))
         .collect();
+    if let Some(root) = &f.root {
+        out.push(input(theme, "root", root, f.field == 4));
+        out.push(Line::styled(
+            format!("roots: {}", safe(&app.roots.labels().join(", "))),
+            theme.dim(),
+        ));
+    }
     out.push(Line::styled(
         "TTL: 1h, 30m, 90s (60s–24h); empty = PID-bound to this dashboard",
         theme.dim(),

@@ -95,7 +95,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }
-    let mut lines: Vec<Line> = window.into_iter().map(|e| row(e, theme)).collect();
+    let several = app.roots.is_several();
+    let mut lines: Vec<Line> = window
+        .into_iter()
+        .map(|e| {
+            let mut line = row(e, theme);
+            if several {
+                line.spans
+                    .insert(0, super::roots::event_root(app, e.root, theme));
+            }
+            line
+        })
+        .collect();
     if lines.is_empty() {
         lines.push(Line::styled(
             match &app.events.error {

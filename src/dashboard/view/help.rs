@@ -249,7 +249,13 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
 }
 
 fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
-    let hazards = app.claims.hazards();
+    let mut hazards = app.claims.hazards();
+    let several = app.roots.is_several();
+    if several {
+        // Root by root (stable: each root's keep their severity order).
+        hazards.sort_by_key(|h| app.roots.of_path(&h.path));
+    }
+    let mut root_shown = None;
     let mut lines = Vec::new();
     if hazards.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
@@ -258,6 +264,15 @@ fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stat
     // would start continuation lines at the left border.
     let room = (width.saturating_sub(2) as usize).saturating_sub(INDENT.len());
     for h in &hazards {
+        let root = app.roots.of_path(&h.path);
+        if several && root != root_shown {
+            root_shown = root;
+            let name = root.map_or_else(
+                || "(no root)".into(),
+                |i| super::roots::detail_value(app, i),
+            );
+            lines.push(Line::styled(format!(" root {name}"), theme.label()));
+        }
         let path = safe_path(&h.path);
         for (i, piece) in super::detail::wrap(&path, room).into_iter().enumerate() {
             let label = if i == 0 { h.kind.as_str() } else { "" };
