@@ -612,12 +612,14 @@ impl EventRing {
         row.root = root;
         self.next_seq += 1;
         // The envelope's `ts` is fixed-width UTC, so text order is time
-        // order; a line without one stays where it arrived.
+        // order. A line without one (unparseable) stays where it arrived,
+        // and another root's such line is no landmark: it is passed over.
         let mut at = self.rows.len();
         if !row.ts.is_empty() {
             while at > 0 {
                 let before = &self.rows[at - 1];
-                if before.root == root || before.ts.is_empty() || before.ts <= row.ts {
+                let later = before.ts.is_empty() || before.ts > row.ts;
+                if before.root == root || !later {
                     break;
                 }
                 at -= 1;

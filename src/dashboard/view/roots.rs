@@ -104,6 +104,9 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             theme.label(),
         )];
         for (i, c) in counts.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" ·", theme.dim()));
+            }
             spans.push(Span::styled(
                 format!(" {} ", safe(app.roots.label(i))),
                 theme.key(),

@@ -150,7 +150,9 @@ pub fn widths(
     }
     // Then the fixed-format columns, the deadline first: it is what an
     // operator reads next after who holds what.
+    // (With several roots, the root first: a row means little without it.)
     for c in [
+        Column::Root,
         Column::Ttl,
         Column::Age,
         Column::Pid,
