@@ -36,9 +36,13 @@ const SIZE: (u16, u16) = (160, 48);
 const IDLE_SETTLE: Duration = Duration::from_secs(3);
 
 fn main() {
-    if std::env::var(WORKER_ENV).is_ok() {
+    if let Ok(mode) = std::env::var(WORKER_ENV) {
         let args: Vec<String> = std::env::args().skip(1).collect();
-        if let Err(e) = idle_worker(&args) {
+        let run = match mode.as_str() {
+            "profile" => profile(&args),
+            _ => idle_worker(&args),
+        };
+        if let Err(e) = run {
             eprintln!("worker: {e}");
             std::process::exit(1);
         }
@@ -162,6 +166,8 @@ fn run(quick: bool) -> Res<Vec<String>> {
     let samples = if quick { 6 } else { 90 };
     let opts = AcquireOpts::default();
     let (mut lat, mut not_seen) = (Vec::new(), 0);
+    // The main loop's own CPU per change: the model's update, then the frame.
+    let (mut cpu_update, mut cpu_draw) = (Vec::new(), Vec::new());
     for i in 0..samples {
         let root = &roots[i % ROOTS];
         let key = format!("fig12:new-{i}");
@@ -172,20 +178,27 @@ fn run(quick: bool) -> Res<Vec<String>> {
         acquire(root, &key, "pty:fig12", &opts)?;
         let deadline = t + Duration::from_secs(2);
         let mut shown = false;
+        let (mut upd, mut drw) = (Duration::ZERO, Duration::ZERO);
         while !shown && Instant::now() < deadline {
             let mut dirty = false;
+            let c = thread_cpu();
             pump(
                 &mut app,
                 &rx,
                 deadline.saturating_duration_since(Instant::now()),
                 &mut dirty,
             );
+            upd += thread_cpu() - c;
             if dirty {
+                let c = thread_cpu();
                 term.draw(|f| view::draw(f, &app))?;
+                drw += thread_cpu() - c;
                 shown = app.table.rows.iter().any(|p| **p == *path);
             }
         }
         if shown {
+            cpu_update.push(upd);
+            cpu_draw.push(drw);
             lat.push(t.elapsed());
         } else {
             not_seen += 1;
@@ -202,8 +215,10 @@ fn run(quick: bool) -> Res<Vec<String>> {
         verdict(ok, "fig12a", &mut missed)
     ));
     say(format!(
-        "    acquire of a new key (temp + link + event) until a 160x48 frame is drawn with it; notify debounce {} ms",
-        watch::DEBOUNCE.as_millis()
+        "    acquire of a new key (temp + link + event) until a 160x48 frame is drawn with it; notify debounce {} ms; main-loop CPU per change: update {} + frame {} (medians)",
+        watch::DEBOUNCE.as_millis(),
+        fmt_d(median(&cpu_update)),
+        fmt_d(median(&cpu_draw))
     ));
 
     // 12b: each change re-read exactly once, by its own root's collector.
@@ -332,6 +347,49 @@ fn idle_worker(args: &[String]) -> Res<()> {
         count(Counters::reads) - reads0,
         count(Counters::rescans) - sweeps0,
         first_frame.as_millis()
+    );
+    Ok(())
+}
+
+/// For profilers (`CLAIMTOP_BENCH_WORKER=profile roots N`): three roots of N
+/// lockfiles, then nothing but the main loop's work for one change (a
+/// re-read, its update) and one 160x48 frame, 200 times, on one thread.
+fn profile(args: &[String]) -> Res<()> {
+    let n: usize = args.first().ok_or("usage: N")?.parse()?;
+    let sleepers = Sleepers::spawn(LIVE_HOLDERS)?;
+    let dead = dead_pids(DEAD_HOLDERS);
+    let fixtures: Vec<ClaimsFixture> = (0..ROOTS)
+        .map(|_| claims_fixture(n, &sleepers, &dead))
+        .collect::<Res<_>>()?;
+    let roots: Vec<Root> = fixtures.iter().map(|f| f.root.clone()).collect();
+    let mut app = app_over(&roots);
+    let mut collectors: Vec<_> = roots
+        .iter()
+        .map(|r| claimtop::dashboard::collect::Collector::local(r.clone(), now_ms()))
+        .collect();
+    for c in &mut collectors {
+        update(&mut app, c.rescan());
+    }
+    let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1))?;
+    eprintln!("fixture ready");
+    let (mut upd, mut drw) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..200 {
+        let r = i % ROOTS;
+        let key = format!("prof:{i}");
+        acquire(&roots[r], &key, "pty:prof", &AcquireOpts::default())?;
+        let t = thread_cpu();
+        if let Some(a) = collectors[r].read(&[roots[r].lockfile(&key)]) {
+            update(&mut app, a);
+        }
+        let t2 = thread_cpu();
+        term.draw(|f| view::draw(f, &app))?;
+        upd += t2 - t;
+        drw += thread_cpu() - t2;
+    }
+    eprintln!(
+        "per change: update {} frame {}",
+        fmt_d(upd / 200),
+        fmt_d(drw / 200)
     );
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 use super::action::Op;
 use crate::claims::{Counts, Root, Status};
-use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The roots in the order they were named; the first is the one a
@@ -72,12 +72,7 @@ impl RootSet {
     /// The root whose claims dir holds the entry `path` (a lockfile, a
     /// mutex, a temp file), or whose tree holds it (an archive dir).
     pub fn of_path(&self, path: &Path) -> Option<usize> {
-        let parent = path.parent();
-        if let Some(i) = self
-            .claims_dirs
-            .iter()
-            .position(|d| Some(d.as_path()) == parent)
-        {
+        if let Some(i) = self.claims_dirs.iter().position(|d| is_entry_of(d, path)) {
             return Some(i);
         }
         // Roots may nest: the deepest one that holds the path owns it.
@@ -132,19 +127,22 @@ impl RootSet {
     /// Counts per root over `claims`, in root order.
     pub fn counts<'a>(&self, claims: impl Iterator<Item = &'a Status>) -> Vec<Counts> {
         let mut out = vec![Counts::default(); self.len()];
-        // Lockfiles of one root share one parent: one lookup per parent.
-        let mut seen: HashMap<&Path, usize> = HashMap::new();
         for s in claims {
-            let Some(parent) = s.file.parent() else {
-                continue;
-            };
-            let i = *seen
-                .entry(parent)
-                .or_insert_with(|| self.of_path(&s.file).unwrap_or(0));
-            out[i].add(s.state);
+            out[self.of(s)].add(s.state);
         }
         out
     }
+}
+
+/// Is `path` an entry directly in `dir`? Compared as bytes: the header
+/// asks this of every claim on every frame, and hashing or parsing paths
+/// into components costs milliseconds over 30 000 claims.
+fn is_entry_of(dir: &Path, path: &Path) -> bool {
+    let (d, p) = (dir.as_os_str().as_bytes(), path.as_os_str().as_bytes());
+    p.len() > d.len() + 1
+        && p.starts_with(d)
+        && p[d.len()] == b'/'
+        && !p[d.len() + 1..].contains(&b'/')
 }
 
 /// The root directory a lockfile lives in: `<root>/.fno/claims/<file>`.

@@ -90,11 +90,20 @@ pub fn update(app: &mut App, action: Action) -> bool {
 /// went, pid facts.
 pub fn on_read(app: &mut App, r: Read) -> bool {
     app.claims.learn(&r.pids);
-    let mut changed = false;
+    let mut moved: Vec<Arc<Path>> = Vec::new();
+    let mut narrows = false;
     for s in r.claims {
         app.claims.changed();
         let path = s.file.clone();
-        changed |= put(&mut app.claims.live, &path, s);
+        let held = app
+            .claims
+            .live
+            .get(&path)
+            .is_some_and(|old| app.table.widest.held_by(old));
+        if app.claims.live.put(&path, s) {
+            narrows |= held;
+            moved.push(Arc::from(path.as_path()));
+        }
     }
     let hazards = &mut app.claims.sweep_hazards;
     let before = hazards.len();
@@ -106,38 +115,25 @@ pub fn on_read(app: &mut App, r: Read) -> bool {
             hazards_moved = true;
         }
     }
-    data_changed(app, changed) || (hazards_moved && !app.paused())
+    rows_changed(app, &moved, narrows) || (hazards_moved && !app.paused())
 }
 
-/// Store (or drop, when free) one claim; true when it changed.
-fn put(set: &mut ClaimSet, path: &Path, s: Status) -> bool {
-    if s.state == ClaimState::Free {
-        return set.by_path.remove(path).is_some();
-    }
-    match set.by_path.get_mut(path) {
-        Some(old) if *old == s => false,
-        Some(old) => {
-            *old = s;
-            true
-        }
-        None => {
-            set.by_path.insert(Arc::from(path), s);
-            true
-        }
-    }
-}
+/// Most changed claims placed one by one; a bigger batch re-sorts.
+const REPOSITION_MAX: usize = 64;
 
-/// After the live claims changed: recount, and re-sort unless the view is
-/// frozen. Redraw only when the shown view moved.
-fn data_changed(app: &mut App, changed: bool) -> bool {
-    if !changed {
+/// After these live claims changed (their counts are kept by `put`): move
+/// just them to their sorted places unless the view is frozen, or rebuild
+/// when many moved or a column may have narrowed. Redraw only when the
+/// shown view moved.
+fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
+    if moved.is_empty() || app.paused() {
         return false;
     }
-    app.claims.live.recount();
-    if app.paused() {
-        return false;
+    if narrows || moved.len() > REPOSITION_MAX {
+        app.rebuild_rows();
+    } else {
+        app.reposition_rows(moved);
     }
-    app.rebuild_rows();
     scroll_into_view(app);
     select_arrived(app);
     true

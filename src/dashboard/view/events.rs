@@ -60,7 +60,8 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     if app.events.browse.active {
-        return super::browse::draw(frame, area, &app.events.browse, focused, theme);
+        super::browse::draw(frame, area, &app.events.browse, focused, theme);
+        return super::roots::log_root_note(frame, area, app, theme);
     }
     let cap = area.height.saturating_sub(1) as usize;
     let view = &app.events.view;

@@ -49,6 +49,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             app.local_time,
             &theme,
         );
+        roots::log_root_note(frame, area, app, &theme);
         if let Some(d) = &app.overlays.dialog {
             dialogs::draw(frame, area, d, app, &theme);
         }

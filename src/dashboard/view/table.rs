@@ -398,10 +398,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        title.push(Span::styled(
-            " · no claims under this root yet",
-            theme.dim(),
-        ));
+        let empty = if app.roots.is_several() {
+            " · no claims under these roots yet"
+        } else {
+            " · no claims under this root yet"
+        };
+        title.push(Span::styled(empty, theme.dim()));
     } else if app.table.rows.is_empty() {
         title.push(Span::styled(" · nothing matches the filter", theme.dim()));
         if let Some(why) = app.table.filter.why_nothing() {
