@@ -8,7 +8,7 @@
 //! names the roots for a person and routes each verb to the right one.
 
 use super::action::Op;
-use crate::claims::{Counts, Root, Status};
+use crate::claims::{Root, Status};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -123,20 +123,10 @@ impl RootSet {
             op
         }
     }
-
-    /// Counts per root over `claims`, in root order.
-    pub fn counts<'a>(&self, claims: impl Iterator<Item = &'a Status>) -> Vec<Counts> {
-        let mut out = vec![Counts::default(); self.len()];
-        for s in claims {
-            out[self.of(s)].add(s.state);
-        }
-        out
-    }
 }
 
-/// Is `path` an entry directly in `dir`? Compared as bytes: the header
-/// asks this of every claim on every frame, and hashing or parsing paths
-/// into components costs milliseconds over 30 000 claims.
+/// Is `path` an entry directly in `dir`? Compared as bytes: asked of many
+/// claims at a time, and parsing paths into components is slower.
 fn is_entry_of(dir: &Path, path: &Path) -> bool {
     let (d, p) = (dir.as_os_str().as_bytes(), path.as_os_str().as_bytes());
     p.len() > d.len() + 1

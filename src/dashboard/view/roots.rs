@@ -70,7 +70,12 @@ pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The header's second line with several roots: each root's label and
 /// counts, shortened until it fits `width`.
 pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
-    let counts = app.roots.counts(app.shown().by_path.values());
+    let shown = app.shown();
+    let counts: Vec<Counts> = app
+        .roots
+        .iter()
+        .map(|r| shown.counts_in(&r.claims_dir()))
+        .collect();
     let problems = &app.claims.problems;
     let full = |i: usize, c: &Counts| -> String {
         if problems.get(i).is_some_and(Option::is_some) {
