@@ -717,6 +717,18 @@ pub struct EventsView {
     pub new_while_scrolled: usize,
     /// Show only this key's events.
     pub key: Option<String>,
+    /// ... of this root's log, with several roots (the same key in another
+    /// root is another claim).
+    pub key_root: Option<usize>,
+}
+
+impl EventsView {
+    /// Does the pane, filtered or not, show `row`?
+    pub fn shows(&self, row: &EventRow) -> bool {
+        self.key.as_deref().is_none_or(|k| {
+            row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
+        })
+    }
 }
 
 pub use super::input::TextInput as Input;
@@ -732,8 +744,9 @@ pub struct AcquireForm {
     pub field: usize,
     pub error: Option<String>,
     /// With several roots: which root to acquire in, typed as its label
-    /// (a fifth field, offered as the selected row's root).
-    pub root: Option<Input>,
+    /// (a fifth field, offered as the selected row's root). Boxed: most
+    /// dashboards have one root and never show it.
+    pub root: Option<Box<Input>>,
 }
 
 impl AcquireForm {
@@ -1320,13 +1333,13 @@ impl App {
             .frozen
             .as_ref()
             .map_or(u64::MAX, |f| f.events_seq);
-        let key = self.events.view.key.as_deref();
+        let view = &self.events.view;
         self.events
             .ring
             .rows
             .iter()
             .filter(move |r| r.seq < upto)
-            .filter(move |r| key.is_none_or(|k| r.key.as_deref() == Some(k)))
+            .filter(move |r| view.shows(r))
     }
 
     /// The last [`DETAIL_HISTORY`] events of `key`, oldest first.

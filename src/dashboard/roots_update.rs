@@ -107,12 +107,12 @@ pub fn apply_root_sweep(
 
 /// The acquire form's root field: offered as the selected row's root, and
 /// there only when there is a choice to make.
-pub fn root_field(app: &App) -> Option<super::app::Input> {
+pub fn root_field(app: &App) -> Option<Box<super::app::Input>> {
     if !app.roots.is_several() {
         return None;
     }
     let i = app.selected_status().map_or(0, |s| app.roots.of(s));
-    Some(app.roots.label(i).into())
+    Some(Box::new(app.roots.label(i).into()))
 }
 
 /// The root an operator typed into the acquire form, or why it is none.

@@ -206,13 +206,7 @@ pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -
             Some(i) => app.events.ring.push_in(i, line),
             None => app.events.ring.push(line),
         };
-        if app
-            .events
-            .view
-            .key
-            .as_deref()
-            .is_none_or(|k| row.key.as_deref() == Some(k))
-        {
+        if app.events.view.shows(row) {
             shown += 1;
         }
     }
@@ -563,7 +557,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             if app.events.view.key.is_some() {
                 app.events.view.key = None;
             } else if let Some(s) = app.selected_status() {
+                let root = app.roots.is_several().then(|| app.roots.of(s));
                 app.events.view.key = Some(s.key.clone());
+                app.events.view.key_root = root;
             } else {
                 app.say(Level::Info, "no claim selected to filter the events by");
             }

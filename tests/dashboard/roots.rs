@@ -287,6 +287,18 @@ fn the_detail_pane_names_the_root_in_full_and_shows_that_roots_history() {
     assert_eq!(history, 1, "root A's build:web events are another claim's");
 }
 
+#[test]
+fn f_shows_the_selected_claims_events_from_its_own_root_only() {
+    let mut app = three_roots(160, 48);
+    select_in(&mut app, "build:web", "ana/api");
+    update(&mut app, key('f'));
+    let shown: Vec<(String, usize)> = app
+        .shown_events()
+        .map(|e| (e.key.clone().unwrap_or_default(), e.root))
+        .collect();
+    assert_eq!(shown, [("build:web".to_string(), 1)]);
+}
+
 // ------------------------------------------------------------ verbs
 
 #[test]
@@ -372,7 +384,7 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
 fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
-    let set = claimtop::dashboard::roots::RootSet::new(a.clone(), &[b.clone()]);
+    let set = claimtop::dashboard::roots::RootSet::new(a.clone(), std::slice::from_ref(&b));
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();
