@@ -102,6 +102,7 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
                 },
             )
         }
+        // Unwrapped at the top: the inner op was run and answered there.
         Op::In { .. } => (false, String::new()),
     };
     OpResult {

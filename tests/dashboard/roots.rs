@@ -246,6 +246,26 @@ fn a_missing_root_shows_its_own_banner_without_hiding_the_others() {
 }
 
 #[test]
+fn a_missing_first_root_is_a_banner_too_not_the_whole_tables_message() {
+    let [a, b, _] = roots3();
+    let mut app = app_over(&[a.clone(), b.clone()]);
+    let mut missing = sweep_of(&a, vec![], vec![]);
+    missing.problem = Some(RootProblem::Missing(a.root.clone()));
+    apply_sweep(&mut app, missing);
+    apply_sweep(&mut app, sweep_of(&b, vec![], vec![]));
+    let screen = render(&app);
+    assert!(
+        screen.contains("⚠ root work: /srv/work does not exist"),
+        "{screen}"
+    );
+    assert!(!screen.contains("claimtop keeps watching"), "{screen}");
+    assert!(
+        screen.contains("no claims under these roots yet"),
+        "{screen}"
+    );
+}
+
+#[test]
 fn the_events_pane_merges_the_roots_logs_in_time_order_and_names_each_root() {
     let app = three_roots(160, 48);
     let shown: Vec<(String, usize)> = app

@@ -381,7 +381,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.dim(),
         ));
     }
-    if let Some(problem) = app.claims.problem.as_ref().filter(|_| shown.is_empty()) {
+    // (With several roots each problem has its banner line instead.)
+    let whole_table = shown.is_empty() && !app.roots.is_several();
+    if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
         let text = vec![
