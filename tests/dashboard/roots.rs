@@ -388,6 +388,11 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
     apply_sweep(&mut app, sweep_of(&a, vec![mine(&a)], vec![]));
     apply_sweep(&mut app, sweep_of(&b, vec![mine(&b)], vec![]));
     update(&mut app, key('q'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("shared (work)") && screen.contains("shared (api)"),
+        "{screen}"
+    );
     update(&mut app, key('r'));
     let roots: Vec<usize> = app
         .pending

@@ -23,7 +23,7 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
             in_root(app, f.root, renew(f, app, theme)),
         ),
         Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
-        Dialog::Quit(q) => (" quit ", quit(q, theme)),
+        Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
@@ -208,14 +208,19 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
 /// first few and the count.
 const QUIT_LISTED: usize = 5;
 
-fn quit<'a>(q: &'a QuitConfirm, theme: &Theme) -> Vec<Line<'a>> {
+fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     let n = q.keys.len();
     let mut out = vec![Line::raw(format!(
         "You hold {n} claim{} taken from this dashboard:",
         if n == 1 { "" } else { "s" }
     ))];
-    for k in q.keys.iter().take(QUIT_LISTED) {
-        out.push(Line::raw(format!("  {}", safe(k))));
+    for (i, k) in q.keys.iter().enumerate().take(QUIT_LISTED) {
+        // With several roots one key may be held in two: say where.
+        let root = match q.roots.get(i) {
+            Some(r) if app.roots.is_several() => format!(" ({})", safe(app.roots.label(*r))),
+            _ => String::new(),
+        };
+        out.push(Line::raw(format!("  {}{root}", safe(k))));
     }
     if n > QUIT_LISTED {
         out.push(Line::styled(
