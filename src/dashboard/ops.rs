@@ -135,6 +135,12 @@ pub fn worker_over(
             op => (0, op),
         };
         let result = match roots.get(i) {
+            // With several roots the status line says which root it was.
+            Some(root) if roots.is_several() => {
+                let mut r = run_op(root, &op);
+                r.message = format!("{} (root {})", r.message, roots.label(i));
+                r
+            }
             Some(root) => run_op(root, &op),
             // The model names only roots it was given; say so if not.
             None => OpResult {

@@ -434,6 +434,12 @@ fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
         panic!("no result");
     };
     assert!(r.ok, "{}", r.message);
+    let b_label = b.root.file_name().map(|n| n.to_string_lossy().into_owned());
+    assert!(
+        b_label.is_some_and(|l| r.message.ends_with(&format!("(root {l})"))),
+        "{}",
+        r.message
+    );
     assert!(b.lockfile("k").exists());
     assert!(!a.lockfile("k").exists());
     assert_eq!(
