@@ -1112,6 +1112,9 @@ pub struct App {
     pub root: Root,
     /// Every root watched, the first included.
     pub roots: RootSet,
+    /// The root whose events log the whole-log views (the timeline, the
+    /// events search) read: the first, until `t` opens on another root's row.
+    pub log_root: usize,
     pub read_only: bool,
     pub color: bool,
     pub demo: bool,
@@ -1151,6 +1154,7 @@ impl App {
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
         App {
             roots: RootSet::new(opts.root.clone(), &opts.more_roots),
+            log_root: 0,
             root: opts.root,
             read_only: opts.read_only,
             color: !opts.no_color,

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 /// A message from root `i`'s events follower.
 pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
-    // The whole-log views (timeline, browse) read the first root's log: only
-    // its lines and resets concern them.
-    let first = i == 0;
+    // The whole-log views (timeline, browse) read one root's log: only its
+    // lines and resets concern them.
+    let first = i == app.log_root;
     match action {
         Action::EventsAppended(lines) => {
             let tail = on_events_in(app, Some(i), &lines);
@@ -41,6 +41,31 @@ pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
         }
         other => update(app, other),
     }
+}
+
+/// The timeline opens on the selected row's root: when that is not the
+/// root whose log the whole-log views read, they move to its log (the
+/// service indexes it from scratch, the views start over).
+pub fn log_of_selected_root(app: &mut App) {
+    if !app.roots.is_several() {
+        return;
+    }
+    let Some(i) = app.selected_status().map(|s| app.roots.of(s)) else {
+        return;
+    };
+    let Some(log) = app.roots.get(i).map(|r| r.events_file()) else {
+        return;
+    };
+    if i == app.log_root {
+        return;
+    }
+    app.log_root = i;
+    app.timeline.on_reset();
+    app.events
+        .browse
+        .out
+        .push(crate::events::service::Request::Open(log));
+    app.events.browse.on_reset();
 }
 
 /// Root `i`'s sweep: its rows, hazards and problem are replaced; every

@@ -319,6 +319,83 @@ fn f_shows_the_selected_claims_events_from_its_own_root_only() {
     assert_eq!(shown, [("build:web".to_string(), 1)]);
 }
 
+fn asked_to_open_a_log(app: &App) -> bool {
+    use claimtop::events::service::Request;
+    app.events
+        .browse
+        .out
+        .iter()
+        .any(|r| matches!(r, Request::Open(_)))
+}
+
+#[test]
+fn the_timeline_opens_on_the_selected_rows_root_and_says_whose_log_it_reads() {
+    use claimtop::events::service::Request;
+    let mut app = three_roots(160, 48);
+    select_in(&mut app, "deploy:api", "ana/api");
+    update(&mut app, key('t'));
+    assert_eq!(app.log_root, 1);
+    let b_log = Root::with_events_here(ROOT_B).events_file();
+    assert!(
+        app.events.browse.out.contains(&Request::Open(b_log)),
+        "{:?}",
+        app.events.browse.out
+    );
+    assert!(render(&app).contains("log of root ana/api"));
+    // Opening it again on the same root indexes nothing again.
+    update(&mut app, key('t'));
+    app.events.browse.out.clear();
+    update(&mut app, key('t'));
+    assert!(!asked_to_open_a_log(&app));
+}
+
+#[test]
+fn the_log_service_told_to_open_another_log_indexes_that_one() {
+    use claimtop::events::service::{serve, Reply, Request};
+    let td = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, n: usize| {
+        let path = td.path().join(name);
+        let text: String = (0..n)
+            .map(|i| {
+                event(
+                    "2027-01-15T07:00:00Z",
+                    "claim_acquired",
+                    json!({"key": format!("k{i}"), "holder": "h", "pid": 1, "host": "here",
+                           "acquired_at": NOW, "expires_at": null}),
+                )
+                .text
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(&path, text).expect("write log");
+        path
+    };
+    let (a, b) = (write("a.jsonl", 2), write("b.jsonl", 3));
+    let (req_tx, req_rx) = channel();
+    let (out_tx, out_rx) = channel();
+    let service = std::thread::spawn(move || serve(a, req_rx, move |r| out_tx.send(r).is_ok()));
+    let indexed = |rx: &std::sync::mpsc::Receiver<Reply>| loop {
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Reply::Indexed { lines, .. }) => return lines,
+            Ok(_) => continue,
+            Err(e) => panic!("no index: {e}"),
+        }
+    };
+    assert_eq!(indexed(&out_rx), 2);
+    req_tx.send(Request::Open(b)).expect("send");
+    assert_eq!(indexed(&out_rx), 3);
+    drop(req_tx);
+    service.join().expect("service");
+}
+
+#[test]
+fn with_one_root_the_timeline_never_moves_the_log() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('t'));
+    assert!(!asked_to_open_a_log(&app));
+    assert_eq!(app.log_root, 0);
+}
+
 // ------------------------------------------------------------ verbs
 
 #[test]

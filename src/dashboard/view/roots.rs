@@ -155,13 +155,13 @@ pub fn detail_value(app: &App, root: usize) -> String {
 }
 
 /// The whole-log views (the timeline, browsing the events log) read one
-/// log: the first root's. With several roots they say so at the right end
-/// of their first line.
+/// root's log. With several roots they say whose at the right end of their
+/// first line.
 pub fn log_root_note(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if !app.roots.is_several() || area.height == 0 {
         return;
     }
-    let note = format!(" log of root {} ", safe(app.roots.label(0)));
+    let note = format!(" log of root {} ", safe(app.roots.label(app.log_root)));
     let w = (note.chars().count() as u16).min(area.width);
     let at = Rect::new(area.x + area.width - w, area.y, w, 1);
     frame.render_widget(Paragraph::new(Span::styled(note, theme.key())), at);
@@ -173,7 +173,8 @@ pub fn help_note(app: &App) -> Option<String> {
         format!(
             "Several roots ({}): the root column says where each claim lives; root:TEXT \
              filters by root path; r, n and F act in the selected row's root, and a asks \
-             which root. The timeline and the whole-log search read the first root's log.",
+             which root. t opens the timeline of the selected row's root, and the events \
+             search reads that root's log too.",
             safe(&app.roots.labels().join(", "))
         )
     })
