@@ -894,6 +894,7 @@ fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
 fn bare_app(root: &Root, size: (u16, u16)) -> App {
     let opts = DashOptions {
         root: root.clone(),
+        more_roots: Vec::new(),
         read_only: true,
         no_color: false,
         demo: false,

@@ -72,6 +72,7 @@ fn bench_sweep(c: &mut Criterion) {
     for (w, h) in [(160u16, 48u16), (80, 24)] {
         let opts = Options {
             root: fx.root.clone(),
+            more_roots: Vec::new(),
             read_only: true,
             no_color: false,
             demo: false,

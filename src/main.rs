@@ -59,17 +59,12 @@ fn main() -> ExitCode {
     ))
 }
 
-/// The dashboard covers one root so far. `None` when none is named (the
-/// dashboard says so itself, or runs its demo sandbox).
-fn dashboard_root(roots: Result<Roots, RootsError>, demo: bool) -> Result<Option<Root>, String> {
+/// The roots the dashboard covers, one or several. `None` when none is
+/// named (the dashboard says so itself, or runs its demo sandbox).
+fn dashboard_root(roots: Result<Roots, RootsError>, demo: bool) -> Result<Option<Roots>, String> {
     match roots {
         _ if demo => Ok(None),
-        Ok(r) if r.is_several() => Err(format!(
-            "the dashboard shows one claims root, but {} were given; \
-             use list, doctor or events for several",
-            r.len()
-        )),
-        Ok(r) => Ok(Some(r.first().clone())),
+        Ok(r) => Ok(Some(r)),
         Err(RootsError::NoRoot) => Ok(None),
         Err(e) => Err(e.to_string()),
     }

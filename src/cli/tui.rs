@@ -1,12 +1,13 @@
-//! No subcommand: the dashboard, on the resolved root or the demo sandbox.
+//! No subcommand: the dashboard, on the resolved roots (one or several) or
+//! the demo sandbox.
 
 use super::args::DashboardArgs;
 use super::output::{diag, EXIT_ERROR, EXIT_OK};
-use crate::claims::Root;
+use crate::claims::Roots;
 use crate::dashboard::{self, Options};
 use crate::demo::Demo;
 
-pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
+pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
     let outcome = if d.demo {
         let demo = match Demo::start(d.keep) {
             Ok(demo) => demo,
@@ -17,6 +18,7 @@ pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
         };
         let run = dashboard::run(Options {
             root: demo.root().clone(),
+            more_roots: Vec::new(),
             read_only: d.read_only,
             no_color: d.no_color,
             demo: true,
@@ -27,11 +29,15 @@ pub fn dashboard(root: Option<Root>, d: &DashboardArgs) -> u8 {
         drop(demo);
         run
     } else {
-        let Some(root) = root else {
+        let Some(roots) = roots else {
+            return super::exit_status(super::no_root(&mut super::output::Out::new(false)));
+        };
+        let [first, more @ ..] = roots.as_slice() else {
             return super::exit_status(super::no_root(&mut super::output::Out::new(false)));
         };
         dashboard::run(Options {
-            root,
+            root: first.clone(),
+            more_roots: more.to_vec(),
             read_only: d.read_only,
             no_color: d.no_color,
             demo: false,

@@ -36,6 +36,9 @@ pub enum Action {
     Log(Box<Reply>),
     /// SIGTERM / SIGHUP.
     Quit,
+    /// An events-log message from root `root` of several: the merged pane
+    /// orders lines by time and names each one's root.
+    InRoot(usize, Box<Action>),
 }
 
 /// What the collector read since its last message.
@@ -125,6 +128,12 @@ pub enum Op {
     },
     /// `doctor --fix`: what is provably abandoned under the root.
     Clean,
+    /// `op` on root `root` (its index among the dashboard's roots), when
+    /// the dashboard watches several: a verb acts on exactly one root.
+    In {
+        root: usize,
+        op: Box<Op>,
+    },
 }
 
 /// The guard of a force-release: what the operator saw when confirming.
@@ -155,6 +164,7 @@ impl Op {
             | Op::Renew { key, .. }
             | Op::ForceRelease { key, .. } => key,
             Op::Clean => "",
+            Op::In { op, .. } => op.key(),
         }
     }
 
@@ -165,6 +175,7 @@ impl Op {
             Op::Renew { .. } => "renew",
             Op::ForceRelease { .. } => "force-release",
             Op::Clean => "clean",
+            Op::In { op, .. } => op.verb(),
         }
     }
 }

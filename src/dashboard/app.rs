@@ -7,6 +7,7 @@
 use super::action::{Op, RootProblem};
 use super::browse::Browse;
 use super::keys::Pane;
+use super::roots::RootSet;
 use super::timeline::Timeline;
 use super::Options;
 use crate::claims::{
@@ -15,7 +16,7 @@ use crate::claims::{
 use crate::events::tail::Line;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// How many event lines the ring keeps (and the follower reads back at start).
@@ -30,22 +31,91 @@ pub struct ClaimSet {
     pub counts: Counts,
     /// Claims that are themselves hazards (corrupted, foreign machine).
     pub item_hazards: usize,
+    /// `counts` split by claims dir (one per root), kept with them: the
+    /// header of a dashboard over several roots shows them every second,
+    /// and walking 30 000 claims for them cost milliseconds a frame.
+    pub per_dir: Vec<(PathBuf, Counts)>,
 }
 
 impl ClaimSet {
     pub fn recount(&mut self) {
         let mut counts = Counts::default();
         let mut hazards = 0;
-        for s in self.by_path.values() {
+        self.per_dir.clear();
+        let claims = std::mem::take(&mut self.by_path);
+        for s in claims.values() {
             counts.add(s.state);
+            self.dir_counts(&s.file).add(s.state);
             hazards += item_hazard_count(s);
         }
+        self.by_path = claims;
+        // In a fixed order, so two sets of the same claims compare equal.
+        self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
         self.counts = counts;
         self.item_hazards = hazards;
     }
 
+    /// The counts of the claims dir `file` is in.
+    fn dir_counts(&mut self, file: &Path) -> &mut Counts {
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let i = match self
+            .per_dir
+            .iter()
+            .position(|(d, _)| d.as_os_str() == dir.as_os_str())
+        {
+            Some(i) => i,
+            None => {
+                self.per_dir.push((dir.to_path_buf(), Counts::default()));
+                self.per_dir.len() - 1
+            }
+        };
+        &mut self.per_dir[i].1
+    }
+
+    /// The counts of the claims in `dir` (a root's claims dir).
+    pub fn counts_in(&self, dir: &Path) -> Counts {
+        self.per_dir
+            .iter()
+            .find(|(d, _)| d.as_os_str() == dir.as_os_str())
+            .map_or_else(Counts::default, |(_, c)| *c)
+    }
+
     pub fn get(&self, path: &Path) -> Option<&Status> {
         self.by_path.get(path)
+    }
+
+    /// Store (or drop, when free) the claim at `path`, keeping the counts
+    /// current without a recount (a recount of 30 000 claims per changed
+    /// file was most of a change's cost); true when it changed.
+    pub fn put(&mut self, path: &Path, s: Status) -> bool {
+        if s.state == ClaimState::Free {
+            let Some(old) = self.by_path.remove(path) else {
+                return false;
+            };
+            self.uncount(&old);
+            return true;
+        }
+        let (state, hazards, file) = (s.state, item_hazard_count(&s), s.file.clone());
+        match self.by_path.get_mut(path) {
+            Some(old) if *old == s => return false,
+            Some(old) => {
+                let was = std::mem::replace(old, s);
+                self.uncount(&was);
+            }
+            None => {
+                self.by_path.insert(Arc::from(path), s);
+            }
+        }
+        self.counts.add(state);
+        self.dir_counts(&file).add(state);
+        self.item_hazards += hazards;
+        true
+    }
+
+    fn uncount(&mut self, s: &Status) {
+        self.counts.remove(s.state);
+        self.dir_counts(&s.file).remove(s.state);
+        self.item_hazards -= item_hazard_count(s);
     }
 
     /// Re-judge the claim at `path` in place, keeping the counts current
@@ -58,9 +128,13 @@ impl ClaimSet {
         if !judge(s) {
             return false;
         }
+        let (state, hazards, file) = (s.state, item_hazard_count(s), s.file.clone());
         self.counts.remove(old_state);
-        self.counts.add(s.state);
-        self.item_hazards = self.item_hazards + item_hazard_count(s) - old_hazards;
+        self.counts.add(state);
+        let dir = self.dir_counts(&file);
+        dir.remove(old_state);
+        dir.add(state);
+        self.item_hazards = self.item_hazards + hazards - old_hazards;
         true
     }
 
@@ -116,6 +190,9 @@ pub enum Column {
     Ttl,
     Harness,
     Reason,
+    /// Which root the claim lives in: shown, sorted and cycled only when the
+    /// dashboard watches several (so a one-root table is as it always was).
+    Root,
 }
 
 impl Column {
@@ -136,6 +213,16 @@ impl Column {
         Column::ALL[(i + 1) % Column::ALL.len()]
     }
 
+    /// The `s` cycle over several roots: the root column comes right after
+    /// the state, where the table shows it.
+    pub fn next_of_several(self) -> Column {
+        match self {
+            Column::State => Column::Root,
+            Column::Root => Column::Key,
+            c => c.next(),
+        }
+    }
+
     pub fn title(self) -> &'static str {
         match self {
             Column::State => "state",
@@ -147,6 +234,7 @@ impl Column {
             Column::Ttl => "ttl",
             Column::Harness => "harness",
             Column::Reason => "reason",
+            Column::Root => "root",
         }
     }
 }
@@ -215,6 +303,8 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
             opt_str(a, |r| r.reason.as_deref()),
             opt_str(b, |r| r.reason.as_deref()),
         ),
+        // Grouped by root, in the order of the roots' paths.
+        Column::Root => a.file.parent().cmp(&b.file.parent()),
     };
     primary
         .then(a.state.severity().cmp(&b.state.severity()))
@@ -238,12 +328,15 @@ pub enum Term {
     Harness(String),
     Key(String),
     Reason(String),
+    /// `root:TEXT`: part of the path of the root the claim lives in (a
+    /// root's label is the end of its path, so labels match too).
+    Root(String),
     /// A bare word: substring of key, holder or reason.
     Any(String),
 }
 
 /// The fields a `field:value` term can name.
-pub const FILTER_FIELDS: [&str; 5] = ["state", "holder", "harness", "key", "reason"];
+pub const FILTER_FIELDS: [&str; 6] = ["state", "holder", "harness", "key", "reason", "root"];
 
 impl Term {
     /// Terms of one field are alternatives; bare words each stand alone.
@@ -254,6 +347,7 @@ impl Term {
             Term::Harness(_) => usize::MAX - 2,
             Term::Key(_) => usize::MAX - 3,
             Term::Reason(_) => usize::MAX - 4,
+            Term::Root(_) => usize::MAX - 5,
             Term::Any(_) => i,
         }
     }
@@ -265,7 +359,8 @@ impl Term {
             | (Term::Key(v), Column::Key)
             | (Term::Holder(v), Column::Holder)
             | (Term::Harness(v), Column::Harness)
-            | (Term::Reason(v), Column::Reason) => Some(v),
+            | (Term::Reason(v), Column::Reason)
+            | (Term::Root(v), Column::Root) => Some(v),
             _ => None,
         }
     }
@@ -314,6 +409,7 @@ impl Filter {
                 "harness" => f.terms.push(Term::Harness(v)),
                 "key" => f.terms.push(Term::Key(v)),
                 "reason" => f.terms.push(Term::Reason(v)),
+                "root" => f.terms.push(Term::Root(v)),
                 other => {
                     // Keys themselves hold colons (node:gpu): plain text.
                     if !other.is_empty() && other.bytes().all(|b| b.is_ascii_alphabetic()) {
@@ -380,6 +476,9 @@ fn term_matches(t: &Term, s: &Status) -> bool {
         Term::Reason(v) => rec
             .and_then(|r| r.reason.as_deref())
             .is_some_and(|x| contains_ci(x, v)),
+        Term::Root(v) => {
+            super::roots::root_dir_of(&s.file).is_some_and(|r| contains_ci(&r.to_string_lossy(), v))
+        }
         Term::Any(v) => {
             contains_ci(&s.key, v)
                 || rec.is_some_and(|r| {
@@ -435,6 +534,8 @@ pub struct EventRow {
     pub ttl_ms: Option<i64>,
     /// Why the line is not an event; `detail` then holds its first bytes.
     pub error: Option<String>,
+    /// Which root's log it came from (0 with one root).
+    pub root: usize,
 }
 
 /// Data fields worth a column, per event type; the common ones (key,
@@ -524,6 +625,7 @@ impl EventRow {
                     acquired_at,
                     ttl_ms,
                     error: None,
+                    root: 0,
                 }
             }
             Err(why) => {
@@ -542,6 +644,7 @@ impl EventRow {
                     acquired_at: None,
                     ttl_ms: None,
                     error: Some(why),
+                    root: 0,
                 }
             }
         }
@@ -570,6 +673,39 @@ impl EventRing {
     pub fn clear(&mut self) {
         self.rows.clear();
     }
+
+    /// A line of root `root`'s log, one of several: placed among the other
+    /// roots' lines by its time, so the merged pane reads in time order
+    /// whichever follower spoke first. Lines of one log keep their order.
+    pub fn push_in(&mut self, root: usize, line: &Line) -> &EventRow {
+        if self.rows.len() >= EVENTS_RING {
+            self.rows.pop_front();
+        }
+        let mut row = EventRow::from_line(self.next_seq, line);
+        row.root = root;
+        self.next_seq += 1;
+        // The envelope's `ts` is fixed-width UTC, so text order is time
+        // order. A line without one (unparseable) stays where it arrived,
+        // and another root's such line is no landmark: it is passed over.
+        let mut at = self.rows.len();
+        if !row.ts.is_empty() {
+            while at > 0 {
+                let before = &self.rows[at - 1];
+                let later = before.ts.is_empty() || before.ts > row.ts;
+                if before.root == root || !later {
+                    break;
+                }
+                at -= 1;
+            }
+        }
+        self.rows.insert(at, row);
+        &self.rows[at]
+    }
+
+    /// Forget root `root`'s lines (its log was truncated or replaced).
+    pub fn clear_root(&mut self, root: usize) {
+        self.rows.retain(|r| r.root != root);
+    }
 }
 
 /// The events pane's own state.
@@ -581,6 +717,18 @@ pub struct EventsView {
     pub new_while_scrolled: usize,
     /// Show only this key's events.
     pub key: Option<String>,
+    /// ... of this root's log, with several roots (the same key in another
+    /// root is another claim).
+    pub key_root: Option<usize>,
+}
+
+impl EventsView {
+    /// Does the pane, filtered or not, show `row`?
+    pub fn shows(&self, row: &EventRow) -> bool {
+        self.key.as_deref().is_none_or(|k| {
+            row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
+        })
+    }
 }
 
 pub use super::input::TextInput as Input;
@@ -595,16 +743,26 @@ pub struct AcquireForm {
     /// Which field has the cursor (0..4).
     pub field: usize,
     pub error: Option<String>,
+    /// With several roots: which root to acquire in, typed as its label
+    /// (a fifth field, offered as the selected row's root). Boxed: most
+    /// dashboards have one root and never show it.
+    pub root: Option<Box<Input>>,
 }
 
 impl AcquireForm {
     pub const LABELS: [&'static str; 4] = ["key", "holder", "ttl", "reason"];
 
+    /// How many fields Tab cycles through.
+    pub fn field_count(&self) -> usize {
+        4 + usize::from(self.root.is_some())
+    }
+
     pub fn field_mut(&mut self) -> &mut Input {
-        match self.field {
-            0 => &mut self.key,
-            1 => &mut self.holder,
-            2 => &mut self.ttl,
+        match (self.field, &mut self.root) {
+            (0, _) => &mut self.key,
+            (1, _) => &mut self.holder,
+            (2, _) => &mut self.ttl,
+            (4, Some(root)) => root,
             _ => &mut self.reason,
         }
     }
@@ -617,6 +775,8 @@ impl AcquireForm {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenewForm {
     pub key: String,
+    /// The root the claim lives in (an index into the dashboard's roots).
+    pub root: usize,
     pub holder: String,
     pub pid: i32,
     pub state: ClaimState,
@@ -635,6 +795,8 @@ pub struct RenewForm {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForceConfirm {
     pub key: String,
+    /// The root the claim lives in (an index into the dashboard's roots).
+    pub root: usize,
     pub holder: Option<String>,
     pub pid: Option<i32>,
     pub state: ClaimState,
@@ -657,6 +819,8 @@ impl ForceConfirm {
 pub struct QuitConfirm {
     /// The operator's own claims, by key.
     pub keys: Vec<String>,
+    /// The root of each of `keys`, in the same order.
+    pub roots: Vec<usize>,
 }
 
 /// `doctor --fix` from the dashboard: what it will remove, shown first.
@@ -730,6 +894,9 @@ pub struct Claims {
     pub(crate) rejudge_all: bool,
     /// Why the root is not a normal one, as of the last sweep.
     pub problem: Option<RootProblem>,
+    /// With several roots: each root's problem, by root, as of its last
+    /// sweep (`problem` stays the first root's).
+    pub problems: Vec<Option<RootProblem>>,
 }
 
 impl Claims {
@@ -743,6 +910,7 @@ impl Claims {
             expiries: BinaryHeap::new(),
             rejudge_all: true,
             problem: None,
+            problems: Vec::new(),
         }
     }
 
@@ -866,6 +1034,21 @@ impl Widest {
         }
     }
 
+    /// Would taking `s` away leave a column wider than its widest row?
+    /// (Then the widths must be measured again over every row.)
+    pub fn held_by(&self, s: &Status) -> bool {
+        let mut one = Widest::default();
+        one.fit(s);
+        [
+            (one.key, self.key),
+            (one.holder, self.holder),
+            (one.harness, self.harness),
+            (one.reason, self.reason),
+        ]
+        .iter()
+        .any(|(mine, widest)| *mine > 0 && mine >= widest)
+    }
+
     /// The width kept for `c`, for the free-text columns.
     pub fn of(&self, c: Column) -> Option<u16> {
         match c {
@@ -924,7 +1107,14 @@ pub struct Overlays {
 
 /// The whole model.
 pub struct App {
+    /// The first root named: the one-root views (the timeline, the whole
+    /// log) read its events log.
     pub root: Root,
+    /// Every root watched, the first included.
+    pub roots: RootSet,
+    /// The root whose events log the whole-log views (the timeline, the
+    /// events search) read: the first, until `t` opens on another root's row.
+    pub log_root: usize,
     pub read_only: bool,
     pub color: bool,
     pub demo: bool,
@@ -963,6 +1153,8 @@ impl App {
     /// caller (the collector's side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
         App {
+            roots: RootSet::new(opts.root.clone(), &opts.more_roots),
+            log_root: 0,
             root: opts.root,
             read_only: opts.read_only,
             color: !opts.no_color,
@@ -1145,17 +1337,28 @@ impl App {
             .frozen
             .as_ref()
             .map_or(u64::MAX, |f| f.events_seq);
-        let key = self.events.view.key.as_deref();
+        let view = &self.events.view;
         self.events
             .ring
             .rows
             .iter()
             .filter(move |r| r.seq < upto)
-            .filter(move |r| key.is_none_or(|k| r.key.as_deref() == Some(k)))
+            .filter(move |r| view.shows(r))
     }
 
     /// The last [`DETAIL_HISTORY`] events of `key`, oldest first.
     pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
+        self.history_where(key, None)
+    }
+
+    /// The history of the claim `s`: its key's events in its own root's log
+    /// (the same key in another root is another claim).
+    pub fn history_of_claim(&self, s: &Status) -> Vec<&EventRow> {
+        let root = self.roots.is_several().then(|| self.roots.of(s));
+        self.history_where(&s.key, root)
+    }
+
+    fn history_where(&self, key: &str, root: Option<usize>) -> Vec<&EventRow> {
         let mut v: Vec<&EventRow> = self
             .events
             .ring
@@ -1163,6 +1366,7 @@ impl App {
             .iter()
             .rev()
             .filter(|r| r.key.as_deref() == Some(key))
+            .filter(|r| root.is_none_or(|i| r.root == i))
             .take(DETAIL_HISTORY)
             .collect();
         v.reverse();
@@ -1183,15 +1387,24 @@ impl App {
 
     /// The live claims held as this dashboard's operator, by key.
     pub fn own_claims(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self
+        self.own_claims_by_root()
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect()
+    }
+
+    /// The live claims held as this dashboard's operator, with the root
+    /// each lives in, by key then root.
+    pub fn own_claims_by_root(&self) -> Vec<(usize, String)> {
+        let mut keys: Vec<(usize, String)> = self
             .claims
             .live
             .by_path
             .values()
             .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
-            .map(|s| s.key.clone())
+            .map(|s| (self.roots.of(s), s.key.clone()))
             .collect();
-        keys.sort();
+        keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
         keys
     }
 

@@ -72,6 +72,7 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
 
 /// Open the timeline.
 pub fn open_timeline(app: &mut App) -> bool {
+    super::roots_update::log_of_selected_root(app);
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {
         app.timeline.follow_now(app.shown_now());

@@ -17,6 +17,8 @@ pub mod input;
 pub mod keys;
 pub mod logview;
 pub mod ops;
+pub mod roots;
+pub mod roots_update;
 pub mod terminal;
 pub mod timeline;
 pub mod update;
@@ -37,6 +39,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub root: Root,
+    /// Further roots shown in the same view (`--root` given again, or a
+    /// `:`-separated `$FNO_CLAIMS_ROOT`); empty for the one-root dashboard.
+    pub more_roots: Vec<Root>,
     /// Disable every mutating key (a, r, n, F).
     pub read_only: bool,
     /// No colour (also implied by a non-empty NO_COLOR).
@@ -58,26 +63,19 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let identity = LocalIdentity::current();
     let operator = collect::operator_id(&identity);
-    let root = opts.root.clone();
     let (tx, rx) = channel::<Action>();
     let mut app = App::new(opts, now_ms(), identity, operator);
 
-    let collect_tx = spawn_background(&root, &tx)?;
+    let readers = spawn_readers_over(&app.roots, &tx)?;
+    terminal::spawn_signals(tx.clone())?;
+    let collect_txs = readers.into_iter().map(|(c, _)| c).collect();
     let sink_tx = tx.clone();
     crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
         let _ = sink_tx.send(Action::Warning(m.to_string()));
     })));
-    let result = ui_loop(&mut app, &tx, rx, collect_tx);
+    let result = ui_loop(&mut app, &tx, rx, collect_txs);
     crate::diag::set_warning_sink(None);
     result
-}
-
-/// Start the collector, the watcher feeding it, the events follower and the
-/// signal handler; the collector's inbox is returned for the op worker.
-fn spawn_background(root: &Root, tx: &Sender<Action>) -> std::io::Result<Sender<collect::Input>> {
-    let (collect_tx, _) = spawn_readers(root, tx)?;
-    terminal::spawn_signals(tx.clone())?;
-    Ok(collect_tx)
 }
 
 /// Every thread that reads the outside world, wired as the live app wires
@@ -88,12 +86,56 @@ pub fn spawn_readers(
     root: &Root,
     tx: &Sender<Action>,
 ) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
-    let (poke_tx, poke_rx) = channel::<()>();
-    let events_file = root.events_file();
+    spawn_root_readers(root, tx, tx.clone())
+}
+
+/// [`spawn_readers`] once per root: one watcher, one collector and one
+/// events follower each, so a change re-reads exactly the changed file of
+/// its own root. With several roots the followers' messages come tagged
+/// with their root ([`Action::InRoot`]); with one they are as they always
+/// were. Returns each root's collector inbox and counters, in root order.
+pub fn spawn_readers_over(
+    roots: &roots::RootSet,
+    tx: &Sender<Action>,
+) -> std::io::Result<Vec<(Sender<collect::Input>, Arc<collect::Counters>)>> {
+    let mut out = Vec::with_capacity(roots.len());
+    for (i, root) in roots.iter().enumerate() {
+        let events_tx = if roots.is_several() {
+            tagged(i, tx)?
+        } else {
+            tx.clone()
+        };
+        out.push(spawn_root_readers(root, tx, events_tx)?);
+    }
+    Ok(out)
+}
+
+/// A sender whose messages reach `tx` wrapped as root `i`'s.
+fn tagged(i: usize, tx: &Sender<Action>) -> std::io::Result<Sender<Action>> {
+    let (in_tx, in_rx) = channel::<Action>();
     let out = tx.clone();
     std::thread::Builder::new()
+        .name(format!("claimtop-root{i}"))
+        .spawn(move || {
+            for a in in_rx {
+                if out.send(Action::InRoot(i, Box::new(a))).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(in_tx)
+}
+
+fn spawn_root_readers(
+    root: &Root,
+    tx: &Sender<Action>,
+    events_tx: Sender<Action>,
+) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
+    let (poke_tx, poke_rx) = channel::<()>();
+    let events_file = root.events_file();
+    std::thread::Builder::new()
         .name("claimtop-events".into())
-        .spawn(move || watch::follow_events(events_file, out, poke_rx))?;
+        .spawn(move || watch::follow_events(events_file, events_tx, poke_rx))?;
     let (collect_tx, collect_rx) = channel::<collect::Input>();
     let collector = collect::Collector::local(root.clone(), now_ms());
     let counters = Arc::clone(&collector.counters);
@@ -112,13 +154,13 @@ fn ui_loop(
     app: &mut App,
     tx: &Sender<Action>,
     rx: Receiver<Action>,
-    collect_tx: Sender<collect::Input>,
+    collect_txs: Vec<Sender<collect::Input>>,
 ) -> std::io::Result<()> {
     let (op_tx, op_rx) = channel::<Op>();
-    let (r, out) = (app.root.clone(), tx.clone());
+    let (r, out) = (app.roots.clone(), tx.clone());
     std::thread::Builder::new()
         .name("claimtop-ops".into())
-        .spawn(move || ops::worker(r, op_rx, out, collect_tx))?;
+        .spawn(move || ops::worker_over(r, op_rx, out, collect_txs))?;
 
     let log_tx = spawn_log_service(app, tx)?;
 

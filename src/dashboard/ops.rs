@@ -4,6 +4,7 @@
 
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
+use super::roots::RootSet;
 use crate::claims::{
     acquire, doctor_fix, force_release, operator_name, release, renew_as, AcquireOpts,
     AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
@@ -12,6 +13,10 @@ use std::sync::mpsc::{Receiver, Sender};
 
 /// Run one op now (blocking) and describe the outcome.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
+    if let Op::In { op, .. } = op {
+        // The caller chose the root already.
+        return run_op(root, op);
+    }
     let key = op.key().to_string();
     let path = match op {
         Op::Clean => root.claims_dir(),
@@ -97,6 +102,8 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
                 },
             )
         }
+        // Unwrapped at the top: the inner op was run and answered there.
+        Op::In { .. } => (false, String::new()),
     };
     OpResult {
         verb: op.verb(),
@@ -111,13 +118,46 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
 /// collector re-reads the op's lockfile at once, so the table does not wait
 /// for the watcher to notice the op's own write.
 pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
+    worker_over(RootSet::new(root, &[]), ops, out, vec![collect]);
+}
+
+/// [`worker`] over several roots: an [`Op::In`] runs on its root, and that
+/// root's collector (`collects[i]`) re-reads what it touched.
+pub fn worker_over(
+    roots: RootSet,
+    ops: Receiver<Op>,
+    out: Sender<Action>,
+    collects: Vec<Sender<Input>>,
+) {
     for op in ops {
-        let result = run_op(&root, &op);
+        let (i, op) = match op {
+            Op::In { root, op } => (root, *op),
+            op => (0, op),
+        };
+        let result = match roots.get(i) {
+            // With several roots the status line says which root it was.
+            Some(root) if roots.is_several() => {
+                let mut r = run_op(root, &op);
+                r.message = format!("{} (root {})", r.message, roots.label(i));
+                r
+            }
+            Some(root) => run_op(root, &op),
+            // The model names only roots it was given; say so if not.
+            None => OpResult {
+                verb: op.verb(),
+                key: op.key().to_string(),
+                path: Default::default(),
+                ok: false,
+                message: format!("{} {}: no root number {i}", op.verb(), op.key()),
+            },
+        };
         let reread = match op {
             Op::Clean => Input::Rescan,
             _ => Input::Changed(vec![result.path.clone()]),
         };
-        let _ = collect.send(reread);
+        if let Some(c) = collects.get(i) {
+            let _ = c.send(reread);
+        }
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }

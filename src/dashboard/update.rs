@@ -10,6 +10,7 @@ use super::app::{
 };
 use super::keys::{self, Cmd, Pane};
 use super::logview;
+use super::roots::RootSet;
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
@@ -79,6 +80,7 @@ pub fn update(app: &mut App, action: Action) -> bool {
             app.quit = true;
             false
         }
+        Action::InRoot(i, inner) => super::roots_update::in_root(app, i, *inner),
     }
 }
 
@@ -88,11 +90,20 @@ pub fn update(app: &mut App, action: Action) -> bool {
 /// went, pid facts.
 pub fn on_read(app: &mut App, r: Read) -> bool {
     app.claims.learn(&r.pids);
-    let mut changed = false;
+    let mut moved: Vec<Arc<Path>> = Vec::new();
+    let mut narrows = false;
     for s in r.claims {
         app.claims.changed();
         let path = s.file.clone();
-        changed |= put(&mut app.claims.live, &path, s);
+        let held = app
+            .claims
+            .live
+            .get(&path)
+            .is_some_and(|old| app.table.widest.held_by(old));
+        if app.claims.live.put(&path, s) {
+            narrows |= held;
+            moved.push(Arc::from(path.as_path()));
+        }
     }
     let hazards = &mut app.claims.sweep_hazards;
     let before = hazards.len();
@@ -104,38 +115,25 @@ pub fn on_read(app: &mut App, r: Read) -> bool {
             hazards_moved = true;
         }
     }
-    data_changed(app, changed) || (hazards_moved && !app.paused())
+    rows_changed(app, &moved, narrows) || (hazards_moved && !app.paused())
 }
 
-/// Store (or drop, when free) one claim; true when it changed.
-fn put(set: &mut ClaimSet, path: &Path, s: Status) -> bool {
-    if s.state == ClaimState::Free {
-        return set.by_path.remove(path).is_some();
-    }
-    match set.by_path.get_mut(path) {
-        Some(old) if *old == s => false,
-        Some(old) => {
-            *old = s;
-            true
-        }
-        None => {
-            set.by_path.insert(Arc::from(path), s);
-            true
-        }
-    }
-}
+/// Most changed claims placed one by one; a bigger batch re-sorts.
+const REPOSITION_MAX: usize = 64;
 
-/// After the live claims changed: recount, and re-sort unless the view is
-/// frozen. Redraw only when the shown view moved.
-fn data_changed(app: &mut App, changed: bool) -> bool {
-    if !changed {
+/// After these live claims changed (their counts are kept by `put`): move
+/// just them to their sorted places unless the view is frozen, or rebuild
+/// when many moved or a column may have narrowed. Redraw only when the
+/// shown view moved.
+fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
+    if moved.is_empty() || app.paused() {
         return false;
     }
-    app.claims.live.recount();
-    if app.paused() {
-        return false;
+    if narrows || moved.len() > REPOSITION_MAX {
+        app.rebuild_rows();
+    } else {
+        app.reposition_rows(moved);
     }
-    app.rebuild_rows();
     scroll_into_view(app);
     select_arrived(app);
     true
@@ -150,24 +148,19 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     } = swept;
     app.claims.learn(&pids);
     app.claims.changed();
+    if app.roots.is_several() {
+        let Some(i) = app.roots.position(&sweep.root) else {
+            return false;
+        };
+        return super::roots_update::apply_root_sweep(app, i, sweep, problem);
+    }
     let mut set = ClaimSet::default();
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
         set.by_path.insert(path, s);
     }
     set.recount();
-    // Claims that are hazards are counted from the claims themselves, which
-    // reads keep current between sweeps.
-    let hazards: Vec<_> = sweep
-        .hazards
-        .into_iter()
-        .filter(|h| {
-            !matches!(
-                h.kind,
-                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
-            )
-        })
-        .collect();
+    let hazards = sweep_only_hazards(sweep.hazards);
     let c = &mut app.claims;
     let problem_moved = c.problem != problem;
     c.problem = problem;
@@ -182,19 +175,38 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     true
 }
 
+/// The hazards a sweep found that are not claims. Claims that are hazards
+/// are counted from the claims themselves, which reads keep current
+/// between sweeps.
+pub(super) fn sweep_only_hazards(
+    hazards: Vec<crate::claims::Hazard>,
+) -> Vec<crate::claims::Hazard> {
+    hazards
+        .into_iter()
+        .filter(|h| {
+            !matches!(
+                h.kind,
+                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
+            )
+        })
+        .collect()
+}
+
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
+    on_events_in(app, None, lines)
+}
+
+/// New lines of one log: root `root`'s of several, or the only one's.
+pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -> bool {
     // Lines arriving means the log is readable again.
     let recovered = !lines.is_empty() && app.events.error.take().is_some();
     let mut shown = 0usize;
     for line in lines {
-        let row: &EventRow = app.events.ring.push(line);
-        if app
-            .events
-            .view
-            .key
-            .as_deref()
-            .is_none_or(|k| row.key.as_deref() == Some(k))
-        {
+        let row: &EventRow = match root {
+            Some(i) => app.events.ring.push_in(i, line),
+            None => app.events.ring.push(line),
+        };
+        if app.events.view.shows(row) {
             shown += 1;
         }
     }
@@ -373,12 +385,12 @@ fn too_small_key(app: &mut App, ev: KeyEvent) -> bool {
 
 /// `q`: quit, unless claims taken here would be orphaned by it — then ask.
 fn request_quit(app: &mut App) -> bool {
-    let keys = app.own_claims();
+    let (roots, keys): (Vec<usize>, Vec<String>) = app.own_claims_by_root().into_iter().unzip();
     if keys.is_empty() {
         app.quit = true;
         return false;
     }
-    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys }));
+    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys, roots }));
     true
 }
 
@@ -500,7 +512,12 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             true
         }
         Cmd::SortNext => {
-            app.table.sort.column = app.table.sort.column.next();
+            let col = app.table.sort.column;
+            app.table.sort.column = if app.roots.is_several() {
+                col.next_of_several()
+            } else {
+                col.next()
+            };
             app.table.sort.reverse = false;
             app.rebuild_rows();
             scroll_into_view(app);
@@ -520,6 +537,7 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
                 reason: "".into(),
                 field: 0,
                 error: None,
+                root: super::roots_update::root_field(app),
             }));
             true
         }
@@ -539,7 +557,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             if app.events.view.key.is_some() {
                 app.events.view.key = None;
             } else if let Some(s) = app.selected_status() {
+                let root = app.roots.is_several().then(|| app.roots.of(s));
                 app.events.view.key = Some(s.key.clone());
+                app.events.view.key_root = root;
             } else {
                 app.say(Level::Info, "no claim selected to filter the events by");
             }
@@ -740,12 +760,14 @@ fn start_release(app: &mut App) -> bool {
         return true;
     };
     let key = s.key.clone();
+    let root = app.roots.of(s);
     match &s.record {
         Some(r) if r.holder == app.operator => {
-            app.pending.push(Op::Release {
+            let op = Op::Release {
                 key: key.clone(),
                 holder: r.holder.clone(),
-            });
+            };
+            app.pending.push(app.roots.route(root, op));
             app.say(Level::Info, format!("releasing {key}…"));
         }
         Some(r) => {
@@ -788,6 +810,7 @@ fn start_renew(app: &mut App) -> bool {
         ),
     };
     app.overlays.dialog = Some(Dialog::Renew(RenewForm {
+        root: app.roots.of(s),
         key: s.key.clone(),
         holder: r.holder.clone(),
         pid: r.pid,
@@ -808,6 +831,7 @@ fn start_force(app: &mut App) -> bool {
     };
     let rec = s.record.as_ref();
     app.overlays.dialog = Some(Dialog::ForceRelease(ForceConfirm {
+        root: app.roots.of(s),
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
         pid: rec.map(|r| r.pid),
@@ -834,11 +858,22 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
         return false;
     };
     let (next, op) = match dialog {
-        Dialog::Acquire(f) => acquire_key(f, &ev),
-        Dialog::Renew(f) => renew_key(f, &ev, &app.operator),
-        Dialog::ForceRelease(f) => force_key(f, &ev, &app.operator),
+        Dialog::Acquire(f) => acquire_key(f, &ev, &app.roots),
+        Dialog::Renew(f) => {
+            let root = f.root;
+            let (next, op) = renew_key(f, &ev, &app.operator);
+            (next, op.map(|op| app.roots.route(root, op)))
+        }
+        Dialog::ForceRelease(f) => {
+            let root = f.root;
+            let (next, op) = force_key(f, &ev, &app.operator);
+            (next, op.map(|op| app.roots.route(root, op)))
+        }
         Dialog::Quit(q) => return quit_key(app, q, &ev),
         Dialog::Clean(c) => match ev.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
+                return super::roots_update::clean_each_root(app, &c);
+            }
             KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Op::Clean)),
             _ => (Some(Dialog::Clean(c)), None),
         },
@@ -857,11 +892,13 @@ fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent) -> bool {
     match ev.code {
         KeyCode::Char('r') | KeyCode::Char('R') => {
             let n = q.keys.len();
-            for key in q.keys {
-                app.pending.push(Op::Release {
+            for (i, key) in q.keys.into_iter().enumerate() {
+                let op = Op::Release {
                     key,
                     holder: app.operator.clone(),
-                });
+                };
+                let root = q.roots.get(i).copied().unwrap_or(0);
+                app.pending.push(app.roots.route(root, op));
             }
             app.quit_after = Some(n);
             app.say(
@@ -891,18 +928,24 @@ fn plural(n: usize) -> &'static str {
 
 type Step = (Option<Dialog>, Option<Op>);
 
-fn acquire_key(mut f: AcquireForm, ev: &KeyEvent) -> Step {
+fn acquire_key(mut f: AcquireForm, ev: &KeyEvent, roots: &RootSet) -> Step {
+    let n = f.field_count();
     match ev.code {
-        KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % 4,
-        KeyCode::BackTab | KeyCode::Up => f.field = (f.field + 3) % 4,
+        KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % n,
+        KeyCode::BackTab | KeyCode::Up => f.field = (f.field + n - 1) % n,
         KeyCode::Enter => {
-            return match acquire_op(&f) {
+            let routed = acquire_op(&f).and_then(|op| match &f.root {
+                Some(typed) => super::roots_update::chosen_root(roots, typed.value())
+                    .map(|i| roots.route(i, op)),
+                None => Ok(op),
+            });
+            return match routed {
                 Ok(op) => (None, Some(op)),
                 Err(e) => {
                     f.error = Some(e);
                     (Some(Dialog::Acquire(f)), None)
                 }
-            }
+            };
         }
         _ => {
             if f.field_mut().key(ev) {

@@ -65,6 +65,9 @@ pub enum Request {
     /// whole-log index keeps only the recent past once it is over its
     /// limits, and this is how the older past is seen.
     Window { from: i64, to: i64 },
+    /// Serve this log from now on, indexed from scratch (a dashboard over
+    /// several roots moved its whole-log views to another root's log).
+    Open(PathBuf),
 }
 
 /// Lines read around an anchor.
@@ -257,6 +260,10 @@ impl Service {
                 true
             }
             Request::Reindex => self.start(send),
+            Request::Open(path) => {
+                self.path = path;
+                self.start(send)
+            }
             Request::Window { from, to } => match self.window(from, to) {
                 Ok(t) => send(Reply::Window {
                     from,

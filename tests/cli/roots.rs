@@ -361,11 +361,13 @@ fn events_dir_with_several_roots_is_a_usage_error() {
 }
 
 #[test]
-fn the_dashboard_refuses_several_roots_for_now() {
+fn the_dashboard_takes_several_roots_rather_than_a_usage_error() {
     let r = Roots::new(2);
+    // No terminal here: the dashboard gets as far as opening one, past the
+    // roots' resolution (tests/dashboard covers the screen itself).
     let out = r.run(&[]);
-    assert_eq!(code(&out), 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("one claims root"));
+    assert_ne!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("one claims root"));
 }
 
 #[test]

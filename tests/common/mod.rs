@@ -486,6 +486,7 @@ pub fn probe(pid: i32) -> Option<i64> {
 pub fn opts(root: Root) -> Options {
     Options {
         root,
+        more_roots: Vec::new(),
         read_only: false,
         no_color: true,
         demo: false,

@@ -37,6 +37,11 @@ impl Tmux {
     /// will print `EXIT=<status>` when it quits; None (after saying why) when
     /// tmux is missing outside CI.
     fn dashboard_over(root: &Path) -> Option<Tmux> {
+        Tmux::dashboard_over_roots(&[root])
+    }
+
+    /// The dashboard with one `--root` per path.
+    fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
         if let Err(why) = Tmux::available() {
             if std::env::var_os("CI").is_some() {
                 panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
@@ -46,10 +51,14 @@ impl Tmux {
         }
         let tmux = Tmux::start();
         tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
+        let flags: Vec<String> = roots
+            .iter()
+            .map(|r| format!("--root {}", shell_quote(r)))
+            .collect();
         tmux.type_line(&format!(
-            "{} --root {}; echo EXIT=$?",
+            "{} {}; echo EXIT=$?",
             shell_quote(Path::new(BIN)),
-            shell_quote(root)
+            flags.join(" ")
         ));
         Some(tmux)
     }
@@ -463,4 +472,88 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     tmux.wait_for("the older match", |s| s.contains("line 15 of 5 000"));
     tmux.keys(&["G", "q"]);
     assert_clean_exit(&tmux);
+}
+
+/// With several roots a row reads `SYMBOL STATE ROOT KEY …`.
+fn row_in_root_reads(screen: &str, root: &str, key: &str, state: &str) -> bool {
+    screen.lines().any(|line| {
+        let table = line.split('│').next().unwrap_or("");
+        let mut words = table.trim_start_matches(['▶', ' ']).split_whitespace();
+        let _symbol = words.next();
+        words.next() == Some(state) && words.next() == Some(root) && words.next() == Some(key)
+    })
+}
+
+#[test]
+fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b() {
+    let td = tempfile::TempDir::new().unwrap();
+    let (a, b) = (td.path().join("alpha"), td.path().join("beta"));
+    for r in [&a, &b] {
+        std::fs::create_dir_all(r).unwrap();
+    }
+    // The same key held in A by a live process: F must not touch it.
+    let live = Sleeper::spawn();
+    let live_pid = live.pid().to_string();
+    let take = |root: &Path, pid: &str| {
+        let out = claimtop(
+            root,
+            &[
+                "acquire",
+                "e2e:shared",
+                "--holder",
+                "e2e:other",
+                "--pid",
+                pid,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "acquire failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    take(&a, &live_pid);
+
+    let Some(tmux) = Tmux::dashboard_over_roots(&[&a, &b]) else {
+        return;
+    };
+    tmux.wait_for("A's claim with A's label", |s| {
+        row_in_root_reads(s, "alpha", "e2e:shared", "live")
+    });
+
+    // Another process claims the same key in B, then dies.
+    let mut holder = Sleeper::spawn();
+    take(&b, &holder.pid().to_string());
+    tmux.wait_for("B's claim with B's label", |s| {
+        row_in_root_reads(s, "beta", "e2e:shared", "live")
+    });
+    holder.kill();
+    tmux.wait_for("B's claim to turn stale", |s| {
+        row_in_root_reads(s, "beta", "e2e:shared", "stale")
+    });
+
+    // Stale sorts before live: B's row is the first; force-release it.
+    tmux.keys(&["g"]);
+    tmux.keys(&["F"]);
+    tmux.wait_for("the force-release confirmation naming B", |s| {
+        s.contains("y force-release") && s.contains("beta —")
+    });
+    confirm_force_release(&tmux);
+    let deadline = Instant::now() + PATIENCE;
+    while expired_files(&b).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let archived = expired_files(&b);
+    assert_eq!(archived.len(), 1, "archived in B: {archived:?}");
+    assert!(expired_files(&a).is_empty(), "something was archived in A");
+    assert!(claimtop::claims::claim_path(&a, "e2e:shared").exists());
+    assert!(!claimtop::claims::claim_path(&b, "e2e:shared").exists());
+    tmux.wait_for("B's row to go while A's stays", |s| {
+        !row_in_root_reads(s, "beta", "e2e:shared", "stale")
+            && row_in_root_reads(s, "alpha", "e2e:shared", "live")
+    });
+
+    tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+    drop(live);
 }

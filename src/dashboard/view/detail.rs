@@ -119,6 +119,9 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
         lines: Vec::new(),
     };
     f.field("key", &safe(&s.key));
+    if app.roots.is_several() {
+        f.field("root", &super::roots::detail_value(app, app.roots.of(s)));
+    }
     f.styled("state", state_label(s.state), theme.state(s.state));
     f.field("why", &safe(&s.why));
     match &s.record {
@@ -175,7 +178,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
             }
         }
     }
-    let history = app.history_of(&s.key);
+    let history = app.history_of_claim(s);
     if history.is_empty() {
         f.styled(
             "history",

@@ -17,10 +17,13 @@ use std::borrow::Cow;
 
 pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme) {
     let (title, lines) = match d {
-        Dialog::Acquire(f) => (" acquire a key ", acquire(f, theme)),
-        Dialog::Renew(f) => (" renew a claim ", renew(f, app, theme)),
-        Dialog::ForceRelease(f) => (" force-release ", force(f, theme)),
-        Dialog::Quit(q) => (" quit ", quit(q, theme)),
+        Dialog::Acquire(f) => (" acquire a key ", acquire(f, app, theme)),
+        Dialog::Renew(f) => (
+            " renew a claim ",
+            in_root(app, f.root, renew(f, app, theme)),
+        ),
+        Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
+        Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
@@ -64,13 +67,29 @@ fn error_line<'a>(theme: &Theme, e: &'a Option<String>) -> Option<Line<'a>> {
         .map(|e| Line::styled(format!("✖ {}", safe(e)), theme.error()))
 }
 
-fn acquire<'a>(f: &'a AcquireForm, theme: &Theme) -> Vec<Line<'a>> {
+/// With several roots, a verb's dialog says first which root it acts on.
+fn in_root<'a>(app: &App, root: usize, mut lines: Vec<Line<'a>>) -> Vec<Line<'a>> {
+    if app.roots.is_several() {
+        let value = super::roots::detail_value(app, root);
+        lines.insert(0, row(&Theme { color: app.color }, "root", value));
+    }
+    lines
+}
+
+fn acquire<'a>(f: &'a AcquireForm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     let mut out: Vec<Line> = AcquireForm::LABELS
         .iter()
         .zip(f.fields())
         .enumerate()
         .map(|(i, (name, value))| input(theme, name, value, i == f.field))
         .collect();
+    if let Some(root) = &f.root {
+        out.push(input(theme, "root", root, f.field == 4));
+        out.push(Line::styled(
+            format!("roots: {}", safe(&app.roots.labels().join(", "))),
+            theme.dim(),
+        ));
+    }
     out.push(Line::styled(
         "TTL: 1h, 30m, 90s (60s–24h); empty = PID-bound to this dashboard",
         theme.dim(),
@@ -189,14 +208,19 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
 /// first few and the count.
 const QUIT_LISTED: usize = 5;
 
-fn quit<'a>(q: &'a QuitConfirm, theme: &Theme) -> Vec<Line<'a>> {
+fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     let n = q.keys.len();
     let mut out = vec![Line::raw(format!(
         "You hold {n} claim{} taken from this dashboard:",
         if n == 1 { "" } else { "s" }
     ))];
-    for k in q.keys.iter().take(QUIT_LISTED) {
-        out.push(Line::raw(format!("  {}", safe(k))));
+    for (i, k) in q.keys.iter().enumerate().take(QUIT_LISTED) {
+        // With several roots one key may be held in two: say where.
+        let root = match q.roots.get(i) {
+            Some(r) if app.roots.is_several() => format!(" ({})", safe(app.roots.label(*r))),
+            _ => String::new(),
+        };
+        out.push(Line::raw(format!("  {}{root}", safe(k))));
     }
     if n > QUIT_LISTED {
         out.push(Line::styled(

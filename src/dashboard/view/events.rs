@@ -60,7 +60,8 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     if app.events.browse.active {
-        return super::browse::draw(frame, area, &app.events.browse, focused, theme);
+        super::browse::draw(frame, area, &app.events.browse, focused, theme);
+        return super::roots::log_root_note(frame, area, app, theme);
     }
     let cap = area.height.saturating_sub(1) as usize;
     let view = &app.events.view;
@@ -95,7 +96,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }
-    let mut lines: Vec<Line> = window.into_iter().map(|e| row(e, theme)).collect();
+    let several = app.roots.is_several();
+    let mut lines: Vec<Line> = window
+        .into_iter()
+        .map(|e| {
+            let mut line = row(e, theme);
+            if several {
+                line.spans
+                    .insert(0, super::roots::event_root(app, e.root, theme));
+            }
+            line
+        })
+        .collect();
     if lines.is_empty() {
         lines.push(Line::styled(
             match &app.events.error {

@@ -54,6 +54,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         hz_style,
     ));
 
+    if app.roots.is_several() {
+        let roots = super::roots::header_line(app, theme, area.width);
+        frame.render_widget(Paragraph::new(vec![Line::from(spans), roots]), area);
+        return;
+    }
     let where_ = Line::from(vec![
         Span::styled(" claims ", theme.label()),
         Span::raw(safe_path(&app.root.claims_dir())),

@@ -122,13 +122,14 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         room,
     );
     lines.push(Line::raw(""));
-    for text in [
+    let roots_note = super::roots::help_note(app);
+    for text in roots_note.iter().map(String::as_str).chain([
         "Filter terms: a bare word matches key, holder or reason; field:value matches one \
          field (state: holder: harness: key: reason:). The same field twice means either \
          (state:stale state:corrupted); different fields must all match.",
         "In a text input: ←/→ Home/End move, Backspace/Delete, Ctrl-U/Ctrl-K/Ctrl-W cut, \
          ↑/↓ recall earlier filters; Tab moves between fields, Enter confirms, Esc cancels.",
-    ] {
+    ]) {
         for piece in super::detail::wrap(text, width.saturating_sub(4) as usize) {
             lines.push(Line::styled(format!(" {piece}"), theme.dim()));
         }
@@ -249,7 +250,13 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
 }
 
 fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
-    let hazards = app.claims.hazards();
+    let mut hazards = app.claims.hazards();
+    let several = app.roots.is_several();
+    if several {
+        // Root by root (stable: each root's keep their severity order).
+        hazards.sort_by_key(|h| app.roots.of_path(&h.path));
+    }
+    let mut root_shown = None;
     let mut lines = Vec::new();
     if hazards.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
@@ -258,6 +265,15 @@ fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stat
     // would start continuation lines at the left border.
     let room = (width.saturating_sub(2) as usize).saturating_sub(INDENT.len());
     for h in &hazards {
+        let root = app.roots.of_path(&h.path);
+        if several && root != root_shown {
+            root_shown = root;
+            let name = root.map_or_else(
+                || "(no root)".into(),
+                |i| super::roots::detail_value(app, i),
+            );
+            lines.push(Line::styled(format!(" root {name}"), theme.label()));
+        }
         let path = safe_path(&h.path);
         for (i, piece) in super::detail::wrap(&path, room).into_iter().enumerate() {
             let label = if i == 0 { h.kind.as_str() } else { "" };

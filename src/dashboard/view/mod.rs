@@ -11,6 +11,7 @@ mod footer;
 mod header;
 mod help;
 pub mod layout;
+mod roots;
 pub mod table;
 pub mod timeline;
 
@@ -48,6 +49,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             app.local_time,
             &theme,
         );
+        roots::log_root_note(frame, area, app, &theme);
         if let Some(d) = &app.overlays.dialog {
             dialogs::draw(frame, area, d, app, &theme);
         }

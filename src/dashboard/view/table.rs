@@ -17,7 +17,12 @@ const FULL_WIDTH: u16 = 90;
 /// need the room more.
 const NARROW: u16 = 76;
 
-fn columns(width: u16) -> &'static [Column] {
+/// The columns of a table `width` wide; with several roots the root
+/// column follows the state, and the optional columns give way to it first.
+fn columns(width: u16, several: bool) -> &'static [Column] {
+    if several {
+        return super::roots::columns(width);
+    }
     if width >= FULL_WIDTH {
         &Column::ALL
     } else if width < NARROW {
@@ -54,6 +59,7 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Ttl => (7, 15),
         Column::Harness => (7, 12),
         Column::Reason => (6, u16::MAX),
+        Column::Root => (4, 16),
     }
 }
 
@@ -80,6 +86,8 @@ fn text(c: Column, s: &Status, now: i64) -> String {
             .and_then(|r| r.harness.as_deref())
             .map(|h| safe(h).into_owned())
             .unwrap_or_default(),
+        // The label needs the roots; `measure` fills it in.
+        Column::Root => String::new(),
         Column::Reason => match rec {
             Some(r) => r
                 .reason
@@ -142,7 +150,9 @@ pub fn widths(
     }
     // Then the fixed-format columns, the deadline first: it is what an
     // operator reads next after who holds what.
+    // (With several roots, the root first: a row means little without it.)
     for c in [
+        Column::Root,
         Column::Ttl,
         Column::Age,
         Column::Pid,
@@ -236,7 +246,7 @@ struct Measured<'a> {
 }
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
-    let cols = columns(area.width);
+    let cols = columns(area.width, app.roots.is_several());
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
@@ -258,7 +268,14 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .collect();
     let texts: Vec<Vec<String>> = window
         .iter()
-        .map(|s| cols.iter().map(|c| text(*c, s, now)).collect())
+        .map(|s| {
+            cols.iter()
+                .map(|c| match c {
+                    Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
+                    c => text(*c, s, now),
+                })
+                .collect()
+        })
         .collect();
     let room = area
         .width
@@ -286,6 +303,7 @@ pub enum Hit {
 }
 
 pub fn hit(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    let (_, area) = super::roots::split_table_area(app, area);
     if !area.contains(ratatui::layout::Position { x, y }) || y == area.y {
         return None;
     }
@@ -305,6 +323,8 @@ pub fn hit(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let (banners, area) = super::roots::split_table_area(app, area);
+    super::roots::draw_banners(frame, banners, app, theme);
     let shown = app.shown();
     let now = app.shown_now();
     let focused = app.focus == Pane::Table;
@@ -361,7 +381,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.dim(),
         ));
     }
-    if let Some(problem) = app.claims.problem.as_ref().filter(|_| shown.is_empty()) {
+    // (With several roots each problem has its banner line instead.)
+    let whole_table = shown.is_empty() && !app.roots.is_several();
+    if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
         let text = vec![
@@ -378,10 +400,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        title.push(Span::styled(
-            " · no claims under this root yet",
-            theme.dim(),
-        ));
+        let empty = if app.roots.is_several() {
+            " · no claims under these roots yet"
+        } else {
+            " · no claims under this root yet"
+        };
+        title.push(Span::styled(empty, theme.dim()));
     } else if app.table.rows.is_empty() {
         title.push(Span::styled(" · nothing matches the filter", theme.dim()));
         if let Some(why) = app.table.filter.why_nothing() {

@@ -1,0 +1,172 @@
+//! Model transitions that exist only when the dashboard watches several
+//! roots: a root's sweep replacing that root's rows alone, each root's
+//! events merged into one pane, and verbs routed to the root they act on.
+//! Pure, like `update`: what the disk says arrives as data.
+
+use super::action::{Action, Op, RootProblem};
+use super::app::{App, CleanConfirm, Level};
+use super::logview;
+use super::roots::RootSet;
+use super::update::{on_events_in, scroll_into_view, sweep_only_hazards, update};
+use crate::claims::{Status, Sweep};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A message from root `i`'s events follower.
+pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
+    // The whole-log views (timeline, browse) read one root's log: only its
+    // lines and resets concern them.
+    let first = i == app.log_root;
+    match action {
+        Action::EventsAppended(lines) => {
+            let tail = on_events_in(app, Some(i), &lines);
+            let whole = first && logview::on_lines(app, &lines);
+            tail || whole
+        }
+        Action::EventsReset => {
+            if first {
+                logview::on_reset(app);
+            }
+            app.events.ring.clear_root(i);
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
+            !app.paused()
+        }
+        Action::EventsError(e) => {
+            let e = format!("{}: {e}", app.roots.label(i));
+            let changed = app.events.error.as_deref() != Some(e.as_str());
+            app.events.error = Some(e);
+            changed
+        }
+        other => update(app, other),
+    }
+}
+
+/// The timeline opens on the selected row's root: when that is not the
+/// root whose log the whole-log views read, they move to its log (the
+/// service indexes it from scratch, the views start over).
+pub fn log_of_selected_root(app: &mut App) {
+    if !app.roots.is_several() {
+        return;
+    }
+    let Some(i) = app.selected_status().map(|s| app.roots.of(s)) else {
+        return;
+    };
+    let Some(log) = app.roots.get(i).map(|r| r.events_file()) else {
+        return;
+    };
+    if i == app.log_root {
+        return;
+    }
+    app.log_root = i;
+    app.timeline.on_reset();
+    app.events
+        .browse
+        .out
+        .push(crate::events::service::Request::Open(log));
+    app.events.browse.on_reset();
+}
+
+/// Root `i`'s sweep: its rows, hazards and problem are replaced; every
+/// other root's stay exactly as they were.
+pub fn apply_root_sweep(
+    app: &mut App,
+    i: usize,
+    sweep: Sweep,
+    problem: Option<RootProblem>,
+) -> bool {
+    let Some(dir) = app.roots.get(i).map(|r| r.claims_dir()) else {
+        return false;
+    };
+    let live = &mut app.claims.live;
+    let mine: Vec<Arc<Path>> = live
+        .by_path
+        .keys()
+        .filter(|p| p.parent() == Some(dir.as_path()))
+        .cloned()
+        .collect();
+    let mut old: HashMap<Arc<Path>, Status> = mine
+        .iter()
+        .filter_map(|p| live.by_path.remove_entry(p))
+        .collect();
+    let mut changed = false;
+    for s in sweep.claims {
+        let path: Arc<Path> = Arc::from(s.file.as_path());
+        changed |= old.remove(&path).is_none_or(|o| o != s);
+        live.by_path.insert(path, s);
+    }
+    changed |= !old.is_empty();
+
+    let roots = &app.roots;
+    let hazards = &mut app.claims.sweep_hazards;
+    let before: Vec<_> = hazards
+        .iter()
+        .filter(|h| roots.of_path(&h.path) == Some(i))
+        .cloned()
+        .collect();
+    hazards.retain(|h| roots.of_path(&h.path) != Some(i));
+    let fresh = sweep_only_hazards(sweep.hazards);
+    changed |= before != fresh;
+    hazards.extend(fresh);
+
+    let problems = &mut app.claims.problems;
+    if problems.len() < roots.len() {
+        problems.resize(roots.len(), None);
+    }
+    let problem_moved = problems[i] != problem;
+    if i == 0 {
+        app.claims.problem = problem.clone();
+    }
+    problems[i] = problem;
+    if changed {
+        app.claims.live.recount();
+    }
+    if (!changed || app.paused()) && !problem_moved {
+        return false;
+    }
+    app.rebuild_rows();
+    scroll_into_view(app);
+    true
+}
+
+/// The acquire form's root field: offered as the selected row's root, and
+/// there only when there is a choice to make.
+pub fn root_field(app: &App) -> Option<Box<super::app::Input>> {
+    if !app.roots.is_several() {
+        return None;
+    }
+    let i = app.selected_status().map_or(0, |s| app.roots.of(s));
+    Some(Box::new(app.roots.label(i).into()))
+}
+
+/// The root an operator typed into the acquire form, or why it is none.
+pub fn chosen_root(roots: &RootSet, typed: &str) -> Result<usize, String> {
+    roots.find(typed).ok_or_else(|| {
+        format!(
+            "root {:?} is none of the roots shown: {}",
+            typed.trim(),
+            roots.labels().join(", ")
+        )
+    })
+}
+
+/// `x` confirmed over several roots: `doctor --fix` once in each root that
+/// has something to clean, each through its own root's verbs.
+pub fn clean_each_root(app: &mut App, c: &CleanConfirm) -> bool {
+    let mut roots: Vec<usize> = c
+        .hazards
+        .iter()
+        .filter_map(|h| app.roots.of_path(&h.path))
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    for i in &roots {
+        app.pending.push(app.roots.route(*i, Op::Clean));
+    }
+    let names: Vec<&str> = roots.iter().map(|i| app.roots.label(*i)).collect();
+    let msg = format!("clean {}…", names.join(", "));
+    app.say(Level::Info, crate::sanitize::sanitize(&msg).into_owned());
+    app.overlays.dialog = None;
+    true
+}

@@ -1,0 +1,181 @@
+//! What the screen adds when it shows several roots: the root column, the
+//! header's per-root counts, one banner line per root that cannot be read,
+//! and the root of each event and hazard. With one root none of it is drawn,
+//! so the one-root screen is exactly what it always was.
+
+use super::{safe, safe_path, Theme};
+use crate::claims::{ClaimState, Counts};
+use crate::dashboard::app::{App, Column};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// Table widths below this keep only the columns an operator scans first.
+const FULL_WIDTH: u16 = 100;
+const NARROW: u16 = 76;
+
+/// The table's columns with several roots: the root right after the state,
+/// where the eye looks for "which repository" before "which key".
+pub fn columns(width: u16) -> &'static [Column] {
+    use Column::*;
+    if width >= FULL_WIDTH {
+        &[
+            State, Root, Key, Holder, Pid, Machine, Age, Ttl, Harness, Reason,
+        ]
+    } else if width < NARROW {
+        &[State, Root, Key, Holder, Ttl]
+    } else {
+        &[State, Root, Key, Holder, Age, Ttl]
+    }
+}
+
+/// One line per root that cannot be read as a normal one, each naming its
+/// root: a missing root never hides the others' rows.
+pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    if !app.roots.is_several() {
+        return Vec::new();
+    }
+    app.claims
+        .problems
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let p = p.as_ref()?;
+            Some(Line::styled(
+                format!("⚠ root {}: {p}", safe(app.roots.label(i))),
+                theme.error(),
+            ))
+        })
+        .collect()
+}
+
+/// The table's area split into the roots' banner lines and what is left for
+/// the table itself; drawing and mouse hits both go through it.
+pub fn split_table_area(app: &App, area: Rect) -> (Rect, Rect) {
+    let n = app.claims.problems.iter().filter(|p| p.is_some()).count();
+    // The table keeps at least its title, header and one row.
+    let n = if app.roots.is_several() { n as u16 } else { 0 }.min(area.height.saturating_sub(3));
+    let banner = Rect::new(area.x, area.y, area.width, n);
+    let table = Rect::new(area.x, area.y + n, area.width, area.height - n);
+    (banner, table)
+}
+
+pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    if area.height > 0 {
+        frame.render_widget(Paragraph::new(banners(app, theme)), area);
+    }
+}
+
+/// The header's second line with several roots: each root's label and
+/// counts, shortened until it fits `width`.
+pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
+    let shown = app.shown();
+    let counts: Vec<Counts> = app
+        .roots
+        .iter()
+        .map(|r| shown.counts_in(&r.claims_dir()))
+        .collect();
+    let problems = &app.claims.problems;
+    let full = |i: usize, c: &Counts| -> String {
+        if problems.get(i).is_some_and(Option::is_some) {
+            return "⚠ unreadable".into();
+        }
+        let mut s = format!("{}", c.live + c.suspect + c.stale + c.corrupted);
+        let bad: Vec<String> = [
+            (ClaimState::Suspect, c.suspect),
+            (ClaimState::Stale, c.stale),
+            (ClaimState::Corrupted, c.corrupted),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(st, n)| format!("{n} {}", st.as_str()))
+        .collect();
+        if !bad.is_empty() {
+            s.push_str(&format!(" ({})", bad.join(", ")));
+        }
+        s
+    };
+    let short = |i: usize, c: &Counts| -> String {
+        if problems.get(i).is_some_and(Option::is_some) {
+            "⚠".into()
+        } else {
+            (c.live + c.suspect + c.stale + c.corrupted).to_string()
+        }
+    };
+    for form in [&full as &dyn Fn(usize, &Counts) -> String, &short] {
+        let mut spans = vec![Span::styled(
+            format!(" {} roots ", app.roots.len()),
+            theme.label(),
+        )];
+        for (i, c) in counts.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" ·", theme.dim()));
+            }
+            spans.push(Span::styled(
+                format!(" {} ", safe(app.roots.label(i))),
+                theme.key(),
+            ));
+            spans.push(Span::raw(form(i, c)));
+        }
+        let line = Line::from(spans);
+        if line.width() <= width as usize {
+            return line;
+        }
+    }
+    Line::from(vec![
+        Span::styled(format!(" {} roots ", app.roots.len()), theme.label()),
+        Span::styled(
+            " (too many to count here: sort or filter by root)",
+            theme.dim(),
+        ),
+    ])
+}
+
+/// An event row's root, padded to the widest label so the rows align.
+pub fn event_root(app: &App, root: usize, theme: &Theme) -> Span<'static> {
+    let w = app
+        .roots
+        .labels()
+        .iter()
+        .map(|l| safe(l).chars().count())
+        .max()
+        .unwrap_or(0);
+    Span::styled(format!("{:<w$} ", safe(app.roots.label(root))), theme.key())
+}
+
+/// The detail pane's "root" field: the label, and the path in full.
+pub fn detail_value(app: &App, root: usize) -> String {
+    let path = app
+        .roots
+        .get(root)
+        .map(|r| safe_path(&r.root))
+        .unwrap_or_default();
+    format!("{} — {path}", safe(app.roots.label(root)))
+}
+
+/// The whole-log views (the timeline, browsing the events log) read one
+/// root's log. With several roots they say whose at the right end of their
+/// first line.
+pub fn log_root_note(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    if !app.roots.is_several() || area.height == 0 {
+        return;
+    }
+    let note = format!(" log of root {} ", safe(app.roots.label(app.log_root)));
+    let w = (note.chars().count() as u16).min(area.width);
+    let at = Rect::new(area.x + area.width - w, area.y, w, 1);
+    frame.render_widget(Paragraph::new(Span::styled(note, theme.key())), at);
+}
+
+/// The help's word on several roots, when there are several.
+pub fn help_note(app: &App) -> Option<String> {
+    app.roots.is_several().then(|| {
+        format!(
+            "Several roots ({}): the root column says where each claim lives; root:TEXT \
+             filters by root path; r, n and F act in the selected row's root, and a asks \
+             which root. t opens the timeline of the selected row's root, and the events \
+             search reads that root's log too.",
+            safe(&app.roots.labels().join(", "))
+        )
+    })
+}
