@@ -36,6 +36,8 @@ pub enum Action {
     Log(Box<Reply>),
     /// SIGTERM / SIGHUP.
     Quit,
+    /// What the store collector read (a dashboard over etcd).
+    Store(Box<super::store_view::StoreMsg>),
 }
 
 /// What the collector read since its last message.

@@ -30,6 +30,9 @@ pub struct ClaimSet {
     pub counts: Counts,
     /// Claims that are themselves hazards (corrupted, foreign machine).
     pub item_hazards: usize,
+    /// The claims come from a store whose keys are not lockfiles (etcd):
+    /// a claim's own hazards are the store's (see `store::item_hazards`).
+    pub store_keys: bool,
 }
 
 impl ClaimSet {
@@ -38,7 +41,7 @@ impl ClaimSet {
         let mut hazards = 0;
         for s in self.by_path.values() {
             counts.add(s.state);
-            hazards += item_hazard_count(s);
+            hazards += item_hazard_count(s, self.store_keys);
         }
         self.counts = counts;
         self.item_hazards = hazards;
@@ -54,13 +57,14 @@ impl ClaimSet {
         let Some(s) = self.by_path.get_mut(path) else {
             return false;
         };
-        let (old_state, old_hazards) = (s.state, item_hazard_count(s));
+        let store = self.store_keys;
+        let (old_state, old_hazards) = (s.state, item_hazard_count(s, store));
         if !judge(s) {
             return false;
         }
         self.counts.remove(old_state);
         self.counts.add(s.state);
-        self.item_hazards = self.item_hazards + item_hazard_count(s) - old_hazards;
+        self.item_hazards = self.item_hazards + item_hazard_count(s, store) - old_hazards;
         true
     }
 
@@ -75,7 +79,10 @@ impl ClaimSet {
 
 /// How many hazards `claims::item_hazards` would report for `s`,
 /// without building them (the header only needs the count).
-fn item_hazard_count(s: &Status) -> usize {
+fn item_hazard_count(s: &Status, store_keys: bool) -> usize {
+    if store_keys {
+        return crate::store::item_hazards::item_hazard_count(s);
+    }
     let (misnamed, unverifiable) = crate::claims::item_hazard_kinds(s);
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
@@ -116,6 +123,10 @@ pub enum Column {
     Ttl,
     Harness,
     Reason,
+    /// Time left on the claim's etcd lease: shown over a store only, and
+    /// not in [`Column::ALL`], so the file dashboard's columns and `s`
+    /// cycle stay as they were.
+    Lease,
 }
 
 impl Column {
@@ -147,6 +158,7 @@ impl Column {
             Column::Ttl => "ttl",
             Column::Harness => "harness",
             Column::Reason => "reason",
+            Column::Lease => "lease",
         }
     }
 }
@@ -202,8 +214,9 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
             a.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
             b.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
         ),
-        // Soonest deadline first; PID-bound (no deadline) after.
-        Column::Ttl => some_first(
+        // Soonest deadline first; PID-bound (no deadline) after. A lease
+        // is granted for the claim's TTL, so it runs out in the same order.
+        Column::Ttl | Column::Lease => some_first(
             a.record.as_ref().and_then(|r| r.expires_at),
             b.record.as_ref().and_then(|r| r.expires_at),
         ),
@@ -821,8 +834,13 @@ impl Claims {
         let mut out = self.sweep_hazards.clone();
         let mut items: Vec<&Status> = self.shown().by_path.values().collect();
         items.sort_by(|a, b| a.file.cmp(&b.file));
+        let store_keys = self.shown().store_keys;
         for s in items {
-            crate::claims::item_hazards(s, &mut out);
+            if store_keys {
+                crate::store::item_hazards::item_hazards(s, &mut out);
+            } else {
+                crate::claims::item_hazards(s, &mut out);
+            }
         }
         out.sort_by(|a, b| {
             hazard_rank(a.kind)
@@ -956,6 +974,9 @@ pub struct App {
     pub seen_help: bool,
     /// Mutations waiting to be handed to the worker.
     pub pending: Vec<Op>,
+    /// Set when the claims come from a store with a connection (etcd):
+    /// its header, its link and the lease behind each claim.
+    pub store: Option<super::store_view::StoreView>,
 }
 
 impl App {
@@ -984,6 +1005,7 @@ impl App {
             clipboard: None,
             seen_help: false,
             pending: Vec::new(),
+            store: None,
         }
     }
 
@@ -993,6 +1015,11 @@ impl App {
     /// countdown) only for the claim the detail pane shows; whichever claim
     /// becomes selected is re-worded here first.
     pub fn refresh_selected_why(&mut self) {
+        // A store's claims are judged by the store (their lease is their
+        // liveness): there is no pid here to re-word them by.
+        if self.store.is_some() {
+            return;
+        }
         let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
             return;
         };
@@ -1193,6 +1220,13 @@ impl App {
             .collect();
         keys.sort();
         keys
+    }
+
+    /// Show a store's claims (etcd) rather than a root's: its header, its
+    /// lease column, and hazards as the store judges them.
+    pub fn over_store(&mut self, view: super::store_view::StoreView) {
+        self.store = Some(view);
+        self.claims.live.store_keys = true;
     }
 
     pub fn say(&mut self, level: Level, text: impl Into<String>) {

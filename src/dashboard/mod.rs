@@ -13,10 +13,12 @@ pub mod action;
 pub mod app;
 pub mod browse;
 pub mod collect;
+pub mod collect_store;
 pub mod input;
 pub mod keys;
 pub mod logview;
 pub mod ops;
+pub mod store_view;
 pub mod terminal;
 pub mod timeline;
 pub mod update;
@@ -67,9 +69,37 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
         let _ = sink_tx.send(Action::Warning(m.to_string()));
     })));
-    let result = ui_loop(&mut app, &tx, rx, collect_tx);
+    let ops_store = Box::new(crate::store::file::FileStore::new(root));
+    let result = ui_loop(&mut app, &tx, rx, ops_store, Some(collect_tx));
     crate::diag::set_warning_sink(None);
     result
+}
+
+/// Run the dashboard over a store with a connection (etcd) until the
+/// operator quits. The store is opened here, before the terminal is taken,
+/// so a store that cannot be reached is said as a plain error.
+pub fn run_store(
+    mut opts: Options,
+    source: collect_store::Source,
+) -> Result<(), Box<dyn std::error::Error>> {
+    opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let identity = LocalIdentity::current();
+    let operator = collect::operator_id(&identity);
+    let collector_store = source.open()?;
+    let ops_store = source.open()?;
+    let (tx, rx) = channel::<Action>();
+    let now = now_ms();
+    let mut app = App::new(opts, now, identity, operator);
+    app.over_store(store_view::StoreView::new(collector_store.url(), now));
+    collect_store::spawn(collector_store, &source, &tx)?;
+    terminal::spawn_signals(tx.clone())?;
+    let sink_tx = tx.clone();
+    crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
+        let _ = sink_tx.send(Action::Warning(m.to_string()));
+    })));
+    let result = ui_loop(&mut app, &tx, rx, ops_store, None);
+    crate::diag::set_warning_sink(None);
+    Ok(result?)
 }
 
 /// Start the collector, the watcher feeding it, the events follower and the
@@ -112,15 +142,21 @@ fn ui_loop(
     app: &mut App,
     tx: &Sender<Action>,
     rx: Receiver<Action>,
-    collect_tx: Sender<collect::Input>,
+    ops_store: Box<dyn crate::store::Store>,
+    collect_tx: Option<Sender<collect::Input>>,
 ) -> std::io::Result<()> {
     let (op_tx, op_rx) = channel::<Op>();
-    let (r, out) = (app.root.clone(), tx.clone());
+    let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-ops".into())
-        .spawn(move || ops::worker(r, op_rx, out, collect_tx))?;
+        .spawn(move || ops::store_worker(ops_store, op_rx, out, collect_tx))?;
 
-    let log_tx = spawn_log_service(app, tx)?;
+    // The events service indexes a file log; a store's events reach the
+    // pane from its change feed, and the whole-log views are file-only.
+    let log_tx = match app.store {
+        None => spawn_log_service(app, tx)?,
+        Some(_) => channel().0,
+    };
 
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;

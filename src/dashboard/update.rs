@@ -79,6 +79,7 @@ pub fn update(app: &mut App, action: Action) -> bool {
             app.quit = true;
             false
         }
+        Action::Store(msg) => super::store_view::on_store(app, *msg),
     }
 }
 
@@ -150,7 +151,10 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     } = swept;
     app.claims.learn(&pids);
     app.claims.changed();
-    let mut set = ClaimSet::default();
+    let mut set = ClaimSet {
+        store_keys: app.claims.live.store_keys,
+        ..ClaimSet::default()
+    };
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
         set.by_path.insert(path, s);
@@ -215,7 +219,13 @@ pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    match app.claims.tick_plan(now) {
+    // A store's claims are judged by the store, never by this machine's
+    // pids: over a store the tick only moves the clock (and the leases).
+    let plan = match app.store {
+        Some(_) => TickPlan::Nothing,
+        None => app.claims.tick_plan(now),
+    };
+    match plan {
         TickPlan::Nothing => {}
         TickPlan::Expired(paths) => {
             let mut c = app.claims.classifier(now);

@@ -6,6 +6,7 @@ mod common;
 
 mod e2e_tmux;
 mod snapshots;
+mod store;
 mod timeline;
 mod update;
 mod watch;

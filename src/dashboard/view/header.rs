@@ -54,6 +54,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         hz_style,
     ));
 
+    if let Some(store) = &app.store {
+        let line = super::store::header_line(app, store, theme);
+        frame.render_widget(Paragraph::new(vec![Line::from(spans), line]), area);
+        return;
+    }
     let where_ = Line::from(vec![
         Span::styled(" claims ", theme.label()),
         Span::raw(safe_path(&app.root.claims_dir())),

@@ -11,6 +11,7 @@ mod footer;
 mod header;
 mod help;
 pub mod layout;
+mod store;
 pub mod table;
 pub mod timeline;
 

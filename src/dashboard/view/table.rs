@@ -17,7 +17,10 @@ const FULL_WIDTH: u16 = 90;
 /// need the room more.
 const NARROW: u16 = 76;
 
-fn columns(width: u16) -> &'static [Column] {
+fn columns(width: u16, store: bool) -> &'static [Column] {
+    if store {
+        return super::store::columns(width >= FULL_WIDTH, width < NARROW);
+    }
     if width >= FULL_WIDTH {
         &Column::ALL
     } else if width < NARROW {
@@ -54,6 +57,7 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Ttl => (7, 15),
         Column::Harness => (7, 12),
         Column::Reason => (6, u16::MAX),
+        Column::Lease => (5, 7),
     }
 }
 
@@ -80,6 +84,9 @@ fn text(c: Column, s: &Status, now: i64) -> String {
             .and_then(|r| r.harness.as_deref())
             .map(|h| safe(h).into_owned())
             .unwrap_or_default(),
+        // Needs the store's tenures, which a Status does not carry: the
+        // caller asks the model instead (see `measure`).
+        Column::Lease => String::new(),
         Column::Reason => match rec {
             Some(r) => r
                 .reason
@@ -144,6 +151,7 @@ pub fn widths(
     // operator reads next after who holds what.
     for c in [
         Column::Ttl,
+        Column::Lease,
         Column::Age,
         Column::Pid,
         Column::State,
@@ -236,7 +244,7 @@ struct Measured<'a> {
 }
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
-    let cols = columns(area.width);
+    let cols = columns(area.width, app.store.is_some());
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
@@ -258,7 +266,14 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .collect();
     let texts: Vec<Vec<String>> = window
         .iter()
-        .map(|s| cols.iter().map(|c| text(*c, s, now)).collect())
+        .map(|s| {
+            cols.iter()
+                .map(|c| match c {
+                    Column::Lease => crate::dashboard::store_view::lease_cell(app, s),
+                    _ => text(*c, s, now),
+                })
+                .collect()
+        })
         .collect();
     let room = area
         .width
@@ -361,6 +376,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.dim(),
         ));
     }
+    if let Some(store) = &app.store {
+        super::store::mark_view(&mut title, app, store, theme);
+    }
     if let Some(problem) = app.claims.problem.as_ref().filter(|_| shown.is_empty()) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
@@ -378,10 +396,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        title.push(Span::styled(
-            " · no claims under this root yet",
-            theme.dim(),
-        ));
+        let empty = match app.store {
+            Some(_) => " · no claims in this store yet",
+            None => " · no claims under this root yet",
+        };
+        title.push(Span::styled(empty, theme.dim()));
     } else if app.table.rows.is_empty() {
         title.push(Span::styled(" · nothing matches the filter", theme.dim()));
         if let Some(why) = app.table.filter.why_nothing() {

@@ -11,8 +11,7 @@ use super::Core;
 use crate::claims::Counts;
 use crate::claims::ParseError;
 use crate::claims::{
-    now_ms, process_create_time_ms, ClaimRecord, ClaimState, Hazard, HazardKind, Locality, Status,
-    Sweep,
+    now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
 use crate::store::{Fenced, Listing, StoreError, StoreHazard, Tenure};
 use etcd_client::{GetOptions, KeyValue};
@@ -112,7 +111,9 @@ impl Core {
         let mut hazards = Vec::new();
         for (s, _) in &rows {
             counts.add(s.state);
-            item_hazard(s, &mut hazards);
+            // `foreign_machine` does not apply: claims from other
+            // machines are the point of etcd.
+            crate::store::item_hazards::item_hazards(s, &mut hazards);
         }
         let (claims, tenures) = rows.into_iter().map(|(s, t)| (s, Some(t))).unzip();
         Ok(Listing {
@@ -264,24 +265,5 @@ fn free(key: &str, ck: &str) -> Status {
         error: None,
         locality: None,
         head: Vec::new(),
-    }
-}
-
-/// The per-claim hazards that mean the same on etcd as on a file root.
-/// (`foreign_machine` does not: claims from other machines are the point.)
-fn item_hazard(s: &Status, out: &mut Vec<Hazard>) {
-    if let Some(reason) = &s.error {
-        out.push(Hazard {
-            kind: HazardKind::CorruptedClaim,
-            path: s.file.clone(),
-            detail: reason.clone(),
-        });
-    }
-    if let Some(rec) = s.record.as_ref().filter(|r| r.key != s.key) {
-        out.push(Hazard {
-            kind: HazardKind::KeyMismatch,
-            path: s.file.clone(),
-            detail: format!("the record names key {:?}", rec.key),
-        });
     }
 }
