@@ -48,6 +48,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 /// After a read failed, before trying the claims it concerned again.
 const RETRY: Duration = Duration::from_secs(1);
+/// Claims in the first screen's head listing: one page of etcd's.
+pub const HEAD: usize = 1000;
 /// Most changes taken in one go before the reads they call for.
 const BATCH: usize = 1024;
 
@@ -275,6 +277,17 @@ impl Collector {
     /// fails (the store is away at start) is tried again each [`RETRY`].
     pub fn run(mut self, out: &Sender<Action>) {
         let mut first = true;
+        // A big store takes seconds to list: its first page shows at once.
+        if let Ok(Some(head)) = self.store.list_head(HEAD) {
+            let at = now_ms();
+            let msg = StoreMsg::Head {
+                listing: Box::new(head),
+                at,
+            };
+            if out.send(Action::Store(Box::new(msg))).is_err() {
+                return;
+            }
+        }
         loop {
             let listed = self.list(None);
             let listed = match listed {
@@ -294,6 +307,7 @@ impl Collector {
             if out.send(listed).is_err() {
                 return;
             }
+            give_back_memory();
             if first {
                 first = false;
                 if let Ok(events) = self.store.events(EVENTS_RING) {
@@ -333,5 +347,17 @@ impl Collector {
                 }
             }
         }
+    }
+}
+
+/// A big listing's raw pages are freed by now, but glibc keeps the pages in
+/// this thread's arena: hand them back, so that a dashboard over 100 000
+/// claims does not keep its start-up peak for as long as it runs.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; no pointer of
+    // ours is involved.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

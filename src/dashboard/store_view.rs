@@ -7,9 +7,9 @@
 //! etcd key (`Listing`'s `file`), so the table, the filter, the selection
 //! and the detail pane work unchanged.
 
-use super::action::{Read, Swept};
+use super::action::Swept;
 use super::app::{App, Level};
-use super::update::{apply_sweep, on_read};
+use super::update::{apply_sweep, scroll_into_view, select_arrived};
 use crate::claims::Status;
 use crate::store::{Listing, StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
@@ -28,6 +28,9 @@ pub enum StoreMsg {
         /// Why it was re-read (None: the first listing).
         resync: Option<String>,
     },
+    /// The first claims in key order, shown while the full listing of a
+    /// big store is still being read.
+    Head { listing: Box<Listing>, at: i64 },
     /// Claims re-read after the watch named their keys (state Free: gone).
     Claims {
         items: Vec<(Status, Option<Tenure>)>,
@@ -90,6 +93,8 @@ pub struct StoreView {
     last_seen: i64,
     /// When it stopped being whole, while it is not.
     since: Option<i64>,
+    /// Set while only the head of the store is shown: how many claims.
+    pub partial: Option<usize>,
 }
 
 impl StoreView {
@@ -102,6 +107,7 @@ impl StoreView {
             watch_ok: true,
             last_seen: now,
             since: None,
+            partial: None,
         }
     }
 
@@ -209,48 +215,26 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
         return false;
     };
     match msg {
+        StoreMsg::Head { listing, at } => {
+            view.partial = Some(listing.sweep.claims.len());
+            take_listing(app, *listing, at)
+        }
         StoreMsg::Listed {
             listing,
             at,
             resync,
         } => {
             let link = view.judge(at, None, Some(true));
-            let Listing {
-                sweep,
-                tenures,
-                revision,
-                ..
-            } = *listing;
-            view.tenures = sweep
-                .claims
-                .iter()
-                .zip(tenures)
-                .filter_map(|(s, t)| {
-                    let held = Held {
-                        tenure: t?,
-                        read_at: at,
-                    };
-                    Some((Arc::from(s.file.as_path()), held))
-                })
-                .collect();
-            if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
-                info.revision = info.revision.max(rev);
-            }
-            let shown = apply_sweep(
-                app,
-                Swept {
-                    sweep,
-                    pids: Vec::new(),
-                    problem: None,
-                },
-            );
+            let was_partial = view.partial.take().is_some();
+            let revision = listing.revision;
+            let shown = take_listing(app, *listing, at);
             if let Some(why) = resync {
                 app.say(Level::Info, resync_notice(&why, revision));
             }
-            shown || link || app.status.is_some()
+            shown || link || was_partial || app.status.is_some()
         }
         StoreMsg::Claims { items, at } => {
-            let mut claims = Vec::with_capacity(items.len());
+            let mut moved = Vec::with_capacity(items.len());
             for (s, t) in items {
                 let path: Arc<Path> = Arc::from(s.file.as_path());
                 match t {
@@ -262,21 +246,15 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
                         if let Some(info) = view.info.as_mut() {
                             info.revision = info.revision.max(tenure.revision);
                         }
-                        view.tenures.insert(path, held);
+                        view.tenures.insert(Arc::clone(&path), held);
                     }
                     None => {
                         view.tenures.remove(&path);
                     }
                 }
-                claims.push(s);
+                moved.extend(app.claims.live.put_counted(&path, s));
             }
-            on_read(
-                app,
-                Read {
-                    claims,
-                    ..Read::default()
-                },
-            )
+            place_rows(app, &moved)
         }
         StoreMsg::Info { info, at } => {
             let moved = view.info.as_ref() != Some(&info);
@@ -303,4 +281,61 @@ pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
     } else {
         format!("store re-listed{at}: {why}")
     }
+}
+
+/// Past this many changed rows at once, one full re-sort is cheaper than
+/// moving each.
+const REPOSITION_MAX: usize = 64;
+
+/// Put the changed rows in their sorted places: each moved alone (a full
+/// re-sort of 100 000 rows per change is most of a big store's change to
+/// screen), or all re-sorted after a burst. True when the view moved.
+fn place_rows(app: &mut App, moved: &[Arc<Path>]) -> bool {
+    if moved.is_empty() || app.paused() {
+        return false;
+    }
+    if moved.len() > REPOSITION_MAX {
+        app.rebuild_rows();
+    } else {
+        app.reposition_rows(moved);
+    }
+    scroll_into_view(app);
+    select_arrived(app);
+    true
+}
+
+/// Replace the claims and their tenures with a listing's; true when the
+/// view moved.
+fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
+    let Listing {
+        sweep,
+        tenures,
+        revision,
+        ..
+    } = listing;
+    if let Some(view) = app.store.as_mut() {
+        view.tenures = sweep
+            .claims
+            .iter()
+            .zip(tenures)
+            .filter_map(|(s, t)| {
+                let held = Held {
+                    tenure: t?,
+                    read_at: at,
+                };
+                Some((Arc::from(s.file.as_path()), held))
+            })
+            .collect();
+        if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
+            info.revision = info.revision.max(rev);
+        }
+    }
+    apply_sweep(
+        app,
+        Swept {
+            sweep,
+            pids: Vec::new(),
+            problem: None,
+        },
+    )
 }

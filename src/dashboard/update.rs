@@ -666,7 +666,7 @@ fn move_by(app: &mut App, delta: isize) -> bool {
 /// Select the claim just acquired here once it is among the rows (the
 /// filter may hide it: then it is not waited for forever, a later acquire
 /// replaces it).
-fn select_arrived(app: &mut App) {
+pub(crate) fn select_arrived(app: &mut App) {
     let Some(want) = app.table.select_on_arrival.as_deref() else {
         return;
     };

@@ -346,6 +346,14 @@ pub trait Store: Send {
         Ok(None)
     }
 
+    /// The first `n` claims in key order, listed as [`Store::list`] lists
+    /// them, for a first screen that cannot wait for every page of a big
+    /// store; `Ok(None)` where a full listing costs no more.
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        let _ = n;
+        Ok(None)
+    }
+
     /// A feed of changes after `revision` (the one a [`Listing`] was read
     /// at), so that nothing written between the listing and the feed's start
     /// is missed. A store without revisions starts from now.

@@ -285,3 +285,83 @@ fn the_etcd_view_shows_the_store_header_the_lease_column_and_the_fencing_revisio
     update(&mut app, Action::Tick(NOW + 3 * SEC));
     insta::assert_snapshot!("etcd_view_160x48", render(&app));
 }
+
+#[test]
+fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
+    let mut app = store_app(160, 48);
+    let mut s = store_claim("migrate-db", "agent:codex-3", 1201, 10 * MIN, 50 * MIN);
+    s.state = ClaimState::Suspect;
+    s.why = "the lease is running but pid 1201 is gone on this machine".into();
+    assert!(store(
+        &mut app,
+        StoreMsg::Claims {
+            items: vec![(s, Some(tenure(40, 3600, 2999)))],
+            at: NOW + SEC,
+        }
+    ));
+    assert_eq!(
+        row_keys(&app),
+        ["migrate-db", "build/x86", "deploy/prod"],
+        "a suspect claim sorts before live ones"
+    );
+    let c = app.claims.live.counts;
+    assert_eq!((c.live, c.suspect), (2, 1));
+
+    let fresh = store_claim("aaa/new", "pty:carol", 9, 0, MIN);
+    store(
+        &mut app,
+        StoreMsg::Claims {
+            items: vec![(fresh, Some(tenure(46, 60, 60)))],
+            at: NOW + 2 * SEC,
+        },
+    );
+    assert_eq!(
+        row_keys(&app),
+        ["migrate-db", "aaa/new", "build/x86", "deploy/prod"]
+    );
+    assert_eq!(app.claims.live.counts.live, 3);
+}
+
+#[test]
+fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listing_replaces_it() {
+    let mut app = app_at(fixed_root());
+    app.over_store(StoreView::new(URL.into(), NOW));
+    update(&mut app, Action::Resize(160, 48));
+    let head = vec![(
+        store_claim("a/first", "pty:alice", 7, MIN, MIN),
+        tenure(3, 60, 60),
+    )];
+    assert!(store(
+        &mut app,
+        StoreMsg::Head {
+            listing: Box::new(listing(head, 50)),
+            at: NOW,
+        }
+    ));
+    assert_eq!(row_keys(&app), ["a/first"]);
+    assert!(
+        table_title(&app).contains("listing the store: its first 1 claims so far"),
+        "{}",
+        render(&app)
+    );
+    let all = vec![
+        (
+            store_claim("a/first", "pty:alice", 7, MIN, MIN),
+            tenure(3, 60, 60),
+        ),
+        (
+            store_claim("z/last", "pty:bob", 8, MIN, MIN),
+            tenure(4, 60, 60),
+        ),
+    ];
+    assert!(store(
+        &mut app,
+        StoreMsg::Listed {
+            listing: Box::new(listing(all, 50)),
+            at: NOW,
+            resync: None,
+        }
+    ));
+    assert_eq!(row_keys(&app), ["a/first", "z/last"]);
+    assert!(!table_title(&app).contains("listing the store"));
+}

@@ -59,4 +59,10 @@ pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, th
     if let Some(stale) = store.stale_view_text(app.now, app.local_time) {
         title.push(Span::styled(format!(" · {stale}"), theme.error()));
     }
+    if let Some(n) = store.partial {
+        title.push(Span::styled(
+            format!(" · listing the store: its first {n} claims so far"),
+            theme.dim(),
+        ));
+    }
 }

@@ -43,6 +43,12 @@ impl Core {
     }
 
     pub(super) fn list_claims(&self) -> Result<Listing, StoreError> {
+        self.list_claims_upto(None)
+    }
+
+    /// The listing of the first `limit` claims in key order (every claim
+    /// when None): a dashboard's first screen need not wait for 100 pages.
+    pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
         let prefix = self.layout.claims();
         let end = range_end(&prefix);
         let mut kvs: Vec<KeyValue> = Vec::new();
@@ -51,7 +57,8 @@ impl Core {
         // snapshot, however the store moves while we page.
         let mut at = 0;
         loop {
-            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(page);
             if at > 0 {
                 opts = opts.with_revision(at);
             }
@@ -70,7 +77,7 @@ impl Core {
                 from.push(0);
             }
             kvs.extend(page);
-            if !more || kvs.is_empty() {
+            if !more || kvs.is_empty() || limit.is_some_and(|n| kvs.len() >= n) {
                 break;
             }
         }

@@ -221,6 +221,10 @@ impl Store for EtcdStore {
         Ok(Box::new(watch::EtcdChanges::start(&self.core, start)?))
     }
 
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        self.core.list_claims_upto(Some(n)).map(Some)
+    }
+
     fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
         self.core.info().map(Some)
     }
