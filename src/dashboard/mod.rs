@@ -1,6 +1,6 @@
 //! The interactive dashboard: a live view of one claims root and its events
-//! log, with acquire / release / renew / force-release going through the same
-//! verbs as the CLI.
+//! log, or of an etcd store (`collect_store`, `store_view`), with acquire /
+//! release / renew / force-release going through the same verbs as the CLI.
 //!
 //! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
@@ -65,10 +65,7 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     let mut app = App::new(opts, now_ms(), identity, operator);
 
     let collect_tx = spawn_background(&root, &tx)?;
-    let sink_tx = tx.clone();
-    crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
-        let _ = sink_tx.send(Action::Warning(m.to_string()));
-    })));
+    sink_warnings(&tx);
     let ops_store = Box::new(crate::store::file::FileStore::new(root));
     let result = ui_loop(&mut app, &tx, rx, ops_store, Some(collect_tx));
     crate::diag::set_warning_sink(None);
@@ -93,13 +90,19 @@ pub fn run_store(
     app.over_store(store_view::StoreView::new(collector_store.url(), now));
     collect_store::spawn(collector_store, &source, &tx)?;
     terminal::spawn_signals(tx.clone())?;
+    sink_warnings(&tx);
+    let result = ui_loop(&mut app, &tx, rx, ops_store, None);
+    crate::diag::set_warning_sink(None);
+    Ok(result?)
+}
+
+/// The core's best-effort warnings go to the status line while the
+/// dashboard owns the terminal.
+fn sink_warnings(tx: &Sender<Action>) {
     let sink_tx = tx.clone();
     crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
         let _ = sink_tx.send(Action::Warning(m.to_string()));
     })));
-    let result = ui_loop(&mut app, &tx, rx, ops_store, None);
-    crate::diag::set_warning_sink(None);
-    Ok(result?)
 }
 
 /// Start the collector, the watcher feeding it, the events follower and the

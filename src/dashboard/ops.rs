@@ -1,6 +1,7 @@
-//! Running the operator's mutations through the library verbs, off the UI
-//! thread (a verb can wait up to seconds on a recovery mutex), and turning
-//! each outcome into one line of words.
+//! Running the operator's mutations through the store's verbs (the file
+//! store over the root, or etcd: the same transactions the CLI runs), off
+//! the UI thread (a verb can wait up to seconds on a recovery mutex or an
+//! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
