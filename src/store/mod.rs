@@ -369,7 +369,7 @@ pub struct StoreInfo {
     /// The endpoints the client was given, `a:1,b:2`.
     pub endpoints: String,
     /// The leader's member name (its client URL when it has no name), or
-    /// None while there is no leader.
+    /// None while there is no leader or the credentials may not ask.
     pub leader: Option<String>,
     /// The store's current revision.
     pub revision: i64,

@@ -41,7 +41,7 @@ pub fn header_line(app: &App, store: &StoreView, theme: &Theme) -> Line<'static>
         style,
     ));
     if let Some(info) = &store.info {
-        let leader = info.leader.as_deref().unwrap_or("none");
+        let leader = info.leader.as_deref().unwrap_or("unknown");
         for (label, value) in [
             ("  endpoints ", safe(&info.endpoints).into_owned()),
             ("  leader ", safe(leader).into_owned()),

@@ -51,8 +51,14 @@ impl Core {
     pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
         let prefix = self.layout.claims();
         let end = range_end(&prefix);
-        let mut kvs: Vec<KeyValue> = Vec::new();
         let mut from = prefix.clone().into_bytes();
+        // Each page is judged as it arrives and its raw values dropped, so a
+        // listing of 100 000 claims never holds them all twice.
+        let mut rows: Vec<(Status, Tenure)> = Vec::new();
+        let mut leases: Vec<i64> = Vec::new();
+        let mut store_hazards = Vec::new();
+        let mut pids = HashMap::new();
+        let no_ttls = HashMap::new();
         // Every page reads at the first page's revision: one consistent
         // snapshot, however the store moves while we page.
         let mut at = 0;
@@ -76,42 +82,40 @@ impl Core {
                 from = last.key().to_vec();
                 from.push(0);
             }
-            kvs.extend(page);
-            if !more || kvs.is_empty() || limit.is_some_and(|n| kvs.len() >= n) {
+            let empty = page.is_empty();
+            for kv in &page {
+                let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                    continue;
+                };
+                let ck = String::from_utf8_lossy(kv.key()).into_owned();
+                if kv.lease() == 0 {
+                    store_hazards.push(StoreHazard {
+                        kind: CLAIM_WITHOUT_LEASE,
+                        path: ck.clone(),
+                        detail: "this claim has no lease, so it never expires; force-release it"
+                            .into(),
+                    });
+                }
+                leases.push(kv.lease());
+                rows.push(self.item(&key, &ck, kv, &no_ttls, &mut pids));
+            }
+            if !more || empty || limit.is_some_and(|n| rows.len() >= n) {
                 break;
             }
         }
-        let leases: Vec<i64> = {
-            let mut ids: Vec<i64> = kvs
-                .iter()
-                .map(KeyValue::lease)
-                .filter(|l| *l != 0)
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
-            ids
-        };
-        let ttls = if leases.len() <= LEASE_LOOKUPS_MAX {
-            self.lease_ttls(leases)?
-        } else {
-            HashMap::new()
-        };
-        let mut rows: Vec<(Status, Tenure)> = Vec::with_capacity(kvs.len());
-        let mut store_hazards = Vec::new();
-        let mut pids = HashMap::new();
-        for kv in &kvs {
-            let Some(key) = self.layout.key_of_claim(kv.key()) else {
-                continue;
-            };
-            let ck = String::from_utf8_lossy(kv.key()).into_owned();
-            if kv.lease() == 0 {
-                store_hazards.push(StoreHazard {
-                    kind: CLAIM_WITHOUT_LEASE,
-                    path: ck.clone(),
-                    detail: "this claim has no lease, so it never expires; force-release it".into(),
-                });
+        // Few enough leases: ask etcd for each one's time left, in place of
+        // the record's deadline the rows were judged with.
+        let mut distinct: Vec<i64> = leases.iter().copied().filter(|l| *l != 0).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() <= LEASE_LOOKUPS_MAX {
+            let ttls = self.lease_ttls(distinct)?;
+            for ((_, tenure), lease) in rows.iter_mut().zip(&leases) {
+                if let Some((ttl_s, remaining_s)) = ttls.get(lease) {
+                    tenure.lease.ttl_s = *ttl_s;
+                    tenure.lease.remaining_s = *remaining_s;
+                }
             }
-            rows.push(self.item(&key, &ck, kv, &ttls, &mut pids));
         }
         rows.sort_by(|a, b| a.0.key.cmp(&b.0.key));
         let mut counts = Counts::default();
