@@ -308,6 +308,10 @@ impl Collector {
                 return;
             }
             give_back_memory();
+            // The model frees the listing it replaced only once it has
+            // taken the new one in: give that back too, at the first quiet
+            // round.
+            let mut trim_when_quiet = true;
             if first {
                 first = false;
                 if let Ok(events) = self.store.events(EVENTS_RING) {
@@ -331,6 +335,10 @@ impl Collector {
                     RETRY / 4
                 };
                 match self.drain(&mut *feed, wait) {
+                    Ok(actions) if actions.is_empty() && trim_when_quiet => {
+                        trim_when_quiet = false;
+                        give_back_memory();
+                    }
                     Ok(actions) => {
                         for a in actions {
                             if out.send(a).is_err() {

@@ -151,7 +151,10 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     } = swept;
     app.claims.learn(&pids);
     app.claims.changed();
+    // Sized once: growing a table of 100 000 claims by doubling holds the
+    // old and the new table at once, the dashboard's peak memory.
     let mut set = ClaimSet {
+        by_path: std::collections::HashMap::with_capacity(sweep.claims.len()),
         store_keys: app.claims.live.store_keys,
         ..ClaimSet::default()
     };
