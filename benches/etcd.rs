@@ -194,7 +194,7 @@ fn etcdctl_lock(etcd: &Etcd, n: usize) -> Option<f64> {
 /// Figure 2: list N claims vs a paged range read of the same keys.
 fn listing(etcd: &Etcd, plan: &Plan) {
     let prefix = "/bench-list";
-    populate(etcd, prefix, plan.claims);
+    etcd_common::load_claims(etcd, prefix, plan.claims);
     let store = etcd.store(prefix);
     let best = |f: &mut dyn FnMut() -> usize| {
         (0..3)
@@ -242,51 +242,6 @@ fn listing(etcd: &Etcd, plan: &Plan) {
         paged.as_secs_f64() * 1e3,
         ours.as_secs_f64() / paged.as_secs_f64()
     );
-}
-
-/// N claims, each on its own lease as the store writes them, written in
-/// transactions of 100 puts (under etcd's default 128 ops per transaction).
-fn populate(etcd: &Etcd, prefix: &str, n: usize) {
-    let layout = claimtop::store::etcd::Layout::new(prefix);
-    let (rt, c) = etcd.client();
-    rt.block_on(async {
-        let mut batches = tokio::task::JoinSet::new();
-        for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
-            let mut c = c.clone();
-            let ops: Vec<(String, String)> = chunk
-                .iter()
-                .map(|i| {
-                    let key = format!("task/{i:06}");
-                    let rec = ClaimRecord {
-                        schema_version: 1,
-                        key: key.clone(),
-                        holder: format!("worker-{}", i % 64),
-                        acquired_at: now_ms(),
-                        pid: std::process::id() as i32,
-                        host: claimtop::claims::liveness::hostname(),
-                        expires_at: Some(now_ms() + 3_600_000),
-                        reason: None,
-                        harness: None,
-                        machine_id: None,
-                        metadata: Default::default(),
-                    };
-                    (layout.claim(&key), rec.to_yaml().expect("yaml"))
-                })
-                .collect();
-            batches.spawn(async move {
-                let mut puts = Vec::with_capacity(ops.len());
-                for (k, v) in ops {
-                    let lease = c.lease_grant(3600, None).await.expect("grant").id();
-                    puts.push(TxnOp::put(k, v, Some(PutOptions::new().with_lease(lease))));
-                }
-                c.txn(Txn::new().and_then(puts)).await.expect("txn");
-            });
-            if batches.len() >= 16 {
-                batches.join_next().await;
-            }
-        }
-        while batches.join_next().await.is_some() {}
-    });
 }
 
 /// Figure 3: W workers, one key, as fast as they can.

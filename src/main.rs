@@ -32,10 +32,8 @@ fn main() -> ExitCode {
         None => (None, global.roots()),
     };
     let Some(command) = command else {
-        if etcd.is_some() {
-            return ExitCode::from(exit_status(Out::new(false).error(
-                "the dashboard reads file roots only so far; over etcd use list, events --follow and doctor",
-            )));
+        if let Some(url) = etcd.filter(|_| !dashboard.demo) {
+            return ExitCode::from(tui::dashboard_store(url, global.open_opts(), &dashboard));
         }
         return match dashboard_root(roots, dashboard.demo) {
             Ok(root) => ExitCode::from(tui::dashboard(root, &dashboard)),

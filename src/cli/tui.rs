@@ -1,11 +1,12 @@
-//! No subcommand: the dashboard, on the resolved roots (one or several) or
-//! the demo sandbox.
+//! No subcommand: the dashboard, on the resolved roots (one or several),
+//! the demo sandbox, or a store (`--store etcd://...`).
 
 use super::args::DashboardArgs;
 use super::output::{diag, EXIT_ERROR, EXIT_OK};
-use crate::claims::Roots;
+use crate::claims::{Root, Roots};
 use crate::dashboard::{self, Options};
 use crate::demo::Demo;
+use crate::store::{OpenOpts, StoreUrl};
 
 pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
     let outcome = if d.demo {
@@ -45,6 +46,36 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
         })
     };
     match outcome {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            diag(&format!("dashboard: {e}"));
+            EXIT_ERROR
+        }
+    }
+}
+
+/// The dashboard over a store with a connection (etcd).
+pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs) -> u8 {
+    // The model's root names where a file store keeps its claims; a store's
+    // rows are keyed by their store keys instead, and nothing reads this
+    // root (the header shows the store, the ops go through the store).
+    let name = match &url {
+        StoreUrl::Etcd(t) => t.url(),
+        StoreUrl::File(dir) => dir.to_string_lossy().into_owned(),
+    };
+    let root = Root {
+        root: name.into(),
+        events_dir: None,
+    };
+    let options = Options {
+        root,
+        more_roots: Vec::new(),
+        read_only: d.read_only,
+        no_color: d.no_color,
+        demo: false,
+        local_time: d.local_time,
+    };
+    match dashboard::run_store(options, dashboard::collect_store::Source { url, opts }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             diag(&format!("dashboard: {e}"));

@@ -39,6 +39,8 @@ pub enum Action {
     /// An events-log message from root `root` of several: the merged pane
     /// orders lines by time and names each one's root.
     InRoot(usize, Box<Action>),
+    /// What the store collector read (a dashboard over etcd).
+    Store(Box<super::store_view::StoreMsg>),
 }
 
 /// What the collector read since its last message.

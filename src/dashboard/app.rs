@@ -35,6 +35,9 @@ pub struct ClaimSet {
     /// header of a dashboard over several roots shows them every second,
     /// and walking 30 000 claims for them cost milliseconds a frame.
     pub per_dir: Vec<(PathBuf, Counts)>,
+    /// The claims come from a store whose keys are not lockfiles (etcd):
+    /// a claim's own hazards are the store's (see `store::item_hazards`).
+    pub store_keys: bool,
 }
 
 impl ClaimSet {
@@ -46,7 +49,7 @@ impl ClaimSet {
         for s in claims.values() {
             counts.add(s.state);
             self.dir_counts(&s.file).add(s.state);
-            hazards += item_hazard_count(s);
+            hazards += item_hazard_count(s, self.store_keys);
         }
         self.by_path = claims;
         // In a fixed order, so two sets of the same claims compare equal.
@@ -95,7 +98,7 @@ impl ClaimSet {
             self.uncount(&old);
             return true;
         }
-        let (state, hazards, file) = (s.state, item_hazard_count(&s), s.file.clone());
+        let (state, hazards, file) = (s.state, item_hazard_count(&s, self.store_keys), s.file.clone());
         match self.by_path.get_mut(path) {
             Some(old) if *old == s => return false,
             Some(old) => {
@@ -115,7 +118,7 @@ impl ClaimSet {
     fn uncount(&mut self, s: &Status) {
         self.counts.remove(s.state);
         self.dir_counts(&s.file).remove(s.state);
-        self.item_hazards -= item_hazard_count(s);
+        self.item_hazards -= item_hazard_count(s, self.store_keys);
     }
 
     /// Re-judge the claim at `path` in place, keeping the counts current
@@ -124,11 +127,12 @@ impl ClaimSet {
         let Some(s) = self.by_path.get_mut(path) else {
             return false;
         };
-        let (old_state, old_hazards) = (s.state, item_hazard_count(s));
+        let store = self.store_keys;
+        let (old_state, old_hazards) = (s.state, item_hazard_count(s, store));
         if !judge(s) {
             return false;
         }
-        let (state, hazards, file) = (s.state, item_hazard_count(s), s.file.clone());
+        let (state, hazards, file) = (s.state, item_hazard_count(s, store), s.file.clone());
         self.counts.remove(old_state);
         self.counts.add(state);
         let dir = self.dir_counts(&file);
@@ -142,6 +146,20 @@ impl ClaimSet {
         self.by_path.len()
     }
 
+    /// Store `s` at `path` (drop it when free), keeping the counts current
+    /// without a recount (a recount of 100 000 claims per change is what a
+    /// big store cannot afford). The row's path when something changed.
+    pub fn put_counted(&mut self, path: &Path, s: Status) -> Option<Arc<Path>> {
+        if !self.put(path, s) {
+            return None;
+        }
+        Some(
+            self.by_path
+                .get_key_value(path)
+                .map_or_else(|| Arc::from(path), |(k, _)| Arc::clone(k)),
+        )
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_path.is_empty()
     }
@@ -149,7 +167,10 @@ impl ClaimSet {
 
 /// How many hazards `claims::item_hazards` would report for `s`,
 /// without building them (the header only needs the count).
-fn item_hazard_count(s: &Status) -> usize {
+fn item_hazard_count(s: &Status, store_keys: bool) -> usize {
+    if store_keys {
+        return crate::store::item_hazards::item_hazard_count(s);
+    }
     let (misnamed, unverifiable) = crate::claims::item_hazard_kinds(s);
     usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
 }
@@ -193,6 +214,10 @@ pub enum Column {
     /// Which root the claim lives in: shown, sorted and cycled only when the
     /// dashboard watches several (so a one-root table is as it always was).
     Root,
+    /// Time left on the claim's etcd lease: shown over a store only, and
+    /// not in [`Column::ALL`], so the file dashboard's columns and `s`
+    /// cycle stay as they were.
+    Lease,
 }
 
 impl Column {
@@ -235,6 +260,7 @@ impl Column {
             Column::Harness => "harness",
             Column::Reason => "reason",
             Column::Root => "root",
+            Column::Lease => "lease",
         }
     }
 }
@@ -290,8 +316,9 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
             a.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
             b.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
         ),
-        // Soonest deadline first; PID-bound (no deadline) after.
-        Column::Ttl => some_first(
+        // Soonest deadline first; PID-bound (no deadline) after. A lease
+        // is granted for the claim's TTL, so it runs out in the same order.
+        Column::Ttl | Column::Lease => some_first(
             a.record.as_ref().and_then(|r| r.expires_at),
             b.record.as_ref().and_then(|r| r.expires_at),
         ),
@@ -989,8 +1016,13 @@ impl Claims {
         let mut out = self.sweep_hazards.clone();
         let mut items: Vec<&Status> = self.shown().by_path.values().collect();
         items.sort_by(|a, b| a.file.cmp(&b.file));
+        let store_keys = self.shown().store_keys;
         for s in items {
-            crate::claims::item_hazards(s, &mut out);
+            if store_keys {
+                crate::store::item_hazards::item_hazards(s, &mut out);
+            } else {
+                crate::claims::item_hazards(s, &mut out);
+            }
         }
         out.sort_by(|a, b| {
             hazard_rank(a.kind)
@@ -1146,6 +1178,9 @@ pub struct App {
     pub seen_help: bool,
     /// Mutations waiting to be handed to the worker.
     pub pending: Vec<Op>,
+    /// Set when the claims come from a store with a connection (etcd):
+    /// its header, its link and the lease behind each claim.
+    pub store: Option<super::store_view::StoreView>,
 }
 
 impl App {
@@ -1176,6 +1211,7 @@ impl App {
             clipboard: None,
             seen_help: false,
             pending: Vec::new(),
+            store: None,
         }
     }
 
@@ -1185,6 +1221,11 @@ impl App {
     /// countdown) only for the claim the detail pane shows; whichever claim
     /// becomes selected is re-worded here first.
     pub fn refresh_selected_why(&mut self) {
+        // A store's claims are judged by the store (their lease is their
+        // liveness): there is no pid here to re-word them by.
+        if self.store.is_some() {
+            return;
+        }
         let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
             return;
         };
@@ -1406,6 +1447,13 @@ impl App {
             .collect();
         keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
         keys
+    }
+
+    /// Show a store's claims (etcd) rather than a root's: its header, its
+    /// lease column, and hazards as the store judges them.
+    pub fn over_store(&mut self, view: super::store_view::StoreView) {
+        self.store = Some(view);
+        self.claims.live.store_keys = true;
     }
 
     pub fn say(&mut self, level: Level, text: impl Into<String>) {

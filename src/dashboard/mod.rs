@@ -1,6 +1,6 @@
 //! The interactive dashboard: a live view of one claims root and its events
-//! log, with acquire / release / renew / force-release going through the same
-//! verbs as the CLI.
+//! log, or of an etcd store (`collect_store`, `store_view`), with acquire /
+//! release / renew / force-release going through the same verbs as the CLI.
 //!
 //! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
@@ -13,12 +13,14 @@ pub mod action;
 pub mod app;
 pub mod browse;
 pub mod collect;
+pub mod collect_store;
 pub mod input;
 pub mod keys;
 pub mod logview;
 pub mod ops;
 pub mod roots;
 pub mod roots_update;
+pub mod store_view;
 pub mod terminal;
 pub mod timeline;
 pub mod update;
@@ -68,14 +70,52 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
 
     let readers = spawn_readers_over(&app.roots, &tx)?;
     terminal::spawn_signals(tx.clone())?;
-    let collect_txs = readers.into_iter().map(|(c, _)| c).collect();
+    let collect_txs: Vec<_> = readers.into_iter().map(|(c, _)| c).collect();
+    sink_warnings(&tx);
+    let roots = app.roots.clone();
+    let ops_worker: OpsWorker =
+        Box::new(move |op_rx, out| ops::worker_over(roots, op_rx, out, collect_txs));
+    let result = ui_loop(&mut app, &tx, rx, ops_worker);
+    crate::diag::set_warning_sink(None);
+    result
+}
+
+/// Run the dashboard over a store with a connection (etcd) until the
+/// operator quits. The store is opened here, before the terminal is taken,
+/// so a store that cannot be reached is said as a plain error.
+pub fn run_store(
+    mut opts: Options,
+    source: collect_store::Source,
+) -> Result<(), Box<dyn std::error::Error>> {
+    opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let identity = LocalIdentity::current();
+    let operator = collect::operator_id(&identity);
+    let collector_store = source.open()?;
+    let ops_store = source.open()?;
+    let (tx, rx) = channel::<Action>();
+    let now = now_ms();
+    let mut app = App::new(opts, now, identity, operator);
+    app.over_store(store_view::StoreView::new(collector_store.url(), now));
+    collect_store::spawn(collector_store, &source, &tx)?;
+    terminal::spawn_signals(tx.clone())?;
+    sink_warnings(&tx);
+    let ops_worker: OpsWorker = Box::new(move |op_rx, out| ops::store_worker(ops_store, op_rx, out));
+    let result = ui_loop(&mut app, &tx, rx, ops_worker);
+    crate::diag::set_warning_sink(None);
+    Ok(result?)
+}
+
+/// The op worker a dashboard runs: file roots or a store, it takes ops and
+/// answers with actions.
+type OpsWorker = Box<dyn FnOnce(Receiver<Op>, Sender<Action>) + Send>;
+
+/// The core's best-effort warnings go to the status line while the
+/// dashboard owns the terminal.
+fn sink_warnings(tx: &Sender<Action>) {
     let sink_tx = tx.clone();
     crate::diag::set_warning_sink(Some(Box::new(move |m: &str| {
         let _ = sink_tx.send(Action::Warning(m.to_string()));
     })));
-    let result = ui_loop(&mut app, &tx, rx, collect_txs);
-    crate::diag::set_warning_sink(None);
-    result
 }
 
 /// Every thread that reads the outside world, wired as the live app wires
@@ -154,15 +194,20 @@ fn ui_loop(
     app: &mut App,
     tx: &Sender<Action>,
     rx: Receiver<Action>,
-    collect_txs: Vec<Sender<collect::Input>>,
+    ops_worker: OpsWorker,
 ) -> std::io::Result<()> {
     let (op_tx, op_rx) = channel::<Op>();
-    let (r, out) = (app.roots.clone(), tx.clone());
+    let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-ops".into())
-        .spawn(move || ops::worker_over(r, op_rx, out, collect_txs))?;
+        .spawn(move || ops_worker(op_rx, out))?;
 
-    let log_tx = spawn_log_service(app, tx)?;
+    // The events service indexes a file log; a store's events reach the
+    // pane from its change feed, and the whole-log views are file-only.
+    let log_tx = match app.store {
+        None => spawn_log_service(app, tx)?,
+        Some(_) => channel().0,
+    };
 
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;

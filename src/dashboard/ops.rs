@@ -1,26 +1,54 @@
-//! Running the operator's mutations through the library verbs, off the UI
-//! thread (a verb can wait up to seconds on a recovery mutex), and turning
-//! each outcome into one line of words.
+//! Running the operator's mutations through the store's verbs (the file
+//! store over the root, or etcd: the same transactions the CLI runs), off
+//! the UI thread (a verb can wait up to seconds on a recovery mutex or an
+//! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
 use super::collect::Input;
 use super::roots::RootSet;
+use super::store_view::StoreMsg;
 use crate::claims::{
-    acquire, doctor_fix, force_release, operator_name, release, renew_as, AcquireOpts,
-    AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
+    doctor_fix, now_ms, operator_name, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome,
+    ReleaseOutcome, RenewOutcome, Root,
 };
+use crate::store::file::FileStore;
+use crate::store::{Store, StoreError};
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
 
-/// Run one op now (blocking) and describe the outcome.
+/// A verb's outcome as (did it do what was asked, its words).
+fn worded<T>(
+    verb: &str,
+    key: &str,
+    r: Result<crate::store::Fenced<T>, StoreError>,
+    done: impl Fn(&T) -> bool,
+    describe: impl Fn(&T, &str) -> String,
+) -> (bool, String) {
+    match r {
+        Ok(f) => (done(&f.outcome), describe(&f.outcome, key)),
+        Err(e) => (false, format!("{verb} {key} failed: {e}")),
+    }
+}
+
+/// [`run_store_op`] on the file store over `root`.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
+    run_store_op(&FileStore::new(root.clone()), op)
+}
+
+/// Run one op now (blocking) through the store's verbs — the same
+/// transactions the CLI runs — and describe the outcome. `path` is the
+/// lockfile on a file store; over another store the worker fills it in
+/// from the re-read.
+pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
     if let Op::In { op, .. } = op {
-        // The caller chose the root already.
-        return run_op(root, op);
+        // The caller chose the store already.
+        return run_store_op(store, op);
     }
     let key = op.key().to_string();
-    let path = match op {
-        Op::Clean => root.claims_dir(),
-        _ => root.lockfile(&key),
+    let path = match (store.file_root(), op) {
+        (Some(root), Op::Clean) => root.claims_dir(),
+        (Some(root), _) => root.lockfile(&key),
+        (None, _) => PathBuf::new(),
     };
     let (ok, message) = match op {
         Op::Acquire {
@@ -34,74 +62,57 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
                 reason: reason.clone(),
                 ..AcquireOpts::default()
             };
-            match acquire(root, key, holder, &opts) {
-                Ok(o) => (
-                    matches!(o, AcquireOutcome::Acquired { .. }),
-                    o.describe(key),
-                ),
-                Err(e) => (false, format!("acquire {key} failed: {e}")),
-            }
+            worded(
+                "acquire",
+                key,
+                store.acquire(key, holder, &opts),
+                |o| matches!(o, AcquireOutcome::Acquired { .. }),
+                AcquireOutcome::describe,
+            )
         }
-        Op::Release { key, holder } => match release(root, key, holder) {
-            Ok(o) => (
-                matches!(o, ReleaseOutcome::Released { .. }),
-                o.describe(key),
-            ),
-            Err(e) => (false, format!("release {key} failed: {e}")),
-        },
+        Op::Release { key, holder } => worded(
+            "release",
+            key,
+            store.release(key, holder),
+            |o| matches!(o, ReleaseOutcome::Released { .. }),
+            ReleaseOutcome::describe,
+        ),
         Op::Renew {
             key,
             holder,
             ttl_ms,
             operator,
-        } => match renew_as(root, key, holder, *ttl_ms, operator.as_deref()) {
-            Ok(o) => (matches!(o, RenewOutcome::Renewed { .. }), o.describe(key)),
-            Err(e) => (false, format!("renew {key} failed: {e}")),
-        },
-        Op::ForceRelease { key, opts } => match force_release(
-            root,
+        } => worded(
+            "renew",
             key,
-            &ForceOpts {
-                operator: Some(operator_name()),
-                ..opts.to_opts()
-            },
-        ) {
-            Ok(o) => (matches!(o, ForceOutcome::Archived { .. }), o.describe(key)),
-            Err(e) => (false, format!("force-release {key} failed: {e}")),
-        },
-        // The CLI's `doctor --fix`, to the letter: it re-checks each hazard
-        // as it goes, so what it removes is what is abandoned now.
-        Op::Clean => {
-            let fixes = doctor_fix(root);
-            let done: Vec<_> = fixes.iter().filter(|f| f.fixed).collect();
-            let left = fixes.len() - done.len();
-            let names: Vec<String> = done
-                .iter()
-                .map(|f| {
-                    f.hazard
-                        .path
-                        .file_name()
-                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-                })
-                .collect();
-            (
-                true,
-                if done.is_empty() {
-                    "nothing was removed: no hazard is provably abandoned now".to_string()
-                } else {
-                    format!(
-                        "removed {}: {}{}",
-                        done.len(),
-                        names.join(", "),
-                        if left > 0 {
-                            format!(" ({left} left for a human: h lists them)")
-                        } else {
-                            String::new()
-                        }
-                    )
+            store.renew(key, holder, *ttl_ms, operator.as_deref()),
+            |o| matches!(o, RenewOutcome::Renewed { .. }),
+            RenewOutcome::describe,
+        ),
+        Op::ForceRelease { key, opts } => worded(
+            "force-release",
+            key,
+            store.force_release(
+                key,
+                &ForceOpts {
+                    operator: Some(operator_name()),
+                    ..opts.to_opts()
                 },
-            )
-        }
+            ),
+            |o| matches!(o, ForceOutcome::Archived { .. }),
+            ForceOutcome::describe,
+        ),
+        Op::Clean => match store.file_root() {
+            Some(root) => clean(root),
+            // Over etcd an abandoned claim's lease ends it; what is left to
+            // clean is `claimtop doctor`'s to report.
+            None => (
+                false,
+                "nothing to clean here: leases end abandoned claims on this store \
+                 (claimtop doctor lists its hazards)"
+                    .to_string(),
+            ),
+        },
         // Unwrapped at the top: the inner op was run and answered there.
         Op::In { .. } => (false, String::new()),
     };
@@ -114,17 +125,73 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
     }
 }
 
-/// Serve ops one at a time until the UI hangs up. After each, the
-/// collector re-reads the op's lockfile at once, so the table does not wait
-/// for the watcher to notice the op's own write.
+/// The CLI's `doctor --fix`, to the letter: it re-checks each hazard as it
+/// goes, so what it removes is what is abandoned now.
+fn clean(root: &Root) -> (bool, String) {
+    let fixes = doctor_fix(root);
+    let done: Vec<_> = fixes.iter().filter(|f| f.fixed).collect();
+    let left = fixes.len() - done.len();
+    let names: Vec<String> = done
+        .iter()
+        .map(|f| {
+            f.hazard
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        })
+        .collect();
+    (
+        true,
+        if done.is_empty() {
+            "nothing was removed: no hazard is provably abandoned now".to_string()
+        } else {
+            format!(
+                "removed {}: {}{}",
+                done.len(),
+                names.join(", "),
+                if left > 0 {
+                    format!(" ({left} left for a human: h lists them)")
+                } else {
+                    String::new()
+                }
+            )
+        },
+    )
+}
+
+/// [`store_worker`] on the file store over `root`.
 pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
     worker_over(RootSet::new(root, &[]), ops, out, vec![collect]);
 }
 
-/// [`worker`] over several roots: an [`Op::In`] runs on its root, and that
-/// root's collector (`collects[i]`) re-reads what it touched.
+/// [`worker`] over several roots: an [`Op::In`] runs on its root's file
+/// store, and that root's collector (`collects[i]`) re-reads what it touched.
 pub fn worker_over(
     roots: RootSet,
+    ops: Receiver<Op>,
+    out: Sender<Action>,
+    collects: Vec<Sender<Input>>,
+) {
+    let stores = roots
+        .iter()
+        .map(|r| Box::new(FileStore::new(r.clone())) as Box<dyn Store>)
+        .collect();
+    serve(stores, Some(roots), ops, out, collects);
+}
+
+/// [`worker`] over a store with a connection (etcd): no collector re-reads
+/// for it, so the worker reads the op's key through the store and sends it
+/// before the result.
+pub fn store_worker(store: Box<dyn Store>, ops: Receiver<Op>, out: Sender<Action>) {
+    serve(vec![store], None, ops, out, Vec::new());
+}
+
+/// Serve ops one at a time until the UI hangs up, and have the op's claim
+/// re-read at once, so the table does not wait for the watch to notice the
+/// op's own write.
+fn serve(
+    stores: Vec<Box<dyn Store>>,
+    roots: Option<RootSet>,
     ops: Receiver<Op>,
     out: Sender<Action>,
     collects: Vec<Sender<Input>>,
@@ -134,29 +201,45 @@ pub fn worker_over(
             Op::In { root, op } => (root, *op),
             op => (0, op),
         };
-        let result = match roots.get(i) {
-            // With several roots the status line says which root it was.
-            Some(root) if roots.is_several() => {
-                let mut r = run_op(root, &op);
-                r.message = format!("{} (root {})", r.message, roots.label(i));
-                r
-            }
-            Some(root) => run_op(root, &op),
+        let Some(store) = stores.get(i) else {
             // The model names only roots it was given; say so if not.
-            None => OpResult {
+            let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
                 path: Default::default(),
                 ok: false,
                 message: format!("{} {}: no root number {i}", op.verb(), op.key()),
-            },
+            };
+            if out.send(Action::OpResult(result)).is_err() {
+                break;
+            }
+            continue;
         };
-        let reread = match op {
-            Op::Clean => Input::Rescan,
-            _ => Input::Changed(vec![result.path.clone()]),
-        };
-        if let Some(c) = collects.get(i) {
-            let _ = c.send(reread);
+        let mut result = run_store_op(&**store, &op);
+        // With several roots the status line says which root it was.
+        if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
+            result.message = format!("{} (root {})", result.message, roots.label(i));
+        }
+        match (collects.get(i), &op) {
+            (Some(c), Op::Clean) => {
+                let _ = c.send(Input::Rescan);
+            }
+            (Some(c), _) => {
+                let _ = c.send(Input::Changed(vec![result.path.clone()]));
+            }
+            (None, Op::Clean) => {}
+            (None, _) => {
+                if let Ok(read) = store.status(&result.key) {
+                    result.path = read.outcome.file.clone();
+                    let msg = StoreMsg::Claims {
+                        items: vec![(read.outcome, read.tenure)],
+                        at: now_ms(),
+                    };
+                    if out.send(Action::Store(Box::new(msg))).is_err() {
+                        break;
+                    }
+                }
+            }
         }
         if out.send(Action::OpResult(result)).is_err() {
             break;

@@ -81,6 +81,7 @@ pub fn update(app: &mut App, action: Action) -> bool {
             false
         }
         Action::InRoot(i, inner) => super::roots_update::in_root(app, i, *inner),
+        Action::Store(msg) => super::store_view::on_store(app, *msg),
     }
 }
 
@@ -154,7 +155,13 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
         };
         return super::roots_update::apply_root_sweep(app, i, sweep, problem);
     }
-    let mut set = ClaimSet::default();
+    // Sized once: growing a table of 100 000 claims by doubling holds the
+    // old and the new table at once, the dashboard's peak memory.
+    let mut set = ClaimSet {
+        by_path: std::collections::HashMap::with_capacity(sweep.claims.len()),
+        store_keys: app.claims.live.store_keys,
+        ..ClaimSet::default()
+    };
     for s in sweep.claims {
         let path: Arc<Path> = Arc::from(s.file.as_path());
         set.by_path.insert(path, s);
@@ -227,7 +234,13 @@ pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    match app.claims.tick_plan(now) {
+    // A store's claims are judged by the store, never by this machine's
+    // pids: over a store the tick only moves the clock (and the leases).
+    let plan = match app.store {
+        Some(_) => TickPlan::Nothing,
+        None => app.claims.tick_plan(now),
+    };
+    match plan {
         TickPlan::Nothing => {}
         TickPlan::Expired(paths) => {
             let mut c = app.claims.classifier(now);
@@ -676,7 +689,7 @@ fn move_by(app: &mut App, delta: isize) -> bool {
 /// Select the claim just acquired here once it is among the rows (the
 /// filter may hide it: then it is not waited for forever, a later acquire
 /// replaces it).
-fn select_arrived(app: &mut App) {
+pub(crate) fn select_arrived(app: &mut App) {
     let Some(want) = app.table.select_on_arrival.as_deref() else {
         return;
     };

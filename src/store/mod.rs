@@ -36,6 +36,7 @@
 //! and bounds every call by its `--timeout`, so no face needs async.
 
 pub mod file;
+pub mod item_hazards;
 pub mod url;
 pub mod wake;
 
@@ -378,6 +379,43 @@ pub trait Store: Send {
     fn file_root(&self) -> Option<&crate::claims::Root> {
         None
     }
+
+    /// What a header says about the store beyond its URL: the members
+    /// answering, the leader, the current revision. `Ok(None)` on a store
+    /// that has none of these (the file store); an error when the store
+    /// cannot be reached, which is how a face learns it is disconnected
+    /// even while its watch is still waiting on a silent connection.
+    fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
+        Ok(None)
+    }
+
+    /// The first `n` claims in key order, listed as [`Store::list`] lists
+    /// them, for a first screen that cannot wait for every page of a big
+    /// store; `Ok(None)` where a full listing costs no more.
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        let _ = n;
+        Ok(None)
+    }
+
+    /// A feed of changes after `revision` (the one a [`Listing`] was read
+    /// at), so that nothing written between the listing and the feed's start
+    /// is missed. A store without revisions starts from now.
+    fn changes_after(&self, revision: Option<i64>) -> Result<Box<dyn Changes>, StoreError> {
+        let _ = revision;
+        self.changes()
+    }
+}
+
+/// A cluster's state as a dashboard header shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// The endpoints the client was given, `a:1,b:2`.
+    pub endpoints: String,
+    /// The leader's member name (its client URL when it has no name), or
+    /// None while there is no leader or the credentials may not ask.
+    pub leader: Option<String>,
+    /// The store's current revision.
+    pub revision: i64,
 }
 
 /// Open the store a URL names.

@@ -351,12 +351,17 @@ fn run_json_is_one_document_and_the_commands_stdout_goes_to_stderr() {
 fn force_release_during_run_sends_the_command_sigterm_and_exits_4() {
     let s = Sandbox::new();
     let got = s.file("got-term");
+    let ready = s.file("trap-set");
+    // The claim is live before the shell has run a line: wait for its trap,
+    // or a loaded machine delivers SIGTERM to a shell that cannot catch it.
     let script = format!(
-        "trap 'echo term > {}; exit 0' TERM; while :; do sleep 0.05; done",
-        got.display()
+        "trap 'echo term > {}; exit 0' TERM; : > {}; while :; do sleep 0.05; done",
+        got.display(),
+        ready.display()
     );
     let run = s.spawn(&run_sh(&["--json"], &script));
-    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()
+        && ready.exists()));
     let out = s.run(&["force-release", "k", "--allow-live"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = finish(run, Duration::from_secs(10));

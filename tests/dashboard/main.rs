@@ -7,6 +7,7 @@ mod common;
 mod e2e_tmux;
 mod roots;
 mod snapshots;
+mod store;
 mod timeline;
 mod update;
 mod watch;

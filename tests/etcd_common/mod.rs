@@ -6,6 +6,8 @@
 //! fail, because `.ci/run` installs etcd.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use claimtop::store::etcd::EtcdStore;
 use claimtop::store::url::EtcdTarget;
 use claimtop::store::{OpenOpts, Store, StoreUrl};
@@ -453,4 +455,56 @@ pub fn kinds(store: &dyn Store) -> Vec<String> {
         .iter()
         .map(|e| e.kind().to_string())
         .collect()
+}
+
+/// N claims (`task/000000`...), each on its own lease as the store writes
+/// them, put in transactions of 100 (under etcd's default 128 ops per
+/// transaction), 16 transactions in flight: the benches' big stores.
+pub fn load_claims(etcd: &Etcd, prefix: &str, n: usize) {
+    let layout = claimtop::store::etcd::Layout::new(prefix);
+    let (rt, c) = etcd.client();
+    rt.block_on(async {
+        let mut batches = tokio::task::JoinSet::new();
+        for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+            let mut c = c.clone();
+            let ops: Vec<(String, String)> = chunk
+                .iter()
+                .map(|i| {
+                    let key = format!("task/{i:06}");
+                    let rec = claimtop::claims::ClaimRecord {
+                        schema_version: 1,
+                        key: key.clone(),
+                        holder: format!("worker-{}", i % 64),
+                        acquired_at: claimtop::claims::now_ms(),
+                        pid: std::process::id() as i32,
+                        host: claimtop::claims::liveness::hostname(),
+                        expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
+                        reason: None,
+                        harness: None,
+                        machine_id: None,
+                        metadata: Default::default(),
+                    };
+                    (layout.claim(&key), rec.to_yaml().expect("yaml"))
+                })
+                .collect();
+            batches.spawn(async move {
+                let mut puts = Vec::with_capacity(ops.len());
+                for (k, v) in ops {
+                    let lease = c.lease_grant(3600, None).await.expect("grant").id();
+                    puts.push(etcd_client::TxnOp::put(
+                        k,
+                        v,
+                        Some(etcd_client::PutOptions::new().with_lease(lease)),
+                    ));
+                }
+                c.txn(etcd_client::Txn::new().and_then(puts))
+                    .await
+                    .expect("txn");
+            });
+            if batches.len() >= 16 {
+                batches.join_next().await;
+            }
+        }
+        while batches.join_next().await.is_some() {}
+    });
 }

@@ -178,6 +178,9 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
             }
         }
     }
+    for (name, value) in crate::dashboard::store_view::tenure_fields(app, s) {
+        f.field(name, &value);
+    }
     let history = app.history_of_claim(s);
     if history.is_empty() {
         f.styled(

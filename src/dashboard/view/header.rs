@@ -54,6 +54,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         hz_style,
     ));
 
+    if let Some(store) = &app.store {
+        let line = super::store::header_line(app, store, theme);
+        frame.render_widget(Paragraph::new(vec![Line::from(spans), line]), area);
+        return;
+    }
     if app.roots.is_several() {
         let roots = super::roots::header_line(app, theme, area.width);
         frame.render_widget(Paragraph::new(vec![Line::from(spans), roots]), area);

@@ -19,7 +19,10 @@ const NARROW: u16 = 76;
 
 /// The columns of a table `width` wide; with several roots the root
 /// column follows the state, and the optional columns give way to it first.
-fn columns(width: u16, several: bool) -> &'static [Column] {
+fn columns(width: u16, several: bool, store: bool) -> &'static [Column] {
+    if store {
+        return super::store::columns(width >= FULL_WIDTH, width < NARROW);
+    }
     if several {
         return super::roots::columns(width);
     }
@@ -60,6 +63,7 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Harness => (7, 12),
         Column::Reason => (6, u16::MAX),
         Column::Root => (4, 16),
+        Column::Lease => (5, 7),
     }
 }
 
@@ -88,6 +92,9 @@ fn text(c: Column, s: &Status, now: i64) -> String {
             .unwrap_or_default(),
         // The label needs the roots; `measure` fills it in.
         Column::Root => String::new(),
+        // Needs the store's tenures, which a Status does not carry: the
+        // caller asks the model instead (see `measure`).
+        Column::Lease => String::new(),
         Column::Reason => match rec {
             Some(r) => r
                 .reason
@@ -154,6 +161,7 @@ pub fn widths(
     for c in [
         Column::Root,
         Column::Ttl,
+        Column::Lease,
         Column::Age,
         Column::Pid,
         Column::State,
@@ -246,7 +254,7 @@ struct Measured<'a> {
 }
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
-    let cols = columns(area.width, app.roots.is_several());
+    let cols = columns(area.width, app.roots.is_several(), app.store.is_some());
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
@@ -272,6 +280,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
             cols.iter()
                 .map(|c| match c {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
+                    Column::Lease => crate::dashboard::store_view::lease_cell(app, s),
                     c => text(*c, s, now),
                 })
                 .collect()
@@ -381,6 +390,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.dim(),
         ));
     }
+    if let Some(store) = &app.store {
+        super::store::mark_view(&mut title, app, store, theme);
+    }
     // (With several roots each problem has its banner line instead.)
     let whole_table = shown.is_empty() && !app.roots.is_several();
     if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
@@ -400,7 +412,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        let empty = if app.roots.is_several() {
+        let empty = if app.store.is_some() {
+            " · no claims in this store yet"
+        } else if app.roots.is_several() {
             " · no claims under these roots yet"
         } else {
             " · no claims under this root yet"

@@ -11,8 +11,7 @@ use super::Core;
 use crate::claims::Counts;
 use crate::claims::ParseError;
 use crate::claims::{
-    now_ms, process_create_time_ms, ClaimRecord, ClaimState, Hazard, HazardKind, Locality, Status,
-    Sweep,
+    now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
 use crate::store::{Fenced, Listing, StoreError, StoreHazard, Tenure};
 use etcd_client::{GetOptions, KeyValue};
@@ -44,15 +43,28 @@ impl Core {
     }
 
     pub(super) fn list_claims(&self) -> Result<Listing, StoreError> {
+        self.list_claims_upto(None)
+    }
+
+    /// The listing of the first `limit` claims in key order (every claim
+    /// when None): a dashboard's first screen need not wait for 100 pages.
+    pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
         let prefix = self.layout.claims();
         let end = range_end(&prefix);
-        let mut kvs: Vec<KeyValue> = Vec::new();
         let mut from = prefix.clone().into_bytes();
+        // Each page is judged as it arrives and its raw values dropped, so a
+        // listing of 100 000 claims never holds them all twice.
+        let mut rows: Vec<(Status, Tenure)> = Vec::new();
+        let mut leases: Vec<i64> = Vec::new();
+        let mut store_hazards = Vec::new();
+        let mut pids = HashMap::new();
+        let no_ttls = HashMap::new();
         // Every page reads at the first page's revision: one consistent
         // snapshot, however the store moves while we page.
         let mut at = 0;
         loop {
-            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(page);
             if at > 0 {
                 opts = opts.with_revision(at);
             }
@@ -70,49 +82,49 @@ impl Core {
                 from = last.key().to_vec();
                 from.push(0);
             }
-            kvs.extend(page);
-            if !more || kvs.is_empty() {
+            let empty = page.is_empty();
+            for kv in &page {
+                let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                    continue;
+                };
+                let ck = String::from_utf8_lossy(kv.key()).into_owned();
+                if kv.lease() == 0 {
+                    store_hazards.push(StoreHazard {
+                        kind: CLAIM_WITHOUT_LEASE,
+                        path: ck.clone(),
+                        detail: "this claim has no lease, so it never expires; force-release it"
+                            .into(),
+                    });
+                }
+                leases.push(kv.lease());
+                rows.push(self.item(&key, &ck, kv, &no_ttls, &mut pids));
+            }
+            if !more || empty || limit.is_some_and(|n| rows.len() >= n) {
                 break;
             }
         }
-        let leases: Vec<i64> = {
-            let mut ids: Vec<i64> = kvs
-                .iter()
-                .map(KeyValue::lease)
-                .filter(|l| *l != 0)
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
-            ids
-        };
-        let ttls = if leases.len() <= LEASE_LOOKUPS_MAX {
-            self.lease_ttls(leases)?
-        } else {
-            HashMap::new()
-        };
-        let mut rows: Vec<(Status, Tenure)> = Vec::with_capacity(kvs.len());
-        let mut store_hazards = Vec::new();
-        let mut pids = HashMap::new();
-        for kv in &kvs {
-            let Some(key) = self.layout.key_of_claim(kv.key()) else {
-                continue;
-            };
-            let ck = String::from_utf8_lossy(kv.key()).into_owned();
-            if kv.lease() == 0 {
-                store_hazards.push(StoreHazard {
-                    kind: CLAIM_WITHOUT_LEASE,
-                    path: ck.clone(),
-                    detail: "this claim has no lease, so it never expires; force-release it".into(),
-                });
+        // Few enough leases: ask etcd for each one's time left, in place of
+        // the record's deadline the rows were judged with.
+        let mut distinct: Vec<i64> = leases.iter().copied().filter(|l| *l != 0).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() <= LEASE_LOOKUPS_MAX {
+            let ttls = self.lease_ttls(distinct)?;
+            for ((_, tenure), lease) in rows.iter_mut().zip(&leases) {
+                if let Some((ttl_s, remaining_s)) = ttls.get(lease) {
+                    tenure.lease.ttl_s = *ttl_s;
+                    tenure.lease.remaining_s = *remaining_s;
+                }
             }
-            rows.push(self.item(&key, &ck, kv, &ttls, &mut pids));
         }
         rows.sort_by(|a, b| a.0.key.cmp(&b.0.key));
         let mut counts = Counts::default();
         let mut hazards = Vec::new();
         for (s, _) in &rows {
             counts.add(s.state);
-            item_hazard(s, &mut hazards);
+            // `foreign_machine` does not apply: claims from other
+            // machines are the point of etcd.
+            crate::store::item_hazards::item_hazards(s, &mut hazards);
         }
         let (claims, tenures) = rows.into_iter().map(|(s, t)| (s, Some(t))).unzip();
         Ok(Listing {
@@ -264,24 +276,5 @@ fn free(key: &str, ck: &str) -> Status {
         error: None,
         locality: None,
         head: Vec::new(),
-    }
-}
-
-/// The per-claim hazards that mean the same on etcd as on a file root.
-/// (`foreign_machine` does not: claims from other machines are the point.)
-fn item_hazard(s: &Status, out: &mut Vec<Hazard>) {
-    if let Some(reason) = &s.error {
-        out.push(Hazard {
-            kind: HazardKind::CorruptedClaim,
-            path: s.file.clone(),
-            detail: reason.clone(),
-        });
-    }
-    if let Some(rec) = s.record.as_ref().filter(|r| r.key != s.key) {
-        out.push(Hazard {
-            kind: HazardKind::KeyMismatch,
-            path: s.file.clone(),
-            detail: format!("the record names key {:?}", rec.key),
-        });
     }
 }

@@ -10,11 +10,13 @@
 //! - `watch`: the resumable change feed.
 //! - `doctor`: the etcd hazards.
 //! - `hold`: a lease kept alive while the holder works (`run`).
+//! - `info`: members, leader and revision, for a dashboard header.
 
 mod conn;
 mod doctor;
 mod events;
 mod hold;
+mod info;
 pub mod layout;
 mod list;
 mod verbs;
@@ -26,7 +28,8 @@ pub use layout::Layout;
 
 use super::url::EtcdTarget;
 use super::{
-    Changes, Fenced, Kept, Listing, OpenOpts, Store, StoreError, Tenure, DEFAULT_EVENTS_RETENTION,
+    Changes, Fenced, Kept, Listing, OpenOpts, Store, StoreError, StoreInfo, Tenure,
+    DEFAULT_EVENTS_RETENTION,
 };
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
@@ -215,5 +218,18 @@ impl Store for EtcdStore {
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
         Ok(Box::new(watch::EtcdChanges::start(&self.core, None)?))
+    }
+
+    fn changes_after(&self, revision: Option<i64>) -> Result<Box<dyn Changes>, StoreError> {
+        let start = revision.map(|r| r + 1);
+        Ok(Box::new(watch::EtcdChanges::start(&self.core, start)?))
+    }
+
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        self.core.list_claims_upto(Some(n)).map(Some)
+    }
+
+    fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
+        self.core.info().map(Some)
     }
 }

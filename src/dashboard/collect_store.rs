@@ -1,0 +1,371 @@
+//! The store collector: the dashboard over a store with a connection
+//! (etcd). It lists once, then drains the store's one change feed and turns
+//! each change into the model's own messages: a claim re-read with
+//! `Store::status`, an event into the events pane, a re-list (with a
+//! notice) when the store lost changes, and the watch's ups and downs.
+//!
+//! Three threads, so that none waits on another's silence:
+//! - the collector (this file's [`Collector`]): the feed and the reads it
+//!   causes; a read of a store that stopped answering blocks it for up to
+//!   `--timeout`, which is why it does not own the clock;
+//! - the clock: one tick a second, on the second, so every countdown (ages,
+//!   TTLs, leases, "disconnected 12s ago") moves together whatever the
+//!   store does;
+//! - the probe: once a second, on its own connection with a short timeout,
+//!   asks the store for the header's facts (members, leader, revision). Its
+//!   failing is how a stopped store shows as disconnected within a couple
+//!   of seconds, even while the watch's connection just hangs silent.
+
+use super::action::Action;
+use super::app::EVENTS_RING;
+use super::store_view::StoreMsg;
+use crate::claims::now_ms;
+use crate::events::tail::{Event, Line};
+use crate::store::{open, Change, Changes, OpenOpts, Store, StoreError, StoreUrl, Tenure};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+/// How to open the store again (the probe and the op worker each have
+/// their own connection).
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub url: StoreUrl,
+    pub opts: OpenOpts,
+}
+
+impl Source {
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        open(&self.url, &self.opts)
+    }
+}
+
+/// The probe's own timeout: a stopped store must show as disconnected
+/// well before a command's `--timeout` would give up on it.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Between two probes.
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+/// After a read failed, before trying the claims it concerned again.
+const RETRY: Duration = Duration::from_secs(1);
+/// Claims in the first screen's head listing: one page of etcd's.
+pub const HEAD: usize = 1000;
+/// Most changes taken in one go before the reads they call for.
+const BATCH: usize = 1024;
+
+/// An events-log line for the events pane: the event exactly as stored.
+pub fn line_of(event: &Event) -> Line {
+    Line {
+        text: event.value().to_string(),
+        offset: 0,
+        truncated: false,
+    }
+}
+
+/// Start the clock and the probe; the collector runs on the caller's
+/// `store` (opened already, so that a store that cannot be opened is said
+/// before the terminal is taken).
+pub fn spawn(store: Box<dyn Store>, source: &Source, tx: &Sender<Action>) -> std::io::Result<()> {
+    let out = tx.clone();
+    std::thread::Builder::new()
+        .name("claimtop-clock".into())
+        .spawn(move || tick_each_second(out))?;
+    let (src, out) = (source.clone(), tx.clone());
+    std::thread::Builder::new()
+        .name("claimtop-probe".into())
+        .spawn(move || probe(src, out))?;
+    let out = tx.clone();
+    std::thread::Builder::new()
+        .name("claimtop-collect".into())
+        .spawn(move || Collector::new(store).run(&out))?;
+    Ok(())
+}
+
+/// One tick a second, on the second, until the model hangs up.
+fn tick_each_second(out: Sender<Action>) {
+    loop {
+        let now = now_ms();
+        let next = now - now.rem_euclid(1000) + 1000;
+        std::thread::sleep(Duration::from_millis((next - now) as u64));
+        if out.send(Action::Tick(now_ms())).is_err() {
+            return;
+        }
+    }
+}
+
+/// Ask the store for its header facts once a second; a failure (or a store
+/// that cannot be opened) is the store being unreachable.
+fn probe(source: Source, out: Sender<Action>) {
+    let mut opts = source.opts.clone();
+    opts.timeout = Some(opts.timeout.map_or(PROBE_TIMEOUT, |t| t.min(PROBE_TIMEOUT)));
+    let source = Source { opts, ..source };
+    let mut store: Option<Box<dyn Store>> = None;
+    loop {
+        let answer = match &store {
+            Some(s) => s.info(),
+            None => source.open().and_then(|s| {
+                let info = s.info();
+                store = Some(s);
+                info
+            }),
+        };
+        let msg = match answer {
+            Ok(Some(info)) => StoreMsg::Info { info, at: now_ms() },
+            // A store with nothing to say in a header has no connection to
+            // lose: the probe has no more to do.
+            Ok(None) => return,
+            Err(e) => StoreMsg::Unreachable {
+                why: e.to_string(),
+                at: now_ms(),
+            },
+        };
+        if out.send(Action::Store(Box::new(msg))).is_err() {
+            return;
+        }
+        std::thread::sleep(PROBE_EVERY);
+    }
+}
+
+/// The feed and the reads it causes.
+pub struct Collector {
+    store: Box<dyn Store>,
+    /// Keys the feed named whose re-read failed: read again on the next
+    /// round.
+    unread: BTreeSet<String>,
+    /// When each claim's lease should run out, as last read: a claim still
+    /// there after its lease's end was kept alive (`claimtop run`), which
+    /// changes no key, so it is re-read to learn its new remaining time.
+    deadlines: BinaryHeap<Reverse<(i64, String)>>,
+    /// The revision the view is known complete at (the last listing's).
+    revision: Option<i64>,
+}
+
+impl Collector {
+    pub fn new(store: Box<dyn Store>) -> Collector {
+        Collector {
+            store,
+            unread: BTreeSet::new(),
+            deadlines: BinaryHeap::new(),
+            revision: None,
+        }
+    }
+
+    /// List everything (a first screen, or a re-list after lost changes).
+    pub fn list(&mut self, resync: Option<String>) -> Result<Action, StoreError> {
+        let listing = self.store.list()?;
+        let at = now_ms();
+        self.revision = listing.revision.or(self.revision);
+        self.deadlines.clear();
+        for (s, t) in listing.sweep.claims.iter().zip(&listing.tenures) {
+            self.expect_end(&s.key, t.as_ref(), at);
+        }
+        self.unread.clear();
+        Ok(Action::Store(Box::new(StoreMsg::Listed {
+            listing: Box::new(listing),
+            at,
+            resync,
+        })))
+    }
+
+    /// Re-read these keys; those that cannot be read now stay for later.
+    pub fn read(&mut self, keys: BTreeSet<String>) -> Option<Action> {
+        let mut items = Vec::with_capacity(keys.len());
+        let mut failed = false;
+        for key in keys {
+            if failed {
+                // The store stopped answering: do not spend a timeout per key.
+                self.unread.insert(key);
+                continue;
+            }
+            match self.store.status(&key) {
+                Ok(f) => {
+                    self.expect_end(&key, f.tenure.as_ref(), now_ms());
+                    items.push((f.outcome, f.tenure));
+                }
+                Err(_) => {
+                    failed = true;
+                    self.unread.insert(key);
+                }
+            }
+        }
+        (!items.is_empty()).then(|| {
+            Action::Store(Box::new(StoreMsg::Claims {
+                items,
+                at: now_ms(),
+            }))
+        })
+    }
+
+    /// Remember when `key`'s lease should end. A lease with no time left
+    /// is ending now, and the watch will say so: nothing to expect.
+    fn expect_end(&mut self, key: &str, tenure: Option<&Tenure>, at: i64) {
+        if let Some(t) = tenure.filter(|t| t.lease.remaining_s > 0) {
+            let end = at + t.lease.remaining_s * 1000;
+            self.deadlines.push(Reverse((end, key.to_string())));
+        }
+    }
+
+    /// The keys whose lease should have ended by `now`.
+    fn leases_due(&mut self, now: i64) -> BTreeSet<String> {
+        let mut due = BTreeSet::new();
+        while let Some(Reverse((end, _))) = self.deadlines.peek() {
+            // A second's grace: etcd ends a lease on its own clock.
+            if *end + 1000 > now {
+                break;
+            }
+            if let Some(Reverse((_, key))) = self.deadlines.pop() {
+                due.insert(key);
+            }
+        }
+        due
+    }
+
+    /// Take one batch of changes (waiting up to `wait` for the first) and
+    /// turn it into actions, in order.
+    pub fn drain(
+        &mut self,
+        feed: &mut dyn Changes,
+        wait: Duration,
+    ) -> Result<Vec<Action>, StoreError> {
+        let mut out = Vec::new();
+        let mut keys = std::mem::take(&mut self.unread);
+        let mut events = Vec::new();
+        let mut relist = None;
+        let mut first = feed.next(wait)?;
+        let mut taken = 0;
+        while let Some(change) = first.take() {
+            taken += 1;
+            match change {
+                Change::Claim { key } => {
+                    keys.insert(key);
+                }
+                Change::Event(e) => events.push(line_of(&e)),
+                Change::Resync { why } => relist = Some(why),
+                Change::Disconnected { why } => {
+                    out.push(Action::Store(Box::new(StoreMsg::WatchDown {
+                        why,
+                        at: now_ms(),
+                    })))
+                }
+                Change::Connected { revision } => {
+                    out.push(Action::Store(Box::new(StoreMsg::WatchUp {
+                        revision,
+                        at: now_ms(),
+                    })))
+                }
+            }
+            if taken < BATCH {
+                first = feed.next(Duration::ZERO)?;
+            }
+        }
+        keys.extend(self.leases_due(now_ms()));
+        match relist {
+            // A re-list covers every key named so far.
+            // A re-list that fails ends the round: `run` starts over with a
+            // fresh listing once the store answers.
+            Some(why) => out.push(self.list(Some(why))?),
+            None if !keys.is_empty() => out.extend(self.read(keys)),
+            None => {}
+        }
+        if !events.is_empty() {
+            out.push(Action::EventsAppended(events));
+        }
+        Ok(out)
+    }
+
+    /// List, then follow the feed until the model hangs up. A listing that
+    /// fails (the store is away at start) is tried again each [`RETRY`].
+    pub fn run(mut self, out: &Sender<Action>) {
+        let mut first = true;
+        // A big store takes seconds to list: its first page shows at once.
+        if let Ok(Some(head)) = self.store.list_head(HEAD) {
+            let at = now_ms();
+            let msg = StoreMsg::Head {
+                listing: Box::new(head),
+                at,
+            };
+            if out.send(Action::Store(Box::new(msg))).is_err() {
+                return;
+            }
+        }
+        loop {
+            let listed = self.list(None);
+            let listed = match listed {
+                Ok(a) => a,
+                Err(e) => {
+                    let msg = StoreMsg::Unreachable {
+                        why: e.to_string(),
+                        at: now_ms(),
+                    };
+                    if out.send(Action::Store(Box::new(msg))).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(RETRY);
+                    continue;
+                }
+            };
+            if out.send(listed).is_err() {
+                return;
+            }
+            give_back_memory();
+            // The model frees the listing it replaced only once it has
+            // taken the new one in: give that back too, at the first quiet
+            // round.
+            let mut trim_when_quiet = true;
+            if first {
+                first = false;
+                if let Ok(events) = self.store.events(EVENTS_RING) {
+                    let lines = events.iter().map(line_of).collect();
+                    if out.send(Action::EventsAppended(lines)).is_err() {
+                        return;
+                    }
+                }
+            }
+            let mut feed = match self.store.changes_after(self.revision) {
+                Ok(f) => f,
+                Err(_) => {
+                    std::thread::sleep(RETRY);
+                    continue;
+                }
+            };
+            loop {
+                let wait = if self.unread.is_empty() {
+                    RETRY
+                } else {
+                    RETRY / 4
+                };
+                match self.drain(&mut *feed, wait) {
+                    Ok(actions) if actions.is_empty() && trim_when_quiet => {
+                        trim_when_quiet = false;
+                        give_back_memory();
+                    }
+                    Ok(actions) => {
+                        for a in actions {
+                            if out.send(a).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    // The feed ended or a re-list failed: start over with a
+                    // fresh listing and feed.
+                    Err(_) => {
+                        std::thread::sleep(RETRY);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A big listing's raw pages are freed by now, but glibc keeps the pages in
+/// this thread's arena: hand them back, so that a dashboard over 100 000
+/// claims does not keep its start-up peak for as long as it runs.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; no pointer of
+    // ours is involved.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -1,0 +1,341 @@
+//! The dashboard over a store with a connection (etcd): what the model
+//! knows about the store beside its claims — the cluster's members, leader
+//! and revision, whether it answers, and the lease behind each claim — and
+//! the pure transitions that take in what the store collector reports.
+//!
+//! Rows stay keyed by path, as on a file root: a store row's path is its
+//! etcd key (`Listing`'s `file`), so the table, the filter, the selection
+//! and the detail pane work unchanged.
+
+use super::action::Swept;
+use super::app::{App, Level};
+use super::update::{apply_sweep, scroll_into_view, select_arrived};
+use crate::claims::Status;
+use crate::store::{Listing, StoreInfo, Tenure};
+use crate::time::{clock, human_ms};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the store collector says; every message carries the clock it was
+/// read at, so the model judges ages without reading the clock itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreMsg {
+    /// A full listing: at start, and after the store lost changes.
+    Listed {
+        listing: Box<Listing>,
+        at: i64,
+        /// Why it was re-read (None: the first listing).
+        resync: Option<String>,
+    },
+    /// The first claims in key order, shown while the full listing of a
+    /// big store is still being read.
+    Head { listing: Box<Listing>, at: i64 },
+    /// Claims re-read after the watch named their keys (state Free: gone).
+    Claims {
+        items: Vec<(Status, Option<Tenure>)>,
+        at: i64,
+    },
+    /// The store answered the header's probe.
+    Info { info: StoreInfo, at: i64 },
+    /// The store did not answer the probe within its timeout.
+    Unreachable { why: String, at: i64 },
+    /// The watch broke; it resumes on its own from the last revision.
+    WatchDown { why: String, at: i64 },
+    /// The watch delivers again.
+    WatchUp { revision: Option<i64>, at: i64 },
+}
+
+/// A claim's tenure, and when it was read: its lease counts down from then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub tenure: Tenure,
+    pub read_at: i64,
+}
+
+impl Held {
+    /// Milliseconds left on the lease at `now`, as far as the last read
+    /// knows (a holder keeping it alive moves it back up, and the collector
+    /// re-reads a claim whose lease should have run out).
+    pub fn remaining_ms(&self, now: i64) -> i64 {
+        (self.tenure.lease.remaining_s * 1000 - (now - self.read_at)).max(0)
+    }
+}
+
+/// Is the store there?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    Connected,
+    /// The store does not answer; the view is the one as of `last_seen`.
+    Disconnected {
+        since: i64,
+        last_seen: i64,
+    },
+    /// The store answers again, the watch is not delivering yet.
+    Reconnecting {
+        since: i64,
+        last_seen: i64,
+    },
+}
+
+/// The store part of the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreView {
+    pub url: String,
+    /// The last probe's answer (kept while disconnected: it says what was).
+    pub info: Option<StoreInfo>,
+    pub tenures: HashMap<Arc<Path>, Held>,
+    /// Did the last probe answer?
+    probe_ok: bool,
+    /// Is the watch delivering?
+    watch_ok: bool,
+    /// When the store was last seen whole (probe and watch both well).
+    last_seen: i64,
+    /// When it stopped being whole, while it is not.
+    since: Option<i64>,
+    /// Set while only the head of the store is shown: how many claims.
+    pub partial: Option<usize>,
+}
+
+impl StoreView {
+    pub fn new(url: String, now: i64) -> StoreView {
+        StoreView {
+            url,
+            info: None,
+            tenures: HashMap::new(),
+            probe_ok: true,
+            watch_ok: true,
+            last_seen: now,
+            since: None,
+            partial: None,
+        }
+    }
+
+    pub fn link(&self) -> Link {
+        match (self.since, self.probe_ok) {
+            (None, _) => Link::Connected,
+            (Some(since), false) => Link::Disconnected {
+                since,
+                last_seen: self.last_seen,
+            },
+            (Some(since), true) => Link::Reconnecting {
+                since,
+                last_seen: self.last_seen,
+            },
+        }
+    }
+
+    /// Apply a probe or watch verdict at `at`; true when the link moved.
+    fn judge(&mut self, at: i64, probe_ok: Option<bool>, watch_ok: Option<bool>) -> bool {
+        let before = self.link();
+        self.probe_ok = probe_ok.unwrap_or(self.probe_ok);
+        self.watch_ok = watch_ok.unwrap_or(self.watch_ok);
+        if self.probe_ok && self.watch_ok {
+            self.since = None;
+            self.last_seen = at;
+        } else if self.since.is_none() {
+            self.since = Some(at);
+        }
+        self.link() != before
+    }
+
+    pub fn held(&self, path: &Path) -> Option<&Held> {
+        self.tenures.get(path)
+    }
+
+    /// The header's connection words: `connected`, `disconnected since
+    /// 12:00:03`, `reconnecting`.
+    pub fn link_text(&self, local: bool) -> String {
+        match self.link() {
+            Link::Connected => "connected".into(),
+            Link::Disconnected { since, .. } => {
+                format!("disconnected since {}", clock(since, local, "%H:%M:%S"))
+            }
+            Link::Reconnecting { .. } => "reconnecting".into(),
+        }
+    }
+
+    /// While the store is away, what the view is: `disconnected 12s ago —
+    /// showing the view as of 12:00:02`.
+    pub fn stale_view_text(&self, now: i64, local: bool) -> Option<String> {
+        let (word, since, last_seen) = match self.link() {
+            Link::Connected => return None,
+            Link::Disconnected { since, last_seen } => ("disconnected", since, last_seen),
+            Link::Reconnecting { since, last_seen } => {
+                ("reconnecting: disconnected", since, last_seen)
+            }
+        };
+        Some(format!(
+            "{word} {} ago — showing the view as of {}",
+            human_ms(now - since),
+            clock(last_seen, local, "%H:%M:%S")
+        ))
+    }
+}
+
+/// The lease column's cell: the time left on the claim's lease.
+pub fn lease_cell(app: &App, s: &Status) -> String {
+    app.store
+        .as_ref()
+        .and_then(|v| v.held(&s.file))
+        .map(|h| human_ms(h.remaining_ms(app.shown_now())))
+        .unwrap_or_default()
+}
+
+/// The detail pane's lines for a store claim: the fencing revision and the
+/// lease, (label, value).
+pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
+    let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
+        return Vec::new();
+    };
+    let l = h.tenure.lease;
+    vec![
+        (
+            "revision",
+            format!(
+                "{} (fencing token: hand it to the work this claim guards)",
+                h.tenure.revision
+            ),
+        ),
+        (
+            "lease",
+            format!(
+                "{:x} · ttl {} · {} left",
+                l.id,
+                human_ms(l.ttl_s * 1000),
+                human_ms(h.remaining_ms(app.shown_now()))
+            ),
+        ),
+    ]
+}
+
+/// Take in what the store collector reported; true when the screen moved.
+pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
+    let Some(view) = app.store.as_mut() else {
+        return false;
+    };
+    match msg {
+        StoreMsg::Head { listing, at } => {
+            view.partial = Some(listing.sweep.claims.len());
+            take_listing(app, *listing, at)
+        }
+        StoreMsg::Listed {
+            listing,
+            at,
+            resync,
+        } => {
+            let link = view.judge(at, None, Some(true));
+            let was_partial = view.partial.take().is_some();
+            let revision = listing.revision;
+            let shown = take_listing(app, *listing, at);
+            if let Some(why) = resync {
+                app.say(Level::Info, resync_notice(&why, revision));
+            }
+            shown || link || was_partial || app.status.is_some()
+        }
+        StoreMsg::Claims { items, at } => {
+            let mut moved = Vec::with_capacity(items.len());
+            for (s, t) in items {
+                let path: Arc<Path> = Arc::from(s.file.as_path());
+                match t {
+                    Some(tenure) => {
+                        let held = Held {
+                            tenure,
+                            read_at: at,
+                        };
+                        if let Some(info) = view.info.as_mut() {
+                            info.revision = info.revision.max(tenure.revision);
+                        }
+                        view.tenures.insert(Arc::clone(&path), held);
+                    }
+                    None => {
+                        view.tenures.remove(&path);
+                    }
+                }
+                moved.extend(app.claims.live.put_counted(&path, s));
+            }
+            place_rows(app, &moved)
+        }
+        StoreMsg::Info { info, at } => {
+            let moved = view.info.as_ref() != Some(&info);
+            view.info = Some(info);
+            view.judge(at, Some(true), None) || moved
+        }
+        StoreMsg::Unreachable { at, .. } => view.judge(at, Some(false), None),
+        StoreMsg::WatchDown { at, .. } => view.judge(at, None, Some(false)),
+        StoreMsg::WatchUp { revision, at } => {
+            if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
+                info.revision = info.revision.max(rev);
+            }
+            view.judge(at, Some(true), Some(true))
+        }
+    }
+}
+
+/// The status line after a re-list: a compaction is named as such, since
+/// it is the one an operator of etcd expects to see.
+pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
+    let at = revision.map_or_else(String::new, |r| format!(" at revision {r}"));
+    if why.contains("compacted") {
+        format!("store compacted: re-listed{at}")
+    } else {
+        format!("store re-listed{at}: {why}")
+    }
+}
+
+/// Past this many changed rows at once, one full re-sort is cheaper than
+/// moving each.
+const REPOSITION_MAX: usize = 64;
+
+/// Put the changed rows in their sorted places: each moved alone (a full
+/// re-sort of 100 000 rows per change is most of a big store's change to
+/// screen), or all re-sorted after a burst. True when the view moved.
+fn place_rows(app: &mut App, moved: &[Arc<Path>]) -> bool {
+    if moved.is_empty() || app.paused() {
+        return false;
+    }
+    if moved.len() > REPOSITION_MAX {
+        app.rebuild_rows();
+    } else {
+        app.reposition_rows(moved);
+    }
+    scroll_into_view(app);
+    select_arrived(app);
+    true
+}
+
+/// Replace the claims and their tenures with a listing's; true when the
+/// view moved.
+fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
+    let Listing {
+        sweep,
+        tenures,
+        revision,
+        ..
+    } = listing;
+    if let Some(view) = app.store.as_mut() {
+        view.tenures = sweep
+            .claims
+            .iter()
+            .zip(tenures)
+            .filter_map(|(s, t)| {
+                let held = Held {
+                    tenure: t?,
+                    read_at: at,
+                };
+                Some((Arc::from(s.file.as_path()), held))
+            })
+            .collect();
+        if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
+            info.revision = info.revision.max(rev);
+        }
+    }
+    apply_sweep(
+        app,
+        Swept {
+            sweep,
+            pids: Vec::new(),
+            problem: None,
+        },
+    )
+}

@@ -1,0 +1,183 @@
+//! The real dashboard over a real etcd, in a real terminal (tmux): a claim
+//! acquired by the CLI appears, `F` force-releases it through the store's
+//! transaction, an etcd stopped for 3 s shows as disconnected and is
+//! recovered from without a keystroke, and at the end the screen shows
+//! exactly what `claimtop list --json` reports. Every wait polls the screen
+//! up to a deadline; no sleep is ever the assertion.
+//! Run with `cargo test --features etcd --test etcd_dashboard`.
+#![cfg(feature = "etcd")]
+
+#[path = "common/mod.rs"]
+mod common;
+mod etcd_common;
+
+use common::{cannot_run, claimtop};
+use etcd_common::tmux::Tmux;
+use etcd_common::Etcd;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
+/// Generous: a loaded CI box can be slow to spawn and to notice a change.
+const PATIENCE: Duration = Duration::from_secs(15);
+
+fn cli(home: &Path, url: &str, args: &[&str]) -> Output {
+    let out = claimtop(home)
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", url])
+        .args(args)
+        .output()
+        .expect("run claimtop");
+    assert!(
+        out.status.success(),
+        "claimtop {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `list --json`'s claims as (key, state).
+fn listed(home: &Path, url: &str) -> Vec<(String, String)> {
+    let out = cli(home, url, &["list", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("list --json is JSON");
+    let mut claims: Vec<(String, String)> = v["claims"]
+        .as_array()
+        .expect("a claims array")
+        .iter()
+        .map(|c| {
+            (
+                c["key"].as_str().unwrap_or_default().to_string(),
+                c["state"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    claims.sort();
+    claims
+}
+
+/// The table's rows as (key, state word), read off the screen: a row is
+/// `[▶] SYMBOL WORD KEY …` left of the detail pane's border.
+fn rows(screen: &str) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = screen
+        .lines()
+        .map(|l| l.split('│').next().unwrap_or_default())
+        .filter_map(|l| {
+            let words: Vec<&str> = l.trim_start_matches('▶').split_whitespace().collect();
+            match words.as_slice() {
+                [sym, state, key, ..]
+                    if ["●", "◐", "✖", "‼", "?"].contains(sym)
+                        && ["live", "suspect", "stale", "corrupted", "unreadable"]
+                            .contains(state) =>
+                {
+                    Some((key.to_string(), state.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn has_row(screen: &str, key: &str) -> bool {
+    rows(screen).iter().any(|(k, _)| k == key)
+}
+
+#[test]
+fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_etcd() {
+    if let Err(why) = Tmux::available() {
+        cannot_run(&format!("the etcd dashboard test needs tmux: {why}"));
+        return;
+    }
+    let Some(etcd) = Etcd::single() else { return };
+    let home = tempfile::TempDir::new().expect("temp home");
+    let url = etcd.url("/dash");
+
+    let tmux = Tmux::start(160, 48);
+    tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT HOME='{}' '{BIN}' --store '{url}'; echo EXIT=$?",
+        home.path().display()
+    ));
+    tmux.wait_for("the store header, connected", PATIENCE, |s| {
+        s.contains(&format!("store {url}")) && s.contains("● connected") && s.contains("leader m0")
+    });
+
+    // A claim taken by another process shows up from the watch.
+    cli(
+        home.path(),
+        &url,
+        &["acquire", "e2e/first", "--holder", "tester", "--ttl", "5m"],
+    );
+    let screen = tmux.wait_for("the acquired claim's row", PATIENCE, |s| {
+        has_row(s, "e2e/first")
+    });
+    assert!(screen.contains("lease"), "the lease column: {screen}");
+
+    // F force-releases it: the store's transaction, not a file.
+    tmux.keys(&["F"]);
+    let dialog = tmux.wait_for("the force-release dialog", PATIENCE, |s| {
+        s.contains("force-release") && s.contains("Esc cancel")
+    });
+    if dialog.contains("y force-release") {
+        tmux.keys(&["y"]);
+    } else {
+        // A live claim asks for its key to be typed first.
+        tmux.type_line("e2e/first");
+    }
+    tmux.wait_for("the row to leave the table", PATIENCE, |s| {
+        !has_row(s, "e2e/first") && s.contains("force-released e2e/first")
+    });
+    assert!(
+        listed(home.path(), &url).is_empty(),
+        "list agrees it is gone"
+    );
+
+    // etcd stops answering for 3 s: the view stays, marked, and comes back.
+    cli(
+        home.path(),
+        &url,
+        &["acquire", "e2e/kept", "--holder", "tester", "--ttl", "5m"],
+    );
+    tmux.wait_for("the second claim's row", PATIENCE, |s| {
+        has_row(s, "e2e/kept")
+    });
+    etcd.members[0].pause();
+    let during = tmux.wait_for("disconnected", Duration::from_secs(3), |s| {
+        s.contains("disconnected since")
+    });
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(Duration::from_millis(500)));
+    etcd.members[0].signal(libc::SIGCONT);
+    assert!(
+        has_row(&during, "e2e/kept"),
+        "the last view is kept: {during}"
+    );
+    tmux.wait_for("connected again, on its own", PATIENCE, |s| {
+        s.contains("● connected") && !s.contains("showing the view as of")
+    });
+
+    // What happens after the outage arrives too.
+    cli(
+        home.path(),
+        &url,
+        &["acquire", "e2e/after", "--holder", "tester", "--ttl", "5m"],
+    );
+    let want = listed(home.path(), &url);
+    assert_eq!(want.len(), 2, "{want:?}");
+    let screen = tmux.wait_for("the screen to equal list --json", PATIENCE, |s| {
+        rows(s) == want
+    });
+    let title = screen
+        .lines()
+        .find(|l| l.contains("» claims "))
+        .unwrap_or_default();
+    assert!(
+        title.contains(&format!("/{}─", want.len())),
+        "the title counts every claim: {screen}"
+    );
+
+    tmux.keys(&["q"]);
+    tmux.wait_for("a clean exit", PATIENCE, |s| s.contains("EXIT=0"));
+}
