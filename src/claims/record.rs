@@ -457,23 +457,36 @@ const LISTED_READ: usize = 1024;
 /// directory or FIFO since the listing) is read again the guarded way, so
 /// every verdict stays that of [`read_lockfile_bytes`].
 pub fn read_listed_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let mut bytes = Vec::new();
+    read_listed_lockfile_into(path, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_listed_lockfile_bytes`] into the caller's buffer, which a sweep
+/// keeps from one file to the next rather than allocating one per file.
+pub fn read_listed_lockfile_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), ReadError> {
     use std::os::fd::AsRawFd;
     let file = open_lockfile(path)?;
+    bytes.clear();
     // Into spare capacity: zeroing a buffer first (`vec![0; n]` or a stack
     // array) cost more than the fstat this saves.
-    let mut bytes: Vec<u8> = Vec::with_capacity(LISTED_READ);
+    bytes.reserve(LISTED_READ);
     // SAFETY: the pointer is valid for LISTED_READ bytes of the Vec's spare
-    // capacity, read(2) writes at most that many into it, and set_len below
-    // covers only the bytes it reported written.
+    // capacity (reserved above, the Vec being empty), read(2) writes at most
+    // that many into it, and set_len below covers only the bytes it reported
+    // written.
     let n = unsafe { libc::read(file.as_raw_fd(), bytes.as_mut_ptr().cast(), LISTED_READ) };
     match usize::try_from(n) {
         Ok(n) if n > 0 && n < LISTED_READ => {
             // SAFETY: read(2) initialised exactly the first n bytes.
             unsafe { bytes.set_len(n) };
-            Ok(bytes)
+            Ok(())
         }
         // An error (EINTR included), an empty or a longer file: the guarded way.
-        _ => read_lockfile_bytes(path),
+        _ => {
+            *bytes = read_lockfile_bytes(path)?;
+            Ok(())
+        }
     }
 }
 
@@ -494,14 +507,19 @@ pub fn read_listed_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>),
 }
 
 fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
-    match ClaimRecord::from_bytes(&bytes) {
-        Ok(rec) => Ok((rec, bytes)),
+    parse_lockfile_bytes(&bytes).map(|rec| (rec, bytes))
+}
+
+/// Lockfile bytes as a record, or why they are none: the verdict a read of
+/// these bytes gives, keeping the head of a corrupted file for display.
+pub fn parse_lockfile_bytes(bytes: &[u8]) -> Result<ClaimRecord, ReadError> {
+    match ClaimRecord::from_bytes(bytes) {
+        Ok(rec) => Ok(rec),
         Err(ParseError::TooCostly(reason)) => Err(ReadError::Unreadable { reason }),
-        Err(ParseError::Invalid(reason)) => {
-            let mut head = bytes;
-            head.truncate(CORRUPT_HEAD_BYTES);
-            Err(ReadError::Corrupted { reason, head })
-        }
+        Err(ParseError::Invalid(reason)) => Err(ReadError::Corrupted {
+            reason,
+            head: bytes[..bytes.len().min(CORRUPT_HEAD_BYTES)].to_vec(),
+        }),
     }
 }
 

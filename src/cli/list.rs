@@ -1,7 +1,7 @@
 //! list and doctor: the whole root at once.
 
 use super::output::{
-    hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
+    decimal, hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
 use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
 use crate::sanitize::sanitize;
@@ -210,12 +210,12 @@ fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<
         .collect();
     // Widths of ROOT, STATE, KEY, HOLDER, PID; the header counts too.
     let mut widths = [4, 5, 3, 6, 3];
-    let mut pid_buf = [0u8; 12];
+    let mut pid_buf = [0u8; 20];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.padded()) {
             *w = (*w).max(width(cell));
         }
-        let pid = row.pid.map_or(1, |p| decimal(p, &mut pid_buf).len());
+        let pid = row.pid.map_or(1, |p| decimal(p.into(), &mut pid_buf).len());
         widths[4] = widths[4].max(pid);
     }
     let first = usize::from(!with_root);
@@ -230,7 +230,9 @@ fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<
         for i in first..4 {
             pad(w, cells[i], widths[i])?;
         }
-        let pid = row.pid.map_or(&b"-"[..], |p| decimal(p, &mut pid_buf));
+        let pid = row
+            .pid
+            .map_or(&b"-"[..], |p| decimal(p.into(), &mut pid_buf));
         pad_bytes(w, pid, pid.len(), widths[4])?;
         w.write_all(row.why.as_bytes())?;
         w.write_all(b"\n")?;
@@ -262,25 +264,6 @@ fn width(cell: &str) -> usize {
     } else {
         cell.chars().count()
     }
-}
-
-/// `n` in decimal, in `buf`.
-fn decimal(n: i32, buf: &mut [u8; 12]) -> &[u8] {
-    let mut at = buf.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
 }
 
 /// Hazards under every root; with `fix`, first clean what is provably

@@ -170,21 +170,7 @@ fn needs_escape(b: &[u8]) -> bool {
 
 /// A decimal integer, as serde_json writes one.
 fn int(buf: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        buf.push(b'-');
-    }
-    buf.extend_from_slice(&digits[at..]);
+    buf.extend_from_slice(super::output::decimal(n, &mut [0u8; 20]));
 }
 
 #[cfg(test)]

@@ -217,6 +217,26 @@ pub fn hazard_text(h: &Hazard) -> String {
     )
 }
 
+/// `n` in decimal, written into `buf` (no formatter, no allocation: a
+/// `list` writes one or more numbers for each of thousands of claims).
+pub fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +246,23 @@ mod tests {
             "key: k\nholder: \"h\\e[2J\"\nacquired_at: 1000\npid: 7\nhost: box\n",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn decimal_spells_every_integer_as_display_does() {
+        for n in [
+            0,
+            7,
+            -7,
+            10,
+            99,
+            -100,
+            1_764_460_000_000,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
     }
 
     #[test]
