@@ -191,7 +191,31 @@ fn plain(v: &str) -> Option<&str> {
     let b = v.as_bytes();
     let first = *b.first()?;
     let last = *b.last()?;
-    if b"-?:,[]{}#&*!|>'\"%@` ~".contains(&first)
+    // A match, not `slice::contains`, which calls memchr for one byte.
+    let indicator = matches!(
+        first,
+        b'-' | b'?'
+            | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+            | b' '
+            | b'~'
+    );
+    if indicator
         || last == b' '
         || last == b':'
         || !(0x20..0x7f).contains(&first)

@@ -217,25 +217,7 @@ pub fn hazard_text(h: &Hazard) -> String {
     )
 }
 
-/// `n` in decimal, written into `buf` (no formatter, no allocation: a
-/// `list` writes one or more numbers for each of thousands of claims).
-pub fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
-}
+pub use crate::time::decimal;
 
 #[cfg(test)]
 mod tests {
