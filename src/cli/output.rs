@@ -231,23 +231,6 @@ mod tests {
     }
 
     #[test]
-    fn decimal_spells_every_integer_as_display_does() {
-        for n in [
-            0,
-            7,
-            -7,
-            10,
-            99,
-            -100,
-            1_764_460_000_000,
-            i64::MAX,
-            i64::MIN,
-        ] {
-            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
-        }
-    }
-
-    #[test]
     fn record_text_escapes_a_hostile_holder() {
         let t = record_text(&rec(), 2_000);
         assert!(!t.contains('\u{1b}'), "{t}");
