@@ -143,7 +143,7 @@ fn record(text: &str, at: &mut usize) -> Option<ClaimRecord> {
 /// `name: value` split at the first `:` (names hold none), which must be
 /// followed by one space.
 fn name_value(line: &str) -> Option<(&str, &str)> {
-    let colon = memchr::memchr(b':', line.as_bytes())?;
+    let colon = line.bytes().position(|b| b == b':')?;
     Some((&line[..colon], line[colon + 1..].strip_prefix(' ')?))
 }
 

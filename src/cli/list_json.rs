@@ -13,8 +13,10 @@ use crate::claims::{ClaimRecord, Counts, Hazard, Status, Sweep};
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Bytes gathered before they go to the writer: a few dozen claims' worth.
-const CHUNK: usize = 64 * 1024;
+/// Bytes gathered before they go to the writer: some hundreds of claims'
+/// worth, and no less than stdout's own buffer, so that `BufWriter` hands
+/// each chunk straight to the pipe instead of copying it once more.
+const CHUNK: usize = super::output::OUT_BUFFER;
 
 /// The whole document, newline-ended.
 pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
