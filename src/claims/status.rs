@@ -81,7 +81,8 @@ impl Status {
             file,
             state: ClaimState::Free,
             record: None,
-            why: "no claim file".into(),
+            // Filled in below; an empty String allocates nothing.
+            why: String::new(),
             error: None,
             locality: None,
             head: Vec::new(),
@@ -99,7 +100,7 @@ impl Status {
                 s.locality = Some(locality);
                 s.record = Some(rec);
             }
-            Err(ReadError::GoneAway) => {}
+            Err(ReadError::GoneAway) => s.why = "no claim file".into(),
             Err(ReadError::Corrupted { reason, head }) => {
                 s.state = ClaimState::Corrupted;
                 s.why = "the file cannot be parsed as a claim; force-release archives it".into();
