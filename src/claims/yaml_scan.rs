@@ -25,6 +25,9 @@ use serde_json::{Map, Value};
 pub const MAX_FLOW_DEPTH: usize = 128;
 
 /// What one pass over lockfile text found.
+// Unpacked by the caller at once, never stored: boxing the record would add
+// an allocation to every lockfile of every sweep.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq)]
 pub(crate) enum Scan {
     /// The simple canonical shape, read.

@@ -297,7 +297,7 @@ mod tests {
         };
         assert_eq!(ours(&sw), serde_bytes(&sw));
         let r = rec("k", "text");
-        sw.claims = (0..2_000)
+        sw.claims = (0..6_000)
             .map(|i| item(&format!("key-{i}"), ClaimState::Suspect, Some(r.clone())))
             .collect();
         assert!(ours(&sw).len() > 4 * CHUNK);
