@@ -365,11 +365,6 @@ pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadEr
     parse_claim_bytes(read_lockfile_bytes(path)?)
 }
 
-/// [`read_claim_file_raw`] for an entry the listing called a regular file.
-pub fn read_listed_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
-    parse_claim_bytes(read_listed_lockfile_bytes(path)?)
-}
-
 fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
     parse_lockfile_bytes(&bytes).map(|rec| (rec, bytes))
 }

@@ -3,8 +3,8 @@
 
 use super::liveness::{Classifier, Locality, Verdict};
 use super::record::{
-    parse_lockfile_bytes, read_claim_file_raw, read_listed_claim_file_raw,
-    read_listed_lockfile_into, read_lockfile_bytes, ReadError,
+    parse_lockfile_bytes, read_claim_file_raw, read_listed_lockfile_into, read_lockfile_bytes,
+    ReadError,
 };
 use super::{ClaimRecord, ClaimState};
 use serde::Serialize;
@@ -34,16 +34,11 @@ impl Status {
         Status::of_read(key, path, c, read_claim_file_raw(path))
     }
 
-    /// [`Status::of_file`] for a sweep's entry that the directory listing
-    /// called a regular file (one syscall fewer per file; same verdicts).
-    pub fn of_listed_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
-        Status::of_read(key, path, c, read_listed_claim_file_raw(path))
-    }
-
     /// A sweep's entry: the key and path it listed become the item's own
     /// (no copies), and the file is read into `buf`, which the sweep reuses
     /// from file to file. `listed_regular`: the listing's `d_type` said
-    /// "regular file" (see [`Status::of_listed_file`]).
+    /// "regular file", so its read needs no `fstat`; the verdict is the
+    /// same either way (see [`read_listed_lockfile_into`]).
     pub fn of_entry(
         key: String,
         file: PathBuf,
