@@ -55,16 +55,62 @@ pub fn human_ms(ms: i64) -> String {
 /// [`human_ms`] without the intermediate String.
 pub(crate) struct HumanMs(pub(crate) i64);
 
+impl HumanMs {
+    /// The words, written piece by piece: a sweep words a duration for
+    /// thousands of claims, and `write!`'s argument machinery and integer
+    /// padding were most of that cost.
+    pub(crate) fn write_to<W: std::fmt::Write + ?Sized>(&self, w: &mut W) -> std::fmt::Result {
+        let s = self.0.max(0) / 1000;
+        let (big, big_unit, small, small_unit, pad) = match s {
+            0..=59 => {
+                push_decimal(w, s)?;
+                return w.write_str("s");
+            }
+            60..=3599 => (s / 60, "m", s % 60, "s", true),
+            3600..=86_399 => (s / 3600, "h", (s % 3600) / 60, "m", true),
+            _ => (s / 86_400, "d", (s % 86_400) / 3600, "h", false),
+        };
+        push_decimal(w, big)?;
+        w.write_str(big_unit)?;
+        if pad && small < 10 {
+            w.write_str("0")?;
+        }
+        push_decimal(w, small)?;
+        w.write_str(small_unit)
+    }
+}
+
 impl std::fmt::Display for HumanMs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.0.max(0) / 1000;
-        match s {
-            0..=59 => write!(f, "{s}s"),
-            60..=3599 => write!(f, "{}m{:02}s", s / 60, s % 60),
-            3600..=86_399 => write!(f, "{}h{:02}m", s / 3600, (s % 3600) / 60),
-            _ => write!(f, "{}d{}h", s / 86_400, (s % 86_400) / 3600),
+        self.write_to(f)
+    }
+}
+
+/// `n` in decimal, written into `buf` (no formatter, no allocation: a
+/// `list` writes one or more numbers for each of thousands of claims).
+pub fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
         }
     }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
+/// [`decimal`] onto a text writer.
+pub(crate) fn push_decimal<W: std::fmt::Write + ?Sized>(w: &mut W, n: i64) -> std::fmt::Result {
+    let mut buf = [0u8; 20];
+    // Digits and a sign: always UTF-8.
+    w.write_str(std::str::from_utf8(decimal(n, &mut buf)).map_err(|_| std::fmt::Error)?)
 }
 
 /// `2026-11-30T12:34:56Z` for an epoch-ms instant.
@@ -166,6 +212,39 @@ mod tests {
         assert_eq!(human_ms(7_500_000), "2h05m");
         assert_eq!(human_ms(-5), "0s");
         assert_eq!(human_ms(90_000_000), "1d1h");
+    }
+
+    #[test]
+    fn hand_written_durations_and_numbers_read_as_the_format_macro_wrote_them() {
+        let by_format = |ms: i64| {
+            let s = ms.max(0) / 1000;
+            match s {
+                0..=59 => format!("{s}s"),
+                60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+                3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+                _ => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
+            }
+        };
+        let mut ms = 1;
+        while ms < i64::MAX / 3 {
+            for m in [ms - 1, ms, ms + 999, ms * 2 + 7] {
+                assert_eq!(human_ms(m), by_format(m), "{m}");
+            }
+            ms *= 3;
+        }
+        for n in [
+            0,
+            7,
+            -7,
+            10,
+            99,
+            -100,
+            1_764_460_000_000,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -66,22 +66,44 @@ fn is_safe_byte(b: u8) -> bool {
 /// a stray `%`) still decodes to something showable, and invalid UTF-8 is kept
 /// lossily, because a sweep must never abort on a strange file name.
 pub fn decode_key(stem: &str) -> String {
+    decode_stem(stem).0
+}
+
+/// [`decode_key`], and whether `stem` is exactly `encode_key` of the key it
+/// decodes to (what [`is_canonical_lockfile_name`] asks), judged in the same
+/// pass: a sweep asks both of every lockfile.
+pub fn decode_stem(stem: &str) -> (String, bool) {
     let bytes = stem.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
+    // The encoder writes safe bytes as they are and every other byte as
+    // `%XX` in uppercase hex, so anything else in the stem is another
+    // encoder's doing.
+    let mut canonical = true;
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
             let hex = |c: u8| (c as char).to_digit(16);
             if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
+                let b = (h * 16 + l) as u8;
+                canonical &= !is_safe_byte(b)
+                    && !bytes[i + 1].is_ascii_lowercase()
+                    && !bytes[i + 2].is_ascii_lowercase();
+                out.push(b);
                 i += 3;
                 continue;
             }
         }
+        canonical &= is_safe_byte(bytes[i]);
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    // One allocation: the decoded bytes become the String when they are
+    // UTF-8 (always, for a name our encoder wrote); a lossy copy otherwise,
+    // whose replacement characters no encoder could have written.
+    match String::from_utf8(out) {
+        Ok(key) => (key, canonical),
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), false),
+    }
 }
 
 /// Prefixes whose identifier is globally unique: these keys coordinate across
@@ -234,6 +256,52 @@ mod tests {
         assert_eq!(decode_key("%zz"), "%zz");
         assert_eq!(decode_key("%3a"), ":");
         assert_eq!(decode_key("%FF"), "\u{fffd}");
+    }
+
+    #[test]
+    fn decoding_a_stem_judges_it_canonical_exactly_as_the_name_check_does() {
+        for stem in [
+            "node%3Ax",
+            "node%3ax",
+            "node:x",
+            "a%20b%2Fc",
+            "%E8%B5%B0",
+            "%25",
+            "%",
+            "100%",
+            "x%2",
+            "%zz",
+            "%FF",
+            "%C3%A9",
+            "%41",
+            "%2e",
+            "plain",
+            "",
+            "a%2",
+            "%%41",
+            "%3A%",
+        ] {
+            let (key, canonical) = decode_stem(stem);
+            assert_eq!(key, decode_key(stem));
+            let name = format!("{stem}.lock");
+            assert_eq!(
+                canonical,
+                is_canonical_lockfile_name(name.as_bytes(), &key),
+                "{stem}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_stem_is_judged_canonical_exactly_as_the_name_check_does(
+            stem in "([a-zA-Z0-9._~:/ -]|%[0-9A-Fa-fxz]{0,2}|%[8-9A-F][0-9A-F]){0,8}"
+        ) {
+            let (key, canonical) = decode_stem(&stem);
+            let name = format!("{stem}.lock");
+            proptest::prop_assert_eq!(canonical, is_canonical_lockfile_name(name.as_bytes(), &key));
+            proptest::prop_assert_eq!(key, decode_key(&stem));
+        }
     }
 
     #[test]

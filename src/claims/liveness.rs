@@ -195,11 +195,17 @@ impl Classifier {
                 } else {
                     (ClaimState::Stale, "and")
                 };
-                let _ = write!(why, "TTL expired {} ago {joint} {fact}", HumanMs(now - exp));
+                why.push_str("TTL expired ");
+                let _ = HumanMs(now - exp).write_to(&mut why);
+                why.push_str(" ago ");
+                why.push_str(joint);
+                why.push(' ');
+                fact.write_to(&mut why);
                 state
             }
             None => {
-                let _ = write!(why, "{fact} (PID-bound claim, no TTL)");
+                fact.write_to(&mut why);
+                why.push_str(" (PID-bound claim, no TTL)");
                 if alive {
                     ClaimState::Live
                 } else {
@@ -209,14 +215,15 @@ impl Classifier {
             Some(exp) => {
                 let left = HumanMs(exp - now);
                 if alive {
-                    let _ = write!(why, "{fact}; TTL expires in {left}");
+                    fact.write_to(&mut why);
+                    why.push_str("; TTL expires in ");
+                    let _ = left.write_to(&mut why);
                     ClaimState::Live
                 } else {
-                    let _ = write!(
-                        why,
-                        "TTL protects a dead holder until {} (in {left}): {fact}",
-                        UtcHms(exp)
-                    );
+                    let _ = write!(why, "TTL protects a dead holder until {} (in ", UtcHms(exp));
+                    let _ = left.write_to(&mut why);
+                    why.push_str("): ");
+                    fact.write_to(&mut why);
                     ClaimState::Suspect
                 }
             }
@@ -288,20 +295,38 @@ enum PidFact<'a> {
     Alive(i32),
 }
 
-impl std::fmt::Display for PidFact<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl PidFact<'_> {
+    /// The fact in words, onto the verdict's reason (piece by piece, as
+    /// [`HumanMs::write_to`] says why).
+    fn write_to(&self, why: &mut String) {
+        let pid = |why: &mut String, pid: &i32| {
+            let _ = crate::time::push_decimal(why, (*pid).into());
+        };
         match self {
-            PidFact::Foreign(pid, host) => write!(
-                f,
-                "written on another machine (host {host}); pid {pid} cannot be checked here"
-            ),
-            PidFact::Gone(pid) => write!(f, "pid {pid} is gone"),
-            PidFact::Reused(pid, after) => write!(
-                f,
-                "pid {pid} was reused: the running process started {} after the claim",
-                HumanMs(*after)
-            ),
-            PidFact::Alive(pid) => write!(f, "holder pid {pid} is alive"),
+            PidFact::Foreign(p, host) => {
+                why.push_str("written on another machine (host ");
+                why.push_str(host);
+                why.push_str("); pid ");
+                pid(why, p);
+                why.push_str(" cannot be checked here");
+            }
+            PidFact::Gone(p) => {
+                why.push_str("pid ");
+                pid(why, p);
+                why.push_str(" is gone");
+            }
+            PidFact::Reused(p, after) => {
+                why.push_str("pid ");
+                pid(why, p);
+                why.push_str(" was reused: the running process started ");
+                let _ = HumanMs(*after).write_to(why);
+                why.push_str(" after the claim");
+            }
+            PidFact::Alive(p) => {
+                why.push_str("holder pid ");
+                pid(why, p);
+                why.push_str(" is alive");
+            }
         }
     }
 }

@@ -8,7 +8,6 @@
 pub mod atomic;
 pub mod audit;
 pub mod error;
-mod fast_yaml;
 pub mod key;
 pub mod liveness;
 pub mod mutex;
@@ -22,6 +21,7 @@ pub mod verbs;
 pub mod wait;
 pub mod words;
 pub mod yaml_cost;
+mod yaml_scan;
 
 pub use error::ClaimError;
 pub use key::{

@@ -1,7 +1,8 @@
 //! The claim record, its states, and the YAML lockfile format.
 
 use super::yaml_cost;
-pub use super::yaml_cost::MAX_FLOW_DEPTH;
+pub use super::yaml_scan::MAX_FLOW_DEPTH;
+use super::yaml_scan::{scan, Scan};
 use super::SCHEMA_VERSION;
 // Re-exported where it lived before: other code names it by this path.
 pub use crate::time::parse_ttl_ms;
@@ -138,9 +139,9 @@ impl ClaimRecord {
     pub fn from_yaml(text: &str) -> Result<ClaimRecord, ParseError> {
         // The fast path only ever answers for shapes where it provably agrees
         // with serde_yaml_ng; everything else takes the full parse.
-        let rec: ClaimRecord = match super::fast_yaml::parse(text) {
-            Some(rec) => rec,
-            None => full_parse(text)?,
+        let rec: ClaimRecord = match scan(text) {
+            Scan::Record(rec) => rec,
+            Scan::Full { too_deep } => full_parse(text, too_deep)?,
         };
         if rec.schema_version > SCHEMA_VERSION {
             return Err(ParseError::Invalid(format!(
@@ -169,9 +170,10 @@ impl ClaimRecord {
     }
 }
 
-/// serde_yaml_ng, as the seed reads, inside the cost bounds of `yaml_cost`.
-fn full_parse(text: &str) -> Result<ClaimRecord, ParseError> {
-    if flow_too_deep(text) {
+/// serde_yaml_ng, as the seed reads, inside the cost bounds of `yaml_cost`
+/// (`too_deep`: the scan found flow nesting past [`MAX_FLOW_DEPTH`]).
+fn full_parse(text: &str, too_deep: bool) -> Result<ClaimRecord, ParseError> {
+    if too_deep {
         return Err(ParseError::TooCostly(format!(
             "claim YAML nests deeper than {MAX_FLOW_DEPTH} flow levels; too costly to parse"
         )));
@@ -211,144 +213,6 @@ impl ParseError {
     pub fn contains(&self, needle: &str) -> bool {
         self.reason().contains(needle)
     }
-}
-
-/// Whether flow nesting passes [`MAX_FLOW_DEPTH`], judged before the full
-/// parser sees the text (`yaml_cost` says why it must be before). A lexical
-/// scan, not a parser, but one that knows where YAML text cannot hold
-/// structure: quoted scalars, comments, block scalars (`|`, `>`) and block
-/// plain scalars with their continuation lines are skipped whole, so a
-/// reason such as `don't [x` or a multi-line literal full of brackets is
-/// never counted.
-fn flow_too_deep(text: &str) -> bool {
-    let b = text.as_bytes();
-    let n = b.len();
-    let blank_at = |k: usize| matches!(b.get(k), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
-    let (mut depth, mut i) = (0usize, 0usize);
-    // Whether a YAML token may start here (line start, after an indicator).
-    let mut at_token_start = true;
-    // What lines must be indented past to continue this line's scalar: the
-    // column of its first plain token (a mapping key, possibly after `- `),
-    // else its indentation.
-    let mut line_start = 0;
-    let mut line_indent = leading_spaces(b, 0);
-    let mut key_col: Option<usize> = None;
-    while i < n {
-        let c = b[i];
-        let deeper_than = key_col.unwrap_or(line_indent);
-        match c {
-            b'\n' => {
-                at_token_start = true;
-                line_start = i + 1;
-                line_indent = leading_spaces(b, i + 1);
-                key_col = None;
-            }
-            b' ' | b'\t' | b'\r' => {}
-            b'#' if i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n') => {
-                i = end_of_line(b, i);
-                continue;
-            }
-            b'"' | b'\'' if at_token_start => {
-                i = end_of_quoted(b, i);
-                at_token_start = false;
-            }
-            b'|' | b'>' if at_token_start && depth == 0 => {
-                i = skip_indented_lines(b, end_of_line(b, i), deeper_than);
-                continue;
-            }
-            // An anchor or tag precedes a node: skip its name, stay at start.
-            b'&' | b'!' if at_token_start => {
-                while i < n && !blank_at(i) {
-                    i += 1;
-                }
-                continue;
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_FLOW_DEPTH {
-                    return true;
-                }
-                at_token_start = true;
-            }
-            b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                at_token_start = false;
-            }
-            b',' => at_token_start = true,
-            // `- `, `: `, `? ` are indicators only before whitespace; in
-            // `a-b` or `10:30` they are text.
-            b':' | b'-' | b'?' if blank_at(i + 1) => at_token_start = true,
-            // A block plain scalar: text up to `: `, ` #` or the line's end,
-            // plus any more-indented continuation lines.
-            _ if at_token_start && depth == 0 => {
-                key_col.get_or_insert(i - line_start);
-                let mut j = i;
-                while j < n && b[j] != b'\n' {
-                    if (b[j] == b':' && blank_at(j + 1))
-                        || (b[j] == b'#' && matches!(b[j - 1], b' ' | b'\t'))
-                    {
-                        break;
-                    }
-                    j += 1;
-                }
-                if j < n && b[j] == b'\n' {
-                    j = skip_indented_lines(b, j, deeper_than);
-                }
-                i = j;
-                at_token_start = false;
-                continue;
-            }
-            _ => at_token_start = false,
-        }
-        i += 1;
-    }
-    false
-}
-
-fn leading_spaces(b: &[u8], from: usize) -> usize {
-    b.get(from..)
-        .map_or(0, |rest| rest.iter().take_while(|&&c| c == b' ').count())
-}
-
-/// Index of the `\n` ending the line that `from` is on (or the end).
-fn end_of_line(b: &[u8], from: usize) -> usize {
-    b[from..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(b.len(), |k| from + k)
-}
-
-/// Index of the quote closing the one at `open` (or the end).
-fn end_of_quoted(b: &[u8], open: usize) -> usize {
-    let q = b[open];
-    let mut i = open + 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' if q == b'"' => i += 1,
-            // '' is an escaped quote inside single quotes.
-            c if c == q && q == b'\'' && b.get(i + 1) == Some(&b'\'') => i += 1,
-            c if c == q => return i,
-            _ => {}
-        }
-        i += 1;
-    }
-    b.len()
-}
-
-/// From the `\n` at `nl`, skip every following line that is blank or
-/// indented deeper than `indent`; returns the `\n` before the first line
-/// that is not (or the end).
-fn skip_indented_lines(b: &[u8], mut nl: usize, indent: usize) -> usize {
-    while nl < b.len() {
-        let start = nl + 1;
-        let spaces = leading_spaces(b, start);
-        let blank = matches!(b.get(start + spaces), None | Some(b'\n' | b'\r'));
-        if !(blank || spaces > indent) {
-            break;
-        }
-        nl = end_of_line(b, start);
-    }
-    nl
 }
 
 /// Why a lockfile could not be turned into a record.
@@ -457,23 +321,36 @@ const LISTED_READ: usize = 1024;
 /// directory or FIFO since the listing) is read again the guarded way, so
 /// every verdict stays that of [`read_lockfile_bytes`].
 pub fn read_listed_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let mut bytes = Vec::new();
+    read_listed_lockfile_into(path, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_listed_lockfile_bytes`] into the caller's buffer, which a sweep
+/// keeps from one file to the next rather than allocating one per file.
+pub fn read_listed_lockfile_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), ReadError> {
     use std::os::fd::AsRawFd;
     let file = open_lockfile(path)?;
+    bytes.clear();
     // Into spare capacity: zeroing a buffer first (`vec![0; n]` or a stack
     // array) cost more than the fstat this saves.
-    let mut bytes: Vec<u8> = Vec::with_capacity(LISTED_READ);
+    bytes.reserve(LISTED_READ);
     // SAFETY: the pointer is valid for LISTED_READ bytes of the Vec's spare
-    // capacity, read(2) writes at most that many into it, and set_len below
-    // covers only the bytes it reported written.
+    // capacity (reserved above, the Vec being empty), read(2) writes at most
+    // that many into it, and set_len below covers only the bytes it reported
+    // written.
     let n = unsafe { libc::read(file.as_raw_fd(), bytes.as_mut_ptr().cast(), LISTED_READ) };
     match usize::try_from(n) {
         Ok(n) if n > 0 && n < LISTED_READ => {
             // SAFETY: read(2) initialised exactly the first n bytes.
             unsafe { bytes.set_len(n) };
-            Ok(bytes)
+            Ok(())
         }
         // An error (EINTR included), an empty or a longer file: the guarded way.
-        _ => read_lockfile_bytes(path),
+        _ => {
+            *bytes = read_lockfile_bytes(path)?;
+            Ok(())
+        }
     }
 }
 
@@ -488,20 +365,20 @@ pub fn read_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadEr
     parse_claim_bytes(read_lockfile_bytes(path)?)
 }
 
-/// [`read_claim_file_raw`] for an entry the listing called a regular file.
-pub fn read_listed_claim_file_raw(path: &Path) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
-    parse_claim_bytes(read_listed_lockfile_bytes(path)?)
+fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
+    parse_lockfile_bytes(&bytes).map(|rec| (rec, bytes))
 }
 
-fn parse_claim_bytes(bytes: Vec<u8>) -> Result<(ClaimRecord, Vec<u8>), ReadError> {
-    match ClaimRecord::from_bytes(&bytes) {
-        Ok(rec) => Ok((rec, bytes)),
+/// Lockfile bytes as a record, or why they are none: the verdict a read of
+/// these bytes gives, keeping the head of a corrupted file for display.
+pub fn parse_lockfile_bytes(bytes: &[u8]) -> Result<ClaimRecord, ReadError> {
+    match ClaimRecord::from_bytes(bytes) {
+        Ok(rec) => Ok(rec),
         Err(ParseError::TooCostly(reason)) => Err(ReadError::Unreadable { reason }),
-        Err(ParseError::Invalid(reason)) => {
-            let mut head = bytes;
-            head.truncate(CORRUPT_HEAD_BYTES);
-            Err(ReadError::Corrupted { reason, head })
-        }
+        Err(ParseError::Invalid(reason)) => Err(ReadError::Corrupted {
+            reason,
+            head: bytes[..bytes.len().min(CORRUPT_HEAD_BYTES)].to_vec(),
+        }),
     }
 }
 

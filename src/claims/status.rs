@@ -2,7 +2,10 @@
 //! reason in words.
 
 use super::liveness::{Classifier, Locality, Verdict};
-use super::record::{read_claim_file_raw, read_listed_claim_file_raw, ReadError};
+use super::record::{
+    parse_lockfile_bytes, read_claim_file_raw, read_listed_lockfile_into, read_lockfile_bytes,
+    ReadError,
+};
 use super::{ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -31,10 +34,25 @@ impl Status {
         Status::of_read(key, path, c, read_claim_file_raw(path))
     }
 
-    /// [`Status::of_file`] for a sweep's entry that the directory listing
-    /// called a regular file (one syscall fewer per file; same verdicts).
-    pub fn of_listed_file(key: &str, path: &Path, c: &mut Classifier) -> Status {
-        Status::of_read(key, path, c, read_listed_claim_file_raw(path))
+    /// A sweep's entry: the key and path it listed become the item's own
+    /// (no copies), and the file is read into `buf`, which the sweep reuses
+    /// from file to file. `listed_regular`: the listing's `d_type` said
+    /// "regular file", so its read needs no `fstat`; the verdict is the
+    /// same either way (see [`read_listed_lockfile_into`]).
+    pub fn of_entry(
+        key: String,
+        file: PathBuf,
+        listed_regular: bool,
+        c: &mut Classifier,
+        buf: &mut Vec<u8>,
+    ) -> Status {
+        let read = if listed_regular {
+            read_listed_lockfile_into(&file, buf)
+        } else {
+            read_lockfile_bytes(&file).map(|bytes| *buf = bytes)
+        };
+        let read = read.and_then(|()| parse_lockfile_bytes(buf));
+        Status::judged(key, file, c, read)
     }
 
     fn of_read(
@@ -43,18 +61,29 @@ impl Status {
         c: &mut Classifier,
         read: Result<(ClaimRecord, Vec<u8>), ReadError>,
     ) -> Status {
+        let read = read.map(|(rec, _)| rec);
+        Status::judged(key.to_string(), path.to_path_buf(), c, read)
+    }
+
+    fn judged(
+        key: String,
+        file: PathBuf,
+        c: &mut Classifier,
+        read: Result<ClaimRecord, ReadError>,
+    ) -> Status {
         let mut s = Status {
-            key: key.to_string(),
-            file: path.to_path_buf(),
+            key,
+            file,
             state: ClaimState::Free,
             record: None,
-            why: "no claim file".into(),
+            // Filled in below; an empty String allocates nothing.
+            why: String::new(),
             error: None,
             locality: None,
             head: Vec::new(),
         };
         match read {
-            Ok((rec, _)) => {
+            Ok(rec) => {
                 let Verdict {
                     state,
                     locality,
@@ -66,7 +95,7 @@ impl Status {
                 s.locality = Some(locality);
                 s.record = Some(rec);
             }
-            Err(ReadError::GoneAway) => {}
+            Err(ReadError::GoneAway) => s.why = "no claim file".into(),
             Err(ReadError::Corrupted { reason, head }) => {
                 s.state = ClaimState::Corrupted;
                 s.why = "the file cannot be parsed as a claim; force-release archives it".into();

@@ -136,6 +136,16 @@ pub fn key_of_lockfile(name: &OsStr) -> Option<String> {
     s.strip_suffix(".lock").map(decode_key)
 }
 
+/// One lockfile the listing found, before it is read.
+struct Listed {
+    key: String,
+    path: PathBuf,
+    /// The listing's `d_type` said "regular file" (its read needs no `fstat`).
+    regular: bool,
+    /// The name is the canonical encoding of `key`.
+    canonical: bool,
+}
+
 /// Classify every `*.lock` under the root and collect hazards.
 ///
 /// One read per lockfile and one `/proc` probe per distinct pid. Nothing in
@@ -178,9 +188,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     // Names first, items after: sorting the (key, path) pairs is cheap where
     // sorting finished items (hundreds of bytes each) is not, and reading in
     // key order tends to follow creation (inode) order.
-    // With each, whether the listing's `d_type` already said "regular
-    // file" (then its read needs no `fstat`).
-    let mut lockfiles: Vec<(String, PathBuf, bool)> = Vec::new();
+    let mut lockfiles: Vec<Listed> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
@@ -200,10 +208,15 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         path.push(&dir);
         path.push(&name);
         match entry_kind(&name) {
-            EntryKind::Lockfile => match key_of_lockfile(&name) {
-                Some(key) => {
-                    let regular = entry.file_type().is_ok_and(|t| t.is_file());
-                    lockfiles.push((key, path, regular))
+            EntryKind::Lockfile => match name.to_str().and_then(|n| n.strip_suffix(".lock")) {
+                Some(stem) => {
+                    let (key, canonical) = super::key::decode_stem(stem);
+                    lockfiles.push(Listed {
+                        key,
+                        path,
+                        regular: entry.file_type().is_ok_and(|t| t.is_file()),
+                        canonical,
+                    })
                 }
                 None => out.hazards.push(Hazard {
                     kind: HazardKind::Unreadable,
@@ -220,16 +233,14 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         }
     }
     archive_dir_hazard(&dir, &mut out.hazards);
-    lockfiles.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    lockfiles.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     out.claims.reserve_exact(lockfiles.len());
-    for (key, path, regular) in &lockfiles {
-        let item = if *regular {
-            Status::of_listed_file(key, path, c)
-        } else {
-            Status::of_file(key, path, c)
-        };
+    // One read buffer for every file of the sweep.
+    let mut buf = Vec::new();
+    for l in lockfiles {
+        let item = Status::of_entry(l.key, l.path, l.regular, c, &mut buf);
         out.counts.add(item.state);
-        item_hazards(&item, &mut out.hazards);
+        named_item_hazards(&item, l.canonical, &mut out.hazards);
         if item.state != ClaimState::Free {
             out.claims.push(item);
         }
@@ -241,7 +252,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 
 /// Hazards one classified claim stands for.
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
-    let (misnamed, unverifiable) = item_hazard_kinds(item);
+    named_item_hazards(item, is_canonical(item), hazards)
+}
+
+/// [`item_hazards`] when whether the file's name is canonical is known.
+fn named_item_hazards(item: &SweepItem, canonical: bool, hazards: &mut Vec<Hazard>) {
+    let (misnamed, unverifiable) = named_hazard_kinds(item, canonical);
     let mut push = |kind, detail| {
         hazards.push(Hazard {
             kind,
@@ -253,7 +269,7 @@ pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
         // Always name the key the record itself claims: that is the one
         // its writer will release or renew, whatever the file is called.
         let recorded = item.record.as_ref().map(|r| r.key.as_str());
-        let mut detail = if is_canonical(item) {
+        let mut detail = if canonical {
             format!("the file is named for key {:?}", item.key)
         } else {
             format!(
@@ -290,7 +306,14 @@ pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
 /// dashboard's header only counts them): a key mismatch, and either a
 /// corrupted file or a claim from another machine.
 pub fn item_hazard_kinds(item: &SweepItem) -> (Option<HazardKind>, Option<HazardKind>) {
-    let misnamed = !is_canonical(item) || item.record.as_ref().is_some_and(|r| r.key != item.key);
+    named_hazard_kinds(item, is_canonical(item))
+}
+
+fn named_hazard_kinds(
+    item: &SweepItem,
+    canonical: bool,
+) -> (Option<HazardKind>, Option<HazardKind>) {
+    let misnamed = !canonical || item.record.as_ref().is_some_and(|r| r.key != item.key);
     let unverifiable = if item.state == ClaimState::Corrupted {
         Some(HazardKind::CorruptedClaim)
     } else if item.state == ClaimState::Unreadable {

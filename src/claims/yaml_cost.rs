@@ -37,8 +37,7 @@ use serde_json::{Map, Number, Value};
 use std::cell::Cell;
 use std::fmt;
 
-/// Deepest flow nesting (`[`/`{`) the pre-scan lets through to libyaml.
-pub const MAX_FLOW_DEPTH: usize = 128;
+pub use super::yaml_scan::MAX_FLOW_DEPTH;
 /// Units one value of `metadata` costs besides its text: roughly the bytes a
 /// `serde_json::Value` and its slot in a Vec or map take.
 pub const NODE_UNITS: u64 = 32;

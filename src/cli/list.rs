@@ -1,14 +1,15 @@
 //! list and doctor: the whole root at once.
 
 use super::output::{
-    hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
+    decimal, hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
 use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
 use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
 use crate::store::{Listing, Store, StoreHazard};
 use serde_json::{json, Value};
-use std::io;
+use std::borrow::Cow;
+use std::io::{self, Write};
 use std::path::Path;
 
 pub fn list(roots: &Roots, out: &mut Out) -> CmdResult {
@@ -51,9 +52,7 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
         out.line(&format!("no claims under {place}"))?;
     } else {
         let rows: Vec<(Option<&Path>, &Status)> = sw.claims.iter().map(|c| (None, c)).collect();
-        for row in table(&rows) {
-            out.line(&row)?;
-        }
+        write_table(out, &rows)?;
     }
     summary(out, sw.claims.len(), sw.counts, &hazard_lines(listing))?;
     Ok(EXIT_OK)
@@ -119,9 +118,7 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
     if rows.is_empty() {
         out.line(&format!("no claims under {} roots", roots.len()))?;
     } else {
-        for row in table(&rows) {
-            out.line(&row)?;
-        }
+        write_table(out, &rows)?;
     }
     let hazards: Vec<String> = ms
         .hazards()
@@ -158,50 +155,108 @@ fn root_suffix(root: Option<&Path>) -> String {
         .unwrap_or_default()
 }
 
+/// One table row's cells, sanitized (borrowed unless something needed an
+/// escape, which is rare), so a 10 000-row table builds no strings per row.
+struct Row<'a> {
+    root: Option<String>,
+    state: &'static str,
+    key: Cow<'a, str>,
+    holder: Cow<'a, str>,
+    pid: Option<i32>,
+    why: Cow<'a, str>,
+}
+
+impl Row<'_> {
+    /// The padded text cells, in column order (then PID, a number, and
+    /// WHY, the free text, which is not padded).
+    fn padded(&self) -> [&str; 4] {
+        [
+            self.root.as_deref().unwrap_or(""),
+            self.state,
+            &self.key,
+            &self.holder,
+        ]
+    }
+}
+
 /// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
-/// cell; the ROOT column only when the rows name their roots.
-fn table(items: &[(Option<&Path>, &Status)]) -> Vec<String> {
+/// cell; the ROOT column only when the rows name their roots. Written
+/// straight into the output, one line per row.
+fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<()> {
     let with_root = items.iter().any(|(r, _)| r.is_some());
-    let rows: Vec<Vec<String>> = items
+    let rows: Vec<Row> = items
         .iter()
         .map(|(root, s)| {
             let (holder, pid) = match &s.record {
-                Some(r) => (sanitize(&r.holder).into_owned(), r.pid.to_string()),
-                None => ("-".into(), "-".into()),
+                Some(r) => (sanitize(&r.holder), Some(r.pid)),
+                None => (Cow::Borrowed("-"), None),
             };
-            let why = s.error.as_deref().unwrap_or(&s.why);
-            let mut row: Vec<String> = root.map(path_text).into_iter().collect();
-            row.extend([
-                s.state.as_str().to_string(),
-                sanitize(&s.key).into_owned(),
+            Row {
+                root: root.map(path_text),
+                state: s.state.as_str(),
+                key: sanitize(&s.key),
                 holder,
                 pid,
-                sanitize(why).into_owned(),
-            ]);
-            row
+                why: sanitize(s.error.as_deref().unwrap_or(&s.why)),
+            }
         })
         .collect();
-    let mut header: Vec<String> = with_root.then(|| "ROOT".to_string()).into_iter().collect();
-    header.extend(["STATE", "KEY", "HOLDER", "PID", "WHY"].map(String::from));
-    // Every column but the last (WHY, free text) is padded.
-    let mut widths = vec![0usize; header.len() - 1];
-    for r in std::iter::once(&header).chain(&rows) {
-        for (w, cell) in widths.iter_mut().zip(r.iter()) {
-            *w = (*w).max(cell.chars().count());
+    // Widths of ROOT, STATE, KEY, HOLDER, PID; the header counts too.
+    let mut widths = [4, 5, 3, 6, 3];
+    let mut pid_buf = [0u8; 20];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.padded()) {
+            *w = (*w).max(width(cell));
         }
+        let pid = row.pid.map_or(1, |p| decimal(p.into(), &mut pid_buf).len());
+        widths[4] = widths[4].max(pid);
     }
-    std::iter::once(&header)
-        .chain(&rows)
-        .map(|r| {
-            let mut line = String::new();
-            for (w, cell) in widths.iter().zip(r.iter()) {
-                line.push_str(cell);
-                line.extend(std::iter::repeat_n(' ', w - cell.chars().count() + 2));
-            }
-            line.push_str(&r[widths.len()]);
-            line
-        })
-        .collect()
+    let first = usize::from(!with_root);
+    let w = out.writer();
+    let header = ["ROOT", "STATE", "KEY", "HOLDER", "PID"];
+    for (i, cell) in header.iter().enumerate().skip(first) {
+        pad(w, cell, widths[i])?;
+    }
+    w.write_all(b"WHY\n")?;
+    for row in &rows {
+        let cells = row.padded();
+        for i in first..4 {
+            pad(w, cells[i], widths[i])?;
+        }
+        let pid = row
+            .pid
+            .map_or(&b"-"[..], |p| decimal(p.into(), &mut pid_buf));
+        pad_bytes(w, pid, pid.len(), widths[4])?;
+        w.write_all(row.why.as_bytes())?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// A cell and the spaces after it: two past the column's width.
+fn pad(w: &mut impl Write, cell: &str, column: usize) -> io::Result<()> {
+    pad_bytes(w, cell.as_bytes(), width(cell), column)
+}
+
+fn pad_bytes(w: &mut impl Write, cell: &[u8], cell_width: usize, column: usize) -> io::Result<()> {
+    const SPACES: &[u8] = &[b' '; 64];
+    w.write_all(cell)?;
+    let mut n = column - cell_width + 2;
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        w.write_all(&SPACES[..k])?;
+        n -= k;
+    }
+    Ok(())
+}
+
+/// Display width as the table counts it: chars (bytes, for ASCII).
+fn width(cell: &str) -> usize {
+    if cell.is_ascii() {
+        cell.len()
+    } else {
+        cell.chars().count()
+    }
 }
 
 /// Hazards under every root; with `fix`, first clean what is provably

@@ -13,8 +13,10 @@ use crate::claims::{ClaimRecord, Counts, Hazard, Status, Sweep};
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Bytes gathered before they go to the writer: a few dozen claims' worth.
-const CHUNK: usize = 64 * 1024;
+/// Bytes gathered before they go to the writer: some hundreds of claims'
+/// worth, and no less than stdout's own buffer, so that `BufWriter` hands
+/// each chunk straight to the pipe instead of copying it once more.
+const CHUNK: usize = super::output::OUT_BUFFER;
 
 /// The whole document, newline-ended.
 pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
@@ -170,21 +172,7 @@ fn needs_escape(b: &[u8]) -> bool {
 
 /// A decimal integer, as serde_json writes one.
 fn int(buf: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        buf.push(b'-');
-    }
-    buf.extend_from_slice(&digits[at..]);
+    buf.extend_from_slice(super::output::decimal(n, &mut [0u8; 20]));
 }
 
 #[cfg(test)]
@@ -309,7 +297,7 @@ mod tests {
         };
         assert_eq!(ours(&sw), serde_bytes(&sw));
         let r = rec("k", "text");
-        sw.claims = (0..2_000)
+        sw.claims = (0..6_000)
             .map(|i| item(&format!("key-{i}"), ClaimState::Suspect, Some(r.clone())))
             .collect();
         assert!(ours(&sw).len() > 4 * CHUNK);

@@ -35,7 +35,7 @@ pub struct Out {
 
 /// Big enough that a whole `list --json` of thousands of claims leaves in a
 /// handful of writes.
-const OUT_BUFFER: usize = 256 * 1024;
+pub const OUT_BUFFER: usize = 256 * 1024;
 
 impl Out {
     pub fn new(json: bool) -> Out {
@@ -216,6 +216,8 @@ pub fn hazard_text(h: &Hazard) -> String {
         sanitize(&h.detail)
     )
 }
+
+pub use crate::time::decimal;
 
 #[cfg(test)]
 mod tests {

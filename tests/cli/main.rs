@@ -5,6 +5,7 @@
 mod common;
 
 mod commands;
+mod list_golden;
 mod metrics;
 mod race;
 mod roots;
