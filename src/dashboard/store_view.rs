@@ -9,7 +9,7 @@
 
 use super::action::Swept;
 use super::app::{App, Level};
-use super::update::{apply_sweep, scroll_into_view, select_arrived};
+use super::update::apply_sweep;
 use crate::claims::Status;
 use crate::store::{Listing, StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
@@ -254,7 +254,7 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
                 }
                 moved.extend(app.claims.live.put_counted(&path, s));
             }
-            place_rows(app, &moved)
+            super::update::rows_changed(app, &moved, false)
         }
         StoreMsg::Info { info, at } => {
             let moved = view.info.as_ref() != Some(&info);
@@ -281,27 +281,6 @@ pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
     } else {
         format!("store re-listed{at}: {why}")
     }
-}
-
-/// Past this many changed rows at once, one full re-sort is cheaper than
-/// moving each.
-const REPOSITION_MAX: usize = 64;
-
-/// Put the changed rows in their sorted places: each moved alone (a full
-/// re-sort of 100 000 rows per change is most of a big store's change to
-/// screen), or all re-sorted after a burst. True when the view moved.
-fn place_rows(app: &mut App, moved: &[Arc<Path>]) -> bool {
-    if moved.is_empty() || app.paused() {
-        return false;
-    }
-    if moved.len() > REPOSITION_MAX {
-        app.rebuild_rows();
-    } else {
-        app.reposition_rows(moved);
-    }
-    scroll_into_view(app);
-    select_arrived(app);
-    true
 }
 
 /// Replace the claims and their tenures with a listing's; true when the

@@ -126,7 +126,7 @@ const REPOSITION_MAX: usize = 64;
 /// just them to their sorted places unless the view is frozen, or rebuild
 /// when many moved or a column may have narrowed. Redraw only when the
 /// shown view moved.
-fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
+pub(super) fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
     if moved.is_empty() || app.paused() {
         return false;
     }
