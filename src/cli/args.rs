@@ -83,6 +83,17 @@ impl Cli {
                 clap::error::ErrorKind::ArgumentConflict,
                 format!("{flag} is a dashboard flag and cannot be used with a subcommand"),
             )),
+            // `publish` is the one command that reads roots AND a store.
+            _ if self.global.store.is_some()
+                && !self.global.root.is_empty()
+                && !matches!(self.command, Some(Command::Publish(_))) =>
+            {
+                Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "the argument '--store <URL>' cannot be used with '--root <DIR>' \
+                     (except by publish, which mirrors roots into a store)",
+                ))
+            }
             (None, _) if self.global.json => Err(Cli::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
                 "--json needs a subcommand (list, status, ...); the dashboard has no JSON form",
@@ -110,7 +121,8 @@ pub struct GlobalArgs {
 
     /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
     /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
-    #[arg(long, global = true, value_name = "URL", conflicts_with = "root")]
+    /// (with --root only for `publish`: the roots it mirrors into the store)
+    #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
 
     /// etcd: the CA bundle that signs the server certificates (TLS)
@@ -208,6 +220,9 @@ pub enum Command {
     },
     /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
     Metrics(MetricsArgs),
+    /// Mirror the claims, hazards and new events of local roots into an etcd
+    /// store until stopped (a service: logs on stderr, exits 0 on SIGTERM)
+    Publish(PublishArgs),
     /// Acquire KEY, run CMD while holding it, release it when CMD exits
     /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
     Run(super::run::RunArgs),
@@ -258,6 +273,26 @@ pub struct ForceArgs {
     /// Also archive a claim whose holder is alive
     #[arg(long)]
     pub allow_live: bool,
+    /// Over etcd: the claim is one a host publishes; ask that host's
+    /// publisher to do it (a host_id, or a unique hostname)
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// With --host: which of its roots (a root_id from list --json; not
+    /// needed when the host publishes one root)
+    #[arg(long, value_name = "ID", requires = "host")]
+    pub root_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The publisher's lease: a host whose publisher dies or is cut off
+    /// drops out of the fleet within DUR
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "10s")]
+    pub lease_ttl: i64,
+    /// How often every root is re-swept, to publish what changes without a
+    /// file change (a holder's pid dying, a TTL running out)
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "5s")]
+    pub resweep: i64,
 }
 
 #[derive(Debug, Args)]

@@ -25,7 +25,11 @@ pub fn list_store(store: &dyn Store, out: &mut Out) -> CmdResult {
         Ok(l) => l,
         Err(e) => return out.error(&e.to_string()),
     };
-    let result = print_list(&listing, out);
+    let result = match store.fleet() {
+        Ok(Some(fleet)) => super::fleet::print_fleet_list(&listing, &fleet, out),
+        Ok(None) => print_list(&listing, out),
+        Err(e) => return out.error(&e.to_string()),
+    };
     // The process ends right after this: freeing ten thousand items one by
     // one was a tenth of a `list` process's instructions, for memory the
     // exit returns whole.
@@ -67,7 +71,7 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
     Ok(EXIT_OK)
 }
 
-fn store_hazard_text(h: &StoreHazard) -> String {
+pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
     format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
 }
 
@@ -139,7 +143,7 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
-fn summary<'a>(
+pub(super) fn summary<'a>(
     out: &mut Out,
     n: usize,
     c: Counts,
@@ -190,15 +194,20 @@ fn table(items: &[(Option<&Path>, &Status)]) -> Vec<String> {
         .collect();
     let mut header: Vec<String> = with_root.then(|| "ROOT".to_string()).into_iter().collect();
     header.extend(["STATE", "KEY", "HOLDER", "PID", "WHY"].map(String::from));
+    columns(&header, &rows)
+}
+
+/// A header and rows of cells as padded lines.
+pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
     // Every column but the last (WHY, free text) is padded.
     let mut widths = vec![0usize; header.len() - 1];
-    for r in std::iter::once(&header).chain(&rows) {
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         for (w, cell) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    std::iter::once(&header)
-        .chain(&rows)
+    std::iter::once(header)
+        .chain(rows.iter().map(Vec::as_slice))
         .map(|r| {
             let mut line = String::new();
             for (w, cell) in widths.iter().zip(r.iter()) {

@@ -36,6 +36,7 @@
 //! and bounds every call by its `--timeout`, so no face needs async.
 
 pub mod file;
+pub mod fleet;
 pub mod url;
 
 #[cfg(feature = "etcd")]
@@ -327,6 +328,19 @@ pub trait Store: Send {
             "{} keeps no leases: bind the claim to a pid instead",
             self.url()
         )))
+    }
+
+    /// The hosts publishing their file roots into this store, and what they
+    /// published (`claimtop publish`); `None` where no host can publish.
+    fn fleet(&self) -> Result<Option<fleet::Fleet>, StoreError> {
+        Ok(None)
+    }
+
+    /// The last `n` events the publishing hosts mirrored, each with
+    /// `"host"`, `"host_id"` and `"root"` added, oldest first.
+    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        let _ = n;
+        Ok(Vec::new())
     }
 
     /// The lockfile root, on the file store only: its `acquire --wait` and

@@ -10,13 +10,17 @@
 //! - `watch`: the resumable change feed.
 //! - `doctor`: the etcd hazards.
 //! - `hold`: a lease kept alive while the holder works (`run`).
+//! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
+//! - `fleet`: reading the published hosts back, and requests to them.
 
 mod conn;
 mod doctor;
 mod events;
+pub mod fleet;
 mod hold;
 pub mod layout;
 mod list;
+pub mod publish;
 mod verbs;
 mod watch;
 
@@ -133,6 +137,17 @@ impl EtcdStore {
         self.core.keep_alive(key, tenure)
     }
 
+    /// Ask a publishing host to force-release a claim of one of its roots,
+    /// and wait up to `wait` for its answer.
+    pub fn request_force_release(
+        &self,
+        ask: &fleet::FleetAsk<'_>,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, fleet::FleetError> {
+        self.core.request_force_release(ask, opts, wait)
+    }
+
     /// A change feed resuming after `revision` (a dashboard reconnecting
     /// from the last revision it showed).
     pub fn changes_from(&self, revision: i64) -> Result<watch::EtcdChanges, StoreError> {
@@ -211,5 +226,13 @@ impl Store for EtcdStore {
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
         Ok(Box::new(watch::EtcdChanges::start(&self.core, None)?))
+    }
+
+    fn fleet(&self) -> Result<Option<crate::store::fleet::Fleet>, StoreError> {
+        self.core.read_fleet()
+    }
+
+    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        self.core.read_fleet_events(n)
     }
 }

@@ -1,0 +1,721 @@
+//! `claimtop publish`: mirror local file roots into etcd, incrementally.
+//!
+//! The file roots stay the truth; etcd gets read-only copies (layout in
+//! [`super::layout`]) on the publisher's own lease, so a host that dies or
+//! is cut off vanishes from the fleet within that lease's TTL. Rules:
+//!
+//! - One changed lockfile is one etcd write: a change re-classifies exactly
+//!   the key it names, and writes only if what a reader sees changed (the
+//!   state, the record or the parse error; the `why` words alone, which age
+//!   with the clock, do not count).
+//! - A slow tick re-sweeps every root, so transitions that change no file
+//!   (a holder's pid dies, a TTL runs out) are published too, and a lost
+//!   notification is repaired.
+//! - Connecting (at start, and after etcd came back) re-syncs: what etcd
+//!   holds for this host is read, keys no longer true are deleted, the rest
+//!   put on the current lease. Events are keyed by log identity and byte
+//!   offset and written create-if-absent, so a re-sync never duplicates one.
+//! - Force-release requests under `requests/` are carried out through the
+//!   file protocol on this host, guard and audit included, and answered.
+
+use super::fleet::{FleetRequest, HostRecord};
+use super::layout::{root_id, RootPlace};
+use super::{Core, EtcdStore};
+use crate::claims::{self, now_ms, ForceOutcome, Root, Roots};
+use crate::events::tail::{open_regular, Follower};
+use crate::store::file::FileStore;
+use crate::store::fleet::PublishedRoot;
+use crate::store::{Change, Changes, Store, StoreError};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+};
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a publisher runs.
+#[derive(Debug, Clone)]
+pub struct PublishOpts {
+    /// The host's address in the fleet.
+    pub machine_id: String,
+    pub hostname: String,
+    /// The lease TTL: how soon a dead host drops out of the fleet.
+    pub ttl_s: i64,
+    /// How often every root is re-swept.
+    pub tick: Duration,
+    /// How often the host record's `last_seen_ms` is refreshed.
+    pub last_seen_every: Duration,
+    /// How often pending force-release requests are looked for.
+    pub requests_every: Duration,
+}
+
+impl PublishOpts {
+    pub fn new(machine_id: String, hostname: String, ttl_s: i64) -> PublishOpts {
+        PublishOpts {
+            machine_id,
+            hostname,
+            ttl_s,
+            tick: Duration::from_secs(5),
+            last_seen_every: Duration::from_secs(60),
+            requests_every: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Log levels, as the service prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+}
+
+/// What the publisher has done, for its log and the figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Claim keys put or deleted.
+    pub claim_writes: u64,
+    pub hazard_writes: u64,
+    /// Event lines written (create-if-absent transactions).
+    pub event_writes: u64,
+    /// Lockfile changes the notifications named.
+    pub changes: u64,
+    pub requests: u64,
+    pub resyncs: u64,
+}
+
+impl Stats {
+    pub fn writes(&self) -> u64 {
+        self.claim_writes + self.hazard_writes + self.event_writes
+    }
+}
+
+/// One root being published.
+struct Published {
+    root: Root,
+    info: PublishedRoot,
+    place: RootPlace,
+    feed: Option<Box<dyn Changes>>,
+    /// Claim key → fingerprint of what etcd holds for it, on our lease.
+    claims: HashMap<String, String>,
+    /// The hazards array as last written.
+    hazards: Option<String>,
+    events: Option<Follower>,
+    dirty: BTreeSet<String>,
+}
+
+/// The publisher: call [`Publisher::run`] until stopped.
+pub struct Publisher {
+    core: Arc<Core>,
+    opts: PublishOpts,
+    roots: Vec<Published>,
+    lease: Option<i64>,
+    stats: Stats,
+}
+
+/// Between two tries to reach etcd again.
+const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
+/// The longest one wait for file changes lasts.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+impl Publisher {
+    pub fn new(store: &EtcdStore, roots: &Roots, opts: PublishOpts) -> Publisher {
+        let core = Arc::clone(&store.core);
+        let roots = roots
+            .as_slice()
+            .iter()
+            .map(|root| {
+                let canonical =
+                    std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
+                let info = PublishedRoot {
+                    id: root_id(&canonical),
+                    path: canonical.to_string_lossy().into_owned(),
+                };
+                Published {
+                    root: root.clone(),
+                    place: core.layout.root_place(&opts.machine_id, &info.id),
+                    info,
+                    feed: None,
+                    claims: HashMap::new(),
+                    hazards: None,
+                    events: None,
+                    dirty: BTreeSet::new(),
+                }
+            })
+            .collect();
+        Publisher {
+            core,
+            opts,
+            roots,
+            lease: None,
+            stats: Stats::default(),
+        }
+    }
+
+    pub fn roots(&self) -> Vec<PublishedRoot> {
+        self.roots.iter().map(|r| r.info.clone()).collect()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Publish until `stop` is set; then revoke the lease, so the host goes
+    /// offline at once, and record when it was last seen.
+    pub fn run(&mut self, stop: &AtomicBool, log: &mut dyn FnMut(Level, &str)) -> Stats {
+        for r in &mut self.roots {
+            match FileStore::new(r.root.clone()).changes() {
+                Ok(feed) => r.feed = Some(feed),
+                Err(e) => log(
+                    Level::Warn,
+                    &format!(
+                        "root={} cannot watch ({e}); it is re-swept every tick only",
+                        r.info.path
+                    ),
+                ),
+            }
+        }
+        let mut next_try = Instant::now();
+        let mut last_tick = Instant::now();
+        let mut last_keepalive = Instant::now();
+        let mut last_seen = Instant::now();
+        let mut last_requests = Instant::now();
+        let keepalive_every = Duration::from_secs((self.opts.ttl_s.max(3) / 3) as u64);
+        while !stop.load(Ordering::SeqCst) {
+            self.wait_for_changes();
+            if self.lease.is_none() {
+                if Instant::now() < next_try {
+                    continue;
+                }
+                match self.connect(log) {
+                    Ok(()) => {
+                        last_tick = Instant::now();
+                        last_keepalive = Instant::now();
+                        last_seen = Instant::now();
+                    }
+                    Err(e) => {
+                        log(Level::Warn, &format!("etcd unreachable, retrying: {e}"));
+                        self.lease = None;
+                        next_try = Instant::now() + RECONNECT_PAUSE;
+                        continue;
+                    }
+                }
+            }
+            let step = (|| -> Result<(), StoreError> {
+                if last_keepalive.elapsed() >= keepalive_every {
+                    last_keepalive = Instant::now();
+                    self.keep_alive()?;
+                }
+                if last_tick.elapsed() >= self.opts.tick {
+                    last_tick = Instant::now();
+                    for i in 0..self.roots.len() {
+                        self.sync_root(i, false)?;
+                    }
+                }
+                for i in 0..self.roots.len() {
+                    self.publish_dirty(i)?;
+                    self.publish_events(i, log)?;
+                }
+                if last_requests.elapsed() >= self.opts.requests_every {
+                    last_requests = Instant::now();
+                    for i in 0..self.roots.len() {
+                        self.serve_requests(i, log)?;
+                    }
+                }
+                if last_seen.elapsed() >= self.opts.last_seen_every {
+                    last_seen = Instant::now();
+                    self.put_host_record()?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = step {
+                log(
+                    Level::Warn,
+                    &format!("lost etcd ({e}); re-syncing once it answers"),
+                );
+                self.lease = None;
+                next_try = Instant::now() + RECONNECT_PAUSE;
+            }
+        }
+        self.shut_down(log);
+        self.stats
+    }
+
+    /// Block until a root's files change, at most [`WAIT_SLICE`]; collect
+    /// the keys every root's feed names.
+    fn wait_for_changes(&mut self) {
+        let mut first = true;
+        for r in &mut self.roots {
+            let Some(feed) = r.feed.as_mut() else {
+                continue;
+            };
+            let mut timeout = if first { WAIT_SLICE } else { Duration::ZERO };
+            first = false;
+            loop {
+                match feed.next(timeout) {
+                    Ok(Some(Change::Claim { key })) => {
+                        self.stats.changes += 1;
+                        r.dirty.insert(key);
+                    }
+                    Ok(Some(Change::Resync { .. })) => {
+                        // Re-classify everything named so far on the tick;
+                        // a sweep now would cost as much as the tick's.
+                        r.dirty.extend(r.claims.keys().cloned());
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(_) => {
+                        r.feed = None;
+                        break;
+                    }
+                }
+                timeout = Duration::ZERO;
+            }
+        }
+        if self.roots.iter().all(|r| r.feed.is_none()) {
+            std::thread::sleep(WAIT_SLICE);
+        }
+    }
+
+    /// Grant a lease, say the host is here, and re-sync every root.
+    fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), StoreError> {
+        let ttl = self.opts.ttl_s;
+        let lease = self
+            .core
+            .conn
+            .call(|mut c| async move { c.lease_grant(ttl, None).await })?
+            .id();
+        let alive = self.core.layout.host_alive(&self.opts.machine_id);
+        let previous = self
+            .core
+            .get_value(&alive)?
+            .and_then(|v| v.get("lease").and_then(Value::as_i64));
+        self.lease = Some(lease);
+        let body = json!({"lease": lease, "pid": std::process::id(), "since_ms": now_ms()});
+        self.put(&alive, &body.to_string())?;
+        self.put_host_record()?;
+        for i in 0..self.roots.len() {
+            self.sync_root(i, true)?;
+        }
+        // A previous run's lease (killed, or cut off): everything it carried
+        // is on ours now, so ending it removes nothing still true.
+        if let Some(old) = previous.filter(|old| *old != lease) {
+            let _ = self
+                .core
+                .conn
+                .call(|mut c| async move { c.lease_revoke(old).await });
+        }
+        self.stats.resyncs += 1;
+        let claims: usize = self.roots.iter().map(|r| r.claims.len()).sum();
+        log(
+            Level::Info,
+            &format!(
+                "connected endpoints={} lease={lease} ttl_s={ttl} roots={} claims={claims} writes={}",
+                self.core.conn.endpoints(),
+                self.roots.len(),
+                self.stats.writes()
+            ),
+        );
+        Ok(())
+    }
+
+    fn put_host_record(&self) -> Result<(), StoreError> {
+        let rec = HostRecord {
+            machine_id: self.opts.machine_id.clone(),
+            hostname: self.opts.hostname.clone(),
+            roots: self.roots(),
+            last_seen_ms: now_ms(),
+            ttl_s: self.opts.ttl_s,
+            pid: std::process::id(),
+        };
+        let key = self.core.layout.host_record(&self.opts.machine_id);
+        let body = serde_json::to_string(&rec).unwrap_or_default();
+        self.core.conn.call(|mut c| {
+            let (key, body) = (key.clone(), body.clone());
+            async move { c.put(key, body, None).await }
+        })?;
+        Ok(())
+    }
+
+    fn keep_alive(&mut self) -> Result<(), StoreError> {
+        let Some(lease) = self.lease else {
+            return Ok(());
+        };
+        let ttl = self.core.conn.call(|mut c| async move {
+            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
+            keeper.keep_alive().await?;
+            Ok(stream.message().await?.map(|m| m.ttl()).unwrap_or(0))
+        })?;
+        if ttl <= 0 {
+            return Err(StoreError::Etcd {
+                endpoints: self.core.conn.endpoints().to_string(),
+                detail: format!("the publisher's lease {lease} expired"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Put `value` at `key` on the publisher's lease.
+    fn put(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let lease = self.lease.unwrap_or(0);
+        self.core.conn.call(|mut c| {
+            let (key, value) = (key.to_string(), value.to_string());
+            async move {
+                c.put(key, value, Some(PutOptions::new().with_lease(lease)))
+                    .await
+            }
+        })?;
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.core.conn.call(|mut c| {
+            let key = key.to_string();
+            async move { c.delete(key, None).await }
+        })?;
+        Ok(())
+    }
+
+    /// Sweep root `i` and write what differs from etcd. With `fresh`, what
+    /// etcd holds is read first (a start or a reconnect): keys on another
+    /// lease count as absent, since that lease is about to end.
+    fn sync_root(&mut self, i: usize, fresh: bool) -> Result<(), StoreError> {
+        if fresh {
+            let lease = self.lease.unwrap_or(0);
+            let r = &self.roots[i];
+            let (kvs, _) = self.core.range_all(&r.place.claims())?;
+            let mut held = HashMap::new();
+            let mut stale = Vec::new();
+            for kv in &kvs {
+                let Some(key) = r.place.key_of_claim(kv.key()) else {
+                    continue;
+                };
+                match serde_json::from_slice::<Value>(kv.value()) {
+                    Ok(v) if kv.lease() == lease => {
+                        held.insert(key, fingerprint(&v));
+                    }
+                    _ => stale.push(key),
+                }
+            }
+            let r = &mut self.roots[i];
+            r.claims = held;
+            // Written again on this lease whatever it was.
+            r.hazards = None;
+            // Keys on an old lease, or unreadable, are re-put or deleted below.
+            r.claims
+                .extend(stale.into_iter().map(|k| (k, String::from("?"))));
+            self.start_events(i)?;
+        }
+        let sweep = claims::sweep(&self.roots[i].root);
+        let mut seen = BTreeSet::new();
+        for s in &sweep.claims {
+            seen.insert(s.key.clone());
+            let v = serde_json::to_value(s).unwrap_or(Value::Null);
+            self.write_claim(i, &s.key, Some(v))?;
+        }
+        let gone: Vec<String> = self.roots[i]
+            .claims
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.write_claim(i, &key, None)?;
+        }
+        let hazards = serde_json::to_string(&sweep.hazards).unwrap_or_default();
+        if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
+            self.put(&self.roots[i].place.hazards(), &hazards)?;
+            self.stats.hazard_writes += 1;
+            self.roots[i].hazards = Some(hazards);
+        }
+        self.roots[i].dirty.clear();
+        Ok(())
+    }
+
+    /// Re-classify the keys root `i`'s notifications named.
+    fn publish_dirty(&mut self, i: usize) -> Result<(), StoreError> {
+        while let Some(key) = self.roots[i].dirty.pop_first() {
+            let s = claims::status(&self.roots[i].root, &key);
+            let v = (s.state != claims::ClaimState::Free)
+                .then(|| serde_json::to_value(&s).unwrap_or(Value::Null));
+            if let Err(e) = self.write_claim(i, &key, v) {
+                self.roots[i].dirty.insert(key);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Make etcd hold `item` for `key` (absent: no claim), writing only
+    /// when what a reader sees would change.
+    fn write_claim(&mut self, i: usize, key: &str, item: Option<Value>) -> Result<(), StoreError> {
+        let r = &self.roots[i];
+        let ek = r.place.claim(key);
+        match item {
+            Some(v) => {
+                let fp = fingerprint(&v);
+                if r.claims.get(key) == Some(&fp) {
+                    return Ok(());
+                }
+                self.put(&ek, &v.to_string())?;
+                self.roots[i].claims.insert(key.to_string(), fp);
+            }
+            None => {
+                if !r.claims.contains_key(key) {
+                    return Ok(());
+                }
+                self.delete(&ek)?;
+                self.roots[i].claims.remove(key);
+            }
+        }
+        self.stats.claim_writes += 1;
+        Ok(())
+    }
+
+    /// Where to resume mirroring root `i`'s events log: after the last line
+    /// etcd has of this very log file; from its start if etcd has lines of
+    /// an earlier log only (it was rotated meanwhile); from its end on a
+    /// first publish (only new events are mirrored).
+    fn start_events(&mut self, i: usize) -> Result<(), StoreError> {
+        let path = self.roots[i].root.events_file();
+        let opened = open_regular(&path).ok().flatten();
+        let Some((file, id)) = opened else {
+            self.roots[i].events = Some(Follower::waiting_for(&path));
+            return Ok(());
+        };
+        let log = log_id(id.dev, id.ino);
+        let place = self.roots[i].place.clone();
+        let mine = format!("{}{log}.", place.events());
+        let last_of = |prefix: String, by_key: bool| {
+            let target = if by_key {
+                SortTarget::Key
+            } else {
+                SortTarget::Create
+            };
+            let opts = GetOptions::new()
+                .with_range(super::layout::range_end(&prefix))
+                .with_sort(target, SortOrder::Descend)
+                .with_limit(1);
+            self.core.conn.call(move |mut c| {
+                let (prefix, opts) = (prefix.clone(), opts.clone());
+                async move { c.get(prefix, Some(opts)).await }
+            })
+        };
+        let resp = last_of(mine, true)?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let follower = match resp
+            .kvs()
+            .first()
+            .and_then(|kv| resume_at(&place, &log, kv))
+        {
+            Some(at) if at <= len => Follower::starting_at(&path, file, id, at),
+            _ if last_of(place.events(), false)?.kvs().is_empty() => Follower::open(&path, 0)
+                .map(|(f, _)| f)
+                .unwrap_or_else(|_| Follower::waiting_for(&path)),
+            _ => Follower::starting_at(&path, file, id, 0),
+        };
+        self.roots[i].events = Some(follower);
+        Ok(())
+    }
+
+    /// Mirror the lines appended to root `i`'s log since the last poll.
+    fn publish_events(
+        &mut self,
+        i: usize,
+        log: &mut dyn FnMut(Level, &str),
+    ) -> Result<(), StoreError> {
+        loop {
+            let Some(f) = self.roots[i].events.as_mut() else {
+                return Ok(());
+            };
+            let at = f.offset();
+            let Ok(poll) = f.poll() else { return Ok(()) };
+            let Some(id) = f.file_id() else {
+                return Ok(());
+            };
+            let log_name = log_id(id.dev, id.ino);
+            for line in &poll.lines {
+                if line.truncated {
+                    log(
+                        Level::Warn,
+                        &format!(
+                            "root={} an event line at byte {} is too long to mirror; skipped",
+                            self.roots[i].info.path, line.offset
+                        ),
+                    );
+                    continue;
+                }
+                let key = self.roots[i].place.event(&log_name, line.offset);
+                let text = line.text.clone();
+                let written = self.core.txn_with_events(|lease| {
+                    Txn::new()
+                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                        .and_then([TxnOp::put(
+                            key.clone(),
+                            text.clone(),
+                            Some(PutOptions::new().with_lease(lease)),
+                        )])
+                });
+                if let Err(e) = written {
+                    // Read again from this poll's start after reconnecting:
+                    // create-if-absent makes the lines already written no-ops.
+                    if let Some((file, id)) = open_regular(&self.roots[i].root.events_file())
+                        .ok()
+                        .flatten()
+                    {
+                        let path = self.roots[i].root.events_file();
+                        self.roots[i].events =
+                            Some(Follower::starting_at(path, file, id, at.min(line.offset)));
+                    }
+                    return Err(e);
+                }
+                self.stats.event_writes += 1;
+            }
+            if !poll.more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Carry out the force-release requests waiting under root `i`.
+    fn serve_requests(
+        &mut self,
+        i: usize,
+        log: &mut dyn FnMut(Level, &str),
+    ) -> Result<(), StoreError> {
+        let (kvs, _) = self.core.range_all(&self.roots[i].place.requests())?;
+        for kv in kvs {
+            let place = &self.roots[i].place;
+            let Some(answer_key) = place.answer_of(kv.key()) else {
+                continue;
+            };
+            let answer = match serde_json::from_slice::<FleetRequest>(kv.value()) {
+                Ok(req) => {
+                    let answer = answer_to(&self.roots[i].root, &req);
+                    log(
+                        Level::Info,
+                        &format!(
+                            "request root={} key={:?} operator={:?} outcome={}",
+                            self.roots[i].info.path,
+                            req.key,
+                            req.operator.as_deref().unwrap_or(""),
+                            answer["outcome"].as_str().unwrap_or("")
+                        ),
+                    );
+                    self.roots[i].dirty.insert(req.key);
+                    answer
+                }
+                Err(e) => json!({"outcome": "error", "error": format!("not a request: {e}")}),
+            };
+            self.stats.requests += 1;
+            let lease = self.lease.unwrap_or(0);
+            let rk = kv.key().to_vec();
+            let rev = kv.mod_revision();
+            let body = answer.to_string();
+            // Answered only while the request still stands: a requester
+            // that gave up has withdrawn it.
+            self.core.conn.call(|mut c| {
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(rk.clone(), CompareOp::Equal, rev)])
+                    .and_then([
+                        TxnOp::delete(rk.clone(), None),
+                        TxnOp::put(
+                            answer_key.clone(),
+                            body.clone(),
+                            Some(PutOptions::new().with_lease(lease)),
+                        ),
+                    ]);
+                async move { c.txn(txn).await }
+            })?;
+        }
+        Ok(())
+    }
+
+    fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
+        if let Some(lease) = self.lease.take() {
+            let _ = self.put_host_record();
+            let revoked = self
+                .core
+                .conn
+                .call(|mut c| async move { c.lease_revoke(lease).await });
+            if let Err(e) = revoked {
+                log(
+                    Level::Warn,
+                    &format!(
+                        "could not revoke lease {lease} ({e}); the host drops out when it expires"
+                    ),
+                );
+            }
+        }
+        let s = self.stats;
+        log(
+            Level::Info,
+            &format!(
+                "stopped changes={} claim_writes={} hazard_writes={} event_writes={} requests={} resyncs={}",
+                s.changes, s.claim_writes, s.hazard_writes, s.event_writes, s.requests, s.resyncs
+            ),
+        );
+    }
+}
+
+/// What a reader of the mirror sees of one item, without the `why` words
+/// (they age with the clock: "TTL expired 3m ago").
+fn fingerprint(item: &Value) -> String {
+    json!([item.get("state"), item.get("record"), item.get("error")]).to_string()
+}
+
+/// The log file's identity, as it names event keys.
+fn log_id(dev: u64, ino: u64) -> String {
+    format!("{dev:x}-{ino:x}")
+}
+
+/// The byte after the mirrored line `kv`: where the next line starts.
+fn resume_at(place: &RootPlace, log: &str, kv: &KeyValue) -> Option<u64> {
+    let at = place.offset_of_event(kv.key(), log)?;
+    Some(at + kv.value().len() as u64 + 1)
+}
+
+/// Carry out one request through the file protocol: the answer is what
+/// `force-release --json` would print, plus its words (`"text"`).
+fn answer_to(root: &Root, req: &FleetRequest) -> Value {
+    match claims::force_release(root, &req.key, &req.force_opts()) {
+        Ok(outcome @ ForceOutcome::Archived { .. }) => {
+            let text = outcome.describe(&req.key);
+            let ForceOutcome::Archived {
+                archived_to,
+                previous,
+                previous_state,
+            } = outcome
+            else {
+                return Value::Null;
+            };
+            json!({
+                "outcome": "archived",
+                "archived_to": archived_to.to_string_lossy(),
+                "previous": previous,
+                "previous_state": previous_state.as_str(),
+                "text": text,
+            })
+        }
+        Ok(outcome @ ForceOutcome::Refused(_)) => {
+            let text = outcome.describe(&req.key);
+            let ForceOutcome::Refused(reason) = outcome else {
+                return Value::Null;
+            };
+            json!({"outcome": "refused", "reason": reason, "text": text})
+        }
+        Err(e) => json!({"outcome": "error", "error": e.to_string()}),
+    }
+}
