@@ -467,3 +467,27 @@ fn a_publisher_reconnects_on_its_own_after_etcd_stops_answering_and_publishes_wh
     assert!(back, "not re-published after etcd came back:\n{}", pa.log());
     assert!(pa.log().contains("level=warn"), "{}", pa.log());
 }
+
+#[test]
+fn a_holder_dying_is_published_as_a_changed_state_without_any_file_changing() {
+    let Some(f) = Fleet::start("/fleet9") else {
+        return;
+    };
+    let a = root_dir();
+    // The full re-sweep is out of the picture: only re-judging can see it.
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
+    let mut holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let state = || {
+        published(&f.list(), "host-a", "k")
+            .first()
+            .map(|i| i["state"].as_str().unwrap_or("").to_string())
+    };
+    assert!(wait_for(Duration::from_secs(2), || state().as_deref()
+        == Some("live")));
+    holder.kill();
+    let changed = wait_for(Duration::from_secs(5), || {
+        state().is_some_and(|s| s != "live")
+    });
+    assert!(changed, "still {:?}", state());
+}

@@ -289,9 +289,10 @@ pub struct PublishArgs {
     /// drops out of the fleet within DUR
     #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "10s")]
     pub lease_ttl: i64,
-    /// How often every root is re-swept, to publish what changes without a
-    /// file change (a holder's pid dying, a TTL running out)
-    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "5s")]
+    /// How often every root is re-read whole, a safety net for lost file
+    /// notifications (a holder's pid dying or a TTL running out is noticed
+    /// every 2 s without it)
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "60s")]
     pub resweep: i64,
 }
 

@@ -8,9 +8,10 @@
 //!   the key it names, and writes only if what a reader sees changed (the
 //!   state, the record or the parse error; the `why` words alone, which age
 //!   with the clock, do not count).
-//! - A slow tick re-sweeps every root, so transitions that change no file
-//!   (a holder's pid dies, a TTL runs out) are published too, and a lost
-//!   notification is repaired.
+//! - Every couple of seconds the claims already read are judged again
+//!   (no file is read: pids and deadlines only), so transitions that change
+//!   no file (a holder's pid dies, a TTL runs out) are published too; a
+//!   slow full re-sweep repairs a lost notification and ages hazards.
 //! - Connecting (at start, and after etcd came back) re-syncs: what etcd
 //!   holds for this host is read, keys no longer true are deleted, the rest
 //!   put on the current lease. Events are keyed by log identity and byte
@@ -21,7 +22,7 @@
 use super::fleet::{FleetRequest, HostRecord};
 use super::layout::{root_id, RootPlace};
 use super::{Core, EtcdStore};
-use crate::claims::{self, now_ms, ForceOutcome, Root, Roots};
+use crate::claims::{self, now_ms, Classifier, ForceOutcome, Root, Roots, Status};
 use crate::events::tail::{open_regular, Follower};
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
@@ -43,7 +44,9 @@ pub struct PublishOpts {
     pub hostname: String,
     /// The lease TTL: how soon a dead host drops out of the fleet.
     pub ttl_s: i64,
-    /// How often every root is re-swept.
+    /// How often the claims already read are judged again (pid, deadline).
+    pub judge_every: Duration,
+    /// How often every root is re-swept from its files.
     pub tick: Duration,
     /// How often the host record's `last_seen_ms` is refreshed.
     pub last_seen_every: Duration,
@@ -57,7 +60,8 @@ impl PublishOpts {
             machine_id,
             hostname,
             ttl_s,
-            tick: Duration::from_secs(5),
+            judge_every: Duration::from_secs(2),
+            tick: Duration::from_secs(60),
             last_seen_every: Duration::from_secs(60),
             requests_every: Duration::from_millis(250),
         }
@@ -110,10 +114,14 @@ struct Published {
     feed: Option<Box<dyn Changes>>,
     /// Claim key → fingerprint of what etcd holds for it, on our lease.
     claims: HashMap<String, String>,
+    /// Claim key → the status last published, to judge again.
+    items: HashMap<String, Status>,
     /// The hazards array as last written.
     hazards: Option<String>,
     events: Option<Follower>,
     dirty: BTreeSet<String>,
+    /// The feed lost track: sweep the whole root on the next round.
+    needs_sweep: bool,
 }
 
 /// The publisher: call [`Publisher::run`] until stopped.
@@ -149,9 +157,11 @@ impl Publisher {
                     info,
                     feed: None,
                     claims: HashMap::new(),
+                    items: HashMap::new(),
                     hazards: None,
                     events: None,
                     dirty: BTreeSet::new(),
+                    needs_sweep: false,
                 }
             })
             .collect();
@@ -189,6 +199,7 @@ impl Publisher {
         }
         let mut next_try = Instant::now();
         let mut last_tick = Instant::now();
+        let mut last_judged = Instant::now();
         let mut last_keepalive = Instant::now();
         let mut last_seen = Instant::now();
         let mut last_requests = Instant::now();
@@ -223,8 +234,16 @@ impl Publisher {
                     for i in 0..self.roots.len() {
                         self.sync_root(i, false)?;
                     }
+                } else if last_judged.elapsed() >= self.opts.judge_every {
+                    last_judged = Instant::now();
+                    for i in 0..self.roots.len() {
+                        self.judge_again(i)?;
+                    }
                 }
                 for i in 0..self.roots.len() {
+                    if self.roots[i].needs_sweep {
+                        self.sync_root(i, false)?;
+                    }
                     self.publish_dirty(i)?;
                     self.publish_events(i, log)?;
                 }
@@ -269,11 +288,8 @@ impl Publisher {
                         self.stats.changes += 1;
                         r.dirty.insert(key);
                     }
-                    Ok(Some(Change::Resync { .. })) => {
-                        // Re-classify everything named so far on the tick;
-                        // a sweep now would cost as much as the tick's.
-                        r.dirty.extend(r.claims.keys().cloned());
-                    }
+                    // Changes were lost, or the claims dir came or went.
+                    Ok(Some(Change::Resync { .. })) => r.needs_sweep = true,
                     Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(_) => {
@@ -420,10 +436,9 @@ impl Publisher {
         }
         let sweep = claims::sweep(&self.roots[i].root);
         let mut seen = BTreeSet::new();
-        for s in &sweep.claims {
+        for s in sweep.claims {
             seen.insert(s.key.clone());
-            let v = serde_json::to_value(s).unwrap_or(Value::Null);
-            self.write_claim(i, &s.key, Some(v))?;
+            self.write_claim(i, &s.key.clone(), Some(s))?;
         }
         let gone: Vec<String> = self.roots[i]
             .claims
@@ -441,6 +456,7 @@ impl Publisher {
             self.roots[i].hazards = Some(hazards);
         }
         self.roots[i].dirty.clear();
+        self.roots[i].needs_sweep = false;
         Ok(())
     }
 
@@ -448,9 +464,8 @@ impl Publisher {
     fn publish_dirty(&mut self, i: usize) -> Result<(), StoreError> {
         while let Some(key) = self.roots[i].dirty.pop_first() {
             let s = claims::status(&self.roots[i].root, &key);
-            let v = (s.state != claims::ClaimState::Free)
-                .then(|| serde_json::to_value(&s).unwrap_or(Value::Null));
-            if let Err(e) = self.write_claim(i, &key, v) {
+            let s = (s.state != claims::ClaimState::Free).then_some(s);
+            if let Err(e) = self.write_claim(i, &key, s) {
                 self.roots[i].dirty.insert(key);
                 return Err(e);
             }
@@ -458,22 +473,49 @@ impl Publisher {
         Ok(())
     }
 
+    /// Judge root `i`'s claims again from the records already read: a
+    /// holder's pid gone or a deadline passed changes no file.
+    fn judge_again(&mut self, i: usize) -> Result<(), StoreError> {
+        let mut c = Classifier::new(now_ms());
+        let changed: Vec<Status> = self.roots[i]
+            .items
+            .values()
+            .filter_map(|s| {
+                let v = c.verdict(s.record.as_ref()?);
+                (v.state != s.state).then(|| Status {
+                    state: v.state,
+                    why: v.why,
+                    locality: Some(v.locality),
+                    ..s.clone()
+                })
+            })
+            .collect();
+        for s in changed {
+            self.write_claim(i, &s.key.clone(), Some(s))?;
+        }
+        Ok(())
+    }
+
     /// Make etcd hold `item` for `key` (absent: no claim), writing only
     /// when what a reader sees would change.
-    fn write_claim(&mut self, i: usize, key: &str, item: Option<Value>) -> Result<(), StoreError> {
-        let r = &self.roots[i];
-        let ek = r.place.claim(key);
+    fn write_claim(&mut self, i: usize, key: &str, item: Option<Status>) -> Result<(), StoreError> {
+        let ek = self.roots[i].place.claim(key);
         match item {
-            Some(v) => {
+            Some(s) => {
+                let v = serde_json::to_value(&s).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
-                if r.claims.get(key) == Some(&fp) {
+                let r = &mut self.roots[i];
+                let same = r.claims.get(key) == Some(&fp);
+                r.items.insert(key.to_string(), s);
+                if same {
                     return Ok(());
                 }
                 self.put(&ek, &v.to_string())?;
                 self.roots[i].claims.insert(key.to_string(), fp);
             }
             None => {
-                if !r.claims.contains_key(key) {
+                self.roots[i].items.remove(key);
+                if !self.roots[i].claims.contains_key(key) {
                     return Ok(());
                 }
                 self.delete(&ek)?;
