@@ -761,3 +761,49 @@ fn answer_to(root: &Root, req: &FleetRequest) -> Value {
         Err(e) => json!({"outcome": "error", "error": e.to_string()}),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_ignores_the_ageing_why_words_but_not_the_state_or_record() {
+        let a = json!({"key": "k", "state": "live", "record": {"pid": 1}, "why": "TTL expires in 5m", "error": null});
+        let mut b = a.clone();
+        b["why"] = json!("TTL expires in 4m");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        b["state"] = json!("suspect");
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        let mut c = a.clone();
+        c["record"]["pid"] = json!(2);
+        assert_ne!(fingerprint(&a), fingerprint(&c));
+    }
+
+    #[test]
+    fn a_request_is_carried_out_with_its_guard_and_answered_in_force_release_words() {
+        let dir = tempfile::tempdir().expect("root");
+        let root = Root::with_events_here(dir.path());
+        let req = |holder: &str| FleetRequest {
+            key: "k".into(),
+            expect_holder: Some(holder.into()),
+            expect_acquired_at: None,
+            operator: Some("ops".into()),
+            allow_live: true,
+            at_ms: 0,
+        };
+        let none = answer_to(&root, &req("w"));
+        assert_eq!(none["outcome"], "refused", "{none}");
+        let opts = crate::claims::AcquireOpts {
+            ttl_ms: Some(3_600_000),
+            ..Default::default()
+        };
+        claims::acquire(&root, "k", "w", &opts).expect("acquire");
+        let other = answer_to(&root, &req("someone-else"));
+        assert_eq!(other["outcome"], "refused", "{other}");
+        assert!(root.lockfile("k").exists());
+        let done = answer_to(&root, &req("w"));
+        assert_eq!(done["outcome"], "archived", "{done}");
+        assert_eq!(done["previous"]["holder"], "w");
+        assert!(!root.lockfile("k").exists());
+    }
+}
