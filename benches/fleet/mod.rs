@@ -111,7 +111,7 @@ impl Counter {
         let thread = std::thread::spawn(move || {
             rt.block_on(async move {
                 let opts = etcd_client::WatchOptions::new().with_prefix();
-                let (_w, mut stream) = c.watch(prefix, Some(opts)).await.expect("watch");
+                let mut stream = c.watch(prefix, Some(opts)).await.expect("watch");
                 let _ = ready_tx.send(());
                 while !st.load(Ordering::SeqCst) {
                     let next =
