@@ -36,6 +36,16 @@ impl Drop for Host {
     }
 }
 
+/// A child killed and reaped on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn record(key: &str, pid: i32, acquired_at: i64) -> ClaimRecord {
     let id = LocalIdentity::current();
     ClaimRecord {
@@ -175,11 +185,13 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
     let prefix = "/bench-fleet";
     let url = etcd.url(prefix);
     let dir = tempfile::tempdir().expect("fleet dir");
-    let holder = Command::new("sleep")
-        .arg("3600")
-        .spawn()
-        .expect("a live holder");
-    let pid = holder.id() as i32;
+    let holder = Reaped(
+        Command::new("sleep")
+            .arg("3600")
+            .spawn()
+            .expect("a live holder"),
+    );
+    let pid = holder.0.id() as i32;
     let start_ms = now_ms();
     let roots: Vec<Root> = (0..plan.hosts)
         .map(|h| {
@@ -333,7 +345,5 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
         items
     );
     drop(hosts);
-    let mut holder = holder;
-    let _ = holder.kill();
-    let _ = holder.wait();
+    drop(holder);
 }
