@@ -135,6 +135,8 @@ pub struct Publisher {
 
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
+/// While etcd stays unreachable, how often that is said again.
+const LOG_AGAIN: Duration = Duration::from_secs(60);
 /// The longest one wait for file changes lasts.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
@@ -198,6 +200,7 @@ impl Publisher {
             }
         }
         let mut next_try = Instant::now();
+        let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();
         let mut last_keepalive = Instant::now();
@@ -212,12 +215,22 @@ impl Publisher {
                 }
                 match self.connect(log) {
                     Ok(()) => {
+                        last_said = None;
                         last_tick = Instant::now();
                         last_keepalive = Instant::now();
                         last_seen = Instant::now();
                     }
                     Err(e) => {
-                        log(Level::Warn, &format!("etcd unreachable, retrying: {e}"));
+                        // The first failure and then one line a minute: an
+                        // etcd down for an hour must not flood the journal.
+                        let quiet = last_said.is_some_and(|t: Instant| t.elapsed() < LOG_AGAIN);
+                        if !quiet {
+                            log(
+                                Level::Warn,
+                                &format!("etcd unreachable, retrying every second: {e}"),
+                            );
+                            last_said = Some(Instant::now());
+                        }
                         self.lease = None;
                         next_try = Instant::now() + RECONNECT_PAUSE;
                         continue;
