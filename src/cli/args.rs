@@ -507,6 +507,41 @@ mod tests {
     }
 
     #[test]
+    fn a_store_and_roots_together_are_refused_except_by_publish_which_mirrors_one_into_the_other() {
+        let err = parse_and_check(&["claimtop", "--root", "/a", "--store", "etcd://h:1", "list"])
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(usage_message(&err).contains("--store"), "{err}");
+        let p = parse_and_check(&[
+            "claimtop",
+            "publish",
+            "--root",
+            "/a",
+            "--root",
+            "/b",
+            "--store",
+            "etcd://h:1",
+        ])
+        .expect("publish takes both");
+        assert_eq!(p.global.root.len(), 2);
+        match p.command {
+            Some(Command::Publish(a)) => {
+                assert_eq!(a.lease_ttl, 10_000, "10 s by default");
+                assert_eq!(a.resweep, 60_000);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_root_id_without_a_host_is_a_usage_error() {
+        let err =
+            parse_and_check(&["claimtop", "force-release", "k", "--root-id", "ab"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(parse_and_check(&["claimtop", "force-release", "k", "--host", "h"]).is_ok());
+    }
+
+    #[test]
     fn root_may_be_given_more_than_once() {
         let both = [PathBuf::from("/a"), PathBuf::from("/b")];
         let a = Cli::try_parse_from(["claimtop", "--root", "/a", "--root", "/b", "list"]).unwrap();

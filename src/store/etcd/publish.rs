@@ -130,11 +130,16 @@ pub struct Publisher {
     opts: PublishOpts,
     roots: Vec<Published>,
     lease: Option<i64>,
+    /// The task keeping `lease` alive, and the flag it raises when lost.
+    keeper: Option<tokio::task::JoinHandle<()>>,
+    lost: Arc<AtomicBool>,
     stats: Stats,
 }
 
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
+/// Claim writes per transaction, under etcd's default limit of 128 ops.
+const BATCH: usize = 100;
 /// While etcd stays unreachable, how often that is said again.
 const LOG_AGAIN: Duration = Duration::from_secs(60);
 /// The longest one wait for file changes lasts.
@@ -172,6 +177,8 @@ impl Publisher {
             opts,
             roots,
             lease: None,
+            keeper: None,
+            lost: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
         }
     }
@@ -203,10 +210,8 @@ impl Publisher {
         let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();
-        let mut last_keepalive = Instant::now();
         let mut last_seen = Instant::now();
         let mut last_requests = Instant::now();
-        let keepalive_every = Duration::from_secs((self.opts.ttl_s.max(3) / 3) as u64);
         while !stop.load(Ordering::SeqCst) {
             self.wait_for_changes();
             if self.lease.is_none() {
@@ -217,7 +222,6 @@ impl Publisher {
                     Ok(()) => {
                         last_said = None;
                         last_tick = Instant::now();
-                        last_keepalive = Instant::now();
                         last_seen = Instant::now();
                     }
                     Err(e) => {
@@ -238,10 +242,7 @@ impl Publisher {
                 }
             }
             let step = (|| -> Result<(), StoreError> {
-                if last_keepalive.elapsed() >= keepalive_every {
-                    last_keepalive = Instant::now();
-                    self.keep_alive()?;
-                }
+                self.check_lease()?;
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
                     for i in 0..self.roots.len() {
@@ -332,6 +333,7 @@ impl Publisher {
             .get_value(&alive)?
             .and_then(|v| v.get("lease").and_then(Value::as_i64));
         self.lease = Some(lease);
+        self.start_keep_alive(lease);
         let body = json!({"lease": lease, "pid": std::process::id(), "since_ms": now_ms()});
         self.put(&alive, &body.to_string())?;
         self.put_host_record()?;
@@ -378,22 +380,53 @@ impl Publisher {
         Ok(())
     }
 
-    fn keep_alive(&mut self) -> Result<(), StoreError> {
-        let Some(lease) = self.lease else {
-            return Ok(());
-        };
-        let ttl = self.core.conn.call(|mut c| async move {
-            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
-            keeper.keep_alive().await?;
-            Ok(stream.message().await?.map(|m| m.ttl()).unwrap_or(0))
-        })?;
-        if ttl <= 0 {
-            return Err(StoreError::Etcd {
-                endpoints: self.core.conn.endpoints().to_string(),
-                detail: format!("the publisher's lease {lease} expired"),
-            });
+    /// Keep `lease` alive from the connection's runtime, whatever the
+    /// main loop is busy with (a first sync of thousands of keys can take
+    /// longer than the TTL). The flag says when it is lost: etcd said the
+    /// lease is gone, or nothing confirmed it for longer than its TTL.
+    fn start_keep_alive(&mut self, lease: i64) {
+        if let Some(old) = self.keeper.take() {
+            old.abort();
         }
-        Ok(())
+        let ttl = Duration::from_secs(self.opts.ttl_s.max(3) as u64);
+        let every = ttl / 3;
+        let lost = Arc::new(AtomicBool::new(false));
+        self.lost = Arc::clone(&lost);
+        let mut client = self.core.conn.client();
+        self.keeper = Some(self.core.conn.runtime().spawn(async move {
+            let mut confirmed = tokio::time::Instant::now();
+            loop {
+                let renewed = tokio::time::timeout(every, async {
+                    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
+                    keeper.keep_alive().await?;
+                    Ok::<_, etcd_client::Error>(stream.message().await?.map(|m| m.ttl()))
+                })
+                .await;
+                match renewed {
+                    Ok(Ok(Some(left))) if left > 0 => confirmed = tokio::time::Instant::now(),
+                    Ok(Ok(_)) => break,
+                    // Unreachable for now: fine while the lease may still run.
+                    _ if confirmed.elapsed() < ttl => {}
+                    _ => break,
+                }
+                tokio::time::sleep(every).await;
+            }
+            lost.store(true, Ordering::SeqCst);
+        }));
+    }
+
+    /// An error once the keep-alive has given the lease up.
+    fn check_lease(&self) -> Result<(), StoreError> {
+        if !self.lost.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        Err(StoreError::Etcd {
+            endpoints: self.core.conn.endpoints().to_string(),
+            detail: format!(
+                "the publisher's lease {} expired or could not be renewed",
+                self.lease.unwrap_or(0)
+            ),
+        })
     }
 
     /// Put `value` at `key` on the publisher's lease.
@@ -405,14 +438,6 @@ impl Publisher {
                 c.put(key, value, Some(PutOptions::new().with_lease(lease)))
                     .await
             }
-        })?;
-        Ok(())
-    }
-
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.core.conn.call(|mut c| {
-            let key = key.to_string();
-            async move { c.delete(key, None).await }
         })?;
         Ok(())
     }
@@ -449,9 +474,10 @@ impl Publisher {
         }
         let sweep = claims::sweep(&self.roots[i].root);
         let mut seen = BTreeSet::new();
+        let mut ops = Vec::new();
         for s in sweep.claims {
             seen.insert(s.key.clone());
-            self.write_claim(i, &s.key.clone(), Some(s))?;
+            ops.extend(self.plan_claim(i, &s.key.clone(), Some(s)));
         }
         let gone: Vec<String> = self.roots[i]
             .claims
@@ -460,8 +486,9 @@ impl Publisher {
             .cloned()
             .collect();
         for key in gone {
-            self.write_claim(i, &key, None)?;
+            ops.extend(self.plan_claim(i, &key, None));
         }
+        self.apply(ops)?;
         let hazards = serde_json::to_string(&sweep.hazards).unwrap_or_default();
         if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
             self.put(&self.roots[i].place.hazards(), &hazards)?;
@@ -503,39 +530,58 @@ impl Publisher {
                 })
             })
             .collect();
+        let mut ops = Vec::new();
         for s in changed {
-            self.write_claim(i, &s.key.clone(), Some(s))?;
+            ops.extend(self.plan_claim(i, &s.key.clone(), Some(s)));
         }
-        Ok(())
+        self.apply(ops)
     }
 
     /// Make etcd hold `item` for `key` (absent: no claim), writing only
     /// when what a reader sees would change.
     fn write_claim(&mut self, i: usize, key: &str, item: Option<Status>) -> Result<(), StoreError> {
-        let ek = self.roots[i].place.claim(key);
+        let ops: Vec<TxnOp> = self.plan_claim(i, key, item).into_iter().collect();
+        self.apply(ops)
+    }
+
+    /// The write that makes etcd hold `item` for `key`, if one is needed;
+    /// what etcd holds is noted as if it were done (a failed write ends in
+    /// a reconnect, whose re-sync reads etcd again).
+    fn plan_claim(&mut self, i: usize, key: &str, item: Option<Status>) -> Option<TxnOp> {
+        let lease = self.lease.unwrap_or(0);
+        let r = &mut self.roots[i];
+        let ek = r.place.claim(key);
         match item {
             Some(s) => {
                 let v = serde_json::to_value(&s).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
-                let r = &mut self.roots[i];
-                let same = r.claims.get(key) == Some(&fp);
                 r.items.insert(key.to_string(), s);
-                if same {
-                    return Ok(());
+                if r.claims.get(key) == Some(&fp) {
+                    return None;
                 }
-                self.put(&ek, &v.to_string())?;
-                self.roots[i].claims.insert(key.to_string(), fp);
+                r.claims.insert(key.to_string(), fp);
+                let opts = PutOptions::new().with_lease(lease);
+                Some(TxnOp::put(ek, v.to_string(), Some(opts)))
             }
             None => {
-                self.roots[i].items.remove(key);
-                if !self.roots[i].claims.contains_key(key) {
-                    return Ok(());
-                }
-                self.delete(&ek)?;
-                self.roots[i].claims.remove(key);
+                r.items.remove(key);
+                r.claims.remove(key)?;
+                Some(TxnOp::delete(ek, None))
             }
         }
-        self.stats.claim_writes += 1;
+    }
+
+    /// Run claim writes, [`BATCH`] to a transaction: one change is one
+    /// write, and a re-sync of thousands of keys takes tens of round trips.
+    fn apply(&mut self, ops: Vec<TxnOp>) -> Result<(), StoreError> {
+        for chunk in ops.chunks(BATCH) {
+            let txn = Txn::new().and_then(chunk.to_vec());
+            self.core.conn.call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })?;
+            self.stats.claim_writes += chunk.len() as u64;
+        }
         Ok(())
     }
 
@@ -699,6 +745,9 @@ impl Publisher {
     }
 
     fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
+        if let Some(k) = self.keeper.take() {
+            k.abort();
+        }
         if let Some(lease) = self.lease.take() {
             let _ = self.put_host_record();
             let revoked = self
