@@ -98,7 +98,11 @@ impl ClaimSet {
             self.uncount(&old);
             return true;
         }
-        let (state, hazards, file) = (s.state, item_hazard_count(&s, self.store_keys), s.file.clone());
+        let (state, hazards, file) = (
+            s.state,
+            item_hazard_count(&s, self.store_keys),
+            s.file.clone(),
+        );
         match self.by_path.get_mut(path) {
             Some(old) if *old == s => return false,
             Some(old) => {

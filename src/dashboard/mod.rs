@@ -99,7 +99,8 @@ pub fn run_store(
     collect_store::spawn(collector_store, &source, &tx)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
-    let ops_worker: OpsWorker = Box::new(move |op_rx, out| ops::store_worker(ops_store, op_rx, out));
+    let ops_worker: OpsWorker =
+        Box::new(move |op_rx, out| ops::store_worker(ops_store, op_rx, out));
     let result = ui_loop(&mut app, &tx, rx, ops_worker);
     crate::diag::set_warning_sink(None);
     Ok(result?)

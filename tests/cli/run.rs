@@ -360,7 +360,8 @@ fn force_release_during_run_sends_the_command_sigterm_and_exits_4() {
         ready.display()
     );
     let run = s.spawn(&run_sh(&["--json"], &script));
-    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k")
+        .is_some()
         && ready.exists()));
     let out = s.run(&["force-release", "k", "--allow-live"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
