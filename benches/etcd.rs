@@ -7,12 +7,17 @@
 //!    `etcdctl lock NAME true` (one process per cycle, as a script uses it);
 //! 2. `list` of N claims vs one paged `get --prefix` of the same keys;
 //! 3. W workers contending for one key: cycles per second, overlaps.
+//! 4. a fleet: H hosts publishing N claims each (`claimtop publish`), the
+//!    publishers' CPU idle and at 100 changes/s, etcd writes per change.
+//!
+//! `-- --fleet-only` runs figure 4 alone.
 //!
 //! `cargo bench --features etcd --bench etcd` runs at full size (100 000
 //! claims, 16 workers); `CLAIMTOP_BENCH_QUICK=1` or `--quick` at toy sizes.
 
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
+mod fleet;
 
 use claimtop::claims::{now_ms, AcquireOpts, AcquireOutcome, ClaimRecord};
 use claimtop::store::etcd::EtcdStore;
@@ -30,6 +35,7 @@ struct Plan {
     claims: usize,
     workers: usize,
     contend_for: Duration,
+    fleet: fleet::FleetPlan,
 }
 
 fn plan() -> Plan {
@@ -44,6 +50,13 @@ fn plan() -> Plan {
             claims: 500,
             workers: 4,
             contend_for: Duration::from_secs(1),
+            fleet: fleet::FleetPlan {
+                hosts: 2,
+                claims: 50,
+                idle_for: Duration::from_secs(1),
+                load_for: Duration::from_secs(1),
+                rate: 100,
+            },
         }
     } else {
         Plan {
@@ -52,6 +65,13 @@ fn plan() -> Plan {
             claims: 100_000,
             workers: 16,
             contend_for: Duration::from_secs(10),
+            fleet: fleet::FleetPlan {
+                hosts: 20,
+                claims: 5_000,
+                idle_for: Duration::from_secs(20),
+                load_for: Duration::from_secs(10),
+                rate: 100,
+            },
         }
     }
 }
@@ -74,9 +94,14 @@ fn main() {
         return;
     };
     println!("etcd figures (etcd at {}, {} cores)", etcd.url(""), cores());
+    if std::env::args().any(|a| a == "--fleet-only") {
+        fleet::fleet(&etcd, &plan.fleet);
+        return;
+    }
     cycle(&etcd, &plan);
     listing(&etcd, &plan);
     contention(&etcd, &plan);
+    fleet::fleet(&etcd, &plan.fleet);
 }
 
 fn cores() -> usize {

@@ -3,7 +3,9 @@
 use claimtop::claims::{Root, Roots, RootsError};
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
-use claimtop::cli::{self, claim_cmds, completions, events, exit_status, list, metrics, tui};
+use claimtop::cli::{
+    self, claim_cmds, completions, events, exit_status, list, metrics, publish, tui,
+};
 use claimtop::store::{self, file::FileStore, Store, StoreUrl};
 use std::process::ExitCode;
 
@@ -44,6 +46,16 @@ fn main() -> ExitCode {
     let result = match (command, etcd, roots) {
         // The only subcommand that needs no claims root.
         (Command::Completions { shell }, _, _) => completions::completions(shell, &mut out),
+        (Command::Publish(a), Some(url), Ok(roots)) => {
+            publish::publish(&url, &roots, a, &global, &mut out)
+        }
+        (Command::Publish(_), None, _) => out.usage_error(
+            "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
+        ),
+        (Command::Publish(_), Some(_), Err(e)) => out.usage_error(&e.to_string()),
+        (Command::ForceRelease(a), Some(url), _) if a.host.is_some() => {
+            publish::force_release_on_host(&url, a, &global, &mut out)
+        }
         (command, Some(url), _) => match store::open(&url, &global.open_opts()) {
             Ok(store) => dispatch_store(&*store, command, &mut out),
             Err(e) => out.error(&e.to_string()),
@@ -131,7 +143,13 @@ fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResu
             },
             _,
         ) => claim_cmds::renew(store, &key, &holder, ttl, operator.as_deref(), out),
+        (Command::ForceRelease(a), _) if a.host.is_some() => out.usage_error(
+            "--host names a host publishing into an etcd store: give --store etcd://...",
+        ),
         (Command::ForceRelease(a), _) => claim_cmds::force_release(store, a, out),
+        (Command::Publish(_), _) => out.usage_error(
+            "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
+        ),
         (Command::Events(a), Some(root)) => events::events(&Roots::one(root), a, out),
         (Command::Events(a), None) => events::events_store(store, a, out),
         (Command::Doctor { fix }, Some(root)) => list::doctor(&Roots::one(root), fix, out),

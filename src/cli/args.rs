@@ -83,6 +83,17 @@ impl Cli {
                 clap::error::ErrorKind::ArgumentConflict,
                 format!("{flag} is a dashboard flag and cannot be used with a subcommand"),
             )),
+            // `publish` is the one command that reads roots AND a store.
+            _ if self.global.store.is_some()
+                && !self.global.root.is_empty()
+                && !matches!(self.command, Some(Command::Publish(_))) =>
+            {
+                Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "the argument '--store <URL>' cannot be used with '--root <DIR>' \
+                     (except by publish, which mirrors roots into a store)",
+                ))
+            }
             (None, _) if self.global.json => Err(Cli::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
                 "--json needs a subcommand (list, status, ...); the dashboard has no JSON form",
@@ -110,7 +121,8 @@ pub struct GlobalArgs {
 
     /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
     /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
-    #[arg(long, global = true, value_name = "URL", conflicts_with = "root")]
+    /// (with --root only for `publish`: the roots it mirrors into the store)
+    #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
 
     /// etcd: the CA bundle that signs the server certificates (TLS)
@@ -208,6 +220,9 @@ pub enum Command {
     },
     /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
     Metrics(MetricsArgs),
+    /// Mirror the claims, hazards and new events of local roots into an etcd
+    /// store until stopped (a service: logs on stderr, exits 0 on SIGTERM)
+    Publish(PublishArgs),
     /// Acquire KEY, run CMD while holding it, release it when CMD exits
     /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
     Run(super::run::RunArgs),
@@ -258,6 +273,27 @@ pub struct ForceArgs {
     /// Also archive a claim whose holder is alive
     #[arg(long)]
     pub allow_live: bool,
+    /// Over etcd: the claim is one a host publishes; ask that host's
+    /// publisher to do it (a host_id, or a unique hostname)
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// With --host: which of its roots (a root_id from list --json; not
+    /// needed when the host publishes one root)
+    #[arg(long, value_name = "ID", requires = "host")]
+    pub root_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The publisher's lease: a host whose publisher dies or is cut off
+    /// drops out of the fleet within DUR
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "10s")]
+    pub lease_ttl: i64,
+    /// How often every root is re-read whole, a safety net for lost file
+    /// notifications (a holder's pid dying or a TTL running out is noticed
+    /// every 2 s without it)
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "60s")]
+    pub resweep: i64,
 }
 
 #[derive(Debug, Args)]
@@ -468,6 +504,41 @@ mod tests {
         ];
         let cli = Cli::try_parse_from(&fine[..6]).unwrap();
         assert!(cli.check_roots_kept(&fine).is_ok());
+    }
+
+    #[test]
+    fn a_store_and_roots_together_are_refused_except_by_publish_which_mirrors_one_into_the_other() {
+        let err = parse_and_check(&["claimtop", "--root", "/a", "--store", "etcd://h:1", "list"])
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(usage_message(&err).contains("--store"), "{err}");
+        let p = parse_and_check(&[
+            "claimtop",
+            "publish",
+            "--root",
+            "/a",
+            "--root",
+            "/b",
+            "--store",
+            "etcd://h:1",
+        ])
+        .expect("publish takes both");
+        assert_eq!(p.global.root.len(), 2);
+        match p.command {
+            Some(Command::Publish(a)) => {
+                assert_eq!(a.lease_ttl, 10_000, "10 s by default");
+                assert_eq!(a.resweep, 60_000);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_root_id_without_a_host_is_a_usage_error() {
+        let err =
+            parse_and_check(&["claimtop", "force-release", "k", "--root-id", "ab"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(parse_and_check(&["claimtop", "force-release", "k", "--host", "h"]).is_ok());
     }
 
     #[test]

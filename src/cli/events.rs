@@ -330,10 +330,19 @@ pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResul
         Ok(f) => f,
         Err(e) => return p.out.error(&e.to_string()),
     };
-    let all = match store.events(usize::MAX) {
+    let mut all = match store.events(usize::MAX) {
         Ok(all) => all,
         Err(e) => return p.out.error(&e.to_string()),
     };
+    // What publishing hosts mirrored joins the store's own, by time.
+    match store.fleet_events(usize::MAX) {
+        Ok(published) if !published.is_empty() => {
+            all.extend(published);
+            all.sort_by(|a, b| a.ts().cmp(&b.ts()));
+        }
+        Ok(_) => {}
+        Err(e) => return p.out.error(&e.to_string()),
+    }
     let wanted: Vec<&Event> = all.iter().filter(|e| p.wants(e)).collect();
     let from = a.lines.map_or(0, |n| wanted.len().saturating_sub(n));
     for ev in &wanted[from..] {

@@ -26,7 +26,11 @@ pub fn list_store(store: &dyn Store, out: &mut Out) -> CmdResult {
         Ok(l) => l,
         Err(e) => return out.error(&e.to_string()),
     };
-    let result = print_list(&listing, out);
+    let result = match store.fleet() {
+        Ok(Some(fleet)) => super::fleet::print_fleet_list(&listing, &fleet, out),
+        Ok(None) => print_list(&listing, out),
+        Err(e) => return out.error(&e.to_string()),
+    };
     // The process ends right after this: freeing ten thousand items one by
     // one was a tenth of a `list` process's instructions, for memory the
     // exit returns whole.
@@ -58,13 +62,13 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
     Ok(EXIT_OK)
 }
 
-fn store_hazard_text(h: &StoreHazard) -> String {
+pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
     format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
 }
 
 /// Every hazard of a listing as a line of text, the sweep's then the
 /// store's own (etcd's), so that one count covers both.
-fn hazard_lines(listing: &Listing) -> Vec<String> {
+pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
     let sweep = listing.sweep.hazards.iter().map(hazard_text);
     let store = listing.store_hazards.iter().map(store_hazard_text);
     sweep.chain(store).collect()
@@ -129,7 +133,7 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
-fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) -> io::Result<()> {
+pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) -> io::Result<()> {
     out.line(&format!(
         "{} claims: {} live, {} suspect, {} stale, {} corrupted",
         n, c.live, c.suspect, c.stale, c.corrupted
@@ -340,4 +344,30 @@ fn rooted(mut v: Value, root: Option<&Path>) -> Value {
         o.insert("root".into(), json!(path_str(root)));
     }
     v
+}
+
+/// A header and rows of cells as padded lines (the fleet's table, whose
+/// rows are few enough to build as strings).
+pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
+    // Every column but the last (WHY, free text) is padded.
+    let mut widths = vec![0usize; header.len().saturating_sub(1)];
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        for (w, cell) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(width(cell));
+        }
+    }
+    std::iter::once(header)
+        .chain(rows.iter().map(Vec::as_slice))
+        .map(|r| {
+            let mut line = String::new();
+            for (w, cell) in widths.iter().zip(r.iter()) {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', w - width(cell) + 2));
+            }
+            if let Some(last) = r.get(widths.len()) {
+                line.push_str(last);
+            }
+            line
+        })
+        .collect()
 }

@@ -179,6 +179,15 @@ impl FileChanges {
                 why: "the notification queue overflowed; re-reading everything".into(),
             });
         }
+        // Reading a file is no change to it: a reader of the feed that
+        // re-reads what it names would otherwise hear its own reads forever.
+        match event.kind {
+            notify::EventKind::Access(notify::event::AccessKind::Close(
+                notify::event::AccessMode::Write,
+            )) => {}
+            notify::EventKind::Access(_) => return,
+            _ => {}
+        }
         let mut log_touched = false;
         for path in &event.paths {
             if path == &self.events_file {

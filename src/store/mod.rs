@@ -36,6 +36,7 @@
 //! and bounds every call by its `--timeout`, so no face needs async.
 
 pub mod file;
+pub mod fleet;
 pub mod item_hazards;
 pub mod url;
 pub mod wake;
@@ -370,6 +371,19 @@ pub trait Store: Send {
             key.to_string(),
             wake,
         )))
+    }
+
+    /// The hosts publishing their file roots into this store, and what they
+    /// published (`claimtop publish`); `None` where no host can publish.
+    fn fleet(&self) -> Result<Option<fleet::Fleet>, StoreError> {
+        Ok(None)
+    }
+
+    /// The last `n` events the publishing hosts mirrored, each with
+    /// `"host"`, `"host_id"` and `"root"` added, oldest first.
+    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        let _ = n;
+        Ok(Vec::new())
     }
 
     /// The lockfile root, on the file store only. Not for the verbs (they

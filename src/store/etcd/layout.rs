@@ -5,6 +5,36 @@
 //! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/` is claimtop's own:
 //! one marker per finished tenure, so that a tenure's end is recorded once
 //! however many observers see it.
+//!
+//! # Published hosts (`claimtop publish`)
+//!
+//! A publisher mirrors the file roots of one machine under
+//! `PREFIX/hosts/<machine-id>/` (the machine id percent-encoded as a key is):
+//!
+//! - `host`: the host record, with NO lease, so that it outlives the host:
+//!   `{"machine_id", "hostname", "roots": [{"id", "path"}], "last_seen_ms",
+//!   "ttl_s", "pid"}`. `last_seen_ms` is refreshed once a minute, which is
+//!   what "offline since" is read from once the host is gone.
+//! - `alive`: on the publisher's lease (`{"lease", "pid", "since_ms"}`). The
+//!   host is online exactly while this key exists: a killed or cut-off
+//!   publisher loses it within its lease's TTL, a stopped one at once.
+//! - `<root-id>/claims/<encoded-key>`: on the lease, one item exactly as
+//!   `list --json` prints it for that root (the status object).
+//! - `<root-id>/hazards`: on the lease, the root's hazards as one JSON array
+//!   (written only when the set changes).
+//! - `<root-id>/events/<log-id>.<offset>`: one events.jsonl line as the root's
+//!   log holds it, on the events' retention lease (the audit trail outlives
+//!   the host). The id is the log file's identity and the line's byte offset,
+//!   written create-if-absent: a restarted publisher cannot duplicate one.
+//! - `<root-id>/requests/<id>`: a force-release asked for from elsewhere
+//!   (`{"key", "expect_holder", "expect_acquired_at", "operator",
+//!   "allow_live", "at_ms"}`), no lease; the publisher deletes it as it
+//!   answers, a requester that gives up withdraws it.
+//! - `<root-id>/answers/<id>`: the outcome, as `force-release --json` prints
+//!   it, on the publisher's lease.
+//!
+//! `<root-id>` is 16 hex digits of a hash of the canonical root path: stable
+//! across restarts, and the same root always lands in the same place.
 
 use crate::claims::{decode_key, encode_key};
 use std::hash::{BuildHasher, Hasher};
@@ -81,14 +111,130 @@ impl Layout {
     /// handful of leases instead of one each, and nobody reads a registry to
     /// find it. The top bits name the prefix, the low 32 the hour.
     pub fn retention_lease(&self, now_ms: i64) -> i64 {
-        // FNV-1a: stable across builds and Rust releases, unlike std's hasher.
-        let fnv = self.prefix.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let fnv = fnv1a(self.prefix.as_bytes());
         let tag = (fnv & 0x3fff_ffff) as i64;
         let hour = (now_ms / 3_600_000).max(1) & 0xffff_ffff;
         (tag << 32) | hour
     }
+}
+
+/// Where one published root lives: `PREFIX/hosts/<machine>/<root-id>/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootPlace {
+    base: String,
+}
+
+impl Layout {
+    pub fn hosts(&self) -> String {
+        format!("{}/hosts/", self.prefix)
+    }
+
+    /// `PREFIX/hosts/<machine>/`.
+    pub fn host_dir(&self, machine: &str) -> String {
+        format!("{}/hosts/{}/", self.prefix, encode_key(machine))
+    }
+
+    /// The host record (no lease).
+    pub fn host_record(&self, machine: &str) -> String {
+        format!("{}host", self.host_dir(machine))
+    }
+
+    /// The key that exists exactly while the host's publisher holds its lease.
+    pub fn host_alive(&self, machine: &str) -> String {
+        format!("{}alive", self.host_dir(machine))
+    }
+
+    /// The machine an etcd key under [`Layout::hosts`] belongs to.
+    pub fn machine_of(&self, etcd_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        let rest = s.strip_prefix(&self.hosts())?;
+        let (machine, _) = rest.split_once('/')?;
+        Some(decode_key(machine))
+    }
+
+    pub fn root_place(&self, machine: &str, root_id: &str) -> RootPlace {
+        RootPlace {
+            base: format!("{}{root_id}/", self.host_dir(machine)),
+        }
+    }
+}
+
+impl RootPlace {
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn claims(&self) -> String {
+        format!("{}claims/", self.base)
+    }
+
+    pub fn claim(&self, key: &str) -> String {
+        format!("{}claims/{}", self.base, encode_key(key))
+    }
+
+    pub fn key_of_claim(&self, etcd_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        s.strip_prefix(&self.claims()).map(decode_key)
+    }
+
+    pub fn hazards(&self) -> String {
+        format!("{}hazards", self.base)
+    }
+
+    pub fn events(&self) -> String {
+        format!("{}events/", self.base)
+    }
+
+    /// One log line's key: the log file's identity, then the line's byte
+    /// offset, zero-padded so that keys of one log sort in log order.
+    pub fn event(&self, log_id: &str, offset: u64) -> String {
+        format!("{}events/{log_id}.{offset:016}", self.base)
+    }
+
+    /// The offset an event key names, if it belongs to log `log_id`.
+    pub fn offset_of_event(&self, etcd_key: &[u8], log_id: &str) -> Option<u64> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        let rest = s.strip_prefix(&self.events())?;
+        rest.strip_prefix(log_id)?.strip_prefix('.')?.parse().ok()
+    }
+
+    pub fn requests(&self) -> String {
+        format!("{}requests/", self.base)
+    }
+
+    pub fn request(&self, id: &str) -> String {
+        format!("{}requests/{id}", self.base)
+    }
+
+    pub fn answer(&self, id: &str) -> String {
+        format!("{}answers/{id}", self.base)
+    }
+
+    pub fn answer_of(&self, request_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(request_key).ok()?;
+        s.strip_prefix(&self.requests()).map(|id| self.answer(id))
+    }
+}
+
+/// A published root's id: 16 hex digits of FNV-1a over its canonical path,
+/// so a restart (or a second publisher of the same root) lands in the same
+/// place, and nothing in the id needs escaping in a key.
+pub fn root_id(canonical: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    format!("{:016x}", fnv1a(canonical.as_os_str().as_bytes()))
+}
+
+/// FNV-1a: stable across builds and Rust releases, unlike std's hasher, so
+/// ids derived from it mean the same to every claimtop.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A fresh request id: time first, so requests read in the order they came.
+pub fn new_request_id(now_ms: i64) -> String {
+    format!("{now_ms:013}-{:016x}", unique())
 }
 
 /// 64 bits no other writer will pick: this process's random hasher keys,
@@ -155,6 +301,31 @@ mod tests {
             Layout::new("/other").retention_lease(3_600_000 * 500_000)
         );
         assert!(h1 > 0 && h2 > 0);
+    }
+
+    #[test]
+    fn a_published_root_is_placed_under_its_host_and_its_keys_decode_back() {
+        let l = Layout::new("/fno");
+        let p = l.root_place("m/1", "00ff00ff00ff00ff");
+        assert_eq!(p.base(), "/fno/hosts/m%2F1/00ff00ff00ff00ff/");
+        let k = p.claim("issue/42");
+        assert_eq!(p.key_of_claim(k.as_bytes()).as_deref(), Some("issue/42"));
+        assert_eq!(l.machine_of(k.as_bytes()).as_deref(), Some("m/1"));
+        assert_eq!(l.host_record("m/1"), "/fno/hosts/m%2F1/host");
+        let e = p.event("abc", 4096);
+        assert_eq!(p.offset_of_event(e.as_bytes(), "abc"), Some(4096));
+        assert_eq!(p.offset_of_event(e.as_bytes(), "abd"), None);
+        assert!(p.event("abc", 999) < e, "offsets sort in log order");
+        let r = p.request("7");
+        assert_eq!(p.answer_of(r.as_bytes()), Some(p.answer("7")));
+    }
+
+    #[test]
+    fn a_root_id_is_stable_and_differs_between_roots() {
+        let a = root_id(std::path::Path::new("/srv/a"));
+        assert_eq!(a, root_id(std::path::Path::new("/srv/a")));
+        assert_ne!(a, root_id(std::path::Path::new("/srv/b")));
+        assert_eq!(a.len(), 16);
     }
 
     #[test]

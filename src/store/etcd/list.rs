@@ -141,6 +141,40 @@ impl Core {
         })
     }
 
+    /// Every key under `prefix`, paged, and the revision they were read at.
+    /// Every page reads at the first page's revision: one consistent
+    /// snapshot, however the store moves while we page.
+    pub(super) fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+        let end = range_end(prefix);
+        let mut kvs: Vec<KeyValue> = Vec::new();
+        let mut from = prefix.as_bytes().to_vec();
+        let mut at = 0;
+        loop {
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            if at > 0 {
+                opts = opts.with_revision(at);
+            }
+            let start = from.clone();
+            let mut resp = self.conn.call(|mut c| {
+                let (start, opts) = (start.clone(), opts.clone());
+                async move { c.get(start, Some(opts)).await }
+            })?;
+            if at == 0 {
+                at = resp.header().map(|h| h.revision()).unwrap_or(0);
+            }
+            let more = resp.more();
+            let page = resp.take_kvs();
+            if let Some(last) = page.last() {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            kvs.extend(page);
+            if !more || kvs.is_empty() {
+                return Ok((kvs, at));
+            }
+        }
+    }
+
     /// One present key as a status row and its tenure.
     fn item(
         &self,

@@ -11,14 +11,18 @@
 //! - `doctor`: the etcd hazards.
 //! - `hold`: a lease kept alive while the holder works (`run`).
 //! - `info`: members, leader and revision, for a dashboard header.
+//! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
+//! - `fleet`: reading the published hosts back, and requests to them.
 
 mod conn;
 mod doctor;
 mod events;
+pub mod fleet;
 mod hold;
 mod info;
 pub mod layout;
 mod list;
+pub mod publish;
 mod verbs;
 mod watch;
 
@@ -136,6 +140,17 @@ impl EtcdStore {
         self.core.keep_alive(key, tenure)
     }
 
+    /// Ask a publishing host to force-release a claim of one of its roots,
+    /// and wait up to `wait` for its answer.
+    pub fn request_force_release(
+        &self,
+        ask: &fleet::FleetAsk<'_>,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, fleet::FleetError> {
+        self.core.request_force_release(ask, opts, wait)
+    }
+
     /// A change feed resuming after `revision` (a dashboard reconnecting
     /// from the last revision it showed).
     pub fn changes_from(&self, revision: i64) -> Result<watch::EtcdChanges, StoreError> {
@@ -231,5 +246,13 @@ impl Store for EtcdStore {
 
     fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
         self.core.info().map(Some)
+    }
+
+    fn fleet(&self) -> Result<Option<crate::store::fleet::Fleet>, StoreError> {
+        self.core.read_fleet()
+    }
+
+    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        self.core.read_fleet_events(n)
     }
 }

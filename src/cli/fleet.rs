@@ -1,0 +1,153 @@
+//! `list` over a store that hosts publish into: the store's own claims and
+//! every online host's, in one table with HOST and SOURCE columns, then the
+//! hosts themselves (an offline one with the time it was last seen).
+
+use super::list::{columns, hazard_lines, summary};
+use super::output::{CmdResult, Out, EXIT_OK};
+use crate::claims::Counts;
+use crate::sanitize::sanitize;
+use crate::store::fleet::{count_states, Fleet, FleetItem, SOURCE_PUBLISHED, SOURCE_STORE};
+use crate::store::Listing;
+use crate::time::{human_ms, now_ms, utc_hms};
+use serde_json::Value;
+
+pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdResult {
+    if out.json_mode() {
+        let mut doc = listing.to_json();
+        fleet.extend_list_json(&mut doc);
+        out.json(&doc)?;
+        return Ok(EXIT_OK);
+    }
+    let mut rows: Vec<Vec<String>> = listing
+        .sweep
+        .claims
+        .iter()
+        .map(|s| {
+            let (host, holder, pid) = match &s.record {
+                Some(r) => (r.host.as_str(), r.holder.as_str(), r.pid.to_string()),
+                None => ("-", "-", "-".to_string()),
+            };
+            let why = s.error.as_deref().unwrap_or(&s.why);
+            cells(
+                host,
+                SOURCE_STORE,
+                s.state.as_str(),
+                &s.key,
+                holder,
+                pid,
+                why,
+            )
+        })
+        .collect();
+    rows.extend(fleet.items.iter().map(published_row));
+    // By key, then host: one key held on two hosts reads as two lines together.
+    rows.sort_by(|a, b| (&a[3], &a[0]).cmp(&(&b[3], &b[0])));
+    let header: Vec<String> = ["HOST", "SOURCE", "STATE", "KEY", "HOLDER", "PID", "WHY"]
+        .map(String::from)
+        .to_vec();
+    if rows.is_empty() {
+        out.line("no claims in the store or on any online host")?;
+    } else {
+        for line in columns(&header, &rows) {
+            out.line(&line)?;
+        }
+    }
+    let published = count_states(fleet.items.iter().map(FleetItem::state));
+    // One count over every hazard line: the store's, the claims' and each
+    // published root's.
+    let mut hazards = hazard_lines(listing);
+    hazards.extend(fleet.hazards.iter().map(|h| {
+        let s =
+            |k: &str| sanitize(h.hazard.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
+        format!(
+            "{}  {}  {}  host={} root={}",
+            s("kind"),
+            s("path"),
+            s("detail"),
+            sanitize(&h.host_id),
+            sanitize(&h.root.path)
+        )
+    }));
+    summary(
+        out,
+        rows.len(),
+        add(listing.sweep.counts, published),
+        &hazards,
+    )?;
+    out.line(&format!("{} hosts:", fleet.hosts.len()))?;
+    for h in &fleet.hosts {
+        let state = if h.online {
+            format!(
+                "online, {} claims",
+                h.counts.live + h.counts.suspect + h.counts.stale + h.counts.corrupted
+            )
+        } else {
+            format!(
+                "OFFLINE, last seen {} ({} ago); its claims are unknown, not free",
+                utc_hms(h.last_seen_ms),
+                human_ms(now_ms() - h.last_seen_ms)
+            )
+        };
+        out.line(&format!(
+            "  {} ({})  {}  roots: {}",
+            sanitize(&h.hostname),
+            sanitize(&h.host_id),
+            state,
+            h.roots
+                .iter()
+                .map(|r| format!("{}={}", r.id, sanitize(&r.path)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))?;
+    }
+    Ok(EXIT_OK)
+}
+
+fn published_row(i: &FleetItem) -> Vec<String> {
+    let v = &i.item;
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("-");
+    let pid = v
+        .pointer("/record/pid")
+        .and_then(Value::as_i64)
+        .map_or("-".to_string(), |p| p.to_string());
+    let why = v
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| s("/why"));
+    cells(
+        &i.hostname,
+        SOURCE_PUBLISHED,
+        i.state(),
+        i.key(),
+        s("/record/holder"),
+        pid,
+        why,
+    )
+}
+
+/// One row, every untrusted cell sanitized.
+fn cells(
+    host: &str,
+    source: &str,
+    state: &str,
+    key: &str,
+    holder: &str,
+    pid: String,
+    why: &str,
+) -> Vec<String> {
+    [host, source, state, key, holder]
+        .iter()
+        .map(|c| sanitize(c).into_owned())
+        .chain([pid, sanitize(why).into_owned()])
+        .collect()
+}
+
+fn add(a: Counts, b: Counts) -> Counts {
+    Counts {
+        live: a.live + b.live,
+        suspect: a.suspect + b.suspect,
+        stale: a.stale + b.stale,
+        corrupted: a.corrupted + b.corrupted,
+        unreadable: a.unreadable + b.unreadable,
+    }
+}

@@ -1,0 +1,205 @@
+//! `claimtop publish` (mirror local roots into etcd) and `force-release
+//! --host` (ask a publishing host to do it). Only with the `etcd` feature;
+//! without it both answer that this build has no etcd support.
+
+use super::args::{ForceArgs, GlobalArgs, PublishArgs};
+use super::output::{CmdResult, Out};
+use crate::claims::Roots;
+use crate::store::StoreUrl;
+
+/// Test-only: the machine id a publisher announces, so that two publishers
+/// on one machine act as two hosts. Never set it in production: two hosts
+/// with one id would overwrite each other's mirror.
+pub const TEST_MACHINE_ID_ENV: &str = "CLAIMTOP_TEST_MACHINE_ID";
+
+#[cfg(not(feature = "etcd"))]
+pub fn publish(
+    _url: &StoreUrl,
+    _roots: &Roots,
+    _a: PublishArgs,
+    _g: &GlobalArgs,
+    out: &mut Out,
+) -> CmdResult {
+    out.error(&crate::store::StoreError::NoEtcdSupport.to_string())
+}
+
+#[cfg(not(feature = "etcd"))]
+pub fn force_release_on_host(
+    _url: &StoreUrl,
+    _a: ForceArgs,
+    _g: &GlobalArgs,
+    out: &mut Out,
+) -> CmdResult {
+    out.error(&crate::store::StoreError::NoEtcdSupport.to_string())
+}
+
+#[cfg(feature = "etcd")]
+pub use with_etcd::{force_release_on_host, publish};
+
+#[cfg(feature = "etcd")]
+mod with_etcd {
+    use super::*;
+    use crate::claims::{self, ForceOpts};
+    use crate::cli::output::{EXIT_DECLINED, EXIT_OK};
+    use crate::sanitize::sanitize;
+    use crate::store::etcd::fleet::{FleetAsk, FleetError};
+    use crate::store::etcd::publish::{Level, PublishOpts, Publisher};
+    use crate::store::etcd::EtcdStore;
+    use serde_json::{json, Value};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn connect(url: &StoreUrl, g: &GlobalArgs) -> Result<EtcdStore, String> {
+        match url {
+            StoreUrl::Etcd(target) => {
+                EtcdStore::connect(target, &g.open_opts()).map_err(|e| e.to_string())
+            }
+            StoreUrl::File(_) => Err("publish and force-release --host need an etcd store \
+                 (--store etcd://HOST:PORT[/PREFIX])"
+                .into()),
+        }
+    }
+
+    pub fn publish(
+        url: &StoreUrl,
+        roots: &Roots,
+        a: PublishArgs,
+        g: &GlobalArgs,
+        out: &mut Out,
+    ) -> CmdResult {
+        for r in roots.as_slice() {
+            if !r.root.is_dir() {
+                return out.error(&format!(
+                    "root {} is not a directory",
+                    sanitize(&r.root.to_string_lossy())
+                ));
+            }
+        }
+        let store = match connect(url, g) {
+            Ok(s) => s,
+            Err(e) => return out.error(&e),
+        };
+        let machine_id = std::env::var(TEST_MACHINE_ID_ENV)
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| {
+                Some(claims::machine_id())
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(crate::sys::hostname)
+            });
+        let mut opts = PublishOpts::new(machine_id, crate::sys::hostname(), a.lease_ttl / 1000);
+        opts.tick = Duration::from_millis(a.resweep as u64);
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+                return out.error(&format!("cannot catch signal {sig}: {e}"));
+            }
+        }
+        let mut publisher = Publisher::new(&store, roots, opts.clone());
+        let mut log = |level: Level, text: &str| log_line(level, text);
+        for r in publisher.roots() {
+            log(
+                Level::Info,
+                &format!(
+                    "publishing root={} root_id={} host_id={} store={}",
+                    r.path,
+                    r.id,
+                    opts.machine_id,
+                    crate::store::Store::url(&store)
+                ),
+            );
+        }
+        let stats = publisher.run(&stop, &mut log);
+        if out.json_mode() {
+            let mut v = serde_json::to_value(stats).unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("outcome".into(), json!("stopped"));
+                o.insert("host_id".into(), json!(opts.machine_id));
+            }
+            out.json(&v)?;
+        }
+        Ok(EXIT_OK)
+    }
+
+    /// One log line on stderr: `ts=… level=… ` then the message's own
+    /// `name=value` words, plain so that journald and grep both read it.
+    fn log_line(level: Level, text: &str) {
+        eprintln!(
+            "ts={} level={} {}",
+            crate::time::utc_hms(claims::now_ms()),
+            level.as_str(),
+            sanitize(text)
+        );
+    }
+
+    /// `force-release KEY --host H [--root-id ID]` over etcd: the publisher
+    /// of H does it on its own root and answers; this waits `--timeout`.
+    pub fn force_release_on_host(
+        url: &StoreUrl,
+        a: ForceArgs,
+        g: &GlobalArgs,
+        out: &mut Out,
+    ) -> CmdResult {
+        let store = match connect(url, g) {
+            Ok(s) => s,
+            Err(e) => return out.error(&e),
+        };
+        let Some(host) = a.host.as_deref() else {
+            return out.usage_error("force-release on a published claim needs --host");
+        };
+        let opts = ForceOpts {
+            expect_holder: a.expect_holder.clone(),
+            expect_acquired_at: a.expect_acquired_at,
+            operator: Some(a.operator.clone().unwrap_or_else(claims::operator_name)),
+            allow_live: a.allow_live,
+        };
+        let wait = store.conn().timeout();
+        let ask = FleetAsk {
+            host,
+            root_id: a.root_id.as_deref(),
+            key: &a.key,
+        };
+        let answer = match store.request_force_release(&ask, &opts, wait) {
+            Ok(v) => v,
+            // Nothing there to release: refused, as on a file root.
+            Err(e @ FleetError::NoSuchClaim { .. }) => {
+                json!({"outcome": "refused", "reason": e.to_string(), "text": e.to_string()})
+            }
+            // The fix is a flag: which host, which root.
+            Err(
+                e @ (FleetError::UnknownHost(_)
+                | FleetError::AmbiguousHost(..)
+                | FleetError::WhichRoot { .. }
+                | FleetError::UnknownRoot { .. }),
+            ) => return out.usage_error(&e.to_string()),
+            Err(e) => return out.error(&e.to_string()),
+        };
+        let outcome = answer["outcome"].as_str().unwrap_or("error");
+        let code = match outcome {
+            "archived" => EXIT_OK,
+            "refused" => EXIT_DECLINED,
+            _ => {
+                let why = answer["error"]
+                    .as_str()
+                    .unwrap_or("the host answered an error");
+                return out.error(&format!("host {host}: {why}"));
+            }
+        };
+        if out.json_mode() {
+            let mut v = answer.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("text");
+            }
+            out.json(&v)?;
+        } else {
+            let text = answer
+                .get("text")
+                .or_else(|| answer.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or(outcome);
+            out.line(&format!("{} (on host {})", sanitize(text), sanitize(host)))?;
+        }
+        Ok(code)
+    }
+}

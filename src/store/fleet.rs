@@ -1,0 +1,246 @@
+//! The fleet: hosts that publish their file roots into a store
+//! (`claimtop publish`), as a store reads them back for `list` and `events`.
+//!
+//! Plain data, in every build: the etcd store fills it, the faces print it.
+//! Mirrored claims are read-only copies; each host's file root stays the
+//! truth, and anything done to one goes through that host's publisher.
+
+use crate::claims::ClaimState;
+use crate::claims::Counts;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// `"source"` of a claim kept natively in the store.
+pub const SOURCE_STORE: &str = "etcd";
+/// `"source"` of a claim mirrored from a host's file root.
+pub const SOURCE_PUBLISHED: &str = "published";
+
+/// One publishing host, online or not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostInfo {
+    /// The host's address in the fleet (`--host`), its machine id.
+    pub host_id: String,
+    pub hostname: String,
+    /// While its publisher holds its lease. An offline host's claims are
+    /// unknown, never free: they are simply not listed.
+    pub online: bool,
+    /// When the publisher last said it was there (epoch ms); for an offline
+    /// host, the time it was last seen.
+    pub last_seen_ms: i64,
+    pub roots: Vec<PublishedRoot>,
+    /// Its published claims by state (zero while offline).
+    pub counts: Counts,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PublishedRoot {
+    /// Stable across restarts: a hash of the canonical root path.
+    pub id: String,
+    /// The root's path on its host.
+    pub path: String,
+}
+
+/// One mirrored claim: the item as `list --json` prints it on its host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetItem {
+    pub host_id: String,
+    pub hostname: String,
+    pub root: PublishedRoot,
+    pub item: Value,
+}
+
+impl FleetItem {
+    pub fn key(&self) -> &str {
+        self.item.get("key").and_then(Value::as_str).unwrap_or("")
+    }
+
+    pub fn state(&self) -> &str {
+        self.item.get("state").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The item with where it comes from added (the additive JSON).
+    pub fn to_json(&self) -> Value {
+        let mut v = self.item.clone();
+        if let Some(o) = v.as_object_mut() {
+            tag(o, &self.hostname, SOURCE_PUBLISHED);
+            o.insert("host_id".into(), Value::from(self.host_id.as_str()));
+            o.insert("root".into(), Value::from(self.root.path.as_str()));
+            o.insert("root_id".into(), Value::from(self.root.id.as_str()));
+        }
+        v
+    }
+}
+
+/// A hazard one host reported for one of its roots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetHazard {
+    pub host_id: String,
+    pub root: PublishedRoot,
+    pub hazard: Value,
+}
+
+/// Everything published into a store.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Fleet {
+    pub hosts: Vec<HostInfo>,
+    pub items: Vec<FleetItem>,
+    pub hazards: Vec<FleetHazard>,
+}
+
+impl Fleet {
+    /// A store nobody publishes into: its listing is printed as it always was.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// Add the fleet to a store's `list --json` document: every native item
+    /// gains `"host"` and `"source": "etcd"`, the published items join them
+    /// (sorted by key, then host), their states join the counts, their
+    /// hazards the hazards, and `"hosts"` lists every host with its state.
+    pub fn extend_list_json(&self, doc: &mut Value) {
+        let Some(obj) = doc.as_object_mut() else {
+            return;
+        };
+        // Taken and put back in place: the document keeps its member order.
+        let mut items: Vec<Value> = match obj.get_mut("claims").map(Value::take) {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        for item in &mut items {
+            let host = item
+                .pointer("/record/host")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(o) = item.as_object_mut() {
+                tag(o, &host, SOURCE_STORE);
+            }
+        }
+        items.extend(self.items.iter().map(FleetItem::to_json));
+        let sort_key = |v: &Value| {
+            let s = |p: &str| {
+                v.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            (s("/key"), s("/host_id"), s("/root_id"))
+        };
+        items.sort_by_key(sort_key);
+        obj.insert("claims".into(), Value::Array(items));
+        if let Some(counts) = obj.get_mut("counts").and_then(Value::as_object_mut) {
+            for item in &self.items {
+                if let Some(n) = counts.get_mut(item.state()) {
+                    *n = Value::from(n.as_i64().unwrap_or(0) + 1);
+                }
+            }
+        }
+        if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
+            hazards.extend(self.hazards.iter().map(|h| {
+                let mut v = h.hazard.clone();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("host_id".into(), Value::from(h.host_id.as_str()));
+                    o.insert("root".into(), Value::from(h.root.path.as_str()));
+                    o.insert("root_id".into(), Value::from(h.root.id.as_str()));
+                }
+                v
+            }));
+        }
+        obj.insert(
+            "hosts".into(),
+            serde_json::to_value(&self.hosts).unwrap_or(Value::Null),
+        );
+    }
+
+    /// The hosts whose id or hostname is `name` (an id matches only itself).
+    pub fn hosts_named(&self, name: &str) -> Vec<&HostInfo> {
+        if let Some(h) = self.hosts.iter().find(|h| h.host_id == name) {
+            return vec![h];
+        }
+        self.hosts.iter().filter(|h| h.hostname == name).collect()
+    }
+}
+
+/// `"host"` and `"source"` on one item.
+fn tag(o: &mut Map<String, Value>, host: &str, source: &str) {
+    o.insert("host".into(), Value::from(host));
+    o.insert("source".into(), Value::from(source));
+}
+
+/// Counts of published items, by the state words they carry.
+pub fn count_states<'a>(states: impl Iterator<Item = &'a str>) -> Counts {
+    let mut c = Counts::default();
+    for s in states {
+        use ClaimState::*;
+        let state = [Live, Suspect, Stale, Corrupted, Unreadable]
+            .into_iter()
+            .find(|st| st.as_str() == s);
+        if let Some(state) = state {
+            c.add(state);
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fleet() -> Fleet {
+        let root = PublishedRoot {
+            id: "00000000000000aa".into(),
+            path: "/srv/a".into(),
+        };
+        Fleet {
+            hosts: vec![HostInfo {
+                host_id: "m1".into(),
+                hostname: "alpha".into(),
+                online: true,
+                last_seen_ms: 1,
+                roots: vec![root.clone()],
+                counts: Counts::default(),
+            }],
+            items: vec![FleetItem {
+                host_id: "m1".into(),
+                hostname: "alpha".into(),
+                root: root.clone(),
+                item: json!({"key": "a", "state": "live", "record": null}),
+            }],
+            hazards: vec![FleetHazard {
+                host_id: "m1".into(),
+                root,
+                hazard: json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
+            }],
+        }
+    }
+
+    #[test]
+    fn published_items_join_the_native_ones_in_key_order_with_host_and_source() {
+        let mut doc = json!({
+            "root": "etcd://x/fno",
+            "claims": [{"key": "b", "state": "live", "record": {"host": "beta"}}],
+            "counts": {"live": 1, "suspect": 0, "stale": 0, "corrupted": 0},
+            "hazards": [],
+        });
+        fleet().extend_list_json(&mut doc);
+        let claims = doc["claims"].as_array().unwrap();
+        assert_eq!(claims[0]["key"], "a");
+        assert_eq!(claims[0]["source"], "published");
+        assert_eq!(claims[0]["host"], "alpha");
+        assert_eq!(claims[0]["root_id"], "00000000000000aa");
+        assert_eq!(claims[1]["source"], "etcd");
+        assert_eq!(claims[1]["host"], "beta");
+        assert_eq!(doc["counts"]["live"], 2);
+        assert_eq!(doc["hazards"][0]["host_id"], "m1");
+        assert_eq!(doc["hosts"][0]["online"], true);
+    }
+
+    #[test]
+    fn a_host_is_found_by_id_first_then_by_hostname() {
+        let f = fleet();
+        assert_eq!(f.hosts_named("m1").len(), 1);
+        assert_eq!(f.hosts_named("alpha").len(), 1);
+        assert!(f.hosts_named("gamma").is_empty());
+    }
+}

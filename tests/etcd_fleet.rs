@@ -1,0 +1,493 @@
+//! A fleet through one etcd: two publishers (two temp roots standing in for
+//! two hosts, told apart by the test-only machine-id override) and the CLI
+//! reading them back over `--store etcd://...`. Claims are written by the
+//! seed protocol's Python implementation or by `claimtop acquire` on the
+//! roots themselves, never through the store.
+//! Run with `cargo test --features etcd --test etcd_fleet`.
+#![cfg(feature = "etcd")]
+
+#[path = "common/mod.rs"]
+mod common;
+mod etcd_common;
+
+use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
+use common::{claimtop, Sleeper};
+use etcd_common::Etcd;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/fno_claims.py");
+/// The publishers' lease in these tests: short, so "offline" is quick.
+const LEASE_S: u64 = 3;
+
+/// One etcd, a throwaway `$HOME`, and the roots of the hosts.
+struct Fleet {
+    etcd: Etcd,
+    home: TempDir,
+    url: String,
+}
+
+impl Fleet {
+    fn start(prefix: &str) -> Option<Fleet> {
+        if Command::new("python3").arg("--version").output().is_err() {
+            common::cannot_run("no python3 for the seed-protocol writer");
+            return None;
+        }
+        let etcd = Etcd::single()?;
+        let url = etcd.url(prefix);
+        Some(Fleet {
+            etcd,
+            home: TempDir::new().expect("home"),
+            url,
+        })
+    }
+
+    fn over(&self, args: &[&str]) -> Output {
+        claimtop(self.home.path())
+            .env_remove("FNO_CLAIMS_STORE")
+            .args(["--store", &self.url])
+            .args(args)
+            .output()
+            .expect("run claimtop")
+    }
+
+    fn list(&self) -> Value {
+        json_of(&self.over(&["list", "--json"]))
+    }
+
+    /// The host `id` as `list --json` shows it, if it is listed.
+    fn host(&self, id: &str) -> Option<Value> {
+        self.list()["hosts"]
+            .as_array()?
+            .iter()
+            .find(|h| h["host_id"] == id)
+            .cloned()
+    }
+
+    /// Every event `events --json` over the store prints.
+    fn events(&self) -> Vec<Value> {
+        let o = self.over(&["events", "--json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("an event per line"))
+            .collect()
+    }
+
+    /// The current revision of the store: every write moves it by one.
+    fn revision(&self) -> i64 {
+        let (rt, mut client) = self.etcd.client();
+        rt.block_on(client.get("/", None))
+            .expect("read a revision")
+            .header()
+            .map(|h| h.revision())
+            .expect("a header")
+    }
+}
+
+/// A running `claimtop publish`, killed (-9) on drop.
+struct Publisher {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Publisher {
+    fn spawn(f: &Fleet, root: &Path, machine: &str, resweep: &str) -> Publisher {
+        let log = root.join("publish.log");
+        let child = claimtop(f.home.path())
+            .env(TEST_MACHINE_ID_ENV, machine)
+            .args(["publish", "--root"])
+            .arg(root)
+            .args(["--store", &f.url, "--lease-ttl"])
+            .arg(format!("{LEASE_S}s"))
+            .args(["--resweep", resweep])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start the publisher");
+        let p = Publisher { child, log };
+        let online = wait_for(Duration::from_secs(10), || {
+            f.host(machine).is_some_and(|h| h["online"] == true)
+        });
+        assert!(
+            online,
+            "publisher {machine} never came online:\n{}",
+            p.log()
+        );
+        p
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child this handle started and still owns.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// Poll `cond` every 20 ms until it holds or `within` passes.
+fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The seed protocol's Python writer puts one lockfile (temp + rename, no
+/// event), exactly as an agent of that implementation would.
+fn py_write(root: &Path, key: &str, holder: &str, pid: u32) {
+    let o = Command::new("python3")
+        .arg(PY)
+        .arg("write")
+        .arg(root)
+        .args([key, holder, "--pid", &pid.to_string()])
+        .args(["--ttl-ms", "3600000"])
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The published items of `host` for `key`.
+fn published(list: &Value, host: &str, key: &str) -> Vec<Value> {
+    list["claims"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|c| c["host_id"] == host && c["key"] == key)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn root_dir() -> TempDir {
+    TempDir::new().expect("root")
+}
+
+fn events_of_host(events: &[Value], host: &str) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["host_id"] == host)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_claim_written_on_one_hosts_root_appears_in_the_fleet_listing_within_a_second() {
+    let Some(f) = Fleet::start("/fleet1") else {
+        return;
+    };
+    let (a, b) = (root_dir(), root_dir());
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let _pb = Publisher::spawn(&f, b.path(), "host-b", "5s");
+    let holder = Sleeper::spawn();
+    let started = Instant::now();
+    py_write(a.path(), "issue/7", "agent-1", holder.pid());
+    let mut seen = Value::Null;
+    let shown = wait_for(Duration::from_secs(1), || {
+        seen = f.list();
+        !published(&seen, "host-a", "issue/7").is_empty()
+    });
+    assert!(shown, "not listed within 1 s: {seen}");
+    eprintln!("write → listed: {:?}", started.elapsed());
+    let item = &published(&seen, "host-a", "issue/7")[0];
+    assert_eq!(item["source"], "published");
+    assert_eq!(item["state"], "live");
+    assert_eq!(item["record"]["holder"], "agent-1");
+    assert!(published(&seen, "host-b", "issue/7").is_empty());
+    let hosts = seen["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 2, "{seen}");
+    assert!(hosts.iter().all(|h| h["online"] == true));
+    let text = f.over(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with("HOST") && text.contains("SOURCE"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_force_release_asked_over_the_store_is_carried_out_on_the_hosts_root_and_audited_in_both_places(
+) {
+    let Some(f) = Fleet::start("/fleet2") else {
+        return;
+    };
+    let a = root_dir();
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let mut gone = Sleeper::spawn();
+    py_write(a.path(), "stuck", "agent-9", gone.pid());
+    gone.kill();
+    assert!(wait_for(Duration::from_secs(2), || {
+        !published(&f.list(), "host-a", "stuck").is_empty()
+    }));
+    let o = f.over(&[
+        "force-release",
+        "stuck",
+        "--host",
+        "host-a",
+        "--operator",
+        "ops",
+        "--json",
+    ]);
+    let answer = json_of(&o);
+    assert_eq!(o.status.code(), Some(0), "{answer}");
+    assert_eq!(answer["outcome"], "archived");
+    assert_eq!(answer["previous"]["holder"], "agent-9");
+    let archived = PathBuf::from(answer["archived_to"].as_str().expect("archived_to"));
+    assert!(
+        archived.starts_with(a.path().join(".fno/claims/.expired")) && archived.is_file(),
+        "{archived:?}"
+    );
+    assert!(!a.path().join(".fno/claims/stuck.lock").exists());
+    let log = std::fs::read_to_string(a.path().join(".fno/events.jsonl")).expect("A's log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("claim_force_released") && l.contains("\"operator\":\"ops\"")),
+        "{log}"
+    );
+    let mirrored = wait_for(Duration::from_secs(2), || {
+        events_of_host(&f.events(), "host-a")
+            .iter()
+            .any(|e| e["type"] == "claim_force_released" && e["data"]["key"] == "stuck")
+    });
+    assert!(mirrored, "the audit event was not mirrored");
+    assert!(wait_for(Duration::from_secs(2), || {
+        published(&f.list(), "host-a", "stuck").is_empty()
+    }));
+}
+
+#[test]
+fn a_force_release_of_a_key_that_changed_hands_since_it_was_seen_is_refused_by_the_host() {
+    let Some(f) = Fleet::start("/fleet3") else {
+        return;
+    };
+    let a = root_dir();
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    assert!(wait_for(Duration::from_secs(2), || {
+        !published(&f.list(), "host-a", "k").is_empty()
+    }));
+    let o = f.over(&[
+        "force-release",
+        "k",
+        "--host",
+        "host-a",
+        "--expect-holder",
+        "someone-else",
+        "--allow-live",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", json_of(&o));
+    assert_eq!(json_of(&o)["outcome"], "refused");
+    assert!(a.path().join(".fno/claims/k.lock").is_file());
+}
+
+#[test]
+fn a_killed_publishers_host_goes_offline_within_its_lease_and_its_claims_are_not_shown_free() {
+    let Some(f) = Fleet::start("/fleet4") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "held", "agent-1", holder.pid());
+    assert!(wait_for(Duration::from_secs(2), || {
+        !published(&f.list(), "host-a", "held").is_empty()
+    }));
+    pa.signal(libc::SIGKILL);
+    let killed = Instant::now();
+    let offline = wait_for(Duration::from_secs(LEASE_S + 1), || {
+        f.host("host-a").is_some_and(|h| h["online"] == false)
+    });
+    assert!(offline, "still online {:?} after kill -9", killed.elapsed());
+    eprintln!("kill -9 → offline: {:?}", killed.elapsed());
+    let list = f.list();
+    assert!(
+        list["claims"]
+            .as_array()
+            .expect("claims")
+            .iter()
+            .all(|c| c["key"] != "held" || c["state"] != "free"),
+        "{list}"
+    );
+    let host = f.host("host-a").expect("an offline host is still listed");
+    assert!(host["last_seen_ms"].as_i64().unwrap_or(0) > 0, "{host}");
+    let text = String::from_utf8_lossy(&f.over(&["list"]).stdout).into_owned();
+    assert!(text.contains("OFFLINE, last seen"), "{text}");
+}
+
+#[test]
+fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
+    let Some(f) = Fleet::start("/fleet5") else {
+        return;
+    };
+    let a = root_dir();
+    let acquire = |key: &str| {
+        let o = claimtop(f.home.path())
+            .arg("--root")
+            .arg(a.path())
+            .args(["acquire", key, "--holder", "w", "--ttl", "1h"])
+            .output()
+            .expect("acquire");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    acquire("one");
+    assert!(wait_for(Duration::from_secs(2), || {
+        events_of_host(&f.events(), "host-a").len() == 1
+    }));
+    pa.signal(libc::SIGKILL);
+    pa.kill();
+    // While the host is down: one claim released, another taken.
+    let o = claimtop(f.home.path())
+        .arg("--root")
+        .arg(a.path())
+        .args(["release", "one", "--holder", "w"])
+        .output()
+        .expect("release");
+    assert!(o.status.success());
+    acquire("two");
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let log_lines = std::fs::read_to_string(a.path().join(".fno/events.jsonl"))
+        .expect("log")
+        .lines()
+        .count();
+    assert_eq!(log_lines, 3);
+    let mut mirrored = Vec::new();
+    let caught_up = wait_for(Duration::from_secs(3), || {
+        mirrored = events_of_host(&f.events(), "host-a");
+        mirrored.len() >= 3
+    });
+    assert!(caught_up, "{mirrored:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let mirrored = events_of_host(&f.events(), "host-a");
+    let kinds: Vec<&str> = mirrored.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["claim_acquired", "claim_released", "claim_acquired"],
+        "every line of the log exactly once"
+    );
+    let list = f.list();
+    assert!(published(&list, "host-a", "one").is_empty(), "{list}");
+    assert_eq!(published(&list, "host-a", "two").len(), 1, "{list}");
+}
+
+#[test]
+fn sigterm_stops_the_publisher_with_status_0_and_its_host_goes_offline_at_once() {
+    let Some(f) = Fleet::start("/fleet6") else {
+        return;
+    };
+    let a = root_dir();
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    pa.signal(libc::SIGTERM);
+    let status = pa.child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "{}", pa.log());
+    let host = f.host("host-a").expect("listed");
+    assert_eq!(host["online"], false, "offline as soon as it exits: {host}");
+    assert!(pa.log().contains("level=info stopped"), "{}", pa.log());
+}
+
+#[test]
+fn one_changed_lockfile_is_one_etcd_write() {
+    let Some(f) = Fleet::start("/fleet7") else {
+        return;
+    };
+    let a = root_dir();
+    // No re-sweep during the test: only the change itself may write.
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
+    let holder = Sleeper::spawn();
+    for (i, key) in ["first", "second", "third"].iter().enumerate() {
+        std::thread::sleep(Duration::from_millis(300));
+        let before = f.revision();
+        py_write(a.path(), key, &format!("agent-{i}"), holder.pid());
+        assert!(wait_for(Duration::from_secs(2), || {
+            !published(&f.list(), "host-a", key).is_empty()
+        }));
+        // Late notifications of the same change must not write again.
+        std::thread::sleep(Duration::from_millis(300));
+        let writes = f.revision() - before;
+        assert_eq!(writes, 1, "{key}: {writes} writes\n{}", pa.log());
+    }
+}
+
+#[test]
+fn a_publisher_reconnects_on_its_own_after_etcd_stops_answering_and_publishes_what_changed_meanwhile(
+) {
+    let Some(f) = Fleet::start("/fleet8") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    f.etcd.members[0].pause();
+    py_write(a.path(), "meanwhile", "agent-1", holder.pid());
+    // Longer than the lease: etcd ends it once it runs again.
+    std::thread::sleep(Duration::from_secs(LEASE_S + 1));
+    f.etcd.members[0].signal(libc::SIGCONT);
+    let back = wait_for(Duration::from_secs(15), || {
+        let list = f.list();
+        list["hosts"][0]["online"] == true && !published(&list, "host-a", "meanwhile").is_empty()
+    });
+    assert!(back, "not re-published after etcd came back:\n{}", pa.log());
+    assert!(pa.log().contains("level=warn"), "{}", pa.log());
+}
+
+#[test]
+fn a_holder_dying_is_published_as_a_changed_state_without_any_file_changing() {
+    let Some(f) = Fleet::start("/fleet9") else {
+        return;
+    };
+    let a = root_dir();
+    // The full re-sweep is out of the picture: only re-judging can see it.
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
+    let mut holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let state = || {
+        published(&f.list(), "host-a", "k")
+            .first()
+            .map(|i| i["state"].as_str().unwrap_or("").to_string())
+    };
+    assert!(wait_for(Duration::from_secs(2), || state().as_deref()
+        == Some("live")));
+    holder.kill();
+    let changed = wait_for(Duration::from_secs(5), || {
+        state().is_some_and(|s| s != "live")
+    });
+    assert!(changed, "still {:?}", state());
+}
