@@ -6,6 +6,7 @@ mod common;
 
 mod commands;
 mod metrics;
+mod publish;
 mod race;
 mod roots;
 mod run;
