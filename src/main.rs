@@ -49,9 +49,14 @@ fn main() -> ExitCode {
         (Command::Publish(a), Some(url), Ok(roots)) => {
             publish::publish(&url, &roots, a, &global, &mut out)
         }
-        (Command::Publish(_), None, _) => out.usage_error(
-            "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
-        ),
+        (Command::Publish(a), None, roots) => match (global.publish_store_url(), roots) {
+            (Ok(Some(url)), Ok(roots)) => publish::publish(&url, &roots, a, &global, &mut out),
+            (Err(e), _) => out.usage_error(&e.to_string()),
+            (_, Err(e)) => out.usage_error(&e.to_string()),
+            (Ok(None), _) => out.usage_error(
+                "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
+            ),
+        },
         (Command::Publish(_), Some(_), Err(e)) => out.usage_error(&e.to_string()),
         (Command::ForceRelease(a), Some(url), _) if a.host.is_some() => {
             publish::force_release_on_host(&url, a, &global, &mut out)

@@ -392,6 +392,18 @@ impl GlobalArgs {
         text.map(|t| StoreUrl::parse(&t)).transpose()
     }
 
+    /// `publish`'s store: `--store`, else `$FNO_CLAIMS_STORE` even when
+    /// `--root` is given, since publish reads roots AND writes a store (a
+    /// service unit sets the store in its environment).
+    pub fn publish_store_url(&self) -> Result<Option<StoreUrl>, StoreUrlError> {
+        let text = self.store.clone().or_else(|| {
+            std::env::var("FNO_CLAIMS_STORE")
+                .ok()
+                .filter(|s| !s.is_empty())
+        });
+        text.map(|t| StoreUrl::parse(&t)).transpose()
+    }
+
     /// The connection settings the flags (and `$ETCD_PASSWORD`) give.
     pub fn open_opts(&self) -> OpenOpts {
         let ms = |v: Option<i64>| v.map(|ms| std::time::Duration::from_millis(ms as u64));

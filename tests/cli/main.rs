@@ -7,6 +7,7 @@ mod common;
 mod commands;
 mod list_golden;
 mod metrics;
+mod publish;
 mod race;
 mod roots;
 mod run;
