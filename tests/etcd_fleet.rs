@@ -491,3 +491,37 @@ fn a_holder_dying_is_published_as_a_changed_state_without_any_file_changing() {
     });
     assert!(changed, "still {:?}", state());
 }
+
+#[test]
+fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
+    let Some(f) = Fleet::start("/fleetdoc") else {
+        return;
+    };
+    let a = root_dir();
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let claims = a.path().join(".fno/claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    std::fs::write(claims.join("broken.lock"), b"{{{ not yaml").expect("plant");
+    let mut doc = Value::Null;
+    let found = wait_for(Duration::from_secs(5), || {
+        doc = json_of(&f.over(&["doctor", "--json"]));
+        doc["hazards"]
+            .as_array()
+            .is_some_and(|hs| hs.iter().any(|h| h["host_id"] == "host-a"))
+    });
+    assert!(found, "the host's hazard is not in doctor: {doc}");
+    let h = doc["hazards"]
+        .as_array()
+        .and_then(|hs| hs.iter().find(|h| h["host_id"] == "host-a"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(h["kind"], "corrupted_claim", "{h}");
+    assert_eq!(h["root"], a.path().to_string_lossy().as_ref(), "{h}");
+    let text = f.over(&["doctor"]);
+    assert_eq!(text.status.code(), Some(3), "hazards decline: {text:?}");
+    let words = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        words.contains("corrupted_claim") && words.contains("host=host-a"),
+        "{words}"
+    );
+}

@@ -6,7 +6,9 @@ use super::list::{columns, hazard_lines, summary};
 use super::output::{CmdResult, Out, EXIT_OK};
 use crate::claims::Counts;
 use crate::sanitize::sanitize;
-use crate::store::fleet::{count_states, Fleet, FleetItem, SOURCE_PUBLISHED, SOURCE_STORE};
+use crate::store::fleet::{
+    count_states, Fleet, FleetHazard, FleetItem, SOURCE_PUBLISHED, SOURCE_STORE,
+};
 use crate::store::Listing;
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
@@ -56,18 +58,7 @@ pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdR
     // One count over every hazard line: the store's, the claims' and each
     // published root's.
     let mut hazards = hazard_lines(listing);
-    hazards.extend(fleet.hazards.iter().map(|h| {
-        let s =
-            |k: &str| sanitize(h.hazard.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-        format!(
-            "{}  {}  {}  host={} root={}",
-            s("kind"),
-            s("path"),
-            s("detail"),
-            sanitize(&h.host_id),
-            sanitize(&h.root.path)
-        )
-    }));
+    hazards.extend(fleet.hazards.iter().map(fleet_hazard_text));
     summary(
         out,
         rows.len(),
@@ -150,4 +141,18 @@ fn add(a: Counts, b: Counts) -> Counts {
         corrupted: a.corrupted + b.corrupted,
         unreadable: a.unreadable + b.unreadable,
     }
+}
+
+/// A published hazard as a line: its own words, then the host and root it
+/// was found in (every part sanitized: a host wrote it).
+pub(super) fn fleet_hazard_text(h: &FleetHazard) -> String {
+    let s = |k: &str| sanitize(h.hazard.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
+    format!(
+        "{}  {}  {}  host={} root={}",
+        s("kind"),
+        s("path"),
+        s("detail"),
+        sanitize(&h.host_id),
+        sanitize(&h.root.path)
+    )
 }

@@ -87,6 +87,11 @@ pub fn doctor_store(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
         Ok(l) => l,
         Err(e) => return out.error(&e.to_string()),
     };
+    // What publishing hosts found in their roots is the fleet's hazards too.
+    let fleet_hazards = match store.fleet() {
+        Ok(fleet) => fleet.map(|f| f.hazards).unwrap_or_default(),
+        Err(e) => return out.error(&e.to_string()),
+    };
     let mut hazards: Vec<Value> = listing.sweep.hazards.iter().map(hazard_json).collect();
     hazards.extend(
         listing
@@ -94,13 +99,16 @@ pub fn doctor_store(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
             .iter()
             .filter_map(|h| serde_json::to_value(h).ok()),
     );
+    hazards.extend(fleet_hazards.iter().map(|h| h.to_json()));
     let place = store.url();
     if out.json_mode() {
         out.json(&json!({"root": place, "store": place, "hazards": hazards}))?;
     } else if hazards.is_empty() {
         out.line(&format!("no hazards in {}", sanitize(&place)))?;
     } else {
-        hazards_text(out, &hazard_lines(&listing))?;
+        let mut lines = hazard_lines(&listing);
+        lines.extend(fleet_hazards.iter().map(super::fleet::fleet_hazard_text));
+        hazards_text(out, &lines)?;
     }
     Ok(if hazards.is_empty() {
         EXIT_OK

@@ -79,6 +79,20 @@ pub struct FleetHazard {
     pub hazard: Value,
 }
 
+impl FleetHazard {
+    /// The hazard as its host published it, plus where it was found:
+    /// `"host_id"`, `"root"` and `"root_id"` (`list` and `doctor` alike).
+    pub fn to_json(&self) -> Value {
+        let mut v = self.hazard.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("host_id".into(), Value::from(self.host_id.as_str()));
+            o.insert("root".into(), Value::from(self.root.path.as_str()));
+            o.insert("root_id".into(), Value::from(self.root.id.as_str()));
+        }
+        v
+    }
+}
+
 /// Everything published into a store.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Fleet {
@@ -136,15 +150,7 @@ impl Fleet {
             }
         }
         if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(self.hazards.iter().map(|h| {
-                let mut v = h.hazard.clone();
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("host_id".into(), Value::from(h.host_id.as_str()));
-                    o.insert("root".into(), Value::from(h.root.path.as_str()));
-                    o.insert("root_id".into(), Value::from(h.root.id.as_str()));
-                }
-                v
-            }));
+            hazards.extend(self.hazards.iter().map(FleetHazard::to_json));
         }
         obj.insert(
             "hosts".into(),
