@@ -11,8 +11,8 @@
 mod common;
 mod etcd_common;
 
+use common::tmux::Tmux;
 use common::{cannot_run, claimtop};
-use etcd_common::tmux::Tmux;
 use etcd_common::Etcd;
 use serde_json::Value;
 use std::path::Path;

@@ -10,6 +10,8 @@
 //! other and stale recovery would never run.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use claimtop::claims::{
     acquire, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
     ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,

@@ -3,6 +3,7 @@
 //! `capture-pane`. Every wait polls the screen up to a deadline; no sleep is
 //! ever the assertion.
 
+use crate::common::tmux::Tmux;
 use crate::common::Sleeper;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -14,149 +15,34 @@ const ROWS: u16 = 48;
 /// Generous: a loaded CI box can be slow to spawn and to notice a change.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A private tmux server, killed on drop so a failing assertion never leaves
-/// one behind. Its socket lives in a temp dir of its own: unique per run, and
-/// removed with the dir (tmux does not always unlink it on kill-server).
-struct Tmux {
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
+/// A shell at COLS×ROWS that has started the dashboard over `root` and
+/// will print `EXIT=<status>` when it quits; None (after saying why) when
+/// tmux is missing outside CI.
+fn dashboard_over(root: &Path) -> Option<Tmux> {
+    dashboard_over_roots(&[root])
 }
 
-impl Tmux {
-    /// tmux, or the reason this test cannot run here. Without tmux the test
-    /// skips on a developer box but fails under CI, where `.ci/run` installs it.
-    fn available() -> Result<(), String> {
-        match Command::new("tmux").arg("-V").output() {
-            Ok(o) if o.status.success() => Ok(()),
-            Ok(o) => Err(format!("`tmux -V` failed: {}", o.status)),
-            Err(e) => Err(format!("tmux is not installed ({e})")),
+/// The dashboard with one `--root` per path.
+fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
+    if let Err(why) = Tmux::available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
         }
+        eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
+        return None;
     }
-
-    /// A shell at COLS×ROWS that has started the dashboard over `root` and
-    /// will print `EXIT=<status>` when it quits; None (after saying why) when
-    /// tmux is missing outside CI.
-    fn dashboard_over(root: &Path) -> Option<Tmux> {
-        Tmux::dashboard_over_roots(&[root])
-    }
-
-    /// The dashboard with one `--root` per path.
-    fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
-        if let Err(why) = Tmux::available() {
-            if std::env::var_os("CI").is_some() {
-                panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
-            }
-            eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
-            return None;
-        }
-        let tmux = Tmux::start();
-        tmux.wait_for("the shell prompt", |s| !s.trim().is_empty());
-        let flags: Vec<String> = roots
-            .iter()
-            .map(|r| format!("--root {}", shell_quote(r)))
-            .collect();
-        tmux.type_line(&format!(
-            "{} {}; echo EXIT=$?",
-            shell_quote(Path::new(BIN)),
-            flags.join(" ")
-        ));
-        Some(tmux)
-    }
-
-    /// A session running a plain shell at COLS×ROWS.
-    fn start() -> Tmux {
-        let dir = tempfile::Builder::new()
-            .prefix("claimtop-e2e-tmux-")
-            .tempdir()
-            .expect("temp dir for the tmux socket");
-        let t = Tmux {
-            socket: dir.path().join("sock"),
-            _dir: dir,
-        };
-        let (cols, rows) = (COLS.to_string(), ROWS.to_string());
-        t.run(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "e2e",
-            "-x",
-            &cols,
-            "-y",
-            &rows,
-            "sh",
-        ]);
-        t
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// Type a line into the shell.
-    fn type_line(&self, line: &str) {
-        self.run(&["send-keys", "-t", "e2e", "-l", line]);
-        self.keys(&["Enter"]);
-    }
-
-    /// Press keys by tmux name (`q`, `Enter`, `Escape`, `Tab`, ...).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
-    }
-
-    /// A format variable of the pane (`alternate_on`, `cursor_flag`, ...).
-    fn pane_var(&self, var: &str) -> String {
-        let fmt = format!("#{{{var}}}");
-        let out = self.run(&["display-message", "-p", "-t", "e2e", &fmt]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// Poll the screen until `pred` holds; on timeout fail with the screen.
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            if Instant::now() >= deadline {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
+    let tmux = Tmux::start(COLS, ROWS);
+    tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    let flags: Vec<String> = roots
+        .iter()
+        .map(|r| format!("--root {}", shell_quote(r)))
+        .collect();
+    tmux.type_line(&format!(
+        "{} {}; echo EXIT=$?",
+        shell_quote(Path::new(BIN)),
+        flags.join(" ")
+    ));
+    Some(tmux)
 }
 
 /// Does the claims table show a row for `key` in `state`?
@@ -231,10 +117,10 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
     std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
     std::fs::write(&broken, b"holder: [this is not\n\x00 a claim").unwrap();
 
-    let Some(tmux) = Tmux::dashboard_over(root) else {
+    let Some(tmux) = dashboard_over(root) else {
         return;
     };
-    tmux.wait_for("the dashboard with the corrupted claim", |s| {
+    tmux.wait_for("the dashboard with the corrupted claim", PATIENCE, |s| {
         row_reads(s, "dispatch:broken", "corrupted")
     });
 
@@ -259,19 +145,19 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
         "acquire failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    tmux.wait_for("the other process's claim to show as live", |s| {
+    tmux.wait_for("the other process's claim to show as live", PATIENCE, |s| {
         row_reads(s, "e2e:held", "live")
     });
 
     holder.kill();
-    tmux.wait_for("the killed holder's claim to turn stale", |s| {
+    tmux.wait_for("the killed holder's claim to turn stale", PATIENCE, |s| {
         row_reads(s, "e2e:held", "stale")
     });
 
     // Corrupted sorts first by default; go to the top and force-release it.
     tmux.keys(&["g"]);
     tmux.keys(&["F"]);
-    tmux.wait_for("the force-release confirmation", |s| {
+    tmux.wait_for("the force-release confirmation", PATIENCE, |s| {
         s.contains("y force-release")
     });
     confirm_force_release(&tmux);
@@ -291,9 +177,11 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
         claimtop::claims::claim_path(root, "e2e:held").exists(),
         "the stale claim was archived too"
     );
-    tmux.wait_for("the force-release event in the events pane", |s| {
-        event_shown(s, "claim_force_released", "dispatch:broken")
-    });
+    tmux.wait_for(
+        "the force-release event in the events pane",
+        PATIENCE,
+        |s| event_shown(s, "claim_force_released", "dispatch:broken"),
+    );
 
     tmux.keys(&["q"]);
     assert_clean_exit(&tmux);
@@ -302,10 +190,12 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
 #[test]
 fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
     let td = tempfile::TempDir::new().unwrap();
-    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+    let Some(tmux) = dashboard_over(td.path()) else {
         return;
     };
-    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    tmux.wait_for("the dashboard", PATIENCE, |s| {
+        s.contains("claims") && s.contains('─')
+    });
     let shell: u32 = tmux.pane_var("pane_pid").parse().expect("pane pid");
     let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
         .expect("the shell's children");
@@ -321,7 +211,9 @@ fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
 
 /// The dashboard exited 0 and left the terminal as it found it.
 fn assert_clean_exit(tmux: &Tmux) {
-    let screen = tmux.wait_for("the shell after quitting", |s| exit_status(s).is_some());
+    let screen = tmux.wait_for("the shell after quitting", PATIENCE, |s| {
+        exit_status(s).is_some()
+    });
     assert_eq!(
         exit_status(&screen).as_deref(),
         Some("0"),
@@ -352,17 +244,21 @@ fn confirm_force_release(tmux: &Tmux) {
 fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
     let td = tempfile::TempDir::new().unwrap();
     let root = td.path();
-    let Some(tmux) = Tmux::dashboard_over(root) else {
+    let Some(tmux) = dashboard_over(root) else {
         return;
     };
-    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    tmux.wait_for("the dashboard", PATIENCE, |s| {
+        s.contains("claims") && s.contains('─')
+    });
 
     // Acquire from the form: key typed, TTL left at its default.
     tmux.keys(&["a"]);
-    tmux.wait_for("the acquire form", |s| s.contains("acquire a key"));
+    tmux.wait_for("the acquire form", PATIENCE, |s| {
+        s.contains("acquire a key")
+    });
     tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the new claim, selected", |s| {
+    tmux.wait_for("the new claim, selected", PATIENCE, |s| {
         row_reads(s, "e2e:mine", "live") && s.contains("claims 1/1")
     });
     let lockfile = claimtop::claims::claim_path(root, "e2e:mine");
@@ -370,27 +266,29 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
 
     // Enter: the whole record.
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the record overlay", |s| {
+    tmux.wait_for("the record overlay", PATIENCE, |s| {
         s.contains("record (YAML") && s.contains("key: e2e:mine")
     });
     tmux.keys(&["Escape"]);
     // Wait for it to close: an Esc followed at once by another key reads as
     // Alt plus that key, as in any terminal program.
-    tmux.wait_for("the record overlay to close", |s| {
+    tmux.wait_for("the record overlay to close", PATIENCE, |s| {
         !s.contains("record (YAML")
     });
 
     // Ctrl-Z hands the terminal back; fg brings the dashboard back whole.
     tmux.keys(&["C-z"]);
-    tmux.wait_for("the shell with the job stopped", |s| {
+    tmux.wait_for("the shell with the job stopped", PATIENCE, |s| {
         tmux.pane_var("alternate_on") == "0" && !s.contains("claims 1/1")
     });
     tmux.type_line("clear; fg; echo EXIT=$?");
-    tmux.wait_for("the dashboard again", |s| row_reads(s, "e2e:mine", "live"));
+    tmux.wait_for("the dashboard again", PATIENCE, |s| {
+        row_reads(s, "e2e:mine", "live")
+    });
 
     // Too small: a force-release key does nothing unseen.
     tmux.run(&["resize-window", "-t", "e2e", "-x", "40", "-y", "10"]);
-    tmux.wait_for("the too-small message", |s| {
+    tmux.wait_for("the too-small message", PATIENCE, |s| {
         s.contains("terminal too small")
     });
     tmux.keys(&["F", "y"]);
@@ -398,7 +296,9 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
     assert!(lockfile.exists(), "a key acted on the too-small screen");
     let (cols, rows) = (COLS.to_string(), ROWS.to_string());
     tmux.run(&["resize-window", "-t", "e2e", "-x", &cols, "-y", &rows]);
-    tmux.wait_for("the table again", |s| row_reads(s, "e2e:mine", "live"));
+    tmux.wait_for("the table again", PATIENCE, |s| {
+        row_reads(s, "e2e:mine", "live")
+    });
     assert!(
         !tmux.screen().contains("force-release ─"),
         "no dialog was opened while too small"
@@ -406,7 +306,9 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
 
     // q with a claim of our own asks; r releases it, then quits.
     tmux.keys(&["q"]);
-    tmux.wait_for("the quit question", |s| s.contains("release them and quit"));
+    tmux.wait_for("the quit question", PATIENCE, |s| {
+        s.contains("release them and quit")
+    });
     tmux.keys(&["r"]);
     assert_clean_exit(&tmux);
     assert!(!lockfile.exists(), "the claim was not released on quit");
@@ -443,12 +345,14 @@ fn write_history(root: &Path) {
 fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     let td = tempfile::TempDir::new().unwrap();
     write_history(td.path());
-    let Some(tmux) = Tmux::dashboard_over(td.path()) else {
+    let Some(tmux) = dashboard_over(td.path()) else {
         return;
     };
-    tmux.wait_for("the dashboard", |s| s.contains("claims") && s.contains('─'));
+    tmux.wait_for("the dashboard", PATIENCE, |s| {
+        s.contains("claims") && s.contains('─')
+    });
     tmux.keys(&["t"]);
-    let screen = tmux.wait_for("the whole log in the timeline", |s| {
+    let screen = tmux.wait_for("the whole log in the timeline", PATIENCE, |s| {
         s.contains("timeline ·") && s.contains("whole log")
     });
     assert!(screen.contains("node:gpu-0"), "{screen}");
@@ -456,7 +360,7 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     // `t` again closes it (an Escape followed at once by another key reads
     // as Alt+that key to the terminal).
     tmux.keys(&["t"]);
-    tmux.wait_for("the panes", |s| {
+    tmux.wait_for("the panes", PATIENCE, |s| {
         s.contains("events") && !s.contains("timeline ·")
     });
     tmux.keys(&["Tab", "Tab", "/"]);
@@ -464,12 +368,18 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     tmux.keys(&["Enter"]);
     // The only line naming worker-7 (not worker-70..) is its release, the
     // newest of its two: line 16 of 5 000.
-    tmux.wait_for("the search's line", |s| s.contains("line 16 of 5 000"));
+    tmux.wait_for("the search's line", PATIENCE, |s| {
+        s.contains("line 16 of 5 000")
+    });
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the raw JSON", |s| s.contains("\"duration_held_ms\": 1000"));
+    tmux.wait_for("the raw JSON", PATIENCE, |s| {
+        s.contains("\"duration_held_ms\": 1000")
+    });
     tmux.keys(&["Enter", "n"]);
     // The older match is its acquire, just above.
-    tmux.wait_for("the older match", |s| s.contains("line 15 of 5 000"));
+    tmux.wait_for("the older match", PATIENCE, |s| {
+        s.contains("line 15 of 5 000")
+    });
     tmux.keys(&["G", "q"]);
     assert_clean_exit(&tmux);
 }
@@ -514,28 +424,28 @@ fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b()
     };
     take(&a, &live_pid);
 
-    let Some(tmux) = Tmux::dashboard_over_roots(&[&a, &b]) else {
+    let Some(tmux) = dashboard_over_roots(&[&a, &b]) else {
         return;
     };
-    tmux.wait_for("A's claim with A's label", |s| {
+    tmux.wait_for("A's claim with A's label", PATIENCE, |s| {
         row_in_root_reads(s, "alpha", "e2e:shared", "live")
     });
 
     // Another process claims the same key in B, then dies.
     let mut holder = Sleeper::spawn();
     take(&b, &holder.pid().to_string());
-    tmux.wait_for("B's claim with B's label", |s| {
+    tmux.wait_for("B's claim with B's label", PATIENCE, |s| {
         row_in_root_reads(s, "beta", "e2e:shared", "live")
     });
     holder.kill();
-    tmux.wait_for("B's claim to turn stale", |s| {
+    tmux.wait_for("B's claim to turn stale", PATIENCE, |s| {
         row_in_root_reads(s, "beta", "e2e:shared", "stale")
     });
 
     // Stale sorts before live: B's row is the first; force-release it.
     tmux.keys(&["g"]);
     tmux.keys(&["F"]);
-    tmux.wait_for("the force-release confirmation naming B", |s| {
+    tmux.wait_for("the force-release confirmation naming B", PATIENCE, |s| {
         s.contains("y force-release") && s.contains("beta —")
     });
     confirm_force_release(&tmux);
@@ -548,7 +458,7 @@ fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b()
     assert!(expired_files(&a).is_empty(), "something was archived in A");
     assert!(claimtop::claims::claim_path(&a, "e2e:shared").exists());
     assert!(!claimtop::claims::claim_path(&b, "e2e:shared").exists());
-    tmux.wait_for("B's row to go while A's stays", |s| {
+    tmux.wait_for("B's row to go while A's stays", PATIENCE, |s| {
         !row_in_root_reads(s, "beta", "e2e:shared", "stale")
             && row_in_root_reads(s, "alpha", "e2e:shared", "live")
     });

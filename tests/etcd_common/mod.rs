@@ -6,8 +6,6 @@
 //! fail, because `.ci/run` installs etcd.
 #![allow(dead_code)]
 
-pub mod tmux;
-
 use claimtop::store::etcd::EtcdStore;
 use claimtop::store::url::EtcdTarget;
 use claimtop::store::{OpenOpts, Store, StoreUrl};

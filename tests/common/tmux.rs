@@ -1,7 +1,9 @@
-//! A private tmux server for driving the real dashboard over etcd: started
-//! at a fixed size, driven with `send-keys`, read with `capture-pane`, and
-//! killed on drop. (The file dashboard's end-to-end test has its own, in
-//! the `dashboard` test crate, which this crate cannot reach.)
+//! A private tmux server for driving the real dashboard: started at a fixed
+//! size, driven with `send-keys`, read with `capture-pane`, and killed on
+//! drop so a failing assertion never leaves one behind. Its socket lives in
+//! a temp dir of its own: unique per run, and removed with the dir (tmux
+//! does not always unlink it on kill-server). One copy for the file
+//! dashboard's end-to-end tests and the etcd dashboard's.
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -25,7 +27,7 @@ impl Tmux {
     /// A session running a plain shell at `cols`×`rows`.
     pub fn start(cols: u16, rows: u16) -> Tmux {
         let dir = tempfile::Builder::new()
-            .prefix("claimtop-etcd-tmux-")
+            .prefix("claimtop-tmux-")
             .tempdir()
             .expect("temp dir for the tmux socket");
         let t = Tmux {
@@ -49,7 +51,8 @@ impl Tmux {
         t
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    /// Any tmux command against this server (resize-window, literal keys...).
+    pub fn run(&self, args: &[&str]) -> Output {
         let out = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
@@ -80,6 +83,13 @@ impl Tmux {
 
     pub fn screen(&self) -> String {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    /// A format variable of the pane (`alternate_on`, `cursor_flag`, ...).
+    pub fn pane_var(&self, var: &str) -> String {
+        let fmt = format!("#{{{var}}}");
+        let out = self.run(&["display-message", "-p", "-t", "e2e", &fmt]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// Poll the screen until `pred` holds, for up to `within`; on timeout
