@@ -49,9 +49,6 @@ impl Core {
     /// The listing of the first `limit` claims in key order (every claim
     /// when None): a dashboard's first screen need not wait for 100 pages.
     pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
-        let prefix = self.layout.claims();
-        let end = range_end(&prefix);
-        let mut from = prefix.clone().into_bytes();
         // Each page is judged as it arrives and its raw values dropped, so a
         // listing of 100 000 claims never holds them all twice.
         let mut rows: Vec<(Status, Tenure)> = Vec::new();
@@ -59,30 +56,8 @@ impl Core {
         let mut store_hazards = Vec::new();
         let mut pids = HashMap::new();
         let no_ttls = HashMap::new();
-        // Every page reads at the first page's revision: one consistent
-        // snapshot, however the store moves while we page.
-        let mut at = 0;
-        loop {
-            let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
-            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(page);
-            if at > 0 {
-                opts = opts.with_revision(at);
-            }
-            let start = from.clone();
-            let mut resp = self.conn.call(|mut c| {
-                let (start, opts) = (start.clone(), opts.clone());
-                async move { c.get(start, Some(opts)).await }
-            })?;
-            if at == 0 {
-                at = resp.header().map(|h| h.revision()).unwrap_or(0);
-            }
-            let more = resp.more();
-            let page = resp.take_kvs();
-            if let Some(last) = page.last() {
-                from = last.key().to_vec();
-                from.push(0);
-            }
-            let empty = page.is_empty();
+        let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
+        let at = self.for_each_page(&self.layout.claims(), page, |page| {
             for kv in &page {
                 let Some(key) = self.layout.key_of_claim(kv.key()) else {
                     continue;
@@ -99,10 +74,8 @@ impl Core {
                 leases.push(kv.lease());
                 rows.push(self.item(&key, &ck, kv, &no_ttls, &mut pids));
             }
-            if !more || empty || limit.is_some_and(|n| rows.len() >= n) {
-                break;
-            }
-        }
+            limit.is_none_or(|n| rows.len() < n)
+        })?;
         // Few enough leases: ask etcd for each one's time left, in place of
         // the record's deadline the rows were judged with.
         let mut distinct: Vec<i64> = leases.iter().copied().filter(|l| *l != 0).collect();
@@ -142,15 +115,30 @@ impl Core {
     }
 
     /// Every key under `prefix`, paged, and the revision they were read at.
+    pub(super) fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+        let mut kvs: Vec<KeyValue> = Vec::new();
+        let at = self.for_each_page(prefix, PAGE, |page| {
+            kvs.extend(page);
+            true
+        })?;
+        Ok((kvs, at))
+    }
+
+    /// Hand every page of `page` keys under `prefix` to `each` until it
+    /// answers false or the keys run out; the revision they were read at.
     /// Every page reads at the first page's revision: one consistent
     /// snapshot, however the store moves while we page.
-    pub(super) fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+    fn for_each_page(
+        &self,
+        prefix: &str,
+        page: i64,
+        mut each: impl FnMut(Vec<KeyValue>) -> bool,
+    ) -> Result<i64, StoreError> {
         let end = range_end(prefix);
-        let mut kvs: Vec<KeyValue> = Vec::new();
         let mut from = prefix.as_bytes().to_vec();
         let mut at = 0;
         loop {
-            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(page);
             if at > 0 {
                 opts = opts.with_revision(at);
             }
@@ -163,14 +151,14 @@ impl Core {
                 at = resp.header().map(|h| h.revision()).unwrap_or(0);
             }
             let more = resp.more();
-            let page = resp.take_kvs();
-            if let Some(last) = page.last() {
-                from = last.key().to_vec();
-                from.push(0);
-            }
-            kvs.extend(page);
-            if !more || kvs.is_empty() {
-                return Ok((kvs, at));
+            let kvs = resp.take_kvs();
+            let Some(last) = kvs.last() else {
+                return Ok(at);
+            };
+            from = last.key().to_vec();
+            from.push(0);
+            if !each(kvs) || !more {
+                return Ok(at);
             }
         }
     }
