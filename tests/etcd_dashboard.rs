@@ -1,8 +1,9 @@
 //! The real dashboard over a real etcd, in a real terminal (tmux): a claim
 //! acquired by the CLI appears, `F` force-releases it through the store's
-//! transaction, an etcd stopped for 3 s shows as disconnected and is
-//! recovered from without a keystroke, and at the end the screen shows
-//! exactly what `claimtop list --json` reports. Every wait polls the screen
+//! transaction, an etcd stopped for 3 s and an etcd killed and started
+//! again each show as disconnected and are recovered from without a
+//! keystroke, and after each the screen shows exactly what
+//! `claimtop list --json` reports. Every wait polls the screen
 //! up to a deadline; no sleep is ever the assertion.
 //! Run with `cargo test --features etcd --test etcd_dashboard`.
 #![cfg(feature = "etcd")]
@@ -86,12 +87,15 @@ fn has_row(screen: &str, key: &str) -> bool {
 }
 
 #[test]
-fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_etcd() {
+fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_and_a_restarted_etcd(
+) {
     if let Err(why) = Tmux::available() {
         cannot_run(&format!("the etcd dashboard test needs tmux: {why}"));
         return;
     }
-    let Some(etcd) = Etcd::single() else { return };
+    let Some(mut etcd) = Etcd::single() else {
+        return;
+    };
     let home = tempfile::TempDir::new().expect("temp home");
     let url = etcd.url("/dash");
 
@@ -176,6 +180,41 @@ fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_
     assert!(
         title.contains(&format!("/{}─", want.len())),
         "the title counts every claim: {screen}"
+    );
+
+    // etcd killed (SIGKILL) and started again on the same ports and data:
+    // the dashboard says so, reconnects without a keystroke, and ends on
+    // exactly the store's model again.
+    etcd.members[0].kill();
+    let during = tmux.wait_for("disconnected after the kill", PATIENCE, |s| {
+        s.contains("disconnected since")
+    });
+    assert!(
+        has_row(&during, "e2e/kept") && has_row(&during, "e2e/after"),
+        "the last view is kept while etcd is down: {during}"
+    );
+    etcd.start_again(0);
+    tmux.wait_for("connected again after the restart", PATIENCE, |s| {
+        s.contains("● connected") && !s.contains("showing the view as of")
+    });
+    cli(
+        home.path(),
+        &url,
+        &[
+            "acquire",
+            "e2e/restarted",
+            "--holder",
+            "tester",
+            "--ttl",
+            "5m",
+        ],
+    );
+    let want = listed(home.path(), &url);
+    assert_eq!(want.len(), 3, "{want:?}");
+    tmux.wait_for(
+        "the screen to equal list --json after the restart",
+        PATIENCE,
+        |s| rows(s) == want,
     );
 
     tmux.keys(&["q"]);
