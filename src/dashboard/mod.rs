@@ -14,6 +14,7 @@ pub mod app;
 pub mod browse;
 pub mod collect;
 pub mod collect_store;
+pub mod fleet_view;
 pub mod input;
 pub mod keys;
 pub mod logview;

@@ -9,6 +9,8 @@
 
 use super::action::Swept;
 use super::app::{App, Level};
+use super::fleet_view::{take_fleet, take_published, FleetView};
+use crate::store::fleet::Fleet;
 use super::update::{apply_sweep, scroll_into_view, select_arrived};
 use crate::claims::Status;
 use crate::store::{Listing, StoreInfo, Tenure};
@@ -34,6 +36,18 @@ pub enum StoreMsg {
     /// Claims re-read after the watch named their keys (state Free: gone).
     Claims {
         items: Vec<(Status, Option<Tenure>)>,
+        at: i64,
+    },
+    /// Everything hosts publish here, read again: at start, after a
+    /// re-list, and when a host came, went or rewrote its record.
+    Fleet { fleet: Box<Fleet>, at: i64 },
+    /// One published claim re-read after the watch named it (None: its
+    /// host no longer publishes it).
+    Published {
+        host_id: String,
+        root_id: String,
+        key: String,
+        item: Option<serde_json::Value>,
         at: i64,
     },
     /// The store answered the header's probe.
@@ -95,6 +109,8 @@ pub struct StoreView {
     since: Option<i64>,
     /// Set while only the head of the store is shown: how many claims.
     pub partial: Option<usize>,
+    /// The hosts publishing here and where each published row comes from.
+    pub fleet: FleetView,
 }
 
 impl StoreView {
@@ -108,6 +124,7 @@ impl StoreView {
             last_seen: now,
             since: None,
             partial: None,
+            fleet: FleetView::default(),
         }
     }
 
@@ -256,6 +273,21 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
             }
             place_rows(app, &moved)
         }
+        StoreMsg::Fleet { fleet, .. } => {
+            let hosts_moved = view.fleet.hosts != fleet.hosts;
+            let moved = take_fleet(app, *fleet);
+            place_rows(app, &moved) || hosts_moved
+        }
+        StoreMsg::Published {
+            host_id,
+            root_id,
+            key,
+            item,
+            ..
+        } => {
+            let moved = take_published(app, &host_id, &root_id, &key, item);
+            place_rows(app, moved.as_slice())
+        }
         StoreMsg::Info { info, at } => {
             let moved = view.info.as_ref() != Some(&info);
             view.info = Some(info);
@@ -308,11 +340,20 @@ fn place_rows(app: &mut App, moved: &[Arc<Path>]) -> bool {
 /// view moved.
 fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
     let Listing {
-        sweep,
+        mut sweep,
         tenures,
         revision,
         ..
     } = listing;
+    // The listing is the store's own claims: the published rows stay as
+    // they are until the fleet is read again.
+    let kept: Vec<Status> = app.store.as_ref().map_or_else(Vec::new, |v| {
+        v.fleet
+            .rows
+            .keys()
+            .filter_map(|p| app.claims.live.get(p).cloned())
+            .collect()
+    });
     if let Some(view) = app.store.as_mut() {
         view.tenures = sweep
             .claims
@@ -330,6 +371,7 @@ fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
             info.revision = info.revision.max(rev);
         }
     }
+    sweep.claims.extend(kept);
     apply_sweep(
         app,
         Swept {
