@@ -66,12 +66,15 @@ impl FleetView {
     }
 }
 
+/// The first component of every published row's path.
+pub const PUBLISHED_SCHEME: &str = "published:";
+
 /// The row path of `key` published by `host_id` from its root `root_id`.
 /// Its scheme is no etcd key and no file path, so it never meets a store
 /// row; each part is encoded, so no two (host, root, key) share one.
 pub fn row_path(host_id: &str, root_id: &str, key: &str) -> PathBuf {
     PathBuf::from(format!(
-        "published://{}/{}/{}",
+        "{PUBLISHED_SCHEME}//{}/{}/{}",
         encode_key(host_id),
         encode_key(root_id),
         encode_key(key)

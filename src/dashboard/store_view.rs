@@ -10,9 +10,9 @@
 use super::action::Swept;
 use super::app::{App, Level};
 use super::fleet_view::{take_fleet, take_published, FleetView};
-use crate::store::fleet::Fleet;
 use super::update::{apply_sweep, scroll_into_view, select_arrived};
 use crate::claims::Status;
+use crate::store::fleet::Fleet;
 use crate::store::{Listing, StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
@@ -202,6 +202,21 @@ pub fn lease_cell(app: &App, s: &Status) -> String {
 /// The detail pane's lines for a store claim: the fencing revision and the
 /// lease, (label, value).
 pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
+    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+        // A copy has no lease of its own here: say whose it is instead.
+        let safe = |t: &str| crate::sanitize::sanitize(t).into_owned();
+        return vec![
+            (
+                "published",
+                format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
+            ),
+            ("root", format!("{} (id {})", safe(&o.root_path), o.root_id)),
+            (
+                "copy",
+                "read-only: F asks the host to force-release it in its root".into(),
+            ),
+        ];
+    }
     let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
         return Vec::new();
     };
