@@ -855,6 +855,9 @@ pub struct ForceConfirm {
     /// A Live claim needs the key typed in full.
     pub typed: Input,
     pub error: Option<String>,
+    /// Set for a host's published copy: the force-release is asked of that
+    /// host's publisher, which carries it out in its own root.
+    pub host: Option<super::fleet_view::Origin>,
 }
 
 impl ForceConfirm {
