@@ -165,6 +165,8 @@ pub fn widths(
     // (With several roots, the root first: a row means little without it.)
     for c in [
         Column::Root,
+        Column::Host,
+        Column::Source,
         Column::Ttl,
         Column::Lease,
         Column::Age,
