@@ -491,3 +491,103 @@ fn a_holder_dying_is_published_as_a_changed_state_without_any_file_changing() {
     });
     assert!(changed, "still {:?}", state());
 }
+
+/// The fleet view in a real terminal (tmux) over a real etcd with one
+/// publisher: a claim written in the publisher's root shows with its host
+/// and source, F on it is carried out in that root (archived under its
+/// `.expired/`) and answered in the status line, and a publisher killed
+/// with -9 turns its host offline on screen within its lease's TTL + 1 s.
+#[test]
+fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_sees_the_host_die() {
+    use etcd_common::tmux::Tmux;
+    if let Err(why) = Tmux::available() {
+        common::cannot_run(&format!("the fleet view test needs tmux: {why}"));
+        return;
+    }
+    let Some(f) = Fleet::start("/fleet6") else {
+        return;
+    };
+    let patience = Duration::from_secs(15);
+    let a = root_dir();
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let hostname = f
+        .host("host-a")
+        .and_then(|h| h["hostname"].as_str().map(String::from))
+        .expect("host-a's hostname");
+    // Shown as the table shows it: sanitized, and cut to the column's 16.
+    let shown_host: String = hostname.chars().take(15).collect();
+    let mut gone = Sleeper::spawn();
+    py_write(a.path(), "stuck", "agent-9", gone.pid());
+    gone.kill();
+
+    let tmux = Tmux::start(160, 48);
+    tmux.wait_for("the shell prompt", patience, |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT HOME='{}' '{}' --store '{}'; echo EXIT=$?",
+        f.home.path().display(),
+        common::BIN,
+        f.url
+    ));
+    // A table row, not the status line (which names the holder too).
+    let row = |s: &str| {
+        s.lines()
+            .find(|l| l.contains("stuck") && l.contains("agent-9") && l.contains("published"))
+            .map(String::from)
+    };
+    let screen = tmux.wait_for("the published claim with its host", patience, |s| {
+        row(s).is_some_and(|r| r.contains(&shown_host) && r.contains("published"))
+    });
+    assert!(
+        screen.contains(&format!(" hosts {hostname} 1")),
+        "the hosts line counts host-a's claim: {screen}"
+    );
+
+    // F asks host-a's publisher; the claim is archived in host-a's root.
+    tmux.keys(&["F"]);
+    let dialog = tmux.wait_for("the force-release dialog", patience, |s| {
+        s.contains("force-release") && s.contains("Esc cancel")
+    });
+    assert!(dialog.contains("publisher"), "says who acts: {dialog}");
+    if dialog.contains("y force-release") {
+        tmux.keys(&["y"]);
+    } else {
+        tmux.type_line("stuck");
+    }
+    tmux.wait_for("the host's answer and the row gone", patience, |s| {
+        row(s).is_none() && s.contains(&format!("host {hostname}: "))
+    });
+    assert!(!a.path().join(".fno/claims/stuck.lock").exists());
+    let expired: Vec<_> = std::fs::read_dir(a.path().join(".fno/claims/.expired"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        expired
+            .iter()
+            .any(|n| n.to_string_lossy().starts_with("stuck")),
+        "archived under host-a's .expired/: {expired:?}"
+    );
+
+    // A claim on host-a again, then its publisher dies without a word.
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "held", "agent-1", holder.pid());
+    tmux.wait_for("the second claim", patience, |s| {
+        s.lines()
+            .any(|l| l.contains("held") && l.contains("agent-1") && l.contains("published"))
+    });
+    pa.signal(libc::SIGKILL);
+    let killed = Instant::now();
+    tmux.wait_for("host-a offline", Duration::from_secs(LEASE_S + 1), |s| {
+        s.contains("offline, last seen")
+    });
+    eprintln!("kill -9 → offline on screen: {:?}", killed.elapsed());
+    let screen = tmux.screen();
+    assert!(
+        !screen
+            .lines()
+            .any(|l| l.contains("agent-1") && l.contains("published")),
+        "an offline host's claims are not shown: {screen}"
+    );
+    pa.kill();
+    tmux.keys(&["q"]);
+    tmux.wait_for("a clean exit", patience, |s| s.contains("EXIT=0"));
+}

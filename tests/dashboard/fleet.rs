@@ -381,3 +381,30 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
         assert!(said.contains("alpha"), "{c}: {said}");
     }
 }
+
+#[test]
+fn a_selected_copy_its_host_no_longer_publishes_leaves_the_screen() {
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW,
+        },
+    );
+    select(&mut app, "build/x86");
+    assert!(render(&app).contains("ci:runner-7"));
+    let moved = store(
+        &mut app,
+        StoreMsg::Published {
+            host_id: "m-alpha".into(),
+            root_id: root_a().id,
+            key: "build/x86".into(),
+            item: None,
+            at: NOW + 1_000,
+        },
+    );
+    assert!(moved, "the screen must be redrawn");
+    let screen = render(&app);
+    assert!(!screen.contains("ci:runner-7"), "{screen}");
+}
