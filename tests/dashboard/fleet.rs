@@ -113,6 +113,19 @@ fn two_hosts() -> Fleet {
     }
 }
 
+/// [`fleet_app`] 160×40 after the fleet of [`two_hosts`] was read.
+fn with_two_hosts() -> App {
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW,
+        },
+    );
+    app
+}
+
 fn header_row(screen: &str) -> String {
     screen
         .lines()
@@ -230,14 +243,7 @@ fn a_host_going_offline_greys_it_with_its_last_seen_time_and_drops_its_rows() {
 
 #[test]
 fn one_published_claim_re_read_comes_and_goes_without_touching_the_others() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     store(
         &mut app,
         StoreMsg::Published {
@@ -272,14 +278,7 @@ fn one_published_claim_re_read_comes_and_goes_without_touching_the_others() {
 
 #[test]
 fn a_re_list_of_the_store_keeps_the_published_rows() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     store(
         &mut app,
         StoreMsg::Listed {
@@ -293,14 +292,7 @@ fn a_re_list_of_the_store_keeps_the_published_rows() {
 
 #[test]
 fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     select(&mut app, "build/x86");
     update(&mut app, key('F'));
     // Live: the key is typed in full.
@@ -331,14 +323,7 @@ fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
 
 #[test]
 fn f_on_a_store_claim_stays_the_stores_own_force_release() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     let native = app
         .table
         .rows
@@ -358,14 +343,7 @@ fn f_on_a_store_claim_stays_the_stores_own_force_release() {
 
 #[test]
 fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     select(&mut app, "build/x86");
     for c in ['a', 'r', 'n'] {
         app.status = None;
@@ -384,14 +362,7 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
 
 #[test]
 fn a_selected_copy_its_host_no_longer_publishes_leaves_the_screen() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(two_hosts()),
-            at: NOW,
-        },
-    );
+    let mut app = with_two_hosts();
     select(&mut app, "build/x86");
     assert!(render(&app).contains("ci:runner-7"));
     let moved = store(
