@@ -188,6 +188,7 @@ fn dashboard(url: &str) {
             root: url.into(),
             events_dir: None,
         },
+        more_roots: Vec::new(),
         read_only: false,
         no_color: true,
         demo: false,
