@@ -450,3 +450,82 @@ fn give_back_memory() {
         libc::malloc_trim(0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::Root;
+    use crate::store::file::FileStore;
+    use std::collections::VecDeque;
+
+    /// A feed that plays a fixed list of changes, then stays quiet.
+    struct Played(VecDeque<Change>);
+
+    impl Changes for Played {
+        fn next(&mut self, _: Duration) -> Result<Option<Change>, StoreError> {
+            Ok(self.0.pop_front())
+        }
+    }
+
+    /// What one round of `changes` turns into: (published re-reads, fleet
+    /// readings, listings).
+    fn round(c: &mut Collector, changes: Vec<Change>) -> (usize, usize, usize) {
+        let mut feed = Played(changes.into());
+        let actions = c.drain(&mut feed, Duration::ZERO).expect("a round");
+        let mut n = (0, 0, 0);
+        for a in actions {
+            if let Action::Store(m) = a {
+                match *m {
+                    StoreMsg::Published { .. } => n.0 += 1,
+                    StoreMsg::Fleet { .. } => n.1 += 1,
+                    StoreMsg::Listed { .. } => n.2 += 1,
+                    _ => {}
+                }
+            }
+        }
+        n
+    }
+
+    fn published(host: &str, key: &str) -> Change {
+        Change::Published {
+            host_id: host.into(),
+            root_id: "00000000000000aa".into(),
+            key: key.into(),
+        }
+    }
+
+    #[test]
+    fn a_published_change_re_reads_that_copy_and_a_host_change_or_resync_re_reads_the_fleet() {
+        let td = tempfile::TempDir::new().expect("temp root");
+        let store = FileStore::new(Root::with_events_here(td.path()));
+        let mut c = Collector::new(Box::new(store));
+        // The first round reads the fleet (due from the start), and only it.
+        assert_eq!(round(&mut c, vec![]), (0, 1, 0));
+        assert_eq!(round(&mut c, vec![]), (0, 0, 0), "no polling");
+        c.hosts.insert("m1".into());
+        assert_eq!(
+            round(&mut c, vec![published("m1", "a"), published("m1", "b")]),
+            (2, 0, 0)
+        );
+        // A copy of a host the last reading did not name: the fleet names it.
+        assert_eq!(round(&mut c, vec![published("m9", "a")]), (0, 1, 0));
+        c.hosts.insert("m1".into());
+        assert_eq!(
+            round(
+                &mut c,
+                vec![
+                    published("m1", "a"),
+                    Change::Host {
+                        host_id: "m1".into()
+                    }
+                ]
+            ),
+            (0, 1, 0)
+        );
+        c.hosts.insert("m1".into());
+        let resync = Change::Resync {
+            why: "compacted".into(),
+        };
+        assert_eq!(round(&mut c, vec![resync]), (0, 1, 1));
+    }
+}
