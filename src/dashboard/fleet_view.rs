@@ -23,6 +23,8 @@ pub struct Origin {
     pub hostname: String,
     pub root_id: String,
     pub root_path: String,
+    /// The lockfile on its host, as the host printed it (`"file"`).
+    pub file: String,
 }
 
 /// The fleet part of the store view.
@@ -123,6 +125,7 @@ pub fn take_fleet(app: &mut App, fleet: Fleet) -> Vec<Arc<Path>> {
             continue;
         };
         let origin = Origin {
+            file: host_file(&i.item),
             host_id: i.host_id,
             hostname: i.hostname,
             root_id: i.root.id,
@@ -157,6 +160,7 @@ pub fn take_published(
 ) -> Option<Arc<Path>> {
     let view = app.store.as_mut()?;
     let path: Arc<Path> = Arc::from(row_path(host_id, root_id, key).as_path());
+    let file = item.as_ref().map(host_file).unwrap_or_default();
     let row = item.and_then(|v| status_of(path.to_path_buf(), &v));
     let origin = match &row {
         Some(_) => {
@@ -167,6 +171,7 @@ pub fn take_published(
                 hostname: host.hostname.clone(),
                 root_id: root_id.to_string(),
                 root_path: root.path.clone(),
+                file,
             })
         }
         None => None,
@@ -174,6 +179,13 @@ pub fn take_published(
     view.fleet.track(&path, origin);
     let s = row.unwrap_or_else(|| gone(&path));
     app.claims.live.put_counted(&path, s)
+}
+
+fn host_file(item: &Value) -> String {
+    item.get("file")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The row that says "no longer there": a free claim is dropped.
