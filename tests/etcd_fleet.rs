@@ -569,11 +569,17 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
 
     // A claim on host-a again, then its publisher dies without a word.
     let holder = Sleeper::spawn();
+    let written = Instant::now();
     py_write(a.path(), "held", "agent-1", holder.pid());
     tmux.wait_for("the second claim", patience, |s| {
         s.lines()
             .any(|l| l.contains("held") && l.contains("agent-1") && l.contains("published"))
     });
+    // Polled every 100 ms, and the write includes starting python3.
+    eprintln!(
+        "write in host-a's root → row on screen: {:?}",
+        written.elapsed()
+    );
     pa.signal(libc::SIGKILL);
     let killed = Instant::now();
     tmux.wait_for("host-a offline", Duration::from_secs(LEASE_S + 1), |s| {
