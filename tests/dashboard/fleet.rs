@@ -379,3 +379,15 @@ fn a_selected_copy_its_host_no_longer_publishes_leaves_the_screen() {
     let screen = render(&app);
     assert!(!screen.contains("ci:runner-7"), "{screen}");
 }
+
+#[test]
+fn the_help_says_what_published_rows_are_only_while_hosts_publish() {
+    let mut app = fleet_app(160, 60);
+    update(&mut app, key('?'));
+    assert!(!render(&app).contains("Published hosts"));
+    let mut app = with_two_hosts();
+    update(&mut app, Action::Resize(160, 60));
+    update(&mut app, key('?'));
+    let screen = render(&app);
+    assert!(screen.contains("Published hosts"), "{screen}");
+}

@@ -145,3 +145,15 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
     }
     Line::from(spans)
 }
+
+/// The help's words on the fleet, while hosts publish into the store.
+pub fn help_note(app: &App) -> Option<String> {
+    app.store.as_ref().filter(|v| v.fleet.is_active()).map(|_| {
+        "Published hosts: rows with source \"published\" are read-only copies of a \
+             host's claims (the host column says which). F on one asks that host's \
+             publisher to force-release it in its own root and shows its answer; a, r and \
+             n act on the store's own claims only. An offline host is greyed with when it \
+             was last seen: its claims are unknown, not free."
+            .to_string()
+    })
+}
