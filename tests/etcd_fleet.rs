@@ -597,3 +597,65 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
     tmux.keys(&["q"]);
     tmux.wait_for("a clean exit", patience, |s| s.contains("EXIT=0"));
 }
+
+/// F in the fleet view on a host whose publisher hangs: the op worker's
+/// request is withdrawn after the wait and the status line says which host
+/// did not answer, and in how long; nothing is done in the root.
+#[test]
+fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
+    use claimtop::dashboard::action::{ForceOptsShown, Op};
+    use claimtop::dashboard::ops::{run_store_op, DEFAULT_ASK_WAIT};
+    let Some(f) = Fleet::start("/fleet7") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let root_id = loop_until_published(&f, "k");
+    let store = f.etcd.store("/fleet7");
+    pa.signal(libc::SIGSTOP);
+    let op = Op::AskHost {
+        host_id: "host-a".into(),
+        hostname: "alpha".into(),
+        root_id,
+        key: "k".into(),
+        opts: ForceOptsShown {
+            operator: "ops".into(),
+            allow_live: true,
+            ..ForceOptsShown::default()
+        },
+    };
+    let asked = Instant::now();
+    let result = run_store_op(&store, &op);
+    pa.signal(libc::SIGCONT);
+    assert!(!result.ok, "{result:?}");
+    let within = claimtop::time::human_ms(DEFAULT_ASK_WAIT.as_millis() as i64);
+    assert!(
+        result
+            .message
+            .contains(&format!("host host-a did not answer within {within}")),
+        "{}",
+        result.message
+    );
+    assert!(asked.elapsed() >= DEFAULT_ASK_WAIT);
+    // Withdrawn: the publisher, back, finds nothing to do.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(a.path().join(".fno/claims/k.lock").is_file());
+}
+
+/// Wait until host-a publishes `key`; its root id.
+fn loop_until_published(f: &Fleet, key: &str) -> String {
+    let mut root_id = String::new();
+    let seen = wait_for(Duration::from_secs(5), || {
+        match published(&f.list(), "host-a", key).first() {
+            Some(item) => {
+                root_id = item["root_id"].as_str().unwrap_or_default().to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert!(seen, "{key} was never published");
+    root_id
+}
