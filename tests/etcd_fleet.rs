@@ -504,7 +504,7 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
         common::cannot_run(&format!("the fleet view test needs tmux: {why}"));
         return;
     }
-    let Some(f) = Fleet::start("/fleet6") else {
+    let Some(f) = Fleet::start("/fleetview1") else {
         return;
     };
     let patience = Duration::from_secs(15);
@@ -605,7 +605,7 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
 fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
     use claimtop::dashboard::action::{ForceOptsShown, Op};
     use claimtop::dashboard::ops::{run_store_op, DEFAULT_ASK_WAIT};
-    let Some(f) = Fleet::start("/fleet7") else {
+    let Some(f) = Fleet::start("/fleetview2") else {
         return;
     };
     let a = root_dir();
@@ -613,7 +613,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     let holder = Sleeper::spawn();
     py_write(a.path(), "k", "agent-1", holder.pid());
     let root_id = loop_until_published(&f, "k");
-    let store = f.etcd.store("/fleet7");
+    let store = f.etcd.store("/fleetview2");
     pa.signal(libc::SIGSTOP);
     let op = Op::AskHost {
         host_id: "host-a".into(),
