@@ -525,3 +525,171 @@ fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
         "{words}"
     );
 }
+
+/// The fleet view in a real terminal (tmux) over a real etcd with one
+/// publisher: a claim written in the publisher's root shows with its host
+/// and source, F on it is carried out in that root (archived under its
+/// `.expired/`) and answered in the status line, and a publisher killed
+/// with -9 turns its host offline on screen within its lease's TTL + 1 s.
+#[test]
+fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_sees_the_host_die() {
+    use common::tmux::Tmux;
+    if let Err(why) = Tmux::available() {
+        common::cannot_run(&format!("the fleet view test needs tmux: {why}"));
+        return;
+    }
+    let Some(f) = Fleet::start("/fleetview1") else {
+        return;
+    };
+    let patience = Duration::from_secs(15);
+    let a = root_dir();
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let hostname = f
+        .host("host-a")
+        .and_then(|h| h["hostname"].as_str().map(String::from))
+        .expect("host-a's hostname");
+    // Shown as the table shows it: sanitized, and cut to the column's 16.
+    let shown_host: String = hostname.chars().take(15).collect();
+    let mut gone = Sleeper::spawn();
+    py_write(a.path(), "stuck", "agent-9", gone.pid());
+    gone.kill();
+
+    let tmux = Tmux::start(160, 48);
+    tmux.wait_for("the shell prompt", patience, |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT HOME='{}' '{}' --store '{}'; echo EXIT=$?",
+        f.home.path().display(),
+        common::BIN,
+        f.url
+    ));
+    // A table row, not the status line (which names the holder too).
+    let row = |s: &str| {
+        s.lines()
+            .find(|l| l.contains("stuck") && l.contains("agent-9") && l.contains("published"))
+            .map(String::from)
+    };
+    let screen = tmux.wait_for("the published claim with its host", patience, |s| {
+        row(s).is_some_and(|r| r.contains(&shown_host) && r.contains("published"))
+    });
+    assert!(
+        screen.contains(&format!(" hosts {hostname} 1")),
+        "the hosts line counts host-a's claim: {screen}"
+    );
+
+    // F asks host-a's publisher; the claim is archived in host-a's root.
+    tmux.keys(&["F"]);
+    let dialog = tmux.wait_for("the force-release dialog", patience, |s| {
+        s.contains("force-release") && s.contains("Esc cancel")
+    });
+    assert!(dialog.contains("publisher"), "says who acts: {dialog}");
+    if dialog.contains("y force-release") {
+        tmux.keys(&["y"]);
+    } else {
+        tmux.type_line("stuck");
+    }
+    tmux.wait_for("the host's answer and the row gone", patience, |s| {
+        row(s).is_none() && s.contains(&format!("host {hostname}: "))
+    });
+    assert!(!a.path().join(".fno/claims/stuck.lock").exists());
+    let expired: Vec<_> = std::fs::read_dir(a.path().join(".fno/claims/.expired"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        expired
+            .iter()
+            .any(|n| n.to_string_lossy().starts_with("stuck")),
+        "archived under host-a's .expired/: {expired:?}"
+    );
+
+    // A claim on host-a again, then its publisher dies without a word.
+    let holder = Sleeper::spawn();
+    let written = Instant::now();
+    py_write(a.path(), "held", "agent-1", holder.pid());
+    tmux.wait_for("the second claim", patience, |s| {
+        s.lines()
+            .any(|l| l.contains("held") && l.contains("agent-1") && l.contains("published"))
+    });
+    // Polled every 100 ms, and the write includes starting python3.
+    eprintln!(
+        "write in host-a's root → row on screen: {:?}",
+        written.elapsed()
+    );
+    pa.signal(libc::SIGKILL);
+    let killed = Instant::now();
+    tmux.wait_for("host-a offline", Duration::from_secs(LEASE_S + 1), |s| {
+        s.contains("offline, last seen")
+    });
+    eprintln!("kill -9 → offline on screen: {:?}", killed.elapsed());
+    let screen = tmux.screen();
+    assert!(
+        !screen
+            .lines()
+            .any(|l| l.contains("agent-1") && l.contains("published")),
+        "an offline host's claims are not shown: {screen}"
+    );
+    pa.kill();
+    tmux.keys(&["q"]);
+    tmux.wait_for("a clean exit", patience, |s| s.contains("EXIT=0"));
+}
+
+/// F in the fleet view on a host whose publisher hangs: the op worker's
+/// request is withdrawn after the wait and the status line says which host
+/// did not answer, and in how long; nothing is done in the root.
+#[test]
+fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
+    use claimtop::dashboard::action::{ForceOptsShown, Op};
+    use claimtop::dashboard::ops::{run_store_op, DEFAULT_ASK_WAIT};
+    let Some(f) = Fleet::start("/fleetview2") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let root_id = loop_until_published(&f, "k");
+    let store = f.etcd.store("/fleetview2");
+    pa.signal(libc::SIGSTOP);
+    let op = Op::AskHost {
+        host_id: "host-a".into(),
+        hostname: "alpha".into(),
+        root_id,
+        key: "k".into(),
+        opts: ForceOptsShown {
+            operator: "ops".into(),
+            allow_live: true,
+            ..ForceOptsShown::default()
+        },
+    };
+    let asked = Instant::now();
+    let result = run_store_op(&store, &op);
+    pa.signal(libc::SIGCONT);
+    assert!(!result.ok, "{result:?}");
+    let within = claimtop::time::human_ms(DEFAULT_ASK_WAIT.as_millis() as i64);
+    assert!(
+        result
+            .message
+            .contains(&format!("host host-a did not answer within {within}")),
+        "{}",
+        result.message
+    );
+    assert!(asked.elapsed() >= DEFAULT_ASK_WAIT);
+    // Withdrawn: the publisher, back, finds nothing to do.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(a.path().join(".fno/claims/k.lock").is_file());
+}
+
+/// Wait until host-a publishes `key`; its root id.
+fn loop_until_published(f: &Fleet, key: &str) -> String {
+    let mut root_id = String::new();
+    let seen = wait_for(Duration::from_secs(5), || {
+        match published(&f.list(), "host-a", key).first() {
+            Some(item) => {
+                root_id = item["root_id"].as_str().unwrap_or_default().to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert!(seen, "{key} was never published");
+    root_id
+}

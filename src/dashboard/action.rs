@@ -130,6 +130,16 @@ pub enum Op {
     },
     /// `doctor --fix`: what is provably abandoned under the root.
     Clean,
+    /// A force-release of a host's published claim, asked of that host's
+    /// publisher through the store; it is carried out in the host's own
+    /// root, and its answer (or the host's silence) is the outcome.
+    AskHost {
+        host_id: String,
+        hostname: String,
+        root_id: String,
+        key: String,
+        opts: ForceOptsShown,
+    },
     /// `op` on root `root` (its index among the dashboard's roots), when
     /// the dashboard watches several: a verb acts on exactly one root.
     In {
@@ -164,7 +174,8 @@ impl Op {
             Op::Acquire { key, .. }
             | Op::Release { key, .. }
             | Op::Renew { key, .. }
-            | Op::ForceRelease { key, .. } => key,
+            | Op::ForceRelease { key, .. }
+            | Op::AskHost { key, .. } => key,
             Op::Clean => "",
             Op::In { op, .. } => op.key(),
         }
@@ -175,7 +186,7 @@ impl Op {
             Op::Acquire { .. } => "acquire",
             Op::Release { .. } => "release",
             Op::Renew { .. } => "renew",
-            Op::ForceRelease { .. } => "force-release",
+            Op::ForceRelease { .. } | Op::AskHost { .. } => "force-release",
             Op::Clean => "clean",
             Op::In { op, .. } => op.verb(),
         }

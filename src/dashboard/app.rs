@@ -222,6 +222,11 @@ pub enum Column {
     /// not in [`Column::ALL`], so the file dashboard's columns and `s`
     /// cycle stay as they were.
     Lease,
+    /// The host a claim is held on, and whether the store keeps it or a
+    /// host publishes it: shown over a store only while hosts publish into
+    /// it, and kept out of [`Column::ALL`] like the lease.
+    Host,
+    Source,
 }
 
 impl Column {
@@ -265,6 +270,8 @@ impl Column {
             Column::Reason => "reason",
             Column::Root => "root",
             Column::Lease => "lease",
+            Column::Host => "host",
+            Column::Source => "source",
         }
     }
 }
@@ -336,11 +343,23 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
         ),
         // Grouped by root, in the order of the roots' paths.
         Column::Root => a.file.parent().cmp(&b.file.parent()),
+        // The record's host is the publishing host's for a copy, too.
+        Column::Host => some_first(
+            opt_str(a, |r| Some(r.host.as_str())),
+            opt_str(b, |r| Some(r.host.as_str())),
+        ),
+        // The store's own claims first, then the copies, grouped by host.
+        Column::Source => is_copy(a).cmp(&is_copy(b)),
     };
     primary
         .then(a.state.severity().cmp(&b.state.severity()))
         .then_with(|| a.key.cmp(&b.key))
         .then_with(|| a.file.cmp(&b.file))
+}
+
+/// Is `s` a host's published copy (its row path is a `published://` one)?
+fn is_copy(s: &Status) -> bool {
+    s.file.starts_with(super::fleet_view::PUBLISHED_SCHEME)
 }
 
 fn loc_rank(l: Locality) -> u8 {
@@ -836,6 +855,9 @@ pub struct ForceConfirm {
     /// A Live claim needs the key typed in full.
     pub typed: Input,
     pub error: Option<String>,
+    /// Set for a host's published copy: the force-release is asked of that
+    /// host's publisher, which carries it out in its own root.
+    pub host: Option<super::fleet_view::Origin>,
 }
 
 impl ForceConfirm {

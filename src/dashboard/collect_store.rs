@@ -138,6 +138,12 @@ pub struct Collector {
     deadlines: BinaryHeap<Reverse<(i64, String)>>,
     /// The revision the view is known complete at (the last listing's).
     revision: Option<i64>,
+    /// The fleet must be read again (a host came, went or rewrote its
+    /// record, the store was re-listed, or the last reading failed).
+    fleet_due: bool,
+    /// The hosts of the last fleet reading: a published claim of any other
+    /// host calls for a fleet reading, which names it.
+    hosts: BTreeSet<String>,
 }
 
 impl Collector {
@@ -147,7 +153,53 @@ impl Collector {
             unread: BTreeSet::new(),
             deadlines: BinaryHeap::new(),
             revision: None,
+            fleet_due: true,
+            hosts: BTreeSet::new(),
         }
+    }
+
+    /// Read the fleet again if it is due; a failure leaves it due for the
+    /// next round.
+    pub fn read_fleet(&mut self) -> Option<Action> {
+        if !std::mem::take(&mut self.fleet_due) {
+            return None;
+        }
+        match self.store.fleet() {
+            Ok(fleet) => {
+                let fleet = fleet.unwrap_or_default();
+                self.hosts = fleet.hosts.iter().map(|h| h.host_id.clone()).collect();
+                Some(Action::Store(Box::new(StoreMsg::Fleet {
+                    fleet: Box::new(fleet),
+                    at: now_ms(),
+                })))
+            }
+            Err(_) => {
+                self.fleet_due = true;
+                None
+            }
+        }
+    }
+
+    /// Re-read these published claims, each (host, root, key); the ones
+    /// that cannot be read now are left to a fleet reading.
+    fn read_published(&mut self, named: BTreeSet<(String, String, String)>) -> Vec<Action> {
+        let mut out = Vec::with_capacity(named.len());
+        for (host_id, root_id, key) in named {
+            if self.fleet_due {
+                break;
+            }
+            match self.store.fleet_item(&host_id, &root_id, &key) {
+                Ok(item) => out.push(Action::Store(Box::new(StoreMsg::Published {
+                    host_id,
+                    root_id,
+                    key,
+                    item,
+                    at: now_ms(),
+                }))),
+                Err(_) => self.fleet_due = true,
+            }
+        }
+        out
     }
 
     /// List everything (a first screen, or a re-list after lost changes).
@@ -231,6 +283,7 @@ impl Collector {
         let mut keys = std::mem::take(&mut self.unread);
         let mut events = Vec::new();
         let mut relist = None;
+        let mut published = BTreeSet::new();
         let mut first = feed.next(wait)?;
         let mut taken = 0;
         while let Some(change) = first.take() {
@@ -241,6 +294,17 @@ impl Collector {
                 }
                 Change::Event(e) => events.push(line_of(&e)),
                 Change::Resync { why } => relist = Some(why),
+                Change::Host { .. } => self.fleet_due = true,
+                Change::Published {
+                    host_id,
+                    root_id,
+                    key,
+                } => {
+                    if !self.hosts.contains(&host_id) {
+                        self.fleet_due = true;
+                    }
+                    published.insert((host_id, root_id, key));
+                }
                 Change::Disconnected { why } => {
                     out.push(Action::Store(Box::new(StoreMsg::WatchDown {
                         why,
@@ -263,10 +327,19 @@ impl Collector {
             // A re-list covers every key named so far.
             // A re-list that fails ends the round: `run` starts over with a
             // fresh listing once the store answers.
-            Some(why) => out.push(self.list(Some(why))?),
+            Some(why) => {
+                out.push(self.list(Some(why))?);
+                self.fleet_due = true;
+            }
             None if !keys.is_empty() => out.extend(self.read(keys)),
             None => {}
         }
+        // A fleet reading covers every published claim named so far.
+        if !self.fleet_due {
+            let read = self.read_published(published);
+            out.extend(read);
+        }
+        out.extend(self.read_fleet());
         if !events.is_empty() {
             out.push(Action::EventsAppended(events));
         }
@@ -306,6 +379,14 @@ impl Collector {
             };
             if out.send(listed).is_err() {
                 return;
+            }
+            // The store's own claims first, then what hosts publish: the
+            // fleet's rows join the listing as soon as they are read.
+            self.fleet_due = true;
+            if let Some(fleet) = self.read_fleet() {
+                if out.send(fleet).is_err() {
+                    return;
+                }
             }
             give_back_memory();
             // The model frees the listing it replaced only once it has
@@ -367,5 +448,84 @@ fn give_back_memory() {
     // ours is involved.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::Root;
+    use crate::store::file::FileStore;
+    use std::collections::VecDeque;
+
+    /// A feed that plays a fixed list of changes, then stays quiet.
+    struct Played(VecDeque<Change>);
+
+    impl Changes for Played {
+        fn next(&mut self, _: Duration) -> Result<Option<Change>, StoreError> {
+            Ok(self.0.pop_front())
+        }
+    }
+
+    /// What one round of `changes` turns into: (published re-reads, fleet
+    /// readings, listings).
+    fn round(c: &mut Collector, changes: Vec<Change>) -> (usize, usize, usize) {
+        let mut feed = Played(changes.into());
+        let actions = c.drain(&mut feed, Duration::ZERO).expect("a round");
+        let mut n = (0, 0, 0);
+        for a in actions {
+            if let Action::Store(m) = a {
+                match *m {
+                    StoreMsg::Published { .. } => n.0 += 1,
+                    StoreMsg::Fleet { .. } => n.1 += 1,
+                    StoreMsg::Listed { .. } => n.2 += 1,
+                    _ => {}
+                }
+            }
+        }
+        n
+    }
+
+    fn published(host: &str, key: &str) -> Change {
+        Change::Published {
+            host_id: host.into(),
+            root_id: "00000000000000aa".into(),
+            key: key.into(),
+        }
+    }
+
+    #[test]
+    fn a_published_change_re_reads_that_copy_and_a_host_change_or_resync_re_reads_the_fleet() {
+        let td = tempfile::TempDir::new().expect("temp root");
+        let store = FileStore::new(Root::with_events_here(td.path()));
+        let mut c = Collector::new(Box::new(store));
+        // The first round reads the fleet (due from the start), and only it.
+        assert_eq!(round(&mut c, vec![]), (0, 1, 0));
+        assert_eq!(round(&mut c, vec![]), (0, 0, 0), "no polling");
+        c.hosts.insert("m1".into());
+        assert_eq!(
+            round(&mut c, vec![published("m1", "a"), published("m1", "b")]),
+            (2, 0, 0)
+        );
+        // A copy of a host the last reading did not name: the fleet names it.
+        assert_eq!(round(&mut c, vec![published("m9", "a")]), (0, 1, 0));
+        c.hosts.insert("m1".into());
+        assert_eq!(
+            round(
+                &mut c,
+                vec![
+                    published("m1", "a"),
+                    Change::Host {
+                        host_id: "m1".into()
+                    }
+                ]
+            ),
+            (0, 1, 0)
+        );
+        c.hosts.insert("m1".into());
+        let resync = Change::Resync {
+            why: "compacted".into(),
+        };
+        assert_eq!(round(&mut c, vec![resync]), (0, 1, 1));
     }
 }

@@ -14,6 +14,7 @@ pub mod app;
 pub mod browse;
 pub mod collect;
 pub mod collect_store;
+pub mod fleet_view;
 pub mod input;
 pub mod keys;
 pub mod logview;
@@ -99,8 +100,11 @@ pub fn run_store(
     collect_store::spawn(collector_store, &source, &tx)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
+    // A publishing host is waited for as long as any store call: the
+    // CLI's `force-release --host` waits the same.
+    let ask_wait = source.opts.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
     let ops_worker: OpsWorker =
-        Box::new(move |op_rx, out| ops::store_worker(ops_store, op_rx, out));
+        Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out));
     let result = ui_loop(&mut app, &tx, rx, ops_worker);
     crate::diag::set_warning_sink(None);
     Ok(result?)

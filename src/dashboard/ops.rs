@@ -11,10 +11,12 @@ use crate::claims::{
     doctor_fix, now_ms, operator_name, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome,
     ReleaseOutcome, RenewOutcome, Root,
 };
+use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
 use crate::store::{Store, StoreError};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
 
 /// A verb's outcome as (did it do what was asked, its words).
 fn worded<T>(
@@ -113,6 +115,8 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
                     .to_string(),
             ),
         },
+        // Asked through `serve`, which knows how long to wait for a host.
+        Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
         // Unwrapped at the top: the inner op was run and answered there.
         Op::In { .. } => (false, String::new()),
     };
@@ -122,6 +126,46 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
         path,
         ok,
         message,
+    }
+}
+
+/// How long a host's publisher is waited for when no `--timeout` was
+/// given: the CLI's default store timeout.
+pub const DEFAULT_ASK_WAIT: Duration = Duration::from_secs(5);
+
+/// A force-release of a published claim, asked of its host's publisher
+/// and waited for up to `wait`: (did the host archive it, its words).
+fn ask_host(store: &dyn Store, op: &Op, wait: Duration) -> (bool, String) {
+    let Op::AskHost {
+        host_id,
+        hostname,
+        root_id,
+        key,
+        opts,
+    } = op
+    else {
+        return (false, String::new());
+    };
+    let opts = ForceOpts {
+        operator: Some(operator_name()),
+        ..opts.to_opts()
+    };
+    let host = sanitize(hostname).into_owned();
+    match store.ask_host_force_release(host_id, root_id, key, &opts, wait) {
+        Ok(answer) => {
+            let text = |k: &str| answer.get(k).and_then(|v| v.as_str());
+            let outcome = text("outcome").unwrap_or("error");
+            let words = text("text").or_else(|| text("error")).unwrap_or(outcome);
+            (
+                outcome == "archived",
+                format!("host {host}: {}", sanitize(words)),
+            )
+        }
+        Err(StoreError::Host(why)) => (false, sanitize(&why).into_owned()),
+        Err(e) => (
+            false,
+            format!("force-release {key} on host {host} failed: {e}"),
+        ),
     }
 }
 
@@ -176,14 +220,20 @@ pub fn worker_over(
         .iter()
         .map(|r| Box::new(FileStore::new(r.clone())) as Box<dyn Store>)
         .collect();
-    serve(stores, Some(roots), ops, out, collects);
+    serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
 }
 
 /// [`worker`] over a store with a connection (etcd): no collector re-reads
 /// for it, so the worker reads the op's key through the store and sends it
 /// before the result.
-pub fn store_worker(store: Box<dyn Store>, ops: Receiver<Op>, out: Sender<Action>) {
-    serve(vec![store], None, ops, out, Vec::new());
+/// `ask_wait`: how long a publishing host is waited for (`--timeout`).
+pub fn store_worker(
+    store: Box<dyn Store>,
+    ask_wait: Duration,
+    ops: Receiver<Op>,
+    out: Sender<Action>,
+) {
+    serve(vec![store], None, ops, out, Vec::new(), ask_wait);
 }
 
 /// Serve ops one at a time until the UI hangs up, and have the op's claim
@@ -195,8 +245,25 @@ fn serve(
     ops: Receiver<Op>,
     out: Sender<Action>,
     collects: Vec<Sender<Input>>,
+    ask_wait: Duration,
 ) {
     for op in ops {
+        if let (Op::AskHost { .. }, Some(store)) = (&op, stores.first()) {
+            // Nothing to re-read here: the copy is re-read when the host's
+            // answer changes it, through the store's watch.
+            let (ok, message) = ask_host(&**store, &op, ask_wait);
+            let result = OpResult {
+                verb: op.verb(),
+                key: op.key().to_string(),
+                path: PathBuf::new(),
+                ok,
+                message,
+            };
+            if out.send(Action::OpResult(result)).is_err() {
+                break;
+            }
+            continue;
+        }
         let (i, op) = match op {
             Op::In { root, op } => (root, *op),
             op => (0, op),

@@ -9,8 +9,10 @@
 
 use super::action::Swept;
 use super::app::{App, Level};
+use super::fleet_view::{take_fleet, take_published, FleetView};
 use super::update::apply_sweep;
 use crate::claims::Status;
+use crate::store::fleet::Fleet;
 use crate::store::{Listing, StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
@@ -34,6 +36,18 @@ pub enum StoreMsg {
     /// Claims re-read after the watch named their keys (state Free: gone).
     Claims {
         items: Vec<(Status, Option<Tenure>)>,
+        at: i64,
+    },
+    /// Everything hosts publish here, read again: at start, after a
+    /// re-list, and when a host came, went or rewrote its record.
+    Fleet { fleet: Box<Fleet>, at: i64 },
+    /// One published claim re-read after the watch named it (None: its
+    /// host no longer publishes it).
+    Published {
+        host_id: String,
+        root_id: String,
+        key: String,
+        item: Option<serde_json::Value>,
         at: i64,
     },
     /// The store answered the header's probe.
@@ -95,6 +109,8 @@ pub struct StoreView {
     since: Option<i64>,
     /// Set while only the head of the store is shown: how many claims.
     pub partial: Option<usize>,
+    /// The hosts publishing here and where each published row comes from.
+    pub fleet: FleetView,
 }
 
 impl StoreView {
@@ -108,6 +124,7 @@ impl StoreView {
             last_seen: now,
             since: None,
             partial: None,
+            fleet: FleetView::default(),
         }
     }
 
@@ -185,6 +202,21 @@ pub fn lease_cell(app: &App, s: &Status) -> String {
 /// The detail pane's lines for a store claim: the fencing revision and the
 /// lease, (label, value).
 pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
+    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+        // A copy has no lease of its own here: say whose it is instead.
+        let safe = |t: &str| crate::sanitize::sanitize(t).into_owned();
+        return vec![
+            (
+                "published",
+                format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
+            ),
+            ("root", format!("{} (id {})", safe(&o.root_path), o.root_id)),
+            (
+                "copy",
+                "read-only: F asks the host to force-release it in its root".into(),
+            ),
+        ];
+    }
     let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
         return Vec::new();
     };
@@ -256,6 +288,21 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
             }
             super::update::rows_changed(app, &moved, false)
         }
+        StoreMsg::Fleet { fleet, .. } => {
+            let hosts_moved = view.fleet.hosts != fleet.hosts;
+            let moved = take_fleet(app, *fleet);
+            super::update::rows_changed(app, &moved, false) || hosts_moved
+        }
+        StoreMsg::Published {
+            host_id,
+            root_id,
+            key,
+            item,
+            ..
+        } => {
+            let moved = take_published(app, &host_id, &root_id, &key, item);
+            super::update::rows_changed(app, moved.as_slice(), false)
+        }
         StoreMsg::Info { info, at } => {
             let moved = view.info.as_ref() != Some(&info);
             view.info = Some(info);
@@ -287,11 +334,20 @@ pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
 /// view moved.
 fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
     let Listing {
-        sweep,
+        mut sweep,
         tenures,
         revision,
         ..
     } = listing;
+    // The listing is the store's own claims: the published rows stay as
+    // they are until the fleet is read again.
+    let kept: Vec<Status> = app.store.as_ref().map_or_else(Vec::new, |v| {
+        v.fleet
+            .rows
+            .keys()
+            .filter_map(|p| app.claims.live.get(p).cloned())
+            .collect()
+    });
     if let Some(view) = app.store.as_mut() {
         view.tenures = sweep
             .claims
@@ -309,6 +365,7 @@ fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
             info.revision = info.revision.max(rev);
         }
     }
+    sweep.claims.extend(kept);
     apply_sweep(
         app,
         Swept {

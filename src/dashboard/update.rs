@@ -542,6 +542,18 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             scroll_into_view(app);
             true
         }
+        // A host's copy changes only in the host's own root: F asks its
+        // publisher; the others are for the host's own dashboard.
+        Cmd::Acquire | Cmd::Release | Cmd::Renew if selected_copy(app).is_some() => {
+            let host = selected_copy(app).unwrap_or_default();
+            let msg = format!(
+                "a, r and n act on this store's own claims: this row is a read-only copy \
+                 published by {host} (F asks {host} to force-release it; acquire, release \
+                 or renew in its own root there)"
+            );
+            app.say(Level::Error, msg);
+            true
+        }
         Cmd::Acquire => {
             app.overlays.dialog = Some(Dialog::Acquire(AcquireForm {
                 key: "".into(),
@@ -798,6 +810,13 @@ fn start_release(app: &mut App) -> bool {
     true
 }
 
+/// The publishing host's name when the selected row is a published copy.
+fn selected_copy(app: &App) -> Option<String> {
+    let s = app.selected_status()?;
+    let o = app.store.as_ref()?.fleet.origin(&s.file)?;
+    Some(crate::sanitize::sanitize(&o.hostname).into_owned())
+}
+
 fn start_renew(app: &mut App) -> bool {
     let Some(s) = app.selected_status() else {
         app.say(Level::Info, "no claim selected");
@@ -856,6 +875,11 @@ fn start_force(app: &mut App) -> bool {
         acquired_at: rec.map(|r| r.acquired_at),
         typed: "".into(),
         error: None,
+        host: app
+            .store
+            .as_ref()
+            .and_then(|v| v.fleet.origin(&s.file))
+            .cloned(),
     }));
     true
 }
@@ -878,9 +902,19 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
             (next, op.map(|op| app.roots.route(root, op)))
         }
         Dialog::ForceRelease(f) => {
-            let root = f.root;
+            let (root, host) = (f.root, f.host.clone());
             let (next, op) = force_key(f, &ev, &app.operator);
-            (next, op.map(|op| app.roots.route(root, op)))
+            let op = match (op, host) {
+                (Some(Op::ForceRelease { key, opts }), Some(o)) => Some(Op::AskHost {
+                    host_id: o.host_id,
+                    hostname: o.hostname,
+                    root_id: o.root_id,
+                    key,
+                    opts,
+                }),
+                (op, _) => op.map(|op| app.roots.route(root, op)),
+            };
+            (next, op)
         }
         Dialog::Quit(q) => return quit_key(app, q, &ev),
         Dialog::Clean(c) => match ev.code {

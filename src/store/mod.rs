@@ -86,6 +86,11 @@ pub enum StoreError {
     /// A bad connection setting (TLS files, a user without a password...).
     #[error("{0}")]
     Config(String),
+    /// A request to a publishing host could not be carried out: the host
+    /// is unknown, offline, did not answer in time, or no longer publishes
+    /// the claim. The words name the host.
+    #[error("{0}")]
+    Host(String),
     /// The feed's store watch cannot go on (the store was dropped).
     #[error("the change feed has ended")]
     FeedClosed,
@@ -213,6 +218,15 @@ pub enum Change {
     Claim { key: String },
     /// A new event was recorded.
     Event(Event),
+    /// A publishing host came, went, or rewrote its record (`claimtop
+    /// publish`): re-read the fleet's hosts.
+    Host { host_id: String },
+    /// One claim a host publishes changed or went: re-read that copy.
+    Published {
+        host_id: String,
+        root_id: String,
+        key: String,
+    },
     /// Changes were lost (a compacted revision, a watch overflow): re-list
     /// everything. The text says why, for a visible notice.
     Resync { why: String },
@@ -377,6 +391,35 @@ pub trait Store: Send {
     /// published (`claimtop publish`); `None` where no host can publish.
     fn fleet(&self) -> Result<Option<fleet::Fleet>, StoreError> {
         Ok(None)
+    }
+
+    /// One published claim as its host's `list --json` prints it (None:
+    /// not published now).
+    fn fleet_item(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let _ = (host_id, root_id, key);
+        Ok(None)
+    }
+
+    /// Ask a publishing host to force-release `key` in its root `root_id`,
+    /// waiting up to `wait` for its answer (its `force-release --json`
+    /// object). A store nobody publishes into has no host to ask.
+    fn ask_host_force_release(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, StoreError> {
+        let _ = (root_id, opts, wait);
+        Err(StoreError::Host(format!(
+            "this store has no publishing hosts: nobody to ask about {key} on {host_id}"
+        )))
     }
 
     /// The last `n` events the publishing hosts mirrored, each with

@@ -69,7 +69,11 @@ fn concerns(change: &Change, key: &str) -> bool {
     match change {
         Change::Claim { key: k } => k == key,
         Change::Resync { .. } | Change::Connected { .. } => true,
-        Change::Event(_) | Change::Disconnected { .. } => false,
+        // A published copy is another host's claim, never this store's key.
+        Change::Event(_)
+        | Change::Disconnected { .. }
+        | Change::Host { .. }
+        | Change::Published { .. } => false,
     }
 }
 

@@ -5,6 +5,7 @@
 mod common;
 
 mod e2e_tmux;
+mod fleet;
 mod roots;
 mod snapshots;
 mod store;

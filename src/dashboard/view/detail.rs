@@ -129,7 +129,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
             if let Some(e) = &s.error {
                 f.styled("error", &safe(e), theme.state(ClaimState::Corrupted));
             }
-            f.field("file", &safe_path(&s.file));
+            f.field("file", &file_shown(app, s));
             f.field("first bytes", &sanitize_bytes(&s.head));
         }
         Some(r) => {
@@ -169,7 +169,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
                 f.field("reason", &safe(x));
             }
             f.field("schema", &r.schema_version.to_string());
-            f.field("file", &safe_path(&s.file));
+            f.field("file", &file_shown(app, s));
             if !r.metadata.is_empty() {
                 let pretty = serde_json::to_string_pretty(&r.metadata).unwrap_or_default();
                 for (i, l) in pretty.lines().enumerate() {
@@ -208,4 +208,13 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
         ]));
     }
     f.lines
+}
+
+/// Where the claim's file is: a published copy's is its lockfile on its
+/// host (its row path only tells rows apart).
+fn file_shown(app: &App, s: &Status) -> String {
+    match app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+        Some(o) => safe(&o.file).into_owned(),
+        None => safe_path(&s.file),
+    }
 }

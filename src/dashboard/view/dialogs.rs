@@ -186,6 +186,21 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
             theme.dim(),
         ),
     ];
+    if let Some(o) = &f.host {
+        // A copy: the words say who acts, and where.
+        out.pop();
+        out.push(row(
+            theme,
+            "host",
+            format!("{} · root {}", safe(&o.hostname), safe(&o.root_path)),
+        ));
+        out.push(Line::styled(
+            "A published copy: the request goes to that host's publisher, which \
+             archives the lockfile to .expired/ in its own root and answers; refused \
+             if the claim changed there since it was published.",
+            theme.dim(),
+        ));
+    }
     if f.needs_typed_key() {
         out.push(Line::styled(
             "⚠ this claim is LIVE: its holder is running and believes it owns the key.",

@@ -123,13 +123,19 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     );
     lines.push(Line::raw(""));
     let roots_note = super::roots::help_note(app);
-    for text in roots_note.iter().map(String::as_str).chain([
-        "Filter terms: a bare word matches key, holder or reason; field:value matches one \
+    let fleet_note = super::store::help_note(app);
+    for text in roots_note
+        .iter()
+        .chain(fleet_note.iter())
+        .map(String::as_str)
+        .chain([
+            "Filter terms: a bare word matches key, holder or reason; field:value matches one \
          field (state: holder: harness: key: reason:). The same field twice means either \
          (state:stale state:corrupted); different fields must all match.",
-        "In a text input: ←/→ Home/End move, Backspace/Delete, Ctrl-U/Ctrl-K/Ctrl-W cut, \
+            "In a text input: ←/→ Home/End move, Backspace/Delete, Ctrl-U/Ctrl-K/Ctrl-W cut, \
          ↑/↓ recall earlier filters; Tab moves between fields, Enter confirms, Esc cancels.",
-    ]) {
+        ])
+    {
         for piece in super::detail::wrap(text, width.saturating_sub(4) as usize) {
             lines.push(Line::styled(format!(" {piece}"), theme.dim()));
         }

@@ -54,8 +54,11 @@ pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
 /// the table itself; drawing and mouse hits both go through it.
 pub fn split_table_area(app: &App, area: Rect) -> (Rect, Rect) {
     let n = app.claims.problems.iter().filter(|p| p.is_some()).count();
+    let n = if app.roots.is_several() { n as u16 } else { 0 };
+    // Over a store that hosts publish into, one line names the hosts.
+    let hosts = app.store.as_ref().is_some_and(|v| v.fleet.is_active());
     // The table keeps at least its title, header and one row.
-    let n = if app.roots.is_several() { n as u16 } else { 0 }.min(area.height.saturating_sub(3));
+    let n = (n + u16::from(hosts)).min(area.height.saturating_sub(3));
     let banner = Rect::new(area.x, area.y, area.width, n);
     let table = Rect::new(area.x, area.y + n, area.width, area.height - n);
     (banner, table)
@@ -63,7 +66,12 @@ pub fn split_table_area(app: &App, area: Rect) -> (Rect, Rect) {
 
 pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if area.height > 0 {
-        frame.render_widget(Paragraph::new(banners(app, theme)), area);
+        let mut lines = Vec::new();
+        if let Some(store) = app.store.as_ref().filter(|v| v.fleet.is_active()) {
+            lines.push(super::store::hosts_line(app, store, theme, area.width));
+        }
+        lines.extend(banners(app, theme));
+        frame.render_widget(Paragraph::new(lines), area);
     }
 }
 

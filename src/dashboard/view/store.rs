@@ -1,15 +1,28 @@
 //! The pieces of the screen that only a store with a connection has: the
 //! header's store line and the table's columns with the lease countdown.
 
-use super::{safe, Theme};
+use super::{clock, safe, Theme};
 use crate::dashboard::app::{App, Column};
 use crate::dashboard::store_view::{Link, StoreView};
 use ratatui::text::{Line, Span};
 
 /// The table's columns over a store: the file dashboard's, with the lease
-/// countdown after the TTL (it is read next to it).
-pub fn columns(full: bool, narrow: bool) -> &'static [Column] {
+/// countdown after the TTL (it is read next to it). While hosts publish
+/// into the store, the host and the source come first: a row means little
+/// without where it is held.
+pub fn columns(full: bool, narrow: bool, fleet: bool) -> &'static [Column] {
     use Column::*;
+    if fleet {
+        return if full {
+            &[
+                State, Host, Source, Key, Holder, Pid, Age, Ttl, Lease, Reason,
+            ]
+        } else if narrow {
+            &[State, Host, Key, Holder, Age]
+        } else {
+            &[State, Host, Source, Key, Holder, Age, Ttl]
+        };
+    }
     if full {
         &[
             State, Key, Holder, Pid, Machine, Age, Ttl, Lease, Harness, Reason,
@@ -65,4 +78,82 @@ pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, th
             theme.dim(),
         ));
     }
+}
+
+/// ` hosts  alpha 3 · beta 12 · gamma offline, last seen 12:00:03`: each
+/// publishing host with its published claims, an offline one greyed with
+/// when it was last seen. Shortened until it fits `width`: first the
+/// online hosts' counts go, then the names, down to the totals.
+pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Line<'static> {
+    let fleet = &store.fleet;
+    let offline = |h: &crate::store::fleet::HostInfo| {
+        format!(
+            "{} offline, last seen {}",
+            safe(&h.hostname),
+            clock(h.last_seen_ms, app.local_time, "%H:%M:%S")
+        )
+    };
+    let online = |h: &crate::store::fleet::HostInfo, counts: bool| {
+        let n = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
+        if counts {
+            format!("{} {n}", safe(&h.hostname))
+        } else {
+            safe(&h.hostname).into_owned()
+        }
+    };
+    let label = " hosts ";
+    let room = usize::from(width).saturating_sub(label.len());
+    for counts in [true, false] {
+        let parts: Vec<(String, bool)> = fleet
+            .hosts
+            .iter()
+            .map(|h| {
+                if h.online {
+                    (online(h, counts), true)
+                } else {
+                    (offline(h), false)
+                }
+            })
+            .collect();
+        let len: usize = parts.iter().map(|(t, _)| t.chars().count() + 3).sum();
+        if len <= room {
+            let mut spans = vec![Span::styled(label, theme.label())];
+            for (i, (text, up)) in parts.into_iter().enumerate() {
+                if i > 0 {
+                    spans.push(Span::styled(" · ", theme.dim()));
+                }
+                spans.push(if up {
+                    Span::raw(text)
+                } else {
+                    Span::styled(text, theme.dim())
+                });
+            }
+            return Line::from(spans);
+        }
+    }
+    let down = fleet.hosts.iter().filter(|h| !h.online).count();
+    let claims: usize = fleet.counts.values().sum();
+    let mut spans = vec![
+        Span::styled(label, theme.label()),
+        Span::raw(format!(
+            "{} online ({claims} claims)",
+            fleet.hosts.len() - down
+        )),
+    ];
+    if down > 0 {
+        spans.push(Span::styled(format!(" · {down} offline"), theme.dim()));
+    }
+    Line::from(spans)
+}
+
+/// The help's words on the fleet, while hosts publish into the store.
+pub fn help_note(app: &App) -> Option<String> {
+    app.store.as_ref().filter(|v| v.fleet.is_active()).map(|_| {
+        "Published hosts: rows with source \"published\" are read-only copies of a \
+             host's claims (the host column says which). F on one asks that host's \
+             publisher to force-release it in its own root and shows its answer; a, r and \
+             n act on the store's own claims only. An offline host is greyed with when it \
+             was last seen: its claims are unknown, not free."
+            .to_string()
+    })
 }

@@ -4,6 +4,7 @@
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::app::{find_ci, App, Column, Filter, Widest};
+use crate::dashboard::fleet_view;
 use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
@@ -19,9 +20,9 @@ const NARROW: u16 = 76;
 
 /// The columns of a table `width` wide; with several roots the root
 /// column follows the state, and the optional columns give way to it first.
-fn columns(width: u16, several: bool, store: bool) -> &'static [Column] {
-    if store {
-        return super::store::columns(width >= FULL_WIDTH, width < NARROW);
+fn columns(width: u16, several: bool, store: Option<bool>) -> &'static [Column] {
+    if let Some(fleet) = store {
+        return super::store::columns(width >= FULL_WIDTH, width < NARROW, fleet);
     }
     if several {
         return super::roots::columns(width);
@@ -64,6 +65,8 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Reason => (6, u16::MAX),
         Column::Root => (4, 16),
         Column::Lease => (5, 7),
+        Column::Host => (4, 16),
+        Column::Source => (6, 9),
     }
 }
 
@@ -95,6 +98,8 @@ fn text(c: Column, s: &Status, now: i64) -> String {
         // Needs the store's tenures, which a Status does not carry: the
         // caller asks the model instead (see `measure`).
         Column::Lease => String::new(),
+        // Where a row comes from is the store view's to say (see `measure`).
+        Column::Host | Column::Source => String::new(),
         Column::Reason => match rec {
             Some(r) => r
                 .reason
@@ -160,6 +165,8 @@ pub fn widths(
     // (With several roots, the root first: a row means little without it.)
     for c in [
         Column::Root,
+        Column::Host,
+        Column::Source,
         Column::Ttl,
         Column::Lease,
         Column::Age,
@@ -254,7 +261,8 @@ struct Measured<'a> {
 }
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
-    let cols = columns(area.width, app.roots.is_several(), app.store.is_some());
+    let fleet = app.store.as_ref().map(|v| v.fleet.is_active());
+    let cols = columns(area.width, app.roots.is_several(), fleet);
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
@@ -281,6 +289,8 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
                 .map(|c| match c {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
                     Column::Lease => crate::dashboard::store_view::lease_cell(app, s),
+                    Column::Host => safe(&fleet_view::host_cell(app, s)).into_owned(),
+                    Column::Source => fleet_view::source_cell(app, s).to_string(),
                     c => text(*c, s, now),
                 })
                 .collect()

@@ -118,6 +118,19 @@ impl Layout {
     }
 }
 
+/// A change under a host's prefix, as [`Layout::published_of`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    Host {
+        host_id: String,
+    },
+    Claim {
+        host_id: String,
+        root_id: String,
+        key: String,
+    },
+}
+
 /// Where one published root lives: `PREFIX/hosts/<machine>/<root-id>/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootPlace {
@@ -150,6 +163,27 @@ impl Layout {
         let rest = s.strip_prefix(&self.hosts())?;
         let (machine, _) = rest.split_once('/')?;
         Some(decode_key(machine))
+    }
+
+    /// What a change under [`Layout::hosts`] is to a fleet view: a host
+    /// came, went or refreshed its record (`host`, `alive`), or one
+    /// published claim changed. Hazards, events, requests and answers are
+    /// none of the table's business.
+    pub fn published_of(&self, etcd_key: &[u8]) -> Option<Published> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        let rest = s.strip_prefix(&self.hosts())?;
+        let (machine, rest) = rest.split_once('/')?;
+        let host_id = decode_key(machine);
+        if rest == "host" || rest == "alive" {
+            return Some(Published::Host { host_id });
+        }
+        let (root_id, rest) = rest.split_once('/')?;
+        let key = rest.strip_prefix("claims/")?;
+        Some(Published::Claim {
+            host_id,
+            root_id: root_id.to_string(),
+            key: decode_key(key),
+        })
     }
 
     pub fn root_place(&self, machine: &str, root_id: &str) -> RootPlace {
@@ -318,6 +352,36 @@ mod tests {
         assert!(p.event("abc", 999) < e, "offsets sort in log order");
         let r = p.request("7");
         assert_eq!(p.answer_of(r.as_bytes()), Some(p.answer("7")));
+    }
+
+    #[test]
+    fn a_change_under_a_host_names_the_host_or_the_published_claim_and_nothing_else() {
+        let l = Layout::new("/fno");
+        let p = l.root_place("m/1", "00ff00ff00ff00ff");
+        assert_eq!(
+            l.published_of(l.host_alive("m/1").as_bytes()),
+            Some(Published::Host {
+                host_id: "m/1".into()
+            })
+        );
+        assert_eq!(
+            l.published_of(l.host_record("m/1").as_bytes()),
+            Some(Published::Host {
+                host_id: "m/1".into()
+            })
+        );
+        assert_eq!(
+            l.published_of(p.claim("a/b c").as_bytes()),
+            Some(Published::Claim {
+                host_id: "m/1".into(),
+                root_id: "00ff00ff00ff00ff".into(),
+                key: "a/b c".into()
+            })
+        );
+        assert_eq!(l.published_of(p.hazards().as_bytes()), None);
+        assert_eq!(l.published_of(p.request("r1").as_bytes()), None);
+        assert_eq!(l.published_of(p.event("log", 3).as_bytes()), None);
+        assert_eq!(l.published_of(l.claim("k").as_bytes()), None);
     }
 
     #[test]

@@ -255,4 +255,36 @@ impl Store for EtcdStore {
     fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         self.core.read_fleet_events(n)
     }
+
+    fn fleet_item(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let place = self.core.layout.root_place(host_id, root_id);
+        self.core.get_value(&place.claim(key))
+    }
+
+    fn ask_host_force_release(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, StoreError> {
+        let ask = fleet::FleetAsk {
+            host: host_id,
+            root_id: Some(root_id),
+            key,
+        };
+        self.core
+            .request_force_release(&ask, opts, wait)
+            .map_err(|e| match e {
+                fleet::FleetError::Store(e) => e,
+                // Words for the status line: which host, and why not.
+                e => StoreError::Host(e.to_string()),
+            })
+    }
 }

@@ -5,6 +5,7 @@
 //! notice) when etcd comes back behind what was seen.
 
 use super::events::event_of;
+use super::layout::Published;
 use super::Core;
 use crate::store::{Change, Changes, StoreError};
 use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
@@ -217,7 +218,19 @@ fn absorb(
                     None => continue,
                 }
             }
-            _ => continue,
+            (None, _) => match layout.published_of(kv.key()) {
+                Some(Published::Host { host_id }) => Raw::Change(Change::Host { host_id }),
+                Some(Published::Claim {
+                    host_id,
+                    root_id,
+                    key,
+                }) => Raw::Change(Change::Published {
+                    host_id,
+                    root_id,
+                    key,
+                }),
+                None => continue,
+            },
         };
         if !send(raw) {
             return Step::Closed;

@@ -1,0 +1,393 @@
+//! The fleet view: the dashboard over a store that hosts publish into
+//! (`claimtop publish`), driven by the store collector's messages at an
+//! injected clock — published rows beside the store's own, the host and
+//! source columns, an offline host greyed with its last-seen time, and F on
+//! a copy going to its host.
+
+use crate::common::*;
+use claimtop::claims::{ClaimState, Counts, Status, Sweep};
+use claimtop::dashboard::action::Op;
+use claimtop::dashboard::app::Column;
+use claimtop::dashboard::fleet_view::row_path;
+use claimtop::dashboard::store_view::{StoreMsg, StoreView};
+use claimtop::dashboard::{update, Action, App};
+use claimtop::store::fleet::{Fleet, FleetItem, HostInfo, PublishedRoot};
+use claimtop::store::Listing;
+use ratatui::crossterm::event::KeyCode;
+use serde_json::{json, Value};
+
+const URL: &str = "etcd://10.0.0.1:2379/fno";
+
+fn store(app: &mut App, msg: StoreMsg) -> bool {
+    update(app, Action::Store(Box::new(msg)))
+}
+
+fn root_a() -> PublishedRoot {
+    PublishedRoot {
+        id: "00000000000000aa".into(),
+        path: "/srv/alpha".into(),
+    }
+}
+
+fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
+    HostInfo {
+        host_id: id.into(),
+        hostname: name.into(),
+        online,
+        last_seen_ms,
+        roots: vec![root_a()],
+        counts: Counts::default(),
+    }
+}
+
+/// A claim as a host's `list --json` prints it.
+fn item(key: &str, holder: &str, host: &str) -> Value {
+    let r = rec(key, holder, 4242, 2 * MIN, Some(10 * MIN));
+    let mut record = serde_json::to_value(&r).expect("record as json");
+    record["host"] = Value::from(host);
+    json!({"key": key, "state": "live", "why": "pid 4242 is running", "record": record})
+}
+
+fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetItem {
+    FleetItem {
+        host_id: host_id.into(),
+        hostname: hostname.into(),
+        root: root_a(),
+        item: item(key, holder, hostname),
+    }
+}
+
+/// One native claim, listed by the store.
+fn native_listing() -> Listing {
+    let r = rec("deploy/prod", "pty:alice", 77, MIN, Some(5 * MIN));
+    let s = Status {
+        key: "deploy/prod".into(),
+        file: "/fno/claims/deploy%2Fprod".into(),
+        state: ClaimState::Live,
+        why: "the lease is running".into(),
+        error: None,
+        locality: None,
+        head: Vec::new(),
+        record: Some(r),
+    };
+    Listing {
+        sweep: Sweep {
+            root: URL.into(),
+            claims: vec![s],
+            hazards: Vec::new(),
+            counts: Default::default(),
+        },
+        tenures: vec![None],
+        store_hazards: Vec::new(),
+        store: Some(URL.into()),
+        revision: Some(7),
+    }
+}
+
+fn fleet_app(w: u16, h: u16) -> App {
+    let mut app = app_at(fixed_root());
+    app.over_store(StoreView::new(URL.into(), NOW));
+    store(
+        &mut app,
+        StoreMsg::Listed {
+            listing: Box::new(native_listing()),
+            at: NOW,
+            resync: None,
+        },
+    );
+    update(&mut app, Action::Resize(w, h));
+    app
+}
+
+fn two_hosts() -> Fleet {
+    Fleet {
+        hosts: vec![
+            host("m-alpha", "alpha", true, NOW),
+            host("m-beta", "beta", false, NOW - 3 * MIN),
+        ],
+        items: vec![
+            published("m-alpha", "alpha", "build/x86", "ci:runner-7"),
+            published("m-alpha", "alpha", "deploy/prod", "agent:codex-3"),
+        ],
+        hazards: Vec::new(),
+    }
+}
+
+/// [`fleet_app`] 160×40 after the fleet of [`two_hosts`] was read.
+fn with_two_hosts() -> App {
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW,
+        },
+    );
+    app
+}
+
+fn header_row(screen: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.contains("state") && l.contains("key"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn without_publishing_hosts_the_store_table_has_no_host_or_source_column() {
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(Fleet::default()),
+            at: NOW,
+        },
+    );
+    let screen = render(&app);
+    let header = header_row(&screen);
+    assert!(!header.contains("host"), "{header}");
+    assert!(!header.contains("source"), "{header}");
+    assert!(!screen.contains(" hosts "), "{screen}");
+    assert!(!Column::ALL.contains(&Column::Host));
+    assert!(!Column::ALL.contains(&Column::Source));
+}
+
+#[test]
+fn published_claims_join_the_store_claims_with_their_host_and_source() {
+    let mut app = fleet_app(160, 40);
+    assert!(store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW,
+        },
+    ));
+    // One key held natively and on alpha reads as two rows.
+    assert_eq!(app.table.rows.len(), 3);
+    assert_eq!(app.shown().counts.live, 3);
+    let screen = render(&app);
+    let header = header_row(&screen);
+    assert!(
+        header.contains("host") && header.contains("source"),
+        "{header}"
+    );
+    let copy = screen
+        .lines()
+        .find(|l| l.contains("build/x86"))
+        .unwrap_or_default();
+    assert!(
+        copy.contains("alpha") && copy.contains("published"),
+        "{copy}"
+    );
+    let native = screen
+        .lines()
+        .find(|l| l.contains("pty:alice"))
+        .unwrap_or_default();
+    assert!(native.contains("etcd"), "{native}");
+}
+
+#[test]
+fn a_host_going_offline_greys_it_with_its_last_seen_time_and_drops_its_rows() {
+    let mut app = fleet_app(160, 40);
+    app.color = true;
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW,
+        },
+    );
+    let screen = render(&app);
+    let line = screen
+        .lines()
+        .find(|l| l.starts_with(" hosts "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.contains("alpha 2"), "{line}");
+    // The header's clock: the time of day (UTC here, with its Z).
+    let full = claimtop::time::utc_hms(NOW - 3 * MIN);
+    let seen = full.split_once('T').map_or(full.as_str(), |(_, t)| t);
+    assert!(
+        line.contains(&format!("beta offline, last seen {seen}")),
+        "{line}"
+    );
+    // Greyed: the offline host's words are drawn dim, the online one's not.
+    let buf = render_buffer(&app);
+    let y = screen
+        .lines()
+        .position(|l| l.starts_with(" hosts "))
+        .unwrap_or_default() as u16;
+    let x_of = |word: &str| line.find(word).unwrap_or_default() as u16;
+    let fg = |x: u16| buf[(x, y)].fg;
+    assert_eq!(fg(x_of("beta")), ratatui::style::Color::DarkGray);
+    assert_ne!(fg(x_of("alpha")), ratatui::style::Color::DarkGray);
+
+    // alpha's publisher dies: its lease takes its copies, the fleet is read
+    // again, and alpha is offline too — its claims unknown, not free.
+    let mut gone = two_hosts();
+    gone.hosts[0].online = false;
+    gone.hosts[0].last_seen_ms = NOW + 5_000;
+    gone.items.clear();
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(gone),
+            at: NOW + 6_000,
+        },
+    );
+    assert_eq!(row_keys(&app), vec!["deploy/prod".to_string()]);
+    let screen = render(&app);
+    assert!(screen.contains("alpha offline, last seen"), "{screen}");
+}
+
+#[test]
+fn one_published_claim_re_read_comes_and_goes_without_touching_the_others() {
+    let mut app = with_two_hosts();
+    store(
+        &mut app,
+        StoreMsg::Published {
+            host_id: "m-alpha".into(),
+            root_id: root_a().id,
+            key: "lint".into(),
+            item: Some(item("lint", "agent:x", "alpha")),
+            at: NOW + 1_000,
+        },
+    );
+    assert_eq!(app.table.rows.len(), 4);
+    store(
+        &mut app,
+        StoreMsg::Published {
+            host_id: "m-alpha".into(),
+            root_id: root_a().id,
+            key: "build/x86".into(),
+            item: None,
+            at: NOW + 2_000,
+        },
+    );
+    let mut keys = row_keys(&app);
+    keys.sort();
+    assert_eq!(keys, vec!["deploy/prod", "deploy/prod", "lint"]);
+    let hosts_line = render(&app)
+        .lines()
+        .find(|l| l.starts_with(" hosts "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(hosts_line.contains("alpha 2"), "{hosts_line}");
+}
+
+#[test]
+fn a_re_list_of_the_store_keeps_the_published_rows() {
+    let mut app = with_two_hosts();
+    store(
+        &mut app,
+        StoreMsg::Listed {
+            listing: Box::new(native_listing()),
+            at: NOW + 1_000,
+            resync: Some("revision 3 was compacted".into()),
+        },
+    );
+    assert_eq!(app.table.rows.len(), 3);
+}
+
+#[test]
+fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    update(&mut app, key('F'));
+    // Live: the key is typed in full.
+    type_text(&mut app, "build/x86");
+    update(&mut app, code(KeyCode::Enter));
+    match app.pending.as_slice() {
+        [Op::AskHost {
+            host_id,
+            hostname,
+            root_id,
+            key,
+            opts,
+        }] => {
+            assert_eq!(host_id, "m-alpha");
+            assert_eq!(hostname, "alpha");
+            assert_eq!(root_id, &root_a().id);
+            assert_eq!(key, "build/x86");
+            assert_eq!(opts.expect_holder.as_deref(), Some("ci:runner-7"));
+            assert!(opts.allow_live);
+        }
+        other => panic!("expected one request to alpha, got {other:?}"),
+    }
+    assert_eq!(
+        app.selected_status().map(|s| s.file.clone()),
+        Some(row_path("m-alpha", &root_a().id, "build/x86"))
+    );
+}
+
+#[test]
+fn f_on_a_store_claim_stays_the_stores_own_force_release() {
+    let mut app = with_two_hosts();
+    let native = app
+        .table
+        .rows
+        .iter()
+        .position(|p| p.starts_with("/fno"))
+        .expect("the store's row");
+    app.table.selected = native;
+    update(&mut app, key('F'));
+    type_text(&mut app, "deploy/prod");
+    update(&mut app, code(KeyCode::Enter));
+    assert!(
+        matches!(app.pending.as_slice(), [Op::ForceRelease { key, .. }] if key == "deploy/prod"),
+        "{:?}",
+        app.pending
+    );
+}
+
+#[test]
+fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    for c in ['a', 'r', 'n'] {
+        app.status = None;
+        update(&mut app, key(c));
+        assert!(app.pending.is_empty());
+        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        let said = app
+            .status
+            .as_ref()
+            .map(|s| s.text.clone())
+            .unwrap_or_default();
+        assert!(said.contains("read-only copy"), "{c}: {said}");
+        assert!(said.contains("alpha"), "{c}: {said}");
+    }
+}
+
+#[test]
+fn a_selected_copy_its_host_no_longer_publishes_leaves_the_screen() {
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    assert!(render(&app).contains("ci:runner-7"));
+    let moved = store(
+        &mut app,
+        StoreMsg::Published {
+            host_id: "m-alpha".into(),
+            root_id: root_a().id,
+            key: "build/x86".into(),
+            item: None,
+            at: NOW + 1_000,
+        },
+    );
+    assert!(moved, "the screen must be redrawn");
+    let screen = render(&app);
+    assert!(!screen.contains("ci:runner-7"), "{screen}");
+}
+
+#[test]
+fn the_help_says_what_published_rows_are_only_while_hosts_publish() {
+    let mut app = fleet_app(160, 60);
+    update(&mut app, key('?'));
+    assert!(!render(&app).contains("Published hosts"));
+    let mut app = with_two_hosts();
+    update(&mut app, Action::Resize(160, 60));
+    update(&mut app, key('?'));
+    let screen = render(&app);
+    assert!(screen.contains("Published hosts"), "{screen}");
+}
