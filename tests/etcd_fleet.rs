@@ -22,6 +22,10 @@ use tempfile::TempDir;
 const PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/fno_claims.py");
 /// The publishers' lease in these tests: short, so "offline" is quick.
 const LEASE_S: u64 = 3;
+/// How long an "eventually" may take on a loaded CI box: only the
+/// targets the issue names (1 s to appear, TTL + 1 s to go offline) are
+/// timed tighter.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 /// One etcd, a throwaway `$HOME`, and the roots of the hosts.
 struct Fleet {
@@ -252,7 +256,7 @@ fn a_force_release_asked_over_the_store_is_carried_out_on_the_hosts_root_and_aud
     let mut gone = Sleeper::spawn();
     py_write(a.path(), "stuck", "agent-9", gone.pid());
     gone.kill();
-    assert!(wait_for(Duration::from_secs(2), || {
+    assert!(wait_for(PATIENCE, || {
         !published(&f.list(), "host-a", "stuck").is_empty()
     }));
     let o = f.over(&[
@@ -280,13 +284,13 @@ fn a_force_release_asked_over_the_store_is_carried_out_on_the_hosts_root_and_aud
             .any(|l| l.contains("claim_force_released") && l.contains("\"operator\":\"ops\"")),
         "{log}"
     );
-    let mirrored = wait_for(Duration::from_secs(2), || {
+    let mirrored = wait_for(PATIENCE, || {
         events_of_host(&f.events(), "host-a")
             .iter()
             .any(|e| e["type"] == "claim_force_released" && e["data"]["key"] == "stuck")
     });
     assert!(mirrored, "the audit event was not mirrored");
-    assert!(wait_for(Duration::from_secs(2), || {
+    assert!(wait_for(PATIENCE, || {
         published(&f.list(), "host-a", "stuck").is_empty()
     }));
 }
@@ -300,7 +304,7 @@ fn a_force_release_of_a_key_that_changed_hands_since_it_was_seen_is_refused_by_t
     let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
     let holder = Sleeper::spawn();
     py_write(a.path(), "k", "agent-1", holder.pid());
-    assert!(wait_for(Duration::from_secs(2), || {
+    assert!(wait_for(PATIENCE, || {
         !published(&f.list(), "host-a", "k").is_empty()
     }));
     let o = f.over(&[
@@ -327,7 +331,7 @@ fn a_killed_publishers_host_goes_offline_within_its_lease_and_its_claims_are_not
     let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
     let holder = Sleeper::spawn();
     py_write(a.path(), "held", "agent-1", holder.pid());
-    assert!(wait_for(Duration::from_secs(2), || {
+    assert!(wait_for(PATIENCE, || {
         !published(&f.list(), "host-a", "held").is_empty()
     }));
     pa.signal(libc::SIGKILL);
@@ -369,7 +373,7 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
     };
     let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
     acquire("one");
-    assert!(wait_for(Duration::from_secs(2), || {
+    assert!(wait_for(PATIENCE, || {
         events_of_host(&f.events(), "host-a").len() == 1
     }));
     pa.signal(libc::SIGKILL);
@@ -436,7 +440,7 @@ fn one_changed_lockfile_is_one_etcd_write() {
         std::thread::sleep(Duration::from_millis(300));
         let before = f.revision();
         py_write(a.path(), key, &format!("agent-{i}"), holder.pid());
-        assert!(wait_for(Duration::from_secs(2), || {
+        assert!(wait_for(PATIENCE, || {
             !published(&f.list(), "host-a", key).is_empty()
         }));
         // Late notifications of the same change must not write again.
@@ -483,8 +487,7 @@ fn a_holder_dying_is_published_as_a_changed_state_without_any_file_changing() {
             .first()
             .map(|i| i["state"].as_str().unwrap_or("").to_string())
     };
-    assert!(wait_for(Duration::from_secs(2), || state().as_deref()
-        == Some("live")));
+    assert!(wait_for(PATIENCE, || state().as_deref() == Some("live")));
     holder.kill();
     let changed = wait_for(Duration::from_secs(5), || {
         state().is_some_and(|s| s != "live")
