@@ -8,7 +8,8 @@
 //! 2. `list` of N claims vs one paged `get --prefix` of the same keys;
 //! 3. W workers contending for one key: cycles per second, overlaps.
 //! 4. a fleet: H hosts publishing N claims each (`claimtop publish`), the
-//!    publishers' CPU idle and at 100 changes/s, etcd writes per change.
+//!    publishers' CPU idle and at 100 changes/s, etcd writes per change,
+//!    and the fleet view's change -> screen.
 //!
 //! `-- --fleet-only` runs figure 4 alone.
 //!
@@ -56,6 +57,7 @@ fn plan() -> Plan {
                 idle_for: Duration::from_secs(1),
                 load_for: Duration::from_secs(1),
                 rate: 100,
+                view_changes: 5,
             },
         }
     } else {
@@ -71,6 +73,7 @@ fn plan() -> Plan {
                 idle_for: Duration::from_secs(20),
                 load_for: Duration::from_secs(10),
                 rate: 100,
+                view_changes: 200,
             },
         }
     }
