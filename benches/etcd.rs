@@ -19,6 +19,7 @@
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
 mod fleet;
+mod headless;
 
 use claimtop::claims::{now_ms, AcquireOpts, AcquireOutcome, ClaimRecord};
 use claimtop::store::etcd::EtcdStore;

@@ -21,20 +21,15 @@
 mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
+mod headless;
 
-use claimtop::claims::{AcquireOpts, LocalIdentity, Root};
-use claimtop::dashboard::collect_store::{self, Source};
-use claimtop::dashboard::store_view::StoreView;
-use claimtop::dashboard::{update, view, Action, App, Options};
+use claimtop::claims::AcquireOpts;
 use claimtop::store::etcd::Layout;
-use claimtop::store::{OpenOpts, StoreUrl};
 use common::{proc_status_kib, self_cpu};
 use etcd_common::Etcd;
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use headless::Headless;
 use std::path::Path;
 use std::process::Command;
-use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 const ROLE: &str = "CLAIMTOP_BENCH_ROLE";
@@ -148,95 +143,41 @@ fn env_num(name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{ROLE}_{name} not set"))
 }
 
-/// Apply what has arrived (waiting up to `wait` for the first), then draw
-/// if anything visible moved: the live loop, minus the terminal.
-fn pump(
-    app: &mut App,
-    rx: &Receiver<Action>,
-    term: &mut Terminal<TestBackend>,
-    wait: Duration,
-) -> bool {
-    let Ok(first) = rx.recv_timeout(wait) else {
-        return false;
-    };
-    let mut dirty = update(app, first);
-    for next in rx.try_iter().take(512) {
-        dirty |= update(app, next);
-    }
-    if dirty {
-        term.draw(|f| view::draw(f, app)).expect("draw");
-    }
-    true
-}
-
 /// The child: the dashboard's wiring over the store, measured.
 fn dashboard(url: &str) {
     let claims = env_num("CLAIMS") as usize;
     let changes = env_num("CHANGES") as usize;
     let idle = Duration::from_millis(env_num("IDLE_MS"));
-    let source = Source {
-        url: StoreUrl::parse(url).expect("a store URL"),
-        opts: OpenOpts::default(),
-    };
-
     // 1. First screen.
     let t0 = Instant::now();
-    let store = source.open().expect("open the store");
-    let (tx, rx) = channel();
-    let options = Options {
-        root: Root {
-            root: url.into(),
-            events_dir: None,
-        },
-        more_roots: Vec::new(),
-        read_only: false,
-        no_color: true,
-        demo: false,
-        local_time: false,
-    };
-    let me = LocalIdentity::current();
-    let mut app = App::new(
-        options,
-        claimtop::claims::now_ms(),
-        me,
-        "operator:bench".into(),
-    );
-    app.over_store(StoreView::new(store.url(), app.now));
-    update(&mut app, Action::Resize(160, 48));
-    let mut term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-    collect_store::spawn(store, &source, &tx).expect("start the collector");
-    while app.claims.live.is_empty() {
-        pump(&mut app, &rx, &mut term, Duration::from_secs(30));
+    let mut h = Headless::start(url);
+    while h.app.claims.live.is_empty() {
+        h.pump(Duration::from_secs(30));
     }
-    term.draw(|f| view::draw(f, &app)).expect("draw");
+    h.draw();
     let first = t0.elapsed();
-    while app.claims.live.len() < claims {
-        pump(&mut app, &rx, &mut term, Duration::from_secs(30));
+    while h.app.claims.live.len() < claims {
+        h.pump(Duration::from_secs(30));
     }
-    term.draw(|f| view::draw(f, &app)).expect("draw");
+    h.draw();
     let whole = t0.elapsed();
 
     // Let the start-up's stragglers (the events tail, the first probes) land.
     let settle = Instant::now() + Duration::from_secs(3);
     while Instant::now() < settle {
-        pump(&mut app, &rx, &mut term, Duration::from_millis(100));
+        h.pump(Duration::from_millis(100));
     }
 
     // 3. Idle, before any change of ours.
     let cpu0 = self_cpu();
     let t_idle = Instant::now();
     while t_idle.elapsed() < idle {
-        pump(
-            &mut app,
-            &rx,
-            &mut term,
-            idle.saturating_sub(t_idle.elapsed()),
-        );
+        h.pump(idle.saturating_sub(t_idle.elapsed()));
     }
     let (idle_cpu, idle_wall) = (self_cpu() - cpu0, t_idle.elapsed());
 
     // 2. Change -> screen, one acquire at a time.
-    let writer = source.open().expect("a writer connection");
+    let writer = h.source.open().expect("a writer connection");
     let layout = Layout::new(PREFIX);
     let opts = AcquireOpts {
         ttl_ms: Some(600_000),
@@ -250,8 +191,8 @@ fn dashboard(url: &str) {
         writer
             .acquire(&key, "bench", &opts)
             .expect("acquire a fresh key");
-        while app.claims.live.get(Path::new(&path)).is_none() {
-            pump(&mut app, &rx, &mut term, Duration::from_secs(5));
+        while h.app.claims.live.get(Path::new(&path)).is_none() {
+            h.pump(Duration::from_secs(5));
         }
         lat.push(t.elapsed());
     }

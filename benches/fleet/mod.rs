@@ -8,18 +8,12 @@
 //! fleet view's change -> screen (the dashboard's wiring in this process).
 
 use crate::etcd_common::Etcd;
+use crate::headless::Headless;
 use claimtop::claims::{now_ms, ClaimRecord, LocalIdentity, Root};
-use claimtop::dashboard::collect_store::{self, Source};
 use claimtop::dashboard::fleet_view::row_path;
-use claimtop::dashboard::store_view::StoreView;
-use claimtop::dashboard::{update, view, Action, App, Options};
-use claimtop::store::{OpenOpts, StoreUrl};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -381,39 +375,13 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
 /// first frame drawn after the copy reached the model: the publisher's
 /// inotify and write, etcd, the watch, the collector's re-read and a frame.
 fn fleet_view(url: &str, root: &Root, total: usize, changes: usize, pid: i32) {
-    let source = Source {
-        url: StoreUrl::parse(url).expect("a store URL"),
-        opts: OpenOpts::default(),
-    };
     let t0 = Instant::now();
-    let store = source.open().expect("open the store");
-    let (tx, rx) = channel();
-    let options = Options {
-        root: Root {
-            root: url.into(),
-            events_dir: None,
-        },
-        more_roots: Vec::new(),
-        read_only: false,
-        no_color: true,
-        demo: false,
-        local_time: false,
-    };
-    let mut app = App::new(
-        options,
-        now_ms(),
-        LocalIdentity::current(),
-        "operator:bench".into(),
-    );
-    app.over_store(StoreView::new(store.url(), app.now));
-    update(&mut app, Action::Resize(160, 48));
-    let mut term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-    collect_store::spawn(store, &source, &tx).expect("start the collector");
+    let mut h = Headless::start(url);
     let give_up = Instant::now() + Duration::from_secs(300);
-    while app.claims.live.len() < total && Instant::now() < give_up {
-        pump(&mut app, &rx, &mut term, Duration::from_secs(1));
+    while h.app.claims.live.len() < total && Instant::now() < give_up {
+        h.pump(Duration::from_secs(1));
     }
-    let (whole, rows) = (t0.elapsed(), app.claims.live.len());
+    let (whole, rows) = (t0.elapsed(), h.app.claims.live.len());
     let canonical = std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
     let root_id = claimtop::store::etcd::layout::root_id(&canonical);
     let mut lat = Vec::with_capacity(changes);
@@ -422,10 +390,10 @@ fn fleet_view(url: &str, root: &Root, total: usize, changes: usize, pid: i32) {
         let row = row_path("host-00", &root_id, &key);
         put_lockfile(root, &record(&key, pid, now_ms()));
         let t = Instant::now();
-        while app.claims.live.get(&row).is_none() && t.elapsed() < Duration::from_secs(10) {
-            pump(&mut app, &rx, &mut term, Duration::from_millis(200));
+        while h.app.claims.live.get(&row).is_none() && t.elapsed() < Duration::from_secs(10) {
+            h.pump(Duration::from_millis(200));
         }
-        if app.claims.live.get(&row).is_some() {
+        if h.app.claims.live.get(&row).is_some() {
             lat.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
@@ -440,19 +408,4 @@ fn fleet_view(url: &str, root: &Root, total: usize, changes: usize, pid: i32) {
     println!(
         "   fleet view change -> screen  {p50:>9.1} ms p50, {p99:.1} ms p99 ({shown} of {changes} shown)"
     );
-}
-
-/// Apply what has arrived (waiting up to `wait` for the first), then draw
-/// if anything visible moved: the live loop, minus the terminal.
-fn pump(app: &mut App, rx: &Receiver<Action>, term: &mut Terminal<TestBackend>, wait: Duration) {
-    let Ok(first) = rx.recv_timeout(wait) else {
-        return;
-    };
-    let mut dirty = update(app, first);
-    for next in rx.try_iter().take(512) {
-        dirty |= update(app, next);
-    }
-    if dirty {
-        term.draw(|f| view::draw(f, app)).expect("draw");
-    }
 }

@@ -1,0 +1,84 @@
+//! The dashboard over a store with no terminal: the live app's wiring
+//! (`collect_store::spawn`, `update`, `view::draw`) drawing 160×48 frames
+//! into a `TestBackend`, for the benches that time change → screen. Not
+//! every bench uses every part.
+#![allow(dead_code)]
+
+use claimtop::claims::{now_ms, LocalIdentity, Root};
+use claimtop::dashboard::collect_store::{self, Source};
+use claimtop::dashboard::store_view::StoreView;
+use claimtop::dashboard::{update, view, Action, App, Options};
+use claimtop::store::{OpenOpts, StoreUrl};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+pub struct Headless {
+    pub app: App,
+    rx: Receiver<Action>,
+    term: Terminal<TestBackend>,
+    pub source: Source,
+}
+
+impl Headless {
+    /// Open the store `url` names and start the collector over it.
+    pub fn start(url: &str) -> Headless {
+        let source = Source {
+            url: StoreUrl::parse(url).expect("a store URL"),
+            opts: OpenOpts::default(),
+        };
+        let store = source.open().expect("open the store");
+        let (tx, rx) = channel();
+        let options = Options {
+            // Names the store in the model; nothing reads it as a root.
+            root: Root {
+                root: url.into(),
+                events_dir: None,
+            },
+            more_roots: Vec::new(),
+            read_only: false,
+            no_color: true,
+            demo: false,
+            local_time: false,
+        };
+        let mut app = App::new(
+            options,
+            now_ms(),
+            LocalIdentity::current(),
+            "operator:bench".into(),
+        );
+        app.over_store(StoreView::new(store.url(), app.now));
+        update(&mut app, Action::Resize(160, 48));
+        let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
+        collect_store::spawn(store, &source, &tx).expect("start the collector");
+        Headless {
+            app,
+            rx,
+            term,
+            source,
+        }
+    }
+
+    /// Apply what has arrived (waiting up to `wait` for the first), then
+    /// draw if anything visible moved: the live loop, minus the terminal.
+    /// False when nothing arrived.
+    pub fn pump(&mut self, wait: Duration) -> bool {
+        let Ok(first) = self.rx.recv_timeout(wait) else {
+            return false;
+        };
+        let mut dirty = update(&mut self.app, first);
+        for next in self.rx.try_iter().take(512) {
+            dirty |= update(&mut self.app, next);
+        }
+        if dirty {
+            self.draw();
+        }
+        true
+    }
+
+    pub fn draw(&mut self) {
+        let app = &self.app;
+        self.term.draw(|f| view::draw(f, app)).expect("draw");
+    }
+}
