@@ -515,6 +515,20 @@ fn wait_for(
 }
 
 #[test]
+fn an_idle_change_feed_keeps_its_connection_for_20_s_under_etcds_ping_policy() {
+    // etcd closes a connection that pings more often than its
+    // --grpc-keepalive-min-time (5 s) allows; a feed pinging every 2 s was
+    // cut and resumed about every 8 s.
+    let Some(etcd) = Etcd::single() else { return };
+    let watcher = etcd.store("/calm");
+    let mut feed = watcher.changes().expect("feed");
+    let dropped = wait_for(feed.as_mut(), Duration::from_secs(20), |c| {
+        matches!(c, Change::Disconnected { .. } | Change::Resync { .. })
+    });
+    assert_eq!(dropped, None, "an idle feed lost its connection");
+}
+
+#[test]
 fn a_change_feed_says_disconnected_while_etcd_is_stopped_and_resumes_by_itself() {
     let Some(etcd) = Etcd::single() else { return };
     let opts = OpenOpts {

@@ -120,8 +120,11 @@ impl Conn {
     }
 }
 
-/// How often an idle connection proves the member is still there.
-const KEEPALIVE_EVERY: Duration = Duration::from_secs(2);
+/// How often an idle connection proves the member is still there. Not
+/// under 5 s: etcd refuses pings closer than its `--grpc-keepalive-min-time`
+/// (5 s by default) and, after two, closes the connection with
+/// "too many pings" (at 2 s, every watch was cut and resumed every ~8 s).
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(6);
 
 /// Between two tries of a call that could not reach a member.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
