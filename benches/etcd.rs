@@ -16,6 +16,7 @@
 //! `cargo bench --features etcd --bench etcd` runs at full size (100 000
 //! claims, 16 workers); `CLAIMTOP_BENCH_QUICK=1` or `--quick` at toy sizes.
 
+mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
 mod fleet;
@@ -41,11 +42,7 @@ struct Plan {
 }
 
 fn plan() -> Plan {
-    let quick = std::env::var_os("CLAIMTOP_BENCH_QUICK").is_some()
-        || std::env::args().any(|a| a == "--quick")
-        // `cargo test --benches` runs this without `--bench`: a smoke test.
-        || !std::env::args().any(|a| a == "--bench");
-    if quick {
+    if common::quick_mode() {
         Plan {
             cycles: 20,
             etcdctl_cycles: 3,

@@ -42,11 +42,7 @@ struct Plan {
 }
 
 fn plan() -> Plan {
-    let quick = std::env::var_os("CLAIMTOP_BENCH_QUICK").is_some()
-        || std::env::args().any(|a| a == "--quick")
-        // `cargo test --benches` runs this without `--bench`: a smoke test.
-        || !std::env::args().any(|a| a == "--bench");
-    if quick {
+    if common::quick_mode() {
         Plan {
             claims: 500,
             changes: 10,
