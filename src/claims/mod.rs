@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod audit;
+pub mod dir_listing;
 pub mod error;
 pub mod key;
 pub mod liveness;
@@ -17,6 +18,7 @@ pub mod root;
 pub mod roots;
 pub mod status;
 pub mod sweep;
+mod sweep_read;
 pub mod verbs;
 pub mod wait;
 pub mod words;

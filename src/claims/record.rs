@@ -296,17 +296,26 @@ fn open_lockfile(path: &Path) -> Result<std::fs::File, ReadError> {
         .open(path)
     {
         Ok(f) => Ok(f),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => Err(ReadError::GoneAway),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(ReadError::Corrupted {
+        Err(e) => Err(open_error(e)),
+    }
+}
+
+/// What a failed open of a lockfile says about it.
+fn open_error(e: std::io::Error) -> ReadError {
+    if matches!(e.kind(), ErrorKind::NotFound) {
+        ReadError::GoneAway
+    } else if e.raw_os_error() == Some(libc::ELOOP) {
+        ReadError::Corrupted {
             reason: "lockfile is a symlink; refusing to follow it".into(),
             head: Vec::new(),
-        }),
+        }
+    } else {
         // EACCES, EIO...: the file may be a perfectly good claim that this
         // user cannot read. Calling it corrupted would let them archive a
         // live claim they cannot even see.
-        Err(e) => Err(ReadError::Unreadable {
+        ReadError::Unreadable {
             reason: format!("claim read failed: {e}"),
-        }),
+        }
     }
 }
 
@@ -329,8 +338,29 @@ pub fn read_listed_lockfile_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
 /// [`read_listed_lockfile_bytes`] into the caller's buffer, which a sweep
 /// keeps from one file to the next rather than allocating one per file.
 pub fn read_listed_lockfile_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), ReadError> {
-    use std::os::fd::AsRawFd;
     let file = open_lockfile(path)?;
+    read_listed_open(file, path, bytes)
+}
+
+/// [`read_listed_lockfile_into`] for an entry of an open listing of the
+/// claims dir: `name` is opened relative to it (same flags, same verdicts),
+/// and `path` is only for the guarded re-read of an unusual file.
+pub fn read_listed_at(
+    dir: &super::dir_listing::DirListing,
+    name: &[u8],
+    path: &Path,
+    bytes: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    let file = dir.open_file(name).map_err(open_error)?;
+    read_listed_open(file, path, bytes)
+}
+
+fn read_listed_open(
+    file: std::fs::File,
+    path: &Path,
+    bytes: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    use std::os::fd::AsRawFd;
     bytes.clear();
     // Into spare capacity: zeroing a buffer first (`vec![0; n]` or a stack
     // array) cost more than the fstat this saves.

@@ -65,7 +65,8 @@ impl Status {
         Status::judged(key.to_string(), path.to_path_buf(), c, read)
     }
 
-    fn judged(
+    /// The status of a file whose read (and parse) came out as `read`.
+    pub(crate) fn judged(
         key: String,
         file: PathBuf,
         c: &mut Classifier,

@@ -1,7 +1,9 @@
 //! Listing every lockfile under a root, and the hazards doctor reports.
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
+use super::dir_listing::DirListing;
 use super::liveness::Classifier;
+use super::sweep_read::{read_each, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
 use super::{Root, Status};
 use serde::Serialize;
@@ -136,16 +138,6 @@ pub fn key_of_lockfile(name: &OsStr) -> Option<String> {
     s.strip_suffix(".lock").map(decode_key)
 }
 
-/// One lockfile the listing found, before it is read.
-struct Listed {
-    key: String,
-    path: PathBuf,
-    /// The listing's `d_type` said "regular file" (its read needs no `fstat`).
-    regular: bool,
-    /// The name is the canonical encoding of `key`.
-    canonical: bool,
-}
-
 /// Classify every `*.lock` under the root and collect hazards.
 ///
 /// One read per lockfile and one `/proc` probe per distinct pid. Nothing in
@@ -158,9 +150,9 @@ pub fn sweep(root: &Root) -> Sweep {
 
 /// [`sweep`] with a caller's classifier (the dashboard keeps one per tick).
 ///
-/// One thread: reading the files on two (contiguous chunks of the sorted
-/// listing, a classifier each) measured slower on a shared 2-core machine,
-/// 138 ms against 111 ms for 10 000 files, so it was not kept.
+/// The files are read and parsed on every core the process may use (see
+/// [`super::sweep_read`]); the verdicts are given here, in key order, with
+/// the one classifier.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     let dir = root.claims_dir();
     let mut out = Sweep {
@@ -169,8 +161,8 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         counts: Counts::default(),
         hazards: Vec::new(),
     };
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
+    let mut listing = match DirListing::open(&dir) {
+        Ok(l) => l,
         // Nothing claimed yet: a normal, empty root.
         Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
             events_mutex_hazard(root, &mut out.hazards);
@@ -189,7 +181,8 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     // sorting finished items (hundreds of bytes each) is not, and reading in
     // key order tends to follow creation (inode) order.
     let mut lockfiles: Vec<Listed> = Vec::new();
-    for entry in entries {
+    let dir_len = dir.as_os_str().len();
+    while let Some(entry) = listing.next_entry() {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
@@ -198,23 +191,24 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                     path: dir.clone(),
                     detail: format!("listing interrupted: {e}"),
                 });
-                continue;
+                break;
             }
         };
-        let name = entry.file_name();
-        // `entry.path()` is this join, but copies the dir and then grows the
-        // copy for the name: a realloc for every file of every sweep.
-        let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+        let name = OsStr::from_bytes(entry.name.to_bytes());
+        // One allocation, sized once: the dir, a slash, the name.
+        let mut path = PathBuf::with_capacity(dir_len + 1 + name.len());
         path.push(&dir);
-        path.push(&name);
-        match entry_kind(&name) {
+        path.push(name);
+        match entry_kind(name) {
             EntryKind::Lockfile => match name.to_str().and_then(|n| n.strip_suffix(".lock")) {
                 Some(stem) => {
                     let (key, canonical) = super::key::decode_stem(stem);
+                    let name_at = path.as_os_str().len() - name.len();
                     lockfiles.push(Listed {
                         key,
                         path,
-                        regular: entry.file_type().is_ok_and(|t| t.is_file()),
+                        name_at,
+                        regular: entry.regular,
                         canonical,
                     })
                 }
@@ -235,16 +229,15 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     archive_dir_hazard(&dir, &mut out.hazards);
     lockfiles.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     out.claims.reserve_exact(lockfiles.len());
-    // One read buffer for every file of the sweep.
-    let mut buf = Vec::new();
-    for l in lockfiles {
-        let item = Status::of_entry(l.key, l.path, l.regular, c, &mut buf);
+    read_each(&listing, lockfiles, |l, read| {
+        let item = Status::judged(l.key, l.path, c, read);
         out.counts.add(item.state);
         named_item_hazards(&item, l.canonical, &mut out.hazards);
         if item.state != ClaimState::Free {
             out.claims.push(item);
         }
-    }
+    });
+    drop(listing);
     events_mutex_hazard(root, &mut out.hazards);
     out.hazards.sort_by(|a, b| a.path.cmp(&b.path));
     out

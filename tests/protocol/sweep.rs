@@ -363,3 +363,45 @@ fn a_forked_lock_under_a_non_canonical_name_or_a_misnamed_record_is_a_key_mismat
         .all(|f| !f.fixed));
     assert!(root.claims_dir().join("node%3ax.lock").exists());
 }
+
+#[test]
+fn a_root_big_enough_to_be_read_on_several_threads_lists_what_status_says_key_by_key() {
+    // Past the size at which the sweep hands files to helper threads: every
+    // item must still carry its own key's verdict, in key order.
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    let dead = dead_pid();
+    let me = std::process::id() as i32;
+    let n = 3_000;
+    for i in 0..n {
+        let key = format!("bulk:{i:05}");
+        match i % 7 {
+            0 => drop(plant_bytes(&root, &key, b"{broken: [")),
+            1 => drop(plant_bytes(&root, &key, b"")),
+            2 => std::fs::create_dir(root.lockfile(&key)).unwrap(),
+            3 | 4 => drop(plant(&root, &record(&key, "h-dead", dead, now_ms()))),
+            _ => drop(plant(&root, &record(&key, "h-live", me, now_ms()))),
+        }
+    }
+    let sw = sweep(&root);
+    assert_eq!(sw.claims.len(), n);
+    let keys: Vec<&str> = sw.claims.iter().map(|c| c.key.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(keys, sorted, "items are in key order");
+    let mut counts = Counts::default();
+    for item in &sw.claims {
+        let one = claimtop::claims::status(&root, &item.key);
+        assert_eq!(
+            (item.state, &item.why, &item.error, &item.record),
+            (one.state, &one.why, &one.error, &one.record),
+            "{}",
+            item.key
+        );
+        counts.add(item.state);
+    }
+    assert_eq!(sw.counts, counts);
+    let per_state = n / 7;
+    assert!(counts.corrupted >= 3 * per_state, "{counts:?}");
+    assert!(counts.stale >= 2 * per_state && counts.live >= 2 * per_state);
+}
