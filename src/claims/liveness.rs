@@ -4,7 +4,7 @@ use super::{now_ms, ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 // Process facts live at the crate level, where the mkdir mutex (shared with
 // the events log) reads them too; re-exported here, their old home.
@@ -120,7 +120,13 @@ pub struct Classifier {
     me: LocalIdentity,
     probe: fn(i32) -> Option<i64>,
     pids: HashMap<i32, Option<i64>>,
+    /// While several threads judge one sweep ([`Classifier::share`]): the
+    /// facts all of them go by, so that each pid is probed once and every
+    /// claim naming it is judged on the same fact.
+    shared: Option<Arc<Mutex<PidFacts>>>,
 }
+
+type PidFacts = HashMap<i32, Option<i64>>;
 
 impl Classifier {
     /// A classifier for this machine at `now` (epoch ms).
@@ -135,6 +141,39 @@ impl Classifier {
             me,
             probe,
             pids: HashMap::new(),
+            shared: None,
+        }
+    }
+
+    /// Start sharing pid facts with [`Classifier::fork`]s (for other
+    /// threads) until [`Classifier::unshare`].
+    pub(crate) fn share(&mut self) {
+        let known = std::mem::take(&mut self.pids);
+        self.shared = Some(Arc::new(Mutex::new(known)));
+    }
+
+    /// A classifier for another thread of the same sweep: same clock and
+    /// identity, and the shared facts (see [`Classifier::share`]).
+    pub(crate) fn fork(&self) -> Classifier {
+        Classifier {
+            now: self.now,
+            me: self.me.clone(),
+            probe: self.probe,
+            pids: HashMap::new(),
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Stop sharing: every fact any fork learned becomes this one's own.
+    pub(crate) fn unshare(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            let facts = match Arc::try_unwrap(shared) {
+                Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
+                // A fork still alive (never, once the sweep's threads are
+                // joined): copy rather than take.
+                Err(arc) => arc.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            };
+            self.pids.extend(facts);
         }
     }
 
@@ -163,8 +202,24 @@ impl Classifier {
     }
 
     fn start_time(&mut self, pid: i32) -> Option<i64> {
-        let probe = self.probe;
-        *self.pids.entry(pid).or_insert_with(|| probe(pid))
+        if let Some(&known) = self.pids.get(&pid) {
+            return known;
+        }
+        let fact = match &self.shared {
+            None => (self.probe)(pid),
+            // Probed under the lock: a /proc read is microseconds, and so
+            // no pid is ever probed twice or judged on two facts.
+            Some(shared) => {
+                let probe = self.probe;
+                *shared
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(pid)
+                    .or_insert_with(|| probe(pid))
+            }
+        };
+        self.pids.insert(pid, fact);
+        fact
     }
 
     /// Classify `rec`, with the reason.

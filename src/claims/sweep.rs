@@ -3,7 +3,7 @@
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::dir_listing::DirListing;
 use super::liveness::Classifier;
-use super::sweep_read::{read_each, Listed};
+use super::sweep_read::{judge_each, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
 use super::{Root, Status};
 use serde::Serialize;
@@ -150,9 +150,9 @@ pub fn sweep(root: &Root) -> Sweep {
 
 /// [`sweep`] with a caller's classifier (the dashboard keeps one per tick).
 ///
-/// The files are read and parsed on every core the process may use (see
-/// [`super::sweep_read`]); the verdicts are given here, in key order, with
-/// the one classifier.
+/// The files are read, parsed and judged on every core the process may use
+/// (see [`super::sweep_read`]), with `c`'s pid facts shared among them; the
+/// items come out in key order.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     let dir = root.claims_dir();
     let mut out = Sweep {
@@ -229,10 +229,16 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     archive_dir_hazard(&dir, &mut out.hazards);
     lockfiles.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     out.claims.reserve_exact(lockfiles.len());
-    read_each(&listing, lockfiles, |l, read| {
+    let judge = |l: Listed, read, c: &mut Classifier| {
         let item = Status::judged(l.key, l.path, c, read);
+        // Most items have none: an empty Vec allocates nothing.
+        let mut hazards = Vec::new();
+        named_item_hazards(&item, l.canonical, &mut hazards);
+        (item, hazards)
+    };
+    judge_each(&listing, lockfiles, c, judge, |(item, mut hazards)| {
         out.counts.add(item.state);
-        named_item_hazards(&item, l.canonical, &mut out.hazards);
+        out.hazards.append(&mut hazards);
         if item.state != ClaimState::Free {
             out.claims.push(item);
         }

@@ -1,15 +1,23 @@
-//! Reading and parsing a sweep's lockfiles, on a second core when there
-//! are many.
+//! Reading, parsing and judging a sweep's lockfiles, on a second core
+//! when there are many.
 //!
 //! Opening, reading and parsing ten thousand small files is most of a
-//! sweep, and each file is independent of the others; only the verdict
-//! needs the shared classifier (its `/proc` cache), so that stays on the
-//! caller's thread, in key order. The files are handed out in small chunks
-//! from one counter rather than split in halves up front: on a busy machine
-//! the helper may not run at all, and then the caller simply reads every
-//! chunk itself, waiting at most for the one chunk the helper holds.
+//! sweep, and each file is independent of the others. The verdicts go on
+//! the same threads, each with a fork of the caller's classifier that
+//! shares its pid facts (each pid probed once, one fact per pid for the
+//! whole sweep); the caller then takes the items in key order.
+//!
+//! The files are handed out in small chunks from one counter rather than
+//! split in halves up front: on a busy machine the helper may not run at
+//! all, and then the caller simply does every chunk itself, waiting at most
+//! for the one chunk the helper holds.
+//!
+//! Tried and not kept: starting the helpers on the first chunks while the
+//! caller still lists the directory (in listing order, sorting afterwards)
+//! measured no faster, 69.0 ms against 68.9 ms median for 10 000 files.
 
 use super::dir_listing::DirListing;
+use super::liveness::Classifier;
 use super::record::{parse_lockfile_bytes, read_listed_at, read_lockfile_bytes};
 use super::{ClaimRecord, ReadError};
 use std::path::PathBuf;
@@ -38,84 +46,116 @@ const PARALLEL_FROM: usize = 1024;
 /// More helpers than this only queue on the directory's locks.
 const MAX_HELPERS: usize = 3;
 
-/// Every listed file read and parsed, handed to `judge` in the order
-/// listed. One thread hands each over as soon as it is read; with helpers,
-/// each chunk's reads are handed over (and their memory freed for the
-/// items `judge` builds) once every reader is done.
-pub(super) fn read_each(dir: &DirListing, files: Vec<Listed>, judge: impl FnMut(Listed, Read)) {
+/// Every listed file read, parsed and judged (`judge`, on whichever thread
+/// read it, with a classifier sharing `c`'s pid facts), then handed to
+/// `take` in the order listed, on the caller's thread.
+pub(super) fn judge_each<T: Send>(
+    dir: &DirListing,
+    files: Vec<Listed>,
+    c: &mut Classifier,
+    judge: impl Fn(Listed, Read, &mut Classifier) -> T + Sync,
+    take: impl FnMut(T),
+) {
     let helpers = if files.len() >= PARALLEL_FROM {
         helper_count()
     } else {
         0
     };
-    read_each_with(dir, files, helpers, judge)
+    judge_each_with(dir, files, c, helpers, judge, take)
 }
 
-/// [`read_each`] with a given number of helper threads.
-fn read_each_with(
+/// [`judge_each`] with a given number of helper threads.
+fn judge_each_with<T: Send>(
     dir: &DirListing,
     files: Vec<Listed>,
+    c: &mut Classifier,
     helpers: usize,
-    mut judge: impl FnMut(Listed, Read),
+    judge: impl Fn(Listed, Read, &mut Classifier) -> T + Sync,
+    mut take: impl FnMut(T),
 ) {
     let mut buf = Vec::new();
     if helpers == 0 {
         for l in files {
             let read = read_one(dir, &l, &mut buf);
-            judge(l, read);
+            take(judge(l, read, c));
         }
         return;
     }
-    let chunks: Vec<&[Listed]> = files.chunks(CHUNK).collect();
+    // Chunks of the listing, each taken (by index, from `next`) by exactly
+    // one thread; Listed values move out of their slot as they are judged.
+    let chunks: Vec<std::sync::Mutex<Vec<Listed>>> = {
+        let mut files = files.into_iter();
+        let mut chunks = Vec::new();
+        loop {
+            let chunk: Vec<Listed> = files.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break chunks;
+            }
+            chunks.push(std::sync::Mutex::new(chunk));
+        }
+    };
     let next = AtomicUsize::new(0);
-    let work = || {
+    c.share();
+    let work = |mut c: Classifier| {
         let mut buf = Vec::new();
-        let mut done: Vec<(usize, Vec<Read>)> = Vec::new();
+        let mut done: Vec<(usize, Vec<T>)> = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(chunk) = chunks.get(i) else { break };
-            done.push((
-                i,
-                chunk.iter().map(|l| read_one(dir, l, &mut buf)).collect(),
-            ));
+            let Some(slot) = chunks.get(i) else { break };
+            let files = std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()));
+            let judged = files
+                .into_iter()
+                .map(|l| {
+                    let read = read_one(dir, &l, &mut buf);
+                    judge(l, read, &mut c)
+                })
+                .collect();
+            done.push((i, judged));
         }
         done
     };
-    let mut slots: Vec<Option<Vec<Read>>> = (0..chunks.len()).map(|_| None).collect();
+    let mut slots: Vec<Option<Vec<T>>> = (0..chunks.len()).map(|_| None).collect();
     std::thread::scope(|s| {
         // A helper that cannot be started (thread limit) is simply not
-        // there: the caller reads its share.
+        // there: the caller does its share.
         let started: Vec<_> = (0..helpers)
             .filter_map(|_| {
+                let forked = c.fork();
                 std::thread::Builder::new()
                     .name("sweep-read".into())
-                    .spawn_scoped(s, work)
+                    .spawn_scoped(s, || work(forked))
                     .ok()
             })
             .collect();
-        let mut place = |done: Vec<(usize, Vec<Read>)>| {
-            for (i, reads) in done {
-                slots[i] = Some(reads);
+        let mut place = |done: Vec<(usize, Vec<T>)>| {
+            for (i, judged) in done {
+                slots[i] = Some(judged);
             }
         };
-        place(work());
+        place(work(c.fork()));
         for h in started {
             match h.join() {
                 Ok(done) => place(done),
-                Err(panic) => std::panic::resume_unwind(panic),
+                Err(panic) => {
+                    c.unshare();
+                    std::panic::resume_unwind(panic)
+                }
             }
         }
     });
-    drop(chunks);
-    let mut files = files.into_iter();
-    for slot in slots {
-        let chunk: Vec<Listed> = files.by_ref().take(CHUNK).collect();
-        // Every chunk was taken by exactly one reader; should one ever be
-        // missing, it is read here rather than shifting keys against records.
-        let reads =
-            slot.unwrap_or_else(|| chunk.iter().map(|l| read_one(dir, l, &mut buf)).collect());
-        for (l, read) in chunk.into_iter().zip(reads) {
-            judge(l, read);
+    c.unshare();
+    for (slot, chunk) in slots.into_iter().zip(chunks) {
+        match slot {
+            Some(judged) => judged.into_iter().for_each(&mut take),
+            // Every chunk was taken by exactly one thread; should one ever
+            // be missing, it is done here rather than shifting keys against
+            // records.
+            None => {
+                for l in chunk.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    let read = read_one(dir, &l, &mut buf);
+                    take(judge(l, read, c));
+                }
+            }
         }
     }
 }
@@ -133,10 +173,33 @@ fn read_one(dir: &DirListing, l: &Listed, buf: &mut Vec<u8>) -> Read {
 
 /// Helpers besides the calling thread: one fewer than the cores this
 /// process may run on, capped.
+/// Helpers besides the calling thread: one per core this process may run
+/// on that nothing else is running on right now, capped.
+///
+/// A helper on a core another process is using only adds switching: with
+/// the other core of two kept busy, sweeping on two threads measured
+/// 92.3 ms against 83.0 ms on one.
 fn helper_count() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get().saturating_sub(1).min(MAX_HELPERS))
-        .unwrap_or(0)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let others = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| others_running(&s))
+        .unwrap_or(0);
+    spare_cores(cores, others).min(MAX_HELPERS)
+}
+
+/// Cores left over after this thread and `others` runnable threads.
+fn spare_cores(cores: usize, others: usize) -> usize {
+    cores.saturating_sub(1).saturating_sub(others)
+}
+
+/// Runnable threads other than the caller, from `/proc/loadavg`'s fourth
+/// field (`running/total`, counted at the instant of the read, the reader
+/// among them).
+fn others_running(loadavg: &str) -> Option<usize> {
+    let field = loadavg.split_ascii_whitespace().nth(3)?;
+    let running: usize = field.split('/').next()?.parse().ok()?;
+    Some(running.saturating_sub(1))
 }
 
 #[cfg(test)]
@@ -218,10 +281,12 @@ mod tests {
         helpers: Option<usize>,
     ) -> Vec<(String, String)> {
         let mut got = Vec::new();
-        let judge = |l: Listed, r: Read| got.push((l.key, verdict(&r)));
+        let mut c = Classifier::new(crate::claims::now_ms());
+        let judge = |l: Listed, r: Read, _: &mut Classifier| (l.key, verdict(&r));
+        let take = |kv| got.push(kv);
         match helpers {
-            Some(h) => read_each_with(dir, files, h, judge),
-            None => read_each(dir, files, judge),
+            Some(h) => judge_each_with(dir, files, &mut c, h, judge, take),
+            None => judge_each(dir, files, &mut c, judge, take),
         }
         got
     }
@@ -295,5 +360,103 @@ mod tests {
             read_with(&dir, files, None),
             read_with(&dir, relisted(&td, &keys), Some(2))
         );
+    }
+}
+
+#[cfg(test)]
+mod helpers {
+    use super::*;
+
+    #[test]
+    fn helpers_go_only_to_cores_nothing_else_runs_on() {
+        assert_eq!(others_running("1.48 1.35 1.33 1/180 16215\n"), Some(0));
+        assert_eq!(others_running("9.0 8.0 7.0 5/900 1"), Some(4));
+        assert_eq!(others_running("garbage"), None);
+        assert_eq!(others_running("1 2 3 x/9 1"), None);
+        // Two cores: one helper when quiet, none when another thread runs.
+        assert_eq!(spare_cores(2, 0), 1);
+        assert_eq!(spare_cores(2, 1), 0);
+        assert_eq!(spare_cores(2, 7), 0);
+        assert_eq!(spare_cores(1, 0), 0);
+        assert_eq!(spare_cores(8, 2), 5);
+    }
+}
+
+#[cfg(test)]
+mod shared_facts {
+    use super::*;
+    use crate::claims::liveness::LocalIdentity;
+    use std::sync::atomic::AtomicUsize;
+
+    static PROBES: AtomicUsize = AtomicUsize::new(0);
+
+    /// A probe that counts its calls and calls every even pid alive.
+    fn counting_probe(pid: i32) -> Option<i64> {
+        PROBES.fetch_add(1, Ordering::SeqCst);
+        (pid % 2 == 0).then_some(1)
+    }
+
+    #[test]
+    fn threads_judging_one_sweep_probe_each_pid_once_and_agree_on_it() {
+        let td = tempfile::tempdir().unwrap();
+        let me = LocalIdentity {
+            machine_id: "m".into(),
+            hostname: "h".into(),
+        };
+        // 3 000 claims over 40 pids, so every pid is met by every thread.
+        let n = 3_000;
+        let mut files = Vec::new();
+        for i in 0..n {
+            let key = format!("k{i:05}");
+            let rec = ClaimRecord {
+                schema_version: crate::claims::SCHEMA_VERSION,
+                key: key.clone(),
+                holder: "h".into(),
+                acquired_at: 10,
+                pid: (i % 40) as i32 + 100,
+                host: "h".into(),
+                expires_at: None,
+                reason: None,
+                harness: None,
+                machine_id: Some("m".into()),
+                metadata: Default::default(),
+            };
+            let name = format!("{key}.lock");
+            let path = td.path().join(&name);
+            std::fs::write(&path, rec.to_yaml().unwrap()).unwrap();
+            files.push(Listed {
+                key,
+                name_at: path.as_os_str().len() - name.len(),
+                path,
+                regular: true,
+                canonical: true,
+            });
+        }
+        let dir = DirListing::open(td.path()).unwrap();
+        let mut c = Classifier::with(1_000, me, counting_probe);
+        // A fact the caller already had is used, not probed again.
+        c.know(100, Some(1));
+        PROBES.store(0, Ordering::SeqCst);
+        let mut states = Vec::new();
+        let judge = |l: Listed, r: Read, c: &mut Classifier| {
+            let rec = r.unwrap();
+            assert_eq!(rec.key, l.key);
+            (rec.pid, c.state(&rec).0)
+        };
+        judge_each_with(&dir, files, &mut c, 3, judge, |s| states.push(s));
+        assert_eq!(states.len(), n);
+        assert_eq!(PROBES.load(Ordering::SeqCst), 39, "each unknown pid once");
+        for (pid, state) in &states {
+            let want = if pid % 2 == 0 {
+                crate::claims::ClaimState::Live
+            } else {
+                crate::claims::ClaimState::Stale
+            };
+            assert_eq!(*state, want, "pid {pid}");
+        }
+        // Every fact learned is the caller's afterwards.
+        let mut known: Vec<i32> = c.known_pids().map(|(p, _)| p).collect();
+        known.sort_unstable();
+        assert_eq!(known, (100..140).collect::<Vec<_>>());
     }
 }
