@@ -3,7 +3,7 @@
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::dir_listing::DirListing;
 use super::liveness::Classifier;
-use super::sweep_read::{judge_each, Listed};
+use super::sweep_read::{judge_each, sort_by_key, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
 use super::{Root, Status};
 use serde::Serialize;
@@ -227,7 +227,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         }
     }
     archive_dir_hazard(&dir, &mut out.hazards);
-    lockfiles.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    sort_by_key(&mut lockfiles);
     out.claims.reserve_exact(lockfiles.len());
     let judge = |l: Listed, read, c: &mut Classifier| {
         let item = Status::judged(l.key, l.path, c, read);

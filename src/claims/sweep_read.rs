@@ -38,6 +38,52 @@ pub(super) struct Listed {
 
 pub(super) type Read = Result<ClaimRecord, ReadError>;
 
+/// Sort a listing by key, byte order, as `sort_unstable_by(key.cmp)` would.
+///
+/// A root's keys tend to share a long prefix (`node:`, `task:00…`), so a
+/// plain sort spends each comparison in a `memcmp` call over bytes every
+/// key has. Here the eight bytes after the prefix all keys share decide
+/// almost every comparison as one integer compare; ties (and keys that end
+/// early) fall back to the whole key, so the order is exactly byte order.
+pub(super) fn sort_by_key(files: &mut [Listed]) {
+    let Some(first) = files.first() else { return };
+    let first = first.key.as_bytes();
+    let shared = files.iter().fold(first.len(), |n, l| {
+        let k = l.key.as_bytes();
+        first[..n].iter().zip(k).take_while(|(a, b)| a == b).count()
+    });
+    let word = |k: &str| {
+        // Zero-padded: a key that ends inside the word sorts before any
+        // longer one with the same bytes, or ties and is decided in full.
+        let rest = k.as_bytes().get(shared..).unwrap_or_default();
+        let mut w = [0u8; 8];
+        let n = rest.len().min(8);
+        w[..n].copy_from_slice(&rest[..n]);
+        u64::from_be_bytes(w)
+    };
+    let mut keyed: Vec<(u64, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (word(&l.key), i))
+        .collect();
+    keyed.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| files[a.1].key.cmp(&files[b.1].key))
+    });
+    // Apply the order in place: follow each cycle of the permutation.
+    let mut order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+    for start in 0..order.len() {
+        let mut cur = start;
+        while order[cur] != start {
+            let next = order[cur];
+            files.swap(cur, next);
+            order[cur] = cur;
+            cur = next;
+        }
+        order[cur] = cur;
+    }
+}
+
 /// Files per hand-out: small enough that the caller never waits long for
 /// a descheduled helper, large enough that the counter is not contended.
 const CHUNK: usize = 64;
@@ -360,6 +406,67 @@ mod tests {
             read_with(&dir, files, None),
             read_with(&dir, relisted(&td, &keys), Some(2))
         );
+    }
+}
+
+#[cfg(test)]
+mod key_order {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn listed(key: &str) -> Listed {
+        Listed {
+            key: key.to_string(),
+            path: PathBuf::from(format!("/d/{key}.lock")),
+            name_at: 3,
+            regular: true,
+            canonical: true,
+        }
+    }
+
+    fn sorted(keys: &[String]) -> Vec<String> {
+        let mut files: Vec<Listed> = keys.iter().map(|k| listed(k)).collect();
+        sort_by_key(&mut files);
+        // Each key still sits with its own path.
+        for l in &files {
+            assert_eq!(l.path, PathBuf::from(format!("/d/{}.lock", l.key)));
+        }
+        files.into_iter().map(|l| l.key).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_prefix_word_sort_is_byte_order(
+            prefix in "(task:00|node:|)",
+            rests in proptest::collection::vec("[a-c\\x00é]{0,11}", 0..60)
+        ) {
+            let keys: Vec<String> = rests.iter().map(|r| format!("{prefix}{r}")).collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            prop_assert_eq!(sorted(&keys), want);
+        }
+    }
+
+    #[test]
+    fn keys_ending_inside_the_word_or_holding_nul_bytes_sort_as_bytes() {
+        let keys: Vec<String> = [
+            "k",
+            "k\0",
+            "k\0\0",
+            "ka",
+            "k\0a",
+            "",
+            "kaaaaaaaaa",
+            "kaaaaaaaab",
+            "kaaaaaaaa",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        assert_eq!(sorted(&keys), want);
+        assert!(sorted(&[]).is_empty());
     }
 }
 

@@ -155,8 +155,11 @@ pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) ->
 /// "N hazards:", then each hazard's line, indented.
 fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
     out.line(&format!("{} hazards:", lines.len()))?;
+    let w = out.writer();
     for line in lines {
-        out.line(&format!("  {line}"))?;
+        w.write_all(b"  ")?;
+        w.write_all(line.as_bytes())?;
+        w.write_all(b"\n")?;
     }
     Ok(())
 }
