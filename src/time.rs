@@ -124,22 +124,54 @@ pub(crate) struct UtcHms(pub(crate) i64);
 
 impl std::fmt::Display for UtcHms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use chrono::{Datelike, Timelike};
+        // Years 0..=9999, every real claim's, are written by hand (a
+        // sweep words this for every suspect claim, and chrono's
+        // conversion plus `write!`'s padding was 2 000 instructions each);
+        // anything else goes through chrono as before.
+        if let Some(text) = utc_text(self.0) {
+            // ASCII digits and separators only.
+            return f.write_str(std::str::from_utf8(&text).map_err(|_| std::fmt::Error)?);
+        }
         match chrono::DateTime::from_timestamp_millis(self.0) {
-            Some(t) if (0..=9999).contains(&t.year()) => write!(
-                f,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                t.year(),
-                t.month(),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            ),
             Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%SZ")),
             None => write!(f, "{}ms", self.0),
         }
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for an epoch-ms instant in years 0..=9999.
+fn utc_text(ms: i64) -> Option<[u8; 20]> {
+    let secs = ms.div_euclid(1000);
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's
+    // `civil_from_days`: eras of 400 years from 0000-03-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        return None;
+    }
+    let mut out = *b"0000-00-00T00:00:00Z";
+    let mut put = |at: usize, n: i64, width: usize| {
+        let mut n = n;
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, year, 4);
+    put(5, month, 2);
+    put(8, day, 2);
+    put(11, sod / 3_600, 2);
+    put(14, sod / 60 % 60, 2);
+    put(17, sod % 60, 2);
+    Some(out)
 }
 
 /// An epoch-ms instant in `fmt`, followed by its zone so it never reads
@@ -172,6 +204,44 @@ pub fn bare_clock(ms: i64, local: bool, fmt: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// What `UtcHms` wrote before: chrono's fields, zero-padded.
+    fn by_chrono(ms: i64) -> String {
+        match chrono::DateTime::from_timestamp_millis(ms) {
+            Some(t) => t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            None => format!("{ms}ms"),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn utc_text_by_hand_is_chronos(ms in -70_000_000_000_000i64..260_000_000_000_000i64) {
+            proptest::prop_assert_eq!(UtcHms(ms).to_string(), by_chrono(ms));
+        }
+    }
+
+    #[test]
+    fn utc_text_at_the_edges_is_chronos() {
+        let day = 86_400_000i64;
+        for ms in [
+            0,
+            -1,
+            1,
+            999,
+            -day,
+            951_782_400_000,     // 2000-02-29
+            4_107_542_399_999,   // 2100-02-28T23:59:59.999
+            253_402_300_799_999, // 9999-12-31T23:59:59.999
+            253_402_300_800_000, // 10000-01-01: past the fast path
+            -62_167_219_200_000, // 0000-01-01
+            -62_167_219_200_001, // one ms before year 0
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert_eq!(UtcHms(ms).to_string(), by_chrono(ms), "{ms}");
+        }
+    }
+
     use super::*;
 
     #[test]
