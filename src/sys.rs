@@ -154,3 +154,51 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     std::fs::rename(from, to)
 }
+
+/// Cores this process may run on that nothing else is running on right
+/// now, not counting the caller's own: how many helper threads can run
+/// beside it without taking a core from anyone (0 on a busy machine).
+///
+/// From `/proc/loadavg`'s running count, an instant's reading of the whole
+/// machine; unreadable (not Linux), it counts nothing else as running.
+pub fn idle_cores() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let others = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| others_running(&s))
+        .unwrap_or(0);
+    spare_cores(cores, others)
+}
+
+/// Cores left over after the caller's thread and `others` runnable threads.
+fn spare_cores(cores: usize, others: usize) -> usize {
+    cores.saturating_sub(1).saturating_sub(others)
+}
+
+/// Runnable threads other than the caller, from `/proc/loadavg`'s fourth
+/// field (`running/total`, counted at the instant of the read, the reader
+/// among them).
+fn others_running(loadavg: &str) -> Option<usize> {
+    let field = loadavg.split_ascii_whitespace().nth(3)?;
+    let running: usize = field.split('/').next()?.parse().ok()?;
+    Some(running.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_go_only_to_cores_nothing_else_runs_on() {
+        assert_eq!(others_running("1.48 1.35 1.33 1/180 16215\n"), Some(0));
+        assert_eq!(others_running("9.0 8.0 7.0 5/900 1"), Some(4));
+        assert_eq!(others_running("garbage"), None);
+        assert_eq!(others_running("1 2 3 x/9 1"), None);
+        // Two cores: one helper when quiet, none when another thread runs.
+        assert_eq!(spare_cores(2, 0), 1);
+        assert_eq!(spare_cores(2, 1), 0);
+        assert_eq!(spare_cores(2, 7), 0);
+        assert_eq!(spare_cores(1, 0), 0);
+        assert_eq!(spare_cores(8, 2), 5);
+    }
+}
