@@ -381,12 +381,17 @@ pub enum Term {
     /// `root:TEXT`: part of the path of the root the claim lives in (a
     /// root's label is the end of its path, so labels match too).
     Root(String),
+    /// `host:TEXT`: part of the name of the host the claim was taken on
+    /// (the record's `host`; for a published copy, its writer's host).
+    Host(String),
     /// A bare word: substring of key, holder or reason.
     Any(String),
 }
 
 /// The fields a `field:value` term can name.
-pub const FILTER_FIELDS: [&str; 6] = ["state", "holder", "harness", "key", "reason", "root"];
+pub const FILTER_FIELDS: [&str; 7] = [
+    "state", "holder", "harness", "key", "reason", "root", "host",
+];
 
 impl Term {
     /// Terms of one field are alternatives; bare words each stand alone.
@@ -398,6 +403,7 @@ impl Term {
             Term::Key(_) => usize::MAX - 3,
             Term::Reason(_) => usize::MAX - 4,
             Term::Root(_) => usize::MAX - 5,
+            Term::Host(_) => usize::MAX - 6,
             Term::Any(_) => i,
         }
     }
@@ -410,7 +416,8 @@ impl Term {
             | (Term::Holder(v), Column::Holder)
             | (Term::Harness(v), Column::Harness)
             | (Term::Reason(v), Column::Reason)
-            | (Term::Root(v), Column::Root) => Some(v),
+            | (Term::Root(v), Column::Root)
+            | (Term::Host(v), Column::Host) => Some(v),
             _ => None,
         }
     }
@@ -460,6 +467,7 @@ impl Filter {
                 "key" => f.terms.push(Term::Key(v)),
                 "reason" => f.terms.push(Term::Reason(v)),
                 "root" => f.terms.push(Term::Root(v)),
+                "host" => f.terms.push(Term::Host(v)),
                 other => {
                     // Keys themselves hold colons (node:gpu): plain text.
                     if !other.is_empty() && other.bytes().all(|b| b.is_ascii_alphabetic()) {
@@ -529,6 +537,7 @@ fn term_matches(t: &Term, s: &Status) -> bool {
         Term::Root(v) => {
             super::roots::root_dir_of(&s.file).is_some_and(|r| contains_ci(&r.to_string_lossy(), v))
         }
+        Term::Host(v) => rec.is_some_and(|r| contains_ci(&r.host, v)),
         Term::Any(v) => {
             contains_ci(&s.key, v)
                 || rec.is_some_and(|r| {

@@ -188,6 +188,48 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
 }
 
 #[test]
+fn a_host_filter_keeps_the_claims_taken_on_that_host() {
+    let mut app = with_two_hosts();
+    let mut fleet = two_hosts();
+    fleet.hosts[1].online = true;
+    fleet
+        .items
+        .push(published("m-beta", "beta", "gpu/0", "agent:gemini-1"));
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    assert_eq!(app.table.rows.len(), 4);
+    update(&mut app, key('/'));
+    type_text(&mut app, "host:ALPHA");
+    let mut keys = row_keys(&app);
+    keys.sort();
+    assert_eq!(keys, ["build/x86", "deploy/prod"], "alpha's two copies");
+    assert!(
+        app.table
+            .rows
+            .iter()
+            .all(|p| p.starts_with(claimtop::dashboard::fleet_view::PUBLISHED_SCHEME)),
+        "the store's own deploy/prod was taken elsewhere"
+    );
+    // Two hosts are alternatives, as two states are.
+    type_text(&mut app, " host:beta");
+    assert_eq!(app.table.rows.len(), 3);
+    // A host filter ANDs with the other fields.
+    type_text(&mut app, " holder:gemini");
+    assert_eq!(row_keys(&app), ["gpu/0"]);
+    let f = &app.table.filter;
+    assert!(f
+        .terms
+        .iter()
+        .any(|t| t.needle(Column::Host) == Some("beta")));
+    assert!(f.why_nothing().is_none(), "host: is a field, not text");
+}
+
+#[test]
 fn a_host_going_offline_greys_it_with_its_last_seen_time_and_drops_its_rows() {
     let mut app = fleet_app(160, 40);
     app.color = true;

@@ -130,7 +130,7 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         .map(String::as_str)
         .chain([
             "Filter terms: a bare word matches key, holder or reason; field:value matches one \
-         field (state: holder: harness: key: reason:). The same field twice means either \
+         field (state: holder: harness: key: reason: root: host:). The same field twice means either \
          (state:stale state:corrupted); different fields must all match.",
             "In a text input: ←/→ Home/End move, Backspace/Delete, Ctrl-U/Ctrl-K/Ctrl-W cut, \
          ↑/↓ recall earlier filters; Tab moves between fields, Enter confirms, Esc cancels.",
