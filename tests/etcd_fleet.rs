@@ -501,9 +501,12 @@ fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
         return;
     };
     let a = root_dir();
-    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    // No full re-sweep within the test (the claims dir exists before the
+    // publisher starts, and its tick is a minute): the changed lockfile's
+    // own re-read must carry its hazard to the store.
     let claims = a.path().join(".fno/claims");
     std::fs::create_dir_all(&claims).expect("claims dir");
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "60s");
     std::fs::write(claims.join("broken.lock"), b"{{{ not yaml").expect("plant");
     let mut doc = Value::Null;
     let found = wait_for(Duration::from_secs(5), || {

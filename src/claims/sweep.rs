@@ -249,6 +249,25 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     out
 }
 
+/// Bring a sweep's hazard list up to date after one lockfile changed:
+/// the hazards at `file` are replaced by those `now` stands for (none once
+/// it is gone), in the place a fresh sweep would put them. A publisher
+/// that re-reads one changed key keeps its hazards current this way
+/// without sweeping the root again.
+pub fn patch_item_hazards(hazards: &mut Vec<Hazard>, file: &Path, now: Option<&SweepItem>) {
+    // Every hazard at a lockfile's path is that claim's own: a mutex,
+    // temp file or archive dir has a path of its own.
+    hazards.retain(|h| h.path != file);
+    let mut fresh = Vec::new();
+    if let Some(item) = now.filter(|i| i.state != ClaimState::Free) {
+        item_hazards(item, &mut fresh);
+    }
+    // A sweep sorts by path, stably: one path's hazards stay in the order
+    // they were found.
+    let at = hazards.partition_point(|h| h.path.as_path() < file);
+    hazards.splice(at..at, fresh);
+}
+
 /// Hazards one classified claim stands for.
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
     named_item_hazards(item, is_canonical(item), hazards)

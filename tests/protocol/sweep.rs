@@ -405,3 +405,60 @@ fn a_root_big_enough_to_be_read_on_several_threads_lists_what_status_says_key_by
     assert!(counts.corrupted >= 3 * per_state, "{counts:?}");
     assert!(counts.stale >= 2 * per_state && counts.live >= 2 * per_state);
 }
+
+/// A publisher re-reads only the key that changed; its hazard list, patched
+/// with [`patch_item_hazards`], must equal what a fresh sweep finds after
+/// every kind of change: corrupted, mended, moved to another machine,
+/// given a record naming another key, deleted, and created — beside a
+/// mutex corpse and temp litter the patch must leave alone.
+#[test]
+fn a_hazard_list_patched_for_one_changed_lockfile_equals_a_fresh_sweeps() {
+    use claimtop::claims::{patch_item_hazards, status};
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    for k in ["a", "b", "c", "m", "z"] {
+        plant(&root, &record(k, "h", dead_pid(), now_ms()));
+    }
+    plant_bytes(&root, "broken", b"{{{ not yaml");
+    let corpse = root.claims_dir().join("m.lock.recovery.d");
+    std::fs::create_dir(&corpse).unwrap();
+    std::fs::write(corpse.join("owner"), "gone:1:2").unwrap();
+    let litter = root.claims_dir().join(".claim-tmp-1-2-3");
+    std::fs::write(&litter, "key: m\n").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(OLD);
+    for p in [&corpse, &litter] {
+        std::fs::File::open(p).unwrap().set_modified(old).unwrap();
+    }
+
+    let mut hazards = sweep(&root).hazards;
+    assert_eq!(hazards.len(), 3, "corpse, litter, broken: {hazards:?}");
+    let mut far = record("c", "h", dead_pid(), now_ms());
+    far.machine_id = Some("elsewhere:1".into());
+    let renamed_bytes = record("other-key", "h", dead_pid(), now_ms())
+        .to_yaml()
+        .unwrap();
+    // Each change is made on disk, then only its key re-read and patched in.
+    let mut patched = |key: &str, what: &str| {
+        let s = status(&root, key);
+        patch_item_hazards(&mut hazards, &root.lockfile(key), Some(&s));
+        assert_eq!(hazards, sweep(&root).hazards, "after {what}");
+    };
+    plant_bytes(&root, "a", b"- not\n- a map\n");
+    patched("a", "a corrupted");
+    plant(&root, &record("broken", "h", dead_pid(), now_ms()));
+    patched("broken", "broken mended");
+    plant(&root, &far);
+    patched("c", "c on another machine");
+    plant_bytes(&root, "z", renamed_bytes.as_bytes());
+    patched("z", "z names another key");
+    std::fs::remove_file(root.lockfile("c")).unwrap();
+    patched("c", "c deleted");
+    plant_bytes(&root, "n", b"]");
+    patched("n", "n created corrupted");
+    plant(&root, &record("a", "h", dead_pid(), now_ms()));
+    patched("a", "a mended");
+    let kinds: Vec<HazardKind> = hazards.iter().map(|h| h.kind).collect();
+    assert!(kinds.contains(&HazardKind::StaleMutex) && kinds.contains(&HazardKind::TempLitter));
+    assert!(kinds.contains(&HazardKind::KeyMismatch), "{kinds:?}");
+    assert!(kinds.contains(&HazardKind::CorruptedClaim), "{kinds:?}");
+}

@@ -22,7 +22,7 @@
 use super::fleet::{FleetRequest, HostRecord};
 use super::layout::{root_id, RootPlace};
 use super::{Core, EtcdStore};
-use crate::claims::{self, now_ms, Classifier, ForceOutcome, Root, Roots, Status};
+use crate::claims::{self, now_ms, Classifier, ForceOutcome, Hazard, Root, Roots, Status};
 use crate::events::tail::{open_regular, Follower};
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
@@ -118,6 +118,9 @@ struct Published {
     items: HashMap<String, Status>,
     /// The hazards array as last written.
     hazards: Option<String>,
+    /// The same array as the root's last sweep found it, patched for each
+    /// key re-read since.
+    hazard_list: Vec<Hazard>,
     events: Option<Follower>,
     dirty: BTreeSet<String>,
     /// The feed lost track: sweep the whole root on the next round.
@@ -166,6 +169,7 @@ impl Publisher {
                     claims: HashMap::new(),
                     items: HashMap::new(),
                     hazards: None,
+                    hazard_list: Vec::new(),
                     events: None,
                     dirty: BTreeSet::new(),
                     needs_sweep: false,
@@ -489,26 +493,43 @@ impl Publisher {
             ops.extend(self.plan_claim(i, &key, None));
         }
         self.apply(ops)?;
-        let hazards = serde_json::to_string(&sweep.hazards).unwrap_or_default();
-        if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
-            self.put(&self.roots[i].place.hazards(), &hazards)?;
-            self.stats.hazard_writes += 1;
-            self.roots[i].hazards = Some(hazards);
-        }
+        self.roots[i].hazard_list = sweep.hazards;
+        self.publish_hazards(i)?;
         self.roots[i].dirty.clear();
         self.roots[i].needs_sweep = false;
         Ok(())
     }
 
-    /// Re-classify the keys root `i`'s notifications named.
+    /// Write root `i`'s hazards if they differ from what etcd holds.
+    fn publish_hazards(&mut self, i: usize) -> Result<(), StoreError> {
+        let hazards = serde_json::to_string(&self.roots[i].hazard_list).unwrap_or_default();
+        if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
+            self.put(&self.roots[i].place.hazards(), &hazards)?;
+            self.stats.hazard_writes += 1;
+            self.roots[i].hazards = Some(hazards);
+        }
+        Ok(())
+    }
+
+    /// Re-classify the keys root `i`'s notifications named. A changed
+    /// claim may be a hazard now or no longer (corrupted, mended, from
+    /// another machine): its hazards are patched into the root's list and
+    /// written with it, not left for the next full sweep.
     fn publish_dirty(&mut self, i: usize) -> Result<(), StoreError> {
+        let mut patched = false;
         while let Some(key) = self.roots[i].dirty.pop_first() {
-            let s = claims::status(&self.roots[i].root, &key);
+            let r = &mut self.roots[i];
+            let s = claims::status(&r.root, &key);
+            claims::patch_item_hazards(&mut r.hazard_list, &s.file, Some(&s));
+            patched = true;
             let s = (s.state != claims::ClaimState::Free).then_some(s);
             if let Err(e) = self.write_claim(i, &key, s) {
                 self.roots[i].dirty.insert(key);
                 return Err(e);
             }
+        }
+        if patched {
+            self.publish_hazards(i)?;
         }
         Ok(())
     }
