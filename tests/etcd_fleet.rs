@@ -607,6 +607,31 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
         "archived under host-a's .expired/: {expired:?}"
     );
 
+    // A corrupted lockfile in host-a's root: host-a's hazard list changes,
+    // which re-reads the fleet at once (not at the host's next record
+    // refresh, a minute away), and the header counts it as `list` does.
+    let planted = Instant::now();
+    std::fs::write(a.path().join(".fno/claims/broken.lock"), b"{{{ not yaml").expect("plant");
+    tmux.wait_for("host-a's hazard in the header", patience, |s| {
+        s.contains("1 hazard") && !s.contains("1 hazards")
+    });
+    eprintln!(
+        "corrupted lockfile in host-a's root → hazard in the header: {:?}",
+        planted.elapsed()
+    );
+    tmux.keys(&["h"]);
+    let listed = tmux.wait_for("the hazards overlay", patience, |s| {
+        s.contains("hazards (1)")
+    });
+    assert!(
+        listed.contains(&format!("host {shown_host}")) && listed.contains("corrupted_claim"),
+        "the overlay names the host and the hazard: {listed}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the overlay closed", patience, |s| {
+        !s.contains("hazards (1)")
+    });
+
     // A claim on host-a again, then its publisher dies without a word.
     let holder = Sleeper::spawn();
     let written = Instant::now();

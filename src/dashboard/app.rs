@@ -172,6 +172,10 @@ impl ClaimSet {
 /// How many hazards `claims::item_hazards` would report for `s`,
 /// without building them (the header only needs the count).
 fn item_hazard_count(s: &Status, store_keys: bool) -> usize {
+    // A published copy's hazards come with its host's hazard list.
+    if store_keys && is_copy(s) {
+        return 0;
+    }
     if store_keys {
         return crate::store::item_hazards::item_hazard_count(s);
     }
@@ -1053,6 +1057,9 @@ impl Claims {
         items.sort_by(|a, b| a.file.cmp(&b.file));
         let store_keys = self.shown().store_keys;
         for s in items {
+            if store_keys && is_copy(s) {
+                continue;
+            }
             if store_keys {
                 crate::store::item_hazards::item_hazards(s, &mut out);
             } else {
@@ -1280,6 +1287,17 @@ impl App {
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.claims.shown()
+    }
+
+    /// The header's hazard count: this root's (or store's) own, plus what
+    /// publishing hosts found in theirs — the count `list` prints.
+    pub fn hazard_count(&self) -> usize {
+        self.claims.hazard_count() + self.fleet_hazards().len()
+    }
+
+    /// The hazards publishing hosts reported (none without a store).
+    pub fn fleet_hazards(&self) -> &[crate::store::fleet::FleetHazard] {
+        self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
     }
 
     /// The clock the view shows.

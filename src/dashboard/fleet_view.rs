@@ -10,7 +10,7 @@
 
 use super::app::App;
 use crate::claims::{encode_key, ClaimRecord, ClaimState, Status};
-use crate::store::fleet::{Fleet, HostInfo};
+use crate::store::fleet::{Fleet, FleetHazard, HostInfo};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,10 @@ pub struct FleetView {
     /// Published rows per host id, kept as rows come and go (a recount of
     /// a big fleet per change is what the header cannot afford).
     pub counts: HashMap<String, usize>,
+    /// What each host found in its roots, as it published it (litter,
+    /// mutex corpses, corrupted and foreign claims): the hosts' share of
+    /// the hazard count, as `list` counts it.
+    pub hazards: Vec<FleetHazard>,
 }
 
 impl FleetView {
@@ -50,7 +54,7 @@ impl FleetView {
         self.rows.get(path)
     }
 
-    fn host(&self, host_id: &str) -> Option<&HostInfo> {
+    pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
         self.hosts.iter().find(|h| h.host_id == host_id)
     }
 
@@ -113,9 +117,14 @@ pub fn take_fleet(app: &mut App, fleet: Fleet) -> Vec<Arc<Path>> {
         return Vec::new();
     };
     let old: Vec<Arc<Path>> = view.fleet.rows.keys().cloned().collect();
-    let Fleet { hosts, items, .. } = fleet;
+    let Fleet {
+        hosts,
+        items,
+        hazards,
+    } = fleet;
     view.fleet = FleetView {
         hosts,
+        hazards,
         ..FleetView::default()
     };
     let mut fresh: HashMap<Arc<Path>, (Origin, Status)> = HashMap::with_capacity(items.len());

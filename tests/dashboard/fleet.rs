@@ -11,7 +11,7 @@ use claimtop::dashboard::app::Column;
 use claimtop::dashboard::fleet_view::row_path;
 use claimtop::dashboard::store_view::{StoreMsg, StoreView};
 use claimtop::dashboard::{update, Action, App};
-use claimtop::store::fleet::{Fleet, FleetItem, HostInfo, PublishedRoot};
+use claimtop::store::fleet::{Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot};
 use claimtop::store::Listing;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
@@ -227,6 +227,86 @@ fn a_host_filter_keeps_the_claims_taken_on_that_host() {
         .iter()
         .any(|t| t.needle(Column::Host) == Some("beta")));
     assert!(f.why_nothing().is_none(), "host: is a field, not text");
+}
+
+#[test]
+fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleaned_here() {
+    let mut app = with_two_hosts();
+    assert_eq!(app.hazard_count(), 0);
+    let mut fleet = two_hosts();
+    // A corrupted claim on alpha: its copy is a row, and alpha's hazard
+    // list names it too; a mutex corpse there is alpha's alone.
+    let mut broken = published("m-alpha", "alpha", "cfg/broken", "");
+    broken.item = json!({
+        "key": "cfg/broken",
+        "state": "corrupted",
+        "why": "not a claim",
+        "error": "mapping values are not allowed here",
+        "record": null,
+    });
+    fleet.items.push(broken);
+    let at = |kind: &str, path: &str, detail: &str| FleetHazard {
+        host_id: "m-alpha".into(),
+        root: root_a(),
+        hazard: json!({"kind": kind, "path": path, "detail": detail}),
+    };
+    fleet.hazards = vec![
+        at(
+            "corrupted_claim",
+            "/srv/alpha/.fno/claims/cfg%2Fbroken.lock",
+            "mapping values are not allowed here",
+        ),
+        at(
+            "stale_mutex",
+            "/srv/alpha/.fno/claims/q.lock.recovery.d",
+            "owner gone \u{1b}[2J for 9m",
+        ),
+    ];
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    assert_eq!(
+        app.hazard_count(),
+        2,
+        "the corrupted copy is counted once, as alpha listed it"
+    );
+    assert_eq!(app.claims.hazard_count(), 0, "none of them is the store's");
+    assert!(render(&app).contains("2 hazards"));
+
+    update(&mut app, key('h'));
+    let screen = render(&app);
+    assert!(screen.contains("hazards (2)"), "{screen}");
+    assert!(screen.contains("host alpha  root /srv/alpha"), "{screen}");
+    assert!(
+        screen.contains("stale_mutex") && screen.contains("q.lock.recovery.d"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("owner gone \\e[2J") && !screen.contains('\u{1b}'),
+        "the host's text is escaped: {screen}"
+    );
+
+    // x cleans this machine's litter only: alpha's corpse is alpha's.
+    update(&mut app, key('x'));
+    assert!(
+        app.overlays.dialog.is_none(),
+        "no clean dialog over a host's hazards"
+    );
+    assert!(app.pending.is_empty());
+
+    // The hazards go with the host's next listing.
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(two_hosts()),
+            at: NOW + 1_000,
+        },
+    );
+    assert_eq!(app.hazard_count(), 0);
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ));
         spans.push(Span::raw(gap));
     }
-    let hz = app.claims.hazard_count();
+    let hz = app.hazard_count();
     let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
     spans.push(Span::styled(
         format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),

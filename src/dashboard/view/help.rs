@@ -264,7 +264,8 @@ fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stat
     }
     let mut root_shown = None;
     let mut lines = Vec::new();
-    if hazards.is_empty() {
+    let fleet = app.fleet_hazards();
+    if hazards.is_empty() && fleet.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
     }
     // Wrapped here, under their own column: the paragraph's own wrapping
@@ -296,11 +297,58 @@ fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stat
             ]));
         }
     }
+    fleet_hazard_lines(app, theme, room, &mut lines);
     let title = format!(
         " hazards ({}) — Esc or h closes · x cleans what is abandoned ",
-        hazards.len()
+        hazards.len() + fleet.len()
     );
     (title, lines)
+}
+
+/// What publishing hosts found in their roots, under a line naming the
+/// host and root. Every part is the host's text: escaped like a claim's.
+/// `x` never cleans these: they are files on another machine.
+fn fleet_hazard_lines(app: &App, theme: &Theme, room: usize, lines: &mut Vec<Line<'static>>) {
+    let Some(view) = app.store.as_ref() else {
+        return;
+    };
+    let mut shown: Vec<_> = view.fleet.hazards.iter().collect();
+    shown.sort_by(|a, b| (&a.host_id, &a.root.path).cmp(&(&b.host_id, &b.root.path)));
+    let mut place = None;
+    for h in shown {
+        if place != Some((&h.host_id, &h.root.path)) {
+            place = Some((&h.host_id, &h.root.path));
+            let host = view
+                .fleet
+                .host(&h.host_id)
+                .map_or(h.host_id.as_str(), |i| i.hostname.as_str());
+            lines.push(Line::styled(
+                format!(" host {}  root {}", safe(host), safe(&h.root.path)),
+                theme.label(),
+            ));
+        }
+        let field = |k: &str| {
+            let text = h.hazard.get(k).and_then(serde_json::Value::as_str);
+            safe(text.unwrap_or("")).into_owned()
+        };
+        let kind = field("kind");
+        for (i, piece) in super::detail::wrap(&field("path"), room)
+            .into_iter()
+            .enumerate()
+        {
+            let label = if i == 0 { kind.as_str() } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {label:<16} "), theme.error()),
+                Span::raw(piece.to_string()),
+            ]));
+        }
+        for piece in super::detail::wrap(&field("detail"), room) {
+            lines.push(Line::from(vec![
+                Span::raw(INDENT),
+                Span::styled(piece.to_string(), theme.dim()),
+            ]));
+        }
+    }
 }
 
 /// Where a hazard's path and detail start.

@@ -166,9 +166,10 @@ impl Layout {
     }
 
     /// What a change under [`Layout::hosts`] is to a fleet view: a host
-    /// came, went or refreshed its record (`host`, `alive`), or one
-    /// published claim changed. Hazards, events, requests and answers are
-    /// none of the table's business.
+    /// came, went or refreshed its record (`host`, `alive`) or the hazards
+    /// of one of its roots (all three re-read the host's part of the
+    /// fleet), or one published claim changed. Events, requests and
+    /// answers are none of the table's business.
     pub fn published_of(&self, etcd_key: &[u8]) -> Option<Published> {
         let s = std::str::from_utf8(etcd_key).ok()?;
         let rest = s.strip_prefix(&self.hosts())?;
@@ -178,6 +179,11 @@ impl Layout {
             return Some(Published::Host { host_id });
         }
         let (root_id, rest) = rest.split_once('/')?;
+        // Written only when the array changes (a corpse aged, a corrupted
+        // claim came): rare enough for the fleet's re-read.
+        if rest == "hazards" {
+            return Some(Published::Host { host_id });
+        }
         let key = rest.strip_prefix("claims/")?;
         Some(Published::Claim {
             host_id,
@@ -355,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn a_change_under_a_host_names_the_host_or_the_published_claim_and_nothing_else() {
+    fn a_change_under_a_host_names_the_host_its_hazards_or_the_published_claim_and_nothing_else() {
         let l = Layout::new("/fno");
         let p = l.root_place("m/1", "00ff00ff00ff00ff");
         assert_eq!(
@@ -378,7 +384,12 @@ mod tests {
                 key: "a/b c".into()
             })
         );
-        assert_eq!(l.published_of(p.hazards().as_bytes()), None);
+        assert_eq!(
+            l.published_of(p.hazards().as_bytes()),
+            Some(Published::Host {
+                host_id: "m/1".into()
+            })
+        );
         assert_eq!(l.published_of(p.request("r1").as_bytes()), None);
         assert_eq!(l.published_of(p.event("log", 3).as_bytes()), None);
         assert_eq!(l.published_of(l.claim("k").as_bytes()), None);
