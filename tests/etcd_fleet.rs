@@ -203,6 +203,18 @@ fn root_dir() -> TempDir {
     TempDir::new().expect("root")
 }
 
+/// `claimtop acquire KEY` for holder `w` with a 1 h TTL, in `root` itself
+/// (never through the store), as an agent on that host would.
+fn acquire_in(f: &Fleet, root: &Path, key: &str) {
+    let o = claimtop(f.home.path())
+        .arg("--root")
+        .arg(root)
+        .args(["acquire", key, "--holder", "w", "--ttl", "1h"])
+        .output()
+        .expect("acquire");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn events_of_host(events: &[Value], host: &str) -> Vec<Value> {
     events
         .iter()
@@ -362,15 +374,7 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
         return;
     };
     let a = root_dir();
-    let acquire = |key: &str| {
-        let o = claimtop(f.home.path())
-            .arg("--root")
-            .arg(a.path())
-            .args(["acquire", key, "--holder", "w", "--ttl", "1h"])
-            .output()
-            .expect("acquire");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
+    let acquire = |key: &str| acquire_in(&f, a.path(), key);
     let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
     acquire("one");
     assert!(wait_for(PATIENCE, || {
@@ -723,4 +727,65 @@ fn loop_until_published(f: &Fleet, key: &str) -> String {
     });
     assert!(seen, "{key} was never published");
     root_id
+}
+
+/// `events --follow` over the store prints a host's events as the host
+/// mirrors them, marked with its host and root exactly as `events` marks
+/// the history.
+#[test]
+fn events_follow_over_the_store_prints_a_hosts_events_as_they_are_mirrored() {
+    use std::io::{BufRead, BufReader};
+    let Some(f) = Fleet::start("/fleetfollow") else {
+        return;
+    };
+    let a = root_dir();
+    let acquire = |key: &str| acquire_in(&f, a.path(), key);
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    acquire("before");
+    assert!(wait_for(PATIENCE, || {
+        events_of_host(&f.events(), "host-a").len() == 1
+    }));
+
+    let mut follow = claimtop(f.home.path())
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", &f.url, "events", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start events --follow");
+    let stdout = follow.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let key_of = |v: &Value| v["data"]["key"].as_str().unwrap_or("").to_string();
+    // The history first: its feed is open by the time this is printed.
+    let history = rx.recv_timeout(PATIENCE).expect("the history's line");
+    assert_eq!(key_of(&history), "before", "{history}");
+    assert_eq!(history["host_id"], "host-a", "{history}");
+
+    let written = Instant::now();
+    acquire("live");
+    let live = rx.recv_timeout(PATIENCE);
+    let latency = written.elapsed();
+    let _ = follow.kill();
+    let _ = follow.wait();
+    let live = live.expect("the host's new event, followed");
+    eprintln!("acquire in host-a's root → line of events --follow over the store: {latency:?}");
+    assert_eq!(key_of(&live), "live", "{live}");
+    let printed = events_of_host(&f.events(), "host-a");
+    let same = printed
+        .iter()
+        .find(|e| key_of(e) == "live")
+        .expect("the event in the history too");
+    assert_eq!(&live, same, "followed and read back, one shape");
+    for field in ["host", "host_id", "root"] {
+        assert!(live[field].is_string(), "{field} missing: {live}");
+    }
 }

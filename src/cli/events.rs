@@ -8,6 +8,7 @@ use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::Event;
 use crate::events::tail::{open_regular, FileId, Follower, Line, Reset};
 use crate::sanitize::sanitize;
+use crate::store::fleet::Places;
 use crate::store::{Change, Store};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -356,11 +357,30 @@ pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResul
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
+    // The feed names a mirrored event's host and root by id only: their
+    // names come from the hosts' records, read again for a root not seen.
+    let mut places = Places::default();
     while !stop.load(Ordering::SeqCst) && !stdout_closed() {
         match feed.next(FOLLOW_POLL) {
             Ok(Some(Change::Event(ev))) if p.wants(&ev) => {
                 p.print_event(&ev)?;
                 p.out.flush()?;
+            }
+            Ok(Some(Change::PublishedEvent {
+                host_id,
+                root_id,
+                event,
+            })) => {
+                if !places.knows(&host_id, &root_id) {
+                    if let Ok(hosts) = store.fleet_hosts() {
+                        places = Places::of(&hosts);
+                    }
+                }
+                let ev = places.mark(&host_id, &root_id, event);
+                if p.wants(&ev) {
+                    p.print_event(&ev)?;
+                    p.out.flush()?;
+                }
             }
             Ok(Some(Change::Disconnected { why })) => diag(&format!("store unreachable: {why}")),
             Ok(Some(Change::Connected { .. })) => diag("store reachable again"),

@@ -658,6 +658,12 @@ impl EventRow {
             Ok(ev) => {
                 let kind = ev.kind().to_string();
                 let mut detail = String::new();
+                // A line a publishing host mirrored says which host (the
+                // envelope itself never has a `host`).
+                if let Some(host) = ev.value().get("host").and_then(|h| h.as_str()) {
+                    detail.push_str("host=");
+                    detail.push_str(host);
+                }
                 if let Some(data) = ev.data() {
                     for f in interesting_fields(&kind) {
                         let Some(v) = data.get(*f).filter(|v| !v.is_null()) else {

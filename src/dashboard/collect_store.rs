@@ -21,6 +21,7 @@ use super::app::EVENTS_RING;
 use super::store_view::StoreMsg;
 use crate::claims::now_ms;
 use crate::events::tail::{Event, Line};
+use crate::store::fleet::Places;
 use crate::store::{open, Change, Changes, OpenOpts, Store, StoreError, StoreUrl, Tenure};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -144,6 +145,20 @@ pub struct Collector {
     /// The hosts of the last fleet reading: a published claim of any other
     /// host calls for a fleet reading, which names it.
     hosts: BTreeSet<String>,
+    /// Each host's roots, from the last fleet reading: what a mirrored
+    /// event says of where it comes from.
+    places: Places,
+}
+
+/// An event of this round, in the order the feed gave it.
+enum Heard {
+    Own(Event),
+    /// Mirrored by a publishing host from one of its roots.
+    Published {
+        host_id: String,
+        root_id: String,
+        event: Event,
+    },
 }
 
 impl Collector {
@@ -155,6 +170,7 @@ impl Collector {
             revision: None,
             fleet_due: true,
             hosts: BTreeSet::new(),
+            places: Places::default(),
         }
     }
 
@@ -168,6 +184,7 @@ impl Collector {
             Ok(fleet) => {
                 let fleet = fleet.unwrap_or_default();
                 self.hosts = fleet.hosts.iter().map(|h| h.host_id.clone()).collect();
+                self.places = Places::of(&fleet.hosts);
                 Some(Action::Store(Box::new(StoreMsg::Fleet {
                     fleet: Box::new(fleet),
                     at: now_ms(),
@@ -292,7 +309,23 @@ impl Collector {
                 Change::Claim { key } => {
                     keys.insert(key);
                 }
-                Change::Event(e) => events.push(line_of(&e)),
+                Change::Event(e) => events.push(Heard::Own(e)),
+                Change::PublishedEvent {
+                    host_id,
+                    root_id,
+                    event,
+                } => {
+                    // A root the last reading did not name: the fleet
+                    // names it (read below, before the line is worded).
+                    if !self.places.knows(&host_id, &root_id) {
+                        self.fleet_due = true;
+                    }
+                    events.push(Heard::Published {
+                        host_id,
+                        root_id,
+                        event,
+                    });
+                }
                 Change::Resync { why } => relist = Some(why),
                 Change::Host { .. } => self.fleet_due = true,
                 Change::Published {
@@ -341,7 +374,19 @@ impl Collector {
         }
         out.extend(self.read_fleet());
         if !events.is_empty() {
-            out.push(Action::EventsAppended(events));
+            // Worded after the fleet reading, which names new places.
+            let lines = events
+                .into_iter()
+                .map(|e| match e {
+                    Heard::Own(e) => line_of(&e),
+                    Heard::Published {
+                        host_id,
+                        root_id,
+                        event,
+                    } => line_of(&self.places.mark(&host_id, &root_id, event)),
+                })
+                .collect();
+            out.push(Action::EventsAppended(lines));
         }
         Ok(out)
     }
@@ -395,7 +440,17 @@ impl Collector {
             let mut trim_when_quiet = true;
             if first {
                 first = false;
-                if let Ok(events) = self.store.events(EVENTS_RING) {
+                if let Ok(mut events) = self.store.events(EVENTS_RING) {
+                    // What publishing hosts mirrored joins the store's own
+                    // by time, as `events` prints them.
+                    if let Ok(published) = self.store.fleet_events(EVENTS_RING) {
+                        if !published.is_empty() {
+                            events.extend(published);
+                            events.sort_by(|a, b| a.ts().cmp(&b.ts()));
+                            let from = events.len().saturating_sub(EVENTS_RING);
+                            events.drain(..from);
+                        }
+                    }
                     let lines = events.iter().map(line_of).collect();
                     if out.send(Action::EventsAppended(lines)).is_err() {
                         return;
@@ -492,6 +547,83 @@ mod tests {
             root_id: "00000000000000aa".into(),
             key: key.into(),
         }
+    }
+
+    /// The events-pane lines one round of `changes` appends, and how many
+    /// fleet readings it made.
+    fn heard(c: &mut Collector, changes: Vec<Change>) -> (Vec<serde_json::Value>, usize) {
+        let mut feed = Played(changes.into());
+        let actions = c.drain(&mut feed, Duration::ZERO).expect("a round");
+        let (mut lines, mut fleets) = (Vec::new(), 0);
+        for a in actions {
+            match a {
+                Action::EventsAppended(got) => lines.extend(
+                    got.iter()
+                        .map(|l| serde_json::from_str(&l.text).expect("a JSON line")),
+                ),
+                Action::Store(m) if matches!(*m, StoreMsg::Fleet { .. }) => fleets += 1,
+                _ => {}
+            }
+        }
+        (lines, fleets)
+    }
+
+    fn mirrored(host: &str, root: &str, key: &str) -> Change {
+        let line = format!(
+            r#"{{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{{"key":"{key}"}}}}"#
+        );
+        Change::PublishedEvent {
+            host_id: host.into(),
+            root_id: root.into(),
+            event: crate::events::tail::parse_event(&line).expect("an event"),
+        }
+    }
+
+    #[test]
+    fn a_mirrored_event_reaches_the_pane_in_feed_order_marked_with_its_host_and_root() {
+        use crate::store::fleet::{HostInfo, PublishedRoot};
+        let td = tempfile::TempDir::new().expect("temp root");
+        let store = FileStore::new(Root::with_events_here(td.path()));
+        let mut c = Collector::new(Box::new(store));
+        assert_eq!(round(&mut c, vec![]), (0, 1, 0));
+        c.places = Places::of(&[HostInfo {
+            host_id: "m1".into(),
+            hostname: "alpha".into(),
+            online: true,
+            last_seen_ms: 0,
+            roots: vec![PublishedRoot {
+                id: "00000000000000aa".into(),
+                path: "/srv/a".into(),
+            }],
+            counts: Default::default(),
+        }]);
+        c.hosts.insert("m1".into());
+        let own = Change::Event(
+            crate::events::tail::parse_event(r#"{"type":"claim_released","data":{"key":"s"}}"#)
+                .expect("an event"),
+        );
+        let (lines, fleets) = heard(&mut c, vec![mirrored("m1", "00000000000000aa", "k"), own]);
+        assert_eq!(fleets, 0, "a known place needs no fleet reading");
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["host"], "alpha");
+        assert_eq!(lines[0]["host_id"], "m1");
+        assert_eq!(lines[0]["root"], "/srv/a");
+        assert_eq!(
+            lines[0]["data"]["key"], "k",
+            "the host's line as it wrote it"
+        );
+        assert!(
+            lines[1].get("host").is_none(),
+            "the store's own event: {}",
+            lines[1]
+        );
+
+        // A root the last reading did not name: the fleet is read (here it
+        // names nobody), and the line says what the feed said, its ids.
+        let (lines, fleets) = heard(&mut c, vec![mirrored("m9", "00000000000000bb", "q")]);
+        assert_eq!(fleets, 1);
+        assert_eq!(lines[0]["host"], "m9");
+        assert_eq!(lines[0]["root"], "00000000000000bb");
     }
 
     #[test]

@@ -685,6 +685,17 @@ impl Event {
         self.value
     }
 
+    /// The event with `name` set beside `type` at its top level (`type`
+    /// itself is never replaced, so the result is still an event).
+    pub fn with_field(mut self, name: &str, v: Value) -> Event {
+        if name != "type" {
+            if let Some(o) = self.value.as_object_mut() {
+                o.insert(name.to_string(), v);
+            }
+        }
+        self
+    }
+
     fn str_field(&self, name: &str) -> Option<&str> {
         self.value.get(name).and_then(Value::as_str)
     }

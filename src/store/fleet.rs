@@ -7,13 +7,62 @@
 
 use crate::claims::ClaimState;
 use crate::claims::Counts;
+use crate::events::tail::Event;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// `"source"` of a claim kept natively in the store.
 pub const SOURCE_STORE: &str = "etcd";
 /// `"source"` of a claim mirrored from a host's file root.
 pub const SOURCE_PUBLISHED: &str = "published";
+
+/// Say where a mirrored event comes from: `"host"`, `"host_id"` and
+/// `"root"` added to the line as its host wrote it. `events` prints these
+/// fields the same way whether it reads the history or follows the feed.
+pub fn mark_published(event: Event, hostname: &str, host_id: &str, root_path: &str) -> Event {
+    event
+        .with_field("host", Value::from(hostname))
+        .with_field("host_id", Value::from(host_id))
+        .with_field("root", Value::from(root_path))
+}
+
+/// Where each publishing host's roots are, by (host id, root id): the
+/// hostname and root path a mirrored event heard on the change feed (which
+/// carries only the ids) is marked with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Places(HashMap<(String, String), (String, String)>);
+
+impl Places {
+    pub fn of(hosts: &[HostInfo]) -> Places {
+        Places(
+            hosts
+                .iter()
+                .flat_map(|h| {
+                    h.roots.iter().map(|r| {
+                        let at = (h.host_id.clone(), r.id.clone());
+                        (at, (h.hostname.clone(), r.path.clone()))
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    pub fn knows(&self, host_id: &str, root_id: &str) -> bool {
+        self.0
+            .contains_key(&(host_id.to_string(), root_id.to_string()))
+    }
+
+    /// `event` with where it comes from; a place not known (yet) is named
+    /// by its ids.
+    pub fn mark(&self, host_id: &str, root_id: &str, event: Event) -> Event {
+        let (host, root) = self
+            .0
+            .get(&(host_id.to_string(), root_id.to_string()))
+            .map_or((host_id, root_id), |(h, r)| (h.as_str(), r.as_str()));
+        mark_published(event, host, host_id, root)
+    }
+}
 
 /// One publishing host, online or not.
 #[derive(Debug, Clone, PartialEq, Serialize)]

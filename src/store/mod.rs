@@ -227,6 +227,13 @@ pub enum Change {
         root_id: String,
         key: String,
     },
+    /// A publishing host mirrored one line of its root's events log; the
+    /// reader adds where it comes from ([`fleet::mark_published`]).
+    PublishedEvent {
+        host_id: String,
+        root_id: String,
+        event: Event,
+    },
     /// Changes were lost (a compacted revision, a watch overflow): re-list
     /// everything. The text says why, for a visible notice.
     Resync { why: String },
@@ -426,6 +433,12 @@ pub trait Store: Send {
     /// `"host"`, `"host_id"` and `"root"` added, oldest first.
     fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         let _ = n;
+        Ok(Vec::new())
+    }
+
+    /// The publishing hosts and their roots, without their claims (what a
+    /// mirrored event needs to say where it comes from). Counts are zero.
+    fn fleet_hosts(&self) -> Result<Vec<fleet::HostInfo>, StoreError> {
         Ok(Vec::new())
     }
 

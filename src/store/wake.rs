@@ -71,6 +71,7 @@ fn concerns(change: &Change, key: &str) -> bool {
         Change::Resync { .. } | Change::Connected { .. } => true,
         // A published copy is another host's claim, never this store's key.
         Change::Event(_)
+        | Change::PublishedEvent { .. }
         | Change::Disconnected { .. }
         | Change::Host { .. }
         | Change::Published { .. } => false,

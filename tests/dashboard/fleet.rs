@@ -513,3 +513,29 @@ fn the_help_says_what_published_rows_are_only_while_hosts_publish() {
     let screen = render(&app);
     assert!(screen.contains("Published hosts"), "{screen}");
 }
+
+#[test]
+fn a_mirrored_event_in_the_events_pane_names_its_host() {
+    let mut app = with_two_hosts();
+    let mirrored = r#"{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{"key":"build/x86","holder":"ci:runner-7","pid":4242},"host":"alpha\u001b[2J","host_id":"m-alpha","root":"/srv/alpha"}"#;
+    let own = r#"{"ts":"2026-12-01T05:00:01Z","type":"claim_released","source":"fno-loop","data":{"key":"deploy/prod","holder":"pty:alice"}}"#;
+    update(
+        &mut app,
+        Action::EventsAppended(vec![line(mirrored), line(own)]),
+    );
+    let screen = render(&app);
+    let row = screen
+        .lines()
+        .find(|l| l.contains(" acquired "))
+        .unwrap_or_default();
+    assert!(
+        row.contains("host=alpha\\e[2J"),
+        "escaped, not emitted: {screen}"
+    );
+    assert!(!screen.contains('\u{1b}'));
+    let own_row = screen
+        .lines()
+        .find(|l| l.contains(" released "))
+        .unwrap_or_default();
+    assert!(!own_row.contains("host="), "{own_row}");
+}

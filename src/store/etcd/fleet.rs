@@ -8,9 +8,12 @@
 
 use super::layout::{new_request_id, range_end, RootPlace};
 use super::Core;
+use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
 use crate::events::tail::{parse_event, Event};
-use crate::store::fleet::{count_states, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot};
+use crate::store::fleet::{
+    count_states, mark_published, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot,
+};
 use crate::store::StoreError;
 use etcd_client::{
     Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn,
@@ -154,6 +157,22 @@ impl Core {
         Ok(out)
     }
 
+    /// Every host and its roots, none of their claims.
+    pub(super) fn read_fleet_hosts(&self) -> Result<Vec<HostInfo>, StoreError> {
+        Ok(self
+            .hosts()?
+            .into_iter()
+            .map(|(rec, online)| HostInfo {
+                host_id: rec.machine_id,
+                hostname: rec.hostname,
+                online,
+                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
+                counts: Counts::default(),
+                roots: rec.roots,
+            })
+            .collect())
+    }
+
     pub(super) fn read_fleet(&self) -> Result<Option<crate::store::fleet::Fleet>, StoreError> {
         let mut fleet = Fleet::default();
         for (rec, online) in self.hosts()? {
@@ -229,15 +248,11 @@ impl Core {
                     async move { c.get(prefix, Some(opts)).await }
                 })?;
                 for kv in resp.kvs() {
-                    let Ok(mut v) = serde_json::from_slice::<Value>(kv.value()) else {
+                    let Ok(text) = std::str::from_utf8(kv.value()) else {
                         continue;
                     };
-                    if let Some(o) = v.as_object_mut() {
-                        o.insert("host".into(), Value::from(rec.hostname.as_str()));
-                        o.insert("host_id".into(), Value::from(rec.machine_id.as_str()));
-                        o.insert("root".into(), Value::from(root.path.as_str()));
-                    }
-                    if let Ok(ev) = parse_event(&v.to_string()) {
+                    if let Ok(ev) = parse_event(text) {
+                        let ev = mark_published(ev, &rec.hostname, &rec.machine_id, &root.path);
                         let ts = ev.ts().unwrap_or_default().to_string();
                         all.push((ts, kv.create_revision(), ev));
                     }

@@ -129,6 +129,11 @@ pub enum Published {
         root_id: String,
         key: String,
     },
+    /// One events.jsonl line a host mirrored from one of its roots.
+    Event {
+        host_id: String,
+        root_id: String,
+    },
 }
 
 /// Where one published root lives: `PREFIX/hosts/<machine>/<root-id>/`.
@@ -168,8 +173,8 @@ impl Layout {
     /// What a change under [`Layout::hosts`] is to a fleet view: a host
     /// came, went or refreshed its record (`host`, `alive`) or the hazards
     /// of one of its roots (all three re-read the host's part of the
-    /// fleet), or one published claim changed. Events, requests and
-    /// answers are none of the table's business.
+    /// fleet), one published claim changed, or a host mirrored an event.
+    /// Requests and answers are none of a reader's business.
     pub fn published_of(&self, etcd_key: &[u8]) -> Option<Published> {
         let s = std::str::from_utf8(etcd_key).ok()?;
         let rest = s.strip_prefix(&self.hosts())?;
@@ -183,6 +188,12 @@ impl Layout {
         // claim came): rare enough for the fleet's re-read.
         if rest == "hazards" {
             return Some(Published::Host { host_id });
+        }
+        if rest.starts_with("events/") {
+            return Some(Published::Event {
+                host_id,
+                root_id: root_id.to_string(),
+            });
         }
         let key = rest.strip_prefix("claims/")?;
         Some(Published::Claim {
@@ -361,7 +372,8 @@ mod tests {
     }
 
     #[test]
-    fn a_change_under_a_host_names_the_host_its_hazards_or_the_published_claim_and_nothing_else() {
+    fn a_change_under_a_host_names_the_host_its_hazards_a_published_claim_or_event_and_nothing_else(
+    ) {
         let l = Layout::new("/fno");
         let p = l.root_place("m/1", "00ff00ff00ff00ff");
         assert_eq!(
@@ -391,7 +403,13 @@ mod tests {
             })
         );
         assert_eq!(l.published_of(p.request("r1").as_bytes()), None);
-        assert_eq!(l.published_of(p.event("log", 3).as_bytes()), None);
+        assert_eq!(
+            l.published_of(p.event("log", 3).as_bytes()),
+            Some(Published::Event {
+                host_id: "m/1".into(),
+                root_id: "00ff00ff00ff00ff".into(),
+            })
+        );
         assert_eq!(l.published_of(l.claim("k").as_bytes()), None);
     }
 

@@ -256,6 +256,10 @@ impl Store for EtcdStore {
         self.core.read_fleet_events(n)
     }
 
+    fn fleet_hosts(&self) -> Result<Vec<crate::store::fleet::HostInfo>, StoreError> {
+        self.core.read_fleet_hosts()
+    }
+
     fn fleet_item(
         &self,
         host_id: &str,

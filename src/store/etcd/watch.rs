@@ -229,7 +229,21 @@ fn absorb(
                     root_id,
                     key,
                 }),
-                None => continue,
+                // A mirrored line is written once (create-if-absent) and
+                // deleted only when the events retention lease ends.
+                Some(Published::Event { host_id, root_id })
+                    if ev.event_type() == EventType::Put =>
+                {
+                    match event_of(kv) {
+                        Some(event) => Raw::Change(Change::PublishedEvent {
+                            host_id,
+                            root_id,
+                            event,
+                        }),
+                        None => continue,
+                    }
+                }
+                Some(Published::Event { .. }) | None => continue,
             },
         };
         if !send(raw) {
