@@ -35,6 +35,26 @@ pub fn event_fields_unknown(key: &str) -> Map<String, Value> {
     m
 }
 
+/// `claim_force_released`'s data, on every store: the claim's common
+/// fields (all null but the key when it could not be read), who did it,
+/// the state it was taken in, and where the record went.
+pub fn force_released_fields(
+    key: &str,
+    previous: Option<&ClaimRecord>,
+    operator: Option<&str>,
+    previous_state: &str,
+    archived_to: &str,
+) -> Map<String, Value> {
+    let mut data = match previous {
+        Some(rec) => rec.event_fields(),
+        None => event_fields_unknown(key),
+    };
+    data.insert("operator".into(), operator.map_or(Value::Null, Value::from));
+    data.insert("previous_state".into(), Value::from(previous_state));
+    data.insert("archived_to".into(), Value::from(archived_to));
+    data
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! touch a lockfile any other way.
 
 use super::atomic::{self, Archived, CreateError};
-use super::audit::event_fields_unknown;
+use super::audit::force_released_fields;
 use super::liveness::{hostname, machine_id, Classifier};
 use super::record::{read_claim_file_raw, ReadError};
 use super::{
@@ -829,24 +829,12 @@ fn force_release_locked(
             return refuse("the claim changed while it was being archived; left in place".into())
         }
     };
-    let mut data = match &previous {
-        Some(rec) => rec.event_fields(),
-        None => event_fields_unknown(key),
-    };
-    data.insert(
-        "operator".into(),
-        opts.operator
-            .clone()
-            .map(Value::String)
-            .unwrap_or(Value::Null),
-    );
-    data.insert(
-        "previous_state".into(),
-        Value::String(state.as_str().into()),
-    );
-    data.insert(
-        "archived_to".into(),
-        Value::String(archived_to.to_string_lossy().into_owned()),
+    let data = force_released_fields(
+        key,
+        previous.as_ref(),
+        opts.operator.as_deref(),
+        state.as_str(),
+        &archived_to.to_string_lossy(),
     );
     root.emit("claim_force_released", data);
     Ok(ForceOutcome::Archived {

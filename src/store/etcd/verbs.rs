@@ -7,7 +7,7 @@
 //! happens and the verb starts over from a fresh read. Never a blind delete.
 
 use super::Core;
-use crate::claims::audit::event_fields_unknown;
+use crate::claims::audit::force_released_fields;
 use crate::claims::{acquired_data, force_refusal, new_record, ParseError};
 use crate::claims::{
     now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ClaimError, ClaimRecord,
@@ -283,19 +283,13 @@ impl Core {
             return refuse(why_not);
         }
         let archived_to = self.layout.expired(key, now_ms());
-        let mut data = match &previous {
-            Some(rec) => rec.event_fields(),
-            None => event_fields_unknown(key),
-        };
-        data.insert(
-            "operator".into(),
-            opts.operator
-                .clone()
-                .map(Value::String)
-                .unwrap_or(Value::Null),
+        let mut data = force_released_fields(
+            key,
+            previous.as_ref(),
+            opts.operator.as_deref(),
+            state.as_str(),
+            &archived_to,
         );
-        data.insert("previous_state".into(), Value::from(state.as_str()));
-        data.insert("archived_to".into(), Value::from(archived_to.as_str()));
         data.insert("revision".into(), Value::from(kv.create_revision()));
         let marker = self.layout.ended(key, kv.create_revision());
         let resp = self.txn_with_events(|ev| {
