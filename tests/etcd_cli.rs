@@ -10,7 +10,7 @@ mod common;
 mod etcd_common;
 
 use common::{claimtop, Sandbox};
-use etcd_common::Etcd;
+use etcd_common::{scrape, start_metrics, Etcd};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -646,29 +646,8 @@ fn a_killed_run_holder_frees_the_key_within_its_lease_and_three_observers_record
     assert_eq!(n, 1, "one claim_expired per expiry: {ev:?}");
 }
 
-/// One GET of `/metrics` from `addr`: `series → value`.
-fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("request");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .map(|(k, v)| (k.to_string(), v.parse().expect("number")))
-        .collect()
-}
-
 #[test]
 fn metrics_over_etcd_reports_the_stores_claims_and_counts_its_events_from_the_watch() {
-    use std::io::BufRead;
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/metrics");
     let home = tempfile::tempdir().expect("tempdir");
@@ -676,17 +655,7 @@ fn metrics_over_etcd_reports_the_stores_claims_and_counts_its_events_from_the_wa
         over(home.path(), &url),
         &["acquire", "k", "--holder", "w", "--ttl", "2m"],
     );
-    let mut server = over(home.path(), &url)
-        .args(["metrics", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn metrics");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("the address line");
-    let addr = common::metrics_address(&line);
+    let (mut server, addr) = start_metrics(over(home.path(), &url));
     let m = scrape(&addr);
     assert_eq!(m["claimtop_claims{state=\"live\"}"], 1.0, "{m:?}");
     assert_eq!(m["claimtop_store_up"], 1.0, "{m:?}");

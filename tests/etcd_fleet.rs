@@ -789,3 +789,106 @@ fn events_follow_over_the_store_prints_a_hosts_events_as_they_are_mirrored() {
         assert!(live[field].is_string(), "{field} missing: {live}");
     }
 }
+
+/// `claimtop metrics` over the store exports each online host's roots,
+/// labelled with the host and root, counts what the host mirrors as the
+/// feed brings it, says which hosts are up, and passes `promtool`.
+#[test]
+fn metrics_over_the_store_export_each_hosts_roots_and_whether_the_host_is_up() {
+    let Some(f) = Fleet::start("/fleetmetrics") else {
+        return;
+    };
+    let a = root_dir();
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    acquire_in(&f, a.path(), "one");
+    assert!(wait_for(PATIENCE, || {
+        events_of_host(&f.events(), "host-a").len() == 1
+    }));
+    let host = f
+        .host("host-a")
+        .and_then(|h| h["hostname"].as_str().map(String::from))
+        .expect("host-a's hostname");
+    let root = std::fs::canonicalize(a.path()).expect("root path");
+    let labels = format!(
+        "host=\"{host}\",host_id=\"host-a\",root=\"{}\"",
+        root.display()
+    );
+
+    let mut over = claimtop(f.home.path());
+    over.env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", &f.url]);
+    let (mut server, addr) = etcd_common::start_metrics(over);
+    let m = etcd_common::scrape(&addr);
+    let series = |name: &str, extra: &str| format!("{name}{{{labels},{extra}}}");
+    assert_eq!(
+        m[&series("claimtop_claims", "state=\"live\"")],
+        1.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m[&series("claimtop_events_total", "type=\"claim_acquired\"")],
+        1.0,
+        "the history's event: {m:?}"
+    );
+    assert_eq!(
+        m[&format!("claimtop_host_up{{host=\"{host}\",host_id=\"host-a\"}}")],
+        1.0
+    );
+
+    // A second claim: its event comes by the feed, its claim by the listing.
+    acquire_in(&f, a.path(), "two");
+    let acquired = series("claimtop_events_total", "type=\"claim_acquired\"");
+    let mut m = etcd_common::scrape(&addr);
+    let counted = wait_for(PATIENCE, || {
+        m = etcd_common::scrape(&addr);
+        m.get(&acquired) == Some(&2.0)
+    });
+    assert!(counted, "{m:?}");
+    assert_eq!(
+        m[&series("claimtop_claims", "state=\"live\"")],
+        2.0,
+        "{m:?}"
+    );
+
+    let text = etcd_common::metrics_text(&addr);
+    if let Ok(mut lint) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        lint.stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("feed promtool");
+        let out = lint.wait_with_output().expect("promtool");
+        assert!(
+            out.status.success(),
+            "promtool: {}{}\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else if std::env::var_os("CI").is_some() {
+        panic!("promtool is not installed, and CI installs it");
+    }
+
+    // The host dies: it is down, and its claims are not exported as zero.
+    pa.signal(libc::SIGKILL);
+    pa.kill();
+    let up = format!("claimtop_host_up{{host=\"{host}\",host_id=\"host-a\"}}");
+    let down = wait_for(Duration::from_secs(LEASE_S + 5), || {
+        m = etcd_common::scrape(&addr);
+        m.get(&up) == Some(&0.0)
+    });
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    assert!(down, "{m:?}");
+    assert!(
+        !m.contains_key(&series("claimtop_claims", "state=\"live\"")),
+        "an offline host's claims are unknown, not 0: {m:?}"
+    );
+}

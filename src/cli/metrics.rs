@@ -5,11 +5,13 @@ use super::args::MetricsArgs;
 use super::output::{diag, CmdResult, Out, EXIT_OK};
 use crate::claims::{self, now_ms, Counts, Roots};
 use crate::metrics::{
-    to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, Snapshot,
+    to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, HostUp, Snapshot,
     CLASSIC_CONTENT_TYPE, CONTENT_TYPE,
 };
+use crate::store::fleet::Places;
 use crate::store::{Change, Changes, Store, StoreError};
-use serde_json::json;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,13 +77,25 @@ impl Collector {
 /// its listing at each scrape, and its events counted as the store's change
 /// feed brings them, after one read of what the store kept at start. Counted
 /// from the feed rather than re-read, a counter never falls when the
-/// store's retention drops old events.
+/// store's retention drops old events. Hosts publishing into the store add
+/// their roots' series (labelled `host`, `host_id`, `root`) and
+/// `claimtop_host_up`.
 struct StoreCollector<'a> {
     store: &'a dyn Store,
     feed: Box<dyn Changes>,
     events: EventCounts,
+    /// What each host mirrored, by (host id, root path).
+    fleet_events: BTreeMap<(String, String), EventCounts>,
+    /// Names for the ids a mirrored event comes with on the feed.
+    places: Places,
     last: Option<Snapshot>,
     exporter: Exporter,
+}
+
+/// Where a mirrored event comes from, as it is marked: (host id, root).
+fn published_place(ev: &crate::events::tail::Event) -> Option<(String, String)> {
+    let field = |k: &str| ev.value().get(k).and_then(Value::as_str).map(String::from);
+    Some((field("host_id")?, field("root")?))
 }
 
 impl<'a> StoreCollector<'a> {
@@ -92,10 +106,18 @@ impl<'a> StoreCollector<'a> {
         for ev in store.events(usize::MAX)? {
             events.add(Some(ev.kind()));
         }
+        let mut fleet_events: BTreeMap<(String, String), EventCounts> = BTreeMap::new();
+        for ev in store.fleet_events(usize::MAX)? {
+            if let Some(at) = published_place(&ev) {
+                fleet_events.entry(at).or_default().add(Some(ev.kind()));
+            }
+        }
         Ok(StoreCollector {
             store,
             feed,
             events,
+            fleet_events,
+            places: Places::default(),
             last: None,
             exporter: Exporter::new(),
         })
@@ -105,6 +127,24 @@ impl<'a> StoreCollector<'a> {
         loop {
             match self.feed.next(Duration::ZERO) {
                 Ok(Some(Change::Event(ev))) => self.events.add(Some(ev.kind())),
+                Ok(Some(Change::PublishedEvent {
+                    host_id,
+                    root_id,
+                    event,
+                })) => {
+                    if !self.places.knows(&host_id, &root_id) {
+                        if let Ok(hosts) = self.store.fleet_hosts() {
+                            self.places = Places::of(&hosts);
+                        }
+                    }
+                    let ev = self.places.mark(&host_id, &root_id, event);
+                    if let Some(at) = published_place(&ev) {
+                        self.fleet_events
+                            .entry(at)
+                            .or_default()
+                            .add(Some(ev.kind()));
+                    }
+                }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(e) => {
@@ -120,6 +160,7 @@ impl<'a> StoreCollector<'a> {
                 // The last view, marked down: gauges keep what was last known.
                 let mut s = self.last.clone().unwrap_or(Snapshot {
                     root: None,
+                    host: None,
                     counts: Counts::default(),
                     oldest_s: Default::default(),
                     hazards: Default::default(),
@@ -129,8 +170,44 @@ impl<'a> StoreCollector<'a> {
                 s
             }
         };
-        self.exporter
-            .update(std::slice::from_ref(&snap), &[&self.events]);
+        let (fleet, hosts) = match self.store.fleet() {
+            Ok(Some(f)) => {
+                let hosts: Vec<HostUp> = f
+                    .hosts
+                    .iter()
+                    .map(|h| HostUp {
+                        host: crate::metrics::HostLabel {
+                            hostname: h.hostname.clone(),
+                            host_id: h.host_id.clone(),
+                        },
+                        online: h.online,
+                    })
+                    .collect();
+                (Snapshot::of_fleet(&f, now_ms()), hosts)
+            }
+            Ok(None) => (Vec::new(), Vec::new()),
+            Err(e) => {
+                diag(&format!("the publishing hosts: {e}"));
+                (Vec::new(), Vec::new())
+            }
+        };
+        let none = EventCounts::default();
+        let mut counts: Vec<&EventCounts> = vec![&self.events];
+        for s in &fleet {
+            let at = s
+                .host
+                .as_ref()
+                .zip(s.root.as_ref())
+                .map(|(h, r)| (h.host_id.clone(), r.clone()));
+            counts.push(
+                at.and_then(|at| self.fleet_events.get(&at))
+                    .unwrap_or(&none),
+            );
+        }
+        let mut snaps = vec![snap.clone()];
+        snaps.extend(fleet);
+        self.exporter.update(&snaps, &counts);
+        self.exporter.update_hosts(&hosts);
         self.last = Some(snap);
         self.exporter.render()
     }

@@ -10,6 +10,7 @@
 pub mod events;
 
 use crate::claims::{ClaimState, Counts, HazardKind, Root, Sweep};
+use crate::store::fleet::{count_states, Fleet, FleetItem};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -54,12 +55,22 @@ const fn _every_kind_listed(k: HazardKind) -> usize {
     }
 }
 
+/// The `host` and `host_id` labels of a root a publishing host mirrors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostLabel {
+    pub hostname: String,
+    pub host_id: String,
+}
+
 /// What one root (or store) looks like at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     /// The `root` label: set only when several roots are exported, so one
     /// root's series carry no label that says nothing.
     pub root: Option<String>,
+    /// Set for a root a host publishes into the store (`claimtop publish`):
+    /// its series carry `host`, `host_id` and `root`.
+    pub host: Option<HostLabel>,
     pub counts: Counts,
     /// Age in seconds of the oldest claim in each state that has a record
     /// (a corrupted or unreadable file has no `acquired_at`).
@@ -95,11 +106,65 @@ impl Snapshot {
         }
         Snapshot {
             root,
+            host: None,
             counts: sweep.counts,
             oldest_s,
             hazards,
             store_up,
         }
+    }
+
+    /// One snapshot per root of every online host in `fleet`, as its host
+    /// published it. An offline host's claims are unknown, not zero: its
+    /// roots are left out, and `claimtop_host_up` says why.
+    pub fn of_fleet(fleet: &Fleet, now_ms: i64) -> Vec<Snapshot> {
+        let mut out = Vec::new();
+        for h in fleet.hosts.iter().filter(|h| h.online) {
+            for r in &h.roots {
+                let here = |host_id: &str, root_id: &str| host_id == h.host_id && root_id == r.id;
+                let items: Vec<&FleetItem> = fleet
+                    .items
+                    .iter()
+                    .filter(|i| here(&i.host_id, &i.root.id))
+                    .collect();
+                let mut oldest_s: BTreeMap<&'static str, f64> = BTreeMap::new();
+                for i in &items {
+                    let acquired = i.item.get("record").and_then(|r| r.get("acquired_at"));
+                    let Some(at) = acquired.and_then(serde_json::Value::as_i64) else {
+                        continue;
+                    };
+                    let Some(state) = STATES.into_iter().find(|s| s.as_str() == i.state()) else {
+                        continue;
+                    };
+                    let slot = oldest_s.entry(state.as_str()).or_insert(0.0);
+                    *slot = slot.max((now_ms - at).max(0) as f64 / 1000.0);
+                }
+                let mut hazards: BTreeMap<&'static str, usize> = BTreeMap::new();
+                for hz in fleet
+                    .hazards
+                    .iter()
+                    .filter(|z| here(&z.host_id, &z.root.id))
+                {
+                    let kind = hz.hazard.get("kind").and_then(serde_json::Value::as_str);
+                    // A kind this build does not know is not exported.
+                    if let Some(k) = HAZARD_KINDS.into_iter().find(|k| Some(k.as_str()) == kind) {
+                        *hazards.entry(k.as_str()).or_insert(0) += 1;
+                    }
+                }
+                out.push(Snapshot {
+                    root: Some(r.path.clone()),
+                    host: Some(HostLabel {
+                        hostname: h.hostname.clone(),
+                        host_id: h.host_id.clone(),
+                    }),
+                    counts: count_states(items.iter().map(|i| i.state())),
+                    oldest_s,
+                    hazards,
+                    store_up: true,
+                });
+            }
+        }
+        out
     }
 
     fn count(&self, s: ClaimState) -> usize {
@@ -117,19 +182,32 @@ impl Snapshot {
 
 type Labels = Vec<(String, String)>;
 
-/// `[(root, R)] + [(name, value)]`: the root label first, when there is one.
-fn labels(root: Option<&str>, name: &str, value: &str) -> Labels {
-    let mut l: Labels = root
-        .map(|r| ("root".to_string(), r.to_string()))
-        .into_iter()
-        .collect();
+/// Where a snapshot's series come from: `host` and `host_id` for a
+/// published root, then `root` when there is one.
+fn place(s: &Snapshot) -> Labels {
+    let mut l = Labels::new();
+    if let Some(h) = &s.host {
+        l.push(("host".into(), h.hostname.clone()));
+        l.push(("host_id".into(), h.host_id.clone()));
+    }
+    if let Some(r) = &s.root {
+        l.push(("root".into(), r.clone()));
+    }
+    l
+}
+
+/// [`place`] plus one `(name, value)`.
+fn labels(s: &Snapshot, name: &str, value: &str) -> Labels {
+    let mut l = place(s);
     l.push((name.to_string(), value.to_string()));
     l
 }
 
-fn root_only(root: Option<&str>) -> Labels {
-    root.map(|r| vec![("root".to_string(), r.to_string())])
-        .unwrap_or_default()
+/// One publishing host as `claimtop_host_up` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostUp {
+    pub host: HostLabel,
+    pub online: bool,
 }
 
 /// The registry and its families, kept across scrapes so counters only
@@ -143,6 +221,7 @@ pub struct Exporter {
     unparseable: Family<Labels, Counter>,
     up: Gauge,
     store_up: Family<Labels, Gauge>,
+    host_up: Family<Labels, Gauge>,
 }
 
 impl Default for Exporter {
@@ -161,6 +240,7 @@ impl Exporter {
         let unparseable = Family::<Labels, Counter>::default();
         let up = Gauge::default();
         let store_up = Family::<Labels, Gauge>::default();
+        let host_up = Family::<Labels, Gauge>::default();
         registry.register("claimtop_claims", "Claims by state", claims.clone());
         registry.register(
             "claimtop_claim_age_seconds",
@@ -185,6 +265,11 @@ impl Exporter {
             "1 when the claims could be read at the last scrape",
             store_up.clone(),
         );
+        registry.register(
+            "claimtop_host_up",
+            "1 while a host publishing into the store holds its lease (its claims are known)",
+            host_up.clone(),
+        );
         up.set(1);
         Exporter {
             registry,
@@ -195,6 +280,20 @@ impl Exporter {
             unparseable,
             up,
             store_up,
+            host_up,
+        }
+    }
+
+    /// Set `claimtop_host_up` for every host publishing into the store
+    /// (none over file roots); a host no longer listed leaves no series.
+    pub fn update_hosts(&self, hosts: &[HostUp]) {
+        self.host_up.clear();
+        for h in hosts {
+            let l = vec![
+                ("host".to_string(), h.host.hostname.clone()),
+                ("host_id".to_string(), h.host.host_id.clone()),
+            ];
+            self.host_up.get_or_create(&l).set(i64::from(h.online));
         }
     }
 
@@ -208,10 +307,9 @@ impl Exporter {
         self.store_up.clear();
         self.up.set(1);
         for s in snaps {
-            let root = s.root.as_deref();
             for state in STATES {
                 let name = state.as_str();
-                let l = labels(root, "state", name);
+                let l = labels(s, "state", name);
                 self.claims.get_or_create(&l).set(s.count(state) as i64);
                 let oldest = s.oldest_s.get(name).copied().unwrap_or(0.0);
                 self.age.get_or_create(&l).set(oldest);
@@ -219,20 +317,19 @@ impl Exporter {
             for kind in HAZARD_KINDS {
                 let n = s.hazards.get(kind.as_str()).copied().unwrap_or(0);
                 self.hazards
-                    .get_or_create(&labels(root, "kind", kind.as_str()))
+                    .get_or_create(&labels(s, "kind", kind.as_str()))
                     .set(n as i64);
             }
             self.store_up
-                .get_or_create(&root_only(root))
+                .get_or_create(&place(s))
                 .set(i64::from(s.store_up));
         }
         for (s, counts) in snaps.iter().zip(events) {
-            let root = s.root.as_deref();
             for (kind, n) in counts.by_type() {
-                let c = self.events.get_or_create(&labels(root, "type", kind));
+                let c = self.events.get_or_create(&labels(s, "type", kind));
                 c.inc_by(n.saturating_sub(c.get()));
             }
-            let c = self.unparseable.get_or_create(&root_only(root));
+            let c = self.unparseable.get_or_create(&place(s));
             c.inc_by(counts.unparseable.saturating_sub(c.get()));
         }
     }
@@ -320,6 +417,7 @@ mod tests {
     fn snap(root: &str, live: usize) -> Snapshot {
         Snapshot {
             root: Some(root.into()),
+            host: None,
             counts: Counts {
                 live,
                 ..Counts::default()
@@ -328,6 +426,77 @@ mod tests {
             hazards: BTreeMap::new(),
             store_up: true,
         }
+    }
+
+    #[test]
+    fn a_fleet_exports_each_online_hosts_roots_with_host_labels_and_every_hosts_up() {
+        use crate::store::fleet::{FleetHazard, HostInfo, PublishedRoot};
+        use serde_json::json;
+        let root = |id: &str, path: &str| PublishedRoot {
+            id: id.into(),
+            path: path.into(),
+        };
+        let host = |id: &str, name: &str, online: bool| HostInfo {
+            host_id: id.into(),
+            hostname: name.into(),
+            online,
+            last_seen_ms: 0,
+            roots: vec![root("r1", "/srv/a")],
+            counts: Counts::default(),
+        };
+        let item = |host_id: &str, state: &str, acquired_at: i64| FleetItem {
+            host_id: host_id.into(),
+            hostname: String::new(),
+            root: root("r1", "/srv/a"),
+            item: json!({"key": "k", "state": state, "record": {"acquired_at": acquired_at}}),
+        };
+        let fleet = Fleet {
+            hosts: vec![host("m1", "alpha", true), host("m2", "beta", false)],
+            items: vec![
+                item("m1", "live", 10_000),
+                item("m1", "live", 40_000),
+                item("m1", "stale", 50_000),
+                item("m2", "live", 0),
+            ],
+            hazards: vec![FleetHazard {
+                host_id: "m1".into(),
+                root: root("r1", "/srv/a"),
+                hazard: json!({"kind": "stale_mutex", "path": "/srv/a/.fno/claims/x", "detail": ""}),
+            }],
+        };
+        let snaps = Snapshot::of_fleet(&fleet, 70_000);
+        assert_eq!(snaps.len(), 1, "beta is offline: its claims are unknown");
+        assert_eq!(snaps[0].counts.live, 2);
+        assert_eq!(snaps[0].oldest_s.get("live"), Some(&60.0));
+        let e = Exporter::new();
+        let mut heard = EventCounts::default();
+        heard.add(Some("claim_acquired"));
+        e.update(&snaps, &[&heard]);
+        e.update_hosts(&[
+            HostUp {
+                host: snaps[0].host.clone().unwrap(),
+                online: true,
+            },
+            HostUp {
+                host: HostLabel {
+                    hostname: "beta".into(),
+                    host_id: "m2".into(),
+                },
+                online: false,
+            },
+        ]);
+        let text = e.render().unwrap();
+        for want in [
+            r#"claimtop_claims{host="alpha",host_id="m1",root="/srv/a",state="live"} 2"#,
+            r#"claimtop_claims{host="alpha",host_id="m1",root="/srv/a",state="stale"} 1"#,
+            r#"claimtop_hazards{host="alpha",host_id="m1",root="/srv/a",kind="stale_mutex"} 1"#,
+            r#"claimtop_events_total{host="alpha",host_id="m1",root="/srv/a",type="claim_acquired"} 1"#,
+            r#"claimtop_host_up{host="alpha",host_id="m1"} 1"#,
+            r#"claimtop_host_up{host="beta",host_id="m2"} 0"#,
+        ] {
+            assert!(text.contains(want), "{want} missing from:\n{text}");
+        }
+        assert!(!text.contains(r#"host="beta",host_id="m2",root"#), "{text}");
     }
 
     #[test]
