@@ -4,8 +4,9 @@
 //! while nothing changes, one publisher's CPU while its root takes 100
 //! lockfile changes a second, etcd writes per change (target 1, counted by
 //! a watch on that host's keys and by the store revision), change → etcd
-//! latency, the publishers' RSS, `list --json` of the whole fleet, and the
-//! fleet view's change -> screen (the dashboard's wiring in this process).
+//! latency, the publishers' RSS, `list --json` of the whole fleet, one
+//! `claimtop metrics` scrape of it, and the fleet view's change -> screen
+//! (the dashboard's wiring in this process).
 
 use crate::etcd_common::Etcd;
 use crate::headless::Headless;
@@ -176,6 +177,32 @@ fn count_keys(etcd: &Etcd, prefix: &str) -> i64 {
     rt.block_on(c.get(prefix, Some(opts)))
         .map(|r| r.count())
         .unwrap_or(0)
+}
+
+/// Median time of `n` scrapes of `claimtop metrics` over the fleet, and
+/// how many `claimtop_claims` series carry a host.
+fn metrics_scrapes(url: &str, home: &Path, n: usize) -> (Duration, usize) {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HOME", home)
+        .env_remove("FNO_CLAIMS_ROOT")
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", url]);
+    let (mut server, addr) = crate::etcd_common::start_metrics(cmd);
+    let mut took = Vec::with_capacity(n);
+    let mut series = 0;
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let text = crate::etcd_common::metrics_text(&addr);
+        took.push(t0.elapsed());
+        series = text
+            .lines()
+            .filter(|l| l.starts_with("claimtop_claims{host="))
+            .count();
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    took.sort();
+    (took[took.len() / 2], series)
 }
 
 fn fleet_items(url: &str, home: &Path) -> (usize, usize, Duration) {
@@ -363,6 +390,12 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
         took.as_secs_f64() * 1e3,
         items,
         online
+    );
+    let (scrape, series) = metrics_scrapes(&url, home, 5);
+    println!(
+        "   metrics scrape of the fleet  {:>9.0} ms median of 5 ({} host-labelled claims series)",
+        scrape.as_secs_f64() * 1e3,
+        series
     );
     fleet_view(&url, &hosts[0].root, total, plan.view_changes, pid);
     drop(hosts);
