@@ -13,8 +13,8 @@ use super::app::EVENTS_RING;
 use super::collect::Input;
 use crate::claims::Root;
 use crate::events::tail::Follower;
-use notify_debouncer_full::notify::event::{AccessKind, AccessMode};
-use notify_debouncer_full::notify::{EventKind, RecursiveMode};
+use crate::store::fs_events::{touched, Touched};
+use notify_debouncer_full::notify::RecursiveMode;
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, DebouncedEvent};
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
@@ -55,21 +55,15 @@ pub fn classify(events: &[DebouncedEvent], claims_dir: &Path, events_file: &Path
         if ev.need_rescan() {
             b.rescan = true;
         }
-        // Our own reads open files and the dir; only writes matter.
-        match ev.kind {
-            EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
-            EventKind::Access(_) => continue,
-            _ => {}
-        }
-        for p in &ev.paths {
-            if p == events_file {
-                b.events_file = true;
-            } else if p.parent() == Some(claims_dir) {
-                b.changed.insert(p.clone());
-            } else {
-                b.structure = true;
-                if p == claims_dir {
-                    b.rescan = true;
+        for t in touched(ev, claims_dir, events_file) {
+            match t {
+                Touched::EventsLog => b.events_file = true,
+                Touched::Entry(p) => {
+                    b.changed.insert(p.to_path_buf());
+                }
+                Touched::Other(p) => {
+                    b.structure = true;
+                    b.rescan |= p == claims_dir;
                 }
             }
         }
@@ -259,7 +253,8 @@ pub fn follow_events(path: PathBuf, out: Sender<Action>, pokes: Receiver<()>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify_debouncer_full::notify::event::{CreateKind, Event};
+    use notify_debouncer_full::notify::event::{AccessKind, AccessMode, CreateKind, Event};
+    use notify_debouncer_full::notify::EventKind;
     use std::time::Instant;
 
     fn ev(kind: EventKind, p: &str) -> DebouncedEvent {

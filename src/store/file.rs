@@ -4,6 +4,7 @@
 //! `events::tail`; nothing is re-read or re-shaped, so the wire and the
 //! figures stay what they were.
 
+use super::fs_events::{touched, Touched};
 use super::wake::FileKeyWatch;
 use super::{Change, Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
 use crate::claims::key_of_lockfile;
@@ -179,37 +180,32 @@ impl FileChanges {
                 why: "the notification queue overflowed; re-reading everything".into(),
             });
         }
-        // Reading a file is no change to it: a reader of the feed that
-        // re-reads what it names would otherwise hear its own reads forever.
-        match event.kind {
-            notify::EventKind::Access(notify::event::AccessKind::Close(
-                notify::event::AccessMode::Write,
-            )) => {}
-            notify::EventKind::Access(_) => return,
-            _ => {}
-        }
         let mut log_touched = false;
-        for path in &event.paths {
-            if path == &self.events_file {
-                log_touched = true;
-            } else if path.parent() == Some(self.claims_dir.as_path()) {
-                if let Some(key) = path.file_name().and_then(key_of_lockfile) {
-                    let change = Change::Claim { key };
-                    if !self.pending.contains(&change) {
-                        self.pending.push_back(change);
+        let mut above = false;
+        for t in touched(&event, &self.claims_dir, &self.events_file) {
+            match t {
+                Touched::EventsLog => log_touched = true,
+                Touched::Entry(path) => {
+                    if let Some(key) = path.file_name().and_then(key_of_lockfile) {
+                        let change = Change::Claim { key };
+                        if !self.pending.contains(&change) {
+                            self.pending.push_back(change);
+                        }
                     }
                 }
-            } else if self.claims_dir.starts_with(path) {
-                // The claims dir (or a parent) came or went: watch it
-                // itself now if it exists, so its keys are named from here on.
-                let dirs = [self.claims_dir.clone(), self.events_file.with_file_name("")];
-                for dir in dirs {
-                    let _ = watch_nearest(&mut self.watcher, &dir);
-                }
-                self.pending.push_back(Change::Resync {
-                    why: "the claims directory changed".into(),
-                });
+                Touched::Other(path) => above |= self.claims_dir.starts_with(path),
             }
+        }
+        if above {
+            // The claims dir (or a parent) came or went: watch it itself
+            // now if it exists, so its keys are named from here on.
+            let dirs = [self.claims_dir.clone(), self.events_file.with_file_name("")];
+            for dir in dirs {
+                let _ = watch_nearest(&mut self.watcher, &dir);
+            }
+            self.pending.push_back(Change::Resync {
+                why: "the claims directory changed".into(),
+            });
         }
         if log_touched {
             self.read_log();

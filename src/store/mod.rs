@@ -37,6 +37,7 @@
 
 pub mod file;
 pub mod fleet;
+pub mod fs_events;
 pub mod item_hazards;
 pub mod url;
 pub mod wake;
