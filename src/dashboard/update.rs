@@ -162,9 +162,16 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
         store_keys: app.claims.live.store_keys,
         ..ClaimSet::default()
     };
-    for s in sweep.claims {
+    // Taken from the back, the vector shrunk each time it is half empty:
+    // its buffer and the new table are never both at full size (over a
+    // 100 000-claim store that pair was the start-up peak).
+    let mut claims = sweep.claims;
+    while let Some(s) = claims.pop() {
         let path: Arc<Path> = Arc::from(s.file.as_path());
         set.by_path.insert(path, s);
+        if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
+            claims.shrink_to_fit();
+        }
     }
     set.recount();
     let hazards = sweep_only_hazards(sweep.hazards);

@@ -50,8 +50,11 @@ impl Core {
     /// when None): a dashboard's first screen need not wait for 100 pages.
     pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
         // Each page is judged as it arrives and its raw values dropped, so a
-        // listing of 100 000 claims never holds them all twice.
-        let mut rows: Vec<(Status, Tenure)> = Vec::new();
+        // listing of 100 000 claims never holds them all twice; claims and
+        // tenures are kept apart from the start and sorted in place, so
+        // they are never copied into a second pair of vectors either.
+        let mut claims: Vec<Status> = Vec::new();
+        let mut tenures: Vec<Option<Tenure>> = Vec::new();
         let mut leases: Vec<i64> = Vec::new();
         let mut store_hazards = Vec::new();
         let mut pids = HashMap::new();
@@ -72,9 +75,11 @@ impl Core {
                     });
                 }
                 leases.push(kv.lease());
-                rows.push(self.item(&key, &ck, kv, &no_ttls, &mut pids));
+                let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
+                claims.push(s);
+                tenures.push(Some(t));
             }
-            limit.is_none_or(|n| rows.len() < n)
+            limit.is_none_or(|n| claims.len() < n)
         })?;
         // Few enough leases: ask etcd for each one's time left, in place of
         // the record's deadline the rows were judged with.
@@ -83,23 +88,23 @@ impl Core {
         distinct.dedup();
         if distinct.len() <= LEASE_LOOKUPS_MAX {
             let ttls = self.lease_ttls(distinct)?;
-            for ((_, tenure), lease) in rows.iter_mut().zip(&leases) {
+            for (tenure, lease) in tenures.iter_mut().flatten().zip(&leases) {
                 if let Some((ttl_s, remaining_s)) = ttls.get(lease) {
                     tenure.lease.ttl_s = *ttl_s;
                     tenure.lease.remaining_s = *remaining_s;
                 }
             }
         }
-        rows.sort_by(|a, b| a.0.key.cmp(&b.0.key));
+        drop(leases);
+        sort_together(&mut claims, &mut tenures);
         let mut counts = Counts::default();
         let mut hazards = Vec::new();
-        for (s, _) in &rows {
+        for s in &claims {
             counts.add(s.state);
             // `foreign_machine` does not apply: claims from other
             // machines are the point of etcd.
             crate::store::item_hazards::item_hazards(s, &mut hazards);
         }
-        let (claims, tenures) = rows.into_iter().map(|(s, t)| (s, Some(t))).unzip();
         Ok(Listing {
             sweep: Sweep {
                 root: PathBuf::from(&self.url),
@@ -298,5 +303,62 @@ fn free(key: &str, ck: &str) -> Status {
         error: None,
         locality: None,
         head: Vec::new(),
+    }
+}
+
+/// Sort `claims` by key and `tenures` along with them, in place: the order
+/// is found on indices, then carried out by following its cycles with
+/// swaps, so neither vector is ever copied.
+fn sort_together<T>(claims: &mut [Status], tenures: &mut [T]) {
+    let mut order: Vec<usize> = (0..claims.len()).collect();
+    order.sort_by(|a, b| claims[*a].key.cmp(&claims[*b].key));
+    // `order[i]` is where position i's item is now; each cycle is closed
+    // by swaps, and a placed position is marked by pointing at itself.
+    for start in 0..order.len() {
+        let mut at = start;
+        loop {
+            let from = order[at];
+            order[at] = at;
+            if from == start {
+                break;
+            }
+            claims.swap(at, from);
+            tenures.swap(at, from);
+            at = from;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::ClaimState;
+    use proptest::prelude::*;
+
+    fn status(key: &str) -> Status {
+        Status {
+            key: key.into(),
+            file: key.into(),
+            state: ClaimState::Live,
+            record: None,
+            why: String::new(),
+            error: None,
+            locality: None,
+            head: Vec::new(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn sorting_together_equals_sorting_the_pairs(keys in proptest::collection::vec("[a-c%]{0,3}", 0..40)) {
+            let mut claims: Vec<Status> = keys.iter().map(|k| status(k)).collect();
+            let mut tenures: Vec<usize> = (0..keys.len()).collect();
+            let mut pairs: Vec<(String, usize)> = keys.iter().cloned().zip(0..).collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            sort_together(&mut claims, &mut tenures);
+            let got: Vec<(String, usize)> =
+                claims.iter().map(|s| s.key.clone()).zip(tenures.iter().copied()).collect();
+            prop_assert_eq!(got, pairs);
+        }
     }
 }
