@@ -65,6 +65,20 @@ impl Status {
         Status::judged(key.to_string(), path.to_path_buf(), c, read)
     }
 
+    /// `key` with no claim at `file`, and `why` in words.
+    pub fn free(key: String, file: PathBuf, why: String) -> Status {
+        Status {
+            key,
+            file,
+            state: ClaimState::Free,
+            record: None,
+            why,
+            error: None,
+            locality: None,
+            head: Vec::new(),
+        }
+    }
+
     /// The status of a file whose read (and parse) came out as `read`.
     pub(crate) fn judged(
         key: String,
@@ -72,17 +86,8 @@ impl Status {
         c: &mut Classifier,
         read: Result<ClaimRecord, ReadError>,
     ) -> Status {
-        let mut s = Status {
-            key,
-            file,
-            state: ClaimState::Free,
-            record: None,
-            // Filled in below; an empty String allocates nothing.
-            why: String::new(),
-            error: None,
-            locality: None,
-            head: Vec::new(),
-        };
+        // `why` is filled in below; an empty String allocates nothing.
+        let mut s = Status::free(key, file, String::new());
         match read {
             Ok(rec) => {
                 let Verdict {

@@ -199,16 +199,7 @@ fn host_file(item: &Value) -> String {
 
 /// The row that says "no longer there": a free claim is dropped.
 fn gone(path: &Path) -> Status {
-    Status {
-        key: String::new(),
-        file: path.to_path_buf(),
-        state: ClaimState::Free,
-        record: None,
-        why: String::new(),
-        error: None,
-        locality: None,
-        head: Vec::new(),
-    }
+    Status::free(String::new(), path.to_path_buf(), String::new())
 }
 
 /// The host column's cell: the host's name for a published row, the

@@ -294,16 +294,7 @@ impl Core {
 
 /// The row of a key with no claim.
 fn free(key: &str, ck: &str) -> Status {
-    Status {
-        key: key.to_string(),
-        file: PathBuf::from(ck),
-        state: ClaimState::Free,
-        record: None,
-        why: "no claim".into(),
-        error: None,
-        locality: None,
-        head: Vec::new(),
-    }
+    Status::free(key.to_string(), PathBuf::from(ck), "no claim".into())
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order
@@ -332,20 +323,10 @@ fn sort_together<T>(claims: &mut [Status], tenures: &mut [T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::ClaimState;
     use proptest::prelude::*;
 
     fn status(key: &str) -> Status {
-        Status {
-            key: key.into(),
-            file: key.into(),
-            state: ClaimState::Live,
-            record: None,
-            why: String::new(),
-            error: None,
-            locality: None,
-            head: Vec::new(),
-        }
+        Status::free(key.into(), key.into(), String::new())
     }
 
     proptest! {
