@@ -10,13 +10,13 @@
 pub mod events;
 
 use crate::claims::{ClaimState, Counts, HazardKind, Root, Sweep};
-use crate::store::fleet::{count_states, Fleet, FleetItem};
+use crate::store::fleet::Fleet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 
 pub use events::{EventCounter, EventCounts};
@@ -119,49 +119,48 @@ impl Snapshot {
     /// roots are left out, and `claimtop_host_up` says why.
     pub fn of_fleet(fleet: &Fleet, now_ms: i64) -> Vec<Snapshot> {
         let mut out = Vec::new();
+        // Each root's place in `out`: items and hazards are then filed in
+        // one pass each, however many hosts there are.
+        let mut at: HashMap<(&str, &str), usize> = HashMap::new();
         for h in fleet.hosts.iter().filter(|h| h.online) {
             for r in &h.roots {
-                let here = |host_id: &str, root_id: &str| host_id == h.host_id && root_id == r.id;
-                let items: Vec<&FleetItem> = fleet
-                    .items
-                    .iter()
-                    .filter(|i| here(&i.host_id, &i.root.id))
-                    .collect();
-                let mut oldest_s: BTreeMap<&'static str, f64> = BTreeMap::new();
-                for i in &items {
-                    let acquired = i.item.get("record").and_then(|r| r.get("acquired_at"));
-                    let Some(at) = acquired.and_then(serde_json::Value::as_i64) else {
-                        continue;
-                    };
-                    let Some(state) = STATES.into_iter().find(|s| s.as_str() == i.state()) else {
-                        continue;
-                    };
-                    let slot = oldest_s.entry(state.as_str()).or_insert(0.0);
-                    *slot = slot.max((now_ms - at).max(0) as f64 / 1000.0);
-                }
-                let mut hazards: BTreeMap<&'static str, usize> = BTreeMap::new();
-                for hz in fleet
-                    .hazards
-                    .iter()
-                    .filter(|z| here(&z.host_id, &z.root.id))
-                {
-                    let kind = hz.hazard.get("kind").and_then(serde_json::Value::as_str);
-                    // A kind this build does not know is not exported.
-                    if let Some(k) = HAZARD_KINDS.into_iter().find(|k| Some(k.as_str()) == kind) {
-                        *hazards.entry(k.as_str()).or_insert(0) += 1;
-                    }
-                }
+                at.insert((&h.host_id, &r.id), out.len());
                 out.push(Snapshot {
                     root: Some(r.path.clone()),
                     host: Some(HostLabel {
                         hostname: h.hostname.clone(),
                         host_id: h.host_id.clone(),
                     }),
-                    counts: count_states(items.iter().map(|i| i.state())),
-                    oldest_s,
-                    hazards,
+                    counts: Counts::default(),
+                    oldest_s: BTreeMap::new(),
+                    hazards: BTreeMap::new(),
                     store_up: true,
                 });
+            }
+        }
+        for i in &fleet.items {
+            let Some(s) = at.get(&(i.host_id.as_str(), i.root.id.as_str())) else {
+                continue;
+            };
+            let Some(state) = STATES.into_iter().find(|st| st.as_str() == i.state()) else {
+                continue;
+            };
+            let snap = &mut out[*s];
+            snap.counts.add(state);
+            let acquired = i.item.get("record").and_then(|r| r.get("acquired_at"));
+            if let Some(t) = acquired.and_then(serde_json::Value::as_i64) {
+                let slot = snap.oldest_s.entry(state.as_str()).or_insert(0.0);
+                *slot = slot.max((now_ms - t).max(0) as f64 / 1000.0);
+            }
+        }
+        for hz in &fleet.hazards {
+            let Some(s) = at.get(&(hz.host_id.as_str(), hz.root.id.as_str())) else {
+                continue;
+            };
+            let kind = hz.hazard.get("kind").and_then(serde_json::Value::as_str);
+            // A kind this build does not know is not exported.
+            if let Some(k) = HAZARD_KINDS.into_iter().find(|k| Some(k.as_str()) == kind) {
+                *out[*s].hazards.entry(k.as_str()).or_insert(0) += 1;
             }
         }
         out
@@ -430,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_fleet_exports_each_online_hosts_roots_with_host_labels_and_every_hosts_up() {
-        use crate::store::fleet::{FleetHazard, HostInfo, PublishedRoot};
+        use crate::store::fleet::{FleetHazard, FleetItem, HostInfo, PublishedRoot};
         use serde_json::json;
         let root = |id: &str, path: &str| PublishedRoot {
             id: id.into(),
