@@ -153,7 +153,9 @@ pub fn help_note(app: &App) -> Option<String> {
              host's claims (the host column says which). F on one asks that host's \
              publisher to force-release it in its own root and shows its answer; a, r and \
              n act on the store's own claims only. An offline host is greyed with when it \
-             was last seen: its claims are unknown, not free."
+             was last seen: its claims are unknown, not free. The filter's host:NAME keeps \
+             one host's claims; h lists each host's hazards under its name (x cleans only \
+             this machine's), and the events pane marks a host's events host=NAME."
             .to_string()
     })
 }
