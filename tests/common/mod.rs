@@ -734,6 +734,15 @@ pub fn row_keys(app: &App) -> Vec<String> {
 }
 
 /// Draw `app` headless and return the buffer as text, one line per row.
+/// The first line of `screen` holding `text` ("" when none does, so the
+/// assertion that follows names what it looked for).
+pub fn line_with<'a>(screen: &'a str, text: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.contains(text))
+        .unwrap_or_default()
+}
+
 pub fn render(app: &App) -> String {
     let buf = render_buffer(app);
     let area = buf.area;

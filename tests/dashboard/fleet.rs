@@ -172,18 +172,12 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
         header.contains("host") && header.contains("source"),
         "{header}"
     );
-    let copy = screen
-        .lines()
-        .find(|l| l.contains("build/x86"))
-        .unwrap_or_default();
+    let copy = line_with(&screen, "build/x86");
     assert!(
         copy.contains("alpha") && copy.contains("published"),
         "{copy}"
     );
-    let native = screen
-        .lines()
-        .find(|l| l.contains("pty:alice"))
-        .unwrap_or_default();
+    let native = line_with(&screen, "pty:alice");
     assert!(native.contains("etcd"), "{native}");
 }
 
@@ -524,18 +518,12 @@ fn a_mirrored_event_in_the_events_pane_names_its_host() {
         Action::EventsAppended(vec![line(mirrored), line(own)]),
     );
     let screen = render(&app);
-    let row = screen
-        .lines()
-        .find(|l| l.contains(" acquired "))
-        .unwrap_or_default();
+    let row = line_with(&screen, " acquired ");
     assert!(
         row.contains("host=alpha\\e[2J"),
         "escaped, not emitted: {screen}"
     );
     assert!(!screen.contains('\u{1b}'));
-    let own_row = screen
-        .lines()
-        .find(|l| l.contains(" released "))
-        .unwrap_or_default();
+    let own_row = line_with(&screen, " released ");
     assert!(!own_row.contains("host="), "{own_row}");
 }

@@ -107,11 +107,7 @@ fn store_app(w: u16, h: u16) -> App {
 }
 
 fn table_title(app: &App) -> String {
-    render(app)
-        .lines()
-        .find(|l| l.contains("claims "))
-        .unwrap_or_default()
-        .to_string()
+    line_with(&render(app), "claims ").to_string()
 }
 
 #[test]
@@ -216,11 +212,7 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
     assert_eq!(lease_cell(&app, &deploy(&app)), "20s");
     update(&mut app, Action::Tick(NOW + 12 * SEC));
     assert_eq!(lease_cell(&app, &deploy(&app)), "8s");
-    let row = render(&app)
-        .lines()
-        .find(|l| l.contains("deploy/prod"))
-        .unwrap_or_default()
-        .to_string();
+    let row = line_with(&render(&app), "deploy/prod").to_string();
     assert!(row.contains(" 8s "), "{row}");
     update(&mut app, Action::Tick(NOW + 40 * SEC));
     assert_eq!(lease_cell(&app, &deploy(&app)), "0s", "never negative");

@@ -1294,11 +1294,7 @@ fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
             update(&mut app, key('s'));
         }
         let screen = render(&app);
-        let header = screen
-            .lines()
-            .find(|l| l.contains("holder"))
-            .unwrap_or_default()
-            .to_string();
+        let header = line_with(&screen, "holder").to_string();
         assert!(
             header.contains(&format!("{} ▲", col.title())) || header.contains("… ▲"),
             "{col:?}: {header}"
