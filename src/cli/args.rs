@@ -103,56 +103,68 @@ impl Cli {
     }
 }
 
-/// Accepted before or after any subcommand.
+/// Accepted before or after any subcommand. Shown under their own
+/// headings, after each command's own flags, so that `acquire --help` leads
+/// with what acquiring needs.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// The directory containing .fno/claims; repeat it to cover several roots
-    /// (list, doctor, events) [default: $FNO_CLAIMS_ROOT, :-separated, else $HOME]
-    #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    /// The directory containing .fno/claims; repeat it to cover several
+    /// roots (verbs on one key take exactly one)
+    /// [default: $FNO_CLAIMS_ROOT, :-separated, else $HOME]
+    #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath, help_heading = GLOBAL)]
     pub root: Vec<PathBuf>,
 
     /// The directory containing .fno/events.jsonl [default: ROOT]
-    #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    #[arg(long, global = true, value_name = "DIR", value_hint = ValueHint::DirPath, help_heading = GLOBAL)]
     pub events_dir: Option<PathBuf>,
 
-    /// Print exactly one JSON document on stdout (events: JSON Lines)
-    #[arg(long, global = true)]
+    /// Print JSON on stdout instead of text, for scripts
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
 
     /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
     /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
-    /// (with --root only for `publish`: the roots it mirrors into the store)
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
     pub store: Option<String>,
 
-    /// etcd: the CA bundle that signs the server certificates (TLS)
-    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    /// The CA bundle that signs the server certificates (TLS)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = ETCD, hide = !ETCD_BUILT)]
     pub etcd_cacert: Option<PathBuf>,
 
-    /// etcd: this client's certificate (TLS client auth)
-    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    /// This client's certificate (TLS client auth)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = ETCD, hide = !ETCD_BUILT)]
     pub etcd_cert: Option<PathBuf>,
 
-    /// etcd: this client's private key (TLS client auth)
-    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    /// This client's private key (TLS client auth)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = ETCD, hide = !ETCD_BUILT)]
     pub etcd_key: Option<PathBuf>,
 
-    /// etcd: the user to authenticate as; the password is read from
+    /// The user to authenticate as; the password is read from
     /// $ETCD_PASSWORD only, so it never shows in a process listing
-    #[arg(long, global = true, value_name = "USER")]
+    #[arg(long, global = true, value_name = "USER", help_heading = ETCD, hide = !ETCD_BUILT)]
     pub etcd_user: Option<String>,
 
-    /// etcd: fail a command when the store has not answered within DUR [default: 5s]
-    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur)]
+    /// Fail a command when the store has not answered within DUR [default: 5s]
+    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur, help_heading = ETCD, hide = !ETCD_BUILT)]
     pub timeout: Option<i64>,
 
-    /// etcd: how long events are kept [default: 7d]
-    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur)]
+    /// How long events are kept [default: 7d]
+    #[arg(long, global = true, value_name = "DUR", value_parser = parse_dur, help_heading = ETCD, hide = !ETCD_BUILT)]
     pub events_retention: Option<i64>,
 }
 
+/// The heading of the flags every command takes.
+pub const GLOBAL: &str = "Global options";
+/// The heading of the etcd store's flags. A build without the store still
+/// accepts them (so a script's command line is not a usage error there:
+/// the store URL is what gets refused, with a word on why), but does not
+/// offer them in its help.
+pub const ETCD: &str = "etcd store options";
+const ETCD_BUILT: bool = cfg!(feature = "etcd");
+
 /// Flags of the dashboard (no subcommand).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Dashboard options")]
 pub struct DashboardArgs {
     /// Disable every mutating key in the dashboard
     #[arg(long)]
@@ -178,15 +190,27 @@ pub struct DashboardArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Classify every lockfile under the root, and list hazards
+    #[command(
+        after_help = "Examples:\n  claimtop list\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list"
+    )]
     List,
     /// Classify one key
+    #[command(
+        after_help = "Examples:\n  claimtop status node:gpu\n  claimtop status node:gpu --json | jq -r .why"
+    )]
     Status {
         /// The claim key (e.g. node:abc123)
         key: String,
     },
     /// Acquire KEY for HOLDER (exit 3 when another holder has it)
+    #[command(
+        after_help = "Examples:\n  claimtop acquire dispatch:pr-12 --holder codex:w3 --ttl 30m --reason review\n  claimtop acquire node:gpu --holder codex:w3 --wait=10m\n  claimtop acquire build:cache --holder ci:7 --pid $$ --metadata '{\"job\": 7}'"
+    )]
     Acquire(AcquireArgs),
     /// Release HOLDER's claim on KEY (exit 0 also when there was nothing to release)
+    #[command(
+        after_help = "Examples:\n  claimtop release dispatch:pr-12 --holder codex:w3\n  claimtop release dispatch:pr-12 --holder codex:w3 --json"
+    )]
     Release {
         /// The claim key
         key: String,
@@ -195,6 +219,9 @@ pub enum Command {
         holder: String,
     },
     /// Reset a live TTL claim's deadline to now + DUR (exit 3 when nothing was renewed)
+    #[command(
+        after_help = "Examples:\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m --operator ops:alice"
+    )]
     Renew {
         /// The claim key
         key: String,
@@ -209,24 +236,46 @@ pub enum Command {
         operator: Option<String>,
     },
     /// Archive a stuck claim into .expired/ (exit 3 when refused)
+    #[command(
+        after_help = "Examples:\n  claimtop force-release node:gpu\n  claimtop force-release node:gpu --expect-holder gemini:cli-7f2e --expect-acquired-at 1764576000000\n  claimtop force-release node:gpu --allow-live --operator ops:alice"
+    )]
     ForceRelease(ForceArgs),
-    /// Print (and follow) the audit log
+    /// Print (and follow) the audit log (with --json: one event per line, JSON Lines)
+    #[command(
+        after_help = "Examples:\n  claimtop events -n 50 --follow\n  claimtop events --key node:gpu --type claim_force_released\n  claimtop events --json | jq -c 'select(.type == \"claim_stale_reclaimed\")'"
+    )]
     Events(EventsArgs),
     /// Report hazards in the root (exit 3 when any are found)
+    #[command(
+        after_help = "Examples:\n  claimtop doctor\n  claimtop doctor --fix\n  claimtop doctor --json | jq -r '.hazards[].kind'"
+    )]
     Doctor {
         /// Remove only what is provably abandoned: old temp files, mutex corpses
         #[arg(long)]
         fix: bool,
     },
     /// Serve Prometheus metrics at http://ADDR/metrics until interrupted
+    #[command(
+        after_help = "Examples:\n  claimtop metrics --listen 127.0.0.1:9464\n  claimtop --root ~/a --root ~/b metrics --listen 127.0.0.1:0"
+    )]
     Metrics(MetricsArgs),
-    /// Mirror the claims, hazards and new events of local roots into an etcd
-    /// store until stopped (a service: logs on stderr, exits 0 on SIGTERM)
+    /// Mirror the claims, hazards and new events of local roots (--root) into
+    /// an etcd store (--store) until stopped (a service: logs on stderr, exits
+    /// 0 on SIGTERM)
+    #[command(
+        after_help = "Examples:\n  claimtop publish --root /srv/repo-a --store etcd://etcd1:2379,etcd2:2379/fno\n  claimtop publish --root /srv/repo-a --root /srv/repo-b --store etcd://etcd1:2379/fno --lease-ttl 15s"
+    )]
     Publish(PublishArgs),
     /// Acquire KEY, run CMD while holding it, release it when CMD exits
     /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    #[command(
+        after_help = "Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
+    )]
     Run(super::run::RunArgs),
     /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  claimtop completions bash > /etc/bash_completion.d/claimtop\n  claimtop completions zsh > ~/.zfunc/_claimtop"
+    )]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
