@@ -13,6 +13,7 @@ mod list_json;
 pub mod metrics;
 pub mod output;
 pub mod publish;
+pub mod reference;
 pub mod run;
 pub mod tui;
 pub mod wait;

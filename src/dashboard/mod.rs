@@ -17,6 +17,7 @@ pub mod collect_store;
 pub mod fleet_view;
 pub mod input;
 pub mod keys;
+pub mod keys_doc;
 pub mod logview;
 pub mod ops;
 pub mod roots;

@@ -5,6 +5,7 @@
 mod common;
 
 mod commands;
+mod docs;
 mod list_golden;
 mod metrics;
 mod publish;
