@@ -43,6 +43,13 @@ fn main() -> ExitCode {
         };
     };
     let mut out = Out::new(global.json);
+    let command = match command {
+        Command::Events(mut a) => {
+            a.local_time = dashboard.local_time;
+            Command::Events(a)
+        }
+        other => other,
+    };
     let result = match (command, etcd, roots) {
         // The only subcommand that needs no claims root.
         (Command::Completions { shell }, _, _) => completions::completions(shell, &mut out),

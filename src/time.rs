@@ -33,6 +33,41 @@ pub fn parse_ttl_ms(text: &str) -> Option<i64> {
     Some(n.saturating_mul(unit_ms)).filter(|ms| *ms > 0)
 }
 
+/// An instant as an operator types one (`events --since/--until`):
+/// RFC 3339 (`2026-12-01T03:00:00Z`, any offset), or `HH:MM[:SS]` today, in
+/// UTC or, with `local`, in the local zone. `None` when it is neither.
+pub fn parse_instant(text: &str, now_ms: i64, local: bool) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp_millis());
+    }
+    let time = chrono::NaiveTime::parse_from_str(text, "%H:%M:%S")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(text, "%H:%M"))
+        .ok()?;
+    let now = chrono::DateTime::from_timestamp_millis(now_ms)?;
+    if local {
+        let today = now.with_timezone(&chrono::Local).date_naive();
+        // A time skipped by a DST change has no instant; a repeated one
+        // takes its first.
+        let at = today
+            .and_time(time)
+            .and_local_timezone(chrono::Local)
+            .earliest()?;
+        Some(at.timestamp_millis())
+    } else {
+        Some(now.date_naive().and_time(time).and_utc().timestamp_millis())
+    }
+}
+
+/// `--since`: a TTL-style duration counts back from now (`1h`: the last
+/// hour), anything else is an instant as [`parse_instant`] reads it.
+pub fn parse_since(text: &str, now_ms: i64, local: bool) -> Option<i64> {
+    match parse_ttl_ms(text) {
+        Some(ago) => Some(now_ms.saturating_sub(ago)),
+        None => parse_instant(text, now_ms, local),
+    }
+}
+
 /// A span as the TTL syntax (`1h`, `30m`, `90s`), exact when possible. A
 /// single minute reads `60s`, the way the protocol's floor is spoken.
 pub fn ttl_text(ms: i64) -> String {
@@ -337,5 +372,48 @@ mod tests {
         for t in ["10s", "60s", "30m", "24h", "90s"] {
             assert_eq!(parse_ttl_ms(t).map(ttl_text).as_deref(), Some(t));
         }
+    }
+
+    #[test]
+    fn since_reads_a_duration_back_from_now_and_an_instant_as_written() {
+        let now = 1_764_558_000_000; // 2025-12-01T03:00:00Z
+        assert_eq!(parse_since("1h", now, false), Some(now - 3_600_000));
+        assert_eq!(parse_since("90", now, false), Some(now - 90_000));
+        assert_eq!(
+            parse_since("2025-11-30T23:00:00Z", now, false),
+            Some(now - 4 * 3_600_000)
+        );
+        assert_eq!(
+            parse_since("2025-12-01T04:00:00+01:00", now, false),
+            Some(now)
+        );
+        assert_eq!(parse_since("02:30", now, false), Some(now - 1_800_000));
+        assert_eq!(parse_since("02:30:15", now, false), Some(now - 1_785_000));
+        for bad in [
+            "",
+            "yesterday",
+            "25:00",
+            "1x",
+            "-5m",
+            "2025-13-01T00:00:00Z",
+        ] {
+            assert_eq!(parse_since(bad, now, false), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_clock_time_is_today_in_the_zone_asked_for() {
+        let now = 1_764_558_000_000; // 2025-12-01T03:00:00Z
+        let local = parse_instant("03:00", now, true).unwrap();
+        let offset_ms = i64::from(
+            chrono::DateTime::from_timestamp_millis(now)
+                .unwrap()
+                .with_timezone(&chrono::Local)
+                .offset()
+                .local_minus_utc(),
+        ) * 1000;
+        // 03:00 local is 03:00 UTC less the zone's offset, on the local date.
+        let day = 86_400_000;
+        assert_eq!((local + offset_ms).rem_euclid(day), 3 * 3_600_000);
     }
 }

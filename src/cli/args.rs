@@ -242,7 +242,7 @@ pub enum Command {
     ForceRelease(ForceArgs),
     /// Print (and follow) the audit log (with --json: one event per line, JSON Lines)
     #[command(
-        after_help = "Examples:\n  claimtop events -n 50 --follow\n  claimtop events --key node:gpu --type claim_force_released\n  claimtop events --json | jq -c 'select(.type == \"claim_stale_reclaimed\")'"
+        after_help = "Examples:\n  claimtop events -n 50 --follow\n  claimtop events --since 1h --key node:gpu --type claim_force_released\n  claimtop events --since 2026-12-01T03:00:00Z --until 2026-12-01T03:30:00Z --json"
     )]
     Events(EventsArgs),
     /// Report hazards in the root (exit 3 when any are found)
@@ -366,6 +366,40 @@ pub struct EventsArgs {
     /// Only events of type T (e.g. claim_acquired)
     #[arg(long = "type", value_name = "T")]
     pub kind: Option<String>,
+    /// Only events at or after this: a DUR back from now (1h), an RFC 3339
+    /// time, or HH:MM[:SS] today (UTC, or local with --local-time before the
+    /// subcommand)
+    #[arg(long, value_name = "DUR|TIME", value_parser = check_since, allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// Only events before this: an RFC 3339 time, or HH:MM[:SS] today
+    #[arg(long, value_name = "TIME", value_parser = check_since, allow_hyphen_values = true)]
+    pub until: Option<String>,
+    /// The dashboard's --local-time, for HH:MM in --since and --until.
+    #[arg(skip)]
+    pub local_time: bool,
+}
+
+impl EventsArgs {
+    /// `--since` and `--until` as epoch ms, read against `now_ms`.
+    pub fn window(&self, now_ms: i64) -> (Option<i64>, Option<i64>) {
+        let at = |t: &Option<String>| {
+            t.as_deref()
+                .and_then(|t| crate::time::parse_since(t, now_ms, self.local_time))
+        };
+        (at(&self.since), at(&self.until))
+    }
+}
+
+/// `--since` / `--until` text that names a time; what time depends on when
+/// the command runs, so only its form is checked here.
+fn check_since(s: &str) -> Result<String, String> {
+    crate::time::parse_since(s, crate::time::now_ms(), false)
+        .map(|_| s.to_string())
+        .ok_or_else(|| {
+            "expected a duration back from now (1h, 30m), an RFC 3339 time \
+             (2026-12-01T03:00:00Z) or HH:MM[:SS] today"
+                .to_string()
+        })
 }
 
 /// DUR: the seed's TTL syntax, positive. Range is the protocol's call.

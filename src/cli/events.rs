@@ -4,9 +4,11 @@ use super::args::EventsArgs;
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
 use crate::claims::{Root, Roots};
 use crate::events::merge::{keep_last, merge_by_ts, with_root_member};
+use crate::events::seek;
 use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::Event;
 use crate::events::tail::{open_regular, FileId, Follower, Line, Reset};
+use crate::events::tenure::parse_ts;
 use crate::sanitize::sanitize;
 use crate::store::fleet::Places;
 use crate::store::{Change, Store};
@@ -31,19 +33,54 @@ const COMMON: &[&str] = &["key", "holder", "pid", "host", "acquired_at", "expire
 struct Filter {
     key: Option<String>,
     kind: Option<String>,
+    /// `--since` and `--until`, epoch ms: `since <= ts < until`.
+    since: Option<i64>,
+    until: Option<i64>,
 }
 
 impl Filter {
-    fn active(&self) -> bool {
-        self.key.is_some() || self.kind.is_some()
+    fn of(a: &EventsArgs) -> Filter {
+        let (since, until) = a.window(crate::time::now_ms());
+        Filter {
+            key: a.key.clone(),
+            kind: a.kind.clone(),
+            since,
+            until,
+        }
     }
 
-    /// Does an event with this `type` and `data.key` pass? (Either may be
+    fn active(&self) -> bool {
+        self.key.is_some() || self.kind.is_some() || self.since.is_some() || self.until.is_some()
+    }
+
+    /// Does an event with this `type`, `data.key` and `ts` pass? (Any may be
     /// absent or not a string: such an event passes only where no filter
-    /// asks about that field.)
-    fn accepts(&self, kind: Option<&str>, key: Option<&str>) -> bool {
+    /// asks about that field. An event whose `ts` does not read as a time
+    /// cannot be placed in a window, so a window leaves it out.)
+    fn accepts(&self, kind: Option<&str>, key: Option<&str>, ts: Option<&str>) -> bool {
         self.kind.as_deref().is_none_or(|k| kind == Some(k))
             && self.key.as_deref().is_none_or(|k| key == Some(k))
+            && self.in_window(ts)
+    }
+
+    fn in_window(&self, ts: Option<&str>) -> bool {
+        if self.since.is_none() && self.until.is_none() {
+            return true;
+        }
+        let Some(at) = ts.and_then(parse_ts) else {
+            return false;
+        };
+        self.since.is_none_or(|s| at >= s) && self.until.is_none_or(|u| at < u)
+    }
+
+    /// Where reading `file` (complete lines up to `end`) can start and still
+    /// see every event in the window: found by bisection for `--since`, so
+    /// a big log is not read from its start.
+    fn start_in(&self, file: &File, end: u64) -> io::Result<u64> {
+        match self.since {
+            Some(since) => seek::start_for(file, end, since),
+            None => Ok(0),
+        }
     }
 }
 
@@ -81,7 +118,8 @@ impl Printer<'_> {
             // their places (not their text), a second prints them.
             Some(n) => {
                 let mut kept: VecDeque<Span> = VecDeque::new();
-                stream::for_each_line(file, 0, end, |span, bytes| {
+                let from = self.filter.start_in(file, end)?;
+                stream::for_each_line(file, from, end, |span, bytes| {
                     if self.matches(file, span, bytes) && n > 0 {
                         if kept.len() == n {
                             kept.pop_front();
@@ -92,6 +130,16 @@ impl Printer<'_> {
                 })?;
                 kept.into_iter()
                     .try_for_each(|span| self.print_span(file, span))
+            }
+            None if self.filter.since.is_some() => {
+                let from = self.filter.start_in(file, end)?;
+                stream::for_each_line(file, from, end, |span, bytes| {
+                    if self.matches(file, span, bytes) {
+                        self.print_scanned(file, span, bytes)
+                    } else {
+                        Ok(())
+                    }
+                })
             }
             None => stream::for_each_line(file, 0, end, |span, bytes| {
                 self.print_scanned(file, span, bytes)
@@ -107,7 +155,9 @@ impl Printer<'_> {
             None => Probe::of_span(file, span),
         };
         match probe {
-            Ok(p) => self.filter.accepts(p.kind.as_deref(), p.key.as_deref()),
+            Ok(p) => self
+                .filter
+                .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref()),
             Err(_) => {
                 self.skipped += 1;
                 false
@@ -149,9 +199,10 @@ impl Printer<'_> {
             // byte as it stands (re-serializing would round big numbers).
             // None: not one JSON object.
             let wanted = if self.filter.active() {
-                Probe::of_slice(line)
-                    .ok()
-                    .map(|p| self.filter.accepts(p.kind.as_deref(), p.key.as_deref()))
+                Probe::of_slice(line).ok().map(|p| {
+                    self.filter
+                        .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref())
+                })
             } else {
                 Probe::is_object(line).then_some(true)
             };
@@ -174,7 +225,8 @@ impl Printer<'_> {
                 Ok(Value::Object(ev)) => {
                     let kind = ev.get("type").and_then(Value::as_str);
                     let key = data_str(&ev, "key");
-                    if self.filter.accepts(kind, key) {
+                    let ts = ev.get("ts").and_then(Value::as_str);
+                    if self.filter.accepts(kind, key, ts) {
                         let mut text = event_text(&ev);
                         if let Some(root) = &self.root {
                             text.push_str(&format!(" root={}", sanitize(root)));
@@ -200,7 +252,10 @@ impl Printer<'_> {
                 return Ok(());
             }
         };
-        if !self.filter.accepts(p.kind.as_deref(), p.key.as_deref()) {
+        if !self
+            .filter
+            .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref())
+        {
             return Ok(());
         }
         if self.out.json_mode() {
@@ -280,10 +335,7 @@ fn event_text(ev: &Map<String, Value>) -> String {
 }
 
 pub fn events(roots: &Roots, a: EventsArgs, out: &mut Out) -> CmdResult {
-    let filter = Filter {
-        key: a.key,
-        kind: a.kind,
-    };
+    let filter = Filter::of(&a);
     let mut p = Printer {
         out,
         filter,
@@ -317,10 +369,7 @@ pub fn events(roots: &Roots, a: EventsArgs, out: &mut Out) -> CmdResult {
 pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
     let mut p = Printer {
         out,
-        filter: Filter {
-            key: a.key,
-            kind: a.kind,
-        },
+        filter: Filter::of(&a),
         skipped: 0,
         buf: Vec::new(),
         root: None,
@@ -399,7 +448,7 @@ impl Printer<'_> {
             .get("data")
             .and_then(|d| d.get("key"))
             .and_then(Value::as_str);
-        self.filter.accepts(kind, key)
+        self.filter.accepts(kind, key, ev.ts())
     }
 
     fn print_event(&mut self, ev: &Event) -> io::Result<()> {
@@ -471,16 +520,25 @@ fn print_several(
         };
         let end = complete_end(&file).map_err(|e| at(&path, e))?;
         let mut kept: VecDeque<(Option<String>, Span)> = VecDeque::new();
-        stream::for_each_line(&file, 0, end, |span, bytes| {
+        let from = p.filter.start_in(&file, end).map_err(|e| at(&path, e))?;
+        stream::for_each_line(&file, from, end, |span, bytes| {
             let probe = match bytes {
                 Some(line) => Probe::of_slice(line),
                 None => Probe::of_span(&file, span),
             };
             match probe {
-                Ok(pr) if p.filter.accepts(pr.kind.as_deref(), pr.key.as_deref()) => match limit {
-                    Some(n) => keep_last(&mut kept, n, (pr.ts, span)),
-                    None => kept.push_back((pr.ts, span)),
-                },
+                Ok(pr)
+                    if p.filter.accepts(
+                        pr.kind.as_deref(),
+                        pr.key.as_deref(),
+                        pr.ts.as_deref(),
+                    ) =>
+                {
+                    match limit {
+                        Some(n) => keep_last(&mut kept, n, (pr.ts, span)),
+                        None => kept.push_back((pr.ts, span)),
+                    }
+                }
                 Ok(_) => {}
                 Err(_) => p.skipped += 1,
             }
@@ -643,15 +701,34 @@ mod tests {
         let f = |key: Option<&str>, kind: Option<&str>| Filter {
             key: key.map(Into::into),
             kind: kind.map(Into::into),
+            since: None,
+            until: None,
         };
         let (kind, key) = (Some("claim_acquired"), Some("a"));
-        assert!(f(Some("a"), Some("claim_acquired")).accepts(kind, key));
-        assert!(!f(Some("b"), None).accepts(kind, key));
-        assert!(!f(None, Some("claim_released")).accepts(kind, key));
+        assert!(f(Some("a"), Some("claim_acquired")).accepts(kind, key, None));
+        assert!(!f(Some("b"), None).accepts(kind, key, None));
+        assert!(!f(None, Some("claim_released")).accepts(kind, key, None));
         assert!(
-            f(None, None).accepts(None, None),
+            f(None, None).accepts(None, None, None),
             "no filter takes typeless events"
         );
-        assert!(!f(None, Some("x")).accepts(None, key));
+        assert!(!f(None, Some("x")).accepts(None, key, None));
+    }
+
+    #[test]
+    fn a_window_keeps_since_and_leaves_out_until_and_undated_events() {
+        let f = Filter {
+            key: None,
+            kind: None,
+            since: parse_ts("2026-12-01T03:00:00Z"),
+            until: parse_ts("2026-12-01T04:00:00Z"),
+        };
+        assert!(f.active());
+        assert!(f.accepts(None, None, Some("2026-12-01T03:00:00Z")));
+        assert!(f.accepts(None, None, Some("2026-12-01T03:59:59Z")));
+        assert!(!f.accepts(None, None, Some("2026-12-01T04:00:00Z")));
+        assert!(!f.accepts(None, None, Some("2026-12-01T02:59:59Z")));
+        assert!(!f.accepts(None, None, Some("yesterday")));
+        assert!(!f.accepts(None, None, None));
     }
 }

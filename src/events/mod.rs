@@ -6,6 +6,7 @@ pub mod backward;
 pub mod emit;
 pub mod index;
 pub mod merge;
+pub mod seek;
 pub mod service;
 pub mod stream;
 pub mod tail;

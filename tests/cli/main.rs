@@ -6,6 +6,7 @@ mod common;
 
 mod commands;
 mod docs;
+mod events_window;
 mod list_golden;
 mod metrics;
 mod publish;
