@@ -984,6 +984,7 @@ fn bare_app(root: &Root, size: (u16, u16)) -> App {
         no_color: false,
         demo: false,
         local_time: false,
+        opening: Default::default(),
     };
     let identity = claimtop::claims::LocalIdentity::current();
     let mut app = App::new(opts, now_ms(), identity, "operator:bench@here".into());

@@ -77,6 +77,7 @@ fn bench_sweep(c: &mut Criterion) {
             no_color: false,
             demo: false,
             local_time: false,
+            opening: Default::default(),
         };
         let now = claimtop::claims::now_ms();
         let identity = claimtop::claims::LocalIdentity::current();

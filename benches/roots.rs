@@ -95,6 +95,7 @@ fn app_over(roots: &[Root]) -> App {
         no_color: false,
         demo: false,
         local_time: false,
+        opening: Default::default(),
     };
     let mut app = App::new(
         opts,

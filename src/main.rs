@@ -1,11 +1,13 @@
 //! `claimtop`: parse the command line and hand each subcommand to its module.
 
 use claimtop::claims::{Root, Roots, RootsError};
+use claimtop::cli::args::DashboardArgs;
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
 use claimtop::cli::{
-    self, claim_cmds, completions, events, exit_status, list, metrics, publish, tui,
+    self, claim_cmds, completions, config, events, exit_status, list, metrics, publish, tui,
 };
+use claimtop::dashboard::Opening;
 use claimtop::store::{self, file::FileStore, Store, StoreUrl};
 use std::process::ExitCode;
 
@@ -34,16 +36,38 @@ fn main() -> ExitCode {
         None => (None, global.roots()),
     };
     let Some(command) = command else {
+        let (dashboard, opening) = match config::load(global.config.as_deref()) {
+            Ok(loaded) => with_settings(dashboard, &loaded.settings.dashboard),
+            Err(e) => {
+                return ExitCode::from(exit_status(Out::new(false).usage_error(&e.to_string())))
+            }
+        };
         if let Some(url) = etcd.filter(|_| !dashboard.demo) {
-            return ExitCode::from(tui::dashboard_store(url, global.open_opts(), &dashboard));
+            return ExitCode::from(tui::dashboard_store(
+                url,
+                global.open_opts(),
+                &dashboard,
+                &opening,
+            ));
         }
         return match dashboard_root(roots, dashboard.demo) {
-            Ok(root) => ExitCode::from(tui::dashboard(root, &dashboard)),
+            Ok(root) => ExitCode::from(tui::dashboard(root, &dashboard, &opening)),
             Err(e) => ExitCode::from(exit_status(Out::new(false).usage_error(&e))),
         };
     };
     let mut out = Out::new(global.json);
     let command = match command {
+        // HH:MM in --since/--until is read in the zone the settings name.
+        Command::Events(mut a) if a.since.is_some() || a.until.is_some() => {
+            match config::load(global.config.as_deref()) {
+                Ok(loaded) => {
+                    a.local_time = dashboard.local_time
+                        || loaded.settings.dashboard.time_zone == config::TimeZone::Local;
+                    Command::Events(a)
+                }
+                Err(e) => return ExitCode::from(exit_status(out.usage_error(&e.to_string()))),
+            }
+        }
         Command::Events(mut a) => {
             a.local_time = dashboard.local_time;
             Command::Events(a)
@@ -51,8 +75,9 @@ fn main() -> ExitCode {
         other => other,
     };
     let result = match (command, etcd, roots) {
-        // The only subcommand that needs no claims root.
+        // The only subcommands that need no claims root.
         (Command::Completions { shell }, _, _) => completions::completions(shell, &mut out),
+        (Command::Config { .. }, _, _) => config::print(global.config.as_deref(), &mut out),
         (Command::Publish(a), Some(url), Ok(roots)) => {
             publish::publish(&url, &roots, a, &global, &mut out)
         }
@@ -79,6 +104,19 @@ fn main() -> ExitCode {
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
     ))
+}
+
+/// The dashboard's flags with the settings file's under them: a flag turns
+/// a setting on, never off.
+fn with_settings(mut d: DashboardArgs, s: &config::DashboardSettings) -> (DashboardArgs, Opening) {
+    d.local_time |= s.time_zone == config::TimeZone::Local;
+    d.read_only |= s.read_only;
+    d.no_color |= s.no_color;
+    let opening = Opening {
+        filter: s.filter.clone(),
+        sort: s.sort(),
+    };
+    (d, opening)
 }
 
 /// The roots the dashboard covers, one or several. `None` when none is
@@ -170,5 +208,6 @@ fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResu
         (Command::Run(a), _) => cli::run::run(store, a, out),
         (Command::Metrics(a), None) => metrics::serve_store(store, &a, out),
         (Command::Completions { shell }, _) => completions::completions(shell, out),
+        (Command::Config { .. }, _) => config::print(None, out),
     }
 }

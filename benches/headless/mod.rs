@@ -41,6 +41,7 @@ impl Headless {
             no_color: true,
             demo: false,
             local_time: false,
+            opening: Default::default(),
         };
         let mut app = App::new(
             options,

@@ -122,6 +122,11 @@ pub struct GlobalArgs {
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
 
+    /// The settings file [default: $XDG_CONFIG_HOME/claimtop/config.toml,
+    /// else ~/.config/claimtop/config.toml]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = GLOBAL)]
+    pub config: Option<PathBuf>,
+
     /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
     /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
     #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
@@ -272,6 +277,15 @@ pub enum Command {
         after_help = "Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
     )]
     Run(super::run::RunArgs),
+    /// Show the settings the dashboard and events read (config.toml)
+    #[command(
+        after_help = "Examples:\n  claimtop config --print\n  claimtop config --print --config ./ops.toml"
+    )]
+    Config {
+        /// Print the effective settings as TOML (every key, defaults included)
+        #[arg(long)]
+        print: bool,
+    },
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  claimtop completions bash > /etc/bash_completion.d/claimtop\n  claimtop completions zsh > ~/.zfunc/_claimtop"

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod claim_cmds;
 pub mod completions;
+pub mod config;
 pub mod events;
 mod fleet;
 pub mod list;

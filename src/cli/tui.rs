@@ -4,11 +4,11 @@
 use super::args::DashboardArgs;
 use super::output::{diag, EXIT_ERROR, EXIT_OK};
 use crate::claims::{Root, Roots};
-use crate::dashboard::{self, Options};
+use crate::dashboard::{self, Opening, Options};
 use crate::demo::Demo;
 use crate::store::{OpenOpts, StoreUrl};
 
-pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
+pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs, opening: &Opening) -> u8 {
     let outcome = if d.demo {
         let demo = match Demo::start(d.keep) {
             Ok(demo) => demo,
@@ -24,6 +24,7 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
             no_color: d.no_color,
             demo: true,
             local_time: d.local_time,
+            opening: opening.clone(),
         });
         // The sandbox (and its workers) go away only after the dashboard
         // has restored the terminal.
@@ -43,6 +44,7 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
             no_color: d.no_color,
             demo: false,
             local_time: d.local_time,
+            opening: opening.clone(),
         })
     };
     match outcome {
@@ -55,7 +57,7 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs) -> u8 {
 }
 
 /// The dashboard over a store with a connection (etcd).
-pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs) -> u8 {
+pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs, opening: &Opening) -> u8 {
     // The model's root names where a file store keeps its claims; a store's
     // rows are keyed by their store keys instead, and nothing reads this
     // root (the header shows the store, the ops go through the store).
@@ -74,6 +76,7 @@ pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs) -> u8 {
         no_color: d.no_color,
         demo: false,
         local_time: d.local_time,
+        opening: opening.clone(),
     };
     match dashboard::run_store(options, dashboard::collect_store::Source { url, opts }) {
         Ok(()) => EXIT_OK,

@@ -1235,6 +1235,15 @@ impl App {
     /// A model for `identity`, acting as `operator`. Both are read by the
     /// caller (the collector's side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
+        let table = TableView {
+            sort: opts.opening.sort,
+            filter: Filter::parse(&opts.opening.filter),
+            filter_history: [opts.opening.filter.clone()]
+                .into_iter()
+                .filter(|f| !f.trim().is_empty())
+                .collect(),
+            ..TableView::default()
+        };
         App {
             roots: RootSet::new(opts.root.clone(), &opts.more_roots),
             log_root: 0,
@@ -1248,7 +1257,7 @@ impl App {
             size: (80, 24),
             focus: Pane::Table,
             claims: Claims::new(identity),
-            table: TableView::default(),
+            table,
             events: Events::default(),
             overlays: Overlays::default(),
             timeline: Timeline::new(now),

@@ -54,6 +54,16 @@ pub struct Options {
     pub demo: bool,
     /// Show times in the local zone instead of UTC.
     pub local_time: bool,
+    /// How the table opens: the operator's settings.
+    pub opening: Opening,
+}
+
+/// What the claims table opens with, before any key is pressed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Opening {
+    /// The `/` filter, as typed (empty: every claim).
+    pub filter: String,
+    pub sort: app::Sort,
 }
 
 /// Most actions folded into one frame: a burst is applied as a whole, then

@@ -5,6 +5,7 @@
 mod common;
 
 mod commands;
+mod config;
 mod docs;
 mod events_window;
 mod list_golden;

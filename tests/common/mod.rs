@@ -493,6 +493,7 @@ pub fn opts(root: Root) -> Options {
         no_color: true,
         demo: false,
         local_time: false,
+        opening: Default::default(),
     }
 }
 

@@ -467,3 +467,70 @@ fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b()
     assert_clean_exit(&tmux);
     drop(live);
 }
+
+#[test]
+fn the_dashboard_opens_with_the_filter_and_sort_the_settings_file_names() {
+    let td = tempfile::TempDir::new().unwrap();
+    let root = td.path();
+    let stale = claimtop::claims::claim_path(root, "e2e:stale");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(
+        &stale,
+        crate::common::dead_holder_yaml("e2e:stale", "e2e:gone"),
+    )
+    .unwrap();
+    let live = Sleeper::spawn();
+    let pid = live.pid().to_string();
+    let out = claimtop(
+        root,
+        &[
+            "acquire",
+            "e2e:live",
+            "--holder",
+            "e2e:alive",
+            "--pid",
+            &pid,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let settings = td.path().join("settings.toml");
+    std::fs::write(
+        &settings,
+        "[dashboard]\nfilter = \"state:stale\"\nsort = \"key\"\nreverse = true\n",
+    )
+    .unwrap();
+
+    if let Err(why) = Tmux::available() {
+        assert!(std::env::var_os("CI").is_none(), "CI is set, but: {why}");
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let tmux = Tmux::start(COLS, ROWS);
+    tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "{} --root {} --config {}; echo EXIT=$?",
+        shell_quote(Path::new(BIN)),
+        shell_quote(root),
+        shell_quote(&settings)
+    ));
+    let screen = tmux.wait_for("the stale claim, filtered", PATIENCE, |s| {
+        row_reads(s, "e2e:stale", "stale")
+    });
+    assert!(
+        !row_reads(&screen, "e2e:live", "live"),
+        "the settings' filter let a live claim through:\n{screen}"
+    );
+    assert!(screen.contains("filter: state:stale"), "{screen}");
+    assert!(
+        screen.contains("key ▼") || screen.contains("key▼"),
+        "not sorted by key, reversed:\n{screen}"
+    );
+    // Esc clears it, as a typed filter: the live claim shows.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("every claim once the filter is cleared", PATIENCE, |s| {
+        row_reads(s, "e2e:live", "live")
+    });
+    tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+    drop(live);
+}
