@@ -389,6 +389,12 @@ fn too_small_key(app: &mut App, ev: KeyEvent) -> bool {
     if matches!(app.overlays.dialog, Some(Dialog::Quit(_))) {
         return dialog_key(app, ev);
     }
+    // The help gets the whole small screen: it scrolls and closes with the
+    // keys its title names, as it does at any size, or only its first
+    // lines could ever be read.
+    if app.overlays.open == Some(Overlay::Help) {
+        return overlay_key(app, Overlay::Help, ev);
+    }
     match keys::lookup(Pane::Table, &ev) {
         Some(Cmd::Quit) => request_quit(app),
         Some(Cmd::Help) => {

@@ -910,6 +910,31 @@ fn on_the_too_small_screen_no_key_acts_unseen() {
 }
 
 #[test]
+fn on_the_too_small_screen_the_help_scrolls_and_closes_with_the_keys_it_names() {
+    let mut app = fixed_app(40, 10);
+    update(&mut app, key('?'));
+    assert!(render(&app).contains("Esc or ? closes"), "{}", render(&app));
+    let first = render(&app);
+    update(&mut app, key('j'));
+    assert_eq!(app.overlays.scroll, 1, "j did not scroll the help");
+    update(&mut app, code(KeyCode::PageDown));
+    assert!(app.overlays.scroll > 1);
+    assert_ne!(render(&app), first, "the screen did not move");
+    update(&mut app, key('G'));
+    let end = app.overlays.scroll;
+    update(&mut app, key('j'));
+    assert_eq!(app.overlays.scroll, end, "scrolled past the end");
+    // Esc closes, as the title says; so does ? again.
+    update(&mut app, code(KeyCode::Esc));
+    assert_eq!(app.overlays.open, None);
+    update(&mut app, key('?'));
+    update(&mut app, key('?'));
+    assert_eq!(app.overlays.open, None);
+    // And nothing behind it acted meanwhile.
+    assert!(app.overlays.dialog.is_none() && app.pending.is_empty());
+}
+
+#[test]
 fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
     let root = fixed_root();
     // Acquired 30 min ago for 10 min, renewed since: expires in 5 min.
