@@ -53,6 +53,14 @@ impl ClaimState {
         }
     }
 
+    /// May a holder be running and believe it owns the key? A live claim,
+    /// and an unreadable one (which may be live): taking either away needs
+    /// the operator to say so explicitly (`--allow-live`, or the key typed
+    /// in full in the dashboard).
+    pub fn may_be_held(self) -> bool {
+        matches!(self, ClaimState::Live | ClaimState::Unreadable)
+    }
+
     /// Operator attention order: what needs a human first sorts first.
     pub fn severity(self) -> u8 {
         match self {

@@ -871,7 +871,8 @@ pub struct ForceConfirm {
     pub state: ClaimState,
     pub why: String,
     pub acquired_at: Option<i64>,
-    /// A Live claim needs the key typed in full.
+    /// A claim that may be held (live, or unreadable) needs the key typed
+    /// in full.
     pub typed: Input,
     pub error: Option<String>,
     /// Set for a host's published copy: the force-release is asked of that
@@ -881,7 +882,7 @@ pub struct ForceConfirm {
 
 impl ForceConfirm {
     pub fn needs_typed_key(&self) -> bool {
-        self.state == ClaimState::Live
+        self.state.may_be_held()
     }
 }
 

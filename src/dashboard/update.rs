@@ -12,7 +12,7 @@ use super::keys::{self, Cmd, Pane};
 use super::logview;
 use super::roots::RootSet;
 use super::view::{layout, time_bucket};
-use crate::claims::{parse_ttl_ms, ClaimState, Classifier, HazardKind, Status};
+use crate::claims::{parse_ttl_ms, Classifier, HazardKind, Status};
 use crate::events::tail::Line;
 pub use crate::time::ttl_text;
 use ratatui::crossterm::event::{
@@ -1138,7 +1138,8 @@ fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> Step {
             expect_holder: f.holder.clone(),
             expect_acquired_at: f.acquired_at,
             operator: operator.to_string(),
-            allow_live: f.state == ClaimState::Live,
+            // What the typed key confirmed: the CLI's --allow-live.
+            allow_live: f.needs_typed_key(),
         },
         key: f.key,
     };

@@ -571,6 +571,41 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
 }
 
 #[test]
+fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
+    // Held as far as anyone can tell: y alone must not take it away, and a
+    // typed key must, which the CLI spells --allow-live.
+    let (_td, root) = temp_root();
+    let path = root.lockfile("vault:big");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    // Over the read cap: a claim this reader refuses to read.
+    std::fs::write(&path, vec![b'#'; 2 << 20]).unwrap();
+    let mut app = app_at(root.clone());
+    let mut c = collector(&root);
+    collect(&mut app, &mut c, Input::Rescan);
+    update(&mut app, Action::Resize(100, 30));
+    assert_eq!(state_of(&app, "vault:big"), Some(ClaimState::Unreadable));
+    select(&mut app, "vault:big");
+    update(&mut app, key('F'));
+    assert!(render(&app).contains("may be LIVE"), "{}", render(&app));
+    update(&mut app, key('y'));
+    assert!(app.pending.is_empty(), "y is just a typed letter here");
+    update(&mut app, code(KeyCode::Backspace));
+    type_text(&mut app, "vault:big");
+    update(&mut app, code(KeyCode::Enter));
+    let op = match app.pending.as_slice() {
+        [op @ Op::ForceRelease { opts, .. }] => {
+            assert!(opts.allow_live, "typed key, yet not allowed: {opts:?}");
+            op.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    // Carried out through the verbs: archived, not refused.
+    let r = run_op(&root, &op);
+    assert!(r.ok, "{}", r.message);
+    assert!(!path.exists());
+}
+
+#[test]
 fn force_release_of_a_stale_claim_confirms_with_y_and_never_allows_live() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "node:beta");

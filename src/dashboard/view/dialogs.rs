@@ -203,7 +203,12 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
     }
     if f.needs_typed_key() {
         out.push(Line::styled(
-            "⚠ this claim is LIVE: its holder is running and believes it owns the key.",
+            if f.state == ClaimState::Unreadable {
+                "⚠ this claim cannot be read here, so it may be LIVE: its holder may be \
+                 running and believe it owns the key."
+            } else {
+                "⚠ this claim is LIVE: its holder is running and believes it owns the key."
+            },
             theme.error(),
         ));
         out.push(input(theme, "type key", &f.typed, true));
