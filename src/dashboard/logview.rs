@@ -76,6 +76,7 @@ pub fn open_timeline(app: &mut App) -> bool {
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {
         app.timeline.follow_now(app.shown_now());
+        app.timeline.fit();
     }
     ask_window(app);
     true

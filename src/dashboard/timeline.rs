@@ -13,8 +13,12 @@ use crate::events::tenure::{Tenure, TenureIndex};
 /// Narrowest and widest a screen can be zoomed to.
 pub const MIN_SPAN_MS: i64 = 10_000;
 pub const MAX_SPAN_MS: i64 = 90 * 86_400_000;
-/// What the first screen shows: the last quarter hour.
+/// What the first screen shows before the log is read: the last quarter hour.
 pub const DEFAULT_SPAN_MS: i64 = 15 * 60_000;
+/// Once the log is read, the first screen fits its whole span, up to the
+/// last day: a quiet log's history is in view at once, a busy one's day
+/// still shows its bars.
+pub const FIT_MAX_SPAN_MS: i64 = 86_400_000;
 /// Lines kept while the whole-log index is still being built; a burst
 /// beyond this is dropped from the timeline (and said so).
 const MAX_PENDING_LINES: usize = 100_000;
@@ -52,6 +56,8 @@ pub struct Timeline {
     pub cursor: i64,
     /// Keep the right edge and the cursor at "now".
     pub follow: bool,
+    /// The operator chose the width (`+`/`-`): it is never fitted again.
+    pub zoomed: bool,
     /// Selected row, and the first row shown.
     pub selected: usize,
     pub offset: usize,
@@ -73,6 +79,7 @@ impl Timeline {
             span: DEFAULT_SPAN_MS,
             cursor: now,
             follow: true,
+            zoomed: false,
             selected: 0,
             offset: 0,
             window: None,
@@ -149,6 +156,7 @@ impl Timeline {
                 }
                 self.tenures = Some(t);
                 self.coverage = Coverage::Tail { scanned: 0, len: 0 };
+                self.fit();
                 true
             }
             Reply::Progress(p) => {
@@ -180,6 +188,7 @@ impl Timeline {
                 self.tenures = Some(t);
                 self.live_from = Some(*end);
                 self.coverage = Coverage::Whole;
+                self.fit();
                 true
             }
             _ => false,
@@ -269,6 +278,7 @@ impl Timeline {
             self.span.saturating_mul(2)
         }
         .clamp(MIN_SPAN_MS, MAX_SPAN_MS);
+        self.zoomed = true;
         if new == self.span {
             return;
         }
@@ -277,6 +287,23 @@ impl Timeline {
         let scaled = (i128::from(from_right) * i128::from(new) / i128::from(self.span)) as i64;
         self.span = new;
         self.right = self.cursor.saturating_add(scaled);
+    }
+
+    /// Fit the width to the log's span (or the last day, if shorter),
+    /// ending now — unless the operator has chosen a width or moved away
+    /// from now.
+    pub fn fit(&mut self) {
+        if self.zoomed || !self.follow {
+            return;
+        }
+        let Some((first, _)) = self.tenures.as_ref().and_then(|t| t.span()) else {
+            return;
+        };
+        // A twentieth more, so the first tenure does not sit on the edge.
+        let age = self.right.saturating_sub(first);
+        self.span = age
+            .saturating_add(age / 20)
+            .clamp(MIN_SPAN_MS, FIT_MAX_SPAN_MS);
     }
 
     /// Back to "now", following.
@@ -503,5 +530,53 @@ mod tests {
         assert_eq!((tl.selected, tl.offset), (9, 6));
         tl.select(-100, 10, 4);
         assert_eq!((tl.selected, tl.offset), (0, 0));
+    }
+
+    fn indexed(tl: &mut Timeline, lines: &[String]) {
+        let mut ix = TenureIndex::new(Limits {
+            max_tenures: 1000,
+            max_names: 1000,
+        });
+        for l in lines {
+            ix.apply_line(l);
+        }
+        tl.on_reply(&mut Reply::Indexed {
+            tenures: Box::new(ix),
+            lines: lines.len() as u64,
+            end: 1,
+            file_id: None,
+        });
+    }
+
+    #[test]
+    fn the_first_screen_fits_the_logs_span_up_to_a_day() {
+        let now = 10 * 86_400_000;
+        // Two hours of history: the view shows all of it, and a little more.
+        let mut tl = Timeline::new(now);
+        indexed(&mut tl, &[acquire("a", "h", now - 2 * 3_600_000)]);
+        assert!(
+            tl.span >= 2 * 3_600_000 && tl.span <= 2 * 3_600_000 * 11 / 10,
+            "{}",
+            tl.span
+        );
+        assert!(tl.left() < now - 2 * 3_600_000);
+        // Three days: the last day.
+        let mut tl = Timeline::new(now);
+        indexed(&mut tl, &[acquire("a", "h", now - 3 * 86_400_000)]);
+        assert_eq!(tl.span, FIT_MAX_SPAN_MS);
+        // Seconds: no narrower than the narrowest zoom.
+        let mut tl = Timeline::new(now);
+        indexed(&mut tl, &[acquire("a", "h", now - 1000)]);
+        assert_eq!(tl.span, MIN_SPAN_MS);
+    }
+
+    #[test]
+    fn a_width_the_operator_chose_is_never_fitted_over() {
+        let now = 10 * 86_400_000;
+        let mut tl = Timeline::new(now);
+        tl.zoom(true);
+        let chosen = tl.span;
+        indexed(&mut tl, &[acquire("a", "h", now - 5 * 3_600_000)]);
+        assert_eq!(tl.span, chosen);
     }
 }
