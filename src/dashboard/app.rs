@@ -1456,6 +1456,23 @@ impl App {
             .filter(move |r| view.shows(r))
     }
 
+    /// Events the pane would show that arrived since `p` froze it: what a
+    /// paused operator is missing.
+    pub fn events_since_pause(&self) -> usize {
+        let Some(from) = self.claims.frozen.as_ref().map(|f| f.events_seq) else {
+            return 0;
+        };
+        let view = &self.events.view;
+        self.events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .take_while(|r| r.seq >= from)
+            .filter(|r| view.shows(r))
+            .count()
+    }
+
     /// The last [`DETAIL_HISTORY`] events of `key`, oldest first.
     pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
         self.history_where(key, None)

@@ -1207,6 +1207,28 @@ fn the_events_title_says_paused_while_paused() {
     let screen = render(&app);
     assert!(!screen.contains("following"), "{screen}");
     assert!(screen.contains("paused"), "{screen}");
+    assert!(!screen.contains(" new"), "{screen}");
+    // What arrives meanwhile is counted, not shown: the operator knows
+    // how much the frozen pane is behind.
+    let arrived: Vec<_> = (0..3)
+        .map(|i| {
+            event(
+                "2027-01-15T08:00:01Z",
+                "claim_acquired",
+                serde_json::json!({"key": format!("late:{i}"), "holder": "h", "pid": 1}),
+            )
+        })
+        .collect();
+    update(&mut app, Action::EventsAppended(arrived));
+    let screen = render(&app);
+    assert!(screen.contains("paused · 3 new"), "{screen}");
+    assert!(!screen.contains("late:0"), "{screen}");
+    update(&mut app, key('p'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("late:2") && !screen.contains(" new"),
+        "{screen}"
+    );
 }
 
 #[test]

@@ -92,7 +92,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
         title.push(Span::styled(" · G resumes", theme.dim()));
     } else if app.paused() {
-        title.push(Span::styled(" · paused (p resumes)", theme.key()));
+        title.push(Span::styled(" · paused", theme.key()));
+        let missed = app.events_since_pause();
+        if missed > 0 {
+            title.push(Span::styled(format!(" · {missed} new"), theme.key()));
+        }
+        title.push(Span::styled(" (p resumes)", theme.dim()));
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }
