@@ -1232,6 +1232,27 @@ fn the_events_title_says_paused_while_paused() {
 }
 
 #[test]
+fn events_from_another_day_show_their_date_and_zone() {
+    let mut app = fixed_app(160, 48);
+    // Today's events alone: bare times, as ever.
+    let screen = render(&app);
+    assert!(screen.contains("07:57:00 acquired"), "{screen}");
+    assert!(!screen.contains("01-15 07:57:00Z"), "{screen}");
+    // One from yesterday in the pane: every line says its day.
+    update(
+        &mut app,
+        Action::EventsAppended(vec![event(
+            "2027-01-14T23:59:00Z",
+            "claim_released",
+            serde_json::json!({"key": "night:job", "holder": "h", "pid": 1}),
+        )]),
+    );
+    let screen = render(&app);
+    assert!(screen.contains("01-14 23:59:00Z released"), "{screen}");
+    assert!(screen.contains("01-15 07:57:00Z acquired"), "{screen}");
+}
+
+#[test]
 fn esc_clears_the_f_key_filter_of_the_events_pane() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");

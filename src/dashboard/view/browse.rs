@@ -40,7 +40,7 @@ pub fn position_words(b: &Browse) -> String {
 }
 
 /// The events pane in browse mode.
-pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &str, theme: &Theme) {
     let cap = area.height.saturating_sub(1) as usize;
     let mut title = vec![
         Span::styled(
@@ -80,8 +80,16 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, theme: &Th
         .saturating_sub(cap.saturating_sub(cap / 3).saturating_sub(1))
         .min(b.rows.len().saturating_sub(cap));
     let mut lines: Vec<Line> = Vec::with_capacity(cap);
+    let dated = super::events::needs_dates(
+        b.rows
+            .iter()
+            .skip(start)
+            .take(cap)
+            .map(|r| r.row.ts.as_str()),
+        today,
+    );
     for (i, r) in b.rows.iter().enumerate().skip(start).take(cap) {
-        let mut line = super::events::row(&r.row, theme);
+        let mut line = super::events::row(&r.row, theme, dated);
         if b.is_match(r) {
             line = line.patch_style(theme.key());
         }

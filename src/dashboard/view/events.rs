@@ -25,6 +25,28 @@ pub fn short_ts(ts: &str) -> Cow<'_, str> {
     }
 }
 
+/// `12-01 08:00:00Z` out of `2026-12-01T08:00:00Z`: for a pane whose lines
+/// span more than one day, where a bare time would be ambiguous.
+pub fn dated_ts(ts: &str) -> Cow<'_, str> {
+    match envelope_date(ts) {
+        Some(_) => Cow::Owned(format!("{} {}Z", &ts[5..10], &ts[11..19])),
+        None => short_ts(ts),
+    }
+}
+
+/// The `2026-12-01` of an envelope timestamp, if `ts` is one.
+fn envelope_date(ts: &str) -> Option<&str> {
+    let b = ts.as_bytes();
+    (b.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[19] == b'Z' && ts.is_ascii())
+        .then(|| &ts[..10])
+}
+
+/// Do these lines need their dates: do they span more than one day, or
+/// lie on another day than `today` (`YYYY-MM-DD`)?
+pub fn needs_dates<'a>(mut ts: impl Iterator<Item = &'a str>, today: &str) -> bool {
+    ts.any(|t| envelope_date(t).is_some_and(|d| d != today))
+}
+
 /// The type without the `claim_` every claim event shares.
 pub fn short_kind(kind: &str) -> Cow<'_, str> {
     match kind {
@@ -33,7 +55,7 @@ pub fn short_kind(kind: &str) -> Cow<'_, str> {
     }
 }
 
-pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
+pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme, dated: bool) -> Line<'a> {
     if let Some(err) = &ev.error {
         return Line::from(vec![
             Span::styled("!! unparseable line: ", theme.error()),
@@ -45,7 +67,14 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
     let kind = short_kind(&ev.kind);
     let pad = 15usize.saturating_sub(kind.chars().count());
     Line::from(vec![
-        Span::styled(short_ts(&ev.ts), theme.dim()),
+        Span::styled(
+            if dated {
+                dated_ts(&ev.ts)
+            } else {
+                short_ts(&ev.ts)
+            },
+            theme.dim(),
+        ),
         Span::raw(" "),
         Span::styled(kind, theme.event(&ev.kind)),
         Span::raw(" ".repeat(pad + 1)),
@@ -60,7 +89,7 @@ pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme) -> Line<'a> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     if app.events.browse.active {
-        super::browse::draw(frame, area, &app.events.browse, focused, theme);
+        super::browse::draw(frame, area, &app.events.browse, focused, &today(app), theme);
         return super::roots::log_root_note(frame, area, app, theme);
     }
     let cap = area.height.saturating_sub(1) as usize;
@@ -102,10 +131,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push(Span::styled(" · following", theme.dim()));
     }
     let several = app.roots.is_several();
+    let dated = needs_dates(window.iter().map(|e| e.ts.as_str()), &today(app));
     let mut lines: Vec<Line> = window
         .into_iter()
         .map(|e| {
-            let mut line = row(e, theme);
+            let mut line = row(e, theme, dated);
             if several {
                 line.spans
                     .insert(0, super::roots::event_root(app, e.root, theme));
@@ -126,4 +156,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let p =
         Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));
     frame.render_widget(p, area);
+}
+
+/// The shown clock's date, as the envelope writes dates (UTC).
+pub(super) fn today(app: &App) -> String {
+    crate::time::utc_hms(app.shown_now())[..10].to_string()
 }
