@@ -1209,6 +1209,9 @@ pub struct App {
     /// Terminal size (columns, rows).
     pub size: (u16, u16),
     pub focus: Pane,
+    /// The focused pane fills the body (`z`); Tab still moves the focus,
+    /// and the zoom follows it.
+    pub zoomed: bool,
     pub claims: Claims,
     pub table: TableView,
     pub events: Events,
@@ -1257,6 +1260,7 @@ impl App {
             operator,
             size: (80, 24),
             focus: Pane::Table,
+            zoomed: false,
             claims: Claims::new(identity),
             table,
             events: Events::default(),
@@ -1270,6 +1274,14 @@ impl App {
             seen_help: false,
             pending: Vec::new(),
             store: None,
+        }
+    }
+
+    /// How the panes are arranged now.
+    pub fn look(&self) -> crate::dashboard::view::layout::Look {
+        crate::dashboard::view::layout::Look {
+            focus: self.focus,
+            zoomed: self.zoomed,
         }
     }
 

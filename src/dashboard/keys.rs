@@ -80,6 +80,8 @@ pub enum Cmd {
     TimeForwardFar,
     ZoomIn,
     ZoomOut,
+    /// The focused pane fills the screen, or shares it again (`z`).
+    ZoomPane,
 }
 
 impl Cmd {
@@ -358,6 +360,15 @@ pub const KEYMAP: &[Binding] = &[
         cmd: Cmd::Timeline,
         scope: ALL,
         in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('z')],
+        label: "z",
+        short: "zoom",
+        help: "zoom the focused pane to the whole screen (again: all panes); Tab moves the zoom",
+        cmd: Cmd::ZoomPane,
+        scope: ALL,
+        in_footer: false,
     },
     Binding {
         keys: &[Key::Char('h'), Key::Code(KeyCode::Left)],

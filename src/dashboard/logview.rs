@@ -138,7 +138,7 @@ pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
     if app.focus != Pane::Events {
         return None;
     }
-    let page = layout::events_capacity(app.size, app.focus).clamp(1, PAGE) as isize;
+    let page = layout::events_capacity(app.size, app.look()).clamp(1, PAGE) as isize;
     let keyed = app.events.view.key.is_some();
     let b = &mut app.events.browse;
     match cmd {

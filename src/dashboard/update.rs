@@ -315,7 +315,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let shown = app.shown();
     let c = shown.counts;
     (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
-    let cap = layout::table_capacity(app.size, app.focus);
+    let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
         if let Some(s) = shown.get(p) {
             s.state.hash(&mut h);
@@ -438,7 +438,7 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
     if app.overlays.open.is_some() {
         return wheel != 0 && scroll_overlay(app, wheel as i32);
     }
-    let Some(a) = layout::areas_of(app.size, app.focus) else {
+    let Some(a) = layout::areas_of(app.size, app.look()) else {
         return false;
     };
     let at = ratatui::layout::Position {
@@ -471,7 +471,7 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
     app.focus = pane;
     if pane == Pane::Table {
         // The focus may have resized the table: hit-test the layout now.
-        let area = layout::areas_of(app.size, app.focus).map_or(a.table, |a| a.table);
+        let area = layout::areas_of(app.size, app.look()).map_or(a.table, |a| a.table);
         match super::view::table::hit(app, area, m.column, m.row) {
             Some(super::view::table::Hit::Title(col)) => {
                 if app.table.sort.column == col {
@@ -648,6 +648,11 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
         }
         Cmd::Quit => request_quit(app),
         Cmd::Timeline => logview::open_timeline(app),
+        Cmd::ZoomPane => {
+            app.zoomed = !app.zoomed;
+            scroll_into_view(app);
+            true
+        }
         // Keys of the events pane's browsing and of the timeline view, which
         // take them before they get here.
         Cmd::SearchOlder
@@ -664,9 +669,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
 
 fn page(app: &App) -> usize {
     match app.focus {
-        Pane::Table => layout::table_capacity(app.size, app.focus),
-        Pane::Detail => layout::detail_capacity(app.size, app.focus),
-        Pane::Events => layout::events_capacity(app.size, app.focus),
+        Pane::Table => layout::table_capacity(app.size, app.look()),
+        Pane::Detail => layout::detail_capacity(app.size, app.look()),
+        Pane::Events => layout::events_capacity(app.size, app.look()),
     }
     .max(1)
 }
@@ -696,7 +701,7 @@ fn move_by(app: &mut App, delta: isize) -> bool {
         }
         Pane::Events => {
             let total = app.shown_events().count();
-            let max = total.saturating_sub(layout::events_capacity(app.size, app.focus));
+            let max = total.saturating_sub(layout::events_capacity(app.size, app.look()));
             let before = (app.events.view.scroll, app.events.view.new_while_scrolled);
             // Up (negative delta) scrolls back in time.
             let s = (before.0 as isize)
@@ -728,7 +733,7 @@ pub(crate) fn select_arrived(app: &mut App) {
 
 /// Keep the selected row inside the table's window.
 pub fn scroll_into_view(app: &mut App) {
-    let cap = layout::table_capacity(app.size, app.focus).max(1);
+    let cap = layout::table_capacity(app.size, app.look()).max(1);
     app.clamp_selection();
     if app.table.selected < app.table.offset {
         app.table.offset = app.table.selected;

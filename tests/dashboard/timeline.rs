@@ -313,7 +313,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
 fn the_wheel_over_the_events_pane_browses_the_log_too() {
     use ratatui::crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
     let mut app = indexed_app(160, 48);
-    let a = claimtop::dashboard::view::layout::areas_of(app.size, app.focus).unwrap();
+    let a = claimtop::dashboard::view::layout::areas_of(app.size, app.look()).unwrap();
     let wheel = |kind| {
         Action::Mouse(MouseEvent {
             kind,

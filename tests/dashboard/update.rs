@@ -1253,6 +1253,36 @@ fn events_from_another_day_show_their_date_and_zone() {
 }
 
 #[test]
+fn z_zooms_the_focused_pane_to_the_whole_screen_and_tab_moves_the_zoom() {
+    for (w, h) in [(160, 48), (80, 24)] {
+        let mut app = fixed_app(w, h);
+        let rows_before = claimtop::dashboard::view::layout::table_capacity(app.size, app.look());
+        update(&mut app, key('z'));
+        assert!(app.zoomed);
+        let screen = render(&app);
+        // The table alone: no events pane title, more rows, the way back named.
+        assert!(!screen.contains("following"), "{screen}");
+        assert!(screen.contains("z all panes"), "{screen}");
+        let rows = claimtop::dashboard::view::layout::table_capacity(app.size, app.look());
+        assert!(rows > rows_before, "{rows} <= {rows_before}");
+        // j pages through the zoomed table as through the plain one.
+        update(&mut app, key('G'));
+        assert_eq!(Some(selected_key(&app)), row_keys(&app).last().cloned());
+        update(&mut app, code(KeyCode::Tab));
+        update(&mut app, code(KeyCode::Tab));
+        let screen = render(&app);
+        assert!(
+            screen.contains("following"),
+            "the events pane, zoomed:\n{screen}"
+        );
+        update(&mut app, key('z'));
+        assert!(!app.zoomed);
+        let screen = render(&app);
+        assert!(!screen.contains("z all panes"), "{screen}");
+    }
+}
+
+#[test]
 fn esc_clears_the_f_key_filter_of_the_events_pane() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");

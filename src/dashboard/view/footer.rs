@@ -77,8 +77,10 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         v.push(("q", "quit"));
         v
     } else {
-        keys::footer(app.focus, app.read_only)
-            .map(|b| (b.label, b.short))
+        // Zoomed, the way back leads: the other panes are out of sight.
+        let back = app.zoomed.then_some(("z", "all panes"));
+        back.into_iter()
+            .chain(keys::footer(app.focus, app.read_only).map(|b| (b.label, b.short)))
             .collect()
     };
     let pairs = fit(pairs, area.width as usize);

@@ -20,9 +20,28 @@ pub struct Areas {
     pub footer: Rect,
 }
 
+/// How the panes are arranged: which has the focus, and whether it is
+/// zoomed to the whole body (`z`, as tmux and k9s zoom a pane).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    pub focus: Pane,
+    pub zoomed: bool,
+}
+
+impl From<Pane> for Look {
+    fn from(focus: Pane) -> Look {
+        Look {
+            focus,
+            zoomed: false,
+        }
+    }
+}
+
 /// The panes for `area`, or None when it is too small. On a narrow
-/// terminal the focused pane below the table gets the larger share.
-pub fn areas(area: Rect, focus: Pane) -> Option<Areas> {
+/// terminal the focused pane below the table gets the larger share; a
+/// zoomed pane gets the whole body and the others none.
+pub fn areas(area: Rect, look: impl Into<Look>) -> Option<Areas> {
+    let Look { focus, zoomed } = look.into();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         return None;
     }
@@ -33,7 +52,14 @@ pub fn areas(area: Rect, focus: Pane) -> Option<Areas> {
         Constraint::Length(1),
     ])
     .areas(area);
-    let (table, detail, events) = if area.width >= WIDE {
+    let hidden = Rect::new(body.x, body.y, 0, 0);
+    let (table, detail, events) = if zoomed {
+        match focus {
+            Pane::Table => (body, hidden, hidden),
+            Pane::Detail => (hidden, body, hidden),
+            Pane::Events => (hidden, hidden, body),
+        }
+    } else if area.width >= WIDE {
         let [top, events] =
             Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(body);
         let [table, detail] =
@@ -65,8 +91,8 @@ pub fn areas(area: Rect, focus: Pane) -> Option<Areas> {
     })
 }
 
-pub fn areas_of(size: (u16, u16), focus: Pane) -> Option<Areas> {
-    areas(Rect::new(0, 0, size.0, size.1), focus)
+pub fn areas_of(size: (u16, u16), look: impl Into<Look>) -> Option<Areas> {
+    areas(Rect::new(0, 0, size.0, size.1), look)
 }
 
 /// Can a terminal of `size` show the table? Below it, keys must not act.
@@ -75,18 +101,18 @@ pub fn fits(size: (u16, u16)) -> bool {
 }
 
 /// Claim rows the table shows at once (its title and header take two lines).
-pub fn table_capacity(size: (u16, u16), focus: Pane) -> usize {
-    areas_of(size, focus).map_or(0, |a| a.table.height.saturating_sub(2) as usize)
+pub fn table_capacity(size: (u16, u16), look: impl Into<Look>) -> usize {
+    areas_of(size, look).map_or(0, |a| a.table.height.saturating_sub(2) as usize)
 }
 
 /// Lines of the detail pane below its title.
-pub fn detail_capacity(size: (u16, u16), focus: Pane) -> usize {
-    areas_of(size, focus).map_or(0, |a| a.detail.height.saturating_sub(1) as usize)
+pub fn detail_capacity(size: (u16, u16), look: impl Into<Look>) -> usize {
+    areas_of(size, look).map_or(0, |a| a.detail.height.saturating_sub(1) as usize)
 }
 
 /// Event rows below the events pane's title.
-pub fn events_capacity(size: (u16, u16), focus: Pane) -> usize {
-    areas_of(size, focus).map_or(0, |a| a.events.height.saturating_sub(1) as usize)
+pub fn events_capacity(size: (u16, u16), look: impl Into<Look>) -> usize {
+    areas_of(size, look).map_or(0, |a| a.events.height.saturating_sub(1) as usize)
 }
 
 /// A `w`×`h` rectangle centred in `area`, clipped to it.
@@ -141,5 +167,31 @@ mod tests {
         let e = areas(r, Pane::Events).expect("fits");
         assert!(d.detail.height > t.detail.height);
         assert!(e.events.height > t.events.height);
+    }
+
+    #[test]
+    fn a_zoomed_pane_gets_the_whole_body_and_the_others_nothing() {
+        for size in [(160, 48), (80, 24)] {
+            let r = Rect::new(0, 0, size.0, size.1);
+            let plain = areas(r, Pane::Table).expect("fits");
+            for focus in [Pane::Table, Pane::Detail, Pane::Events] {
+                let z = areas(
+                    r,
+                    Look {
+                        focus,
+                        zoomed: true,
+                    },
+                )
+                .expect("fits");
+                let (shown, others) = match focus {
+                    Pane::Table => (z.table, [z.detail, z.events]),
+                    Pane::Detail => (z.detail, [z.table, z.events]),
+                    Pane::Events => (z.events, [z.table, z.detail]),
+                };
+                assert_eq!(shown.width, size.0, "{focus:?}");
+                assert!(shown.height > plain.table.height, "{focus:?}");
+                assert!(others.iter().all(|o| o.area() == 0), "{focus:?}");
+            }
+        }
     }
 }

@@ -32,7 +32,7 @@ use std::path::Path;
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
-    let Some(areas) = layout::areas(area, app.focus) else {
+    let Some(areas) = layout::areas(area, app.look()) else {
         too_small(frame, app);
         return;
     };
@@ -57,9 +57,16 @@ pub fn draw(frame: &mut Frame, app: &App) {
         return;
     }
     header::draw(frame, areas.header, app, &theme);
-    table::draw(frame, areas.table, app, &theme);
-    detail::draw(frame, areas.detail, app, &theme);
-    events::draw(frame, areas.events, app, &theme);
+    // A zoomed layout leaves the other panes no room: they are not drawn.
+    if !areas.table.is_empty() {
+        table::draw(frame, areas.table, app, &theme);
+    }
+    if !areas.detail.is_empty() {
+        detail::draw(frame, areas.detail, app, &theme);
+    }
+    if !areas.events.is_empty() {
+        events::draw(frame, areas.events, app, &theme);
+    }
     footer::draw_status(frame, areas.status, app, &theme);
     footer::draw_keys(frame, areas.footer, app, &theme);
     match app.overlays.open {
@@ -78,7 +85,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
 
 /// How far the detail pane can scroll at the model's size and focus.
 pub fn detail_max_scroll(app: &App) -> u16 {
-    layout::areas_of(app.size, app.focus).map_or(0, |a| detail::max_scroll(app, a.detail))
+    layout::areas_of(app.size, app.look()).map_or(0, |a| detail::max_scroll(app, a.detail))
 }
 
 /// How far the open overlay can scroll at the model's size.
