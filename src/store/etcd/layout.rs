@@ -17,7 +17,8 @@
 //!   what "offline since" is read from once the host is gone. Several
 //!   publishers may share one machine, each with its own roots: each merges
 //!   its roots into `roots` (a compare-and-swap on the record), never
-//!   replacing another's.
+//!   replacing another's. A root's state is not kept here: readers take it
+//!   from its owner key.
 //! - `owners/<root-id>`: on the lease of the one publisher of that root
 //!   (`{"pid", "lease", "since_ms", "path", "unreadable"}`), created only if
 //!   absent: a second publisher of the root finds it and refuses while that

@@ -608,6 +608,10 @@ impl Publisher {
     /// Judge root `i`'s claims again from the records already read: a
     /// holder's pid gone or a deadline passed changes no file.
     fn judge_again(&mut self, i: usize) -> Result<(), StoreError> {
+        // The records of a root that cannot be read are old news.
+        if self.roots[i].unreadable.is_some() {
+            return Ok(());
+        }
         let mut c = Classifier::new(now_ms());
         let changed: Vec<Status> = self.roots[i]
             .items
