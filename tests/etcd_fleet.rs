@@ -100,14 +100,19 @@ struct Publisher {
 
 impl Publisher {
     fn spawn(f: &Fleet, root: &Path, machine: &str, resweep: &str) -> Publisher {
+        Publisher::spawn_from(f, claimtop(f.home.path()), root, machine, resweep)
+    }
+
+    /// `publish` run by `cmd` (a claimtop command with its environment).
+    fn spawn_from(
+        f: &Fleet,
+        mut cmd: Command,
+        root: &Path,
+        machine: &str,
+        resweep: &str,
+    ) -> Publisher {
         let log = root.join("publish.log");
-        let child = claimtop(f.home.path())
-            .env(TEST_MACHINE_ID_ENV, machine)
-            .args(["publish", "--root"])
-            .arg(root)
-            .args(["--store", &f.url, "--lease-ttl"])
-            .arg(format!("{LEASE_S}s"))
-            .args(["--resweep", resweep])
+        let child = publish_args(&mut cmd, f, root, machine, resweep)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))
@@ -146,6 +151,22 @@ impl Drop for Publisher {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// `cmd` made a `publish` of `root` as host `machine`.
+fn publish_args<'a>(
+    cmd: &'a mut Command,
+    f: &Fleet,
+    root: &Path,
+    machine: &str,
+    resweep: &str,
+) -> &'a mut Command {
+    cmd.env(TEST_MACHINE_ID_ENV, machine)
+        .args(["publish", "--root"])
+        .arg(root)
+        .args(["--store", &f.url, "--lease-ttl"])
+        .arg(format!("{LEASE_S}s"))
+        .args(["--resweep", resweep])
 }
 
 fn json_of(o: &Output) -> Value {
@@ -891,4 +912,369 @@ fn metrics_over_the_store_export_each_hosts_roots_and_whether_the_host_is_up() {
         !m.contains_key(&series("claimtop_claims", "state=\"live\"")),
         "an offline host's claims are unknown, not 0: {m:?}"
     );
+}
+
+/// A tiny xorshift, seeded from the clock and printed: random timings that a
+/// failing run can name.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new() -> Jitter {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            | 1;
+        eprintln!("jitter seed {seed}");
+        Jitter(seed)
+    }
+
+    fn ms(&mut self, from: u64, to: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(from + self.0 % (to - from))
+    }
+}
+
+/// A force-release whose publisher waits on a busy recovery mutex past the
+/// requester's --timeout: 20 runs, the mutex freed at a random moment, and
+/// every other run the publisher frozen until a random moment around the
+/// requester's deadline (so taking and withdrawing race). The requester
+/// either reports the archive it caused, or says nothing was done and
+/// nothing is done, not even a second after.
+#[test]
+fn a_force_release_is_either_carried_out_and_reported_or_withdrawn_and_never_carried_out() {
+    let Some(f) = Fleet::start("/fleetwithdraw") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    let claims = a.path().join(".fno/claims");
+    let mut jitter = Jitter::new();
+    let (mut archived, mut withdrawn) = (0, 0);
+    for run in 0..20 {
+        let key = format!("k{run}");
+        py_write(a.path(), &key, "agent-1", holder.pid());
+        loop_until_published(&f, &key);
+        // An honest holder's mutex: young, no owner token to judge dead.
+        let mutex = claims.join(format!("{key}.lock.recovery.d"));
+        std::fs::create_dir(&mutex).expect("hold the recovery mutex");
+        let hold = jitter.ms(300, 4_000);
+        let freer = std::thread::spawn(move || {
+            std::thread::sleep(hold);
+            std::fs::remove_dir(&mutex).expect("free the recovery mutex");
+        });
+        let frozen = (run % 2 == 1).then(|| {
+            let (pid, thaw) = (pa.child.id() as i32, jitter.ms(1_500, 2_500));
+            pa.signal(libc::SIGSTOP);
+            std::thread::spawn(move || {
+                std::thread::sleep(thaw);
+                // SAFETY: kill(2) on the publisher this test started.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            })
+        });
+        let o = f.over(&[
+            "--timeout",
+            "2s",
+            "force-release",
+            &key,
+            "--host",
+            "host-a",
+            "--allow-live",
+        ]);
+        freer.join().expect("freer");
+        if let Some(t) = frozen {
+            t.join().expect("thaw");
+        }
+        // Long enough for a publisher that acted late to have archived.
+        std::thread::sleep(Duration::from_secs(1));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let there = claims.join(format!("{key}.lock")).is_file();
+        match o.status.code() {
+            Some(0) => {
+                assert!(
+                    !there,
+                    "run {run} (mutex held {hold:?}): reported archived, still there: {said}"
+                );
+                archived += 1;
+            }
+            Some(1) if said.contains("nothing was done") => {
+                assert!(
+                    there,
+                    "run {run} (mutex held {hold:?}): said nothing was done, but archived: {said}"
+                );
+                withdrawn += 1;
+            }
+            other => panic!("run {run} (mutex held {hold:?}): exit {other:?}: {said}"),
+        }
+    }
+    eprintln!("archived {archived}, withdrawn {withdrawn}");
+}
+
+/// The roots `list --json` shows for `host`, by path: their states.
+fn root_states(f: &Fleet, host: &str) -> Vec<(String, String)> {
+    let Some(h) = f.host(host) else {
+        return Vec::new();
+    };
+    let mut roots: Vec<(String, String)> = h["roots"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    let s = |k: &str| r[k].as_str().unwrap_or("?").to_string();
+                    (s("path"), s("state"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    roots.sort();
+    roots
+}
+
+fn canonical(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .expect("canonical root")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A second `publish` of a root this machine already publishes exits 1
+/// naming the first one's pid, and the first goes on publishing untroubled.
+#[test]
+fn a_second_publisher_of_a_root_refuses_naming_the_first_and_the_first_is_untouched() {
+    let Some(f) = Fleet::start("/fleetowner") else {
+        return;
+    };
+    let a = root_dir();
+    let first = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let log = a.path().join("second.log");
+    let mut cmd = claimtop(f.home.path());
+    let mut second = publish_args(&mut cmd, &f, a.path(), "host-a", "5s")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the second publisher");
+    let mut status = None;
+    wait_for(PATIENCE, || {
+        status = second.try_wait().expect("wait");
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+    }
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
+    let want = format!(
+        "root {} is already published by pid {}",
+        canonical(a.path()),
+        first.child.id()
+    );
+    assert!(said.contains(&want), "{want:?} not in: {said}");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "after", "agent-1", holder.pid());
+    assert!(wait_for(PATIENCE, || {
+        !published(&f.list(), "host-a", "after").is_empty()
+    }));
+    assert!(!first.log().contains("lost etcd"), "{}", first.log());
+}
+
+/// Two publishers on one machine, each with its own root: both roots stay
+/// listed with their claims, and neither publisher loses its lease to the
+/// other.
+#[test]
+fn two_publishers_on_one_machine_with_their_own_roots_never_displace_each_other() {
+    let Some(f) = Fleet::start("/fleetshared") else {
+        return;
+    };
+    let (a, b) = (root_dir(), root_dir());
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let pb = Publisher::spawn(&f, b.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "on-a", "agent-1", holder.pid());
+    py_write(b.path(), "on-b", "agent-2", holder.pid());
+    let mut both = vec![
+        (canonical(a.path()), "published".to_string()),
+        (canonical(b.path()), "published".to_string()),
+    ];
+    both.sort();
+    let shown = wait_for(PATIENCE, || {
+        let l = f.list();
+        !published(&l, "host-a", "on-a").is_empty() && !published(&l, "host-a", "on-b").is_empty()
+    });
+    assert!(shown, "{}", f.list());
+    // Several lease lifetimes: long enough for publishers that fight to
+    // have revoked each other's lease more than once.
+    let until = Instant::now() + Duration::from_secs(3 * LEASE_S);
+    while Instant::now() < until {
+        let l = f.list();
+        assert!(
+            !published(&l, "host-a", "on-a").is_empty()
+                && !published(&l, "host-a", "on-b").is_empty(),
+            "a root's claims went missing: {l}"
+        );
+        assert_eq!(root_states(&f, "host-a"), both);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for p in [&pa, &pb] {
+        assert!(!p.log().contains("lost etcd"), "{}", p.log());
+    }
+}
+
+/// A root whose claims dir its publisher may not list: the host is online,
+/// the root is listed as unreadable, and none of its claims is shown or
+/// counted, as free or otherwise.
+#[test]
+fn a_root_its_publisher_cannot_read_is_published_as_unreadable_never_as_free() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(f) = Fleet::start("/fleetunreadable") else {
+        return;
+    };
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "held", "agent-1", holder.pid());
+    let claims = a.path().join(".fno/claims");
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod")
+    };
+    // Permission is what is denied: as root, to a publisher run as nobody
+    // (from a copy of the binary that user can reach); otherwise to this
+    // user itself.
+    let (_bin_dir, cmd) = if unsafe { libc::geteuid() } == 0 {
+        use std::os::unix::process::CommandExt;
+        let dir = TempDir::new().expect("bin dir");
+        mode(dir.path(), 0o755);
+        let bin = dir.path().join("claimtop");
+        std::fs::copy(common::BIN, &bin).expect("copy claimtop");
+        mode(a.path(), 0o755);
+        mode(&claims, 0o700);
+        let mut cmd = Command::new(&bin);
+        cmd.env("HOME", dir.path())
+            .env_remove("FNO_CLAIMS_ROOT")
+            .uid(65534)
+            .gid(65534);
+        (Some(dir), cmd)
+    } else {
+        mode(&claims, 0o000);
+        (None, claimtop(f.home.path()))
+    };
+    let _pa = Publisher::spawn_from(&f, cmd, a.path(), "host-a", "5s");
+    let path = canonical(a.path());
+    let unreadable = wait_for(PATIENCE, || {
+        root_states(&f, "host-a") == [(path.clone(), "unreadable".to_string())]
+    });
+    let l = f.list();
+    mode(&claims, 0o755);
+    assert!(unreadable, "{l}");
+    let h = f.host("host-a").expect("host-a listed");
+    assert_eq!(h["online"], true, "{h}");
+    assert!(
+        h["roots"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("denied")),
+        "{h}"
+    );
+    assert!(published(&l, "host-a", "held").is_empty(), "{l}");
+    let text = f.over(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("UNREADABLE root {path}"))
+            && text.contains("its claims are unknown, not free"),
+        "{text}"
+    );
+}
+
+/// A request written straight into the store with a 10 KB key (no claim
+/// can have one) is answered, and publishes no claim for that key.
+#[test]
+fn a_request_for_a_key_no_claim_can_have_publishes_no_phantom_claim() {
+    let Some(f) = Fleet::start("/fleetphantom") else {
+        return;
+    };
+    let a = root_dir();
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let root_id = loop_until_published(&f, "k");
+    let key = "x".repeat(10 * 1024);
+    let request = serde_json::json!({
+        "key": key, "expect_holder": null, "expect_acquired_at": null,
+        "operator": "ops", "allow_live": true, "at_ms": 0,
+    });
+    let base = format!("/fleetphantom/hosts/host-a/{root_id}/");
+    let (rt, mut client) = f.etcd.client();
+    rt.block_on(client.put(format!("{base}requests/1"), request.to_string(), None))
+        .expect("put the request");
+    let answered = wait_for(PATIENCE, || {
+        rt.block_on(client.get(format!("{base}answers/1"), None))
+            .is_ok_and(|r| !r.kvs().is_empty())
+    });
+    assert!(answered, "{}", _pa.log());
+    // A publish of the phantom would follow the answer within a loop round.
+    std::thread::sleep(Duration::from_millis(500));
+    let l = f.list();
+    assert!(published(&l, "host-a", &key).is_empty(), "a phantom claim");
+    assert_eq!(
+        l["claims"].as_array().map(Vec::len),
+        Some(1),
+        "only k is published"
+    );
+}
+
+/// A request its publisher took, and then froze before answering: the
+/// requester never says nothing was done; it says the host took it, that
+/// the outcome is unknown yet, and where to look.
+#[test]
+fn a_request_taken_but_never_answered_is_reported_as_taken_with_its_outcome_unknown() {
+    let Some(f) = Fleet::start("/fleettaken") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "k", "agent-1", holder.pid());
+    let root_id = loop_until_published(&f, "k");
+    // Keeps the publisher inside the request once it took it.
+    let mutex = a.path().join(".fno/claims/k.lock.recovery.d");
+    std::fs::create_dir(&mutex).expect("hold the recovery mutex");
+    let requester = claimtop(f.home.path())
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", &f.url, "--timeout", "1s", "force-release", "k"])
+        .args(["--host", "host-a", "--allow-live"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the requester");
+    let requests = format!("/fleettaken/hosts/host-a/{root_id}/requests/");
+    let (rt, mut client) = f.etcd.client();
+    let taken = wait_for(PATIENCE, || {
+        let opts = etcd_client::GetOptions::new().with_prefix();
+        rt.block_on(client.get(requests.as_str(), Some(opts)))
+            .is_ok_and(|r| {
+                r.kvs()
+                    .iter()
+                    .any(|kv| String::from_utf8_lossy(kv.value()).contains("\"taken\""))
+            })
+    });
+    assert!(taken, "the publisher never took the request: {}", pa.log());
+    pa.signal(libc::SIGSTOP);
+    let o = requester.wait_with_output().expect("requester");
+    pa.signal(libc::SIGCONT);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("host host-a took the request at")
+            && said.contains("its outcome is unknown yet")
+            && said.contains("claim_force_released")
+            && !said.contains("nothing was done"),
+        "{said}"
+    );
+    std::fs::remove_dir(&mutex).expect("free the recovery mutex");
 }

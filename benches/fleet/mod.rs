@@ -273,7 +273,7 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
     let home = dir.path();
     // Counted in etcd itself (a listing of the whole fleet in a loop would
     // load the machine it measures): per host, its claims, its hazards key,
-    // its host record and its alive key.
+    // its host record and its root's owner key.
     let expected = (plan.hosts * (plan.claims + 3)) as i64;
     let synced = loop {
         let keys = count_keys(etcd, &format!("{prefix}/hosts/"));

@@ -68,10 +68,23 @@ pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdR
     out.line(&format!("{} hosts:", fleet.hosts.len()))?;
     for h in &fleet.hosts {
         let state = if h.online {
-            format!(
+            let mut state = format!(
                 "online, {} claims",
                 h.counts.live + h.counts.suspect + h.counts.stale + h.counts.corrupted
-            )
+            );
+            for r in h.unknown_roots() {
+                let why = r
+                    .error
+                    .as_deref()
+                    .map(|e| format!(" ({})", sanitize(e)))
+                    .unwrap_or_default();
+                state.push_str(&format!(
+                    "; {} root {}{why}: its claims are unknown, not free",
+                    r.state.as_str().to_uppercase(),
+                    sanitize(&r.path)
+                ));
+            }
+            state
         } else {
             format!(
                 "OFFLINE, last seen {} ({} ago); its claims are unknown, not free",

@@ -181,6 +181,11 @@ impl<'a> StoreCollector<'a> {
                             host_id: h.host_id.clone(),
                         },
                         online: h.online,
+                        roots: h
+                            .roots
+                            .iter()
+                            .map(|r| (r.path.clone(), h.online && r.is_known()))
+                            .collect(),
                     })
                     .collect();
                 (Snapshot::of_fleet(&f, now_ms()), hosts)

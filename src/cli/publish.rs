@@ -110,7 +110,10 @@ mod with_etcd {
                 ),
             );
         }
-        let stats = publisher.run(&stop, &mut log);
+        let stats = match publisher.run(&stop, &mut log) {
+            Ok(stats) => stats,
+            Err(e) => return out.error(&sanitize(&e.to_string())),
+        };
         if out.json_mode() {
             let mut v = serde_json::to_value(stats).unwrap_or(Value::Null);
             if let Some(o) = v.as_object_mut() {

@@ -591,10 +591,10 @@ mod tests {
             hostname: "alpha".into(),
             online: true,
             last_seen_ms: 0,
-            roots: vec![PublishedRoot {
-                id: "00000000000000aa".into(),
-                path: "/srv/a".into(),
-            }],
+            roots: vec![PublishedRoot::new(
+                "00000000000000aa".into(),
+                "/srv/a".into(),
+            )],
             counts: Default::default(),
         }]);
         c.hosts.insert("m1".into());

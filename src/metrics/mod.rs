@@ -116,14 +116,16 @@ impl Snapshot {
 
     /// One snapshot per root of every online host in `fleet`, as its host
     /// published it. An offline host's claims are unknown, not zero: its
-    /// roots are left out, and `claimtop_host_up` says why.
+    /// roots are left out, and `claimtop_host_up` says why; so is a root
+    /// its host cannot read, and `claimtop_root_known` says so.
     pub fn of_fleet(fleet: &Fleet, now_ms: i64) -> Vec<Snapshot> {
         let mut out = Vec::new();
         // Each root's place in `out`: items and hazards are then filed in
         // one pass each, however many hosts there are.
         let mut at: HashMap<(&str, &str), usize> = HashMap::new();
         for h in fleet.hosts.iter().filter(|h| h.online) {
-            for r in &h.roots {
+            // An unreadable root's claims are unknown too: no zeros for it.
+            for r in h.roots.iter().filter(|r| r.is_known()) {
                 at.insert((&h.host_id, &r.id), out.len());
                 out.push(Snapshot {
                     root: Some(r.path.clone()),
@@ -207,6 +209,9 @@ fn labels(s: &Snapshot, name: &str, value: &str) -> Labels {
 pub struct HostUp {
     pub host: HostLabel,
     pub online: bool,
+    /// Each root's path, and whether its claims are known (published by a
+    /// running publisher that can read it).
+    pub roots: Vec<(String, bool)>,
 }
 
 /// The registry and its families, kept across scrapes so counters only
@@ -221,6 +226,7 @@ pub struct Exporter {
     up: Gauge,
     store_up: Family<Labels, Gauge>,
     host_up: Family<Labels, Gauge>,
+    root_known: Family<Labels, Gauge>,
 }
 
 impl Default for Exporter {
@@ -240,6 +246,7 @@ impl Exporter {
         let up = Gauge::default();
         let store_up = Family::<Labels, Gauge>::default();
         let host_up = Family::<Labels, Gauge>::default();
+        let root_known = Family::<Labels, Gauge>::default();
         registry.register("claimtop_claims", "Claims by state", claims.clone());
         registry.register(
             "claimtop_claim_age_seconds",
@@ -269,6 +276,11 @@ impl Exporter {
             "1 while a host publishing into the store holds its lease (its claims are known)",
             host_up.clone(),
         );
+        registry.register(
+            "claimtop_root_known",
+            "1 while a published root's claims are known (0: its host cannot read it, or nothing publishes it)",
+            root_known.clone(),
+        );
         up.set(1);
         Exporter {
             registry,
@@ -280,6 +292,7 @@ impl Exporter {
             up,
             store_up,
             host_up,
+            root_known,
         }
     }
 
@@ -293,6 +306,17 @@ impl Exporter {
                 ("host_id".to_string(), h.host.host_id.clone()),
             ];
             self.host_up.get_or_create(&l).set(i64::from(h.online));
+        }
+        self.root_known.clear();
+        for h in hosts {
+            for (root, known) in &h.roots {
+                let l = vec![
+                    ("host".to_string(), h.host.hostname.clone()),
+                    ("host_id".to_string(), h.host.host_id.clone()),
+                    ("root".to_string(), root.clone()),
+                ];
+                self.root_known.get_or_create(&l).set(i64::from(*known));
+            }
         }
     }
 
@@ -431,16 +455,17 @@ mod tests {
     fn a_fleet_exports_each_online_hosts_roots_with_host_labels_and_every_hosts_up() {
         use crate::store::fleet::{FleetHazard, FleetItem, HostInfo, PublishedRoot};
         use serde_json::json;
-        let root = |id: &str, path: &str| PublishedRoot {
-            id: id.into(),
-            path: path.into(),
+        let root = |id: &str, path: &str| PublishedRoot::new(id.into(), path.into());
+        let unreadable = PublishedRoot {
+            state: crate::store::fleet::RootState::Unreadable,
+            ..root("r2", "/srv/b")
         };
         let host = |id: &str, name: &str, online: bool| HostInfo {
             host_id: id.into(),
             hostname: name.into(),
             online,
             last_seen_ms: 0,
-            roots: vec![root("r1", "/srv/a")],
+            roots: vec![root("r1", "/srv/a"), unreadable.clone()],
             counts: Counts::default(),
         };
         let item = |host_id: &str, state: &str, acquired_at: i64| FleetItem {
@@ -464,7 +489,11 @@ mod tests {
             }],
         };
         let snaps = Snapshot::of_fleet(&fleet, 70_000);
-        assert_eq!(snaps.len(), 1, "beta is offline: its claims are unknown");
+        assert_eq!(
+            snaps.len(),
+            1,
+            "beta is offline and alpha cannot read /srv/b: their claims are unknown"
+        );
         assert_eq!(snaps[0].counts.live, 2);
         assert_eq!(snaps[0].oldest_s.get("live"), Some(&60.0));
         let e = Exporter::new();
@@ -475,6 +504,7 @@ mod tests {
             HostUp {
                 host: snaps[0].host.clone().unwrap(),
                 online: true,
+                roots: vec![("/srv/a".into(), true), ("/srv/b".into(), false)],
             },
             HostUp {
                 host: HostLabel {
@@ -482,6 +512,7 @@ mod tests {
                     host_id: "m2".into(),
                 },
                 online: false,
+                roots: vec![("/srv/a".into(), false)],
             },
         ]);
         let text = e.render().unwrap();
@@ -492,10 +523,13 @@ mod tests {
             r#"claimtop_events_total{host="alpha",host_id="m1",root="/srv/a",type="claim_acquired"} 1"#,
             r#"claimtop_host_up{host="alpha",host_id="m1"} 1"#,
             r#"claimtop_host_up{host="beta",host_id="m2"} 0"#,
+            r#"claimtop_root_known{host="alpha",host_id="m1",root="/srv/a"} 1"#,
+            r#"claimtop_root_known{host="alpha",host_id="m1",root="/srv/b"} 0"#,
         ] {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
-        assert!(!text.contains(r#"host="beta",host_id="m2",root"#), "{text}");
+        assert!(!text.contains(r#"claimtop_claims{host="beta""#), "{text}");
+        assert!(!text.contains(r#"root="/srv/b",state"#), "{text}");
     }
 
     #[test]

@@ -70,8 +70,9 @@ pub struct HostInfo {
     /// The host's address in the fleet (`--host`), its machine id.
     pub host_id: String,
     pub hostname: String,
-    /// While its publisher holds its lease. An offline host's claims are
-    /// unknown, never free: they are simply not listed.
+    /// While any of its publishers holds its lease. An offline host's
+    /// claims are unknown, never free: they are simply not listed (nor are
+    /// those of a root it cannot read, see [`PublishedRoot::state`]).
     pub online: bool,
     /// When the publisher last said it was there (epoch ms); for an offline
     /// host, the time it was last seen.
@@ -81,12 +82,65 @@ pub struct HostInfo {
     pub counts: Counts,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PublishedRoot {
     /// Stable across restarts: a hash of the canonical root path.
     pub id: String,
     /// The root's path on its host.
     pub path: String,
+    /// Whether its claims are known: only a published root's are.
+    #[serde(default)]
+    pub state: RootState,
+    /// Why an unreadable root cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PublishedRoot {
+    pub fn new(id: String, path: String) -> PublishedRoot {
+        PublishedRoot {
+            id,
+            path,
+            ..PublishedRoot::default()
+        }
+    }
+
+    /// Its claims are listed and counted; otherwise they are unknown, and
+    /// never shown as free.
+    pub fn is_known(&self) -> bool {
+        self.state == RootState::Published
+    }
+}
+
+/// What the fleet knows of one root of a host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RootState {
+    /// Its publisher runs and reads it: its claims are what is published.
+    #[default]
+    Published,
+    /// Its publisher runs but cannot list its claims dir.
+    Unreadable,
+    /// No publisher serves it (any more): its claims are unknown.
+    Offline,
+}
+
+impl RootState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RootState::Published => "published",
+            RootState::Unreadable => "unreadable",
+            RootState::Offline => "offline",
+        }
+    }
+}
+
+impl HostInfo {
+    /// The roots whose claims are unknown although the host is online
+    /// (unreadable, or their publisher gone while another still runs).
+    pub fn unknown_roots(&self) -> impl Iterator<Item = &PublishedRoot> {
+        self.roots.iter().filter(|r| self.online && !r.is_known())
+    }
 }
 
 /// One mirrored claim: the item as `list --json` prints it on its host.
@@ -243,10 +297,7 @@ mod tests {
     use serde_json::json;
 
     fn fleet() -> Fleet {
-        let root = PublishedRoot {
-            id: "00000000000000aa".into(),
-            path: "/srv/a".into(),
-        };
+        let root = PublishedRoot::new("00000000000000aa".into(), "/srv/a".into());
         Fleet {
             hosts: vec![HostInfo {
                 host_id: "m1".into(),

@@ -23,10 +23,7 @@ fn store(app: &mut App, msg: StoreMsg) -> bool {
 }
 
 fn root_a() -> PublishedRoot {
-    PublishedRoot {
-        id: "00000000000000aa".into(),
-        path: "/srv/alpha".into(),
-    }
+    PublishedRoot::new("00000000000000aa".into(), "/srv/alpha".into())
 }
 
 fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
@@ -355,6 +352,32 @@ fn a_host_going_offline_greys_it_with_its_last_seen_time_and_drops_its_rows() {
     assert_eq!(row_keys(&app), vec!["deploy/prod".to_string()]);
     let screen = render(&app);
     assert!(screen.contains("alpha offline, last seen"), "{screen}");
+}
+
+/// A host online with a root it cannot read: the hosts line says so beside
+/// its count, which is not all it holds.
+#[test]
+fn a_hosts_unreadable_root_is_named_on_the_hosts_line_beside_its_count() {
+    let mut fleet = two_hosts();
+    fleet.hosts[0].roots.push(PublishedRoot {
+        state: claimtop::store::fleet::RootState::Unreadable,
+        error: Some("claims dir cannot be listed: Permission denied".into()),
+        ..PublishedRoot::new("00000000000000bb".into(), "/srv/secret".into())
+    });
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    let screen = render(&app);
+    let line = screen
+        .lines()
+        .find(|l| l.starts_with(" hosts "))
+        .unwrap_or_default();
+    assert!(line.contains("alpha 2 (1 root unreadable)"), "{line}");
 }
 
 #[test]

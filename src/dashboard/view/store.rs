@@ -4,6 +4,7 @@
 use super::{clock, safe, Theme};
 use crate::dashboard::app::{App, Column};
 use crate::dashboard::store_view::{Link, StoreView};
+use crate::store::fleet::RootState;
 use ratatui::text::{Line, Span};
 
 /// The table's columns over a store: the file dashboard's, with the lease
@@ -80,9 +81,9 @@ pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, th
     }
 }
 
-/// ` hosts  alpha 3 · beta 12 · gamma offline, last seen 12:00:03`: each
-/// publishing host with its published claims, an offline one greyed with
-/// when it was last seen. Shortened until it fits `width`: first the
+/// ` hosts  alpha 3 · beta 12 (1 root unreadable) · gamma offline, last seen
+/// 12:00:03`: each publishing host with its published claims and the roots
+/// whose claims are unknown, an offline one greyed with when it was last seen. Shortened until it fits `width`: first the
 /// online hosts' counts go, then the names, down to the totals.
 pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Line<'static> {
     let fleet = &store.fleet;
@@ -93,13 +94,24 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
             clock(h.last_seen_ms, app.local_time, "%H:%M:%S")
         )
     };
+    // A root whose claims are unknown is said even when the counts go: its
+    // host's count is not all it holds.
     let online = |h: &crate::store::fleet::HostInfo, counts: bool| {
         let n = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
-        if counts {
-            format!("{} {n}", safe(&h.hostname))
+        let name = safe(&h.hostname);
+        let mut text = if counts {
+            format!("{name} {n}")
         } else {
-            safe(&h.hostname).into_owned()
+            name.into_owned()
+        };
+        for state in [RootState::Unreadable, RootState::Offline] {
+            let k = h.unknown_roots().filter(|r| r.state == state).count();
+            if k > 0 {
+                let roots = if k == 1 { "root" } else { "roots" };
+                text.push_str(&format!(" ({k} {roots} {})", state.as_str()));
+            }
         }
+        text
     };
     let label = " hosts ";
     let room = usize::from(width).saturating_sub(label.len());
@@ -142,6 +154,10 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
     ];
     if down > 0 {
         spans.push(Span::styled(format!(" · {down} offline"), theme.dim()));
+    }
+    let unknown: usize = fleet.hosts.iter().map(|h| h.unknown_roots().count()).sum();
+    if unknown > 0 {
+        spans.push(Span::raw(format!(" · {unknown} roots' claims unknown")));
     }
     Line::from(spans)
 }

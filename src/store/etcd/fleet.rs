@@ -12,7 +12,7 @@ use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
 use crate::events::tail::{parse_event, Event};
 use crate::store::fleet::{
-    count_states, mark_published, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot,
+    count_states, mark_published, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot, RootState,
 };
 use crate::store::StoreError;
 use etcd_client::{
@@ -34,6 +34,21 @@ pub struct HostRecord {
     pub pid: u32,
 }
 
+/// The owner key of one published root, `PREFIX/hosts/<machine>/owners/<root-id>`,
+/// on its publisher's lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootOwner {
+    pub pid: u32,
+    pub lease: i64,
+    /// When the publisher took the root (epoch ms): a pid that started
+    /// later is not the one that took it.
+    pub since_ms: i64,
+    pub path: String,
+    /// Why the root's claims dir cannot be listed; None while it can.
+    #[serde(default)]
+    pub unreadable: Option<String>,
+}
+
 /// A force-release asked of a publisher, `.../<root-id>/requests/<id>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetRequest {
@@ -43,6 +58,18 @@ pub struct FleetRequest {
     pub operator: Option<String>,
     #[serde(default)]
     pub allow_live: bool,
+    pub at_ms: i64,
+    /// Set by the publisher, in one transaction with finding the request
+    /// untaken, before it acts: from then on the request cannot be
+    /// withdrawn, and it is answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken: Option<Taken>,
+}
+
+/// Which publisher took a request, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Taken {
+    pub pid: u32,
     pub at_ms: i64,
 }
 
@@ -82,6 +109,8 @@ pub enum FleetError {
     WhichRoot { host: String, ids: Vec<String> },
     #[error("host {host} publishes no root {root_id:?}")]
     UnknownRoot { host: String, root_id: String },
+    #[error("host {host} no longer publishes root {root} (its publisher is gone); its claims cannot be changed until one serves it again")]
+    RootOffline { host: String, root: String },
     #[error("host {host} publishes no claim on {key:?} under root {root}")]
     NoSuchClaim {
         host: String,
@@ -90,10 +119,30 @@ pub enum FleetError {
     },
     #[error("host {host} did not answer within {}; the request was withdrawn, nothing was done", crate::claims::human_ms(.after.as_millis() as i64))]
     NoAnswer { host: String, after: Duration },
+    #[error("host {host} took the request{} but has not answered within {}; its outcome is unknown yet: look for a claim_force_released event of {key:?} from host {host} in `events` over this store, and for the claim in `list`", .taken_at.map(|t| format!(" at {}", crate::time::utc_hms(t))).unwrap_or_default(), crate::claims::human_ms(.after.as_millis() as i64))]
+    Taken {
+        host: String,
+        key: String,
+        taken_at: Option<i64>,
+        after: Duration,
+    },
 }
 
 /// How often a requester looks for its answer.
 const ANSWER_POLL: Duration = Duration::from_millis(50);
+/// How long a requester waits for the answer to a request its publisher
+/// took: carrying it out may wait out a busy recovery mutex (5 s) first.
+const TAKEN_PATIENCE: Duration = Duration::from_secs(15);
+
+/// How a request ended, for its requester.
+enum Answer {
+    Given(Value),
+    /// Withdrawn before any publisher took it: nothing was done.
+    Withdrawn,
+    /// Taken (at this time, if the request still said so) but not answered
+    /// yet: it may have been carried out.
+    Pending(Option<i64>),
+}
 
 impl Core {
     /// Every host that ever published here, by machine id.
@@ -122,16 +171,20 @@ impl Core {
         }
     }
 
-    /// The host record and whether its publisher's lease still runs.
+    /// The host record and whether any of its publishers still runs, with
+    /// each root's state: published or unreadable while its owner key lives
+    /// (a root the record does not name yet is added from that key), offline
+    /// once it is gone.
     fn host(&self, machine: &str) -> Result<Option<(HostRecord, bool)>, StoreError> {
-        let (record, alive) = (
+        let (record, owners) = (
             self.layout.host_record(machine),
-            self.layout.host_alive(machine),
+            self.layout.host_owners(machine),
         );
         let resp = self.conn.call(|mut c| {
+            let range = GetOptions::new().with_range(range_end(&owners));
             let txn = Txn::new().and_then([
                 TxnOp::get(record.clone(), None),
-                TxnOp::get(alive.clone(), Some(GetOptions::new().with_count_only())),
+                TxnOp::get(owners.clone(), Some(range)),
             ]);
             async move { c.txn(txn).await }
         })?;
@@ -143,8 +196,42 @@ impl Core {
             .next()
             .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()))
             .and_then(|v| serde_json::from_slice::<HostRecord>(&v).ok());
-        let online = got.next().is_some_and(|g| g.count() > 0);
-        Ok(rec.map(|r| (r, online)))
+        let Some(mut rec) = rec else {
+            return Ok(None);
+        };
+        let owned: Vec<(String, RootOwner)> = got
+            .next()
+            .map(|g| {
+                g.kvs()
+                    .iter()
+                    .filter_map(|kv| {
+                        let id = std::str::from_utf8(kv.key()).ok()?.strip_prefix(&owners)?;
+                        Some((id.to_string(), serde_json::from_slice(kv.value()).ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for r in &mut rec.roots {
+            r.state = RootState::Offline;
+            r.error = None;
+        }
+        for (id, owner) in &owned {
+            let at = match rec.roots.iter().position(|r| r.id == *id) {
+                Some(at) => at,
+                None => {
+                    rec.roots
+                        .push(PublishedRoot::new(id.clone(), owner.path.clone()));
+                    rec.roots.len() - 1
+                }
+            };
+            let r = &mut rec.roots[at];
+            r.error = owner.unreadable.clone();
+            r.state = match owner.unreadable {
+                Some(_) => RootState::Unreadable,
+                None => RootState::Published,
+            };
+        }
+        Ok(Some((rec, !owned.is_empty())))
     }
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {
@@ -178,7 +265,7 @@ impl Core {
         for (rec, online) in self.hosts()? {
             let first = fleet.items.len();
             if online {
-                for root in &rec.roots {
+                for root in rec.roots.iter().filter(|r| r.is_known()) {
                     let place = self.layout.root_place(&rec.machine_id, &root.id);
                     self.read_root(&rec, root, &place, &mut fleet)?;
                 }
@@ -268,8 +355,9 @@ impl Core {
     /// wait up to `wait` for its answer (the `force-release --json` object it
     /// wrote, plus `"host_id"` and `"root_id"`). Guards the caller did not
     /// give are filled from the published claim, so the publisher refuses
-    /// if the key changed hands since it was published. A request nobody
-    /// answered in time is withdrawn, so it is never carried out late.
+    /// if the key changed hands since it was published. A request no
+    /// publisher took in time is withdrawn, so it is never carried out late;
+    /// one taken is waited for, since it may be carried out.
     pub(super) fn request_force_release(
         &self,
         ask: &FleetAsk<'_>,
@@ -305,6 +393,12 @@ impl Core {
                 })
             }
         };
+        if root.state == RootState::Offline {
+            return Err(FleetError::RootOffline {
+                host: rec.machine_id.clone(),
+                root: root.path.clone(),
+            });
+        }
         let place = self.layout.root_place(&rec.machine_id, &root.id);
         let published =
             self.get_value(&place.claim(key))?
@@ -326,34 +420,27 @@ impl Core {
             operator: opts.operator.clone(),
             allow_live: opts.allow_live,
             at_ms: now_ms(),
+            taken: None,
         };
         let id = new_request_id(request.at_ms);
         let (rk, ak) = (place.request(&id), place.answer(&id));
         // The request dies on its own shortly after the requester stops
         // waiting, even if the requester itself dies first.
-        let ttl = wait.as_secs() as i64 + 5;
+        let ttl = (wait + TAKEN_PATIENCE).as_secs() as i64 + 5;
         let lease = self
             .conn
             .call(|mut c| async move { c.lease_grant(ttl, None::<LeaseGrantOptions>).await })?
             .id();
         let body = serde_json::to_string(&request).unwrap_or_default();
-        self.conn.call(|mut c| {
+        let put = self.conn.call(|mut c| {
             let (rk, body) = (rk.clone(), body.clone());
             async move {
                 c.put(rk, body, Some(PutOptions::new().with_lease(lease)))
                     .await
             }
         })?;
-        let deadline = Instant::now() + wait;
-        let answer = loop {
-            if let Some(a) = self.get_value(&ak)? {
-                break Some(a);
-            }
-            if Instant::now() >= deadline {
-                break self.withdraw(&rk, &ak)?;
-            }
-            std::thread::sleep(ANSWER_POLL);
-        };
+        let put_rev = put.header().map(|h| h.revision()).unwrap_or(0);
+        let answer = self.await_answer(&rk, &ak, put_rev, wait);
         let _ = self.conn.call(|mut c| {
             let ak = ak.clone();
             async move {
@@ -361,11 +448,22 @@ impl Core {
                 c.lease_revoke(lease).await.map(|_| ())
             }
         });
-        let Some(mut answer) = answer else {
-            return Err(FleetError::NoAnswer {
-                host: rec.machine_id,
-                after: wait,
-            });
+        let mut answer = match answer? {
+            Answer::Given(a) => a,
+            Answer::Withdrawn => {
+                return Err(FleetError::NoAnswer {
+                    host: rec.machine_id,
+                    after: wait,
+                })
+            }
+            Answer::Pending(taken_at) => {
+                return Err(FleetError::Taken {
+                    host: rec.machine_id,
+                    key: key.to_string(),
+                    taken_at,
+                    after: wait + TAKEN_PATIENCE,
+                })
+            }
         };
         if let Some(o) = answer.as_object_mut() {
             o.insert("host_id".into(), Value::from(rec.machine_id.as_str()));
@@ -374,26 +472,49 @@ impl Core {
         Ok(answer)
     }
 
-    /// Take an unanswered request back. If the publisher took it first (the
-    /// request is gone), its answer is on the way: wait for it a little.
-    fn withdraw(&self, rk: &str, ak: &str) -> Result<Option<Value>, StoreError> {
+    /// Wait `wait` for the answer to the request at `rk` (put at revision
+    /// `put_rev`), then withdraw it: a transaction that succeeds only while
+    /// the request is as it was put, so never once a publisher took it. A
+    /// taken request is being carried out: its answer is waited for.
+    fn await_answer(
+        &self,
+        rk: &str,
+        ak: &str,
+        put_rev: i64,
+        wait: Duration,
+    ) -> Result<Answer, StoreError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(a) = self.get_value(ak)? {
+                return Ok(Answer::Given(a));
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(ANSWER_POLL);
+        }
         let resp = self.conn.call(|mut c| {
             let txn = Txn::new()
-                .when([Compare::create_revision(rk, CompareOp::Greater, 0)])
+                .when([Compare::mod_revision(rk, CompareOp::Equal, put_rev)])
                 .and_then([TxnOp::delete(rk, None)]);
             async move { c.txn(txn).await }
         })?;
         if resp.succeeded() {
-            return Ok(None);
+            return Ok(Answer::Withdrawn);
         }
-        let grace = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < grace {
+        let taken_at = self
+            .get_value(rk)?
+            .and_then(|v| serde_json::from_value::<FleetRequest>(v).ok())
+            .and_then(|r| r.taken)
+            .map(|t| t.at_ms);
+        let patience = Instant::now() + TAKEN_PATIENCE;
+        while Instant::now() < patience {
             if let Some(a) = self.get_value(ak)? {
-                return Ok(Some(a));
+                return Ok(Answer::Given(a));
             }
             std::thread::sleep(ANSWER_POLL);
         }
-        Ok(None)
+        Ok(Answer::Pending(taken_at))
     }
 
     fn find_host(&self, name: &str) -> Result<(HostRecord, bool), FleetError> {

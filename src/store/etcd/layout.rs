@@ -14,10 +14,19 @@
 //! - `host`: the host record, with NO lease, so that it outlives the host:
 //!   `{"machine_id", "hostname", "roots": [{"id", "path"}], "last_seen_ms",
 //!   "ttl_s", "pid"}`. `last_seen_ms` is refreshed once a minute, which is
-//!   what "offline since" is read from once the host is gone.
-//! - `alive`: on the publisher's lease (`{"lease", "pid", "since_ms"}`). The
-//!   host is online exactly while this key exists: a killed or cut-off
-//!   publisher loses it within its lease's TTL, a stopped one at once.
+//!   what "offline since" is read from once the host is gone. Several
+//!   publishers may share one machine, each with its own roots: each merges
+//!   its roots into `roots` (a compare-and-swap on the record), never
+//!   replacing another's. A root's state is not kept here: readers take it
+//!   from its owner key.
+//! - `owners/<root-id>`: on the lease of the one publisher of that root
+//!   (`{"pid", "lease", "since_ms", "path", "unreadable"}`), created only if
+//!   absent: a second publisher of the root finds it and refuses while that
+//!   pid lives. The root is published exactly while this key exists, and
+//!   the host is online while any of its roots is: a killed or cut-off
+//!   publisher loses its keys within its lease's TTL, a stopped one at once.
+//!   `unreadable` (the reason, or null) says the root's claims dir cannot be
+//!   listed: its claims are unknown, not free.
 //! - `<root-id>/claims/<encoded-key>`: on the lease, one item exactly as
 //!   `list --json` prints it for that root (the status object).
 //! - `<root-id>/hazards`: on the lease, the root's hazards as one JSON array
@@ -28,8 +37,10 @@
 //!   written create-if-absent: a restarted publisher cannot duplicate one.
 //! - `<root-id>/requests/<id>`: a force-release asked for from elsewhere
 //!   (`{"key", "expect_holder", "expect_acquired_at", "operator",
-//!   "allow_live", "at_ms"}`), no lease; the publisher deletes it as it
-//!   answers, a requester that gives up withdraws it.
+//!   "allow_live", "at_ms"}`), on the requester's lease. The publisher takes
+//!   it before acting (adding `"taken": {"pid", "at_ms"}` in a transaction
+//!   that finds it as it was put) and deletes it as it answers; a requester
+//!   that gives up withdraws it with a transaction that fails once taken.
 //! - `<root-id>/answers/<id>`: the outcome, as `force-release --json` prints
 //!   it, on the publisher's lease.
 //!
@@ -157,9 +168,15 @@ impl Layout {
         format!("{}host", self.host_dir(machine))
     }
 
-    /// The key that exists exactly while the host's publisher holds its lease.
-    pub fn host_alive(&self, machine: &str) -> String {
-        format!("{}alive", self.host_dir(machine))
+    /// Where the owner keys of the host's published roots are: the host
+    /// is online while any exists.
+    pub fn host_owners(&self, machine: &str) -> String {
+        format!("{}owners/", self.host_dir(machine))
+    }
+
+    /// The key that exists exactly while a publisher holds root `root_id`.
+    pub fn root_owner(&self, machine: &str, root_id: &str) -> String {
+        format!("{}{root_id}", self.host_owners(machine))
     }
 
     /// The machine an etcd key under [`Layout::hosts`] belongs to.
@@ -171,7 +188,7 @@ impl Layout {
     }
 
     /// What a change under [`Layout::hosts`] is to a fleet view: a host
-    /// came, went or refreshed its record (`host`, `alive`) or the hazards
+    /// came, went or refreshed its record (`host`, `owners/`) or the hazards
     /// of one of its roots (all three re-read the host's part of the
     /// fleet), one published claim changed, or a host mirrored an event.
     /// Requests and answers are none of a reader's business.
@@ -180,7 +197,7 @@ impl Layout {
         let rest = s.strip_prefix(&self.hosts())?;
         let (machine, rest) = rest.split_once('/')?;
         let host_id = decode_key(machine);
-        if rest == "host" || rest == "alive" {
+        if rest == "host" || rest.starts_with("owners/") {
             return Some(Published::Host { host_id });
         }
         let (root_id, rest) = rest.split_once('/')?;
@@ -377,7 +394,7 @@ mod tests {
         let l = Layout::new("/fno");
         let p = l.root_place("m/1", "00ff00ff00ff00ff");
         assert_eq!(
-            l.published_of(l.host_alive("m/1").as_bytes()),
+            l.published_of(l.root_owner("m/1", "00ff00ff00ff00ff").as_bytes()),
             Some(Published::Host {
                 host_id: "m/1".into()
             })

@@ -12,6 +12,7 @@
 //! - `hold`: a lease kept alive while the holder works (`run`).
 //! - `info`: members, leader and revision, for a dashboard header.
 //! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
+//! - `owners`: one publisher per root, many per machine.
 //! - `fleet`: reading the published hosts back, and requests to them.
 
 mod conn;
@@ -22,6 +23,7 @@ mod hold;
 mod info;
 pub mod layout;
 mod list;
+mod owners;
 pub mod publish;
 mod verbs;
 mod watch;

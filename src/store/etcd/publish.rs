@@ -16,25 +16,31 @@
 //!   holds for this host is read, keys no longer true are deleted, the rest
 //!   put on the current lease. Events are keyed by log identity and byte
 //!   offset and written create-if-absent, so a re-sync never duplicates one.
-//! - Force-release requests under `requests/` are carried out through the
-//!   file protocol on this host, guard and audit included, and answered.
+//! - Force-release requests under `requests/` are taken (so they can no
+//!   longer be withdrawn), then carried out through the file protocol on
+//!   this host, guard and audit included, and answered.
+//! - Each root is published by one publisher (its owner key, see
+//!   [`super::owners`]); several publishers on one machine each keep to
+//!   their own roots.
 
-use super::fleet::{FleetRequest, HostRecord};
+use super::fleet::{HostRecord, RootOwner};
 use super::layout::{root_id, RootPlace};
+pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
-use crate::claims::{self, now_ms, Classifier, ForceOutcome, Hazard, Root, Roots, Status};
-use crate::events::tail::{open_regular, Follower};
+use crate::claims::{self, now_ms, Classifier, Hazard, HazardKind, Root, Roots, Status};
+use crate::events::tail::Follower;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::{Change, Changes, Store, StoreError};
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-};
+use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod events;
+mod serve;
 
 /// How a publisher runs.
 #[derive(Debug, Clone)]
@@ -125,6 +131,8 @@ struct Published {
     dirty: BTreeSet<String>,
     /// The feed lost track: sweep the whole root on the next round.
     needs_sweep: bool,
+    /// Why the claims dir cannot be listed, as the owner key says it.
+    unreadable: Option<String>,
 }
 
 /// The publisher: call [`Publisher::run`] until stopped.
@@ -137,6 +145,12 @@ pub struct Publisher {
     keeper: Option<tokio::task::JoinHandle<()>>,
     lost: Arc<AtomicBool>,
     stats: Stats,
+    /// Requests carried out whose answers are not written yet: (request
+    /// key, answer key, answer).
+    answers: Vec<(Vec<u8>, String, String)>,
+    /// When this publisher started: its pid is the one that took its roots
+    /// only if that process ran by then.
+    since_ms: i64,
 }
 
 /// Between two tries to reach etcd again.
@@ -157,10 +171,10 @@ impl Publisher {
             .map(|root| {
                 let canonical =
                     std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
-                let info = PublishedRoot {
-                    id: root_id(&canonical),
-                    path: canonical.to_string_lossy().into_owned(),
-                };
+                let info = PublishedRoot::new(
+                    root_id(&canonical),
+                    canonical.to_string_lossy().into_owned(),
+                );
                 Published {
                     root: root.clone(),
                     place: core.layout.root_place(&opts.machine_id, &info.id),
@@ -173,6 +187,7 @@ impl Publisher {
                     events: None,
                     dirty: BTreeSet::new(),
                     needs_sweep: false,
+                    unreadable: None,
                 }
             })
             .collect();
@@ -184,6 +199,8 @@ impl Publisher {
             keeper: None,
             lost: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
+            answers: Vec::new(),
+            since_ms: now_ms(),
         }
     }
 
@@ -196,8 +213,13 @@ impl Publisher {
     }
 
     /// Publish until `stop` is set; then revoke the lease, so the host goes
-    /// offline at once, and record when it was last seen.
-    pub fn run(&mut self, stop: &AtomicBool, log: &mut dyn FnMut(Level, &str)) -> Stats {
+    /// offline at once, and record when it was last seen. Ends early, with
+    /// nothing published, if another live publisher holds one of the roots.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        log: &mut dyn FnMut(Level, &str),
+    ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
             match FileStore::new(r.root.clone()).changes() {
                 Ok(feed) => r.feed = Some(feed),
@@ -227,6 +249,10 @@ impl Publisher {
                         last_said = None;
                         last_tick = Instant::now();
                         last_seen = Instant::now();
+                    }
+                    Err(e @ PublishError::RootTaken { .. }) => {
+                        self.shut_down(log);
+                        return Err(e);
                     }
                     Err(e) => {
                         // The first failure and then one line a minute: an
@@ -287,7 +313,7 @@ impl Publisher {
             }
         }
         self.shut_down(log);
-        self.stats
+        Ok(self.stats)
     }
 
     /// Block until a root's files change, at most [`WAIT_SLICE`]; collect
@@ -323,30 +349,46 @@ impl Publisher {
         }
     }
 
-    /// Grant a lease, say the host is here, and re-sync every root.
-    fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), StoreError> {
+    /// Grant a lease, take every root (or refuse, if a live publisher holds
+    /// one), say the host is here, and re-sync every root.
+    fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), PublishError> {
         let ttl = self.opts.ttl_s;
         let lease = self
             .core
             .conn
             .call(|mut c| async move { c.lease_grant(ttl, None).await })?
             .id();
-        let alive = self.core.layout.host_alive(&self.opts.machine_id);
-        let previous = self
-            .core
-            .get_value(&alive)?
-            .and_then(|v| v.get("lease").and_then(Value::as_i64));
+        let mut previous = Vec::new();
+        for i in 0..self.roots.len() {
+            let me = self.owner(lease, None, i);
+            match self
+                .core
+                .own_root(&self.opts.machine_id, &self.roots[i].info, &me)
+            {
+                Ok(old) => previous.extend(old),
+                Err(e) => {
+                    // The roots taken so far go with the lease.
+                    let _ = self
+                        .core
+                        .conn
+                        .call(|mut c| async move { c.lease_revoke(lease).await });
+                    return Err(e);
+                }
+            }
+            self.roots[i].unreadable = None;
+        }
         self.lease = Some(lease);
         self.start_keep_alive(lease);
-        let body = json!({"lease": lease, "pid": std::process::id(), "since_ms": now_ms()});
-        self.put(&alive, &body.to_string())?;
         self.put_host_record()?;
         for i in 0..self.roots.len() {
             self.sync_root(i, true)?;
         }
         // A previous run's lease (killed, or cut off): everything it carried
-        // is on ours now, so ending it removes nothing still true.
-        if let Some(old) = previous.filter(|old| *old != lease) {
+        // for these roots is on ours now, so ending it removes nothing still
+        // true.
+        previous.sort_unstable();
+        previous.dedup();
+        for old in previous {
             let _ = self
                 .core
                 .conn
@@ -366,6 +408,17 @@ impl Publisher {
         Ok(())
     }
 
+    /// Root `i`'s owner key as this publisher writes it.
+    fn owner(&self, lease: i64, unreadable: Option<String>, i: usize) -> RootOwner {
+        RootOwner {
+            pid: std::process::id(),
+            lease,
+            since_ms: self.since_ms,
+            path: self.roots[i].info.path.clone(),
+            unreadable,
+        }
+    }
+
     fn put_host_record(&self) -> Result<(), StoreError> {
         let rec = HostRecord {
             machine_id: self.opts.machine_id.clone(),
@@ -375,13 +428,7 @@ impl Publisher {
             ttl_s: self.opts.ttl_s,
             pid: std::process::id(),
         };
-        let key = self.core.layout.host_record(&self.opts.machine_id);
-        let body = serde_json::to_string(&rec).unwrap_or_default();
-        self.core.conn.call(|mut c| {
-            let (key, body) = (key.clone(), body.clone());
-            async move { c.put(key, body, None).await }
-        })?;
-        Ok(())
+        self.core.merge_host_record(&rec)
     }
 
     /// Keep `lease` alive from the connection's runtime, whatever the
@@ -477,6 +524,27 @@ impl Publisher {
             self.start_events(i)?;
         }
         let sweep = claims::sweep(&self.roots[i].root);
+        let dir = self.roots[i].root.claims_dir();
+        let unreadable = sweep
+            .hazards
+            .iter()
+            .find(|h| h.kind == HazardKind::Unreadable && h.path == dir)
+            .map(|h| h.detail.clone());
+        if unreadable != self.roots[i].unreadable {
+            let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
+            let id = self.roots[i].info.id.clone();
+            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.roots[i].unreadable = unreadable;
+        }
+        self.roots[i].hazard_list = sweep.hazards;
+        self.publish_hazards(i)?;
+        if self.roots[i].unreadable.is_some() {
+            // Its claims are unknown: what was published stays as it was
+            // (readers do not show it), and nothing is published as gone.
+            self.roots[i].dirty.clear();
+            self.roots[i].needs_sweep = false;
+            return Ok(());
+        }
         let mut seen = BTreeSet::new();
         let mut ops = Vec::new();
         for s in sweep.claims {
@@ -493,8 +561,6 @@ impl Publisher {
             ops.extend(self.plan_claim(i, &key, None));
         }
         self.apply(ops)?;
-        self.roots[i].hazard_list = sweep.hazards;
-        self.publish_hazards(i)?;
         self.roots[i].dirty.clear();
         self.roots[i].needs_sweep = false;
         Ok(())
@@ -516,6 +582,11 @@ impl Publisher {
     /// another machine): its hazards are patched into the root's list and
     /// written with it, not left for the next full sweep.
     fn publish_dirty(&mut self, i: usize) -> Result<(), StoreError> {
+        if self.roots[i].unreadable.is_some() {
+            // Only the next full sweep can tell the dir is readable again.
+            self.roots[i].dirty.clear();
+            return Ok(());
+        }
         let mut patched = false;
         while let Some(key) = self.roots[i].dirty.pop_first() {
             let r = &mut self.roots[i];
@@ -537,6 +608,10 @@ impl Publisher {
     /// Judge root `i`'s claims again from the records already read: a
     /// holder's pid gone or a deadline passed changes no file.
     fn judge_again(&mut self, i: usize) -> Result<(), StoreError> {
+        // The records of a root that cannot be read are old news.
+        if self.roots[i].unreadable.is_some() {
+            return Ok(());
+        }
         let mut c = Classifier::new(now_ms());
         let changed: Vec<Status> = self.roots[i]
             .items
@@ -606,165 +681,6 @@ impl Publisher {
         Ok(())
     }
 
-    /// Where to resume mirroring root `i`'s events log: after the last line
-    /// etcd has of this very log file; from its start if etcd has lines of
-    /// an earlier log only (it was rotated meanwhile); from its end on a
-    /// first publish (only new events are mirrored).
-    fn start_events(&mut self, i: usize) -> Result<(), StoreError> {
-        let path = self.roots[i].root.events_file();
-        let opened = open_regular(&path).ok().flatten();
-        let Some((file, id)) = opened else {
-            self.roots[i].events = Some(Follower::waiting_for(&path));
-            return Ok(());
-        };
-        let log = log_id(id.dev, id.ino);
-        let place = self.roots[i].place.clone();
-        let mine = format!("{}{log}.", place.events());
-        let last_of = |prefix: String, by_key: bool| {
-            let target = if by_key {
-                SortTarget::Key
-            } else {
-                SortTarget::Create
-            };
-            let opts = GetOptions::new()
-                .with_range(super::layout::range_end(&prefix))
-                .with_sort(target, SortOrder::Descend)
-                .with_limit(1);
-            self.core.conn.call(move |mut c| {
-                let (prefix, opts) = (prefix.clone(), opts.clone());
-                async move { c.get(prefix, Some(opts)).await }
-            })
-        };
-        let resp = last_of(mine, true)?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let follower = match resp
-            .kvs()
-            .first()
-            .and_then(|kv| resume_at(&place, &log, kv))
-        {
-            Some(at) if at <= len => Follower::starting_at(&path, file, id, at),
-            _ if last_of(place.events(), false)?.kvs().is_empty() => Follower::open(&path, 0)
-                .map(|(f, _)| f)
-                .unwrap_or_else(|_| Follower::waiting_for(&path)),
-            _ => Follower::starting_at(&path, file, id, 0),
-        };
-        self.roots[i].events = Some(follower);
-        Ok(())
-    }
-
-    /// Mirror the lines appended to root `i`'s log since the last poll.
-    fn publish_events(
-        &mut self,
-        i: usize,
-        log: &mut dyn FnMut(Level, &str),
-    ) -> Result<(), StoreError> {
-        loop {
-            let Some(f) = self.roots[i].events.as_mut() else {
-                return Ok(());
-            };
-            let at = f.offset();
-            let Ok(poll) = f.poll() else { return Ok(()) };
-            let Some(id) = f.file_id() else {
-                return Ok(());
-            };
-            let log_name = log_id(id.dev, id.ino);
-            for line in &poll.lines {
-                if line.truncated {
-                    log(
-                        Level::Warn,
-                        &format!(
-                            "root={} an event line at byte {} is too long to mirror; skipped",
-                            self.roots[i].info.path, line.offset
-                        ),
-                    );
-                    continue;
-                }
-                let key = self.roots[i].place.event(&log_name, line.offset);
-                let text = line.text.clone();
-                let written = self.core.txn_with_events(|lease| {
-                    Txn::new()
-                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(
-                            key.clone(),
-                            text.clone(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        )])
-                });
-                if let Err(e) = written {
-                    // Read again from this poll's start after reconnecting:
-                    // create-if-absent makes the lines already written no-ops.
-                    if let Some((file, id)) = open_regular(&self.roots[i].root.events_file())
-                        .ok()
-                        .flatten()
-                    {
-                        let path = self.roots[i].root.events_file();
-                        self.roots[i].events =
-                            Some(Follower::starting_at(path, file, id, at.min(line.offset)));
-                    }
-                    return Err(e);
-                }
-                self.stats.event_writes += 1;
-            }
-            if !poll.more {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Carry out the force-release requests waiting under root `i`.
-    fn serve_requests(
-        &mut self,
-        i: usize,
-        log: &mut dyn FnMut(Level, &str),
-    ) -> Result<(), StoreError> {
-        let (kvs, _) = self.core.range_all(&self.roots[i].place.requests())?;
-        for kv in kvs {
-            let place = &self.roots[i].place;
-            let Some(answer_key) = place.answer_of(kv.key()) else {
-                continue;
-            };
-            let answer = match serde_json::from_slice::<FleetRequest>(kv.value()) {
-                Ok(req) => {
-                    let answer = answer_to(&self.roots[i].root, &req);
-                    log(
-                        Level::Info,
-                        &format!(
-                            "request root={} key={:?} operator={:?} outcome={}",
-                            self.roots[i].info.path,
-                            req.key,
-                            req.operator.as_deref().unwrap_or(""),
-                            answer["outcome"].as_str().unwrap_or("")
-                        ),
-                    );
-                    self.roots[i].dirty.insert(req.key);
-                    answer
-                }
-                Err(e) => json!({"outcome": "error", "error": format!("not a request: {e}")}),
-            };
-            self.stats.requests += 1;
-            let lease = self.lease.unwrap_or(0);
-            let rk = kv.key().to_vec();
-            let rev = kv.mod_revision();
-            let body = answer.to_string();
-            // Answered only while the request still stands: a requester
-            // that gave up has withdrawn it.
-            self.core.conn.call(|mut c| {
-                let txn = Txn::new()
-                    .when([Compare::mod_revision(rk.clone(), CompareOp::Equal, rev)])
-                    .and_then([
-                        TxnOp::delete(rk.clone(), None),
-                        TxnOp::put(
-                            answer_key.clone(),
-                            body.clone(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        ),
-                    ]);
-                async move { c.txn(txn).await }
-            })?;
-        }
-        Ok(())
-    }
-
     fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
         if let Some(k) = self.keeper.take() {
             k.abort();
@@ -801,50 +717,6 @@ fn fingerprint(item: &Value) -> String {
     json!([item.get("state"), item.get("record"), item.get("error")]).to_string()
 }
 
-/// The log file's identity, as it names event keys.
-fn log_id(dev: u64, ino: u64) -> String {
-    format!("{dev:x}-{ino:x}")
-}
-
-/// The byte after the mirrored line `kv`: where the next line starts.
-fn resume_at(place: &RootPlace, log: &str, kv: &KeyValue) -> Option<u64> {
-    let at = place.offset_of_event(kv.key(), log)?;
-    Some(at + kv.value().len() as u64 + 1)
-}
-
-/// Carry out one request through the file protocol: the answer is what
-/// `force-release --json` would print, plus its words (`"text"`).
-fn answer_to(root: &Root, req: &FleetRequest) -> Value {
-    match claims::force_release(root, &req.key, &req.force_opts()) {
-        Ok(outcome @ ForceOutcome::Archived { .. }) => {
-            let text = outcome.describe(&req.key);
-            let ForceOutcome::Archived {
-                archived_to,
-                previous,
-                previous_state,
-            } = outcome
-            else {
-                return Value::Null;
-            };
-            json!({
-                "outcome": "archived",
-                "archived_to": archived_to.to_string_lossy(),
-                "previous": previous,
-                "previous_state": previous_state.as_str(),
-                "text": text,
-            })
-        }
-        Ok(outcome @ ForceOutcome::Refused(_)) => {
-            let text = outcome.describe(&req.key);
-            let ForceOutcome::Refused(reason) = outcome else {
-                return Value::Null;
-            };
-            json!({"outcome": "refused", "reason": reason, "text": text})
-        }
-        Err(e) => json!({"outcome": "error", "error": e.to_string()}),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,33 +732,5 @@ mod tests {
         let mut c = a.clone();
         c["record"]["pid"] = json!(2);
         assert_ne!(fingerprint(&a), fingerprint(&c));
-    }
-
-    #[test]
-    fn a_request_is_carried_out_with_its_guard_and_answered_in_force_release_words() {
-        let dir = tempfile::tempdir().expect("root");
-        let root = Root::with_events_here(dir.path());
-        let req = |holder: &str| FleetRequest {
-            key: "k".into(),
-            expect_holder: Some(holder.into()),
-            expect_acquired_at: None,
-            operator: Some("ops".into()),
-            allow_live: true,
-            at_ms: 0,
-        };
-        let none = answer_to(&root, &req("w"));
-        assert_eq!(none["outcome"], "refused", "{none}");
-        let opts = crate::claims::AcquireOpts {
-            ttl_ms: Some(3_600_000),
-            ..Default::default()
-        };
-        claims::acquire(&root, "k", "w", &opts).expect("acquire");
-        let other = answer_to(&root, &req("someone-else"));
-        assert_eq!(other["outcome"], "refused", "{other}");
-        assert!(root.lockfile("k").exists());
-        let done = answer_to(&root, &req("w"));
-        assert_eq!(done["outcome"], "archived", "{done}");
-        assert_eq!(done["previous"]["holder"], "w");
-        assert!(!root.lockfile("k").exists());
     }
 }

@@ -1,0 +1,174 @@
+//! Force-release requests from elsewhere, carried out on this host's root.
+
+use super::{Level, Publisher};
+use crate::claims::{self, now_ms, ForceOutcome, Root};
+use crate::store::etcd::fleet::{FleetRequest, Taken};
+use crate::store::StoreError;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use serde_json::{json, Value};
+
+impl Publisher {
+    /// Carry out the force-release requests waiting under root `i`. Each is
+    /// taken first, in one transaction that finds it as the requester put
+    /// it: a requester that gave up has withdrawn it (a transaction that
+    /// succeeds only while it is untaken), so a withdrawn request is never
+    /// carried out and a taken one is always answered.
+    pub(super) fn serve_requests(
+        &mut self,
+        i: usize,
+        log: &mut dyn FnMut(Level, &str),
+    ) -> Result<(), StoreError> {
+        self.send_answers()?;
+        let (kvs, _) = self.core.range_all(&self.roots[i].place.requests())?;
+        for kv in kvs {
+            let place = &self.roots[i].place;
+            let Some(answer_key) = place.answer_of(kv.key()) else {
+                continue;
+            };
+            let rk = kv.key().to_vec();
+            let rev = kv.mod_revision();
+            let mut req = match serde_json::from_slice::<FleetRequest>(kv.value()) {
+                // Taken by an earlier run of this publisher, which stopped
+                // before answering: whether it acted is unknown, so it is
+                // not done twice; its requester says so.
+                Ok(req) if req.taken.is_some() => continue,
+                Ok(req) => req,
+                Err(e) => {
+                    let body = json!({"outcome": "error", "error": format!("not a request: {e}")});
+                    self.answers.push((rk, answer_key, body.to_string()));
+                    self.send_answers()?;
+                    continue;
+                }
+            };
+            req.taken = Some(Taken {
+                pid: std::process::id(),
+                at_ms: now_ms(),
+            });
+            let taken = serde_json::to_string(&req).unwrap_or_default();
+            let took = self.core.conn.call(|mut c| {
+                // The requester's lease stays on it: a requester that dies
+                // still leaves nothing behind.
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(rk.clone(), CompareOp::Equal, rev)])
+                    .and_then([TxnOp::put(
+                        rk.clone(),
+                        taken.clone(),
+                        Some(PutOptions::new().with_ignore_lease()),
+                    )]);
+                async move { c.txn(txn).await }
+            })?;
+            if !took.succeeded() {
+                continue;
+            }
+            let answer = answer_to(&self.roots[i].root, &req);
+            let outcome = answer["outcome"].as_str().unwrap_or("");
+            log(
+                Level::Info,
+                &format!(
+                    "request root={} key={:?} operator={:?} outcome={outcome}",
+                    self.roots[i].info.path,
+                    req.key,
+                    req.operator.as_deref().unwrap_or(""),
+                ),
+            );
+            // Only an archive changed a lockfile; any other key a request
+            // names (one too long to be a file, say) is no claim to publish.
+            if outcome == "archived" {
+                self.roots[i].dirty.insert(req.key);
+            }
+            self.stats.requests += 1;
+            self.answers.push((rk, answer_key, answer.to_string()));
+            self.send_answers()?;
+        }
+        Ok(())
+    }
+
+    /// Write the answers owed, each with its request's deletion. Kept until
+    /// written: etcd lost between acting and answering, the answer goes out
+    /// once it is back.
+    fn send_answers(&mut self) -> Result<(), StoreError> {
+        while let Some((rk, ak, body)) = self.answers.first().cloned() {
+            let lease = self.lease.unwrap_or(0);
+            self.core.conn.call(|mut c| {
+                let txn = Txn::new().and_then([
+                    TxnOp::delete(rk.clone(), None),
+                    TxnOp::put(
+                        ak.clone(),
+                        body.clone(),
+                        Some(PutOptions::new().with_lease(lease)),
+                    ),
+                ]);
+                async move { c.txn(txn).await }
+            })?;
+            self.answers.remove(0);
+        }
+        Ok(())
+    }
+}
+
+/// Carry out one request through the file protocol: the answer is what
+/// `force-release --json` would print, plus its words (`"text"`).
+fn answer_to(root: &Root, req: &FleetRequest) -> Value {
+    match claims::force_release(root, &req.key, &req.force_opts()) {
+        Ok(outcome @ ForceOutcome::Archived { .. }) => {
+            let text = outcome.describe(&req.key);
+            let ForceOutcome::Archived {
+                archived_to,
+                previous,
+                previous_state,
+            } = outcome
+            else {
+                return Value::Null;
+            };
+            json!({
+                "outcome": "archived",
+                "archived_to": archived_to.to_string_lossy(),
+                "previous": previous,
+                "previous_state": previous_state.as_str(),
+                "text": text,
+            })
+        }
+        Ok(outcome @ ForceOutcome::Refused(_)) => {
+            let text = outcome.describe(&req.key);
+            let ForceOutcome::Refused(reason) = outcome else {
+                return Value::Null;
+            };
+            json!({"outcome": "refused", "reason": reason, "text": text})
+        }
+        Err(e) => json!({"outcome": "error", "error": e.to_string()}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_carried_out_with_its_guard_and_answered_in_force_release_words() {
+        let dir = tempfile::tempdir().expect("root");
+        let root = Root::with_events_here(dir.path());
+        let req = |holder: &str| FleetRequest {
+            key: "k".into(),
+            expect_holder: Some(holder.into()),
+            expect_acquired_at: None,
+            operator: Some("ops".into()),
+            allow_live: true,
+            at_ms: 0,
+            taken: None,
+        };
+        let none = answer_to(&root, &req("w"));
+        assert_eq!(none["outcome"], "refused", "{none}");
+        let opts = crate::claims::AcquireOpts {
+            ttl_ms: Some(3_600_000),
+            ..Default::default()
+        };
+        claims::acquire(&root, "k", "w", &opts).expect("acquire");
+        let other = answer_to(&root, &req("someone-else"));
+        assert_eq!(other["outcome"], "refused", "{other}");
+        assert!(root.lockfile("k").exists());
+        let done = answer_to(&root, &req("w"));
+        assert_eq!(done["outcome"], "archived", "{done}");
+        assert_eq!(done["previous"]["holder"], "w");
+        assert!(!root.lockfile("k").exists());
+    }
+}
