@@ -210,7 +210,10 @@ pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
                 "published",
                 format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
             ),
-            ("root", format!("{} (id {})", safe(&o.root_path), o.root_id)),
+            (
+                "root",
+                format!("{} (id {})", safe(&o.root_path), safe(&o.root_id)),
+            ),
             (
                 "copy",
                 "read-only: F asks the host to force-release it in its root".into(),

@@ -186,13 +186,27 @@ type Labels = Vec<(String, String)>;
 fn place(s: &Snapshot) -> Labels {
     let mut l = Labels::new();
     if let Some(h) = &s.host {
-        l.push(("host".into(), h.hostname.clone()));
-        l.push(("host_id".into(), h.host_id.clone()));
+        l.extend(host_labels(h));
     }
     if let Some(r) = &s.root {
-        l.push(("root".into(), r.clone()));
+        l.push(("root".into(), label_value(r)));
     }
     l
+}
+
+/// `host` and `host_id`, as a publishing host wrote them.
+fn host_labels(h: &HostLabel) -> [(String, String); 2] {
+    [
+        ("host".into(), label_value(&h.hostname)),
+        ("host_id".into(), label_value(&h.host_id)),
+    ]
+}
+
+/// A label value from a host's own record. The exposition format escapes
+/// only `\`, `"` and newlines, and a scrape is read on terminals (`curl`):
+/// every other control is escaped here. Ordinary names are unchanged.
+fn label_value(v: &str) -> String {
+    crate::sanitize::guard(v).into_owned()
 }
 
 /// [`place`] plus one `(name, value)`.
@@ -288,10 +302,7 @@ impl Exporter {
     pub fn update_hosts(&self, hosts: &[HostUp]) {
         self.host_up.clear();
         for h in hosts {
-            let l = vec![
-                ("host".to_string(), h.host.hostname.clone()),
-                ("host_id".to_string(), h.host.host_id.clone()),
-            ];
+            let l = host_labels(&h.host).to_vec();
             self.host_up.get_or_create(&l).set(i64::from(h.online));
         }
     }

@@ -29,8 +29,28 @@ use ratatui::Frame;
 use std::borrow::Cow;
 use std::path::Path;
 
-/// Draw the whole screen.
+/// Draw the whole screen, then [`scrub`] it: whatever a view forgot to
+/// sanitize still never reaches the terminal.
 pub fn draw(frame: &mut Frame, app: &App) {
+    draw_screen(frame, app);
+    scrub(frame.buffer_mut());
+}
+
+/// The last guard before the terminal: a cell whose symbol holds an unsafe
+/// character (a bidi override that ratatui keeps, since it drops only
+/// controls) shows U+FFFD instead. Views still sanitize their text, which
+/// shows each character escaped; this only makes a missed one harmless.
+pub fn scrub(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        let symbol = cell.symbol();
+        let plain = symbol.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if !plain && symbol.chars().any(crate::sanitize::is_unsafe) {
+            cell.set_symbol("\u{fffd}");
+        }
+    }
+}
+
+fn draw_screen(frame: &mut Frame, app: &App) {
     let area = frame.area();
     let Some(areas) = layout::areas(area, app.focus) else {
         too_small(frame, app);
