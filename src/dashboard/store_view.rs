@@ -235,8 +235,8 @@ pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
         (
             "lease",
             format!(
-                "{:x} · ttl {} · {} left",
-                l.id,
+                "{} · ttl {} · {} left",
+                l.id_hex(),
                 human_ms(l.ttl_s * 1000),
                 human_ms(h.remaining_ms(app.shown_now()))
             ),
