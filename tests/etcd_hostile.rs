@@ -531,6 +531,16 @@ fn strip_csi(what: &str, raw: &[u8], banned: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// The detail pane's text (right of the last `│` on each line), its lines
+/// joined and spaces dropped, so a value wrapped across lines reads whole.
+fn detail_text(screen: &str) -> String {
+    screen
+        .lines()
+        .filter_map(|l| l.rsplit_once('│').map(|(_, r)| r))
+        .collect::<String>()
+        .replace(' ', "")
+}
+
 #[test]
 fn the_dashboard_over_a_hostile_store_never_sends_its_controls_to_the_terminal() {
     if let Err(why) = Tmux::available() {
@@ -540,7 +550,7 @@ fn the_dashboard_over_a_hostile_store_never_sends_its_controls_to_the_terminal()
     let Some(h) = Hostile::start("/hostile-tui") else {
         return;
     };
-    let tmux = Tmux::start(200, 50);
+    let tmux = Tmux::start(200, 100);
     tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
     let raw = h.home.path().join("pane.raw");
     tmux.run(&[
@@ -567,11 +577,19 @@ fn the_dashboard_over_a_hostile_store_never_sends_its_controls_to_the_terminal()
     };
     // Every row in the detail pane, each overlay, and the force-release
     // dialog of every row (a published one names its host).
+    let mut root_line_seen = false;
     for _ in 0..6 {
         press("F");
         press("Escape");
+        root_line_seen |= detail_text(&tmux.screen()).contains("(idra\\e]52;c;cHduZWQ=\\x07");
         press("j");
     }
+    // Dropping the controls would be safe too, but would make two ids
+    // that differ only in them look the same.
+    assert!(
+        root_line_seen,
+        "a published claim's detail shows its root id with the controls escaped"
+    );
     for overlay in ["h", "t", "?"] {
         press(overlay);
         press("Escape");

@@ -317,6 +317,20 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_is_scrubbed_of_whatever_unsafe_character_a_view_let_through() {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 1));
+        buf[(0, 0)].set_symbol("a\u{202e}");
+        buf[(1, 0)].set_symbol("\u{1b}");
+        buf[(2, 0)].set_symbol("é");
+        buf[(3, 0)].set_symbol("\\");
+        scrub(&mut buf);
+        let cells: Vec<&str> = buf.content.iter().map(|c| c.symbol()).collect();
+        assert_eq!(cells, ["\u{fffd}", "\u{fffd}", "é", "\\"]);
+    }
+
+    #[test]
     fn equal_buckets_mean_equal_text() {
         for (a, b) in [(61_000, 119_000), (3_600_000, 3_659_000), (5_000, 5_999)] {
             assert_eq!(time_bucket(a), time_bucket(b));
