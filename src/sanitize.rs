@@ -86,6 +86,17 @@ pub fn guard(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`guard`] with newlines kept: for a format that escapes them itself (a
+/// Prometheus label value), or text made of whole lines.
+pub fn guard_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| is_unsafe(c) && c != '\n') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    guard_into(&mut out, s, true);
+    Cow::Owned(out)
+}
+
 /// [`guard`] into `out`; `keep_newlines` for text made of whole lines.
 fn guard_into(out: &mut String, s: &str, keep_newlines: bool) {
     for c in s.chars() {

@@ -206,7 +206,7 @@ fn host_labels(h: &HostLabel) -> [(String, String); 2] {
 /// only `\`, `"` and newlines, and a scrape is read on terminals (`curl`):
 /// every other control is escaped here. Ordinary names are unchanged.
 fn label_value(v: &str) -> String {
-    crate::sanitize::guard(v).into_owned()
+    crate::sanitize::guard_lines(v).into_owned()
 }
 
 /// [`place`] plus one `(name, value)`.
@@ -507,6 +507,20 @@ mod tests {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
         assert!(!text.contains(r#"host="beta",host_id="m2",root"#), "{text}");
+    }
+
+    #[test]
+    fn controls_in_a_label_value_are_escaped_before_a_terminal_reads_the_scrape() {
+        let e = Exporter::new();
+        e.update(
+            &[snap("/c\u{1b}]0;PWNED\u{7}\u{202e}\n", 1)],
+            &[&EventCounts::default()],
+        );
+        let text = e.render().unwrap();
+        assert!(
+            text.contains(r#"root="/c\\e]0;PWNED\\x07\\u{202e}\n""#),
+            "{text}"
+        );
     }
 
     #[test]
