@@ -21,11 +21,12 @@ pub fn set_warning_sink(sink: Option<Sink>) {
 }
 
 /// Report a best-effort failure. The words may quote a store's or a
-/// lockfile's values: sanitized on the way out, whichever sink takes them.
+/// lockfile's values: sanitized on the way to stderr (the dashboard's
+/// status line, the other sink, escapes what it draws).
 pub fn warn(msg: &str) {
     match SINK.read() {
         Ok(slot) => match slot.as_ref() {
-            Some(sink) => sink(&sanitize(msg)),
+            Some(sink) => sink(msg),
             None => stderr_line(&format!("claimtop: {}", sanitize(msg))),
         },
         Err(_) => stderr_line(&format!("claimtop: {}", sanitize(msg))),

@@ -1515,16 +1515,9 @@ impl App {
         self.claims.live.store_keys = true;
     }
 
-    /// Put `text` on the status line. Its words often quote a store's or a
-    /// host's values; [`guard`](crate::sanitize::guard) escapes any control
-    /// a caller left in, and leaves already sanitized text as it is.
     pub fn say(&mut self, level: Level, text: impl Into<String>) {
-        let mut text: String = text.into();
-        if text.chars().any(crate::sanitize::is_unsafe) {
-            text = crate::sanitize::guard(&text).into_owned();
-        }
         self.status = Some(StatusMsg {
-            text,
+            text: text.into(),
             level,
             at: self.now,
         });
