@@ -73,7 +73,7 @@ pub fn sanitize_bytes(bytes: &[u8]) -> String {
 }
 
 /// Escape only the unsafe characters of `s`, backslashes left alone: the
-/// last guard at an output edge (the dashboard's status line, a log line).
+/// last guard at an output edge (every line on stderr).
 /// Text that went through [`sanitize`] holds no unsafe character, so it
 /// passes unchanged (no doubled backslashes); text some caller forgot to
 /// sanitize still cannot reach the terminal as a control.
