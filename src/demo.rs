@@ -81,10 +81,10 @@ impl Drop for Demo {
         if let Some(dir) = self.dir.take() {
             if self.keep {
                 let path = dir.keep();
-                eprintln!(
+                crate::diag::stderr_line(&format!(
                     "claimtop: demo sandbox kept at {}",
                     sanitize(&path.to_string_lossy())
-                );
+                ));
             }
             // Otherwise TempDir's own drop removes the sandbox here.
         }

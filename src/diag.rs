@@ -6,6 +6,7 @@
 //! so warnings go through one replaceable sink: stderr by default, the
 //! dashboard's status line while it runs.
 
+use crate::sanitize::{guard, sanitize};
 use std::sync::RwLock;
 
 type Sink = Box<dyn Fn(&str) + Send + Sync>;
@@ -19,13 +20,23 @@ pub fn set_warning_sink(sink: Option<Sink>) {
     }
 }
 
-/// Report a best-effort failure.
+/// Report a best-effort failure. The words may quote a store's or a
+/// lockfile's values: sanitized on the way to stderr (the dashboard's
+/// status line, the other sink, escapes what it draws).
 pub fn warn(msg: &str) {
     match SINK.read() {
-        Ok(guard) => match guard.as_ref() {
+        Ok(slot) => match slot.as_ref() {
             Some(sink) => sink(msg),
-            None => eprintln!("claimtop: {msg}"),
+            None => stderr_line(&format!("claimtop: {}", sanitize(msg))),
         },
-        Err(_) => eprintln!("claimtop: {msg}"),
+        Err(_) => stderr_line(&format!("claimtop: {}", sanitize(msg))),
     }
+}
+
+/// One line on stderr, the one door to it: any control left in `text` is
+/// escaped ([`guard`]), so an unsanitized value cannot drive the terminal.
+/// Never fails: there is nowhere left to report to.
+pub fn stderr_line(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{}", guard(text));
 }

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::io;
 
 /// Is `c` something that must never reach a terminal verbatim?
 ///
@@ -69,6 +70,145 @@ pub fn sanitize_bytes(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Escape only the unsafe characters of `s`, backslashes left alone: the
+/// last guard at an output edge (every line on stderr).
+/// Text that went through [`sanitize`] holds no unsafe character, so it
+/// passes unchanged (no doubled backslashes); text some caller forgot to
+/// sanitize still cannot reach the terminal as a control.
+pub fn guard(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    guard_into(&mut out, s, false);
+    Cow::Owned(out)
+}
+
+/// [`guard`] with newlines kept: for a format that escapes them itself (a
+/// Prometheus label value), or text made of whole lines.
+pub fn guard_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| is_unsafe(c) && c != '\n') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    guard_into(&mut out, s, true);
+    Cow::Owned(out)
+}
+
+/// [`guard`] into `out`; `keep_newlines` for text made of whole lines.
+fn guard_into(out: &mut String, s: &str, keep_newlines: bool) {
+    for c in s.chars() {
+        if is_unsafe(c) && !(keep_newlines && c == '\n') {
+            push_escaped(out, c);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// A writer that lets through only what a terminal shows as text: every
+/// unsafe character except the newlines that end lines is escaped as
+/// [`sanitize`] spells it, and bytes that are not UTF-8 as `\xNN` (a lone
+/// 0x9B is CSI to a terminal that is not in UTF-8 mode).
+///
+/// Every text-mode byte of stdout passes through one of these, so a field
+/// that reaches a line unsanitized is shown escaped, never obeyed. Callers
+/// still [`sanitize`] each untrusted field: only that keeps a literal `\e`
+/// distinguishable from a real ESC.
+pub struct TerminalText<W: io::Write> {
+    inner: W,
+    /// Off for a JSON document: its bytes are data for a program, and
+    /// serde already escapes the C0 controls inside its strings.
+    on: bool,
+    /// The first bytes of a character the last write cut in two.
+    partial: Vec<u8>,
+}
+
+impl<W: io::Write> TerminalText<W> {
+    pub fn new(inner: W, on: bool) -> TerminalText<W> {
+        TerminalText {
+            inner,
+            on,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The writer underneath, for bytes that are not text for a person
+    /// (a generated completion script keeps its tabs).
+    pub fn raw(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Swap the writer underneath, dropping any cut character.
+    pub fn replace(&mut self, inner: W) -> W {
+        self.partial.clear();
+        std::mem::replace(&mut self.inner, inner)
+    }
+
+    fn write_guarded(&mut self, buf: &[u8]) -> io::Result<()> {
+        // Printable ASCII and newlines, the common case, go out as they
+        // stand: checked with no early exit, so it vectorises.
+        let plain = buf.iter().fold(true, |ok, &b| {
+            ok & ((0x20..0x7f).contains(&b) | (b == b'\n'))
+        });
+        if plain && self.partial.is_empty() {
+            return self.inner.write_all(buf);
+        }
+        let mut bytes = std::mem::take(&mut self.partial);
+        bytes.extend_from_slice(buf);
+        let mut out = String::with_capacity(bytes.len() + 8);
+        let mut rest = &bytes[..];
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    guard_into(&mut out, s, true);
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    if let Ok(s) = std::str::from_utf8(good) {
+                        guard_into(&mut out, s, true);
+                    }
+                    match e.error_len() {
+                        // Cut at the end: the next write may complete it.
+                        None => {
+                            self.partial = bad.to_vec();
+                            break;
+                        }
+                        Some(n) => {
+                            for b in &bad[..n] {
+                                let _ = write!(out, "\\x{b:02x}");
+                            }
+                            rest = &bad[n..];
+                        }
+                    }
+                }
+            }
+        }
+        self.inner.write_all(out.as_bytes())
+    }
+}
+
+impl<W: io::Write> io::Write for TerminalText<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.on {
+            self.write_guarded(buf)?;
+        } else {
+            self.inner.write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // A character still cut in two when the writer is flushed will not
+        // be completed: its bytes are shown, not held back.
+        for b in std::mem::take(&mut self.partial) {
+            write!(self.inner, "\\x{b:02x}")?;
+        }
+        self.inner.flush()
+    }
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -142,6 +282,55 @@ mod tests {
         assert_eq!(real, "job\\e[2J");
         assert_ne!(literal, real);
         assert_eq!(sanitize_bytes(b"a\\b\xff"), "a\\\\b\\xff");
+    }
+
+    #[test]
+    fn guard_leaves_sanitized_text_as_it_is_and_escapes_what_slipped_through() {
+        let hostile = "r1\u{1b}]52;c;eA==\u{7}\u{1b}]0;PWNED\u{7}\u{9b}2J\u{202e}\\e\n";
+        let once = sanitize(hostile);
+        assert_eq!(guard(&once), once, "no doubled backslashes");
+        let guarded = guard(hostile);
+        assert!(!guarded.chars().any(is_unsafe), "{guarded:?}");
+        assert_eq!(
+            guarded,
+            "r1\\e]52;c;eA==\\x07\\e]0;PWNED\\x07\\x9b2J\\u{202e}\\e\\n"
+        );
+    }
+
+    fn through_terminal_text(writes: &[&[u8]]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut w = TerminalText::new(Vec::new(), true);
+        for bytes in writes {
+            w.write_all(bytes).unwrap();
+        }
+        w.flush().unwrap();
+        w.inner
+    }
+
+    #[test]
+    fn terminal_text_keeps_line_ends_and_escapes_every_other_control() {
+        let out = through_terminal_text(&["ok \\ line\n".as_bytes(), b"a\x1b[2J\tb\x07\x7f\n"]);
+        assert_eq!(out, b"ok \\ line\na\\e[2J\\tb\\x07\\x7f\n");
+    }
+
+    #[test]
+    fn terminal_text_escapes_c1_and_bidi_even_when_a_write_cuts_them_in_two() {
+        let c1 = "\u{9b}".as_bytes();
+        let rlo = "\u{202e}".as_bytes();
+        let out = through_terminal_text(&[&c1[..1], &c1[1..], b"x", &rlo[..2], &rlo[2..]]);
+        assert_eq!(String::from_utf8(out).unwrap(), "\\x9bx\\u{202e}");
+        assert_eq!(
+            through_terminal_text(&[b"a\xff\x9bz", &rlo[..1]]),
+            b"a\\xff\\x9bz\\xe2"
+        );
+    }
+
+    #[test]
+    fn terminal_text_switched_off_passes_bytes_unchanged() {
+        use std::io::Write as _;
+        let mut w = TerminalText::new(Vec::new(), false);
+        w.write_all(b"{\"k\":\"\xe2\x80\xae\"}\n").unwrap();
+        assert_eq!(w.inner, b"{\"k\":\"\xe2\x80\xae\"}\n");
     }
 
     #[test]

@@ -118,3 +118,43 @@ fn the_faces_reach_the_protocol_only_through_claims_mod() {
         }
     }
 }
+
+/// The only files that may write to the terminal, and what each is: every
+/// other file reaches it through them, so no store or lockfile value can
+/// reach stdout or stderr past the escaping they do.
+const TERMINAL_DOORS: &[&str] = &[
+    // stdout: text mode through the TerminalText guard.
+    "src/cli/output.rs",
+    // stderr: every line through sanitize::guard.
+    "src/diag.rs",
+    // The dashboard's screen: ratatui's frames, scrubbed by view::draw,
+    // and the OSC 52 copy, whose text goes base64-encoded.
+    "src/dashboard/terminal.rs",
+];
+
+#[test]
+fn terminal_output_leaves_only_through_the_guarded_doors() {
+    let raw = [
+        "println!",
+        "print!(",
+        "eprint!(",
+        "eprintln!",
+        "stdout()",
+        "stderr()",
+        "libc::write(",
+        "dbg!(",
+    ];
+    for (path, text) in tree() {
+        if TERMINAL_DOORS.contains(&path.as_str()) || path == "src/seams.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !raw.iter().any(|r| code.contains(r)),
+                "{path}:{}: writes to the terminal past the guards: {line}",
+                n + 1
+            );
+        }
+    }
+}

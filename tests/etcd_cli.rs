@@ -76,6 +76,14 @@ fn check_record(what: &str, file: &Value, etcd: &Value) {
     for n in ["id", "ttl_s", "remaining_s"] {
         assert!(lease[n].as_i64().is_some(), "{what}: lease.{n} in {lease}");
     }
+    // The id as etcdctl prints it, for readers that parse numbers as
+    // doubles: ids run past 2^53.
+    let id = lease["id"].as_i64().unwrap_or_default();
+    assert_eq!(
+        lease["id_hex"],
+        Value::from(format!("{id:016x}")),
+        "{what}: lease.id_hex in {lease}"
+    );
     assert_eq!(
         lease["ttl_s"], 120,
         "{what}: the lease's TTL is the claim's"
@@ -196,6 +204,45 @@ fn every_cli_json_shape_over_etcd_keeps_the_file_fields_and_adds_only_the_contra
     let d = json_of(&e);
     assert!(d["hazards"].is_array(), "{d}");
     assert_eq!(d["store"], Value::from(url.clone()), "{d}");
+}
+
+/// The lease id a script reads from JSON, and the one text shows, are the
+/// id etcdctl lists: `id_hex` is exactly its spelling, and text shows no
+/// decimal form a reader could take for another id.
+#[test]
+fn a_claims_lease_id_reads_in_json_and_text_exactly_as_etcdctl_lists_it() {
+    let Some(etcd) = Etcd::single() else { return };
+    let Ok(probe) = Command::new("etcdctl").arg("version").output() else {
+        common::cannot_run("etcdctl is not installed");
+        return;
+    };
+    assert!(probe.status.success(), "etcdctl version");
+    let url = etcd.url("/leasehex");
+    let home = tempfile::TempDir::new().expect("home");
+    let o = run(
+        over(home.path(), &url),
+        &["--json", "acquire", "k", "--holder", "h", "--ttl", "2m"],
+    );
+    assert_eq!(code(&o), 0, "{o:?}");
+    let lease = json_of(&o)["record"]["lease"].clone();
+    let id = lease["id"].as_i64().expect("lease.id");
+    let hex = lease["id_hex"].as_str().expect("lease.id_hex").to_string();
+    let listed = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={}", etcd.endpoints().join(",")))
+        .args(["lease", "list"])
+        .output()
+        .expect("etcdctl lease list");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.lines().any(|l| l.trim() == hex),
+        "etcdctl lists {hex}: {listed}"
+    );
+
+    let status = run(over(home.path(), &url), &["status", "k"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains(&format!("lease={hex}")), "{text}");
+    assert!(!text.contains(&id.to_string()), "no decimal id: {text}");
 }
 
 #[test]

@@ -130,8 +130,11 @@ fn fenced_record_json(record: &claims::ClaimRecord, tenure: Option<&Tenure>) -> 
 /// The text line for a tenure: the fencing revision and the lease.
 fn tenure_text(t: &Tenure) -> String {
     format!(
-        "revision={} lease={:x} ttl={}s remaining={}s",
-        t.revision, t.lease.id, t.lease.ttl_s, t.lease.remaining_s
+        "revision={} lease={} ttl={}s remaining={}s",
+        t.revision,
+        t.lease.id_hex(),
+        t.lease.ttl_s,
+        t.lease.remaining_s
     )
 }
 

@@ -327,6 +327,12 @@ fn event_text(ev: &Map<String, Value>) -> String {
     for (k, v) in shown.chain(extra) {
         let v = match v {
             Value::String(t) => t.clone(),
+            // A lease id in the form etcdctl prints and takes, as every
+            // text output shows it.
+            Value::Number(n) if k == "lease" => match n.as_i64() {
+                Some(id) => crate::store::lease_hex(id),
+                None => n.to_string(),
+            },
             other => other.to_string(),
         };
         s.push_str(&format!(" {}={}", sanitize(k), sanitize(&v)));
@@ -685,6 +691,17 @@ mod tests {
             t,
             "2026-01-01T00:00:00Z claim_force_released key=k holder=h\\e[2J pid=null \
              operator=me@box previous_state=corrupted"
+        );
+    }
+
+    #[test]
+    fn an_expired_claims_lease_is_shown_in_hex_as_etcdctl_prints_it() {
+        let ev = object(
+            r#"{"ts":"t","type":"claim_expired","data":{"key":"k","holder":"h","pid":7,"lease":8327897000573213961}}"#,
+        );
+        assert_eq!(
+            event_text(&ev),
+            "t claim_expired key=k holder=h pid=7 lease=7392a232ed351d09"
         );
     }
 

@@ -99,7 +99,7 @@ pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdR
             state,
             h.roots
                 .iter()
-                .map(|r| format!("{}={}", r.id, sanitize(&r.path)))
+                .map(|r| format!("{}={}", sanitize(&r.id), sanitize(&r.path)))
                 .collect::<Vec<_>>()
                 .join(" ")
         ))?;

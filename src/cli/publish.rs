@@ -128,12 +128,12 @@ mod with_etcd {
     /// One log line on stderr: `ts=… level=… ` then the message's own
     /// `name=value` words, plain so that journald and grep both read it.
     fn log_line(level: Level, text: &str) {
-        eprintln!(
+        crate::diag::stderr_line(&format!(
             "ts={} level={} {}",
             crate::time::utc_hms(claims::now_ms()),
             level.as_str(),
             sanitize(text)
-        );
+        ));
     }
 
     /// `force-release KEY --host H [--root-id ID]` over etcd: the publisher

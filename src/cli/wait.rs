@@ -131,7 +131,10 @@ pub fn say_mutex_wait() -> WaitHook {
             "" => "an unstamped holder".into(),
             o => crate::sanitize::sanitize(o).into_owned(),
         };
-        eprintln!("waiting for {owner} (held {}s)", w.holder.held.as_secs());
+        crate::diag::stderr_line(&format!(
+            "waiting for {owner} (held {}s)",
+            w.holder.held.as_secs()
+        ));
     })
 }
 

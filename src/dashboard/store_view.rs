@@ -210,7 +210,10 @@ pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
                 "published",
                 format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
             ),
-            ("root", format!("{} (id {})", safe(&o.root_path), o.root_id)),
+            (
+                "root",
+                format!("{} (id {})", safe(&o.root_path), safe(&o.root_id)),
+            ),
             (
                 "copy",
                 "read-only: F asks the host to force-release it in its root".into(),
@@ -232,8 +235,8 @@ pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
         (
             "lease",
             format!(
-                "{:x} · ttl {} · {} left",
-                l.id,
+                "{} · ttl {} · {} left",
+                l.id_hex(),
                 human_ms(l.ttl_s * 1000),
                 human_ms(h.remaining_ms(app.shown_now()))
             ),

@@ -188,13 +188,27 @@ type Labels = Vec<(String, String)>;
 fn place(s: &Snapshot) -> Labels {
     let mut l = Labels::new();
     if let Some(h) = &s.host {
-        l.push(("host".into(), h.hostname.clone()));
-        l.push(("host_id".into(), h.host_id.clone()));
+        l.extend(host_labels(h));
     }
     if let Some(r) = &s.root {
-        l.push(("root".into(), r.clone()));
+        l.push(("root".into(), label_value(r)));
     }
     l
+}
+
+/// `host` and `host_id`, as a publishing host wrote them.
+fn host_labels(h: &HostLabel) -> [(String, String); 2] {
+    [
+        ("host".into(), label_value(&h.hostname)),
+        ("host_id".into(), label_value(&h.host_id)),
+    ]
+}
+
+/// A label value from a host's own record. The exposition format escapes
+/// only `\`, `"` and newlines, and a scrape is read on terminals (`curl`):
+/// every other control is escaped here. Ordinary names are unchanged.
+fn label_value(v: &str) -> String {
+    crate::sanitize::guard_lines(v).into_owned()
 }
 
 /// [`place`] plus one `(name, value)`.
@@ -301,10 +315,7 @@ impl Exporter {
     pub fn update_hosts(&self, hosts: &[HostUp]) {
         self.host_up.clear();
         for h in hosts {
-            let l = vec![
-                ("host".to_string(), h.host.hostname.clone()),
-                ("host_id".to_string(), h.host.host_id.clone()),
-            ];
+            let l = host_labels(&h.host).to_vec();
             self.host_up.get_or_create(&l).set(i64::from(h.online));
         }
         self.root_known.clear();
@@ -530,6 +541,20 @@ mod tests {
         }
         assert!(!text.contains(r#"claimtop_claims{host="beta""#), "{text}");
         assert!(!text.contains(r#"root="/srv/b",state"#), "{text}");
+    }
+
+    #[test]
+    fn controls_in_a_label_value_are_escaped_before_a_terminal_reads_the_scrape() {
+        let e = Exporter::new();
+        e.update(
+            &[snap("/c\u{1b}]0;PWNED\u{7}\u{202e}\n", 1)],
+            &[&EventCounts::default()],
+        );
+        let text = e.render().unwrap();
+        assert!(
+            text.contains(r#"root="/c\\e]0;PWNED\\x07\\u{202e}\n""#),
+            "{text}"
+        );
     }
 
     #[test]

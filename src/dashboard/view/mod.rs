@@ -29,8 +29,28 @@ use ratatui::Frame;
 use std::borrow::Cow;
 use std::path::Path;
 
-/// Draw the whole screen.
+/// Draw the whole screen, then [`scrub`] it: whatever a view forgot to
+/// sanitize still never reaches the terminal.
 pub fn draw(frame: &mut Frame, app: &App) {
+    draw_screen(frame, app);
+    scrub(frame.buffer_mut());
+}
+
+/// The last guard before the terminal: a cell whose symbol holds an unsafe
+/// character (a bidi override that ratatui keeps, since it drops only
+/// controls) shows U+FFFD instead. Views still sanitize their text, which
+/// shows each character escaped; this only makes a missed one harmless.
+pub fn scrub(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        let symbol = cell.symbol();
+        let plain = symbol.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if !plain && symbol.chars().any(crate::sanitize::is_unsafe) {
+            cell.set_symbol("\u{fffd}");
+        }
+    }
+}
+
+fn draw_screen(frame: &mut Frame, app: &App) {
     let area = frame.area();
     let Some(areas) = layout::areas(area, app.look()) else {
         too_small(frame, app);
@@ -301,6 +321,20 @@ mod tests {
         assert_eq!(coarse(45_000), "45s");
         assert_eq!(coarse(2 * 3_600_000 + 5 * 60_000), "2h05m");
         assert_eq!(coarse(50 * 3_600_000), "2d2h");
+    }
+
+    #[test]
+    fn a_frame_is_scrubbed_of_whatever_unsafe_character_a_view_let_through() {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 1));
+        buf[(0, 0)].set_symbol("a\u{202e}");
+        buf[(1, 0)].set_symbol("\u{1b}");
+        buf[(2, 0)].set_symbol("é");
+        buf[(3, 0)].set_symbol("\\");
+        scrub(&mut buf);
+        let cells: Vec<&str> = buf.content.iter().map(|c| c.symbol()).collect();
+        assert_eq!(cells, ["\u{fffd}", "\u{fffd}", "é", "\\"]);
     }
 
     #[test]

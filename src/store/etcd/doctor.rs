@@ -84,7 +84,7 @@ impl Core {
                 };
                 if ttl.ttl() > 0 && ttl.keys().is_empty() {
                     out.push(at(
-                        format!("lease {id:x}"),
+                        format!("lease {}", crate::store::lease_hex(id)),
                         LEASE_WITHOUT_KEYS,
                         format!("a lease with no keys ({} s left): leaked by a writer that died between grant and use", ttl.ttl()),
                     ));
