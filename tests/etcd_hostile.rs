@@ -73,7 +73,7 @@ struct Planted {
     published_key: String,
     /// A second online host with the same (hostile) hostname.
     hostname: String,
-    /// A host that is offline (no alive key).
+    /// A host that is offline (no owner keys).
     ghost: String,
     /// A claim of the store's own, with a hostile holder, host and reason.
     native_key: String,
@@ -155,10 +155,21 @@ fn plant(etcd: &Etcd, layout: &Layout) -> Planted {
     ]);
     let mut puts: Vec<(String, String, Option<PutOptions>)> = vec![
         (layout.host_record(&evil), host_record(&evil, roots), None),
+        // A host is online while a publisher owns one of its roots: the
+        // owner keys carry text of their own (the path, why a root is
+        // unreadable).
         (
-            layout.host_alive(&evil),
-            json!({"lease": lease, "pid": 4242, "since_ms": now, "note": hostile("alive")})
-                .to_string(),
+            layout.root_owner(&evil, &root_a),
+            json!({"lease": lease, "pid": 4242, "since_ms": now, "path": hostile("/srv/a"),
+                   "unreadable": null})
+            .to_string(),
+            on_lease(),
+        ),
+        (
+            layout.root_owner(&evil, &root_b),
+            json!({"lease": lease, "pid": 4242, "since_ms": now, "path": hostile("/srv/b"),
+                   "unreadable": hostile("permission denied")})
+            .to_string(),
             on_lease(),
         ),
     ];
@@ -172,11 +183,11 @@ fn plant(etcd: &Etcd, layout: &Layout) -> Planted {
         None,
     ));
     puts.push((
-        layout.host_alive(&twin),
-        json!({"lease": lease, "pid": 1, "since_ms": now}).to_string(),
+        layout.root_owner(&twin, &twin_root),
+        json!({"lease": lease, "pid": 1, "since_ms": now, "path": hostile("/srv/t")}).to_string(),
         on_lease(),
     ));
-    // An offline host: its record, no alive key.
+    // An offline host: its record, no owner keys.
     let ghost = hostile("ghost-id");
     puts.push((
         layout.host_record(&ghost),
@@ -468,6 +479,10 @@ fn every_text_command_over_a_hostile_store_shows_its_controls_escaped_never_raw(
 
 /// An HTTP/1.1 body without its chunked framing (sizes and CRLFs).
 fn dechunk(body: &str) -> String {
+    // A body with no CRLF at all was sent whole (Content-Length), not in chunks.
+    if !body.contains("\r\n") {
+        return body.to_string();
+    }
     let mut out = String::new();
     let mut rest = body;
     while let Some((size, tail)) = rest.split_once("\r\n") {
@@ -483,11 +498,12 @@ fn dechunk(body: &str) -> String {
     out
 }
 
-/// The lease the planted alive keys and claims ride on.
+/// The lease the planted owner keys and claims ride on.
 fn lease_of(h: &Hostile) -> i64 {
     let (rt, mut c) = h.etcd.client();
-    let resp = block(&rt, c.get(h.layout.host_alive(&h.planted.evil), None)).expect("get");
-    resp.kvs().first().expect("alive key").lease()
+    let owner = h.layout.root_owner(&h.planted.evil, &h.planted.root_a);
+    let resp = block(&rt, c.get(owner, None)).expect("get");
+    resp.kvs().first().expect("owner key").lease()
 }
 
 /// Every escape sequence in what the dashboard wrote to its terminal (as

@@ -321,11 +321,8 @@ impl Exporter {
         self.root_known.clear();
         for h in hosts {
             for (root, known) in &h.roots {
-                let l = vec![
-                    ("host".to_string(), h.host.hostname.clone()),
-                    ("host_id".to_string(), h.host.host_id.clone()),
-                    ("root".to_string(), root.clone()),
-                ];
+                let mut l = host_labels(&h.host).to_vec();
+                l.push(("root".to_string(), label_value(root)));
                 self.root_known.get_or_create(&l).set(i64::from(*known));
             }
         }
