@@ -13,6 +13,23 @@ use super::verbs::{
 use crate::time::{human_ms, utc_hms};
 use std::fmt;
 
+/// `1 claim`, `2 claims`, `0 entries`: a count with its noun agreeing, so
+/// no face says "1 claims".
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {}", noun_for(n, noun))
+}
+
+/// The noun alone, singular for one and plural otherwise.
+pub fn noun_for(n: usize, noun: &str) -> String {
+    if n == 1 {
+        return noun.to_string();
+    }
+    match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{noun}s"),
+    }
+}
+
 impl AcquireKind {
     /// `acquired K`, with how when it was not fresh.
     pub fn describe(&self, key: &str) -> String {
@@ -169,5 +186,15 @@ mod tests {
             forced.describe("k"),
             "force-released k (was stale, holder me); archived to /r/.expired/k.1.lock"
         );
+    }
+
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(count(1, "claim"), "1 claim");
+        assert_eq!(count(0, "claim"), "0 claims");
+        assert_eq!(count(2, "host"), "2 hosts");
+        assert_eq!(count(1, "entry"), "1 entry");
+        assert_eq!(count(3, "entry"), "3 entries");
+        assert_eq!(count(2, "key"), "2 keys");
     }
 }

@@ -4,6 +4,7 @@
 
 use super::list::{columns, hazard_lines, summary};
 use super::output::{CmdResult, Out, EXIT_OK};
+use crate::claims::words::count;
 use crate::claims::Counts;
 use crate::sanitize::sanitize;
 use crate::store::fleet::{
@@ -65,12 +66,15 @@ pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdR
         add(listing.sweep.counts, published),
         &hazards,
     )?;
-    out.line(&format!("{} hosts:", fleet.hosts.len()))?;
+    out.line(&format!("{}:", count(fleet.hosts.len(), "host")))?;
     for h in &fleet.hosts {
         let state = if h.online {
             let mut state = format!(
-                "online, {} claims",
-                h.counts.live + h.counts.suspect + h.counts.stale + h.counts.corrupted
+                "online, {}",
+                count(
+                    h.counts.live + h.counts.suspect + h.counts.stale + h.counts.corrupted,
+                    "claim"
+                )
             );
             for r in h.unknown_roots() {
                 let why = r

@@ -3,6 +3,7 @@
 use super::output::{
     decimal, hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
+use crate::claims::words::count;
 use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
 use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
@@ -142,10 +143,19 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
 
 /// The counts line, then the hazards (each with its root when it has one).
 pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) -> io::Result<()> {
-    out.line(&format!(
-        "{} claims: {} live, {} suspect, {} stale, {} corrupted",
-        n, c.live, c.suspect, c.stale, c.corrupted
-    ))?;
+    let mut line = format!(
+        "{}: {} live, {} suspect, {} stale, {} corrupted",
+        count(n, "claim"),
+        c.live,
+        c.suspect,
+        c.stale,
+        c.corrupted
+    );
+    // Held as far as anyone can tell, so never left out of the sum.
+    if c.unreadable > 0 {
+        line.push_str(&format!(", {} unreadable", c.unreadable));
+    }
+    out.line(&line)?;
     if !hazards.is_empty() {
         hazards_text(out, hazards)?;
     }
@@ -154,7 +164,7 @@ pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) ->
 
 /// "N hazards:", then each hazard's line, indented.
 fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
-    out.line(&format!("{} hazards:", lines.len()))?;
+    out.line(&format!("{}:", count(lines.len(), "hazard")))?;
     let w = out.writer();
     for line in lines {
         w.write_all(b"  ")?;
@@ -336,7 +346,7 @@ pub fn doctor(roots: &Roots, fix: bool, out: &mut Out) -> CmdResult {
             };
             out.line(&format!("no hazards under {place}"))?;
         } else {
-            out.line(&format!("{} hazards:", hazards.len()))?;
+            out.line(&format!("{}:", count(hazards.len(), "hazard")))?;
             for (root, h) in &hazards {
                 out.line(&format!("  {}{}", hazard_text(h), root_suffix(*root)))?;
             }

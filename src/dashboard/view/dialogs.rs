@@ -4,6 +4,7 @@
 
 use super::layout::{centered, wrapped_height};
 use super::{safe, state_label, Theme};
+use crate::claims::words::count;
 use crate::claims::{parse_ttl_ms, ClaimState};
 use crate::dashboard::app::{
     AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, QuitConfirm, RenewForm,
@@ -231,8 +232,8 @@ const QUIT_LISTED: usize = 5;
 fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     let n = q.keys.len();
     let mut out = vec![Line::raw(format!(
-        "You hold {n} claim{} taken from this dashboard:",
-        if n == 1 { "" } else { "s" }
+        "You hold {} taken from this dashboard:",
+        count(n, "claim")
     ))];
     for (i, k) in q.keys.iter().enumerate().take(QUIT_LISTED) {
         // With several roots one key may be held in two: say where.
@@ -249,8 +250,13 @@ fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
         ));
     }
     out.push(Line::styled(
-        "Once it exits they name a dead pid: Suspect until their TTL runs out, \
-         Stale at once when PID-bound.",
+        if n == 1 {
+            "Once the dashboard exits, the claim names a dead pid: Suspect until its TTL \
+             runs out, Stale at once when PID-bound."
+        } else {
+            "Once the dashboard exits, they name a dead pid: Suspect until their TTL runs \
+             out, Stale at once when PID-bound."
+        },
         theme.dim(),
     ));
     out.push(Line::styled(

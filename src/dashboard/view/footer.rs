@@ -1,6 +1,7 @@
 //! The two bottom lines: the status message, and the keys that work here.
 
 use super::{safe, state_label, Theme};
+use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::dashboard::app::{App, Level, Overlay};
 use crate::dashboard::keys;
@@ -16,7 +17,11 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         match &app.table.filter.problem {
             Some(p) => spans.push(Span::styled(format!("  ✖ {}", safe(p)), theme.error())),
             None => spans.push(Span::styled(
-                format!("  {} of {} claims", app.table.rows.len(), app.shown().len()),
+                format!(
+                    "  {} of {}",
+                    app.table.rows.len(),
+                    count(app.shown().len(), "claim")
+                ),
                 theme.dim(),
             )),
         }

@@ -2,6 +2,7 @@
 
 use super::layout::{centered, wrapped_height};
 use super::{safe, safe_path, state_label, Theme};
+use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::dashboard::app::{App, Overlay};
 use crate::dashboard::keys::{Pane, Scope, KEYMAP};
@@ -210,8 +211,8 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
         .collect();
     lines.push(Line::styled(
         format!(
-            " history ({} events of this key in the tail)",
-            history.len()
+            " history ({} of this key in the tail)",
+            count(history.len(), "event")
         ),
         theme.label(),
     ));

@@ -2,6 +2,7 @@
 //! header's store line and the table's columns with the lease countdown.
 
 use super::{clock, safe, Theme};
+use crate::claims::words::count;
 use crate::dashboard::app::{App, Column};
 use crate::dashboard::store_view::{Link, StoreView};
 use crate::store::fleet::RootState;
@@ -148,8 +149,9 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
     let mut spans = vec![
         Span::styled(label, theme.label()),
         Span::raw(format!(
-            "{} online ({claims} claims)",
-            fleet.hosts.len() - down
+            "{} online ({})",
+            fleet.hosts.len() - down,
+            count(claims, "claim")
         )),
     ];
     if down > 0 {
