@@ -631,3 +631,38 @@ fn killing_run_with_sigkill_stops_the_commands_whole_process_group() {
     // for a loaded machine, far below the 15 s an orphan would write for.
     assert!(after < 5_000, "the grandchild wrote {after} ms after run was killed");
 }
+
+/// The command leads a process group of its own; in a terminal that group
+/// must still be the foreground, or a command reading the terminal stops on
+/// SIGTTIN and ^C reaches only `run`.
+#[test]
+fn run_in_a_terminal_leaves_the_command_the_terminal_to_read_and_its_ctrl_c() {
+    use crate::common::tmux::Tmux;
+    if let Err(why) = Tmux::available() {
+        crate::common::cannot_run(&why);
+        return;
+    }
+    let s = Sandbox::new();
+    let tmux = Tmux::start(120, 20);
+    let run = |cmd: &str| {
+        format!(
+            "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT {bin} --root {root} run k --holder h -- {cmd}; echo status-$?",
+            bin = crate::common::BIN,
+            root = s.root().display()
+        )
+    };
+    tmux.type_line(&run("sh -c 'read x; echo got-$x'"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.type_line("hello");
+    tmux.wait_for("the command's answer", Duration::from_secs(10), |sc| {
+        sc.contains("got-hello") && sc.contains("status-0")
+    });
+    // The terminal is the shell's again: it reads the next line.
+    tmux.type_line(&run("sleep 30"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("^C to end the command", Duration::from_secs(10), |sc| {
+        sc.contains(&format!("status-{}", 128 + libc::SIGINT))
+    });
+    assert_eq!(s.status("k")["state"], "free");
+}

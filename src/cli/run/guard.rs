@@ -8,8 +8,10 @@
 //! read end of a pipe whose only write end is `run`'s, so `run`'s death in
 //! any form is an end-of-file here, with no polling and no pid that could be
 //! reused. `run` keeps it told of the instant by which CMD must be dead (the
-//! lease's deadline, or a stop already under way), so a guard that takes
-//! over mid-way still ends the group before a lease can run out.
+//! lease's deadline, or a stop already under way): the guard sends SIGKILL
+//! at that instant whether or not `run` still lives, so neither a `run`
+//! blocked in a store call nor one killed mid-way can let CMD outlive the
+//! lease.
 //!
 //! After the fork the guard calls only async-signal-safe functions (the
 //! parent may run a store client's threads), and holds no descriptor but
@@ -45,7 +47,7 @@ impl Guard {
         let (rx, tx) = cloexec_pipe()?;
         let rx_fd = rx.as_raw_fd();
         // SAFETY: the child branch calls only async-signal-safe functions
-        // (setpgid, open, dup2, close, syscall(close_range), read,
+        // (setpgid, open, dup2, close, syscall(close_range), poll, read,
         // clock_gettime, kill, nanosleep, _exit) and never returns.
         match unsafe { libc::fork() } {
             -1 => Err(std::io::Error::last_os_error()),
@@ -122,7 +124,27 @@ unsafe fn guard_main(rx: i32, pgid: libc::pid_t) -> ! {
     let rx = keep_only(rx);
     let mut kill_by = i64::MAX;
     let mut msg = [0u8; MSG];
-    while read_full(rx, &mut msg) {
+    loop {
+        // The deadline is kept here too, not only by `run`: a `run` whose
+        // loop is blocked in a store call past it must not delay SIGKILL.
+        if monotonic_ms() >= kill_by {
+            libc::kill(-pgid, libc::SIGKILL);
+            kill_by = i64::MAX;
+        }
+        let wait = (kill_by - monotonic_ms()).clamp(0, i32::MAX as i64) as i32;
+        let mut fds = libc::pollfd {
+            fd: rx,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        match libc::poll(&mut fds, 1, if kill_by == i64::MAX { -1 } else { wait }) {
+            0 => continue,
+            -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
+            _ => {}
+        }
+        if !read_full(rx, &mut msg) {
+            break;
+        }
         match msg[0] {
             DISARM => libc::_exit(0),
             KILL_BY => {
