@@ -930,15 +930,29 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         let (log, ready) = (dir.join(format!("a{i}")), dir.join(format!("ready{i}")));
         let key = format!("k{i}");
         let script = grandchild_writer(&log, &ready);
-        let args = ["run", key.as_str(), "--holder", "w0", "--ttl", "60", "--", "sh", "-c", script.as_str()];
+        let args = [
+            "run",
+            key.as_str(),
+            "--holder",
+            "w0",
+            "--ttl",
+            "60",
+            "--",
+            "sh",
+            "-c",
+            script.as_str(),
+        ];
         let child = spawn(&url, &args, &dir.join(format!("a{i}.err")));
         first.push((child, log, ready));
     }
     let mut grandchildren = Vec::new();
     for (_, log, ready) in &first {
         let give_up = Instant::now() + Duration::from_secs(20);
-        while !(ready.exists() && !stamps(log).is_empty()) {
-            assert!(Instant::now() < give_up, "a first holder's command never wrote");
+        while !ready.exists() || stamps(log).is_empty() {
+            assert!(
+                Instant::now() < give_up,
+                "a first holder's command never wrote"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         grandchildren.push(Grandchild::of(ready, log).expect("the grandchild's pid"));
@@ -947,7 +961,19 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         let log = dir.join(format!("b{i}"));
         let script = format!("date +%s%N >> {}", log.display());
         let key = format!("k{i}");
-        let args = ["run", key.as_str(), "--holder", "w1", "--ttl", "60", "--wait", "--", "sh", "-c", script.as_str()];
+        let args = [
+            "run",
+            key.as_str(),
+            "--holder",
+            "w1",
+            "--ttl",
+            "60",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            script.as_str(),
+        ];
         (spawn(&direct, &args, &dir.join(format!("b{i}.err"))), log)
     };
     let (cut_at, seconds) = match cut {
@@ -981,7 +1007,8 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
     for (i, ((mut a, log_a, _), (mut b, log_b))) in first.into_iter().zip(seconds).enumerate() {
         let give_up = Instant::now() + Duration::from_secs(120);
         let (sa, sb) = loop {
-            if let (Some(sa), Some(sb)) = (a.try_wait().expect("wait"), b.try_wait().expect("wait")) {
+            if let (Some(sa), Some(sb)) = (a.try_wait().expect("wait"), b.try_wait().expect("wait"))
+            {
                 break (sa, sb);
             }
             assert!(Instant::now() < give_up, "pair {i} never handed over");
@@ -992,7 +1019,9 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         let last_a = *until_quiet(&log_a, Duration::from_millis(500), Duration::from_secs(5))
             .last()
             .expect("the first command wrote");
-        let first_b = *stamps(&log_b).first().expect("the successor's command wrote");
+        let first_b = *stamps(&log_b)
+            .first()
+            .expect("the successor's command wrote");
         out.push(Handover {
             gap_ms: (first_b - last_a) / 1_000_000,
             stopped_ms: (last_a - cut_at) / 1_000_000,

@@ -1,7 +1,9 @@
 //! `acquire --wait` and `claimtop run`, as scripts see them: the real
 //! binary over a temp root, real child processes and real signals.
 
-use crate::common::{grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper};
+use crate::common::{
+    grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -551,59 +553,51 @@ fn runs_waiting_on_one_key_never_overlap() {
     assert_eq!(events.matches("\"claim_released\"").count(), 24);
 }
 
-/// Read a child's stderr on a thread; join it for the lines and the wall
-/// clock (ns) at which the loss line arrived.
-fn watch_loss(child: &mut Child) -> std::thread::JoinHandle<(String, Option<i64>)> {
-    let stderr = child.stderr.take().expect("piped stderr");
-    std::thread::spawn(move || {
-        let (mut all, mut lost_at) = (String::new(), None);
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if lost_at.is_none() && line.contains("lost the claim") {
-                lost_at = Some(wall_ns());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        (all, lost_at)
-    })
-}
-
-/// `run` over a grandchild writer, once the grandchild writes.
-fn start_writer(s: &Sandbox) -> (Child, Grandchild, std::path::PathBuf) {
-    let (log, ready) = (s.file("stamps"), s.file("ready"));
-    let run = s.spawn(&run_sh(&[], &grandchild_writer(&log, &ready)));
-    assert!(eventually(Duration::from_secs(10), || {
-        ready.exists() && !stamps(&log).is_empty() && live_pid(&s, "k").is_some()
-    }));
-    let grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
-    (run, grandchild, log)
-}
-
 #[test]
 fn a_force_release_stops_the_commands_grandchildren_before_run_reports_the_loss() {
     let s = Sandbox::new();
-    let (mut run, _grandchild, log) = start_writer(&s);
-    let said = watch_loss(&mut run);
+    let (log, ready, err) = (s.file("stamps"), s.file("ready"), s.file("err"));
+    // No pipes: an orphaned grandchild would hold them open, and the test
+    // would wait for it rather than see it write after run's exit.
+    let mut run = s
+        .cmd(&run_sh(&[], &grandchild_writer(&log, &ready)))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("spawn run");
+    assert!(eventually(Duration::from_secs(10), || {
+        ready.exists() && !stamps(&log).is_empty() && live_pid(&s, "k").is_some()
+    }));
+    let _grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
     let out = s.run(&["force-release", "k", "--allow-live"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = finish(run, Duration::from_secs(30));
+    let said = || std::fs::read_to_string(&err).unwrap_or_default();
+    let (mut lost_at, give_up) = (None, Instant::now() + Duration::from_secs(30));
+    let status = loop {
+        if lost_at.is_none() && said().contains("lost the claim") {
+            lost_at = Some(wall_ns());
+        }
+        if let Some(st) = run.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(Instant::now() < give_up, "run never ended: {}", said());
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let exited = wall_ns();
-    let (stderr, lost_at) = said.join().expect("stderr reader");
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert_eq!(status.code(), Some(4), "{}", said());
     let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(5))
         .last()
         .expect("stamps");
+    let lost_at = lost_at.unwrap_or(exited);
+    eprintln!(
+        "last grandchild write {} ms after the loss line",
+        (last - lost_at) / 1_000_000
+    );
     assert!(
         last <= exited,
         "the grandchild wrote {} ms after run exited",
         (last - exited) / 1_000_000
     );
-    if let Some(lost_at) = lost_at {
-        eprintln!(
-            "last grandchild write {} ms after the loss line",
-            (last - lost_at) / 1_000_000
-        );
-    }
 }
 
 #[test]
@@ -629,7 +623,10 @@ fn killing_run_with_sigkill_stops_the_commands_whole_process_group() {
     eprintln!("last grandchild write {after} ms after run was killed");
     // The guard's SIGTERM goes out as soon as run is gone; the bound is
     // for a loaded machine, far below the 15 s an orphan would write for.
-    assert!(after < 5_000, "the grandchild wrote {after} ms after run was killed");
+    assert!(
+        after < 5_000,
+        "the grandchild wrote {after} ms after run was killed"
+    );
 }
 
 /// The command leads a process group of its own; in a terminal that group

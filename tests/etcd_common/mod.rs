@@ -575,7 +575,9 @@ impl Proxy {
         use std::sync::{Arc, Mutex};
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
-        listener.set_nonblocking(true).expect("nonblocking listener");
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Arc<Mutex<Vec<std::net::TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
         let (stop2, conns2, target) = (Arc::clone(&stop), Arc::clone(&conns), target.to_string());

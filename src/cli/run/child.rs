@@ -262,6 +262,13 @@ impl Running {
     pub(super) fn signal(&self, sig: i32) {
         // SAFETY: kill has no memory preconditions.
         unsafe { libc::kill(-self.pid, sig) };
+        // A stopped process (^Z, or SIGTTIN from a read of the terminal)
+        // acts on a signal only once continued: as a shell's `kill` does
+        // for a stopped job, the ending signals are followed by SIGCONT.
+        if matches!(sig, libc::SIGTERM | libc::SIGHUP | libc::SIGINT) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-self.pid, libc::SIGCONT) };
+        }
     }
 
     /// The leader's end, if it has ended, WITHOUT reaping it. Until

@@ -21,7 +21,7 @@
 use super::child::cloexec_pipe;
 use super::stop::KILL_GRACE;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 /// One message to the guard: a tag and a monotonic time in ms. Pipe writes
@@ -56,7 +56,7 @@ impl Guard {
                 drop(rx);
                 Ok(Guard {
                     pid,
-                    tx: Some(std::fs::File::from(OwnedFd::from(tx))),
+                    tx: Some(std::fs::File::from(tx)),
                     told: None,
                 })
             }
@@ -110,7 +110,7 @@ fn monotonic_ms() -> i64 {
     };
     // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as i64 * 1000 + ts.tv_nsec as i64 / 1_000_000
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
 /// The guard process.

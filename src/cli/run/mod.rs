@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
-pub use stop::KILL_GRACE;
 use stop::Schedule;
+pub use stop::KILL_GRACE;
 
 /// The claim was lost while CMD ran (force-released, replaced, renew
 /// refused, a lease the store no longer confirms): CMD was told to stop.
@@ -461,4 +461,3 @@ fn interrupted_report(out: &mut Out, sig: i32) -> CmdResult {
     // As a shell reports a command that died of the signal.
     Ok(128u8.saturating_add(sig as u8))
 }
-

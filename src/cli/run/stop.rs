@@ -41,12 +41,8 @@ impl Schedule {
     /// `ttl`: SIGKILL a [`margin`] before it, SIGTERM a [`deadline_grace`]
     /// before that.
     pub fn ahead_of(safe_until: Instant, ttl: Duration) -> Schedule {
-        let kill_at = safe_until
-            .checked_sub(margin(ttl))
-            .unwrap_or(safe_until);
-        let term_at = kill_at
-            .checked_sub(deadline_grace(ttl))
-            .unwrap_or(kill_at);
+        let kill_at = safe_until.checked_sub(margin(ttl)).unwrap_or(safe_until);
+        let term_at = kill_at.checked_sub(deadline_grace(ttl)).unwrap_or(kill_at);
         Schedule { term_at, kill_at }
     }
 }

@@ -169,17 +169,17 @@ impl Round {
         let Ok(Ok(owner)) = owner else {
             return self.unconfirmed();
         };
-        let ours = owner.kvs().first().is_some_and(|kv| {
-            kv.create_revision() == self.revision && kv.lease() == self.lease
-        });
+        let ours = owner
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == self.revision && kv.lease() == self.lease);
         (!ours).then(|| "the claim was taken away (force-released or replaced)".into())
     }
 
     /// etcd did not answer this round: lost once the lease may have run out.
     fn unconfirmed(&self) -> Option<String> {
         let safe_until = self.state.lock().ok()?.safe_until;
-        (Instant::now() >= safe_until).then(|| {
-            "etcd did not confirm the claim's lease before it could run out".to_string()
-        })
+        (Instant::now() >= safe_until)
+            .then(|| "etcd did not confirm the claim's lease before it could run out".to_string())
     }
 }
