@@ -882,6 +882,9 @@ struct Handover {
     gap_ms: i64,
     /// The cut-off command's last write after the cut, in ms.
     stopped_ms: i64,
+    /// The cut-off command's last write after its `run` exited, in ms
+    /// (negative: before, as it must be).
+    after_exit_ms: i64,
     /// The cut-off `run`'s exit status and stderr.
     code: Option<i32>,
     err: String,
@@ -896,13 +899,19 @@ impl Handover {
             "the successor started {} ms after the cut-off command's last write",
             self.gap_ms
         );
+        assert!(
+            self.after_exit_ms <= 0,
+            "the cut-off command's group wrote {} ms after its run exited",
+            self.after_exit_ms
+        );
         assert_eq!(self.code, Some(4), "the cut-off holder: {}", self.err);
         assert!(self.err.contains("has not confirmed"), "{}", self.err);
     }
 }
 
 /// `pairs` holders of keys k0..kN with a 60 s lease, each running a command
-/// whose grandchild writes timestamps; they are cut off from etcd, and a
+/// whose grandchild writes timestamps (the even ones ignoring SIGTERM);
+/// they are cut off from etcd, and a
 /// second holder per key (direct) runs a command that writes one timestamp
 /// as soon as it holds the key.
 fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
@@ -929,7 +938,12 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         };
         let (log, ready) = (dir.join(format!("a{i}")), dir.join(format!("ready{i}")));
         let key = format!("k{i}");
-        let script = grandchild_writer(&log, &ready);
+        // Every other command ignores SIGTERM, so only the SIGKILL at the
+        // deadline ends it: the whole stop must fit before the lease ends.
+        let script = match i % 2 {
+            0 => format!("trap '' TERM; {}", grandchild_writer(&log, &ready)),
+            _ => grandchild_writer(&log, &ready),
+        };
         let args = [
             "run",
             key.as_str(),
@@ -976,7 +990,7 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         ];
         (spawn(&direct, &args, &dir.join(format!("b{i}.err"))), log)
     };
-    let (cut_at, seconds) = match cut {
+    let (cut_at, mut seconds) = match cut {
         Cut::Proxy => {
             // Waiting before the cut: each takes its key the moment the
             // lease ends, the harshest successor there is.
@@ -1003,28 +1017,38 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
             (cut_at, (0..pairs).map(second).collect())
         }
     };
-    let mut out = Vec::new();
-    for (i, ((mut a, log_a, _), (mut b, log_b))) in first.into_iter().zip(seconds).enumerate() {
-        let give_up = Instant::now() + Duration::from_secs(120);
-        let (sa, sb) = loop {
-            if let (Some(sa), Some(sb)) = (a.try_wait().expect("wait"), b.try_wait().expect("wait"))
-            {
-                break (sa, sb);
+    // Every process is looked at in each round, so each first holder's
+    // exit is seen within a round of when it happened.
+    let mut ends: Vec<Option<(std::process::ExitStatus, i64)>> = vec![None; 2 * pairs];
+    let mut procs: Vec<_> = first.iter_mut().map(|(a, _, _)| a).collect();
+    procs.extend(seconds.iter_mut().map(|(b, _)| b));
+    let give_up = Instant::now() + Duration::from_secs(120);
+    while ends.iter().any(Option::is_none) {
+        for (p, end) in procs.iter_mut().zip(&mut ends) {
+            if end.is_none() {
+                *end = p.try_wait().expect("wait").map(|st| (st, wall_ns()));
             }
-            assert!(Instant::now() < give_up, "pair {i} never handed over");
-            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(Instant::now() < give_up, "not every pair handed over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut out = Vec::new();
+    for (i, ((_, log_a, _), (_, log_b))) in first.iter().zip(&seconds).enumerate() {
+        let (Some((sa, a_exit)), Some((sb, _))) = (ends[i], ends[pairs + i]) else {
+            unreachable!("every process has ended");
         };
         let err = std::fs::read_to_string(dir.join(format!("a{i}.err"))).unwrap_or_default();
         assert_eq!(sb.code(), Some(0), "the successor");
-        let last_a = *until_quiet(&log_a, Duration::from_millis(500), Duration::from_secs(5))
+        let last_a = *until_quiet(log_a, Duration::from_millis(500), Duration::from_secs(5))
             .last()
             .expect("the first command wrote");
-        let first_b = *stamps(&log_b)
+        let first_b = *stamps(log_b)
             .first()
             .expect("the successor's command wrote");
         out.push(Handover {
             gap_ms: (first_b - last_a) / 1_000_000,
             stopped_ms: (last_a - cut_at) / 1_000_000,
+            after_exit_ms: (last_a - a_exit) / 1_000_000,
             code: sa.code(),
             err,
         });
@@ -1036,7 +1060,12 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
 fn say(what: &str, all: &[Handover]) {
     let gaps: Vec<_> = all.iter().map(|h| h.gap_ms).collect();
     let stopped: Vec<_> = all.iter().map(|h| h.stopped_ms).collect();
-    eprintln!("{what}: gap to the successor's first write (ms) {gaps:?}; cut-off command's last write after the cut (ms) {stopped:?}");
+    let after: Vec<_> = all.iter().map(|h| h.after_exit_ms).collect();
+    eprintln!(
+        "{what}: gap to the successor's first write (ms) {gaps:?}; \
+         cut-off command's last write after the cut (ms) {stopped:?}, \
+         after its run exited (ms) {after:?}"
+    );
 }
 
 #[test]
