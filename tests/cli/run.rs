@@ -662,4 +662,21 @@ fn run_in_a_terminal_leaves_the_command_the_terminal_to_read_and_its_ctrl_c() {
         sc.contains(&format!("status-{}", 128 + libc::SIGINT))
     });
     assert_eq!(s.status("k")["state"], "free");
+    // ^Z stops the job as the shell knows it (run and the command's group
+    // together), and `fg` brings both back with the terminal.
+    tmux.type_line("clear");
+    tmux.type_line(&run("sleep 30"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("the job to stop", Duration::from_secs(10), |sc| {
+        sc.contains("Stopped")
+    });
+    tmux.type_line("fg");
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["C-c"]);
+    assert!(
+        eventually(Duration::from_secs(10), || s.status("k")["state"] == "free"),
+        "{}",
+        tmux.screen()
+    );
 }

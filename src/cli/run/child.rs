@@ -299,6 +299,49 @@ impl Running {
         group_lives(self.pid)
     }
 
+    /// Job control, when CMD's group holds our terminal: a ^Z stops the
+    /// group, but the shell waits on `run`, which would then sit there with
+    /// the terminal given to a stopped group. So `run` takes the terminal
+    /// back and stops too, as the shell expects of its job; once continued
+    /// (`fg` or `bg`) it hands the terminal on again if it has it. True
+    /// when it did: the caller continues the group (with [`Running::resume`]),
+    /// unless the claim ran out meanwhile.
+    pub(super) fn follow_stop(&self) -> bool {
+        let Some(t) = &self.terminal else {
+            return false;
+        };
+        // SAFETY: siginfo_t is a plain C struct, valid when zeroed.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // Consumes the stop report (it reaps nothing), so one ^Z is
+        // followed once.
+        let flags = libc::WSTOPPED | libc::WNOHANG;
+        // SAFETY: info is a valid out-pointer; the pid is our own child.
+        let got = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
+        // SAFETY: waitid filled info (si_pid 0: no stop to report).
+        if got != 0 || unsafe { info.si_pid() } == 0 {
+            return false;
+        }
+        t.take_back(self.pid);
+        // SAFETY: raise has no preconditions; SIGSTOP cannot be caught, so
+        // this returns only once the shell continues us. (SIGTSTP would be
+        // discarded in an orphaned process group.)
+        unsafe { libc::raise(libc::SIGSTOP) };
+        let fd = t.tty.as_raw_fd();
+        // SAFETY: fd is open; SIGTTOU is ignored (see `Terminal::hand_to`).
+        unsafe {
+            if libc::tcgetpgrp(fd) == t.ours {
+                libc::tcsetpgrp(fd, self.pid);
+            }
+        }
+        true
+    }
+
+    /// Continue the group after [`Running::follow_stop`].
+    pub(super) fn resume(&self) {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(-self.pid, libc::SIGCONT) };
+    }
+
     /// Give the terminal back and collect the zombie, once the claim is
     /// settled.
     pub(super) fn reap(self) {

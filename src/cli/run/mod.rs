@@ -233,7 +233,18 @@ struct Stopping {
 }
 
 impl Stopping {
+    /// SIGTERM now; or SIGKILL at once when its instant has already passed
+    /// (a `run` that was itself stopped past it), since SIGTERM continues a
+    /// stopped group and would let it run on a claim that may be gone.
     fn begin(child: &Running, kill_at: Instant) -> Stopping {
+        let now = Instant::now();
+        if now >= kill_at {
+            child.signal(libc::SIGKILL);
+            return Stopping {
+                kill_at: None,
+                killed: Some(now),
+            };
+        }
         child.signal(libc::SIGTERM);
         Stopping {
             kill_at: Some(kill_at),
@@ -272,6 +283,7 @@ fn supervise(
         .map(|t| Duration::from_secs(t.lease.ttl_s.max(0) as u64));
     let mut lost: Option<Lost> = None;
     let mut stopping: Option<Stopping> = None;
+    let mut suspended = false;
     let status = loop {
         let now = Instant::now();
         // The deadline is read afresh each time: every renewal moves it.
@@ -290,6 +302,11 @@ fn supervise(
                 stopping = Some(Stopping::begin(&child, plan.kill_at));
                 lost = Some(why);
             }
+        }
+        // Back from a ^Z: the group goes on only if the deadline above did
+        // not pass while everything stood still.
+        if std::mem::take(&mut suspended) && lost.is_none() {
+            child.resume();
         }
         if let Some(s) = stopping.as_mut() {
             s.advance(&child, now);
@@ -331,8 +348,9 @@ fn supervise(
             // the terminal reaches CMD and not us: whatever reaches us was
             // meant for CMD and is passed on.
             Ok(Msg::Signal { sig, .. }) => {
-                if sig != libc::SIGCHLD {
-                    child.signal(sig);
+                match sig {
+                    libc::SIGCHLD => suspended |= child.follow_stop(),
+                    _ => child.signal(sig),
                 }
                 continue;
             }
