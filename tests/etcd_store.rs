@@ -497,6 +497,39 @@ fn a_kept_alive_claim_that_is_force_released_says_it_is_lost() {
     );
 }
 
+#[test]
+fn a_kept_alive_lease_is_safe_until_no_later_than_etcd_says_and_each_renewal_moves_it_on() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/safe");
+    let tenure = s
+        .acquire("k", "runner", &ttl(60))
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    let held = s.keep_alive("k", &tenure).expect("keep alive");
+    let first = held.safe_until().expect("known from the start");
+    let (rt, mut raw) = etcd.client();
+    let etcd_left = |raw: &mut etcd_client::Client| {
+        let asked = Instant::now();
+        let left = rt
+            .block_on(raw.lease_time_to_live(tenure.lease.id, None))
+            .expect("time to live")
+            .ttl();
+        // etcd counts whole seconds: its end is at most a second later.
+        asked + Duration::from_secs(left.max(0) as u64 + 1)
+    };
+    assert!(first <= etcd_left(&mut raw), "safe past etcd's own end");
+    assert!(
+        first > Instant::now() + Duration::from_secs(55),
+        "{first:?}"
+    );
+    // Renewed every 2 s: the bound moves on with each answer.
+    std::thread::sleep(Duration::from_millis(4500));
+    let later = held.safe_until().expect("still known");
+    assert!(later >= first + Duration::from_secs(2), "never moved on");
+    assert!(later <= etcd_left(&mut raw), "safe past etcd's own end");
+}
+
 /// The next change the feed gives that `want` accepts, within `within`.
 fn wait_for(
     feed: &mut dyn Changes,

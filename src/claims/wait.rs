@@ -237,6 +237,10 @@ pub enum Lost {
     /// The store's keep-alive ended (an etcd lease expired or was revoked,
     /// the key taken away): its own words.
     LeaseEnded(String),
+    /// The store has not confirmed the claim for `silent_ms`, and it may
+    /// run out in `left_ms`: the work is stopped while it is surely still
+    /// held, rather than risk it outliving the claim.
+    Unconfirmed { silent_ms: i64, left_ms: i64 },
 }
 
 impl std::fmt::Display for Lost {
@@ -249,6 +253,12 @@ impl std::fmt::Display for Lost {
             Lost::Corrupted(why) => write!(f, "the claim file was overwritten: {why}"),
             Lost::RenewRefused(no) => write!(f, "renew refused: {}", no.describe()),
             Lost::LeaseEnded(why) => f.write_str(why),
+            Lost::Unconfirmed { silent_ms, left_ms } => write!(
+                f,
+                "the store has not confirmed the claim's lease for {}, and it may run out in {}",
+                crate::time::human_ms(*silent_ms),
+                crate::time::human_ms(*left_ms)
+            ),
         }
     }
 }
@@ -347,6 +357,13 @@ impl<'s, C: Clock> Hold<'s, C> {
     /// The store's tenure of the claim, where it has one.
     pub fn tenure(&self) -> Option<&Tenure> {
         self.tenure.as_ref()
+    }
+
+    /// Until when the claim is surely still held even if the store is not
+    /// reached again (see [`Kept::safe_until`]); None where nothing but the
+    /// store's own verbs can end it.
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.kept.as_ref().and_then(|k| k.safe_until())
     }
 
     /// The epoch ms at which the next renewal is due, if any.

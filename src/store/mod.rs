@@ -289,6 +289,14 @@ pub enum Change {
 pub trait Kept: Send {
     /// Why the claim is no longer held, once it is not.
     fn lost(&self) -> Option<String>;
+
+    /// Until when the claim is surely still held even if the store cannot
+    /// be reached from now on (a lease: the send time of the last renewal
+    /// the store answered, plus the TTL it answered with). None: the claim
+    /// does not run out by itself while the holder is cut off.
+    fn safe_until(&self) -> Option<std::time::Instant> {
+        None
+    }
 }
 
 /// A feed of [`Change`]s, drained from one thread.

@@ -1,7 +1,9 @@
 //! `acquire --wait` and `claimtop run`, as scripts see them: the real
 //! binary over a temp root, real child processes and real signals.
 
-use crate::common::{Sandbox, Sleeper};
+use crate::common::{
+    grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -549,4 +551,132 @@ fn runs_waiting_on_one_key_never_overlap() {
     assert_eq!(s.status("k")["state"], "free");
     let events = std::fs::read_to_string(s.root().join(".fno/events.jsonl")).unwrap();
     assert_eq!(events.matches("\"claim_released\"").count(), 24);
+}
+
+#[test]
+fn a_force_release_stops_the_commands_grandchildren_before_run_reports_the_loss() {
+    let s = Sandbox::new();
+    let (log, ready, err) = (s.file("stamps"), s.file("ready"), s.file("err"));
+    // No pipes: an orphaned grandchild would hold them open, and the test
+    // would wait for it rather than see it write after run's exit.
+    let mut run = s
+        .cmd(&run_sh(&[], &grandchild_writer(&log, &ready)))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("spawn run");
+    assert!(eventually(Duration::from_secs(10), || {
+        ready.exists() && !stamps(&log).is_empty() && live_pid(&s, "k").is_some()
+    }));
+    let _grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
+    let out = s.run(&["force-release", "k", "--allow-live"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = || std::fs::read_to_string(&err).unwrap_or_default();
+    let (mut lost_at, give_up) = (None, Instant::now() + Duration::from_secs(30));
+    let status = loop {
+        if lost_at.is_none() && said().contains("lost the claim") {
+            lost_at = Some(wall_ns());
+        }
+        if let Some(st) = run.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(Instant::now() < give_up, "run never ended: {}", said());
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let exited = wall_ns();
+    assert_eq!(status.code(), Some(4), "{}", said());
+    let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(5))
+        .last()
+        .expect("stamps");
+    let lost_at = lost_at.unwrap_or(exited);
+    eprintln!(
+        "last grandchild write {} ms after the loss line",
+        (last - lost_at) / 1_000_000
+    );
+    assert!(
+        last <= exited,
+        "the grandchild wrote {} ms after run exited",
+        (last - exited) / 1_000_000
+    );
+}
+
+#[test]
+fn killing_run_with_sigkill_stops_the_commands_whole_process_group() {
+    let s = Sandbox::new();
+    let (log, ready) = (s.file("stamps"), s.file("ready"));
+    // No pipes: an orphaned grandchild would hold them open for ever.
+    let mut run = s
+        .cmd(&run_sh(&[], &grandchild_writer(&log, &ready)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    assert!(eventually(Duration::from_secs(10), || {
+        ready.exists() && !stamps(&log).is_empty()
+    }));
+    let _grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
+    signal(run.id(), libc::SIGKILL);
+    let killed = wall_ns();
+    let _ = run.wait();
+    let all = until_quiet(&log, Duration::from_secs(1), Duration::from_secs(15));
+    let after = (all.last().copied().unwrap_or(killed) - killed) / 1_000_000;
+    eprintln!("last grandchild write {after} ms after run was killed");
+    // The guard's SIGTERM goes out as soon as run is gone; the bound is
+    // for a loaded machine, far below the 15 s an orphan would write for.
+    assert!(
+        after < 5_000,
+        "the grandchild wrote {after} ms after run was killed"
+    );
+}
+
+/// The command leads a process group of its own; in a terminal that group
+/// must still be the foreground, or a command reading the terminal stops on
+/// SIGTTIN and ^C reaches only `run`.
+#[test]
+fn run_in_a_terminal_leaves_the_command_the_terminal_to_read_and_its_ctrl_c() {
+    use crate::common::tmux::Tmux;
+    if let Err(why) = Tmux::available() {
+        crate::common::cannot_run(&why);
+        return;
+    }
+    let s = Sandbox::new();
+    let tmux = Tmux::start(120, 20);
+    let run = |cmd: &str| {
+        format!(
+            "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT {bin} --root {root} run k --holder h -- {cmd}; echo status-$?",
+            bin = crate::common::BIN,
+            root = s.root().display()
+        )
+    };
+    tmux.type_line(&run("sh -c 'read x; echo got-$x'"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.type_line("hello");
+    tmux.wait_for("the command's answer", Duration::from_secs(10), |sc| {
+        sc.contains("got-hello") && sc.contains("status-0")
+    });
+    // The terminal is the shell's again: it reads the next line.
+    tmux.type_line(&run("sleep 30"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("^C to end the command", Duration::from_secs(10), |sc| {
+        sc.contains(&format!("status-{}", 128 + libc::SIGINT))
+    });
+    assert_eq!(s.status("k")["state"], "free");
+    // ^Z stops the job as the shell knows it (run and the command's group
+    // together), and `fg` brings both back with the terminal.
+    tmux.type_line("clear");
+    tmux.type_line(&run("sleep 30"));
+    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("the job to stop", Duration::from_secs(10), |sc| {
+        sc.contains("Stopped")
+    });
+    tmux.type_line("fg");
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["C-c"]);
+    assert!(
+        eventually(Duration::from_secs(10), || s.status("k")["state"] == "free"),
+        "{}",
+        tmux.screen()
+    );
 }

@@ -556,3 +556,88 @@ pub fn start_metrics(mut cmd: Command) -> (Child, String) {
         .to_string();
     (server, addr)
 }
+
+/// A TCP forwarder from a free loopback port to one etcd member, which a
+/// test can cut: the listener closes and every connection through it is
+/// shut down, so a client that reaches etcd only through it is cut off
+/// while everyone else still reaches etcd directly.
+pub struct Proxy {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Forward to `target` (`127.0.0.1:PORT`).
+    pub fn to(target: &str) -> Proxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
+        let stop = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<std::net::TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, conns2, target) = (Arc::clone(&stop), Arc::clone(&conns), target.to_string());
+        let accept = std::thread::spawn(move || {
+            while !stop2.load(Ordering::SeqCst) {
+                let Ok((inbound, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let Ok(outbound) = std::net::TcpStream::connect(&target) else {
+                    continue;
+                };
+                let _ = inbound.set_nonblocking(false);
+                let pair = (inbound.try_clone(), outbound.try_clone());
+                let (Ok(in2), Ok(out2)) = pair else { continue };
+                if let Ok(mut all) = conns2.lock() {
+                    all.extend(inbound.try_clone().ok());
+                    all.extend(outbound.try_clone().ok());
+                }
+                pump(inbound, out2);
+                pump(outbound, in2);
+            }
+        });
+        Proxy {
+            port,
+            stop,
+            conns,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Refuse new connections and end every open one, for good.
+    pub fn cut(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        if let Ok(all) = self.conns.lock() {
+            for c in all.iter() {
+                let _ = c.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
+
+/// Copy `from` to `to` on a thread until either side ends.
+fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Both);
+        let _ = from.shutdown(std::net::Shutdown::Both);
+    });
+}

@@ -1,30 +1,67 @@
 //! Keeping a claim's lease alive while its holder works (`claimtop run` on
-//! etcd), and saying when it is lost.
+//! etcd), saying until when it is surely still held, and when it is lost.
+//!
+//! The one instant that matters to a holder cut off from etcd: etcd ends a
+//! lease at the moment it handled the last renewal plus the TTL. That moment
+//! is unknown here, but it came after the request was SENT, so "sent + the
+//! TTL etcd answered with" is a bound the lease cannot end before (clock
+//! rates apart). Taking the moment the answer ARRIVED instead would move the
+//! bound past the real end by the answer's whole delay.
 
 use super::Core;
 use crate::store::{StoreError, Tenure};
+use etcd_client::Client;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A running keep-alive; dropping it stops renewing (the lease then runs
 /// out after its TTL unless the claim is released first).
 pub struct KeepAlive {
-    lost: Arc<Mutex<Option<String>>>,
+    state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What the keep-alive task has learnt, read by the holder.
+struct State {
+    lost: Option<String>,
+    /// The lease cannot have ended before this instant.
+    safe_until: Instant,
+}
+
+impl State {
+    fn say(&mut self, why: String) {
+        self.lost.get_or_insert(why);
+    }
+
+    /// A renewal sent at `sent` was answered with `ttl` left.
+    fn confirm(&mut self, sent: Instant, ttl: Duration) {
+        self.safe_until = self.safe_until.max(sent + ttl);
+    }
 }
 
 impl KeepAlive {
     /// Why the claim is no longer held, once it is not: the lease expired or
-    /// was revoked (a force-release, a renew from elsewhere), or etcd could
-    /// not be reached for longer than the lease's TTL.
+    /// was revoked (a force-release, a renew from elsewhere), or etcd did not
+    /// confirm it before it could have run out.
     pub fn lost(&self) -> Option<String> {
-        self.lost.lock().ok().and_then(|l| l.clone())
+        self.state.lock().ok().and_then(|s| s.lost.clone())
+    }
+
+    /// Until when the lease is surely still running, from the last renewal
+    /// etcd answered: a holder that cannot reach etcd must have stopped its
+    /// work before this instant (less a margin for the clocks' rates).
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.state.lock().ok().map(|s| s.safe_until)
     }
 }
 
 impl crate::store::Kept for KeepAlive {
     fn lost(&self) -> Option<String> {
         KeepAlive::lost(self)
+    }
+
+    fn safe_until(&self) -> Option<Instant> {
+        KeepAlive::safe_until(self)
     }
 }
 
@@ -34,10 +71,26 @@ impl Drop for KeepAlive {
     }
 }
 
+/// One renewal of `lease`: the TTL etcd answered with (0 or less: the lease
+/// is gone).
+async fn renew(client: &mut Client, lease: i64) -> Result<i64, etcd_client::Error> {
+    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
+    keeper.keep_alive().await?;
+    Ok(stream.message().await?.map_or(0, |a| a.ttl()))
+}
+
+fn secs(ttl: i64) -> Duration {
+    Duration::from_secs(ttl.max(0) as u64)
+}
+
 impl Core {
     /// Renew `tenure`'s lease while the handle lives. Every renewal also
     /// checks that the key still belongs to this tenure, since a
     /// force-release takes the key without necessarily ending the lease first.
+    ///
+    /// The first renewal is made before this returns, so the holder knows
+    /// from its first instant until when the lease is safe (an acquire says
+    /// nothing of when its lease was last renewed).
     pub(super) fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<KeepAlive, StoreError> {
         let lease = tenure.lease.id;
         let ttl = Duration::from_secs(tenure.lease.ttl_s.max(3) as u64);
@@ -45,57 +98,88 @@ impl Core {
         // 2 s: the same round also notices a force-release, and a holder's
         // CMD should hear of that in seconds, not a third of an hour.
         let every = (ttl / 3).min(Duration::from_secs(2));
-        let revision = tenure.revision;
-        let ck = self.layout.claim(key);
-        let mut client = self.conn.client();
-        let lost = Arc::new(Mutex::new(None));
-        let flag = Arc::clone(&lost);
-        let say = move |why: String| {
-            if let Ok(mut l) = flag.lock() {
-                l.get_or_insert(why);
-            }
+        let (sent, left) = self.conn.call(|mut c| async move {
+            let sent = Instant::now();
+            renew(&mut c, lease).await.map(|left| (sent, left))
+        })?;
+        if left <= 0 {
+            return Err(StoreError::Etcd {
+                endpoints: self.conn.endpoints().to_string(),
+                detail: format!("the claim's lease {lease:x} expired before it could be kept"),
+            });
+        }
+        let state = Arc::new(Mutex::new(State {
+            lost: None,
+            safe_until: sent + secs(left),
+        }));
+        let round = Round {
+            client: self.conn.client(),
+            lease,
+            revision: tenure.revision,
+            ck: self.layout.claim(key),
+            every,
+            state: Arc::clone(&state),
         };
-        let task = self.conn.runtime().spawn(async move {
-            // Time of the last renewal etcd confirmed: past the TTL without
-            // one, the lease may be gone even if no answer said so.
-            let mut confirmed = tokio::time::Instant::now();
-            loop {
-                let renewed = async {
-                    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
-                    keeper.keep_alive().await?;
-                    let answer = stream.message().await?;
-                    let owner = client.get(ck.clone(), None).await?;
-                    Ok::<_, etcd_client::Error>((answer, owner))
-                };
-                let outcome = tokio::time::timeout(every, renewed).await;
-                match outcome {
-                    Ok(Ok((Some(a), owner))) if a.ttl() > 0 => {
-                        let ours = owner.kvs().first().is_some_and(|kv| {
-                            kv.create_revision() == revision && kv.lease() == lease
-                        });
-                        if !ours {
-                            say("the claim was taken away (force-released or replaced)".into());
-                            return;
-                        }
-                        confirmed = tokio::time::Instant::now();
-                    }
-                    Ok(Ok(_)) | Ok(Err(etcd_client::Error::LeaseKeepAliveError(_))) => {
-                        say("the claim's lease expired or was revoked".into());
-                        return;
-                    }
-                    // Unreachable for now: fine while the lease may still run.
-                    _ if confirmed.elapsed() < ttl => {}
-                    _ => {
-                        say(format!(
-                            "etcd did not confirm the lease for longer than its TTL ({} s)",
-                            ttl.as_secs()
-                        ));
-                        return;
-                    }
+        let task = self.conn.runtime().spawn(round.forever());
+        Ok(KeepAlive { state, task })
+    }
+}
+
+/// The keep-alive task's own side.
+struct Round {
+    client: Client,
+    lease: i64,
+    revision: i64,
+    ck: String,
+    every: Duration,
+    state: Arc<Mutex<State>>,
+}
+
+impl Round {
+    async fn forever(mut self) {
+        loop {
+            tokio::time::sleep(self.every.saturating_sub(Duration::from_millis(10))).await;
+            if let Some(why) = self.once().await {
+                if let Ok(mut s) = self.state.lock() {
+                    s.say(why);
                 }
-                tokio::time::sleep(every.saturating_sub(Duration::from_millis(10))).await;
+                return;
             }
-        });
-        Ok(KeepAlive { lost, task })
+        }
+    }
+
+    /// One renewal and one ownership check; why the claim is lost, if it is.
+    async fn once(&mut self) -> Option<String> {
+        let sent = Instant::now();
+        let renewed = tokio::time::timeout(self.every, renew(&mut self.client, self.lease)).await;
+        match renewed {
+            Ok(Ok(left)) if left > 0 => {
+                if let Ok(mut s) = self.state.lock() {
+                    s.confirm(sent, secs(left));
+                }
+            }
+            Ok(Ok(_)) | Ok(Err(etcd_client::Error::LeaseKeepAliveError(_))) => {
+                return Some("the claim's lease expired or was revoked".into());
+            }
+            // Unreachable for now: fine while the lease may still run, and
+            // the holder is bound by `safe_until` meanwhile.
+            _ => return self.unconfirmed(),
+        }
+        let owner = tokio::time::timeout(self.every, self.client.get(self.ck.clone(), None)).await;
+        let Ok(Ok(owner)) = owner else {
+            return self.unconfirmed();
+        };
+        let ours = owner
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == self.revision && kv.lease() == self.lease);
+        (!ours).then(|| "the claim was taken away (force-released or replaced)".into())
+    }
+
+    /// etcd did not answer this round: lost once the lease may have run out.
+    fn unconfirmed(&self) -> Option<String> {
+        let safe_until = self.state.lock().ok()?.safe_until;
+        (Instant::now() >= safe_until)
+            .then(|| "etcd did not confirm the claim's lease before it could run out".to_string())
     }
 }
