@@ -766,3 +766,69 @@ fn an_etcds_store_speaks_tls_with_the_given_ca_and_refuses_to_go_without_one() {
     };
     assert!(err.to_string().contains("--etcd-cacert"), "{err}");
 }
+
+#[test]
+fn a_claim_of_the_same_holder_made_by_another_process_is_continued_only_by_a_plain_acquire() {
+    use claimtop::claims::{AcquireKind, Adopt};
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/adopt");
+    let mine = AcquireOpts {
+        pid: Some(std::process::id()),
+        ..ttl(60)
+    };
+    let first = s.acquire("k", "w0", &mine).expect("acquire").tenure;
+    let first = first.expect("tenure").revision;
+    // A process started after the claim was made: never its maker.
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let theirs = AcquireOpts {
+        pid: Some(other.id()),
+        adopt: Adopt::SameOwner,
+        ..ttl(60)
+    };
+    let got = etcd.store("/adopt").acquire("k", "w0", &theirs);
+    let _ = other.kill();
+    let _ = other.wait();
+    match got.expect("acquire").outcome {
+        AcquireOutcome::HeldByOther { holder, pid, .. } => {
+            assert_eq!((holder.as_str(), pid), ("w0", std::process::id() as i32));
+        }
+        o => panic!("another process's claim was continued: {o:?}"),
+    }
+    // The very process the claim names continues it, as the seed has it.
+    let same = AcquireOpts {
+        adopt: Adopt::SameOwner,
+        ..mine.clone()
+    };
+    let got = etcd
+        .store("/adopt")
+        .acquire("k", "w0", &same)
+        .expect("acquire");
+    assert!(matches!(
+        got.outcome,
+        AcquireOutcome::Acquired {
+            kind: AcquireKind::Reacquired,
+            ..
+        }
+    ));
+    assert_eq!(got.tenure.expect("tenure").revision, first);
+    // And a plain acquire keeps the seed's rule: same holder, same tenure.
+    let plain = AcquireOpts {
+        pid: Some(1),
+        ..ttl(60)
+    };
+    let got = etcd
+        .store("/adopt")
+        .acquire("k", "w0", &plain)
+        .expect("acquire");
+    assert!(matches!(
+        got.outcome,
+        AcquireOutcome::Acquired {
+            kind: AcquireKind::Reacquired,
+            ..
+        }
+    ));
+    assert_eq!(got.tenure.expect("tenure").revision, first);
+}

@@ -90,7 +90,13 @@ impl Core {
                     return Err(parse_error(&ck, e).into());
                 }
             };
-            if existing.holder != holder {
+            // Only `opts.adopt` decides which claim of the same holder is
+            // continued. `run` and `acquire --wait` continue none made by
+            // another process: a holder told its claim was lost (the lease
+            // unconfirmed past its TTL) may find etcd back with that lease
+            // alive, and its restarted successor must begin a new tenure,
+            // with a new revision, once that one has run out.
+            if !opts.adopts(&existing, holder) {
                 self.spare(lease, ttl_s);
                 return Ok(Fenced {
                     outcome: AcquireOutcome::HeldByOther {
