@@ -995,3 +995,37 @@ fn after_a_run_is_told_its_claim_is_lost_the_next_run_gets_a_higher_revision_eve
         "the lost tenure's end is recorded once"
     );
 }
+
+#[test]
+fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/stalled");
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut holder = over(home.path(), &url)
+        .args([
+            "--json", "run", "k", "--holder", "w0", "--ttl", "1m", "--", "sleep", "600",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let s = await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    let revision = s["record"]["revision"].as_i64().expect("revision");
+    // Stopped a little longer than the lease's TTL, with only the holder
+    // connected: nobody else watches the key go.
+    etcd.members[0].pause();
+    std::thread::sleep(Duration::from_secs(61));
+    etcd.members[0].signal(libc::SIGCONT);
+    exits_within(&mut holder, Duration::from_secs(20));
+    let o = holder.wait_with_output().expect("run ends");
+    assert_eq!(code(&o), 4, "{o:?}");
+    let expired = expired_revisions(home.path(), &url);
+    eprintln!("claim_expired for revision {revision}: {expired:?}");
+    assert_eq!(
+        expired,
+        vec![revision],
+        "one claim_expired, for that tenure"
+    );
+}

@@ -47,6 +47,7 @@ impl Core {
         let every = (ttl / 3).min(Duration::from_secs(2));
         let revision = tenure.revision;
         let ck = self.layout.claim(key);
+        let ended = self.after_loss(key, tenure);
         let mut client = self.conn.client();
         let lost = Arc::new(Mutex::new(None));
         let flag = Arc::clone(&lost);
@@ -74,18 +75,21 @@ impl Core {
                             kv.create_revision() == revision && kv.lease() == lease
                         });
                         if !ours {
+                            ended.start();
                             say("the claim was taken away (force-released or replaced)".into());
                             return;
                         }
                         confirmed = tokio::time::Instant::now();
                     }
                     Ok(Ok(_)) | Ok(Err(etcd_client::Error::LeaseKeepAliveError(_))) => {
+                        ended.start();
                         say("the claim's lease expired or was revoked".into());
                         return;
                     }
                     // Unreachable for now: fine while the lease may still run.
                     _ if confirmed.elapsed() < ttl => {}
                     _ => {
+                        ended.start();
                         say(format!(
                             "etcd did not confirm the lease for longer than its TTL ({} s)",
                             ttl.as_secs()
