@@ -1001,9 +1001,21 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/stalled");
     let home = tempfile::tempdir().expect("tempdir");
+    // A timeout long enough to see etcd back after giving the claim up.
     let mut holder = over(home.path(), &url)
         .args([
-            "--json", "run", "k", "--holder", "w0", "--ttl", "1m", "--", "sleep", "600",
+            "--json",
+            "--timeout",
+            "15s",
+            "run",
+            "k",
+            "--holder",
+            "w0",
+            "--ttl",
+            "1m",
+            "--",
+            "sleep",
+            "600",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1013,10 +1025,12 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
         s["state"] == "live"
     });
     let revision = s["record"]["revision"].as_i64().expect("revision");
-    // Stopped a little longer than the lease's TTL, with only the holder
-    // connected: nobody else watches the key go.
+    // Stopped longer than the lease's TTL plus the keep-alive's rounds (a
+    // look every 4 s at worst), with only the holder connected: it gives
+    // the claim up while etcd is still stopped, and nobody else watches
+    // the key go once etcd runs again.
     etcd.members[0].pause();
-    std::thread::sleep(Duration::from_secs(61));
+    std::thread::sleep(Duration::from_secs(66));
     etcd.members[0].signal(libc::SIGCONT);
     exits_within(&mut holder, Duration::from_secs(20));
     let o = holder.wait_with_output().expect("run ends");
