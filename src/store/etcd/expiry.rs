@@ -4,11 +4,11 @@
 //!
 //! - a change feed that sees the claim key deleted (`watch`), with the
 //!   record as it was deleted;
-//! - the holder's own keep-alive, once it concludes the lease is gone
-//!   (`hold`): often the only one connected when etcd stalls;
+//! - the holder's own keep-alive, once it concludes the claim is no longer
+//!   held (`hold`): often the only one connected when etcd stalls;
 //! - an acquire that finds the key's open-tenure entry (`PREFIX/open/`,
 //!   see `layout`) still naming a tenure whose key is gone (`verbs`);
-//! - a full `list` that finds such an entry (`list`).
+//! - a full `list` that finds more such entries than claims (`list`).
 //!
 //! The last three record the fields the open-tenure entry kept from the
 //! acquire. One transaction decides, however many of them race: it records
