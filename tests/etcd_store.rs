@@ -933,3 +933,28 @@ fn a_holders_keep_alive_records_its_own_claims_expiry_when_no_one_else_watches()
     let s = etcd.store("/selfexp");
     assert_eq!(expiries(&s), vec![("k".to_string(), tenure.revision)]);
 }
+
+#[test]
+#[ignore = "a figure, not a check: prints the cost of a tenure and of a full list on a local etcd"]
+fn the_cost_of_one_tenure_and_of_a_full_list_over_etcd() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/cost");
+    let n = 300;
+    let t0 = Instant::now();
+    for i in 0..n {
+        let key = format!("k{}", i % 10);
+        s.acquire(&key, "h", &ttl(60)).expect("acquire");
+        s.release(&key, "h").expect("release");
+    }
+    let tenure = t0.elapsed() / n;
+    for i in 0..1000 {
+        s.acquire(&format!("held/{i:04}"), "h", &ttl(60))
+            .expect("acquire");
+    }
+    let t0 = Instant::now();
+    for _ in 0..20 {
+        assert_eq!(s.list().expect("list").sweep.claims.len(), 1000);
+    }
+    let list = t0.elapsed() / 20;
+    eprintln!("acquire + release: {tenure:?} a tenure; list of 1000 claims: {list:?}");
+}
