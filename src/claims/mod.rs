@@ -5,6 +5,7 @@
 //! rule, event envelope) live in the submodules next to the reasons they must
 //! be exactly so. Nothing in here knows about terminals.
 
+pub mod adopt;
 pub mod atomic;
 pub mod audit;
 pub mod dir_listing;
@@ -25,6 +26,7 @@ pub mod words;
 pub mod yaml_cost;
 mod yaml_scan;
 
+pub use adopt::Adopt;
 pub use error::ClaimError;
 pub use key::{
     claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,

@@ -38,6 +38,18 @@ pub struct AcquireOpts {
     pub metadata: Option<Map<String, Value>>,
     /// Harness tag; None resolves it from the environment.
     pub harness: Option<String>,
+    /// Which claim of the same holder is continued rather than met as
+    /// another holder's (see [`super::Adopt`]).
+    pub adopt: super::Adopt,
+}
+
+impl AcquireOpts {
+    /// Does this acquire continue `existing`, as the seed's idempotent
+    /// re-acquire, instead of meeting it as another holder's claim?
+    pub fn adopts(&self, existing: &ClaimRecord, holder: &str) -> bool {
+        let pid = self.pid.unwrap_or(std::process::id());
+        self.adopt.takes(existing, holder, pid)
+    }
 }
 
 /// What acquire is waiting on: a peer's mutex, and who holds it for how
@@ -228,7 +240,7 @@ pub fn acquire_watched(
             Err(ReadError::GoneAway) => continue,
             Err(e) => return Err(corrupted(&path, e)),
         };
-        if existing.holder == holder {
+        if opts.adopts(&existing, holder) {
             // Under the recovery mutex: a recoverer may have judged this
             // very file stale (a dead pid) and be about to archive it. Were
             // the rewrite to land between its judgement and its rename, the
@@ -240,7 +252,7 @@ pub fn acquire_watched(
                 pinned => pinned,
             };
             match read_claim_file_raw(&path) {
-                Ok((rec, _)) if rec.holder == holder => {
+                Ok((rec, _)) if opts.adopts(&rec, holder) => {
                     return reacquire(root, &path, key, holder, opts, &rec);
                 }
                 Ok(_) | Err(ReadError::GoneAway) => continue,
@@ -397,7 +409,7 @@ fn recover_stale_locked(
         }
         Err(e) => return Err(corrupted(path, e)),
     };
-    if existing.holder == holder {
+    if opts.adopts(&existing, holder) {
         return reacquire(root, path, key, holder, opts, &existing).map(Some);
     }
     if protected(&existing) {

@@ -7,7 +7,7 @@ use super::output::{
     EXIT_DECLINED, EXIT_ERROR, EXIT_OK,
 };
 use crate::claims::{
-    self, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts,
+    self, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, Adopt, ForceOpts,
     ForceOutcome, ReleaseOutcome, RenewOutcome,
 };
 use crate::sanitize::sanitize;
@@ -203,6 +203,13 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
         reason: a.reason,
         metadata: a.metadata,
         harness: None,
+        // A wait is for the key to be free: a claim of this holder name
+        // that another process made is waited for, not continued (the
+        // seed's idempotent re-acquire stays with the plain acquire).
+        adopt: match a.wait {
+            Some(_) => Adopt::SameOwner,
+            None => Adopt::SameHolder,
+        },
     };
     let sigs = Interrupts::catch();
     // A wait may outlast the caller its claim would be bound to: binding

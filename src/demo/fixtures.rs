@@ -77,6 +77,7 @@ fn dead_ttl(root: &Root) {
         reason: Some("rebase onto main and re-run CI".into()),
         metadata: metadata(json!({"pr": 4807, "branch": "fix/flaky-retry"})),
         harness: Some("opencode".into()),
+        ..AcquireOpts::default()
     };
     report(
         "dispatch:pr-4807",

@@ -212,6 +212,7 @@ impl Worker {
             reason: Some(reason.into()),
             metadata: metadata(meta),
             harness: Some(self.spec.harness.into()),
+            ..AcquireOpts::default()
         }
     }
 
@@ -338,6 +339,7 @@ impl Crasher {
             reason: Some("roll up the nightly metrics".into()),
             metadata: metadata(json!({"round": self.round})),
             harness: Some("gemini".into()),
+            ..AcquireOpts::default()
         };
         swallow(
             &holder,
@@ -353,6 +355,7 @@ impl Crasher {
             reason: Some("take over the abandoned rollup".into()),
             metadata: metadata(json!({"round": self.round, "rescued": true})),
             harness: Some("codex".into()),
+            ..AcquireOpts::default()
         };
         swallow(
             RESCUER,

@@ -293,6 +293,32 @@ fn run_when_the_key_is_held_exits_3_and_the_command_never_ran() {
 }
 
 #[test]
+fn run_and_acquire_wait_meet_a_live_claim_of_their_own_holder_name_as_held_not_continued() {
+    let s = Sandbox::new();
+    let holder = Sleeper::spawn();
+    s.hold_for("k", "h", holder.pid());
+    let side_effect = s.file("ran");
+    let touch = format!("touch {}", side_effect.display());
+    let out = s.run(&run_sh(&[], &touch));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("held by h"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!side_effect.exists(), "two commands under one claim");
+    let out = s.run(&["acquire", "k", "--holder", "h", "--wait=1", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(live_pid(&s, "k"), Some(holder.pid() as i64));
+    // The seed's idempotent re-acquire is the plain acquire's.
+    let out = s.run(&["acquire", "k", "--holder", "h", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kind"], "reacquired");
+}
+
+#[test]
 fn run_of_a_command_that_does_not_exist_is_an_error_that_takes_nothing() {
     let s = Sandbox::new();
     let out = s.run(&[

@@ -70,6 +70,7 @@ fn a_ttl_claim_is_written_byte_for_byte_as_the_seed_writes_it() {
             "zip": "0123",
             "yes": "no",
         }))),
+        ..AcquireOpts::default()
     };
     let (rec, _) = must_acquire(
         &root_in(&td),

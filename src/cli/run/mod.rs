@@ -21,7 +21,7 @@ use super::args::parse_dur;
 use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED};
 use super::wait::{deadline, say_blocked, Feed, Msg};
 use crate::claims::wait::{self, Hold, Lost, SystemClock, Waited};
-use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, ReleaseOutcome};
+use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome};
 use crate::store::{Store, StoreError, Tenure};
 use child::{Argv, Blocked, ChildStatus, Running};
 use clap::Args;
@@ -206,6 +206,9 @@ fn child_opts(a: &RunArgs, child: &Blocked) -> AcquireOpts {
         reason: a.reason.clone(),
         metadata: None,
         harness: None,
+        // The child was forked a moment ago: no claim another process made,
+        // even under this holder name, is ever continued as its own.
+        adopt: Adopt::SameOwner,
     }
 }
 

@@ -3,14 +3,13 @@
 
 use super::layout::range_end;
 use super::Core;
-use crate::claims::audit::event_fields_unknown;
-use crate::claims::{now_ms, ClaimRecord};
+use crate::claims::now_ms;
 use crate::events::emit::envelope;
 use crate::events::tail::{parse_event, Event};
 use crate::store::StoreError;
 use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, LeaseGrantOptions, PutOptions, SortOrder, SortTarget,
-    Txn, TxnOp, TxnResponse,
+    GetOptions, KeyValue, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnResponse,
 };
 use serde_json::{Map, Value};
 
@@ -21,12 +20,7 @@ const LEASE_EXISTS: &str = "lease already exists";
 impl Core {
     /// The put of one event, under the retention lease `lease`.
     pub(super) fn event_op(&self, lease: i64, kind: &str, data: Map<String, Value>) -> TxnOp {
-        let line = envelope(kind, data).to_string();
-        TxnOp::put(
-            self.layout.new_event(now_ms()),
-            line,
-            Some(PutOptions::new().with_lease(lease)),
-        )
+        event_put(&self.layout, lease, kind, data)
     }
 
     /// Run a transaction whose event puts hang on this hour's retention
@@ -45,8 +39,8 @@ impl Core {
             })
         };
         match run(build(lease)) {
-            Err(StoreError::Etcd { detail, .. }) if detail.contains(LEASE_NOT_FOUND) => {
-                let ttl = self.retention.as_secs() as i64 + 3600;
+            Err(StoreError::Etcd { detail, .. }) if lease_not_found(&detail) => {
+                let ttl = retention_ttl_s(self.retention);
                 let granted = self.conn.call(|mut c| async move {
                     c.lease_grant(ttl, Some(LeaseGrantOptions::new().with_id(lease)))
                         .await
@@ -54,7 +48,7 @@ impl Core {
                 match granted {
                     Ok(_) => {}
                     // A peer granted it first: the same lease, ours to use.
-                    Err(StoreError::Etcd { detail, .. }) if detail.contains(LEASE_EXISTS) => {}
+                    Err(StoreError::Etcd { detail, .. }) if lease_exists(&detail) => {}
                     Err(e) => return Err(e),
                 }
                 run(build(lease))
@@ -79,55 +73,46 @@ impl Core {
         Ok(out)
     }
 
-    /// Record the end of a tenure that no verb ended (its lease ran out):
-    /// a `claim_expired` event, written only if no one recorded this
-    /// tenure's end before. The marker's `create_revision == 0` compare is
-    /// what makes it once, however many observers race here; release and
-    /// force-release write the same marker, so they never look expired.
-    /// Returns whether this call wrote it.
-    pub(super) fn record_expiry(&self, gone: &KeyValue) -> Result<bool, StoreError> {
-        let Some(key) = self.layout.key_of_claim(gone.key()) else {
-            return Ok(false);
-        };
-        let marker = self.layout.ended(&key, gone.create_revision());
-        // Most deletions are releases, already marked: a read answers them
-        // without a write through raft for every observer.
-        let probe = marker.clone();
-        let marked = self.conn.call(|mut c| {
-            let probe = probe.clone();
-            async move {
-                c.get(probe, Some(GetOptions::new().with_count_only()))
-                    .await
-            }
-        })?;
-        if marked.count() > 0 {
-            return Ok(false);
-        }
-        let mut data = match ClaimRecord::from_bytes(gone.value()) {
-            Ok(rec) => rec.event_fields(),
-            Err(_) => event_fields_unknown(&key),
-        };
-        data.insert("revision".into(), Value::from(gone.create_revision()));
-        data.insert("lease".into(), Value::from(gone.lease()));
-        let resp = self.txn_with_events(|lease| {
-            Txn::new()
-                .when([Compare::create_revision(
-                    marker.clone(),
-                    CompareOp::Equal,
-                    0,
-                )])
-                .and_then([
-                    self.end_marker_op(&marker, lease),
-                    self.event_op(lease, "claim_expired", data.clone()),
-                ])
-        })?;
-        Ok(resp.succeeded())
-    }
-
     /// The put of an end-of-tenure marker (kept as long as the events).
     pub(super) fn end_marker_op(&self, marker: &str, lease: i64) -> TxnOp {
-        TxnOp::put(marker, "", Some(PutOptions::new().with_lease(lease)))
+        end_marker_put(marker, lease)
     }
+}
+
+/// The put of one event under the retention lease `lease`, for code that
+/// runs without a [`Core`] (a keep-alive's task).
+pub(super) fn event_put(
+    layout: &super::Layout,
+    lease: i64,
+    kind: &str,
+    data: Map<String, Value>,
+) -> TxnOp {
+    let line = envelope(kind, data).to_string();
+    TxnOp::put(
+        layout.new_event(now_ms()),
+        line,
+        Some(PutOptions::new().with_lease(lease)),
+    )
+}
+
+pub(super) fn end_marker_put(marker: &str, lease: i64) -> TxnOp {
+    TxnOp::put(marker, "", Some(PutOptions::new().with_lease(lease)))
+}
+
+/// The TTL of a retention lease: the retention plus the hour it is named
+/// after, so that no event lives less than the retention.
+pub(super) fn retention_ttl_s(retention: std::time::Duration) -> i64 {
+    retention.as_secs() as i64 + 3600
+}
+
+/// Whether an etcd error says the put named a lease etcd does not have.
+pub(super) fn lease_not_found(detail: &str) -> bool {
+    detail.contains(LEASE_NOT_FOUND)
+}
+
+/// Whether an etcd error says a lease of that id was granted already.
+pub(super) fn lease_exists(detail: &str) -> bool {
+    detail.contains(LEASE_EXISTS)
 }
 
 /// A stored event, if its value is one events.jsonl line.

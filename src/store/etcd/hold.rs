@@ -8,6 +8,7 @@
 //! rates apart). Taking the moment the answer ARRIVED instead would move the
 //! bound past the real end by the answer's whole delay.
 
+use super::expiry::AfterLoss;
 use super::Core;
 use crate::store::{StoreError, Tenure};
 use etcd_client::Client;
@@ -119,6 +120,7 @@ impl Core {
             ck: self.layout.claim(key),
             every,
             state: Arc::clone(&state),
+            ended: self.after_loss(key, tenure),
         };
         let task = self.conn.runtime().spawn(round.forever());
         Ok(KeepAlive { state, task })
@@ -133,6 +135,9 @@ struct Round {
     ck: String,
     every: Duration,
     state: Arc<Mutex<State>>,
+    /// Records the tenure's end once it is no longer held, whoever else
+    /// is watching or not.
+    ended: AfterLoss,
 }
 
 impl Round {
@@ -140,6 +145,9 @@ impl Round {
         loop {
             tokio::time::sleep(self.every.saturating_sub(Duration::from_millis(10))).await;
             if let Some(why) = self.once().await {
+                // Started before the loss is seen, so whoever reacts to it
+                // (the holder's exit, the store's drop) waits for the record.
+                self.ended.start();
                 if let Ok(mut s) = self.state.lock() {
                     s.say(why);
                 }

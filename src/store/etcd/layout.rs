@@ -2,9 +2,15 @@
 //!
 //! The contract fixes the first three so any other implementation can share
 //! a prefix: `PREFIX/claims/<encoded-key>`, `PREFIX/events/<id>`,
-//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/` is claimtop's own:
-//! one marker per finished tenure, so that a tenure's end is recorded once
-//! however many observers see it.
+//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/` and `PREFIX/open/` are
+//! claimtop's own. `ended/<encoded-key>.<revision>`: one marker per finished
+//! tenure, so that a tenure's end is recorded once however many observers
+//! see it. `open/<encoded-key>`: the tenure a claim key's acquire began,
+//! with no lease (so it outlives a lease that runs out), written in the
+//! acquire's transaction (its `mod_revision` is the tenure's revision) and
+//! removed with the tenure's end: an entry whose claim key is gone, or
+//! names another revision, is a tenure that ended with nobody recording it,
+//! and the next acquire or list records it.
 //!
 //! # Published hosts (`claimtop publish`)
 //!
@@ -115,6 +121,21 @@ impl Layout {
 
     pub fn ended_all(&self) -> String {
         format!("{}/ended/", self.prefix)
+    }
+
+    /// The open-tenure entry of a claim key (see the module's notes).
+    pub fn open(&self, key: &str) -> String {
+        format!("{}/open/{}", self.prefix, encode_key(key))
+    }
+
+    pub fn opens(&self) -> String {
+        format!("{}/open/", self.prefix)
+    }
+
+    /// The claim key an open-tenure entry stands for.
+    pub fn key_of_open(&self, etcd_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        s.strip_prefix(&self.opens()).map(decode_key)
     }
 
     /// The retention lease of the hour `now_ms` falls in. Derived, not stored:

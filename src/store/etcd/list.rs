@@ -97,6 +97,11 @@ impl Core {
         }
         drop(leases);
         sort_together(&mut claims, &mut tenures);
+        if limit.is_none() {
+            // Best effort: a reader without write access still gets its
+            // listing, and the next acquire or watcher records the end.
+            let _ = self.settle_opens(at, &claims, &tenures);
+        }
         let mut counts = Counts::default();
         let mut hazards = Vec::new();
         for s in &claims {
@@ -137,13 +142,39 @@ impl Core {
         &self,
         prefix: &str,
         page: i64,
+        each: impl FnMut(Vec<KeyValue>) -> bool,
+    ) -> Result<i64, StoreError> {
+        self.pages(prefix, page, 0, false, each)
+    }
+
+    /// Every key under `prefix` as of revision `at`, a page at a time, to
+    /// `each` (keys and revisions only when `keys_only`).
+    pub(super) fn page_through(
+        &self,
+        prefix: &str,
+        at: i64,
+        keys_only: bool,
+        each: impl FnMut(Vec<KeyValue>) -> bool,
+    ) -> Result<i64, StoreError> {
+        self.pages(prefix, PAGE, at, keys_only, each)
+    }
+
+    /// [`Core::for_each_page`] from revision `at` (0: the first page's).
+    fn pages(
+        &self,
+        prefix: &str,
+        page: i64,
+        mut at: i64,
+        keys_only: bool,
         mut each: impl FnMut(Vec<KeyValue>) -> bool,
     ) -> Result<i64, StoreError> {
         let end = range_end(prefix);
         let mut from = prefix.as_bytes().to_vec();
-        let mut at = 0;
         loop {
             let mut opts = GetOptions::new().with_range(end.clone()).with_limit(page);
+            if keys_only {
+                opts = opts.with_keys_only();
+            }
             if at > 0 {
                 opts = opts.with_revision(at);
             }

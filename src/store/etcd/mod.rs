@@ -4,8 +4,10 @@
 //! - `conn`: endpoints, TLS, auth, `--timeout`.
 //! - `layout`: every key path.
 //! - `verbs`: acquire, release, renew, force-release as transactions.
-//! - `events`: the audit events under `PREFIX/events/`, their retention
-//!   lease, and the exactly-once `claim_expired`.
+//! - `events`: the audit events under `PREFIX/events/` and their retention
+//!   lease.
+//! - `expiry`: the exactly-once `claim_expired`, recorded by whoever first
+//!   learns a tenure's lease ran out.
 //! - `list`: status and the paged listing.
 //! - `watch`: the resumable change feed.
 //! - `doctor`: the etcd hazards.
@@ -18,6 +20,7 @@
 mod conn;
 mod doctor;
 mod events;
+mod expiry;
 pub mod fleet;
 mod hold;
 mod info;
@@ -62,8 +65,9 @@ pub(crate) struct Core {
     /// Keys this process wrote last, as it wrote them: a release of one's
     /// own claim then needs no read first.
     held: Mutex<HashMap<String, verbs::Held>>,
-    /// Lease revocations still in flight.
-    pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Lease revocations and expiry records still in flight (a holder's
+    /// keep-alive adds to it from the runtime).
+    pending: expiry::Pending,
     /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire.
     spares: Mutex<Vec<(i64, i64)>>,
 }
@@ -72,8 +76,8 @@ impl Drop for Core {
     fn drop(&mut self) {
         let pending = self
             .pending
-            .get_mut()
-            .map(std::mem::take)
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
             .unwrap_or_default();
         let spares = self
             .spares
@@ -109,7 +113,7 @@ impl EtcdStore {
                 retention: opts.events_retention.unwrap_or(DEFAULT_EVENTS_RETENTION),
                 me: LocalIdentity::current(),
                 held: Mutex::new(HashMap::new()),
-                pending: Mutex::new(Vec::new()),
+                pending: Arc::new(Mutex::new(Vec::new())),
                 spares: Mutex::new(Vec::new()),
             }),
         })

@@ -6,6 +6,7 @@
 //! `mod_revision` they read: if anyone touched the key in between, nothing
 //! happens and the verb starts over from a fresh read. Never a blind delete.
 
+use super::expiry::{open_close, open_put};
 use super::Core;
 use crate::claims::audit::force_released_fields;
 use crate::claims::{acquired_data, force_refusal, new_record, ParseError};
@@ -40,20 +41,27 @@ impl Core {
             return Err(ClaimError::BadPid(pid).into());
         }
         let ck = self.layout.claim(key);
+        let open = self.layout.open(key);
         let ttl_s = ttl_secs(ttl_ms);
         for _ in 0..MAX_ATTEMPTS {
             let rec = new_record(key, holder, opts);
             let yaml = rec.to_yaml()?;
             let lease = self.lease_for(ttl_s)?;
             let data = acquired_data(&rec);
+            // A new tenure begins only where no earlier one is still open:
+            // one that ended with nobody recording it is recorded first.
             let resp = self.txn_with_events(|ev| {
                 Txn::new()
-                    .when([Compare::create_revision(ck.clone(), CompareOp::Equal, 0)])
+                    .when([
+                        Compare::create_revision(ck.clone(), CompareOp::Equal, 0),
+                        Compare::create_revision(open.clone(), CompareOp::Equal, 0),
+                    ])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
+                        open_put(&self.layout, &rec, lease),
                         self.event_op(ev, "claim_acquired", data.clone()),
                     ])
-                    .or_else([TxnOp::get(ck.clone(), None)])
+                    .or_else([TxnOp::get(ck.clone(), None), TxnOp::get(open.clone(), None)])
             });
             let resp = match resp {
                 Ok(r) => r,
@@ -78,7 +86,14 @@ impl Core {
                     tenure(at, lease, ttl_s, ttl_s),
                 ));
             }
-            let Some(kv) = got_kv(&resp) else {
+            let (claim, opened) = got_kvs(&resp);
+            if let Some(opened) = &opened {
+                if self.settle_open(opened, claim.as_ref())? {
+                    self.spare(lease, ttl_s);
+                    continue;
+                }
+            }
+            let Some(kv) = claim else {
                 // Released between the compare and the read: try again.
                 self.spare(lease, ttl_s);
                 continue;
@@ -90,7 +105,13 @@ impl Core {
                     return Err(parse_error(&ck, e).into());
                 }
             };
-            if existing.holder != holder {
+            // Only `opts.adopt` decides which claim of the same holder is
+            // continued. `run` and `acquire --wait` continue none made by
+            // another process: a holder told its claim was lost (the lease
+            // unconfirmed past its TTL) may find etcd back with that lease
+            // alive, and its restarted successor must begin a new tenure,
+            // with a new revision, once that one has run out.
+            if !opts.adopts(&existing, holder) {
                 self.spare(lease, ttl_s);
                 return Ok(Fenced {
                     outcome: AcquireOutcome::HeldByOther {
@@ -304,6 +325,7 @@ impl Core {
                         Some(PutOptions::new().with_lease(ev)),
                     ),
                     self.end_marker_op(&marker, ev),
+                    open_close(&self.layout, key, kv.create_revision()),
                     self.event_op(ev, "claim_force_released", data.clone()),
                 ])
         })?;
@@ -354,6 +376,7 @@ impl Core {
             Txn::new().when([unchanged(ck, seen.modified)]).and_then([
                 TxnOp::delete(ck, None),
                 self.end_marker_op(&marker, ev),
+                open_close(&self.layout, key, seen.create),
                 self.event_op(ev, "claim_released", data.clone()),
             ])
         })?;
@@ -533,12 +556,14 @@ fn revision_of(resp: &TxnResponse) -> i64 {
     resp.header().map(|h| h.revision()).unwrap_or(0)
 }
 
-/// The key-value the failure branch's get returned.
-fn got_kv(resp: &TxnResponse) -> Option<KeyValue> {
-    resp.op_responses().into_iter().find_map(|op| match op {
+/// What the acquire's failure branch read: the claim key and the key's
+/// open-tenure entry.
+fn got_kvs(resp: &TxnResponse) -> (Option<KeyValue>, Option<KeyValue>) {
+    let mut got = resp.op_responses().into_iter().map(|op| match op {
         TxnOpResponse::Get(mut g) => g.take_kvs().into_iter().next(),
         _ => None,
-    })
+    });
+    (got.next().flatten(), got.next().flatten())
 }
 
 pub(super) fn tenure(revision: i64, lease: i64, ttl_s: i64, remaining_s: i64) -> Tenure {
