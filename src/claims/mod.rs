@@ -23,6 +23,7 @@ pub mod verbs;
 pub mod wait;
 pub mod words;
 pub mod yaml_cost;
+mod yaml_quote;
 mod yaml_scan;
 
 pub use error::ClaimError;

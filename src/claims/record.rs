@@ -1,6 +1,7 @@
 //! The claim record, its states, and the YAML lockfile format.
 
 use super::yaml_cost;
+pub use super::yaml_quote::misread as pyyaml_misreads;
 pub use super::yaml_scan::MAX_FLOW_DEPTH;
 use super::yaml_scan::{scan, Scan};
 use super::SCHEMA_VERSION;
@@ -130,9 +131,11 @@ fn default_schema_version() -> u32 {
 }
 
 impl ClaimRecord {
-    /// The lockfile bytes for this record.
+    /// The YAML text of this record: the seed's bytes, except that strings
+    /// PyYAML would misread are quoted as PyYAML quotes them (see
+    /// `yaml_quote`).
     pub fn to_yaml(&self) -> Result<String, super::ClaimError> {
-        serde_yaml_ng::to_string(self).map_err(|e| super::ClaimError::Serialize(e.to_string()))
+        super::yaml_quote::to_yaml(self)
     }
 
     /// Parse lockfile text, applying the reader's schema rules.
