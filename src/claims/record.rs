@@ -138,6 +138,23 @@ impl ClaimRecord {
         super::yaml_quote::to_yaml(self)
     }
 
+    /// The lockfile bytes for this record, or why no reader could take them.
+    ///
+    /// A record over the read cap or the parse-cost limits would land as a
+    /// claim that every reader, its own holder's release included, calls
+    /// unreadable and so held for ever: it is refused here, before anything
+    /// is written.
+    pub fn to_lockfile(&self) -> Result<String, super::ClaimError> {
+        let text = self.to_yaml()?;
+        match ClaimRecord::from_bytes(text.as_bytes()) {
+            Ok(_) => Ok(text),
+            Err(e) => Err(super::ClaimError::Unwritable {
+                bytes: text.len(),
+                reason: e.reason().to_string(),
+            }),
+        }
+    }
+
     /// Parse lockfile text, applying the reader's schema rules.
     pub fn from_yaml(text: &str) -> Result<ClaimRecord, ParseError> {
         // The fast path only ever answers for shapes where it provably agrees

@@ -212,7 +212,7 @@ pub fn acquire_watched(
     let path = root.lockfile(key);
     for _ in 0..ACQUIRE_MAX_ATTEMPTS {
         let fresh = new_record(key, holder, opts);
-        match atomic::create_exclusive(&path, fresh.to_yaml()?.as_bytes()) {
+        match atomic::create_exclusive(&path, fresh.to_lockfile()?.as_bytes()) {
             Ok(()) => {
                 root.emit("claim_acquired", acquired_data(&fresh));
                 return Ok(AcquireOutcome::Acquired {
@@ -327,7 +327,7 @@ fn reacquire(
     existing: &ClaimRecord,
 ) -> Result<AcquireOutcome, ClaimError> {
     let refreshed = new_record(key, holder, opts);
-    atomic::replace(path, refreshed.to_yaml()?.as_bytes())
+    atomic::replace(path, refreshed.to_lockfile()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", path, e))?;
     let mut data = refreshed.event_fields();
     data.insert(
@@ -383,7 +383,7 @@ fn recover_stale_locked(
         Ok(r) => r,
         Err(ReadError::GoneAway) => {
             let fresh = new_record(key, holder, opts);
-            return match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+            return match atomic::create_exclusive(path, fresh.to_lockfile()?.as_bytes()) {
                 Ok(()) => {
                     root.emit("claim_acquired", acquired_data(&fresh));
                     Ok(Some(AcquireOutcome::Acquired {
@@ -412,7 +412,7 @@ fn recover_stale_locked(
         Archived::PutBack | Archived::ChangedAndKept(_) => return Ok(None),
     }
     let fresh = new_record(key, holder, opts);
-    match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+    match atomic::create_exclusive(path, fresh.to_lockfile()?.as_bytes()) {
         Ok(()) => {
             let mut data = fresh.event_fields();
             data.insert(
@@ -653,7 +653,7 @@ pub fn renew_as(
     };
     let previous = rec.expires_at.unwrap_or(now);
     rec.expires_at = Some(now + ttl_ms);
-    atomic::replace(&path, rec.to_yaml()?.as_bytes())
+    atomic::replace(&path, rec.to_lockfile()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", &path, e))?;
     drop(guard);
     let mut data = rec.event_fields();

@@ -1327,3 +1327,35 @@ fn a_literal_backslash_escape_and_a_real_escape_look_different_in_text() {
     assert!(text.contains("job\\e[2J"), "the real ESC, escaped: {text}");
     assert!(!text.contains('\u{1b}'));
 }
+
+#[test]
+fn a_record_too_big_for_any_reader_is_refused_with_exit_1_and_nothing_written() {
+    let s = Sandbox::new();
+    // Control characters are written escaped (`\x01`, four bytes each), so
+    // these arguments (each under the kernel's 128 KiB per argument) make a
+    // record over the 1 MiB read cap.
+    let holder = "\u{1}".repeat(130_000);
+    let metadata = json!({"blob": "\u{1}".repeat(21_000)}).to_string();
+    let args = [
+        "acquire",
+        "big",
+        "--holder",
+        &holder,
+        "--reason",
+        &holder,
+        "--metadata",
+        &metadata,
+        "--ttl",
+        "60",
+    ];
+    let (rc, v) = s.json(&args);
+    assert_eq!(rc, 1, "{v}");
+    assert_eq!(v["outcome"], "error");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("larger than 1048576 bytes"), "{error}");
+    assert!(s.claim_files().is_empty(), "{:?}", s.claim_files());
+    assert!(s.events().is_empty(), "{:?}", s.events());
+    // The key stays free: a sane record takes it at once.
+    let (rc, v) = s.json(&["acquire", "big", "--holder", "me", "--ttl", "60"]);
+    assert_eq!((rc, &v["outcome"]), (0, &json!("acquired")), "{v}");
+}
