@@ -221,7 +221,7 @@ pub fn acquire_watched(
                 });
             }
             Err(CreateError::AlreadyHeld) => {}
-            Err(CreateError::Io(e)) => return Err(create_error(&path, e)),
+            Err(CreateError::Io(e)) => return held_or(&path, holder, create_error(&path, e)),
         }
         let existing = match read_claim_file_raw(&path) {
             Ok((rec, _)) => rec,
@@ -307,6 +307,17 @@ fn lock_recovery(lock_dir: &Path, hook: Option<&WaitHook>) -> Result<Pinned, Cla
             }
         }
         mutex::wait_for_release(lock_dir, left);
+    }
+}
+
+/// A create that failed (read-only or full filesystem, permission denied)
+/// over a key another holder keeps: held beats the write error. Whatever
+/// else is wrong, that key could not have been taken, and a waiter must
+/// wait for it rather than give up on an error.
+fn held_or(path: &Path, holder: &str, err: ClaimError) -> Result<AcquireOutcome, ClaimError> {
+    match read_claim_file_raw(path) {
+        Ok((rec, _)) if rec.holder != holder && protected(&rec) => Ok(held(rec)),
+        _ => Err(err),
     }
 }
 
