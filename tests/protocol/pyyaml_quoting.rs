@@ -144,6 +144,8 @@ fn differential(records: Vec<ClaimRecord>) -> (Vec<String>, Vec<String>) {
 fn yaml_special_strings_read_back_in_pyyaml_and_are_written_as_safe_dump_writes_them() {
     let Some(()) = python_with_yaml() else { return };
     let long_stamp = format!("2001-12-14 21:59:43.{} -5", "1".repeat(90));
+    // Past 128 characters a mapping key is written as a `? ` complex key.
+    let longer_stamp = format!("2001-12-14 21:59:43.{} Z", "2".repeat(120));
     let long_word = "x".repeat(200);
     let special = [
         "yes",
@@ -202,6 +204,7 @@ fn yaml_special_strings_read_back_in_pyyaml_and_are_written_as_safe_dump_writes_
         ".nan",
         "0o17",
         long_stamp.as_str(),
+        longer_stamp.as_str(),
     ];
     let ordinary = [
         "pty:golden",
