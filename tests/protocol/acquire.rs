@@ -576,3 +576,32 @@ fn a_record_nested_deeper_than_the_seed_reads_is_refused_unwritten() {
     assert!(!root.lockfile("deep").exists());
     assert!(events(&root).is_empty());
 }
+
+#[test]
+#[ignore = "a figure, not a check: prints what the read-back check costs per write"]
+fn figure_the_read_back_check_costs_a_parse_per_write() {
+    use claimtop::claims::record::MAX_LOCKFILE_BYTES as CAP;
+    let typical = record("node:ab-1234abcd", "target-session:me", 4242, now_ms());
+    let mut big = typical.clone();
+    big.metadata = meta(json!({"pad": "p".repeat(CAP as usize - 400)}));
+    // A holder PyYAML would misread takes the placeholder road.
+    let mut special = typical.clone();
+    special.holder = "12:30".into();
+    for (what, rec, n) in [
+        ("typical", &typical, 20_000u32),
+        ("holder 12:30", &special, 20_000),
+        ("1 MiB", &big, 20),
+    ] {
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(rec.to_yaml().unwrap());
+        }
+        let write = t.elapsed() / n;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(rec.to_lockfile().unwrap());
+        }
+        let checked = t.elapsed() / n;
+        println!("{what} record: serialise {write:?}, serialise + read-back check {checked:?}");
+    }
+}
