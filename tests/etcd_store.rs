@@ -991,3 +991,28 @@ fn the_cost_of_one_tenure_and_of_a_full_list_over_etcd() {
     let list = t0.elapsed() / 20;
     eprintln!("acquire + release: {tenure:?} a tenure; list of 1000 claims: {list:?}");
 }
+
+#[test]
+fn a_record_over_the_read_cap_is_refused_before_etcd_sees_it_and_the_key_stays_free() {
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/big");
+    let cap = claimtop::claims::record::MAX_LOCKFILE_BYTES as usize;
+    let mut metadata = serde_json::Map::new();
+    // Over the cap, yet under etcd's own request limit (1.5 MiB): only the
+    // writer's own check keeps it out.
+    metadata.insert("pad".into(), "p".repeat(cap + 1).into());
+    let opts = AcquireOpts {
+        metadata: Some(metadata),
+        ..ttl(60)
+    };
+    match s.acquire("k", "alice", &opts) {
+        Err(StoreError::Claim(claimtop::claims::ClaimError::Unwritable { bytes, .. })) => {
+            assert!(bytes > cap, "{bytes}")
+        }
+        other => panic!("expected a refusal before writing, got {other:?}"),
+    }
+    let st = s.status("k").expect("status");
+    assert_eq!(st.outcome.state, claimtop::claims::ClaimState::Free);
+    // Nothing was written: no event either.
+    assert!(s.events(10).expect("events").is_empty());
+}

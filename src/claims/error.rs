@@ -54,6 +54,10 @@ pub enum ClaimError {
     Archive(Box<ClaimError>),
     #[error("claim YAML serialize failed: {0}")]
     Serialize(String),
+    /// The record would not read back (over the size cap or the parse-cost
+    /// limits): written, it would be a claim no one could release.
+    #[error("refusing to write a {bytes}-byte claim record that readers would refuse: {reason}")]
+    Unwritable { bytes: usize, reason: String },
     #[error("acquire gave up after {attempts} contention retries on {key:?}")]
     Contention { attempts: usize, key: String },
 }

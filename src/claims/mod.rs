@@ -24,6 +24,7 @@ pub mod verbs;
 pub mod wait;
 pub mod words;
 pub mod yaml_cost;
+mod yaml_quote;
 mod yaml_scan;
 
 pub use adopt::Adopt;

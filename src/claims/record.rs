@@ -1,6 +1,7 @@
 //! The claim record, its states, and the YAML lockfile format.
 
 use super::yaml_cost;
+pub use super::yaml_quote::misread as pyyaml_misreads;
 pub use super::yaml_scan::MAX_FLOW_DEPTH;
 use super::yaml_scan::{scan, Scan};
 use super::SCHEMA_VERSION;
@@ -138,9 +139,28 @@ fn default_schema_version() -> u32 {
 }
 
 impl ClaimRecord {
-    /// The lockfile bytes for this record.
+    /// The YAML text of this record: the seed's bytes, except that strings
+    /// PyYAML would misread are quoted as PyYAML quotes them (see
+    /// `yaml_quote`).
     pub fn to_yaml(&self) -> Result<String, super::ClaimError> {
-        serde_yaml_ng::to_string(self).map_err(|e| super::ClaimError::Serialize(e.to_string()))
+        super::yaml_quote::to_yaml(self)
+    }
+
+    /// The lockfile bytes for this record, or why no reader could take them.
+    ///
+    /// A record over the read cap or the parse-cost limits would land as a
+    /// claim that every reader, its own holder's release included, calls
+    /// unreadable and so held for ever: it is refused here, before anything
+    /// is written.
+    pub fn to_lockfile(&self) -> Result<String, super::ClaimError> {
+        let text = self.to_yaml()?;
+        match ClaimRecord::from_bytes(text.as_bytes()) {
+            Ok(_) => Ok(text),
+            Err(e) => Err(super::ClaimError::Unwritable {
+                bytes: text.len(),
+                reason: e.reason().to_string(),
+            }),
+        }
     }
 
     /// Parse lockfile text, applying the reader's schema rules.

@@ -35,6 +35,9 @@ pub enum HazardKind {
     /// `.expired` is not a real directory (a symlink, a regular file):
     /// every stale reclaim and force-release refuses to archive into it.
     ArchiveDirBroken,
+    /// The events log exists but is not a regular file: every append
+    /// fails, so audit events are being lost.
+    EventsLogBroken,
 }
 
 impl HazardKind {
@@ -47,6 +50,7 @@ impl HazardKind {
             HazardKind::Unreadable => "unreadable",
             HazardKind::KeyMismatch => "key_mismatch",
             HazardKind::ArchiveDirBroken => "archive_dir_broken",
+            HazardKind::EventsLogBroken => "events_log_broken",
         }
     }
 }
@@ -165,7 +169,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         Ok(l) => l,
         // Nothing claimed yet: a normal, empty root.
         Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
-            events_mutex_hazard(root, &mut out.hazards);
+            events_hazards(root, &mut out.hazards);
             return out;
         }
         Err(e) => {
@@ -244,7 +248,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         }
     });
     drop(listing);
-    events_mutex_hazard(root, &mut out.hazards);
+    events_hazards(root, &mut out.hazards);
     out.hazards.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
@@ -405,10 +409,20 @@ fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
     });
 }
 
-fn events_mutex_hazard(root: &Root, hazards: &mut Vec<Hazard>) {
-    let lock = crate::events::emit::events_mutex_path(&root.events_file());
+/// The events log's own hazards: a mutex corpse, or a log no append can
+/// reach.
+fn events_hazards(root: &Root, hazards: &mut Vec<Hazard>) {
+    let log = root.events_file();
+    let lock = crate::events::emit::events_mutex_path(&log);
     if let Some(h) = stale_mutex_hazard(&lock) {
         hazards.push(h);
+    }
+    if let Some(detail) = crate::events::emit::log_unappendable(&log) {
+        hazards.push(Hazard {
+            kind: HazardKind::EventsLogBroken,
+            path: log,
+            detail,
+        });
     }
 }
 
@@ -454,6 +468,10 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
                 HazardKind::ArchiveDirBroken => (
                     false,
                     "left: move it aside; the next archive makes a real directory".into(),
+                ),
+                HazardKind::EventsLogBroken => (
+                    false,
+                    "left: move it aside; the next event makes a regular file".into(),
                 ),
             };
             Fix {

@@ -224,7 +224,7 @@ pub fn acquire_watched(
     let path = root.lockfile(key);
     for _ in 0..ACQUIRE_MAX_ATTEMPTS {
         let fresh = new_record(key, holder, opts);
-        match atomic::create_exclusive(&path, fresh.to_yaml()?.as_bytes()) {
+        match atomic::create_exclusive(&path, fresh.to_lockfile()?.as_bytes()) {
             Ok(()) => {
                 root.emit("claim_acquired", acquired_data(&fresh));
                 return Ok(AcquireOutcome::Acquired {
@@ -233,7 +233,7 @@ pub fn acquire_watched(
                 });
             }
             Err(CreateError::AlreadyHeld) => {}
-            Err(CreateError::Io(e)) => return Err(create_error(&path, e)),
+            Err(CreateError::Io(e)) => return held_or(&path, holder, create_error(&path, e)),
         }
         let existing = match read_claim_file_raw(&path) {
             Ok((rec, _)) => rec,
@@ -322,6 +322,17 @@ fn lock_recovery(lock_dir: &Path, hook: Option<&WaitHook>) -> Result<Pinned, Cla
     }
 }
 
+/// A create that failed (read-only or full filesystem, permission denied)
+/// over a key another holder keeps: held beats the write error. Whatever
+/// else is wrong, that key could not have been taken, and a waiter must
+/// wait for it rather than give up on an error.
+fn held_or(path: &Path, holder: &str, err: ClaimError) -> Result<AcquireOutcome, ClaimError> {
+    match read_claim_file_raw(path) {
+        Ok((rec, _)) if rec.holder != holder && protected(&rec) => Ok(held(rec)),
+        _ => Err(err),
+    }
+}
+
 fn held(rec: ClaimRecord) -> AcquireOutcome {
     AcquireOutcome::HeldByOther {
         holder: rec.holder,
@@ -339,7 +350,7 @@ fn reacquire(
     existing: &ClaimRecord,
 ) -> Result<AcquireOutcome, ClaimError> {
     let refreshed = new_record(key, holder, opts);
-    atomic::replace(path, refreshed.to_yaml()?.as_bytes())
+    atomic::replace(path, refreshed.to_lockfile()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", path, e))?;
     let mut data = refreshed.event_fields();
     data.insert(
@@ -395,7 +406,7 @@ fn recover_stale_locked(
         Ok(r) => r,
         Err(ReadError::GoneAway) => {
             let fresh = new_record(key, holder, opts);
-            return match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+            return match atomic::create_exclusive(path, fresh.to_lockfile()?.as_bytes()) {
                 Ok(()) => {
                     root.emit("claim_acquired", acquired_data(&fresh));
                     Ok(Some(AcquireOutcome::Acquired {
@@ -424,7 +435,7 @@ fn recover_stale_locked(
         Archived::PutBack | Archived::ChangedAndKept(_) => return Ok(None),
     }
     let fresh = new_record(key, holder, opts);
-    match atomic::create_exclusive(path, fresh.to_yaml()?.as_bytes()) {
+    match atomic::create_exclusive(path, fresh.to_lockfile()?.as_bytes()) {
         Ok(()) => {
             let mut data = fresh.event_fields();
             data.insert(
@@ -665,7 +676,7 @@ pub fn renew_as(
     };
     let previous = rec.expires_at.unwrap_or(now);
     rec.expires_at = Some(now + ttl_ms);
-    atomic::replace(&path, rec.to_yaml()?.as_bytes())
+    atomic::replace(&path, rec.to_lockfile()?.as_bytes())
         .map_err(|e| ClaimError::io("replace", &path, e))?;
     drop(guard);
     let mut data = rec.event_fields();

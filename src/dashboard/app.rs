@@ -1057,6 +1057,13 @@ impl Claims {
         self.sweep_hazards.len() + self.shown().item_hazards
     }
 
+    /// Whether the last sweep found the events log unappendable.
+    pub fn events_log_broken(&self) -> bool {
+        self.sweep_hazards
+            .iter()
+            .any(|h| h.kind == HazardKind::EventsLogBroken)
+    }
+
     /// The full hazard list, built on demand (the `h` list).
     pub fn hazards(&self) -> Vec<Hazard> {
         let mut out = self.sweep_hazards.clone();
@@ -1572,5 +1579,6 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::ForeignMachine => 4,
         HazardKind::KeyMismatch => 5,
         HazardKind::ArchiveDirBroken => 6,
+        HazardKind::EventsLogBroken => 7,
     }
 }

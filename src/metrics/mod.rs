@@ -32,7 +32,7 @@ pub const STATES: [ClaimState; 5] = [
 
 /// Every hazard kind, so each is exported (at 0) before it first happens:
 /// an alert on `claimtop_hazards > 0` needs the series to exist.
-pub const HAZARD_KINDS: [HazardKind; 7] = [
+pub const HAZARD_KINDS: [HazardKind; 8] = [
     HazardKind::StaleMutex,
     HazardKind::TempLitter,
     HazardKind::CorruptedClaim,
@@ -40,6 +40,7 @@ pub const HAZARD_KINDS: [HazardKind; 7] = [
     HazardKind::Unreadable,
     HazardKind::KeyMismatch,
     HazardKind::ArchiveDirBroken,
+    HazardKind::EventsLogBroken,
 ];
 
 /// Fails to compile when a kind is added and not listed above.
@@ -51,7 +52,8 @@ const fn _every_kind_listed(k: HazardKind) -> usize {
         | HazardKind::ForeignMachine
         | HazardKind::Unreadable
         | HazardKind::KeyMismatch
-        | HazardKind::ArchiveDirBroken => HAZARD_KINDS.len(),
+        | HazardKind::ArchiveDirBroken
+        | HazardKind::EventsLogBroken => HAZARD_KINDS.len(),
     }
 }
 

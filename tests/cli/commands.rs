@@ -1327,3 +1327,76 @@ fn a_literal_backslash_escape_and_a_real_escape_look_different_in_text() {
     assert!(text.contains("job\\e[2J"), "the real ESC, escaped: {text}");
     assert!(!text.contains('\u{1b}'));
 }
+
+#[test]
+fn a_record_too_big_for_any_reader_is_refused_with_exit_1_and_nothing_written() {
+    let s = Sandbox::new();
+    // Control characters are written escaped (`\x01`, four bytes each), so
+    // these arguments (each under the kernel's 128 KiB per argument) make a
+    // record over the 1 MiB read cap.
+    let holder = "\u{1}".repeat(130_000);
+    let metadata = json!({"blob": "\u{1}".repeat(21_000)}).to_string();
+    let args = [
+        "acquire",
+        "big",
+        "--holder",
+        &holder,
+        "--reason",
+        &holder,
+        "--metadata",
+        &metadata,
+        "--ttl",
+        "60",
+    ];
+    let (rc, v) = s.json(&args);
+    assert_eq!(rc, 1, "{v}");
+    assert_eq!(v["outcome"], "error");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("larger than 1048576 bytes"), "{error}");
+    assert!(s.claim_files().is_empty(), "{:?}", s.claim_files());
+    assert!(s.events().is_empty(), "{:?}", s.events());
+    // The key stays free: a sane record takes it at once.
+    let (rc, v) = s.json(&["acquire", "big", "--holder", "me", "--ttl", "60"]);
+    assert_eq!((rc, &v["outcome"]), (0, &json!("acquired")), "{v}");
+}
+
+#[test]
+fn a_broken_events_log_is_a_hazard_in_doctor_and_list_and_the_verbs_still_work() {
+    for plant in ["directory", "FIFO"] {
+        let s = Sandbox::new();
+        std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+        let log = s.events_file();
+        match plant {
+            "directory" => std::fs::create_dir(&log).unwrap(),
+            _ => {
+                let c = std::ffi::CString::new(log.to_str().unwrap()).unwrap();
+                // SAFETY: a valid NUL-terminated path; mkfifo only makes the node.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }
+        }
+        // The claim itself is taken: the log is observability, not the lock.
+        let out = s.run(&["acquire", "k", "--holder", "a", "--ttl", "60"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stderr(&out).contains("failed to emit"), "{}", stderr(&out));
+
+        let (rc, v) = s.json(&["doctor"]);
+        assert_eq!(rc, 3, "{plant}: {v}");
+        let h = &v["hazards"][0];
+        assert_eq!(h["kind"], "events_log_broken", "{v}");
+        assert_eq!(h["path"], log.to_str().unwrap(), "{v}");
+        assert!(h["detail"].as_str().unwrap().contains(plant), "{v}");
+        let (rc, v) = s.json(&["list"]);
+        assert_eq!(rc, 0);
+        assert_eq!(v["hazards"][0]["kind"], "events_log_broken", "{v}");
+        let out = s.run(&["doctor"]);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("events_log_broken"),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // --fix leaves it for a human: what it holds may be the lost events.
+        let (rc, _) = s.json(&["doctor", "--fix"]);
+        assert_eq!(rc, 3);
+        assert!(std::fs::symlink_metadata(&log).is_ok());
+    }
+}

@@ -1750,3 +1750,30 @@ fn the_help_has_a_legend_of_states() {
     assert!(screen.contains("What the states mean"), "{screen}");
     assert!(screen.contains("the next acquire reclaims it"), "{screen}");
 }
+
+#[test]
+fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).unwrap();
+    std::fs::create_dir(root.events_file()).unwrap();
+    let mut app = app_at(root.clone());
+    // Wide enough for two temp paths and the mark after them.
+    update(&mut app, Action::Resize(220, 24));
+    let mut c = collector(&root);
+    collect(&mut app, &mut c, Input::Rescan);
+    let screen = render(&app);
+    let header = line_with(&screen, "claimtop");
+    assert!(header.contains("⚠ 1 hazard"), "{header}");
+    let events = line_with(&screen, "events");
+    assert!(events.contains("broken: events lost"), "{events}");
+
+    // Moved aside: the next sweep clears both.
+    std::fs::remove_dir(root.events_file()).unwrap();
+    collect(&mut app, &mut c, Input::Rescan);
+    let screen = render(&app);
+    assert!(
+        line_with(&screen, "claimtop").contains("⚠ 0 hazards"),
+        "{screen}"
+    );
+    assert!(!screen.contains("events lost"), "{screen}");
+}

@@ -60,8 +60,9 @@ fn a_ttl_claim_is_written_byte_for_byte_as_the_seed_writes_it() {
         pid: Some(4242),
         ttl_ms: Some(3_600_000),
         // The quoting is part of the bytes: ': ' and a leading-zero number
-        // get single quotes; `no` stays plain (the YAML 1.2 rules the seed's
-        // writer follows, though a YAML 1.1 reader would see a boolean).
+        // get single quotes, as the seed's writer quotes them; `yes` and
+        // `no`, which the seed writes plain (YAML 1.2) and PyYAML would read
+        // as booleans, get the single quotes PyYAML's safe_dump gives them.
         reason: Some("fix: the thing".into()),
         harness: Some("codex".into()),
         metadata: Some(meta(json!({
@@ -97,7 +98,7 @@ fn a_ttl_claim_is_written_byte_for_byte_as_the_seed_writes_it() {
              dry: true\n    \
              n: null\n  \
            zip: '0123'\n  \
-           yes: no\n",
+           'yes': 'no'\n",
         acquired = rec.acquired_at,
         expires = rec.acquired_at + 3_600_000,
         host = rec.host,

@@ -11,6 +11,7 @@ mod force_release;
 mod golden;
 mod interop;
 mod parity;
+mod pyyaml_quoting;
 mod recovery;
 mod release_renew;
 mod sweep;

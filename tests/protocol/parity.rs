@@ -64,7 +64,7 @@ fn seed_read(text: &str) -> Option<Value> {
 }
 
 /// python3 with PyYAML, or None (after saying why).
-fn python_with_yaml() -> Option<()> {
+pub(crate) fn python_with_yaml() -> Option<()> {
     let why = match Command::new("python3").args(["-c", "import yaml"]).output() {
         Ok(o) if o.status.success() => return Some(()),
         Ok(o) => format!(

@@ -367,3 +367,32 @@ fn a_claim_at_the_encoded_key_limit_can_be_reacquired_renewed_and_released() {
         assert!(names(&root.claims_dir()).is_empty(), "{key}");
     }
 }
+
+#[test]
+fn a_renewal_whose_rewrite_would_pass_the_read_cap_is_refused_and_the_claim_kept() {
+    let td = TempDir::new().unwrap();
+    let root = root_in(&td);
+    // Another writer's compact flow style: 300 000 list items in ~900 KB,
+    // which the block style every rewrite uses doubles past the 1 MiB cap.
+    let mut rec = record(KEY, ME, std::process::id() as i32, now_ms());
+    rec.expires_at = Some(now_ms() + 600_000);
+    let mut text = rec.to_yaml().unwrap();
+    text.push_str("metadata: {a: [");
+    text.push_str(&"1, ".repeat(300_000));
+    text.push_str("1]}\n");
+    let path = plant_bytes(&root, KEY, text.as_bytes());
+    assert!(read_claim_file(&path).is_ok(), "the planted claim reads");
+
+    // Matched, not unwrapped: a renewal's Debug would print the whole list.
+    match renew(&root, KEY, ME, 120_000) {
+        Err(ClaimError::Unwritable { bytes, .. }) => assert!(bytes > 1 << 20, "{bytes}"),
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => panic!("renewed: the rewrite was written"),
+    }
+    assert!(
+        std::fs::read(&path).unwrap() == text.as_bytes(),
+        "the claim changed"
+    );
+    assert!(events(&root).is_empty(), "an event for nothing");
+    assert!(litter(&root.claims_dir()).is_empty());
+}

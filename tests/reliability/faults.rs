@@ -227,6 +227,67 @@ fn a_read_only_filesystem_refuses_every_write_clearly_and_reads_still_work() {
 }
 
 #[test]
+fn on_a_read_only_filesystem_a_key_held_by_another_is_held_and_waited_for() {
+    let Some(fs) = Tmpfs::mount("1m") else { return };
+    let root = root_in(fs.path());
+    assert!(matches!(
+        acquire(&root, "held", "them", &ttl()),
+        Ok(AcquireOutcome::Acquired { .. })
+    ));
+    fs.remount("ro");
+
+    // Held, whatever else is wrong: the write error is not the answer.
+    match acquire(&root, "held", "me", &ttl()) {
+        Ok(AcquireOutcome::HeldByOther { holder, .. }) => assert_eq!(holder, "them"),
+        other => panic!("expected held_by_other, got {other:?}"),
+    }
+    // A free key, which the error alone keeps from being taken, says so.
+    assert_io_error(
+        acquire(&root, "free", "me", &ttl()),
+        "Read-only file system",
+    );
+
+    let home = tempdir();
+    let cli = |extra: &[&str]| {
+        let out = claimtop(home.path())
+            .arg("--root")
+            .arg(fs.path())
+            .args(["acquire", "held", "--holder", "me", "--ttl", "60", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (
+            out.status.code(),
+            v,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (rc, v, _) = cli(&[]);
+    assert_eq!(
+        (rc, &v["outcome"]),
+        (Some(3), &json!("held_by_other")),
+        "{v}"
+    );
+    assert_eq!(v["holder"], "them");
+    // --wait waits for the holder (saying so) rather than fail on the write.
+    let (rc, v, err) = cli(&["--wait=1s"]);
+    assert_eq!(
+        (rc, &v["outcome"]),
+        (Some(3), &json!("held_by_other")),
+        "{v}"
+    );
+    assert!(err.contains("waiting for held: held by them"), "{err}");
+
+    fs.remount("rw");
+    assert!(matches!(
+        acquire(&root, "held", "me", &ttl()),
+        Ok(AcquireOutcome::HeldByOther { .. })
+    ));
+}
+
+#[test]
 fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
     if my_role().as_deref() == Some("nobody") {
         as_nobody();

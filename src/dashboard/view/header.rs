@@ -64,11 +64,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new(vec![Line::from(spans), roots]), area);
         return;
     }
-    let where_ = Line::from(vec![
+    let mut where_ = vec![
         Span::styled(" claims ", theme.label()),
         Span::raw(safe_path(&app.root.claims_dir())),
         Span::styled("  events ", theme.label()),
         Span::raw(safe_path(&app.root.events_file())),
-    ]);
+    ];
+    // Said beside the log itself: a count alone would not tell that the
+    // audit trail is what is being lost.
+    if app.claims.events_log_broken() {
+        where_.push(Span::styled(" ⚠ broken: events lost", theme.error()));
+    }
+    let where_ = Line::from(where_);
     frame.render_widget(Paragraph::new(vec![Line::from(spans), where_]), area);
 }

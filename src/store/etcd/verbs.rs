@@ -45,7 +45,7 @@ impl Core {
         let ttl_s = ttl_secs(ttl_ms);
         for _ in 0..MAX_ATTEMPTS {
             let rec = new_record(key, holder, opts);
-            let yaml = rec.to_yaml()?;
+            let yaml = rec.to_lockfile()?;
             let lease = self.lease_for(ttl_s)?;
             let data = acquired_data(&rec);
             // A new tenure begins only where no earlier one is still open:
@@ -234,7 +234,7 @@ impl Core {
             let now = now_ms();
             let previous = rec.expires_at.unwrap_or(now);
             rec.expires_at = Some(now + ttl_ms);
-            let yaml = rec.to_yaml()?;
+            let yaml = rec.to_lockfile()?;
             let mut data = rec.event_fields();
             data.insert("previous_expires_at".into(), Value::from(previous));
             data.insert("ttl_ms".into(), Value::from(ttl_ms));
