@@ -288,26 +288,47 @@ struct Figures {
     overlaps: Vec<String>,
     /// The shortest time between one tenure's end and the next one's start.
     min_gap_ms: f64,
-    /// The longest: the hand-off across the fault.
+    /// The longest such time.
     max_gap_ms: f64,
-    /// The tenure kept running through the fault: how long before the next
-    /// tenure began it ended, and `run`'s exit status.
-    cut: Option<(f64, i32)>,
+    /// The tenure kept running through the fault, if there was one.
+    cut: Option<Cut>,
     lost: usize,
     errors: usize,
 }
 
+/// The command kept running through the fault.
+#[derive(Debug, Clone, PartialEq)]
+struct Cut {
+    /// Its end to the next tenure's start: the margin left.
+    margin_ms: f64,
+    /// Its end, and the next tenure's start, counted from the fault.
+    ended_s: f64,
+    next_s: f64,
+    /// Who held next (the same holder again, or another).
+    next_tag: String,
+    /// `run`'s exit status.
+    code: i32,
+}
+
+impl Cut {
+    fn said(&self) -> String {
+        format!(
+            "held-through command stopped at +{:.2} s (run exit {}), next tenure ({}) began at \
+             +{:.2} s: {:.0} ms apart",
+            self.ended_s, self.code, self.next_tag, self.next_s, self.margin_ms
+        )
+    }
+}
+
 impl Figures {
     fn line(&self) -> String {
-        let cut = match self.cut {
-            Some((ms, code)) => {
-                format!(", held-through tenure ended {ms:.0} ms before the next began (run exit {code})")
-            }
+        let cut = match &self.cut {
+            Some(c) => format!(", {}", c.said()),
             None => String::new(),
         };
         format!(
             "etcd fault [{}]: {HOLDERS} holders, {} tenures, {} overlaps, min gap {:.1} ms, \
-             hand-off across the fault {:.0} ms{cut}, {} runs lost (exit 4), {} runs failed (exit 1)",
+             longest hand-off {:.0} ms{cut}, {} runs lost (exit 4), {} runs failed (exit 1)",
             self.name,
             self.tenures,
             self.overlaps.len(),
@@ -324,6 +345,7 @@ fn judge(
     lines: &[Line],
     codes: &BTreeMap<String, i32>,
     long: Option<&str>,
+    fault_at: i128,
 ) -> Figures {
     let all = tenures(lines);
     let last_ns = lines.iter().map(|l| l.ns).max().unwrap_or(0);
@@ -356,12 +378,18 @@ fn judge(
     }
     let cut = long.map(|tag| {
         let me = all.iter().find(|t| t.tag == tag).expect("the long tenure");
-        let next = all.iter().find(|t| t.start > me.start).map(|t| t.start);
-        let margin = match (me.end, next) {
-            (Some(e), Some(n)) => (n - e) as f64 / 1e6,
-            _ => f64::NAN,
-        };
-        (margin, codes.get(tag).copied().unwrap_or(-1))
+        let end = me.end.map_or(f64::NAN, |e| e as f64);
+        let next = all.iter().find(|t| t.start > me.start);
+        let next_tag = next.map_or("none".into(), |t| t.tag.clone());
+        let next = next.map_or(f64::NAN, |t| t.start as f64);
+        let from_fault = |ns: f64| (ns - fault_at as f64) / 1e9;
+        Cut {
+            margin_ms: (next - end) / 1e6,
+            ended_s: from_fault(end),
+            next_s: from_fault(next),
+            next_tag,
+            code: codes.get(tag).copied().unwrap_or(-1),
+        }
     });
     Figures {
         name,
@@ -432,6 +460,7 @@ fn scenario(fault: Fault, seed: u64) -> Option<Figures> {
         Fault::Stop(_) | Fault::Down(_) => Some(holders.hold_long()),
         _ => None,
     };
+    let fault_at = now_ns();
     match fault {
         Fault::Stop(d) => {
             etcd.members[0].pause();
@@ -462,7 +491,7 @@ fn scenario(fault: Fault, seed: u64) -> Option<Figures> {
     // TTL more; give it that, and the hand-offs after it.
     holders.await_tenures_after(cleared, TENURES_AFTER, Duration::from_secs(150));
     let (lines, codes, dir) = holders.finish();
-    let figures = judge(fault.name(), &lines, &codes, long.as_deref());
+    let figures = judge(fault.name(), &lines, &codes, long.as_deref(), fault_at);
     println!("{}", figures.line());
     let keep = |why: &str| -> String {
         // The evidence outlives the failed test.
@@ -478,8 +507,8 @@ fn scenario(fault: Fault, seed: u64) -> Option<Figures> {
     if figures.tenures < MIN_TENURES {
         panic!("{}", keep(&format!("only {} tenures", figures.tenures)));
     }
-    if let (true, Some((_, code))) = (fault.outlives_the_lease(), figures.cut) {
-        if code != 4 {
+    if let (true, Some(Cut { code, .. })) = (fault.outlives_the_lease(), &figures.cut) {
+        if *code != 4 {
             panic!(
                 "{}",
                 keep(&format!(
@@ -563,14 +592,10 @@ fn the_readme_fault_table_every_scenario_in_turn() {
             rows.push(fig);
         }
     }
-    println!("| scenario | tenures | overlaps | min gap | held-through command stopped before the next began |");
+    println!("| scenario | tenures | overlaps | min gap | the command held through the fault |");
     println!("|---|---|---|---|---|");
     for f in &rows {
-        let cut = match f.cut {
-            Some((ms, 4)) => format!("{ms:.0} ms (run exit 4)"),
-            Some((ms, code)) => format!("{ms:.0} ms (run exit {code})"),
-            None => "—".into(),
-        };
+        let cut = f.cut.as_ref().map_or("—".into(), Cut::said);
         println!(
             "| {} | {} | {} | {:.1} ms | {cut} |",
             f.name,
@@ -598,11 +623,20 @@ fn the_judge_finds_every_intersection_and_every_command_that_never_ended() {
     ]
     .concat();
     let codes = BTreeMap::from([("w1.1".to_string(), 4)]);
-    let fig = judge("clean", &parse(&clean), &codes, Some("w1.1"));
+    let fig = judge("clean", &parse(&clean), &codes, Some("w1.1"), 0);
     assert!(fig.overlaps.is_empty(), "{:?}", fig.overlaps);
     assert_eq!(fig.tenures, 3);
     assert_eq!((fig.min_gap_ms, fig.max_gap_ms), (3.0, 50.0));
-    assert_eq!(fig.cut, Some((50.0, 4)));
+    assert_eq!(
+        fig.cut,
+        Some(Cut {
+            margin_ms: 50.0,
+            ended_s: 0.9,
+            next_s: 0.95,
+            next_tag: "w2.1".into(),
+            code: 4
+        })
+    );
     assert_eq!(fig.lost, 1);
 
     // w2.1 lies inside w0.1, w3.1 begins after w2.1 ended but before w0.1
@@ -617,7 +651,7 @@ fn the_judge_finds_every_intersection_and_every_command_that_never_ended() {
         line('s', 1200, "w4.1"),
     ]
     .concat();
-    let fig = judge("nested", &parse(&nested), &BTreeMap::new(), None);
+    let fig = judge("nested", &parse(&nested), &BTreeMap::new(), None, 0);
     assert_eq!(
         fig.overlaps,
         [
