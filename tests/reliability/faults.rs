@@ -300,43 +300,49 @@ fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
         cannot_run("dropping to another uid needs root (as non-root, chmod would do)");
         return;
     }
-    let td = tempdir();
-    let root = root_in(td.path());
+    // The checkout, and so this binary, may sit under a private dir (a 0700
+    // `mktemp -d` or home dir) that uid 65534 cannot traverse: the child runs
+    // from a copy, in a dir that user can reach, beside the root it checks.
+    let Some(td) = reachable_by_others_tempdir() else {
+        cannot_run("no temp dir (TMPDIR, /tmp, /var/tmp, /dev/shm) that uid 65534 can traverse and exec from");
+        return;
+    };
+    let top = td.path().join("root");
+    std::fs::create_dir(&top).unwrap();
+    let root = root_in(&top);
     assert!(matches!(
         acquire(&root, "held", "root-user", &ttl()),
         Ok(AcquireOutcome::Acquired { .. })
     ));
-    std::fs::create_dir_all(td.path().join("private/.fno/claims")).unwrap();
+    std::fs::create_dir_all(top.join("private/.fno/claims")).unwrap();
     use std::os::unix::fs::PermissionsExt;
     // Readable for everyone but writable only by root, then one dir that
     // nobody else may even list.
-    std::fs::set_permissions(td.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&top, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(
-        td.path().join("private/.fno/claims"),
+        top.join("private/.fno/claims"),
         std::fs::Permissions::from_mode(0o700),
     )
     .unwrap();
     let names_before = names(&root.claims_dir());
+    let exe = td.path().join("faults-child");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().unwrap();
-    let out = match Command::new(exe)
-        .args(["--exact", ENTRY, "--nocapture", "--test-threads=1"])
+    let mut cmd = Command::new(&exe);
+    cmd.args(["--exact", ENTRY, "--nocapture", "--test-threads=1"])
         .env(ROLE_ENV, "nobody")
-        .env("F_ROOT", td.path())
+        .env("F_ROOT", &top)
+        .current_dir(td.path())
         .uid(65534)
         .gid(65534)
-        .output()
-    {
-        Ok(out) => out,
-        // The exec itself is refused when the build dir is private to root.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            cannot_run(&format!(
-                "the test binary is not executable by uid 65534: {e}"
-            ));
-            return;
-        }
-        Err(e) => panic!("could not start the unprivileged child: {e}"),
-    };
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // A thread forking elsewhere in this process may briefly hold the copy's
+    // write descriptor (ETXTBSY): spawn_retrying rides that out.
+    let out = spawn_retrying(&mut cmd)
+        .and_then(|c| c.wait_with_output())
+        .unwrap_or_else(|e| panic!("could not start the unprivileged child from {exe:?}: {e}"));
     if !out.status.success() {
         panic!(
             "the unprivileged child failed: {}{}",
@@ -350,6 +356,47 @@ fn an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A fresh temp dir, mode 0755, that any user can reach and run a program
+/// from: every ancestor lets others search it, and its filesystem is not
+/// mounted noexec. TMPDIR comes first; a private TMPDIR falls back to the
+/// system's shared temp dirs.
+fn reachable_by_others_tempdir() -> Option<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let searchable = |dir: &Path| {
+        dir.ancestors().all(|a| {
+            std::fs::metadata(a).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+        })
+    };
+    let exec_allowed = |dir: &Path| {
+        let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: statvfs(3) writes only into the zeroed struct we own.
+        unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_NOEXEC == 0
+        }
+    };
+    let candidates = [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+    ];
+    candidates.iter().find_map(|base| {
+        let base = base.canonicalize().ok()?;
+        if !searchable(&base) || !exec_allowed(&base) {
+            return None;
+        }
+        let td = tempfile::Builder::new()
+            .prefix("claimtop-rel-")
+            .tempdir_in(&base)
+            .ok()?;
+        std::fs::set_permissions(td.path(), std::fs::Permissions::from_mode(0o755)).ok()?;
+        Some(td)
+    })
 }
 
 /// Runs as uid 65534 against a root owned by root.
