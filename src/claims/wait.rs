@@ -457,6 +457,15 @@ impl<'s, C: Clock> Hold<'s, C> {
         self.changed().ok().flatten()
     }
 
+    /// No longer hold the claim, without giving it back: it was lost, or
+    /// is given up ahead of a deadline. The store records the tenure's end
+    /// once it comes (over etcd, when the lease runs out).
+    pub fn give_up(self) {
+        if let Some(k) = &self.kept {
+            k.give_up();
+        }
+    }
+
     /// Give the claim back (only while it is still ours): only this tenure,
     /// where the store fences, so an expired hold never ends a newer one.
     pub fn release(mut self) -> Result<ReleaseOutcome, StoreError> {

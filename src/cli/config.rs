@@ -64,27 +64,16 @@ impl DashboardSettings {
     }
 }
 
-/// The table's columns as the settings (and the table's titles) name them.
-const COLUMNS: [Column; 13] = [
-    Column::State,
-    Column::Key,
-    Column::Holder,
-    Column::Pid,
-    Column::Machine,
-    Column::Age,
-    Column::Ttl,
-    Column::Harness,
-    Column::Reason,
-    Column::Root,
-    Column::Lease,
-    Column::Host,
-    Column::Source,
-];
+/// The table's columns as the settings (and the table's titles) name them:
+/// the `s` cycle's, and those shown only over several roots or a store.
+fn columns() -> impl Iterator<Item = Column> {
+    Column::ALL
+        .into_iter()
+        .chain([Column::Root, Column::Lease, Column::Host, Column::Source])
+}
 
 fn column_named(name: &str) -> Option<Column> {
-    COLUMNS
-        .into_iter()
-        .find(|c| c.title().eq_ignore_ascii_case(name.trim()))
+    columns().find(|c| c.title().eq_ignore_ascii_case(name.trim()))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -180,7 +169,7 @@ pub fn parse(text: &str) -> Result<Settings, String> {
     })?;
     let d = &settings.dashboard;
     if column_named(&d.sort).is_none() {
-        let names: Vec<&str> = COLUMNS.iter().map(|c| c.title()).collect();
+        let names: Vec<&str> = columns().map(|c| c.title()).collect();
         return Err(format!(
             "dashboard.sort: no column {:?}; one of {}",
             d.sort,

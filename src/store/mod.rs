@@ -297,6 +297,11 @@ pub trait Kept: Send {
     fn safe_until(&self) -> Option<std::time::Instant> {
         None
     }
+
+    /// The holder stops treating the claim as its own without releasing it
+    /// (lost, or given up ahead of a deadline): a store that records how
+    /// tenures end (etcd's `claim_expired`) sees to this one's.
+    fn give_up(&self) {}
 }
 
 /// A feed of [`Change`]s, drained from one thread.

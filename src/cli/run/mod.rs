@@ -385,9 +385,13 @@ fn supervise(
     let tenure = hold.tenure().copied();
     // A lost claim is no longer ours to release: under our holder name a
     // release could remove a newcomer's claim.
-    let released = lost
-        .is_none()
-        .then(|| hold.release().map_err(|e| e.to_string()));
+    let released = match lost {
+        None => Some(hold.release().map_err(|e| e.to_string())),
+        Some(_) => {
+            hold.give_up();
+            None
+        }
+    };
     Ended {
         outcome: Outcome {
             status,

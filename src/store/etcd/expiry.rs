@@ -287,6 +287,7 @@ impl Core {
             lease: tenure.lease.id,
             timeout: self.conn.timeout(),
             pending: Arc::clone(&self.pending),
+            not_before: None,
         }
     }
 }
@@ -301,9 +302,20 @@ pub(super) struct AfterLoss {
     lease: i64,
     timeout: Duration,
     pending: Pending,
+    /// The key cannot go before this (the lease's bound when the holder
+    /// gave the claim up): the look lasts the timeout from then.
+    not_before: Option<std::time::Instant>,
 }
 
 impl AfterLoss {
+    /// Look from `t` on: a holder that gives its claim up ahead of the
+    /// lease's end (to stop its command in time) knows the key stays until
+    /// then at least.
+    pub fn not_before(mut self, t: std::time::Instant) -> AfterLoss {
+        self.not_before = Some(t);
+        self
+    }
+
     /// Look, on the store's runtime and for at most the store's timeout,
     /// for this tenure's key to be gone, and record its end if no one has.
     /// The store's drop waits for it, so a `run` that stops right after
@@ -320,7 +332,11 @@ impl AfterLoss {
     }
 
     async fn run(mut self) {
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let from = self
+            .not_before
+            .map_or_else(tokio::time::Instant::now, tokio::time::Instant::from_std)
+            .max(tokio::time::Instant::now());
+        let deadline = from + self.timeout;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {

@@ -20,7 +20,14 @@ use std::time::{Duration, Instant};
 pub struct KeepAlive {
     state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
+    /// The record of this tenure's end, started once: by the task when it
+    /// concludes the claim is lost, or by the holder when it gives the
+    /// claim up first (see [`KeepAlive::give_up`]).
+    ended: Ended,
+    runtime: tokio::runtime::Handle,
 }
+
+type Ended = Arc<Mutex<Option<AfterLoss>>>;
 
 /// What the keep-alive task has learnt, read by the holder.
 struct State {
@@ -54,6 +61,21 @@ impl KeepAlive {
     pub fn safe_until(&self) -> Option<Instant> {
         self.state.lock().ok().map(|s| s.safe_until)
     }
+
+    /// The holder stops treating the claim as its own without releasing it
+    /// (it stopped its command ahead of a lease etcd no longer confirms):
+    /// the tenure's end is recorded once the key goes, as if the keep-alive
+    /// had concluded the loss itself, which it no longer will.
+    pub fn give_up(&self) {
+        let Some(ended) = self.ended.lock().ok().and_then(|mut e| e.take()) else {
+            return;
+        };
+        let not_before = self.safe_until().unwrap_or_else(Instant::now);
+        // Registered with the store before this returns, so the store's
+        // drop (the holder's exit) waits for it.
+        let _in_runtime = self.runtime.enter();
+        ended.not_before(not_before).start();
+    }
 }
 
 impl crate::store::Kept for KeepAlive {
@@ -63,6 +85,10 @@ impl crate::store::Kept for KeepAlive {
 
     fn safe_until(&self) -> Option<Instant> {
         KeepAlive::safe_until(self)
+    }
+
+    fn give_up(&self) {
+        KeepAlive::give_up(self)
     }
 }
 
@@ -113,6 +139,7 @@ impl Core {
             lost: None,
             safe_until: sent + secs(left),
         }));
+        let ended: Ended = Arc::new(Mutex::new(Some(self.after_loss(key, tenure))));
         let round = Round {
             client: self.conn.client(),
             lease,
@@ -120,10 +147,15 @@ impl Core {
             ck: self.layout.claim(key),
             every,
             state: Arc::clone(&state),
-            ended: self.after_loss(key, tenure),
+            ended: Arc::clone(&ended),
         };
         let task = self.conn.runtime().spawn(round.forever());
-        Ok(KeepAlive { state, task })
+        Ok(KeepAlive {
+            state,
+            task,
+            ended,
+            runtime: self.conn.runtime().handle().clone(),
+        })
     }
 }
 
@@ -136,8 +168,8 @@ struct Round {
     every: Duration,
     state: Arc<Mutex<State>>,
     /// Records the tenure's end once it is no longer held, whoever else
-    /// is watching or not.
-    ended: AfterLoss,
+    /// is watching or not (unless the holder gave the claim up first).
+    ended: Ended,
 }
 
 impl Round {
@@ -147,7 +179,9 @@ impl Round {
             if let Some(why) = self.once().await {
                 // Started before the loss is seen, so whoever reacts to it
                 // (the holder's exit, the store's drop) waits for the record.
-                self.ended.start();
+                if let Some(ended) = self.ended.lock().ok().and_then(|mut e| e.take()) {
+                    ended.start();
+                }
                 if let Ok(mut s) = self.state.lock() {
                     s.say(why);
                 }

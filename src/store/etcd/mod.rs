@@ -92,11 +92,15 @@ impl Drop for Core {
                 for (lease, _) in spares {
                     let _ = client.lease_revoke(lease).await;
                 }
-                for task in pending {
-                    let _ = task.await;
-                }
             })
             .await;
+            // Each record of a tenure's end bounds itself: the timeout from
+            // when its lease can end at the earliest (a holder that gave its
+            // claim up ahead of that instant waits for it, so that the end
+            // is recorded even when no one else is watching).
+            for task in pending {
+                let _ = task.await;
+            }
         });
     }
 }
