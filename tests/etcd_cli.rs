@@ -1246,36 +1246,32 @@ fn after_a_run_is_told_its_claim_is_lost_the_next_run_gets_a_higher_revision_eve
     );
 }
 
+/// `pairs` holders cut off from etcd by `cut`, each checked to have
+/// stopped at least `min_ms` before its successor began.
+fn cut_off_and_checked(pairs: usize, cut: Cut, what: &str, min_ms: i64) {
+    let Some(etcd) = Etcd::single() else { return };
+    let all = cut_off_holders(&etcd, pairs, cut);
+    say(what, &all);
+    for h in &all {
+        h.check(min_ms);
+    }
+}
+
 #[test]
 fn a_holder_cut_off_from_etcd_stops_its_whole_command_before_a_successor_can_start() {
-    let Some(etcd) = Etcd::single() else { return };
-    let all = cut_off_holders(&etcd, 1, Cut::Proxy);
-    say("proxy cut", &all);
-    for h in &all {
-        h.check(1);
-    }
+    cut_off_and_checked(1, Cut::Proxy, "proxy cut", 1);
 }
 
 #[test]
 #[ignore = "about 70 s: ten holders cut off at once, for the README's overlap figure"]
 fn ten_holders_cut_off_from_etcd_all_stop_before_their_successors_start() {
-    let Some(etcd) = Etcd::single() else { return };
-    let all = cut_off_holders(&etcd, 10, Cut::Proxy);
-    say("proxy cut, ten pairs", &all);
-    for h in &all {
-        h.check(1);
-    }
+    cut_off_and_checked(10, Cut::Proxy, "proxy cut, ten pairs", 1);
 }
 
 #[test]
 fn a_holder_whose_etcd_is_stopped_for_a_ttl_stops_its_command_a_margin_before_the_lease_ends() {
-    let Some(etcd) = Etcd::single() else { return };
-    let all = cut_off_holders(&etcd, 1, Cut::Pause);
-    say("etcd SIGSTOPped 61 s", &all);
     let margin = claimtop::cli::run::stop::MIN_MARGIN.as_millis() as i64;
-    for h in &all {
-        h.check(margin);
-    }
+    cut_off_and_checked(1, Cut::Pause, "etcd SIGSTOPped 61 s", margin);
 }
 
 #[test]

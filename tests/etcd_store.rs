@@ -835,35 +835,26 @@ fn a_claim_of_the_same_holder_made_by_another_process_is_continued_only_by_a_pla
         adopt: Adopt::SameOwner,
         ..mine.clone()
     };
-    let got = etcd
-        .store("/adopt")
-        .acquire("k", "w0", &same)
-        .expect("acquire");
-    assert!(matches!(
-        got.outcome,
-        AcquireOutcome::Acquired {
-            kind: AcquireKind::Reacquired,
-            ..
-        }
-    ));
-    assert_eq!(got.tenure.expect("tenure").revision, first);
+    let continues_the_tenure = |opts: &AcquireOpts| {
+        let got = etcd
+            .store("/adopt")
+            .acquire("k", "w0", opts)
+            .expect("acquire");
+        assert!(matches!(
+            got.outcome,
+            AcquireOutcome::Acquired {
+                kind: AcquireKind::Reacquired,
+                ..
+            }
+        ));
+        assert_eq!(got.tenure.expect("tenure").revision, first);
+    };
+    continues_the_tenure(&same);
     // And a plain acquire keeps the seed's rule: same holder, same tenure.
-    let plain = AcquireOpts {
+    continues_the_tenure(&AcquireOpts {
         pid: Some(1),
         ..ttl(60)
-    };
-    let got = etcd
-        .store("/adopt")
-        .acquire("k", "w0", &plain)
-        .expect("acquire");
-    assert!(matches!(
-        got.outcome,
-        AcquireOutcome::Acquired {
-            kind: AcquireKind::Reacquired,
-            ..
-        }
-    ));
-    assert_eq!(got.tenure.expect("tenure").revision, first);
+    });
 }
 
 /// The `claim_expired` events in the last 50, as (key, revision).
