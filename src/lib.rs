@@ -17,3 +17,4 @@ mod seams;
 pub mod store;
 pub mod sys;
 pub mod time;
+pub mod wait;

@@ -2,7 +2,7 @@
 //! a panic, and an accepted event always has a string `type`.
 #![no_main]
 
-use claimtop::events::tail::parse_event;
+use claimtop::events::parse_event;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

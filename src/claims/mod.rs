@@ -21,7 +21,6 @@ pub mod status;
 pub mod sweep;
 mod sweep_read;
 pub mod verbs;
-pub mod wait;
 pub mod words;
 pub mod yaml_cost;
 mod yaml_quote;
@@ -42,7 +41,7 @@ pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
-pub use status::Status;
+pub use status::{Blocker, Status};
 pub use sweep::{
     doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
     patch_item_hazards, sweep, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind, Sweep,

@@ -119,3 +119,13 @@ impl Status {
         s
     }
 }
+
+/// Who a waiter is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub holder: String,
+    pub pid: i32,
+    pub host: String,
+    /// When the claim's TTL (or lease) runs out (epoch ms), if it has one.
+    pub expires_at: Option<i64>,
+}

@@ -93,7 +93,7 @@ struct StoreCollector<'a> {
 }
 
 /// Where a mirrored event comes from, as it is marked: (host id, root).
-fn published_place(ev: &crate::events::tail::Event) -> Option<(String, String)> {
+fn published_place(ev: &crate::events::Event) -> Option<(String, String)> {
     let field = |k: &str| ev.value().get(k).and_then(Value::as_str).map(String::from);
     Some((field("host_id")?, field("root")?))
 }

@@ -1,12 +1,12 @@
-//! `--wait`: the face of [`crate::claims::wait`] for `acquire` and `run`, on
+//! `--wait`: the face of [`crate::wait`] for `acquire` and `run`, on
 //! any store. One channel carries both the store's wake-ups for the key and the signals the
 //! command listens for, so a wait can be interrupted as promptly as it can
 //! be woken.
 
 use super::output::diag;
-use crate::claims::wait::{self, Blocker, Waited, Wake, Wakeups};
 use crate::claims::{human_ms, now_ms, AcquireOpts, AcquireOutcome, WaitHook};
 use crate::store::{Fenced, KeyWatch, Store, StoreError};
+use crate::wait::{self, Blocker, Waited, Wake, Wakeups};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::raw::WithRawSiginfo;
 use signal_hook::iterator::{Handle, SignalsInfo};

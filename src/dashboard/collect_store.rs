@@ -20,7 +20,8 @@ use super::action::Action;
 use super::app::EVENTS_RING;
 use super::store_view::StoreMsg;
 use crate::claims::now_ms;
-use crate::events::tail::{Event, Line};
+use crate::events::tail::Line;
+use crate::events::Event;
 use crate::store::fleet::Places;
 use crate::store::{open, Change, Changes, OpenOpts, Store, StoreError, StoreUrl, Tenure};
 use std::cmp::Reverse;
@@ -575,7 +576,7 @@ mod tests {
         Change::PublishedEvent {
             host_id: host.into(),
             root_id: root.into(),
-            event: crate::events::tail::parse_event(&line).expect("an event"),
+            event: crate::events::parse_event(&line).expect("an event"),
         }
     }
 
@@ -599,7 +600,7 @@ mod tests {
         }]);
         c.hosts.insert("m1".into());
         let own = Change::Event(
-            crate::events::tail::parse_event(r#"{"type":"claim_released","data":{"key":"s"}}"#)
+            crate::events::parse_event(r#"{"type":"claim_released","data":{"key":"s"}}"#)
                 .expect("an event"),
         );
         let (lines, fleets) = heard(&mut c, vec![mirrored("m1", "00000000000000aa", "k"), own]);

@@ -4,6 +4,7 @@
 
 pub mod backward;
 pub mod emit;
+pub mod event;
 pub mod index;
 pub mod merge;
 pub mod seek;
@@ -11,3 +12,5 @@ pub mod service;
 pub mod stream;
 pub mod tail;
 pub mod tenure;
+
+pub use event::{parse_event, Event};

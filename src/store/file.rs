@@ -12,7 +12,8 @@ use crate::claims::{
     self, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
     Status, WaitHook,
 };
-use crate::events::tail::{read_last_lines, Event, Follower};
+use crate::events::tail::{read_last_lines, Follower};
+use crate::events::Event;
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};

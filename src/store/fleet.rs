@@ -7,7 +7,7 @@
 
 use crate::claims::ClaimState;
 use crate::claims::Counts;
-use crate::events::tail::Event;
+use crate::events::Event;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

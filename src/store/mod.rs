@@ -26,7 +26,7 @@
 //! 5. `acquire --wait` and `claimtop run` take [`Store::watch_key`]: a
 //!    wake-up whenever one key may have changed (on a file root inotify on
 //!    its lockfile plus the exit of a local holder's pid; elsewhere the
-//!    change feed filtered to the key). `crate::claims::wait` drives the
+//!    change feed filtered to the key). `crate::wait` drives the
 //!    wait and the hold with nothing but these verbs: a hold renews a TTL
 //!    claim itself, or keeps a lease alive with [`Store::keep_alive`] where
 //!    the store has leases, and releases with [`Store::release_fenced`], so
@@ -45,12 +45,12 @@ pub mod wake;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
-use crate::claims::wait::Blocker;
+use crate::claims::Blocker;
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
     Status, Sweep,
 };
-use crate::events::tail::Event;
+use crate::events::Event;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;

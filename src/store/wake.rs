@@ -6,7 +6,7 @@
 //!   local pid holding it, which changes no file.
 
 use super::{Change, Changes, KeyWatch, StoreError, Wake};
-use crate::claims::wait::Blocker;
+use crate::claims::Blocker;
 use crate::claims::{claims_dir, ClaimError, Root};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use std::ffi::OsString;

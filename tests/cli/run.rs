@@ -501,7 +501,7 @@ fn run_with_a_ttl_writes_a_ttl_claim_for_the_command() {
 }
 
 /// The renewal schedule is unit-tested with an injected clock
-/// (`claims::wait::tests`); this is the same through the real binary at the
+/// (`wait::tests`); this is the same through the real binary at the
 /// protocol's minimum TTL.
 #[test]
 #[ignore = "takes 45 s: the minimum TTL is 60 s and the first renewal is due at 40 s"]

@@ -4,8 +4,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use claimtop::events::parse_event;
 use claimtop::events::tail::{
-    parse_event, read_last_lines, Follower, Line, Reset, TailError, MAX_LINE_BYTES, MAX_POLL_BYTES,
+    read_last_lines, Follower, Line, Reset, TailError, MAX_LINE_BYTES, MAX_POLL_BYTES,
 };
 use proptest::prelude::*;
 

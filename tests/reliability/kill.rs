@@ -265,7 +265,7 @@ fn check_after_kills(dir: &Path, use_doctor: bool, t: &mut Tally) {
     // The audit log holds whole lines only.
     let text = std::fs::read_to_string(root.events_file()).unwrap_or_default();
     for l in text.lines() {
-        claimtop::events::tail::parse_event(l)
+        claimtop::events::parse_event(l)
             .unwrap_or_else(|e| panic!("events line cut by a kill ({e}): {l:?}"));
     }
     t.events_lines = text.lines().count();
@@ -602,6 +602,6 @@ fn an_events_writer_killed_inside_the_events_mutex_lets_the_next_writer_through_
     append_event(&log, &line, Duration::from_millis(200)).expect("next writer got through");
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text.lines().count(), 1);
-    assert!(claimtop::events::tail::parse_event(text.trim_end()).is_ok());
+    assert!(claimtop::events::parse_event(text.trim_end()).is_ok());
     assert!(!m.exists());
 }

@@ -7,7 +7,7 @@
 
 use claimtop::claims::record::{ParseError, MAX_FLOW_DEPTH, MAX_LOCKFILE_BYTES};
 use claimtop::claims::ClaimRecord;
-use claimtop::events::tail::parse_event;
+use claimtop::events::parse_event;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

@@ -628,7 +628,7 @@ fn run(plan: Plan) -> Report {
     }
     let events = std::fs::read_to_string(root.events_file()).unwrap_or_default();
     for l in events.lines() {
-        if let Err(e) = claimtop::events::tail::parse_event(l) {
+        if let Err(e) = claimtop::events::parse_event(l) {
             report
                 .violations
                 .push(format!("events line does not parse ({e}): {l}"));

@@ -5,7 +5,7 @@ use super::layout::range_end;
 use super::Core;
 use crate::claims::now_ms;
 use crate::events::emit::envelope;
-use crate::events::tail::{parse_event, Event};
+use crate::events::{parse_event, Event};
 use crate::store::StoreError;
 use etcd_client::{
     GetOptions, KeyValue, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,

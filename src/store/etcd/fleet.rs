@@ -10,7 +10,7 @@ use super::layout::{new_request_id, range_end, RootPlace};
 use super::Core;
 use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
-use crate::events::tail::{parse_event, Event};
+use crate::events::{parse_event, Event};
 use crate::store::fleet::{
     count_states, mark_published, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot, RootState,
 };

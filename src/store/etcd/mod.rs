@@ -44,7 +44,7 @@ use crate::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
     RenewOutcome, Status,
 };
-use crate::events::tail::Event;
+use crate::events::Event;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,0 +1,305 @@
+//! Holding a claim once taken: renewing a TTL before it runs out, keeping a
+//! lease alive, noticing the claim is no longer ours, and giving it back
+//! fenced to our own tenure.
+
+use crate::claims::{now_ms, ClaimRecord, NoRenew, ReleaseOutcome, RenewOutcome, Status};
+use crate::store::{Fenced, Kept, Store, StoreError, Tenure};
+use std::time::{Duration, Instant};
+
+/// A holder re-reads its claim at least this often, in case a notification
+/// was lost (a claims dir replaced under the watch, an overflowed queue).
+pub const HOLD_RECHECK: Duration = Duration::from_secs(5);
+/// A holder on a store with leases looks at its keep-alive this often: a
+/// loss reaches the work within this plus the keep-alive's own round.
+pub const LEASE_CHECK: Duration = Duration::from_millis(100);
+/// After a renewal the peer's recovery mutex refused, try again this soon
+/// (the mutex is held for well under a second by an honest peer).
+const RENEW_RETRY_MS: i64 = 1_000;
+
+/// Milliseconds since the epoch, from somewhere a test can move.
+pub trait Clock {
+    fn now_ms(&self) -> i64;
+}
+
+/// The wall clock, as every record is stamped with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+}
+
+/// Why a held claim is no longer ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// The claim is gone: force-released (archived) or released by
+    /// someone using our holder name.
+    Gone,
+    /// Another claim stands on the key now.
+    Replaced { holder: String, pid: i32 },
+    /// The lockfile no longer parses as a claim.
+    Corrupted(String),
+    /// The store refused to renew it.
+    RenewRefused(NoRenew),
+    /// The store's keep-alive ended (an etcd lease expired or was revoked,
+    /// the key taken away): its own words.
+    LeaseEnded(String),
+    /// The store has not confirmed the claim for `silent_ms`, and it may
+    /// run out in `left_ms`: the work is stopped while it is surely still
+    /// held, rather than risk it outliving the claim.
+    Unconfirmed { silent_ms: i64, left_ms: i64 },
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Gone => f.write_str("the claim was removed (force-released or released)"),
+            Lost::Replaced { holder, pid } => {
+                write!(f, "the key is now held by {holder} (pid {pid})")
+            }
+            Lost::Corrupted(why) => write!(f, "the claim file was overwritten: {why}"),
+            Lost::RenewRefused(no) => write!(f, "renew refused: {}", no.describe()),
+            Lost::LeaseEnded(why) => f.write_str(why),
+            Lost::Unconfirmed { silent_ms, left_ms } => write!(
+                f,
+                "the store has not confirmed the claim's lease for {}, and it may run out in {}",
+                crate::time::human_ms(*silent_ms),
+                crate::time::human_ms(*left_ms)
+            ),
+        }
+    }
+}
+
+/// When a claim expiring at `expires_at` after a `ttl_ms` window should be
+/// renewed: once a third of the window is left, so that a renewal that has
+/// to wait out a peer's mutex still lands well before the deadline.
+pub fn renew_due(expires_at: i64, ttl_ms: i64) -> i64 {
+    expires_at - ttl_ms / 3
+}
+
+/// A claim being kept: renewed before each deadline when it has a TTL (or
+/// its lease kept alive, on a store with leases), re-checked whenever the
+/// key changes. Single-threaded: the owner calls [`Hold::changed`] on each
+/// wake-up and [`Hold::tick`] once [`Hold::due_in`] has passed.
+pub struct Hold<'s, C: Clock = SystemClock> {
+    store: &'s dyn Store,
+    clock: C,
+    record: ClaimRecord,
+    /// The store's fencing token and lease, where it has them.
+    tenure: Option<Tenure>,
+    /// The lease's keep-alive, while the claim has a lease.
+    kept: Option<Box<dyn Kept>>,
+    ttl_ms: Option<i64>,
+    renew_at: Option<i64>,
+    pub(super) check_at: i64,
+}
+
+impl<C: Clock> std::fmt::Debug for Hold<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold")
+            .field("store", &self.store.url())
+            .field("record", &self.record)
+            .field("tenure", &self.tenure)
+            .field("renew_at", &self.renew_at)
+            .finish()
+    }
+}
+
+impl<'s, C: Clock> Hold<'s, C> {
+    /// Keep `record` (just acquired, with the store's `tenure`). A claim
+    /// with a lease has it kept alive by the store; any other is renewed
+    /// here with `ttl_ms` if given.
+    pub fn new(
+        store: &'s dyn Store,
+        clock: C,
+        record: ClaimRecord,
+        tenure: Option<Tenure>,
+        ttl_ms: Option<i64>,
+    ) -> Result<Hold<'s, C>, StoreError> {
+        let kept = match &tenure {
+            Some(t) => Some(store.keep_alive(&record.key, t)?),
+            None => None,
+        };
+        let now = clock.now_ms();
+        // The keep-alive renews a lease; renewing the record as well would
+        // only rewrite it.
+        let renew_at = match kept {
+            Some(_) => None,
+            None => ttl_ms.zip(record.expires_at).map(|(t, e)| renew_due(e, t)),
+        };
+        Ok(Hold {
+            store,
+            clock,
+            record,
+            tenure,
+            kept,
+            ttl_ms,
+            renew_at,
+            check_at: 0,
+        }
+        .with_recheck_from(now))
+    }
+
+    /// Schedule the slow safety re-check from `now`. A kept-alive lease
+    /// has none: each keep-alive round already checks the key is still
+    /// this tenure's, and a store read here would block the holder for
+    /// its whole timeout while the store is unreachable.
+    fn with_recheck_from(mut self, now: i64) -> Self {
+        self.recheck_from(now);
+        self
+    }
+
+    fn recheck_from(&mut self, now: i64) {
+        self.check_at = match self.kept {
+            Some(_) => i64::MAX,
+            None => now + HOLD_RECHECK.as_millis() as i64,
+        };
+    }
+
+    /// The record as last renewed.
+    pub fn record(&self) -> &ClaimRecord {
+        &self.record
+    }
+
+    /// The store's tenure of the claim, where it has one.
+    pub fn tenure(&self) -> Option<&Tenure> {
+        self.tenure.as_ref()
+    }
+
+    /// Until when the claim is surely still held even if the store is not
+    /// reached again (see [`Kept::safe_until`]); None where nothing but the
+    /// store's own verbs can end it.
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.kept.as_ref().and_then(|k| k.safe_until())
+    }
+
+    /// The epoch ms at which the next renewal is due, if any.
+    pub fn renew_at(&self) -> Option<i64> {
+        self.renew_at
+    }
+
+    /// How long until [`Hold::tick`] has work to do.
+    pub fn due_in(&self) -> Duration {
+        let next = self
+            .renew_at
+            .map_or(self.check_at, |r| r.min(self.check_at));
+        let due = Duration::from_millis(next.saturating_sub(self.clock.now_ms()).max(0) as u64);
+        match self.kept {
+            Some(_) => due.min(LEASE_CHECK),
+            None => due,
+        }
+    }
+
+    /// The key changed: is it still ours?
+    pub fn changed(&mut self) -> Result<Option<Lost>, StoreError> {
+        self.recheck_from(self.clock.now_ms());
+        let s = self.store.status(&self.record.key)?;
+        Ok(self.judge(&s.outcome, s.tenure.as_ref()))
+    }
+
+    /// Whether the key's current status is still our tenure. Our own
+    /// renewal moves only `expires_at`; anything else that differs is
+    /// somebody else's claim, even under our holder name (and, where the
+    /// store fences, another tenure is another claim whatever it says).
+    fn judge(&self, s: &Status, tenure: Option<&Tenure>) -> Option<Lost> {
+        match (&s.record, &s.error) {
+            (Some(r), _) => {
+                let same_tenure = match (&self.tenure, tenure) {
+                    (Some(ours), Some(now)) => ours.revision == now.revision,
+                    _ => true,
+                };
+                let ours = same_tenure
+                    && r.holder == self.record.holder
+                    && r.pid == self.record.pid
+                    && r.acquired_at == self.record.acquired_at;
+                (!ours).then(|| Lost::Replaced {
+                    holder: r.holder.clone(),
+                    pid: r.pid,
+                })
+            }
+            // Unreadable may still be ours: a limit of this reader is no
+            // evidence of loss.
+            (None, Some(_)) if s.state == crate::claims::ClaimState::Unreadable => None,
+            (None, Some(e)) => Some(Lost::Corrupted(e.clone())),
+            (None, None) => Some(Lost::Gone),
+        }
+    }
+
+    /// Do what is due: notice a keep-alive that ended, renew when a third
+    /// of the TTL is left, re-check on the slow safety interval.
+    pub fn tick(&mut self) -> Result<Option<Lost>, StoreError> {
+        if let Some(why) = self.kept.as_ref().and_then(|k| k.lost()) {
+            return Ok(Some(Lost::LeaseEnded(why)));
+        }
+        let now = self.clock.now_ms();
+        if let (Some(at), Some(ttl)) = (self.renew_at, self.ttl_ms) {
+            if now >= at {
+                // Retry soon on an error; the deadline is still a third away.
+                self.renew_at = Some(now + RENEW_RETRY_MS);
+                let renewed = self
+                    .store
+                    .renew(&self.record.key, &self.record.holder, ttl, None)?;
+                match renewed.outcome {
+                    RenewOutcome::Renewed { record, .. } => {
+                        self.renew_at = record.expires_at.map(|e| renew_due(e, ttl));
+                        self.record = record;
+                    }
+                    RenewOutcome::NotRenewed(NoRenew::MutexBusy) => {}
+                    RenewOutcome::NotRenewed(no) => return Ok(Some(Lost::RenewRefused(no))),
+                }
+            }
+        }
+        if now >= self.check_at {
+            return self.changed();
+        }
+        Ok(None)
+    }
+
+    /// One last look before giving the claim back: a loss in the instant
+    /// the work ended may have overlapped it, and must not be released.
+    pub fn last_look(&mut self) -> Option<Lost> {
+        if let Some(why) = self.kept.as_ref().and_then(|k| k.lost()) {
+            return Some(Lost::LeaseEnded(why));
+        }
+        self.changed().ok().flatten()
+    }
+
+    /// No longer hold the claim, without giving it back: it was lost, or
+    /// is given up ahead of a deadline. The store records the tenure's end
+    /// once it comes (over etcd, when the lease runs out).
+    pub fn give_up(self) {
+        if let Some(k) = &self.kept {
+            k.give_up();
+        }
+    }
+
+    /// Give the claim back (only while it is still ours): only this tenure,
+    /// where the store fences, so an expired hold never ends a newer one.
+    pub fn release(mut self) -> Result<ReleaseOutcome, StoreError> {
+        // Stop renewing first: a keep-alive racing the release is wasted.
+        self.kept = None;
+        give_back(
+            self.store,
+            &self.record.key,
+            &self.record.holder,
+            self.tenure.as_ref(),
+        )
+        .map(|f| f.outcome)
+    }
+}
+
+/// Release `key` as `holder`: only the tenure `tenure` names where the store
+/// fences, so a holder whose claim ran out never ends a newer one.
+pub fn give_back(
+    store: &dyn Store,
+    key: &str,
+    holder: &str,
+    tenure: Option<&Tenure>,
+) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+    match tenure {
+        Some(t) => store.release_fenced(key, holder, t.revision),
+        None => store.release(key, holder),
+    }
+}
