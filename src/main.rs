@@ -1,6 +1,6 @@
 //! `claimtop`: parse the command line and hand each subcommand to its module.
 
-use claimtop::claims::{Root, Roots, RootsError};
+use claimtop::claims::{Roots, RootsError};
 use claimtop::cli::args::DashboardArgs;
 use claimtop::cli::args::{json_requested, usage_message, Cli, Command};
 use claimtop::cli::output::{CmdResult, Out};
@@ -8,7 +8,7 @@ use claimtop::cli::{
     self, claim_cmds, completions, config, events, exit_status, list, metrics, publish, tui,
 };
 use claimtop::dashboard::Opening;
-use claimtop::store::{self, file::FileStore, Store, StoreUrl};
+use claimtop::store::{self, Store, StoreUrl};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -93,13 +93,20 @@ fn main() -> ExitCode {
         (Command::ForceRelease(a), Some(url), _) if a.host.is_some() => {
             publish::force_release_on_host(&url, a, &global, &mut out)
         }
+        // Events and metrics over file roots read each log by byte offsets
+        // (the index, --since's bisection, a follower per file).
+        (Command::Events(a), None, Ok(roots)) => events::events(&roots, a, &mut out),
+        (Command::Metrics(a), None, Ok(roots)) => metrics::serve(&roots, &a, &mut out),
         (command, Some(url), _) => match store::open(&url, &global.open_opts()) {
-            Ok(store) => dispatch_store(&*store, command, &mut out),
+            Ok(store) => dispatch(&*store, command, &mut out),
             Err(e) => out.error(&e.to_string()),
         },
         (_, None, Err(RootsError::NoRoot)) => cli::no_root(&mut out),
         (_, None, Err(e)) => out.usage_error(&e.to_string()),
-        (command, None, Ok(roots)) => dispatch_roots(&roots, command, &mut out),
+        (command, None, Ok(roots)) => {
+            let store = store::open_roots(&roots, Some(cli::wait::say_mutex_wait()));
+            dispatch(&*store, command, &mut out)
+        }
     };
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
@@ -144,70 +151,32 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ))
 }
 
-/// The commands that cover every root given; every other one works on one
-/// key in one root and refuses several (a usage error: the fix is a flag).
-fn dispatch_roots(roots: &Roots, command: Command, out: &mut Out) -> CmdResult {
+/// Every command on one store, through the store seam: one root, several
+/// (a verb on one key refuses them), or etcd.
+fn dispatch(store: &dyn Store, command: Command, out: &mut Out) -> CmdResult {
     match command {
-        Command::List => list::list(roots, out),
-        Command::Doctor { fix } => list::doctor(roots, fix, out),
-        Command::Events(a) => events::events(roots, a, out),
-        Command::Metrics(a) => metrics::serve(roots, &a, out),
-        command => match roots.single(verb_name(&command)) {
-            Ok(root) => dispatch(root, command, out),
-            Err(e) => out.usage_error(&e.to_string()),
-        },
-    }
-}
-
-/// The subcommand as the user typed it, for the usage error.
-fn verb_name(command: &Command) -> &'static str {
-    match command {
-        Command::Status { .. } => "status",
-        Command::Acquire(_) => "acquire",
-        Command::Release { .. } => "release",
-        Command::Renew { .. } => "renew",
-        Command::ForceRelease(_) => "force-release",
-        Command::Run(_) => "run",
-        _ => "this command",
-    }
-}
-
-fn dispatch(root: &Root, command: Command, out: &mut Out) -> CmdResult {
-    let store = FileStore::new(root.clone()).with_mutex_hook(cli::wait::say_mutex_wait());
-    dispatch_store(&store, command, out)
-}
-
-/// Every command on one store, through the store seam.
-fn dispatch_store(store: &dyn Store, command: Command, out: &mut Out) -> CmdResult {
-    match (command, store.file_root()) {
-        (Command::List, _) => list::list_store(store, out),
-        (Command::Status { key }, _) => claim_cmds::status(store, &key, out),
-        (Command::Acquire(a), _) => claim_cmds::acquire(store, a, out),
-        (Command::Release { key, holder }, _) => claim_cmds::release(store, &key, &holder, out),
-        (
-            Command::Renew {
-                key,
-                holder,
-                ttl,
-                operator,
-            },
-            _,
-        ) => claim_cmds::renew(store, &key, &holder, ttl, operator.as_deref(), out),
-        (Command::ForceRelease(a), _) if a.host.is_some() => out.usage_error(
+        Command::List => list::list(store, out),
+        Command::Doctor { fix } => list::doctor(store, fix, out),
+        Command::Status { key } => claim_cmds::status(store, &key, out),
+        Command::Acquire(a) => claim_cmds::acquire(store, a, out),
+        Command::Release { key, holder } => claim_cmds::release(store, &key, &holder, out),
+        Command::Renew {
+            key,
+            holder,
+            ttl,
+            operator,
+        } => claim_cmds::renew(store, &key, &holder, ttl, operator.as_deref(), out),
+        Command::ForceRelease(a) if a.host.is_some() => out.usage_error(
             "--host names a host publishing into an etcd store: give --store etcd://...",
         ),
-        (Command::ForceRelease(a), _) => claim_cmds::force_release(store, a, out),
-        (Command::Publish(_), _) => out.usage_error(
+        Command::ForceRelease(a) => claim_cmds::force_release(store, a, out),
+        Command::Publish(_) => out.usage_error(
             "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
         ),
-        (Command::Events(a), Some(root)) => events::events(&Roots::one(root), a, out),
-        (Command::Events(a), None) => events::events_store(store, a, out),
-        (Command::Doctor { fix }, Some(root)) => list::doctor(&Roots::one(root), fix, out),
-        (Command::Doctor { fix }, None) => list::doctor_store(store, fix, out),
-        (Command::Metrics(a), Some(root)) => metrics::serve(&Roots::one(root), &a, out),
-        (Command::Run(a), _) => cli::run::run(store, a, out),
-        (Command::Metrics(a), None) => metrics::serve_store(store, &a, out),
-        (Command::Completions { shell }, _) => completions::completions(shell, out),
-        (Command::Config { .. }, _) => config::print(None, out),
+        Command::Events(a) => events::events_store(store, a, out),
+        Command::Run(a) => cli::run::run(store, a, out),
+        Command::Metrics(a) => metrics::serve_store(store, &a, out),
+        Command::Completions { shell } => completions::completions(shell, out),
+        Command::Config { .. } => config::print(None, out),
     }
 }

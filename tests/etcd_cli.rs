@@ -834,7 +834,7 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         (_, Some(st)) => {
-                            use claimtop::store::Store;
+                            use claimtop::store::{Leases, Store};
                             let opts = claimtop::claims::AcquireOpts {
                                 ttl_ms: Some(60_000),
                                 ..Default::default()

@@ -9,7 +9,7 @@ use claimtop::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
 };
 use claimtop::store::etcd::EtcdStore;
-use claimtop::store::{Change, Changes, OpenOpts, Store, StoreError};
+use claimtop::store::{Change, Changes, Leases, OpenOpts, Store, StoreError};
 use etcd_common::Etcd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

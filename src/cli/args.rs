@@ -276,7 +276,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
     )]
-    Run(super::run::RunArgs),
+    Run(RunArgs),
     /// Show the settings the dashboard and events read (config.toml)
     #[command(
         after_help = "Examples:\n  claimtop config --print\n  claimtop config --print --config ./ops.toml"
@@ -518,6 +518,28 @@ impl GlobalArgs {
             events_retention: ms(self.events_retention),
         }
     }
+}
+
+/// `claimtop run`: hold KEY while CMD runs.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The claim key (e.g. node:abc123)
+    pub key: String,
+    /// Who claims it (e.g. pty:worker-1)
+    #[arg(long, value_name = "H")]
+    pub holder: String,
+    /// Also bound the claim by a TTL, renewed while CMD runs: 1h, 30m, 3600s, or bare seconds
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
+    pub ttl: Option<i64>,
+    /// While another holder has KEY, wait for it: up to DUR, else forever (exit 3 when DUR passes)
+    #[arg(long, value_name = "DUR", num_args = 0..=1, require_equals = true, value_parser = parse_dur)]
+    pub wait: Option<Option<i64>>,
+    /// Why, for the operator reading the claim
+    #[arg(long, value_name = "R")]
+    pub reason: Option<String>,
+    /// The command to run while holding KEY, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[cfg(test)]

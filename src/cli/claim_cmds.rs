@@ -115,7 +115,8 @@ const KEY_ONLY: &str = "-";
 /// TTL, which the command line can fix (exit 2).
 pub fn store_error(out: &mut Out, e: StoreError) -> CmdResult {
     match e {
-        StoreError::TtlRequired => out.usage_error(&e.to_string()),
+        // Fixed by a flag (--ttl; one --root), so usage errors.
+        StoreError::TtlRequired | StoreError::Roots(_) => out.usage_error(&e.to_string()),
         e => out.error(&e.to_string()),
     }
 }
@@ -223,9 +224,9 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
         _ => None,
     };
     let got = match super::wait::acquire(store, &a.key, &a.holder, &opts, a.wait, &stop) {
-        Err(super::wait::WaitError::Store(StoreError::TtlRequired)) => {
-            return store_error(out, StoreError::TtlRequired)
-        }
+        Err(super::wait::WaitError::Store(
+            e @ (StoreError::TtlRequired | StoreError::Roots(_)),
+        )) => return store_error(out, e),
         got => got.map_err(|e| e.to_string()),
     };
     let Fenced {

@@ -391,7 +391,10 @@ pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResul
         Err(e) => return p.out.error(&e.to_string()),
     };
     // What publishing hosts mirrored joins the store's own, by time.
-    match store.fleet_events(usize::MAX) {
+    match store
+        .fleet()
+        .map_or(Ok(Vec::new()), |f| f.events(usize::MAX))
+    {
         Ok(published) if !published.is_empty() => {
             all.extend(published);
             all.sort_by(|a, b| a.ts().cmp(&b.ts()));
@@ -427,7 +430,7 @@ pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResul
                 event,
             })) => {
                 if !places.knows(&host_id, &root_id) {
-                    if let Ok(hosts) = store.fleet_hosts() {
+                    if let Some(Ok(hosts)) = store.fleet().map(|f| f.hosts()) {
                         places = Places::of(&hosts);
                     }
                 }

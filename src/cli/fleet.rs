@@ -2,19 +2,19 @@
 //! every online host's, in one table with HOST and SOURCE columns, then the
 //! hosts themselves (an offline one with the time it was last seen).
 
-use super::list::{columns, hazard_lines, summary};
 use super::output::{CmdResult, Out, EXIT_OK};
+use super::table::{columns, hazard_lines, summary};
 use crate::claims::words::count;
 use crate::claims::Counts;
 use crate::sanitize::sanitize;
 use crate::store::fleet::{
-    count_states, Fleet, FleetHazard, FleetItem, SOURCE_PUBLISHED, SOURCE_STORE,
+    count_states, FleetHazard, FleetItem, FleetState, SOURCE_PUBLISHED, SOURCE_STORE,
 };
 use crate::store::Listing;
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
 
-pub fn print_fleet_list(listing: &Listing, fleet: &Fleet, out: &mut Out) -> CmdResult {
+pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) -> CmdResult {
     if out.json_mode() {
         let mut doc = listing.to_json();
         fleet.extend_list_json(&mut doc);

@@ -107,7 +107,11 @@ impl<'a> StoreCollector<'a> {
             events.add(Some(ev.kind()));
         }
         let mut fleet_events: BTreeMap<(String, String), EventCounts> = BTreeMap::new();
-        for ev in store.fleet_events(usize::MAX)? {
+        let mirrored = match store.fleet() {
+            Some(fleet) => fleet.events(usize::MAX)?,
+            None => Vec::new(),
+        };
+        for ev in mirrored {
             if let Some(at) = published_place(&ev) {
                 fleet_events.entry(at).or_default().add(Some(ev.kind()));
             }
@@ -133,7 +137,7 @@ impl<'a> StoreCollector<'a> {
                     event,
                 })) => {
                     if !self.places.knows(&host_id, &root_id) {
-                        if let Ok(hosts) = self.store.fleet_hosts() {
+                        if let Some(Ok(hosts)) = self.store.fleet().map(|f| f.hosts()) {
                             self.places = Places::of(&hosts);
                         }
                     }
@@ -170,8 +174,8 @@ impl<'a> StoreCollector<'a> {
                 s
             }
         };
-        let (fleet, hosts) = match self.store.fleet() {
-            Ok(Some(f)) => {
+        let (fleet, hosts) = match self.store.fleet().map(|f| f.state()).transpose() {
+            Ok(Some(f)) if !f.is_empty() => {
                 let hosts: Vec<HostUp> = f
                     .hosts
                     .iter()
@@ -190,7 +194,7 @@ impl<'a> StoreCollector<'a> {
                     .collect();
                 (Snapshot::of_fleet(&f, now_ms()), hosts)
             }
-            Ok(None) => (Vec::new(), Vec::new()),
+            Ok(_) => (Vec::new(), Vec::new()),
             Err(e) => {
                 diag(&format!("the publishing hosts: {e}"));
                 (Vec::new(), Vec::new())

@@ -16,6 +16,7 @@ pub mod output;
 pub mod publish;
 pub mod reference;
 pub mod run;
+mod table;
 pub mod tui;
 pub mod wait;
 

@@ -97,6 +97,12 @@ fn tick_each_second(out: Sender<Action>) {
 
 /// Ask the store for its header facts once a second; a failure (or a store
 /// that cannot be opened) is the store being unreachable.
+/// The header's facts of a store with a connection; `None` for one
+/// without (nothing to probe).
+fn info_of(store: &dyn Store) -> Result<Option<crate::store::StoreInfo>, StoreError> {
+    store.leases().map(|l| l.info()).transpose()
+}
+
 fn probe(source: Source, out: Sender<Action>) {
     let mut opts = source.opts.clone();
     opts.timeout = Some(opts.timeout.map_or(PROBE_TIMEOUT, |t| t.min(PROBE_TIMEOUT)));
@@ -104,9 +110,9 @@ fn probe(source: Source, out: Sender<Action>) {
     let mut store: Option<Box<dyn Store>> = None;
     loop {
         let answer = match &store {
-            Some(s) => s.info(),
+            Some(s) => info_of(&**s),
             None => source.open().and_then(|s| {
-                let info = s.info();
+                let info = info_of(&*s);
                 store = Some(s);
                 info
             }),
@@ -181,7 +187,7 @@ impl Collector {
         if !std::mem::take(&mut self.fleet_due) {
             return None;
         }
-        match self.store.fleet() {
+        match self.store.fleet().map(|f| f.state()).transpose() {
             Ok(fleet) => {
                 let fleet = fleet.unwrap_or_default();
                 self.hosts = fleet.hosts.iter().map(|h| h.host_id.clone()).collect();
@@ -206,7 +212,8 @@ impl Collector {
             if self.fleet_due {
                 break;
             }
-            match self.store.fleet_item(&host_id, &root_id, &key) {
+            let read = self.store.fleet().map(|f| f.item(&host_id, &root_id, &key));
+            match read.unwrap_or(Ok(None)) {
                 Ok(item) => out.push(Action::Store(Box::new(StoreMsg::Published {
                     host_id,
                     root_id,
@@ -397,7 +404,7 @@ impl Collector {
     pub fn run(mut self, out: &Sender<Action>) {
         let mut first = true;
         // A big store takes seconds to list: its first page shows at once.
-        if let Ok(Some(head)) = self.store.list_head(HEAD) {
+        if let Some(Ok(head)) = self.store.leases().map(|l| l.list_head(HEAD)) {
             let at = now_ms();
             let msg = StoreMsg::Head {
                 listing: Box::new(head),
@@ -444,7 +451,8 @@ impl Collector {
                 if let Ok(mut events) = self.store.events(EVENTS_RING) {
                     // What publishing hosts mirrored joins the store's own
                     // by time, as `events` prints them.
-                    if let Ok(published) = self.store.fleet_events(EVENTS_RING) {
+                    let mirrored = self.store.fleet().map(|f| f.events(EVENTS_RING));
+                    if let Some(Ok(published)) = mirrored {
                         if !published.is_empty() {
                             events.extend(published);
                             events.sort_by(|a, b| a.ts().cmp(&b.ts()));

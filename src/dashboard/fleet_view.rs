@@ -10,7 +10,7 @@
 
 use super::app::App;
 use crate::claims::{encode_key, ClaimRecord, ClaimState, Status};
-use crate::store::fleet::{Fleet, FleetHazard, HostInfo};
+use crate::store::fleet::{FleetHazard, FleetState, HostInfo};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -112,12 +112,12 @@ pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
 
 /// Replace every published row with the fleet's, and its hosts. Returns
 /// the paths of rows that came, went or changed.
-pub fn take_fleet(app: &mut App, fleet: Fleet) -> Vec<Arc<Path>> {
+pub fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
     let Some(view) = app.store.as_mut() else {
         return Vec::new();
     };
     let old: Vec<Arc<Path>> = view.fleet.rows.keys().cloned().collect();
-    let Fleet {
+    let FleetState {
         hosts,
         items,
         hazards,

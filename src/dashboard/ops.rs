@@ -8,7 +8,7 @@ use super::collect::Input;
 use super::roots::RootSet;
 use super::store_view::StoreMsg;
 use crate::claims::{
-    doctor_fix, now_ms, operator_name, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome,
+    now_ms, operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome,
     ReleaseOutcome, RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
@@ -47,10 +47,10 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
         return run_store_op(store, op);
     }
     let key = op.key().to_string();
-    let path = match (store.file_root(), op) {
-        (Some(root), Op::Clean) => root.claims_dir(),
-        (Some(root), _) => root.lockfile(&key),
-        (None, _) => PathBuf::new(),
+    // A clean names no claim: the re-read it asks for is the whole store.
+    let path = match op {
+        Op::Clean => PathBuf::new(),
+        _ => store.locate(&key),
     };
     let (ok, message) = match op {
         Op::Acquire {
@@ -104,16 +104,17 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
             |o| matches!(o, ForceOutcome::Archived { .. }),
             ForceOutcome::describe,
         ),
-        Op::Clean => match store.file_root() {
-            Some(root) => clean(root),
+        Op::Clean => match store.repair() {
+            Ok(fixes) => cleaned(&fixes),
             // Over etcd an abandoned claim's lease ends it; what is left to
             // clean is `claimtop doctor`'s to report.
-            None => (
+            Err(StoreError::Unsupported(_)) => (
                 false,
                 "nothing to clean here: leases end abandoned claims on this store \
                  (claimtop doctor lists its hazards)"
                     .to_string(),
             ),
+            Err(e) => (false, format!("clean failed: {e}")),
         },
         // Asked through `serve`, which knows how long to wait for a host.
         Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
@@ -151,7 +152,13 @@ fn ask_host(store: &dyn Store, op: &Op, wait: Duration) -> (bool, String) {
         ..opts.to_opts()
     };
     let host = sanitize(hostname).into_owned();
-    match store.ask_host_force_release(host_id, root_id, key, &opts, wait) {
+    let Some(fleet) = store.fleet() else {
+        return (
+            false,
+            format!("this store has no publishing hosts: nobody to ask about {key}"),
+        );
+    };
+    match fleet.ask_force_release(host_id, root_id, key, &opts, wait) {
         Ok(answer) => {
             let text = |k: &str| answer.get(k).and_then(|v| v.as_str());
             let outcome = text("outcome").unwrap_or("error");
@@ -169,10 +176,9 @@ fn ask_host(store: &dyn Store, op: &Op, wait: Duration) -> (bool, String) {
     }
 }
 
-/// The CLI's `doctor --fix`, to the letter: it re-checks each hazard as it
-/// goes, so what it removes is what is abandoned now.
-fn clean(root: &Root) -> (bool, String) {
-    let fixes = doctor_fix(root);
+/// What the CLI's `doctor --fix` did (it re-checks each hazard as it goes,
+/// so what it removes is what is abandoned now), in a status line.
+fn cleaned(fixes: &[Fix]) -> (bool, String) {
     let done: Vec<_> = fixes.iter().filter(|f| f.fixed).collect();
     let left = fixes.len() - done.len();
     let names: Vec<String> = done

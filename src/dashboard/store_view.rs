@@ -12,7 +12,7 @@ use super::app::{App, Level};
 use super::fleet_view::{take_fleet, take_published, FleetView};
 use super::update::apply_sweep;
 use crate::claims::Status;
-use crate::store::fleet::Fleet;
+use crate::store::fleet::FleetState;
 use crate::store::{Listing, StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
@@ -40,7 +40,7 @@ pub enum StoreMsg {
     },
     /// Everything hosts publish here, read again: at start, after a
     /// re-list, and when a host came, went or rewrote its record.
-    Fleet { fleet: Box<Fleet>, at: i64 },
+    Fleet { fleet: Box<FleetState>, at: i64 },
     /// One published claim re-read after the watch named it (None: its
     /// host no longer publishes it).
     Published {

@@ -10,7 +10,7 @@
 pub mod events;
 
 use crate::claims::{ClaimState, Counts, HazardKind, Root, Sweep};
-use crate::store::fleet::Fleet;
+use crate::store::fleet::FleetState;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -120,7 +120,7 @@ impl Snapshot {
     /// published it. An offline host's claims are unknown, not zero: its
     /// roots are left out, and `claimtop_host_up` says why; so is a root
     /// its host cannot read, and `claimtop_root_known` says so.
-    pub fn of_fleet(fleet: &Fleet, now_ms: i64) -> Vec<Snapshot> {
+    pub fn of_fleet(fleet: &FleetState, now_ms: i64) -> Vec<Snapshot> {
         let mut out = Vec::new();
         // Each root's place in `out`: items and hazards are then filed in
         // one pass each, however many hosts there are.
@@ -484,7 +484,7 @@ mod tests {
             root: root("r1", "/srv/a"),
             item: json!({"key": "k", "state": state, "record": {"acquired_at": acquired_at}}),
         };
-        let fleet = Fleet {
+        let fleet = FleetState {
             hosts: vec![host("m1", "alpha", true), host("m2", "beta", false)],
             items: vec![
                 item("m1", "live", 10_000),

@@ -9,8 +9,8 @@ use super::wake::FileKeyWatch;
 use super::{Change, Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
 use crate::claims::key_of_lockfile;
 use crate::claims::{
-    self, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome, Root,
-    Status, WaitHook,
+    self, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
+    Root, Status, WaitHook,
 };
 use crate::events::tail::{read_last_lines, Follower};
 use crate::events::Event;
@@ -98,6 +98,10 @@ impl Store for FileStore {
         Ok(Fenced::plain(claims::force_release(&self.root, key, opts)?))
     }
 
+    fn locate(&self, key: &str) -> PathBuf {
+        self.root.lockfile(key)
+    }
+
     fn list(&self) -> Result<Listing, StoreError> {
         Ok(Listing::of_sweep(claims::sweep(&self.root)))
     }
@@ -107,9 +111,12 @@ impl Store for FileStore {
         self.list()
     }
 
+    fn repair(&self) -> Result<Vec<Fix>, StoreError> {
+        Ok(claims::doctor_fix(&self.root))
+    }
+
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
-        let chunk = read_last_lines(&self.root.events_file(), n)
-            .map_err(|e| StoreError::Config(e.to_string()))?;
+        let chunk = read_last_lines(&self.root.events_file(), n)?;
         // Lines that do not parse are skipped, as `events` always has.
         Ok(chunk.lines.iter().filter_map(|l| l.parse().ok()).collect())
     }
@@ -122,10 +129,6 @@ impl Store for FileStore {
     /// the exit of a local holder's pid, which changes no file.
     fn watch_key(&self, key: &str, wake: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
         Ok(Box::new(FileKeyWatch::start(&self.root, key, wake)?))
-    }
-
-    fn file_root(&self) -> Option<&Root> {
-        Some(&self.root)
     }
 }
 
@@ -276,7 +279,10 @@ fn watch_nearest(w: &mut RecommendedWatcher, dir: &Path) -> Result<(), StoreErro
 }
 
 fn notify_error(e: notify::Error) -> StoreError {
-    StoreError::Config(format!("cannot watch the claims root: {e}"))
+    StoreError::Watch {
+        what: "the claims root".into(),
+        detail: e.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -198,13 +198,13 @@ impl FleetHazard {
 
 /// Everything published into a store.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Fleet {
+pub struct FleetState {
     pub hosts: Vec<HostInfo>,
     pub items: Vec<FleetItem>,
     pub hazards: Vec<FleetHazard>,
 }
 
-impl Fleet {
+impl FleetState {
     /// A store nobody publishes into: its listing is printed as it always was.
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
@@ -296,9 +296,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fleet() -> Fleet {
+    fn fleet() -> FleetState {
         let root = PublishedRoot::new("00000000000000aa".into(), "/srv/a".into());
-        Fleet {
+        FleetState {
             hosts: vec![HostInfo {
                 host_id: "m1".into(),
                 hostname: "alpha".into(),

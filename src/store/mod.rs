@@ -1,24 +1,34 @@
 //! The store seam: the verbs over one interface, with a room per store.
 //!
-//! Two stores keep claims: the file store (the seed's lockfiles under a root,
-//! [`file::FileStore`]) and, with the `etcd` feature, etcd (`etcd::EtcdStore`).
-//! Both answer with the core's own outcome types, so every face words them
-//! once; what etcd knows beyond a lockfile (the fencing revision and the
-//! lease) rides beside the outcome in a [`Tenure`], and reaches JSON only as
-//! ADDED fields (`"revision"`, `"lease"` on a record; `"store"` on a list).
+//! Three stores keep claims: one file root (the seed's lockfiles,
+//! [`file::FileStore`]), several file roots as one ([`multi::MultiStore`]),
+//! and, with the `etcd` feature, etcd (`etcd::EtcdStore`). All answer with
+//! the core's own outcome types, so every face words them once; what etcd
+//! knows beyond a lockfile (the fencing revision and the lease) rides beside
+//! the outcome in a [`Tenure`], and reaches JSON only as ADDED fields
+//! (`"revision"`, `"lease"` on a record; `"store"` on a list).
+//!
+//! [`Store`] is what every store does: the verbs, listing, `doctor` and
+//! its repair, events, the change feed and a key's watch. What only some
+//! stores can do is a capability trait of its own, reached through
+//! [`Store::leases`] ([`Leases`]: keep-alives, fenced release, the
+//! cluster's facts) and [`Store::fleet`] ([`Fleet`]: hosts publishing
+//! their roots). A face asks for a capability and says in words what the
+//! store lacks; it never asks which store it holds.
 //!
 //! # How a face uses it
 //!
 //! 1. Parse `--store` (else `$FNO_CLAIMS_STORE`, else `file:` + ROOT) with
 //!    [`StoreUrl::parse`], then [`open`] it with the connection flags in
-//!    [`OpenOpts`]. A build without the `etcd` feature answers an `etcd://`
-//!    URL with [`StoreError::NoEtcdSupport`], which says so in words.
-//! 2. Call the verbs on the returned `Box<dyn Store>`; a face never asks which
-//!    store it holds. Outcomes are the `claims::*Outcome` types it already
-//!    prints; [`Fenced::tenure`] is `None` on the file store.
+//!    [`OpenOpts`] (or [`open_roots`] for the roots a command line names).
+//!    A build without the `etcd` feature answers an `etcd://` URL with
+//!    [`StoreError::NoEtcdSupport`], which says so in words.
+//! 2. Call the verbs on the returned `Box<dyn Store>`. Outcomes are the
+//!    `claims::*Outcome` types it already prints; [`Fenced::tenure`] is
+//!    `None` on a file store.
 //! 3. JSON: print what it prints today, then pass the record object through
 //!    [`Tenure::extend_record`] (and a list through [`Listing::to_json`]),
-//!    which adds the etcd fields and changes nothing on the file store.
+//!    which adds the etcd fields and changes nothing on a file store.
 //! 4. The dashboard takes [`Store::changes`]: one feed of [`Change`]s
 //!    (inotify on a file root, one resumable watch on etcd) that a thread
 //!    drains into the face's own messages; the face re-reads what a change
@@ -26,11 +36,11 @@
 //! 5. `acquire --wait` and `claimtop run` take [`Store::watch_key`]: a
 //!    wake-up whenever one key may have changed (on a file root inotify on
 //!    its lockfile plus the exit of a local holder's pid; elsewhere the
-//!    change feed filtered to the key). `crate::wait` drives the
-//!    wait and the hold with nothing but these verbs: a hold renews a TTL
-//!    claim itself, or keeps a lease alive with [`Store::keep_alive`] where
-//!    the store has leases, and releases with [`Store::release_fenced`], so
-//!    a `run` whose claim expired never ends a newer one.
+//!    change feed filtered to the key). `crate::wait` drives the wait and
+//!    the hold above this seam with nothing but these verbs: a hold renews
+//!    a TTL claim itself, or keeps a lease alive through [`Leases`], and
+//!    releases fenced to its own tenure, so a `run` whose claim expired
+//!    never ends a newer one.
 //!
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
@@ -39,6 +49,7 @@ pub mod file;
 pub mod fleet;
 pub mod fs_events;
 pub mod item_hazards;
+pub mod multi;
 pub mod url;
 pub mod wake;
 
@@ -47,13 +58,13 @@ pub mod etcd;
 
 use crate::claims::Blocker;
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
-    Status, Sweep,
+    AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
+    RenewOutcome, Status, Sweep,
 };
 use crate::events::Event;
 use serde::Serialize;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,6 +98,33 @@ pub enum StoreError {
     /// A bad connection setting (TLS files, a user without a password...).
     #[error("{0}")]
     Config(String),
+    /// Several roots were named where one is needed (a verb on one key).
+    #[error(transparent)]
+    Roots(#[from] crate::claims::RootsError),
+    /// The events log could not be read (not a regular file, permission,
+    /// an I/O error), naming it.
+    #[error(transparent)]
+    Log(#[from] crate::events::tail::TailError),
+    /// A file the store needs could not be read (the events log, a TLS
+    /// file): which one, and what the system said.
+    #[error("cannot read {}: {source}", .path.to_string_lossy())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A watch on the store could not be set up or went on failing
+    /// (inotify limits, a directory that cannot be read).
+    #[error("cannot watch {what}: {detail}")]
+    Watch { what: String, detail: String },
+    /// A verb on one key was given several roots: which root the key lives
+    /// in is the operator's choice, never a guess.
+    #[error("{verb} works on one claims root, and {roots} were given: name one with --root")]
+    SeveralRoots { verb: &'static str, roots: String },
+    /// The store cannot do what was asked at all (keep a lease on a file
+    /// store, repair etcd): the words say what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
     /// A request to a publishing host could not be carried out: the host
     /// is unknown, offline, did not answer in time, or no longer publishes
     /// the claim. The words name the host.
@@ -212,6 +250,20 @@ pub struct Listing {
     /// The store revision the listing was read at (etcd), from which a watch
     /// resumes without missing a change.
     pub revision: Option<i64>,
+    /// Several roots listed as one ([`multi::MultiStore`]): which root each
+    /// claim and hazard of `sweep` came from. `None` for one root or store.
+    pub origins: Option<Origins>,
+}
+
+/// Where each entry of a listing over several roots came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origins {
+    /// The roots, in the order they were named.
+    pub roots: Vec<PathBuf>,
+    /// Parallel to `sweep.claims`: an index into `roots`.
+    pub claims: Vec<usize>,
+    /// Parallel to `sweep.hazards`: an index into `roots`.
+    pub hazards: Vec<usize>,
 }
 
 impl Listing {
@@ -222,13 +274,31 @@ impl Listing {
             store_hazards: Vec::new(),
             store: None,
             revision: None,
+            origins: None,
         }
+    }
+
+    /// The root a claim of `sweep.claims` (by index) lives in, when the
+    /// listing covers several.
+    pub fn claim_root(&self, i: usize) -> Option<&Path> {
+        let o = self.origins.as_ref()?;
+        o.roots.get(*o.claims.get(i)?).map(PathBuf::as_path)
+    }
+
+    /// The root a hazard of `sweep.hazards` (by index) was found in, when
+    /// the listing covers several.
+    pub fn hazard_root(&self, i: usize) -> Option<&Path> {
+        let o = self.origins.as_ref()?;
+        o.roots.get(*o.hazards.get(i)?).map(PathBuf::as_path)
     }
 
     /// `list --json`: exactly the sweep's JSON on the file store; on etcd the
     /// same with `"store"`, the tenure fields and the store hazards added.
     pub fn to_json(&self) -> Value {
         let mut v = serde_json::to_value(&self.sweep).unwrap_or(Value::Null);
+        if let Some(origins) = &self.origins {
+            return self.several_json(v, origins);
+        }
         let Some(obj) = v.as_object_mut() else {
             return v;
         };
@@ -250,6 +320,42 @@ impl Listing {
             obj.insert("store".into(), Value::from(store.as_str()));
         }
         v
+    }
+}
+
+impl Listing {
+    /// `list --json` over several roots: the one-root shape with `root`
+    /// the first root, a `roots` array after it, and every item and hazard
+    /// carrying the root it came from as its last member.
+    fn several_json(&self, sweep: Value, origins: &Origins) -> Value {
+        let lossy = |p: &Path| Value::from(p.to_string_lossy().into_owned());
+        let Value::Object(mut obj) = sweep else {
+            return sweep;
+        };
+        let with_root = |items: Option<Value>, roots: &[usize]| {
+            let Some(Value::Array(items)) = items else {
+                return Value::Array(Vec::new());
+            };
+            let items = items.into_iter().zip(roots).map(|(mut item, r)| {
+                if let (Some(o), Some(r)) = (item.as_object_mut(), origins.roots.get(*r)) {
+                    o.insert("root".into(), lossy(r));
+                }
+                item
+            });
+            Value::Array(items.collect())
+        };
+        let claims = with_root(obj.remove("claims"), &origins.claims);
+        let hazards = with_root(obj.remove("hazards"), &origins.hazards);
+        let mut out = serde_json::Map::new();
+        out.insert("root".into(), obj.remove("root").unwrap_or(Value::Null));
+        out.insert(
+            "roots".into(),
+            Value::Array(origins.roots.iter().map(|r| lossy(r)).collect()),
+        );
+        out.insert("claims".into(), claims);
+        out.insert("counts".into(), obj.remove("counts").unwrap_or(Value::Null));
+        out.insert("hazards".into(), hazards);
+        Value::Object(out)
     }
 }
 
@@ -371,16 +477,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `--events-retention`'s default.
 pub const DEFAULT_EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The verbs, over whichever store holds the claims.
+/// The verbs, over whichever store holds the claims: what every store can
+/// do. What only some stores can do is a capability of its own, reached
+/// through [`Store::leases`] and [`Store::fleet`], so that no store answers
+/// a question it has no answer to with an empty default.
 pub trait Store: Send {
     /// The store URL, for headers and `"store"` in JSON.
     fn url(&self) -> String;
-    /// Does every claim here live on a lease (and so need a TTL)? Asked
-    /// before anything is started on a claim's behalf, so `run` can refuse
-    /// a TTL-less claim before it forks CMD.
-    fn leased(&self) -> bool {
-        false
-    }
     fn acquire(
         &self,
         key: &str,
@@ -405,36 +508,30 @@ pub trait Store: Send {
         key: &str,
         opts: &ForceOpts,
     ) -> Result<Fenced<ForceOutcome>, StoreError>;
+    /// Where the claim on `key` lives, as [`Listing`] names it in each
+    /// item's `file` (a lockfile's path; the etcd key): how a face finds
+    /// the row a verb it ran has changed.
+    fn locate(&self, key: &str) -> PathBuf;
     /// Every claim, classified, with the hazards seen on the way (`list`).
     fn list(&self) -> Result<Listing, StoreError>;
     /// `list` plus the store-wide hazards that cost more to find (`doctor`).
     fn doctor(&self) -> Result<Listing, StoreError>;
+    /// `doctor --fix`: remove what is provably abandoned, say what was
+    /// left and why. A store whose leases end abandoned claims by
+    /// themselves has nothing of its own to remove and says so
+    /// ([`StoreError::Unsupported`]).
+    fn repair(&self) -> Result<Vec<Fix>, StoreError>;
     /// The last `n` events, oldest first.
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
     /// A feed of changes from now on.
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError>;
 
-    /// Release only the tenure `revision` names (the fencing token acquire
-    /// returned), where the store can fence; elsewhere a plain release.
-    fn release_fenced(
-        &self,
-        key: &str,
-        holder: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+    /// A feed of changes after `revision` (the one a [`Listing`] was read
+    /// at), so that nothing written between the listing and the feed's start
+    /// is missed. A store without revisions starts from now.
+    fn changes_after(&self, revision: Option<i64>) -> Result<Box<dyn Changes>, StoreError> {
         let _ = revision;
-        self.release(key, holder)
-    }
-
-    /// Keep the claim `tenure` names alive until the handle is dropped
-    /// (`claimtop run`). Only a store with leases can; the file store binds
-    /// a claim to a pid instead, and says so.
-    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
-        let _ = (key, tenure);
-        Err(StoreError::Config(format!(
-            "{} keeps no leases: bind the claim to a pid instead",
-            self.url()
-        )))
+        self.changes()
     }
 
     /// Call `wake` whenever `key` may have changed, until the handle is
@@ -449,86 +546,81 @@ pub trait Store: Send {
         )))
     }
 
-    /// The hosts publishing their file roots into this store, and what they
-    /// published (`claimtop publish`); `None` where no host can publish.
-    fn fleet(&self) -> Result<Option<fleet::Fleet>, StoreError> {
-        Ok(None)
+    /// The store's leases, where every claim lives on one (etcd): `None`
+    /// where a claim is bound to a pid instead (the file store).
+    fn leases(&self) -> Option<&dyn Leases> {
+        None
     }
+
+    /// The hosts publishing their file roots into this store (`claimtop
+    /// publish`), where hosts can publish; `None` elsewhere.
+    fn fleet(&self) -> Option<&dyn Fleet> {
+        None
+    }
+}
+
+/// A store whose claims live on leases, reached over a connection (etcd).
+pub trait Leases {
+    /// Keep the claim `tenure` names alive until the handle is dropped
+    /// (`claimtop run`).
+    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError>;
+
+    /// Release only the tenure `revision` names (the fencing token acquire
+    /// returned), so a holder whose lease ran out never ends a newer claim.
+    fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError>;
+
+    /// What a header says about the store beyond its URL: the members
+    /// answering, the leader, the current revision. An error when the store
+    /// cannot be reached, which is how a face learns it is disconnected
+    /// even while its watch is still waiting on a silent connection.
+    fn info(&self) -> Result<StoreInfo, StoreError>;
+
+    /// The first `n` claims in key order, listed as [`Store::list`] lists
+    /// them, for a first screen that cannot wait for every page of a big
+    /// store.
+    fn list_head(&self, n: usize) -> Result<Listing, StoreError>;
+}
+
+/// A store hosts publish their file roots into (`claimtop publish`): the
+/// hosts, their read-only copies, and requests carried to a host's
+/// publisher, which acts on its own root.
+pub trait Fleet {
+    /// The hosts and what they published.
+    fn state(&self) -> Result<fleet::FleetState, StoreError>;
+
+    /// The publishing hosts and their roots, without their claims (what a
+    /// mirrored event needs to say where it comes from). Counts are zero.
+    fn hosts(&self) -> Result<Vec<fleet::HostInfo>, StoreError>;
 
     /// One published claim as its host's `list --json` prints it (None:
     /// not published now).
-    fn fleet_item(
+    fn item(
         &self,
         host_id: &str,
         root_id: &str,
         key: &str,
-    ) -> Result<Option<serde_json::Value>, StoreError> {
-        let _ = (host_id, root_id, key);
-        Ok(None)
-    }
+    ) -> Result<Option<serde_json::Value>, StoreError>;
 
     /// Ask a publishing host to force-release `key` in its root `root_id`,
     /// waiting up to `wait` for its answer (its `force-release --json`
-    /// object). A store nobody publishes into has no host to ask.
-    fn ask_host_force_release(
+    /// object).
+    fn ask_force_release(
         &self,
         host_id: &str,
         root_id: &str,
         key: &str,
         opts: &ForceOpts,
         wait: Duration,
-    ) -> Result<serde_json::Value, StoreError> {
-        let _ = (root_id, opts, wait);
-        Err(StoreError::Host(format!(
-            "this store has no publishing hosts: nobody to ask about {key} on {host_id}"
-        )))
-    }
+    ) -> Result<serde_json::Value, StoreError>;
 
     /// The last `n` events the publishing hosts mirrored, each with
     /// `"host"`, `"host_id"` and `"root"` added, oldest first.
-    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
-        let _ = n;
-        Ok(Vec::new())
-    }
-
-    /// The publishing hosts and their roots, without their claims (what a
-    /// mirrored event needs to say where it comes from). Counts are zero.
-    fn fleet_hosts(&self) -> Result<Vec<fleet::HostInfo>, StoreError> {
-        Ok(Vec::new())
-    }
-
-    /// The lockfile root, on the file store only. Not for the verbs (they
-    /// all go through this trait): `doctor --fix`, `events` and `metrics`
-    /// on a file store work on claims roots (several at once, repairs
-    /// under the root), which a store URL does not name.
-    fn file_root(&self) -> Option<&crate::claims::Root> {
-        None
-    }
-
-    /// What a header says about the store beyond its URL: the members
-    /// answering, the leader, the current revision. `Ok(None)` on a store
-    /// that has none of these (the file store); an error when the store
-    /// cannot be reached, which is how a face learns it is disconnected
-    /// even while its watch is still waiting on a silent connection.
-    fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
-        Ok(None)
-    }
-
-    /// The first `n` claims in key order, listed as [`Store::list`] lists
-    /// them, for a first screen that cannot wait for every page of a big
-    /// store; `Ok(None)` where a full listing costs no more.
-    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
-        let _ = n;
-        Ok(None)
-    }
-
-    /// A feed of changes after `revision` (the one a [`Listing`] was read
-    /// at), so that nothing written between the listing and the feed's start
-    /// is missed. A store without revisions starts from now.
-    fn changes_after(&self, revision: Option<i64>) -> Result<Box<dyn Changes>, StoreError> {
-        let _ = revision;
-        self.changes()
-    }
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
 }
 
 /// A cluster's state as a dashboard header shows it.
@@ -554,6 +646,23 @@ pub fn open(url: &StoreUrl, opts: &OpenOpts) -> Result<Box<dyn Store>, StoreErro
         StoreUrl::Etcd(target) => Ok(Box::new(etcd::EtcdStore::connect(target, opts)?)),
         #[cfg(not(feature = "etcd"))]
         StoreUrl::Etcd(_) => Err(StoreError::NoEtcdSupport),
+    }
+}
+
+/// Open the claims roots a command line names: one root is a
+/// [`file::FileStore`] (told `on_mutex` whenever an acquire waits on a
+/// peer's recovery mutex), several are one [`multi::MultiStore`].
+pub fn open_roots(
+    roots: &crate::claims::Roots,
+    on_mutex: Option<crate::claims::WaitHook>,
+) -> Box<dyn Store> {
+    if roots.is_several() {
+        return Box::new(multi::MultiStore::new(roots.clone()));
+    }
+    let store = file::FileStore::new(roots.first().clone());
+    match on_mutex {
+        Some(hook) => Box::new(store.with_mutex_hook(hook)),
+        None => Box::new(store),
     }
 }
 

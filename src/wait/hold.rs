@@ -118,9 +118,9 @@ impl<'s, C: Clock> Hold<'s, C> {
         tenure: Option<Tenure>,
         ttl_ms: Option<i64>,
     ) -> Result<Hold<'s, C>, StoreError> {
-        let kept = match &tenure {
-            Some(t) => Some(store.keep_alive(&record.key, t)?),
-            None => None,
+        let kept = match (&tenure, store.leases()) {
+            (Some(t), Some(leases)) => Some(leases.keep_alive(&record.key, t)?),
+            _ => None,
         };
         let now = clock.now_ms();
         // The keep-alive renews a lease; renewing the record as well would
@@ -298,8 +298,8 @@ pub fn give_back(
     holder: &str,
     tenure: Option<&Tenure>,
 ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-    match tenure {
-        Some(t) => store.release_fenced(key, holder, t.revision),
-        None => store.release(key, holder),
+    match (tenure, store.leases()) {
+        (Some(t), Some(leases)) => leases.release_fenced(key, holder, t.revision),
+        _ => store.release(key, holder),
     }
 }

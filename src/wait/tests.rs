@@ -7,7 +7,7 @@ use crate::claims::{
 use crate::claims::{ClaimState, ForceOpts, ForceOutcome};
 use crate::events::Event;
 use crate::store::{Changes, LeaseInfo, Listing};
-use crate::store::{Fenced, Kept};
+use crate::store::{Fenced, Kept, Leases};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -149,18 +149,6 @@ impl Store for FakeStore<'_> {
     fn release(&self, _: &str, _: &str) -> Result<Fenced<ReleaseOutcome>, StoreError> {
         Ok(Fenced::plain(ReleaseOutcome::Absent))
     }
-    fn release_fenced(
-        &self,
-        _: &str,
-        _: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-        self.fenced.lock().expect("fenced").push(revision);
-        Ok(Fenced::plain(ReleaseOutcome::Absent))
-    }
-    fn keep_alive(&self, _: &str, _: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
-        Ok(Box::new(FakeKept(Arc::clone(&self.lease_lost))))
-    }
     fn force_release(&self, _: &str, _: &ForceOpts) -> Result<Fenced<ForceOutcome>, StoreError> {
         Err(not_kept())
     }
@@ -174,6 +162,37 @@ impl Store for FakeStore<'_> {
         Err(not_kept())
     }
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
+        Err(not_kept())
+    }
+    fn locate(&self, key: &str) -> PathBuf {
+        PathBuf::from(key)
+    }
+    fn repair(&self) -> Result<Vec<crate::claims::Fix>, StoreError> {
+        Err(not_kept())
+    }
+    fn leases(&self) -> Option<&dyn Leases> {
+        Some(self)
+    }
+}
+
+/// The fake keeps leases: a hold with a tenure keeps it alive here.
+impl Leases for FakeStore<'_> {
+    fn release_fenced(
+        &self,
+        _: &str,
+        _: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        self.fenced.lock().expect("fenced").push(revision);
+        Ok(Fenced::plain(ReleaseOutcome::Absent))
+    }
+    fn keep_alive(&self, _: &str, _: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
+        Ok(Box::new(FakeKept(Arc::clone(&self.lease_lost))))
+    }
+    fn info(&self) -> Result<crate::store::StoreInfo, StoreError> {
+        Err(not_kept())
+    }
+    fn list_head(&self, _: usize) -> Result<Listing, StoreError> {
         Err(not_kept())
     }
 }

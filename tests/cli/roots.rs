@@ -347,6 +347,27 @@ fn verbs_on_one_key_refuse_several_roots_with_a_usage_error() {
         !r.root(0).join(".fno/claims").exists() && !r.root(1).join(".fno/claims").exists(),
         "nothing written"
     );
+    // `run` too, before its command can start: the marker is never made.
+    let marker = r.root(0).join("ran");
+    let marker_arg = marker.to_string_lossy().into_owned();
+    let out = r.run(&[
+        "--json",
+        "run",
+        "k",
+        "--holder",
+        "h",
+        "--",
+        "touch",
+        &marker_arg,
+    ]);
+    let v = one_document(&out);
+    assert_eq!(
+        (code(&out), v["outcome"].as_str()),
+        (2, Some("usage_error"))
+    );
+    let msg = v["error"].as_str().expect("error");
+    assert!(msg.contains("run") && msg.contains("one --root"), "{msg}");
+    assert!(!marker.exists(), "run's command never ran");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use claimtop::dashboard::app::Column;
 use claimtop::dashboard::fleet_view::row_path;
 use claimtop::dashboard::store_view::{StoreMsg, StoreView};
 use claimtop::dashboard::{update, Action, App};
-use claimtop::store::fleet::{Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot};
+use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::Listing;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
@@ -78,6 +78,7 @@ fn native_listing() -> Listing {
         store_hazards: Vec::new(),
         store: Some(URL.into()),
         revision: Some(7),
+        origins: None,
     }
 }
 
@@ -96,8 +97,8 @@ fn fleet_app(w: u16, h: u16) -> App {
     app
 }
 
-fn two_hosts() -> Fleet {
-    Fleet {
+fn two_hosts() -> FleetState {
+    FleetState {
         hosts: vec![
             host("m-alpha", "alpha", true, NOW),
             host("m-beta", "beta", false, NOW - 3 * MIN),
@@ -137,7 +138,7 @@ fn without_publishing_hosts_the_store_table_has_no_host_or_source_column() {
     store(
         &mut app,
         StoreMsg::Fleet {
-            fleet: Box::new(Fleet::default()),
+            fleet: Box::new(FleetState::default()),
             at: NOW,
         },
     );

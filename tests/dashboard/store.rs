@@ -54,6 +54,7 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> Listing {
         store_hazards: Vec::new(),
         store: Some(URL.into()),
         revision: Some(revision),
+        origins: None,
     }
 }
 

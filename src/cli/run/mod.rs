@@ -17,14 +17,13 @@ mod child;
 mod guard;
 pub mod stop;
 
-use super::args::parse_dur;
+use super::args::RunArgs;
 use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED};
 use super::wait::{deadline, say_blocked, Feed, Msg};
 use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome};
 use crate::store::{Store, StoreError, Tenure};
 use crate::wait::{self, Hold, Lost, SystemClock, Waited};
 use child::{Argv, Blocked, ChildStatus, Running};
-use clap::Args;
 use guard::Guard;
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -43,32 +42,11 @@ const GROUP_POLL: Duration = Duration::from_millis(20);
 /// process stuck in the kernel dies only when it leaves it).
 const AFTER_KILL: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The claim key (e.g. node:abc123)
-    pub key: String,
-    /// Who claims it (e.g. pty:worker-1)
-    #[arg(long, value_name = "H")]
-    pub holder: String,
-    /// Also bound the claim by a TTL, renewed while CMD runs: 1h, 30m, 3600s, or bare seconds
-    #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
-    pub ttl: Option<i64>,
-    /// While another holder has KEY, wait for it: up to DUR, else forever (exit 3 when DUR passes)
-    #[arg(long, value_name = "DUR", num_args = 0..=1, require_equals = true, value_parser = parse_dur)]
-    pub wait: Option<Option<i64>>,
-    /// Why, for the operator reading the claim
-    #[arg(long, value_name = "R")]
-    pub reason: Option<String>,
-    /// The command to run while holding KEY, after `--`
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<OsString>,
-}
-
 pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
     }
-    if a.ttl.is_none() && store.leased() {
+    if a.ttl.is_none() && store.leases().is_some() {
         return super::claim_cmds::store_error(out, StoreError::TtlRequired);
     }
     // Forked before the feed starts its threads, so on a file store the
@@ -83,7 +61,7 @@ pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
         Ok(f) => f,
         Err(e) => {
             child.abort();
-            return out.error(&e.to_string());
+            return super::claim_cmds::store_error(out, e);
         }
     };
     let opts = child_opts(&a, &child.blocked);

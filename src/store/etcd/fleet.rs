@@ -12,7 +12,8 @@ use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
 use crate::events::{parse_event, Event};
 use crate::store::fleet::{
-    count_states, mark_published, Fleet, FleetHazard, FleetItem, HostInfo, PublishedRoot, RootState,
+    count_states, mark_published, FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot,
+    RootState,
 };
 use crate::store::StoreError;
 use etcd_client::{
@@ -260,8 +261,8 @@ impl Core {
             .collect())
     }
 
-    pub(super) fn read_fleet(&self) -> Result<Option<crate::store::fleet::Fleet>, StoreError> {
-        let mut fleet = Fleet::default();
+    pub(super) fn read_fleet(&self) -> Result<FleetState, StoreError> {
+        let mut fleet = FleetState::default();
         for (rec, online) in self.hosts()? {
             let first = fleet.items.len();
             if online {
@@ -279,7 +280,7 @@ impl Core {
                 roots: rec.roots,
             });
         }
-        Ok((!fleet.is_empty()).then_some(fleet))
+        Ok(fleet)
     }
 
     fn read_root(
@@ -287,7 +288,7 @@ impl Core {
         rec: &HostRecord,
         root: &PublishedRoot,
         place: &RootPlace,
-        fleet: &mut Fleet,
+        fleet: &mut FleetState,
     ) -> Result<(), StoreError> {
         let (kvs, _) = self.range_all(&place.claims())?;
         fleet.items.extend(kvs.iter().filter_map(|kv| {

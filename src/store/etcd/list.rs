@@ -121,6 +121,7 @@ impl Core {
             store_hazards,
             store: Some(self.url.clone()),
             revision: Some(at),
+            origins: None,
         })
     }
 

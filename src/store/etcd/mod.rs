@@ -35,13 +35,14 @@ pub use conn::Conn;
 pub use hold::KeepAlive;
 pub use layout::Layout;
 
+use super::fleet::{FleetState, HostInfo};
 use super::url::EtcdTarget;
 use super::{
-    Changes, Fenced, Kept, Listing, OpenOpts, Store, StoreError, StoreInfo, Tenure,
+    Changes, Fenced, Fleet, Kept, Leases, Listing, OpenOpts, Store, StoreError, StoreInfo, Tenure,
     DEFAULT_EVENTS_RETENTION,
 };
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
+    AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
     RenewOutcome, Status,
 };
 use crate::events::Event;
@@ -173,10 +174,6 @@ impl Store for EtcdStore {
         self.core.url.clone()
     }
 
-    fn leased(&self) -> bool {
-        true
-    }
-
     fn acquire(
         &self,
         key: &str,
@@ -204,27 +201,16 @@ impl Store for EtcdStore {
         self.core.renew_fenced(key, holder, ttl_ms, None, operator)
     }
 
-    /// A holder whose claim expired and was re-taken, even by itself,
-    /// cannot end the newer tenure.
-    fn release_fenced(
-        &self,
-        key: &str,
-        holder: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-        self.core.release_fenced(key, holder, Some(revision))
-    }
-
-    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
-        Ok(Box::new(self.core.keep_alive(key, tenure)?))
-    }
-
     fn force_release(
         &self,
         key: &str,
         opts: &ForceOpts,
     ) -> Result<Fenced<ForceOutcome>, StoreError> {
         self.core.force_release_claim(key, opts)
+    }
+
+    fn locate(&self, key: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(self.core.layout.claim(key))
     }
 
     fn list(&self) -> Result<Listing, StoreError> {
@@ -235,6 +221,15 @@ impl Store for EtcdStore {
         let mut listing = self.core.list_claims()?;
         listing.store_hazards.extend(self.core.hazards()?);
         Ok(listing)
+    }
+
+    /// Nothing on etcd is provably abandoned in the file sense: an
+    /// abandoned claim's lease ends it, and what is left is the operator's.
+    fn repair(&self) -> Result<Vec<Fix>, StoreError> {
+        Err(StoreError::Unsupported(
+            "--fix cleans file roots only; over etcd, leases and keys are left to the operator"
+                .into(),
+        ))
     }
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
@@ -250,27 +245,50 @@ impl Store for EtcdStore {
         Ok(Box::new(watch::EtcdChanges::start(&self.core, start)?))
     }
 
-    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
-        self.core.list_claims_upto(Some(n)).map(Some)
+    fn leases(&self) -> Option<&dyn Leases> {
+        Some(self)
     }
 
-    fn info(&self) -> Result<Option<StoreInfo>, StoreError> {
-        self.core.info().map(Some)
+    fn fleet(&self) -> Option<&dyn Fleet> {
+        Some(self)
+    }
+}
+
+impl Leases for EtcdStore {
+    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
+        Ok(Box::new(self.core.keep_alive(key, tenure)?))
     }
 
-    fn fleet(&self) -> Result<Option<crate::store::fleet::Fleet>, StoreError> {
+    /// A holder whose claim expired and was re-taken, even by itself,
+    /// cannot end the newer tenure.
+    fn release_fenced(
+        &self,
+        key: &str,
+        holder: &str,
+        revision: i64,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        self.core.release_fenced(key, holder, Some(revision))
+    }
+
+    fn info(&self) -> Result<StoreInfo, StoreError> {
+        self.core.info()
+    }
+
+    fn list_head(&self, n: usize) -> Result<Listing, StoreError> {
+        self.core.list_claims_upto(Some(n))
+    }
+}
+
+impl Fleet for EtcdStore {
+    fn state(&self) -> Result<FleetState, StoreError> {
         self.core.read_fleet()
     }
 
-    fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
-        self.core.read_fleet_events(n)
-    }
-
-    fn fleet_hosts(&self) -> Result<Vec<crate::store::fleet::HostInfo>, StoreError> {
+    fn hosts(&self) -> Result<Vec<HostInfo>, StoreError> {
         self.core.read_fleet_hosts()
     }
 
-    fn fleet_item(
+    fn item(
         &self,
         host_id: &str,
         root_id: &str,
@@ -280,7 +298,7 @@ impl Store for EtcdStore {
         self.core.get_value(&place.claim(key))
     }
 
-    fn ask_host_force_release(
+    fn ask_force_release(
         &self,
         host_id: &str,
         root_id: &str,
@@ -300,5 +318,9 @@ impl Store for EtcdStore {
                 // Words for the status line: which host, and why not.
                 e => StoreError::Host(e.to_string()),
             })
+    }
+
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
+        self.core.read_fleet_events(n)
     }
 }

@@ -1,0 +1,200 @@
+//! Text tables and summaries shared by `list`, `doctor` and the fleet's
+//! list: padded columns of sanitized cells, the counts line, the hazards
+//! block.
+
+use super::output::{decimal, hazard_text, path_text, Out};
+use crate::claims::words::count;
+use crate::claims::{Counts, Status};
+use crate::sanitize::sanitize;
+use crate::store::{Listing, StoreHazard};
+use std::borrow::Cow;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
+    format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
+}
+
+/// Every hazard of a listing as a line of text (each naming its root when
+/// the listing covers several), the sweep's then the store's own (etcd's),
+/// so that one count covers both.
+pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
+    let sweep = (listing.sweep.hazards.iter().enumerate())
+        .map(|(i, h)| format!("{}{}", hazard_text(h), root_suffix(listing.hazard_root(i))));
+    let store = listing.store_hazards.iter().map(store_hazard_text);
+    sweep.chain(store).collect()
+}
+
+/// The counts line, then the hazards (each with its root when it has one).
+pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) -> io::Result<()> {
+    let mut line = format!(
+        "{}: {} live, {} suspect, {} stale, {} corrupted",
+        count(n, "claim"),
+        c.live,
+        c.suspect,
+        c.stale,
+        c.corrupted
+    );
+    // Held as far as anyone can tell, so never left out of the sum.
+    if c.unreadable > 0 {
+        line.push_str(&format!(", {} unreadable", c.unreadable));
+    }
+    out.line(&line)?;
+    if !hazards.is_empty() {
+        hazards_text(out, hazards)?;
+    }
+    Ok(())
+}
+
+/// "N hazards:", then each hazard's line, indented.
+pub(super) fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
+    out.line(&format!("{}:", count(lines.len(), "hazard")))?;
+    let w = out.writer();
+    for line in lines {
+        w.write_all(b"  ")?;
+        w.write_all(line.as_bytes())?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// `  root=DIR` after a line, when the line belongs to one of several roots.
+pub(super) fn root_suffix(root: Option<&Path>) -> String {
+    root.map(|r| format!("  root={}", path_text(r)))
+        .unwrap_or_default()
+}
+
+/// One table row's cells, sanitized (borrowed unless something needed an
+/// escape, which is rare), so a 10 000-row table builds no strings per row.
+struct Row<'a> {
+    root: Option<String>,
+    state: &'static str,
+    key: Cow<'a, str>,
+    holder: Cow<'a, str>,
+    pid: Option<i32>,
+    why: Cow<'a, str>,
+}
+
+impl Row<'_> {
+    /// The padded text cells, in column order (then PID, a number, and
+    /// WHY, the free text, which is not padded).
+    fn padded(&self) -> [&str; 4] {
+        [
+            self.root.as_deref().unwrap_or(""),
+            self.state,
+            &self.key,
+            &self.holder,
+        ]
+    }
+}
+
+/// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
+/// cell; the ROOT column only when the rows name their roots. Written
+/// straight into the output, one line per row.
+pub(super) fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<()> {
+    let with_root = items.iter().any(|(r, _)| r.is_some());
+    let rows: Vec<Row> = items
+        .iter()
+        .map(|(root, s)| {
+            let (holder, pid) = match &s.record {
+                Some(r) => (sanitize(&r.holder), Some(r.pid)),
+                None => (Cow::Borrowed("-"), None),
+            };
+            Row {
+                root: root.map(path_text),
+                state: s.state.as_str(),
+                key: sanitize(&s.key),
+                holder,
+                pid,
+                why: sanitize(s.error.as_deref().unwrap_or(&s.why)),
+            }
+        })
+        .collect();
+    // Widths of ROOT, STATE, KEY, HOLDER, PID; the header counts too.
+    let mut widths = [4, 5, 3, 6, 3];
+    let mut pid_buf = [0u8; 20];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.padded()) {
+            *w = (*w).max(width(cell));
+        }
+        let pid = row.pid.map_or(1, |p| decimal(p.into(), &mut pid_buf).len());
+        widths[4] = widths[4].max(pid);
+    }
+    let first = usize::from(!with_root);
+    let w = out.writer();
+    let header = ["ROOT", "STATE", "KEY", "HOLDER", "PID"];
+    for (i, cell) in header.iter().enumerate().skip(first) {
+        pad(w, cell, widths[i])?;
+    }
+    w.write_all(b"WHY\n")?;
+    for row in &rows {
+        let cells = row.padded();
+        for i in first..4 {
+            pad(w, cells[i], widths[i])?;
+        }
+        let pid = row
+            .pid
+            .map_or(&b"-"[..], |p| decimal(p.into(), &mut pid_buf));
+        pad_bytes(w, pid, pid.len(), widths[4])?;
+        w.write_all(row.why.as_bytes())?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// A cell and the spaces after it: two past the column's width.
+pub(super) fn pad(w: &mut impl Write, cell: &str, column: usize) -> io::Result<()> {
+    pad_bytes(w, cell.as_bytes(), width(cell), column)
+}
+
+pub(super) fn pad_bytes(
+    w: &mut impl Write,
+    cell: &[u8],
+    cell_width: usize,
+    column: usize,
+) -> io::Result<()> {
+    const SPACES: &[u8] = &[b' '; 64];
+    w.write_all(cell)?;
+    let mut n = column - cell_width + 2;
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        w.write_all(&SPACES[..k])?;
+        n -= k;
+    }
+    Ok(())
+}
+
+/// Display width as the table counts it: chars (bytes, for ASCII).
+pub(super) fn width(cell: &str) -> usize {
+    if cell.is_ascii() {
+        cell.len()
+    } else {
+        cell.chars().count()
+    }
+}
+
+/// A header and rows of cells as padded lines (the fleet's table, whose
+/// rows are few enough to build as strings).
+pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
+    // Every column but the last (WHY, free text) is padded.
+    let mut widths = vec![0usize; header.len().saturating_sub(1)];
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        for (w, cell) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(width(cell));
+        }
+    }
+    std::iter::once(header)
+        .chain(rows.iter().map(Vec::as_slice))
+        .map(|r| {
+            let mut line = String::new();
+            for (w, cell) in widths.iter().zip(r.iter()) {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', w - width(cell) + 2));
+            }
+            if let Some(last) = r.get(widths.len()) {
+                line.push_str(last);
+            }
+            line
+        })
+        .collect()
+}
