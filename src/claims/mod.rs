@@ -5,6 +5,7 @@
 //! rule, event envelope) live in the submodules next to the reasons they must
 //! be exactly so. Nothing in here knows about terminals.
 
+pub mod acquire;
 pub mod adopt;
 pub mod atomic;
 pub mod audit;
@@ -26,6 +27,9 @@ pub mod yaml_cost;
 mod yaml_quote;
 mod yaml_scan;
 
+pub use acquire::{
+    acquire, acquire_watched, resolve_harness, AcquireKind, AcquireOpts, AcquireOutcome,
+};
 pub use adopt::Adopt;
 pub use error::ClaimError;
 pub use key::{
@@ -37,6 +41,7 @@ pub use liveness::{
     Locality, Verdict,
 };
 pub use mutex::recovery_mutex_path;
+pub use mutex::{WaitHook, Waiting};
 pub use operator::operator_name;
 pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
 pub use root::Root;
@@ -48,9 +53,8 @@ pub use sweep::{
     SweepItem,
 };
 pub use verbs::{
-    acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,
-    AcquireKind, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome,
-    RenewOutcome, WaitHook, Waiting,
+    force_release, release, renew, renew_as, status, ForceOpts, ForceOutcome, NoRenew,
+    ReleaseOutcome, RenewOutcome,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer
@@ -73,7 +77,9 @@ pub const EXPIRED_SUBDIR: &str = ".expired";
 // What every store writes the same way: the record an acquire makes, the
 // `claim_acquired` data, and the operator's force-release guard.
 #[cfg(feature = "etcd")]
-pub(crate) use verbs::{acquired_data, force_refusal, new_record};
+pub(crate) use acquire::{acquired_data, new_record};
+#[cfg(feature = "etcd")]
+pub(crate) use verbs::force_refusal;
 
 pub use crate::mutex::RECOVERY_SUFFIX;
 pub use crate::time::now_ms;

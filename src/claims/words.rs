@@ -7,9 +7,7 @@
 //! face must pass the whole line through [`crate::sanitize`] before a
 //! terminal sees it, as it does with any other text from the root.
 
-use super::verbs::{
-    AcquireKind, AcquireOutcome, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
-};
+use super::{AcquireKind, AcquireOutcome, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome};
 use crate::time::{human_ms, utc_hms};
 use std::fmt;
 

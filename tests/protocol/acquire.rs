@@ -4,7 +4,7 @@
 //! simultaneous acquirers.
 
 use crate::common::*;
-use claimtop::claims::verbs::resolve_harness_from;
+use claimtop::claims::acquire::resolve_harness_from;
 use claimtop::claims::{
     acquire, now_ms, release, resolve_harness, status, AcquireKind, AcquireOpts, AcquireOutcome,
     ClaimError, ClaimRecord, ClaimState, ReleaseOutcome,
