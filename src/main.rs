@@ -175,6 +175,7 @@ fn dispatch(store: &dyn Store, command: Command, out: &mut Out) -> CmdResult {
         ),
         Command::Events(a) => events::events_store(store, a, out),
         Command::Run(a) => cli::run::run(store, a, out),
+        Command::Fleet(a) => cli::fleet_cmd::fleet(store, a, out),
         Command::Metrics(a) => metrics::serve_store(store, &a, out),
         Command::Completions { shell } => completions::completions(shell, out),
         Command::Config { .. } => config::print(None, out),

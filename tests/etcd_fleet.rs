@@ -438,6 +438,71 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
 }
 
 #[test]
+fn a_decommissioned_host_is_forgotten_only_once_offline_and_leaves_nothing_behind() {
+    let Some(f) = Fleet::start("/fleet9") else {
+        return;
+    };
+    let a = root_dir();
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    acquire_in(&f, a.path(), "kept");
+    assert!(wait_for(PATIENCE, || {
+        !published(&f.list(), "host-a", "kept").is_empty()
+    }));
+    let listed = json_of(&f.over(&["fleet", "--json"]));
+    assert!(
+        listed["hosts"].as_array().is_some_and(|h| h
+            .iter()
+            .any(|h| h["host_id"] == "host-a" && h["online"] == true)),
+        "{listed}"
+    );
+    // Online: refused, exit 3, nothing removed.
+    let o = f.over(&["fleet", "forget", "host-a", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(json_of(&o)["outcome"], "refused");
+    assert!(!published(&f.list(), "host-a", "kept").is_empty());
+    pa.signal(libc::SIGKILL);
+    assert!(wait_for(Duration::from_secs(LEASE_S + 2), || {
+        f.host("host-a").is_some_and(|h| h["online"] == false)
+    }));
+    let o = f.over(&["fleet", "forget", "host-a"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("forgot host "), "{text}");
+    assert!(f.host("host-a").is_none(), "the host is no longer listed");
+    // Nothing of the host is left under the prefix; its own root is untouched.
+    let (rt, mut client) = f.etcd.client();
+    let left = rt
+        .block_on(
+            client.get(
+                "/fleet9/hosts/",
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_count_only(),
+                ),
+            ),
+        )
+        .expect("count");
+    assert_eq!(left.count(), 0);
+    assert!(a
+        .path()
+        .join(".fno/claims")
+        .read_dir()
+        .expect("root")
+        .next()
+        .is_some());
+    // A second forget names no host: an error, not a silent success.
+    let o = f.over(&["fleet", "forget", "host-a"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no host named host-a"));
+}
+
+#[test]
 fn sigterm_stops_the_publisher_with_status_0_and_its_host_goes_offline_at_once() {
     let Some(f) = Fleet::start("/fleet6") else {
         return;

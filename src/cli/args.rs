@@ -271,6 +271,12 @@ pub enum Command {
         after_help = "Examples:\n  claimtop publish --root /srv/repo-a --store etcd://etcd1:2379,etcd2:2379/fno\n  claimtop publish --root /srv/repo-a --root /srv/repo-b --store etcd://etcd1:2379/fno --lease-ttl 15s"
     )]
     Publish(PublishArgs),
+    /// The hosts publishing into an etcd store (--store): list them, or
+    /// forget a decommissioned one
+    #[command(
+        after_help = "Examples:\n  claimtop --store etcd://etcd1:2379/fno fleet\n  claimtop --store etcd://etcd1:2379/fno fleet forget build-7\n  claimtop --store etcd://etcd1:2379/fno fleet --json"
+    )]
+    Fleet(FleetArgs),
     /// Acquire KEY, run CMD while holding it, release it when CMD exits
     /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
     #[command(
@@ -293,6 +299,22 @@ pub enum Command {
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub verb: Option<FleetVerb>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetVerb {
+    /// Remove an offline host's published record, its roots' copies and its
+    /// mirrored events (exit 3, nothing removed, while the host is online)
+    Forget {
+        /// The host's name or its machine id (as `fleet` lists them)
+        host: String,
     },
 }
 

@@ -8,7 +8,7 @@ use crate::claims::words::count;
 use crate::claims::Counts;
 use crate::sanitize::sanitize;
 use crate::store::fleet::{
-    count_states, FleetHazard, FleetItem, FleetState, SOURCE_PUBLISHED, SOURCE_STORE,
+    count_states, FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
 };
 use crate::store::Listing;
 use crate::time::{human_ms, now_ms, utc_hms};
@@ -66,8 +66,15 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
         add(listing.sweep.counts, published),
         &hazards,
     )?;
-    out.line(&format!("{}:", count(fleet.hosts.len(), "host")))?;
-    for h in &fleet.hosts {
+    print_hosts(out, &fleet.hosts)?;
+    Ok(EXIT_OK)
+}
+
+/// "N hosts:", then each host: online with its claim count (and any root
+/// whose claims are unknown), or offline since when.
+pub(super) fn print_hosts(out: &mut Out, hosts: &[HostInfo]) -> std::io::Result<()> {
+    out.line(&format!("{}:", count(hosts.len(), "host")))?;
+    for h in hosts {
         let state = if h.online {
             let mut state = format!(
                 "online, {}",
@@ -108,7 +115,7 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
                 .join(" ")
         ))?;
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 fn published_row(i: &FleetItem) -> Vec<String> {

@@ -9,6 +9,7 @@ pub mod completions;
 pub mod config;
 pub mod events;
 mod fleet;
+pub mod fleet_cmd;
 pub mod list;
 mod list_json;
 pub mod metrics;

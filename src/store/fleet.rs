@@ -196,6 +196,17 @@ impl FleetHazard {
     }
 }
 
+/// What [`crate::store::Fleet::forget`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forgot {
+    /// The host's keys are gone, this many of them.
+    Forgotten { removed: i64 },
+    /// The host is publishing (`roots` of its roots held): nothing removed.
+    Online { roots: i64 },
+    /// No host by that id publishes into the store.
+    Unknown,
+}
+
 /// Everything published into a store.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FleetState {

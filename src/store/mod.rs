@@ -621,6 +621,12 @@ pub trait Fleet {
     /// The last `n` events the publishing hosts mirrored, each with
     /// `"host"`, `"host_id"` and `"root"` added, oldest first.
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
+
+    /// Remove host `host_id`'s record, its roots' copies and mirrored
+    /// events (`fleet forget`), only while it is offline: decided in the
+    /// same transaction as the delete, so a publisher that comes back
+    /// meanwhile keeps everything.
+    fn forget(&self, host_id: &str) -> Result<fleet::Forgot, StoreError>;
 }
 
 /// A cluster's state as a dashboard header shows it.

@@ -1400,3 +1400,14 @@ fn a_broken_events_log_is_a_hazard_in_doctor_and_list_and_the_verbs_still_work()
         assert!(std::fs::symlink_metadata(&log).is_ok());
     }
 }
+
+#[test]
+fn fleet_over_a_file_root_is_a_usage_error_that_names_the_store_flag() {
+    let s = Sandbox::new();
+    for verb in [&["fleet"][..], &["fleet", "forget", "h"]] {
+        let (rc, v) = s.json(verb);
+        assert_eq!(rc, 2, "{verb:?}: {v}");
+        assert_eq!(v["outcome"], "usage_error");
+        assert!(v["error"].as_str().is_some_and(|e| e.contains("--store etcd://")), "{v}");
+    }
+}

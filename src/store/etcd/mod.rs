@@ -22,6 +22,7 @@ mod doctor;
 mod events;
 mod expiry;
 pub mod fleet;
+mod forget;
 mod hold;
 mod info;
 pub mod layout;
@@ -35,7 +36,7 @@ pub use conn::Conn;
 pub use hold::KeepAlive;
 pub use layout::Layout;
 
-use super::fleet::{FleetState, HostInfo};
+use super::fleet::{FleetState, Forgot, HostInfo};
 use super::url::EtcdTarget;
 use super::{
     Changes, Fenced, Fleet, Kept, Leases, Listing, OpenOpts, Store, StoreError, StoreInfo, Tenure,
@@ -322,5 +323,9 @@ impl Fleet for EtcdStore {
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         self.core.read_fleet_events(n)
+    }
+
+    fn forget(&self, host_id: &str) -> Result<Forgot, StoreError> {
+        self.core.forget_host(host_id)
     }
 }
