@@ -55,6 +55,15 @@ fn main() -> ExitCode {
             Err(e) => ExitCode::from(exit_status(Out::new(false).usage_error(&e))),
         };
     };
+    // The roots are read only by a file store's commands and by publish.
+    let reads_roots = match &command {
+        Command::Completions { .. } | Command::Config { .. } => false,
+        Command::Publish(_) => true,
+        _ => etcd.is_none(),
+    };
+    if reads_roots {
+        warn_missing_roots(&roots);
+    }
     let mut out = Out::new(global.json);
     let command = match command {
         // HH:MM in --since/--until is read in the zone the settings name.
@@ -111,6 +120,23 @@ fn main() -> ExitCode {
     ExitCode::from(exit_status(
         result.and_then(|code| out.flush().map(|()| code)),
     ))
+}
+
+/// Say on stderr that a named root does not exist: a mistyped `--root`
+/// would otherwise read as a healthy root with no claims (`doctor` and
+/// `list --json` carry it as a `root_missing` hazard too).
+fn warn_missing_roots(roots: &Result<Roots, RootsError>) {
+    let Ok(roots) = roots else {
+        return;
+    };
+    for root in roots.as_slice() {
+        if let Some(h) = claimtop::claims::root_missing(root) {
+            claimtop::diag::stderr_line(&format!(
+                "claimtop: warning: the root {} does not exist (a mistyped --root?)",
+                claimtop::sanitize::sanitize(&h.path.to_string_lossy())
+            ));
+        }
+    }
 }
 
 /// The dashboard's flags with the settings file's under them: a flag turns

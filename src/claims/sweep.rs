@@ -38,6 +38,10 @@ pub enum HazardKind {
     /// The events log exists but is not a regular file: every append
     /// fails, so audit events are being lost.
     EventsLogBroken,
+    /// The root directory itself does not exist: most likely a mistyped
+    /// `--root`, which would otherwise read as a healthy root with no
+    /// claims. (A root with no `.fno` yet is no hazard.)
+    RootMissing,
 }
 
 impl HazardKind {
@@ -51,6 +55,7 @@ impl HazardKind {
             HazardKind::KeyMismatch => "key_mismatch",
             HazardKind::ArchiveDirBroken => "archive_dir_broken",
             HazardKind::EventsLogBroken => "events_log_broken",
+            HazardKind::RootMissing => "root_missing",
         }
     }
 }
@@ -167,8 +172,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     };
     let mut listing = match DirListing::open(&dir) {
         Ok(l) => l,
-        // Nothing claimed yet: a normal, empty root.
+        // Nothing claimed yet: a normal, empty root, unless the root
+        // itself is missing.
         Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
+            if let Some(h) = root_missing(root) {
+                out.hazards.push(h);
+            }
             events_hazards(root, &mut out.hazards);
             return out;
         }
@@ -431,6 +440,21 @@ pub fn doctor(root: &Root) -> Vec<Hazard> {
     sweep(root).hazards
 }
 
+/// [`HazardKind::RootMissing`], when the root directory does not exist (as
+/// the process sees it: a symlink to nowhere counts as missing).
+pub fn root_missing(root: &Root) -> Option<Hazard> {
+    match std::fs::metadata(&root.root) {
+        Err(e) if e.kind() == ErrorKind::NotFound => Some(Hazard {
+            kind: HazardKind::RootMissing,
+            path: root.root.clone(),
+            detail: "the root directory does not exist (a mistyped --root?); \
+                     the first acquire would create it"
+                .into(),
+        }),
+        _ => None,
+    }
+}
+
 /// One hazard `doctor --fix` dealt with, or could not.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fix {
@@ -472,6 +496,10 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
                 HazardKind::EventsLogBroken => (
                     false,
                     "left: move it aside; the next event makes a regular file".into(),
+                ),
+                HazardKind::RootMissing => (
+                    false,
+                    "left: check the path; nothing is created by --fix".into(),
                 ),
             };
             Fix {

@@ -1580,5 +1580,6 @@ fn hazard_rank(k: HazardKind) -> u8 {
         HazardKind::KeyMismatch => 5,
         HazardKind::ArchiveDirBroken => 6,
         HazardKind::EventsLogBroken => 7,
+        HazardKind::RootMissing => 8,
     }
 }

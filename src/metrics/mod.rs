@@ -32,7 +32,7 @@ pub const STATES: [ClaimState; 5] = [
 
 /// Every hazard kind, so each is exported (at 0) before it first happens:
 /// an alert on `claimtop_hazards > 0` needs the series to exist.
-pub const HAZARD_KINDS: [HazardKind; 8] = [
+pub const HAZARD_KINDS: [HazardKind; 9] = [
     HazardKind::StaleMutex,
     HazardKind::TempLitter,
     HazardKind::CorruptedClaim,
@@ -41,6 +41,7 @@ pub const HAZARD_KINDS: [HazardKind; 8] = [
     HazardKind::KeyMismatch,
     HazardKind::ArchiveDirBroken,
     HazardKind::EventsLogBroken,
+    HazardKind::RootMissing,
 ];
 
 /// Fails to compile when a kind is added and not listed above.
@@ -53,7 +54,8 @@ const fn _every_kind_listed(k: HazardKind) -> usize {
         | HazardKind::Unreadable
         | HazardKind::KeyMismatch
         | HazardKind::ArchiveDirBroken
-        | HazardKind::EventsLogBroken => HAZARD_KINDS.len(),
+        | HazardKind::EventsLogBroken
+        | HazardKind::RootMissing => HAZARD_KINDS.len(),
     }
 }
 

@@ -1408,6 +1408,46 @@ fn fleet_over_a_file_root_is_a_usage_error_that_names_the_store_flag() {
         let (rc, v) = s.json(verb);
         assert_eq!(rc, 2, "{verb:?}: {v}");
         assert_eq!(v["outcome"], "usage_error");
-        assert!(v["error"].as_str().is_some_and(|e| e.contains("--store etcd://")), "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("--store etcd://")),
+            "{v}"
+        );
     }
+}
+
+#[test]
+fn a_mistyped_root_is_said_on_stderr_and_is_a_root_missing_hazard_while_an_empty_root_stays_quiet()
+{
+    let s = Sandbox::new();
+    let typo = s.root().join("clams");
+    let typo_arg = typo.to_string_lossy().into_owned();
+    let over_typo = |args: &[&str]| {
+        s.bare()
+            .arg("--root")
+            .arg(&typo_arg)
+            .args(args)
+            .output()
+            .expect("run claimtop")
+    };
+    for args in [&["list"][..], &["status", "k"], &["doctor"], &["events"]] {
+        let out = over_typo(args);
+        assert!(
+            stderr(&out).contains("does not exist (a mistyped --root?)"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = over_typo(&["list", "--json"]);
+    let v = one_document(&out);
+    assert_eq!(v["hazards"][0]["kind"], "root_missing", "{v}");
+    assert_eq!(v["hazards"][0]["path"], typo_arg.as_str());
+    let out = over_typo(&["doctor", "--json"]);
+    assert_eq!(code(&out), 3);
+    assert_eq!(one_document(&out)["hazards"][0]["kind"], "root_missing");
+    // The sandbox's own root exists and has no .fno yet: no hazard, no word.
+    let out = s.run(&["doctor"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
 }
