@@ -291,11 +291,7 @@ impl Core {
                 Some(_) => {}
             }
         }
-        (
-            ClaimState::Live,
-            locality,
-            "the lease is running".to_string(),
-        )
+        (ClaimState::Live, locality, lease_running(rec, now_ms()))
     }
 
     /// `(granted_ttl, remaining)` of each lease, asked concurrently.
@@ -352,6 +348,22 @@ fn sort_together<T>(claims: &mut [Status], tenures: &mut [T]) {
     }
 }
 
+/// Why a present key is live: its lease is running. A record's `expires_at`
+/// is the first lease's end, written at acquire; a holder that keeps its
+/// lease alive (`run`, after an etcd restart too) outlives it, and the
+/// words say so, so that a past `expires_at` beside a running lease reads
+/// as explained rather than as a contradiction.
+fn lease_running(rec: &ClaimRecord, now: i64) -> String {
+    match rec.expires_at {
+        Some(at) if at <= now => format!(
+            "the lease is running: its holder kept it alive past the record's \
+             expires_at ({} ago), which was only the first lease's end",
+            crate::time::human_ms(now - at)
+        ),
+        _ => "the lease is running".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,5 +385,30 @@ mod tests {
                 claims.iter().map(|s| s.key.clone()).zip(tenures.iter().copied()).collect();
             prop_assert_eq!(got, pairs);
         }
+    }
+
+    #[test]
+    fn a_lease_kept_alive_past_the_records_expires_at_says_why_it_is_still_live() {
+        let mut rec = crate::claims::ClaimRecord {
+            schema_version: 1,
+            key: "k".into(),
+            holder: "h".into(),
+            acquired_at: 0,
+            pid: 1,
+            host: "box".into(),
+            expires_at: Some(60_000),
+            reason: None,
+            harness: None,
+            machine_id: None,
+            metadata: Default::default(),
+        };
+        assert_eq!(super::lease_running(&rec, 30_000), "the lease is running");
+        let why = super::lease_running(&rec, 72_000);
+        assert!(
+            why.contains("kept it alive past the record's expires_at (12s ago)"),
+            "{why}"
+        );
+        rec.expires_at = None;
+        assert_eq!(super::lease_running(&rec, 72_000), "the lease is running");
     }
 }
