@@ -293,17 +293,25 @@ fn serve(
         if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
             result.message = format!("{} (root {})", result.message, roots.label(i));
         }
+        // The answer first: a re-read of a store that stopped answering
+        // waits out its whole --timeout again, and the operator's op must
+        // answer within one.
+        let (key, path) = (result.key.clone(), result.path.clone());
+        if out.send(Action::OpResult(result)).is_err() {
+            break;
+        }
         match (collects.get(i), &op) {
             (Some(c), Op::Clean) => {
                 let _ = c.send(Input::Rescan);
             }
             (Some(c), _) => {
-                let _ = c.send(Input::Changed(vec![result.path.clone()]));
+                let _ = c.send(Input::Changed(vec![path]));
             }
             (None, Op::Clean) => {}
+            // Re-read whether or not the op said it worked: one that timed
+            // out may still have been carried out.
             (None, _) => {
-                if let Ok(read) = store.status(&result.key) {
-                    result.path = read.outcome.file.clone();
+                if let Ok(read) = store.status(&key) {
                     let msg = StoreMsg::Claims {
                         items: vec![(read.outcome, read.tenure)],
                         at: now_ms(),
@@ -313,9 +321,6 @@ fn serve(
                     }
                 }
             }
-        }
-        if out.send(Action::OpResult(result)).is_err() {
-            break;
         }
     }
 }
@@ -338,5 +343,105 @@ mod tests {
         assert_eq!(direct, ReleaseOutcome::Absent);
         assert!(!shown.ok);
         assert_eq!(shown.message, direct.describe("k"));
+    }
+
+    /// A file store whose `status` takes as long as an unreachable store's
+    /// --timeout, and whose acquire fails at once as one would.
+    struct Stalled(FileStore);
+
+    impl Store for Stalled {
+        fn url(&self) -> String {
+            self.0.url()
+        }
+        fn acquire(
+            &self,
+            _: &str,
+            _: &str,
+            _: &AcquireOpts,
+        ) -> Result<crate::store::Fenced<AcquireOutcome>, StoreError> {
+            Err(StoreError::Unsupported("did not answer".into()))
+        }
+        fn release(
+            &self,
+            k: &str,
+            h: &str,
+        ) -> Result<crate::store::Fenced<ReleaseOutcome>, StoreError> {
+            self.0.release(k, h)
+        }
+        fn status(
+            &self,
+            k: &str,
+        ) -> Result<crate::store::Fenced<crate::claims::Status>, StoreError> {
+            std::thread::sleep(Duration::from_secs(3));
+            self.0.status(k)
+        }
+        fn renew(
+            &self,
+            k: &str,
+            h: &str,
+            t: i64,
+            o: Option<&str>,
+        ) -> Result<crate::store::Fenced<RenewOutcome>, StoreError> {
+            self.0.renew(k, h, t, o)
+        }
+        fn force_release(
+            &self,
+            k: &str,
+            o: &ForceOpts,
+        ) -> Result<crate::store::Fenced<ForceOutcome>, StoreError> {
+            self.0.force_release(k, o)
+        }
+        fn locate(&self, k: &str) -> PathBuf {
+            self.0.locate(k)
+        }
+        fn list(&self) -> Result<crate::store::Listing, StoreError> {
+            self.0.list()
+        }
+        fn doctor(&self) -> Result<crate::store::Listing, StoreError> {
+            self.0.doctor()
+        }
+        fn repair(&self) -> Result<Vec<Fix>, StoreError> {
+            self.0.repair()
+        }
+        fn events(&self, n: usize) -> Result<Vec<crate::events::Event>, StoreError> {
+            self.0.events(n)
+        }
+        fn changes(&self) -> Result<Box<dyn crate::store::Changes>, StoreError> {
+            self.0.changes()
+        }
+    }
+
+    #[test]
+    fn an_op_is_answered_before_the_re_read_that_a_silent_store_makes_wait() {
+        let td = tempfile::TempDir::new().unwrap();
+        let store = Stalled(FileStore::new(Root::with_events_here(td.path())));
+        let (op_tx, op_rx) = std::sync::mpsc::channel();
+        let (out_tx, out_rx) = std::sync::mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            store_worker(Box::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx)
+        });
+        let asked = std::time::Instant::now();
+        op_tx
+            .send(Op::Acquire {
+                key: "k".into(),
+                holder: "me".into(),
+                ttl_ms: None,
+                reason: None,
+            })
+            .unwrap();
+        let first = out_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("an answer");
+        assert!(
+            matches!(first, Action::OpResult(ref r) if !r.ok),
+            "the op's result comes first"
+        );
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "answered after {:?}, not held up by the 3 s re-read",
+            asked.elapsed()
+        );
+        drop(op_tx);
+        let _ = worker.join();
     }
 }
