@@ -2,6 +2,7 @@
 //! envelope, under the shared mutex), reading it back incrementally, and
 //! browsing, searching and indexing all of it in bounded memory.
 
+pub mod asof;
 pub mod backward;
 pub mod emit;
 pub mod event;

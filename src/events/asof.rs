@@ -1,0 +1,166 @@
+//! "As of": the claims table as it stood at one instant, rebuilt from the
+//! tenures of the log — every key held then, by whom, since when, and how
+//! (and when) that tenure ended afterwards.
+//!
+//! Pure: it reads a [`TenureIndex`] built over a window around the instant
+//! (the caller decides how much log to read; the index is bounded by its
+//! own limits), so it works the same over a file log, several roots' logs
+//! and etcd's events.
+
+use super::tenure::{Ending, TenureIndex};
+
+/// One key held at the instant asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldAt {
+    pub key: String,
+    pub holder: String,
+    /// When the tenure began (epoch ms); `start_seen` false when that is
+    /// only the first time the window's log mentions it.
+    pub since: i64,
+    pub start_seen: bool,
+    /// How the tenure ended after the instant: `None` while the log says it
+    /// is still held.
+    pub ended: Option<Ended>,
+}
+
+/// How and when a tenure that covered the instant ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub at: i64,
+    pub how: Ending,
+    /// Who ended it: the reclaiming holder or the force-releasing operator.
+    pub by: Option<String>,
+}
+
+/// Every key held at `at` (epoch ms), sorted by key: the tenures with
+/// `start <= at < end`. A tenure whose start the log never showed counts
+/// only from its first mention, so a key is never said to be held before
+/// the log can prove it.
+pub fn held_at(ix: &TenureIndex, at: i64) -> Vec<HeldAt> {
+    let mut out: Vec<HeldAt> = ix
+        .keys()
+        .filter_map(|(key, tenures)| {
+            // Sorted by start: the last one begun by `at` is the only one
+            // that can cover it (a key has one tenure at a time).
+            let i = tenures.partition_point(|t| t.start <= at);
+            let t = tenures[..i].last()?;
+            if t.end <= at {
+                return None;
+            }
+            Some(HeldAt {
+                key: key.to_string(),
+                holder: ix.holder_name(t.holder).to_string(),
+                since: t.start,
+                start_seen: t.start_seen,
+                ended: (!t.is_held()).then(|| Ended {
+                    at: t.end,
+                    how: t.ending,
+                    by: t.by.map(|b| ix.holder_name(b).to_string()),
+                }),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::tenure::Limits;
+
+    fn line(kind: &str, secs: i64, key: &str, data: &str) -> String {
+        let ts = chrono::DateTime::from_timestamp(secs, 0)
+            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default();
+        format!(r#"{{"ts":"{ts}","type":"{kind}","source":"t","data":{{"key":"{key}",{data}}}}}"#)
+    }
+
+    fn acquired(key: &str, holder: &str, secs: i64) -> String {
+        line(
+            "claim_acquired",
+            secs,
+            key,
+            &format!(r#""holder":"{holder}","acquired_at":{}"#, secs * 1000),
+        )
+    }
+
+    fn released(key: &str, holder: &str, from: i64, secs: i64) -> String {
+        line(
+            "claim_released",
+            secs,
+            key,
+            &format!(
+                r#""holder":"{holder}","acquired_at":{},"duration_held_ms":{}"#,
+                from * 1000,
+                (secs - from) * 1000
+            ),
+        )
+    }
+
+    fn index(lines: &[String]) -> TenureIndex {
+        let mut ix = TenureIndex::new(Limits::default());
+        for l in lines {
+            ix.apply_line(l);
+        }
+        ix
+    }
+
+    /// A log of known tenures: a [10, 20) by w1, a [30, ..) by w2;
+    /// b [15, 40) by w3; c [50, 60) by w4.
+    fn known() -> TenureIndex {
+        index(&[
+            acquired("a", "w1", 10),
+            acquired("b", "w3", 15),
+            released("a", "w1", 10, 20),
+            acquired("a", "w2", 30),
+            released("b", "w3", 15, 40),
+            acquired("c", "w4", 50),
+            released("c", "w4", 50, 60),
+        ])
+    }
+
+    fn keys_at(ix: &TenureIndex, secs: i64) -> Vec<(String, String)> {
+        held_at(ix, secs * 1000)
+            .into_iter()
+            .map(|h| (h.key, h.holder))
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, h)| (k.to_string(), h.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_table_at_an_instant_is_the_tenures_that_covered_it() {
+        let ix = known();
+        assert_eq!(keys_at(&ix, 5), pairs(&[]));
+        assert_eq!(keys_at(&ix, 10), pairs(&[("a", "w1")]));
+        assert_eq!(keys_at(&ix, 17), pairs(&[("a", "w1"), ("b", "w3")]));
+        // A release at 20 ends the tenure at 20: not held at 20.
+        assert_eq!(keys_at(&ix, 20), pairs(&[("b", "w3")]));
+        assert_eq!(keys_at(&ix, 35), pairs(&[("a", "w2"), ("b", "w3")]));
+        assert_eq!(keys_at(&ix, 55), pairs(&[("a", "w2"), ("c", "w4")]));
+        assert_eq!(keys_at(&ix, 99), pairs(&[("a", "w2")]));
+    }
+
+    #[test]
+    fn each_row_says_how_its_tenure_ended_later_or_that_it_is_still_held() {
+        let ix = known();
+        let rows = held_at(&ix, 17_000);
+        assert_eq!(rows[0].since, 10_000);
+        assert_eq!(
+            rows[0].ended,
+            Some(Ended {
+                at: 20_000,
+                how: Ending::Released,
+                by: None
+            })
+        );
+        let later = held_at(&ix, 35_000);
+        assert_eq!(later[0].key, "a");
+        assert_eq!(later[0].ended, None, "a is still held by w2");
+    }
+}
