@@ -4,6 +4,8 @@
 
 pub mod backward;
 pub mod emit;
+pub mod file_history;
+pub mod history;
 pub mod index;
 pub mod merge;
 pub mod seek;
