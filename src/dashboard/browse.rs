@@ -9,6 +9,7 @@
 use super::app::EventRow;
 use super::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
+use crate::events::history::Nouns;
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
 use crate::events::tail::Line;
@@ -86,6 +87,8 @@ pub struct Browse {
     /// Lines appended to the log since browsing began.
     pub new_lines: u64,
     next_id: u64,
+    /// What an entry and its mark are called in the log browsed.
+    pub nouns: Nouns,
     /// Requests for the events service, drained by the caller.
     pub out: Vec<Request>,
 }

@@ -48,10 +48,26 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
 }
 
 /// New lines from the follower: the timeline stays live, the count grows.
+/// A line a publishing host mirrored belongs to that host's log, not to
+/// the one the whole-log views read, even when the pane shows both.
 pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
+    let own: Vec<Line>;
+    let lines = if lines.iter().any(mirrored) {
+        own = lines.iter().filter(|l| !mirrored(l)).cloned().collect();
+        &own[..]
+    } else {
+        lines
+    };
     app.events.browse.on_appended(lines);
     let changed = app.timeline.on_lines(lines);
     changed && app.overlays.open == Some(Overlay::Timeline)
+}
+
+/// Is this a line a publishing host mirrored (marked with its `host_id`)?
+fn mirrored(line: &Line) -> bool {
+    line.text.contains("\"host_id\"")
+        && serde_json::from_str::<serde_json::Value>(&line.text)
+            .is_ok_and(|v| v.get("host_id").is_some_and(|h| h.is_string()))
 }
 
 /// The log was truncated or replaced: both views start over, and the

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
-use super::history::{Anchor, History, HistoryError, Page, Start, Step};
+use super::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
 use super::index::{tail_tenures, Indexer};
 use super::seek::CLOCK_SLACK_MS;
 use super::tenure::{parse_ts, Limits, TenureIndex};
@@ -85,8 +85,8 @@ impl FileHistory {
 }
 
 impl History for FileHistory {
-    fn noun(&self) -> &'static str {
-        "line"
+    fn nouns(&self) -> Nouns {
+        Nouns::FILE
     }
 
     fn start(&mut self) -> Result<Start, HistoryError> {

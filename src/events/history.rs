@@ -64,6 +64,31 @@ pub enum Log {
     Mirrored { host_id: String, root_id: String },
 }
 
+/// What an entry and its mark are called: "line 3 of 10 · byte 4 096" in a
+/// file, "event 3 of 10 · revision 812" in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nouns {
+    pub entry: &'static str,
+    pub mark: &'static str,
+}
+
+impl Nouns {
+    pub const FILE: Nouns = Nouns {
+        entry: "line",
+        mark: "byte",
+    };
+    pub const STORE: Nouns = Nouns {
+        entry: "event",
+        mark: "revision",
+    };
+}
+
+impl Default for Nouns {
+    fn default() -> Nouns {
+        Nouns::FILE
+    }
+}
+
 /// What reading a history can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -110,9 +135,8 @@ pub enum Step {
 
 /// One log's whole history, read in bounded steps.
 pub trait History: Send {
-    /// What one entry is called where a position is shown: "line" in a
-    /// file, "event" in a store ("event 3 of 10").
-    fn noun(&self) -> &'static str;
+    /// What an entry and its mark are called where they are shown.
+    fn nouns(&self) -> Nouns;
 
     /// Open what is there now, from scratch.
     fn start(&mut self) -> Result<Start, HistoryError>;

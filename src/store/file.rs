@@ -106,6 +106,25 @@ impl Store for FileStore {
         self.list()
     }
 
+    fn history(
+        &self,
+        log: &crate::events::history::Log,
+    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        match log {
+            crate::events::history::Log::Own => Ok(Box::new(
+                crate::events::file_history::FileHistory::new(
+                    self.root.events_file(),
+                    crate::events::service::limits(),
+                ),
+            )),
+            // A file root's hosts publish into a store; it holds no copies.
+            other => Err(StoreError::Config(format!(
+                "{} keeps no {other:?} events history",
+                self.url()
+            ))),
+        }
+    }
+
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         let chunk = read_last_lines(&self.root.events_file(), n)
             .map_err(|e| StoreError::Config(e.to_string()))?;

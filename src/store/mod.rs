@@ -529,6 +529,19 @@ pub trait Store: Send {
         let _ = revision;
         self.changes()
     }
+
+    /// The whole history of one of its events logs, browsed, searched and
+    /// counted in bounded steps (the dashboard's events pane and timeline,
+    /// `events --since`). A store that keeps no such log says so.
+    fn history(
+        &self,
+        log: &crate::events::history::Log,
+    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        Err(StoreError::Config(format!(
+            "{} keeps no {log:?} events history",
+            self.url()
+        )))
+    }
 }
 
 /// A cluster's state as a dashboard header shows it.

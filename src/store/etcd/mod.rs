@@ -16,12 +16,14 @@
 //! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
 //! - `owners`: one publisher per root, many per machine.
 //! - `fleet`: reading the published hosts back, and requests to them.
+//! - `history`: an events prefix browsed, searched and counted in pages.
 
 mod conn;
 mod doctor;
 mod events;
 mod expiry;
 pub mod fleet;
+pub mod history;
 mod hold;
 mod info;
 pub mod layout;
@@ -44,6 +46,7 @@ use crate::claims::{
     AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
     RenewOutcome, Status,
 };
+use crate::events::history::{History, Log};
 use crate::events::tail::Event;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -264,6 +267,19 @@ impl Store for EtcdStore {
 
     fn fleet_events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         self.core.read_fleet_events(n)
+    }
+
+    fn history(&self, log: &Log) -> Result<Box<dyn History>, StoreError> {
+        let prefix = match log {
+            Log::Own => self.core.layout.events(),
+            Log::Mirrored { host_id, root_id } => {
+                self.core.layout.root_place(host_id, root_id).events()
+            }
+        };
+        Ok(Box::new(history::EtcdHistory::new(
+            Arc::clone(&self.core),
+            prefix,
+        )))
     }
 
     fn fleet_hosts(&self) -> Result<Vec<crate::store::fleet::HostInfo>, StoreError> {
