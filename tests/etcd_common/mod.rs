@@ -641,3 +641,30 @@ fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream) {
         let _ = from.shutdown(std::net::Shutdown::Both);
     });
 }
+
+/// One events.jsonl line as claimtop writes it: the envelope at `at_ms`.
+pub fn event_line(at_ms: i64, kind: &str, data: serde_json::Value) -> String {
+    serde_json::json!({
+        "ts": claimtop::time::utc_hms(at_ms),
+        "type": kind,
+        "source": "fno-loop",
+        "data": data,
+    })
+    .to_string()
+}
+
+/// Put `lines` (each `(time, line)`) under `PREFIX/events/` as claimtop
+/// names its events, in transactions of 128 puts (etcd's default cap), so
+/// a test or a bench can plant a long history in seconds.
+pub fn put_events(etcd: &Etcd, prefix: &str, lines: &[(i64, String)]) {
+    let layout = claimtop::store::etcd::Layout::new(prefix);
+    let (rt, mut client) = etcd.client();
+    for chunk in lines.chunks(128) {
+        let ops: Vec<etcd_client::TxnOp> = chunk
+            .iter()
+            .map(|(at, line)| etcd_client::TxnOp::put(layout.new_event(*at), line.clone(), None))
+            .collect();
+        rt.block_on(client.txn(etcd_client::Txn::new().and_then(ops)))
+            .expect("put a batch of events");
+    }
+}
