@@ -90,8 +90,10 @@ pub struct EtcdHistory {
     prefix: Vec<u8>,
     end: Vec<u8>,
     limits: Limits,
-    /// Marks handed out, and the keys they name.
-    marks: HashMap<u64, Vec<u8>>,
+    /// Marks handed out, and the first and last key each names (one
+    /// transaction can write several events at one revision; claimtop
+    /// writes one, another writer may batch).
+    marks: HashMap<u64, (Vec<u8>, Vec<u8>)>,
     pass: Option<Pass>,
     /// The last pass's checkpoints.
     checkpoints: Vec<Checkpoint>,
@@ -191,7 +193,17 @@ impl EtcdHistory {
         if self.marks.len() >= MARKS_MAX {
             self.marks.clear();
         }
-        self.marks.insert(rev, kv.key().to_vec());
+        let key = kv.key();
+        let span = self
+            .marks
+            .entry(rev)
+            .or_insert_with(|| (key.to_vec(), key.to_vec()));
+        if key < span.0.as_slice() {
+            span.0 = key.to_vec();
+        }
+        if key > span.1.as_slice() {
+            span.1 = key.to_vec();
+        }
         let (text, truncated) = text_of(kv);
         Line {
             text,
@@ -200,10 +212,13 @@ impl EtcdHistory {
         }
     }
 
-    /// The key a mark names, if it is still there.
-    fn key_of(&mut self, mark: u64) -> Result<Option<Vec<u8>>, HistoryError> {
-        if let Some(k) = self.marks.get(&mark) {
-            return Ok(Some(k.clone()));
+    /// The key a mark names, if it is still there: of several written at
+    /// its revision, the first (`last`: the last), so that a search going
+    /// on from a mark always moves past the entries it has read.
+    fn key_of(&mut self, mark: u64, last: bool) -> Result<Option<Vec<u8>>, HistoryError> {
+        let pick = |span: &(Vec<u8>, Vec<u8>)| if last { span.1.clone() } else { span.0.clone() };
+        if let Some(span) = self.marks.get(&mark) {
+            return Ok(Some(pick(span)));
         }
         let Ok(rev) = i64::try_from(mark) else {
             return Ok(None);
@@ -216,11 +231,13 @@ impl EtcdHistory {
             .with_max_mod_revision(rev)
             .with_keys_only();
         let resp = self.get(&self.prefix, opts).map_err(store_error)?;
-        let key = resp.kvs().first().map(|kv| kv.key().to_vec());
-        if let Some(k) = &key {
-            self.marks.insert(mark, k.clone());
-        }
-        Ok(key)
+        let (Some(first), Some(end)) = (resp.kvs().first(), resp.kvs().last()) else {
+            return Ok(None);
+        };
+        let span = (first.key().to_vec(), end.key().to_vec());
+        let key = pick(&span);
+        self.marks.insert(mark, span);
+        Ok(Some(key))
     }
 
     /// Up to `n` entries from `from` (included), in key order.
@@ -251,7 +268,9 @@ impl EtcdHistory {
             return Ok(None);
         }
         let i = self.checkpoints.partition_point(|c| c.key.as_slice() < before);
-        let back = n as u64 / CHECKPOINT_EVERY + 1;
+        // The checkpoint before `before` may have none after it; each one
+        // further back adds CHECKPOINT_EVERY.
+        let back = (n as u64).div_ceil(CHECKPOINT_EVERY) + 1;
         let start = match (i as u64).checked_sub(back) {
             Some(j) => self.checkpoints[j as usize].key.clone(),
             None => self.prefix.clone(),
@@ -545,7 +564,7 @@ impl History for EtcdHistory {
 
     fn page(&mut self, anchor: Anchor, before: usize, after: usize) -> Result<Page, HistoryError> {
         let key = match anchor {
-            Anchor::At(m) => self.key_of(m)?,
+            Anchor::At(m) => self.key_of(m, false)?,
             Anchor::Time(t) => self.key_at_time(t)?,
             Anchor::Start | Anchor::End => None,
         };
@@ -591,11 +610,11 @@ impl History for EtcdHistory {
 
     fn search(&mut self, needle: &Needle, from: SearchFrom) -> Result<SearchStep, HistoryError> {
         match from {
-            SearchFrom::After(m) => match self.key_of(m)? {
+            SearchFrom::After(m) => match self.key_of(m, true)? {
                 Some(k) => self.search_forward(needle, &after(&k)),
                 None => Ok(SearchStep::NotFound),
             },
-            SearchFrom::ForwardAt(m) => match self.key_of(m)? {
+            SearchFrom::ForwardAt(m) => match self.key_of(m, false)? {
                 Some(k) => self.search_forward(needle, &k),
                 None => Ok(SearchStep::NotFound),
             },
@@ -603,7 +622,7 @@ impl History for EtcdHistory {
                 let end = self.end.clone();
                 self.search_backward(needle, end, u64::MAX)
             }
-            SearchFrom::Before(m) => match self.key_of(m)? {
+            SearchFrom::Before(m) => match self.key_of(m, false)? {
                 Some(k) => self.search_backward(needle, k, m),
                 None => Ok(SearchStep::NotFound),
             },
