@@ -1328,8 +1328,8 @@ fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_hi
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/evwin");
     let base = 1_764_547_200_000_i64; // 2025-12-01T00:00:00Z
-    // 2 500 events a minute apart (more than two range pages), a key each
-    // of four.
+                                      // 2 500 events a minute apart (more than two range pages), a key each
+                                      // of four.
     let lines: Vec<(i64, String)> = (0..2500)
         .map(|i| {
             let at = base + i * 60_000;
@@ -1353,12 +1353,28 @@ fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_hi
     };
     let at = |i: i64| claimtop::time::utc_hms(base + i * 60_000);
     // [h1200, h1300): since included, until left out.
-    let got = holders(&["--json", "events", "--since", &at(1200), "--until", &at(1300)]);
+    let got = holders(&[
+        "--json",
+        "events",
+        "--since",
+        &at(1200),
+        "--until",
+        &at(1300),
+    ]);
     let want: Vec<String> = (1200..1300).map(|i| format!("h{i}")).collect();
     assert_eq!(got, want);
     // The last 3 of the window that are key w1.
     let got = holders(&[
-        "--json", "events", "--since", &at(1200), "--until", &at(1300), "--key", "w1", "-n", "3",
+        "--json",
+        "events",
+        "--since",
+        &at(1200),
+        "--until",
+        &at(1300),
+        "--key",
+        "w1",
+        "-n",
+        "3",
     ]);
     assert_eq!(got, ["h1289", "h1293", "h1297"]);
     // Since alone runs to the end; -n alone is the last few.

@@ -224,8 +224,8 @@ fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_
 /// Over etcd the events pane browses, searches and numbers the store's
 /// whole history, and the timeline draws its tenures, an expired one too.
 #[test]
-fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timeline_shows_an_expiry(
-) {
+fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timeline_shows_an_expiry()
+{
     use etcd_common::{event_line, put_events};
     use serde_json::json;
     if let Err(why) = Tmux::available() {
@@ -247,7 +247,11 @@ fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timelin
         let at = base + i * 9_000;
         let key = format!("hist/k{}", i % 4);
         let holder = format!("w{i}");
-        let reason = if i == 20 || i == 60 { "job xyzzy" } else { "job" };
+        let reason = if i == 20 || i == 60 {
+            "job xyzzy"
+        } else {
+            "job"
+        };
         lines.push((
             at,
             event_line(
@@ -320,7 +324,10 @@ fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timelin
     tmux.keys(&["g"]);
     let first = format!("event 1 of {total}");
     let screen = tmux.wait_for("the first event", PATIENCE, |s| s.contains(&first));
-    assert!(screen.contains("hist/k0"), "the first event's key: {screen}");
+    assert!(
+        screen.contains("hist/k0"),
+        "the first event's key: {screen}"
+    );
     // The timeline: the keys' tenures, and the expired one drawn as such.
     tmux.keys(&["t"]);
     let screen = tmux.wait_for("the timeline with an expired tenure", PATIENCE, |s| {

@@ -1118,7 +1118,9 @@ mod history {
             assert_eq!(names(&p.lines), expect(900..2101), "{round}");
             assert_eq!((p.first_line_no, p.anchor), (Some(900), 600));
             // A time: the first event at or after it.
-            let p = h.page(Anchor::Time(BASE + 1234 * 1000), 1, 2).expect("a time");
+            let p = h
+                .page(Anchor::Time(BASE + 1234 * 1000), 1, 2)
+                .expect("a time");
             assert_eq!(names(&p.lines), expect(1233..1236), "{round}");
             assert_eq!(p.anchor, 1);
             if round == "before the pass" {

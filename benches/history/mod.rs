@@ -13,7 +13,8 @@
 use claimtop::events::backward::SearchFrom;
 use claimtop::events::history::Log;
 use claimtop::events::service::{serve_history, Anchor, Reply, Request, Which};
-use claimtop::store::{open, OpenOpts, Store, StoreUrl};
+use claimtop::store::{open, OpenOpts, StoreUrl};
+use std::cell::Cell;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -112,7 +113,9 @@ fn child(url: &str) {
             .map_err(|e| claimtop::events::history::HistoryError::Store(e.to_string())),
         Which::Path(_) => unreachable!("no file here"),
     });
-    std::thread::spawn(move || serve_history(history, opener, req_rx, move |r| rep_tx.send(r).is_ok()));
+    std::thread::spawn(move || {
+        serve_history(history, opener, req_rx, move |r| rep_tx.send(r).is_ok())
+    });
     let page = |anchor, before, after| Request::Page {
         anchor,
         before,
@@ -125,12 +128,12 @@ fn child(url: &str) {
     };
     let t = Instant::now();
     req_tx.send(page(Anchor::End, 401, 0)).expect("ask");
-    let mut count = 0u64;
-    let mut indexed = None;
-    let mut note = |r: &Reply, t0: Instant| {
+    let count = Cell::new(0u64);
+    let indexed = Cell::new(None);
+    let note = |r: &Reply, t0: Instant| {
         if let Reply::Indexed { lines, .. } = r {
-            count = *lines;
-            indexed = Some(t0.elapsed());
+            count.set(*lines);
+            indexed.set(Some(t0.elapsed()));
         }
     };
     wait(&rep_rx, "the last page", |r| {
@@ -146,13 +149,13 @@ fn child(url: &str) {
         matches!(r, Reply::Search { found: Some(_), .. })
     });
     let early = s.elapsed();
-    if indexed.is_none() {
+    if indexed.get().is_none() {
         wait(&rep_rx, "the pass", |r| {
             note(r, t);
             matches!(r, Reply::Indexed { .. })
         });
     }
-    let pass = indexed.unwrap_or_default();
+    let pass = indexed.get().unwrap_or_default();
     let s = Instant::now();
     req_tx.send(search(2)).expect("ask");
     wait(&rep_rx, "the second search", |r| {
@@ -165,12 +168,13 @@ fn child(url: &str) {
     let first = s.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{:.1} {:.1} {:.1} {:.1} {:.1} {count} {} {}",
+        "{:.1} {:.1} {:.1} {:.1} {:.1} {} {} {}",
         ms(last),
         ms(early),
         ms(pass),
         ms(late),
         ms(first),
+        count.get(),
         super::common::proc_status_kib("VmHWM").unwrap_or(0),
         super::common::proc_status_kib("VmRSS").unwrap_or(0),
     );

@@ -31,7 +31,7 @@ pub fn own_events(store: &dyn Store, w: &Wanted<'_>) -> Result<Vec<Event>, Strin
     if let (Some(n), true) = (w.last, plain) {
         // The last n, one read from the end.
         let page = h.page(Anchor::End, n, 0).map_err(|e| e.to_string())?;
-        return Ok(page.lines.iter().filter_map(|l| event(l)).collect());
+        return Ok(page.lines.iter().filter_map(event).collect());
     }
     read_on(&mut *h, w)
 }

@@ -9,7 +9,7 @@
 use super::app::EventRow;
 use super::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
-use crate::events::history::Nouns;
+use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
 use crate::events::tail::Line;
@@ -89,6 +89,11 @@ pub struct Browse {
     next_id: u64,
     /// What an entry and its mark are called in the log browsed.
     pub nouns: Nouns,
+    /// Which of the store's logs the whole-log views read, and for a
+    /// mirrored one its root's path (what its followed lines are marked
+    /// with).
+    pub log: Log,
+    pub log_path: String,
     /// Requests for the events service, drained by the caller.
     pub out: Vec<Request>,
 }
@@ -129,6 +134,11 @@ impl Browse {
             before,
             after,
         });
+    }
+
+    /// Waiting for a page.
+    pub fn waiting(&self) -> bool {
+        self.waiting
     }
 
     pub fn selected(&self) -> Option<&BrowseRow> {

@@ -54,10 +54,11 @@ pub struct Page {
 }
 
 /// Which log of a store a history reads.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum Log {
     /// The store's own events: a file root's `events.jsonl`, etcd's
     /// `PREFIX/events/`.
+    #[default]
     Own,
     /// The copy of one root's log that a publishing host mirrors into the
     /// store (`claimtop publish`).

@@ -111,12 +111,12 @@ impl Store for FileStore {
         log: &crate::events::history::Log,
     ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
         match log {
-            crate::events::history::Log::Own => Ok(Box::new(
-                crate::events::file_history::FileHistory::new(
+            crate::events::history::Log::Own => {
+                Ok(Box::new(crate::events::file_history::FileHistory::new(
                     self.root.events_file(),
                     crate::events::service::limits(),
-                ),
-            )),
+                )))
+            }
             // A file root's hosts publish into a store; it holds no copies.
             other => Err(StoreError::Config(format!(
                 "{} keeps no {other:?} events history",

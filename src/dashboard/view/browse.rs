@@ -105,7 +105,12 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
         lines.push(line);
     }
     if lines.is_empty() {
-        lines.push(Line::styled("reading…", theme.dim()));
+        let word = if b.waiting() {
+            "reading…".to_string()
+        } else {
+            format!("no {}s in this log", b.nouns.entry)
+        };
+        lines.push(Line::styled(word, theme.dim()));
     }
     let p =
         Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));

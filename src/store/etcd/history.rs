@@ -45,7 +45,7 @@ const SEARCH_PAGES: usize = 4;
 const BACK_CHUNK: usize = 2048;
 /// Marks remembered (revision → key); past it they are forgotten and found
 /// again with a filtered range.
-const MARKS_MAX: usize = 100_000;
+const MARKS_MAX: usize = 20_000;
 /// A progress report every this many pages of the pass.
 const PROGRESS_EVERY_PAGES: u64 = 8;
 /// A window's re-read starts this long before it, as in a file.
@@ -100,6 +100,9 @@ pub struct EtcdHistory {
     /// The count last reported.
     counted: Option<u64>,
     back_scan: Option<BackScan>,
+    /// The last start succeeded; until one does, every step tries again
+    /// (the store was away when the views opened).
+    started: bool,
 }
 
 fn store_error(e: StoreError) -> HistoryError {
@@ -149,6 +152,7 @@ impl EtcdHistory {
             checkpoints: Vec::new(),
             counted: None,
             back_scan: None,
+            started: false,
         }
     }
 
@@ -179,9 +183,7 @@ impl EtcdHistory {
 
     /// How many keys `[from, to)` holds, and the revision that is true at.
     fn count(&self, from: &[u8], to: &[u8]) -> Result<(u64, i64), HistoryError> {
-        let opts = GetOptions::new()
-            .with_range(to.to_vec())
-            .with_count_only();
+        let opts = GetOptions::new().with_range(to.to_vec()).with_count_only();
         let resp = self.get(from, opts).map_err(store_error)?;
         let rev = resp.header().map_or(0, |h| h.revision());
         Ok((u64::try_from(resp.count()).unwrap_or(0), rev))
@@ -267,7 +269,9 @@ impl EtcdHistory {
         if self.checkpoints.is_empty() {
             return Ok(None);
         }
-        let i = self.checkpoints.partition_point(|c| c.key.as_slice() < before);
+        let i = self
+            .checkpoints
+            .partition_point(|c| c.key.as_slice() < before);
         // The checkpoint before `before` may have none after it; each one
         // further back adds CHECKPOINT_EVERY.
         let back = (n as u64).div_ceil(CHECKPOINT_EVERY) + 1;
@@ -363,7 +367,9 @@ impl EtcdHistory {
         }
         // Go on after the last entry read: its mark names where.
         match last_read {
-            Some(kv) => Ok(SearchStep::Continue(SearchFrom::After(self.line(&kv).offset))),
+            Some(kv) => Ok(SearchStep::Continue(SearchFrom::After(
+                self.line(&kv).offset,
+            ))),
             None => Ok(SearchStep::NotFound),
         }
     }
@@ -383,9 +389,9 @@ impl EtcdHistory {
             return Ok(SearchStep::Found(self.line(kv).offset));
         }
         match chunk.first() {
-            Some(first) if chunk.len() == BACK_CHUNK => {
-                Ok(SearchStep::Continue(SearchFrom::Before(self.line(first).offset)))
-            }
+            Some(first) if chunk.len() == BACK_CHUNK => Ok(SearchStep::Continue(
+                SearchFrom::Before(self.line(first).offset),
+            )),
             _ => Ok(SearchStep::NotFound),
         }
     }
@@ -466,9 +472,11 @@ impl History for EtcdHistory {
         self.counted = None;
         self.marks.clear();
         self.back_scan = None;
+        self.started = false;
         let (total, _) = self.count(&self.prefix, &self.end)?;
         if total == 0 {
             self.counted = Some(0);
+            self.started = true;
             return Ok(Start::Nothing);
         }
         let opts = GetOptions::new()
@@ -490,6 +498,7 @@ impl History for EtcdHistory {
             checkpoints: Vec::new(),
             last_time: None,
         });
+        self.started = true;
         Ok(Start::Tail(Box::new(tail)))
     }
 
@@ -498,6 +507,9 @@ impl History for EtcdHistory {
     }
 
     fn step(&mut self) -> Result<Step, HistoryError> {
+        if !self.started {
+            return Ok(Step::Restart);
+        }
         let Some(pass) = &self.pass else {
             return self.recount();
         };
