@@ -15,6 +15,9 @@
 //! `update`, `view::draw`) drawing into a `TestBackend` instead of a
 //! terminal.
 //!
+//! 4. the events history over 100 000 events (`history/`): the pane's
+//!    pages, a search, the pass, peak RSS. `-- --history-only` runs it alone.
+//!
 //! `cargo bench --features etcd --bench etcd_dashboard` runs at full size
 //! (100 000 claims); `CLAIMTOP_BENCH_QUICK=1` or `--quick` at a toy size.
 
@@ -22,6 +25,7 @@ mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
 mod headless;
+mod history;
 
 use claimtop::claims::AcquireOpts;
 use claimtop::store::etcd::Layout;
@@ -62,11 +66,19 @@ fn main() {
         dashboard(&url);
         return;
     }
+    if history::child_role() {
+        return;
+    }
     let plan = plan();
     let Some(etcd) = Etcd::single() else {
         eprintln!("no etcd: nothing to measure");
         return;
     };
+    let events = if common::quick_mode() { 2_000 } else { 100_000 };
+    if std::env::args().any(|a| a == "--history-only") {
+        history::figure(&etcd, events);
+        return;
+    }
     let t = Instant::now();
     etcd_common::load_claims(&etcd, PREFIX, plan.claims);
     let loaded = t.elapsed();
@@ -126,6 +138,7 @@ fn main() {
         hwm_kib / 1024.0,
         verdict(rss_kib < 128.0 * 1024.0)
     );
+    history::figure(&etcd, events);
 }
 
 fn cores() -> usize {

@@ -1321,3 +1321,65 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
         "one claim_expired, for that tenure"
     );
 }
+
+#[test]
+fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_history() {
+    use etcd_common::{event_line, put_events};
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/evwin");
+    let base = 1_764_547_200_000_i64; // 2025-12-01T00:00:00Z
+                                      // 2 500 events a minute apart (more than two range pages), a key each
+                                      // of four.
+    let lines: Vec<(i64, String)> = (0..2500)
+        .map(|i| {
+            let at = base + i * 60_000;
+            let data = serde_json::json!({"key": format!("w{}", i % 4), "holder": format!("h{i}"),
+                                          "pid": 1, "host": "x", "acquired_at": at, "expires_at": null});
+            (at, event_line(at, "claim_acquired", data))
+        })
+        .collect();
+    put_events(&etcd, "/evwin", &lines);
+    let home = tempfile::tempdir().expect("tempdir");
+    let holders = |args: &[&str]| -> Vec<String> {
+        let o = run(over(home.path(), &url), args);
+        assert_eq!(code(&o), 0, "{o:?}");
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).expect("a JSON line");
+                v["data"]["holder"].as_str().unwrap_or_default().to_string()
+            })
+            .collect()
+    };
+    let at = |i: i64| claimtop::time::utc_hms(base + i * 60_000);
+    // [h1200, h1300): since included, until left out.
+    let got = holders(&[
+        "--json",
+        "events",
+        "--since",
+        &at(1200),
+        "--until",
+        &at(1300),
+    ]);
+    let want: Vec<String> = (1200..1300).map(|i| format!("h{i}")).collect();
+    assert_eq!(got, want);
+    // The last 3 of the window that are key w1.
+    let got = holders(&[
+        "--json",
+        "events",
+        "--since",
+        &at(1200),
+        "--until",
+        &at(1300),
+        "--key",
+        "w1",
+        "-n",
+        "3",
+    ]);
+    assert_eq!(got, ["h1289", "h1293", "h1297"]);
+    // Since alone runs to the end; -n alone is the last few.
+    let got = holders(&["--json", "events", "--since", &at(2497)]);
+    assert_eq!(got, ["h2497", "h2498", "h2499"]);
+    let got = holders(&["--json", "events", "-n", "2"]);
+    assert_eq!(got, ["h2498", "h2499"]);
+}

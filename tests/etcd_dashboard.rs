@@ -220,3 +220,127 @@ fn the_dashboard_follows_etcd_force_releases_through_it_and_rides_out_a_stopped_
     tmux.keys(&["q"]);
     tmux.wait_for("a clean exit", PATIENCE, |s| s.contains("EXIT=0"));
 }
+
+/// Over etcd the events pane browses, searches and numbers the store's
+/// whole history, and the timeline draws its tenures, an expired one too.
+#[test]
+fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timeline_shows_an_expiry()
+{
+    use etcd_common::{event_line, put_events};
+    use serde_json::json;
+    if let Err(why) = Tmux::available() {
+        cannot_run(&format!("the etcd dashboard test needs tmux: {why}"));
+        return;
+    }
+    let Some(etcd) = Etcd::single() else {
+        return;
+    };
+    let home = tempfile::TempDir::new().expect("temp home");
+    let url = etcd.url("/hist");
+    // 240 events over the last 20 minutes: acquires and releases of four
+    // keys, two of them naming the searched-for job, then a tenure of
+    // `tl/expiry` that ended with its lease.
+    let now = claimtop::claims::now_ms();
+    let base = now - 20 * 60_000;
+    let mut lines = Vec::new();
+    for i in 0..120i64 {
+        let at = base + i * 9_000;
+        let key = format!("hist/k{}", i % 4);
+        let holder = format!("w{i}");
+        let reason = if i == 20 || i == 60 {
+            "job xyzzy"
+        } else {
+            "job"
+        };
+        lines.push((
+            at,
+            event_line(
+                at,
+                "claim_acquired",
+                json!({"key": key, "holder": holder, "pid": 1, "host": "h",
+                       "acquired_at": at, "expires_at": null, "reason": reason}),
+            ),
+        ));
+        lines.push((
+            at + 4_000,
+            event_line(
+                at + 4_000,
+                "claim_released",
+                json!({"key": key, "holder": holder, "pid": 1, "host": "h",
+                       "acquired_at": at, "duration_held_ms": 4_000}),
+            ),
+        ));
+    }
+    let start = now - 5 * 60_000;
+    lines.push((
+        start,
+        event_line(
+            start,
+            "claim_acquired",
+            json!({"key": "tl/expiry", "holder": "lost", "pid": 1, "host": "h",
+                   "acquired_at": start, "expires_at": null}),
+        ),
+    ));
+    lines.push((
+        start + 60_000,
+        event_line(
+            start + 60_000,
+            "claim_expired",
+            json!({"key": "tl/expiry", "holder": "lost", "acquired_at": start}),
+        ),
+    ));
+    put_events(&etcd, "/hist", &lines);
+    let total = lines.len();
+
+    let tmux = Tmux::start(160, 48);
+    tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    tmux.type_line(&format!(
+        "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT HOME='{}' '{BIN}' --store '{url}'; echo EXIT=$?",
+        home.path().display()
+    ));
+    tmux.wait_for("the store header, connected", PATIENCE, |s| {
+        s.contains(&format!("store {url}")) && s.contains("● connected")
+    });
+    // The events pane: browsing starts at the last event, numbered.
+    tmux.keys(&["Tab", "Tab", "k"]);
+    let last = format!("event {total} of {total}");
+    tmux.wait_for("the pane numbering the last event", PATIENCE, |s| {
+        s.contains(&last)
+    });
+    // `/` finds the newer of the two matches, `n` the older one.
+    tmux.keys(&["/"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "xyzzy"]);
+    tmux.keys(&["Enter"]);
+    let newer = format!("event 121 of {total}");
+    tmux.wait_for("the search landing on event 121", PATIENCE, |s| {
+        s.contains(&newer) && !s.contains("searching…")
+    });
+    tmux.keys(&["n"]);
+    let older = format!("event 41 of {total}");
+    tmux.wait_for("n moving to the older match, event 41", PATIENCE, |s| {
+        s.contains(&older)
+    });
+    // `g`: the first event the store keeps.
+    tmux.keys(&["g"]);
+    let first = format!("event 1 of {total}");
+    let screen = tmux.wait_for("the first event", PATIENCE, |s| s.contains(&first));
+    assert!(
+        screen.contains("hist/k0"),
+        "the first event's key: {screen}"
+    );
+    // The timeline: the keys' tenures, and the expired one drawn as such.
+    tmux.keys(&["t"]);
+    let screen = tmux.wait_for("the timeline with an expired tenure", PATIENCE, |s| {
+        s.contains("tl/expiry") && s.contains("hist/k1") && s.contains('▚')
+    });
+    assert!(
+        !screen.contains("reading the events log"),
+        "the timeline read the store's events: {screen}"
+    );
+    // `t` again closes it (an Escape followed at once by another key
+    // reads as Alt+that key).
+    tmux.keys(&["t"]);
+    tmux.wait_for("the panes", PATIENCE, |s| s.contains(&first));
+    tmux.keys(&["q"]);
+    tmux.wait_for("the dashboard to exit", PATIENCE, |s| s.contains("EXIT=0"));
+}

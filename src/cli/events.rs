@@ -386,9 +386,20 @@ pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResul
         Ok(f) => f,
         Err(e) => return p.out.error(&e.to_string()),
     };
-    let mut all = match store.events(usize::MAX) {
+    // The store's own events through its history: a window starts where
+    // the history finds its time, and only the matches are kept.
+    let wants = |ev: &Event| p.wants(ev);
+    let wanted = super::events_history::Wanted {
+        since: p.filter.since,
+        until: p.filter.until,
+        last: a.lines,
+        filtered: a.key.is_some() || a.kind.is_some(),
+        wants: &wants,
+    };
+    let own = super::events_history::own_events(store, &wanted);
+    let mut all = match own {
         Ok(all) => all,
-        Err(e) => return p.out.error(&e.to_string()),
+        Err(e) => return p.out.error(&e),
     };
     // What publishing hosts mirrored joins the store's own, by time.
     match store

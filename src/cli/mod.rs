@@ -8,6 +8,7 @@ pub mod claim_cmds;
 pub mod completions;
 pub mod config;
 pub mod events;
+mod events_history;
 mod fleet;
 pub mod fleet_cmd;
 pub mod list;

@@ -9,6 +9,7 @@
 use super::app::EventRow;
 use super::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
+use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
 use crate::events::tail::Line;
@@ -86,6 +87,13 @@ pub struct Browse {
     /// Lines appended to the log since browsing began.
     pub new_lines: u64,
     next_id: u64,
+    /// What an entry and its mark are called in the log browsed.
+    pub nouns: Nouns,
+    /// Which of the store's logs the whole-log views read, and for a
+    /// mirrored one its root's path (what its followed lines are marked
+    /// with).
+    pub log: Log,
+    pub log_path: String,
     /// Requests for the events service, drained by the caller.
     pub out: Vec<Request>,
 }
@@ -126,6 +134,11 @@ impl Browse {
             before,
             after,
         });
+    }
+
+    /// Waiting for a page.
+    pub fn waiting(&self) -> bool {
+        self.waiting
     }
 
     pub fn selected(&self) -> Option<&BrowseRow> {

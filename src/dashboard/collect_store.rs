@@ -55,11 +55,13 @@ pub const HEAD: usize = 1000;
 /// Most changes taken in one go before the reads they call for.
 const BATCH: usize = 1024;
 
-/// An events-log line for the events pane: the event exactly as stored.
+/// An events-log line for the events pane: the event exactly as stored,
+/// marked with the revision it was written at (its mark in the store's
+/// history, which tells the whole-log views what they have already read).
 pub fn line_of(event: &Event) -> Line {
     Line {
         text: event.value().to_string(),
-        offset: 0,
+        offset: event.revision().unwrap_or(0),
         truncated: false,
     }
 }

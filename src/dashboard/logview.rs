@@ -9,6 +9,7 @@ use super::browse::PAGE;
 use super::keys::{self, Cmd, Pane};
 use super::view::layout;
 use super::view::timeline::{bar_width, visible_rows};
+use crate::events::history::Log;
 use crate::events::service::{Reply, Request};
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -48,10 +49,77 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
 }
 
 /// New lines from the follower: the timeline stays live, the count grows.
+/// Over a store the pane follows its own events and what hosts mirror;
+/// the whole-log views take only the lines of the log they read.
 pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
+    let b = &app.events.browse;
+    let mine: Vec<Line>;
+    let lines = if lines.iter().all(|l| of_log(&b.log, &b.log_path, l)) {
+        lines
+    } else {
+        mine = lines
+            .iter()
+            .filter(|l| of_log(&b.log, &b.log_path, l))
+            .cloned()
+            .collect();
+        &mine[..]
+    };
     app.events.browse.on_appended(lines);
     let changed = app.timeline.on_lines(lines);
     changed && app.overlays.open == Some(Overlay::Timeline)
+}
+
+/// Is this followed line one of `log`'s? A mirrored line is marked with
+/// its host's id and its root's path (`crate::store::fleet::mark_published`).
+fn of_log(log: &Log, root_path: &str, line: &Line) -> bool {
+    let marked = || {
+        serde_json::from_str::<serde_json::Value>(&line.text)
+            .ok()
+            .and_then(|v| {
+                let host = v.get("host_id")?.as_str()?.to_string();
+                let root = v.get("root")?.as_str()?.to_string();
+                Some((host, root))
+            })
+    };
+    match log {
+        Log::Own => !line.text.contains("\"host_id\"") || marked().is_none(),
+        Log::Mirrored { host_id, .. } => {
+            marked().is_some_and(|(h, r)| &h == host_id && r == root_path)
+        }
+    }
+}
+
+/// Over a store, the whole-log views read the log of the selected row: a
+/// copy a host publishes, its root's mirrored log; else the store's own.
+/// When that is not the log they read, they move to it (the service reads
+/// it from scratch, the views start over).
+pub fn log_of_selected_row(app: &mut App) {
+    let Some(store) = &app.store else {
+        return;
+    };
+    let origin = app
+        .selected_status()
+        .and_then(|s| store.fleet.origin(&s.file));
+    let (log, path) = match origin {
+        Some(o) => (
+            Log::Mirrored {
+                host_id: o.host_id.clone(),
+                root_id: o.root_id.clone(),
+            },
+            o.root_path.clone(),
+        ),
+        None => (Log::Own, String::new()),
+    };
+    let b = &mut app.events.browse;
+    if b.log == log {
+        return;
+    }
+    b.log = log.clone();
+    b.log_path = path;
+    app.timeline.on_reset();
+    let b = &mut app.events.browse;
+    b.out.push(Request::OpenLog(log));
+    b.on_reset();
 }
 
 /// The log was truncated or replaced: both views start over, and the
@@ -73,6 +141,7 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
 /// Open the timeline.
 pub fn open_timeline(app: &mut App) -> bool {
     super::roots_update::log_of_selected_root(app);
+    log_of_selected_row(app);
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {
         app.timeline.follow_now(app.shown_now());
@@ -140,6 +209,16 @@ pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
     }
     let page = layout::events_capacity(app.size, app.look()).clamp(1, PAGE) as isize;
     let keyed = app.events.view.key.is_some();
+    let b = &mut app.events.browse;
+    let opening = !b.active
+        && !keyed
+        && matches!(
+            cmd,
+            Cmd::Up | Cmd::PageUp | Cmd::Top | Cmd::Filter | Cmd::RawEvent
+        );
+    if opening {
+        log_of_selected_row(app);
+    }
     let b = &mut app.events.browse;
     match cmd {
         Cmd::Up | Cmd::PageUp | Cmd::Top if !b.active && !keyed => b.open(cmd == Cmd::Top),

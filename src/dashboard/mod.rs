@@ -34,6 +34,9 @@ pub use app::App;
 pub use update::update;
 
 use crate::claims::{now_ms, LocalIdentity, Root};
+use crate::events::file_history::FileHistory;
+use crate::events::history::{History, HistoryError, Log};
+use crate::events::service::{Opener, Which};
 use ratatui::crossterm::queue;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -87,7 +90,14 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     let roots = app.roots.clone();
     let ops_worker: OpsWorker =
         Box::new(move |op_rx, out| ops::worker_over(roots, op_rx, out, collect_txs));
-    let result = ui_loop(&mut app, &tx, rx, ops_worker);
+    let log = LogService {
+        history: Box::new(FileHistory::new(
+            app.root.events_file(),
+            crate::events::service::limits(),
+        )),
+        open: Box::new(crate::events::service::open_file),
+    };
+    let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
     crate::diag::set_warning_sink(None);
     result
 }
@@ -104,6 +114,22 @@ pub fn run_store(
     let operator = collect::operator_id(&identity);
     let collector_store = source.open()?;
     let ops_store = source.open()?;
+    // The whole-log views read on a connection of their own, so a long
+    // pass over the events never delays a claim's re-read.
+    let history_store = source.open()?;
+    let log = LogService {
+        history: history_store.history(&Log::Own)?,
+        open: Box::new(move |which| match which {
+            Which::Log(log) => history_store
+                .history(log)
+                .map_err(|e| HistoryError::Store(e.to_string())),
+            Which::Path(p) => Err(HistoryError::Store(format!(
+                "{} is a file, not a log of {}",
+                p.display(),
+                history_store.url()
+            ))),
+        }),
+    };
     let (tx, rx) = channel::<Action>();
     let now = now_ms();
     let mut app = App::new(opts, now, identity, operator);
@@ -116,7 +142,7 @@ pub fn run_store(
     let ask_wait = source.opts.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
     let ops_worker: OpsWorker =
         Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out));
-    let result = ui_loop(&mut app, &tx, rx, ops_worker);
+    let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
     crate::diag::set_warning_sink(None);
     Ok(result?)
 }
@@ -206,11 +232,19 @@ fn spawn_root_readers(
     Ok((collect_tx, counters))
 }
 
+/// The whole-log views' source: the history they start on, and how to
+/// open another log of the same store when they move.
+struct LogService {
+    history: Box<dyn History>,
+    open: Opener,
+}
+
 fn ui_loop(
     app: &mut App,
     tx: &Sender<Action>,
     rx: Receiver<Action>,
     ops_worker: OpsWorker,
+    log: LogService,
 ) -> std::io::Result<()> {
     let (op_tx, op_rx) = channel::<Op>();
     let out = tx.clone();
@@ -218,12 +252,10 @@ fn ui_loop(
         .name("claimtop-ops".into())
         .spawn(move || ops_worker(op_rx, out))?;
 
-    // The events service indexes a file log; a store's events reach the
-    // pane from its change feed, and the whole-log views are file-only.
-    let log_tx = match app.store {
-        None => spawn_log_service(app, tx)?,
-        Some(_) => channel().0,
-    };
+    // The pane's tail comes from the follower (a file's, or the store's
+    // change feed); the whole-log views read the history behind the seam.
+    app.events.browse.nouns = log.history.nouns();
+    let log_tx = spawn_log_service(log, tx)?;
 
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;
@@ -267,16 +299,16 @@ fn ui_loop(
 /// The events service: indexes the whole log (for the line count and the
 /// timeline) and answers the events pane's pages and searches.
 fn spawn_log_service(
-    app: &App,
+    log: LogService,
     tx: &Sender<Action>,
 ) -> std::io::Result<Sender<crate::events::service::Request>> {
     let (log_tx, log_rx) = channel();
-    let (path, out) = (app.root.events_file(), tx.clone());
+    let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-log".into())
         .spawn(move || {
             lower_priority();
-            crate::events::service::serve(path, log_rx, move |r| {
+            crate::events::service::serve_history(log.history, log.open, log_rx, move |r| {
                 out.send(Action::Log(Box::new(r))).is_ok()
             })
         })?;

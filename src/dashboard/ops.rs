@@ -409,6 +409,12 @@ mod tests {
         fn changes(&self) -> Result<Box<dyn crate::store::Changes>, StoreError> {
             self.0.changes()
         }
+        fn history(
+            &self,
+            log: &crate::events::history::Log,
+        ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+            self.0.history(log)
+        }
     }
 
     #[test]

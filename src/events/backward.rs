@@ -328,7 +328,7 @@ impl Needle {
     /// which is lowercased in place: one pass over the block, then a
     /// vectorised substring search, instead of a case-folding compare at
     /// every byte.
-    fn find_in(&self, block: &mut [u8], last: bool) -> Option<usize> {
+    pub fn find_in(&self, block: &mut [u8], last: bool) -> Option<usize> {
         if self.lower.is_empty() {
             return None;
         }

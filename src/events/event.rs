@@ -10,13 +10,35 @@ use serde_json::{Map, Value};
 
 /// One event of the log: the whole JSON object as written, plus accessors
 /// for the envelope `{"ts", "type", "source", "data"}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     /// Always an object with a string `"type"`.
     value: Value,
+    /// The store revision it was written at, where a store has revisions:
+    /// its mark in the store's history (see `crate::events::history`).
+    revision: Option<u64>,
+}
+
+/// Two events are equal when they say the same: where a store keeps them
+/// is not part of what they say.
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.value == other.value
+    }
 }
 
 impl Event {
+    /// The revision a store wrote it at, if it came from one that has them.
+    pub fn revision(&self) -> Option<u64> {
+        self.revision
+    }
+
+    /// The event as written at store revision `rev`.
+    pub fn at_revision(mut self, rev: i64) -> Event {
+        self.revision = u64::try_from(rev).ok();
+        self
+    }
+
     /// The event exactly as it stands in the log (key order preserved).
     pub fn value(&self) -> &Value {
         &self.value
@@ -82,7 +104,10 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
         return Err("not a JSON object".to_string());
     };
     match obj.get("type") {
-        Some(Value::String(_)) => Ok(Event { value }),
+        Some(Value::String(_)) => Ok(Event {
+            value,
+            revision: None,
+        }),
         Some(_) => Err("\"type\" is not a string".to_string()),
         None => Err("no \"type\" field".to_string()),
     }

@@ -6,6 +6,8 @@ pub mod asof;
 pub mod backward;
 pub mod emit;
 pub mod event;
+pub mod file_history;
+pub mod history;
 pub mod index;
 pub mod merge;
 pub mod seek;

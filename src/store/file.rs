@@ -115,6 +115,25 @@ impl Store for FileStore {
         Ok(claims::doctor_fix(&self.root))
     }
 
+    fn history(
+        &self,
+        log: &crate::events::history::Log,
+    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        match log {
+            crate::events::history::Log::Own => {
+                Ok(Box::new(crate::events::file_history::FileHistory::new(
+                    self.root.events_file(),
+                    crate::events::service::limits(),
+                )))
+            }
+            // A file root's hosts publish into a store; it holds no copies.
+            other => Err(StoreError::Unsupported(format!(
+                "{} keeps no {other:?} events history",
+                self.url()
+            ))),
+        }
+    }
+
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         let chunk = read_last_lines(&self.root.events_file(), n)?;
         // Lines that do not parse are skipped, as `events` always has.

@@ -546,6 +546,15 @@ pub trait Store: Send {
         )))
     }
 
+    /// The whole history of one of its events logs, browsed, searched and
+    /// counted in bounded steps (the dashboard's events pane and timeline,
+    /// `events --since`, "as of"). A log the store does not keep (a
+    /// mirrored root's, on a file root) is [`StoreError::Unsupported`].
+    fn history(
+        &self,
+        log: &crate::events::history::Log,
+    ) -> Result<Box<dyn crate::events::history::History>, StoreError>;
+
     /// The store's leases, where every claim lives on one (etcd): `None`
     /// where a claim is bound to a pid instead (the file store).
     fn leases(&self) -> Option<&dyn Leases> {

@@ -12,6 +12,7 @@ use crate::claims::{
     sweep_roots, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
     RenewOutcome, Roots, Status, Sweep,
 };
+use crate::events::history::{History, Log};
 use crate::events::Event;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -157,6 +158,16 @@ impl Store for MultiStore {
         let from = all.len().saturating_sub(n);
         all.drain(..from);
         Ok(all)
+    }
+
+    /// Each root keeps its own log: a face reads the history of the root
+    /// it shows (the dashboard's selected row's), through that root's store.
+    fn history(&self, _: &Log) -> Result<Box<dyn History>, StoreError> {
+        Err(StoreError::Unsupported(format!(
+            "{} roots keep {} events logs: read one root's history",
+            self.stores.len(),
+            self.stores.len()
+        )))
     }
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {

@@ -170,6 +170,12 @@ impl Store for FakeStore<'_> {
     fn repair(&self) -> Result<Vec<crate::claims::Fix>, StoreError> {
         Err(not_kept())
     }
+    fn history(
+        &self,
+        _: &crate::events::history::Log,
+    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        Err(not_kept())
+    }
     fn leases(&self) -> Option<&dyn Leases> {
         Some(self)
     }

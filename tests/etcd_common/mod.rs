@@ -641,3 +641,36 @@ fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream) {
         let _ = from.shutdown(std::net::Shutdown::Both);
     });
 }
+
+/// One events.jsonl line as claimtop writes it: the envelope at `at_ms`.
+pub fn event_line(at_ms: i64, kind: &str, data: serde_json::Value) -> String {
+    serde_json::json!({
+        "ts": claimtop::time::utc_hms(at_ms),
+        "type": kind,
+        "source": "fno-loop",
+        "data": data,
+    })
+    .to_string()
+}
+
+/// Put `lines` (each `(time, line)`) under `PREFIX/events/` as claimtop
+/// names and writes its events, one put each (so each has a revision of
+/// its own), 256 in flight at once, so a test or a bench can plant a long
+/// history in seconds.
+pub fn put_events(etcd: &Etcd, prefix: &str, lines: &[(i64, String)]) {
+    let layout = claimtop::store::etcd::Layout::new(prefix);
+    let (rt, client) = etcd.client();
+    for chunk in lines.chunks(256) {
+        rt.block_on(async {
+            let mut set = tokio::task::JoinSet::new();
+            for (at, line) in chunk {
+                let mut c = client.clone();
+                let (key, line) = (layout.new_event(*at), line.clone());
+                set.spawn(async move { c.put(key, line, None).await });
+            }
+            while let Some(done) = set.join_next().await {
+                done.expect("a put task").expect("put an event");
+            }
+        });
+    }
+}

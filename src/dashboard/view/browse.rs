@@ -22,7 +22,8 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
-/// "line 1 234 of 3 245 678", or as much of it as is known.
+/// "line 1 234 of 3 245 678" ("event …" in a store), or as much of it as
+/// is known.
 pub fn position_words(b: &Browse) -> String {
     let total = match (b.count.total(), b.count.counting) {
         (Some(t), _) => grouped(t),
@@ -33,9 +34,10 @@ pub fn position_words(b: &Browse) -> String {
         ),
         (None, None) => "?".into(),
     };
+    let noun = b.nouns.entry;
     match b.position() {
-        Some(n) => format!("line {} of {total}", grouped(n)),
-        None => format!("line ? of {total}"),
+        Some(n) => format!("{noun} {} of {total}", grouped(n)),
+        None => format!("{noun} ? of {total}"),
     }
 }
 
@@ -103,7 +105,12 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
         lines.push(line);
     }
     if lines.is_empty() {
-        lines.push(Line::styled("reading…", theme.dim()));
+        let word = if b.waiting() {
+            "reading…".to_string()
+        } else {
+            format!("no {}s in this log", b.nouns.entry)
+        };
+        lines.push(Line::styled(word, theme.dim()));
     }
     let p =
         Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));
@@ -117,8 +124,9 @@ pub fn draw_raw(frame: &mut Frame, area: Rect, b: &Browse, theme: &Theme) {
     };
     let lines: Vec<Line> = raw_lines(&r.line).into_iter().map(Line::raw).collect();
     let title = format!(
-        " {} · byte {} — Esc or Enter closes ",
+        " {} · {} {} — Esc or Enter closes ",
         position_words(b),
+        b.nouns.mark,
         grouped(r.line.offset)
     );
     super::help::overlay(frame, area, &title, lines, 0, theme);

@@ -115,9 +115,11 @@ pub(super) fn lease_exists(detail: &str) -> bool {
     detail.contains(LEASE_EXISTS)
 }
 
-/// A stored event, if its value is one events.jsonl line.
+/// A stored event, if its value is one events.jsonl line, marked with the
+/// revision it was written at.
 pub(super) fn event_of(kv: &KeyValue) -> Option<Event> {
     std::str::from_utf8(kv.value())
         .ok()
         .and_then(|s| parse_event(s).ok())
+        .map(|e| e.at_revision(kv.mod_revision()))
 }

@@ -340,6 +340,7 @@ impl Core {
                         continue;
                     };
                     if let Ok(ev) = parse_event(text) {
+                        let ev = ev.at_revision(kv.mod_revision());
                         let ev = mark_published(ev, &rec.hostname, &rec.machine_id, &root.path);
                         let ts = ev.ts().unwrap_or_default().to_string();
                         all.push((ts, kv.create_revision(), ev));

@@ -16,6 +16,7 @@
 //! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
 //! - `owners`: one publisher per root, many per machine.
 //! - `fleet`: reading the published hosts back, and requests to them.
+//! - `history`: an events prefix browsed, searched and counted in pages.
 
 mod conn;
 mod doctor;
@@ -23,6 +24,7 @@ mod events;
 mod expiry;
 pub mod fleet;
 mod forget;
+pub mod history;
 mod hold;
 mod info;
 pub mod layout;
@@ -46,6 +48,7 @@ use crate::claims::{
     AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, LocalIdentity, ReleaseOutcome,
     RenewOutcome, Status,
 };
+use crate::events::history::{History, Log};
 use crate::events::Event;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -244,6 +247,19 @@ impl Store for EtcdStore {
     fn changes_after(&self, revision: Option<i64>) -> Result<Box<dyn Changes>, StoreError> {
         let start = revision.map(|r| r + 1);
         Ok(Box::new(watch::EtcdChanges::start(&self.core, start)?))
+    }
+
+    fn history(&self, log: &Log) -> Result<Box<dyn History>, StoreError> {
+        let prefix = match log {
+            Log::Own => self.core.layout.events(),
+            Log::Mirrored { host_id, root_id } => {
+                self.core.layout.root_place(host_id, root_id).events()
+            }
+        };
+        Ok(Box::new(history::EtcdHistory::new(
+            Arc::clone(&self.core),
+            prefix,
+        )))
     }
 
     fn leases(&self) -> Option<&dyn Leases> {

@@ -1,0 +1,260 @@
+//! The history of a file log, `.fno/events.jsonl`: marks are byte offsets,
+//! the pass over it is the [`Indexer`] (line checkpoints and tenures in
+//! bounded steps), pages and searches are the backward reader's, and a
+//! time is found through the index's checkpoint times.
+
+use std::path::PathBuf;
+
+use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
+use super::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
+use super::index::{tail_tenures, Indexer};
+use super::seek::CLOCK_SLACK_MS;
+use super::tenure::{parse_ts, Limits, TenureIndex};
+
+/// Bytes indexed by one step.
+const INDEX_STEP: u64 = 4 * 1024 * 1024;
+/// Bytes searched by one step.
+const SEARCH_STEP: u64 = 16 * 1024 * 1024;
+/// Bytes of the log's end read for the first timeline screen.
+pub const TAIL_TENURE_BYTES: u64 = 4 * 1024 * 1024;
+/// A progress report at most every this many bytes indexed.
+const PROGRESS_EVERY: u64 = 64 * 1024 * 1024;
+/// A time window re-read from the log starts this long before it, so the
+/// tenures already running when it begins are seen from their acquire.
+const WINDOW_LOOKBACK_MS: i64 = 3_600_000;
+/// Most bytes one window re-read reads (about a second of indexing): the
+/// part of the window nearest its end is kept when it is larger.
+pub const WINDOW_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Lines read per batch while looking for a time.
+const TIME_BATCH: usize = 4096;
+
+/// One file log's history.
+pub struct FileHistory {
+    path: PathBuf,
+    file: Option<LogFile>,
+    indexer: Option<Indexer>,
+    /// The pass is over and its tenures were handed on; the indexer now
+    /// only keeps counting lines.
+    handed_on: bool,
+    last_progress: u64,
+    limits: Limits,
+}
+
+impl FileHistory {
+    /// The history of the log at `path` (read from [`History::start`] on).
+    pub fn new(path: PathBuf, limits: Limits) -> FileHistory {
+        FileHistory {
+            path,
+            file: None,
+            indexer: None,
+            handed_on: false,
+            last_progress: 0,
+            limits,
+        }
+    }
+
+    /// The first line at or after `t`, found from the index's checkpoint
+    /// times (from the start while there is no index yet).
+    fn line_at_time(&self, file: &LogFile, t: i64) -> Result<Option<u64>, HistoryError> {
+        let from = t.saturating_sub(CLOCK_SLACK_MS);
+        let mut at = self
+            .indexer
+            .as_ref()
+            .map_or(0, |ix| ix.lines().offset_before(from));
+        loop {
+            let batch = file.lines_from(at, TIME_BATCH)?;
+            let Some(last) = batch.last().map(|l| l.offset) else {
+                return Ok(None);
+            };
+            let hit = batch.iter().find(|l| {
+                super::stream::Probe::of_slice(l.text.as_bytes())
+                    .ok()
+                    .and_then(|p| p.ts)
+                    .and_then(|ts| parse_ts(&ts))
+                    .is_some_and(|ts| ts >= t)
+            });
+            if let Some(l) = hit {
+                return Ok(Some(l.offset));
+            }
+            match file.next_line_start(last)? {
+                Some(n) => at = n,
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+impl History for FileHistory {
+    fn nouns(&self) -> Nouns {
+        Nouns::FILE
+    }
+
+    fn start(&mut self) -> Result<Start, HistoryError> {
+        self.indexer = None;
+        self.handed_on = false;
+        self.last_progress = 0;
+        self.file = None;
+        self.file = LogFile::open(&self.path)?;
+        let Some(file) = &self.file else {
+            self.handed_on = true;
+            return Ok(Start::Nothing);
+        };
+        let (tail, _) = tail_tenures(file, TAIL_TENURE_BYTES, self.limits)?;
+        // A second handle for the indexer: it reads at its own offsets.
+        match LogFile::open(&self.path)? {
+            Some(f) if f.id() == file.id() => {
+                self.indexer = Some(Indexer::new(f, self.limits));
+                Ok(Start::Tail(Box::new(tail)))
+            }
+            // Replaced in between: open what is there now.
+            _ => self.start(),
+        }
+    }
+
+    fn indexing(&self) -> bool {
+        self.indexer.is_some() && !self.handed_on
+    }
+
+    fn step(&mut self) -> Result<Step, HistoryError> {
+        let Some(ix) = &mut self.indexer else {
+            // No log yet (or it could not be opened): index it once it is
+            // there, so browsing and line counts do not stay empty.
+            if self.file.is_none() && std::fs::symlink_metadata(&self.path).is_ok() {
+                return Ok(Step::Restart);
+            }
+            return Ok(Step::Idle);
+        };
+        let before = ix.progress().lines;
+        let p = match ix.step(INDEX_STEP) {
+            Ok(p) => p,
+            Err(e) => {
+                self.indexer = None;
+                return Err(e.into());
+            }
+        };
+        if self.handed_on {
+            if p.lines == before {
+                return Ok(Step::Idle);
+            }
+            return Ok(Step::Counted {
+                lines: p.lines,
+                end: p.scanned,
+            });
+        }
+        if p.done {
+            self.handed_on = true;
+            return Ok(Step::Indexed {
+                tenures: Box::new(ix.hand_on_tenures()),
+                lines: p.lines,
+                end: p.scanned,
+                file_id: Some(ix.file_id()),
+            });
+        }
+        if p.scanned >= self.last_progress + PROGRESS_EVERY {
+            self.last_progress = p.scanned;
+            return Ok(Step::Progress(p));
+        }
+        Ok(Step::Working)
+    }
+
+    fn page(&mut self, anchor: Anchor, before: usize, after: usize) -> Result<Page, HistoryError> {
+        let Some(file) = &self.file else {
+            return Ok(Page {
+                at_start: true,
+                at_end: true,
+                ..Page::default()
+            });
+        };
+        let len = file.len()?;
+        let anchor = match anchor {
+            Anchor::Time(t) => match self.line_at_time(file, t)? {
+                Some(at) => Anchor::At(at),
+                None => Anchor::End,
+            },
+            a => a,
+        };
+        let (mut lines, anchor_ix, at_start, at_end) = match anchor {
+            Anchor::End | Anchor::Time(_) => {
+                let lines = file.lines_before(len, before)?;
+                let n = lines.len();
+                (lines, n, n < before, true)
+            }
+            Anchor::Start => {
+                let lines = file.lines_from(0, after)?;
+                let short = lines.len() < after;
+                (lines, 0, true, short)
+            }
+            Anchor::At(at) => {
+                let at = at.min(len);
+                let mut lines = file.lines_before(at, before)?;
+                let n = lines.len();
+                let from = file.lines_from(at, after)?;
+                let short = from.len() < after;
+                lines.extend(from);
+                (lines, n, n < before, short)
+            }
+        };
+        let at_start = at_start || lines.first().is_some_and(|l| l.offset == 0);
+        let first_line_no = match (lines.first(), &self.indexer) {
+            (Some(l), Some(ix)) => ix.lines().line_no(file, l.offset)?,
+            _ => None,
+        };
+        lines.shrink_to_fit();
+        Ok(Page {
+            lines,
+            anchor: anchor_ix,
+            first_line_no,
+            at_start,
+            at_end,
+            file_id: Some(file.id()),
+        })
+    }
+
+    fn search_from(&mut self, from: SearchFrom) -> Option<SearchFrom> {
+        let file = self.file.as_ref()?;
+        // "Before the end" may be asked without knowing the length.
+        Some(match (from, file.len()) {
+            (SearchFrom::Before(e), Ok(len)) if e > len => SearchFrom::Before(len),
+            (from, _) => from,
+        })
+    }
+
+    fn search(&mut self, needle: &Needle, from: SearchFrom) -> Result<SearchStep, HistoryError> {
+        match &self.file {
+            Some(file) => Ok(file.search(needle, from, SEARCH_STEP)?),
+            None => Ok(SearchStep::NotFound),
+        }
+    }
+
+    /// Re-read the log between the checkpoints around `[from, to)`.
+    fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {
+        let mut ix = TenureIndex::new(self.limits);
+        let (Some(file), Some(indexer)) = (&self.file, &self.indexer) else {
+            return Ok(ix);
+        };
+        let lines = indexer.lines();
+        let stop = lines.offset_after(to).max(lines.offset_before(to));
+        let want = lines.offset_before(from.saturating_sub(WINDOW_LOOKBACK_MS));
+        let mut at = want.max(stop.saturating_sub(WINDOW_MAX_BYTES));
+        if at != want {
+            // Cut to the byte cap: begin at a whole line.
+            match file.next_line_start(at - 1)? {
+                Some(s) => at = s,
+                None => return Ok(ix),
+            }
+        }
+        while at < stop {
+            let batch = file.lines_from(at, 4096)?;
+            let Some(last) = batch.last() else { break };
+            let last = last.offset;
+            for l in batch.iter().take_while(|l| l.offset < stop) {
+                ix.apply_line(&l.text);
+            }
+            match file.next_line_start(last)? {
+                Some(n) => at = n,
+                None => break,
+            }
+        }
+        Ok(ix)
+    }
+}

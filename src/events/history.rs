@@ -1,0 +1,168 @@
+//! The whole history of one events log, whichever store keeps it: what the
+//! events pane browses and searches, what the timeline draws, and what
+//! `events --since` reads.
+//!
+//! A file log (`.fno/events.jsonl`) is one implementation
+//! ([`super::file_history::FileHistory`]); a store keeps others behind its
+//! seam (etcd's `PREFIX/events/`, and each root a publishing host mirrors).
+//! Nothing here knows which one it talks to: the events service
+//! ([`super::service`]) drives a `Box<dyn History>` on its own thread, so
+//! every call may block on a disk or a network without a caller noticing.
+//!
+//! # Marks
+//!
+//! Every entry carries a mark in [`Line::offset`]: a `u64` that names it
+//! for later requests ([`Anchor::At`], [`SearchFrom`]). In a file it is the
+//! line's byte offset; in a store it is the revision the event was written
+//! at. Either way a later write has a higher mark, which is what lets the
+//! follower's lines be told apart from those a pass over the history has
+//! already seen ([`Step::Indexed`]'s `end`).
+
+use super::backward::{Needle, SearchFrom, SearchStep};
+use super::index::Progress;
+use super::tail::{FileId, Line, TailError};
+use super::tenure::TenureIndex;
+
+/// Where a page is anchored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    /// The first entry of the log.
+    Start,
+    /// Just past the last complete entry.
+    End,
+    /// The entry with this mark.
+    At(u64),
+    /// The first entry written at or after this time (epoch ms), as far as
+    /// the writers' clocks agree (see [`super::seek::CLOCK_SLACK_MS`]).
+    Time(i64),
+}
+
+/// Entries read around an anchor.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Page {
+    pub lines: Vec<Line>,
+    /// Index in `lines` of the anchor entry (`lines.len()` for [`Anchor::End`]).
+    pub anchor: usize,
+    /// 0-based number of `lines[0]` in the log, once it is known.
+    pub first_line_no: Option<u64>,
+    /// `lines[0]` is the first entry of the log.
+    pub at_start: bool,
+    /// The last line is the last complete entry of the log.
+    pub at_end: bool,
+    /// The file read (None for a store).
+    pub file_id: Option<FileId>,
+}
+
+/// Which log of a store a history reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum Log {
+    /// The store's own events: a file root's `events.jsonl`, etcd's
+    /// `PREFIX/events/`.
+    #[default]
+    Own,
+    /// The copy of one root's log that a publishing host mirrors into the
+    /// store (`claimtop publish`).
+    Mirrored { host_id: String, root_id: String },
+}
+
+/// What an entry and its mark are called: "line 3 of 10 · byte 4 096" in a
+/// file, "event 3 of 10 · revision 812" in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nouns {
+    pub entry: &'static str,
+    pub mark: &'static str,
+}
+
+impl Nouns {
+    pub const FILE: Nouns = Nouns {
+        entry: "line",
+        mark: "byte",
+    };
+    pub const STORE: Nouns = Nouns {
+        entry: "event",
+        mark: "revision",
+    };
+}
+
+impl Default for Nouns {
+    fn default() -> Nouns {
+        Nouns::FILE
+    }
+}
+
+/// What reading a history can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error(transparent)]
+    Log(#[from] TailError),
+    /// The store's own words (unreachable, compacted, refused...).
+    #[error("{0}")]
+    Store(String),
+}
+
+/// What [`History::start`] found.
+#[derive(Debug)]
+pub enum Start {
+    /// No log yet: nothing to index, every entry the follower brings is new.
+    Nothing,
+    /// The tenures of the log's most recent part, enough for a first
+    /// timeline screen while the whole history is being read.
+    Tail(Box<TenureIndex>),
+}
+
+/// What one bounded step of the pass over the whole history did.
+#[derive(Debug)]
+pub enum Step {
+    /// Nothing new.
+    Idle,
+    /// Read on; nothing worth reporting yet.
+    Working,
+    /// Read on; this far (reported now and then).
+    Progress(Progress),
+    /// The whole history is read: every entry with a mark before `end` is
+    /// counted in `lines` and in `tenures`.
+    Indexed {
+        tenures: Box<TenureIndex>,
+        lines: u64,
+        end: u64,
+        file_id: Option<FileId>,
+    },
+    /// After the pass: the count grew (entries up to `end` counted).
+    Counted { lines: u64, end: u64 },
+    /// What is there changed under the pass (the log appeared, or the
+    /// store forgot the revision the pass was reading at): start over.
+    Restart,
+}
+
+/// One log's whole history, read in bounded steps.
+pub trait History: Send {
+    /// What an entry and its mark are called where they are shown.
+    fn nouns(&self) -> Nouns;
+
+    /// Open what is there now, from scratch.
+    fn start(&mut self) -> Result<Start, HistoryError>;
+
+    /// Is the pass over the whole history still under way? The service
+    /// then keeps stepping without waiting for requests.
+    fn indexing(&self) -> bool;
+
+    /// One bounded step of the pass over the whole history (counting the
+    /// entries and rebuilding the tenures); once it is over, a look at
+    /// whether the log grew.
+    fn step(&mut self) -> Result<Step, HistoryError>;
+
+    /// Up to `before` entries before the anchor, then up to `after` from it
+    /// (the anchor entry first).
+    fn page(&mut self, anchor: Anchor, before: usize, after: usize) -> Result<Page, HistoryError>;
+
+    /// Where a search asked from `from` starts; None when there is nothing
+    /// to search.
+    fn search_from(&mut self, from: SearchFrom) -> Option<SearchFrom>;
+
+    /// One bounded step of a search for an entry containing `needle`.
+    fn search(&mut self, needle: &Needle, from: SearchFrom) -> Result<SearchStep, HistoryError>;
+
+    /// The tenures of `[from, to)` (epoch ms), read again from the log:
+    /// what the pass keeps of the distant past is bounded.
+    fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError>;
+}
