@@ -65,6 +65,16 @@ fn main() -> ExitCode {
         warn_missing_roots(&roots);
     }
     let mut out = Out::new(global.json);
+    // HH:MM in --since/--until/--as-of is read in the zone the settings name.
+    let mut local_time = dashboard.local_time;
+    if matches!(&command, Command::List { as_of: Some(_) }) {
+        match config::load(global.config.as_deref()) {
+            Ok(loaded) => {
+                local_time |= loaded.settings.dashboard.time_zone == config::TimeZone::Local
+            }
+            Err(e) => return ExitCode::from(exit_status(out.usage_error(&e.to_string()))),
+        }
+    }
     let command = match command {
         // HH:MM in --since/--until is read in the zone the settings name.
         Command::Events(mut a) if a.since.is_some() || a.until.is_some() => {
@@ -107,14 +117,14 @@ fn main() -> ExitCode {
         (Command::Events(a), None, Ok(roots)) => events::events(&roots, a, &mut out),
         (Command::Metrics(a), None, Ok(roots)) => metrics::serve(&roots, &a, &mut out),
         (command, Some(url), _) => match store::open(&url, &global.open_opts()) {
-            Ok(store) => dispatch(&*store, command, &mut out),
+            Ok(store) => dispatch(&*store, command, local_time, &mut out),
             Err(e) => out.error(&e.to_string()),
         },
         (_, None, Err(RootsError::NoRoot)) => cli::no_root(&mut out),
         (_, None, Err(e)) => out.usage_error(&e.to_string()),
         (command, None, Ok(roots)) => {
             let store = store::open_roots(&roots, Some(cli::wait::say_mutex_wait()));
-            dispatch(&*store, command, &mut out)
+            dispatch(&*store, command, local_time, &mut out)
         }
     };
     ExitCode::from(exit_status(
@@ -179,9 +189,10 @@ fn usage_error(e: clap::Error) -> ExitCode {
 
 /// Every command on one store, through the store seam: one root, several
 /// (a verb on one key refuses them), or etcd.
-fn dispatch(store: &dyn Store, command: Command, out: &mut Out) -> CmdResult {
+fn dispatch(store: &dyn Store, command: Command, local_time: bool, out: &mut Out) -> CmdResult {
     match command {
-        Command::List => list::list(store, out),
+        Command::List { as_of: None } => list::list(store, out),
+        Command::List { as_of: Some(at) } => cli::asof::list_as_of(store, &at, local_time, out),
         Command::Doctor { fix } => list::doctor(store, fix, out),
         Command::Status { key } => claim_cmds::status(store, &key, out),
         Command::Acquire(a) => claim_cmds::acquire(store, a, out),

@@ -196,9 +196,15 @@ pub struct DashboardArgs {
 pub enum Command {
     /// Classify every lockfile under the root, and list hazards
     #[command(
-        after_help = "Examples:\n  claimtop list\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list"
+        after_help = "Examples:\n  claimtop list\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list\n  claimtop list --as-of 03:00"
     )]
-    List,
+    List {
+        /// The table as it was at TIME, rebuilt from the events log: who held
+        /// each key then, since when, and how the tenure ended (RFC 3339, or
+        /// HH:MM[:SS] today, UTC unless --local-time)
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<String>,
+    },
     /// Classify one key
     #[command(
         after_help = "Examples:\n  claimtop status node:gpu\n  claimtop status node:gpu --json | jq -r .why"

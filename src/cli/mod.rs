@@ -4,6 +4,7 @@
 //! status it maps to, lives here. Protocol decisions stay in `claims`.
 
 pub mod args;
+pub mod asof;
 pub mod claim_cmds;
 pub mod completions;
 pub mod config;

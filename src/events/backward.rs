@@ -52,6 +52,23 @@ impl LogFile {
         self.id
     }
 
+    /// A line start before which every line is older than `at_ms` (give
+    /// or take the writers' clock slack), found by bisecting the log's
+    /// times without reading it all ([`super::seek::start_for`]).
+    pub fn start_for(&self, at_ms: i64) -> Result<u64, TailError> {
+        let end = self.len()?;
+        super::seek::start_for(&self.file, end, at_ms)
+            .map_err(|e| TailError::io(&self.path, "read", e))
+    }
+
+    /// An offset past which every line is newer than `at_ms` (give or
+    /// take the clock slack): [`super::seek::end_for`].
+    pub fn end_for(&self, at_ms: i64) -> Result<u64, TailError> {
+        let end = self.len()?;
+        super::seek::end_for(&self.file, end, at_ms)
+            .map_err(|e| TailError::io(&self.path, "read", e))
+    }
+
     /// Current length, partial last line included.
     pub fn len(&self) -> Result<u64, TailError> {
         Ok(self

@@ -232,9 +232,24 @@ impl History for FileHistory {
         let (Some(file), Some(indexer)) = (&self.file, &self.indexer) else {
             return Ok(ix);
         };
-        let lines = indexer.lines();
-        let stop = lines.offset_after(to).max(lines.offset_before(to));
-        let want = lines.offset_before(from.saturating_sub(WINDOW_LOOKBACK_MS));
+        // The pass has read the whole file only once its count reaches the
+        // file's length (before its first step it knows of no length yet).
+        let p = indexer.progress();
+        let (want, stop) = if p.done && p.scanned >= file.len()? {
+            let lines = indexer.lines();
+            (
+                lines.offset_before(from.saturating_sub(WINDOW_LOOKBACK_MS)),
+                lines.offset_after(to).max(lines.offset_before(to)),
+            )
+        } else {
+            // No index over the window yet (the pass is under way, or was
+            // never asked for: `list --as-of`): the log's times bisected,
+            // so a window of a gigabyte log costs a few reads, not a pass.
+            (
+                file.start_for(from.saturating_sub(WINDOW_LOOKBACK_MS))?,
+                file.end_for(to)?,
+            )
+        };
         let mut at = want.max(stop.saturating_sub(WINDOW_MAX_BYTES));
         if at != want {
             // Cut to the byte cap: begin at a whole line.

@@ -48,6 +48,17 @@ pub fn start_for(file: &File, end: u64, at_ms: i64) -> io::Result<u64> {
     Ok(lo)
 }
 
+/// An offset in `0..=end` past which every line is newer than `at_ms`, as
+/// far as the log's order holds (lines starting before it may be newer
+/// too): where to stop reading for the lines before `at_ms`.
+pub fn end_for(file: &File, end: u64, at_ms: i64) -> io::Result<u64> {
+    // start_for's answer is a lower bound within STOP_SPAN of the first
+    // line not older than its target; the target is past `at_ms` by the
+    // slack both ways, so one span further is past every line before it.
+    let lo = start_for(file, end, at_ms.saturating_add(2 * CLOCK_SLACK_MS))?;
+    Ok(lo.saturating_add(STOP_SPAN).min(end))
+}
+
 /// The first line that starts after `from` (and before `hi`) and carries a
 /// readable `ts`, with that time; `None` if none is found within one read.
 fn first_dated_line_after(

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod asof;
 mod commands;
 mod config;
 mod docs;

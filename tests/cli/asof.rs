@@ -1,0 +1,99 @@
+//! `list --as-of TIME`: the table at an instant equals the tenures of a
+//! generated log that covered it.
+
+use crate::common::Sandbox;
+use claimtop::time::{now_ms, utc_hms};
+use serde_json::Value;
+use std::io::Write;
+
+fn ev(kind: &str, at: i64, key: &str, holder: &str, since: i64) -> String {
+    format!(
+        "{{\"ts\":\"{}\",\"type\":\"{kind}\",\"source\":\"fno-loop\",\"data\":{{\"key\":\"{key}\",\"holder\":\"{holder}\",\"pid\":1,\"acquired_at\":{since},\"duration_held_ms\":{}}}}}\n",
+        utc_hms(at),
+        at - since
+    )
+}
+
+fn as_of(s: &Sandbox, at: i64) -> Value {
+    let out = s.run(&["list", "--as-of", &utc_hms(at), "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn held(v: &Value) -> Vec<(String, String)> {
+    v["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .map(|c| {
+            (
+                c["key"].as_str().unwrap_or("").to_string(),
+                c["holder"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_table_as_of_an_instant_is_the_tenures_of_the_log_that_covered_it() {
+    let s = Sandbox::new();
+    // Whole seconds, some hours ago: the log's timestamps have no millis.
+    let t0 = (now_ms() - 6 * 3600 * 1000) / 1000 * 1000;
+    let at = |m: i64| t0 + m * 60_000;
+    // Known tenures (minutes from t0): a by w1 [0, 10), a by w2 [20, ...);
+    // b by w3 [5, 40) force-released; c by w4 [50, 60).
+    let lines = [
+        ev("claim_acquired", at(0), "a", "w1", at(0)),
+        ev("claim_acquired", at(5), "b", "w3", at(5)),
+        ev("claim_released", at(10), "a", "w1", at(0)),
+        ev("claim_acquired", at(20), "a", "w2", at(20)),
+        ev("claim_force_released", at(40), "b", "w3", at(5)),
+        ev("claim_acquired", at(50), "c", "w4", at(50)),
+        ev("claim_released", at(60), "c", "w4", at(50)),
+    ];
+    std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+    let mut f = std::fs::File::create(s.root().join(".fno/events.jsonl")).unwrap();
+    for l in &lines {
+        f.write_all(l.as_bytes()).unwrap();
+    }
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, h)| (k.to_string(), h.to_string()))
+            .collect()
+    };
+    assert_eq!(held(&as_of(&s, at(-1))), pairs(&[]));
+    assert_eq!(held(&as_of(&s, at(7))), pairs(&[("a", "w1"), ("b", "w3")]));
+    assert_eq!(held(&as_of(&s, at(10))), pairs(&[("b", "w3")]));
+    assert_eq!(held(&as_of(&s, at(30))), pairs(&[("a", "w2"), ("b", "w3")]));
+    assert_eq!(held(&as_of(&s, at(55))), pairs(&[("a", "w2"), ("c", "w4")]));
+    // How each tenure ended, later.
+    let v = as_of(&s, at(30));
+    assert_eq!(
+        v["claims"][0]["ended"],
+        Value::Null,
+        "a is still held by w2"
+    );
+    assert_eq!(v["claims"][1]["ended"]["how"], "forced");
+    assert_eq!(v["claims"][1]["held_ms"], 25 * 60_000);
+    // Text: the header says which instant, and the row says how it ended.
+    let out = s.run(&["list", "--as-of", &utc_hms(at(7))]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.starts_with(&format!(
+            "as of {} · history",
+            utc_hms(at(7)).replace('T', " ")
+        )),
+        "{text}"
+    );
+    assert!(text.contains("released at"), "{text}");
+    // A time that is no time, or one in the future, is a usage error.
+    for bad in ["yesterday-ish", "2999-01-01T00:00:00Z"] {
+        let out = s.run(&["list", "--as-of", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+}
