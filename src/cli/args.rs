@@ -196,7 +196,7 @@ pub struct DashboardArgs {
 pub enum Command {
     /// Classify every lockfile under the root, and list hazards
     #[command(
-        after_help = "Examples:\n  claimtop list\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list\n  claimtop list --as-of 03:00"
+        after_help = "Examples:\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list\n  claimtop list --as-of 03:00"
     )]
     List {
         /// The table as it was at TIME, rebuilt from the events log: who held
