@@ -1383,3 +1383,59 @@ fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_hi
     let got = holders(&["--json", "events", "-n", "2"]);
     assert_eq!(got, ["h2498", "h2499"]);
 }
+
+#[test]
+fn list_as_of_over_etcd_is_the_table_of_the_tenures_that_covered_that_instant() {
+    use etcd_common::{event_line, put_events};
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/asof");
+    let t0 = 1_764_547_200_000_i64; // 2025-12-01T00:00:00Z
+    let at = |m: i64| t0 + m * 60_000;
+    let ev = |kind: &str, m: i64, key: &str, holder: &str, since: i64| {
+        let data = serde_json::json!({"key": key, "holder": holder, "pid": 1, "host": "x",
+            "acquired_at": at(since), "duration_held_ms": at(m) - at(since)});
+        (at(m), event_line(at(m), kind, data))
+    };
+    // a by w1 [0, 10), a by w2 [20, ..); b by w3 [5, 40) expired (its lease).
+    put_events(
+        &etcd,
+        "/asof",
+        &[
+            ev("claim_acquired", 0, "a", "w1", 0),
+            ev("claim_acquired", 5, "b", "w3", 5),
+            ev("claim_released", 10, "a", "w1", 0),
+            ev("claim_acquired", 20, "a", "w2", 20),
+            ev("claim_expired", 40, "b", "w3", 5),
+        ],
+    );
+    let home = tempfile::tempdir().expect("tempdir");
+    let held = |m: i64| -> Value {
+        let stamp = claimtop::time::utc_hms(at(m));
+        let o = run(
+            over(home.path(), &url),
+            &["--json", "list", "--as-of", &stamp],
+        );
+        assert_eq!(code(&o), 0, "{o:?}");
+        serde_json::from_slice(&o.stdout).expect("one JSON document")
+    };
+    let keys = |v: &Value| -> Vec<String> {
+        v["claims"]
+            .as_array()
+            .expect("claims")
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["key"].as_str().unwrap_or(""),
+                    c["holder"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(keys(&held(7)), ["a=w1", "b=w3"]);
+    assert_eq!(keys(&held(15)), ["b=w3"]);
+    let v = held(30);
+    assert_eq!(keys(&v), ["a=w2", "b=w3"]);
+    assert_eq!(v["claims"][1]["ended"]["how"], "expired");
+    assert_eq!(keys(&held(45)), ["a=w2"]);
+}

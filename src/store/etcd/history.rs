@@ -643,10 +643,18 @@ impl History for EtcdHistory {
 
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {
         let mut ix = TenureIndex::new(self.limits);
-        if self.checkpoints.is_empty() {
-            return Ok(ix);
-        }
         let want = from.saturating_sub(WINDOW_LOOKBACK_MS);
+        if self.checkpoints.is_empty() {
+            // No pass has run (`list --as-of` asks at once): the window's
+            // ends found by time, reading forward from the first event.
+            let Some(start) = self.key_at_time(want)? else {
+                return Ok(ix);
+            };
+            let stop = self
+                .key_at_time(to.saturating_add(CLOCK_SLACK_MS))?
+                .unwrap_or_else(|| self.end.clone());
+            return self.window_between(ix, start, stop);
+        }
         let start = self
             .checkpoints
             .iter()
@@ -660,6 +668,19 @@ impl History for EtcdHistory {
             .iter()
             .find(|c| c.time.is_some_and(|x| x > to))
             .map_or_else(|| self.end.clone(), |c| c.key.clone());
+        self.window_between(ix, start, stop)
+    }
+}
+
+impl EtcdHistory {
+    /// The tenures of the events in `[start, stop)` (keys), into `ix`, at
+    /// most [`WINDOW_MAX_EVENTS`] of them.
+    fn window_between(
+        &self,
+        mut ix: TenureIndex,
+        start: Vec<u8>,
+        stop: Vec<u8>,
+    ) -> Result<TenureIndex, HistoryError> {
         let mut at = start;
         let mut read = 0u64;
         while read < WINDOW_MAX_EVENTS {
