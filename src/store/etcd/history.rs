@@ -642,7 +642,7 @@ impl History for EtcdHistory {
     }
 
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {
-        let mut ix = TenureIndex::new(self.limits);
+        let ix = TenureIndex::new(self.limits);
         let want = from.saturating_sub(WINDOW_LOOKBACK_MS);
         if self.checkpoints.is_empty() {
             // No pass has run (`list --as-of` asks at once): the window's
