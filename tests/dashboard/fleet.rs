@@ -551,3 +551,57 @@ fn a_mirrored_event_in_the_events_pane_names_its_host() {
     let own_row = line_with(&screen, " released ");
     assert!(!own_row.contains("host="), "{own_row}");
 }
+
+#[test]
+fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store_claim() {
+    use claimtop::dashboard::keys::Pane;
+    use claimtop::events::history::Log;
+    use claimtop::events::service::Request;
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    app.focus = Pane::Events;
+    update(&mut app, key('k'));
+    let mirrored = Log::Mirrored {
+        host_id: "m-alpha".into(),
+        root_id: root_a().id,
+    };
+    assert!(
+        app.events
+            .browse
+            .out
+            .contains(&Request::OpenLog(mirrored.clone())),
+        "{:?}",
+        app.events.browse.out
+    );
+    // The followed lines the views take are that root's, not the store's.
+    app.events.browse.out.clear();
+    let own = claimtop::events::tail::Line {
+        text: r#"{"type":"claim_acquired","data":{"key":"deploy/prod"}}"#.into(),
+        offset: 90,
+        truncated: false,
+    };
+    let theirs = claimtop::events::tail::Line {
+        text: r#"{"type":"claim_acquired","data":{"key":"build/x86"},"host":"alpha","host_id":"m-alpha","root":"/srv/alpha"}"#.into(),
+        offset: 91,
+        truncated: false,
+    };
+    update(&mut app, Action::EventsAppended(vec![own, theirs]));
+    assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");
+    // Back on the store's own claim, the timeline reads the store's log.
+    update(&mut app, key('G'));
+    app.focus = Pane::Table;
+    select(&mut app, "deploy/prod");
+    let native = app
+        .table
+        .rows
+        .iter()
+        .position(|p| p.starts_with("/fno"))
+        .expect("the store's own row");
+    app.table.selected = native;
+    update(&mut app, key('t'));
+    assert!(
+        app.events.browse.out.contains(&Request::OpenLog(Log::Own)),
+        "{:?}",
+        app.events.browse.out
+    );
+}
