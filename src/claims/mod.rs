@@ -8,6 +8,7 @@
 pub mod adopt;
 pub mod atomic;
 pub mod audit;
+pub mod census;
 pub mod dir_listing;
 pub mod error;
 pub mod key;
@@ -28,6 +29,7 @@ mod yaml_quote;
 mod yaml_scan;
 
 pub use adopt::Adopt;
+pub use census::{census, entry_hazards, own_hazards, Census, ItemRules, OwnHazards, Tally};
 pub use error::ClaimError;
 pub use key::{
     claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,
@@ -44,7 +46,7 @@ pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::Status;
 pub use sweep::{
-    doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
+    doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
     patch_item_hazards, sweep, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind, Sweep,
     SweepItem,
 };

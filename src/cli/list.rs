@@ -3,8 +3,9 @@
 use super::output::{
     decimal, hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
+use crate::claims::census::why_with_hazards;
 use crate::claims::words::count;
-use crate::claims::{self, Counts, Fix, Hazard, Roots, Status};
+use crate::claims::{self, Counts, Fix, Hazard, ItemRules, Roots, Status};
 use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
 use crate::store::{Listing, Store, StoreHazard};
@@ -57,7 +58,7 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
         out.line(&format!("no claims under {place}"))?;
     } else {
         let rows: Vec<(Option<&Path>, &Status)> = sw.claims.iter().map(|c| (None, c)).collect();
-        write_table(out, &rows)?;
+        write_table(out, &rows, listing.item_rules())?;
     }
     summary(out, sw.claims.len(), sw.counts, &hazard_lines(listing))?;
     Ok(EXIT_OK)
@@ -131,7 +132,7 @@ fn list_several(roots: &Roots, out: &mut Out) -> CmdResult {
     if rows.is_empty() {
         out.line(&format!("no claims under {} roots", roots.len()))?;
     } else {
-        write_table(out, &rows)?;
+        write_table(out, &rows, ItemRules::Lockfile)?;
     }
     let hazards: Vec<String> = ms
         .hazards()
@@ -206,8 +207,13 @@ impl Row<'_> {
 
 /// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
 /// cell; the ROOT column only when the rows name their roots. Written
-/// straight into the output, one line per row.
-fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<()> {
+/// straight into the output, one line per row. WHY says, after the
+/// verdict, each hazard a claim is that its verdict does not (`rules`).
+fn write_table(
+    out: &mut Out,
+    items: &[(Option<&Path>, &Status)],
+    rules: ItemRules,
+) -> io::Result<()> {
     let with_root = items.iter().any(|(r, _)| r.is_some());
     let rows: Vec<Row> = items
         .iter()
@@ -222,7 +228,11 @@ fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<
                 key: sanitize(&s.key),
                 holder,
                 pid,
-                why: sanitize(s.error.as_deref().unwrap_or(&s.why)),
+                why: match (&s.error, why_with_hazards(s, rules)) {
+                    (Some(e), _) => sanitize(e),
+                    (None, Cow::Borrowed(why)) => sanitize(why),
+                    (None, Cow::Owned(why)) => Cow::Owned(sanitize(&why).into_owned()),
+                },
             }
         })
         .collect();

@@ -38,17 +38,17 @@
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
-pub mod item_hazards;
 pub mod url;
 pub mod wake;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
+use crate::claims::census::Judged;
 use crate::claims::wait::Blocker;
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
-    Status, Sweep,
+    AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ItemRules, ReleaseOutcome,
+    RenewOutcome, Status, Sweep,
 };
 use crate::events::tail::Event;
 use serde::Serialize;
@@ -225,28 +225,50 @@ impl Listing {
         }
     }
 
+    /// How its claims' own hazards are judged: a listing with a store URL
+    /// is a store's, else a root's lockfiles.
+    pub fn item_rules(&self) -> ItemRules {
+        match self.store {
+            Some(_) => ItemRules::StoreKey,
+            None => ItemRules::Lockfile,
+        }
+    }
+
     /// `list --json`: exactly the sweep's JSON on the file store; on etcd the
     /// same with `"store"`, the tenure fields and the store hazards added.
     pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(&self.sweep).unwrap_or(Value::Null);
-        let Some(obj) = v.as_object_mut() else {
-            return v;
-        };
-        if let Some(Value::Array(items)) = obj.get_mut("claims") {
-            for (item, tenure) in items.iter_mut().zip(&self.tenures) {
-                if let Some(record) = item.get_mut("record") {
-                    Tenure::extend_record(tenure.as_ref(), record);
+        let rules = self.item_rules();
+        let claims: Vec<Value> = self
+            .sweep
+            .claims
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let mut v = serde_json::to_value(Judged { item, rules }).unwrap_or(Value::Null);
+                if let Some(record) = v.get_mut("record") {
+                    Tenure::extend_record(self.tenures.get(i).and_then(Option::as_ref), record);
                 }
-            }
-        }
-        if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(
-                self.store_hazards
-                    .iter()
-                    .filter_map(|h| serde_json::to_value(h).ok()),
-            );
-        }
-        if let Some(store) = &self.store {
+                v
+            })
+            .collect();
+        let mut hazards: Vec<Value> = self
+            .sweep
+            .hazards
+            .iter()
+            .filter_map(|h| serde_json::to_value(h).ok())
+            .collect();
+        hazards.extend(
+            self.store_hazards
+                .iter()
+                .filter_map(|h| serde_json::to_value(h).ok()),
+        );
+        let mut v = serde_json::json!({
+            "root": self.sweep.root.to_string_lossy(),
+            "claims": claims,
+            "counts": self.sweep.counts,
+            "hazards": hazards,
+        });
+        if let (Some(store), Some(obj)) = (&self.store, v.as_object_mut()) {
             obj.insert("store".into(), Value::from(store.as_str()));
         }
         v
@@ -375,6 +397,13 @@ pub const DEFAULT_EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600
 pub trait Store: Send {
     /// The store URL, for headers and `"store"` in JSON.
     fn url(&self) -> String;
+    /// How a claim's own hazards are judged here (see
+    /// [`crate::claims::census`]): a store's keys are named by its layout
+    /// and its leases decide liveness on every machine alike. The file
+    /// store judges lockfiles.
+    fn item_rules(&self) -> ItemRules {
+        ItemRules::StoreKey
+    }
     /// Does every claim here live on a lease (and so need a TTL)? Asked
     /// before anything is started on a claim's behalf, so `run` can refuse
     /// a TTL-less claim before it forks CMD.
