@@ -9,6 +9,7 @@ pub mod acquire;
 pub mod adopt;
 pub mod atomic;
 pub mod audit;
+pub mod census;
 pub mod dir_listing;
 pub mod error;
 pub mod key;
@@ -31,6 +32,7 @@ pub use acquire::{
     acquire, acquire_watched, resolve_harness, AcquireKind, AcquireOpts, AcquireOutcome,
 };
 pub use adopt::Adopt;
+pub use census::{census, entry_hazards, own_hazards, Census, ItemRules, OwnHazards, Tally};
 pub use error::ClaimError;
 pub use key::{
     claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,
@@ -48,7 +50,7 @@ pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::{Blocker, Status};
 pub use sweep::{
-    doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
+    doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
     patch_item_hazards, root_missing, sweep, sweep_with, Counts, EntryKind, Fix, Hazard,
     HazardKind, Sweep, SweepItem,
 };

@@ -7,6 +7,7 @@
 //! names the set and gathers one sweep per root. Nothing is ever written
 //! across roots, which is why verbs on one key accept exactly one.
 
+use super::census::{ItemRules, Judged};
 use super::liveness::Classifier;
 use super::sweep::{sweep_with, Counts, Hazard, Sweep, SweepItem};
 use super::{now_ms, Root};
@@ -179,11 +180,7 @@ impl MultiSweep {
     pub fn counts(&self) -> Counts {
         let mut total = Counts::default();
         for c in self.sweeps.iter().map(|s| &s.counts) {
-            total.live += c.live;
-            total.suspect += c.suspect;
-            total.stale += c.stale;
-            total.corrupted += c.corrupted;
-            total.unreadable += c.unreadable;
+            total += *c;
         }
         total
     }
@@ -244,9 +241,16 @@ impl Serialize for MultiSweep {
         m.serialize_entry("root", &first)?;
         let roots: Vec<String> = self.sweeps.iter().map(|s| lossy(&s.root)).collect();
         m.serialize_entry("roots", &roots)?;
-        let claims: Vec<WithRoot<SweepItem>> = self
+        let judged: Vec<(&Path, Judged)> = self
             .claims()
             .into_iter()
+            .map(|(root, item)| {
+                let rules = ItemRules::Lockfile;
+                (root, Judged { item, rules })
+            })
+            .collect();
+        let claims: Vec<WithRoot<Judged>> = judged
+            .iter()
             .map(|(root, item)| WithRoot { item, root })
             .collect();
         m.serialize_entry("claims", &claims)?;

@@ -1,10 +1,11 @@
 //! Listing every lockfile under a root, and the hazards doctor reports.
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
+use super::census::{census, own_hazards, ItemRules};
 use super::dir_listing::DirListing;
 use super::liveness::Classifier;
 use super::sweep_read::{judge_each, sort_by_key, Listed};
-use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
+use super::{decode_key, mutex, now_ms, ClaimState, RECOVERY_SUFFIX};
 use super::{Root, Status};
 use serde::Serialize;
 use std::ffi::OsStr;
@@ -79,6 +80,12 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Every claim listed, whatever its state: an unreadable one is held as
+    /// far as anyone can tell, so it is never left out of a total.
+    pub fn total(&self) -> usize {
+        self.live + self.suspect + self.stale + self.corrupted + self.unreadable
+    }
+
     pub fn add(&mut self, s: ClaimState) {
         match s {
             ClaimState::Live => self.live += 1,
@@ -103,10 +110,21 @@ impl Counts {
     }
 }
 
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, o: Counts) {
+        self.live += o.live;
+        self.suspect += o.suspect;
+        self.stale += o.stale;
+        self.corrupted += o.corrupted;
+        self.unreadable += o.unreadable;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sweep {
     #[serde(serialize_with = "super::lossy_path")]
     pub root: PathBuf,
+    #[serde(serialize_with = "super::census::judged_lockfiles")]
     pub claims: Vec<SweepItem>,
     pub counts: Counts,
     pub hazards: Vec<Hazard>,
@@ -215,14 +233,13 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         match entry_kind(name) {
             EntryKind::Lockfile => match name.to_str().and_then(|n| n.strip_suffix(".lock")) {
                 Some(stem) => {
-                    let (key, canonical) = super::key::decode_stem(stem);
+                    let key = decode_key(stem);
                     let name_at = path.as_os_str().len() - name.len();
                     lockfiles.push(Listed {
                         key,
                         path,
                         name_at,
                         regular: entry.regular,
-                        canonical,
                     })
                 }
                 None => out.hazards.push(Hazard {
@@ -242,23 +259,19 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     archive_dir_hazard(&dir, &mut out.hazards);
     sort_by_key(&mut lockfiles);
     out.claims.reserve_exact(lockfiles.len());
-    let judge = |l: Listed, read, c: &mut Classifier| {
-        let item = Status::judged(l.key, l.path, c, read);
-        // Most items have none: an empty Vec allocates nothing.
-        let mut hazards = Vec::new();
-        named_item_hazards(&item, l.canonical, &mut hazards);
-        (item, hazards)
-    };
-    judge_each(&listing, lockfiles, c, judge, |(item, mut hazards)| {
-        out.counts.add(item.state);
-        out.hazards.append(&mut hazards);
+    let judge = |l: Listed, read, c: &mut Classifier| Status::judged(l.key, l.path, c, read);
+    judge_each(&listing, lockfiles, c, judge, |item| {
         if item.state != ClaimState::Free {
             out.claims.push(item);
         }
     });
     drop(listing);
     events_hazards(root, &mut out.hazards);
-    out.hazards.sort_by(|a, b| a.path.cmp(&b.path));
+    // Counted and joined by the one census every face counts through.
+    let entries = std::mem::take(&mut out.hazards);
+    let all = census(&out.claims, entries, |_| ItemRules::Lockfile);
+    out.counts = all.counts;
+    out.hazards = all.hazards;
     out
 }
 
@@ -281,86 +294,20 @@ pub fn patch_item_hazards(hazards: &mut Vec<Hazard>, file: &Path, now: Option<&S
     hazards.splice(at..at, fresh);
 }
 
-/// Hazards one classified claim stands for.
+/// Hazards one classified lockfile stands for (see [`own_hazards`]).
 pub fn item_hazards(item: &SweepItem, hazards: &mut Vec<Hazard>) {
-    named_item_hazards(item, is_canonical(item), hazards)
+    own_hazards(item, ItemRules::Lockfile, hazards)
 }
 
-/// [`item_hazards`] when whether the file's name is canonical is known.
-fn named_item_hazards(item: &SweepItem, canonical: bool, hazards: &mut Vec<Hazard>) {
-    let (misnamed, unverifiable) = named_hazard_kinds(item, canonical);
-    let mut push = |kind, detail| {
-        hazards.push(Hazard {
-            kind,
-            path: item.file.clone(),
-            detail,
-        })
-    };
-    if misnamed.is_some() {
-        // Always name the key the record itself claims: that is the one
-        // its writer will release or renew, whatever the file is called.
-        let recorded = item.record.as_ref().map(|r| r.key.as_str());
-        let mut detail = if canonical {
-            format!("the file is named for key {:?}", item.key)
-        } else {
-            format!(
-                "not the canonical name for key {:?} (that is {}.lock): a writer with \
-                 another encoder made it, and acquire never looks here",
-                item.key,
-                super::encode_key(&item.key)
-            )
-        };
-        match recorded {
-            Some(k) if k != item.key => detail.push_str(&format!("; its record claims key {k:?}")),
-            Some(k) => detail.push_str(&format!("; its record claims key {k:?} too")),
-            None => {}
-        }
-        push(HazardKind::KeyMismatch, detail);
-    }
-    match (unverifiable, &item.record) {
-        (Some(kind @ (HazardKind::CorruptedClaim | HazardKind::Unreadable)), _) => {
-            push(kind, item.error.clone().unwrap_or_default())
-        }
-        (Some(kind), Some(rec)) => push(
-            kind,
-            format!(
-                "written on host {:?} (machine {}); liveness cannot be checked here",
-                rec.host,
-                rec.machine_id.as_deref().unwrap_or("unrecorded")
-            ),
-        ),
-        _ => {}
-    }
-}
-
-/// The per-claim hazards an item stands for, without wording them (the
-/// dashboard's header only counts them): a key mismatch, and either a
-/// corrupted file or a claim from another machine.
-pub fn item_hazard_kinds(item: &SweepItem) -> (Option<HazardKind>, Option<HazardKind>) {
-    named_hazard_kinds(item, is_canonical(item))
-}
-
-fn named_hazard_kinds(
-    item: &SweepItem,
-    canonical: bool,
-) -> (Option<HazardKind>, Option<HazardKind>) {
-    let misnamed = !canonical || item.record.as_ref().is_some_and(|r| r.key != item.key);
-    let unverifiable = if item.state == ClaimState::Corrupted {
-        Some(HazardKind::CorruptedClaim)
-    } else if item.state == ClaimState::Unreadable {
-        Some(HazardKind::Unreadable)
-    } else if item.locality == Some(Locality::Other) && item.record.is_some() {
-        Some(HazardKind::ForeignMachine)
-    } else {
-        None
-    };
-    (misnamed.then_some(HazardKind::KeyMismatch), unverifiable)
-}
-
-fn is_canonical(item: &SweepItem) -> bool {
-    item.file.file_name().is_some_and(|name| {
-        super::key::is_canonical_lockfile_name(name.as_encoded_bytes(), &item.key)
-    })
+/// The entry a change at `path` stands for besides itself: a reaped mutex
+/// (`<mutex>.reap.<pid>.<seq>`) is the mutex it was renamed from. A
+/// debounced watcher may hear nothing else of a stolen corpse: the rename
+/// away, a fresh mkdir and its rmdir fold into the reaped dir's removal
+/// alone, so the mutex must be asked about again by that.
+pub fn entry_behind(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.as_bytes();
+    let mutex = reaped_mutex_name(name).filter(|m| is_mutex_name(m))?;
+    Some(path.with_file_name(OsStr::from_bytes(mutex)))
 }
 
 /// The hazard a non-lockfile entry of the claims dir is now, if any: a

@@ -32,8 +32,6 @@ pub(super) struct Listed {
     pub name_at: usize,
     /// The listing's `d_type` said "regular file" (its read needs no `fstat`).
     pub regular: bool,
-    /// The name is the canonical encoding of `key`.
-    pub canonical: bool,
 }
 
 pub(super) type Read = Result<ClaimRecord, ReadError>;
@@ -284,7 +282,6 @@ mod tests {
                 name_at: path.as_os_str().len() - name.len(),
                 path,
                 regular: e.regular,
-                canonical: true,
             });
         }
         files.sort_unstable_by(|a, b| a.key.cmp(&b.key));
@@ -368,7 +365,6 @@ mod tests {
                     name_at: path.as_os_str().len() - k.len() - ".lock".len(),
                     path,
                     regular,
-                    canonical: true,
                 }
             })
             .collect()
@@ -398,7 +394,6 @@ mod key_order {
             path: PathBuf::from(format!("/d/{key}.lock")),
             name_at: 3,
             regular: true,
-            canonical: true,
         }
     }
 
@@ -495,7 +490,6 @@ mod shared_facts {
                 name_at: path.as_os_str().len() - name.len(),
                 path,
                 regular: true,
-                canonical: true,
             });
         }
         let dir = DirListing::open(td.path()).unwrap();

@@ -8,7 +8,7 @@ use super::output::{
 };
 use crate::claims::{
     self, now_ms, validate_inputs, AcquireKind, AcquireOpts, AcquireOutcome, Adopt, ForceOpts,
-    ForceOutcome, ReleaseOutcome, RenewOutcome,
+    ForceOutcome, OwnHazards, ReleaseOutcome, RenewOutcome,
 };
 use crate::sanitize::sanitize;
 use crate::store::{Fenced, Store, StoreError, Tenure};
@@ -149,22 +149,30 @@ pub fn status(store: &dyn Store, key: &str, out: &mut Out) -> CmdResult {
         Ok(f) => f,
         Err(e) => return store_error(out, e),
     };
+    let rules = store.item_rules();
     if out.json_mode() {
-        let mut v = status_json(&s);
+        let mut v = status_json(&s, rules);
         if let Some(record) = v.get_mut("record") {
             Tenure::extend_record(tenure.as_ref(), record);
         }
         out.json(&v)?;
         return Ok(EXIT_OK);
     }
-    out.line(&format!("{}  {}", sanitize(&s.key), s.state))?;
+    // A claim that is a hazard by itself says so beside its state: a live
+    // claim whose record names another key is anything but healthy.
+    let mut head = format!("{}  {}", sanitize(&s.key), s.state);
+    for kind in OwnHazards::of(&s, rules).kinds() {
+        head.push_str(&format!("  ⚠ {}", kind.as_str()));
+    }
+    out.line(&head)?;
     if let Some(rec) = &s.record {
         out.line(&format!("  {}", record_text(rec, now_ms())))?;
     }
     if let Some(t) = &tenure {
         out.line(&format!("  {}", tenure_text(t)))?;
     }
-    out.line(&format!("  why: {}", sanitize(&s.why)))?;
+    let why = crate::claims::census::why_with_hazards(&s, rules);
+    out.line(&format!("  why: {}", sanitize(&why)))?;
     if let Some(err) = &s.error {
         out.line(&format!("  error: {}", sanitize(err)))?;
     }

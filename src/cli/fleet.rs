@@ -4,8 +4,9 @@
 
 use super::output::{CmdResult, Out, EXIT_OK};
 use super::table::{columns, hazard_lines, summary};
+use crate::claims::census::why_with_hazards;
 use crate::claims::words::count;
-use crate::claims::Counts;
+use crate::claims::{Counts, ItemRules};
 use crate::sanitize::sanitize;
 use crate::store::fleet::{
     count_states, FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
@@ -30,7 +31,8 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
                 Some(r) => (r.host.as_str(), r.holder.as_str(), r.pid.to_string()),
                 None => ("-", "-", "-".to_string()),
             };
-            let why = s.error.as_deref().unwrap_or(&s.why);
+            let why = why_with_hazards(s, ItemRules::StoreKey);
+            let why = s.error.as_deref().unwrap_or(&why);
             cells(
                 host,
                 SOURCE_STORE,
@@ -75,34 +77,7 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
 pub(super) fn print_hosts(out: &mut Out, hosts: &[HostInfo]) -> std::io::Result<()> {
     out.line(&format!("{}:", count(hosts.len(), "host")))?;
     for h in hosts {
-        let state = if h.online {
-            let mut state = format!(
-                "online, {}",
-                count(
-                    h.counts.live + h.counts.suspect + h.counts.stale + h.counts.corrupted,
-                    "claim"
-                )
-            );
-            for r in h.unknown_roots() {
-                let why = r
-                    .error
-                    .as_deref()
-                    .map(|e| format!(" ({})", sanitize(e)))
-                    .unwrap_or_default();
-                state.push_str(&format!(
-                    "; {} root {}{why}: its claims are unknown, not free",
-                    r.state.as_str().to_uppercase(),
-                    sanitize(&r.path)
-                ));
-            }
-            state
-        } else {
-            format!(
-                "OFFLINE, last seen {} ({} ago); its claims are unknown, not free",
-                utc_hms(h.last_seen_ms),
-                human_ms(now_ms() - h.last_seen_ms)
-            )
-        };
+        let state = host_state(h, now_ms());
         out.line(&format!(
             "  {} ({})  {}  roots: {}",
             sanitize(&h.hostname),
@@ -116,6 +91,34 @@ pub(super) fn print_hosts(out: &mut Out, hosts: &[HostInfo]) -> std::io::Result<
         ))?;
     }
     Ok(())
+}
+
+/// A host's state in words: online with every claim it publishes (an
+/// unreadable one is held as far as anyone can tell, so it counts, as the
+/// dashboard's hosts line counts it), and the roots whose claims are
+/// unknown; or offline since when.
+fn host_state(h: &HostInfo, now: i64) -> String {
+    if !h.online {
+        return format!(
+            "OFFLINE, last seen {} ({} ago); its claims are unknown, not free",
+            utc_hms(h.last_seen_ms),
+            human_ms(now - h.last_seen_ms)
+        );
+    }
+    let mut state = format!("online, {}", count(h.counts.total(), "claim"));
+    for r in h.unknown_roots() {
+        let why = r
+            .error
+            .as_deref()
+            .map(|e| format!(" ({})", sanitize(e)))
+            .unwrap_or_default();
+        state.push_str(&format!(
+            "; {} root {}{why}: its claims are unknown, not free",
+            r.state.as_str().to_uppercase(),
+            sanitize(&r.path)
+        ));
+    }
+    state
 }
 
 fn published_row(i: &FleetItem) -> Vec<String> {
@@ -157,14 +160,9 @@ fn cells(
         .collect()
 }
 
-fn add(a: Counts, b: Counts) -> Counts {
-    Counts {
-        live: a.live + b.live,
-        suspect: a.suspect + b.suspect,
-        stale: a.stale + b.stale,
-        corrupted: a.corrupted + b.corrupted,
-        unreadable: a.unreadable + b.unreadable,
-    }
+fn add(mut a: Counts, b: Counts) -> Counts {
+    a += b;
+    a
 }
 
 /// A published hazard as a line: its own words, then the host and root it
@@ -179,4 +177,26 @@ pub(super) fn fleet_hazard_text(h: &FleetHazard) -> String {
         sanitize(&h.host_id),
         sanitize(&h.root.path)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_publishing_an_unreadable_claim_counts_it_among_its_claims() {
+        let h = HostInfo {
+            host_id: "m1".into(),
+            hostname: "vm".into(),
+            online: true,
+            last_seen_ms: 0,
+            roots: Vec::new(),
+            counts: Counts {
+                live: 6,
+                unreadable: 1,
+                ..Counts::default()
+            },
+        };
+        assert_eq!(host_state(&h, 0), "online, 7 claims");
+    }
 }

@@ -58,7 +58,7 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
             .enumerate()
             .map(|(i, c)| (listing.claim_root(i), c))
             .collect();
-        write_table(out, &rows)?;
+        write_table(out, &rows, listing.item_rules())?;
     }
     summary(out, sw.claims.len(), sw.counts, &hazard_lines(listing))?;
     Ok(EXIT_OK)

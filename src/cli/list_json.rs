@@ -9,7 +9,7 @@
 //! that does need escaping is handed to serde_json itself, so every escape
 //! stays serde_json's own.
 
-use crate::claims::{ClaimRecord, Counts, Hazard, Status, Sweep};
+use crate::claims::{ClaimRecord, Counts, Hazard, ItemRules, OwnHazards, Status, Sweep};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -55,7 +55,8 @@ fn array<T>(
     Ok(())
 }
 
-/// A `Status` as its derived `Serialize` writes it (skipped fields left out).
+/// A `Status` as [`crate::claims::census::Judged`] writes it: the derived
+/// fields (skipped ones left out), then its own hazards.
 fn status(buf: &mut Vec<u8>, s: &Status) -> io::Result<()> {
     buf.extend_from_slice(b"{\"key\":");
     string(buf, &s.key)?;
@@ -75,7 +76,16 @@ fn status(buf: &mut Vec<u8>, s: &Status) -> io::Result<()> {
         Some(e) => string(buf, e)?,
         None => buf.extend_from_slice(b"null"),
     }
-    buf.push(b'}');
+    buf.extend_from_slice(b",\"hazards\":[");
+    for (i, kind) in OwnHazards::of(s, ItemRules::Lockfile).kinds().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.push(b'"');
+        buf.extend_from_slice(kind.as_str().as_bytes());
+        buf.push(b'"');
+    }
+    buf.extend_from_slice(b"]}");
     Ok(())
 }
 

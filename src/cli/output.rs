@@ -1,7 +1,7 @@
 //! Writing results: one JSON document or a few lines of sanitized text on
 //! stdout, diagnostics on stderr, and the exit statuses of the contract.
 
-use crate::claims::{ClaimRecord, Hazard, Status};
+use crate::claims::{ClaimRecord, Hazard, ItemRules, Status};
 use crate::sanitize::{sanitize, TerminalText};
 use serde_json::{json, Value};
 use std::io::{self, Write};
@@ -169,8 +169,9 @@ pub fn opt_record_json(rec: Option<&ClaimRecord>) -> Value {
     rec.map(record_json).unwrap_or(Value::Null)
 }
 
-/// The `status` object (also a `list` item).
-pub fn status_json(s: &Status) -> Value {
+/// The `status` object (also a `list` item), with the hazards the claim
+/// is by itself as `rules` judge them.
+pub fn status_json(s: &Status, rules: ItemRules) -> Value {
     json!({
         "key": s.key,
         "file": path_str(&s.file),
@@ -178,6 +179,7 @@ pub fn status_json(s: &Status) -> Value {
         "record": opt_record_json(s.record.as_ref()),
         "why": s.why,
         "error": s.error,
+        "hazards": crate::claims::census::own_kind_names(s, rules),
     })
 }
 

@@ -3,8 +3,9 @@
 //! block.
 
 use super::output::{decimal, hazard_text, path_text, Out};
+use crate::claims::census::why_with_hazards;
 use crate::claims::words::count;
-use crate::claims::{Counts, Status};
+use crate::claims::{Counts, ItemRules, Status};
 use crate::sanitize::sanitize;
 use crate::store::{Listing, StoreHazard};
 use std::borrow::Cow;
@@ -90,8 +91,13 @@ impl Row<'_> {
 
 /// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
 /// cell; the ROOT column only when the rows name their roots. Written
-/// straight into the output, one line per row.
-pub(super) fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> io::Result<()> {
+/// straight into the output, one line per row. WHY says, after the
+/// verdict, each hazard a claim is that its verdict does not (`rules`).
+pub(super) fn write_table(
+    out: &mut Out,
+    items: &[(Option<&Path>, &Status)],
+    rules: ItemRules,
+) -> io::Result<()> {
     let with_root = items.iter().any(|(r, _)| r.is_some());
     let rows: Vec<Row> = items
         .iter()
@@ -106,7 +112,11 @@ pub(super) fn write_table(out: &mut Out, items: &[(Option<&Path>, &Status)]) -> 
                 key: sanitize(&s.key),
                 holder,
                 pid,
-                why: sanitize(s.error.as_deref().unwrap_or(&s.why)),
+                why: match (&s.error, why_with_hazards(s, rules)) {
+                    (Some(e), _) => sanitize(e),
+                    (None, Cow::Borrowed(why)) => sanitize(why),
+                    (None, Cow::Owned(why)) => Cow::Owned(sanitize(&why).into_owned()),
+                },
             }
         })
         .collect();

@@ -50,7 +50,7 @@ pub struct Read {
     pub claims: Vec<Status>,
     /// Mutexes and temp files that are hazards now.
     pub hazards: Vec<Hazard>,
-    /// Entries that went away (no longer hazards).
+    /// Entries that are no hazard now: gone, or made afresh (young).
     pub gone: Vec<PathBuf>,
     /// Pid facts learned or changed.
     pub pids: PidFacts,

@@ -11,7 +11,8 @@ use super::roots::RootSet;
 use super::timeline::Timeline;
 use super::Options;
 use crate::claims::{
-    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Locality, Root, Status,
+    census, ClaimState, Classifier, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Locality,
+    OwnHazards, Root, Status, Tally,
 };
 use crate::events::tail::Line;
 use std::cmp::{Ordering, Reverse};
@@ -28,51 +29,33 @@ pub const DETAIL_HISTORY: usize = 8;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
     pub by_path: HashMap<Arc<Path>, Status>,
-    pub counts: Counts,
-    /// Claims that are themselves hazards (corrupted, foreign machine).
-    pub item_hazards: usize,
-    /// `counts` split by claims dir (one per root), kept with them: the
-    /// header of a dashboard over several roots shows them every second,
+    /// The counts and the claims' own hazards, kept as claims come and go
+    /// by the core's [`Tally`]: the sums its census makes for `list`.
+    pub tally: Tally,
+    /// `tally`'s counts split by claims dir (one per root), kept with them:
+    /// the header of a dashboard over several roots shows them every second,
     /// and walking 30 000 claims for them cost milliseconds a frame.
     pub per_dir: Vec<(PathBuf, Counts)>,
     /// The claims come from a store whose keys are not lockfiles (etcd):
-    /// a claim's own hazards are the store's (see `store::item_hazards`).
+    /// a claim's own hazards are judged by the store's rules.
     pub store_keys: bool,
 }
 
 impl ClaimSet {
-    pub fn recount(&mut self) {
-        let mut counts = Counts::default();
-        let mut hazards = 0;
-        self.per_dir.clear();
-        let claims = std::mem::take(&mut self.by_path);
-        for s in claims.values() {
-            counts.add(s.state);
-            self.dir_counts(&s.file).add(s.state);
-            hazards += item_hazard_count(s, self.store_keys);
-        }
-        self.by_path = claims;
-        // In a fixed order, so two sets of the same claims compare equal.
-        self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
-        self.counts = counts;
-        self.item_hazards = hazards;
+    /// How the census judges `s`'s own hazards here.
+    pub fn rules_of(&self, s: &Status) -> ItemRules {
+        rules_of(self.store_keys, s)
     }
 
-    /// The counts of the claims dir `file` is in.
-    fn dir_counts(&mut self, file: &Path) -> &mut Counts {
-        let dir = file.parent().unwrap_or(Path::new(""));
-        let i = match self
-            .per_dir
-            .iter()
-            .position(|(d, _)| d.as_os_str() == dir.as_os_str())
-        {
-            Some(i) => i,
-            None => {
-                self.per_dir.push((dir.to_path_buf(), Counts::default()));
-                self.per_dir.len() - 1
-            }
-        };
-        &mut self.per_dir[i].1
+    pub fn recount(&mut self) {
+        self.per_dir.clear();
+        for s in self.by_path.values() {
+            dir_counts(&mut self.per_dir, &s.file).add(s.state);
+        }
+        let (claims, store_keys) = (&self.by_path, self.store_keys);
+        self.tally = Tally::of(claims.values(), |s| rules_of(store_keys, s));
+        // In a fixed order, so two sets of the same claims compare equal.
+        self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
     }
 
     /// The counts of the claims in `dir` (a root's claims dir).
@@ -91,59 +74,52 @@ impl ClaimSet {
     /// current without a recount (a recount of 30 000 claims per changed
     /// file was most of a change's cost); true when it changed.
     pub fn put(&mut self, path: &Path, s: Status) -> bool {
+        let rules = rules_of(self.store_keys, &s);
+        let ClaimSet {
+            by_path,
+            tally,
+            per_dir,
+            ..
+        } = self;
         if s.state == ClaimState::Free {
-            let Some(old) = self.by_path.remove(path) else {
+            let Some(old) = by_path.remove(path) else {
                 return false;
             };
-            self.uncount(&old);
+            weigh(tally, per_dir, &old, rules, false);
             return true;
         }
-        let (state, hazards, file) = (
-            s.state,
-            item_hazard_count(&s, self.store_keys),
-            s.file.clone(),
-        );
-        match self.by_path.get_mut(path) {
+        match by_path.get_mut(path) {
             Some(old) if *old == s => return false,
             Some(old) => {
+                weigh(tally, per_dir, &s, rules, true);
                 let was = std::mem::replace(old, s);
-                self.uncount(&was);
+                weigh(tally, per_dir, &was, rules, false);
             }
             None => {
-                self.by_path.insert(Arc::from(path), s);
+                weigh(tally, per_dir, &s, rules, true);
+                by_path.insert(Arc::from(path), s);
             }
         }
-        self.counts.add(state);
-        self.dir_counts(&file).add(state);
-        self.item_hazards += hazards;
         true
-    }
-
-    fn uncount(&mut self, s: &Status) {
-        self.counts.remove(s.state);
-        self.dir_counts(&s.file).remove(s.state);
-        self.item_hazards -= item_hazard_count(s, self.store_keys);
     }
 
     /// Re-judge the claim at `path` in place, keeping the counts current
     /// without a recount; true when its state or locality moved.
     pub fn rejudge(&mut self, path: &Path, judge: impl FnOnce(&mut Status) -> bool) -> bool {
-        let Some(s) = self.by_path.get_mut(path) else {
+        let ClaimSet {
+            by_path,
+            tally,
+            per_dir,
+            store_keys,
+        } = self;
+        let Some(s) = by_path.get_mut(path) else {
             return false;
         };
-        let store = self.store_keys;
-        let (old_state, old_hazards) = (s.state, item_hazard_count(s, store));
-        if !judge(s) {
-            return false;
-        }
-        let (state, hazards, file) = (s.state, item_hazard_count(s, store), s.file.clone());
-        self.counts.remove(old_state);
-        self.counts.add(state);
-        let dir = self.dir_counts(&file);
-        dir.remove(old_state);
-        dir.add(state);
-        self.item_hazards = self.item_hazards + hazards - old_hazards;
-        true
+        let rules = rules_of(*store_keys, s);
+        weigh(tally, per_dir, s, rules, false);
+        let moved = judge(s);
+        weigh(tally, per_dir, s, rules, true);
+        moved
     }
 
     pub fn len(&self) -> usize {
@@ -169,18 +145,49 @@ impl ClaimSet {
     }
 }
 
-/// How many hazards `claims::item_hazards` would report for `s`,
-/// without building them (the header only needs the count).
-fn item_hazard_count(s: &Status, store_keys: bool) -> usize {
-    // A published copy's hazards come with its host's hazard list.
-    if store_keys && is_copy(s) {
-        return 0;
+/// How the census judges `s`'s own hazards in a set of a root's claims
+/// (`store_keys` false) or of a store's.
+fn rules_of(store_keys: bool, s: &Status) -> ItemRules {
+    match (store_keys, is_copy(s)) {
+        (false, _) => ItemRules::Lockfile,
+        // A published copy's hazards come with its host's hazard list.
+        (true, true) => ItemRules::Copy,
+        (true, false) => ItemRules::StoreKey,
     }
-    if store_keys {
-        return crate::store::item_hazards::item_hazard_count(s);
+}
+
+/// Add `s` to (or take it from) the running sums, and its claims dir's.
+fn weigh(
+    tally: &mut Tally,
+    per_dir: &mut Vec<(PathBuf, Counts)>,
+    s: &Status,
+    rules: ItemRules,
+    add: bool,
+) {
+    let dir = dir_counts(per_dir, &s.file);
+    if add {
+        tally.add(s, rules);
+        dir.add(s.state);
+    } else {
+        tally.remove(s, rules);
+        dir.remove(s.state);
     }
-    let (misnamed, unverifiable) = crate::claims::item_hazard_kinds(s);
-    usize::from(misnamed.is_some()) + usize::from(unverifiable.is_some())
+}
+
+/// The counts of the claims dir `file` is in.
+fn dir_counts<'a>(per_dir: &'a mut Vec<(PathBuf, Counts)>, file: &Path) -> &'a mut Counts {
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let i = match per_dir
+        .iter()
+        .position(|(d, _)| d.as_os_str() == dir.as_os_str())
+    {
+        Some(i) => i,
+        None => {
+            per_dir.push((dir.to_path_buf(), Counts::default()));
+            per_dir.len() - 1
+        }
+    };
+    &mut per_dir[i].1
 }
 
 /// What one tick must re-judge.
@@ -461,7 +468,7 @@ impl Filter {
                         Some(st) => f.terms.push(Term::State(st)),
                         None => {
                             f.problem = Some(format!(
-                                "unknown state {v:?}: live, suspect, stale or corrupted"
+                                "unknown state {v:?}: live, suspect, stale, corrupted or unreadable"
                             ))
                         }
                     }
@@ -1052,9 +1059,10 @@ impl Claims {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
     }
 
-    /// Every hazard: the sweep's plus the claims that are hazards.
+    /// Every hazard: the entries' plus the claims' own, as the census
+    /// counts them.
     pub fn hazard_count(&self) -> usize {
-        self.sweep_hazards.len() + self.shown().item_hazards
+        self.sweep_hazards.len() + self.shown().tally.own_hazards
     }
 
     /// Whether the last sweep found the events log unappendable.
@@ -1064,27 +1072,19 @@ impl Claims {
             .any(|h| h.kind == HazardKind::EventsLogBroken)
     }
 
-    /// The full hazard list, built on demand (the `h` list).
+    /// The full hazard list, built on demand by the census `list` and
+    /// `doctor` count through (the `h` list, `x`'s offer), most urgent
+    /// kind first.
     pub fn hazards(&self) -> Vec<Hazard> {
-        let mut out = self.sweep_hazards.clone();
-        let mut items: Vec<&Status> = self.shown().by_path.values().collect();
-        items.sort_by(|a, b| a.file.cmp(&b.file));
-        let store_keys = self.shown().store_keys;
-        for s in items {
-            if store_keys && is_copy(s) {
-                continue;
-            }
-            if store_keys {
-                crate::store::item_hazards::item_hazards(s, &mut out);
-            } else {
-                crate::claims::item_hazards(s, &mut out);
-            }
-        }
-        out.sort_by(|a, b| {
-            hazard_rank(a.kind)
-                .cmp(&hazard_rank(b.kind))
-                .then(a.path.cmp(&b.path))
-        });
+        let shown = self.shown();
+        let mut out = census(
+            shown.by_path.values(),
+            self.sweep_hazards.iter().cloned(),
+            |s| shown.rules_of(s),
+        )
+        .hazards;
+        // Stable: by path within a kind, as the census sorted them.
+        out.sort_by_key(|h| hazard_rank(h.kind));
         out
     }
 }
@@ -1100,15 +1100,32 @@ pub struct Widest {
     pub reason: u16,
 }
 
+/// The key as its row shows it: marked `⚠` when the claim is a hazard its
+/// state and its why do not already say (its record names another key),
+/// so a claim that reads healthy never hides one.
+pub fn key_cell(s: &Status, rules: ItemRules) -> String {
+    let key = crate::sanitize::sanitize(&s.key);
+    if key_marked(s, rules) {
+        format!("{key} ⚠")
+    } else {
+        key.into_owned()
+    }
+}
+
+fn key_marked(s: &Status, rules: ItemRules) -> bool {
+    OwnHazards::of(s, rules).unsaid().next().is_some()
+}
+
 impl Widest {
     fn chars(s: &str) -> u16 {
         s.chars().count().min(u16::MAX as usize) as u16
     }
 
-    /// Widen to fit `s`.
-    pub fn fit(&mut self, s: &Status) {
+    /// Widen to fit `s`, judged by `rules` (whose mark its key cell carries).
+    pub fn fit(&mut self, s: &Status, rules: ItemRules) {
         let w = |v: &mut u16, text: &str| *v = (*v).max(Widest::chars(text));
-        w(&mut self.key, &s.key);
+        let mark = if key_marked(s, rules) { 2 } else { 0 };
+        self.key = self.key.max(Widest::chars(&s.key).saturating_add(mark));
         match &s.record {
             Some(r) => {
                 w(&mut self.holder, &r.holder);
@@ -1124,9 +1141,9 @@ impl Widest {
 
     /// Would taking `s` away leave a column wider than its widest row?
     /// (Then the widths must be measured again over every row.)
-    pub fn held_by(&self, s: &Status) -> bool {
+    pub fn held_by(&self, s: &Status, rules: ItemRules) -> bool {
         let mut one = Widest::default();
-        one.fit(s);
+        one.fit(s, rules);
         [
             (one.key, self.key),
             (one.holder, self.holder),
@@ -1404,7 +1421,7 @@ impl App {
         }
         let mut widest = Widest::default();
         for (_, s) in &rows {
-            widest.fit(s);
+            widest.fit(s, shown.rules_of(s));
         }
         t.widest = widest;
         t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
@@ -1443,7 +1460,7 @@ impl App {
                 })
             });
             t.rows.insert(pos, Arc::clone(p));
-            t.widest.fit(s);
+            t.widest.fit(s, live.rules_of(s));
         }
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {

@@ -157,7 +157,14 @@ impl Collector {
                     self.counters.reads.fetch_add(1, Relaxed);
                     out.claims.push(Status::of_file(&key, path, &mut c));
                 }
-                EntryKind::RecoveryMutex | EntryKind::Temp => self.look_at_entry(path, &mut out),
+                EntryKind::RecoveryMutex | EntryKind::Temp => {
+                    self.look_at_entry(path, &mut out);
+                    // Made afresh since it was a corpse (stolen, then taken
+                    // again): no hazard now, though it never went away.
+                    if self.young.contains(path) {
+                        out.gone.push(path.clone());
+                    }
+                }
                 EntryKind::Other => {}
             }
         }

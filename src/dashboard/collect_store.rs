@@ -19,13 +19,13 @@
 use super::action::Action;
 use super::app::EVENTS_RING;
 use super::store_view::StoreMsg;
-use crate::claims::now_ms;
+use crate::claims::{now_ms, ClaimState, Locality, Status};
 use crate::events::tail::Line;
 use crate::events::Event;
 use crate::store::fleet::Places;
 use crate::store::{open, Change, Changes, OpenOpts, Store, StoreError, StoreUrl, Tenure};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
@@ -157,6 +157,10 @@ pub struct Collector {
     /// Each host's roots, from the last fleet reading: what a mirrored
     /// event says of where it comes from.
     places: Places,
+    /// The live claims whose record names a process of this machine, by
+    /// pid: its exit changes nothing in the store, yet `list` then calls
+    /// the claim suspect, so each round re-reads the claims of a pid gone.
+    local: HashMap<i32, BTreeSet<String>>,
 }
 
 /// An event of this round, in the order the feed gave it.
@@ -180,7 +184,31 @@ impl Collector {
             fleet_due: true,
             hosts: BTreeSet::new(),
             places: Places::default(),
+            local: HashMap::new(),
         }
+    }
+
+    /// Remember `s` if a pid of this machine keeps it live.
+    fn watch_pid(&mut self, s: &Status) {
+        if let (ClaimState::Live, Some(Locality::Local), Some(r)) = (s.state, s.locality, &s.record)
+        {
+            self.local.entry(r.pid).or_default().insert(s.key.clone());
+        }
+    }
+
+    /// The claims whose local holder has exited since they were read.
+    fn pids_gone(&mut self) -> BTreeSet<String> {
+        let gone: Vec<i32> = self
+            .local
+            .keys()
+            .copied()
+            .filter(|p| !super::collect::pid_exists(*p))
+            .collect();
+        let mut keys = BTreeSet::new();
+        for pid in gone {
+            keys.extend(self.local.remove(&pid).unwrap_or_default());
+        }
+        keys
     }
 
     /// Read the fleet again if it is due; a failure leaves it due for the
@@ -235,8 +263,10 @@ impl Collector {
         let at = now_ms();
         self.revision = listing.revision.or(self.revision);
         self.deadlines.clear();
+        self.local.clear();
         for (s, t) in listing.sweep.claims.iter().zip(&listing.tenures) {
             self.expect_end(&s.key, t.as_ref(), at);
+            self.watch_pid(s);
         }
         self.unread.clear();
         Ok(Action::Store(Box::new(StoreMsg::Listed {
@@ -259,6 +289,7 @@ impl Collector {
             match self.store.status(&key) {
                 Ok(f) => {
                     self.expect_end(&key, f.tenure.as_ref(), now_ms());
+                    self.watch_pid(&f.outcome);
                     items.push((f.outcome, f.tenure));
                 }
                 Err(_) => {
@@ -366,6 +397,7 @@ impl Collector {
             }
         }
         keys.extend(self.leases_due(now_ms()));
+        keys.extend(self.pids_gone());
         match relist {
             // A re-list covers every key named so far.
             // A re-list that fails ends the round: `run` starts over with a

@@ -7,7 +7,8 @@ use super::action::{Action, Op, RootProblem};
 use super::app::{App, CleanConfirm, Level};
 use super::logview;
 use super::roots::RootSet;
-use super::update::{on_events_in, scroll_into_view, sweep_only_hazards, update};
+use super::update::{on_events_in, scroll_into_view, update};
+use crate::claims::entry_hazards;
 use crate::claims::{Status, Sweep};
 use std::collections::HashMap;
 use std::path::Path;
@@ -99,6 +100,8 @@ pub fn apply_root_sweep(
     changed |= !old.is_empty();
 
     let roots = &app.roots;
+    let live = &app.claims.live;
+    let fresh = entry_hazards(sweep.hazards, |p| live.by_path.contains_key(p));
     let hazards = &mut app.claims.sweep_hazards;
     let before: Vec<_> = hazards
         .iter()
@@ -106,7 +109,6 @@ pub fn apply_root_sweep(
         .cloned()
         .collect();
     hazards.retain(|h| roots.of_path(&h.path) != Some(i));
-    let fresh = sweep_only_hazards(sweep.hazards);
     changed |= before != fresh;
     hazards.extend(fresh);
 

@@ -12,7 +12,7 @@ use super::keys::{self, Cmd, Pane};
 use super::logview;
 use super::roots::RootSet;
 use super::view::{layout, time_bucket};
-use crate::claims::{parse_ttl_ms, Classifier, HazardKind, Status};
+use crate::claims::{entry_hazards, parse_ttl_ms, Classifier, Status};
 use crate::events::tail::Line;
 pub use crate::time::ttl_text;
 use ratatui::crossterm::event::{
@@ -100,7 +100,7 @@ pub fn on_read(app: &mut App, r: Read) -> bool {
             .claims
             .live
             .get(&path)
-            .is_some_and(|old| app.table.widest.held_by(old));
+            .is_some_and(|old| app.table.widest.held_by(old, app.claims.live.rules_of(old)));
         if app.claims.live.put(&path, s) {
             narrows |= held;
             moved.push(Arc::from(path.as_path()));
@@ -174,7 +174,9 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
         }
     }
     set.recount();
-    let hazards = sweep_only_hazards(sweep.hazards);
+    // A claim's own hazards come from the claim itself, which reads keep
+    // current between sweeps: only the entries' are kept apart.
+    let hazards = entry_hazards(sweep.hazards, |p| set.by_path.contains_key(p));
     let c = &mut app.claims;
     let problem_moved = c.problem != problem;
     c.problem = problem;
@@ -187,23 +189,6 @@ pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
     app.rebuild_rows();
     scroll_into_view(app);
     true
-}
-
-/// The hazards a sweep found that are not claims. Claims that are hazards
-/// are counted from the claims themselves, which reads keep current
-/// between sweeps.
-pub(super) fn sweep_only_hazards(
-    hazards: Vec<crate::claims::Hazard>,
-) -> Vec<crate::claims::Hazard> {
-    hazards
-        .into_iter()
-        .filter(|h| {
-            !matches!(
-                h.kind,
-                HazardKind::CorruptedClaim | HazardKind::ForeignMachine | HazardKind::KeyMismatch
-            )
-        })
-        .collect()
 }
 
 pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
@@ -313,8 +298,17 @@ pub fn visible_signature(app: &App) -> u64 {
     let now = app.shown_now();
     (now / 1000).hash(&mut h);
     let shown = app.shown();
-    let c = shown.counts;
-    (c.live, c.suspect, c.stale, c.corrupted, shown.item_hazards).hash(&mut h);
+    let c = shown.tally.counts;
+    let hazards = shown.tally.own_hazards;
+    (
+        c.live,
+        c.suspect,
+        c.stale,
+        c.corrupted,
+        c.unreadable,
+        hazards,
+    )
+        .hash(&mut h);
     let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
         if let Some(s) = shown.get(p) {
@@ -783,7 +777,7 @@ fn start_clean(app: &mut App) -> bool {
         .claims
         .hazards()
         .into_iter()
-        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .filter(|h| h.kind.cleanable())
         .collect();
     if hazards.is_empty() {
         app.say(

@@ -11,7 +11,7 @@
 use super::action::Action;
 use super::app::EVENTS_RING;
 use super::collect::Input;
-use crate::claims::Root;
+use crate::claims::{entry_behind, Root};
 use crate::events::tail::Follower;
 use crate::store::fs_events::{touched, Touched};
 use notify_debouncer_full::notify::RecursiveMode;
@@ -60,6 +60,7 @@ pub fn classify(events: &[DebouncedEvent], claims_dir: &Path, events_file: &Path
                 Touched::EventsLog => b.events_file = true,
                 Touched::Entry(p) => {
                     b.changed.insert(p.to_path_buf());
+                    b.changed.extend(entry_behind(p));
                 }
                 Touched::Other(p) => {
                     b.structure = true;

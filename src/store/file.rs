@@ -9,8 +9,8 @@ use super::wake::FileKeyWatch;
 use super::{Change, Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
 use crate::claims::key_of_lockfile;
 use crate::claims::{
-    self, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
-    Root, Status, WaitHook,
+    self, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ItemRules, ReleaseOutcome,
+    RenewOutcome, Root, Status, WaitHook,
 };
 use crate::events::tail::{read_last_lines, Follower};
 use crate::events::Event;
@@ -53,6 +53,10 @@ impl FileStore {
 impl Store for FileStore {
     fn url(&self) -> String {
         format!("file:{}", self.root.root.to_string_lossy())
+    }
+
+    fn item_rules(&self) -> ItemRules {
+        ItemRules::Lockfile
     }
 
     fn acquire(

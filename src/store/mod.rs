@@ -48,7 +48,6 @@
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
-pub mod item_hazards;
 pub mod multi;
 pub mod url;
 pub mod wake;
@@ -56,10 +55,11 @@ pub mod wake;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
+use crate::claims::census::Judged;
 use crate::claims::Blocker;
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
-    RenewOutcome, Status, Sweep,
+    AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ItemRules,
+    ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use crate::events::Event;
 use serde::Serialize;
@@ -292,31 +292,53 @@ impl Listing {
         o.roots.get(*o.hazards.get(i)?).map(PathBuf::as_path)
     }
 
+    /// How its claims' own hazards are judged: a listing with a store URL
+    /// is a store's, else a root's lockfiles.
+    pub fn item_rules(&self) -> ItemRules {
+        match self.store {
+            Some(_) => ItemRules::StoreKey,
+            None => ItemRules::Lockfile,
+        }
+    }
+
     /// `list --json`: exactly the sweep's JSON on the file store; on etcd the
     /// same with `"store"`, the tenure fields and the store hazards added.
     pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(&self.sweep).unwrap_or(Value::Null);
+        let rules = self.item_rules();
+        let claims: Vec<Value> = self
+            .sweep
+            .claims
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let mut v = serde_json::to_value(Judged { item, rules }).unwrap_or(Value::Null);
+                if let Some(record) = v.get_mut("record") {
+                    Tenure::extend_record(self.tenures.get(i).and_then(Option::as_ref), record);
+                }
+                v
+            })
+            .collect();
+        let mut hazards: Vec<Value> = self
+            .sweep
+            .hazards
+            .iter()
+            .filter_map(|h| serde_json::to_value(h).ok())
+            .collect();
+        hazards.extend(
+            self.store_hazards
+                .iter()
+                .filter_map(|h| serde_json::to_value(h).ok()),
+        );
+        let mut v = serde_json::json!({
+            "root": self.sweep.root.to_string_lossy(),
+            "claims": claims,
+            "counts": self.sweep.counts,
+            "hazards": hazards,
+        });
         if let Some(origins) = &self.origins {
             return self.several_json(v, origins);
         }
-        let Some(obj) = v.as_object_mut() else {
-            return v;
-        };
-        if let Some(Value::Array(items)) = obj.get_mut("claims") {
-            for (item, tenure) in items.iter_mut().zip(&self.tenures) {
-                if let Some(record) = item.get_mut("record") {
-                    Tenure::extend_record(tenure.as_ref(), record);
-                }
-            }
-        }
-        if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(
-                self.store_hazards
-                    .iter()
-                    .filter_map(|h| serde_json::to_value(h).ok()),
-            );
-        }
-        if let Some(store) = &self.store {
+        if let (Some(store), Some(obj)) = (&self.store, v.as_object_mut()) {
             obj.insert("store".into(), Value::from(store.as_str()));
         }
         v
@@ -484,6 +506,13 @@ pub const DEFAULT_EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600
 pub trait Store: Send {
     /// The store URL, for headers and `"store"` in JSON.
     fn url(&self) -> String;
+    /// How a claim's own hazards are judged here (see
+    /// [`crate::claims::census`]): a store's keys are named by its layout
+    /// and its leases decide liveness on every machine alike. The file
+    /// store judges lockfiles.
+    fn item_rules(&self) -> ItemRules {
+        ItemRules::StoreKey
+    }
     fn acquire(
         &self,
         key: &str,

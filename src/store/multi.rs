@@ -9,8 +9,8 @@
 use super::file::FileStore;
 use super::{Change, Changes, Fenced, KeyWatch, Listing, Origins, Store, StoreError, Wake};
 use crate::claims::{
-    sweep_roots, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
-    RenewOutcome, Roots, Status, Sweep,
+    sweep_roots, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ItemRules,
+    ReleaseOutcome, RenewOutcome, Roots, Status, Sweep,
 };
 use crate::events::history::{History, Log};
 use crate::events::Event;

@@ -296,8 +296,9 @@ fn status_reports_free_live_stale_and_corrupted_with_the_contract_fields() {
     assert_eq!(rc, 0);
     assert_eq!(
         keys(&free),
-        ["key", "file", "state", "record", "why", "error"]
+        ["key", "file", "state", "record", "why", "error", "hazards"]
     );
+    assert_eq!(free["hazards"], json!([]));
     assert_eq!(free["state"], "free");
     assert_eq!(free["record"], Value::Null);
     assert_eq!(free["error"], Value::Null);
@@ -327,6 +328,7 @@ fn status_reports_free_live_stale_and_corrupted_with_the_contract_fields() {
         bad["error"].as_str().unwrap().contains("schema_version"),
         "{bad}"
     );
+    assert_eq!(bad["hazards"], json!(["corrupted_claim"]));
 }
 
 #[test]

@@ -163,7 +163,7 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
     ));
     // One key held natively and on alpha reads as two rows.
     assert_eq!(app.table.rows.len(), 3);
-    assert_eq!(app.shown().counts.live, 3);
+    assert_eq!(app.shown().tally.counts.live, 3);
     let screen = render(&app);
     let header = header_row(&screen);
     assert!(

@@ -235,8 +235,8 @@ fn store_claims_keep_the_stores_verdict_whatever_this_machines_pids_say() {
     let mut app = store_app(160, 48);
     // pid 4242 is no process here; on a file root that would be suspect.
     update(&mut app, Action::Tick(NOW + 5 * SEC));
-    assert_eq!(app.claims.live.counts.live, 3);
-    assert_eq!(app.claims.live.counts.suspect, 0);
+    assert_eq!(app.claims.live.tally.counts.live, 3);
+    assert_eq!(app.claims.live.tally.counts.suspect, 0);
     assert_eq!(
         app.claims.hazard_count(),
         0,
@@ -297,7 +297,7 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
         ["migrate-db", "build/x86", "deploy/prod"],
         "a suspect claim sorts before live ones"
     );
-    let c = app.claims.live.counts;
+    let c = app.claims.live.tally.counts;
     assert_eq!((c.live, c.suspect), (2, 1));
 
     let fresh = store_claim("aaa/new", "pty:carol", 9, 0, MIN);
@@ -312,7 +312,7 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
         row_keys(&app),
         ["migrate-db", "aaa/new", "build/x86", "deploy/prod"]
     );
-    assert_eq!(app.claims.live.counts.live, 3);
+    assert_eq!(app.claims.live.tally.counts.live, 3);
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     );
     assert_eq!(col.counters.rescans(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.claims.live.tally.counts.stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -129,7 +129,7 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
     apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
     assert!(update(&mut app, Action::Tick(NOW + 31_000)));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.claims.live.tally.counts.stale, 1);
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     apply_sweep(&mut app, sweep_of(&root, vec![soon, later], vec![]));
     // The first tick after a sweep re-judges everything; nothing moves yet.
     update(&mut app, Action::Tick(NOW + 1_000));
-    assert_eq!(app.claims.live.counts.suspect, 2);
+    assert_eq!(app.claims.live.tally.counts.suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
     update(&mut app, Action::Tick(NOW + 31_000));
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
@@ -149,14 +149,17 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
     assert_eq!(
-        (app.claims.live.counts.stale, app.claims.live.counts.suspect),
+        (
+            app.claims.live.tally.counts.stale,
+            app.claims.live.tally.counts.suspect
+        ),
         (1, 1)
     );
     update(&mut app, Action::Tick(NOW + 60_000));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     update(&mut app, Action::Tick(NOW + 91_000));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(app.claims.live.tally.counts.stale, 2);
 }
 
 #[test]
@@ -241,7 +244,7 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(app.claims.live.tally.counts.stale, 2);
     assert_eq!(col.counters.reads(), reads, "no lockfile was re-read");
 }
 

@@ -123,7 +123,10 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
         f.field("root", &super::roots::detail_value(app, app.roots.of(s)));
     }
     f.styled("state", state_label(s.state), theme.state(s.state));
-    f.field("why", &safe(&s.why));
+    // The verdict, then any hazard the claim is that the verdict does not
+    // say (its record names another key): never shown as healthy alone.
+    let why = crate::claims::census::why_with_hazards(s, app.shown().rules_of(s));
+    f.field("why", &safe(&why));
     match &s.record {
         None => {
             if let Some(e) = &s.error {

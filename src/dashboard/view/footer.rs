@@ -46,6 +46,7 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             (ClaimState::Suspect, "TTL runs, holder gone"),
             (ClaimState::Stale, "reclaimable"),
             (ClaimState::Corrupted, "not a claim"),
+            (ClaimState::Unreadable, "may be held"),
         ] {
             spans.push(Span::styled(state_label(state), theme.state(state)));
             spans.push(Span::styled(format!(": {what}  "), theme.dim()));
@@ -66,7 +67,7 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
     } else if app.table.filter_input.is_some() {
         vec![
-            ("state:", "live|suspect|stale|corrupted"),
+            ("state:", "live|suspect|stale|corrupted|unreadable"),
             ("holder:", "…"),
             ("harness:", "…"),
             ("Enter", "keep filter"),

@@ -10,7 +10,6 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let c = app.shown().counts;
     // Narrow terminals get single gaps, so the hazard count still fits at 80.
     let gap = if area.width < 100 { " " } else { "  " };
     let mut spans = vec![
@@ -34,25 +33,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             spans.push(Span::raw(" "));
         }
     }
-    for (state, n) in [
-        (ClaimState::Live, c.live),
-        (ClaimState::Suspect, c.suspect),
-        (ClaimState::Stale, c.stale),
-        (ClaimState::Corrupted, c.corrupted),
-    ] {
-        let (sym, word) = state_label(state).split_once(' ').unwrap_or(("", ""));
-        spans.push(Span::styled(
-            format!("{sym} {n} {word}"),
-            theme.state(state),
-        ));
-        spans.push(Span::raw(gap));
-    }
-    let hz = app.hazard_count();
-    let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
-    spans.push(Span::styled(
-        format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),
-        hz_style,
-    ));
+    let head: usize = spans.iter().map(Span::width).sum();
+    let counts = counts_spans(app, theme, gap, true);
+    let fits = head + counts.iter().map(Span::width).sum::<usize>() <= usize::from(area.width);
+    spans.extend(if fits {
+        counts
+    } else {
+        counts_spans(app, theme, gap, false)
+    });
 
     if let Some(store) = &app.store {
         let line = super::store::header_line(app, store, theme);
@@ -77,4 +65,39 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let where_ = Line::from(where_);
     frame.render_widget(Paragraph::new(vec![Line::from(spans), where_]), area);
+}
+
+/// Each state's count, then the hazards — the census's sums, the same
+/// `list` prints. Unreadable claims are held as far as anyone can tell, so
+/// they are counted whenever there are any. Without `words` (a narrow
+/// terminal) only the symbols stay, which the legend and `?` explain.
+fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'static>> {
+    let c = app.shown().tally.counts;
+    let mut spans = Vec::new();
+    for (state, n) in [
+        (ClaimState::Live, c.live),
+        (ClaimState::Suspect, c.suspect),
+        (ClaimState::Stale, c.stale),
+        (ClaimState::Corrupted, c.corrupted),
+        (ClaimState::Unreadable, c.unreadable),
+    ] {
+        if state == ClaimState::Unreadable && n == 0 {
+            continue;
+        }
+        let (sym, word) = state_label(state).split_once(' ').unwrap_or(("", ""));
+        let text = if words {
+            format!("{sym} {n} {word}")
+        } else {
+            format!("{sym} {n}")
+        };
+        spans.push(Span::styled(text, theme.state(state)));
+        spans.push(Span::raw(gap.to_string()));
+    }
+    let hz = app.hazard_count();
+    let hz_style = if hz > 0 { theme.error() } else { theme.dim() };
+    spans.push(Span::styled(
+        format!("⚠ {hz} hazard{}", if hz == 1 { "" } else { "s" }),
+        hz_style,
+    ));
+    spans
 }

@@ -37,7 +37,7 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 /// What each state means, with its symbol and colour: the legend of `?`
 /// (the status line carries a one-line version for a first look).
-pub const LEGEND: [(ClaimState, &str); 4] = [
+pub const LEGEND: [(ClaimState, &str); 5] = [
     (
         ClaimState::Live,
         "green: the holder's process is verifiably alive here (even past its TTL)",
@@ -54,6 +54,12 @@ pub const LEGEND: [(ClaimState, &str); 4] = [
     (
         ClaimState::Corrupted,
         "magenta: the lockfile cannot be parsed; the key is blocked until it is force-released (F)",
+    ),
+    (
+        ClaimState::Unreadable,
+        "magenta: the lockfile cannot be read here (too big, too costly to parse, no \
+         permission), so it may be a live claim: counted as held, force-released only with \
+         its key typed",
     ),
 ];
 
@@ -118,7 +124,8 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         &mut lines,
         label,
         "something under the root that needs a human: a mutex corpse, temp litter, a \
-         corrupted or foreign claim (h lists them and can clean what is abandoned)",
+         corrupted, unreadable or foreign claim, a claim whose record names another key \
+         (marked ⚠ after its key) (h lists them and can clean what is abandoned)",
         Style::new(),
         room,
     );

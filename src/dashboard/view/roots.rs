@@ -89,11 +89,12 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         if problems.get(i).is_some_and(Option::is_some) {
             return "⚠ unreadable".into();
         }
-        let mut s = format!("{}", c.live + c.suspect + c.stale + c.corrupted);
+        let mut s = format!("{}", c.total());
         let bad: Vec<String> = [
             (ClaimState::Suspect, c.suspect),
             (ClaimState::Stale, c.stale),
             (ClaimState::Corrupted, c.corrupted),
+            (ClaimState::Unreadable, c.unreadable),
         ]
         .into_iter()
         .filter(|(_, n)| *n > 0)
@@ -108,7 +109,7 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         if problems.get(i).is_some_and(Option::is_some) {
             "⚠".into()
         } else {
-            (c.live + c.suspect + c.stale + c.corrupted).to_string()
+            c.total().to_string()
         }
     };
     for form in [&full as &dyn Fn(usize, &Counts) -> String, &short] {

@@ -3,7 +3,7 @@
 
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::{find_ci, App, Column, Filter, Widest};
+use crate::dashboard::app::{find_ci, key_cell, App, Column, Filter, Widest};
 use crate::dashboard::fleet_view;
 use crate::dashboard::keys::Pane;
 use ratatui::layout::{Constraint, Rect};
@@ -288,6 +288,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
             cols.iter()
                 .map(|c| match c {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
+                    Column::Key => key_cell(s, shown.rules_of(s)),
                     Column::Lease => crate::dashboard::store_view::lease_cell(app, s),
                     Column::Host => safe(&fleet_view::host_cell(app, s)).into_owned(),
                     Column::Source => fleet_view::source_cell(app, s).to_string(),

@@ -8,7 +8,7 @@
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
-use crate::claims::Counts;
+use crate::claims::ItemRules;
 use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
@@ -102,20 +102,15 @@ impl Core {
             // listing, and the next acquire or watcher records the end.
             let _ = self.settle_opens(at, &claims, &tenures);
         }
-        let mut counts = Counts::default();
-        let mut hazards = Vec::new();
-        for s in &claims {
-            counts.add(s.state);
-            // `foreign_machine` does not apply: claims from other
-            // machines are the point of etcd.
-            crate::store::item_hazards::item_hazards(s, &mut hazards);
-        }
+        // `foreign_machine` does not apply: claims from other machines are
+        // the point of etcd.
+        let all = crate::claims::census(&claims, Vec::new(), |_| ItemRules::StoreKey);
         Ok(Listing {
             sweep: Sweep {
                 root: PathBuf::from(&self.url),
                 claims,
-                counts,
-                hazards,
+                counts: all.counts,
+                hazards: all.hazards,
             },
             tenures,
             store_hazards,

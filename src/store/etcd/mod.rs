@@ -73,8 +73,9 @@ pub(crate) struct Core {
     /// Lease revocations and expiry records still in flight (a holder's
     /// keep-alive adds to it from the runtime).
     pending: expiry::Pending,
-    /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire.
-    spares: Mutex<Vec<(i64, i64)>>,
+    /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire
+    /// (shared with the task that revokes each once it has idled).
+    spares: Arc<Mutex<Vec<(i64, i64)>>>,
 }
 
 impl Drop for Core {
@@ -86,8 +87,8 @@ impl Drop for Core {
             .unwrap_or_default();
         let spares = self
             .spares
-            .get_mut()
-            .map(std::mem::take)
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
             .unwrap_or_default();
         let mut client = self.conn.client();
         let timeout = self.conn.timeout();
@@ -123,7 +124,7 @@ impl EtcdStore {
                 me: LocalIdentity::current(),
                 held: Mutex::new(HashMap::new()),
                 pending: Arc::new(Mutex::new(Vec::new())),
-                spares: Mutex::new(Vec::new()),
+                spares: Arc::new(Mutex::new(Vec::new())),
             }),
         })
     }

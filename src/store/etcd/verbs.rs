@@ -27,6 +27,10 @@ use std::path::PathBuf;
 const MAX_ATTEMPTS: usize = 5;
 /// Spare leases one process keeps for its next acquires.
 const MAX_SPARE_LEASES: usize = 4;
+/// How long a spare lease waits for an acquire to take it: a loop of
+/// acquires and releases reuses it at once; longer, it is a lease with no
+/// key that `doctor` reports.
+const SPARE_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Core {
     pub(super) fn acquire_claim(
@@ -435,10 +439,27 @@ impl Core {
     /// Keep a lease no key is attached to any more for this process's next
     /// acquire of the same TTL; past a few, revoke it. Only leases known to
     /// carry nothing come here: never one whose transaction's answer was lost.
+    ///
+    /// A spare no acquire took within [`SPARE_IDLE`] is revoked: a process
+    /// that lives on after its release (the dashboard) would otherwise keep
+    /// it to its TTL, and `doctor` rightly reports a lease with no key as
+    /// leaked while the dashboard shows no such hazard.
     fn spare(&self, lease: i64, ttl_s: i64) {
         if let Ok(mut spares) = self.spares.lock() {
             if spares.len() < MAX_SPARE_LEASES {
                 spares.push((lease, ttl_s));
+                let spares = std::sync::Arc::clone(&self.spares);
+                let mut c = self.conn.client();
+                self.conn.runtime().spawn(async move {
+                    tokio::time::sleep(SPARE_IDLE).await;
+                    let idle = spares.lock().is_ok_and(|mut s| {
+                        let at = s.iter().position(|(l, _)| *l == lease);
+                        at.map(|i| s.swap_remove(i)).is_some()
+                    });
+                    if idle {
+                        let _ = c.lease_revoke(lease).await;
+                    }
+                });
                 return;
             }
         }

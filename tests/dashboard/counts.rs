@@ -1,0 +1,264 @@
+//! One count everywhere: over a real root, the dashboard's header, its `h`
+//! list and `x`'s offer say what `doctor` and `list` say, through every
+//! change that used to make them part ways — an unreadable lockfile, a
+//! corpse stolen by a force-release, a corpse replaced by a fresh mutex —
+//! and a claim whose record names another key never reads healthy.
+
+use crate::common::*;
+use claimtop::claims::{
+    self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
+    Tally,
+};
+use claimtop::dashboard::app::ClaimSet;
+use claimtop::dashboard::collect::{Collector, Input};
+use claimtop::dashboard::watch::watch;
+use claimtop::dashboard::{update, Action, App};
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+
+/// The dashboard over `root` as this machine sees it (so that `doctor`,
+/// which judges with this machine's identity, judges alike), after its
+/// first sweep.
+fn dashboard(root: &Root) -> (App, Collector) {
+    let now = claims::now_ms();
+    let mut app = App::new(
+        opts(root.clone()),
+        now,
+        LocalIdentity::current(),
+        OPERATOR.into(),
+    );
+    update(&mut app, Action::Resize(160, 48));
+    let mut col = Collector::local(root.clone(), now);
+    collect(&mut app, &mut col, Input::Rescan);
+    (app, col)
+}
+
+/// (kind, path) of each hazard, sorted: what must agree, whatever order
+/// a face lists them in.
+fn kinds_at(hazards: &[Hazard]) -> Vec<(&'static str, PathBuf)> {
+    let mut v: Vec<_> = hazards
+        .iter()
+        .map(|h| (h.kind.as_str(), h.path.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The header, `h` and `doctor` agree on every hazard, and the header's
+/// counts are `list`'s.
+fn assert_agrees_with_doctor(app: &App, root: &Root) {
+    let doctor = claims::doctor(root);
+    let listed = claims::sweep(root).counts;
+    assert_eq!(
+        kinds_at(&app.claims.hazards()),
+        kinds_at(&doctor),
+        "h against doctor"
+    );
+    assert_eq!(
+        app.hazard_count(),
+        doctor.len(),
+        "the header against doctor"
+    );
+    assert_eq!(app.shown().tally.counts, listed, "the header against list");
+}
+
+/// A lockfile past the read cap: `unreadable`, and so held.
+fn plant_unreadable(root: &Root, key: &str) {
+    let mut text = format!("schema_version: 1\nkey: {key}\nholder: h\nreason: ");
+    text.push_str(&"a".repeat(2 * 1024 * 1024));
+    plant_bytes(root, key, text.as_bytes());
+}
+
+/// A recovery mutex whose holder was killed ten minutes ago.
+fn plant_corpse(root: &Root, key: &str) -> PathBuf {
+    let mutex = claims::recovery_mutex_path(&root.lockfile(key));
+    std::fs::create_dir_all(&mutex).expect("mkdir the mutex");
+    std::fs::write(mutex.join("owner"), "elsewhere:1:1").expect("owner");
+    claimtop::mutex::backdate(&mutex, 600).expect("age the mutex");
+    mutex
+}
+
+#[test]
+fn an_unreadable_lockfile_is_one_hazard_in_the_header_in_h_and_in_doctor() {
+    let (_td, root) = temp_root();
+    plant_unreadable(&root, "big");
+    plant_bytes(&root, "corr", b"garbage: [\n");
+    plant_corpse(&root, "corr");
+    let (app, _col) = dashboard(&root);
+    let unreadable = app
+        .claims
+        .hazards()
+        .iter()
+        .filter(|h| h.kind == HazardKind::Unreadable)
+        .count();
+    assert_eq!(unreadable, 1, "listed once: {:?}", app.claims.hazards());
+    assert_eq!(app.hazard_count(), 3);
+    assert_agrees_with_doctor(&app, &root);
+}
+
+#[test]
+fn the_header_counts_unreadable_claims_and_keeps_the_hazard_count_at_80_columns() {
+    let (_td, root) = temp_root();
+    plant_unreadable(&root, "big");
+    let (mut app, _col) = dashboard(&root);
+    let screen = render(&app);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(header.contains("? 1 unreadable"), "{header}");
+    assert!(header.contains("⚠ 1 hazard"), "{header}");
+    update(&mut app, Action::Resize(80, 24));
+    update(&mut app, key('p'));
+    let screen = render(&app);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("? 1") && header.contains("⚠ 1 hazard"),
+        "narrow, the words go and the counts stay: {header}"
+    );
+}
+
+#[test]
+fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
+    let (_td, root) = temp_root();
+    let mut holder = Sleeper::spawn();
+    let opts = claims::AcquireOpts {
+        pid: Some(holder.pid()),
+        ..Default::default()
+    };
+    must_acquire(&root, "k", "w", &opts);
+    plant_corpse(&root, "k");
+    plant_corpse(&root, "other");
+    let (mut app, mut col) = dashboard(&root);
+    assert_eq!(app.hazard_count(), 2);
+
+    let (tx, rx) = channel();
+    let (poke, _pokes) = channel();
+    let r = root.clone();
+    std::thread::spawn(move || watch(r, tx, poke));
+    // Let the watcher register before anything moves.
+    std::thread::sleep(Duration::from_millis(300));
+    holder.kill();
+    let forced = claims::force_release(&root, "k", &ForceOpts::default()).expect("force");
+    assert!(matches!(forced, claims::ForceOutcome::Archived { .. }));
+    assert!(!claims::recovery_mutex_path(&root.lockfile("k")).exists());
+
+    // Whatever the debounced watcher says, as it says it, until it is quiet.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        match rx.recv_timeout(Duration::from_millis(800)) {
+            // A full sweep would hide what the reads alone miss.
+            Ok(Input::Rescan) => {}
+            Ok(input) => {
+                collect(&mut app, &mut col, input);
+            }
+            Err(_) => break,
+        }
+    }
+    assert_eq!(app.hazard_count(), 1, "{:?}", app.claims.hazards());
+    assert_agrees_with_doctor(&app, &root);
+    update(&mut app, key('h'));
+    update(&mut app, key('x'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("removes 1 abandoned entry") && !screen.contains("k.lock.recovery.d"),
+        "x offers the one corpse left: {screen}"
+    );
+}
+
+#[test]
+fn a_corpse_made_afresh_as_a_young_mutex_is_no_hazard_any_more() {
+    let (_td, root) = temp_root();
+    let mutex = plant_corpse(&root, "k");
+    let (mut app, mut col) = dashboard(&root);
+    assert_eq!(app.hazard_count(), 1);
+    // Stolen and taken again by a live recoverer: same name, young.
+    std::fs::remove_file(mutex.join("owner")).expect("rm owner");
+    std::fs::remove_dir(&mutex).expect("rmdir");
+    std::fs::create_dir(&mutex).expect("mkdir afresh");
+    collect(&mut app, &mut col, Input::Changed(vec![mutex]));
+    assert_eq!(app.hazard_count(), 0);
+    assert_agrees_with_doctor(&app, &root);
+}
+
+#[test]
+fn a_claim_whose_record_names_another_key_is_marked_in_its_row_and_its_why() {
+    let (_td, root) = temp_root();
+    // The holder is this very test process: alive, so the claim reads live.
+    let rec = record(
+        "other",
+        "pty:w",
+        std::process::id() as i32,
+        claims::now_ms(),
+    );
+    let bytes = rec.to_yaml().expect("yaml");
+    plant_bytes(&root, "mism", bytes.as_bytes());
+    let (mut app, _col) = dashboard(&root);
+    assert_agrees_with_doctor(&app, &root);
+    select(&mut app, "mism");
+    let screen = render(&app);
+    let row = line_with(&screen, "● live");
+    assert!(row.contains("mism ⚠"), "the row is marked: {row}");
+    // The detail pane, right of its rule, its wrapped lines joined.
+    let detail: Vec<&str> = screen
+        .lines()
+        .filter_map(|l| l.rsplit_once('│').map(|(_, r)| r.trim()))
+        .collect();
+    let flat = detail.join(" ");
+    assert!(
+        flat.contains("⚠ key_mismatch: the file is named for key \"mism\""),
+        "the why says it: {screen}"
+    );
+}
+
+/// A claim at `/r/<key>.lock` in `state`, its record naming `names` (None:
+/// no record).
+fn claim(key: &str, state: claims::ClaimState, names: Option<&str>) -> Status {
+    let mut s = Status::free(
+        key.into(),
+        PathBuf::from(format!("/r/{key}.lock")),
+        "why".into(),
+    );
+    s.state = state;
+    s.record = names.map(|k| record(k, "w", 1, 1));
+    s.locality = Some(claims::Locality::Local);
+    s
+}
+
+fn any_claim() -> impl Strategy<Value = Status> {
+    use claims::ClaimState::*;
+    let state = prop_oneof![
+        Just(Free),
+        Just(Live),
+        Just(Suspect),
+        Just(Stale),
+        Just(Corrupted),
+        Just(Unreadable)
+    ];
+    ("[a-d]", state, proptest::option::of("[a-d]")).prop_map(|(k, st, names)| {
+        let names = names.filter(|_| !matches!(st, Corrupted | Unreadable));
+        claim(&k, st, names.as_deref())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The header's running sums are exactly the census of what is left,
+    /// however claims came, changed and went.
+    #[test]
+    fn the_dashboards_running_tally_is_the_census_of_its_claims(
+        steps in proptest::collection::vec(any_claim(), 1..40)
+    ) {
+        let mut set = ClaimSet::default();
+        for s in steps {
+            let path = s.file.clone();
+            set.put(&path, s);
+            let whole = census(set.by_path.values(), Vec::new(), |_| ItemRules::Lockfile);
+            prop_assert_eq!(set.tally.counts, whole.counts);
+            prop_assert_eq!(set.tally.own_hazards, whole.hazards.len());
+            let per_dir: Counts = set.counts_in(Path::new("/r"));
+            prop_assert_eq!(per_dir, whole.counts);
+            prop_assert_eq!(set.tally, Tally::of(set.by_path.values(), |_| ItemRules::Lockfile));
+        }
+    }
+}

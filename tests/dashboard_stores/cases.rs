@@ -1,0 +1,210 @@
+//! The dashboard's behaviour, one body per case run over both stores (see
+//! `both_stores!`): what a case does not have on one store it says, and
+//! checks what that store has instead.
+
+use crate::backend::{claims_of, now, Backend, Has};
+use crate::common::{dead_pid, Sleeper};
+use crate::screen::{header, must_settle, rows, Dash};
+
+/// Claims come and go from the CLI (another process): each row appears
+/// and leaves, and the header counts each moment as `list` does.
+pub fn rows_appear_and_vanish(b: Backend) {
+    let Some(dash) = Dash::start(&b) else { return };
+    must_settle(&b, &dash, "the first screen");
+    let holder = Sleeper::spawn();
+    b.acquire("appears-1", "pty:w1", holder.pid());
+    b.acquire("appears-2", "pty:w2", holder.pid());
+    let f = must_settle(&b, &dash, "two acquires");
+    assert_eq!(f.rows.len(), 2, "{f:?}");
+    b.must(&["release", "appears-1", "--holder", "pty:w1"], &[0]);
+    let f = must_settle(&b, &dash, "a release");
+    assert_eq!(f.rows, [("appears-2".to_string(), "live".to_string())]);
+    b.must(&["release", "appears-2", "--holder", "pty:w2"], &[0]);
+    let f = must_settle(&b, &dash, "the last release");
+    assert!(f.rows.is_empty() && f.list_counts.total() == 0, "{f:?}");
+    dash.quit();
+}
+
+/// One claim in every state the store has, and the claims that are hazards
+/// by themselves: the header counts each state as `list` does and each
+/// hazard as `doctor` does, and a record naming another key is marked.
+pub fn header_counts_every_state_and_hazard(b: Backend) {
+    let alive = Sleeper::spawn();
+    let dead = dead_pid();
+    b.acquire("state-live", "pty:a", alive.pid());
+    b.acquire("state-suspect", "pty:b", dead as u32);
+    if b.has(Has::Stale) {
+        b.must(
+            &[
+                "acquire",
+                "state-stale",
+                "--holder",
+                "pty:c",
+                "--pid",
+                &dead.to_string(),
+            ],
+            &[0],
+        );
+    }
+    b.plant_corrupted("state-corrupted");
+    b.plant_unreadable("state-unreadable");
+    b.plant_mismatch("state-forked", "someone-else", alive.pid());
+    let Some(dash) = Dash::start(&b) else { return };
+    let f = must_settle(&b, &dash, "the first screen");
+    let h = f.header.expect("a header");
+    let stale = usize::from(b.has(Has::Stale));
+    assert_eq!(
+        (h.counts.live, h.counts.suspect, h.counts.stale),
+        (2, 1, stale)
+    );
+    assert_eq!((h.counts.corrupted, h.counts.unreadable), (1, 1));
+    // corrupted_claim, unreadable, key_mismatch: nothing else here.
+    assert_eq!(h.hazards, 3, "{:?}", f.doctor);
+    let screen = dash.screen();
+    let forked = screen
+        .lines()
+        .find(|l| l.contains("state-forked"))
+        .unwrap_or_default();
+    assert!(forked.contains("state-forked ⚠"), "marked: {forked}");
+    dash.quit();
+}
+
+/// F on a claim that is a hazard by itself: the hazard leaves the header
+/// and `h` with the claim. On a file root the claim also had a killed
+/// recoverer's mutex, which the force-release steals: that goes too (the
+/// debounced watcher hears only the reaped copy's removal). etcd keeps no
+/// mutexes, so there only the claim's own hazard goes.
+pub fn hazards_after_force_release(b: Backend) {
+    let alive = Sleeper::spawn();
+    b.plant_corrupted("forced-corrupt");
+    b.plant_mismatch("forced-forked", "someone-else", alive.pid());
+    if b.has(Has::Mutexes) {
+        b.plant_corpse("forced-corrupt");
+    }
+    let Some(dash) = Dash::start(&b) else { return };
+    let before = must_settle(&b, &dash, "the first screen");
+    let corpse = usize::from(b.has(Has::Mutexes));
+    assert_eq!(before.doctor.len(), 2 + corpse, "{:?}", before.doctor);
+
+    dash.select("forced-corrupt");
+    dash.keys(&["F"]);
+    dash.wait_for("the force-release question", |s| {
+        s.contains("y force-release")
+    });
+    dash.keys(&["y"]);
+    dash.wait_for("the archived claim gone", |s| {
+        s.contains("force-released forced-corrupt") && rows(s).is_empty()
+    });
+    dash.unselect();
+    let after = must_settle(&b, &dash, "F on the corrupted claim");
+    assert_eq!(after.doctor.len(), 1, "only the forked claim is left");
+
+    dash.keys(&["h"]);
+    let listed = dash.wait_for("the hazards list", |s| s.contains("hazards (1)"));
+    assert!(
+        listed.contains("key_mismatch") && !listed.contains("stale_mutex"),
+        "{listed}"
+    );
+    dash.keys(&["Escape"]);
+    dash.quit();
+}
+
+/// `x` offers what `doctor --fix` would remove now, and removes it. Only a
+/// file root has litter to clean (mutex corpses, temp files); over etcd a
+/// lease ends an abandoned claim, and `x` says there is nothing to clean
+/// while every count stays what `doctor` says.
+pub fn clean_removes_what_it_offers(b: Backend) {
+    b.plant_corrupted("clean-corrupt");
+    if b.has(Has::Mutexes) {
+        b.plant_corpse("clean-corrupt");
+        b.plant_corpse("clean-elsewhere");
+    }
+    let Some(dash) = Dash::start(&b) else { return };
+    must_settle(&b, &dash, "the first screen");
+    dash.keys(&["h"]);
+    dash.wait_for("the hazards list", |s| s.contains("Esc or h closes"));
+    dash.keys(&["x"]);
+    if b.has(Has::Mutexes) {
+        let offer = dash.wait_for("the clean question", |s| s.contains("y clean"));
+        assert!(
+            offer.contains("removes 2 abandoned entries"),
+            "both corpses, never the claim: {offer}"
+        );
+        dash.keys(&["y"]);
+        dash.wait_for("what was removed", |s| s.contains("removed 2"));
+    } else {
+        dash.wait_for("nothing to clean", |s| s.contains("nothing to clean"));
+    }
+    dash.keys(&["Escape"]);
+    let f = must_settle(&b, &dash, "x");
+    assert_eq!(
+        f.doctor.len(),
+        1,
+        "the corrupted claim stays: {:?}",
+        f.doctor
+    );
+    dash.quit();
+}
+
+/// The operator's verbs from the keys, each checked against `list`:
+/// `a` acquires (as `operator:…`), `n` renews (the deadline moves), `r`
+/// releases, and `F` force-releases another process's live claim once
+/// its key is typed.
+pub fn operator_verbs_from_the_keys(b: Backend) {
+    let Some(dash) = Dash::start(&b) else { return };
+    must_settle(&b, &dash, "the first screen");
+
+    dash.keys(&["a"]);
+    dash.wait_for("the acquire form", |s| s.contains("acquire a key"));
+    dash.type_text("ops-mine");
+    dash.keys(&["Enter"]);
+    dash.wait_for("the acquired claim", |s| s.contains("acquired ops-mine"));
+    let f = must_settle(&b, &dash, "a");
+    let mine = claims_of(&b.list());
+    assert!(
+        matches!(mine.as_slice(), [(k, s, h)] if k == "ops-mine" && s == "live" && h.starts_with("operator:")),
+        "{mine:?}"
+    );
+    assert_eq!(f.rows.len(), 1);
+    let deadline = |v: &serde_json::Value| v["claims"][0]["record"]["expires_at"].as_i64();
+    let first = deadline(&b.list()).expect("a TTL claim");
+
+    // Renewing a second later moves the deadline on.
+    while now() < first - 30 * 60_000 + 1_100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    dash.keys(&["n"]);
+    dash.wait_for("the renew form", |s| s.contains("Enter renew"));
+    dash.keys(&["Enter"]);
+    dash.wait_for("the renewal", |s| s.contains("renewed ops-mine"));
+    let renewed = deadline(&b.list()).expect("still a TTL claim");
+    assert!(renewed > first, "renewed {renewed} after {first}");
+    must_settle(&b, &dash, "n");
+
+    dash.keys(&["r"]);
+    dash.wait_for("the release", |s| s.contains("released ops-mine"));
+    let f = must_settle(&b, &dash, "r");
+    assert!(f.list_rows.is_empty(), "{f:?}");
+
+    // Another process's live claim: F asks for the key to be typed.
+    let other = Sleeper::spawn();
+    b.acquire("ops-theirs", "pty:other", other.pid());
+    must_settle(&b, &dash, "another process's acquire");
+    let screen = dash.screen();
+    assert!(
+        header(&screen).is_some_and(|h| h.counts.live == 1),
+        "{screen}"
+    );
+    dash.keys(&["F"]);
+    dash.wait_for("the typed-key question", |s| {
+        s.contains("type the key in full")
+    });
+    dash.type_text("ops-theirs");
+    dash.keys(&["Enter"]);
+    dash.wait_for("the force-release", |s| {
+        s.contains("force-released ops-theirs")
+    });
+    let f = must_settle(&b, &dash, "F");
+    assert!(f.list_rows.is_empty(), "{f:?}");
+    dash.quit();
+}
