@@ -94,6 +94,11 @@ impl Store for MultiStore {
         format!("file:{}", dirs.join(":"))
     }
 
+    /// Every root's claims are lockfiles.
+    fn item_rules(&self) -> ItemRules {
+        ItemRules::Lockfile
+    }
+
     fn acquire(
         &self,
         _: &str,
