@@ -14,8 +14,9 @@ use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
 use claimtop::dashboard::collect::{Collector, Counters};
-use claimtop::dashboard::{update, view, watch, Action, App, Options as DashOptions};
+use claimtop::dashboard::{update, view, Action, App, Options as DashOptions};
 use claimtop::events::tail::read_last_lines;
+use claimtop::store::file::feed;
 use common::*;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -1069,12 +1070,12 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     ));
     r.note(format!(
         "acquire of a new key (temp + link + event) until the model holds it; notify debounce {} ms",
-        watch::DEBOUNCE.as_millis()
+        feed::DEBOUNCE.as_millis()
     ));
 
     // Figure 8: one change of each kind, then quiet; count re-reads.
     let mut reread = Vec::new();
-    let settle = watch::DEBOUNCE * 4;
+    let settle = feed::DEBOUNCE * 4;
     let cases: [(&str, &dyn Fn() -> Res<()>); 3] = [
         ("create", &|| {
             acquire(&fx.root, "fig8:one", "pty:fig8", &AcquireOpts::default())

@@ -19,7 +19,8 @@ mod common;
 
 use claimtop::claims::{acquire, now_ms, release, AcquireOpts, LocalIdentity, Root};
 use claimtop::dashboard::collect::Counters;
-use claimtop::dashboard::{spawn_readers_over, update, view, watch, Action, App, Options};
+use claimtop::dashboard::{spawn_readers_over, update, view, Action, App, Options};
+use claimtop::store::file::feed;
 use common::*;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -227,13 +228,13 @@ fn run(quick: bool) -> Res<Vec<String>> {
     ));
     say(format!(
         "    acquire of a new key (temp + link + event) until a 160x48 frame is drawn with it; notify debounce {} ms; main-loop CPU per change: update {} + frame {} (medians)",
-        watch::DEBOUNCE.as_millis(),
+        feed::DEBOUNCE.as_millis(),
         fmt_d(median(&cpu_update)),
         fmt_d(median(&cpu_draw))
     ));
 
     // 12b: each change re-read exactly once, by its own root's collector.
-    let settle = watch::DEBOUNCE * 4;
+    let settle = feed::DEBOUNCE * 4;
     let mut exact = true;
     let mut seen = Vec::new();
     for (i, root) in roots.iter().enumerate() {

@@ -9,6 +9,7 @@ pub mod adopt;
 pub mod atomic;
 pub mod audit;
 pub mod dir_listing;
+pub mod entry;
 pub mod error;
 pub mod key;
 pub mod liveness;

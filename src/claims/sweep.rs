@@ -2,6 +2,7 @@
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::dir_listing::DirListing;
+use super::entry::{hazard_now, Role};
 use super::liveness::Classifier;
 use super::sweep_read::{judge_each, sort_by_key, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, Locality, RECOVERY_SUFFIX};
@@ -216,11 +217,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                         canonical,
                     })
                 }
-                None => out.hazards.push(Hazard {
-                    kind: HazardKind::Unreadable,
-                    path,
-                    detail: "lockfile name is not valid UTF-8; no encoder writes it".into(),
-                }),
+                None => out.hazards.extend(entry_hazard(&path)),
             },
             EntryKind::RecoveryMutex | EntryKind::Temp => {
                 if let Some(h) = entry_hazard(&path) {
@@ -358,32 +355,7 @@ fn is_canonical(item: &SweepItem) -> bool {
 /// recovery mutex or a temp file becomes one only with age, so a watcher
 /// that saw it appear asks again until it is old enough or gone.
 pub fn entry_hazard(path: &Path) -> Option<Hazard> {
-    let name = path.file_name()?;
-    match entry_kind(name) {
-        EntryKind::RecoveryMutex => stale_mutex_hazard(path),
-        EntryKind::Temp => {
-            let age = mutex::age(path).filter(|a| *a > TEMP_ABANDONED_AFTER)?;
-            Some(Hazard {
-                kind: HazardKind::TempLitter,
-                path: path.to_path_buf(),
-                detail: format!("left behind {}s ago by an interrupted write", age.as_secs()),
-            })
-        }
-        EntryKind::Lockfile | EntryKind::Other => None,
-    }
-}
-
-fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {
-    let age = mutex::age(path)?;
-    (age > mutex::STALE_MUTEX_STEAL).then(|| Hazard {
-        kind: HazardKind::StaleMutex,
-        path: path.to_path_buf(),
-        detail: format!(
-            "mutex held for {}s (> {}s): a killed holder's corpse; the next waiter steals it",
-            age.as_secs(),
-            mutex::STALE_MUTEX_STEAL.as_secs()
-        ),
-    })
+    hazard_now(Role::in_claims_dir(path.file_name()?)?, path)
 }
 
 /// `.expired` must be absent (made on first use) or a real directory;
@@ -391,22 +363,7 @@ fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {
 /// symlink or stray file silently stops every reclaim of a stale claim.
 fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
     let path = claims_dir.join(super::EXPIRED_SUBDIR);
-    let what = match std::fs::symlink_metadata(&path) {
-        Ok(md) if md.is_dir() => return,
-        Err(e) if e.kind() == ErrorKind::NotFound => return,
-        Ok(md) if md.file_type().is_symlink() => "a symlink".to_string(),
-        Ok(md) if md.is_file() => "a regular file".to_string(),
-        Ok(_) => "a special file".to_string(),
-        Err(e) => format!("unreadable ({e})"),
-    };
-    hazards.push(Hazard {
-        kind: HazardKind::ArchiveDirBroken,
-        path,
-        detail: format!(
-            "the archive dir is {what}, not a directory: every stale reclaim and \
-             force-release fails until a human moves it away"
-        ),
-    });
+    hazards.extend(hazard_now(Role::ArchiveDir, &path));
 }
 
 /// The events log's own hazards: a mutex corpse, or a log no append can
@@ -414,16 +371,8 @@ fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
 fn events_hazards(root: &Root, hazards: &mut Vec<Hazard>) {
     let log = root.events_file();
     let lock = crate::events::emit::events_mutex_path(&log);
-    if let Some(h) = stale_mutex_hazard(&lock) {
-        hazards.push(h);
-    }
-    if let Some(detail) = crate::events::emit::log_unappendable(&log) {
-        hazards.push(Hazard {
-            kind: HazardKind::EventsLogBroken,
-            path: log,
-            detail,
-        });
-    }
+    hazards.extend(hazard_now(Role::EventsMutex, &lock));
+    hazards.extend(hazard_now(Role::EventsLog, &log));
 }
 
 /// `doctor`: the hazards under a root (changes nothing).

@@ -13,6 +13,8 @@ use crate::claims::{
     entry_hazard, entry_kind, hostname, key_of_lockfile, now_ms, sweep_with, Classifier, EntryKind,
     LocalIdentity, Root, Status,
 };
+use crate::store::file::feed::FeedOpts;
+use crate::store::{Change, Changes};
 use std::collections::{BTreeSet, HashMap};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,12 @@ pub enum Input {
     Warning(String),
 }
 
+/// The slow safety net: a full sweep when the feed said nothing for this
+/// long, for filesystems whose notifications are lossy (network mounts).
+/// A sweep of 10 000 lockfiles costs ~150 ms of CPU; once a minute keeps
+/// it a quarter of a percent of a core while idle.
+pub const SAFETY_NET: Duration = Duration::from_secs(60);
+
 /// How often a still-existing pid's start time is re-read, to catch a pid
 /// that died and was reused between two ticks.
 pub const PID_RECHECK_MS: i64 = 30_000;
@@ -43,17 +51,6 @@ struct PidWatch {
     started: Option<i64>,
     /// When the start time was last read.
     checked: i64,
-}
-
-/// Does `pid` name a process? kill(pid, 0) sends nothing; EPERM means it
-/// exists under another user.
-pub fn pid_exists(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 performs only the existence and permission checks.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 pub struct Collector {
@@ -120,7 +117,7 @@ impl Collector {
             crate::claims::process_create_time_ms,
             now,
         );
-        c.signal = Some(pid_exists);
+        c.signal = Some(crate::sys::pid_alive);
         c
     }
 
@@ -283,6 +280,84 @@ impl Collector {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// How the dashboard watches a file root: bursts settle before they are
+/// re-read, and the events pane opens with the log's last lines.
+pub const FEED: FeedOpts = FeedOpts {
+    debounce: Some(crate::store::file::feed::DEBOUNCE),
+    follow_log: true,
+    log_tail: super::app::EVENTS_RING,
+    entries: true,
+};
+
+/// Most changes taken from the feed before they are handed on as one
+/// request: a burst is one batch of re-reads.
+const FEED_BATCH: usize = 4096;
+
+/// Drain a file root's change feed into its collector's requests and the
+/// events pane's messages, until either hangs up.
+pub fn forward_feed(
+    mut feed: Box<dyn Changes>,
+    root: Root,
+    collect: Sender<Input>,
+    events: Sender<Action>,
+) {
+    loop {
+        let first = match feed.next(SAFETY_NET) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                if collect.send(Input::Rescan).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Err(_) => return,
+        };
+        let (mut paths, mut rescan, mut to_pane) = (Vec::new(), false, Vec::new());
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(change) = next.take() {
+            taken += 1;
+            match change {
+                Change::Claim { key } => paths.push(root.lockfile(&key)),
+                Change::Misnamed { path, .. } | Change::Entry { path, .. } => paths.push(path),
+                Change::Resync { .. } => rescan = true,
+                Change::Disconnected { why } => {
+                    let _ =
+                        collect.send(Input::Warning(crate::sanitize::sanitize(&why).into_owned()));
+                }
+                Change::LogAppended(lines) => to_pane.push(Action::EventsAppended(lines)),
+                Change::LogReset => to_pane.push(Action::EventsReset),
+                Change::LogTrouble(why) => to_pane.push(Action::EventsError(why)),
+                Change::Event(_)
+                | Change::Host { .. }
+                | Change::Published { .. }
+                | Change::PublishedEvent { .. }
+                | Change::Connected { .. } => {}
+            }
+            if taken < FEED_BATCH {
+                next = feed.next(Duration::ZERO).ok().flatten();
+            }
+        }
+        // The log's lines first: they are what an op's status line waits on.
+        for a in to_pane {
+            if events.send(a).is_err() {
+                return;
+            }
+        }
+        paths.dedup();
+        let sent = if rescan {
+            collect.send(Input::Rescan)
+        } else if !paths.is_empty() {
+            collect.send(Input::Changed(paths))
+        } else {
+            Ok(())
+        };
+        if sent.is_err() {
+            return;
         }
     }
 }

@@ -350,6 +350,13 @@ impl Collector {
                         at: now_ms(),
                     })))
                 }
+                // What only a file root's feed says: a file root is not
+                // shown through this collector.
+                Change::Misnamed { .. }
+                | Change::Entry { .. }
+                | Change::LogAppended(_)
+                | Change::LogReset
+                | Change::LogTrouble(_) => {}
             }
             if taken < BATCH {
                 first = feed.next(Duration::ZERO)?;

@@ -4,7 +4,7 @@
 //!
 //! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
-//! (input, watcher → collector, events follower, op worker, signals) only
+//! (input, the store's change feed → collector, op worker, signals) only
 //! send actions; every read of the disk or the process table happens on
 //! those threads, so `update` is pure. The main loop blocks on the channel
 //! and redraws only when an update says something visible changed.
@@ -27,13 +27,14 @@ pub mod terminal;
 pub mod timeline;
 pub mod update;
 pub mod view;
-pub mod watch;
 
 pub use action::{Action, Op, OpResult};
 pub use app::App;
 pub use update::update;
 
 use crate::claims::{now_ms, LocalIdentity, Root};
+use crate::store::file::FileStore;
+use crate::store::Store;
 use ratatui::crossterm::queue;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -135,8 +136,9 @@ fn sink_warnings(tx: &Sender<Action>) {
 }
 
 /// Every thread that reads the outside world, wired as the live app wires
-/// them: the events follower, the collector (which sweeps at once, then
-/// ticks each second) and the watcher feeding it. Returns the collector's
+/// them: the collector (which sweeps at once, then ticks each second) and
+/// the root's change feed, which names what changed to the collector and
+/// brings the events log's lines to the events pane. Returns the collector's
 /// inbox and its read counters.
 pub fn spawn_readers(
     root: &Root,
@@ -145,9 +147,8 @@ pub fn spawn_readers(
     spawn_root_readers(root, tx, tx.clone())
 }
 
-/// [`spawn_readers`] once per root: one watcher, one collector and one
-/// events follower each, so a change re-reads exactly the changed file of
-/// its own root. With several roots the followers' messages come tagged
+/// [`spawn_readers`] once per root: one feed and one collector each, so a
+/// change re-reads exactly the changed file of its own root. With several roots the followers' messages come tagged
 /// with their root ([`Action::InRoot`]); with one they are as they always
 /// were. Returns each root's collector inbox and counters, in root order.
 pub fn spawn_readers_over(
@@ -187,11 +188,6 @@ fn spawn_root_readers(
     tx: &Sender<Action>,
     events_tx: Sender<Action>,
 ) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
-    let (poke_tx, poke_rx) = channel::<()>();
-    let events_file = root.events_file();
-    std::thread::Builder::new()
-        .name("claimtop-events".into())
-        .spawn(move || watch::follow_events(events_file, events_tx, poke_rx))?;
     let (collect_tx, collect_rx) = channel::<collect::Input>();
     let collector = collect::Collector::local(root.clone(), now_ms());
     let counters = Arc::clone(&collector.counters);
@@ -199,10 +195,16 @@ fn spawn_root_readers(
     std::thread::Builder::new()
         .name("claimtop-collect".into())
         .spawn(move || collector.run(collect_rx, out))?;
+    let store = FileStore::new(root.clone()).with_feed(collect::FEED);
     let (r, out) = (root.clone(), collect_tx.clone());
     std::thread::Builder::new()
-        .name("claimtop-watch".into())
-        .spawn(move || watch::watch(r, out, poke_tx))?;
+        .name("claimtop-feed".into())
+        .spawn(move || match store.changes() {
+            Ok(changes) => collect::forward_feed(changes, r, out, events_tx),
+            Err(e) => {
+                let _ = out.send(collect::Input::Warning(e.to_string()));
+            }
+        })?;
     Ok((collect_tx, counters))
 }
 

@@ -20,13 +20,13 @@
 //!    [`Tenure::extend_record`] (and a list through [`Listing::to_json`]),
 //!    which adds the etcd fields and changes nothing on the file store.
 //! 4. The dashboard takes [`Store::changes`]: one feed of [`Change`]s
-//!    (inotify on a file root, one resumable watch on etcd) that a thread
-//!    drains into the face's own messages; the face re-reads what a change
-//!    names, and re-lists everything on [`Change::Resync`].
+//!    (on a file root its one watcher, `file::feed`; on etcd one resumable
+//!    watch) that a thread drains into the face's own messages; the face
+//!    re-reads what a change names, and re-lists everything on
+//!    [`Change::Resync`].
 //! 5. `acquire --wait` and `claimtop run` take [`Store::watch_key`]: a
-//!    wake-up whenever one key may have changed (on a file root inotify on
-//!    its lockfile plus the exit of a local holder's pid; elsewhere the
-//!    change feed filtered to the key). `crate::claims::wait` drives the
+//!    wake-up whenever one key may have changed (the change feed filtered
+//!    to the key, plus, on a file root, the exit of a local holder's pid). `crate::claims::wait` drives the
 //!    wait and the hold with nothing but these verbs: a hold renews a TTL
 //!    claim itself, or keeps a lease alive with [`Store::keep_alive`] where
 //!    the store has leases, and releases with [`Store::release_fenced`], so
@@ -50,7 +50,7 @@ use crate::claims::{
     AcquireOpts, AcquireOutcome, ClaimError, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
     Status, Sweep,
 };
-use crate::events::tail::Event;
+use crate::events::tail::{Event, Line};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -260,6 +260,27 @@ pub enum Change {
     Claim { key: String },
     /// A new event was recorded.
     Event(Event),
+    /// A file root's lockfile whose name is not the canonical encoding of
+    /// `key` (a writer with another encoder) changed: a per-key read looks
+    /// only at the canonical name, so only a listing reads this file.
+    Misnamed { key: String, path: PathBuf },
+    /// An entry of a file root that is not a claim — a recovery mutex, a
+    /// temp file, the archive dir, the events log or its mutex — as it is
+    /// now (None: gone), so its hazard is judged, and aged, without a sweep.
+    Entry {
+        path: PathBuf,
+        entry: Option<crate::claims::entry::Entry>,
+    },
+    /// Complete lines appended to a file root's events log, oldest first,
+    /// as they stand in the file (with their byte offsets, by which the
+    /// whole-log views find them; lines that do not parse are kept).
+    LogAppended(Vec<Line>),
+    /// The events log was truncated or replaced: the lines that follow
+    /// start over.
+    LogReset,
+    /// The events log cannot be followed (a directory at its path, no
+    /// permission), in words; said once until it changes.
+    LogTrouble(String),
     /// A publishing host came, went, or rewrote its record (`claimtop
     /// publish`): re-read the fleet's hosts.
     Host { host_id: String },
@@ -277,9 +298,12 @@ pub enum Change {
         event: Event,
     },
     /// Changes were lost (a compacted revision, a watch overflow): re-list
-    /// everything. The text says why, for a visible notice.
+    /// everything. The text says why, for a visible notice. A file root's
+    /// feed follows it with the entries that are there now (the reader
+    /// forgets the ones it knew).
     Resync { why: String },
-    /// The store stopped answering; the feed keeps trying on its own.
+    /// The store stopped answering, or (a file root) something cannot be
+    /// watched; the feed keeps trying on its own.
     Disconnected { why: String },
     /// The store answers again (after a `Disconnected`), at this revision.
     Connected { revision: Option<i64> },

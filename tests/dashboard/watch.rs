@@ -1,11 +1,13 @@
-//! The watcher and the events follower against a real directory: what
-//! messages a change on disk turns into. Waits are upper bounds for a slow
-//! machine, not timing assertions.
+//! A file root's change feed, as the dashboard consumes it, against a real
+//! directory: what requests and messages a change on disk turns into.
+//! Waits are upper bounds for a slow machine, not timing assertions.
 
 use crate::common::*;
-use claimtop::dashboard::collect::Input;
-use claimtop::dashboard::watch::{follow_events, watch};
+use claimtop::claims::Root;
+use claimtop::dashboard::collect::{forward_feed, Input, FEED};
 use claimtop::dashboard::Action;
+use claimtop::store::file::FileStore;
+use claimtop::store::Store;
 use std::io::Write;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -25,13 +27,24 @@ fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
     None
 }
 
+/// The dashboard's feed over `root`, drained as the live app drains it:
+/// the collector's requests, and the events pane's messages.
+fn readers(root: &Root) -> (Receiver<Input>, Receiver<Action>) {
+    let (collect_tx, collect_rx) = channel();
+    let (events_tx, events_rx) = channel();
+    let feed = FileStore::new(root.clone())
+        .with_feed(FEED)
+        .changes()
+        .expect("feed");
+    let r = root.clone();
+    std::thread::spawn(move || forward_feed(feed, r, collect_tx, events_tx));
+    (collect_rx, events_rx)
+}
+
 #[test]
 fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alone() {
     let (_td, root) = temp_root();
-    let (tx, rx) = channel();
-    let (poke_tx, _poke_rx) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch(r, tx, poke_tx));
+    let (rx, _events) = readers(&root);
     // Let the watcher register before the directory appears.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
@@ -50,15 +63,13 @@ fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alon
 }
 
 #[test]
-fn the_follower_sends_the_tail_then_each_appended_line() {
+fn the_feed_brings_the_tail_then_each_appended_line() {
     let (_td, root) = temp_root();
     let log = root.events_file();
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "{\"type\":\"old\"}\n").expect("write");
-    let (tx, rx) = channel();
-    let (poke_tx, poke_rx) = channel();
-    std::thread::spawn(move || follow_events(log, tx, poke_rx));
-    match wait_for(&rx, |a| matches!(a, Action::EventsAppended(_))) {
+    let (_rx, events) = readers(&root);
+    match wait_for(&events, |a| matches!(a, Action::EventsAppended(_))) {
         Some(Action::EventsAppended(lines)) => assert_eq!(lines[0].text, "{\"type\":\"old\"}"),
         other => panic!("{other:?}"),
     }
@@ -68,11 +79,11 @@ fn the_follower_sends_the_tail_then_each_appended_line() {
         .expect("open");
     f.write_all(b"{\"type\":\"new\"}\n{\"type\":\"partial")
         .expect("append");
-    poke_tx.send(()).expect("poke");
-    match wait_for(&rx, |a| matches!(a, Action::EventsAppended(_))) {
+    match wait_for(&events, |a| matches!(a, Action::EventsAppended(_))) {
         Some(Action::EventsAppended(lines)) => {
             let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
             assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
+            assert_eq!(lines[0].offset, 15, "each line keeps its offset");
         }
         other => panic!("{other:?}"),
     }
@@ -82,11 +93,8 @@ fn the_follower_sends_the_tail_then_each_appended_line() {
 fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
     let (_td, root) = temp_root();
     std::fs::create_dir_all(root.events_file()).expect("dir at the log path");
-    let (tx, rx) = channel();
-    let (_poke_tx, poke_rx) = channel();
-    let log = root.events_file();
-    std::thread::spawn(move || follow_events(log, tx, poke_rx));
-    match wait_for(&rx, |a| matches!(a, Action::EventsError(_))) {
+    let (_rx, events) = readers(&root);
+    match wait_for(&events, |a| matches!(a, Action::EventsError(_))) {
         Some(Action::EventsError(e)) => assert!(e.contains("not a regular file"), "{e}"),
         other => panic!("{other:?}"),
     }
@@ -96,10 +104,7 @@ fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
 fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_anew() {
     let (_td, root) = temp_root();
     write_claim(&root, &rec("old", "pty:w", ALIVE, MIN, None));
-    let (tx, rx) = channel();
-    let (poke_tx, _poke_rx) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch(r, tx, poke_tx));
+    let (rx, _events) = readers(&root);
     std::thread::sleep(Duration::from_millis(300));
     let aside = root.root.join("claims.old");
     std::fs::rename(root.claims_dir(), &aside).expect("rename away");
@@ -116,5 +121,24 @@ fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_an
     match wait_for(&rx, |a| matches!(a, Input::Changed(_))) {
         Some(Input::Changed(paths)) => assert_eq!(paths, vec![path]),
         other => panic!("the new claims dir is not watched: {other:?}"),
+    }
+}
+
+#[test]
+fn a_recovery_mutex_that_comes_and_goes_is_named_by_its_own_path() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let (rx, _events) = readers(&root);
+    std::thread::sleep(Duration::from_millis(300));
+    let mutex = claimtop::claims::recovery_mutex_path(&root.lockfile("k"));
+    std::fs::create_dir(&mutex).expect("mutex");
+    match wait_for(&rx, |a| matches!(a, Input::Changed(_))) {
+        Some(Input::Changed(paths)) => assert_eq!(paths, vec![mutex.clone()]),
+        other => panic!("the mutex went unnoticed: {other:?}"),
+    }
+    std::fs::remove_dir(&mutex).expect("rmdir");
+    match wait_for(&rx, |a| matches!(a, Input::Changed(_))) {
+        Some(Input::Changed(paths)) => assert_eq!(paths, vec![mutex]),
+        other => panic!("the mutex's removal went unnoticed: {other:?}"),
     }
 }

@@ -29,6 +29,7 @@ pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
 use crate::claims::{self, now_ms, Classifier, Hazard, HazardKind, Root, Roots, Status};
 use crate::events::tail::Follower;
+use crate::store::file::feed::FeedOpts;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::{Change, Changes, Store, StoreError};
@@ -221,7 +222,14 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
-            match FileStore::new(r.root.clone()).changes() {
+            // Lockfiles only: the log has its own follower here, keyed by
+            // offset, and hazards come from sweeps patched per key.
+            let opts = FeedOpts {
+                follow_log: false,
+                entries: false,
+                ..FeedOpts::default()
+            };
+            match FileStore::new(r.root.clone()).with_feed(opts).changes() {
                 Ok(feed) => r.feed = Some(feed),
                 Err(e) => log(
                     Level::Warn,
