@@ -4,11 +4,10 @@
 //! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
-use super::collect::Input;
+use super::collector::Input;
 use super::roots::RootSet;
-use super::store_view::StoreMsg;
 use crate::claims::{
-    doctor_fix, now_ms, operator_name, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome,
+    doctor_fix, operator_name, AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome,
     ReleaseOutcome, RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
@@ -223,17 +222,17 @@ pub fn worker_over(
     serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
 }
 
-/// [`worker`] over a store with a connection (etcd): no collector re-reads
-/// for it, so the worker reads the op's key through the store and sends it
-/// before the result.
+/// [`worker`] over a store with a connection (etcd), whose collector
+/// re-reads the op's key.
 /// `ask_wait`: how long a publishing host is waited for (`--timeout`).
 pub fn store_worker(
     store: Box<dyn Store>,
     ask_wait: Duration,
     ops: Receiver<Op>,
     out: Sender<Action>,
+    collect: Sender<Input>,
 ) {
-    serve(vec![store], None, ops, out, Vec::new(), ask_wait);
+    serve(vec![store], None, ops, out, vec![collect], ask_wait);
 }
 
 /// Serve ops one at a time until the UI hangs up, and have the op's claim
@@ -292,21 +291,9 @@ fn serve(
                 let _ = c.send(Input::Rescan);
             }
             (Some(c), _) => {
-                let _ = c.send(Input::Changed(vec![result.path.clone()]));
+                let _ = c.send(Input::Reread(result.key.clone()));
             }
-            (None, Op::Clean) => {}
-            (None, _) => {
-                if let Ok(read) = store.status(&result.key) {
-                    result.path = read.outcome.file.clone();
-                    let msg = StoreMsg::Claims {
-                        items: vec![(read.outcome, read.tenure)],
-                        at: now_ms(),
-                    };
-                    if out.send(Action::Store(Box::new(msg))).is_err() {
-                        break;
-                    }
-                }
-            }
+            (None, _) => {}
         }
         if out.send(Action::OpResult(result)).is_err() {
             break;

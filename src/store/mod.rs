@@ -39,6 +39,7 @@ pub mod file;
 pub mod fleet;
 pub mod fs_events;
 pub mod item_hazards;
+pub mod mirror;
 pub mod url;
 pub mod wake;
 
