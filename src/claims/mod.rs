@@ -46,8 +46,8 @@ pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::Status;
 pub use sweep::{
     doctor, doctor_fix, entry_hazard, entry_kind, item_hazard_kinds, item_hazards, key_of_lockfile,
-    patch_item_hazards, sweep, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind, Sweep,
-    SweepItem,
+    patch_item_hazards, sweep, sweep_head, sweep_with, Counts, EntryKind, Fix, Hazard, HazardKind,
+    Sweep, SweepItem,
 };
 pub use verbs::{
     acquire, acquire_watched, force_release, release, renew, renew_as, resolve_harness, status,

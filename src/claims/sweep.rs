@@ -159,6 +159,25 @@ pub fn sweep(root: &Root) -> Sweep {
 /// (see [`super::sweep_read`]), with `c`'s pid facts shared among them; the
 /// items come out in key order.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
+    sweep_some(root, c, None).unwrap_or_else(|| Sweep {
+        root: root.root.clone(),
+        claims: Vec::new(),
+        counts: Counts::default(),
+        hazards: Vec::new(),
+    })
+}
+
+/// The first `n` lockfiles in key order, judged, with the hazards found on
+/// the way: a big root's first screen, read in a fraction of a sweep
+/// (every name is listed and sorted, only `n` files are read). None when
+/// the root holds no more than `n`: the whole sweep costs no more.
+pub fn sweep_head(root: &Root, n: usize) -> Option<Sweep> {
+    let mut c = Classifier::new(now_ms());
+    sweep_some(root, &mut c, Some(n))
+}
+
+/// A sweep, or (with `head`) its first `head` lockfiles when there are more.
+fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sweep> {
     let dir = root.claims_dir();
     let mut out = Sweep {
         root: root.root.clone(),
@@ -171,7 +190,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
         // Nothing claimed yet: a normal, empty root.
         Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {
             events_hazards(root, &mut out.hazards);
-            return out;
+            return head.is_none().then_some(out);
         }
         Err(e) => {
             out.hazards.push(Hazard {
@@ -179,7 +198,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                 path: dir,
                 detail: format!("claims dir cannot be listed: {e}"),
             });
-            return out;
+            return head.is_none().then_some(out);
         }
     };
     // Names first, items after: sorting the (key, path) pairs is cheap where
@@ -229,6 +248,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     }
     archive_dir_hazard(&dir, &mut out.hazards);
     sort_by_key(&mut lockfiles);
+    if let Some(n) = head {
+        if lockfiles.len() <= n {
+            return None;
+        }
+        lockfiles.truncate(n);
+    }
     out.claims.reserve_exact(lockfiles.len());
     let judge = |l: Listed, read, c: &mut Classifier| {
         let item = Status::judged(l.key, l.path, c, read);
@@ -247,7 +272,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     drop(listing);
     events_hazards(root, &mut out.hazards);
     out.hazards.sort_by(|a, b| a.path.cmp(&b.path));
-    out
+    Some(out)
 }
 
 /// Bring a sweep's hazard list up to date after one lockfile changed:
