@@ -11,7 +11,7 @@
 //!
 //! The dashboard runs in a child process (this binary, re-run with
 //! `CLAIMTOP_BENCH_ROLE=dashboard`), so its CPU and memory are its own and
-//! not the loader's. It is the live app's wiring (`collect_store::spawn`,
+//! not the loader's. It is the live app's wiring (`spawn_store_readers`,
 //! `update`, `view::draw`) drawing into a `TestBackend` instead of a
 //! terminal.
 //!

@@ -13,9 +13,10 @@ use claimtop::claims::now_ms;
 use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
-use claimtop::dashboard::collect::{Collector, Counters};
-use claimtop::dashboard::{update, view, watch, Action, App, Options as DashOptions};
+use claimtop::dashboard::collector::{Collector, Counters, Input};
+use claimtop::dashboard::{update, view, Action, App, Options as DashOptions};
 use claimtop::events::tail::read_last_lines;
+use claimtop::store::file::feed;
 use common::*;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -969,8 +970,10 @@ fn human_bytes(b: u64) -> String {
 /// the same constructor, update and view the live app uses.
 fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
     let mut app = bare_app(root, size);
-    let mut collector = Collector::local(root.clone(), now_ms());
-    update(&mut app, collector.rescan());
+    let mut collector = Collector::local(root, 0, now_ms());
+    for a in collector.list(now_ms()).unwrap_or_default() {
+        update(&mut app, a);
+    }
     app
 }
 
@@ -998,10 +1001,7 @@ fn bare_app(root: &Root, size: (u16, u16)) -> App {
 fn spawn_watcher(
     root: &Root,
     tx: Sender<Action>,
-) -> Res<(
-    Sender<claimtop::dashboard::collect::Input>,
-    std::sync::Arc<Counters>,
-)> {
+) -> Res<(Sender<Input>, std::sync::Arc<Counters>)> {
     Ok(claimtop::dashboard::spawn_readers(root, &tx)?)
 }
 
@@ -1069,12 +1069,12 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     ));
     r.note(format!(
         "acquire of a new key (temp + link + event) until the model holds it; notify debounce {} ms",
-        watch::DEBOUNCE.as_millis()
+        feed::DEBOUNCE.as_millis()
     ));
 
     // Figure 8: one change of each kind, then quiet; count re-reads.
     let mut reread = Vec::new();
-    let settle = watch::DEBOUNCE * 4;
+    let settle = feed::DEBOUNCE * 4;
     let cases: [(&str, &dyn Fn() -> Res<()>); 3] = [
         ("create", &|| {
             acquire(&fx.root, "fig8:one", "pty:fig8", &AcquireOpts::default())
@@ -1147,13 +1147,15 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     // What one tick costs the model: the idle loop's main expense.
     // The collector's share (pid checks) and the model's (re-judging) both.
     let mut tick_app = dashboard_app(&fx.root, (160, 48));
-    let mut tick_collector = Collector::local(fx.root.clone(), tick_app.now);
-    update(&mut tick_app, tick_collector.rescan());
+    let mut tick_collector = Collector::local(&fx.root, 0, tick_app.now);
+    for a in tick_collector.list(tick_app.now).unwrap_or_default() {
+        update(&mut tick_app, a);
+    }
     let mut per = Vec::new();
     for i in 0..plan.reps * 3 {
         let now = tick_app.now + 1000;
         let (d, _) = time(|| {
-            for a in tick_collector.tick(now) {
+            for a in tick_collector.tick(now).unwrap_or_default() {
                 update(&mut tick_app, a);
             }
         });
@@ -1269,7 +1271,9 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     // then the first frame.
     loop {
         let a = rx.recv()?;
-        let swept = matches!(a, Action::Swept(_));
+        // The first frame with claims: a big root's first page, or the
+        // whole of a small one.
+        let swept = matches!(&a, Action::Mirror { delta, .. } if delta.whole.is_some());
         update(&mut app, a);
         if swept {
             break;
@@ -1306,7 +1310,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         for a in batch {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
-            let counts = app.claims.live.tally.counts;
+            let counts = app.claims.live.counts;
             dirty |= update(&mut app, a);
             if is_tick {
                 ticks += 1;
@@ -1315,7 +1319,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
                         "tick: {} wall, {} cpu, counts changed {}",
                         fmt_d(t1.elapsed()),
                         fmt_d(thread_cpu() - c1),
-                        counts != app.claims.live.tally.counts
+                        counts != app.claims.live.counts
                     );
                 }
             } else {

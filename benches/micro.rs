@@ -9,7 +9,7 @@
 mod common;
 
 use claimtop::claims::{acquire, release, status, sweep, AcquireOpts, Root};
-use claimtop::dashboard::collect::Collector;
+use claimtop::dashboard::collector::Collector;
 use claimtop::dashboard::{update, view, Action, App, Options};
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -83,7 +83,12 @@ fn bench_sweep(c: &mut Criterion) {
         let identity = claimtop::claims::LocalIdentity::current();
         let mut app = App::new(opts, now, identity, "operator:bench@here".into());
         update(&mut app, Action::Resize(w, h));
-        update(&mut app, Collector::local(fx.root.clone(), now).rescan());
+        for a in Collector::local(&fx.root, 0, now)
+            .list(now)
+            .unwrap_or_default()
+        {
+            update(&mut app, a);
+        }
         let Ok(mut term) = Terminal::new(TestBackend::new(w, h));
         let mut i = 0;
         g.bench_function(

@@ -18,8 +18,10 @@
 mod common;
 
 use claimtop::claims::{acquire, now_ms, release, AcquireOpts, LocalIdentity, Root};
-use claimtop::dashboard::collect::Counters;
-use claimtop::dashboard::{spawn_readers_over, update, view, watch, Action, App, Options};
+use claimtop::dashboard::collector::{Counters, Input};
+use claimtop::dashboard::{spawn_readers_over, update, view, Action, App, Options};
+use claimtop::store::file::feed;
+use claimtop::store::Change;
 use common::*;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -109,7 +111,7 @@ fn app_over(roots: &[Root]) -> App {
 
 /// The live app's reading threads over `app`'s roots; returns each root's
 /// collector inbox (kept open) and read counters.
-type Readers = Vec<(Sender<claimtop::dashboard::collect::Input>, Arc<Counters>)>;
+type Readers = Vec<(Sender<Input>, Arc<Counters>)>;
 
 fn start(app: &App, tx: &Sender<Action>) -> Res<Readers> {
     Ok(spawn_readers_over(&app.roots, tx)?)
@@ -134,7 +136,8 @@ fn until_swept(app: &mut App, rx: &Receiver<Action>, n: usize) -> Res<()> {
     let mut seen = 0;
     while seen < n {
         let a = rx.recv_timeout(Duration::from_secs(120))?;
-        seen += usize::from(matches!(a, Action::Swept(_)));
+        seen += usize::from(matches!(&a, Action::Mirror { delta, .. }
+            if delta.whole.as_ref().is_some_and(|w| !w.partial)));
         update(app, a);
     }
     Ok(())
@@ -227,13 +230,13 @@ fn run(quick: bool) -> Res<Vec<String>> {
     ));
     say(format!(
         "    acquire of a new key (temp + link + event) until a 160x48 frame is drawn with it; notify debounce {} ms; main-loop CPU per change: update {} + frame {} (medians)",
-        watch::DEBOUNCE.as_millis(),
+        feed::DEBOUNCE.as_millis(),
         fmt_d(median(&cpu_update)),
         fmt_d(median(&cpu_draw))
     ));
 
     // 12b: each change re-read exactly once, by its own root's collector.
-    let settle = watch::DEBOUNCE * 4;
+    let settle = feed::DEBOUNCE * 4;
     let mut exact = true;
     let mut seen = Vec::new();
     for (i, root) in roots.iter().enumerate() {
@@ -376,10 +379,13 @@ fn profile(args: &[String]) -> Res<()> {
     let mut app = app_over(&roots);
     let mut collectors: Vec<_> = roots
         .iter()
-        .map(|r| claimtop::dashboard::collect::Collector::local(r.clone(), now_ms()))
+        .enumerate()
+        .map(|(i, r)| claimtop::dashboard::collector::Collector::local(r, i, now_ms()))
         .collect();
     for c in &mut collectors {
-        update(&mut app, c.rescan());
+        for a in c.list(now_ms())? {
+            update(&mut app, a);
+        }
     }
     let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1))?;
     eprintln!("fixture ready");
@@ -389,7 +395,8 @@ fn profile(args: &[String]) -> Res<()> {
         let key = format!("prof:{i}");
         acquire(&roots[r], &key, "pty:prof", &AcquireOpts::default())?;
         let t = cpu_now();
-        if let Some(a) = collectors[r].read(&[roots[r].lockfile(&key)]) {
+        let change = Input::Feed(vec![Change::Claim { key: key.clone() }]);
+        for a in collectors[r].handle(change, now_ms())? {
             update(&mut app, a);
         }
         let t2 = cpu_now();

@@ -45,6 +45,9 @@ const HOMES: &[(&str, &str)] = &[
     ("pub const RECOVERY_SUFFIX", "src/mutex.rs"),
     ("fn event_fields(", "src/claims/audit.rs"),
     ("fn hostname(", "src/sys.rs"),
+    ("fn pid_alive(", "src/sys.rs"),
+    ("pub struct Mirror {", "src/store/mirror/mod.rs"),
+    ("pub struct FileFeed {", "src/store/file/feed.rs"),
     ("fn rename_noreplace(", "src/sys.rs"),
     ("pub fn now_ms() -> i64", "src/time.rs"),
     ("fn parse_ttl_ms(", "src/time.rs"),
@@ -157,4 +160,93 @@ fn terminal_output_leaves_only_through_the_guarded_doors() {
             );
         }
     }
+}
+
+/// Lines of code (comments cut off) under `dir` that contain any of `needles`,
+/// outside the files `allowed`.
+fn offenders(dir: &str, needles: &[&str], allowed: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in tree() {
+        if !path.starts_with(dir) || path == "src/seams.rs" {
+            continue;
+        }
+        if allowed.iter().any(|a| path.starts_with(a)) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if needles.iter().any(|w| code.contains(w)) {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_root_has_one_filesystem_watcher_its_feed() {
+    // A second watcher of a root is how three of them came to disagree on
+    // what a notification names: every face takes the file store's feed.
+    let found = offenders(
+        "src/",
+        &[
+            "recommended_watcher(",
+            "new_debouncer(",
+            "new_debouncer_opt(",
+        ],
+        &["src/store/file/feed.rs"],
+    );
+    assert!(found.is_empty(), "a second watcher: {found:#?}");
+}
+
+#[test]
+fn claims_are_judged_by_the_protocol_and_kept_judged_by_the_mirror_alone() {
+    // A classifier outside the protocol and the mirror is a second answer
+    // to "what state is this claim in now": faces that counted differently.
+    let found = offenders(
+        "src/",
+        &["Classifier", ".verdict(", "known_pids("],
+        &["src/claims/", "src/store/mirror/"],
+    );
+    assert!(found.is_empty(), "a second classifier: {found:#?}");
+}
+
+#[test]
+fn one_answer_to_whether_a_pid_is_alive() {
+    // kill(pid, 0) once meant three things (EPERM alive, or gone, or only
+    // ESRCH gone); `sys::pid_alive` is the one meaning.
+    let found = offenders("src/", &["libc::kill(", "kill(pid, 0)"], &["src/sys.rs"]);
+    let found: Vec<_> = found
+        .into_iter()
+        // Signals actually sent (stopping a command's group) are not
+        // probes, and `kill(-pgid, 0)` asks whether any process of a
+        // command's own group is left, not whether a holder lives.
+        .filter(|l| l.contains(", 0)") && !l.contains("kill(-"))
+        .collect();
+    assert!(found.is_empty(), "a second pid probe: {found:#?}");
+}
+
+#[test]
+fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
+    // Every read of the outside world reaches the model as data from the
+    // collector's mirror, which reads through the store's verbs.
+    let found = offenders(
+        "src/dashboard/",
+        &[
+            "std::fs",
+            "File::open",
+            "read_dir(",
+            "libc::kill",
+            "pid_alive",
+            "process_create_time_ms",
+            "read_claim_file",
+            "Status::of_file",
+            "claims::status(",
+            "claims::sweep(",
+            "sweep_with(",
+            "Follower",
+        ],
+        &[],
+    );
+    assert!(found.is_empty(), "the dashboard reads itself: {found:#?}");
 }

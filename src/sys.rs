@@ -49,6 +49,26 @@ pub fn process_create_time_ms(_pid: i32) -> Option<i64> {
     None
 }
 
+/// Does process `pid` exist? The crate's one answer, used by every face
+/// and the protocol alike.
+///
+/// `kill(pid, 0)` sends nothing and answers for any process: 0 when we may
+/// signal it, EPERM when it exists under another user, ESRCH when there is
+/// none. EPERM is alive: the seed judges a holder by the start time it
+/// reads from `/proc/<pid>/stat`, which every user may read, so another
+/// user's process is a live holder there too, and a face that called it
+/// gone would show a live claim as stealable. Only ESRCH is gone. A zombie
+/// (exited, not yet reaped) still exists; [`pid_gone_since`] looks closer.
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        // 0 and negatives name process groups, never one holder.
+        return false;
+    }
+    // SAFETY: signal 0 performs only the existence and permission checks.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Whether `pid` provably no longer runs the process that was alive at
 /// `alive_at_ms` (epoch ms): no such process, a zombie, or a process that
 /// started after that instant (the pid was reused). Anything uncertain - a
@@ -61,9 +81,8 @@ pub fn pid_gone_since(pid: i32, alive_at_ms: i64) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    if !pid_alive(pid) {
+        return true;
     }
     #[cfg(target_os = "linux")]
     if let Some(stat) = read_small(&format!("/proc/{pid}/stat")) {
@@ -187,6 +206,66 @@ fn others_running(loadavg: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_of_another_user_is_alive_and_a_pid_nobody_runs_is_not() {
+        assert!(pid_alive(std::process::id() as i32));
+        assert!(!pid_alive(0) && !pid_alive(-1));
+        let mut gone = std::process::Command::new("true").spawn().expect("spawn");
+        let gone_pid = gone.id() as i32;
+        gone.wait().expect("reap");
+        assert!(!pid_alive(gone_pid), "a reaped child is gone");
+        // EPERM: a process we may not signal. As root every process may be
+        // signalled, so a child drops to `nobody` and asks about us.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(ask_as_nobody(std::process::id() as i32), Some(true));
+            assert_eq!(ask_as_nobody(gone_pid), Some(false));
+        } else {
+            // pid 1 is root's on every system this runs on.
+            // SAFETY: kill with signal 0 only checks.
+            let rc = unsafe { libc::kill(1, 0) };
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            assert_eq!(
+                (rc, errno),
+                (-1, Some(libc::EPERM)),
+                "pid 1 is not root's here"
+            );
+            assert!(pid_alive(1));
+        }
+    }
+
+    /// `pid_alive(pid)` as seen by uid/gid 65534 (nobody), in a forked
+    /// child that does nothing but async-signal-safe calls before `_exit`.
+    fn ask_as_nobody(pid: i32) -> Option<bool> {
+        // SAFETY: the child only calls setgid, setuid, kill (in pid_alive,
+        // with errno read back) and _exit, all async-signal-safe.
+        unsafe {
+            let child = libc::fork();
+            if child == 0 {
+                let code = if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    3
+                } else if libc::kill(pid, 0) == 0 {
+                    // Signalling is allowed: not the EPERM case at all.
+                    4
+                } else if pid_alive(pid) {
+                    1
+                } else {
+                    0
+                };
+                libc::_exit(code);
+            }
+            let mut status = 0;
+            if child < 0 || libc::waitpid(child, &mut status, 0) != child {
+                return None;
+            }
+            match libc::WEXITSTATUS(status) {
+                1 => Some(true),
+                0 => Some(false),
+                _ => None,
+            }
+        }
+    }
 
     #[test]
     fn helpers_go_only_to_cores_nothing_else_runs_on() {

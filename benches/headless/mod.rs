@@ -1,11 +1,11 @@
 //! The dashboard over a store with no terminal: the live app's wiring
-//! (`collect_store::spawn`, `update`, `view::draw`) drawing 160×48 frames
+//! (`spawn_store_readers`, `update`, `view::draw`) drawing 160×48 frames
 //! into a `TestBackend`, for the benches that time change → screen. Not
 //! every bench uses every part.
 #![allow(dead_code)]
 
 use claimtop::claims::{now_ms, LocalIdentity, Root};
-use claimtop::dashboard::collect_store::{self, Source};
+use claimtop::dashboard::collector::{Input, Source};
 use claimtop::dashboard::store_view::StoreView;
 use claimtop::dashboard::{update, view, Action, App, Options};
 use claimtop::store::{OpenOpts, StoreUrl};
@@ -16,6 +16,8 @@ use std::time::Duration;
 
 pub struct Headless {
     pub app: App,
+    /// The collector's inbox, kept open while the collector runs.
+    _inbox: std::sync::mpsc::Sender<Input>,
     rx: Receiver<Action>,
     term: Terminal<TestBackend>,
     pub source: Source,
@@ -52,9 +54,11 @@ impl Headless {
         app.over_store(StoreView::new(store.url(), app.now));
         update(&mut app, Action::Resize(160, 48));
         let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-        collect_store::spawn(store, &source, &tx).expect("start the collector");
+        let inbox = claimtop::dashboard::spawn_store_readers(store, &source, &tx)
+            .expect("start the collector");
         Headless {
             app,
+            _inbox: inbox,
             rx,
             term,
             source,

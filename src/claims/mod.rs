@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod audit;
 pub mod census;
 pub mod dir_listing;
+pub mod entry;
 pub mod error;
 pub mod key;
 pub mod liveness;
@@ -51,8 +52,8 @@ pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::{Blocker, Status};
 pub use sweep::{
     doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
-    patch_item_hazards, root_missing, sweep, sweep_with, Counts, EntryKind, Fix, Hazard,
-    HazardKind, Sweep, SweepItem,
+    patch_item_hazards, root_missing, sweep, sweep_head, sweep_with, Counts, EntryKind, Fix,
+    Hazard, HazardKind, Sweep, SweepItem,
 };
 pub use verbs::{
     force_release, release, renew, renew_as, status, ForceOpts, ForceOutcome, NoRenew,

@@ -3,6 +3,7 @@
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::census::{census, own_hazards, ItemRules};
 use super::dir_listing::DirListing;
+use super::entry::{hazard_now, Role};
 use super::liveness::Classifier;
 use super::sweep_read::{judge_each, sort_by_key, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, RECOVERY_SUFFIX};
@@ -181,6 +182,25 @@ pub fn sweep(root: &Root) -> Sweep {
 /// (see [`super::sweep_read`]), with `c`'s pid facts shared among them; the
 /// items come out in key order.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
+    sweep_some(root, c, None).unwrap_or_else(|| Sweep {
+        root: root.root.clone(),
+        claims: Vec::new(),
+        counts: Counts::default(),
+        hazards: Vec::new(),
+    })
+}
+
+/// The first `n` lockfiles in key order, judged, with the hazards found on
+/// the way: a big root's first screen, read in a fraction of a sweep
+/// (every name is listed and sorted, only `n` files are read). None when
+/// the root holds no more than `n`: the whole sweep costs no more.
+pub fn sweep_head(root: &Root, n: usize) -> Option<Sweep> {
+    let mut c = Classifier::new(now_ms());
+    sweep_some(root, &mut c, Some(n))
+}
+
+/// A sweep, or (with `head`) its first `head` lockfiles when there are more.
+fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sweep> {
     let dir = root.claims_dir();
     let mut out = Sweep {
         root: root.root.clone(),
@@ -197,7 +217,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                 out.hazards.push(h);
             }
             events_hazards(root, &mut out.hazards);
-            return out;
+            return head.is_none().then_some(out);
         }
         Err(e) => {
             out.hazards.push(Hazard {
@@ -205,7 +225,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                 path: dir,
                 detail: format!("claims dir cannot be listed: {e}"),
             });
-            return out;
+            return head.is_none().then_some(out);
         }
     };
     // Names first, items after: sorting the (key, path) pairs is cheap where
@@ -242,11 +262,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
                         regular: entry.regular,
                     })
                 }
-                None => out.hazards.push(Hazard {
-                    kind: HazardKind::Unreadable,
-                    path,
-                    detail: "lockfile name is not valid UTF-8; no encoder writes it".into(),
-                }),
+                None => out.hazards.extend(entry_hazard(&path)),
             },
             EntryKind::RecoveryMutex | EntryKind::Temp => {
                 if let Some(h) = entry_hazard(&path) {
@@ -258,6 +274,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     }
     archive_dir_hazard(&dir, &mut out.hazards);
     sort_by_key(&mut lockfiles);
+    if let Some(n) = head {
+        if lockfiles.len() <= n {
+            return None;
+        }
+        lockfiles.truncate(n);
+    }
     out.claims.reserve_exact(lockfiles.len());
     let judge = |l: Listed, read, c: &mut Classifier| Status::judged(l.key, l.path, c, read);
     judge_each(&listing, lockfiles, c, judge, |item| {
@@ -272,7 +294,7 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     let all = census(&out.claims, entries, |_| ItemRules::Lockfile);
     out.counts = all.counts;
     out.hazards = all.hazards;
-    out
+    Some(out)
 }
 
 /// Bring a sweep's hazard list up to date after one lockfile changed:
@@ -314,32 +336,7 @@ pub fn entry_behind(path: &Path) -> Option<PathBuf> {
 /// recovery mutex or a temp file becomes one only with age, so a watcher
 /// that saw it appear asks again until it is old enough or gone.
 pub fn entry_hazard(path: &Path) -> Option<Hazard> {
-    let name = path.file_name()?;
-    match entry_kind(name) {
-        EntryKind::RecoveryMutex => stale_mutex_hazard(path),
-        EntryKind::Temp => {
-            let age = mutex::age(path).filter(|a| *a > TEMP_ABANDONED_AFTER)?;
-            Some(Hazard {
-                kind: HazardKind::TempLitter,
-                path: path.to_path_buf(),
-                detail: format!("left behind {}s ago by an interrupted write", age.as_secs()),
-            })
-        }
-        EntryKind::Lockfile | EntryKind::Other => None,
-    }
-}
-
-fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {
-    let age = mutex::age(path)?;
-    (age > mutex::STALE_MUTEX_STEAL).then(|| Hazard {
-        kind: HazardKind::StaleMutex,
-        path: path.to_path_buf(),
-        detail: format!(
-            "mutex held for {}s (> {}s): a killed holder's corpse; the next waiter steals it",
-            age.as_secs(),
-            mutex::STALE_MUTEX_STEAL.as_secs()
-        ),
-    })
+    hazard_now(Role::in_claims_dir(path.file_name()?)?, path)
 }
 
 /// `.expired` must be absent (made on first use) or a real directory;
@@ -347,22 +344,7 @@ fn stale_mutex_hazard(path: &Path) -> Option<Hazard> {
 /// symlink or stray file silently stops every reclaim of a stale claim.
 fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
     let path = claims_dir.join(super::EXPIRED_SUBDIR);
-    let what = match std::fs::symlink_metadata(&path) {
-        Ok(md) if md.is_dir() => return,
-        Err(e) if e.kind() == ErrorKind::NotFound => return,
-        Ok(md) if md.file_type().is_symlink() => "a symlink".to_string(),
-        Ok(md) if md.is_file() => "a regular file".to_string(),
-        Ok(_) => "a special file".to_string(),
-        Err(e) => format!("unreadable ({e})"),
-    };
-    hazards.push(Hazard {
-        kind: HazardKind::ArchiveDirBroken,
-        path,
-        detail: format!(
-            "the archive dir is {what}, not a directory: every stale reclaim and \
-             force-release fails until a human moves it away"
-        ),
-    });
+    hazards.extend(hazard_now(Role::ArchiveDir, &path));
 }
 
 /// The events log's own hazards: a mutex corpse, or a log no append can
@@ -370,16 +352,8 @@ fn archive_dir_hazard(claims_dir: &Path, hazards: &mut Vec<Hazard>) {
 fn events_hazards(root: &Root, hazards: &mut Vec<Hazard>) {
     let log = root.events_file();
     let lock = crate::events::emit::events_mutex_path(&log);
-    if let Some(h) = stale_mutex_hazard(&lock) {
-        hazards.push(h);
-    }
-    if let Some(detail) = crate::events::emit::log_unappendable(&log) {
-        hazards.push(Hazard {
-            kind: HazardKind::EventsLogBroken,
-            path: log,
-            detail,
-        });
-    }
+    hazards.extend(hazard_now(Role::EventsMutex, &lock));
+    hazards.extend(hazard_now(Role::EventsLog, &log));
 }
 
 /// `doctor`: the hazards under a root (changes nothing).

@@ -78,7 +78,7 @@ pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs, opening
         local_time: d.local_time,
         opening: opening.clone(),
     };
-    match dashboard::run_store(options, dashboard::collect_store::Source { url, opts }) {
+    match dashboard::run_store(options, dashboard::collector::Source { url, opts }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             diag(&format!("dashboard: {e}"));

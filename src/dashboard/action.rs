@@ -2,24 +2,22 @@
 //! follower, op worker, signals) speaks only these, over one channel. What
 //! the outside world says arrives here as data: the model never reads it.
 
-use crate::claims::{ForceOpts, Hazard, Status, Sweep};
+use crate::claims::ForceOpts;
 use crate::events::service::Reply;
 use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
-use std::io::ErrorKind;
 use std::path::PathBuf;
-
-/// Holder pids and their start times (None: no such process), as probed.
-pub type PidFacts = Vec<(i32, Option<i64>)>;
 
 #[derive(Debug)]
 pub enum Action {
     Key(KeyEvent),
     Mouse(MouseEvent),
-    /// Lockfiles re-read, entries that came or went, pid facts that moved.
-    Read(Box<Read>),
-    /// A full sweep of the claims dir.
-    Swept(Box<Swept>),
+    /// What changed in root `root`'s mirror (of several roots; 0 for one
+    /// root or a store): rows, counts and hazards, pid facts, as data.
+    Mirror {
+        root: usize,
+        delta: Box<crate::store::mirror::Delta>,
+    },
     /// New complete lines of the events log, oldest first.
     EventsAppended(Vec<Line>),
     /// The log was truncated or replaced: what follows starts over.
@@ -39,49 +37,17 @@ pub enum Action {
     /// An events-log message from root `root` of several: the merged pane
     /// orders lines by time and names each one's root.
     InRoot(usize, Box<Action>),
-    /// What the store collector read (a dashboard over etcd).
+    /// What only a store with a connection says (a dashboard over etcd):
+    /// its header facts, its watch's ups and downs, its publishing hosts.
     Store(Box<super::store_view::StoreMsg>),
 }
 
-/// What the collector read since its last message.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Read {
-    /// Each re-read lockfile as it now is (state Free: it is gone).
-    pub claims: Vec<Status>,
-    /// Mutexes and temp files that are hazards now.
-    pub hazards: Vec<Hazard>,
-    /// Entries that are no hazard now: gone, or made afresh (young).
-    pub gone: Vec<PathBuf>,
-    /// Pid facts learned or changed.
-    pub pids: PidFacts,
-}
+pub use crate::claims::root::RootProblem;
 
-impl Read {
-    pub fn is_empty(&self) -> bool {
-        self.claims.is_empty()
-            && self.hazards.is_empty()
-            && self.gone.is_empty()
-            && self.pids.is_empty()
-    }
-}
+/// Holder pids and their start times, as the collector's mirror knows them.
+pub use crate::store::mirror::judge::PidFacts;
 
-/// One sweep of the claims dir, with the pid facts it was judged by.
-#[derive(Debug, Clone)]
-pub struct Swept {
-    pub sweep: Sweep,
-    pub pids: PidFacts,
-    /// Why the root cannot be read as a normal one, if it cannot.
-    pub problem: Option<RootProblem>,
-}
-
-/// What is wrong with a root that is not simply empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RootProblem {
-    Missing(PathBuf),
-    NotADirectory(PathBuf),
-    Unreadable(PathBuf, ErrorKind),
-}
-
+// The words for the header's notice live with the face.
 impl std::fmt::Display for RootProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path = |p: &PathBuf| crate::sanitize::sanitize(&p.to_string_lossy()).into_owned();

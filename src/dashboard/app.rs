@@ -1,7 +1,7 @@
 //! The model: every fact the screen shows, and nothing about how it is drawn.
 //!
-//! Claims are keyed by lockfile path so a watcher batch touches exactly the
-//! entries it names. `rows` is the filtered, sorted view the table scrolls
+//! Claims are keyed by lockfile path so a change touches exactly the
+//! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
 use super::action::{Op, RootProblem};
@@ -11,12 +11,14 @@ use super::roots::RootSet;
 use super::timeline::Timeline;
 use super::Options;
 use crate::claims::{
-    census, ClaimState, Classifier, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Locality,
-    OwnHazards, Root, Status, Tally,
+    ClaimState, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Locality, OwnHazards, Root,
+    Status,
 };
 use crate::events::tail::Line;
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use crate::store::mirror::judge::{copy_words_at, words_at};
+use crate::store::mirror::Tally;
+use std::cmp::Ordering;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,14 +28,15 @@ pub const EVENTS_RING: usize = 2000;
 pub const DETAIL_HISTORY: usize = 8;
 
 /// The claims of one moment.
+///
+/// Each status is shared with the collector's mirror (`Arc`): the model
+/// holds every row without a second copy of it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
-    pub by_path: HashMap<Arc<Path>, Status>,
-    /// The counts and the claims' own hazards, kept as claims come and go
-    /// by the core's [`Tally`]: the sums its census makes for `list`.
-    pub tally: Tally,
-    /// `tally`'s counts split by claims dir (one per root), kept with them:
-    /// the header of a dashboard over several roots shows them every second,
+    pub by_path: HashMap<Arc<Path>, Arc<Status>>,
+    pub counts: Counts,
+    /// `counts` split by claims dir (one per root), kept with them: the
+    /// header of a dashboard over several roots shows them every second,
     /// and walking 30 000 claims for them cost milliseconds a frame.
     pub per_dir: Vec<(PathBuf, Counts)>,
     /// The claims come from a store whose keys are not lockfiles (etcd):
@@ -44,18 +47,43 @@ pub struct ClaimSet {
 impl ClaimSet {
     /// How the census judges `s`'s own hazards here.
     pub fn rules_of(&self, s: &Status) -> ItemRules {
-        rules_of(self.store_keys, s)
+        match (self.store_keys, is_copy(s)) {
+            (false, _) => ItemRules::Lockfile,
+            // A published copy's hazards come with its host's hazard list.
+            (true, true) => ItemRules::Copy,
+            (true, false) => ItemRules::StoreKey,
+        }
     }
 
     pub fn recount(&mut self) {
+        let mut counts = Counts::default();
         self.per_dir.clear();
-        for s in self.by_path.values() {
-            dir_counts(&mut self.per_dir, &s.file).add(s.state);
+        let claims = std::mem::take(&mut self.by_path);
+        for s in claims.values() {
+            counts.add(s.state);
+            self.dir_counts(&s.file).add(s.state);
         }
-        let (claims, store_keys) = (&self.by_path, self.store_keys);
-        self.tally = Tally::of(claims.values(), |s| rules_of(store_keys, s));
+        self.by_path = claims;
         // In a fixed order, so two sets of the same claims compare equal.
         self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
+        self.counts = counts;
+    }
+
+    /// The counts of the claims dir `file` is in.
+    fn dir_counts(&mut self, file: &Path) -> &mut Counts {
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let i = match self
+            .per_dir
+            .iter()
+            .position(|(d, _)| d.as_os_str() == dir.as_os_str())
+        {
+            Some(i) => i,
+            None => {
+                self.per_dir.push((dir.to_path_buf(), Counts::default()));
+                self.per_dir.len() - 1
+            }
+        };
+        &mut self.per_dir[i].1
     }
 
     /// The counts of the claims in `dir` (a root's claims dir).
@@ -67,76 +95,55 @@ impl ClaimSet {
     }
 
     pub fn get(&self, path: &Path) -> Option<&Status> {
-        self.by_path.get(path)
+        self.by_path.get(path).map(|s| &**s)
     }
 
     /// Store (or drop, when free) the claim at `path`, keeping the counts
     /// current without a recount (a recount of 30 000 claims per changed
     /// file was most of a change's cost); true when it changed.
-    pub fn put(&mut self, path: &Path, s: Status) -> bool {
-        let rules = rules_of(self.store_keys, &s);
-        let ClaimSet {
-            by_path,
-            tally,
-            per_dir,
-            ..
-        } = self;
+    pub fn put(&mut self, path: &Arc<Path>, s: Arc<Status>) -> bool {
         if s.state == ClaimState::Free {
-            let Some(old) = by_path.remove(path) else {
+            let Some(old) = self.by_path.remove(path) else {
                 return false;
             };
-            weigh(tally, per_dir, &old, rules, false);
+            self.uncount(&old);
             return true;
         }
-        match by_path.get_mut(path) {
-            Some(old) if *old == s => return false,
+        let (state, file) = (s.state, s.file.clone());
+        match self.by_path.get_mut(path) {
+            Some(old) if **old == *s => return false,
             Some(old) => {
-                weigh(tally, per_dir, &s, rules, true);
                 let was = std::mem::replace(old, s);
-                weigh(tally, per_dir, &was, rules, false);
+                self.uncount(&was);
             }
             None => {
-                weigh(tally, per_dir, &s, rules, true);
-                by_path.insert(Arc::from(path), s);
+                self.by_path.insert(Arc::clone(path), s);
             }
         }
+        self.counts.add(state);
+        self.dir_counts(&file).add(state);
         true
     }
 
-    /// Re-judge the claim at `path` in place, keeping the counts current
-    /// without a recount; true when its state or locality moved.
-    pub fn rejudge(&mut self, path: &Path, judge: impl FnOnce(&mut Status) -> bool) -> bool {
-        let ClaimSet {
-            by_path,
-            tally,
-            per_dir,
-            store_keys,
-        } = self;
-        let Some(s) = by_path.get_mut(path) else {
-            return false;
-        };
-        let rules = rules_of(*store_keys, s);
-        weigh(tally, per_dir, s, rules, false);
-        let moved = judge(s);
-        weigh(tally, per_dir, s, rules, true);
-        moved
+    fn uncount(&mut self, s: &Status) {
+        self.counts.remove(s.state);
+        self.dir_counts(&s.file).remove(s.state);
     }
 
     pub fn len(&self) -> usize {
         self.by_path.len()
     }
 
-    /// Store `s` at `path` (drop it when free), keeping the counts current
-    /// without a recount (a recount of 100 000 claims per change is what a
-    /// big store cannot afford). The row's path when something changed.
-    pub fn put_counted(&mut self, path: &Path, s: Status) -> Option<Arc<Path>> {
+    /// [`ClaimSet::put`], and the row's path (the set's own) when
+    /// something changed.
+    pub fn put_counted(&mut self, path: &Arc<Path>, s: Arc<Status>) -> Option<Arc<Path>> {
         if !self.put(path, s) {
             return None;
         }
         Some(
             self.by_path
-                .get_key_value(path)
-                .map_or_else(|| Arc::from(path), |(k, _)| Arc::clone(k)),
+                .get_key_value(&**path)
+                .map_or_else(|| Arc::clone(path), |(k, _)| Arc::clone(k)),
         )
     }
 
@@ -145,70 +152,12 @@ impl ClaimSet {
     }
 }
 
-/// How the census judges `s`'s own hazards in a set of a root's claims
-/// (`store_keys` false) or of a store's.
-fn rules_of(store_keys: bool, s: &Status) -> ItemRules {
-    match (store_keys, is_copy(s)) {
-        (false, _) => ItemRules::Lockfile,
-        // A published copy's hazards come with its host's hazard list.
-        (true, true) => ItemRules::Copy,
-        (true, false) => ItemRules::StoreKey,
-    }
-}
-
-/// Add `s` to (or take it from) the running sums, and its claims dir's.
-fn weigh(
-    tally: &mut Tally,
-    per_dir: &mut Vec<(PathBuf, Counts)>,
-    s: &Status,
-    rules: ItemRules,
-    add: bool,
-) {
-    let dir = dir_counts(per_dir, &s.file);
-    if add {
-        tally.add(s, rules);
-        dir.add(s.state);
-    } else {
-        tally.remove(s, rules);
-        dir.remove(s.state);
-    }
-}
-
-/// The counts of the claims dir `file` is in.
-fn dir_counts<'a>(per_dir: &'a mut Vec<(PathBuf, Counts)>, file: &Path) -> &'a mut Counts {
-    let dir = file.parent().unwrap_or(Path::new(""));
-    let i = match per_dir
-        .iter()
-        .position(|(d, _)| d.as_os_str() == dir.as_os_str())
-    {
-        Some(i) => i,
-        None => {
-            per_dir.push((dir.to_path_buf(), Counts::default()));
-            per_dir.len() - 1
-        }
-    };
-    &mut per_dir[i].1
-}
-
-/// What one tick must re-judge.
-#[derive(Debug, PartialEq)]
-pub enum TickPlan {
-    Nothing,
-    /// These claims' TTLs crossed the clock.
-    Expired(Vec<Arc<Path>>),
-    All,
-}
-
-/// A classifier's probe for a model that never probes: a pid the collector
-/// has not reported is one it found no process for.
-fn unreported(_pid: i32) -> Option<i64> {
-    None
-}
-
 /// What the view showed when `p` was pressed.
 #[derive(Debug, Clone)]
 pub struct Frozen {
     pub claims: ClaimSet,
+    /// Each root's counts and hazards as they were.
+    pub tallies: Vec<Tally>,
     pub now: i64,
     /// Events with a larger sequence number arrived after the freeze.
     pub events_seq: u64,
@@ -955,27 +904,22 @@ impl StatusMsg {
     }
 }
 
-/// The claims part of the model: what the collector reported, and what the
-/// model judged from it.
+/// The claims part of the model: what the collectors' mirrors reported.
 pub struct Claims {
     identity: LocalIdentity,
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
-    /// Hazards of the last sweep that are not claims (mutex corpses, temp
-    /// litter, unreadable entries), kept current by the collector's reads.
-    pub sweep_hazards: Vec<Hazard>,
-    /// Holder pids and their start times, as the collector last probed.
+    /// Each root's (or the store's) counts and hazards, by root, as its
+    /// mirror last tallied them: the one count `list` and `doctor` make.
+    pub tallies: Vec<Tally>,
+    /// Holder pids and their start times, as the mirror last knew them:
+    /// what the selected claim's reason is worded by.
     pub pids: HashMap<i32, Option<i64>>,
-    /// TTL expiries still ahead as of the last full re-judgement, soonest
-    /// first: a claim whose TTL crosses the clock is re-judged on its own.
-    pub(crate) expiries: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
-    /// Claims or pid facts changed since the last full re-judgement.
-    pub(crate) rejudge_all: bool,
-    /// Why the root is not a normal one, as of the last sweep.
+    /// Why the root is not a normal one.
     pub problem: Option<RootProblem>,
-    /// With several roots: each root's problem, by root, as of its last
-    /// sweep (`problem` stays the first root's).
+    /// With several roots: each root's problem, by root (`problem` stays
+    /// the first root's).
     pub problems: Vec<Option<RootProblem>>,
 }
 
@@ -985,73 +929,34 @@ impl Claims {
             identity,
             live: ClaimSet::default(),
             frozen: None,
-            sweep_hazards: Vec::new(),
+            tallies: Vec::new(),
             pids: HashMap::new(),
-            expiries: BinaryHeap::new(),
-            rejudge_all: true,
             problem: None,
             problems: Vec::new(),
         }
     }
 
-    /// A classifier at `now` that knows every reported pid and probes none.
-    pub fn classifier(&self, now: i64) -> Classifier {
-        let mut c = Classifier::with(now, self.identity.clone(), unreported);
-        for (pid, started) in &self.pids {
-            c.know(*pid, *started);
-        }
-        c
+    pub fn identity(&self) -> &LocalIdentity {
+        &self.identity
     }
 
-    /// Take in pid facts; true when one moved (every claim is re-judged on
-    /// the next tick).
+    /// Take in pid facts; true when one moved.
     pub fn learn(&mut self, facts: &[(i32, Option<i64>)]) -> bool {
         let mut moved = false;
         for (pid, started) in facts {
             moved |= self.pids.insert(*pid, *started) != Some(*started);
         }
-        self.rejudge_all |= moved;
         moved
     }
 
-    /// What a tick at `now` has to re-judge: everything after a read or a
-    /// pid change, else only the claims whose TTL crossed the clock.
-    pub fn tick_plan(&mut self, now: i64) -> TickPlan {
-        if self.rejudge_all {
-            return TickPlan::All;
+    /// Root `i`'s tally is `t` now; true when it moved.
+    pub fn set_tally(&mut self, i: usize, t: Tally) -> bool {
+        if self.tallies.len() <= i {
+            self.tallies.resize(i + 1, Tally::default());
         }
-        let mut due = Vec::new();
-        while let Some(Reverse((exp, _))) = self.expiries.peek() {
-            if *exp > now {
-                break;
-            }
-            if let Some(Reverse((_, path))) = self.expiries.pop() {
-                due.push(path);
-            }
-        }
-        if due.is_empty() {
-            TickPlan::Nothing
-        } else {
-            TickPlan::Expired(due)
-        }
-    }
-
-    /// Remember the expiries still ahead after a full re-judgement.
-    pub fn remember_judgement(&mut self, now: i64) {
-        self.expiries = self
-            .live
-            .by_path
-            .iter()
-            .filter_map(|(p, s)| Some((s.record.as_ref()?.expires_at?, p)))
-            .filter(|(e, _)| *e > now)
-            .map(|(e, p)| Reverse((e, p.clone())))
-            .collect();
-        self.rejudge_all = false;
-    }
-
-    /// Claims changed: the next tick re-judges every one.
-    pub fn changed(&mut self) {
-        self.rejudge_all = true;
+        let moved = self.tallies[i] != t;
+        self.tallies[i] = t;
+        moved
     }
 
     /// The claims the view shows: the frozen ones while paused.
@@ -1059,16 +964,21 @@ impl Claims {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
     }
 
-    /// Every hazard: the entries' plus the claims' own, as the census
-    /// counts them.
-    pub fn hazard_count(&self) -> usize {
-        self.sweep_hazards.len() + self.shown().tally.own_hazards
+    /// The tallies the view shows: the frozen ones while paused.
+    pub fn shown_tallies(&self) -> &[Tally] {
+        self.frozen.as_ref().map_or(&self.tallies, |f| &f.tallies)
     }
 
-    /// Whether the last sweep found the events log unappendable.
+    /// Every hazard the mirrors count.
+    pub fn hazard_count(&self) -> usize {
+        self.shown_tallies().iter().map(|t| t.hazards.len()).sum()
+    }
+
+    /// Whether the events log is unappendable.
     pub fn events_log_broken(&self) -> bool {
-        self.sweep_hazards
+        self.tallies
             .iter()
+            .flat_map(|t| t.hazards.iter())
             .any(|h| h.kind == HazardKind::EventsLogBroken)
     }
 
@@ -1076,15 +986,16 @@ impl Claims {
     /// `doctor` count through (the `h` list, `x`'s offer), most urgent
     /// kind first.
     pub fn hazards(&self) -> Vec<Hazard> {
-        let shown = self.shown();
-        let mut out = census(
-            shown.by_path.values(),
-            self.sweep_hazards.iter().cloned(),
-            |s| shown.rules_of(s),
-        )
-        .hazards;
-        // Stable: by path within a kind, as the census sorted them.
-        out.sort_by_key(|h| hazard_rank(h.kind));
+        let mut out: Vec<Hazard> = self
+            .shown_tallies()
+            .iter()
+            .flat_map(|t| t.hazards.iter().cloned())
+            .collect();
+        out.sort_by(|a, b| {
+            hazard_rank(a.kind)
+                .cmp(&hazard_rank(b.kind))
+                .then(a.path.cmp(&b.path))
+        });
         out
     }
 }
@@ -1315,24 +1226,38 @@ impl App {
     /// countdown) only for the claim the detail pane shows; whichever claim
     /// becomes selected is re-worded here first.
     pub fn refresh_selected_why(&mut self) {
-        // A store's claims are judged by the store (their lease is their
-        // liveness): there is no pid here to re-word them by.
-        if self.store.is_some() {
-            return;
-        }
         let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
             return;
         };
-        let mut c = self.claims.classifier(self.shown_now());
+        let now = self.shown_now();
+        let copy = self
+            .store
+            .as_ref()
+            .is_some_and(|v| v.fleet.origin(&path).is_some());
+        // A store's own claims are judged by the store (their lease is
+        // their liveness): there is no pid here to re-word them by.
+        if self.store.is_some() && !copy {
+            return;
+        }
         let claims = &mut self.claims;
         let set = match claims.frozen.as_mut() {
             Some(f) => &mut f.claims,
             None => &mut claims.live,
         };
-        if let Some(s) = set.by_path.get_mut(&path) {
-            if let Some(rec) = &s.record {
-                s.why = c.verdict(rec).why;
-            }
+        let Some(s) = set.by_path.get_mut(&path) else {
+            return;
+        };
+        let why = match &s.record {
+            None => return,
+            Some(_) if copy => match copy_words_at(s, now) {
+                Some(w) => w,
+                None => return,
+            },
+            Some(rec) => words_at(rec, now, &claims.identity, &claims.pids),
+        };
+        if s.why != why {
+            // The mirror's copy stays as it was: only the shown one moves.
+            Arc::make_mut(s).why = why;
         }
     }
 
@@ -1374,7 +1299,7 @@ impl App {
             self.shown()
                 .by_path
                 .values()
-                .map(|s| (s.key.as_str(), s))
+                .map(|s| (s.key.as_str(), &**s))
                 .collect()
         };
         let tenures = self.timeline.shown();
@@ -1412,6 +1337,7 @@ impl App {
         let mut rows: Vec<(&Arc<Path>, &Status)> = shown
             .by_path
             .iter()
+            .map(|(p, s)| (p, &**s))
             .filter(|(_, s)| t.filter.matches(s))
             .collect();
         let col = t.sort.column;
@@ -1575,6 +1501,8 @@ impl App {
     /// lease column, and hazards as the store judges them.
     pub fn over_store(&mut self, view: super::store_view::StoreView) {
         self.store = Some(view);
+        // A store's keys are no lockfiles: their own hazards are the
+        // store's kinds (the census's rules for a store).
         self.claims.live.store_keys = true;
     }
 

@@ -145,14 +145,14 @@ pub fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
     let mut moved = Vec::with_capacity(old.len() + fresh.len());
     for path in old {
         if !fresh.contains_key(&path) {
-            moved.extend(app.claims.live.put_counted(&path, gone(&path)));
+            moved.extend(app.claims.live.put_counted(&path, Arc::new(gone(&path))));
         }
     }
     for (path, (origin, s)) in fresh {
         if let Some(view) = app.store.as_mut() {
             view.fleet.track(&path, Some(origin));
         }
-        moved.extend(app.claims.live.put_counted(&path, s));
+        moved.extend(app.claims.live.put_counted(&path, Arc::new(s)));
     }
     moved
 }
@@ -187,7 +187,7 @@ pub fn take_published(
     };
     view.fleet.track(&path, origin);
     let s = row.unwrap_or_else(|| gone(&path));
-    app.claims.live.put_counted(&path, s)
+    app.claims.live.put_counted(&path, Arc::new(s))
 }
 
 fn host_file(item: &Value) -> String {

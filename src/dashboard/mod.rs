@@ -4,7 +4,7 @@
 //!
 //! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
-//! (input, watcher → collector, events follower, op worker, signals) only
+//! (input, the store's change feed → collector, op worker, signals) only
 //! send actions; every read of the disk or the process table happens on
 //! those threads, so `update` is pure. The main loop blocks on the channel
 //! and redraws only when an update says something visible changed.
@@ -12,8 +12,8 @@
 pub mod action;
 pub mod app;
 pub mod browse;
-pub mod collect;
-pub mod collect_store;
+pub mod collector;
+pub mod fleet_reader;
 pub mod fleet_view;
 pub mod input;
 pub mod keys;
@@ -27,7 +27,6 @@ pub mod terminal;
 pub mod timeline;
 pub mod update;
 pub mod view;
-pub mod watch;
 
 pub use action::{Action, Op, OpResult};
 pub use app::App;
@@ -79,7 +78,7 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     // edge, once.
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let identity = LocalIdentity::current();
-    let operator = collect::operator_id(&identity);
+    let operator = collector::operator_id(&identity);
     let (tx, rx) = channel::<Action>();
     let mut app = App::new(opts, now_ms(), identity, operator);
 
@@ -107,11 +106,11 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
 /// so a store that cannot be reached is said as a plain error.
 pub fn run_store(
     mut opts: Options,
-    source: collect_store::Source,
+    source: collector::Source,
 ) -> Result<(), Box<dyn std::error::Error>> {
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let identity = LocalIdentity::current();
-    let operator = collect::operator_id(&identity);
+    let operator = collector::operator_id(&identity);
     let collector_store = source.open()?;
     let ops_store = source.open()?;
     // The whole-log views read on a connection of their own, so a long
@@ -134,14 +133,14 @@ pub fn run_store(
     let now = now_ms();
     let mut app = App::new(opts, now, identity, operator);
     app.over_store(store_view::StoreView::new(collector_store.url(), now));
-    collect_store::spawn(collector_store, &source, &tx)?;
+    let inbox = spawn_store_readers(collector_store, &source, &tx)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
     // A publishing host is waited for as long as any store call: the
     // CLI's `force-release --host` waits the same.
     let ask_wait = source.opts.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
     let ops_worker: OpsWorker =
-        Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out));
+        Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out, inbox));
     let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
     crate::diag::set_warning_sink(None);
     Ok(result?)
@@ -160,26 +159,27 @@ fn sink_warnings(tx: &Sender<Action>) {
     })));
 }
 
-/// Every thread that reads the outside world, wired as the live app wires
-/// them: the events follower, the collector (which sweeps at once, then
-/// ticks each second) and the watcher feeding it. Returns the collector's
-/// inbox and its read counters.
+/// Every thread that reads the outside world for one root, wired as the
+/// live app wires them: the collector (which lists at once, then ticks
+/// each second) and the root's change feed, which brings it what changed
+/// and the events log's lines. Returns the collector's inbox and its read
+/// counters.
 pub fn spawn_readers(
     root: &Root,
     tx: &Sender<Action>,
-) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
-    spawn_root_readers(root, tx, tx.clone())
+) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
+    spawn_root_readers(root, 0, tx, tx.clone())
 }
 
-/// [`spawn_readers`] once per root: one watcher, one collector and one
-/// events follower each, so a change re-reads exactly the changed file of
-/// its own root. With several roots the followers' messages come tagged
-/// with their root ([`Action::InRoot`]); with one they are as they always
-/// were. Returns each root's collector inbox and counters, in root order.
+/// [`spawn_readers`] once per root: one feed and one collector each, so a
+/// change re-reads exactly the changed key of its own root. With several
+/// roots the events come tagged with their root ([`Action::InRoot`]); with
+/// one they are as they always were. Returns each root's collector inbox
+/// and counters, in root order.
 pub fn spawn_readers_over(
     roots: &roots::RootSet,
     tx: &Sender<Action>,
-) -> std::io::Result<Vec<(Sender<collect::Input>, Arc<collect::Counters>)>> {
+) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
     let mut out = Vec::with_capacity(roots.len());
     for (i, root) in roots.iter().enumerate() {
         let events_tx = if roots.is_several() {
@@ -187,9 +187,27 @@ pub fn spawn_readers_over(
         } else {
             tx.clone()
         };
-        out.push(spawn_root_readers(root, tx, events_tx)?);
+        out.push(spawn_root_readers(root, i, tx, events_tx)?);
     }
     Ok(out)
+}
+
+/// The threads that read a store with a connection, wired as the live app
+/// wires them: its collector (over `store`, already open) and the probe of
+/// its header facts (on a connection of its own, from `source`). Returns
+/// the collector's inbox.
+pub fn spawn_store_readers(
+    store: Box<dyn crate::store::Store>,
+    source: &collector::Source,
+    tx: &Sender<Action>,
+) -> std::io::Result<Sender<collector::Input>> {
+    let c = collector::Collector::new(store, None, 0, now_ms());
+    let inbox = collector::spawn(c, tx.clone(), tx.clone())?;
+    let (probed, out) = (source.clone(), tx.clone());
+    std::thread::Builder::new()
+        .name("claimtop-probe".into())
+        .spawn(move || collector::probe(probed, out))?;
+    Ok(inbox)
 }
 
 /// A sender whose messages reach `tx` wrapped as root `i`'s.
@@ -210,26 +228,14 @@ fn tagged(i: usize, tx: &Sender<Action>) -> std::io::Result<Sender<Action>> {
 
 fn spawn_root_readers(
     root: &Root,
+    i: usize,
     tx: &Sender<Action>,
     events_tx: Sender<Action>,
-) -> std::io::Result<(Sender<collect::Input>, Arc<collect::Counters>)> {
-    let (poke_tx, poke_rx) = channel::<()>();
-    let events_file = root.events_file();
-    std::thread::Builder::new()
-        .name("claimtop-events".into())
-        .spawn(move || watch::follow_events(events_file, events_tx, poke_rx))?;
-    let (collect_tx, collect_rx) = channel::<collect::Input>();
-    let collector = collect::Collector::local(root.clone(), now_ms());
-    let counters = Arc::clone(&collector.counters);
-    let out = tx.clone();
-    std::thread::Builder::new()
-        .name("claimtop-collect".into())
-        .spawn(move || collector.run(collect_rx, out))?;
-    let (r, out) = (root.clone(), collect_tx.clone());
-    std::thread::Builder::new()
-        .name("claimtop-watch".into())
-        .spawn(move || watch::watch(r, out, poke_tx))?;
-    Ok((collect_tx, counters))
+) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
+    let c = collector::Collector::local(root, i, now_ms());
+    let counters = Arc::clone(&c.counters);
+    let inbox = collector::spawn(c, tx.clone(), events_tx)?;
+    Ok((inbox, counters))
 }
 
 /// The whole-log views' source: the history they start on, and how to

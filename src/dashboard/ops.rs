@@ -4,12 +4,11 @@
 //! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
-use super::collect::Input;
+use super::collector::Input;
 use super::roots::RootSet;
-use super::store_view::StoreMsg;
 use crate::claims::{
-    now_ms, operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome,
-    ReleaseOutcome, RenewOutcome, Root,
+    operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
+    RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
@@ -229,17 +228,17 @@ pub fn worker_over(
     serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
 }
 
-/// [`worker`] over a store with a connection (etcd): no collector re-reads
-/// for it, so the worker reads the op's key through the store and sends it
-/// before the result.
+/// [`worker`] over a store with a connection (etcd), whose collector
+/// re-reads the op's key.
 /// `ask_wait`: how long a publishing host is waited for (`--timeout`).
 pub fn store_worker(
     store: Box<dyn Store>,
     ask_wait: Duration,
     ops: Receiver<Op>,
     out: Sender<Action>,
+    collect: Sender<Input>,
 ) {
-    serve(vec![store], None, ops, out, Vec::new(), ask_wait);
+    serve(vec![store], None, ops, out, vec![collect], ask_wait);
 }
 
 /// Serve ops one at a time until the UI hangs up, and have the op's claim
@@ -296,7 +295,7 @@ fn serve(
         // The answer first: a re-read of a store that stopped answering
         // waits out its whole --timeout again, and the operator's op must
         // answer within one.
-        let (key, path) = (result.key.clone(), result.path.clone());
+        let key = result.key.clone();
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }
@@ -305,22 +304,9 @@ fn serve(
                 let _ = c.send(Input::Rescan);
             }
             (Some(c), _) => {
-                let _ = c.send(Input::Changed(vec![path]));
+                let _ = c.send(Input::Reread(key));
             }
-            (None, Op::Clean) => {}
-            // Re-read whether or not the op said it worked: one that timed
-            // out may still have been carried out.
-            (None, _) => {
-                if let Ok(read) = store.status(&key) {
-                    let msg = StoreMsg::Claims {
-                        items: vec![(read.outcome, read.tenure)],
-                        at: now_ms(),
-                    };
-                    if out.send(Action::Store(Box::new(msg))).is_err() {
-                        break;
-                    }
-                }
-            }
+            (None, _) => {}
         }
     }
 }
@@ -397,6 +383,9 @@ mod tests {
         fn list(&self) -> Result<crate::store::Listing, StoreError> {
             self.0.list()
         }
+        fn list_head(&self, n: usize) -> Result<Option<crate::store::Listing>, StoreError> {
+            self.0.list_head(n)
+        }
         fn doctor(&self) -> Result<crate::store::Listing, StoreError> {
             self.0.doctor()
         }
@@ -423,8 +412,9 @@ mod tests {
         let store = Stalled(FileStore::new(Root::with_events_here(td.path())));
         let (op_tx, op_rx) = std::sync::mpsc::channel();
         let (out_tx, out_rx) = std::sync::mpsc::channel();
+        let (reread_tx, _reread_rx) = std::sync::mpsc::channel();
         let worker = std::thread::spawn(move || {
-            store_worker(Box::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx)
+            store_worker(Box::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx, reread_tx)
         });
         let asked = std::time::Instant::now();
         op_tx

@@ -1,18 +1,14 @@
 //! Model transitions that exist only when the dashboard watches several
-//! roots: a root's sweep replacing that root's rows alone, each root's
-//! events merged into one pane, and verbs routed to the root they act on.
+//! roots: each root's events merged into one pane, and verbs routed to the
+//! root they act on (a root's listing replacing its rows alone is
+//! `update::on_mirror`'s).
 //! Pure, like `update`: what the disk says arrives as data.
 
-use super::action::{Action, Op, RootProblem};
+use super::action::{Action, Op};
 use super::app::{App, CleanConfirm, Level};
 use super::logview;
 use super::roots::RootSet;
-use super::update::{on_events_in, scroll_into_view, update};
-use crate::claims::entry_hazards;
-use crate::claims::{Status, Sweep};
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
+use super::update::{on_events_in, update};
 
 /// A message from root `i`'s events follower.
 pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
@@ -67,69 +63,6 @@ pub fn log_of_selected_root(app: &mut App) {
         .out
         .push(crate::events::service::Request::Open(log));
     app.events.browse.on_reset();
-}
-
-/// Root `i`'s sweep: its rows, hazards and problem are replaced; every
-/// other root's stay exactly as they were.
-pub fn apply_root_sweep(
-    app: &mut App,
-    i: usize,
-    sweep: Sweep,
-    problem: Option<RootProblem>,
-) -> bool {
-    let Some(dir) = app.roots.get(i).map(|r| r.claims_dir()) else {
-        return false;
-    };
-    let live = &mut app.claims.live;
-    let mine: Vec<Arc<Path>> = live
-        .by_path
-        .keys()
-        .filter(|p| p.parent() == Some(dir.as_path()))
-        .cloned()
-        .collect();
-    let mut old: HashMap<Arc<Path>, Status> = mine
-        .iter()
-        .filter_map(|p| live.by_path.remove_entry(p))
-        .collect();
-    let mut changed = false;
-    for s in sweep.claims {
-        let path: Arc<Path> = Arc::from(s.file.as_path());
-        changed |= old.remove(&path).is_none_or(|o| o != s);
-        live.by_path.insert(path, s);
-    }
-    changed |= !old.is_empty();
-
-    let roots = &app.roots;
-    let live = &app.claims.live;
-    let fresh = entry_hazards(sweep.hazards, |p| live.by_path.contains_key(p));
-    let hazards = &mut app.claims.sweep_hazards;
-    let before: Vec<_> = hazards
-        .iter()
-        .filter(|h| roots.of_path(&h.path) == Some(i))
-        .cloned()
-        .collect();
-    hazards.retain(|h| roots.of_path(&h.path) != Some(i));
-    changed |= before != fresh;
-    hazards.extend(fresh);
-
-    let problems = &mut app.claims.problems;
-    if problems.len() < roots.len() {
-        problems.resize(roots.len(), None);
-    }
-    let problem_moved = problems[i] != problem;
-    if i == 0 {
-        app.claims.problem = problem.clone();
-    }
-    problems[i] = problem;
-    if changed {
-        app.claims.live.recount();
-    }
-    if (!changed || app.paused()) && !problem_moved {
-        return false;
-    }
-    app.rebuild_rows();
-    scroll_into_view(app);
-    true
 }
 
 /// The acquire form's root field: offered as the selected row's root, and

@@ -7,37 +7,22 @@
 //! etcd key (`Listing`'s `file`), so the table, the filter, the selection
 //! and the detail pane work unchanged.
 
-use super::action::Swept;
 use super::app::{App, Level};
 use super::fleet_view::{take_fleet, take_published, FleetView};
-use super::update::apply_sweep;
 use crate::claims::Status;
 use crate::store::fleet::FleetState;
-use crate::store::{Listing, StoreInfo, Tenure};
+use crate::store::mirror::Delta;
+use crate::store::{StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// What the store collector says; every message carries the clock it was
-/// read at, so the model judges ages without reading the clock itself.
+/// What only a store with a connection says beside its mirror's rows;
+/// every message carries the clock it was read at, so the model judges
+/// ages without reading the clock itself.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreMsg {
-    /// A full listing: at start, and after the store lost changes.
-    Listed {
-        listing: Box<Listing>,
-        at: i64,
-        /// Why it was re-read (None: the first listing).
-        resync: Option<String>,
-    },
-    /// The first claims in key order, shown while the full listing of a
-    /// big store is still being read.
-    Head { listing: Box<Listing>, at: i64 },
-    /// Claims re-read after the watch named their keys (state Free: gone).
-    Claims {
-        items: Vec<(Status, Option<Tenure>)>,
-        at: i64,
-    },
     /// Everything hosts publish here, read again: at start, after a
     /// re-list, and when a host came, went or rewrote its record.
     Fleet { fleet: Box<FleetState>, at: i64 },
@@ -250,47 +235,6 @@ pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
         return false;
     };
     match msg {
-        StoreMsg::Head { listing, at } => {
-            view.partial = Some(listing.sweep.claims.len());
-            take_listing(app, *listing, at)
-        }
-        StoreMsg::Listed {
-            listing,
-            at,
-            resync,
-        } => {
-            let link = view.judge(at, None, Some(true));
-            let was_partial = view.partial.take().is_some();
-            let revision = listing.revision;
-            let shown = take_listing(app, *listing, at);
-            if let Some(why) = resync {
-                app.say(Level::Info, resync_notice(&why, revision));
-            }
-            shown || link || was_partial || app.status.is_some()
-        }
-        StoreMsg::Claims { items, at } => {
-            let mut moved = Vec::with_capacity(items.len());
-            for (s, t) in items {
-                let path: Arc<Path> = Arc::from(s.file.as_path());
-                match t {
-                    Some(tenure) => {
-                        let held = Held {
-                            tenure,
-                            read_at: at,
-                        };
-                        if let Some(info) = view.info.as_mut() {
-                            info.revision = info.revision.max(tenure.revision);
-                        }
-                        view.tenures.insert(Arc::clone(&path), held);
-                    }
-                    None => {
-                        view.tenures.remove(&path);
-                    }
-                }
-                moved.extend(app.claims.live.put_counted(&path, s));
-            }
-            super::update::rows_changed(app, &moved, false)
-        }
         StoreMsg::Fleet { fleet, .. } => {
             let hosts_moved = view.fleet.hosts != fleet.hosts;
             let moved = take_fleet(app, *fleet);
@@ -333,48 +277,48 @@ pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
     }
 }
 
-/// Replace the claims and their tenures with a listing's; true when the
-/// view moved.
-fn take_listing(app: &mut App, listing: Listing, at: i64) -> bool {
-    let Listing {
-        mut sweep,
-        tenures,
-        revision,
-        ..
-    } = listing;
-    // The listing is the store's own claims: the published rows stay as
-    // they are until the fleet is read again.
-    let kept: Vec<Status> = app.store.as_ref().map_or_else(Vec::new, |v| {
-        v.fleet
-            .rows
-            .keys()
-            .filter_map(|p| app.claims.live.get(p).cloned())
-            .collect()
-    });
-    if let Some(view) = app.store.as_mut() {
-        view.tenures = sweep
-            .claims
-            .iter()
-            .zip(tenures)
-            .filter_map(|(s, t)| {
-                let held = Held {
-                    tenure: t?,
-                    read_at: at,
-                };
-                Some((Arc::from(s.file.as_path()), held))
-            })
-            .collect();
-        if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
+/// Take in what a store's mirror says of its own rows beside them: each
+/// row's tenure (its lease counts down from when it was read), the
+/// revision, a first screen's partial listing, a re-list's notice. True
+/// when the screen moved.
+pub fn on_delta(app: &mut App, d: &Delta) -> bool {
+    let Some(view) = app.store.as_mut() else {
+        return false;
+    };
+    let mut moved = false;
+    if let Some(whole) = &d.whole {
+        moved |= view.judge(d.at, None, Some(true));
+        let was = view.partial;
+        view.partial = whole.partial.then_some(d.rows.len());
+        moved |= was != view.partial;
+        // The listing is the store's own claims: the copies' rows keep
+        // no tenure here.
+        view.tenures.clear();
+        if let (Some(rev), Some(info)) = (whole.revision, view.info.as_mut()) {
             info.revision = info.revision.max(rev);
         }
     }
-    sweep.claims.extend(kept);
-    apply_sweep(
-        app,
-        Swept {
-            sweep,
-            pids: Vec::new(),
-            problem: None,
-        },
-    )
+    for row in &d.rows {
+        match row.tenure {
+            Some(tenure) => {
+                if let Some(info) = view.info.as_mut() {
+                    info.revision = info.revision.max(tenure.revision);
+                }
+                let held = Held {
+                    tenure,
+                    read_at: d.at,
+                };
+                view.tenures.insert(Arc::clone(&row.path), held);
+            }
+            None => {
+                view.tenures.remove(&row.path);
+            }
+        }
+    }
+    if let Some(why) = d.whole.as_ref().and_then(|w| w.resync.as_deref()) {
+        let revision = d.whole.as_ref().and_then(|w| w.revision);
+        app.say(Level::Info, resync_notice(why, revision));
+        moved = true;
+    }
+    moved
 }

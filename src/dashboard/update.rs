@@ -3,17 +3,18 @@
 //! the disk and the process table say arrives as data (see `collect`); the
 //! clock comes in with `Tick`.
 
-use super::action::{Action, ForceOptsShown, Op, OpResult, Read, Swept};
+use super::action::{Action, ForceOptsShown, Op, OpResult};
 use super::app::{
     AcquireForm, App, ClaimSet, CleanConfirm, Dialog, EventRow, Filter, ForceConfirm, Frozen,
-    Level, Overlay, QuitConfirm, RenewForm, TickPlan,
+    Level, Overlay, QuitConfirm, RenewForm,
 };
 use super::keys::{self, Cmd, Pane};
 use super::logview;
 use super::roots::RootSet;
 use super::view::{layout, time_bucket};
-use crate::claims::{entry_hazards, parse_ttl_ms, Classifier, Status};
+use crate::claims::{parse_ttl_ms, HazardKind};
 use crate::events::tail::Line;
+use crate::store::mirror::{Delta, Row};
 pub use crate::time::ttl_text;
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
@@ -43,8 +44,7 @@ pub fn update(app: &mut App, action: Action) -> bool {
             }
             redraw
         }
-        Action::Read(r) => on_read(app, *r),
-        Action::Swept(s) => apply_sweep(app, *s),
+        Action::Mirror { root, delta } => on_mirror(app, root, *delta),
         Action::EventsAppended(lines) => {
             let tail = on_events(app, &lines);
             logview::on_lines(app, &lines) || tail
@@ -87,36 +87,96 @@ pub fn update(app: &mut App, action: Action) -> bool {
 
 // ---------------------------------------------------------------- data
 
-/// Take in what the collector read: re-read claims, hazards that came or
-/// went, pid facts.
-pub fn on_read(app: &mut App, r: Read) -> bool {
-    app.claims.learn(&r.pids);
-    let mut moved: Vec<Arc<Path>> = Vec::new();
-    let mut narrows = false;
-    for s in r.claims {
-        app.claims.changed();
-        let path = s.file.clone();
-        let held = app
-            .claims
-            .live
-            .get(&path)
-            .is_some_and(|old| app.table.widest.held_by(old, app.claims.live.rules_of(old)));
-        if app.claims.live.put(&path, s) {
-            narrows |= held;
-            moved.push(Arc::from(path.as_path()));
+/// Take in what root `root`'s mirror says changed: its rows, its counts
+/// and hazards, the pid facts the selected claim is worded by, and, over a
+/// store, the tenures and the link.
+pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
+    app.claims.learn(&d.pids);
+    let paused = app.paused();
+    let mut shown = d
+        .tally
+        .take()
+        .is_some_and(|t| app.claims.set_tally(root, t) && !paused);
+    if let Some(problem) = d.problem.take() {
+        shown |= set_problem(app, root, problem);
+    }
+    if app.store.is_some() {
+        shown |= super::store_view::on_delta(app, &d);
+    }
+    let moved = match d.whole {
+        Some(_) => return replace_rows(app, root, d.rows) || shown,
+        None => {
+            let mut moved = Vec::with_capacity(d.rows.len());
+            let mut narrows = false;
+            for row in d.rows {
+                let held = app.claims.live.get(&row.path).is_some_and(|old| {
+                    let rules = app.claims.live.rules_of(old);
+                    app.table.widest.held_by(old, rules)
+                });
+                if let Some(p) = app.claims.live.put_counted(&row.path, row.status) {
+                    narrows |= held;
+                    moved.push(p);
+                }
+            }
+            rows_changed(app, &moved, narrows)
+        }
+    };
+    moved || shown
+}
+
+/// Root `i`'s problem is `problem` now; true when that shows.
+fn set_problem(app: &mut App, i: usize, problem: Option<super::action::RootProblem>) -> bool {
+    let c = &mut app.claims;
+    if c.problems.len() <= i {
+        c.problems.resize(i + 1, None);
+    }
+    let moved = c.problems[i] != problem;
+    if i == 0 {
+        c.problem = problem.clone();
+    }
+    c.problems[i] = problem;
+    moved
+}
+
+/// Replace root `i`'s rows (or, over a store, its own rows) with a
+/// listing's; every other root's rows, and hosts' copies, stay.
+fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
+    let several = app.roots.is_several();
+    let dir = app.roots.get(i).map(|r| r.claims_dir());
+    let copies = app.store.as_ref().map(|v| &v.fleet.rows);
+    let live = &mut app.claims.live;
+    // Sized once: growing a table of 100 000 claims by doubling holds the
+    // old and the new table at once, the dashboard's peak memory.
+    let mut set = ClaimSet {
+        by_path: std::collections::HashMap::with_capacity(rows.len()),
+        store_keys: live.store_keys,
+        ..ClaimSet::default()
+    };
+    let others = live
+        .by_path
+        .iter()
+        .filter(|(p, _)| match (several, copies) {
+            (true, _) => p.parent() != dir.as_deref(),
+            (false, Some(copies)) => copies.contains_key(*p),
+            (false, None) => false,
+        });
+    for (p, s) in others {
+        set.by_path.insert(Arc::clone(p), Arc::clone(s));
+    }
+    for row in rows {
+        if row.status.state != crate::claims::ClaimState::Free {
+            set.by_path.insert(row.path, row.status);
         }
     }
-    let hazards = &mut app.claims.sweep_hazards;
-    let before = hazards.len();
-    hazards.retain(|h| !r.gone.contains(&h.path));
-    let mut hazards_moved = hazards.len() != before;
-    for h in r.hazards {
-        if !hazards.iter().any(|x| x.path == h.path) {
-            hazards.push(h);
-            hazards_moved = true;
-        }
+    set.recount();
+    let changed = set != *live;
+    *live = set;
+    if !changed || app.paused() {
+        return false;
     }
-    rows_changed(app, &moved, narrows) || (hazards_moved && !app.paused())
+    app.rebuild_rows();
+    scroll_into_view(app);
+    true
 }
 
 /// Most changed claims placed one by one; a bigger batch re-sorts.
@@ -137,57 +197,6 @@ pub(super) fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) ->
     }
     scroll_into_view(app);
     select_arrived(app);
-    true
-}
-
-/// Replace the live claims and hazards with a sweep's.
-pub fn apply_sweep(app: &mut App, swept: Swept) -> bool {
-    let Swept {
-        sweep,
-        pids,
-        problem,
-    } = swept;
-    app.claims.learn(&pids);
-    app.claims.changed();
-    if app.roots.is_several() {
-        let Some(i) = app.roots.position(&sweep.root) else {
-            return false;
-        };
-        return super::roots_update::apply_root_sweep(app, i, sweep, problem);
-    }
-    // Sized once: growing a table of 100 000 claims by doubling holds the
-    // old and the new table at once, the dashboard's peak memory.
-    let mut set = ClaimSet {
-        by_path: std::collections::HashMap::with_capacity(sweep.claims.len()),
-        store_keys: app.claims.live.store_keys,
-        ..ClaimSet::default()
-    };
-    // Taken from the back, the vector shrunk each time it is half empty:
-    // its buffer and the new table are never both at full size (over a
-    // 100 000-claim store that pair was the start-up peak).
-    let mut claims = sweep.claims;
-    while let Some(s) = claims.pop() {
-        let path: Arc<Path> = Arc::from(s.file.as_path());
-        set.by_path.insert(path, s);
-        if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
-            claims.shrink_to_fit();
-        }
-    }
-    set.recount();
-    // A claim's own hazards come from the claim itself, which reads keep
-    // current between sweeps: only the entries' are kept apart.
-    let hazards = entry_hazards(sweep.hazards, |p| set.by_path.contains_key(p));
-    let c = &mut app.claims;
-    let problem_moved = c.problem != problem;
-    c.problem = problem;
-    let changed = set != c.live || hazards != c.sweep_hazards;
-    c.live = set;
-    c.sweep_hazards = hazards;
-    if (!changed || app.paused()) && !problem_moved {
-        return false;
-    }
-    app.rebuild_rows();
-    scroll_into_view(app);
     true
 }
 
@@ -220,47 +229,12 @@ pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -
     true
 }
 
-/// A second passed: re-classify the records in memory with a fresh
-/// classifier (liveness moves without any file event) and redraw only when a
-/// visible cell changed.
+/// A second passed: the clock moves (the mirror has judged again what
+/// time changes, and sent it before this tick), the selected claim is
+/// worded at it, and the screen is redrawn only when a visible cell moved.
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     let before = visible_signature(app);
     app.now = now;
-    // A store's claims are judged by the store, never by this machine's
-    // pids: over a store the tick only moves the clock (and the leases).
-    let plan = match app.store {
-        Some(_) => TickPlan::Nothing,
-        None => app.claims.tick_plan(now),
-    };
-    match plan {
-        TickPlan::Nothing => {}
-        TickPlan::Expired(paths) => {
-            let mut c = app.claims.classifier(now);
-            let moved: Vec<_> = paths
-                .into_iter()
-                .filter(|p| app.claims.live.rejudge(p, |s| rejudge(&mut c, s)))
-                .collect();
-            if !moved.is_empty() && !app.paused() {
-                app.reposition_rows(&moved);
-                scroll_into_view(app);
-            }
-        }
-        TickPlan::All => {
-            let mut c = app.claims.classifier(now);
-            let mut changed = false;
-            for s in app.claims.live.by_path.values_mut() {
-                changed |= rejudge(&mut c, s);
-            }
-            app.claims.remember_judgement(now);
-            if changed {
-                app.claims.live.recount();
-                if !app.paused() {
-                    app.rebuild_rows();
-                    scroll_into_view(app);
-                }
-            }
-        }
-    }
     app.refresh_selected_why();
     let expired = app
         .status
@@ -272,24 +246,6 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
     expired || visible_signature(app) != before
 }
 
-/// Re-judge one claim; true when its state or locality moved.
-///
-/// State only: wording 10 000 reasons a second was most of an idle
-/// dashboard's CPU. A claim whose state moved is re-worded at once (its old
-/// reason now contradicts it); the selected one is re-worded by the caller.
-fn rejudge(c: &mut Classifier, s: &mut Status) -> bool {
-    let Some(rec) = &s.record else { return false };
-    let (state, locality) = c.state(rec);
-    if state == s.state && Some(locality) == s.locality {
-        return false;
-    }
-    let v = c.verdict(rec);
-    s.state = v.state;
-    s.why = v.why;
-    s.locality = Some(v.locality);
-    true
-}
-
 /// A digest of everything time can change on screen: the header clock's
 /// second, counts, and the state / age / TTL cells of the visible rows,
 /// plus the selected claim's verdict. No allocation.
@@ -298,17 +254,8 @@ pub fn visible_signature(app: &App) -> u64 {
     let now = app.shown_now();
     (now / 1000).hash(&mut h);
     let shown = app.shown();
-    let c = shown.tally.counts;
-    let hazards = shown.tally.own_hazards;
-    (
-        c.live,
-        c.suspect,
-        c.stale,
-        c.corrupted,
-        c.unreadable,
-        hazards,
-    )
-        .hash(&mut h);
+    let c = shown.counts;
+    (c.live, c.suspect, c.stale, c.corrupted, app.hazard_count()).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
         if let Some(s) = shown.get(p) {
@@ -742,6 +689,7 @@ fn toggle_pause(app: &mut App) {
     if app.claims.frozen.take().is_none() {
         app.claims.frozen = Some(Frozen {
             claims: app.claims.live.clone(),
+            tallies: app.claims.tallies.clone(),
             now: app.now,
             events_seq: app.events.ring.next_seq,
         });
@@ -777,7 +725,7 @@ fn start_clean(app: &mut App) -> bool {
         .claims
         .hazards()
         .into_iter()
-        .filter(|h| h.kind.cleanable())
+        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
         .collect();
     if hazards.is_empty() {
         app.say(

@@ -87,37 +87,6 @@ pub fn append_event(path: &Path, event: &Value, budget: Duration) -> Result<(), 
     res
 }
 
-/// Why nothing can be appended to the log at `path`, if its very kind says
-/// so: [`append_event`] opens it without following a symlink and without
-/// waiting on a FIFO, so anything but a regular file (or nothing yet, made
-/// by the first append) turns every append into a failure that the verb
-/// only warns about, and the audit trail is lost.
-pub fn log_unappendable(path: &Path) -> Option<String> {
-    let what = match std::fs::symlink_metadata(path) {
-        Ok(md) if md.is_file() => return None,
-        Err(_) => return None,
-        Ok(md) => {
-            use std::os::unix::fs::FileTypeExt;
-            let ft = md.file_type();
-            if ft.is_dir() {
-                "a directory"
-            } else if ft.is_symlink() {
-                "a symlink, which appends never follow"
-            } else if ft.is_fifo() {
-                "a FIFO"
-            } else if ft.is_socket() {
-                "a socket"
-            } else {
-                "a device"
-            }
-        }
-    };
-    Some(format!(
-        "the events log is {what}, not a regular file: every append fails and \
-         audit events are being lost until a human moves it away"
-    ))
-}
-
 /// Best-effort emit: failures are reported through [`crate::diag`] and
 /// otherwise ignored, because the claim operation already happened.
 pub fn emit(events_dir: Option<&Path>, type_name: &str, data: Map<String, Value>) {

@@ -2,15 +2,15 @@
 //! logs have said, in the text exposition format.
 //!
 //! The exporter knows nothing of where its numbers come from: a [`Snapshot`]
-//! is built from a sweep result (of a file root today, of any store behind
-//! the store seam later), and [`EventCounts`] from whatever reads an events
-//! log. Collection happens at scrape time, so a scrape always shows the root
-//! as it is, never a cached guess.
+//! is built from a store's mirror (a file root's or etcd's), and
+//! [`EventCounts`] from whatever reads an events log. The mirror is brought
+//! up to date at scrape time, so a scrape shows the root as it is.
 
 pub mod events;
 
-use crate::claims::{ClaimState, Counts, HazardKind, Root, Sweep};
+use crate::claims::{ClaimState, Counts, HazardKind, Status};
 use crate::store::fleet::FleetState;
+use crate::store::mirror::Tally;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -85,33 +85,30 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// From a file root's sweep. The store is up when its claims dir can be
-    /// listed (a root with nothing claimed yet has none, and is up).
-    pub fn of_file_root(root: &Root, sweep: &Sweep, label: Option<String>, now_ms: i64) -> Self {
-        let store_up = match std::fs::read_dir(root.claims_dir()) {
-            Ok(_) => true,
-            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-        };
-        Snapshot::of_sweep(sweep, label, now_ms, store_up)
-    }
-
-    /// From any sweep result, whichever store produced it.
-    pub fn of_sweep(sweep: &Sweep, root: Option<String>, now_ms: i64, store_up: bool) -> Self {
+    /// From a store's mirror: its tally (the counts and hazards `list`
+    /// and `doctor` give) and the ages of its rows.
+    pub fn of_tally<'a>(
+        tally: &Tally,
+        rows: impl Iterator<Item = &'a Status>,
+        root: Option<String>,
+        now_ms: i64,
+        store_up: bool,
+    ) -> Self {
         let mut oldest_s: BTreeMap<&'static str, f64> = BTreeMap::new();
-        for item in &sweep.claims {
+        for item in rows {
             let Some(rec) = &item.record else { continue };
             let age = (now_ms - rec.acquired_at).max(0) as f64 / 1000.0;
             let slot = oldest_s.entry(item.state.as_str()).or_insert(0.0);
             *slot = slot.max(age);
         }
         let mut hazards: BTreeMap<&'static str, usize> = BTreeMap::new();
-        for h in &sweep.hazards {
+        for h in tally.hazards.iter() {
             *hazards.entry(h.kind.as_str()).or_insert(0) += 1;
         }
         Snapshot {
             root,
             host: None,
-            counts: sweep.counts,
+            counts: tally.counts,
             oldest_s,
             hazards,
             store_up,

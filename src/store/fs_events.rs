@@ -1,7 +1,5 @@
-//! What one filesystem notification says about a claims root, for every
-//! watcher of one: the file store's change feed (the publisher, `--wait`
-//! over a root, `events --follow`) and the dashboard's own watcher sort
-//! notifications by the same rules, so they never disagree on what counts.
+//! What one filesystem notification says about a claims root: the rules
+//! the file store's one watcher (`file::feed`) sorts notifications by.
 
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind};

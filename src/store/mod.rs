@@ -30,17 +30,17 @@
 //!    [`Tenure::extend_record`] (and a list through [`Listing::to_json`]),
 //!    which adds the etcd fields and changes nothing on a file store.
 //! 4. The dashboard takes [`Store::changes`]: one feed of [`Change`]s
-//!    (inotify on a file root, one resumable watch on etcd) that a thread
-//!    drains into the face's own messages; the face re-reads what a change
-//!    names, and re-lists everything on [`Change::Resync`].
+//!    (on a file root its one watcher, `file::feed`; on etcd one resumable
+//!    watch) that a thread drains into the face's own messages; the face
+//!    re-reads what a change names, and re-lists everything on
+//!    [`Change::Resync`].
 //! 5. `acquire --wait` and `claimtop run` take [`Store::watch_key`]: a
-//!    wake-up whenever one key may have changed (on a file root inotify on
-//!    its lockfile plus the exit of a local holder's pid; elsewhere the
-//!    change feed filtered to the key). `crate::wait` drives the wait and
-//!    the hold above this seam with nothing but these verbs: a hold renews
-//!    a TTL claim itself, or keeps a lease alive through [`Leases`], and
-//!    releases fenced to its own tenure, so a `run` whose claim expired
-//!    never ends a newer one.
+//!    wake-up whenever one key may have changed (the change feed filtered
+//!    to the key, plus, on a file root, the exit of a local holder's pid).
+//!    `crate::wait` drives the wait and the hold above this seam with
+//!    nothing but these verbs: a hold renews a TTL claim itself, or keeps a
+//!    lease alive through [`Leases`], and releases fenced to its own
+//!    tenure, so a `run` whose claim expired never ends a newer one.
 //!
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
@@ -48,6 +48,7 @@
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
+pub mod mirror;
 pub mod multi;
 pub mod url;
 pub mod wake;
@@ -61,6 +62,7 @@ use crate::claims::{
     AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ItemRules,
     ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
+use crate::events::tail::Line;
 use crate::events::Event;
 use serde::Serialize;
 use serde_json::Value;
@@ -388,6 +390,27 @@ pub enum Change {
     Claim { key: String },
     /// A new event was recorded.
     Event(Event),
+    /// A file root's lockfile whose name is not the canonical encoding of
+    /// `key` (a writer with another encoder) changed: a per-key read looks
+    /// only at the canonical name, so only a listing reads this file.
+    Misnamed { key: String, path: PathBuf },
+    /// An entry of a file root that is not a claim — a recovery mutex, a
+    /// temp file, the archive dir, the events log or its mutex — as it is
+    /// now (None: gone), so its hazard is judged, and aged, without a sweep.
+    Entry {
+        path: PathBuf,
+        entry: Option<crate::claims::entry::Entry>,
+    },
+    /// Complete lines appended to a file root's events log, oldest first,
+    /// as they stand in the file (with their byte offsets, by which the
+    /// whole-log views find them; lines that do not parse are kept).
+    LogAppended(Vec<Line>),
+    /// The events log was truncated or replaced: the lines that follow
+    /// start over.
+    LogReset,
+    /// The events log cannot be followed (a directory at its path, no
+    /// permission), in words; said once until it changes.
+    LogTrouble(String),
     /// A publishing host came, went, or rewrote its record (`claimtop
     /// publish`): re-read the fleet's hosts.
     Host { host_id: String },
@@ -405,9 +428,12 @@ pub enum Change {
         event: Event,
     },
     /// Changes were lost (a compacted revision, a watch overflow): re-list
-    /// everything. The text says why, for a visible notice.
+    /// everything. The text says why, for a visible notice. A file root's
+    /// feed follows it with the entries that are there now (the reader
+    /// forgets the ones it knew).
     Resync { why: String },
-    /// The store stopped answering; the feed keeps trying on its own.
+    /// The store stopped answering, or (a file root) something cannot be
+    /// watched; the feed keeps trying on its own.
     Disconnected { why: String },
     /// The store answers again (after a `Disconnected`), at this revision.
     Connected { revision: Option<i64> },
@@ -543,6 +569,10 @@ pub trait Store: Send {
     fn locate(&self, key: &str) -> PathBuf;
     /// Every claim, classified, with the hazards seen on the way (`list`).
     fn list(&self) -> Result<Listing, StoreError>;
+    /// The first `n` claims in key order, listed as [`Store::list`] lists
+    /// them, for a first screen that cannot wait for a big store's whole
+    /// listing; `Ok(None)` where a full listing costs no more.
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError>;
     /// `list` plus the store-wide hazards that cost more to find (`doctor`).
     fn doctor(&self) -> Result<Listing, StoreError>;
     /// `doctor --fix`: remove what is provably abandoned, say what was
@@ -584,6 +614,14 @@ pub trait Store: Send {
         log: &crate::events::history::Log,
     ) -> Result<Box<dyn crate::events::history::History>, StoreError>;
 
+    /// What keeps the store from being read as a normal one right now (a
+    /// file root whose claims dir is no directory, or cannot be listed),
+    /// for a face to say instead of an empty table. A store reached over a
+    /// connection says when it cannot be reached through its feed.
+    fn problem(&self) -> Option<crate::claims::root::RootProblem> {
+        None
+    }
+
     /// The store's leases, where every claim lives on one (etcd): `None`
     /// where a claim is bound to a pid instead (the file store).
     fn leases(&self) -> Option<&dyn Leases> {
@@ -617,11 +655,6 @@ pub trait Leases {
     /// cannot be reached, which is how a face learns it is disconnected
     /// even while its watch is still waiting on a silent connection.
     fn info(&self) -> Result<StoreInfo, StoreError>;
-
-    /// The first `n` claims in key order, listed as [`Store::list`] lists
-    /// them, for a first screen that cannot wait for every page of a big
-    /// store.
-    fn list_head(&self, n: usize) -> Result<Listing, StoreError>;
 }
 
 /// A store hosts publish their file roots into (`claimtop publish`): the

@@ -2,14 +2,13 @@
 //!
 //! - [`FeedWatch`]: any store's change feed, filtered to one key (etcd: its
 //!   one watch on the prefix).
-//! - [`FileKeyWatch`]: inotify on the key's lockfile, plus the exit of the
-//!   local pid holding it, which changes no file.
+//! - [`FileKeyWatch`]: the file root's feed filtered the same way, plus the
+//!   exit of the local pid holding it, which changes no file.
 
 use super::{Change, Changes, KeyWatch, StoreError, Wake};
 use crate::claims::Blocker;
 use crate::claims::{claims_dir, ClaimError, Root};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use std::ffi::OsString;
+use crate::store::file::feed::{FeedOpts, FileFeed};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -71,6 +70,11 @@ fn concerns(change: &Change, key: &str) -> bool {
         Change::Resync { .. } | Change::Connected { .. } => true,
         // A published copy is another host's claim, never this store's key.
         Change::Event(_)
+        | Change::Misnamed { .. }
+        | Change::Entry { .. }
+        | Change::LogAppended(_)
+        | Change::LogReset
+        | Change::LogTrouble(_)
         | Change::PublishedEvent { .. }
         | Change::Disconnected { .. }
         | Change::Host { .. }
@@ -94,9 +98,9 @@ impl Drop for FeedWatch {
     }
 }
 
-/// inotify on one key's lockfile, and a pidfd on its local holder.
+/// A file root's feed filtered to one key, and a pidfd on its local holder.
 pub struct FileKeyWatch {
-    _watcher: RecommendedWatcher,
+    _feed: FeedWatch,
     wake: Wake,
     /// Wakes the waiter when a local PID-bound holder exits.
     holder_exit: Option<PidWatch>,
@@ -104,37 +108,15 @@ pub struct FileKeyWatch {
 
 impl FileKeyWatch {
     /// Call `wake` whenever `key`'s lockfile is created, written, renamed
-    /// or removed (and whenever notify says it lost track). The claims dir
-    /// is created if missing: acquire would create it anyway, and a watch
-    /// needs something to watch.
+    /// or removed (and whenever the feed says it lost track). The claims
+    /// dir is created if missing: acquire would create it anyway, and the
+    /// key's own dir is watched directly rather than through an ancestor.
     pub fn start(root: &Root, key: &str, wake: Wake) -> Result<FileKeyWatch, StoreError> {
         let dir = claims_dir(&root.root);
         std::fs::create_dir_all(&dir).map_err(|e| ClaimError::io("create", &dir, e))?;
-        let name: OsString = root
-            .lockfile(key)
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        let watch_err = |e: notify::Error| ClaimError::io("watch", &dir, std::io::Error::other(e));
-        let on_event = Arc::clone(&wake);
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            let ours = match res {
-                // A read of our own (status, renew's re-read) is no change.
-                Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => false,
-                Ok(ev) => ev.need_rescan() || ev.paths.iter().any(|p| p.file_name() == Some(&name)),
-                // The watch is in trouble: look, rather than trust silence.
-                Err(_) => true,
-            };
-            if ours {
-                on_event();
-            }
-        })
-        .map_err(watch_err)?;
-        watcher
-            .watch(&dir, RecursiveMode::NonRecursive)
-            .map_err(watch_err)?;
+        let feed = FileFeed::start(root, FeedOpts::key_only());
         Ok(FileKeyWatch {
-            _watcher: watcher,
+            _feed: FeedWatch::start(Box::new(feed), key.to_string(), Arc::clone(&wake)),
             wake,
             holder_exit: None,
         })
@@ -201,8 +183,7 @@ pub fn watch_pid(pid: i32, wake: impl Fn() + Send + 'static) -> Option<PidWatch>
             if !matches!(poll_either(cancelled, cancelled, delay_ms), Polled::Failed) {
                 return;
             }
-            // SAFETY: signal 0 only probes.
-            if unsafe { libc::kill(pid, 0) } != 0 {
+            if !crate::sys::pid_alive(pid) {
                 wake();
                 return;
             }

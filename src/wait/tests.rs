@@ -155,6 +155,9 @@ impl Store for FakeStore<'_> {
     fn list(&self) -> Result<Listing, StoreError> {
         Err(not_kept())
     }
+    fn list_head(&self, _: usize) -> Result<Option<Listing>, StoreError> {
+        Err(not_kept())
+    }
     fn doctor(&self) -> Result<Listing, StoreError> {
         Err(not_kept())
     }
@@ -196,9 +199,6 @@ impl Leases for FakeStore<'_> {
         Ok(Box::new(FakeKept(Arc::clone(&self.lease_lost))))
     }
     fn info(&self) -> Result<crate::store::StoreInfo, StoreError> {
-        Err(not_kept())
-    }
-    fn list_head(&self, _: usize) -> Result<Listing, StoreError> {
         Err(not_kept())
     }
 }

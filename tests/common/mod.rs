@@ -12,16 +12,19 @@
 
 pub mod tmux;
 
+use claimtop::claims::root::RootProblem;
 use claimtop::claims::{
     acquire, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
     ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,
     EXPIRED_SUBDIR,
 };
-use claimtop::dashboard::action::Swept;
-use claimtop::dashboard::collect::{Collector, Input};
-use claimtop::dashboard::update::apply_sweep;
+use claimtop::dashboard::collector::{Collector, Input};
 use claimtop::dashboard::{update, Action, App, Options};
 use claimtop::events::tail::Line;
+use claimtop::store::file::FileStore;
+use claimtop::store::mirror::judge::Judge;
+use claimtop::store::mirror::Mirror;
+use claimtop::store::{Change, Changes, Fenced, Listing, Store, StoreError};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -504,24 +507,219 @@ pub fn app_at(root: Root) -> App {
     app
 }
 
+/// This world's judge: [`me`], and [`probe`]'s processes.
+pub fn judge() -> Judge {
+    Judge::with(me(), probe)
+}
+
 /// The collector of this world: reads `root` at [`NOW`] with [`probe`].
 pub fn collector(root: &Root) -> Collector {
-    Collector::new(root.clone(), me(), probe, NOW)
+    collector_with(root, probe)
+}
+
+/// [`collector`] with another process table.
+pub fn collector_with(root: &Root, probe: fn(i32) -> Option<i64>) -> Collector {
+    let store = FileStore::new(root.clone());
+    Collector::new(Box::new(store), Some(Judge::with(me(), probe)), 0, NOW)
+}
+
+/// [`collector`] of root `i` of several.
+pub fn collector_in(root: &Root, i: usize) -> Collector {
+    let store = FileStore::new(root.clone());
+    Collector::new(Box::new(store), Some(judge()), i, NOW)
 }
 
 /// Ask the collector for `input` and apply what it sends; true when any
 /// of it asked for a redraw.
 pub fn collect(app: &mut App, c: &mut Collector, input: Input) -> bool {
-    c.handle(input)
+    c.handle(input, NOW)
+        .expect("the collector's reads")
         .into_iter()
         .fold(false, |dirty, a| update(app, a) | dirty)
 }
 
-/// A second of the collector's clock, applied: pid facts first, then the tick.
+/// A second of the collector's clock, applied: what time changed, then
+/// the tick.
 pub fn tick(app: &mut App, c: &mut Collector, now: i64) -> bool {
     c.tick(now)
+        .expect("the collector's reads")
         .into_iter()
         .fold(false, |dirty, a| update(app, a) | dirty)
+}
+
+/// What the root's feed would say of these paths changing: a lockfile of
+/// its claims dir names its key, any other entry there is looked at, and
+/// what is outside the claims dir names nothing.
+pub fn changed(root: &Root, paths: Vec<PathBuf>) -> Input {
+    use claimtop::claims::entry::{Entry, Role};
+    let dir = root.claims_dir();
+    let changes = paths
+        .into_iter()
+        .filter(|p| p.parent() == Some(dir.as_path()))
+        .filter_map(|p| {
+            let name = p.file_name()?.to_os_string();
+            if let Some(key) = claimtop::claims::key_of_lockfile(&name) {
+                return Some(Change::Claim { key });
+            }
+            let role = Role::in_claims_dir(&name)?;
+            Some(Change::Entry {
+                entry: Entry::look(role, &p),
+                path: p,
+            })
+        })
+        .collect();
+    Input::Feed(changes)
+}
+
+/// A store that answers with one fixed listing: what a mirror is fed when
+/// a test hands the model a world rather than files.
+pub struct FixedStore(Listing);
+
+impl Store for FixedStore {
+    fn url(&self) -> String {
+        "fixed:".into()
+    }
+    fn acquire(
+        &self,
+        _: &str,
+        _: &str,
+        _: &claimtop::claims::AcquireOpts,
+    ) -> Result<Fenced<AcquireOutcome>, StoreError> {
+        Err(StoreError::Config("a fixed world".into()))
+    }
+    fn release(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Fenced<claimtop::claims::ReleaseOutcome>, StoreError> {
+        Err(StoreError::Config("a fixed world".into()))
+    }
+    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+        let s = self.0.sweep.claims.iter().find(|s| s.key == key).cloned();
+        Ok(Fenced::plain(s.unwrap_or_else(|| {
+            Status::free(key.into(), PathBuf::from(key), String::new())
+        })))
+    }
+    fn renew(
+        &self,
+        _: &str,
+        _: &str,
+        _: i64,
+        _: Option<&str>,
+    ) -> Result<Fenced<claimtop::claims::RenewOutcome>, StoreError> {
+        Err(StoreError::Config("a fixed world".into()))
+    }
+    fn force_release(
+        &self,
+        _: &str,
+        _: &claimtop::claims::ForceOpts,
+    ) -> Result<Fenced<claimtop::claims::ForceOutcome>, StoreError> {
+        Err(StoreError::Config("a fixed world".into()))
+    }
+    fn list(&self) -> Result<Listing, StoreError> {
+        Ok(self.0.clone())
+    }
+    fn doctor(&self) -> Result<Listing, StoreError> {
+        self.list()
+    }
+    fn events(&self, _: usize) -> Result<Vec<claimtop::events::Event>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
+        Err(StoreError::FeedClosed)
+    }
+    fn locate(&self, key: &str) -> PathBuf {
+        PathBuf::from(key)
+    }
+    fn list_head(&self, _: usize) -> Result<Option<Listing>, StoreError> {
+        Ok(None)
+    }
+    fn repair(&self) -> Result<Vec<claimtop::claims::Fix>, StoreError> {
+        Err(StoreError::Unsupported("a fixed world".into()))
+    }
+    fn history(
+        &self,
+        _: &claimtop::events::history::Log,
+    ) -> Result<Box<dyn claimtop::events::history::History>, StoreError> {
+        Err(StoreError::Unsupported("a fixed world".into()))
+    }
+    fn item_rules(&self) -> claimtop::claims::ItemRules {
+        claimtop::claims::ItemRules::Lockfile
+    }
+}
+
+/// A world the model is shown: its claims and hazards listed by a mirror
+/// judging as this world does, at [`NOW`].
+pub struct World {
+    pub store: FixedStore,
+    pub mirror: Mirror,
+    pub root: usize,
+    pub problem: Option<RootProblem>,
+}
+
+impl World {
+    /// The model shown this world's listing; true when it redrew.
+    pub fn show(&mut self, app: &mut App) -> bool {
+        self.mirror
+            .list(&self.store, NOW, None)
+            .expect("a fixed listing");
+        let mut d = self.mirror.take_delta().expect("a listing");
+        d.problem = Some(self.problem.clone());
+        update(
+            app,
+            Action::Mirror {
+                root: self.root,
+                delta: Box::new(d),
+            },
+        )
+    }
+
+    /// A second of the mirror's clock, applied: what time changed, then
+    /// the tick.
+    pub fn tick(&mut self, app: &mut App, now: i64) -> bool {
+        self.mirror.tick(now);
+        let mut dirty = false;
+        if let Some(d) = self.mirror.take_delta() {
+            dirty |= update(
+                app,
+                Action::Mirror {
+                    root: self.root,
+                    delta: Box::new(d),
+                },
+            );
+        }
+        update(app, Action::Tick(now)) | dirty
+    }
+}
+
+/// A world of these claims and hazards under `root`.
+pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World {
+    let mut counts = Counts::default();
+    for c in &claims {
+        counts.add(c.state);
+    }
+    let listing = Listing::of_sweep(Sweep {
+        root: root.root.clone(),
+        claims,
+        counts,
+        hazards,
+    });
+    let store = FixedStore(listing);
+    World {
+        mirror: Mirror::new(&store, Some(judge()), NOW),
+        store,
+        root: 0,
+        problem: None,
+    }
+}
+
+/// Show `app` the world: root `i`'s of several when its root is one of
+/// them. True when it redrew.
+pub fn apply_sweep(app: &mut App, mut w: World) -> bool {
+    if let Some(i) = app.roots.position(&w.store.0.sweep.root) {
+        w.root = i;
+    }
+    w.show(app)
 }
 
 /// A record acquired `age` ago, expiring `ttl_left` from now (None = PID-bound).
@@ -601,29 +799,6 @@ pub fn every_state(root: &Root) -> Vec<Status> {
         status_of(root, foreign),
         corrupted(root, "broken", b"key: [unterminated\n\x1b[31mred\xff\xfe"),
     ]
-}
-
-/// A sweep of these claims and hazards, with the pid facts this world's
-/// probe gives for their holders.
-pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> Swept {
-    let mut counts = Counts::default();
-    let mut pids = Vec::new();
-    for c in &claims {
-        counts.add(c.state);
-        if let Some(r) = &c.record {
-            pids.push((r.pid, probe(r.pid)));
-        }
-    }
-    Swept {
-        sweep: Sweep {
-            root: root.root.clone(),
-            claims,
-            counts,
-            hazards,
-        },
-        pids,
-        problem: None,
-    }
 }
 
 pub fn mutex_corpse(root: &Root) -> Hazard {
@@ -862,4 +1037,51 @@ pub fn until_quiet(log: &Path, quiet: Duration, within: Duration) -> Vec<i64> {
         }
     }
     stamps(log)
+}
+
+// ---- a store's collector, as the model hears it ---------------------------
+
+/// A store's listing as its collector's mirror hands it to the model: the
+/// store's own verdicts stand (no pids judged here).
+pub fn listed(listing: Listing, at: i64, resync: Option<String>) -> Action {
+    let store = FixedStore(listing);
+    let mut m = Mirror::new(&store, None, at);
+    m.list(&store, at, resync).expect("a fixed listing");
+    let delta = m.take_delta().expect("a listing");
+    Action::Mirror {
+        root: 0,
+        delta: Box::new(delta),
+    }
+}
+
+/// A big store's first page, shown while the rest is listed.
+pub fn head(listing: Listing, at: i64) -> Action {
+    let mut a = listed(listing, at, None);
+    if let Action::Mirror { delta, .. } = &mut a {
+        if let Some(w) = delta.whole.as_mut() {
+            w.partial = true;
+        }
+    }
+    a
+}
+
+/// Claims the collector read again (state Free: gone).
+pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) -> Action {
+    use claimtop::store::mirror::{Delta, Row};
+    let rows = items
+        .into_iter()
+        .map(|(s, tenure)| Row {
+            path: std::sync::Arc::from(s.file.as_path()),
+            status: std::sync::Arc::new(s),
+            tenure,
+        })
+        .collect();
+    Action::Mirror {
+        root: 0,
+        delta: Box::new(Delta {
+            rows,
+            at,
+            ..Delta::default()
+        }),
+    }
 }

@@ -7,16 +7,27 @@
 use crate::common::*;
 use claimtop::claims::{
     self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
-    Tally,
 };
 use claimtop::dashboard::app::ClaimSet;
-use claimtop::dashboard::collect::{Collector, Input};
-use claimtop::dashboard::watch::watch;
+use claimtop::dashboard::collector::{Collector, Input};
 use claimtop::dashboard::{update, Action, App};
+use claimtop::store::file::FileStore;
+use claimtop::store::mirror::judge::Judge;
+use claimtop::store::Store;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::channel;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Ask the collector for `input` at the wall clock, and apply what it says.
+fn collect_now(app: &mut App, c: &mut Collector, input: Input) {
+    for a in c
+        .handle(input, claims::now_ms())
+        .expect("the collector's reads")
+    {
+        update(app, a);
+    }
+}
 
 /// The dashboard over `root` as this machine sees it (so that `doctor`,
 /// which judges with this machine's identity, judges alike), after its
@@ -30,8 +41,9 @@ fn dashboard(root: &Root) -> (App, Collector) {
         OPERATOR.into(),
     );
     update(&mut app, Action::Resize(160, 48));
-    let mut col = Collector::local(root.clone(), now);
-    collect(&mut app, &mut col, Input::Rescan);
+    let store = FileStore::new(root.clone());
+    let mut col = Collector::new(Box::new(store), Some(Judge::local()), 0, now);
+    collect_now(&mut app, &mut col, Input::Rescan);
     (app, col)
 }
 
@@ -61,7 +73,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
         doctor.len(),
         "the header against doctor"
     );
-    assert_eq!(app.shown().tally.counts, listed, "the header against list");
+    assert_eq!(app.shown().counts, listed, "the header against list");
 }
 
 /// A lockfile past the read cap: `unreadable`, and so held.
@@ -131,10 +143,8 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     let (mut app, mut col) = dashboard(&root);
     assert_eq!(app.hazard_count(), 2);
 
-    let (tx, rx) = channel();
-    let (poke, _pokes) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch(r, tx, poke));
+    // The root's one feed, as the dashboard follows it.
+    let mut feed = FileStore::new(root.clone()).changes().expect("the feed");
     // Let the watcher register before anything moves.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill();
@@ -142,16 +152,14 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     assert!(matches!(forced, claims::ForceOutcome::Archived { .. }));
     assert!(!claims::recovery_mutex_path(&root.lockfile("k")).exists());
 
-    // Whatever the debounced watcher says, as it says it, until it is quiet.
+    // Whatever the feed says, as it says it, until it is quiet; a re-read
+    // of everything would hide what the reads alone miss.
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        match rx.recv_timeout(Duration::from_millis(800)) {
-            // A full sweep would hide what the reads alone miss.
-            Ok(Input::Rescan) => {}
-            Ok(input) => {
-                collect(&mut app, &mut col, input);
-            }
-            Err(_) => break,
+        match feed.next(Duration::from_millis(800)) {
+            Ok(Some(claimtop::store::Change::Resync { .. })) => {}
+            Ok(Some(change)) => collect_now(&mut app, &mut col, Input::Feed(vec![change])),
+            _ => break,
         }
     }
     assert_eq!(app.hazard_count(), 1, "{:?}", app.claims.hazards());
@@ -175,7 +183,7 @@ fn a_corpse_made_afresh_as_a_young_mutex_is_no_hazard_any_more() {
     std::fs::remove_file(mutex.join("owner")).expect("rm owner");
     std::fs::remove_dir(&mutex).expect("rmdir");
     std::fs::create_dir(&mutex).expect("mkdir afresh");
-    collect(&mut app, &mut col, Input::Changed(vec![mutex]));
+    collect_now(&mut app, &mut col, changed(&root, vec![mutex]));
     assert_eq!(app.hazard_count(), 0);
     assert_agrees_with_doctor(&app, &root);
 }
@@ -251,14 +259,16 @@ proptest! {
     ) {
         let mut set = ClaimSet::default();
         for s in steps {
-            let path = s.file.clone();
-            set.put(&path, s);
-            let whole = census(set.by_path.values(), Vec::new(), |_| ItemRules::Lockfile);
-            prop_assert_eq!(set.tally.counts, whole.counts);
-            prop_assert_eq!(set.tally.own_hazards, whole.hazards.len());
+            let path: Arc<Path> = Arc::from(s.file.as_path());
+            set.put(&path, Arc::new(s));
+            let whole = census(
+                set.by_path.values().map(|s| &**s),
+                Vec::new(),
+                |_| ItemRules::Lockfile,
+            );
+            prop_assert_eq!(set.counts, whole.counts);
             let per_dir: Counts = set.counts_in(Path::new("/r"));
             prop_assert_eq!(per_dir, whole.counts);
-            prop_assert_eq!(set.tally, Tally::of(set.by_path.values(), |_| ItemRules::Lockfile));
         }
     }
 }

@@ -85,14 +85,7 @@ fn native_listing() -> Listing {
 fn fleet_app(w: u16, h: u16) -> App {
     let mut app = app_at(fixed_root());
     app.over_store(StoreView::new(URL.into(), NOW));
-    store(
-        &mut app,
-        StoreMsg::Listed {
-            listing: Box::new(native_listing()),
-            at: NOW,
-            resync: None,
-        },
-    );
+    update(&mut app, listed(native_listing(), NOW, None));
     update(&mut app, Action::Resize(w, h));
     app
 }
@@ -163,7 +156,7 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
     ));
     // One key held natively and on alpha reads as two rows.
     assert_eq!(app.table.rows.len(), 3);
-    assert_eq!(app.shown().tally.counts.live, 3);
+    assert_eq!(app.shown().counts.live, 3);
     let screen = render(&app);
     let header = header_row(&screen);
     assert!(
@@ -419,13 +412,13 @@ fn one_published_claim_re_read_comes_and_goes_without_touching_the_others() {
 #[test]
 fn a_re_list_of_the_store_keeps_the_published_rows() {
     let mut app = with_two_hosts();
-    store(
+    update(
         &mut app,
-        StoreMsg::Listed {
-            listing: Box::new(native_listing()),
-            at: NOW + 1_000,
-            resync: Some("revision 3 was compacted".into()),
-        },
+        listed(
+            native_listing(),
+            NOW + 1_000,
+            Some("revision 3 was compacted".into()),
+        ),
     );
     assert_eq!(app.table.rows.len(), 3);
 }

@@ -7,8 +7,7 @@ use crate::common::*;
 use claimtop::claims::Root;
 use claimtop::dashboard::action::{Op, RootProblem};
 use claimtop::dashboard::app::{Column, Dialog};
-use claimtop::dashboard::collect::Input;
-use claimtop::dashboard::update::apply_sweep;
+use claimtop::dashboard::collector::Input;
 use claimtop::dashboard::{update, Action, App, Options};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
@@ -209,7 +208,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     for s in &a_rows_before {
         assert_eq!(
             app.shown().get(&s.file),
-            Some(s),
+            Some(&**s),
             "root A's {} moved",
             s.key
         );
@@ -223,7 +222,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     // An empty sweep of A empties A only.
     assert!(apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
     assert_eq!(app.shown().len(), 1);
-    assert_eq!(app.claims.sweep_hazards.len(), 0);
+    assert_eq!(app.claims.hazard_count(), 0);
     // The same sweep again changes nothing, so nothing is redrawn.
     assert!(!apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
 }
@@ -519,10 +518,10 @@ fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     );
     assert!(b.lockfile("k").exists());
     assert!(!a.lockfile("k").exists());
-    assert_eq!(
-        cb_rx.recv_timeout(Duration::from_secs(1)).ok(),
-        Some(Input::Changed(vec![b.lockfile("k")]))
-    );
+    assert!(matches!(
+        cb_rx.recv_timeout(Duration::from_secs(1)),
+        Ok(Input::Reread(k)) if k == "k"
+    ));
     assert!(ca_rx.try_recv().is_err());
     worker.join().expect("worker");
 }
@@ -537,17 +536,20 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
         }
     }
     let mut app = app_over(&[a.clone(), b.clone()]);
-    let (mut ca, mut cb) = (collector(&a), collector(&b));
+    let (mut ca, mut cb) = (collector_in(&a, 0), collector_in(&b, 1));
     collect(&mut app, &mut ca, Input::Rescan);
     collect(&mut app, &mut cb, Input::Rescan);
     assert_eq!(app.shown().len(), 4);
     let (ra, rb) = (ca.counters.reads(), cb.counters.reads());
     write_claim(&b, &rec("x", "pty:w", DEAD, MIN, Some(-MIN)));
     // Each watcher reports only its own claims dir; B's names one file.
-    let changed = Input::Changed(vec![b.lockfile("x")]);
-    assert!(collect(&mut app, &mut cb, changed.clone()));
+    assert!(collect(
+        &mut app,
+        &mut cb,
+        changed(&b, vec![b.lockfile("x")])
+    ));
     // A path of another root is none of A's collector's business.
-    collect(&mut app, &mut ca, changed);
+    collect(&mut app, &mut ca, changed(&a, vec![b.lockfile("x")]));
     assert_eq!(cb.counters.reads() - rb, 1);
     assert_eq!(ca.counters.reads() - ra, 0);
     let stale: Vec<usize> = app

@@ -3,7 +3,6 @@
 //! snapshots in `tests/snapshots/`.
 
 use crate::common::*;
-use claimtop::dashboard::update::apply_sweep;
 use claimtop::dashboard::{update, Action, App};
 use claimtop::sanitize::is_unsafe;
 use ratatui::crossterm::event::KeyCode;
@@ -249,9 +248,9 @@ fn a_missing_root_shows_a_banner_not_an_empty_table() {
     for (w, h) in SIZES {
         let root = claimtop::claims::Root::with_events_here("/nonexistent/claimtop-root");
         let mut app = app_at(root.clone());
-        let mut swept = sweep_of(&root, vec![], vec![]);
-        swept.problem = claimtop::dashboard::collect::root_problem(&root);
-        update(&mut app, Action::Swept(Box::new(swept)));
+        let mut world = sweep_of(&root, vec![], vec![]);
+        world.problem = root.problem();
+        world.show(&mut app);
         update(&mut app, Action::Resize(w, h));
         snap("missing_root", &app);
     }

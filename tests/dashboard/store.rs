@@ -95,14 +95,7 @@ fn store_app(w: u16, h: u16) -> App {
             tenure(40, 3600, 3000),
         ),
     ];
-    store(
-        &mut app,
-        StoreMsg::Listed {
-            listing: Box::new(listing(items, 41)),
-            at: NOW,
-            resync: None,
-        },
-    );
+    update(&mut app, listed(listing(items, 41), NOW, None));
     update(&mut app, Action::Resize(w, h));
     app
 }
@@ -179,16 +172,16 @@ fn a_compaction_re_lists_everything_and_says_at_which_revision() {
         store_claim("fresh", "pty:bob", 5, SEC, MIN),
         tenure(90, 60, 60),
     )];
-    assert!(store(
+    assert!(update(
         &mut app,
-        StoreMsg::Listed {
-            listing: Box::new(listing(only, 95)),
-            at: NOW + SEC,
-            resync: Some(
+        listed(
+            listing(only, 95),
+            NOW + SEC,
+            Some(
                 "revision 50 was compacted (history now starts at 80); re-reading everything"
                     .into()
-            ),
-        }
+            )
+        )
     ));
     assert_eq!(
         app.status.as_ref().map(|s| s.text.as_str()),
@@ -207,7 +200,7 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
             .by_path
             .values()
             .find(|s| s.key == "deploy/prod")
-            .cloned()
+            .map(|s| (**s).clone())
             .expect("deploy/prod listed")
     };
     assert_eq!(lease_cell(&app, &deploy(&app)), "20s");
@@ -220,12 +213,9 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
 
     // A holder kept the lease alive: the collector's re-read says so.
     let s = deploy(&app);
-    store(
+    update(
         &mut app,
-        StoreMsg::Claims {
-            items: vec![(s, Some(tenure(39, 60, 59)))],
-            at: NOW + 40 * SEC,
-        },
+        reread(vec![(s, Some(tenure(39, 60, 59)))], NOW + 40 * SEC),
     );
     assert_eq!(lease_cell(&app, &deploy(&app)), "59s");
 }
@@ -235,8 +225,8 @@ fn store_claims_keep_the_stores_verdict_whatever_this_machines_pids_say() {
     let mut app = store_app(160, 48);
     // pid 4242 is no process here; on a file root that would be suspect.
     update(&mut app, Action::Tick(NOW + 5 * SEC));
-    assert_eq!(app.claims.live.tally.counts.live, 3);
-    assert_eq!(app.claims.live.tally.counts.suspect, 0);
+    assert_eq!(app.claims.live.counts.live, 3);
+    assert_eq!(app.claims.live.counts.suspect, 0);
     assert_eq!(
         app.claims.hazard_count(),
         0,
@@ -250,12 +240,9 @@ fn a_claim_the_watch_names_as_gone_leaves_the_table_and_its_lease() {
     let mut gone = store_claim("migrate-db", "agent:codex-3", 1201, 0, 0);
     gone.state = ClaimState::Free;
     gone.record = None;
-    assert!(store(
+    assert!(update(
         &mut app,
-        StoreMsg::Claims {
-            items: vec![(gone.clone(), None)],
-            at: NOW + SEC,
-        }
+        reread(vec![(gone.clone(), None)], NOW + SEC)
     ));
     assert_eq!(row_keys(&app), ["build/x86", "deploy/prod"]);
     let held = app.store.as_ref().and_then(|v| v.held(&gone.file));
@@ -285,34 +272,28 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
     let mut s = store_claim("migrate-db", "agent:codex-3", 1201, 10 * MIN, 50 * MIN);
     s.state = ClaimState::Suspect;
     s.why = "the lease is running but pid 1201 is gone on this machine".into();
-    assert!(store(
+    assert!(update(
         &mut app,
-        StoreMsg::Claims {
-            items: vec![(s, Some(tenure(40, 3600, 2999)))],
-            at: NOW + SEC,
-        }
+        reread(vec![(s, Some(tenure(40, 3600, 2999)))], NOW + SEC)
     ));
     assert_eq!(
         row_keys(&app),
         ["migrate-db", "build/x86", "deploy/prod"],
         "a suspect claim sorts before live ones"
     );
-    let c = app.claims.live.tally.counts;
+    let c = app.claims.live.counts;
     assert_eq!((c.live, c.suspect), (2, 1));
 
     let fresh = store_claim("aaa/new", "pty:carol", 9, 0, MIN);
-    store(
+    update(
         &mut app,
-        StoreMsg::Claims {
-            items: vec![(fresh, Some(tenure(46, 60, 60)))],
-            at: NOW + 2 * SEC,
-        },
+        reread(vec![(fresh, Some(tenure(46, 60, 60)))], NOW + 2 * SEC),
     );
     assert_eq!(
         row_keys(&app),
         ["migrate-db", "aaa/new", "build/x86", "deploy/prod"]
     );
-    assert_eq!(app.claims.live.tally.counts.live, 3);
+    assert_eq!(app.claims.live.counts.live, 3);
 }
 
 #[test]
@@ -320,17 +301,11 @@ fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listi
     let mut app = app_at(fixed_root());
     app.over_store(StoreView::new(URL.into(), NOW));
     update(&mut app, Action::Resize(160, 48));
-    let head = vec![(
+    let first = vec![(
         store_claim("a/first", "pty:alice", 7, MIN, MIN),
         tenure(3, 60, 60),
     )];
-    assert!(store(
-        &mut app,
-        StoreMsg::Head {
-            listing: Box::new(listing(head, 50)),
-            at: NOW,
-        }
-    ));
+    assert!(update(&mut app, head(listing(first, 50), NOW)));
     assert_eq!(row_keys(&app), ["a/first"]);
     assert!(
         table_title(&app).contains("listing the store: its first 1 claims so far"),
@@ -347,14 +322,7 @@ fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listi
             tenure(4, 60, 60),
         ),
     ];
-    assert!(store(
-        &mut app,
-        StoreMsg::Listed {
-            listing: Box::new(listing(all, 50)),
-            at: NOW,
-            resync: None,
-        }
-    ));
+    assert!(update(&mut app, listed(listing(all, 50), NOW, None)));
     assert_eq!(row_keys(&app), ["a/first", "z/last"]);
     assert!(!table_title(&app).contains("listing the store"));
 }

@@ -6,10 +6,10 @@ use crate::common::*;
 use claimtop::claims::{ClaimState, Classifier};
 use claimtop::dashboard::action::{ForceOptsShown, Op};
 use claimtop::dashboard::app::{Column, Dialog, Level, Overlay};
-use claimtop::dashboard::collect::{Collector, Input};
+use claimtop::dashboard::collector::Input;
 use claimtop::dashboard::keys::Pane;
 use claimtop::dashboard::ops::run_op;
-use claimtop::dashboard::update::{apply_sweep, visible_signature};
+use claimtop::dashboard::update::visible_signature;
 use claimtop::dashboard::{update, Action, App};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -41,19 +41,19 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
     assert!(collect(&mut app, &mut col, Input::Rescan));
-    assert_eq!(col.counters.reads(), 3);
+    assert_eq!((col.counters.reads(), col.counters.rescans()), (0, 1));
     assert_eq!(app.table.rows.len(), 3);
 
     let path = write_claim(&root, &rec("b", "pty:w", DEAD, MIN, Some(-MIN)));
-    assert!(collect(&mut app, &mut col, Input::Changed(vec![path])));
+    assert!(collect(&mut app, &mut col, changed(&root, vec![path])));
     assert_eq!(
         col.counters.reads(),
-        4,
+        1,
         "exactly the one changed path was read"
     );
     assert_eq!(col.counters.rescans(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.tally.counts.stale, 1);
+    assert_eq!(app.claims.live.counts.stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -70,9 +70,9 @@ fn a_deleted_lockfile_leaves_the_table_and_a_new_one_joins_it() {
     collect(&mut app, &mut col, Input::Rescan);
     std::fs::remove_file(&a).expect("rm");
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(collect(&mut app, &mut col, Input::Changed(vec![a, b])));
+    assert!(collect(&mut app, &mut col, changed(&root, vec![a, b])));
     assert_eq!(row_keys(&app), ["b"]);
-    assert_eq!(col.counters.reads(), 3);
+    assert_eq!(col.counters.reads(), 2);
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn changes_outside_the_claims_dir_read_nothing_and_redraw_nothing() {
         root.root.join("unrelated.lock"),
         root.claims_dir().join("x.lock.recovery.d"),
     ];
-    assert!(!collect(&mut app, &mut col, Input::Changed(elsewhere)));
+    assert!(!collect(&mut app, &mut col, changed(&root, elsewhere)));
     assert_eq!(col.counters.reads(), before);
 }
 
@@ -101,7 +101,7 @@ fn a_rewrite_with_identical_content_asks_for_no_redraw() {
     let mut col = collector(&root);
     collect(&mut app, &mut col, Input::Rescan);
     write_claim(&root, &r);
-    assert!(!collect(&mut app, &mut col, Input::Changed(vec![path])));
+    assert!(!collect(&mut app, &mut col, changed(&root, vec![path])));
 }
 
 #[test]
@@ -126,10 +126,11 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
     let mut app = app_at(root.clone());
     let s = status_of(&root, rec("k", "pty:w", DEAD, MIN, Some(30_000)));
     assert_eq!(s.state, ClaimState::Suspect);
-    apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
-    assert!(update(&mut app, Action::Tick(NOW + 31_000)));
+    let mut world = sweep_of(&root, vec![s], vec![]);
+    world.show(&mut app);
+    assert!(world.tick(&mut app, NOW + 31_000));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.tally.counts.stale, 1);
+    assert_eq!(app.claims.live.counts.stale, 1);
 }
 
 #[test]
@@ -138,28 +139,25 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     let mut app = app_at(root.clone());
     let soon = status_of(&root, rec("soon", "pty:w", DEAD, MIN, Some(30_000)));
     let later = status_of(&root, rec("later", "pty:w", DEAD, MIN, Some(90_000)));
-    apply_sweep(&mut app, sweep_of(&root, vec![soon, later], vec![]));
-    // The first tick after a sweep re-judges everything; nothing moves yet.
-    update(&mut app, Action::Tick(NOW + 1_000));
-    assert_eq!(app.claims.live.tally.counts.suspect, 2);
+    let mut world = sweep_of(&root, vec![soon, later], vec![]);
+    world.show(&mut app);
+    world.tick(&mut app, NOW + 1_000);
+    assert_eq!(app.claims.live.counts.suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
-    update(&mut app, Action::Tick(NOW + 31_000));
+    world.tick(&mut app, NOW + 31_000);
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
     assert_eq!(
-        (
-            app.claims.live.tally.counts.stale,
-            app.claims.live.tally.counts.suspect
-        ),
+        (app.claims.live.counts.stale, app.claims.live.counts.suspect),
         (1, 1)
     );
-    update(&mut app, Action::Tick(NOW + 60_000));
+    world.tick(&mut app, NOW + 60_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
-    update(&mut app, Action::Tick(NOW + 91_000));
+    world.tick(&mut app, NOW + 91_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.tally.counts.stale, 2);
+    assert_eq!(app.claims.live.counts.stale, 2);
 }
 
 #[test]
@@ -231,7 +229,7 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
     write_claim(&root, &rec("b", "pty:w", HOLDER, MIN, None));
     let mut app = app_at(root.clone());
-    let mut col = Collector::new(root.clone(), me(), changing_probe, NOW);
+    let mut col = collector_with(&root, changing_probe);
     HOLDER_STATE.store(0, SeqCst);
     collect(&mut app, &mut col, Input::Rescan);
     tick(&mut app, &mut col, NOW + 1_000);
@@ -244,13 +242,13 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.tally.counts.stale, 2);
+    assert_eq!(app.claims.live.counts.stale, 2);
     assert_eq!(col.counters.reads(), reads, "no lockfile was re-read");
 }
 
 #[test]
 fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
-    use claimtop::dashboard::collect::PID_RECHECK_MS;
+    use claimtop::store::mirror::judge::PID_RECHECK_MS;
     fn reused_probe(pid: i32) -> Option<i64> {
         static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         // Alive throughout; after the first few reads it is another process.
@@ -264,7 +262,7 @@ fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
     let (_td, root) = temp_root();
     write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
     let mut app = app_at(root.clone());
-    let mut col = Collector::new(root.clone(), me(), reused_probe, NOW);
+    let mut col = collector_with(&root, reused_probe);
     collect(&mut app, &mut col, Input::Rescan);
     tick(&mut app, &mut col, NOW + 1_000); // still the old process
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
@@ -480,7 +478,7 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     assert!(render(&app).contains("PAUSED"));
 
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(!collect(&mut app, &mut col, Input::Changed(vec![b])));
+    assert!(!collect(&mut app, &mut col, changed(&root, vec![b])));
     assert!(!update(
         &mut app,
         Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
@@ -781,7 +779,10 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
         .expect("send op");
     drop(op_tx);
     let reread = in_rx.recv().expect("the worker asks for a re-read");
-    assert_eq!(reread, Input::Changed(vec![root.lockfile("new")]));
+    assert!(
+        matches!(&reread, Input::Reread(k) if k == "new"),
+        "{reread:?}"
+    );
     for a in out_rx.iter() {
         update(&mut app, a);
     }
@@ -853,7 +854,7 @@ fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
     let path = write_claim(&root, &shown);
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Changed(vec![path.clone()]));
+    collect(&mut app, &mut col, changed(&root, vec![path.clone()]));
     select(&mut app, "k");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
@@ -887,7 +888,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     assert!(root.claims_dir().join(".expired").is_dir());
     let path = r.path.clone();
     update(&mut app, Action::OpResult(r));
-    collect(&mut app, &mut col, Input::Changed(vec![path]));
+    collect(&mut app, &mut col, changed(&root, vec![path]));
     assert!(app.table.rows.is_empty());
     let log = std::fs::read_to_string(root.events_file()).expect("events");
     assert!(log.contains("claim_force_released"));
@@ -1344,19 +1345,20 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
     collect(&mut app, &mut col, Input::Rescan);
     let mutex = root.claims_dir().join("a.lock.recovery.d");
     std::fs::create_dir(&mutex).expect("mkdir");
-    collect(&mut app, &mut col, Input::Changed(vec![mutex.clone()]));
-    assert_eq!(app.claims.hazard_count(), 0, "a fresh mutex is no hazard");
-    // Its holder is killed; a minute and more passes with no event at all.
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    // Made just under two minutes ago, on this world's clock, and its
+    // holder killed since: no event will come.
+    let made = std::time::UNIX_EPOCH + std::time::Duration::from_millis((NOW - 119_500) as u64);
     std::fs::File::open(&mutex)
-        .and_then(|f| f.set_modified(old))
-        .expect("age the mutex");
+        .and_then(|f| f.set_modified(made))
+        .expect("stamp the mutex");
+    collect(&mut app, &mut col, changed(&root, vec![mutex.clone()]));
+    assert_eq!(app.claims.hazard_count(), 0, "a young mutex is no hazard");
     assert!(tick(&mut app, &mut col, NOW + 1_000));
     assert_eq!(app.claims.hazard_count(), 1);
     assert_eq!(col.counters.rescans(), 1, "no sweep was needed");
 
     std::fs::remove_dir(&mutex).expect("rmdir");
-    collect(&mut app, &mut col, Input::Changed(vec![mutex]));
+    collect(&mut app, &mut col, changed(&root, vec![mutex]));
     assert_eq!(app.claims.hazard_count(), 0);
 }
 
@@ -1727,7 +1729,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
             message: "acquired b2".into(),
         }),
     );
-    collect(&mut app, &mut col, Input::Changed(vec![path]));
+    collect(&mut app, &mut col, changed(&root, vec![path]));
     assert_eq!(selected_key(&app), "b2");
 }
 

@@ -1,11 +1,12 @@
-//! The watcher and the events follower against a real directory: what
-//! messages a change on disk turns into. Waits are upper bounds for a slow
-//! machine, not timing assertions.
+//! A file root's change feed, as the dashboard watches it, against a real
+//! directory: what changes a change on disk turns into, burst by burst.
+//! Waits are upper bounds for a slow machine, not timing assertions.
 
 use crate::common::*;
-use claimtop::dashboard::collect::Input;
-use claimtop::dashboard::watch::{follow_events, watch};
-use claimtop::dashboard::Action;
+use claimtop::claims::Root;
+use claimtop::dashboard::collector::FEED;
+use claimtop::store::file::FileStore;
+use claimtop::store::{Change, Store};
 use std::io::Write;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -25,42 +26,83 @@ fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
     None
 }
 
+/// The dashboard's feed over `root`, drained as the live app drains it: a
+/// burst at a time.
+fn readers(root: &Root) -> Receiver<Vec<Change>> {
+    let (tx, rx) = channel();
+    let mut feed = FileStore::new(root.clone())
+        .with_feed(FEED)
+        .changes()
+        .expect("feed");
+    std::thread::spawn(move || loop {
+        let Ok(Some(first)) = feed.next(Duration::from_secs(60)) else {
+            continue;
+        };
+        let mut batch = vec![first];
+        while let Ok(Some(c)) = feed.next(Duration::ZERO) {
+            batch.push(c);
+        }
+        if tx.send(batch).is_err() {
+            return;
+        }
+    });
+    rx
+}
+
+/// The keys and entry paths a burst names, in order.
+fn named(batch: &[Change]) -> Vec<String> {
+    batch
+        .iter()
+        .filter_map(|c| match c {
+            Change::Claim { key } => Some(key.clone()),
+            Change::Entry { path, .. } => Some(path.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn resync(batch: &[Change]) -> bool {
+    batch.iter().any(|c| matches!(c, Change::Resync { .. }))
+}
+
+fn names_something(batch: &[Change]) -> bool {
+    !named(batch).is_empty()
+}
+
 #[test]
 fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alone() {
     let (_td, root) = temp_root();
-    let (tx, rx) = channel();
-    let (poke_tx, _poke_rx) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch(r, tx, poke_tx));
+    let rx = readers(&root);
     // Let the watcher register before the directory appears.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
     assert!(
-        wait_for(&rx, |a| matches!(a, Input::Rescan)).is_some(),
-        "no rescan when the claims dir appeared"
+        wait_for(&rx, |b| resync(b)).is_some(),
+        "no resync when the claims dir appeared"
     );
-    // Now watched directly: a new lockfile arrives as exactly its path.
+    // Now watched directly: a new lockfile arrives as exactly its key.
     std::thread::sleep(Duration::from_millis(300));
-    let path = write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    let got = wait_for(&rx, |a| matches!(a, Input::Changed(_)));
-    match got {
-        Some(Input::Changed(paths)) => assert_eq!(paths, vec![path]),
-        other => panic!("expected Changed, got {other:?}"),
-    }
+    write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
+    let got = wait_for(&rx, |b| names_something(b)).expect("the new lockfile went unnoticed");
+    assert_eq!(named(&got), ["late"]);
 }
 
 #[test]
-fn the_follower_sends_the_tail_then_each_appended_line() {
+fn the_feed_brings_the_tail_then_each_appended_line() {
     let (_td, root) = temp_root();
     let log = root.events_file();
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "{\"type\":\"old\"}\n").expect("write");
-    let (tx, rx) = channel();
-    let (poke_tx, poke_rx) = channel();
-    std::thread::spawn(move || follow_events(log, tx, poke_rx));
-    match wait_for(&rx, |a| matches!(a, Action::EventsAppended(_))) {
-        Some(Action::EventsAppended(lines)) => assert_eq!(lines[0].text, "{\"type\":\"old\"}"),
-        other => panic!("{other:?}"),
+    let rx = readers(&root);
+    let lines = |b: &Vec<Change>| {
+        b.iter().find_map(|c| match c {
+            Change::LogAppended(l) => Some(l.clone()),
+            _ => None,
+        })
+    };
+    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+        Some(first) => assert_eq!(first[0].text, "{\"type\":\"old\"}"),
+        None => panic!("no tail"),
     }
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -68,13 +110,13 @@ fn the_follower_sends_the_tail_then_each_appended_line() {
         .expect("open");
     f.write_all(b"{\"type\":\"new\"}\n{\"type\":\"partial")
         .expect("append");
-    poke_tx.send(()).expect("poke");
-    match wait_for(&rx, |a| matches!(a, Action::EventsAppended(_))) {
-        Some(Action::EventsAppended(lines)) => {
-            let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+        Some(new) => {
+            let texts: Vec<&str> = new.iter().map(|l| l.text.as_str()).collect();
             assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
+            assert_eq!(new[0].offset, 15, "each line keeps its offset");
         }
-        other => panic!("{other:?}"),
+        None => panic!("the appended line went unnoticed"),
     }
 }
 
@@ -82,13 +124,16 @@ fn the_follower_sends_the_tail_then_each_appended_line() {
 fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
     let (_td, root) = temp_root();
     std::fs::create_dir_all(root.events_file()).expect("dir at the log path");
-    let (tx, rx) = channel();
-    let (_poke_tx, poke_rx) = channel();
-    let log = root.events_file();
-    std::thread::spawn(move || follow_events(log, tx, poke_rx));
-    match wait_for(&rx, |a| matches!(a, Action::EventsError(_))) {
-        Some(Action::EventsError(e)) => assert!(e.contains("not a regular file"), "{e}"),
-        other => panic!("{other:?}"),
+    let rx = readers(&root);
+    let trouble = |b: &Vec<Change>| {
+        b.iter().find_map(|c| match c {
+            Change::LogTrouble(e) => Some(e.clone()),
+            _ => None,
+        })
+    };
+    match wait_for(&rx, |b| trouble(b).is_some()).and_then(|b| trouble(&b)) {
+        Some(e) => assert!(e.contains("not a regular file"), "{e}"),
+        None => panic!("the log's trouble went unsaid"),
     }
 }
 
@@ -96,25 +141,42 @@ fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
 fn a_claims_dir_replaced_under_the_same_name_asks_for_a_rescan_and_is_watched_anew() {
     let (_td, root) = temp_root();
     write_claim(&root, &rec("old", "pty:w", ALIVE, MIN, None));
-    let (tx, rx) = channel();
-    let (poke_tx, _poke_rx) = channel();
-    let r = root.clone();
-    std::thread::spawn(move || watch(r, tx, poke_tx));
+    let rx = readers(&root);
     std::thread::sleep(Duration::from_millis(300));
     let aside = root.root.join("claims.old");
     std::fs::rename(root.claims_dir(), &aside).expect("rename away");
     std::fs::create_dir(root.claims_dir()).expect("new dir");
     assert!(
-        wait_for(&rx, |a| matches!(a, Input::Rescan)).is_some(),
-        "no rescan when the claims dir was replaced"
+        wait_for(&rx, |b| resync(b)).is_some(),
+        "no resync when the claims dir was replaced"
     );
     // Drain what the replacement itself caused, then a write in the new dir
     // must still be seen.
     std::thread::sleep(Duration::from_millis(300));
     while rx.try_recv().is_ok() {}
-    let path = write_claim(&root, &rec("new", "pty:w", ALIVE, MIN, None));
-    match wait_for(&rx, |a| matches!(a, Input::Changed(_))) {
-        Some(Input::Changed(paths)) => assert_eq!(paths, vec![path]),
-        other => panic!("the new claims dir is not watched: {other:?}"),
-    }
+    write_claim(&root, &rec("new", "pty:w", ALIVE, MIN, None));
+    let got = wait_for(&rx, |b| names_something(b)).expect("the new claims dir is not watched");
+    assert_eq!(named(&got), ["new"]);
+}
+
+#[test]
+fn a_recovery_mutex_that_comes_and_goes_is_named_by_its_own_path() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let rx = readers(&root);
+    std::thread::sleep(Duration::from_millis(300));
+    while rx.try_recv().is_ok() {}
+    let mutex = claimtop::claims::recovery_mutex_path(&root.lockfile("k"));
+    let look = |b: &Vec<Change>| {
+        b.iter().find_map(|c| match c {
+            Change::Entry { path, entry } if *path == mutex => Some(entry.is_some()),
+            _ => None,
+        })
+    };
+    std::fs::create_dir(&mutex).expect("mutex");
+    let got = wait_for(&rx, |b| look(b).is_some()).expect("the mutex went unnoticed");
+    assert_eq!(look(&got), Some(true), "looked at, there");
+    std::fs::remove_dir(&mutex).expect("rmdir");
+    let got = wait_for(&rx, |b| look(b).is_some()).expect("its removal went unnoticed");
+    assert_eq!(look(&got), Some(false), "looked at, gone");
 }

@@ -72,7 +72,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// they are counted whenever there are any. Without `words` (a narrow
 /// terminal) only the symbols stay, which the legend and `?` explain.
 fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'static>> {
-    let c = app.shown().tally.counts;
+    let c = app.shown().counts;
     let mut spans = Vec::new();
     for (state, n) in [
         (ClaimState::Live, c.live),

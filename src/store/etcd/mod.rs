@@ -222,6 +222,10 @@ impl Store for EtcdStore {
         self.core.list_claims()
     }
 
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        self.core.list_claims_upto(Some(n)).map(Some)
+    }
+
     fn doctor(&self) -> Result<Listing, StoreError> {
         let mut listing = self.core.list_claims()?;
         listing.store_hazards.extend(self.core.hazards()?);
@@ -290,10 +294,6 @@ impl Leases for EtcdStore {
 
     fn info(&self) -> Result<StoreInfo, StoreError> {
         self.core.info()
-    }
-
-    fn list_head(&self, n: usize) -> Result<Listing, StoreError> {
-        self.core.list_claims_upto(Some(n))
     }
 }
 

@@ -4,14 +4,15 @@
 //! [`super::layout`]) on the publisher's own lease, so a host that dies or
 //! is cut off vanishes from the fleet within that lease's TTL. Rules:
 //!
-//! - One changed lockfile is one etcd write: a change re-classifies exactly
-//!   the key it names, and writes only if what a reader sees changed (the
-//!   state, the record or the parse error; the `why` words alone, which age
-//!   with the clock, do not count).
-//! - Every couple of seconds the claims already read are judged again
-//!   (no file is read: pids and deadlines only), so transitions that change
-//!   no file (a holder's pid dies, a TTL runs out) are published too; a
-//!   slow full re-sweep repairs a lost notification and ages hazards.
+//! - Each root is followed by its mirror (`store::mirror`), the one
+//!   classifier every face reads: one changed lockfile is one re-read and
+//!   one etcd write, and a write happens only if what a reader sees changed
+//!   (the state, the record or the parse error; the `why` words alone,
+//!   which age with the clock, do not count).
+//! - Every couple of seconds the mirror judges again what time changes (no
+//!   file is read: pids and deadlines only), so transitions that change no
+//!   file (a holder's pid dies, a TTL runs out) are published too; its slow
+//!   full re-list repairs a lost notification.
 //! - Connecting (at start, and after etcd came back) re-syncs: what etcd
 //!   holds for this host is read, keys no longer true are deleted, the rest
 //!   put on the current lease. Events are keyed by log identity and byte
@@ -27,10 +28,13 @@ use super::fleet::{HostRecord, RootOwner};
 use super::layout::{root_id, RootPlace};
 pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
-use crate::claims::{self, now_ms, Classifier, Hazard, HazardKind, Root, Roots, Status};
+use crate::claims::{now_ms, ClaimState, HazardKind, Root, Roots, Status};
 use crate::events::tail::Follower;
+use crate::store::file::feed::FeedOpts;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
+use crate::store::mirror::judge::Judge;
+use crate::store::mirror::Mirror;
 use crate::store::{Change, Changes, Store, StoreError};
 use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
@@ -52,7 +56,7 @@ pub struct PublishOpts {
     pub ttl_s: i64,
     /// How often the claims already read are judged again (pid, deadline).
     pub judge_every: Duration,
-    /// How often every root is re-swept from its files.
+    /// How often every root is listed again from its files.
     pub tick: Duration,
     /// How often the host record's `last_seen_ms` is refreshed.
     pub last_seen_every: Duration,
@@ -117,20 +121,14 @@ struct Published {
     root: Root,
     info: PublishedRoot,
     place: RootPlace,
+    store: FileStore,
+    mirror: Mirror,
     feed: Option<Box<dyn Changes>>,
     /// Claim key → fingerprint of what etcd holds for it, on our lease.
     claims: HashMap<String, String>,
-    /// Claim key → the status last published, to judge again.
-    items: HashMap<String, Status>,
     /// The hazards array as last written.
     hazards: Option<String>,
-    /// The same array as the root's last sweep found it, patched for each
-    /// key re-read since.
-    hazard_list: Vec<Hazard>,
     events: Option<Follower>,
-    dirty: BTreeSet<String>,
-    /// The feed lost track: sweep the whole root on the next round.
-    needs_sweep: bool,
     /// Why the claims dir cannot be listed, as the owner key says it.
     unreadable: Option<String>,
 }
@@ -175,18 +173,23 @@ impl Publisher {
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
                 );
+                // Lockfiles and entries: the log has its own follower here,
+                // keyed by offset.
+                let feed = FeedOpts {
+                    follow_log: false,
+                    ..FeedOpts::default()
+                };
+                let store = FileStore::new(root.clone()).with_feed(feed);
                 Published {
                     root: root.clone(),
                     place: core.layout.root_place(&opts.machine_id, &info.id),
                     info,
+                    mirror: Mirror::new(&store, Some(Judge::local()), now_ms()),
+                    store,
                     feed: None,
                     claims: HashMap::new(),
-                    items: HashMap::new(),
                     hazards: None,
-                    hazard_list: Vec::new(),
                     events: None,
-                    dirty: BTreeSet::new(),
-                    needs_sweep: false,
                     unreadable: None,
                 }
             })
@@ -221,12 +224,12 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
-            match FileStore::new(r.root.clone()).changes() {
+            match r.store.changes() {
                 Ok(feed) => r.feed = Some(feed),
                 Err(e) => log(
                     Level::Warn,
                     &format!(
-                        "root={} cannot watch ({e}); it is re-swept every tick only",
+                        "root={} cannot watch ({e}); it is re-listed every tick only",
                         r.info.path
                     ),
                 ),
@@ -273,22 +276,20 @@ impl Publisher {
             }
             let step = (|| -> Result<(), StoreError> {
                 self.check_lease()?;
+                let now = now_ms();
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
-                    for i in 0..self.roots.len() {
-                        self.sync_root(i, false)?;
+                    for r in &mut self.roots {
+                        r.mirror.relist_soon();
                     }
                 } else if last_judged.elapsed() >= self.opts.judge_every {
                     last_judged = Instant::now();
-                    for i in 0..self.roots.len() {
-                        self.judge_again(i)?;
+                    for r in &mut self.roots {
+                        r.mirror.tick(now);
                     }
                 }
                 for i in 0..self.roots.len() {
-                    if self.roots[i].needs_sweep {
-                        self.sync_root(i, false)?;
-                    }
-                    self.publish_dirty(i)?;
+                    self.publish_changes(i, now)?;
                     self.publish_events(i, log)?;
                 }
                 if last_requests.elapsed() >= self.opts.requests_every {
@@ -328,13 +329,13 @@ impl Publisher {
             first = false;
             loop {
                 match feed.next(timeout) {
-                    Ok(Some(Change::Claim { key })) => {
-                        self.stats.changes += 1;
-                        r.dirty.insert(key);
+                    Ok(Some(c)) => {
+                        if matches!(c, Change::Claim { .. }) {
+                            self.stats.changes += 1;
+                        }
+                        // Events and the like: the log's own follower here.
+                        let _ = r.mirror.apply(c);
                     }
-                    // Changes were lost, or the claims dir came or went.
-                    Ok(Some(Change::Resync { .. })) => r.needs_sweep = true,
-                    Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(_) => {
                         r.feed = None;
@@ -380,8 +381,9 @@ impl Publisher {
         self.lease = Some(lease);
         self.start_keep_alive(lease);
         self.put_host_record()?;
+        let now = now_ms();
         for i in 0..self.roots.len() {
-            self.sync_root(i, true)?;
+            self.sync_root(i, now)?;
         }
         // A previous run's lease (killed, or cut off): everything it carried
         // for these roots is on ours now, so ending it removes nothing still
@@ -493,61 +495,83 @@ impl Publisher {
         Ok(())
     }
 
-    /// Sweep root `i` and write what differs from etcd. With `fresh`, what
-    /// etcd holds is read first (a start or a reconnect): keys on another
-    /// lease count as absent, since that lease is about to end.
-    fn sync_root(&mut self, i: usize, fresh: bool) -> Result<(), StoreError> {
-        if fresh {
-            let lease = self.lease.unwrap_or(0);
-            let r = &self.roots[i];
-            let (kvs, _) = self.core.range_all(&r.place.claims())?;
-            let mut held = HashMap::new();
-            let mut stale = Vec::new();
-            for kv in &kvs {
-                let Some(key) = r.place.key_of_claim(kv.key()) else {
-                    continue;
-                };
-                match serde_json::from_slice::<Value>(kv.value()) {
-                    Ok(v) if kv.lease() == lease => {
-                        held.insert(key, fingerprint(&v));
-                    }
-                    _ => stale.push(key),
+    /// Re-sync root `i` after a (re)connect: what etcd holds for it is read
+    /// (keys on another lease count as absent, since that lease is about to
+    /// end), then everything the mirror holds is written where it differs.
+    fn sync_root(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
+        let lease = self.lease.unwrap_or(0);
+        let r = &self.roots[i];
+        let (kvs, _) = self.core.range_all(&r.place.claims())?;
+        let mut held = HashMap::new();
+        for kv in &kvs {
+            let Some(key) = r.place.key_of_claim(kv.key()) else {
+                continue;
+            };
+            match serde_json::from_slice::<Value>(kv.value()) {
+                Ok(v) if kv.lease() == lease => {
+                    held.insert(key, fingerprint(&v));
+                }
+                // Keys on an old lease, or unreadable, are re-put or
+                // deleted below.
+                _ => {
+                    held.insert(key, String::from("?"));
                 }
             }
-            let r = &mut self.roots[i];
-            r.claims = held;
-            // Written again on this lease whatever it was.
-            r.hazards = None;
-            // Keys on an old lease, or unreadable, are re-put or deleted below.
-            r.claims
-                .extend(stale.into_iter().map(|k| (k, String::from("?"))));
-            self.start_events(i)?;
         }
-        let sweep = claims::sweep(&self.roots[i].root);
-        let dir = self.roots[i].root.claims_dir();
-        let unreadable = sweep
-            .hazards
-            .iter()
-            .find(|h| h.kind == HazardKind::Unreadable && h.path == dir)
-            .map(|h| h.detail.clone());
-        if unreadable != self.roots[i].unreadable {
-            let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
-            let id = self.roots[i].info.id.clone();
-            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
-            self.roots[i].unreadable = unreadable;
+        let r = &mut self.roots[i];
+        r.claims = held;
+        // Written again on this lease whatever it was.
+        r.hazards = None;
+        self.start_events(i)?;
+        // A mirror that never listed lists now; one that did is current.
+        let r = &mut self.roots[i];
+        if r.mirror.is_empty() {
+            r.mirror.relist_soon();
         }
-        self.roots[i].hazard_list = sweep.hazards;
-        self.publish_hazards(i)?;
+        self.publish_changes(i, now)?;
+        self.publish_all(i)
+    }
+
+    /// Bring root `i`'s mirror up to date and write what a reader would see
+    /// differently: the claims that changed, and the hazards when they did.
+    fn publish_changes(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
+        let r = &mut self.roots[i];
+        // A store that cannot be read now: its keys wait for the next round.
+        let _ = r.mirror.settle(&r.store, now);
+        let Some(delta) = r.mirror.take_delta() else {
+            return Ok(());
+        };
+        if delta.tally.is_some() {
+            self.publish_unreadable(i)?;
+            self.publish_hazards(i)?;
+        }
         if self.roots[i].unreadable.is_some() {
             // Its claims are unknown: what was published stays as it was
             // (readers do not show it), and nothing is published as gone.
-            self.roots[i].dirty.clear();
-            self.roots[i].needs_sweep = false;
             return Ok(());
         }
+        if delta.whole.is_some() {
+            return self.publish_all(i);
+        }
+        let mut ops = Vec::new();
+        for row in delta.rows {
+            let s = &*row.status;
+            let item = (s.state != ClaimState::Free).then(|| s.clone());
+            ops.extend(self.plan_claim(i, &s.key, item));
+        }
+        self.apply(ops)
+    }
+
+    /// Write every claim of root `i`'s mirror that differs from etcd, and
+    /// delete what etcd holds that the mirror does not.
+    fn publish_all(&mut self, i: usize) -> Result<(), StoreError> {
+        if self.roots[i].unreadable.is_some() {
+            return Ok(());
+        }
+        let rows: Vec<Status> = self.roots[i].mirror.rows().cloned().collect();
         let mut seen = BTreeSet::new();
         let mut ops = Vec::new();
-        for s in sweep.claims {
+        for s in rows {
             seen.insert(s.key.clone());
             ops.extend(self.plan_claim(i, &s.key.clone(), Some(s)));
         }
@@ -560,84 +584,40 @@ impl Publisher {
         for key in gone {
             ops.extend(self.plan_claim(i, &key, None));
         }
-        self.apply(ops)?;
-        self.roots[i].dirty.clear();
-        self.roots[i].needs_sweep = false;
+        self.publish_hazards(i)?;
+        self.apply(ops)
+    }
+
+    /// Say in root `i`'s owner key whether its claims dir can be listed,
+    /// when that changed.
+    fn publish_unreadable(&mut self, i: usize) -> Result<(), StoreError> {
+        let dir = self.roots[i].root.claims_dir();
+        let unreadable = self.roots[i]
+            .mirror
+            .tally()
+            .hazards
+            .iter()
+            .find(|h| h.kind == HazardKind::Unreadable && h.path == dir)
+            .map(|h| h.detail.clone());
+        if unreadable != self.roots[i].unreadable {
+            let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
+            let id = self.roots[i].info.id.clone();
+            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.roots[i].unreadable = unreadable;
+        }
         Ok(())
     }
 
     /// Write root `i`'s hazards if they differ from what etcd holds.
     fn publish_hazards(&mut self, i: usize) -> Result<(), StoreError> {
-        let hazards = serde_json::to_string(&self.roots[i].hazard_list).unwrap_or_default();
+        let tally = self.roots[i].mirror.tally();
+        let hazards = serde_json::to_string(&*tally.hazards).unwrap_or_default();
         if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
             self.put(&self.roots[i].place.hazards(), &hazards)?;
             self.stats.hazard_writes += 1;
             self.roots[i].hazards = Some(hazards);
         }
         Ok(())
-    }
-
-    /// Re-classify the keys root `i`'s notifications named. A changed
-    /// claim may be a hazard now or no longer (corrupted, mended, from
-    /// another machine): its hazards are patched into the root's list and
-    /// written with it, not left for the next full sweep.
-    fn publish_dirty(&mut self, i: usize) -> Result<(), StoreError> {
-        if self.roots[i].unreadable.is_some() {
-            // Only the next full sweep can tell the dir is readable again.
-            self.roots[i].dirty.clear();
-            return Ok(());
-        }
-        let mut patched = false;
-        while let Some(key) = self.roots[i].dirty.pop_first() {
-            let r = &mut self.roots[i];
-            let s = claims::status(&r.root, &key);
-            claims::patch_item_hazards(&mut r.hazard_list, &s.file, Some(&s));
-            patched = true;
-            let s = (s.state != claims::ClaimState::Free).then_some(s);
-            if let Err(e) = self.write_claim(i, &key, s) {
-                self.roots[i].dirty.insert(key);
-                return Err(e);
-            }
-        }
-        if patched {
-            self.publish_hazards(i)?;
-        }
-        Ok(())
-    }
-
-    /// Judge root `i`'s claims again from the records already read: a
-    /// holder's pid gone or a deadline passed changes no file.
-    fn judge_again(&mut self, i: usize) -> Result<(), StoreError> {
-        // The records of a root that cannot be read are old news.
-        if self.roots[i].unreadable.is_some() {
-            return Ok(());
-        }
-        let mut c = Classifier::new(now_ms());
-        let changed: Vec<Status> = self.roots[i]
-            .items
-            .values()
-            .filter_map(|s| {
-                let v = c.verdict(s.record.as_ref()?);
-                (v.state != s.state).then(|| Status {
-                    state: v.state,
-                    why: v.why,
-                    locality: Some(v.locality),
-                    ..s.clone()
-                })
-            })
-            .collect();
-        let mut ops = Vec::new();
-        for s in changed {
-            ops.extend(self.plan_claim(i, &s.key.clone(), Some(s)));
-        }
-        self.apply(ops)
-    }
-
-    /// Make etcd hold `item` for `key` (absent: no claim), writing only
-    /// when what a reader sees would change.
-    fn write_claim(&mut self, i: usize, key: &str, item: Option<Status>) -> Result<(), StoreError> {
-        let ops: Vec<TxnOp> = self.plan_claim(i, key, item).into_iter().collect();
-        self.apply(ops)
     }
 
     /// The write that makes etcd hold `item` for `key`, if one is needed;
@@ -651,7 +631,6 @@ impl Publisher {
             Some(s) => {
                 let v = serde_json::to_value(&s).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
-                r.items.insert(key.to_string(), s);
                 if r.claims.get(key) == Some(&fp) {
                     return None;
                 }
@@ -660,7 +639,6 @@ impl Publisher {
                 Some(TxnOp::put(ek, v.to_string(), Some(opts)))
             }
             None => {
-                r.items.remove(key);
                 r.claims.remove(key)?;
                 Some(TxnOp::delete(ek, None))
             }

@@ -1,23 +1,22 @@
-//! The file store: today's lockfile verbs behind the seam, unchanged.
+//! The file store: the lockfile verbs behind the seam, and the root's one
+//! change feed ([`feed`]).
 //!
-//! Every method is one call into `claims::verbs` / `claims::sweep` /
+//! Every verb is one call into `claims::verbs` / `claims::sweep` /
 //! `events::tail`; nothing is re-read or re-shaped, so the wire and the
 //! figures stay what they were.
 
-use super::fs_events::{touched, Touched};
+pub mod feed;
+
 use super::wake::FileKeyWatch;
-use super::{Change, Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
-use crate::claims::key_of_lockfile;
+use super::{Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
 use crate::claims::{
     self, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ItemRules, ReleaseOutcome,
     RenewOutcome, Root, Status, WaitHook,
 };
-use crate::events::tail::{read_last_lines, Follower};
+use crate::events::tail::read_last_lines;
 use crate::events::Event;
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::time::Duration;
+use feed::{FeedOpts, FileFeed};
+use std::path::PathBuf;
 
 /// Claims as lockfiles under one root.
 #[derive(Debug, Clone)]
@@ -26,6 +25,8 @@ pub struct FileStore {
     /// Told whenever an acquire waits on a peer's recovery mutex, so that a
     /// face can say why it sits silent.
     on_mutex: Option<WaitHook>,
+    /// How [`Store::changes`] watches the root.
+    feed: FeedOpts,
 }
 
 impl FileStore {
@@ -33,7 +34,14 @@ impl FileStore {
         FileStore {
             root,
             on_mutex: None,
+            feed: FeedOpts::default(),
         }
+    }
+
+    /// The same store, its [`Store::changes`] watching as `opts` says (the
+    /// dashboard lets bursts settle and opens with the log's tail).
+    pub fn with_feed(self, opts: FeedOpts) -> FileStore {
+        FileStore { feed: opts, ..self }
     }
 
     /// The same store, telling `hook` when an acquire waits on a peer's
@@ -102,6 +110,10 @@ impl Store for FileStore {
         Ok(Fenced::plain(claims::force_release(&self.root, key, opts)?))
     }
 
+    fn problem(&self) -> Option<crate::claims::root::RootProblem> {
+        self.root.problem()
+    }
+
     fn locate(&self, key: &str) -> PathBuf {
         self.root.lockfile(key)
     }
@@ -145,173 +157,28 @@ impl Store for FileStore {
     }
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
-        Ok(Box::new(FileChanges::start(&self.root)?))
+        Ok(Box::new(FileFeed::start(&self.root, self.feed)))
     }
 
-    /// inotify on the key's lockfile alone (not the whole claims dir), plus
-    /// the exit of a local holder's pid, which changes no file.
+    /// The root's feed filtered to the key's lockfile, plus the exit of a
+    /// local holder's pid, which changes no file.
     fn watch_key(&self, key: &str, wake: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
         Ok(Box::new(FileKeyWatch::start(&self.root, key, wake)?))
     }
-}
 
-/// inotify on the claims dir and the events log's dir. A watch that cannot
-/// be set (the dir does not exist yet) is watched one level up instead, and
-/// its appearance is a [`Change::Resync`].
-struct FileChanges {
-    // Dropping it stops the notifications.
-    watcher: RecommendedWatcher,
-    rx: Receiver<notify::Result<notify::Event>>,
-    claims_dir: PathBuf,
-    events_file: PathBuf,
-    follower: Option<Follower>,
-    pending: std::collections::VecDeque<Change>,
-}
-
-impl FileChanges {
-    fn start(root: &Root) -> Result<FileChanges, StoreError> {
-        let (tx, rx) = channel();
-        let mut watcher = notify::recommended_watcher(tx).map_err(notify_error)?;
-        let claims_dir = root.claims_dir();
-        let events_file = root.events_file();
-        for dir in [
-            claims_dir.as_path(),
-            events_file.parent().unwrap_or(Path::new(".")),
-        ] {
-            watch_nearest(&mut watcher, dir)?;
-        }
-        // The log's current end: only lines appended from now on are changes.
-        let follower = Follower::open(&events_file, 0).ok().map(|(f, _)| f);
-        Ok(FileChanges {
-            watcher,
-            rx,
-            claims_dir,
-            events_file,
-            follower,
-            pending: Default::default(),
-        })
-    }
-
-    fn absorb(&mut self, event: notify::Result<notify::Event>) {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                self.pending.push_back(Change::Resync {
-                    why: format!("file notifications failed ({e}); re-reading everything"),
-                });
-                return;
-            }
-        };
-        if event.need_rescan() {
-            self.pending.push_back(Change::Resync {
-                why: "the notification queue overflowed; re-reading everything".into(),
-            });
-        }
-        let mut log_touched = false;
-        let mut above = false;
-        for t in touched(&event, &self.claims_dir, &self.events_file) {
-            match t {
-                Touched::EventsLog => log_touched = true,
-                Touched::Entry(path) => {
-                    if let Some(key) = path.file_name().and_then(key_of_lockfile) {
-                        let change = Change::Claim { key };
-                        if !self.pending.contains(&change) {
-                            self.pending.push_back(change);
-                        }
-                    }
-                }
-                Touched::Other(path) => above |= self.claims_dir.starts_with(path),
-            }
-        }
-        if above {
-            // The claims dir (or a parent) came or went: watch it itself
-            // now if it exists, so its keys are named from here on.
-            let dirs = [self.claims_dir.clone(), self.events_file.with_file_name("")];
-            for dir in dirs {
-                let _ = watch_nearest(&mut self.watcher, &dir);
-            }
-            self.pending.push_back(Change::Resync {
-                why: "the claims directory changed".into(),
-            });
-        }
-        if log_touched {
-            self.read_log();
-        }
-    }
-
-    fn read_log(&mut self) {
-        if self.follower.is_none() {
-            self.follower = Follower::open(&self.events_file, 0).ok().map(|(f, _)| f);
-        }
-        let Some(f) = self.follower.as_mut() else {
-            return;
-        };
-        loop {
-            let Ok(poll) = f.poll() else { return };
-            self.pending.extend(
-                poll.lines
-                    .iter()
-                    .filter_map(|l| l.parse().ok())
-                    .map(Change::Event),
-            );
-            if !poll.more {
-                return;
-            }
-        }
-    }
-}
-
-impl Changes for FileChanges {
-    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
-        if let Some(c) = self.pending.pop_front() {
-            return Ok(Some(c));
-        }
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(ev) => {
-                    self.absorb(ev);
-                    // Drain what already queued, so one burst is one batch.
-                    while let Ok(ev) = self.rx.try_recv() {
-                        self.absorb(ev);
-                    }
-                    if let Some(c) = self.pending.pop_front() {
-                        return Ok(Some(c));
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => return Ok(None),
-                Err(RecvTimeoutError::Disconnected) => return Err(StoreError::FeedClosed),
-            }
-        }
-    }
-}
-
-/// Watch `dir`, or its nearest existing ancestor when it does not exist yet.
-fn watch_nearest(w: &mut RecommendedWatcher, dir: &Path) -> Result<(), StoreError> {
-    let mut at = dir;
-    loop {
-        match w.watch(at, RecursiveMode::NonRecursive) {
-            Ok(()) => return Ok(()),
-            Err(e) => match at.parent() {
-                Some(up) if !at.exists() => at = up,
-                _ => return Err(notify_error(e)),
-            },
-        }
-    }
-}
-
-fn notify_error(e: notify::Error) -> StoreError {
-    StoreError::Watch {
-        what: "the claims root".into(),
-        detail: e.to_string(),
+    /// Every name is listed and sorted, but only the first `n` files read:
+    /// a root of 100 000 lockfiles shows its first screen in a tenth of
+    /// its full listing's time.
+    fn list_head(&self, n: usize) -> Result<Option<Listing>, StoreError> {
+        Ok(claims::sweep_head(&self.root, n).map(Listing::of_sweep))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::{Change, Store};
+    use std::time::Duration;
 
     fn store() -> (tempfile::TempDir, FileStore) {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -362,6 +229,22 @@ mod tests {
             .map(|e| e.kind().to_string())
             .collect();
         assert_eq!(kinds, vec!["claim_acquired", "claim_released"]);
+    }
+
+    #[test]
+    fn a_head_is_the_first_keys_in_order_and_a_root_no_bigger_has_none() {
+        let (_dir, s) = store();
+        let opts = AcquireOpts {
+            ttl_ms: Some(600_000),
+            ..Default::default()
+        };
+        for k in ["e", "b", "d", "a", "c"] {
+            s.acquire(k, "h", &opts).expect("acquire");
+        }
+        let head = s.list_head(3).expect("head").expect("more than 3");
+        let keys: Vec<&str> = head.sweep.claims.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        assert!(s.list_head(5).expect("head").is_none());
     }
 
     #[test]

@@ -1,0 +1,320 @@
+//! The entries of a claims root that are not claims — recovery mutexes,
+//! temp files, the archive dir, the events log and its mutex — and the
+//! hazard each one is at a given instant.
+//!
+//! A look at an entry ([`Entry::look`]) is kept apart from the verdict on it
+//! ([`Entry::hazard_at`]): a sweep looks and judges at once, a watcher looks
+//! when the entry changes and judges again each second, so a mutex corpse
+//! shows the second it comes of age without another look at the disk, and
+//! both say the same thing in the same words.
+
+use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
+use super::sweep::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
+use super::{mutex, RECOVERY_SUFFIX};
+use std::ffi::OsStr;
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+/// What an entry is to the protocol, by where it sits and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `<enc>.lock.recovery.d`: a reclaim's mkdir mutex.
+    RecoveryMutex,
+    /// `.claim-tmp-*`, `*.lock.tmp.*`, `*.reap.*`: a write or a steal in
+    /// flight, or what a killed one left.
+    Temp,
+    /// `.expired`, where stale and force-released claims are archived.
+    ArchiveDir,
+    /// `.fno/events.jsonl`. Appends open it without following a symlink
+    /// and without waiting on a FIFO, so anything but a regular file (or
+    /// nothing yet, made by the first append) turns every append into a
+    /// failure the verb only warns about, and the audit trail is lost.
+    EventsLog,
+    /// `events.jsonl.lock.d`, the events log's mkdir mutex.
+    EventsMutex,
+    /// A `*.lock` whose name is not UTF-8: no key names it.
+    UndecodableLockfile,
+}
+
+impl Role {
+    /// The role of an entry of the claims dir, by its name alone; None for
+    /// a lockfile whose key can be read (a claim, not an entry) and for
+    /// names the protocol never writes.
+    pub fn in_claims_dir(name: &OsStr) -> Option<Role> {
+        let b = name.as_bytes();
+        if b.ends_with(b".lock") {
+            return name.to_str().is_none().then_some(Role::UndecodableLockfile);
+        }
+        if b.ends_with(RECOVERY_SUFFIX.as_bytes()) {
+            Some(Role::RecoveryMutex)
+        } else if b.starts_with(CREATE_TMP_PREFIX.as_bytes())
+            || contains(b, REPLACE_TMP_INFIX.as_bytes())
+            || contains(b, b".reap.")
+        {
+            Some(Role::Temp)
+        } else if name == super::EXPIRED_SUBDIR {
+            Some(Role::ArchiveDir)
+        } else {
+            None
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// What sits at an entry's path, as `lstat` saw it (links never followed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    File,
+    Dir,
+    Symlink,
+    Fifo,
+    Socket,
+    Device,
+    /// Something is there but cannot be looked at: why, in words.
+    Unreadable(String),
+}
+
+/// One look at an entry: enough to judge it at any later instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub role: Role,
+    pub shape: Shape,
+    /// Its modification time, epoch ms: a mutex's or temp file's age runs
+    /// from it (the steal rule's clock).
+    pub modified_ms: i64,
+}
+
+impl Entry {
+    /// Look at `path` in `role`; None when nothing is there.
+    pub fn look(role: Role, path: &Path) -> Option<Entry> {
+        let (shape, modified_ms) = match std::fs::symlink_metadata(path) {
+            Ok(md) => {
+                let ft = md.file_type();
+                let shape = if ft.is_symlink() {
+                    Shape::Symlink
+                } else if ft.is_dir() {
+                    Shape::Dir
+                } else if ft.is_file() {
+                    Shape::File
+                } else if ft.is_fifo() {
+                    Shape::Fifo
+                } else if ft.is_socket() {
+                    Shape::Socket
+                } else {
+                    Shape::Device
+                };
+                // No mtime (a filesystem without one) reads as "just now":
+                // never a reason to call anything abandoned.
+                let modified = md
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(i64::MAX, |d| d.as_millis() as i64);
+                (shape, modified)
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return None,
+            Err(e) => (Shape::Unreadable(e.to_string()), i64::MAX),
+        };
+        Some(Entry {
+            role,
+            shape,
+            modified_ms,
+        })
+    }
+
+    /// How long ago it was modified at `now` (a clock running backwards
+    /// reads as zero: never a reason to steal).
+    fn age_ms(&self, now: i64) -> i64 {
+        now.saturating_sub(self.modified_ms).max(0)
+    }
+
+    /// The hazard this entry, at `path`, is at `now`, if any. A mutex or a
+    /// temp file becomes one only with age: the same look judged later may
+    /// say more.
+    pub fn hazard_at(&self, path: &Path, now: i64) -> Option<Hazard> {
+        let hazard = |kind, detail| {
+            Some(Hazard {
+                kind,
+                path: path.to_path_buf(),
+                detail,
+            })
+        };
+        let age_s = self.age_ms(now) / 1000;
+        match self.role {
+            Role::RecoveryMutex | Role::EventsMutex => {
+                if matches!(self.shape, Shape::Unreadable(_)) || !self.older_than(now, STEAL_MS) {
+                    return None;
+                }
+                hazard(
+                    HazardKind::StaleMutex,
+                    format!(
+                        "mutex held for {age_s}s (> {}s): a killed holder's corpse; the next waiter steals it",
+                        mutex::STALE_MUTEX_STEAL.as_secs()
+                    ),
+                )
+            }
+            Role::Temp => {
+                let abandoned = TEMP_ABANDONED_AFTER.as_millis() as i64;
+                if matches!(self.shape, Shape::Unreadable(_)) || !self.older_than(now, abandoned) {
+                    return None;
+                }
+                hazard(
+                    HazardKind::TempLitter,
+                    format!("left behind {age_s}s ago by an interrupted write"),
+                )
+            }
+            Role::ArchiveDir => {
+                let what = match &self.shape {
+                    Shape::Dir => return None,
+                    Shape::Symlink => "a symlink".to_string(),
+                    Shape::File => "a regular file".to_string(),
+                    Shape::Unreadable(e) => format!("unreadable ({e})"),
+                    Shape::Fifo | Shape::Socket | Shape::Device => "a special file".to_string(),
+                };
+                hazard(
+                    HazardKind::ArchiveDirBroken,
+                    format!(
+                        "the archive dir is {what}, not a directory: every stale reclaim and \
+                         force-release fails until a human moves it away"
+                    ),
+                )
+            }
+            Role::EventsLog => {
+                let what = match self.shape {
+                    Shape::File | Shape::Unreadable(_) => return None,
+                    Shape::Dir => "a directory",
+                    Shape::Symlink => "a symlink, which appends never follow",
+                    Shape::Fifo => "a FIFO",
+                    Shape::Socket => "a socket",
+                    Shape::Device => "a device",
+                };
+                hazard(
+                    HazardKind::EventsLogBroken,
+                    format!(
+                        "the events log is {what}, not a regular file: every append fails and \
+                         audit events are being lost until a human moves it away"
+                    ),
+                )
+            }
+            Role::UndecodableLockfile => hazard(
+                HazardKind::Unreadable,
+                "lockfile name is not valid UTF-8; no encoder writes it".into(),
+            ),
+        }
+    }
+
+    /// At least `ms` old at `now`. The steal rule is `age > 120 s`, read
+    /// with nanoseconds; at whole milliseconds an age of exactly 120 000
+    /// may be a few microseconds past it, and a report errs toward saying.
+    fn older_than(&self, now: i64, ms: i64) -> bool {
+        self.age_ms(now) >= ms
+    }
+
+    /// When this look, if nothing changes at the path, becomes a hazard it
+    /// is not yet (a young mutex or temp file coming of age), epoch ms.
+    pub fn comes_of_age(&self) -> Option<i64> {
+        let after = match self.role {
+            Role::RecoveryMutex | Role::EventsMutex => STEAL_MS,
+            Role::Temp => TEMP_ABANDONED_AFTER.as_millis() as i64,
+            _ => return None,
+        };
+        (!matches!(self.shape, Shape::Unreadable(_)))
+            .then(|| self.modified_ms.saturating_add(after))
+    }
+}
+
+/// The hazard at `path` in `role` now, from a fresh look (a sweep's way).
+pub fn hazard_now(role: Role, path: &Path) -> Option<Hazard> {
+    Entry::look(role, path)?.hazard_at(path, super::now_ms())
+}
+
+const STEAL_MS: i64 = mutex::STALE_MUTEX_STEAL.as_millis() as i64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(role: Role, shape: Shape, modified_ms: i64) -> Entry {
+        Entry {
+            role,
+            shape,
+            modified_ms,
+        }
+    }
+
+    #[test]
+    fn a_mutex_becomes_a_corpse_only_past_the_steal_age_and_says_when() {
+        let m = entry(Role::RecoveryMutex, Shape::Dir, 1_000_000);
+        let p = Path::new("/r/.fno/claims/k.lock.recovery.d");
+        assert_eq!(m.hazard_at(p, 1_000_000 + 119_999), None, "under 120 s");
+        let h = m.hazard_at(p, 1_000_000 + 120_000).expect("a corpse");
+        assert_eq!(h.kind, HazardKind::StaleMutex);
+        assert!(
+            h.detail.starts_with("mutex held for 120s (> 120s)"),
+            "{}",
+            h.detail
+        );
+        assert_eq!(m.comes_of_age(), Some(1_000_000 + 120_000));
+        assert_eq!(
+            m.hazard_at(p, m.comes_of_age().unwrap_or(0))
+                .map(|h| h.kind),
+            Some(HazardKind::StaleMutex)
+        );
+        // A clock behind the stamp: age zero, never a corpse.
+        assert_eq!(m.hazard_at(p, 0), None);
+    }
+
+    #[test]
+    fn names_the_protocol_writes_have_roles_and_a_readable_lockfile_is_a_claim() {
+        use std::os::unix::ffi::OsStrExt;
+        let role = |n: &[u8]| Role::in_claims_dir(OsStr::from_bytes(n));
+        assert_eq!(role(b"k.lock"), None);
+        assert_eq!(role(b"k\xff.lock"), Some(Role::UndecodableLockfile));
+        assert_eq!(role(b"k.lock.recovery.d"), Some(Role::RecoveryMutex));
+        assert_eq!(role(b".claim-tmp-1-2-3"), Some(Role::Temp));
+        assert_eq!(role(b"k.lock.tmp.1.2"), Some(Role::Temp));
+        assert_eq!(role(b"k.lock.recovery.d.reap.1.2"), Some(Role::Temp));
+        assert_eq!(role(b".expired"), Some(Role::ArchiveDir));
+        assert_eq!(role(b"notes.txt"), None);
+    }
+
+    #[test]
+    fn the_archive_dir_and_the_log_are_hazards_by_shape_alone() {
+        let p = Path::new("/x");
+        for (shape, broken) in [
+            (Shape::Dir, false),
+            (Shape::Symlink, true),
+            (Shape::File, true),
+        ] {
+            let e = entry(Role::ArchiveDir, shape, 0);
+            assert_eq!(e.hazard_at(p, 0).is_some(), broken, "{e:?}");
+        }
+        for (shape, broken) in [
+            (Shape::File, false),
+            (Shape::Dir, true),
+            (Shape::Fifo, true),
+        ] {
+            let e = entry(Role::EventsLog, shape, 0);
+            assert_eq!(e.hazard_at(p, 0).is_some(), broken, "{e:?}");
+        }
+        let unreadable = entry(Role::ArchiveDir, Shape::Unreadable("denied".into()), 0);
+        let h = unreadable.hazard_at(p, 0).expect("a hazard");
+        assert!(h.detail.contains("unreadable (denied)"), "{}", h.detail);
+    }
+
+    #[test]
+    fn a_look_sees_the_shape_without_following_a_link() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let link = td.path().join(".expired");
+        std::os::unix::fs::symlink(td.path(), &link).expect("symlink");
+        let e = Entry::look(Role::ArchiveDir, &link).expect("there");
+        assert_eq!(e.shape, Shape::Symlink);
+        assert!(Entry::look(Role::Temp, &td.path().join("gone")).is_none());
+    }
+}

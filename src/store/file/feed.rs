@@ -1,0 +1,585 @@
+//! The one filesystem watcher of a file root: every face that follows a
+//! root (the dashboard, `acquire --wait` and `run`, the publisher) takes its
+//! changes from here, so they never disagree on what changed.
+//!
+//! Watched, non-recursively: the claims dir, its parent (which tells us the
+//! claims dir was created, removed or replaced: an inotify watch follows the
+//! old inode) and the events log's dir. A directory that does not exist yet
+//! is waited for by watching its nearest existing ancestor. What a
+//! notification names becomes a [`Change`]:
+//!
+//! - a lockfile: [`Change::Claim`] with its key;
+//! - a recovery mutex, a temp file, the archive dir, an undecodable
+//!   lockfile name, the events mutex: [`Change::Entry`] with a fresh look
+//!   at it, so the reader judges its hazard (and ages it) without a sweep;
+//! - the events log: [`Change::LogAppended`] lines, [`Change::LogReset`]
+//!   when it was truncated or replaced, [`Change::LogTrouble`] when it
+//!   cannot be followed, and an `Entry` when its shape changed;
+//! - anything that moved the claims dir itself, or a lost notification:
+//!   [`Change::Resync`], followed by a fresh inventory of the entries.
+
+use super::super::{Change, Changes, StoreError};
+use crate::claims::entry::{Entry, Role};
+use crate::claims::key::is_canonical_lockfile_name;
+use crate::claims::{key_of_lockfile, Root};
+use crate::events::tail::{Follower, Line};
+use crate::store::fs_events::{touched, Touched};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
+use std::collections::{BTreeSet, VecDeque};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+/// How long the dashboard's feed lets a burst settle. Small against the
+/// 250 ms change-to-screen target, large enough to fold a create + write +
+/// rename of one lockfile into one re-read.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How often the debouncer looks for settled events.
+const DEBOUNCE_TICK: Duration = Duration::from_millis(50);
+/// The events log is polled at least this often while followed, even
+/// without a notification (a log on a filesystem whose notifications are
+/// lossy still moves).
+pub const LOG_POLL: Duration = Duration::from_secs(1);
+/// Without notifications at all (no inotify, the watch limit reached), how
+/// often the feed asks for a full re-read instead.
+pub const BLIND_RESYNC: Duration = Duration::from_secs(60);
+
+/// How a feed runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedOpts {
+    /// Let bursts settle this long (the dashboard); None delivers each
+    /// notification as it comes (a waiter wakes at once).
+    pub debounce: Option<Duration>,
+    /// Follow the events log (its lines, resets and troubles).
+    pub follow_log: bool,
+    /// With `follow_log`: the log's last this many lines are the feed's
+    /// first change (the events pane's opening view).
+    pub log_tail: usize,
+    /// Report the entries that are not claims (mutexes, temp files, the
+    /// archive dir, the log's shape), with an inventory of them at start
+    /// and after each resync. A waiter on one key needs none of it, and
+    /// the inventory reads the whole claims dir.
+    pub entries: bool,
+}
+
+impl Default for FeedOpts {
+    fn default() -> FeedOpts {
+        FeedOpts {
+            debounce: None,
+            follow_log: true,
+            log_tail: 0,
+            entries: true,
+        }
+    }
+}
+
+impl FeedOpts {
+    /// What a waiter on one key needs: its lockfile named at once.
+    pub fn key_only() -> FeedOpts {
+        FeedOpts {
+            debounce: None,
+            follow_log: false,
+            log_tail: 0,
+            entries: false,
+        }
+    }
+}
+
+/// What the watching threads hand the feed.
+enum Raw {
+    Events(Vec<notify::Event>),
+    Error(String),
+    /// [`Changes::closer`] was called.
+    Close,
+}
+
+/// The two ways a root is watched: each notification as it comes, or
+/// settled bursts.
+enum Watch {
+    Plain(RecommendedWatcher),
+    Debounced(Debouncer<RecommendedWatcher, RecommendedCache>),
+}
+
+impl Watch {
+    fn start(opts: &FeedOpts, tx: Sender<Raw>) -> notify::Result<Watch> {
+        match opts.debounce {
+            None => {
+                let w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+                    let _ = tx.send(match r {
+                        Ok(e) => Raw::Events(vec![e]),
+                        Err(e) => Raw::Error(notify_words(&e)),
+                    });
+                })?;
+                Ok(Watch::Plain(w))
+            }
+            Some(settle) => {
+                let tick = DEBOUNCE_TICK.min(settle);
+                let d = new_debouncer(settle, Some(tick), move |r: DebounceEventResult| {
+                    let _ = tx.send(match r {
+                        Ok(evs) => Raw::Events(evs.into_iter().map(|e| e.event).collect()),
+                        Err(errs) => Raw::Error(errs.first().map(notify_words).unwrap_or_default()),
+                    });
+                })?;
+                Ok(Watch::Debounced(d))
+            }
+        }
+    }
+
+    fn watch(&mut self, p: &Path) -> notify::Result<()> {
+        match self {
+            Watch::Plain(w) => w.watch(p, RecursiveMode::NonRecursive),
+            Watch::Debounced(d) => d.watch(p, RecursiveMode::NonRecursive),
+        }
+    }
+
+    fn unwatch(&mut self, p: &Path) {
+        let _ = match self {
+            Watch::Plain(w) => w.unwatch(p),
+            Watch::Debounced(d) => d.unwatch(p),
+        };
+    }
+}
+
+/// The events log as the feed follows it.
+struct Log {
+    follower: Option<Follower>,
+    /// The trouble last said, so a lasting one is said once.
+    said: Option<String>,
+    /// The log's shape as last looked at: a change of it is an entry.
+    shape: Option<Entry>,
+    polled: Instant,
+}
+
+/// The change feed of one file root.
+pub struct FileFeed {
+    watch: Option<Watch>,
+    tx: Sender<Raw>,
+    rx: Receiver<Raw>,
+    claims_dir: PathBuf,
+    events_file: PathBuf,
+    events_mutex: PathBuf,
+    watched: BTreeSet<PathBuf>,
+    /// (device, inode) of the claims dir as watched: a dir replaced under
+    /// the same name keeps the old watch until it is set again.
+    claims_id: Option<(u64, u64)>,
+    log: Option<Log>,
+    log_tail: usize,
+    entries: bool,
+    pending: VecDeque<Change>,
+    /// Without a watch: when the next blind re-read is due.
+    blind_resync: Option<Instant>,
+}
+
+impl FileFeed {
+    /// Start watching `root`. Never fails for want of notifications: a
+    /// feed that cannot watch says so ([`Change::Disconnected`]) and asks
+    /// for a full re-read every [`BLIND_RESYNC`] instead.
+    pub fn start(root: &Root, opts: FeedOpts) -> FileFeed {
+        let (tx, rx) = channel();
+        let events_file = root.events_file();
+        let mut feed = FileFeed {
+            watch: None,
+            tx: tx.clone(),
+            rx,
+            claims_dir: root.claims_dir(),
+            events_mutex: crate::events::emit::events_mutex_path(&events_file),
+            events_file,
+            watched: BTreeSet::new(),
+            claims_id: None,
+            log: None,
+            log_tail: opts.log_tail,
+            entries: opts.entries,
+            pending: VecDeque::new(),
+            blind_resync: None,
+        };
+        match Watch::start(&opts, tx) {
+            Ok(w) => {
+                feed.watch = Some(w);
+                feed.rewatch();
+            }
+            Err(e) => {
+                feed.pending.push_back(Change::Disconnected {
+                    why: format!(
+                        "file notifications unavailable ({}); re-reading every {}s",
+                        notify_words(&e),
+                        BLIND_RESYNC.as_secs()
+                    ),
+                });
+                feed.blind_resync = Some(Instant::now() + BLIND_RESYNC);
+            }
+        }
+        if opts.follow_log {
+            feed.log = Some(Log {
+                follower: None,
+                said: None,
+                shape: None,
+                polled: Instant::now(),
+            });
+            feed.read_log();
+        }
+        feed.inventory();
+        feed
+    }
+
+    /// Watch what is wanted now (each dir if it exists, else its nearest
+    /// existing ancestor); true when the claims dir was replaced or came.
+    fn rewatch(&mut self) -> bool {
+        let Some(watch) = self.watch.as_mut() else {
+            return false;
+        };
+        let wanted: BTreeSet<PathBuf> = [
+            Some(self.claims_dir.as_path()),
+            self.claims_dir.parent(),
+            self.events_file.parent(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(nearest_existing)
+        .collect();
+        let id = dir_id(&self.claims_dir);
+        let replaced = id != self.claims_id;
+        for gone in self.watched.difference(&wanted) {
+            watch.unwatch(gone);
+        }
+        let mut trouble = None;
+        for p in &wanted {
+            let again = replaced && *p == self.claims_dir;
+            if self.watched.contains(p) && !again {
+                continue;
+            }
+            if again {
+                watch.unwatch(p);
+            }
+            if let Err(e) = watch.watch(p) {
+                trouble = Some(format!(
+                    "cannot watch {}: {}",
+                    p.to_string_lossy(),
+                    notify_words(&e)
+                ));
+            }
+        }
+        if let Some(why) = trouble {
+            self.pending.push_back(Change::Disconnected { why });
+        }
+        self.watched = wanted;
+        self.claims_id = id;
+        replaced
+    }
+
+    /// An entry of the claims dir or the events dir at `path` changed.
+    fn entry(&mut self, role: Role, path: PathBuf) {
+        if !self.entries {
+            return;
+        }
+        let change = Change::Entry {
+            entry: Entry::look(role, &path),
+            path,
+        };
+        self.push(change);
+    }
+
+    /// Queue `change`, once: a burst naming a key ten times is one re-read.
+    fn push(&mut self, change: Change) {
+        let dup = match &change {
+            Change::Claim { .. } | Change::Misnamed { .. } => self.pending.contains(&change),
+            // A later look at the same entry supersedes an earlier one.
+            Change::Entry { path, .. } => {
+                self.pending
+                    .retain(|c| !matches!(c, Change::Entry { path: p, .. } if p == path));
+                false
+            }
+            _ => false,
+        };
+        if !dup {
+            self.pending.push_back(change);
+        }
+    }
+
+    /// Every entry that is not a claim, as it is now: after a start or a
+    /// resync the reader knows the young mutexes and temp files too, which
+    /// a listing (hazards only) does not name.
+    fn inventory(&mut self) {
+        if !self.entries {
+            return;
+        }
+        let mut found: Vec<(Role, PathBuf)> = Vec::new();
+        if let Ok(dir) = std::fs::read_dir(&self.claims_dir) {
+            for e in dir.flatten() {
+                if let Some(role) = Role::in_claims_dir(&e.file_name()) {
+                    found.push((role, e.path()));
+                }
+            }
+        }
+        found.push((Role::EventsMutex, self.events_mutex.clone()));
+        if let Some(log) = self.log.as_mut() {
+            // Said again below, whatever was said before the resync.
+            log.shape = None;
+        } else {
+            found.push((Role::EventsLog, self.events_file.clone()));
+        }
+        // Only what is there: the reader forgets every entry on a resync.
+        for (role, path) in found {
+            if let Some(entry) = Entry::look(role, &path) {
+                self.push(Change::Entry {
+                    path,
+                    entry: Some(entry),
+                });
+            }
+        }
+        self.log_shape();
+    }
+
+    fn absorb(&mut self, raw: Raw) -> Result<(), StoreError> {
+        let events = match raw {
+            Raw::Events(e) => e,
+            Raw::Error(why) => {
+                self.resync(format!(
+                    "file notifications failed ({why}); re-reading everything"
+                ));
+                return Ok(());
+            }
+            Raw::Close => return Err(StoreError::FeedClosed),
+        };
+        let (mut log, mut structure, mut moved) = (false, false, false);
+        let mut rescan = None;
+        let (claims_dir, events_file) = (self.claims_dir.clone(), self.events_file.clone());
+        for ev in &events {
+            if ev.need_rescan() {
+                rescan = Some("the notification queue overflowed; re-reading everything");
+            }
+            for t in touched(ev, &claims_dir, &events_file) {
+                match t {
+                    Touched::EventsLog => log = true,
+                    Touched::Entry(p) => {
+                        let name = p.file_name().unwrap_or_default();
+                        if let Some(key) = key_of_lockfile(name) {
+                            let canonical = is_canonical_lockfile_name(name.as_bytes(), &key);
+                            self.push(match canonical {
+                                true => Change::Claim { key },
+                                false => Change::Misnamed {
+                                    key,
+                                    path: p.to_path_buf(),
+                                },
+                            });
+                        } else if let Some(role) = Role::in_claims_dir(name) {
+                            self.entry(role, p.to_path_buf());
+                        }
+                    }
+                    Touched::Other(p) if p == self.events_mutex => {
+                        self.entry(Role::EventsMutex, p.to_path_buf())
+                    }
+                    Touched::Other(p) => {
+                        structure = true;
+                        moved |= claims_dir.starts_with(p);
+                    }
+                }
+            }
+        }
+        if structure || rescan.is_some() {
+            // The claims dir (or a parent) came, went or was replaced:
+            // watch it itself now, so its keys are named from here on.
+            if self.rewatch() || moved {
+                rescan = rescan.or(Some("the claims directory changed"));
+            }
+            // The events dir may have just appeared.
+            log = true;
+        }
+        if let Some(why) = rescan {
+            self.resync(why.into());
+        }
+        if log {
+            self.read_log();
+        }
+        Ok(())
+    }
+
+    /// Ask for a full re-read, then say what the entries are now.
+    fn resync(&mut self, why: String) {
+        self.pending.push_back(Change::Resync { why });
+        self.inventory();
+    }
+
+    /// The log's new lines (and resets, and troubles), if it is followed.
+    fn read_log(&mut self) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        log.polled = Instant::now();
+        let mut out = Vec::new();
+        if log.follower.is_none() {
+            match Follower::open(&self.events_file, std::mem::take(&mut self.log_tail)) {
+                Ok((f, lines)) => {
+                    log.follower = Some(f);
+                    log.said = None;
+                    if !lines.is_empty() {
+                        out.push(Change::LogAppended(lines));
+                    }
+                }
+                Err(e) => say_once(log, e.to_string(), &mut out),
+            }
+        }
+        while let Some(f) = log.follower.as_mut() {
+            match f.poll() {
+                Ok(poll) => {
+                    log.said = None;
+                    if poll.reset.is_some() {
+                        out.push(Change::LogReset);
+                    }
+                    if !poll.lines.is_empty() {
+                        append(&mut out, poll.lines);
+                    }
+                    if !poll.more {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    say_once(log, e.to_string(), &mut out);
+                    break;
+                }
+            }
+        }
+        self.pending.extend(out);
+        self.log_shape();
+    }
+
+    /// An entry for the log when its shape changed (a directory planted at
+    /// its path is a hazard; a regular file again is none).
+    fn log_shape(&mut self) {
+        if !self.entries {
+            return;
+        }
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        let now = Entry::look(Role::EventsLog, &self.events_file);
+        if log.shape == now {
+            return;
+        }
+        log.shape = now.clone();
+        self.pending.push_back(Change::Entry {
+            path: self.events_file.clone(),
+            entry: now,
+        });
+    }
+
+    /// When `next` must look up from waiting: the log's poll or a blind
+    /// re-read, whichever is first.
+    fn due(&self) -> Option<Instant> {
+        let log = self.log.as_ref().map(|l| l.polled + LOG_POLL);
+        match (log, self.blind_resync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_due(&mut self, now: Instant) {
+        if self.blind_resync.is_some_and(|t| now >= t) {
+            self.blind_resync = Some(now + BLIND_RESYNC);
+            self.resync("no file notifications: the periodic re-read".into());
+        }
+        if self
+            .log
+            .as_ref()
+            .is_some_and(|l| now >= l.polled + LOG_POLL)
+        {
+            self.read_log();
+        }
+    }
+}
+
+/// Lines join the previous batch when nothing came between.
+fn append(out: &mut Vec<Change>, lines: Vec<Line>) {
+    match out.last_mut() {
+        Some(Change::LogAppended(prev)) => prev.extend(lines),
+        _ => out.push(Change::LogAppended(lines)),
+    }
+}
+
+fn say_once(log: &mut Log, text: String, out: &mut Vec<Change>) {
+    if log.said.as_deref() != Some(text.as_str()) {
+        log.said = Some(text.clone());
+        out.push(Change::LogTrouble(text));
+    }
+}
+
+impl Changes for FileFeed {
+    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(c) = self.pending.pop_front() {
+                return Ok(Some(c));
+            }
+            let now = Instant::now();
+            if self.due().is_some_and(|d| now >= d) {
+                self.on_due(now);
+                continue;
+            }
+            if now >= deadline {
+                return Ok(None);
+            }
+            let wake = self.due().map_or(deadline, |d| d.min(deadline));
+            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(raw) => {
+                    self.absorb(raw)?;
+                    // Drain what already queued, so one burst is one batch.
+                    while let Ok(raw) = self.rx.try_recv() {
+                        self.absorb(raw)?;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(StoreError::FeedClosed),
+            }
+        }
+    }
+
+    fn closer(&self) -> Option<Box<dyn FnOnce() + Send>> {
+        let tx = self.tx.clone();
+        Some(Box::new(move || {
+            let _ = tx.send(Raw::Close);
+        }))
+    }
+}
+
+/// `p` if it is a directory, else its nearest ancestor that is.
+fn nearest_existing(p: &Path) -> Option<PathBuf> {
+    p.ancestors()
+        .find(|a| std::fs::metadata(a).is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
+}
+
+/// Identity of a directory, to notice it being replaced under one name.
+fn dir_id(p: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// A notify error in words: its `Display` appends the paths in debug
+/// format, which the caller already names.
+fn notify_words(e: &notify::Error) -> String {
+    use notify::ErrorKind as K;
+    match &e.kind {
+        K::Io(io) => io.kind().to_string(),
+        K::PathNotFound => "it does not exist".into(),
+        K::MaxFilesWatch => "the system's limit on watches is reached".into(),
+        K::Generic(s) => s.clone(),
+        K::WatchNotFound | K::InvalidConfig(_) => "the watch could not be set up".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_claims_dir_is_waited_for_at_its_nearest_ancestor() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let root = Root::with_events_here(td.path());
+        let feed = FileFeed::start(&root, FeedOpts::default());
+        assert_eq!(
+            feed.watched.into_iter().collect::<Vec<_>>(),
+            vec![td.path().to_path_buf()]
+        );
+    }
+}

@@ -1,0 +1,643 @@
+//! The mirror: one store's claims and hazards, classified, and kept current
+//! from the store's change feed — the one incremental classifier every
+//! face that follows a store reads (the dashboard, `metrics --listen`, the
+//! publisher).
+//!
+//! - It starts from a listing ([`Mirror::list`]), takes the store's
+//!   [`Change`]s ([`Mirror::apply`]) and re-reads the keys they name
+//!   through the store's own verbs ([`Mirror::settle`]): it never opens a
+//!   lockfile itself, so a file root and etcd are mirrored alike.
+//! - Once a second ([`Mirror::tick`]) it judges again what time alone
+//!   changes: a holder's pid gone (one `kill(pid, 0)` per distinct live
+//!   pid, see [`judge`]), a TTL crossing the clock, a lease that should
+//!   have run out, a mutex or temp file coming of age.
+//! - A slow full re-list is the safety net for lost notifications, spaced
+//!   by what a listing costs so it never takes more than a sliver of a core.
+//! - Counts and hazards are one function of it ([`Mirror::tally`]): the
+//!   same item and entry verdicts `list` and `doctor` use, each hazard
+//!   counted once (a claim's by its row, an entry's by its latest look).
+//!
+//! What changed since a face last asked comes as a [`Delta`]: rows shared
+//! (`Arc`), not copied, so a face that keeps every row costs no second copy.
+
+pub mod judge;
+
+use super::{Change, Listing, Store, StoreError, Tenure};
+use crate::claims::entry::Entry;
+use crate::claims::root::RootProblem;
+use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, Status};
+use judge::{rejudge, Judge, PidFacts};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The safety net's shortest spacing.
+pub const RELIST_EVERY_MS: i64 = 60_000;
+/// ...and how many times a listing's own cost it waits at least: a
+/// listing of 100 000 lockfiles costs over a second of CPU, which once a
+/// minute would be 2 % of a core; this keeps it under half a percent.
+const RELIST_COST_FACTOR: i64 = 200;
+/// A lease's grace past its end before its key is read again: etcd ends a
+/// lease on its own clock.
+const LEASE_GRACE_MS: i64 = 1000;
+
+/// One row as a face receives it: shared with the mirror.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub path: Arc<Path>,
+    /// State Free: the row is gone.
+    pub status: Arc<Status>,
+    /// What etcd adds (None on a file root).
+    pub tenure: Option<Tenure>,
+}
+
+/// A store's counts and hazards at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub counts: Counts,
+    /// Every hazard, each once, sorted by path.
+    pub hazards: Arc<Vec<Hazard>>,
+}
+
+/// A listing that replaced every row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Whole {
+    /// Why it was read again (None: the first, or the periodic re-read).
+    pub resync: Option<String>,
+    /// Only the first rows in key order (a big store's first screen); the
+    /// whole listing follows.
+    pub partial: bool,
+    /// The store revision it was read at (etcd).
+    pub revision: Option<i64>,
+}
+
+/// What changed since the last [`Mirror::take_delta`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Delta {
+    /// Set when `rows` is every row: the face replaces what it had.
+    pub whole: Option<Whole>,
+    /// Rows that changed, as they are now (state Free: gone).
+    pub rows: Vec<Row>,
+    /// Pid facts learned or moved: the face words the claim it shows in
+    /// full from them ([`judge::words_at`]).
+    pub pids: PidFacts,
+    /// The counts and hazards, when they moved.
+    pub tally: Option<Tally>,
+    /// What keeps a file root from being read as a normal one, when that
+    /// moved (`Some(None)`: nothing any more).
+    pub problem: Option<Option<RootProblem>>,
+    /// The clock the mirror judged at, epoch ms.
+    pub at: i64,
+}
+
+impl Delta {
+    pub fn is_empty(&self) -> bool {
+        self.whole.is_none()
+            && self.rows.is_empty()
+            && self.pids.is_empty()
+            && self.tally.is_none()
+            && self.problem.is_none()
+    }
+}
+
+/// What the mirror owes its face.
+#[derive(Default)]
+struct Owed {
+    whole: Option<Whole>,
+    changed: HashSet<Arc<Path>>,
+    /// Rows that went, with their keys.
+    gone: Vec<(Arc<Path>, String)>,
+    pids: PidFacts,
+    problem: bool,
+}
+
+/// One store, mirrored. The store itself stays with the caller, who
+/// hands it to each call that reads ([`Mirror::list`], [`Mirror::settle`]):
+/// a face may own it, share it, or borrow it for as long as it mirrors.
+pub struct Mirror {
+    /// Judges claims by this machine's pids (a file root). None where the
+    /// store's own verdict stands (leases: etcd judges its claims).
+    judge: Option<Judge>,
+    now: i64,
+    rows: HashMap<Arc<Path>, Arc<Status>>,
+    tenures: HashMap<Arc<Path>, Tenure>,
+    counts: Counts,
+    /// Each row's own hazards, for the rows that have some.
+    row_hazards: BTreeMap<Arc<Path>, Vec<Hazard>>,
+    /// Entries that are not claims, by their latest look, with the hazard
+    /// each is (worded when it became one).
+    entries: HashMap<PathBuf, (Entry, Option<Hazard>)>,
+    /// Young entries coming of age, soonest first.
+    aging: BinaryHeap<Reverse<(i64, PathBuf)>>,
+    /// The last listing's hazards that belong to no row and no entry (a
+    /// claims dir that cannot be listed).
+    listed: Vec<Hazard>,
+    /// TTL edges (judged here) or lease ends (leased), soonest first.
+    edges: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    /// Keys to read again, and those whose read failed (the store away).
+    dirty: BTreeSet<String>,
+    /// A listing is due, and why.
+    relist: Option<Option<String>>,
+    revision: Option<i64>,
+    problem: Option<RootProblem>,
+    tally: Tally,
+    tally_dirty: bool,
+    owed: Owed,
+    listed_at: i64,
+    list_cost_ms: i64,
+    /// Listings read since start (benches assert a change re-read one key).
+    pub listings: u64,
+    /// Keys read since start.
+    pub reads: u64,
+}
+
+impl Mirror {
+    /// A mirror of `store`, empty until [`Mirror::list`]. `judge` judges
+    /// claims by this machine's pids; a store with leases needs none.
+    pub fn new(store: &dyn Store, judge: Option<Judge>, now: i64) -> Mirror {
+        let judge = if store.leases().is_some() {
+            None
+        } else {
+            judge
+        };
+        Mirror {
+            judge,
+            now,
+            rows: HashMap::new(),
+            tenures: HashMap::new(),
+            counts: Counts::default(),
+            row_hazards: BTreeMap::new(),
+            entries: HashMap::new(),
+            aging: BinaryHeap::new(),
+            listed: Vec::new(),
+            edges: BinaryHeap::new(),
+            dirty: BTreeSet::new(),
+            relist: None,
+            revision: None,
+            problem: None,
+            tally: Tally::default(),
+            tally_dirty: true,
+            owed: Owed::default(),
+            listed_at: now,
+            list_cost_ms: 0,
+            listings: 0,
+            reads: 0,
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The revision the mirror is complete at (etcd's last listing).
+    pub fn revision(&self) -> Option<i64> {
+        self.revision
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Every row, in no order.
+    pub fn rows(&self) -> impl Iterator<Item = &Status> + '_ {
+        self.rows.values().map(|s| &**s)
+    }
+
+    /// The row at `path` and its tenure.
+    pub fn row(&self, path: &Path) -> Option<(&Status, Option<&Tenure>)> {
+        let s = self.rows.get(path)?;
+        Some((s, self.tenures.get(path)))
+    }
+
+    pub fn problem(&self) -> Option<&RootProblem> {
+        self.problem.as_ref()
+    }
+
+    /// List everything again at the next [`Mirror::settle`], keeping what
+    /// the feed said of the entries (a repair under the root, which the
+    /// feed reports entry by entry).
+    pub fn relist_soon(&mut self) {
+        self.relist.get_or_insert(None);
+    }
+
+    /// Some listing is owed (a resync, a misnamed lockfile, the safety net).
+    pub fn wants_listing(&self) -> bool {
+        self.relist.is_some()
+    }
+
+    /// Keys named but not read yet (the store stopped answering).
+    pub fn has_unread(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// List everything and replace every row (the first listing, a resync,
+    /// the safety net). `resync` says why, for a face's notice.
+    pub fn list(
+        &mut self,
+        store: &dyn Store,
+        now: i64,
+        resync: Option<String>,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let listing = store.list()?;
+        self.list_cost_ms = started.elapsed().as_millis() as i64;
+        self.listings += 1;
+        self.relist = None;
+        self.dirty.clear();
+        let problem = store.problem();
+        self.take_listing(listing, now, resync, false, problem);
+        self.listed_at = now;
+        Ok(())
+    }
+
+    /// The first `n` rows in key order, where the store can list them
+    /// sooner than everything (a big store's first screen): true when it
+    /// could. The full listing must follow.
+    pub fn list_head(&mut self, store: &dyn Store, n: usize, now: i64) -> Result<bool, StoreError> {
+        match store.list_head(n)? {
+            Some(head) => {
+                let problem = store.problem();
+                self.take_listing(head, now, None, true, problem);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn take_listing(
+        &mut self,
+        listing: Listing,
+        now: i64,
+        resync: Option<String>,
+        partial: bool,
+        problem: Option<RootProblem>,
+    ) {
+        self.now = now;
+        let Listing {
+            sweep,
+            tenures,
+            revision,
+            ..
+        } = listing;
+        self.revision = revision.or(self.revision);
+        if let Some(j) = self.judge.as_mut() {
+            // The listing names the pids that matter now.
+            j.forget();
+        }
+        self.rows.clear();
+        self.tenures.clear();
+        self.row_hazards.clear();
+        self.edges.clear();
+        self.counts = Counts::default();
+        self.owed = Owed {
+            whole: Some(Whole {
+                resync,
+                partial,
+                revision,
+            }),
+            problem: self.owed.problem,
+            ..Owed::default()
+        };
+        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
+        let mut tenures = tenures.into_iter();
+        let mut claims = sweep.claims;
+        self.rows.reserve(claims.len());
+        // Taken from the back, the vector shrunk as it empties: its buffer
+        // and the rows are never both at full size (a big listing's peak).
+        while let Some(mut s) = claims.pop() {
+            let tenure = tenures.next_back().flatten();
+            if let Some(c) = c.as_mut() {
+                rejudge(c, &mut s);
+            }
+            let path: Arc<Path> = Arc::from(s.file.as_path());
+            self.insert(path, Arc::new(s), tenure);
+            if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
+                claims.shrink_to_fit();
+            }
+        }
+        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
+            self.owed.pids = j.learn(c, now);
+        }
+        // A claim's hazards are its row's; an entry's, its latest look's.
+        self.listed = sweep
+            .hazards
+            .into_iter()
+            .filter(|h| !self.rows.contains_key(h.path.as_path()))
+            .filter(|h| !self.entries.contains_key(&h.path))
+            .collect();
+        if problem != self.problem {
+            self.problem = problem;
+            self.owed.problem = true;
+        }
+        self.tally_dirty = true;
+    }
+
+    /// Put `s` at `path` (a new row, or one replacing its old self).
+    fn insert(&mut self, path: Arc<Path>, s: Arc<Status>, tenure: Option<Tenure>) {
+        self.count(&path, &s, true);
+        self.expect_edge(&path, &s, tenure.as_ref());
+        match tenure {
+            Some(t) => self.tenures.insert(Arc::clone(&path), t),
+            None => self.tenures.remove(&path),
+        };
+        if self.owed.whole.is_none() {
+            self.owed.changed.insert(Arc::clone(&path));
+        }
+        self.rows.insert(path, s);
+    }
+
+    /// Count `s` in (or out of) the tally: its state and its own hazards,
+    /// by the same item verdicts `list` uses.
+    fn count(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
+        if add {
+            self.counts.add(s.state);
+            let mut own = Vec::new();
+            // One census for every face: a root's lockfiles, or a store's
+            // keys (judged by its layout and its leases).
+            let rules = match self.judge {
+                Some(_) => ItemRules::Lockfile,
+                None => ItemRules::StoreKey,
+            };
+            own_hazards(s, rules, &mut own);
+            if !own.is_empty() {
+                self.row_hazards.insert(Arc::clone(path), own);
+            }
+        } else {
+            self.counts.remove(s.state);
+            self.row_hazards.remove(path);
+        }
+        self.tally_dirty = true;
+    }
+
+    /// Note when time alone changes `s`: its TTL crossing the clock (judged
+    /// here), or its lease's end (a leased store, re-read then).
+    fn expect_edge(&mut self, path: &Arc<Path>, s: &Status, tenure: Option<&Tenure>) {
+        let edge = match (&self.judge, tenure) {
+            (Some(_), _) => s.record.as_ref().and_then(|r| r.expires_at),
+            (None, Some(t)) if t.lease.remaining_s > 0 => {
+                Some(self.now + t.lease.remaining_s * 1000 + LEASE_GRACE_MS)
+            }
+            (None, _) => None,
+        };
+        if let Some(at) = edge.filter(|at| *at > self.now) {
+            self.edges.push(Reverse((at, Arc::clone(path))));
+        }
+    }
+
+    /// Replace the row at `s.file` with `s` (drop it when free).
+    fn put(&mut self, s: Status, tenure: Option<Tenure>) -> bool {
+        let path: Arc<Path> = match self.rows.get_key_value(s.file.as_path()) {
+            Some((k, _)) => Arc::clone(k),
+            None => Arc::from(s.file.as_path()),
+        };
+        if let Some(old) = self.rows.get(&path) {
+            if **old == s && self.tenures.get(&path) == tenure.as_ref() {
+                return false;
+            }
+        }
+        if let Some(old) = self.rows.remove(&path) {
+            self.count(&path, &old, false);
+            self.tenures.remove(&path);
+        }
+        if s.state == ClaimState::Free {
+            self.owed.changed.remove(&path);
+            self.owed.gone.push((path, s.key));
+            return true;
+        }
+        self.insert(path, Arc::new(s), tenure);
+        true
+    }
+
+    /// Take one change in. Changes the mirror does not keep (events, the
+    /// log's lines, a store's ups and downs, what hosts publish) are handed
+    /// back for the face.
+    pub fn apply(&mut self, change: Change) -> Option<Change> {
+        match change {
+            Change::Claim { key } => {
+                self.dirty.insert(key);
+                None
+            }
+            // Only a listing reads a file whose name is not its key's.
+            Change::Misnamed { .. } => {
+                self.relist.get_or_insert(None);
+                None
+            }
+            Change::Entry { path, entry } => {
+                self.listed.retain(|h| h.path != path);
+                match entry {
+                    Some(e) => self.look(path, e),
+                    None => {
+                        self.entries.remove(&path);
+                    }
+                }
+                self.tally_dirty = true;
+                None
+            }
+            Change::Resync { why } => {
+                // The feed says what the entries are now, right after.
+                self.entries.clear();
+                self.aging.clear();
+                self.tally_dirty = true;
+                self.relist = Some(Some(why));
+                None
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Keep a look at an entry, with the hazard it is now.
+    fn look(&mut self, path: PathBuf, e: Entry) {
+        let hazard = e.hazard_at(&path, self.now);
+        if hazard.is_none() {
+            if let Some(at) = e.comes_of_age() {
+                self.aging.push(Reverse((at, path.clone())));
+            }
+        }
+        self.entries.insert(path, (e, hazard));
+    }
+
+    /// Read what the changes named (a listing instead, when one is owed).
+    /// A failed read leaves its keys named for the next round.
+    pub fn settle(&mut self, store: &dyn Store, now: i64) -> Result<(), StoreError> {
+        self.now = now;
+        if let Some(resync) = self.relist.take() {
+            return self.list(store, now, resync).inspect_err(|_| {
+                self.relist.get_or_insert(None);
+            });
+        }
+        let keys = std::mem::take(&mut self.dirty);
+        let mut keys = keys.into_iter();
+        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
+        let mut failed = None;
+        for key in keys.by_ref() {
+            match store.status(&key) {
+                Ok(f) => {
+                    self.reads += 1;
+                    let mut s = f.outcome;
+                    if let Some(c) = c.as_mut() {
+                        rejudge(c, &mut s);
+                    }
+                    self.put(s, f.tenure);
+                }
+                Err(e) => {
+                    // The store stopped answering: no timeout per key.
+                    self.dirty.insert(key);
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        self.dirty.extend(keys);
+        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
+            let learned = j.learn(c, now);
+            self.owed.pids.extend(learned);
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// A second passed: judge again what time changes.
+    pub fn tick(&mut self, now: i64) {
+        self.now = now;
+        let moved = self.judge.as_mut().map(|j| j.tick(now)).unwrap_or_default();
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.edges.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.edges.pop() {
+                due.push(path);
+            }
+        }
+        if self.judge.is_none() {
+            // A lease that should have ended: its key, read again, says
+            // whether a holder kept it alive (which changes no key).
+            let keys: Vec<String> = due
+                .iter()
+                .filter_map(|p| self.rows.get(p).map(|s| s.key.clone()))
+                .collect();
+            self.dirty.extend(keys);
+        } else if !moved.is_empty() {
+            self.owed.pids.extend(moved);
+            let all: Vec<Arc<Path>> = self.rows.keys().cloned().collect();
+            self.rejudge(all, now);
+        } else if !due.is_empty() {
+            self.rejudge(due, now);
+        }
+        while let Some(Reverse((at, _))) = self.aging.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.aging.pop() {
+                if let Some((e, h)) = self.entries.get_mut(&path) {
+                    if h.is_none() {
+                        *h = e.hazard_at(&path, now);
+                        self.tally_dirty |= h.is_some();
+                    }
+                }
+            }
+        }
+        let every = RELIST_EVERY_MS.max(self.list_cost_ms * RELIST_COST_FACTOR);
+        if now - self.listed_at >= every {
+            self.relist.get_or_insert(None);
+        }
+    }
+
+    /// Judge the rows at `paths` again, state first, as of `now`.
+    fn rejudge(&mut self, paths: Vec<Arc<Path>>, now: i64) {
+        let Some(j) = self.judge.as_ref() else { return };
+        let mut c = j.classifier(now);
+        for path in paths {
+            let Some(s) = self.rows.get(&path) else {
+                continue;
+            };
+            let mut next = (**s).clone();
+            if !rejudge(&mut c, &mut next) {
+                continue;
+            }
+            if let Some(old) = self.rows.remove(&path) {
+                self.count(&path, &old, false);
+            }
+            let tenure = self.tenures.remove(&path);
+            self.insert(path, Arc::new(next), tenure);
+        }
+    }
+
+    /// The counts and hazards now: one function over the mirror.
+    pub fn tally(&mut self) -> Tally {
+        if !std::mem::take(&mut self.tally_dirty) {
+            return self.tally.clone();
+        }
+        let mut hazards: Vec<Hazard> = self.listed.clone();
+        hazards.extend(self.entries.values().filter_map(|(_, h)| h.clone()));
+        hazards.extend(self.row_hazards.values().flatten().cloned());
+        // A sweep sorts by path, stably: one path's hazards keep their order.
+        hazards.sort_by(|a, b| a.path.cmp(&b.path));
+        let tally = Tally {
+            counts: self.counts,
+            hazards: Arc::new(hazards),
+        };
+        if tally != self.tally {
+            self.tally = tally;
+        }
+        self.tally.clone()
+    }
+
+    /// What changed since the last call, or None.
+    pub fn take_delta(&mut self) -> Option<Delta> {
+        let before = self.tally.clone();
+        let tally = self.tally();
+        let owed = std::mem::take(&mut self.owed);
+        let mut d = Delta {
+            tally: (tally != before || owed.whole.is_some()).then_some(tally),
+            pids: owed.pids,
+            problem: owed.problem.then(|| self.problem.clone()),
+            at: self.now,
+            ..Delta::default()
+        };
+        match owed.whole {
+            Some(whole) => {
+                d.rows = self
+                    .rows
+                    .iter()
+                    .map(|(p, s)| Row {
+                        path: Arc::clone(p),
+                        status: Arc::clone(s),
+                        tenure: self.tenures.get(p).copied(),
+                    })
+                    .collect();
+                d.whole = Some(whole);
+            }
+            None => {
+                for path in owed.changed {
+                    if let Some(s) = self.rows.get(&path) {
+                        d.rows.push(Row {
+                            status: Arc::clone(s),
+                            tenure: self.tenures.get(&path).copied(),
+                            path,
+                        });
+                    }
+                }
+                for (path, key) in owed.gone {
+                    if self.rows.contains_key(&path) {
+                        continue;
+                    }
+                    let gone = Status::free(key, path.to_path_buf(), String::new());
+                    d.rows.push(Row {
+                        path,
+                        status: Arc::new(gone),
+                        tenure: None,
+                    });
+                }
+            }
+        }
+        (!d.is_empty()).then_some(d)
+    }
+}
+
+#[cfg(test)]
+mod tests;
