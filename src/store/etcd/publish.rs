@@ -27,6 +27,7 @@ use super::fleet::{HostRecord, RootOwner};
 use super::layout::{root_id, RootPlace};
 pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
+use crate::claims::census::Judged;
 use crate::claims::{self, now_ms, Classifier, Hazard, HazardKind, Root, Roots, Status};
 use crate::events::tail::Follower;
 use crate::store::file::FileStore;
@@ -649,7 +650,8 @@ impl Publisher {
         let ek = r.place.claim(key);
         match item {
             Some(s) => {
-                let v = serde_json::to_value(&s).unwrap_or(Value::Null);
+                // As the host's own `list --json` prints it, hazards included.
+                let v = serde_json::to_value(Judged::lockfile(&s)).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
                 r.items.insert(key.to_string(), s);
                 if r.claims.get(key) == Some(&fp) {
