@@ -13,7 +13,7 @@ mod etcd_common;
 use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
 use common::{claimtop, Sleeper};
 use etcd_common::Etcd;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -620,6 +620,9 @@ fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
         words.contains("corrupted_claim") && words.contains("host=host-a"),
         "{words}"
     );
+    // The published copy names its own hazards, as the host's list does.
+    let copy = published(&f.list(), "host-a", "broken");
+    assert_eq!(copy[0]["hazards"], json!(["corrupted_claim"]), "{copy:?}");
 }
 
 /// The fleet view in a real terminal (tmux) over a real etcd with one

@@ -245,6 +245,16 @@ pub struct Judged<'a> {
     pub rules: ItemRules,
 }
 
+impl Judged<'_> {
+    /// A lockfile's claim, judged by a lockfile's rules.
+    pub fn lockfile(item: &Status) -> Judged<'_> {
+        Judged {
+            item,
+            rules: ItemRules::Lockfile,
+        }
+    }
+}
+
 impl serde::Serialize for Judged<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(serde::Serialize)]
@@ -274,10 +284,7 @@ pub(crate) fn judged_lockfiles<S: serde::Serializer>(
     claims: &[Status],
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    s.collect_seq(claims.iter().map(|item| Judged {
-        item,
-        rules: ItemRules::Lockfile,
-    }))
+    s.collect_seq(claims.iter().map(Judged::lockfile))
 }
 
 impl HazardKind {

@@ -7,7 +7,7 @@
 //! names the set and gathers one sweep per root. Nothing is ever written
 //! across roots, which is why verbs on one key accept exactly one.
 
-use super::census::{ItemRules, Judged};
+use super::census::Judged;
 use super::liveness::Classifier;
 use super::sweep::{sweep_with, Counts, Hazard, Sweep, SweepItem};
 use super::{now_ms, Root};
@@ -244,10 +244,7 @@ impl Serialize for MultiSweep {
         let judged: Vec<(&Path, Judged)> = self
             .claims()
             .into_iter()
-            .map(|(root, item)| {
-                let rules = ItemRules::Lockfile;
-                (root, Judged { item, rules })
-            })
+            .map(|(root, item)| (root, Judged::lockfile(item)))
             .collect();
         let claims: Vec<WithRoot<Judged>> = judged
             .iter()

@@ -28,6 +28,7 @@ use super::fleet::{HostRecord, RootOwner};
 use super::layout::{root_id, RootPlace};
 pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
+use crate::claims::census::Judged;
 use crate::claims::{now_ms, ClaimState, HazardKind, Root, Roots, Status};
 use crate::events::tail::Follower;
 use crate::store::file::feed::FeedOpts;
@@ -629,7 +630,8 @@ impl Publisher {
         let ek = r.place.claim(key);
         match item {
             Some(s) => {
-                let v = serde_json::to_value(&s).unwrap_or(Value::Null);
+                // As the host's own `list --json` prints it, hazards included.
+                let v = serde_json::to_value(Judged::lockfile(&s)).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
                 if r.claims.get(key) == Some(&fp) {
                     return None;

@@ -367,6 +367,14 @@ impl FileFeed {
                         } else if let Some(role) = Role::in_claims_dir(name) {
                             self.entry(role, p.to_path_buf());
                         }
+                        // A stolen corpse: the rename away, a fresh mkdir
+                        // and its rmdir can fold into the reaped copy's
+                        // removal alone, so the mutex is looked at again.
+                        if let Some(mutex) = crate::claims::entry_behind(p) {
+                            if let Some(role) = mutex.file_name().and_then(Role::in_claims_dir) {
+                                self.entry(role, mutex);
+                            }
+                        }
                     }
                     Touched::Other(p) if p == self.events_mutex => {
                         self.entry(Role::EventsMutex, p.to_path_buf())
