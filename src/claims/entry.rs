@@ -9,7 +9,7 @@
 //! both say the same thing in the same words.
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
-use super::sweep::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
+use super::hazard::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
 use super::{mutex, RECOVERY_SUFFIX};
 use std::ffi::OsStr;
 use std::io::ErrorKind;

@@ -13,6 +13,7 @@ pub mod census;
 pub mod dir_listing;
 pub mod entry;
 pub mod error;
+pub mod hazard;
 pub mod key;
 pub mod liveness;
 pub mod mutex;

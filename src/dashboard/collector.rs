@@ -13,10 +13,9 @@
 use super::action::Action;
 use super::app::EVENTS_RING;
 use super::fleet_reader::FleetReader;
+pub use super::heard::{line_of, Heard};
 use super::store_view::StoreMsg;
 use crate::claims::{now_ms, Root};
-use crate::events::tail::Line;
-use crate::events::Event;
 use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;
 use crate::store::mirror::judge::Judge;
@@ -399,26 +398,6 @@ impl Collector {
 enum Follow {
     Over,
     Again,
-}
-
-/// An event of one round, in the order the feed gave it.
-pub enum Heard {
-    Own(Event),
-    /// Mirrored by a publishing host from one of its roots.
-    Published {
-        host_id: String,
-        root_id: String,
-        event: Event,
-    },
-}
-
-/// An events-log line for the events pane: the event exactly as stored.
-pub fn line_of(event: &Event) -> Line {
-    Line {
-        text: event.value().to_string(),
-        offset: 0,
-        truncated: false,
-    }
 }
 
 fn unreachable(e: &StoreError) -> Action {

@@ -8,7 +8,7 @@
 //! saw the host online at every tick until the host went, and says so.
 
 use super::action::Action;
-use super::collector::{line_of, Heard};
+use super::heard::{line_of, Heard};
 use super::store_view::StoreMsg;
 use crate::events::tail::Line;
 use crate::store::fleet::{FleetState, Places};

@@ -15,6 +15,7 @@ pub mod browse;
 pub mod collector;
 pub mod fleet_reader;
 pub mod fleet_view;
+mod heard;
 pub mod input;
 pub mod keys;
 pub mod keys_doc;
