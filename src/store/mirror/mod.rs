@@ -516,10 +516,26 @@ impl Mirror {
         if self.judge.is_none() {
             // A lease that should have ended: its key, read again, says
             // whether a holder kept it alive (which changes no key).
-            let keys: Vec<String> = due
+            let mut keys: Vec<String> = due
                 .iter()
                 .filter_map(|p| self.rows.get(p).map(|s| s.key.clone()))
                 .collect();
+            // A live claim whose holder is a process of this machine that
+            // has exited: nothing in the store changes, yet the store's own
+            // verdict is suspect now, so its key is read again.
+            // Each pid is asked once a tick, however many claims it holds.
+            let mut alive: HashMap<i32, bool> = HashMap::new();
+            for s in self.rows.values() {
+                let local = s.locality == Some(crate::claims::Locality::Local);
+                if let (ClaimState::Live, true, Some(r)) = (s.state, local, &s.record) {
+                    if !*alive
+                        .entry(r.pid)
+                        .or_insert_with(|| crate::sys::pid_alive(r.pid))
+                    {
+                        keys.push(s.key.clone());
+                    }
+                }
+            }
             self.dirty.extend(keys);
         } else if !moved.is_empty() {
             self.owed.pids.extend(moved);
