@@ -1236,10 +1236,14 @@ fn a_root_its_publisher_cannot_read_is_published_as_unreadable_never_as_free() {
     let unreadable = wait_for(PATIENCE, || {
         root_states(&f, "host-a") == [(path.clone(), "unreadable".to_string())]
     });
+    // Read while the root is still unreadable: the publisher's one feed
+    // notices the permission coming back at once and publishes the root.
     let l = f.list();
+    let h = f.host("host-a").expect("host-a listed");
+    let text = f.over(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
     mode(&claims, 0o755);
     assert!(unreadable, "{l}");
-    let h = f.host("host-a").expect("host-a listed");
     assert_eq!(h["online"], true, "{h}");
     assert!(
         h["roots"][0]["error"]
@@ -1248,8 +1252,6 @@ fn a_root_its_publisher_cannot_read_is_published_as_unreadable_never_as_free() {
         "{h}"
     );
     assert!(published(&l, "host-a", "held").is_empty(), "{l}");
-    let text = f.over(&["list"]);
-    let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains(&format!("UNREADABLE root {path}"))
             && text.contains("its claims are unknown, not free"),
