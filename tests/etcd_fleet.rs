@@ -1169,7 +1169,9 @@ fn a_root_its_publisher_cannot_read_is_published_as_unreadable_never_as_free() {
         root_states(&f, "host-a") == [(path.clone(), "unreadable".to_string())]
     });
     let l = f.list();
-    mode(&claims, 0o755);
+    // Readable again only after every look below: the publisher watches
+    // the root, and publishes its claims a moment after it can read them.
+    let _restore = Restore(claims.clone());
     assert!(unreadable, "{l}");
     let h = f.host("host-a").expect("host-a listed");
     assert_eq!(h["online"], true, "{h}");
@@ -1187,6 +1189,17 @@ fn a_root_its_publisher_cannot_read_is_published_as_unreadable_never_as_free() {
             && text.contains("its claims are unknown, not free"),
         "{text}"
     );
+}
+
+/// Gives a dir made unreadable its mode back when dropped, so that its
+/// temp dir can be removed however the test ends.
+struct Restore(PathBuf);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
 }
 
 /// A request written straight into the store with a 10 KB key (no claim
