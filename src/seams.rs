@@ -193,8 +193,10 @@ fn a_root_has_one_filesystem_watcher_its_feed() {
             "recommended_watcher(",
             "new_debouncer(",
             "new_debouncer_opt(",
+            "Inotify::init(",
         ],
-        &["src/store/file/feed.rs"],
+        // The feed, and the inotify watcher it is made of.
+        &["src/store/file/feed.rs", "src/store/file/inotify.rs"],
     );
     assert!(found.is_empty(), "a second watcher: {found:#?}");
 }

@@ -921,6 +921,9 @@ pub struct Claims {
     /// With several roots: each root's problem, by root (`problem` stays
     /// the first root's).
     pub problems: Vec<Option<RootProblem>>,
+    /// By root: how many claims its first screen shows while its whole
+    /// listing is still being read (a big root's head).
+    pub partial: Vec<Option<usize>>,
 }
 
 impl Claims {
@@ -933,7 +936,14 @@ impl Claims {
             pids: HashMap::new(),
             problem: None,
             problems: Vec::new(),
+            partial: Vec::new(),
         }
+    }
+
+    /// While some root shows only its head: how many claims so far.
+    pub fn listing_head(&self) -> Option<usize> {
+        let heads: Vec<usize> = self.partial.iter().flatten().copied().collect();
+        (!heads.is_empty()).then(|| heads.iter().sum())
     }
 
     pub fn identity(&self) -> &LocalIdentity {

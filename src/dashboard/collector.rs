@@ -117,7 +117,8 @@ impl Collector {
         // thread: its collector ticks.
         let owns_clock = store.leases().is_none();
         Collector {
-            mirror: Mirror::new(&*store, judge, now),
+            // The model words the one claim it shows in full.
+            mirror: Mirror::new(&*store, judge, now).wordless(),
             store,
             root,
             owns_clock,
@@ -334,7 +335,8 @@ impl Collector {
     fn follow(&mut self, inbox: &Receiver<Input>, send: &dyn Fn(Vec<Action>) -> bool) -> Follow {
         let next_second = |now: i64| now - now.rem_euclid(1000) + 1000;
         let mut next_tick = next_second(now_ms());
-        let mut trimmed = false;
+        // The first listing was just sent.
+        let mut trim_at = Some(now_ms() + 1000);
         loop {
             let now = now_ms();
             let input = if self.owns_clock && now >= next_tick {
@@ -356,14 +358,23 @@ impl Collector {
                 }
             };
             match self.handle(input, now_ms()) {
-                Ok(actions) if actions.is_empty() => {
+                Ok(actions) => {
                     // The model frees the listing it replaced once it took
-                    // the new one in: give that back at the first quiet round.
-                    if !std::mem::replace(&mut trimmed, true) {
+                    // the new one in: give that back at the first quiet
+                    // round (nothing but the clock to say).
+                    // A listing replaces rows the model frees once it has
+                    // taken the new ones in: a second later, give that back.
+                    let now = now_ms();
+                    if trim_at.is_some_and(|t| now >= t) {
+                        trim_at = None;
                         give_back_memory();
                     }
-                }
-                Ok(actions) => {
+                    let whole = actions.iter().any(
+                        |a| matches!(a, Action::Mirror { delta, .. } if delta.whole.is_some()),
+                    );
+                    if whole {
+                        trim_at = Some(now + 1000);
+                    }
                     if !send(actions) {
                         return Follow::Over;
                     }

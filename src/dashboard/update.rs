@@ -104,7 +104,17 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
         shown |= super::store_view::on_delta(app, &d);
     }
     let moved = match d.whole {
-        Some(_) => return replace_rows(app, root, d.rows) || shown,
+        Some(w) => {
+            let c = &mut app.claims;
+            if c.partial.len() <= root {
+                c.partial.resize(root + 1, None);
+            }
+            let head = w.partial.then_some(d.rows.len());
+            shown |= std::mem::replace(&mut c.partial[root], head) != head;
+            let replaced = replace_rows(app, root, d.rows);
+            app.refresh_selected_why();
+            return replaced || shown;
+        }
         None => {
             let mut moved = Vec::with_capacity(d.rows.len());
             let mut narrows = false;
@@ -118,7 +128,11 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
                     moved.push(p);
                 }
             }
-            rows_changed(app, &moved, narrows)
+            let shown_rows = rows_changed(app, &moved, narrows);
+            // The mirror keeps no reasons in words: the one shown in full
+            // is worded here, at the clock the view shows.
+            app.refresh_selected_why();
+            shown_rows
         }
     };
     moved || shown

@@ -706,7 +706,8 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
     });
     let store = FixedStore(listing);
     World {
-        mirror: Mirror::new(&store, Some(judge()), NOW),
+        // As the live collector keeps it: no reasons in words.
+        mirror: Mirror::new(&store, Some(judge()), NOW).wordless(),
         store,
         root: 0,
         problem: None,
@@ -892,6 +893,8 @@ pub fn select(app: &mut App, k: &str) {
         .unwrap_or_else(|| panic!("no row for {k}"));
     app.table.selected = i;
     claimtop::dashboard::update::scroll_into_view(app);
+    // As a key moving the selection does: the shown claim is worded.
+    app.refresh_selected_why();
 }
 
 pub fn selected_key(app: &App) -> String {

@@ -1782,3 +1782,32 @@ fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
     );
     assert!(!screen.contains("events lost"), "{screen}");
 }
+
+#[test]
+fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replaces_it() {
+    let root = fixed_root();
+    let mut app = app_at(root.clone());
+    update(&mut app, Action::Resize(160, 48));
+    let listing = |keys: &[&str]| {
+        let claims: Vec<_> = keys
+            .iter()
+            .map(|k| status_of(&root, rec(k, "pty:w", ALIVE, MIN, None)))
+            .collect();
+        claimtop::store::Listing::of_sweep(claimtop::claims::Sweep {
+            root: root.root.clone(),
+            claims,
+            counts: Default::default(),
+            hazards: Vec::new(),
+        })
+    };
+    assert!(update(&mut app, head(listing(&["a"]), NOW)));
+    assert_eq!(row_keys(&app), ["a"]);
+    assert!(
+        render(&app).contains("listing the root: its first 1 claims so far"),
+        "{}",
+        render(&app)
+    );
+    assert!(update(&mut app, listed(listing(&["a", "b"]), NOW, None)));
+    assert_eq!(row_keys(&app), ["a", "b"]);
+    assert!(!render(&app).contains("listing the root"));
+}

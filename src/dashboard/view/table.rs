@@ -403,6 +403,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     if let Some(store) = &app.store {
         super::store::mark_view(&mut title, app, store, theme);
+    } else if let Some(n) = app.claims.listing_head() {
+        title.push(Span::styled(
+            format!(" · listing the root: its first {n} claims so far"),
+            theme.dim(),
+        ));
     }
     // (With several roots each problem has its banner line instead.)
     let whole_table = shown.is_empty() && !app.roots.is_several();

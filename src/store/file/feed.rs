@@ -19,13 +19,14 @@
 //!   [`Change::Resync`], followed by a fresh inventory of the entries.
 
 use super::super::{Change, Changes, StoreError};
+use super::inotify::DirWatcher;
 use crate::claims::entry::{Entry, Role};
 use crate::claims::key::is_canonical_lockfile_name;
 use crate::claims::{key_of_lockfile, Root};
 use crate::events::tail::{Follower, Line};
 use crate::store::fs_events::{touched, Touched};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
+use notify::{Config, RecursiveMode, Watcher};
+use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, Debouncer, NoCache};
 use std::collections::{BTreeSet, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -99,30 +100,39 @@ enum Raw {
 /// The two ways a root is watched: each notification as it comes, or
 /// settled bursts.
 enum Watch {
-    Plain(RecommendedWatcher),
-    Debounced(Debouncer<RecommendedWatcher, RecommendedCache>),
+    Plain(DirWatcher),
+    // No file-id cache: the feed names paths, it pairs no renames, and the
+    // cache would stat every entry of the claims dir at start.
+    Debounced(Debouncer<DirWatcher, NoCache>),
 }
 
 impl Watch {
     fn start(opts: &FeedOpts, tx: Sender<Raw>) -> notify::Result<Watch> {
         match opts.debounce {
             None => {
-                let w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+                let handler = move |r: notify::Result<notify::Event>| {
                     let _ = tx.send(match r {
                         Ok(e) => Raw::Events(vec![e]),
                         Err(e) => Raw::Error(notify_words(&e)),
                     });
-                })?;
-                Ok(Watch::Plain(w))
+                };
+                Ok(Watch::Plain(DirWatcher::new(handler, Config::default())?))
             }
             Some(settle) => {
                 let tick = DEBOUNCE_TICK.min(settle);
-                let d = new_debouncer(settle, Some(tick), move |r: DebounceEventResult| {
+                let handler = move |r: DebounceEventResult| {
                     let _ = tx.send(match r {
                         Ok(evs) => Raw::Events(evs.into_iter().map(|e| e.event).collect()),
                         Err(errs) => Raw::Error(errs.first().map(notify_words).unwrap_or_default()),
                     });
-                })?;
+                };
+                let d = new_debouncer_opt::<_, DirWatcher, NoCache>(
+                    settle,
+                    Some(tick),
+                    handler,
+                    NoCache,
+                    Config::default(),
+                )?;
                 Ok(Watch::Debounced(d))
             }
         }

@@ -6,6 +6,7 @@
 //! figures stay what they were.
 
 pub mod feed;
+mod inotify;
 
 use super::wake::FileKeyWatch;
 use super::{Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};

@@ -119,6 +119,10 @@ pub struct Mirror {
     /// Judges claims by this machine's pids (a file root). None where the
     /// store's own verdict stands (leases: etcd judges its claims).
     judge: Option<Judge>,
+    /// Keep each judged claim's reason in words. A face that words only
+    /// the claim it shows in full ([`judge::words_at`]) keeps none: over
+    /// 100 000 claims that is a tenth of what each row costs.
+    words: bool,
     now: i64,
     rows: HashMap<Arc<Path>, Arc<Status>>,
     tenures: HashMap<Arc<Path>, Tenure>,
@@ -163,6 +167,7 @@ impl Mirror {
         };
         Mirror {
             judge,
+            words: true,
             now,
             rows: HashMap::new(),
             tenures: HashMap::new(),
@@ -183,6 +188,27 @@ impl Mirror {
             list_cost_ms: 0,
             listings: 0,
             reads: 0,
+        }
+    }
+
+    /// The same mirror keeping no reasons in words for the claims it
+    /// judges (their state, locality and record stay; an unreadable or
+    /// corrupted file keeps its words, which no clock changes).
+    pub fn wordless(self) -> Mirror {
+        Mirror {
+            words: self.judge.is_none(),
+            ..self
+        }
+    }
+
+    /// A status as the mirror keeps it.
+    fn keep(&self, s: &mut Status) {
+        if !self.words && s.record.is_some() {
+            s.why = String::new();
+        } else {
+            // Worded into a buffer sized for the longest reason; a row is
+            // kept for as long as the claim lasts.
+            s.why.shrink_to_fit();
         }
     }
 
@@ -289,7 +315,9 @@ impl Mirror {
             // The listing names the pids that matter now.
             j.forget();
         }
-        self.rows.clear();
+        // A row a listing finds unchanged keeps its shared status: the face
+        // holding it keeps one copy, and the listing's is freed at once.
+        let mut old = std::mem::take(&mut self.rows);
         self.tenures.clear();
         self.row_hazards.clear();
         self.edges.clear();
@@ -314,8 +342,17 @@ impl Mirror {
             if let Some(c) = c.as_mut() {
                 rejudge(c, &mut s);
             }
-            let path: Arc<Path> = Arc::from(s.file.as_path());
-            self.insert(path, Arc::new(s), tenure);
+            self.keep(&mut s);
+            // A fresh copy, not the listing's own: the listing's strings lie
+            // among its buffers and its discarded words, all freed now, and
+            // the pages they held go back whole to the system; the copies
+            // lie together, sized exactly.
+            let (path, shared) = match old.remove_entry(s.file.as_path()) {
+                Some((p, was)) if *was == s => (p, was),
+                Some((p, _)) => (p, Arc::new(s.clone())),
+                None => (Arc::from(s.file.as_path()), Arc::new(s.clone())),
+            };
+            self.insert(path, shared, tenure, true);
             if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
                 claims.shrink_to_fit();
             }
@@ -323,6 +360,7 @@ impl Mirror {
         if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
             self.owed.pids = j.learn(c, now);
         }
+        self.edges.shrink_to_fit();
         // A claim's hazards are its row's; an entry's, its latest look's.
         self.listed = sweep
             .hazards
@@ -338,9 +376,13 @@ impl Mirror {
     }
 
     /// Put `s` at `path` (a new row, or one replacing its old self).
-    fn insert(&mut self, path: Arc<Path>, s: Arc<Status>, tenure: Option<Tenure>) {
+    /// `edge`: note when time changes it (not for a row judged again on
+    /// the edges already noted).
+    fn insert(&mut self, path: Arc<Path>, s: Arc<Status>, tenure: Option<Tenure>, edge: bool) {
         self.count(&path, &s, true);
-        self.expect_edge(&path, &s, tenure.as_ref());
+        if edge {
+            self.expect_edge(&path, &s, tenure.as_ref());
+        }
         match tenure {
             Some(t) => self.tenures.insert(Arc::clone(&path), t),
             None => self.tenures.remove(&path),
@@ -409,7 +451,7 @@ impl Mirror {
             self.owed.gone.push((path, s.key));
             return true;
         }
-        self.insert(path, Arc::new(s), tenure);
+        self.insert(path, Arc::new(s), tenure, true);
         true
     }
 
@@ -482,6 +524,7 @@ impl Mirror {
                     if let Some(c) = c.as_mut() {
                         rejudge(c, &mut s);
                     }
+                    self.keep(&mut s);
                     self.put(s, f.tenure);
                 }
                 Err(e) => {
@@ -571,15 +614,19 @@ impl Mirror {
             let Some(s) = self.rows.get(&path) else {
                 continue;
             };
-            let mut next = (**s).clone();
-            if !rejudge(&mut c, &mut next) {
+            let Some(rec) = &s.record else { continue };
+            let (state, locality) = c.state(rec);
+            if state == s.state && Some(locality) == s.locality {
                 continue;
             }
+            let mut next = (**s).clone();
+            rejudge(&mut c, &mut next);
+            self.keep(&mut next);
             if let Some(old) = self.rows.remove(&path) {
                 self.count(&path, &old, false);
             }
             let tenure = self.tenures.remove(&path);
-            self.insert(path, Arc::new(next), tenure);
+            self.insert(path, Arc::new(next), tenure, false);
         }
     }
 

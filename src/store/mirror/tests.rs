@@ -243,3 +243,35 @@ fn the_safety_net_lists_again_only_after_its_spacing() {
         "no notice for the net"
     );
 }
+
+#[test]
+fn a_listing_that_finds_a_row_unchanged_keeps_sharing_it() {
+    let World {
+        _td,
+        root,
+        store,
+        mut m,
+    } = world(steady);
+    write(&root, &rec("same", 200, None));
+    write(&root, &rec("moved", 200, None));
+    m.list(&store, NOW, None).expect("list");
+    let first = m.take_delta().expect("the listing");
+    let shared = |d: &Delta, key: &str| {
+        d.rows
+            .iter()
+            .find(|r| r.status.key == key)
+            .map(|r| Arc::clone(&r.status))
+            .expect("listed")
+    };
+    write(&root, &rec("moved", 999, None));
+    m.list(&store, NOW, None).expect("list again");
+    let second = m.take_delta().expect("the listing");
+    assert!(Arc::ptr_eq(
+        &shared(&first, "same"),
+        &shared(&second, "same")
+    ));
+    assert!(!Arc::ptr_eq(
+        &shared(&first, "moved"),
+        &shared(&second, "moved")
+    ));
+}
