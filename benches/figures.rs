@@ -7,6 +7,8 @@
 //! re-execute this binary as a worker (`CLAIMTOP_BENCH_WORKER`), so they need
 //! nothing but the library.
 
+#[path = "figures/big.rs"]
+mod big;
 mod common;
 
 use claimtop::claims::now_ms;
@@ -187,6 +189,9 @@ fn run(plan: &Plan, r: &mut Report) -> Res<()> {
     }
     if want("fig11") {
         fig11(plan, r)?;
+    }
+    if want("fig13") {
+        big::fig13(plan, r)?;
     }
     Ok(())
 }
@@ -1231,7 +1236,8 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     let watcher_cpu = || {
         threads_cpu()
             .into_iter()
-            .filter(|(n, _)| n.starts_with("notify"))
+            // notify's debouncer, and the feed's inotify reader.
+            .filter(|(n, _)| n.starts_with("notify") || n.starts_with("claimtop-inoti"))
             .map(|(_, t)| t)
             .sum::<Duration>()
     };
@@ -1281,10 +1287,19 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     }
     term.draw(|f| view::draw(f, &app))?;
     let first_frame = t0.elapsed();
-    // The watcher's start-up (the debouncer stats every file in the claims
-    // dir for its file-id cache) runs on its own thread after `watch`
-    // returns: let it finish, applying whatever arrives, before the idle
+    // A big root's first frame shows its head: start-up ends only with the
+    // whole listing in, and the memory it replaced handed back a second
+    // later. Let that finish, applying whatever arrives, before the idle
     // window opens.
+    let mut whole = app.claims.listing_head().is_none();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !whole && Instant::now() < deadline {
+        if let Ok(a) = rx.recv_timeout(Duration::from_secs(1)) {
+            whole = matches!(&a, Action::Mirror { delta, .. }
+                if delta.whole.as_ref().is_some_and(|w| !w.partial));
+            update(&mut app, a);
+        }
+    }
     let settle = Instant::now() + IDLE_SETTLE;
     while Instant::now() < settle {
         if let Ok(a) = rx.recv_timeout(settle.saturating_duration_since(Instant::now())) {

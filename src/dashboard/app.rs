@@ -964,7 +964,11 @@ impl Claims {
         if self.tallies.len() <= i {
             self.tallies.resize(i + 1, Tally::default());
         }
-        let moved = self.tallies[i] != t;
+        let was = &self.tallies[i];
+        // The mirror keeps an unchanged list as the same Arc: a compare of
+        // the lists themselves only when it made a new one.
+        let moved = was.counts != t.counts
+            || (!Arc::ptr_eq(&was.hazards, &t.hazards) && was.hazards != t.hazards);
         self.tallies[i] = t;
         moved
     }

@@ -112,6 +112,13 @@ impl FleetReader {
         out
     }
 
+    /// Know these hosts as a reading would name them (tests).
+    #[cfg(test)]
+    pub(super) fn know(&mut self, hosts: &[crate::store::fleet::HostInfo]) {
+        self.hosts = hosts.iter().map(|h| h.host_id.clone()).collect();
+        self.places = Places::of(hosts);
+    }
+
     /// Take a reading in: who is online now, and for each host that is
     /// not, the last time it was seen (here or by its own record).
     fn took(&mut self, mut fleet: FleetState, now: i64) -> Action {
