@@ -439,7 +439,7 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
 
 #[test]
 fn a_decommissioned_host_is_forgotten_only_once_offline_and_leaves_nothing_behind() {
-    let Some(f) = Fleet::start("/fleet9") else {
+    let Some(f) = Fleet::start("/fleetforget") else {
         return;
     };
     let a = root_dir();
@@ -479,7 +479,7 @@ fn a_decommissioned_host_is_forgotten_only_once_offline_and_leaves_nothing_behin
     let left = rt
         .block_on(
             client.get(
-                "/fleet9/hosts/",
+                "/fleetforget/hosts/",
                 Some(
                     etcd_client::GetOptions::new()
                         .with_prefix()
