@@ -106,6 +106,8 @@ pub fn hazards_after_force_release(b: Backend) {
         "{listed}"
     );
     dash.keys(&["Escape"]);
+    // An Esc followed at once by `q` reads as Alt+q: wait for it to land.
+    dash.wait_for("the hazards list closed", |s| !s.contains("hazards (1)"));
     dash.quit();
 }
 
