@@ -175,7 +175,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
     while pump(&mut app, &rx, Duration::from_millis(50), &mut dirty) {}
     // The new claims must be on screen: filter to them, as an operator
     // watching for them would.
-    app.table.filter = claimtop::dashboard::app::Filter::parse("fig12");
+    app.table.filter = claimtop::dashboard::model::Filter::parse("fig12");
     app.rebuild_rows();
     let samples = if quick { 6 } else { 90 };
     let opts = AcquireOpts::default();

@@ -6,8 +6,8 @@
 //! run (in `out`), and the service's replies come back as messages. Memory
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
-use super::app::EventRow;
 use super::input::TextInput;
+use super::model::EventRow;
 use crate::events::backward::{Needle, SearchFrom};
 use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;

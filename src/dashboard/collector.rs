@@ -11,9 +11,9 @@
 //! with a connection for the header's facts.
 
 use super::action::Action;
-use super::app::EVENTS_RING;
 use super::fleet_reader::FleetReader;
 pub use super::heard::{line_of, Heard};
+use super::model::EVENTS_RING;
 use super::store_view::StoreMsg;
 use crate::claims::{now_ms, Root};
 use crate::store::file::feed::{FeedOpts, DEBOUNCE};

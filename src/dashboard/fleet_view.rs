@@ -8,7 +8,7 @@
 //! the table, filter, sort, selection and detail pane need nothing new. What
 //! the row's path cannot say (which host, which root) is kept here.
 
-use super::app::App;
+use super::model::App;
 use crate::claims::{encode_key, ClaimRecord, ClaimState, Status};
 use crate::store::fleet::{FleetHazard, FleetState, HostInfo};
 use serde_json::Value;

@@ -4,9 +4,9 @@
 //! [`Action::Log`](super::Action::Log), and requests go out through
 //! `app.events.browse.out`.
 
-use super::app::{App, Level, Overlay};
 use super::browse::PAGE;
 use super::keys::{self, Cmd, Pane};
+use super::model::{App, Level, Overlay};
 use super::view::layout;
 use super::view::timeline::{bar_width, visible_rows};
 use crate::events::history::Log;

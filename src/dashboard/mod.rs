@@ -2,7 +2,7 @@
 //! log, or of an etcd store (`collect_store`, `store_view`), with acquire /
 //! release / renew / force-release going through the same verbs as the CLI.
 //!
-//! Elm-shaped: [`app::App`] is the model, [`action::Action`] the messages,
+//! Elm-shaped: [`model::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
 //! (input, the store's change feed → collector, op worker, signals) only
 //! send actions; every read of the disk or the process table happens on
@@ -10,7 +10,6 @@
 //! and redraws only when an update says something visible changed.
 
 pub mod action;
-pub mod app;
 pub mod browse;
 pub mod collector;
 pub mod fleet_reader;
@@ -20,6 +19,7 @@ pub mod input;
 pub mod keys;
 pub mod keys_doc;
 pub mod logview;
+pub mod model;
 pub mod ops;
 pub mod roots;
 pub mod roots_update;
@@ -30,7 +30,7 @@ pub mod update;
 pub mod view;
 
 pub use action::{Action, Op, OpResult};
-pub use app::App;
+pub use model::App;
 pub use update::update;
 
 use crate::claims::{now_ms, LocalIdentity, Root};
@@ -66,7 +66,7 @@ pub struct Options {
 pub struct Opening {
     /// The `/` filter, as typed (empty: every claim).
     pub filter: String,
-    pub sort: app::Sort,
+    pub sort: model::Sort,
 }
 
 /// Most actions folded into one frame: a burst is applied as a whole, then
@@ -280,7 +280,7 @@ fn ui_loop(
         }
         let ops: Vec<Op> = app.pending.drain(..).collect();
         if ops.into_iter().any(|op| op_tx.send(op).is_err()) {
-            app.say(app::Level::Error, "the operation worker stopped");
+            app.say(model::Level::Error, "the operation worker stopped");
             dirty = true;
         }
         if app.quit {

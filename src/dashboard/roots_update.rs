@@ -5,8 +5,8 @@
 //! Pure, like `update`: what the disk says arrives as data.
 
 use super::action::{Action, Op};
-use super::app::{App, CleanConfirm, Level};
 use super::logview;
+use super::model::{App, CleanConfirm, Level};
 use super::roots::RootSet;
 use super::update::{on_events_in, update};
 
@@ -67,7 +67,7 @@ pub fn log_of_selected_root(app: &mut App) {
 
 /// The acquire form's root field: offered as the selected row's root, and
 /// there only when there is a choice to make.
-pub fn root_field(app: &App) -> Option<Box<super::app::Input>> {
+pub fn root_field(app: &App) -> Option<Box<super::model::Input>> {
     if !app.roots.is_several() {
         return None;
     }

@@ -7,8 +7,8 @@
 //! etcd key (`Listing`'s `file`), so the table, the filter, the selection
 //! and the detail pane work unchanged.
 
-use super::app::{App, Level};
 use super::fleet_view::{take_fleet, take_published, FleetView};
+use super::model::{App, Level};
 use crate::claims::Status;
 use crate::store::fleet::FleetState;
 use crate::store::mirror::Delta;

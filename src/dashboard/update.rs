@@ -4,12 +4,12 @@
 //! clock comes in with `Tick`.
 
 use super::action::{Action, ForceOptsShown, Op, OpResult};
-use super::app::{
+use super::keys::{self, Cmd, Pane};
+use super::logview;
+use super::model::{
     AcquireForm, App, ClaimSet, CleanConfirm, Dialog, EventRow, Filter, ForceConfirm, Frozen,
     Level, Overlay, QuitConfirm, RenewForm,
 };
-use super::keys::{self, Cmd, Pane};
-use super::logview;
 use super::roots::RootSet;
 use super::view::{layout, time_bucket};
 use crate::claims::{parse_ttl_ms, HazardKind};
@@ -432,7 +432,7 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
                 if app.table.sort.column == col {
                     app.table.sort.reverse = !app.table.sort.reverse;
                 } else {
-                    app.table.sort = super::app::Sort {
+                    app.table.sort = super::model::Sort {
                         column: col,
                         reverse: false,
                     };

@@ -8,8 +8,8 @@ use crate::common::*;
 use claimtop::claims::{
     self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
 };
-use claimtop::dashboard::app::ClaimSet;
 use claimtop::dashboard::collector::{Collector, Input};
+use claimtop::dashboard::model::ClaimSet;
 use claimtop::dashboard::{update, Action, App};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;

@@ -7,8 +7,8 @@
 use crate::common::*;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::action::Op;
-use claimtop::dashboard::app::Column;
 use claimtop::dashboard::fleet_view::row_path;
+use claimtop::dashboard::model::Column;
 use claimtop::dashboard::store_view::{StoreMsg, StoreView};
 use claimtop::dashboard::{update, Action, App};
 use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};

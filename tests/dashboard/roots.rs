@@ -6,8 +6,8 @@
 use crate::common::*;
 use claimtop::claims::Root;
 use claimtop::dashboard::action::{Op, RootProblem};
-use claimtop::dashboard::app::{Column, Dialog};
 use claimtop::dashboard::collector::Input;
+use claimtop::dashboard::model::{Column, Dialog};
 use claimtop::dashboard::{update, Action, App, Options};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;

@@ -167,8 +167,8 @@ fn zoom_out_shows_more_time_per_column() {
 // ------------------------------------------------------------ in the app
 
 use crate::common::{code, fixed_app, key, render, some_events, type_text};
-use claimtop::dashboard::app::Overlay;
 use claimtop::dashboard::keys::Pane;
+use claimtop::dashboard::model::Overlay;
 use claimtop::dashboard::{update, Action, App};
 use claimtop::events::backward::SearchFrom;
 use claimtop::events::service::{Anchor, Page, Request};

@@ -5,9 +5,9 @@
 use crate::common::*;
 use claimtop::claims::{ClaimState, Classifier};
 use claimtop::dashboard::action::{ForceOptsShown, Op};
-use claimtop::dashboard::app::{Column, Dialog, Level, Overlay};
 use claimtop::dashboard::collector::Input;
 use claimtop::dashboard::keys::Pane;
+use claimtop::dashboard::model::{Column, Dialog, Level, Overlay};
 use claimtop::dashboard::ops::run_op;
 use claimtop::dashboard::update::visible_signature;
 use claimtop::dashboard::{update, Action, App};

@@ -3,8 +3,8 @@
 
 use super::{clock, coarse, safe, safe_path, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::App;
 use crate::dashboard::keys::Pane;
+use crate::dashboard::model::App;
 use crate::sanitize::sanitize_bytes;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -6,10 +6,10 @@ use super::layout::{centered, wrapped_height};
 use super::{safe, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::{parse_ttl_ms, ClaimState};
-use crate::dashboard::app::{
+use crate::dashboard::input::TextInput;
+use crate::dashboard::model::{
     AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, QuitConfirm, RenewForm,
 };
-use crate::dashboard::input::TextInput;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};

@@ -1,8 +1,8 @@
 //! The tail of the events log: follows new lines, pauses when scrolled up.
 
 use super::{safe, Theme};
-use crate::dashboard::app::{App, EventRow};
 use crate::dashboard::keys::Pane;
+use crate::dashboard::model::{App, EventRow};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};

@@ -3,8 +3,8 @@
 use super::{safe, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
-use crate::dashboard::app::{App, Level, Overlay};
 use crate::dashboard::keys;
+use crate::dashboard::model::{App, Level, Overlay};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;

@@ -3,7 +3,7 @@
 
 use super::{clock, safe_path, state_label, Theme};
 use crate::claims::ClaimState;
-use crate::dashboard::app::App;
+use crate::dashboard::model::App;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;

@@ -16,7 +16,7 @@ mod store;
 pub mod table;
 pub mod timeline;
 
-use super::app::App;
+use super::model::App;
 use crate::claims::ClaimState;
 // Instants are worded in the crate's one home for time; the view keeps
 // only its coarse buckets.
@@ -57,7 +57,7 @@ fn draw_screen(frame: &mut Frame, app: &App) {
         return;
     };
     let theme = Theme { color: app.color };
-    if app.overlays.open == Some(super::app::Overlay::Timeline) {
+    if app.overlays.open == Some(super::model::Overlay::Timeline) {
         // The timeline takes the whole screen: the panes under it are not
         // drawn at all.
         let keep = app.timeline_keeps();
@@ -90,10 +90,10 @@ fn draw_screen(frame: &mut Frame, app: &App) {
     footer::draw_status(frame, areas.status, app, &theme);
     footer::draw_keys(frame, areas.footer, app, &theme);
     match app.overlays.open {
-        Some(super::app::Overlay::Help) => help::draw_help(frame, area, app, &theme),
-        Some(super::app::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
-        Some(super::app::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
-        Some(super::app::Overlay::Timeline) | None => {}
+        Some(super::model::Overlay::Help) => help::draw_help(frame, area, app, &theme),
+        Some(super::model::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
+        Some(super::model::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
+        Some(super::model::Overlay::Timeline) | None => {}
     }
     if app.events.browse.raw {
         browse::draw_raw(frame, area, &app.events.browse, &theme);
@@ -119,11 +119,11 @@ pub fn overlay_max_scroll(app: &App) -> u16 {
 fn too_small(frame: &mut Frame, app: &App) {
     let area = frame.area();
     let theme = Theme { color: app.color };
-    if let Some(d @ super::app::Dialog::Quit(_)) = &app.overlays.dialog {
+    if let Some(d @ super::model::Dialog::Quit(_)) = &app.overlays.dialog {
         dialogs::draw(frame, area, d, app, &theme);
         return;
     }
-    if app.overlays.open == Some(super::app::Overlay::Help) {
+    if app.overlays.open == Some(super::model::Overlay::Help) {
         help::draw_help(frame, area, app, &theme);
         return;
     }

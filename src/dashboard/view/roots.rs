@@ -5,7 +5,7 @@
 
 use super::{safe, safe_path, Theme};
 use crate::claims::{ClaimState, Counts};
-use crate::dashboard::app::{App, Column};
+use crate::dashboard::model::{App, Column};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;

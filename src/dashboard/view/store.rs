@@ -3,7 +3,7 @@
 
 use super::{clock, safe, Theme};
 use crate::claims::words::count;
-use crate::dashboard::app::{App, Column};
+use crate::dashboard::model::{App, Column};
 use crate::dashboard::store_view::{Link, StoreView};
 use crate::store::fleet::RootState;
 use ratatui::text::{Line, Span};

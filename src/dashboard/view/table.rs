@@ -3,9 +3,9 @@
 
 use super::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::app::{find_ci, key_cell, App, Column, Filter, Widest};
 use crate::dashboard::fleet_view;
 use crate::dashboard::keys::Pane;
+use crate::dashboard::model::{find_ci, key_cell, App, Column, Filter, Widest};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -1,0 +1,161 @@
+//! What sits over the panes: the overlays, the dialogs (forms and
+//! confirmations), and the status line's message.
+
+use super::TextInput as Input;
+use crate::claims::{ClaimState, Hazard};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcquireForm {
+    pub key: Input,
+    pub holder: Input,
+    /// Empty = PID-bound to this dashboard process.
+    pub ttl: Input,
+    pub reason: Input,
+    /// Which field has the cursor (0..4).
+    pub field: usize,
+    pub error: Option<String>,
+    /// With several roots: which root to acquire in, typed as its label
+    /// (a fifth field, offered as the selected row's root). Boxed: most
+    /// dashboards have one root and never show it.
+    pub root: Option<Box<Input>>,
+}
+
+impl AcquireForm {
+    pub const LABELS: [&'static str; 4] = ["key", "holder", "ttl", "reason"];
+
+    /// How many fields Tab cycles through.
+    pub fn field_count(&self) -> usize {
+        4 + usize::from(self.root.is_some())
+    }
+
+    pub fn field_mut(&mut self) -> &mut Input {
+        match (self.field, &mut self.root) {
+            (0, _) => &mut self.key,
+            (1, _) => &mut self.holder,
+            (2, _) => &mut self.ttl,
+            (4, Some(root)) => root,
+            _ => &mut self.reason,
+        }
+    }
+
+    pub fn fields(&self) -> [&Input; 4] {
+        [&self.key, &self.holder, &self.ttl, &self.reason]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenewForm {
+    pub key: String,
+    /// The root the claim lives in (an index into the dashboard's roots).
+    pub root: usize,
+    pub holder: String,
+    pub pid: i32,
+    pub state: ClaimState,
+    pub ttl: Input,
+    /// Where the offered TTL comes from, in words.
+    pub offered: String,
+    /// The holder is not the operator: ask before acting on its behalf.
+    pub foreign: bool,
+    /// The "not yours, really?" question is showing.
+    pub confirming: bool,
+    pub error: Option<String>,
+}
+
+/// The force-release confirmation: everything the operator is about to
+/// archive, and the guard taken from the record shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForceConfirm {
+    pub key: String,
+    /// The root the claim lives in (an index into the dashboard's roots).
+    pub root: usize,
+    pub holder: Option<String>,
+    pub pid: Option<i32>,
+    pub state: ClaimState,
+    pub why: String,
+    pub acquired_at: Option<i64>,
+    /// A claim that may be held (live, or unreadable) needs the key typed
+    /// in full.
+    pub typed: Input,
+    pub error: Option<String>,
+    /// Set for a host's published copy: the force-release is asked of that
+    /// host's publisher, which carries it out in its own root.
+    pub host: Option<crate::dashboard::fleet_view::Origin>,
+}
+
+impl ForceConfirm {
+    pub fn needs_typed_key(&self) -> bool {
+        self.state.may_be_held()
+    }
+}
+
+/// Quitting while holding claims taken here: they are bound to this
+/// process, so they turn Suspect or Stale the moment it exits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuitConfirm {
+    /// The operator's own claims, by key.
+    pub keys: Vec<String>,
+    /// The root of each of `keys`, in the same order.
+    pub roots: Vec<usize>,
+}
+
+/// `doctor --fix` from the dashboard: what it will remove, shown first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanConfirm {
+    pub hazards: Vec<Hazard>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dialog {
+    Acquire(AcquireForm),
+    Renew(RenewForm),
+    ForceRelease(ForceConfirm),
+    Quit(QuitConfirm),
+    Clean(CleanConfirm),
+}
+
+/// What can sit over the panes. A new view is one more variant here, one
+/// arm in `view::draw` and a row in the keymap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    Help,
+    Hazards,
+    /// The selected claim in full (Enter).
+    Claim,
+    /// Every key's tenures over time (`t`), over the whole screen.
+    Timeline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusMsg {
+    pub text: String,
+    pub level: Level,
+    /// When it was said (the model's clock): it goes away by itself.
+    pub at: i64,
+}
+
+impl StatusMsg {
+    /// How long a message stays: errors longer, since they may need reading.
+    pub fn lifetime_ms(&self) -> i64 {
+        match self.level {
+            Level::Error => 20_000,
+            Level::Info | Level::Ok => 8_000,
+        }
+    }
+}
+
+/// What sits on top of the panes: at most one overlay, at most one dialog
+/// (a dialog is above an overlay).
+#[derive(Debug, Clone, Default)]
+pub struct Overlays {
+    pub dialog: Option<Dialog>,
+    pub open: Option<Overlay>,
+    /// Lines scrolled in the open overlay.
+    pub scroll: u16,
+}

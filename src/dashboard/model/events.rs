@@ -1,0 +1,243 @@
+//! The events pane's model: the bounded tail of the log, each line
+//! digested once at ingest, and how the pane looks at it.
+
+use crate::dashboard::browse::Browse;
+use crate::events::tail::Line;
+use std::collections::VecDeque;
+
+/// How many event lines the ring keeps (and the follower reads back at start).
+pub const EVENTS_RING: usize = 2000;
+
+/// History lines of one key in the detail pane.
+pub const DETAIL_HISTORY: usize = 8;
+
+/// One line of the events log, digested at ingest so drawing is cheap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub seq: u64,
+    /// `ts` as written (untrusted).
+    pub ts: String,
+    /// `type` as written (untrusted).
+    pub kind: String,
+    pub key: Option<String>,
+    pub holder: Option<String>,
+    /// The interesting data fields, `name=value`, space-separated.
+    pub detail: String,
+    /// The tenure it belongs to (`acquired_at` of the claim).
+    pub acquired_at: Option<i64>,
+    /// The TTL asked for: `ttl_ms` of a renewal, the span of an acquire.
+    pub ttl_ms: Option<i64>,
+    /// Why the line is not an event; `detail` then holds its first bytes.
+    pub error: Option<String>,
+    /// Which root's log it came from (0 with one root).
+    pub root: usize,
+}
+
+/// Data fields worth a column, per event type; the common ones (key,
+/// holder) have their own.
+fn interesting_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "claim_acquired" => &["pid", "expires_at", "reason"],
+        "claim_idempotent_reacquired" => &["pid", "previous_acquired_at"],
+        "claim_stale_reclaimed" => &["previous_holder", "previous_pid"],
+        "claim_released" => &["duration_held_ms"],
+        "claim_renewed" => &["ttl_ms", "previous_expires_at"],
+        "claim_force_released" => &["operator", "previous_state", "archived_to"],
+        _ => &["pid"],
+    }
+}
+
+/// Shorter names for the fields with long wire names.
+fn field_label(name: &str) -> &str {
+    match name {
+        "expires_at" => "expires",
+        "duration_held_ms" => "held",
+        "ttl_ms" => "ttl",
+        "previous_expires_at" => "was",
+        "previous_acquired_at" => "was_acquired",
+        "previous_holder" => "from",
+        "previous_pid" => "from_pid",
+        "previous_state" => "was",
+        other => other,
+    }
+}
+
+/// Append one data field's value the way an operator reads it: instants as
+/// UTC time, durations in two units, strings unquoted.
+fn push_value(out: &mut String, name: &str, v: &serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if name.ends_with("_at") => match n.as_i64() {
+            // TTLs are at most a day: the time of day is enough.
+            Some(ms) => out.push_str(&crate::time::clock(ms, false, "%H:%M:%S")),
+            None => out.push_str(&n.to_string()),
+        },
+        Value::Number(n) if name.ends_with("_ms") => match n.as_i64() {
+            Some(ms) => out.push_str(&crate::time::human_ms(ms)),
+            None => out.push_str(&n.to_string()),
+        },
+        Value::String(s) => out.push_str(s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Longest raw prefix of an unparseable line kept for display.
+const ERROR_LINE_PREFIX: usize = 160;
+
+impl EventRow {
+    pub fn from_line(seq: u64, line: &Line) -> EventRow {
+        match line.parse() {
+            Ok(ev) => {
+                let kind = ev.kind().to_string();
+                let mut detail = String::new();
+                // A line a publishing host mirrored says which host (the
+                // envelope itself never has a `host`).
+                if let Some(host) = ev.value().get("host").and_then(|h| h.as_str()) {
+                    detail.push_str("host=");
+                    detail.push_str(host);
+                }
+                if let Some(data) = ev.data() {
+                    for f in interesting_fields(&kind) {
+                        let Some(v) = data.get(*f).filter(|v| !v.is_null()) else {
+                            continue;
+                        };
+                        if !detail.is_empty() {
+                            detail.push(' ');
+                        }
+                        detail.push_str(field_label(f));
+                        detail.push('=');
+                        push_value(&mut detail, f, v);
+                    }
+                }
+                let num = |f: &str| ev.data().and_then(|d| d.get(f)).and_then(|v| v.as_i64());
+                let acquired_at = num("acquired_at");
+                let ttl_ms = match kind.as_str() {
+                    "claim_renewed" => num("ttl_ms"),
+                    "claim_acquired" => num("expires_at").zip(acquired_at).map(|(e, a)| e - a),
+                    _ => None,
+                };
+                EventRow {
+                    seq,
+                    ts: ev.ts().unwrap_or_default().to_string(),
+                    key: ev.key().map(str::to_string),
+                    holder: ev.holder().map(str::to_string),
+                    kind,
+                    detail,
+                    acquired_at,
+                    ttl_ms,
+                    error: None,
+                    root: 0,
+                }
+            }
+            Err(why) => {
+                let cut = line
+                    .text
+                    .char_indices()
+                    .nth(ERROR_LINE_PREFIX)
+                    .map_or(line.text.len(), |(i, _)| i);
+                EventRow {
+                    seq,
+                    ts: String::new(),
+                    kind: String::new(),
+                    key: None,
+                    holder: None,
+                    detail: line.text[..cut].to_string(),
+                    acquired_at: None,
+                    ttl_ms: None,
+                    error: Some(why),
+                    root: 0,
+                }
+            }
+        }
+    }
+}
+
+/// The bounded tail of the events log.
+#[derive(Debug, Clone, Default)]
+pub struct EventRing {
+    pub rows: VecDeque<EventRow>,
+    /// Sequence number the next line gets.
+    pub next_seq: u64,
+}
+
+impl EventRing {
+    pub fn push(&mut self, line: &Line) -> &EventRow {
+        if self.rows.len() >= EVENTS_RING {
+            self.rows.pop_front();
+        }
+        let row = EventRow::from_line(self.next_seq, line);
+        self.next_seq += 1;
+        self.rows.push_back(row);
+        &self.rows[self.rows.len() - 1]
+    }
+
+    pub fn clear(&mut self) {
+        self.rows.clear();
+    }
+
+    /// A line of root `root`'s log, one of several: placed among the other
+    /// roots' lines by its time, so the merged pane reads in time order
+    /// whichever follower spoke first. Lines of one log keep their order.
+    pub fn push_in(&mut self, root: usize, line: &Line) -> &EventRow {
+        if self.rows.len() >= EVENTS_RING {
+            self.rows.pop_front();
+        }
+        let mut row = EventRow::from_line(self.next_seq, line);
+        row.root = root;
+        self.next_seq += 1;
+        // The envelope's `ts` is fixed-width UTC, so text order is time
+        // order. A line without one (unparseable) stays where it arrived,
+        // and another root's such line is no landmark: it is passed over.
+        let mut at = self.rows.len();
+        if !row.ts.is_empty() {
+            while at > 0 {
+                let before = &self.rows[at - 1];
+                let later = before.ts.is_empty() || before.ts > row.ts;
+                if before.root == root || !later {
+                    break;
+                }
+                at -= 1;
+            }
+        }
+        self.rows.insert(at, row);
+        &self.rows[at]
+    }
+
+    /// Forget root `root`'s lines (its log was truncated or replaced).
+    pub fn clear_root(&mut self, root: usize) {
+        self.rows.retain(|r| r.root != root);
+    }
+}
+
+/// The events pane's own state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventsView {
+    /// Lines scrolled up from the newest; 0 = following.
+    pub scroll: usize,
+    /// Lines that arrived while scrolled up.
+    pub new_while_scrolled: usize,
+    /// Show only this key's events.
+    pub key: Option<String>,
+    /// ... of this root's log, with several roots (the same key in another
+    /// root is another claim).
+    pub key_root: Option<usize>,
+}
+
+impl EventsView {
+    /// Does the pane, filtered or not, show `row`?
+    pub fn shows(&self, row: &EventRow) -> bool {
+        self.key.as_deref().is_none_or(|k| {
+            row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
+        })
+    }
+}
+
+/// The events part: the tail of the log and how the pane looks at it.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    pub ring: EventRing,
+    pub view: EventsView,
+    pub error: Option<String>,
+    /// Browsing the whole log (instead of following its tail).
+    pub browse: Browse,
+}

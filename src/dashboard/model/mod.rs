@@ -1,0 +1,429 @@
+//! The model: every fact the screen shows, and nothing about how it is drawn.
+//!
+//! Claims are keyed by lockfile path so a change touches exactly the
+//! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
+//! over; it is rebuilt only when the claims, the filter or the sort change.
+
+mod claims;
+mod dialogs;
+mod events;
+mod filter;
+mod table;
+
+pub use super::input::TextInput;
+pub use super::input::TextInput as Input;
+pub use claims::{ClaimSet, Claims, Frozen};
+pub use dialogs::{
+    AcquireForm, CleanConfirm, Dialog, ForceConfirm, Level, Overlay, Overlays, QuitConfirm,
+    RenewForm, StatusMsg,
+};
+pub use events::{EventRing, EventRow, Events, EventsView, DETAIL_HISTORY, EVENTS_RING};
+pub use filter::{contains_ci, find_ci, Filter, Term, FILTER_FIELDS};
+pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
+
+use super::action::Op;
+use super::keys::Pane;
+use super::roots::RootSet;
+use super::timeline::Timeline;
+use super::Options;
+use crate::claims::{LocalIdentity, Root, Status};
+use crate::store::mirror::judge::{copy_words_at, words_at};
+use filter::term_matches;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The whole model.
+pub struct App {
+    /// The first root named: the one-root views (the timeline, the whole
+    /// log) read its events log.
+    pub root: Root,
+    /// Every root watched, the first included.
+    pub roots: RootSet,
+    /// The root whose events log the whole-log views (the timeline, the
+    /// events search) read: the first, until `t` opens on another root's row.
+    pub log_root: usize,
+    pub read_only: bool,
+    pub color: bool,
+    pub demo: bool,
+    /// Times in the local zone (with its offset) instead of UTC.
+    pub local_time: bool,
+    /// The clock of the last tick (epoch ms).
+    pub now: i64,
+    /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
+    /// and the only one it releases without force.
+    pub operator: String,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    pub focus: Pane,
+    /// The focused pane fills the body (`z`); Tab still moves the focus,
+    /// and the zoom follows it.
+    pub zoomed: bool,
+    pub claims: Claims,
+    pub table: TableView,
+    pub events: Events,
+    pub overlays: Overlays,
+    pub timeline: Timeline,
+    pub status: Option<StatusMsg>,
+    pub quit: bool,
+    /// Releases still to finish before quitting (the quit dialog's "release").
+    pub quit_after: Option<usize>,
+    /// Ctrl-Z asked: the loop hands the terminal back and stops the process.
+    pub suspend: bool,
+    /// Text for the terminal's clipboard (OSC 52), written by the loop.
+    pub clipboard: Option<String>,
+    /// The help was opened once: the status line's legend hint has done
+    /// its job.
+    pub seen_help: bool,
+    /// Mutations waiting to be handed to the worker.
+    pub pending: Vec<Op>,
+    /// Set when the claims come from a store with a connection (etcd):
+    /// its header, its link and the lease behind each claim.
+    pub store: Option<super::store_view::StoreView>,
+}
+
+impl App {
+    /// A model for `identity`, acting as `operator`. Both are read by the
+    /// caller (the collector's side): the model reads nothing.
+    pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
+        let table = TableView {
+            sort: opts.opening.sort,
+            filter: Filter::parse(&opts.opening.filter),
+            filter_history: [opts.opening.filter.clone()]
+                .into_iter()
+                .filter(|f| !f.trim().is_empty())
+                .collect(),
+            ..TableView::default()
+        };
+        App {
+            roots: RootSet::new(opts.root.clone(), &opts.more_roots),
+            log_root: 0,
+            root: opts.root,
+            read_only: opts.read_only,
+            color: !opts.no_color,
+            demo: opts.demo,
+            local_time: opts.local_time,
+            now,
+            operator,
+            size: (80, 24),
+            focus: Pane::Table,
+            zoomed: false,
+            claims: Claims::new(identity),
+            table,
+            events: Events::default(),
+            overlays: Overlays::default(),
+            timeline: Timeline::new(now),
+            status: None,
+            quit: false,
+            quit_after: None,
+            suspend: false,
+            clipboard: None,
+            seen_help: false,
+            pending: Vec::new(),
+            store: None,
+        }
+    }
+
+    /// How the panes are arranged now.
+    pub fn look(&self) -> crate::dashboard::view::layout::Look {
+        crate::dashboard::view::layout::Look {
+            focus: self.focus,
+            zoomed: self.zoomed,
+        }
+    }
+
+    /// Re-word the selected claim's reason at the shown clock.
+    ///
+    /// The tick judges every claim's state but words the reason (with its
+    /// countdown) only for the claim the detail pane shows; whichever claim
+    /// becomes selected is re-worded here first.
+    pub fn refresh_selected_why(&mut self) {
+        let Some(path) = self.table.rows.get(self.table.selected).cloned() else {
+            return;
+        };
+        let now = self.shown_now();
+        let copy = self
+            .store
+            .as_ref()
+            .is_some_and(|v| v.fleet.origin(&path).is_some());
+        // A store's own claims are judged by the store (their lease is
+        // their liveness): there is no pid here to re-word them by.
+        if self.store.is_some() && !copy {
+            return;
+        }
+        let claims = &mut self.claims;
+        let set = match claims.frozen.as_mut() {
+            Some(f) => &mut f.claims,
+            None => &mut claims.live,
+        };
+        let Some(s) = set.by_path.get_mut(&path) else {
+            return;
+        };
+        let why = match &s.record {
+            None => return,
+            Some(_) if copy => match copy_words_at(s, now) {
+                Some(w) => w,
+                None => return,
+            },
+            Some(rec) => words_at(rec, now, &claims.identity, &claims.pids),
+        };
+        if s.why != why {
+            // The mirror's copy stays as it was: only the shown one moves.
+            Arc::make_mut(s).why = why;
+        }
+    }
+
+    /// The claims the view shows: the frozen ones while paused.
+    pub fn shown(&self) -> &ClaimSet {
+        self.claims.shown()
+    }
+
+    /// The header's hazard count: this root's (or store's) own, plus what
+    /// publishing hosts found in theirs — the count `list` prints.
+    pub fn hazard_count(&self) -> usize {
+        self.claims.hazard_count() + self.fleet_hazards().len()
+    }
+
+    /// The hazards publishing hosts reported (none without a store).
+    pub fn fleet_hazards(&self) -> &[crate::store::fleet::FleetHazard] {
+        self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
+    }
+
+    /// The clock the view shows.
+    pub fn shown_now(&self) -> i64 {
+        self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
+    }
+
+    pub fn paused(&self) -> bool {
+        self.claims.frozen.is_some()
+    }
+
+    /// Which keys the timeline shows: the table's filter, applied to keys.
+    /// Key and bare words match the key's name (bare words also the claim's
+    /// holder and reason, as in the table), holder any holder the log has
+    /// for the key, and state, harness and reason the key's claim as the
+    /// table shows it now.
+    pub fn timeline_keeps(&self) -> impl Fn(&str) -> bool + '_ {
+        let f = &self.table.filter;
+        let claims: HashMap<&str, &Status> = if f.is_empty() {
+            HashMap::new()
+        } else {
+            self.shown()
+                .by_path
+                .values()
+                .map(|s| (s.key.as_str(), &**s))
+                .collect()
+        };
+        let tenures = self.timeline.shown();
+        move |key: &str| {
+            f.is_empty()
+                || f.matches_by(|t| match t {
+                    Term::Key(v) => contains_ci(key, v),
+                    Term::Any(v) => {
+                        contains_ci(key, v) || claims.get(key).is_some_and(|s| term_matches(t, s))
+                    }
+                    Term::Holder(v) => tenures.is_some_and(|ix| {
+                        ix.tenures_of(key)
+                            .iter()
+                            .any(|x| contains_ci(ix.holder_name(x.holder), v))
+                    }),
+                    _ => claims.get(key).is_some_and(|s| term_matches(t, s)),
+                })
+        }
+    }
+
+    /// The selected claim, if any row is selected.
+    pub fn selected_status(&self) -> Option<&Status> {
+        self.table
+            .rows
+            .get(self.table.selected)
+            .and_then(|p| self.shown().get(p))
+    }
+
+    /// Rebuild the rows from the shown claims, keeping the selection on the
+    /// same lockfile when it is still there.
+    pub fn rebuild_rows(&mut self) {
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        let shown = self.claims.shown();
+        let mut rows: Vec<(&Arc<Path>, &Status)> = shown
+            .by_path
+            .iter()
+            .map(|(p, s)| (p, &**s))
+            .filter(|(_, s)| t.filter.matches(s))
+            .collect();
+        let col = t.sort.column;
+        rows.sort_by(|a, b| compare(col, a.1, b.1));
+        if t.sort.reverse {
+            rows.reverse();
+        }
+        let mut widest = Widest::default();
+        for (_, s) in &rows {
+            widest.fit(s, shown.rules_of(s));
+        }
+        t.widest = widest;
+        t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+
+    /// Move just these claims to their sorted places, when only they changed
+    /// (a TTL crossing): a full rebuild re-sorts every row, which over
+    /// 10 000 claims costs milliseconds a tick.
+    pub fn reposition_rows(&mut self, moved: &[Arc<Path>]) {
+        if self.paused() {
+            return;
+        }
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        t.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (t.sort.column, t.sort.reverse);
+        let live = &self.claims.live;
+        for p in moved {
+            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
+                continue;
+            };
+            let pos = t.rows.partition_point(|r| {
+                live.get(r).is_some_and(|other| {
+                    let ord = compare(col, other, s);
+                    if reverse {
+                        ord == Ordering::Greater
+                    } else {
+                        ord == Ordering::Less
+                    }
+                })
+            });
+            t.rows.insert(pos, Arc::clone(p));
+            t.widest.fit(s, live.rules_of(s));
+        }
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+
+    pub fn clamp_selection(&mut self) {
+        let t = &mut self.table;
+        t.selected = t.selected.min(t.rows.len().saturating_sub(1));
+    }
+
+    /// Events the pane shows (frozen while paused, this key's only when
+    /// filtered), oldest first.
+    pub fn shown_events(&self) -> impl DoubleEndedIterator<Item = &EventRow> + '_ {
+        let upto = self
+            .claims
+            .frozen
+            .as_ref()
+            .map_or(u64::MAX, |f| f.events_seq);
+        let view = &self.events.view;
+        self.events
+            .ring
+            .rows
+            .iter()
+            .filter(move |r| r.seq < upto)
+            .filter(move |r| view.shows(r))
+    }
+
+    /// Events the pane would show that arrived since `p` froze it: what a
+    /// paused operator is missing.
+    pub fn events_since_pause(&self) -> usize {
+        let Some(from) = self.claims.frozen.as_ref().map(|f| f.events_seq) else {
+            return 0;
+        };
+        let view = &self.events.view;
+        self.events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .take_while(|r| r.seq >= from)
+            .filter(|r| view.shows(r))
+            .count()
+    }
+
+    /// The last [`DETAIL_HISTORY`] events of `key`, oldest first.
+    pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
+        self.history_where(key, None)
+    }
+
+    /// The history of the claim `s`: its key's events in its own root's log
+    /// (the same key in another root is another claim).
+    pub fn history_of_claim(&self, s: &Status) -> Vec<&EventRow> {
+        let root = self.roots.is_several().then(|| self.roots.of(s));
+        self.history_where(&s.key, root)
+    }
+
+    fn history_where(&self, key: &str, root: Option<usize>) -> Vec<&EventRow> {
+        let mut v: Vec<&EventRow> = self
+            .events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .filter(|r| r.key.as_deref() == Some(key))
+            .filter(|r| root.is_none_or(|i| r.root == i))
+            .take(DETAIL_HISTORY)
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// The TTL last asked for this tenure of `key` (a renewal's, else the
+    /// acquire's), as the events tail tells it.
+    pub fn asked_ttl(&self, key: &str, acquired_at: i64) -> Option<i64> {
+        self.events
+            .ring
+            .rows
+            .iter()
+            .rev()
+            .filter(|r| r.key.as_deref() == Some(key) && r.acquired_at == Some(acquired_at))
+            .find_map(|r| r.ttl_ms)
+    }
+
+    /// The live claims held as this dashboard's operator, by key.
+    pub fn own_claims(&self) -> Vec<String> {
+        self.own_claims_by_root()
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect()
+    }
+
+    /// The live claims held as this dashboard's operator, with the root
+    /// each lives in, by key then root.
+    pub fn own_claims_by_root(&self) -> Vec<(usize, String)> {
+        let mut keys: Vec<(usize, String)> = self
+            .claims
+            .live
+            .by_path
+            .values()
+            .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
+            .map(|s| (self.roots.of(s), s.key.clone()))
+            .collect();
+        keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+        keys
+    }
+
+    /// Show a store's claims (etcd) rather than a root's: its header, its
+    /// lease column, and hazards as the store judges them.
+    pub fn over_store(&mut self, view: super::store_view::StoreView) {
+        self.store = Some(view);
+        // A store's keys are no lockfiles: their own hazards are the
+        // store's kinds (the census's rules for a store).
+        self.claims.live.store_keys = true;
+    }
+
+    pub fn say(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some(StatusMsg {
+            text: text.into(),
+            level,
+            at: self.now,
+        });
+    }
+}
