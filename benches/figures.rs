@@ -1326,7 +1326,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
             let counts = app.claims.live.counts;
-            dirty |= update(&mut app, a);
+            dirty |= update(&mut app, a).redraw;
             if is_tick {
                 ticks += 1;
                 if std::env::var_os("CLAIMTOP_BENCH_TRACE").is_some() {

@@ -121,9 +121,9 @@ fn start(app: &App, tx: &Sender<Action>) -> Res<Readers> {
 fn pump(app: &mut App, rx: &Receiver<Action>, wait: Duration, dirty: &mut bool) -> bool {
     match rx.recv_timeout(wait) {
         Ok(a) => {
-            *dirty |= update(app, a);
+            *dirty |= update(app, a).redraw;
             for a in rx.try_iter().take(511) {
-                *dirty |= update(app, a);
+                *dirty |= update(app, a).redraw;
             }
             true
         }

@@ -6,7 +6,7 @@
 
 use claimtop::claims::{now_ms, LocalIdentity, Root};
 use claimtop::dashboard::collector::{Input, Source};
-use claimtop::dashboard::store_view::StoreView;
+use claimtop::dashboard::model::store::StoreView;
 use claimtop::dashboard::{update, view, Action, App, Options};
 use claimtop::store::{OpenOpts, StoreUrl};
 use ratatui::backend::TestBackend;
@@ -72,9 +72,9 @@ impl Headless {
         let Ok(first) = self.rx.recv_timeout(wait) else {
             return false;
         };
-        let mut dirty = update(&mut self.app, first);
+        let mut dirty = update(&mut self.app, first).redraw;
         for next in self.rx.try_iter().take(512) {
-            dirty |= update(&mut self.app, next);
+            dirty |= update(&mut self.app, next).redraw;
         }
         if dirty {
             self.draw();

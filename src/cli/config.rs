@@ -5,7 +5,7 @@
 //! or a value it cannot use is an error naming it, never ignored: a setting
 //! that silently does nothing is worse than none.
 
-use crate::dashboard::app::{Column, Filter, Sort};
+use crate::dashboard::model::{Column, Filter, Sort};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -39,7 +39,7 @@ pub enum Action {
     InRoot(usize, Box<Action>),
     /// What only a store with a connection says (a dashboard over etcd):
     /// its header facts, its watch's ups and downs, its publishing hosts.
-    Store(Box<super::store_view::StoreMsg>),
+    Store(Box<super::model::store::StoreMsg>),
 }
 
 pub use crate::claims::root::RootProblem;

@@ -13,8 +13,8 @@
 use super::action::Action;
 use super::fleet_reader::FleetReader;
 pub use super::heard::{line_of, Heard};
+use super::model::store::StoreMsg;
 use super::model::EVENTS_RING;
-use super::store_view::StoreMsg;
 use crate::claims::{now_ms, Root};
 use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;

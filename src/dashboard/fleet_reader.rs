@@ -9,7 +9,7 @@
 
 use super::action::Action;
 use super::heard::{line_of, Heard};
-use super::store_view::StoreMsg;
+use super::model::store::StoreMsg;
 use crate::events::tail::Line;
 use crate::store::fleet::{FleetState, Places};
 use crate::store::Store;

@@ -1,5 +1,5 @@
 //! The interactive dashboard: a live view of one claims root and its events
-//! log, or of an etcd store (`collect_store`, `store_view`), with acquire /
+//! log, or of an etcd store (`model::store`, `update::store`), with acquire /
 //! release / renew / force-release going through the same verbs as the CLI.
 //!
 //! Elm-shaped: [`model::App`] is the model, [`action::Action`] the messages,
@@ -18,12 +18,9 @@ mod heard;
 pub mod input;
 pub mod keys;
 pub mod keys_doc;
-pub mod logview;
 pub mod model;
 pub mod ops;
 pub mod roots;
-pub mod roots_update;
-pub mod store_view;
 pub mod terminal;
 pub mod timeline;
 pub mod update;
@@ -31,7 +28,7 @@ pub mod view;
 
 pub use action::{Action, Op, OpResult};
 pub use model::App;
-pub use update::update;
+pub use update::{update, Effects};
 
 use crate::claims::{now_ms, LocalIdentity, Root};
 use crate::events::file_history::FileHistory;
@@ -133,7 +130,7 @@ pub fn run_store(
     let (tx, rx) = channel::<Action>();
     let now = now_ms();
     let mut app = App::new(opts, now, identity, operator);
-    app.over_store(store_view::StoreView::new(collector_store.url(), now));
+    app.over_store(model::store::StoreView::new(collector_store.url(), now));
     let inbox = spawn_store_readers(collector_store, &source, &tx)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
@@ -267,35 +264,33 @@ fn ui_loop(
     let mut screen = terminal::Screen::enter()?;
     terminal::spawn_input(tx.clone())?;
     let size = screen.term.size()?;
-    update(app, Action::Resize(size.width, size.height));
+    let _ = update(app, Action::Resize(size.width, size.height));
     draw(&mut screen, app)?;
     while let Ok(first) = rx.recv() {
-        let mut dirty = update(app, first);
+        let mut fx = update(app, first);
         for next in rx.try_iter().take(MAX_BATCH) {
-            dirty |= update(app, next);
+            fx.absorb(update(app, next));
         }
         // A stopped service only costs the whole-log views; the rest goes on.
-        for req in app.events.browse.out.drain(..) {
+        for req in fx.log {
             let _ = log_tx.send(req);
         }
-        let ops: Vec<Op> = app.pending.drain(..).collect();
-        if ops.into_iter().any(|op| op_tx.send(op).is_err()) {
+        if fx.ops.into_iter().any(|op| op_tx.send(op).is_err()) {
             app.say(model::Level::Error, "the operation worker stopped");
-            dirty = true;
+            fx.redraw = true;
         }
-        if app.quit {
+        if fx.quit {
             break;
         }
-        if let Some(text) = app.clipboard.take() {
+        if let Some(text) = fx.clipboard {
             // Best effort: a terminal that ignores OSC 52 ignores it quietly.
             let _ = terminal::osc52(&text);
         }
-        if app.suspend {
-            app.suspend = false;
+        if fx.suspend {
             screen.suspend()?;
-            dirty = true;
+            fx.redraw = true;
         }
-        if dirty {
+        if fx.redraw {
             draw(&mut screen, app)?;
         }
     }

@@ -535,7 +535,7 @@ pub fn collect(app: &mut App, c: &mut Collector, input: Input) -> bool {
     c.handle(input, NOW)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a) | dirty)
+        .fold(false, |dirty, a| update(app, a).redraw | dirty)
 }
 
 /// A second of the collector's clock, applied: what time changed, then
@@ -544,7 +544,7 @@ pub fn tick(app: &mut App, c: &mut Collector, now: i64) -> bool {
     c.tick(now)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a) | dirty)
+        .fold(false, |dirty, a| update(app, a).redraw | dirty)
 }
 
 /// What the root's feed would say of these paths changing: a lockfile of
@@ -672,6 +672,7 @@ impl World {
                 delta: Box::new(d),
             },
         )
+        .redraw
     }
 
     /// A second of the mirror's clock, applied: what time changed, then
@@ -686,9 +687,10 @@ impl World {
                     root: self.root,
                     delta: Box::new(d),
                 },
-            );
+            )
+            .redraw;
         }
-        update(app, Action::Tick(now)) | dirty
+        update(app, Action::Tick(now)).redraw | dirty
     }
 }
 

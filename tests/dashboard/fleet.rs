@@ -5,12 +5,13 @@
 //! a copy going to its host.
 
 use crate::common::*;
+use crate::effects::{asked_log, clear_log, ops, update};
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::action::Op;
 use claimtop::dashboard::fleet_view::row_path;
+use claimtop::dashboard::model::store::{StoreMsg, StoreView};
 use claimtop::dashboard::model::Column;
-use claimtop::dashboard::store_view::{StoreMsg, StoreView};
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::{Action, App};
 use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::Listing;
 use ratatui::crossterm::event::KeyCode;
@@ -19,7 +20,7 @@ use serde_json::{json, Value};
 const URL: &str = "etcd://10.0.0.1:2379/fno";
 
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg)))
+    update(app, Action::Store(Box::new(msg))).redraw
 }
 
 fn root_a() -> PublishedRoot {
@@ -281,7 +282,7 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         app.overlays.dialog.is_none(),
         "no clean dialog over a host's hazards"
     );
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
 
     // The hazards go with the host's next listing.
     store(
@@ -431,7 +432,7 @@ fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
     // Live: the key is typed in full.
     type_text(&mut app, "build/x86");
     update(&mut app, code(KeyCode::Enter));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::AskHost {
             host_id,
             hostname,
@@ -468,9 +469,9 @@ fn f_on_a_store_claim_stays_the_stores_own_force_release() {
     type_text(&mut app, "deploy/prod");
     update(&mut app, code(KeyCode::Enter));
     assert!(
-        matches!(app.pending.as_slice(), [Op::ForceRelease { key, .. }] if key == "deploy/prod"),
+        matches!(ops().as_slice(), [Op::ForceRelease { key, .. }] if key == "deploy/prod"),
         "{:?}",
-        app.pending
+        ops()
     );
 }
 
@@ -481,7 +482,7 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
     for c in ['a', 'r', 'n'] {
         app.status = None;
         update(&mut app, key(c));
-        assert!(app.pending.is_empty());
+        assert!(ops().is_empty());
         assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
         let said = app
             .status
@@ -559,15 +560,12 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         root_id: root_a().id,
     };
     assert!(
-        app.events
-            .browse
-            .out
-            .contains(&Request::OpenLog(mirrored.clone())),
+        asked_log().contains(&Request::OpenLog(mirrored.clone())),
         "{:?}",
-        app.events.browse.out
+        asked_log()
     );
     // The followed lines the views take are that root's, not the store's.
-    app.events.browse.out.clear();
+    clear_log();
     let own = claimtop::events::tail::Line {
         text: r#"{"type":"claim_acquired","data":{"key":"deploy/prod"}}"#.into(),
         offset: 90,
@@ -593,8 +591,8 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
     app.table.selected = native;
     update(&mut app, key('t'));
     assert!(
-        app.events.browse.out.contains(&Request::OpenLog(Log::Own)),
+        asked_log().contains(&Request::OpenLog(Log::Own)),
         "{:?}",
-        app.events.browse.out
+        asked_log()
     );
 }

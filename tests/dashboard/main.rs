@@ -6,6 +6,7 @@ mod common;
 
 mod counts;
 mod e2e_tmux;
+mod effects;
 mod fleet;
 mod roots;
 mod snapshots;

@@ -4,11 +4,12 @@
 //! whole screens at 80×24 and 160×48 with three roots.
 
 use crate::common::*;
+use crate::effects::{asked_log, clear_log, ops, update};
 use claimtop::claims::Root;
 use claimtop::dashboard::action::{Op, RootProblem};
 use claimtop::dashboard::collector::Input;
 use claimtop::dashboard::model::{Column, Dialog};
-use claimtop::dashboard::{update, Action, App, Options};
+use claimtop::dashboard::{Action, App, Options};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
 use std::sync::mpsc::channel;
@@ -320,11 +321,7 @@ fn f_shows_the_selected_claims_events_from_its_own_root_only() {
 
 fn asked_to_open_a_log(app: &App) -> bool {
     use claimtop::events::service::Request;
-    app.events
-        .browse
-        .out
-        .iter()
-        .any(|r| matches!(r, Request::Open(_)))
+    asked_log().iter().any(|r| matches!(r, Request::Open(_)))
 }
 
 #[test]
@@ -336,14 +333,14 @@ fn the_timeline_opens_on_the_selected_rows_root_and_says_whose_log_it_reads() {
     assert_eq!(app.log_root, 1);
     let b_log = Root::with_events_here(ROOT_B).events_file();
     assert!(
-        app.events.browse.out.contains(&Request::Open(b_log)),
+        asked_log().contains(&Request::Open(b_log)),
         "{:?}",
-        app.events.browse.out
+        asked_log()
     );
     assert!(render(&app).contains("log of root ana/api"));
     // Opening it again on the same root indexes nothing again.
     update(&mut app, key('t'));
-    app.events.browse.out.clear();
+    clear_log();
     update(&mut app, key('t'));
     assert!(!asked_to_open_a_log(&app));
 }
@@ -405,7 +402,7 @@ fn force_release_acts_on_the_selected_rows_root() {
     assert!(render(&app).contains("/home/ana/api"));
     type_text(&mut app, "deploy:api");
     update(&mut app, code(KeyCode::Enter));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::In { root: 1, op }] => {
             assert!(matches!(**op, Op::ForceRelease { ref key, .. } if key == "deploy:api"))
         }
@@ -442,13 +439,13 @@ fn the_acquire_form_offers_the_selected_rows_root_and_refuses_an_unknown_one() {
         .error
         .as_deref()
         .is_some_and(|e| e.contains("work, ana/api, ci/api")));
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
     for _ in 0.."nowhere".len() {
         update(&mut app, code(KeyCode::Backspace));
     }
     type_text(&mut app, "work");
     update(&mut app, code(KeyCode::Enter));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::In { root: 0, op }] => {
             assert!(matches!(**op, Op::Acquire { ref key, .. } if key == "cache:cold"))
         }
@@ -470,8 +467,7 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
         "{screen}"
     );
     update(&mut app, key('r'));
-    let roots: Vec<usize> = app
-        .pending
+    let roots: Vec<usize> = ops()
         .iter()
         .map(|op| match op {
             Op::In { root, op } if matches!(**op, Op::Release { .. }) => *root,

@@ -4,9 +4,11 @@
 //! countdown — and a whole screen with an injected store header.
 
 use crate::common::*;
+use crate::effects::update;
 use claimtop::claims::{ClaimState, Status, Sweep};
-use claimtop::dashboard::store_view::{lease_cell, Link, StoreMsg, StoreView};
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::model::store::{Link, StoreMsg, StoreView};
+use claimtop::dashboard::view::store::lease_cell;
+use claimtop::dashboard::{Action, App};
 use claimtop::store::{LeaseInfo, Listing, StoreInfo, Tenure};
 
 const URL: &str = "etcd://10.0.0.1:2379,10.0.0.2:2379/fno";
@@ -59,7 +61,7 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> Listing {
 }
 
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg)))
+    update(app, Action::Store(Box::new(msg))).redraw
 }
 
 fn info(revision: i64) -> StoreInfo {
@@ -172,17 +174,20 @@ fn a_compaction_re_lists_everything_and_says_at_which_revision() {
         store_claim("fresh", "pty:bob", 5, SEC, MIN),
         tenure(90, 60, 60),
     )];
-    assert!(update(
-        &mut app,
-        listed(
-            listing(only, 95),
-            NOW + SEC,
-            Some(
-                "revision 50 was compacted (history now starts at 80); re-reading everything"
-                    .into()
+    assert!(
+        update(
+            &mut app,
+            listed(
+                listing(only, 95),
+                NOW + SEC,
+                Some(
+                    "revision 50 was compacted (history now starts at 80); re-reading everything"
+                        .into()
+                )
             )
         )
-    ));
+        .redraw
+    );
     assert_eq!(
         app.status.as_ref().map(|s| s.text.as_str()),
         Some("store compacted: re-listed at revision 95")
@@ -240,10 +245,7 @@ fn a_claim_the_watch_names_as_gone_leaves_the_table_and_its_lease() {
     let mut gone = store_claim("migrate-db", "agent:codex-3", 1201, 0, 0);
     gone.state = ClaimState::Free;
     gone.record = None;
-    assert!(update(
-        &mut app,
-        reread(vec![(gone.clone(), None)], NOW + SEC)
-    ));
+    assert!(update(&mut app, reread(vec![(gone.clone(), None)], NOW + SEC)).redraw);
     assert_eq!(row_keys(&app), ["build/x86", "deploy/prod"]);
     let held = app.store.as_ref().and_then(|v| v.held(&gone.file));
     assert!(held.is_none());
@@ -272,10 +274,13 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
     let mut s = store_claim("migrate-db", "agent:codex-3", 1201, 10 * MIN, 50 * MIN);
     s.state = ClaimState::Suspect;
     s.why = "the lease is running but pid 1201 is gone on this machine".into();
-    assert!(update(
-        &mut app,
-        reread(vec![(s, Some(tenure(40, 3600, 2999)))], NOW + SEC)
-    ));
+    assert!(
+        update(
+            &mut app,
+            reread(vec![(s, Some(tenure(40, 3600, 2999)))], NOW + SEC)
+        )
+        .redraw
+    );
     assert_eq!(
         row_keys(&app),
         ["migrate-db", "build/x86", "deploy/prod"],
@@ -305,7 +310,7 @@ fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listi
         store_claim("a/first", "pty:alice", 7, MIN, MIN),
         tenure(3, 60, 60),
     )];
-    assert!(update(&mut app, head(listing(first, 50), NOW)));
+    assert!(update(&mut app, head(listing(first, 50), NOW)).redraw);
     assert_eq!(row_keys(&app), ["a/first"]);
     assert!(
         table_title(&app).contains("listing the store: its first 1 claims so far"),
@@ -322,7 +327,7 @@ fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listi
             tenure(4, 60, 60),
         ),
     ];
-    assert!(update(&mut app, listed(listing(all, 50), NOW, None)));
+    assert!(update(&mut app, listed(listing(all, 50), NOW, None)).redraw);
     assert_eq!(row_keys(&app), ["a/first", "z/last"]);
     assert!(!table_title(&app).contains("listing the store"));
 }

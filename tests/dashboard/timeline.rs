@@ -167,9 +167,10 @@ fn zoom_out_shows_more_time_per_column() {
 // ------------------------------------------------------------ in the app
 
 use crate::common::{code, fixed_app, key, render, some_events, type_text};
+use crate::effects::{asked_log, clear_log, pop_log, update};
 use claimtop::dashboard::keys::Pane;
 use claimtop::dashboard::model::Overlay;
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::{Action, App};
 use claimtop::events::backward::SearchFrom;
 use claimtop::events::service::{Anchor, Page, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -246,7 +247,7 @@ fn the_timeline_in_the_app_stays_live_as_events_arrive() {
     let mut l = some_events().remove(1);
     l.text = l.text.replace("build:web", "deploy:prod");
     l.offset = 10_000;
-    assert!(update(&mut app, Action::EventsAppended(vec![l])));
+    assert!(update(&mut app, Action::EventsAppended(vec![l])).redraw);
     assert!(render(&app).contains("deploy:prod"));
 }
 
@@ -258,8 +259,8 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     type_text(&mut app, "lint");
     assert!(render(&app).contains("search: lint"));
     update(&mut app, code(KeyCode::Enter));
-    let Some(Request::Search { id, needle, from }) = app.events.browse.out.pop() else {
-        panic!("{:?}", app.events.browse.out)
+    let Some(Request::Search { id, needle, from }) = pop_log() else {
+        panic!("{:?}", asked_log())
     };
     assert_eq!(
         (needle.as_str(), from),
@@ -271,7 +272,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     };
     update(&mut app, Action::Log(Box::new(found)));
     assert_eq!(
-        app.events.browse.out.pop(),
+        pop_log(),
         Some(Request::Page {
             anchor: Anchor::At(300),
             before: claimtop::dashboard::browse::PAGE,
@@ -301,7 +302,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     // n asks for the next older match, from the selected line.
     update(&mut app, key('n'));
     assert!(matches!(
-        app.events.browse.out.pop(),
+        pop_log(),
         Some(Request::Search {
             from: SearchFrom::Before(300),
             ..
@@ -361,12 +362,12 @@ fn a_log_reset_while_browsing_reindexes_before_asking_for_a_page_and_forgets_the
     let mut app = indexed_app(160, 48);
     app.focus = Pane::Events;
     update(&mut app, key('k'));
-    app.events.browse.out.clear();
+    clear_log();
     update(&mut app, Action::EventsReset);
     // The service answers in order: the page must come from the new file.
     assert!(
         matches!(
-            app.events.browse.out.as_slice(),
+            asked_log().as_slice(),
             [
                 Request::Reindex,
                 Request::Page {
@@ -376,7 +377,7 @@ fn a_log_reset_while_browsing_reindexes_before_asking_for_a_page_and_forgets_the
             ]
         ),
         "{:?}",
-        app.events.browse.out
+        asked_log()
     );
     assert!(app.timeline.tenures.is_none());
 }

@@ -3,6 +3,7 @@
 //! every mutation.
 
 use crate::common::*;
+use crate::effects::{clipboard, forget, ops, pop_log, quit, suspended, take_ops, update};
 use claimtop::claims::{ClaimState, Classifier};
 use claimtop::dashboard::action::{ForceOptsShown, Op};
 use claimtop::dashboard::collector::Input;
@@ -10,7 +11,7 @@ use claimtop::dashboard::keys::Pane;
 use claimtop::dashboard::model::{Column, Dialog, Level, Overlay};
 use claimtop::dashboard::ops::run_op;
 use claimtop::dashboard::update::visible_signature;
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::{Action, App};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
 
@@ -167,11 +168,11 @@ fn a_tick_redraws_for_the_header_clock_but_not_while_paused() {
     // PID-bound and alive: its verdict has no countdown in it.
     let s = status_of(&root, rec("k", "pty:w", ALIVE, 10 * MIN, None));
     apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
-    assert!(update(&mut app, Action::Tick(NOW + 1_000)));
+    assert!(update(&mut app, Action::Tick(NOW + 1_000)).redraw);
     assert!(render(&app).contains("08:00:01Z"), "{}", render(&app));
     update(&mut app, key('p'));
-    assert!(!update(&mut app, Action::Tick(NOW + 2_000)));
-    assert!(!update(&mut app, Action::Tick(NOW + MIN)));
+    assert!(!update(&mut app, Action::Tick(NOW + 2_000)).redraw);
+    assert!(!update(&mut app, Action::Tick(NOW + MIN)).redraw);
     assert!(
         render(&app).contains("08:00:01Z"),
         "the paused clock stands still"
@@ -185,7 +186,7 @@ fn a_countdown_in_its_last_minute_redraws_every_second() {
     let s = status_of(&root, rec("k", "pty:w", ALIVE, 10 * MIN, Some(50_000)));
     apply_sweep(&mut app, sweep_of(&root, vec![s], vec![]));
     let sig = visible_signature(&app);
-    assert!(update(&mut app, Action::Tick(NOW + 1_000)));
+    assert!(update(&mut app, Action::Tick(NOW + 1_000)).redraw);
     assert_ne!(visible_signature(&app), sig);
     assert!(render(&app).contains("in 49s"));
 }
@@ -303,7 +304,10 @@ fn j_k_g_and_shift_g_move_the_selection() {
     assert_eq!(app.table.selected, app.table.rows.len() - 1);
     update(&mut app, key('g'));
     assert_eq!(app.table.selected, 0);
-    assert!(!update(&mut app, key('k')), "nothing above the first row");
+    assert!(
+        !update(&mut app, key('k')).redraw,
+        "nothing above the first row"
+    );
 }
 
 #[test]
@@ -401,7 +405,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     // Scrolling up browses the whole log: the lines come from the file.
     assert!(app.events.browse.active);
     assert!(matches!(
-        app.events.browse.out.pop(),
+        pop_log(),
         Some(Request::Page {
             anchor: Anchor::End,
             ..
@@ -479,10 +483,13 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
 
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
     assert!(!collect(&mut app, &mut col, changed(&root, vec![b])));
-    assert!(!update(
-        &mut app,
-        Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
-    ));
+    assert!(
+        !update(
+            &mut app,
+            Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
+        )
+        .redraw
+    );
     assert_eq!(app.claims.live.len(), 2, "ingested");
     assert_eq!(row_keys(&app), ["a"], "not shown");
     assert_eq!(app.shown_events().count(), 0);
@@ -504,7 +511,7 @@ fn read_only_refuses_every_mutation_and_says_so() {
         assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
         assert!(status_text(&app).contains("read-only"), "{c}");
     }
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
 }
 
 #[test]
@@ -512,7 +519,7 @@ fn r_on_someone_elses_claim_is_refused_and_points_to_force() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('r'));
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
     let msg = status_text(&app);
     assert!(
         msg.contains("pty:worker-1") && msg.contains("use F"),
@@ -527,7 +534,7 @@ fn r_on_the_operators_own_claim_queues_a_release_as_the_operator() {
     select(&mut app, "db:migrate");
     update(&mut app, key('r'));
     assert_eq!(
-        app.pending,
+        ops(),
         [Op::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
@@ -543,13 +550,13 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     assert!(matches!(app.overlays.dialog, Some(Dialog::ForceRelease(_))));
     update(&mut app, key('y'));
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.pending.is_empty(), "y is just a typed letter here");
+    assert!(ops().is_empty(), "y is just a typed letter here");
     for _ in 0..2 {
         update(&mut app, code(KeyCode::Backspace));
     }
     type_text(&mut app, "build:we");
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.pending.is_empty(), "a prefix is not the key");
+    assert!(ops().is_empty(), "a prefix is not the key");
     match &app.overlays.dialog {
         Some(Dialog::ForceRelease(f)) => assert!(f.error.is_some()),
         other => panic!("dialog closed: {other:?}"),
@@ -558,7 +565,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     update(&mut app, code(KeyCode::Enter));
     assert!(app.overlays.dialog.is_none());
     assert_eq!(
-        app.pending,
+        ops(),
         [Op::ForceRelease {
             key: "build:web".into(),
             opts: ForceOptsShown {
@@ -589,11 +596,11 @@ fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
     update(&mut app, key('F'));
     assert!(render(&app).contains("may be LIVE"), "{}", render(&app));
     update(&mut app, key('y'));
-    assert!(app.pending.is_empty(), "y is just a typed letter here");
+    assert!(ops().is_empty(), "y is just a typed letter here");
     update(&mut app, code(KeyCode::Backspace));
     type_text(&mut app, "vault:big");
     update(&mut app, code(KeyCode::Enter));
-    let op = match app.pending.as_slice() {
+    let op = match ops().as_slice() {
         [op @ Op::ForceRelease { opts, .. }] => {
             assert!(opts.allow_live, "typed key, yet not allowed: {opts:?}");
             op.clone()
@@ -612,9 +619,9 @@ fn force_release_of_a_stale_claim_confirms_with_y_and_never_allows_live() {
     select(&mut app, "node:beta");
     update(&mut app, key('F'));
     update(&mut app, key('x'));
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
     update(&mut app, key('y'));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::ForceRelease { key, opts }] => {
             assert_eq!(key, "node:beta");
             assert!(!opts.allow_live);
@@ -630,7 +637,7 @@ fn force_release_of_a_corrupted_file_has_no_holder_guard() {
     select(&mut app, "broken");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::ForceRelease { opts, .. }] => {
             assert_eq!(opts.expect_holder, None);
             assert_eq!(opts.expect_acquired_at, None);
@@ -646,7 +653,7 @@ fn esc_closes_a_dialog_without_acting() {
     update(&mut app, key('F'));
     update(&mut app, code(KeyCode::Esc));
     assert!(app.overlays.dialog.is_none());
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
 }
 
 #[test]
@@ -662,10 +669,10 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
         other => panic!("{other:?}"),
     }
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.pending.is_empty(), "first Enter asks");
+    assert!(ops().is_empty(), "first Enter asks");
     update(&mut app, key('y'));
     assert_eq!(
-        app.pending,
+        ops(),
         [Op::Renew {
             key: "build:web".into(),
             holder: "pty:worker-1".into(),
@@ -689,7 +696,7 @@ fn renew_rejects_a_ttl_outside_the_protocol_bounds_in_the_form() {
         Some(Dialog::Renew(f)) => assert!(f.error.as_deref().unwrap_or("").contains("range")),
         other => panic!("{other:?}"),
     }
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
 }
 
 #[test]
@@ -713,7 +720,7 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
         other => panic!("{other:?}"),
     }
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.pending.is_empty(), "no key yet");
+    assert!(ops().is_empty(), "no key yet");
     type_text(&mut app, "deploy:prod");
     update(&mut app, code(KeyCode::Tab));
     update(&mut app, code(KeyCode::Tab));
@@ -721,7 +728,7 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     type_text(&mut app, "hotfix");
     update(&mut app, code(KeyCode::Enter));
     assert_eq!(
-        app.pending,
+        ops(),
         [Op::Acquire {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
@@ -736,9 +743,9 @@ fn ctrl_c_quits_even_from_a_text_input_and_q_types_there() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
     update(&mut app, key('q'));
-    assert!(!app.quit, "q is a letter of the key");
+    assert!(!quit(), "q is a letter of the key");
     update(&mut app, ctrl('c'));
-    assert!(app.quit);
+    assert!(quit());
 }
 
 #[test]
@@ -795,10 +802,13 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
 #[test]
 fn a_warning_from_the_core_lands_on_the_status_line() {
     let mut app = fixed_app(80, 24);
-    assert!(update(
-        &mut app,
-        Action::Warning("failed to emit \"claim_released\": lock timeout".into())
-    ));
+    assert!(
+        update(
+            &mut app,
+            Action::Warning("failed to emit \"claim_released\": lock timeout".into())
+        )
+        .redraw
+    );
     assert!(render(&app).contains("failed to emit"));
 }
 
@@ -858,7 +868,7 @@ fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
     select(&mut app, "k");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
-    let op = app.pending.pop().expect("an op");
+    let op = take_ops().pop().expect("an op");
     // Meanwhile the key is released and taken by someone else.
     let mut now_held = rec("k", "pty:new", i32::MAX - 7, 0, None);
     now_held.acquired_at = shown.acquired_at + 1;
@@ -881,7 +891,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     select(&mut app, "junk");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
-    let op = app.pending.pop().expect("an op");
+    let op = take_ops().pop().expect("an op");
     let r = run_op(&root, &op);
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
@@ -930,7 +940,7 @@ fn on_the_too_small_screen_no_key_acts_unseen() {
         update(&mut app, key(k));
     }
     assert!(app.overlays.dialog.is_none(), "{:?}", app.overlays.dialog);
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
     assert!(!app.paused());
     assert!(app.overlays.open.is_none());
     assert!(app.table.filter_input.is_none());
@@ -942,10 +952,10 @@ fn on_the_too_small_screen_no_key_acts_unseen() {
     update(&mut app, key('?'));
     // The operator holds db:migrate: q asks, and the question is visible.
     update(&mut app, key('q'));
-    assert!(!app.quit);
+    assert!(!quit());
     assert!(render(&app).contains("release them"), "{}", render(&app));
     update(&mut app, key('k'));
-    assert!(app.quit);
+    assert!(quit());
 }
 
 #[test]
@@ -970,7 +980,7 @@ fn on_the_too_small_screen_the_help_scrolls_and_closes_with_the_keys_it_names() 
     update(&mut app, key('?'));
     assert_eq!(app.overlays.open, None);
     // And nothing behind it acted meanwhile.
-    assert!(app.overlays.dialog.is_none() && app.pending.is_empty());
+    assert!(app.overlays.dialog.is_none() && ops().is_empty());
 }
 
 #[test]
@@ -1002,17 +1012,14 @@ fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
 
     // Nothing in the tail: the default, still not the span.
     let r = rec("quiet", OPERATOR, ALIVE, 23 * 60 * MIN, Some(30 * MIN));
+    forget();
     let mut app = app_with_events(&root, vec![status_of(&root, r)], vec![]);
     update(&mut app, key('n'));
     match &app.overlays.dialog {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "30m");
             update(&mut app, code(KeyCode::Enter));
-            assert_eq!(
-                app.pending.len(),
-                1,
-                "a default that renews, not one that fails"
-            );
+            assert_eq!(ops().len(), 1, "a default that renews, not one that fails");
         }
         other => panic!("{other:?}"),
     }
@@ -1032,7 +1039,7 @@ fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operato
     );
     assert!(screen.contains("records you"), "{screen}");
     update(&mut app, key('y'));
-    match app.pending.as_slice() {
+    match ops().as_slice() {
         [Op::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
         other => panic!("{other:?}"),
     }
@@ -1140,19 +1147,19 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     // fixed_app: the operator holds db:migrate.
     let mut app = fixed_app(80, 24);
     update(&mut app, key('q'));
-    assert!(!app.quit);
+    assert!(!quit());
     match &app.overlays.dialog {
         Some(Dialog::Quit(q)) => assert_eq!(q.keys, ["db:migrate"]),
         other => panic!("{other:?}"),
     }
     update(&mut app, code(KeyCode::Esc));
-    assert!(!app.quit && app.overlays.dialog.is_none(), "Esc stays");
+    assert!(!quit() && app.overlays.dialog.is_none(), "Esc stays");
 
     update(&mut app, key('q'));
     update(&mut app, key('r'));
-    assert!(!app.quit, "not before the release is done");
+    assert!(!quit(), "not before the release is done");
     assert_eq!(
-        app.pending,
+        ops(),
         [Op::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
@@ -1168,17 +1175,19 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
             message: "released db:migrate".into(),
         }),
     );
-    assert!(app.quit);
+    assert!(quit());
 
+    forget();
     let mut app = fixed_app(80, 24);
     update(&mut app, key('q'));
     update(&mut app, key('k'));
-    assert!(app.quit && app.pending.is_empty(), "k keeps them");
+    assert!(quit() && ops().is_empty(), "k keeps them");
 
     let (_td, root) = temp_root();
+    forget();
     let mut app = app_at(root);
     update(&mut app, key('q'));
-    assert!(app.quit, "nothing of yours: q quits at once");
+    assert!(quit(), "nothing of yours: q quits at once");
 }
 
 #[test]
@@ -1300,9 +1309,9 @@ fn esc_clears_the_f_key_filter_of_the_events_pane() {
 fn status_messages_go_away_by_themselves() {
     let mut app = fixed_app(80, 24);
     update(&mut app, Action::Warning("something failed".into()));
-    assert!(update(&mut app, Action::Tick(NOW + 5_000)) || app.status.is_some());
+    assert!(update(&mut app, Action::Tick(NOW + 5_000)).redraw || app.status.is_some());
     assert!(app.status.is_some(), "still there after 5 s");
-    assert!(update(&mut app, Action::Tick(NOW + 21_000)));
+    assert!(update(&mut app, Action::Tick(NOW + 21_000)).redraw);
     assert!(app.status.is_none(), "gone after 20 s");
 }
 
@@ -1321,7 +1330,7 @@ fn alt_slash_does_not_open_the_filter() {
 fn ctrl_z_asks_the_loop_to_suspend() {
     let mut app = fixed_app(80, 24);
     update(&mut app, ctrl('z'));
-    assert!(app.suspend && !app.quit);
+    assert!(suspended() && !quit());
 }
 
 #[test]
@@ -1573,7 +1582,7 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
         assert!(screen.contains(want), "{want}:\n{screen}");
     }
     update(&mut app, key('y'));
-    assert_eq!(app.clipboard.as_deref(), Some("build:web"));
+    assert_eq!(clipboard().as_deref(), Some("build:web"));
     assert!(status_text(&app).contains("copied build:web"));
     update(&mut app, code(KeyCode::Enter));
     assert!(app.overlays.open.is_none(), "Enter closes it again");
@@ -1592,9 +1601,9 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
         other => panic!("{other:?}"),
     }
     assert!(render(&app).contains("node%3Abeta.lock.recovery.d"));
-    assert!(app.pending.is_empty());
+    assert!(ops().is_empty());
     update(&mut app, key('y'));
-    assert_eq!(app.pending, [Op::Clean]);
+    assert_eq!(ops(), [Op::Clean]);
 
     let mut ro = fixed_app(80, 24);
     ro.read_only = true;
@@ -1637,6 +1646,7 @@ fn click(app: &mut App, x: u16, y: u16) -> bool {
             modifiers: KeyModifiers::NONE,
         }),
     )
+    .redraw
 }
 
 fn wheel(app: &mut App, x: u16, y: u16, down: bool) -> bool {
@@ -1655,6 +1665,7 @@ fn wheel(app: &mut App, x: u16, y: u16, down: bool) -> bool {
             modifiers: KeyModifiers::NONE,
         }),
     )
+    .redraw
 }
 
 #[test]
@@ -1800,14 +1811,14 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
             hazards: Vec::new(),
         })
     };
-    assert!(update(&mut app, head(listing(&["a"]), NOW)));
+    assert!(update(&mut app, head(listing(&["a"]), NOW)).redraw);
     assert_eq!(row_keys(&app), ["a"]);
     assert!(
         render(&app).contains("listing the root: its first 1 claims so far"),
         "{}",
         render(&app)
     );
-    assert!(update(&mut app, listed(listing(&["a", "b"]), NOW, None)));
+    assert!(update(&mut app, listed(listing(&["a", "b"]), NOW, None)).redraw);
     assert_eq!(row_keys(&app), ["a", "b"]);
     assert!(!render(&app).contains("listing the root"));
 }

@@ -8,6 +8,7 @@ mod claims;
 mod dialogs;
 mod events;
 mod filter;
+pub mod store;
 mod table;
 
 pub use super::input::TextInput;
@@ -21,7 +22,6 @@ pub use events::{EventRing, EventRow, Events, EventsView, DETAIL_HISTORY, EVENTS
 pub use filter::{contains_ci, find_ci, Filter, Term, FILTER_FIELDS};
 pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
 
-use super::action::Op;
 use super::keys::Pane;
 use super::roots::RootSet;
 use super::timeline::Timeline;
@@ -66,21 +66,14 @@ pub struct App {
     pub overlays: Overlays,
     pub timeline: Timeline,
     pub status: Option<StatusMsg>,
-    pub quit: bool,
     /// Releases still to finish before quitting (the quit dialog's "release").
     pub quit_after: Option<usize>,
-    /// Ctrl-Z asked: the loop hands the terminal back and stops the process.
-    pub suspend: bool,
-    /// Text for the terminal's clipboard (OSC 52), written by the loop.
-    pub clipboard: Option<String>,
     /// The help was opened once: the status line's legend hint has done
     /// its job.
     pub seen_help: bool,
-    /// Mutations waiting to be handed to the worker.
-    pub pending: Vec<Op>,
     /// Set when the claims come from a store with a connection (etcd):
     /// its header, its link and the lease behind each claim.
-    pub store: Option<super::store_view::StoreView>,
+    pub store: Option<store::StoreView>,
 }
 
 impl App {
@@ -115,12 +108,8 @@ impl App {
             overlays: Overlays::default(),
             timeline: Timeline::new(now),
             status: None,
-            quit: false,
             quit_after: None,
-            suspend: false,
-            clipboard: None,
             seen_help: false,
-            pending: Vec::new(),
             store: None,
         }
     }
@@ -412,7 +401,7 @@ impl App {
 
     /// Show a store's claims (etcd) rather than a root's: its header, its
     /// lease column, and hazards as the store judges them.
-    pub fn over_store(&mut self, view: super::store_view::StoreView) {
+    pub fn over_store(&mut self, view: store::StoreView) {
         self.store = Some(view);
         // A store's keys are no lockfiles: their own hazards are the
         // store's kinds (the census's rules for a store).

@@ -181,7 +181,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
             }
         }
     }
-    for (name, value) in crate::dashboard::store_view::tenure_fields(app, s) {
+    for (name, value) in super::store::tenure_fields(app, s) {
         f.field(name, &value);
     }
     let history = app.history_of_claim(s);

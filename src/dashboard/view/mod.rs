@@ -12,7 +12,7 @@ mod header;
 mod help;
 pub mod layout;
 mod roots;
-mod store;
+pub mod store;
 pub mod table;
 pub mod timeline;
 

@@ -3,9 +3,11 @@
 
 use super::{clock, safe, Theme};
 use crate::claims::words::count;
+use crate::claims::Status;
+use crate::dashboard::model::store::{Link, StoreView};
 use crate::dashboard::model::{App, Column};
-use crate::dashboard::store_view::{Link, StoreView};
 use crate::store::fleet::RootState;
+use crate::time::human_ms;
 use ratatui::text::{Line, Span};
 
 /// The table's columns over a store: the file dashboard's, with the lease
@@ -176,4 +178,58 @@ pub fn help_note(app: &App) -> Option<String> {
              this machine's), and the events pane marks a host's events host=NAME."
             .to_string()
     })
+}
+
+/// The lease column's cell: the time left on the claim's lease.
+pub fn lease_cell(app: &App, s: &Status) -> String {
+    app.store
+        .as_ref()
+        .and_then(|v| v.held(&s.file))
+        .map(|h| human_ms(h.remaining_ms(app.shown_now())))
+        .unwrap_or_default()
+}
+
+/// The detail pane's lines for a store claim: the fencing revision and the
+/// lease, (label, value).
+pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
+    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+        // A copy has no lease of its own here: say whose it is instead.
+        let safe = |t: &str| crate::sanitize::sanitize(t).into_owned();
+        return vec![
+            (
+                "published",
+                format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
+            ),
+            (
+                "root",
+                format!("{} (id {})", safe(&o.root_path), safe(&o.root_id)),
+            ),
+            (
+                "copy",
+                "read-only: F asks the host to force-release it in its root".into(),
+            ),
+        ];
+    }
+    let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
+        return Vec::new();
+    };
+    let l = h.tenure.lease;
+    vec![
+        (
+            "revision",
+            format!(
+                "{} (fencing token: hand it to the work this claim guards)",
+                h.tenure.revision
+            ),
+        ),
+        (
+            "lease",
+            format!(
+                "{} · ttl {} · {} left",
+                l.id_hex(),
+                human_ms(l.ttl_s * 1000),
+                human_ms(h.remaining_ms(app.shown_now()))
+            ),
+        ),
+    ]
 }

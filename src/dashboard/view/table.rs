@@ -289,7 +289,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
                 .map(|c| match c {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
                     Column::Key => key_cell(s, shown.rules_of(s)),
-                    Column::Lease => crate::dashboard::store_view::lease_cell(app, s),
+                    Column::Lease => super::store::lease_cell(app, s),
                     Column::Host => safe(&fleet_view::host_cell(app, s)).into_owned(),
                     Column::Source => fleet_view::source_cell(app, s).to_string(),
                     c => text(*c, s, now),

@@ -4,18 +4,20 @@
 //! `update::on_mirror`'s).
 //! Pure, like `update`: what the disk says arrives as data.
 
-use super::action::{Action, Op};
-use super::logview;
-use super::model::{App, CleanConfirm, Level};
-use super::roots::RootSet;
-use super::update::{on_events_in, update};
+use super::effects::Effects;
+use super::ingest::on_events_in;
+use super::whole_log as logview;
+use crate::dashboard::action::{Action, Op};
+use crate::dashboard::model::{App, CleanConfirm, Level};
+use crate::dashboard::roots::RootSet;
 
 /// A message from root `i`'s events follower.
-pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
+/// Anything else is handed back, to be taken as any root's.
+pub fn in_root(app: &mut App, i: usize, action: Action) -> Result<bool, Action> {
     // The whole-log views (timeline, browse) read one root's log: only its
     // lines and resets concern them.
     let first = i == app.log_root;
-    match action {
+    Ok(match action {
         Action::EventsAppended(lines) => {
             let tail = on_events_in(app, Some(i), &lines);
             let whole = first && logview::on_lines(app, &lines);
@@ -36,8 +38,8 @@ pub fn in_root(app: &mut App, i: usize, action: Action) -> bool {
             app.events.error = Some(e);
             changed
         }
-        other => update(app, other),
-    }
+        other => return Err(other),
+    })
 }
 
 /// The timeline opens on the selected row's root: when that is not the
@@ -67,7 +69,7 @@ pub fn log_of_selected_root(app: &mut App) {
 
 /// The acquire form's root field: offered as the selected row's root, and
 /// there only when there is a choice to make.
-pub fn root_field(app: &App) -> Option<Box<super::model::Input>> {
+pub fn root_field(app: &App) -> Option<Box<crate::dashboard::model::Input>> {
     if !app.roots.is_several() {
         return None;
     }
@@ -88,7 +90,7 @@ pub fn chosen_root(roots: &RootSet, typed: &str) -> Result<usize, String> {
 
 /// `x` confirmed over several roots: `doctor --fix` once in each root that
 /// has something to clean, each through its own root's verbs.
-pub fn clean_each_root(app: &mut App, c: &CleanConfirm) -> bool {
+pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> bool {
     let mut roots: Vec<usize> = c
         .hazards
         .iter()
@@ -97,7 +99,7 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm) -> bool {
     roots.sort_unstable();
     roots.dedup();
     for i in &roots {
-        app.pending.push(app.roots.route(*i, Op::Clean));
+        fx.ops.push(app.roots.route(*i, Op::Clean));
     }
     let names: Vec<&str> = roots.iter().map(|i| app.roots.label(*i)).collect();
     let msg = format!("clean {}…", names.join(", "));

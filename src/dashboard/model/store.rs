@@ -1,17 +1,13 @@
 //! The dashboard over a store with a connection (etcd): what the model
 //! knows about the store beside its claims — the cluster's members, leader
-//! and revision, whether it answers, and the lease behind each claim — and
-//! the pure transitions that take in what the store collector reports.
+//! and revision, whether it answers, and the lease behind each claim.
 //!
 //! Rows stay keyed by path, as on a file root: a store row's path is its
 //! etcd key (`Listing`'s `file`), so the table, the filter, the selection
 //! and the detail pane work unchanged.
 
-use super::fleet_view::{take_fleet, take_published, FleetView};
-use super::model::{App, Level};
-use crate::claims::Status;
+use crate::dashboard::fleet_view::FleetView;
 use crate::store::fleet::FleetState;
-use crate::store::mirror::Delta;
 use crate::store::{StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
@@ -128,7 +124,12 @@ impl StoreView {
     }
 
     /// Apply a probe or watch verdict at `at`; true when the link moved.
-    fn judge(&mut self, at: i64, probe_ok: Option<bool>, watch_ok: Option<bool>) -> bool {
+    pub(crate) fn judge(
+        &mut self,
+        at: i64,
+        probe_ok: Option<bool>,
+        watch_ok: Option<bool>,
+    ) -> bool {
         let before = self.link();
         self.probe_ok = probe_ok.unwrap_or(self.probe_ok);
         self.watch_ok = watch_ok.unwrap_or(self.watch_ok);
@@ -173,152 +174,4 @@ impl StoreView {
             clock(last_seen, local, "%H:%M:%S")
         ))
     }
-}
-
-/// The lease column's cell: the time left on the claim's lease.
-pub fn lease_cell(app: &App, s: &Status) -> String {
-    app.store
-        .as_ref()
-        .and_then(|v| v.held(&s.file))
-        .map(|h| human_ms(h.remaining_ms(app.shown_now())))
-        .unwrap_or_default()
-}
-
-/// The detail pane's lines for a store claim: the fencing revision and the
-/// lease, (label, value).
-pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
-    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
-        // A copy has no lease of its own here: say whose it is instead.
-        let safe = |t: &str| crate::sanitize::sanitize(t).into_owned();
-        return vec![
-            (
-                "published",
-                format!("by {} ({})", safe(&o.hostname), safe(&o.host_id)),
-            ),
-            (
-                "root",
-                format!("{} (id {})", safe(&o.root_path), safe(&o.root_id)),
-            ),
-            (
-                "copy",
-                "read-only: F asks the host to force-release it in its root".into(),
-            ),
-        ];
-    }
-    let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
-        return Vec::new();
-    };
-    let l = h.tenure.lease;
-    vec![
-        (
-            "revision",
-            format!(
-                "{} (fencing token: hand it to the work this claim guards)",
-                h.tenure.revision
-            ),
-        ),
-        (
-            "lease",
-            format!(
-                "{} · ttl {} · {} left",
-                l.id_hex(),
-                human_ms(l.ttl_s * 1000),
-                human_ms(h.remaining_ms(app.shown_now()))
-            ),
-        ),
-    ]
-}
-
-/// Take in what the store collector reported; true when the screen moved.
-pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
-    let Some(view) = app.store.as_mut() else {
-        return false;
-    };
-    match msg {
-        StoreMsg::Fleet { fleet, .. } => {
-            let hosts_moved = view.fleet.hosts != fleet.hosts;
-            let moved = take_fleet(app, *fleet);
-            super::update::rows_changed(app, &moved, false) || hosts_moved
-        }
-        StoreMsg::Published {
-            host_id,
-            root_id,
-            key,
-            item,
-            ..
-        } => {
-            let moved = take_published(app, &host_id, &root_id, &key, item);
-            super::update::rows_changed(app, moved.as_slice(), false)
-        }
-        StoreMsg::Info { info, at } => {
-            let moved = view.info.as_ref() != Some(&info);
-            view.info = Some(info);
-            view.judge(at, Some(true), None) || moved
-        }
-        StoreMsg::Unreachable { at, .. } => view.judge(at, Some(false), None),
-        StoreMsg::WatchDown { at, .. } => view.judge(at, None, Some(false)),
-        StoreMsg::WatchUp { revision, at } => {
-            if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
-                info.revision = info.revision.max(rev);
-            }
-            view.judge(at, Some(true), Some(true))
-        }
-    }
-}
-
-/// The status line after a re-list: a compaction is named as such, since
-/// it is the one an operator of etcd expects to see.
-pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
-    let at = revision.map_or_else(String::new, |r| format!(" at revision {r}"));
-    if why.contains("compacted") {
-        format!("store compacted: re-listed{at}")
-    } else {
-        format!("store re-listed{at}: {why}")
-    }
-}
-
-/// Take in what a store's mirror says of its own rows beside them: each
-/// row's tenure (its lease counts down from when it was read), the
-/// revision, a first screen's partial listing, a re-list's notice. True
-/// when the screen moved.
-pub fn on_delta(app: &mut App, d: &Delta) -> bool {
-    let Some(view) = app.store.as_mut() else {
-        return false;
-    };
-    let mut moved = false;
-    if let Some(whole) = &d.whole {
-        moved |= view.judge(d.at, None, Some(true));
-        let was = view.partial;
-        view.partial = whole.partial.then_some(d.rows.len());
-        moved |= was != view.partial;
-        // The listing is the store's own claims: the copies' rows keep
-        // no tenure here.
-        view.tenures.clear();
-        if let (Some(rev), Some(info)) = (whole.revision, view.info.as_mut()) {
-            info.revision = info.revision.max(rev);
-        }
-    }
-    for row in &d.rows {
-        match row.tenure {
-            Some(tenure) => {
-                if let Some(info) = view.info.as_mut() {
-                    info.revision = info.revision.max(tenure.revision);
-                }
-                let held = Held {
-                    tenure,
-                    read_at: d.at,
-                };
-                view.tenures.insert(Arc::clone(&row.path), held);
-            }
-            None => {
-                view.tenures.remove(&row.path);
-            }
-        }
-    }
-    if let Some(why) = d.whole.as_ref().and_then(|w| w.resync.as_deref()) {
-        let revision = d.whole.as_ref().and_then(|w| w.revision);
-        app.say(Level::Info, resync_notice(why, revision));
-        moved = true;
-    }
-    moved
 }

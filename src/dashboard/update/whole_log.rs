@@ -4,11 +4,11 @@
 //! [`Action::Log`](super::Action::Log), and requests go out through
 //! `app.events.browse.out`.
 
-use super::browse::PAGE;
-use super::keys::{self, Cmd, Pane};
-use super::model::{App, Level, Overlay};
-use super::view::layout;
-use super::view::timeline::{bar_width, visible_rows};
+use crate::dashboard::browse::PAGE;
+use crate::dashboard::keys::{self, Cmd, Pane};
+use crate::dashboard::model::{App, Level, Overlay};
+use crate::dashboard::view::layout;
+use crate::dashboard::view::timeline::{bar_width, visible_rows};
 use crate::events::history::Log;
 use crate::events::service::{Reply, Request};
 use crate::events::tail::Line;
@@ -140,7 +140,7 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
 
 /// Open the timeline.
 pub fn open_timeline(app: &mut App) -> bool {
-    super::roots_update::log_of_selected_root(app);
+    super::roots::log_of_selected_root(app);
     log_of_selected_row(app);
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {

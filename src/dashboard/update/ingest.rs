@@ -1,0 +1,216 @@
+//! What the readers report, taken into the model: a mirror's delta, new
+//! event lines, the tick, an op's answer.
+
+use super::effects::Effects;
+use super::rows::{rows_changed, scroll_into_view, select_arrived};
+use crate::dashboard::action::OpResult;
+use crate::dashboard::model::{App, ClaimSet, EventRow, Level};
+use crate::dashboard::view::{layout, time_bucket};
+use crate::events::tail::Line;
+use crate::store::mirror::{Delta, Row};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Take in what root `root`'s mirror says changed: its rows, its counts
+/// and hazards, the pid facts the selected claim is worded by, and, over a
+/// store, the tenures and the link.
+pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
+    app.claims.learn(&d.pids);
+    let paused = app.paused();
+    let mut shown = d
+        .tally
+        .take()
+        .is_some_and(|t| app.claims.set_tally(root, t) && !paused);
+    if let Some(problem) = d.problem.take() {
+        shown |= set_problem(app, root, problem);
+    }
+    if app.store.is_some() {
+        shown |= super::store::on_delta(app, &d);
+    }
+    let moved = match d.whole {
+        Some(w) => {
+            let c = &mut app.claims;
+            if c.partial.len() <= root {
+                c.partial.resize(root + 1, None);
+            }
+            let head = w.partial.then_some(d.rows.len());
+            shown |= std::mem::replace(&mut c.partial[root], head) != head;
+            let replaced = replace_rows(app, root, d.rows);
+            app.refresh_selected_why();
+            return replaced || shown;
+        }
+        None => {
+            let mut moved = Vec::with_capacity(d.rows.len());
+            let mut narrows = false;
+            for row in d.rows {
+                let held = app.claims.live.get(&row.path).is_some_and(|old| {
+                    let rules = app.claims.live.rules_of(old);
+                    app.table.widest.held_by(old, rules)
+                });
+                if let Some(p) = app.claims.live.put_counted(&row.path, row.status) {
+                    narrows |= held;
+                    moved.push(p);
+                }
+            }
+            let shown_rows = rows_changed(app, &moved, narrows);
+            // The mirror keeps no reasons in words: the one shown in full
+            // is worded here, at the clock the view shows.
+            app.refresh_selected_why();
+            shown_rows
+        }
+    };
+    moved || shown
+}
+
+/// Root `i`'s problem is `problem` now; true when that shows.
+pub(super) fn set_problem(
+    app: &mut App,
+    i: usize,
+    problem: Option<crate::dashboard::action::RootProblem>,
+) -> bool {
+    let c = &mut app.claims;
+    if c.problems.len() <= i {
+        c.problems.resize(i + 1, None);
+    }
+    let moved = c.problems[i] != problem;
+    if i == 0 {
+        c.problem = problem.clone();
+    }
+    c.problems[i] = problem;
+    moved
+}
+
+/// Replace root `i`'s rows (or, over a store, its own rows) with a
+/// listing's; every other root's rows, and hosts' copies, stay.
+pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
+    let several = app.roots.is_several();
+    let dir = app.roots.get(i).map(|r| r.claims_dir());
+    let copies = app.store.as_ref().map(|v| &v.fleet.rows);
+    let live = &mut app.claims.live;
+    // Sized once: growing a table of 100 000 claims by doubling holds the
+    // old and the new table at once, the dashboard's peak memory.
+    let mut set = ClaimSet {
+        by_path: std::collections::HashMap::with_capacity(rows.len()),
+        store_keys: live.store_keys,
+        ..ClaimSet::default()
+    };
+    let others = live
+        .by_path
+        .iter()
+        .filter(|(p, _)| match (several, copies) {
+            (true, _) => p.parent() != dir.as_deref(),
+            (false, Some(copies)) => copies.contains_key(*p),
+            (false, None) => false,
+        });
+    for (p, s) in others {
+        set.by_path.insert(Arc::clone(p), Arc::clone(s));
+    }
+    for row in rows {
+        if row.status.state != crate::claims::ClaimState::Free {
+            set.by_path.insert(row.path, row.status);
+        }
+    }
+    set.recount();
+    let changed = set != *live;
+    *live = set;
+    if !changed || app.paused() {
+        return false;
+    }
+    app.rebuild_rows();
+    scroll_into_view(app);
+    true
+}
+
+pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
+    on_events_in(app, None, lines)
+}
+
+/// New lines of one log: root `root`'s of several, or the only one's.
+pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -> bool {
+    // Lines arriving means the log is readable again.
+    let recovered = !lines.is_empty() && app.events.error.take().is_some();
+    let mut shown = 0usize;
+    for line in lines {
+        let row: &EventRow = match root {
+            Some(i) => app.events.ring.push_in(i, line),
+            None => app.events.ring.push(line),
+        };
+        if app.events.view.shows(row) {
+            shown += 1;
+        }
+    }
+    if shown == 0 || app.paused() {
+        return recovered;
+    }
+    // Scrolled up: keep the same lines in view and count what arrived.
+    if app.events.view.scroll > 0 {
+        app.events.view.scroll += shown;
+        app.events.view.new_while_scrolled += shown;
+    }
+    true
+}
+
+/// A second passed: the clock moves (the mirror has judged again what
+/// time changes, and sent it before this tick), the selected claim is
+/// worded at it, and the screen is redrawn only when a visible cell moved.
+pub fn on_tick(app: &mut App, now: i64) -> bool {
+    let before = visible_signature(app);
+    app.now = now;
+    app.refresh_selected_why();
+    let expired = app
+        .status
+        .as_ref()
+        .is_some_and(|m| now - m.at >= m.lifetime_ms());
+    if expired {
+        app.status = None;
+    }
+    expired || visible_signature(app) != before
+}
+
+/// A digest of everything time can change on screen: the header clock's
+/// second, counts, and the state / age / TTL cells of the visible rows,
+/// plus the selected claim's verdict. No allocation.
+pub fn visible_signature(app: &App) -> u64 {
+    let mut h = DefaultHasher::new();
+    let now = app.shown_now();
+    (now / 1000).hash(&mut h);
+    let shown = app.shown();
+    let c = shown.counts;
+    (c.live, c.suspect, c.stale, c.corrupted, app.hazard_count()).hash(&mut h);
+    let cap = layout::table_capacity(app.size, app.look());
+    for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
+        if let Some(s) = shown.get(p) {
+            s.state.hash(&mut h);
+            if let Some(r) = &s.record {
+                time_bucket(now - r.acquired_at).hash(&mut h);
+                r.expires_at.map(|e| time_bucket(e - now)).hash(&mut h);
+            }
+        }
+    }
+    if let Some(s) = app.selected_status() {
+        s.why.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// An op finished: say so. The worker has asked the collector to re-read
+/// its lockfile, which arrives as a `Read` right after.
+pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
+    if r.ok && r.verb == "acquire" {
+        app.table.select_on_arrival = Some(r.path.clone());
+        select_arrived(app);
+    }
+    app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);
+    if let Some(left) = app.quit_after.as_mut() {
+        *left = left.saturating_sub(1);
+        // Quit once every release has answered, done or not: the status
+        // line of a failed one is lost, but its claim is still there to see.
+        if *left == 0 {
+            fx.quit = true;
+        }
+    }
+    true
+}
+
+// ---------------------------------------------------------------- keys

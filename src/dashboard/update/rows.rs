@@ -1,0 +1,125 @@
+//! The table's rows and the focused pane's motions: placing changed
+//! claims, moving the selection, keeping it in view, pausing.
+
+use crate::dashboard::keys::Pane;
+use crate::dashboard::model::{App, Frozen};
+use crate::dashboard::view::layout;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Most changed claims placed one by one; a bigger batch re-sorts.
+pub(super) const REPOSITION_MAX: usize = 64;
+
+/// After these live claims changed (their counts are kept by `put`): move
+/// just them to their sorted places unless the view is frozen, or rebuild
+/// when many moved or a column may have narrowed. Redraw only when the
+/// shown view moved.
+pub(crate) fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
+    if moved.is_empty() || app.paused() {
+        return false;
+    }
+    if narrows || moved.len() > REPOSITION_MAX {
+        app.rebuild_rows();
+    } else {
+        app.reposition_rows(moved);
+    }
+    scroll_into_view(app);
+    select_arrived(app);
+    true
+}
+
+pub(super) fn page(app: &App) -> usize {
+    match app.focus {
+        Pane::Table => layout::table_capacity(app.size, app.look()),
+        Pane::Detail => layout::detail_capacity(app.size, app.look()),
+        Pane::Events => layout::events_capacity(app.size, app.look()),
+    }
+    .max(1)
+}
+
+/// Move in the focused pane by `delta` (huge deltas = top / bottom).
+pub(super) fn move_by(app: &mut App, delta: isize) -> bool {
+    match app.focus {
+        Pane::Table => {
+            let before = app.table.selected;
+            let last = app.table.rows.len().saturating_sub(1) as isize;
+            app.table.selected = (app.table.selected as isize)
+                .saturating_add(delta)
+                .clamp(0, last) as usize;
+            if app.table.selected != before {
+                app.table.detail_scroll = 0;
+            }
+            scroll_into_view(app);
+            app.table.selected != before
+        }
+        Pane::Detail => {
+            let before = app.table.detail_scroll;
+            let max = crate::dashboard::view::detail_max_scroll(app) as isize;
+            app.table.detail_scroll = (app.table.detail_scroll as isize)
+                .saturating_add(delta)
+                .clamp(0, max) as u16;
+            app.table.detail_scroll != before
+        }
+        Pane::Events => {
+            let total = app.shown_events().count();
+            let max = total.saturating_sub(layout::events_capacity(app.size, app.look()));
+            let before = (app.events.view.scroll, app.events.view.new_while_scrolled);
+            // Up (negative delta) scrolls back in time.
+            let s = (before.0 as isize)
+                .saturating_sub(delta)
+                .clamp(0, max as isize) as usize;
+            app.events.view.scroll = s;
+            if s == 0 {
+                app.events.view.new_while_scrolled = 0;
+            }
+            (s, app.events.view.new_while_scrolled) != before
+        }
+    }
+}
+
+/// Select the claim just acquired here once it is among the rows (the
+/// filter may hide it: then it is not waited for forever, a later acquire
+/// replaces it).
+pub(crate) fn select_arrived(app: &mut App) {
+    let Some(want) = app.table.select_on_arrival.as_deref() else {
+        return;
+    };
+    if let Some(i) = app.table.rows.iter().position(|p| **p == *want) {
+        app.table.selected = i;
+        app.table.select_on_arrival = None;
+        app.table.detail_scroll = 0;
+        scroll_into_view(app);
+    }
+}
+
+/// Keep the selected row inside the table's window.
+pub fn scroll_into_view(app: &mut App) {
+    let cap = layout::table_capacity(app.size, app.look()).max(1);
+    app.clamp_selection();
+    if app.table.selected < app.table.offset {
+        app.table.offset = app.table.selected;
+    } else if app.table.selected >= app.table.offset + cap {
+        app.table.offset = app.table.selected + 1 - cap;
+    }
+    let max_offset = app.table.rows.len().saturating_sub(cap);
+    app.table.offset = app.table.offset.min(max_offset);
+}
+
+pub(super) fn toggle_pause(app: &mut App) {
+    if app.claims.frozen.take().is_none() {
+        app.claims.frozen = Some(Frozen {
+            claims: app.claims.live.clone(),
+            tallies: app.claims.tallies.clone(),
+            now: app.now,
+            events_seq: app.events.ring.next_seq,
+        });
+    } else {
+        // Resume on the latest data.
+        app.rebuild_rows();
+        scroll_into_view(app);
+        if app.events.view.scroll > 0 {
+            app.events.view.scroll = 0;
+            app.events.view.new_while_scrolled = 0;
+        }
+    }
+}
