@@ -10,7 +10,6 @@
 //! and redraws only when an update says something visible changed.
 
 pub mod action;
-pub mod browse;
 pub mod collector;
 pub mod fleet_reader;
 pub mod fleet_view;
@@ -20,6 +19,7 @@ pub mod keys;
 pub mod keys_doc;
 pub mod model;
 pub mod ops;
+mod options;
 pub mod roots;
 pub mod terminal;
 pub mod timeline;
@@ -28,6 +28,7 @@ pub mod view;
 
 pub use action::{Action, Op, OpResult};
 pub use model::App;
+pub use options::{Opening, Options};
 pub use update::{update, Effects};
 
 use crate::claims::{now_ms, LocalIdentity, Root};
@@ -38,33 +39,6 @@ use ratatui::crossterm::queue;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-
-/// How the dashboard was asked to run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub root: Root,
-    /// Further roots shown in the same view (`--root` given again, or a
-    /// `:`-separated `$FNO_CLAIMS_ROOT`); empty for the one-root dashboard.
-    pub more_roots: Vec<Root>,
-    /// Disable every mutating key (a, r, n, F).
-    pub read_only: bool,
-    /// No colour (also implied by a non-empty NO_COLOR).
-    pub no_color: bool,
-    /// Shown in the header when the root is the embedded demo sandbox.
-    pub demo: bool,
-    /// Show times in the local zone instead of UTC.
-    pub local_time: bool,
-    /// How the table opens: the operator's settings.
-    pub opening: Opening,
-}
-
-/// What the claims table opens with, before any key is pressed.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Opening {
-    /// The `/` filter, as typed (empty: every claim).
-    pub filter: String,
-    pub sort: model::Sort,
-}
 
 /// Most actions folded into one frame: a burst is applied as a whole, then
 /// drawn once.

@@ -319,7 +319,7 @@ fn f_shows_the_selected_claims_events_from_its_own_root_only() {
     assert_eq!(shown, [("build:web".to_string(), 1)]);
 }
 
-fn asked_to_open_a_log(app: &App) -> bool {
+fn asked_to_open_a_log() -> bool {
     use claimtop::events::service::Request;
     asked_log().iter().any(|r| matches!(r, Request::Open(_)))
 }
@@ -342,7 +342,7 @@ fn the_timeline_opens_on_the_selected_rows_root_and_says_whose_log_it_reads() {
     update(&mut app, key('t'));
     clear_log();
     update(&mut app, key('t'));
-    assert!(!asked_to_open_a_log(&app));
+    assert!(!asked_to_open_a_log());
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn the_log_service_told_to_open_another_log_indexes_that_one() {
 fn with_one_root_the_timeline_never_moves_the_log() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('t'));
-    assert!(!asked_to_open_a_log(&app));
+    assert!(!asked_to_open_a_log());
     assert_eq!(app.log_root, 0);
 }
 

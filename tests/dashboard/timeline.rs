@@ -275,8 +275,8 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         pop_log(),
         Some(Request::Page {
             anchor: Anchor::At(300),
-            before: claimtop::dashboard::browse::PAGE,
-            after: claimtop::dashboard::browse::PAGE + 1,
+            before: claimtop::dashboard::model::PAGE,
+            after: claimtop::dashboard::model::PAGE + 1,
         })
     );
     let mut lines = some_events();

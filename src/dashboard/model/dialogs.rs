@@ -1,8 +1,8 @@
 //! What sits over the panes: the overlays, the dialogs (forms and
 //! confirmations), and the status line's message.
 
-use super::TextInput as Input;
 use crate::claims::{ClaimState, Hazard};
+use crate::dashboard::input::TextInput as Input;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcquireForm {

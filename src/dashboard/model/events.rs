@@ -1,7 +1,6 @@
 //! The events pane's model: the bounded tail of the log, each line
 //! digested once at ingest, and how the pane looks at it.
 
-use crate::dashboard::browse::Browse;
 use crate::events::tail::Line;
 use std::collections::VecDeque;
 
@@ -230,14 +229,4 @@ impl EventsView {
             row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
         })
     }
-}
-
-/// The events part: the tail of the log and how the pane looks at it.
-#[derive(Debug, Clone, Default)]
-pub struct Events {
-    pub ring: EventRing,
-    pub view: EventsView,
-    pub error: Option<String>,
-    /// Browsing the whole log (instead of following its tail).
-    pub browse: Browse,
 }

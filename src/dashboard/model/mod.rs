@@ -4,28 +4,30 @@
 //! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
-mod claims;
-mod dialogs;
-mod events;
-mod filter;
+pub(crate) mod browse;
+pub(crate) mod claims;
+pub(crate) mod dialogs;
+pub(crate) mod events;
+pub(crate) mod filter;
 pub mod store;
-mod table;
+pub(crate) mod table;
 
 pub use super::input::TextInput;
 pub use super::input::TextInput as Input;
+pub use browse::{raw_lines, Browse, BrowseRow, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
     AcquireForm, CleanConfirm, Dialog, ForceConfirm, Level, Overlay, Overlays, QuitConfirm,
     RenewForm, StatusMsg,
 };
-pub use events::{EventRing, EventRow, Events, EventsView, DETAIL_HISTORY, EVENTS_RING};
+pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term, FILTER_FIELDS};
 pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
 
 use super::keys::Pane;
+use super::options::Options;
 use super::roots::RootSet;
 use super::timeline::Timeline;
-use super::Options;
 use crate::claims::{LocalIdentity, Root, Status};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use filter::term_matches;
@@ -33,6 +35,16 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+
+/// The events part: the tail of the log and how the pane looks at it.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    pub ring: EventRing,
+    pub view: EventsView,
+    pub error: Option<String>,
+    /// Browsing the whole log (instead of following its tail).
+    pub browse: Browse,
+}
 
 /// The whole model.
 pub struct App {

@@ -2,8 +2,8 @@
 //! free-text columns keep, and which rows are shown where.
 
 use super::filter::Filter;
-use super::TextInput as Input;
 use crate::claims::{ItemRules, Locality, OwnHazards, Status};
+use crate::dashboard::input::TextInput as Input;
 use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;

@@ -42,31 +42,6 @@ pub fn in_root(app: &mut App, i: usize, action: Action) -> Result<bool, Action> 
     })
 }
 
-/// The timeline opens on the selected row's root: when that is not the
-/// root whose log the whole-log views read, they move to its log (the
-/// service indexes it from scratch, the views start over).
-pub fn log_of_selected_root(app: &mut App) {
-    if !app.roots.is_several() {
-        return;
-    }
-    let Some(i) = app.selected_status().map(|s| app.roots.of(s)) else {
-        return;
-    };
-    let Some(log) = app.roots.get(i).map(|r| r.events_file()) else {
-        return;
-    };
-    if i == app.log_root {
-        return;
-    }
-    app.log_root = i;
-    app.timeline.on_reset();
-    app.events
-        .browse
-        .out
-        .push(crate::events::service::Request::Open(log));
-    app.events.browse.on_reset();
-}
-
 /// The acquire form's root field: offered as the selected row's root, and
 /// there only when there is a choice to make.
 pub fn root_field(app: &App) -> Option<Box<crate::dashboard::model::Input>> {

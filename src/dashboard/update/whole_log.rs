@@ -4,8 +4,8 @@
 //! [`Action::Log`](super::Action::Log), and requests go out through
 //! `app.events.browse.out`.
 
-use crate::dashboard::browse::PAGE;
 use crate::dashboard::keys::{self, Cmd, Pane};
+use crate::dashboard::model::PAGE;
 use crate::dashboard::model::{App, Level, Overlay};
 use crate::dashboard::view::layout;
 use crate::dashboard::view::timeline::{bar_width, visible_rows};
@@ -140,7 +140,7 @@ pub fn on_tick(app: &mut App, now: i64) -> bool {
 
 /// Open the timeline.
 pub fn open_timeline(app: &mut App) -> bool {
-    super::roots::log_of_selected_root(app);
+    log_of_selected_root(app);
     log_of_selected_row(app);
     app.overlays.open = Some(Overlay::Timeline);
     if app.timeline.follow {
@@ -276,6 +276,31 @@ pub fn events_wheel(app: &mut App, delta: isize) -> Option<bool> {
         return None;
     }
     Some(true)
+}
+
+/// The timeline opens on the selected row's root: when that is not the
+/// root whose log the whole-log views read, they move to its log (the
+/// service indexes it from scratch, the views start over).
+pub fn log_of_selected_root(app: &mut App) {
+    if !app.roots.is_several() {
+        return;
+    }
+    let Some(i) = app.selected_status().map(|s| app.roots.of(s)) else {
+        return;
+    };
+    let Some(log) = app.roots.get(i).map(|r| r.events_file()) else {
+        return;
+    };
+    if i == app.log_root {
+        return;
+    }
+    app.log_root = i;
+    app.timeline.on_reset();
+    app.events
+        .browse
+        .out
+        .push(crate::events::service::Request::Open(log));
+    app.events.browse.on_reset();
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The events pane while browsing the whole log: the window around the
 //! cursor, where it is in the file, the search, and the raw JSON popup.
 
-use super::{safe, Theme};
-use crate::dashboard::browse::{raw_lines, Browse};
+use super::cells::{safe, Theme};
+use crate::dashboard::model::{raw_lines, Browse};
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
@@ -53,7 +53,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
     ];
     if let Some(input) = &b.input {
         title.push(Span::raw(" · search: "));
-        title.extend(super::cursor_spans(input, true, theme));
+        title.extend(super::cells::cursor_spans(input, true, theme));
     } else if let Some(s) = &b.search {
         title.push(Span::raw(format!(" · /{}", safe(s.needle.text()))));
         title.push(Span::styled(
@@ -82,7 +82,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
         .saturating_sub(cap.saturating_sub(cap / 3).saturating_sub(1))
         .min(b.rows.len().saturating_sub(cap));
     let mut lines: Vec<Line> = Vec::with_capacity(cap);
-    let dated = super::events::needs_dates(
+    let dated = super::event_line::needs_dates(
         b.rows
             .iter()
             .skip(start)
@@ -91,7 +91,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
         today,
     );
     for (i, r) in b.rows.iter().enumerate().skip(start).take(cap) {
-        let mut line = super::events::row(&r.row, theme, dated);
+        let mut line = super::event_line::row(&r.row, theme, dated);
         if b.is_match(r) {
             line = line.patch_style(theme.key());
         }

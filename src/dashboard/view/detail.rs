@@ -1,7 +1,7 @@
 //! The selected claim in full: every field, the verdict and why, the
 //! metadata, and what the events log says happened to this key.
 
-use super::{clock, coarse, safe, safe_path, state_label, ttl_cell, Theme};
+use super::cells::{clock, coarse, safe, safe_path, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::keys::Pane;
 use crate::dashboard::model::App;
@@ -198,10 +198,13 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
         let who = ev.holder.as_deref().map(safe).unwrap_or_default();
         f.line(Line::from(vec![
             Span::raw("  "),
-            Span::styled(super::events::short_ts(&ev.ts).into_owned(), theme.dim()),
+            Span::styled(
+                super::event_line::short_ts(&ev.ts).into_owned(),
+                theme.dim(),
+            ),
             Span::raw(" "),
             Span::styled(
-                super::events::short_kind(&ev.kind).into_owned(),
+                super::event_line::short_kind(&ev.kind).into_owned(),
                 theme.event(&ev.kind),
             ),
             Span::raw(" "),

@@ -2,8 +2,8 @@
 //! Each dangerous action has its own wording: nothing is confirmed by a
 //! generic "are you sure".
 
+use super::cells::{safe, state_label, Theme};
 use super::layout::{centered, wrapped_height};
-use super::{safe, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::{parse_ttl_ms, ClaimState};
 use crate::dashboard::input::TextInput;
@@ -58,7 +58,7 @@ fn input<'a>(theme: &Theme, name: &'a str, value: &'a TextInput, focused: bool) 
         label(theme, name),
         Span::raw("["),
     ];
-    spans.extend(super::cursor_spans(value, focused, theme));
+    spans.extend(super::cells::cursor_spans(value, focused, theme));
     spans.push(Span::raw("]"));
     Line::from(spans)
 }
@@ -116,7 +116,7 @@ fn renew<'a>(f: &'a RenewForm, app: &'a App, theme: &Theme) -> Vec<Line<'a>> {
     out.extend(error_line(theme, &f.error));
     if f.confirming {
         let until = parse_ttl_ms(&f.ttl)
-            .map(|t| super::clock(app.now + t, app.local_time, "%H:%M:%S"))
+            .map(|t| super::cells::clock(app.now + t, app.local_time, "%H:%M:%S"))
             .unwrap_or_default();
         if f.state == ClaimState::Suspect {
             out.push(Line::styled(
@@ -275,7 +275,7 @@ fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
     for h in &c.hazards {
         out.push(Line::from(vec![
             Span::styled(format!("  {:<12} ", h.kind.as_str()), theme.error()),
-            Span::raw(super::safe_path(&h.path)),
+            Span::raw(super::cells::safe_path(&h.path)),
         ]));
     }
     out.push(Line::styled(

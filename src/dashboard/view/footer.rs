@@ -1,6 +1,6 @@
 //! The two bottom lines: the status message, and the keys that work here.
 
-use super::{safe, state_label, Theme};
+use super::cells::{safe, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::dashboard::keys;
@@ -13,7 +13,7 @@ use ratatui::Frame;
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let line = if let Some(text) = &app.table.filter_input {
         let mut spans = vec![Span::styled(" filter: ", theme.key())];
-        spans.extend(super::cursor_spans(text, true, theme));
+        spans.extend(super::cells::cursor_spans(text, true, theme));
         match &app.table.filter.problem {
             Some(p) => spans.push(Span::styled(format!("  ✖ {}", safe(p)), theme.error())),
             None => spans.push(Span::styled(

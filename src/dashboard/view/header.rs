@@ -1,7 +1,7 @@
 //! The top two lines: counts, hazards, clock and badges; then where the
 //! data comes from.
 
-use super::{clock, safe_path, state_label, Theme};
+use super::cells::{clock, safe_path, state_label, Theme};
 use crate::claims::ClaimState;
 use crate::dashboard::model::App;
 use ratatui::layout::Rect;

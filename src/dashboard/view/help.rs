@@ -1,7 +1,7 @@
 //! The `?` help (generated from the keymap) and the `h` hazards list.
 
+use super::cells::{safe, safe_path, state_label, Theme};
 use super::layout::{centered, wrapped_height};
-use super::{safe, safe_path, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::dashboard::keys::{Pane, Scope, KEYMAP};
@@ -226,12 +226,12 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
     for ev in history {
         let text = format!(
             "{} {} {}",
-            super::events::short_kind(&ev.kind),
+            super::event_line::short_kind(&ev.kind),
             ev.holder.as_deref().map(safe).unwrap_or_default(),
             safe(&ev.detail)
         );
         let label = Span::styled(
-            format!(" {:<LABEL$} ", super::events::short_ts(&ev.ts)),
+            format!(" {:<LABEL$} ", super::event_line::short_ts(&ev.ts)),
             theme.dim(),
         );
         entry(&mut lines, label, &text, theme.event(&ev.kind), room);

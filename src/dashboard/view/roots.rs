@@ -3,7 +3,7 @@
 //! and the root of each event and hazard. With one root none of it is drawn,
 //! so the one-root screen is exactly what it always was.
 
-use super::{safe, safe_path, Theme};
+use super::cells::{safe, safe_path, Theme};
 use crate::claims::{ClaimState, Counts};
 use crate::dashboard::model::{App, Column};
 use ratatui::layout::Rect;

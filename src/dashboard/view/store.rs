@@ -1,7 +1,7 @@
 //! The pieces of the screen that only a store with a connection has: the
 //! header's store line and the table's columns with the lease countdown.
 
-use super::{clock, safe, Theme};
+use super::cells::{clock, safe, Theme};
 use crate::claims::words::count;
 use crate::claims::Status;
 use crate::dashboard::model::store::{Link, StoreView};

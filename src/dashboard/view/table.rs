@@ -1,7 +1,7 @@
 //! The claims table. Only the rows in the window are built, so a frame
 //! costs the same with ten claims or ten thousand.
 
-use super::{coarse, safe, state_label, ttl_cell, Theme};
+use super::cells::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::fleet_view;
 use crate::dashboard::keys::Pane;

@@ -1,7 +1,7 @@
 //! Drawing the timeline: a title with what is covered, a legend, a time
 //! axis, one bar row per key and the selected tenure's facts below.
 
-use super::{clock, coarse, safe, Theme};
+use super::cells::{clock, coarse, safe, Theme};
 use crate::dashboard::timeline::{duration_ms, tenure_at, Coverage, Timeline};
 use crate::events::tenure::{Ending, Tenure, TenureIndex};
 use ratatui::layout::Rect;

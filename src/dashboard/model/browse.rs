@@ -6,8 +6,8 @@
 //! run (in `out`), and the service's replies come back as messages. Memory
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
-use super::input::TextInput;
-use super::model::EventRow;
+use super::events::EventRow;
+use crate::dashboard::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
 use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
