@@ -7,6 +7,7 @@ pub mod backward;
 pub mod emit;
 pub mod event;
 pub mod file_history;
+pub mod follow;
 pub mod history;
 pub mod index;
 pub mod merge;

@@ -30,7 +30,7 @@ pub use super::owners::PublishError;
 use super::{Core, EtcdStore};
 use crate::claims::census::Judged;
 use crate::claims::{now_ms, ClaimState, HazardKind, Root, Roots, Status};
-use crate::events::tail::Follower;
+use crate::events::follow::Follower;
 use crate::store::file::feed::FeedOpts;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
