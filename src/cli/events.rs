@@ -3,12 +3,12 @@
 use super::args::EventsArgs;
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
 use crate::claims::{Root, Roots};
+use crate::events::claim_event::parse_ts;
 use crate::events::follow::{Follower, Reset};
 use crate::events::merge::{keep_last, merge_by_ts, with_root_member};
 use crate::events::seek;
 use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::{open_regular, FileId, Line};
-use crate::events::tenure::parse_ts;
 use crate::events::Event;
 use crate::sanitize::sanitize;
 use crate::store::fleet::Places;

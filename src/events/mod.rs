@@ -4,6 +4,7 @@
 
 pub mod asof;
 pub mod backward;
+pub mod claim_event;
 pub mod emit;
 pub mod event;
 pub mod file_history;

@@ -21,12 +21,13 @@
 use super::layout::range_end;
 use super::Core;
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
+use crate::events::claim_event::parse_ts;
 use crate::events::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
 use crate::events::index::Progress;
 use crate::events::seek::CLOCK_SLACK_MS;
 use crate::events::stream::Probe;
 use crate::events::tail::{Line, MAX_LINE_BYTES};
-use crate::events::tenure::{parse_ts, Limits, TenureIndex};
+use crate::events::tenure::{Limits, TenureIndex};
 use crate::store::StoreError;
 use etcd_client::{GetOptions, GetResponse, KeyValue, SortOrder, SortTarget};
 use std::collections::{HashMap, VecDeque};
