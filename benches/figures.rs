@@ -413,7 +413,7 @@ impl Drop for Spinner {
 /// Where a sweep's time goes: the guarded read alone, the parse alone (from
 /// memory), and the classification alone, each over every file once.
 fn breakdown(root: &Root, reps: usize) -> String {
-    use claimtop::claims::record::read_lockfile_bytes;
+    use claimtop::claims::lockfile_read::read_lockfile_bytes;
     use claimtop::claims::{ClaimRecord, Classifier};
     let paths: Vec<PathBuf> = std::fs::read_dir(root.claims_dir())
         .map(|rd| rd.flatten().map(|e| e.path()).collect())

@@ -11,6 +11,8 @@ pub mod diag;
 pub mod events;
 pub mod metrics;
 pub mod mutex;
+#[cfg(feature = "etcd")]
+pub mod publish;
 pub mod sanitize;
 #[cfg(test)]
 mod seams;

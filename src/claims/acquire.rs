@@ -4,8 +4,8 @@
 
 use super::atomic::{self, Archived, CreateError};
 use super::liveness::{hostname, machine_id, Classifier};
+use super::lockfile_read::{read_claim_file_raw, ReadError};
 use super::mutex::{lock_recovery, recovery_mutex_path, Pinned, WaitHook};
-use super::record::{read_claim_file_raw, ReadError};
 use super::verbs::{corrupted, create_error};
 use super::{now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState, Root, SCHEMA_VERSION};
 use serde::Serialize;

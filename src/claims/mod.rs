@@ -16,6 +16,7 @@ pub mod error;
 pub mod hazard;
 pub mod key;
 pub mod liveness;
+pub mod lockfile_read;
 pub mod mutex;
 pub mod operator;
 pub mod record;
@@ -44,10 +45,11 @@ pub use liveness::{
     classify, hostname, human_ms, machine_id, process_create_time_ms, Classifier, LocalIdentity,
     Locality, Verdict,
 };
+pub use lockfile_read::{read_claim_file, ReadError};
 pub use mutex::recovery_mutex_path;
 pub use mutex::{WaitHook, Waiting};
 pub use operator::operator_name;
-pub use record::{parse_ttl_ms, read_claim_file, ClaimRecord, ClaimState, ParseError, ReadError};
+pub use record::{parse_ttl_ms, ClaimRecord, ClaimState, ParseError};
 pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::{Blocker, Status};

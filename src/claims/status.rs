@@ -2,7 +2,7 @@
 //! reason in words.
 
 use super::liveness::{Classifier, Locality, Verdict};
-use super::record::{
+use super::lockfile_read::{
     parse_lockfile_bytes, read_claim_file_raw, read_listed_lockfile_into, read_lockfile_bytes,
     ReadError,
 };

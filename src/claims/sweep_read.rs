@@ -18,7 +18,7 @@
 
 use super::dir_listing::DirListing;
 use super::liveness::Classifier;
-use super::record::{parse_lockfile_bytes, read_listed_at, read_lockfile_bytes};
+use super::lockfile_read::{parse_lockfile_bytes, read_listed_at, read_lockfile_bytes};
 use super::{ClaimRecord, ReadError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -323,7 +323,7 @@ mod tests {
             .map(|l| {
                 (
                     l.key.clone(),
-                    verdict(&crate::claims::record::read_claim_file(&l.path)),
+                    verdict(&crate::claims::lockfile_read::read_claim_file(&l.path)),
                 )
             })
             .collect();

@@ -7,8 +7,8 @@
 use super::atomic::{self, Archived};
 use super::audit::force_released_fields;
 use super::liveness::Classifier;
+use super::lockfile_read::{read_claim_file_raw, ReadError};
 use super::mutex::{lock_recovery, Pinned};
-use super::record::{read_claim_file_raw, ReadError};
 use super::{mutex, now_ms, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_TTL_MS};
 // Re-exported where they lived before: other code names them by these paths.
 pub use super::mutex::recovery_mutex_path;

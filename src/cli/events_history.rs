@@ -3,9 +3,9 @@
 //! from there, and only the events asked for are kept, so a big store is
 //! never held in memory whole.
 
+use crate::events::claim_event::parse_ts;
 use crate::events::history::{Anchor, History, Log};
 use crate::events::seek::CLOCK_SLACK_MS;
-use crate::events::tenure::parse_ts;
 use crate::events::{parse_event, Event};
 use crate::store::Store;
 use std::collections::VecDeque;

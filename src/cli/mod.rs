@@ -10,6 +10,7 @@ pub mod completions;
 pub mod config;
 pub mod events;
 mod events_history;
+mod events_print;
 mod fleet;
 pub mod fleet_cmd;
 pub mod list;

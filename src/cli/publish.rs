@@ -41,9 +41,9 @@ mod with_etcd {
     use super::*;
     use crate::claims::{self, ForceOpts};
     use crate::cli::output::{EXIT_DECLINED, EXIT_OK};
+    use crate::publish::{Level, PublishOpts, Publisher};
     use crate::sanitize::sanitize;
     use crate::store::etcd::fleet::{FleetAsk, FleetError};
-    use crate::store::etcd::publish::{Level, PublishOpts, Publisher};
     use crate::store::etcd::EtcdStore;
     use serde_json::{json, Value};
     use std::sync::atomic::AtomicBool;

@@ -6,10 +6,11 @@
 use std::path::PathBuf;
 
 use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
+use super::claim_event::parse_ts;
 use super::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
 use super::index::{tail_tenures, Indexer};
 use super::seek::CLOCK_SLACK_MS;
-use super::tenure::{parse_ts, Limits, TenureIndex};
+use super::tenure::{Limits, TenureIndex};
 
 /// Bytes indexed by one step.
 const INDEX_STEP: u64 = 4 * 1024 * 1024;

@@ -8,8 +8,9 @@
 //! plus the [`TenureIndex`]'s own limits: independent of the line count.
 
 use super::backward::LogFile;
+use super::claim_event::with_claim_event;
 use super::tail::{FileId, Line, LineAssembler, TailError, MAX_POLL_LINES};
-use super::tenure::{with_claim_event, Limits, TenureIndex};
+use super::tenure::{Limits, TenureIndex};
 
 /// One checkpoint per this many bytes: a 1 GiB log has 1 024, and a line
 /// number is at most one 1 MiB newline count away.

@@ -9,8 +9,8 @@
 //! have a line left out; no reader of an append-only log can do better
 //! without reading all of it.
 
+use super::claim_event::parse_ts;
 use super::stream::Probe;
-use super::tenure::parse_ts;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;

@@ -48,28 +48,29 @@
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
+mod listing;
 pub mod mirror;
 pub mod multi;
+mod tenure;
 pub mod url;
 pub mod wake;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
-use crate::claims::census::Judged;
 use crate::claims::Blocker;
 use crate::claims::{
     AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ItemRules,
-    ReleaseOutcome, RenewOutcome, Status, Sweep,
+    ReleaseOutcome, RenewOutcome, Status,
 };
 use crate::events::tail::Line;
 use crate::events::Event;
-use serde::Serialize;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use listing::{Listing, Origins, StoreHazard};
+pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};
 pub use url::{StoreUrl, StoreUrlError};
 
 /// What can go wrong below the seam. Protocol refusals stay [`ClaimError`];
@@ -135,252 +136,6 @@ pub enum StoreError {
     /// The feed's store watch cannot go on (the store was dropped).
     #[error("the change feed has ended")]
     FeedClosed,
-}
-
-/// What etcd adds to a claim: the fencing token and the lease keeping it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Tenure {
-    /// The key's create_revision: strictly increasing across tenures of one
-    /// key, so work guarded by the claim can refuse an older holder's writes.
-    pub revision: i64,
-    pub lease: LeaseInfo,
-}
-
-/// A claim's lease as `"lease"` in JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(into = "LeaseJson")]
-pub struct LeaseInfo {
-    pub id: i64,
-    /// The TTL the lease was granted with.
-    pub ttl_s: i64,
-    /// Seconds left before etcd deletes the key unless it is kept alive.
-    pub remaining_s: i64,
-}
-
-impl LeaseInfo {
-    /// The id as etcdctl prints and takes it (`etcdctl lease timetolive`):
-    /// lower-case hex, no prefix. The one spelling every text output uses.
-    pub fn id_hex(&self) -> String {
-        lease_hex(self.id)
-    }
-}
-
-/// A lease id as etcdctl spells it (`lease %016x granted`, Go's `%016x` of
-/// the int64), so it can be pasted into `etcdctl lease timetolive`.
-pub fn lease_hex(id: i64) -> String {
-    if id < 0 {
-        format!("-{:015x}", id.unsigned_abs())
-    } else {
-        format!("{id:016x}")
-    }
-}
-
-/// `"lease"` as JSON: the numeric `id` scripts already read, and `id_hex`
-/// beside it, since ids run past 2^53 and a reader that parses numbers as
-/// doubles (jq 1.6, JavaScript) rounds them to another lease.
-#[derive(Serialize)]
-struct LeaseJson {
-    id: i64,
-    id_hex: String,
-    ttl_s: i64,
-    remaining_s: i64,
-}
-
-impl From<LeaseInfo> for LeaseJson {
-    fn from(l: LeaseInfo) -> LeaseJson {
-        LeaseJson {
-            id: l.id,
-            id_hex: l.id_hex(),
-            ttl_s: l.ttl_s,
-            remaining_s: l.remaining_s,
-        }
-    }
-}
-
-impl Tenure {
-    /// Add `"revision"` and `"lease"` to a RECORD object (the additive JSON
-    /// of the contract); anything but an object is left as it is.
-    pub fn extend_record(tenure: Option<&Tenure>, record: &mut Value) {
-        let (Some(t), Some(obj)) = (tenure, record.as_object_mut()) else {
-            return;
-        };
-        obj.insert("revision".into(), Value::from(t.revision));
-        obj.insert(
-            "lease".into(),
-            serde_json::to_value(t.lease).unwrap_or(Value::Null),
-        );
-    }
-}
-
-/// A verb's outcome, plus its tenure when the store has one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fenced<T> {
-    pub outcome: T,
-    /// `None` on the file store, and on etcd when no claim is held.
-    pub tenure: Option<Tenure>,
-}
-
-impl<T> Fenced<T> {
-    pub fn plain(outcome: T) -> Fenced<T> {
-        Fenced {
-            outcome,
-            tenure: None,
-        }
-    }
-}
-
-/// A hazard of a store whose kind the file sweep does not know (the etcd
-/// ones). Same JSON shape as [`crate::claims::Hazard`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StoreHazard {
-    pub kind: &'static str,
-    pub path: String,
-    pub detail: String,
-}
-
-/// `list`: the file sweep's shape, plus per-claim tenures and store hazards.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listing {
-    /// On etcd, `root` is the store URL and every `file` is the etcd key.
-    pub sweep: Sweep,
-    /// Parallel to `sweep.claims`: empty on the file store.
-    pub tenures: Vec<Option<Tenure>>,
-    pub store_hazards: Vec<StoreHazard>,
-    /// The store URL, shown as `"store"` (absent on the file store, whose
-    /// JSON is kept byte for byte).
-    pub store: Option<String>,
-    /// The store revision the listing was read at (etcd), from which a watch
-    /// resumes without missing a change.
-    pub revision: Option<i64>,
-    /// Several roots listed as one ([`multi::MultiStore`]): which root each
-    /// claim and hazard of `sweep` came from. `None` for one root or store.
-    pub origins: Option<Origins>,
-}
-
-/// Where each entry of a listing over several roots came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origins {
-    /// The roots, in the order they were named.
-    pub roots: Vec<PathBuf>,
-    /// Parallel to `sweep.claims`: an index into `roots`.
-    pub claims: Vec<usize>,
-    /// Parallel to `sweep.hazards`: an index into `roots`.
-    pub hazards: Vec<usize>,
-}
-
-impl Listing {
-    pub fn of_sweep(sweep: Sweep) -> Listing {
-        Listing {
-            sweep,
-            tenures: Vec::new(),
-            store_hazards: Vec::new(),
-            store: None,
-            revision: None,
-            origins: None,
-        }
-    }
-
-    /// The root a claim of `sweep.claims` (by index) lives in, when the
-    /// listing covers several.
-    pub fn claim_root(&self, i: usize) -> Option<&Path> {
-        let o = self.origins.as_ref()?;
-        o.roots.get(*o.claims.get(i)?).map(PathBuf::as_path)
-    }
-
-    /// The root a hazard of `sweep.hazards` (by index) was found in, when
-    /// the listing covers several.
-    pub fn hazard_root(&self, i: usize) -> Option<&Path> {
-        let o = self.origins.as_ref()?;
-        o.roots.get(*o.hazards.get(i)?).map(PathBuf::as_path)
-    }
-
-    /// How its claims' own hazards are judged: a listing with a store URL
-    /// is a store's, else a root's lockfiles.
-    pub fn item_rules(&self) -> ItemRules {
-        match self.store {
-            Some(_) => ItemRules::StoreKey,
-            None => ItemRules::Lockfile,
-        }
-    }
-
-    /// `list --json`: exactly the sweep's JSON on the file store; on etcd the
-    /// same with `"store"`, the tenure fields and the store hazards added.
-    pub fn to_json(&self) -> Value {
-        let rules = self.item_rules();
-        let claims: Vec<Value> = self
-            .sweep
-            .claims
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                let mut v = serde_json::to_value(Judged { item, rules }).unwrap_or(Value::Null);
-                if let Some(record) = v.get_mut("record") {
-                    Tenure::extend_record(self.tenures.get(i).and_then(Option::as_ref), record);
-                }
-                v
-            })
-            .collect();
-        let mut hazards: Vec<Value> = self
-            .sweep
-            .hazards
-            .iter()
-            .filter_map(|h| serde_json::to_value(h).ok())
-            .collect();
-        hazards.extend(
-            self.store_hazards
-                .iter()
-                .filter_map(|h| serde_json::to_value(h).ok()),
-        );
-        let mut v = serde_json::json!({
-            "root": self.sweep.root.to_string_lossy(),
-            "claims": claims,
-            "counts": self.sweep.counts,
-            "hazards": hazards,
-        });
-        if let Some(origins) = &self.origins {
-            return self.several_json(v, origins);
-        }
-        if let (Some(store), Some(obj)) = (&self.store, v.as_object_mut()) {
-            obj.insert("store".into(), Value::from(store.as_str()));
-        }
-        v
-    }
-}
-
-impl Listing {
-    /// `list --json` over several roots: the one-root shape with `root`
-    /// the first root, a `roots` array after it, and every item and hazard
-    /// carrying the root it came from as its last member.
-    fn several_json(&self, sweep: Value, origins: &Origins) -> Value {
-        let lossy = |p: &Path| Value::from(p.to_string_lossy().into_owned());
-        let Value::Object(mut obj) = sweep else {
-            return sweep;
-        };
-        let with_root = |items: Option<Value>, roots: &[usize]| {
-            let Some(Value::Array(items)) = items else {
-                return Value::Array(Vec::new());
-            };
-            let items = items.into_iter().zip(roots).map(|(mut item, r)| {
-                if let (Some(o), Some(r)) = (item.as_object_mut(), origins.roots.get(*r)) {
-                    o.insert("root".into(), lossy(r));
-                }
-                item
-            });
-            Value::Array(items.collect())
-        };
-        let claims = with_root(obj.remove("claims"), &origins.claims);
-        let hazards = with_root(obj.remove("hazards"), &origins.hazards);
-        let mut out = serde_json::Map::new();
-        out.insert("root".into(), obj.remove("root").unwrap_or(Value::Null));
-        out.insert(
-            "roots".into(),
-            Value::Array(origins.roots.iter().map(|r| lossy(r)).collect()),
-        );
-        out.insert("claims".into(), claims);
-        out.insert("counts".into(), obj.remove("counts").unwrap_or(Value::Null));
-        out.insert("hazards".into(), hazards);
-        Value::Object(out)
-    }
 }
 
 /// One thing that changed in the store, for the dashboard and `--wait`.
@@ -740,35 +495,5 @@ pub fn open_roots(
     match on_mutex {
         Some(hook) => Box::new(store.with_mutex_hook(hook)),
         None => Box::new(store),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lease_object_carries_its_id_in_hex_beside_the_number() {
-        let t = Tenure {
-            revision: 9,
-            lease: LeaseInfo {
-                id: 8_327_897_000_573_213_961,
-                ttl_s: 60,
-                remaining_s: 59,
-            },
-        };
-        let mut record = serde_json::json!({"key": "k"});
-        Tenure::extend_record(Some(&t), &mut record);
-        assert_eq!(
-            record["lease"],
-            serde_json::json!({
-                "id": 8_327_897_000_573_213_961_i64,
-                "id_hex": "7392a232ed351d09",
-                "ttl_s": 60,
-                "remaining_s": 59,
-            })
-        );
-        // etcdctl pads to 16 digits: a small id is still pasteable.
-        assert_eq!(lease_hex(0x1a), "000000000000001a");
     }
 }

@@ -16,8 +16,8 @@ use claimtop::claims::{
     RenewOutcome, Root, MIN_TTL_MS,
 };
 use claimtop::events::emit::{append_event, envelope, events_mutex_path};
+use claimtop::events::follow::{Follower, Reset};
 use claimtop::events::parse_event;
-use claimtop::events::tail::{Follower, Reset};
 use serde_json::{json, Map};
 use std::io::Write;
 use std::path::{Path, PathBuf};

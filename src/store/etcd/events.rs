@@ -27,7 +27,7 @@ impl Core {
     /// lease. The lease is granted by whoever first needs it in the hour
     /// (at most one extra round trip per writer per hour); its TTL is the
     /// retention plus that hour, so no event lives less than the retention.
-    pub(super) fn txn_with_events(
+    pub(crate) fn txn_with_events(
         &self,
         build: impl Fn(i64) -> Txn,
     ) -> Result<TxnResponse, StoreError> {

@@ -121,7 +121,7 @@ impl Core {
     }
 
     /// Every key under `prefix`, paged, and the revision they were read at.
-    pub(super) fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+    pub(crate) fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
         let mut kvs: Vec<KeyValue> = Vec::new();
         let at = self.for_each_page(prefix, PAGE, |page| {
             kvs.extend(page);

@@ -13,7 +13,6 @@
 //! - `doctor`: the etcd hazards.
 //! - `hold`: a lease kept alive while the holder works (`run`).
 //! - `info`: members, leader and revision, for a dashboard header.
-//! - `publish`: `claimtop publish`, mirroring file roots under `hosts/`.
 //! - `owners`: one publisher per root, many per machine.
 //! - `fleet`: reading the published hosts back, and requests to them.
 //! - `history`: an events prefix browsed, searched and counted in pages.
@@ -30,13 +29,13 @@ mod info;
 pub mod layout;
 mod list;
 mod owners;
-pub mod publish;
 mod verbs;
 mod watch;
 
 pub use conn::Conn;
 pub use hold::KeepAlive;
 pub use layout::Layout;
+pub use owners::PublishError;
 
 use super::fleet::{FleetState, Forgot, HostInfo};
 use super::url::EtcdTarget;
@@ -62,8 +61,8 @@ pub struct EtcdStore {
 
 /// What every verb needs; the verbs are `impl Core` blocks in the modules.
 pub(crate) struct Core {
-    conn: Conn,
-    layout: Layout,
+    pub(crate) conn: Conn,
+    pub(crate) layout: Layout,
     url: String,
     retention: Duration,
     me: LocalIdentity,
@@ -112,6 +111,12 @@ impl Drop for Core {
 }
 
 impl EtcdStore {
+    /// The connection and layout every verb uses, for the publisher
+    /// (`crate::publish`), which writes a host's copies through them.
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
     /// Connect (with auth when a user is given). Fails within the timeout,
     /// naming the endpoints, when the cluster does not answer.
     pub fn connect(target: &EtcdTarget, opts: &OpenOpts) -> Result<EtcdStore, StoreError> {

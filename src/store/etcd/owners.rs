@@ -34,7 +34,7 @@ impl Core {
     /// Take `root` for the publisher `me` (on `me.lease`). The lease of a
     /// dead publisher (or of this one before a reconnect) that held it is
     /// returned, to be revoked once everything it carried is on ours.
-    pub(super) fn own_root(
+    pub(crate) fn own_root(
         &self,
         machine: &str,
         root: &PublishedRoot,
@@ -96,7 +96,7 @@ impl Core {
 
     /// Say again what the publisher `me` knows of its root (readable or
     /// not), on its lease.
-    pub(super) fn put_root_owner(
+    pub(crate) fn put_root_owner(
         &self,
         machine: &str,
         root_id: &str,
@@ -117,7 +117,7 @@ impl Core {
 
     /// Write the host record with `rec.roots` merged into the roots it
     /// already names: another publisher's roots on this machine stay.
-    pub(super) fn merge_host_record(&self, rec: &HostRecord) -> Result<(), StoreError> {
+    pub(crate) fn merge_host_record(&self, rec: &HostRecord) -> Result<(), StoreError> {
         let key = self.layout.host_record(&rec.machine_id);
         for _ in 0..CAS_TRIES {
             let resp = self.conn.call(|mut c| {

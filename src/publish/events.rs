@@ -1,7 +1,8 @@
 //! Mirroring each root's events log, line by line, create-if-absent.
 
 use super::{Level, Publisher};
-use crate::events::tail::{open_regular, Follower};
+use crate::events::follow::Follower;
+use crate::events::tail::open_regular;
 use crate::store::etcd::layout::RootPlace;
 use crate::store::StoreError;
 use etcd_client::{

@@ -1,0 +1,444 @@
+//! How `events` prints: which events pass the filter (`--key`, `--type`,
+//! `--since`, `--until`), and each line as it stands (`--json`) or as
+//! words, whatever its length, counting the lines that do not parse.
+
+use super::args::EventsArgs;
+use super::output::{diag, Out};
+use crate::events::claim_event::parse_ts;
+use crate::events::merge::with_root_member;
+use crate::events::seek;
+use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
+use crate::events::tail::Line;
+use crate::events::Event;
+use crate::sanitize::sanitize;
+use serde_json::{Map, Value};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Fields every claim event carries; the text line shows key, holder and pid
+/// and leaves the rest of these to `--json`.
+const COMMON: &[&str] = &["key", "holder", "pid", "host", "acquired_at", "expires_at"];
+
+pub(super) struct Filter {
+    key: Option<String>,
+    kind: Option<String>,
+    /// `--since` and `--until`, epoch ms: `since <= ts < until`.
+    pub(super) since: Option<i64>,
+    pub(super) until: Option<i64>,
+}
+
+impl Filter {
+    pub(super) fn of(a: &EventsArgs) -> Filter {
+        let (since, until) = a.window(crate::time::now_ms());
+        Filter {
+            key: a.key.clone(),
+            kind: a.kind.clone(),
+            since,
+            until,
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.key.is_some() || self.kind.is_some() || self.since.is_some() || self.until.is_some()
+    }
+
+    /// Does an event with this `type`, `data.key` and `ts` pass? (Any may be
+    /// absent or not a string: such an event passes only where no filter
+    /// asks about that field. An event whose `ts` does not read as a time
+    /// cannot be placed in a window, so a window leaves it out.)
+    pub(super) fn accepts(&self, kind: Option<&str>, key: Option<&str>, ts: Option<&str>) -> bool {
+        self.kind.as_deref().is_none_or(|k| kind == Some(k))
+            && self.key.as_deref().is_none_or(|k| key == Some(k))
+            && self.in_window(ts)
+    }
+
+    fn in_window(&self, ts: Option<&str>) -> bool {
+        if self.since.is_none() && self.until.is_none() {
+            return true;
+        }
+        let Some(at) = ts.and_then(parse_ts) else {
+            return false;
+        };
+        self.since.is_none_or(|s| at >= s) && self.until.is_none_or(|u| at < u)
+    }
+
+    /// Where reading `file` (complete lines up to `end`) can start and still
+    /// see every event in the window: found by bisection for `--since`, so
+    /// a big log is not read from its start.
+    pub(super) fn start_in(&self, file: &File, end: u64) -> io::Result<u64> {
+        match self.since {
+            Some(since) => seek::start_for(file, end, since),
+            None => Ok(0),
+        }
+    }
+}
+
+/// Turns log lines into printed events, counting the ones that do not parse.
+///
+/// Every line that is one JSON object is an event, whatever its fields: a
+/// line is printed as it stands (`--json`) or as words, or counted as
+/// unparseable. Lines up to [`INLINE_LINE_BYTES`] are handled in memory;
+/// longer ones are checked and copied from the file in pieces, so no line is
+/// ever too long and memory stays flat in the size of the log.
+pub(super) struct Printer<'a> {
+    pub(super) out: &'a mut Out,
+    pub(super) filter: Filter,
+    pub(super) skipped: usize,
+    pub(super) buf: Vec<u8>,
+    /// With several roots, the root of the lines being printed: added to
+    /// each one as `"root"` (JSON) or `root=` (text).
+    pub(super) root: Option<String>,
+}
+
+impl Printer<'_> {
+    pub(super) fn new(out: &mut Out, filter: Filter) -> Printer<'_> {
+        Printer {
+            out,
+            filter,
+            skipped: 0,
+            buf: Vec::new(),
+            root: None,
+        }
+    }
+
+    /// Print the complete lines before `end`: the last `limit` events that
+    /// pass the filter, or all of them.
+    pub(super) fn print_file(
+        &mut self,
+        file: &File,
+        end: u64,
+        limit: Option<usize>,
+    ) -> io::Result<()> {
+        match limit {
+            // Without a filter the last N lines are the last N events (less
+            // any that do not parse), found by reading back from the end.
+            Some(n) if !self.filter.active() => {
+                let start = stream::start_of_last_lines(file, end, n)?;
+                stream::for_each_line(file, start, end, |span, bytes| {
+                    self.print_scanned(file, span, bytes)
+                })
+            }
+            // With one, the last N matches may lie anywhere: one pass keeps
+            // their places (not their text), a second prints them.
+            Some(n) => {
+                let mut kept: VecDeque<Span> = VecDeque::new();
+                let from = self.filter.start_in(file, end)?;
+                stream::for_each_line(file, from, end, |span, bytes| {
+                    if self.matches(file, span, bytes) && n > 0 {
+                        if kept.len() == n {
+                            kept.pop_front();
+                        }
+                        kept.push_back(span);
+                    }
+                    Ok(())
+                })?;
+                kept.into_iter()
+                    .try_for_each(|span| self.print_span(file, span))
+            }
+            None if self.filter.since.is_some() => {
+                let from = self.filter.start_in(file, end)?;
+                stream::for_each_line(file, from, end, |span, bytes| {
+                    if self.matches(file, span, bytes) {
+                        self.print_scanned(file, span, bytes)
+                    } else {
+                        Ok(())
+                    }
+                })
+            }
+            None => stream::for_each_line(file, 0, end, |span, bytes| {
+                self.print_scanned(file, span, bytes)
+            }),
+        }
+    }
+
+    /// Is the line at `span` (its `bytes`, when the scan held them) an
+    /// event the filter accepts? Counts it as skipped when it does not parse.
+    fn matches(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> bool {
+        let probe = match bytes {
+            Some(line) => Probe::of_slice(line),
+            None => Probe::of_span(file, span),
+        };
+        match probe {
+            Ok(p) => self
+                .filter
+                .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref()),
+            Err(_) => {
+                self.skipped += 1;
+                false
+            }
+        }
+    }
+
+    /// A line from a forward scan: in hand, or to be streamed.
+    fn print_scanned(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> io::Result<()> {
+        match bytes {
+            Some(line) => self.print_line(line),
+            None => self.print_long(file, span),
+        }
+    }
+
+    fn read(&mut self, file: &File, span: Span) -> io::Result<()> {
+        self.buf.resize(span.len as usize, 0);
+        file.read_exact_at(&mut self.buf, span.offset)
+    }
+
+    fn print_span(&mut self, file: &File, span: Span) -> io::Result<()> {
+        if span.len <= INLINE_LINE_BYTES {
+            self.read(file, span)?;
+            let line = std::mem::take(&mut self.buf);
+            let res = self.print_line(&line);
+            self.buf = line;
+            res
+        } else {
+            self.print_long(file, span)
+        }
+    }
+
+    /// One line held in memory.
+    pub(super) fn print_line(&mut self, line: &[u8]) -> io::Result<()> {
+        let line = line.trim_ascii();
+        if self.out.json_mode() {
+            // The shallow check: one JSON object (its filter fields probed
+            // when a filter asks), no tree built. The line goes out byte for
+            // byte as it stands (re-serializing would round big numbers).
+            // None: not one JSON object.
+            let wanted = if self.filter.active() {
+                Probe::of_slice(line).ok().map(|p| {
+                    self.filter
+                        .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref())
+                })
+            } else {
+                Probe::is_object(line).then_some(true)
+            };
+            match wanted {
+                Some(true) => match self.root.as_deref() {
+                    None => self.out.raw_line(line),
+                    Some(root) => match with_root_member(line, root) {
+                        Some(tagged) => self.out.raw_line(&tagged),
+                        None => self.out.raw_line(line),
+                    },
+                },
+                Some(false) => Ok(()),
+                None => {
+                    self.skipped += 1;
+                    Ok(())
+                }
+            }
+        } else {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(ev)) => {
+                    let kind = ev.get("type").and_then(Value::as_str);
+                    let key = data_str(&ev, "key");
+                    let ts = ev.get("ts").and_then(Value::as_str);
+                    if self.filter.accepts(kind, key, ts) {
+                        let mut text = event_text(&ev);
+                        if let Some(root) = &self.root {
+                            text.push_str(&format!(" root={}", sanitize(root)));
+                        }
+                        self.out.line(&text)?;
+                    }
+                    Ok(())
+                }
+                _ => {
+                    self.skipped += 1;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// One line too long to hold: checked, then copied, from the file.
+    fn print_long(&mut self, file: &File, span: Span) -> io::Result<()> {
+        let p = match Probe::of_span(file, span) {
+            Ok(p) => p,
+            Err(_) => {
+                self.skipped += 1;
+                return Ok(());
+            }
+        };
+        if !self
+            .filter
+            .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref())
+        {
+            return Ok(());
+        }
+        if self.out.json_mode() {
+            stream::copy_span(file, span, self.out.writer())?;
+            return self.out.raw_line(b"");
+        }
+        let mut s = format!(
+            "{} {}",
+            sanitize(p.ts.as_deref().unwrap_or("-")),
+            sanitize(p.kind.as_deref().unwrap_or("-"))
+        );
+        for (name, v) in [("key", &p.key), ("holder", &p.holder)] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {name}={}", sanitize(v)));
+            }
+        }
+        s.push_str(&format!(
+            " ({} bytes: too long to show as text; --json prints it whole)",
+            span.len
+        ));
+        self.out.line(&s)
+    }
+
+    /// A line from the follower: whole, or cut at the follower's cap, in
+    /// which case it is read again whole from the file.
+    pub(super) fn print_followed(&mut self, line: &Line, file: Option<&File>) -> io::Result<()> {
+        if !line.truncated {
+            return self.print_line(line.text.as_bytes());
+        }
+        match file.map(|f| stream::line_at(f, line.offset).map(|s| (f, s))) {
+            Some(Ok((f, Some(span)))) => self.print_span(f, span),
+            Some(Err(e)) => Err(e),
+            // The file changed under us: better counted than lost in silence.
+            _ => {
+                self.skipped += 1;
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn report_skipped(&self) {
+        if self.skipped > 0 {
+            diag(&format!(
+                "skipped {} unparseable line(s) in the events log",
+                self.skipped
+            ));
+        }
+    }
+}
+
+fn data_str<'a>(ev: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    ev.get("data")?.as_object()?.get(name)?.as_str()
+}
+
+/// `ts type key=… holder=… pid=…` and whatever else the event adds.
+fn event_text(ev: &Map<String, Value>) -> String {
+    let field = |name: &str| ev.get(name).and_then(Value::as_str).unwrap_or("-");
+    let mut s = format!("{} {}", sanitize(field("ts")), sanitize(field("type")));
+    let Some(data) = ev.get("data").and_then(Value::as_object) else {
+        return s;
+    };
+    let shown = ["key", "holder", "pid"]
+        .iter()
+        .filter_map(|f| data.get(*f).map(|v| (*f, v)));
+    let extra = data
+        .iter()
+        .filter(|(k, _)| !COMMON.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v));
+    for (k, v) in shown.chain(extra) {
+        let v = match v {
+            Value::String(t) => t.clone(),
+            // A lease id in the form etcdctl prints and takes, as every
+            // text output shows it.
+            Value::Number(n) if k == "lease" => match n.as_i64() {
+                Some(id) => crate::store::lease_hex(id),
+                None => n.to_string(),
+            },
+            other => other.to_string(),
+        };
+        s.push_str(&format!(" {}={}", sanitize(k), sanitize(&v)));
+    }
+    s
+}
+
+impl Printer<'_> {
+    pub(super) fn wants(&self, ev: &Event) -> bool {
+        let v = ev.value();
+        let kind = v.get("type").and_then(Value::as_str);
+        let key = v
+            .get("data")
+            .and_then(|d| d.get("key"))
+            .and_then(Value::as_str);
+        self.filter.accepts(kind, key, ev.ts())
+    }
+
+    pub(super) fn print_event(&mut self, ev: &Event) -> io::Result<()> {
+        let line = serde_json::to_vec(ev.value()).map_err(io::Error::other)?;
+        self.print_line(&line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(text: &str) -> Map<String, Value> {
+        match serde_json::from_str(text) {
+            Ok(Value::Object(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn event_text_shows_extras_and_escapes_hostile_fields() {
+        let ev = object(
+            r#"{"ts":"2026-01-01T00:00:00Z","type":"claim_force_released","source":"fno-loop","data":{"key":"k","holder":"h\u001b[2J","pid":null,"host":"x","acquired_at":1,"expires_at":null,"operator":"me@box","previous_state":"corrupted"}}"#,
+        );
+        let t = event_text(&ev);
+        assert_eq!(
+            t,
+            "2026-01-01T00:00:00Z claim_force_released key=k holder=h\\e[2J pid=null \
+             operator=me@box previous_state=corrupted"
+        );
+    }
+
+    #[test]
+    fn an_expired_claims_lease_is_shown_in_hex_as_etcdctl_prints_it() {
+        let ev = object(
+            r#"{"ts":"t","type":"claim_expired","data":{"key":"k","holder":"h","pid":7,"lease":8327897000573213961}}"#,
+        );
+        assert_eq!(
+            event_text(&ev),
+            "t claim_expired key=k holder=h pid=7 lease=7392a232ed351d09"
+        );
+    }
+
+    #[test]
+    fn an_event_without_a_type_is_shown_with_a_dash() {
+        assert_eq!(
+            event_text(&object(r#"{"ts":"t","data":{"key":"k"}}"#)),
+            "t - key=k"
+        );
+    }
+
+    #[test]
+    fn filter_matches_type_and_data_key() {
+        let f = |key: Option<&str>, kind: Option<&str>| Filter {
+            key: key.map(Into::into),
+            kind: kind.map(Into::into),
+            since: None,
+            until: None,
+        };
+        let (kind, key) = (Some("claim_acquired"), Some("a"));
+        assert!(f(Some("a"), Some("claim_acquired")).accepts(kind, key, None));
+        assert!(!f(Some("b"), None).accepts(kind, key, None));
+        assert!(!f(None, Some("claim_released")).accepts(kind, key, None));
+        assert!(
+            f(None, None).accepts(None, None, None),
+            "no filter takes typeless events"
+        );
+        assert!(!f(None, Some("x")).accepts(None, key, None));
+    }
+
+    #[test]
+    fn a_window_keeps_since_and_leaves_out_until_and_undated_events() {
+        let f = Filter {
+            key: None,
+            kind: None,
+            since: parse_ts("2026-12-01T03:00:00Z"),
+            until: parse_ts("2026-12-01T04:00:00Z"),
+        };
+        assert!(f.active());
+        assert!(f.accepts(None, None, Some("2026-12-01T03:00:00Z")));
+        assert!(f.accepts(None, None, Some("2026-12-01T03:59:59Z")));
+        assert!(!f.accepts(None, None, Some("2026-12-01T04:00:00Z")));
+        assert!(!f.accepts(None, None, Some("2026-12-01T02:59:59Z")));
+        assert!(!f.accepts(None, None, Some("yesterday")));
+        assert!(!f.accepts(None, None, None));
+    }
+}

@@ -1,0 +1,120 @@
+//! What time alone changes in the mirror, judged once a second: a TTL
+//! crossing the clock, a lease that should have run out, a local holder's
+//! pid gone, a mutex or temp file coming of age, the slow safety re-list.
+
+use super::judge::rejudge;
+use super::{Mirror, RELIST_COST_FACTOR, RELIST_EVERY_MS};
+use crate::claims::{ClaimState, Status};
+use crate::store::Tenure;
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A lease's grace past its end before its key is read again: etcd ends a
+/// lease on its own clock.
+const LEASE_GRACE_MS: i64 = 1000;
+
+impl Mirror {
+    /// Note when time alone changes `s`: its TTL crossing the clock (judged
+    /// here), or its lease's end (a leased store, re-read then).
+    pub(super) fn expect_edge(&mut self, path: &Arc<Path>, s: &Status, tenure: Option<&Tenure>) {
+        let edge = match (&self.judge, tenure) {
+            (Some(_), _) => s.record.as_ref().and_then(|r| r.expires_at),
+            (None, Some(t)) if t.lease.remaining_s > 0 => {
+                Some(self.now + t.lease.remaining_s * 1000 + LEASE_GRACE_MS)
+            }
+            (None, _) => None,
+        };
+        if let Some(at) = edge.filter(|at| *at > self.now) {
+            self.edges.push(Reverse((at, Arc::clone(path))));
+        }
+    }
+
+    /// A second passed: judge again what time changes.
+    pub fn tick(&mut self, now: i64) {
+        self.now = now;
+        let moved = self.judge.as_mut().map(|j| j.tick(now)).unwrap_or_default();
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.edges.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.edges.pop() {
+                due.push(path);
+            }
+        }
+        if self.judge.is_none() {
+            // A lease that should have ended: its key, read again, says
+            // whether a holder kept it alive (which changes no key).
+            let mut keys: Vec<String> = due
+                .iter()
+                .filter_map(|p| self.rows.get(p).map(|s| s.key.clone()))
+                .collect();
+            // A live claim whose holder is a process of this machine that
+            // has exited: nothing in the store changes, yet the store's own
+            // verdict is suspect now, so its key is read again.
+            // Each pid is asked once a tick, however many claims it holds.
+            let mut alive: HashMap<i32, bool> = HashMap::new();
+            for s in self.rows.values() {
+                let local = s.locality == Some(crate::claims::Locality::Local);
+                if let (ClaimState::Live, true, Some(r)) = (s.state, local, &s.record) {
+                    if !*alive
+                        .entry(r.pid)
+                        .or_insert_with(|| crate::sys::pid_alive(r.pid))
+                    {
+                        keys.push(s.key.clone());
+                    }
+                }
+            }
+            self.dirty.extend(keys);
+        } else if !moved.is_empty() {
+            self.owed.pids.extend(moved);
+            let all: Vec<Arc<Path>> = self.rows.keys().cloned().collect();
+            self.rejudge(all, now);
+        } else if !due.is_empty() {
+            self.rejudge(due, now);
+        }
+        while let Some(Reverse((at, _))) = self.aging.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.aging.pop() {
+                if let Some((e, h)) = self.entries.get_mut(&path) {
+                    if h.is_none() {
+                        *h = e.hazard_at(&path, now);
+                        self.tally_dirty |= h.is_some();
+                    }
+                }
+            }
+        }
+        let every = RELIST_EVERY_MS.max(self.list_cost_ms * RELIST_COST_FACTOR);
+        if now - self.listed_at >= every {
+            self.relist.get_or_insert(None);
+        }
+    }
+
+    /// Judge the rows at `paths` again, state first, as of `now`.
+    fn rejudge(&mut self, paths: Vec<Arc<Path>>, now: i64) {
+        let Some(j) = self.judge.as_ref() else { return };
+        let mut c = j.classifier(now);
+        for path in paths {
+            let Some(s) = self.rows.get(&path) else {
+                continue;
+            };
+            let Some(rec) = &s.record else { continue };
+            let (state, locality) = c.state(rec);
+            if state == s.state && Some(locality) == s.locality {
+                continue;
+            }
+            let mut next = (**s).clone();
+            rejudge(&mut c, &mut next);
+            self.keep(&mut next);
+            if let Some(old) = self.rows.remove(&path) {
+                self.count(&path, &old, false);
+            }
+            let tenure = self.tenures.remove(&path);
+            self.insert(path, Arc::new(next), tenure, false);
+        }
+    }
+}
