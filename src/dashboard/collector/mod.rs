@@ -10,6 +10,8 @@
 //! `--timeout`; the countdowns must not), and the probe asking a store
 //! with a connection for the header's facts.
 
+mod probe;
+
 use super::action::Action;
 use super::fleet_reader::FleetReader;
 pub use super::heard::{line_of, Heard};
@@ -20,7 +22,8 @@ use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{open, Change, Changes, OpenOpts, Store, StoreError, StoreUrl};
+use crate::store::{Change, Changes, Store, StoreError};
+pub use probe::{probe, Source, PROBE_EVERY, PROBE_TIMEOUT};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -41,26 +44,6 @@ const RETRY: Duration = Duration::from_secs(1);
 pub const HEAD: usize = 1000;
 /// Most changes the feed thread hands on at once: a burst is one batch.
 const FEED_BATCH: usize = 4096;
-/// The probe's own timeout: a stopped store must show as disconnected
-/// well before a command's `--timeout` would give up on it.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-/// Between two probes.
-pub const PROBE_EVERY: Duration = Duration::from_secs(1);
-
-/// How to open a store again (the probe and the op worker each have their
-/// own connection).
-#[derive(Debug, Clone)]
-pub struct Source {
-    pub url: StoreUrl,
-    pub opts: OpenOpts,
-}
-
-impl Source {
-    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
-        open(&self.url, &self.opts)
-    }
-}
-
 /// What the collector is asked.
 #[derive(Debug)]
 pub enum Input {
@@ -463,44 +446,6 @@ fn tick_each_second(model: Sender<Action>, collector: Sender<Input>) {
     }
 }
 
-/// Ask the store for its header facts once a second; a failure (or a store
-/// that cannot be opened) is the store being unreachable.
-pub fn probe(source: Source, out: Sender<Action>) {
-    /// The header's facts of a store with a connection; `None` for one
-    /// without (nothing to probe).
-    fn info_of(store: &dyn Store) -> Result<Option<crate::store::StoreInfo>, StoreError> {
-        store.leases().map(|l| l.info()).transpose()
-    }
-    let mut opts = source.opts.clone();
-    opts.timeout = Some(opts.timeout.map_or(PROBE_TIMEOUT, |t| t.min(PROBE_TIMEOUT)));
-    let source = Source { opts, ..source };
-    let mut store: Option<Box<dyn Store>> = None;
-    loop {
-        let answer = match &store {
-            Some(s) => info_of(&**s),
-            None => source.open().and_then(|s| {
-                let info = info_of(&*s);
-                store = Some(s);
-                info
-            }),
-        };
-        let msg = match answer {
-            Ok(Some(info)) => StoreMsg::Info { info, at: now_ms() },
-            // A store with nothing to say in a header has no connection to
-            // lose: the probe has no more to do.
-            Ok(None) => return,
-            Err(e) => StoreMsg::Unreachable {
-                why: e.to_string(),
-                at: now_ms(),
-            },
-        };
-        if out.send(Action::Store(Box::new(msg))).is_err() {
-            return;
-        }
-        std::thread::sleep(PROBE_EVERY);
-    }
-}
-
 /// Start a collector over `store` on its own thread; its inbox.
 pub fn spawn(
     collector: Collector,
@@ -541,130 +486,4 @@ pub fn operator_id(me: &crate::claims::LocalIdentity) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::fleet::{HostInfo, PublishedRoot};
-
-    fn collector() -> (tempfile::TempDir, Collector) {
-        let td = tempfile::TempDir::new().expect("temp root");
-        let store = FileStore::new(Root::with_events_here(td.path()));
-        (td, Collector::new(Box::new(store), None, 0, 0))
-    }
-
-    /// What one round of `changes` turns into: (published re-reads, fleet
-    /// readings, listings).
-    fn round(c: &mut Collector, changes: Vec<Change>) -> (usize, usize, usize) {
-        let actions = c.handle(Input::Feed(changes), 0).expect("a round");
-        let mut n = (0, 0, 0);
-        for a in actions {
-            match a {
-                Action::Store(m) if matches!(*m, StoreMsg::Published { .. }) => n.0 += 1,
-                Action::Store(m) if matches!(*m, StoreMsg::Fleet { .. }) => n.1 += 1,
-                Action::Mirror { delta, .. } if delta.whole.is_some() => n.2 += 1,
-                _ => {}
-            }
-        }
-        n
-    }
-
-    fn published(host: &str, key: &str) -> Change {
-        Change::Published {
-            host_id: host.into(),
-            root_id: "00000000000000aa".into(),
-            key: key.into(),
-        }
-    }
-
-    fn alpha() -> HostInfo {
-        HostInfo {
-            host_id: "m1".into(),
-            hostname: "alpha".into(),
-            online: true,
-            last_seen_ms: 0,
-            roots: vec![PublishedRoot::new(
-                "00000000000000aa".into(),
-                "/srv/a".into(),
-            )],
-            counts: Default::default(),
-        }
-    }
-
-    #[test]
-    fn a_published_change_re_reads_that_copy_and_a_host_change_or_resync_re_reads_the_fleet() {
-        let (_td, mut c) = collector();
-        // The first listing reads the fleet, and only it.
-        c.list(0).expect("list");
-        assert_eq!(round(&mut c, vec![]), (0, 0, 0), "no polling");
-        c.fleet.know(&[alpha()]);
-        assert_eq!(
-            round(&mut c, vec![published("m1", "a"), published("m1", "b")]),
-            (2, 0, 0)
-        );
-        // A copy of a host the last reading did not name: the fleet names it.
-        assert_eq!(round(&mut c, vec![published("m9", "a")]), (0, 1, 0));
-        c.fleet.know(&[alpha()]);
-        let host = Change::Host {
-            host_id: "m1".into(),
-        };
-        assert_eq!(round(&mut c, vec![published("m1", "a"), host]), (0, 1, 0));
-        let resync = Change::Resync {
-            why: "compacted".into(),
-        };
-        assert_eq!(round(&mut c, vec![resync]), (0, 1, 1));
-    }
-
-    #[test]
-    fn a_mirrored_event_reaches_the_pane_in_feed_order_marked_with_its_host_and_root() {
-        let (_td, mut c) = collector();
-        c.list(0).expect("list");
-        c.fleet.know(&[alpha()]);
-        let mirrored = |host: &str, root: &str, key: &str| {
-            let line = format!(
-                r#"{{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{{"key":"{key}"}}}}"#
-            );
-            Change::PublishedEvent {
-                host_id: host.into(),
-                root_id: root.into(),
-                event: crate::events::parse_event(&line).expect("an event"),
-            }
-        };
-        let own = Change::Event(
-            crate::events::parse_event(r#"{"type":"claim_released","data":{"key":"s"}}"#)
-                .expect("an event"),
-        );
-        let heard = |c: &mut Collector, changes| {
-            let actions = c.handle(Input::Feed(changes), 0).expect("a round");
-            let (mut lines, mut fleets) = (Vec::new(), 0);
-            for a in actions {
-                match a {
-                    Action::EventsAppended(got) => lines.extend(got.iter().map(|l| {
-                        serde_json::from_str::<serde_json::Value>(&l.text).expect("JSON")
-                    })),
-                    Action::Store(m) if matches!(*m, StoreMsg::Fleet { .. }) => fleets += 1,
-                    _ => {}
-                }
-            }
-            (lines, fleets)
-        };
-        let (lines, fleets) = heard(&mut c, vec![mirrored("m1", "00000000000000aa", "k"), own]);
-        assert_eq!(fleets, 0, "a known place needs no fleet reading");
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["host"], "alpha");
-        assert_eq!(lines[0]["root"], "/srv/a");
-        assert_eq!(
-            lines[0]["data"]["key"], "k",
-            "the host's line as it wrote it"
-        );
-        assert!(
-            lines[1].get("host").is_none(),
-            "the store's own: {}",
-            lines[1]
-        );
-        // A root the last reading did not name: the fleet is read (here it
-        // names nobody), and the line says what the feed said, its ids.
-        let (lines, fleets) = heard(&mut c, vec![mirrored("m9", "00000000000000bb", "q")]);
-        assert_eq!(fleets, 1);
-        assert_eq!(lines[0]["host"], "m9");
-        assert_eq!(lines[0]["root"], "00000000000000bb");
-    }
-}
+mod tests;

@@ -1,0 +1,64 @@
+//! The one keymap table. Dispatch, the footer and the `?` help all read it,
+//! so a key cannot work without being documented, or be documented without
+//! working.
+
+mod binding;
+mod keymap;
+#[cfg(test)]
+mod tests;
+
+pub use binding::{Binding, Cmd, Key, Pane, Scope};
+pub use keymap::KEYMAP;
+
+use ratatui::crossterm::event::KeyEvent;
+
+/// The command `ev` means in `pane`, if any.
+pub fn lookup(pane: Pane, ev: &KeyEvent) -> Option<Cmd> {
+    KEYMAP
+        .iter()
+        .filter(|b| b.scope.covers(pane))
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.cmd)
+}
+
+/// The command `ev` means in the timeline view: its own keys first, then
+/// the movement, close, help and quit keys every view shares.
+pub fn lookup_timeline(ev: &KeyEvent) -> Option<Cmd> {
+    let own = KEYMAP
+        .iter()
+        .filter(|b| b.scope == Scope::Timeline)
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.cmd);
+    own.or_else(|| {
+        lookup(Pane::Table, ev).filter(|c| {
+            matches!(
+                c,
+                Cmd::Up
+                    | Cmd::Down
+                    | Cmd::PageUp
+                    | Cmd::PageDown
+                    | Cmd::Top
+                    | Cmd::Bottom
+                    | Cmd::Close
+                    | Cmd::Help
+                    | Cmd::Quit
+                    | Cmd::Timeline
+                    | Cmd::Pause
+                    | Cmd::Suspend
+            )
+        })
+    })
+}
+
+/// Is `ev` Ctrl-C? It quits from anywhere, dialogs and text inputs included.
+pub fn is_interrupt(ev: &KeyEvent) -> bool {
+    Key::Ctrl('c').matches(ev)
+}
+
+/// The bindings the footer shows for `pane`.
+pub fn footer(pane: Pane, read_only: bool) -> impl Iterator<Item = &'static Binding> {
+    KEYMAP
+        .iter()
+        .filter(move |b| b.in_footer && b.scope.covers(pane))
+        .filter(move |b| !(read_only && b.cmd.mutates()))
+}
