@@ -15,8 +15,8 @@ use claimtop::claims::now_ms;
 use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
-use claimtop::dashboard::collector::{Collector, Counters, Input};
-use claimtop::dashboard::{update, view, Action, App, Options as DashOptions};
+use claimtop::dashboard::testing::{draw, update, Action, App, Options as DashOptions};
+use claimtop::dashboard::testing::{Collector, Counters, Input};
 use claimtop::events::tail::read_last_lines;
 use claimtop::store::file::feed;
 use common::*;
@@ -1007,7 +1007,7 @@ fn spawn_watcher(
     root: &Root,
     tx: Sender<Action>,
 ) -> Res<(Sender<Input>, std::sync::Arc<Counters>)> {
-    Ok(claimtop::dashboard::spawn_readers(root, &tx)?)
+    Ok(claimtop::dashboard::testing::spawn_readers(root, &tx)?)
 }
 
 /// Apply every action waiting (the live loop's batch), then report whether
@@ -1133,7 +1133,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
             for i in 0..frames {
                 // Move the selection so every frame has something to diff.
                 app.table.selected = i % 40;
-                term.draw(|f| view::draw(f, &app))?;
+                term.draw(|f| draw(f, &app))?;
             }
             per.push(t.elapsed() / frames as u32);
             cpu.push((thread_cpu() - c) / frames as u32);
@@ -1285,7 +1285,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
             break;
         }
     }
-    term.draw(|f| view::draw(f, &app))?;
+    term.draw(|f| draw(f, &app))?;
     let first_frame = t0.elapsed();
     // A big root's first frame shows its head: start-up ends only with the
     // whole listing in, and the memory it replaced handed back a second
@@ -1344,7 +1344,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         in_update += t.elapsed();
         if dirty {
             let t = Instant::now();
-            term.draw(|f| view::draw(f, &app))?;
+            term.draw(|f| draw(f, &app))?;
             in_draw += t.elapsed();
             frames += 1;
         }
@@ -1650,7 +1650,7 @@ fn timeline_open(path: &Path) -> Res<()> {
                 &mut app,
                 Action::Key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE)),
             );
-            term.draw(|f| view::draw(f, &app))?;
+            term.draw(|f| draw(f, &app))?;
             let drawn: String = term
                 .backend()
                 .buffer()
@@ -1664,7 +1664,7 @@ fn timeline_open(path: &Path) -> Res<()> {
             open = Some(t0.elapsed());
         }
         if whole {
-            term.draw(|f| view::draw(f, &app))?;
+            term.draw(|f| draw(f, &app))?;
             break;
         }
     }

@@ -9,8 +9,8 @@
 mod common;
 
 use claimtop::claims::{acquire, release, status, sweep, AcquireOpts, Root};
-use claimtop::dashboard::collector::Collector;
-use claimtop::dashboard::{update, view, Action, App, Options};
+use claimtop::dashboard::testing::Collector;
+use claimtop::dashboard::testing::{draw, update, Action, App, Options};
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ratatui::backend::TestBackend;
@@ -97,7 +97,7 @@ fn bench_sweep(c: &mut Criterion) {
                 b.iter(|| {
                     i += 1;
                     app.table.selected = i % 40;
-                    let _ = term.draw(|f| view::draw(f, &app));
+                    let _ = term.draw(|f| draw(f, &app));
                 })
             },
         );

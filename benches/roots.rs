@@ -18,8 +18,8 @@
 mod common;
 
 use claimtop::claims::{acquire, now_ms, release, AcquireOpts, LocalIdentity, Root};
-use claimtop::dashboard::collector::{Counters, Input};
-use claimtop::dashboard::{spawn_readers_over, update, view, Action, App, Options};
+use claimtop::dashboard::testing::{draw, spawn_readers_over, update, Action, App, Options};
+use claimtop::dashboard::testing::{Counters, Input};
 use claimtop::store::file::feed;
 use claimtop::store::Change;
 use common::*;
@@ -175,7 +175,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
     while pump(&mut app, &rx, Duration::from_millis(50), &mut dirty) {}
     // The new claims must be on screen: filter to them, as an operator
     // watching for them would.
-    app.table.filter = claimtop::dashboard::model::Filter::parse("fig12");
+    app.table.filter = claimtop::dashboard::testing::Filter::parse("fig12");
     app.rebuild_rows();
     let samples = if quick { 6 } else { 90 };
     let opts = AcquireOpts::default();
@@ -205,7 +205,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
             upd += cpu_now() - c;
             if dirty {
                 let c = cpu_now();
-                term.draw(|f| view::draw(f, &app))?;
+                term.draw(|f| draw(f, &app))?;
                 drw += cpu_now() - c;
                 shown = app.table.rows.iter().any(|p| **p == *path);
             }
@@ -326,7 +326,7 @@ fn idle_worker(args: &[String]) -> Res<()> {
     let (tx, rx) = channel();
     let readers = start(&app, &tx)?;
     until_swept(&mut app, &rx, roots.len())?;
-    term.draw(|f| view::draw(f, &app))?;
+    term.draw(|f| draw(f, &app))?;
     let first_frame = t0.elapsed();
     let settle = Instant::now() + IDLE_SETTLE;
     while Instant::now() < settle {
@@ -348,7 +348,7 @@ fn idle_worker(args: &[String]) -> Res<()> {
             &mut dirty,
         ) && dirty
         {
-            term.draw(|f| view::draw(f, &app))?;
+            term.draw(|f| draw(f, &app))?;
             frames += 1;
         }
     }
@@ -380,7 +380,7 @@ fn profile(args: &[String]) -> Res<()> {
     let mut collectors: Vec<_> = roots
         .iter()
         .enumerate()
-        .map(|(i, r)| claimtop::dashboard::collector::Collector::local(r, i, now_ms()))
+        .map(|(i, r)| claimtop::dashboard::testing::Collector::local(r, i, now_ms()))
         .collect();
     for c in &mut collectors {
         for a in c.list(now_ms())? {
@@ -400,7 +400,7 @@ fn profile(args: &[String]) -> Res<()> {
             update(&mut app, a);
         }
         let t2 = cpu_now();
-        term.draw(|f| view::draw(f, &app))?;
+        term.draw(|f| draw(f, &app))?;
         upd += t2 - t;
         drw += cpu_now() - t2;
     }

@@ -6,7 +6,7 @@
 use super::{bare_app, pump, spawn_watcher, worker_cmd, Plan, Report};
 use crate::common::*;
 use claimtop::claims::{acquire, AcquireOpts};
-use claimtop::dashboard::{view, Action};
+use claimtop::dashboard::testing::{draw, Action};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::process::Stdio;
@@ -108,7 +108,7 @@ pub fn fig13(plan: &Plan, r: &mut Report) -> Res<()> {
         };
         let whole = matches!(&a, Action::Mirror { delta, .. }
             if delta.whole.as_ref().is_some_and(|w| !w.partial));
-        claimtop::dashboard::update(&mut app, a);
+        claimtop::dashboard::testing::update(&mut app, a);
         if whole {
             break;
         }
@@ -132,7 +132,7 @@ pub fn fig13(plan: &Plan, r: &mut Report) -> Res<()> {
             );
         }
         if app.claims.live.get(&path).is_some() {
-            term.draw(|f| view::draw(f, &app))?;
+            term.draw(|f| draw(f, &app))?;
             lat.push(t.elapsed());
         } else {
             missed += 1;

@@ -11,7 +11,7 @@
 use crate::etcd_common::Etcd;
 use crate::headless::Headless;
 use claimtop::claims::{now_ms, ClaimRecord, LocalIdentity, Root};
-use claimtop::dashboard::fleet_view::row_path;
+use claimtop::dashboard::testing::row_path;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

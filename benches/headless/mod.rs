@@ -5,9 +5,9 @@
 #![allow(dead_code)]
 
 use claimtop::claims::{now_ms, LocalIdentity, Root};
-use claimtop::dashboard::collector::{Input, Source};
-use claimtop::dashboard::model::store::StoreView;
-use claimtop::dashboard::{update, view, Action, App, Options};
+use claimtop::dashboard::testing::StoreView;
+use claimtop::dashboard::testing::{draw, update, Action, App, Options};
+use claimtop::dashboard::testing::{Input, Source};
 use claimtop::store::{OpenOpts, StoreUrl};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -54,7 +54,7 @@ impl Headless {
         app.over_store(StoreView::new(store.url(), app.now));
         update(&mut app, Action::Resize(160, 48));
         let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-        let inbox = claimtop::dashboard::spawn_store_readers(store, &source, &tx)
+        let inbox = claimtop::dashboard::testing::spawn_store_readers(store, &source, &tx)
             .expect("start the collector");
         Headless {
             app,
@@ -84,6 +84,6 @@ impl Headless {
 
     pub fn draw(&mut self) {
         let app = &self.app;
-        self.term.draw(|f| view::draw(f, app)).expect("draw");
+        self.term.draw(|f| draw(f, app)).expect("draw");
     }
 }

@@ -44,9 +44,6 @@ pub enum Action {
 
 pub use crate::claims::root::RootProblem;
 
-/// Holder pids and their start times, as the collector's mirror knows them.
-pub use crate::store::mirror::judge::PidFacts;
-
 // The words for the header's notice live with the face.
 impl std::fmt::Display for RootProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,22 +9,23 @@
 //! those threads, so `update` is pure. The main loop blocks on the channel
 //! and redraws only when an update says something visible changed.
 
-pub mod action;
-pub mod collector;
-pub mod fleet_reader;
-pub mod fleet_view;
+pub(crate) mod action;
+pub(crate) mod collector;
+pub(crate) mod fleet_reader;
+pub(crate) mod fleet_view;
 mod heard;
-pub mod input;
-pub mod keys;
-pub mod keys_doc;
-pub mod model;
-pub mod ops;
+pub(crate) mod input;
+pub(crate) mod keys;
+pub(crate) mod keys_doc;
+pub(crate) mod model;
+pub(crate) mod ops;
 mod options;
-pub mod roots;
-pub mod terminal;
-pub mod timeline;
-pub mod update;
-pub mod view;
+pub(crate) mod roots;
+pub(crate) mod terminal;
+pub mod testing;
+pub(crate) mod timeline;
+pub(crate) mod update;
+pub(crate) mod view;
 
 pub use action::{Action, Op, OpResult};
 pub use model::App;

@@ -1027,7 +1027,7 @@ fn an_orphaned_acquire_with_a_ttl_is_never_bound_to_init() {
 #[test]
 fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
     use claimtop::claims::{operator_name, Root};
-    use claimtop::dashboard::action::{ForceOptsShown, Op};
+    use claimtop::dashboard::testing::{ForceOptsShown, Op};
     let s = Sandbox::new();
     s.write_lock("a", "not: [valid");
     s.write_lock("b", "not: [valid");
@@ -1052,7 +1052,7 @@ fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
             ..ForceOptsShown::default()
         },
     };
-    assert!(claimtop::dashboard::ops::run_op(&root, &op).ok);
+    assert!(claimtop::dashboard::testing::run_op(&root, &op).ok);
     let operators: Vec<Value> = s
         .events()
         .iter()

@@ -4,7 +4,7 @@
 //! `CLAIMTOP_BLESS=1 cargo test --test cli docs::` rewrites them.
 
 use claimtop::cli::reference;
-use claimtop::dashboard::keys_doc::{markdown_table, Keys};
+use claimtop::dashboard::testing::{markdown_table, Keys};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

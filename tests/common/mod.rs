@@ -18,8 +18,8 @@ use claimtop::claims::{
     ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,
     EXPIRED_SUBDIR,
 };
-use claimtop::dashboard::collector::{Collector, Input};
-use claimtop::dashboard::{update, Action, App, Options};
+use claimtop::dashboard::testing::{update, Action, App, Options};
+use claimtop::dashboard::testing::{Collector, Input};
 use claimtop::events::tail::Line;
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
@@ -894,7 +894,7 @@ pub fn select(app: &mut App, k: &str) {
         .position(|p| app.claims.live.get(p).is_some_and(|s| s.key == k))
         .unwrap_or_else(|| panic!("no row for {k}"));
     app.table.selected = i;
-    claimtop::dashboard::update::scroll_into_view(app);
+    claimtop::dashboard::testing::scroll_into_view(app);
     // As a key moving the selection does: the shown claim is worded.
     app.refresh_selected_why();
 }
@@ -942,7 +942,7 @@ pub fn render(app: &App) -> String {
 pub fn render_buffer(app: &App) -> ratatui::buffer::Buffer {
     let (w, h) = app.size;
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
-    term.draw(|f| claimtop::dashboard::view::draw(f, app))
+    term.draw(|f| claimtop::dashboard::testing::draw(f, app))
         .expect("draw");
     term.backend().buffer().clone()
 }

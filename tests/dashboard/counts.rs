@@ -8,9 +8,9 @@ use crate::common::*;
 use claimtop::claims::{
     self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
 };
-use claimtop::dashboard::collector::{Collector, Input};
-use claimtop::dashboard::model::ClaimSet;
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::testing::ClaimSet;
+use claimtop::dashboard::testing::{update, Action, App};
+use claimtop::dashboard::testing::{Collector, Input};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
 use claimtop::store::Store;

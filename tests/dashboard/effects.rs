@@ -3,8 +3,8 @@
 //! read the ops asked for, the quit, the suspend and the clipboard here.
 //! Each test runs on its own thread, so each has its own record.
 
-use claimtop::dashboard::action::Op;
-use claimtop::dashboard::{Action, App, Effects};
+use claimtop::dashboard::testing::Op;
+use claimtop::dashboard::testing::{Action, App, Effects};
 use claimtop::events::service::Request;
 use std::cell::RefCell;
 
@@ -12,9 +12,9 @@ thread_local! {
     static ASKED: RefCell<Effects> = RefCell::new(Effects::default());
 }
 
-/// [`claimtop::dashboard::update`], recording what it asked.
+/// [`claimtop::dashboard::testing::update`], recording what it asked.
 pub fn update(app: &mut App, action: Action) -> Effects {
-    let fx = claimtop::dashboard::update(app, action);
+    let fx = claimtop::dashboard::testing::update(app, action);
     ASKED.with(|a| a.borrow_mut().absorb(fx.clone()));
     fx
 }

@@ -7,11 +7,11 @@
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
-use claimtop::dashboard::action::Op;
-use claimtop::dashboard::fleet_view::row_path;
-use claimtop::dashboard::model::store::{StoreMsg, StoreView};
-use claimtop::dashboard::model::Column;
-use claimtop::dashboard::{Action, App};
+use claimtop::dashboard::testing::row_path;
+use claimtop::dashboard::testing::Column;
+use claimtop::dashboard::testing::Op;
+use claimtop::dashboard::testing::{Action, App};
+use claimtop::dashboard::testing::{StoreMsg, StoreView};
 use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::Listing;
 use ratatui::crossterm::event::KeyCode;
@@ -198,7 +198,7 @@ fn a_host_filter_keeps_the_claims_taken_on_that_host() {
         app.table
             .rows
             .iter()
-            .all(|p| p.starts_with(claimtop::dashboard::fleet_view::PUBLISHED_SCHEME)),
+            .all(|p| p.starts_with(claimtop::dashboard::testing::PUBLISHED_SCHEME)),
         "the store's own deploy/prod was taken elsewhere"
     );
     // Two hosts are alternatives, as two states are.
@@ -548,7 +548,7 @@ fn a_mirrored_event_in_the_events_pane_names_its_host() {
 
 #[test]
 fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store_claim() {
-    use claimtop::dashboard::keys::Pane;
+    use claimtop::dashboard::testing::Pane;
     use claimtop::events::history::Log;
     use claimtop::events::service::Request;
     let mut app = with_two_hosts();

@@ -6,10 +6,10 @@
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
 use claimtop::claims::Root;
-use claimtop::dashboard::action::{Op, RootProblem};
-use claimtop::dashboard::collector::Input;
-use claimtop::dashboard::model::{Column, Dialog};
-use claimtop::dashboard::{Action, App, Options};
+use claimtop::dashboard::testing::Input;
+use claimtop::dashboard::testing::{Action, App, Options};
+use claimtop::dashboard::testing::{Column, Dialog};
+use claimtop::dashboard::testing::{Op, RootProblem};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
 use std::sync::mpsc::channel;
@@ -481,13 +481,13 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
 fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
-    let set = claimtop::dashboard::roots::RootSet::new(a.clone(), std::slice::from_ref(&b));
+    let set = claimtop::dashboard::testing::RootSet::new(a.clone(), std::slice::from_ref(&b));
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();
     let (cb_tx, cb_rx) = channel();
     let worker = std::thread::spawn(move || {
-        claimtop::dashboard::ops::worker_over(set, op_rx, out_tx, vec![ca_tx, cb_tx])
+        claimtop::dashboard::testing::worker_over(set, op_rx, out_tx, vec![ca_tx, cb_tx])
     });
     let acquire = Op::Acquire {
         key: "k".into(),

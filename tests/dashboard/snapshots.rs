@@ -3,7 +3,7 @@
 //! snapshots in `tests/snapshots/`.
 
 use crate::common::*;
-use claimtop::dashboard::{update, Action, App};
+use claimtop::dashboard::testing::{update, Action, App};
 use claimtop::sanitize::is_unsafe;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::style::Color;
@@ -32,7 +32,7 @@ fn main_screen_shows_every_state_with_symbol_and_word() {
 fn a_corrupted_file_shows_its_parse_error_and_escaped_first_bytes() {
     each_size("corrupted_detail", |app| {
         select(app, "broken");
-        app.focus = claimtop::dashboard::keys::Pane::Detail;
+        app.focus = claimtop::dashboard::testing::Pane::Detail;
     });
 }
 

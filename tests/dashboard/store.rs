@@ -6,9 +6,9 @@
 use crate::common::*;
 use crate::effects::update;
 use claimtop::claims::{ClaimState, Status, Sweep};
-use claimtop::dashboard::model::store::{Link, StoreMsg, StoreView};
-use claimtop::dashboard::view::store::lease_cell;
-use claimtop::dashboard::{Action, App};
+use claimtop::dashboard::testing::lease_cell;
+use claimtop::dashboard::testing::{Action, App};
+use claimtop::dashboard::testing::{Link, StoreMsg, StoreView};
 use claimtop::store::{LeaseInfo, Listing, StoreInfo, Tenure};
 
 const URL: &str = "etcd://10.0.0.1:2379,10.0.0.2:2379/fno";

@@ -1,9 +1,9 @@
 //! The timeline view: tenures rebuilt from a fixed log, drawn headless at
 //! 80×24 and 160×48, and its model's keys.
 
-use claimtop::dashboard::timeline::Timeline;
-use claimtop::dashboard::view::timeline::{bar_width, draw, visible_rows};
-use claimtop::dashboard::view::Theme;
+use claimtop::dashboard::testing::Theme;
+use claimtop::dashboard::testing::Timeline;
+use claimtop::dashboard::testing::{bar_width, draw_timeline as draw, visible_rows};
 use claimtop::events::service::Reply;
 use claimtop::events::tail::Line;
 use claimtop::events::tenure::{Limits, TenureIndex};
@@ -168,9 +168,9 @@ fn zoom_out_shows_more_time_per_column() {
 
 use crate::common::{code, fixed_app, key, render, some_events, type_text};
 use crate::effects::{asked_log, clear_log, pop_log, update};
-use claimtop::dashboard::keys::Pane;
-use claimtop::dashboard::model::Overlay;
-use claimtop::dashboard::{Action, App};
+use claimtop::dashboard::testing::Overlay;
+use claimtop::dashboard::testing::Pane;
+use claimtop::dashboard::testing::{Action, App};
 use claimtop::events::backward::SearchFrom;
 use claimtop::events::service::{Anchor, Page, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -275,8 +275,8 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         pop_log(),
         Some(Request::Page {
             anchor: Anchor::At(300),
-            before: claimtop::dashboard::model::PAGE,
-            after: claimtop::dashboard::model::PAGE + 1,
+            before: claimtop::dashboard::testing::PAGE,
+            after: claimtop::dashboard::testing::PAGE + 1,
         })
     );
     let mut lines = some_events();
@@ -314,7 +314,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
 fn the_wheel_over_the_events_pane_browses_the_log_too() {
     use ratatui::crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
     let mut app = indexed_app(160, 48);
-    let a = claimtop::dashboard::view::layout::areas_of(app.size, app.look()).unwrap();
+    let a = claimtop::dashboard::testing::areas_of(app.size, app.look()).unwrap();
     let wheel = |kind| {
         Action::Mouse(MouseEvent {
             kind,

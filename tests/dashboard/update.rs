@@ -5,13 +5,13 @@
 use crate::common::*;
 use crate::effects::{clipboard, forget, ops, pop_log, quit, suspended, take_ops, update};
 use claimtop::claims::{ClaimState, Classifier};
-use claimtop::dashboard::action::{ForceOptsShown, Op};
-use claimtop::dashboard::collector::Input;
-use claimtop::dashboard::keys::Pane;
-use claimtop::dashboard::model::{Column, Dialog, Level, Overlay};
-use claimtop::dashboard::ops::run_op;
-use claimtop::dashboard::update::visible_signature;
-use claimtop::dashboard::{Action, App};
+use claimtop::dashboard::testing::run_op;
+use claimtop::dashboard::testing::visible_signature;
+use claimtop::dashboard::testing::Input;
+use claimtop::dashboard::testing::Pane;
+use claimtop::dashboard::testing::{Action, App};
+use claimtop::dashboard::testing::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::testing::{ForceOptsShown, Op};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
 
@@ -775,7 +775,7 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
     let (in_tx, in_rx) = std::sync::mpsc::channel();
     let r = root.clone();
     let worker =
-        std::thread::spawn(move || claimtop::dashboard::ops::worker(r, op_rx, out_tx, in_tx));
+        std::thread::spawn(move || claimtop::dashboard::testing::worker(r, op_rx, out_tx, in_tx));
     op_tx
         .send(Op::Acquire {
             key: "new".into(),
@@ -1167,7 +1167,7 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     );
     update(
         &mut app,
-        Action::OpResult(claimtop::dashboard::OpResult {
+        Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "release",
             key: "db:migrate".into(),
             path: fixed_root().lockfile("db:migrate"),
@@ -1269,14 +1269,14 @@ fn events_from_another_day_show_their_date_and_zone() {
 fn z_zooms_the_focused_pane_to_the_whole_screen_and_tab_moves_the_zoom() {
     for (w, h) in [(160, 48), (80, 24)] {
         let mut app = fixed_app(w, h);
-        let rows_before = claimtop::dashboard::view::layout::table_capacity(app.size, app.look());
+        let rows_before = claimtop::dashboard::testing::table_capacity(app.size, app.look());
         update(&mut app, key('z'));
         assert!(app.zoomed);
         let screen = render(&app);
         // The table alone: no events pane title, more rows, the way back named.
         assert!(!screen.contains("following"), "{screen}");
         assert!(screen.contains("z all panes"), "{screen}");
-        let rows = claimtop::dashboard::view::layout::table_capacity(app.size, app.look());
+        let rows = claimtop::dashboard::testing::table_capacity(app.size, app.look());
         assert!(rows > rows_before, "{rows} <= {rows_before}");
         // j pages through the zoomed table as through the plain one.
         update(&mut app, key('G'));
@@ -1732,7 +1732,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
     let path = write_claim(&root, &rec("b2", OPERATOR, ALIVE, 0, Some(10 * MIN)));
     update(
         &mut app,
-        Action::OpResult(claimtop::dashboard::OpResult {
+        Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "acquire",
             key: "b2".into(),
             path: path.clone(),

@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use claimtop::claims::Root;
-use claimtop::dashboard::collector::FEED;
+use claimtop::dashboard::testing::FEED;
 use claimtop::store::file::FileStore;
 use claimtop::store::{Change, Store};
 use std::io::Write;

@@ -23,7 +23,7 @@ use crate::store::file::FileStore;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
 use crate::store::{Change, Changes, Store, StoreError};
-pub use probe::{probe, Source, PROBE_EVERY, PROBE_TIMEOUT};
+pub use probe::{probe, Source};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;

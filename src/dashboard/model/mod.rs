@@ -12,16 +12,15 @@ pub(crate) mod filter;
 pub mod store;
 pub(crate) mod table;
 
-pub use super::input::TextInput;
 pub use super::input::TextInput as Input;
-pub use browse::{raw_lines, Browse, BrowseRow, PAGE};
+pub use browse::{raw_lines, Browse, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
     AcquireForm, CleanConfirm, Dialog, ForceConfirm, Level, Overlay, Overlays, QuitConfirm,
     RenewForm, StatusMsg,
 };
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
-pub use filter::{contains_ci, find_ci, Filter, Term, FILTER_FIELDS};
+pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
 
 use super::keys::Pane;

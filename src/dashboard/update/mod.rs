@@ -15,14 +15,13 @@ mod rows;
 mod store;
 pub mod whole_log;
 
-pub use crate::dashboard::action::{Action, ForceOptsShown, Op, OpResult};
+pub use crate::dashboard::action::Action;
 use crate::dashboard::keys::{self, Cmd, Pane};
 use crate::dashboard::model::{App, Dialog, Level, Overlay};
 use crate::dashboard::view::layout;
 pub use commands::command;
 use commands::request_quit;
 use dialogs::dialog_key;
-pub use dialogs::DEFAULT_ACQUIRE_TTL;
 pub use effects::Effects;
 use filter::filter_key;
 use ingest::on_op_result;

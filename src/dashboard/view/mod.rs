@@ -19,9 +19,7 @@ pub mod table;
 pub mod timeline;
 
 use super::model::App;
-pub use cells::{
-    clock, coarse, cursor_spans, safe, safe_path, state_label, time_bucket, ttl_cell, Theme,
-};
+pub use cells::{time_bucket, Theme};
 use ratatui::layout::Alignment;
 use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, Wrap};
@@ -147,16 +145,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn countdowns_read_coarsely_and_say_which_way() {
-        assert_eq!(ttl_cell(Some(12 * 60_000 + 30_000), 0), "in 12m");
-        assert_eq!(ttl_cell(Some(0), 3 * 60_000), "expired 3m ago");
-        assert_eq!(ttl_cell(None, 0), "pid-bound");
-        assert_eq!(coarse(45_000), "45s");
-        assert_eq!(coarse(2 * 3_600_000 + 5 * 60_000), "2h05m");
-        assert_eq!(coarse(50 * 3_600_000), "2d2h");
-    }
-
-    #[test]
     fn a_frame_is_scrubbed_of_whatever_unsafe_character_a_view_let_through() {
         use ratatui::buffer::Buffer;
         use ratatui::layout::Rect;
@@ -168,14 +156,5 @@ mod tests {
         scrub(&mut buf);
         let cells: Vec<&str> = buf.content.iter().map(|c| c.symbol()).collect();
         assert_eq!(cells, ["\u{fffd}", "\u{fffd}", "é", "\\"]);
-    }
-
-    #[test]
-    fn equal_buckets_mean_equal_text() {
-        for (a, b) in [(61_000, 119_000), (3_600_000, 3_659_000), (5_000, 5_999)] {
-            assert_eq!(time_bucket(a), time_bucket(b));
-            assert_eq!(coarse(a), coarse(b));
-        }
-        assert_ne!(time_bucket(5_000), time_bucket(-5_000));
     }
 }

@@ -1,0 +1,21 @@
+//! What the tests and the benchmarks drive, in one place: the model, its
+//! update and view, the readers and the op worker, without the module
+//! tree behind them (which stays the crate's own to reshape).
+
+pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
+pub use super::collector::{Collector, Counters, Input, Source, FEED};
+pub use super::fleet_view::{row_path, PUBLISHED_SCHEME};
+pub use super::keys::{Pane, Scope, KEYMAP};
+pub use super::keys_doc::{markdown_table, Keys};
+pub use super::model::store::{Link, StoreMsg, StoreView};
+pub use super::model::{App, ClaimSet, Column, Dialog, Filter, Level, Overlay, Sort, PAGE};
+pub use super::ops::{run_op, run_store_op, worker, worker_over, DEFAULT_ASK_WAIT};
+pub use super::roots::RootSet;
+pub use super::timeline::Timeline;
+pub use super::update::{scroll_into_view, update, visible_signature, Effects};
+pub use super::view::layout::{areas_of, table_capacity};
+pub use super::view::store::lease_cell;
+pub use super::view::timeline::{bar_width, draw as draw_timeline, visible_rows};
+pub use super::view::{draw, Theme};
+pub use super::{spawn_readers, spawn_readers_over, spawn_store_readers, Opening, Options};
+pub use crate::events::service::Request;
