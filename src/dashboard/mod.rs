@@ -150,7 +150,7 @@ pub fn spawn_readers(
 /// one they are as they always were. Returns each root's collector inbox
 /// and counters, in root order.
 pub fn spawn_readers_over(
-    roots: &roots::RootSet,
+    roots: &roots::ShownRoots,
     tx: &Sender<Action>,
 ) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
     let mut out = Vec::with_capacity(roots.len());

@@ -5,7 +5,7 @@
 
 use super::action::{Action, Op, OpResult};
 use super::collector::Input;
-use super::roots::RootSet;
+use super::roots::ShownRoots;
 use crate::claims::{
     operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
     RenewOutcome, Root,
@@ -210,13 +210,13 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
 
 /// [`store_worker`] on the file store over `root`.
 pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
-    worker_over(RootSet::new(root, &[]), ops, out, vec![collect]);
+    worker_over(ShownRoots::new(root, &[]), ops, out, vec![collect]);
 }
 
 /// [`worker`] over several roots: an [`Op::In`] runs on its root's file
 /// store, and that root's collector (`collects[i]`) re-reads what it touched.
 pub fn worker_over(
-    roots: RootSet,
+    roots: ShownRoots,
     ops: Receiver<Op>,
     out: Sender<Action>,
     collects: Vec<Sender<Input>>,
@@ -246,7 +246,7 @@ pub fn store_worker(
 /// op's own write.
 fn serve(
     stores: Vec<Box<dyn Store>>,
-    roots: Option<RootSet>,
+    roots: Option<ShownRoots>,
     ops: Receiver<Op>,
     out: Sender<Action>,
     collects: Vec<Sender<Input>>,

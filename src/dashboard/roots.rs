@@ -12,20 +12,22 @@ use crate::claims::{Root, Status};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// The roots in the order they were named; the first is the one a
+/// The roots one dashboard shows, in the order they were named (the core's
+/// [`crate::claims::Roots`] resolves them; this adds what a person reads
+/// and where each verb goes); the first is the one a
 /// single-root dashboard shows, exactly as before.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RootSet {
+pub struct ShownRoots {
     roots: Vec<Root>,
     labels: Vec<String>,
     /// Claims dirs, compared against a lockfile's parent.
     claims_dirs: Vec<PathBuf>,
 }
 
-impl RootSet {
+impl ShownRoots {
     /// `first` and then `more`; a root named twice is kept once (its
     /// claims would otherwise show twice).
-    pub fn new(first: Root, more: &[Root]) -> RootSet {
+    pub fn new(first: Root, more: &[Root]) -> ShownRoots {
         let mut roots = vec![first];
         for r in more {
             if !roots.iter().any(|x| x.root == r.root) {
@@ -35,7 +37,7 @@ impl RootSet {
         let paths: Vec<&Path> = roots.iter().map(|r| r.root.as_path()).collect();
         let labels = labels(&paths);
         let claims_dirs = roots.iter().map(Root::claims_dir).collect();
-        RootSet {
+        ShownRoots {
             roots,
             labels,
             claims_dirs,
@@ -203,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_lockfile_belongs_to_the_root_whose_claims_dir_holds_it() {
-        let set = RootSet::new(
+        let set = ShownRoots::new(
             Root::with_events_here("/srv/a"),
             &[Root::with_events_here("/srv/a/inner")],
         );
@@ -218,7 +220,7 @@ mod tests {
     #[test]
     fn a_root_named_twice_is_watched_once() {
         let a = Root::with_events_here("/srv/a");
-        let set = RootSet::new(a.clone(), &[a]);
+        let set = ShownRoots::new(a.clone(), &[a]);
         assert!(!set.is_several());
     }
 }

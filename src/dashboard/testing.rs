@@ -10,7 +10,7 @@ pub use super::keys_doc::{markdown_table, Keys};
 pub use super::model::store::{Link, StoreMsg, StoreView};
 pub use super::model::{App, ClaimSet, Column, Dialog, Filter, Level, Overlay, Sort, PAGE};
 pub use super::ops::{run_op, run_store_op, worker, worker_over, DEFAULT_ASK_WAIT};
-pub use super::roots::RootSet;
+pub use super::roots::ShownRoots;
 pub use super::timeline::Timeline;
 pub use super::update::{scroll_into_view, update, visible_signature, Effects};
 pub use super::view::layout::{areas_of, table_capacity};

@@ -481,7 +481,7 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
 fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
-    let set = claimtop::dashboard::testing::RootSet::new(a.clone(), std::slice::from_ref(&b));
+    let set = claimtop::dashboard::testing::ShownRoots::new(a.clone(), std::slice::from_ref(&b));
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();

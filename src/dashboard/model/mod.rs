@@ -25,7 +25,7 @@ pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
 
 use super::keys::Pane;
 use super::options::Options;
-use super::roots::RootSet;
+use super::roots::ShownRoots;
 use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
 use crate::store::mirror::judge::{copy_words_at, words_at};
@@ -51,7 +51,7 @@ pub struct App {
     /// log) read its events log.
     pub root: Root,
     /// Every root watched, the first included.
-    pub roots: RootSet,
+    pub roots: ShownRoots,
     /// The root whose events log the whole-log views (the timeline, the
     /// events search) read: the first, until `t` opens on another root's row.
     pub log_root: usize,
@@ -101,7 +101,7 @@ impl App {
             ..TableView::default()
         };
         App {
-            roots: RootSet::new(opts.root.clone(), &opts.more_roots),
+            roots: ShownRoots::new(opts.root.clone(), &opts.more_roots),
             log_root: 0,
             root: opts.root,
             read_only: opts.read_only,

@@ -7,7 +7,7 @@ use crate::dashboard::action::{ForceOptsShown, Op};
 use crate::dashboard::model::{
     AcquireForm, App, Dialog, ForceConfirm, Level, QuitConfirm, RenewForm,
 };
-use crate::dashboard::roots::RootSet;
+use crate::dashboard::roots::ShownRoots;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// Default TTL offered by the acquire form.
@@ -102,7 +102,7 @@ pub(super) fn plural(n: usize) -> &'static str {
 
 pub(super) type Step = (Option<Dialog>, Option<Op>);
 
-pub(super) fn acquire_key(mut f: AcquireForm, ev: &KeyEvent, roots: &RootSet) -> Step {
+pub(super) fn acquire_key(mut f: AcquireForm, ev: &KeyEvent, roots: &ShownRoots) -> Step {
     let n = f.field_count();
     match ev.code {
         KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % n,

@@ -9,7 +9,7 @@ use super::ingest::on_events_in;
 use super::whole_log as logview;
 use crate::dashboard::action::{Action, Op};
 use crate::dashboard::model::{App, CleanConfirm, Level};
-use crate::dashboard::roots::RootSet;
+use crate::dashboard::roots::ShownRoots;
 
 /// A message from root `i`'s events follower.
 /// Anything else is handed back, to be taken as any root's.
@@ -53,7 +53,7 @@ pub fn root_field(app: &App) -> Option<Box<crate::dashboard::model::Input>> {
 }
 
 /// The root an operator typed into the acquire form, or why it is none.
-pub fn chosen_root(roots: &RootSet, typed: &str) -> Result<usize, String> {
+pub fn chosen_root(roots: &ShownRoots, typed: &str) -> Result<usize, String> {
     roots.find(typed).ok_or_else(|| {
         format!(
             "root {:?} is none of the roots shown: {}",
