@@ -158,6 +158,7 @@ fn with_settings(mut d: DashboardArgs, s: &config::DashboardSettings) -> (Dashbo
     let opening = Opening {
         filter: s.filter.clone(),
         sort: s.sort(),
+        columns: s.chosen_columns(),
     };
     (d, opening)
 }

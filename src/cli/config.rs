@@ -31,6 +31,9 @@ pub struct DashboardSettings {
     pub read_only: bool,
     /// As `--no-color`.
     pub no_color: bool,
+    /// The claims table's columns (state and key always show); empty: as
+    /// many as the width fits. `:columns` changes them for a session.
+    pub columns: Vec<String>,
 }
 
 impl Default for DashboardSettings {
@@ -42,6 +45,7 @@ impl Default for DashboardSettings {
             time_zone: TimeZone::Utc,
             read_only: false,
             no_color: false,
+            columns: Vec::new(),
         }
     }
 }
@@ -55,6 +59,14 @@ pub enum TimeZone {
 }
 
 impl DashboardSettings {
+    /// The columns named (checked by [`parse`]: every one is a column).
+    pub fn chosen_columns(&self) -> Vec<Column> {
+        self.columns
+            .iter()
+            .filter_map(|c| column_named(c))
+            .collect()
+    }
+
     /// The sort the table opens with.
     pub fn sort(&self) -> Sort {
         Sort {
@@ -173,6 +185,13 @@ pub fn parse(text: &str) -> Result<Settings, String> {
         return Err(format!(
             "dashboard.sort: no column {:?}; one of {}",
             d.sort,
+            names.join(", ")
+        ));
+    }
+    if let Some(bad) = d.columns.iter().find(|c| column_named(c).is_none()) {
+        let names: Vec<&str> = columns().map(|c| c.title()).collect();
+        return Err(format!(
+            "dashboard.columns: no column {bad:?}; any of {}",
             names.join(", ")
         ));
     }

@@ -2,7 +2,7 @@
 //! from [`KEYMAP`] so the documents say exactly what the keys do
 //! (`tests/cli/docs.rs` fails when they differ).
 
-use super::keys::{Binding, Pane, Scope, KEYMAP};
+use super::keys::{Binding, Pane, Scope, KEYMAP, VERBS};
 
 /// Which bindings a table shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,37 @@ pub fn markdown_table(which: Keys) -> String {
     for b in KEYMAP.iter().filter(|b| which == Keys::All || b.in_footer) {
         let keys = spelled(b.label);
         out.push_str(&format!("| {keys} | {} | {} |\n", place(b), cell(b.help)));
+    }
+    out
+}
+
+/// A Markdown table of the command line's verbs: those that take words,
+/// then every key's command by its name.
+pub fn commands_table() -> String {
+    let mut out = String::from("| command | what |\n|---|---|\n");
+    for v in VERBS {
+        let args = if v.args.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", v.args)
+        };
+        out.push_str(&format!(
+            "| `:{}{}` | {} |\n",
+            v.name,
+            cell(&args),
+            cell(v.help)
+        ));
+    }
+    for b in KEYMAP {
+        let Some(name) = b.cmd.name() else { continue };
+        if VERBS.iter().any(|v| v.name == name) {
+            continue;
+        }
+        out.push_str(&format!(
+            "| `:{name}` | as {}: {} |\n",
+            spelled(b.label),
+            cell(b.help)
+        ));
     }
     out
 }

@@ -1,7 +1,7 @@
 //! How the dashboard was asked to run: the roots, the operator's settings
 //! for the first screen, and the switches.
 
-use super::model::table::Sort;
+use super::model::table::{Column, Sort};
 use crate::claims::Root;
 
 /// How the dashboard was asked to run.
@@ -29,4 +29,7 @@ pub struct Opening {
     /// The `/` filter, as typed (empty: every claim).
     pub filter: String,
     pub sort: Sort,
+    /// The columns to show (state and key always); empty: as many as the
+    /// width fits.
+    pub columns: Vec<Column>,
 }

@@ -4,7 +4,7 @@
 //! `CLAIMTOP_BLESS=1 cargo test --test cli docs::` rewrites them.
 
 use claimtop::cli::reference;
-use claimtop::dashboard::testing::{markdown_table, Keys};
+use claimtop::dashboard::testing::{commands_table, markdown_table, Keys};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,6 +88,7 @@ fn the_key_tables_in_the_docs_are_the_keymap() {
     assert!(all.contains("| `F` |") && all.contains("| `t` |"));
     region_is("docs/dashboard.md", "keys:all", &all);
     region_is("README.md", "keys:essential", &essential);
+    region_is("docs/dashboard.md", "commands", &commands_table());
 }
 
 fn help(args: &[&str]) -> String {

@@ -520,7 +520,7 @@ fn the_help_says_what_published_rows_are_only_while_hosts_publish() {
     update(&mut app, key('?'));
     assert!(!render(&app).contains("Published hosts"));
     let mut app = with_two_hosts();
-    update(&mut app, Action::Resize(160, 60));
+    update(&mut app, Action::Resize(160, 100));
     update(&mut app, key('?'));
     let screen = render(&app);
     assert!(screen.contains("Published hosts"), "{screen}");

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod commands;
 mod counts;
 mod e2e_tmux;
 mod effects;

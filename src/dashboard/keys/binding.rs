@@ -81,9 +81,62 @@ pub enum Cmd {
     ZoomOut,
     /// The focused pane fills the screen, or shares it again (`z`).
     ZoomPane,
+    /// The command line (`:`).
+    Prompt,
+    /// Mark or unmark the selected row (space): F, r and n then act on
+    /// every marked row.
+    Mark,
+    /// This session's messages and op results, in full.
+    Messages,
 }
 
 impl Cmd {
+    /// The name `:` knows the command by (`:release`, `:timeline`); none
+    /// for the motions and the keys of one view, which mean nothing typed.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Cmd::Filter => "filter",
+            Cmd::SortNext => "sort-next",
+            Cmd::SortReverse => "sort-reverse",
+            Cmd::Acquire => "acquire",
+            Cmd::Release => "release",
+            Cmd::Renew => "renew",
+            Cmd::ForceRelease => "force-release",
+            Cmd::Pause => "pause",
+            Cmd::Hazards => "hazards",
+            Cmd::EventsForKey => "events-for-key",
+            Cmd::Help => "help",
+            Cmd::Open => "open",
+            Cmd::Copy => "copy",
+            Cmd::Clean => "clean",
+            Cmd::Quit => "quit",
+            Cmd::Timeline => "timeline",
+            Cmd::ZoomPane => "zoom",
+            Cmd::Mark => "mark",
+            Cmd::Messages => "messages",
+            Cmd::Suspend => "suspend",
+            Cmd::Up
+            | Cmd::Down
+            | Cmd::Top
+            | Cmd::Bottom
+            | Cmd::PageUp
+            | Cmd::PageDown
+            | Cmd::NextPane
+            | Cmd::PrevPane
+            | Cmd::Close
+            | Cmd::SearchOlder
+            | Cmd::SearchNewer
+            | Cmd::RawEvent
+            | Cmd::TimeBack
+            | Cmd::TimeForward
+            | Cmd::TimeBackFar
+            | Cmd::TimeForwardFar
+            | Cmd::ZoomIn
+            | Cmd::ZoomOut
+            | Cmd::Prompt => return None,
+        })
+    }
+
     /// Commands that write under the root; `--read-only` refuses them.
     pub fn mutates(self) -> bool {
         matches!(

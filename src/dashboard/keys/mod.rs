@@ -6,9 +6,11 @@ mod binding;
 mod keymap;
 #[cfg(test)]
 mod tests;
+mod verbs;
 
 pub use binding::{Binding, Cmd, Key, Pane, Scope};
 pub use keymap::KEYMAP;
+pub use verbs::{verb, Completes, VERBS};
 
 use ratatui::crossterm::event::KeyEvent;
 

@@ -33,6 +33,8 @@ enum Land {
     First,
     Last,
     At(u64),
+    /// On the page's anchor line (a time's first line).
+    Anchor,
 }
 
 /// The running or last search.
@@ -114,6 +116,17 @@ impl Browse {
         }
     }
 
+    /// Browse from the first line written at or after `t` (epoch ms).
+    pub fn open_at(&mut self, t: i64) {
+        if !self.active {
+            self.new_lines = 0;
+        }
+        self.active = true;
+        self.raw = false;
+        self.message = None;
+        self.request(Anchor::Time(t), PAGE, PAGE + 1, Land::Anchor);
+    }
+
     /// Back to following: the window is dropped.
     pub fn close(&mut self) {
         self.active = false;
@@ -191,6 +204,7 @@ impl Browse {
         self.cursor = match land {
             Some(Land::First) => 0,
             Some(Land::Last) | None => last,
+            Some(Land::Anchor) => page.anchor.min(last),
             Some(Land::At(o)) => self
                 .rows
                 .iter()

@@ -104,6 +104,58 @@ pub struct CleanConfirm {
     pub hazards: Vec<Hazard>,
 }
 
+/// F, r or n over the marked rows: every claim it acts on, listed before
+/// anything is done, and the ones it leaves alone with the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkConfirm {
+    pub verb: BulkVerb,
+    pub items: Vec<BulkItem>,
+    /// Marked claims the verb does not apply to: (key, why).
+    pub skipped: Vec<(String, String)>,
+    /// When a force-release takes a claim that may be held, the number of
+    /// claims is typed in full (the one-key guard of F, for many).
+    pub typed: Input,
+    pub error: Option<String>,
+}
+
+impl BulkConfirm {
+    pub fn needs_typed_count(&self) -> bool {
+        self.verb == BulkVerb::ForceRelease && self.items.iter().any(|i| i.state.may_be_held())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkVerb {
+    Release,
+    Renew,
+    ForceRelease,
+}
+
+impl BulkVerb {
+    pub fn words(self) -> &'static str {
+        match self {
+            BulkVerb::Release => "release",
+            BulkVerb::Renew => "renew",
+            BulkVerb::ForceRelease => "force-release",
+        }
+    }
+}
+
+/// One claim of a bulk verb, with the guard taken from the row shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkItem {
+    pub key: String,
+    /// The root the claim lives in (an index into the dashboard's roots).
+    pub root: usize,
+    pub holder: Option<String>,
+    pub state: ClaimState,
+    pub acquired_at: Option<i64>,
+    /// A renewal's TTL: the one last asked for this tenure, or the default.
+    pub ttl_ms: Option<i64>,
+    /// A host's published copy: the force-release is asked of its host.
+    pub host: Option<crate::dashboard::fleet_view::Origin>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     Acquire(AcquireForm),
@@ -111,6 +163,7 @@ pub enum Dialog {
     ForceRelease(ForceConfirm),
     Quit(QuitConfirm),
     Clean(CleanConfirm),
+    Bulk(BulkConfirm),
 }
 
 /// What can sit over the panes. A new view is one more variant here, one
@@ -123,6 +176,8 @@ pub enum Overlay {
     Claim,
     /// Every key's tenures over time (`t`), over the whole screen.
     Timeline,
+    /// This session's messages and op results, in full (`m`).
+    Messages,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ pub(crate) mod claims;
 pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
+pub(crate) mod prompt;
 pub mod store;
 pub(crate) mod table;
 
@@ -16,11 +17,12 @@ pub use super::input::TextInput as Input;
 pub use browse::{raw_lines, Browse, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
-    AcquireForm, CleanConfirm, Dialog, ForceConfirm, Level, Overlay, Overlays, QuitConfirm,
-    RenewForm, StatusMsg,
+    AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm, Level,
+    Overlay, Overlays, QuitConfirm, RenewForm, StatusMsg,
 };
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
+pub use prompt::Prompt;
 pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
 
 use super::keys::Pane;
@@ -30,6 +32,9 @@ use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use filter::term_matches;
+
+/// Messages `m` keeps (the oldest go first).
+pub const MESSAGES_KEPT: usize = 500;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::path::Path;
@@ -77,6 +82,13 @@ pub struct App {
     pub overlays: Overlays,
     pub timeline: Timeline,
     pub status: Option<StatusMsg>,
+    /// Every message said this session, oldest first (`m` shows them in
+    /// full): a status line that went by too soon is still here.
+    pub messages: std::collections::VecDeque<StatusMsg>,
+    /// The command line, while `:` is open.
+    pub prompt: Option<Prompt>,
+    /// Command lines run before, oldest first.
+    pub prompt_history: Vec<String>,
     /// Releases still to finish before quitting (the quit dialog's "release").
     pub quit_after: Option<usize>,
     /// The help was opened once: the status line's legend hint has done
@@ -98,6 +110,14 @@ impl App {
                 .into_iter()
                 .filter(|f| !f.trim().is_empty())
                 .collect(),
+            chosen: (!opts.opening.columns.is_empty()).then(|| {
+                let mut want = opts.opening.columns.clone();
+                want.extend([Column::State, Column::Key]);
+                Column::EVERY
+                    .into_iter()
+                    .filter(|c| want.contains(c))
+                    .collect()
+            }),
             ..TableView::default()
         };
         App {
@@ -119,6 +139,9 @@ impl App {
             overlays: Overlays::default(),
             timeline: Timeline::new(now),
             status: None,
+            messages: std::collections::VecDeque::new(),
+            prompt: None,
+            prompt_history: Vec::new(),
             quit_after: None,
             seen_help: false,
             store: None,
@@ -420,10 +443,15 @@ impl App {
     }
 
     pub fn say(&mut self, level: Level, text: impl Into<String>) {
-        self.status = Some(StatusMsg {
+        let msg = StatusMsg {
             text: text.into(),
             level,
             at: self.now,
-        });
+        };
+        if self.messages.len() >= MESSAGES_KEPT {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(msg.clone());
+        self.status = Some(msg);
     }
 }

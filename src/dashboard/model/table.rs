@@ -47,6 +47,30 @@ impl Column {
         Column::Reason,
     ];
 
+    /// Every column, the store's and the several roots' too.
+    pub const EVERY: [Column; 13] = [
+        Column::State,
+        Column::Root,
+        Column::Key,
+        Column::Holder,
+        Column::Pid,
+        Column::Machine,
+        Column::Age,
+        Column::Ttl,
+        Column::Lease,
+        Column::Host,
+        Column::Source,
+        Column::Harness,
+        Column::Reason,
+    ];
+
+    /// The column titled `name` (any case).
+    pub fn named(name: &str) -> Option<Column> {
+        Column::EVERY
+            .into_iter()
+            .find(|c| c.title().eq_ignore_ascii_case(name.trim()))
+    }
+
     pub fn next(self) -> Column {
         let i = Column::ALL.iter().position(|c| *c == self).unwrap_or(0);
         Column::ALL[(i + 1) % Column::ALL.len()]
@@ -275,4 +299,9 @@ pub struct TableView {
     pub select_on_arrival: Option<std::path::PathBuf>,
     /// The widest text of each free-text column among the rows.
     pub widest: Widest,
+    /// Rows marked with space: F, r and n act on all of them.
+    pub marked: std::collections::HashSet<Arc<Path>>,
+    /// The columns the operator chose (`:columns`, settings), in display
+    /// order; none: as many as the width fits.
+    pub chosen: Option<Vec<Column>>,
 }

@@ -1,15 +1,17 @@
 //! The keymap's commands, and the starts of the verbs they open.
 
+use super::bulk;
 use super::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
+use super::prompt;
 use super::rows::{move_by, page, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use crate::claims::HazardKind;
 use crate::dashboard::action::Op;
 use crate::dashboard::keys::Cmd;
 use crate::dashboard::model::{
-    AcquireForm, App, CleanConfirm, Dialog, Filter, ForceConfirm, Level, Overlay, QuitConfirm,
-    RenewForm,
+    AcquireForm, App, BulkVerb, CleanConfirm, Dialog, Filter, ForceConfirm, Level, Overlay,
+    QuitConfirm, RenewForm,
 };
 use crate::time::ttl_text;
 
@@ -65,6 +67,12 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
+        // With rows marked, the verbs act on them all (after one question).
+        Cmd::Release if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Release),
+        Cmd::Renew if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Renew),
+        Cmd::ForceRelease if !app.table.marked.is_empty() => {
+            bulk::start(app, BulkVerb::ForceRelease)
+        }
         // A host's copy changes only in the host's own root: F asks its
         // publisher; the others are for the host's own dashboard.
         Cmd::Acquire | Cmd::Release | Cmd::Renew if selected_copy(app).is_some() => {
@@ -92,6 +100,14 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         Cmd::Release => start_release(app, fx),
         Cmd::Renew => start_renew(app),
         Cmd::ForceRelease => start_force(app),
+        Cmd::Prompt => prompt::open(app),
+        Cmd::Mark => bulk::toggle_mark(app),
+        Cmd::Messages => {
+            app.overlays.open = Some(Overlay::Messages);
+            // The newest at the bottom, in view.
+            app.overlays.scroll = crate::dashboard::view::overlay_max_scroll(app);
+            true
+        }
         Cmd::Pause => {
             toggle_pause(app);
             true

@@ -44,6 +44,10 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
             (next, op)
         }
         Dialog::Quit(q) => return quit_key(app, q, &ev, fx),
+        Dialog::Bulk(c) => {
+            app.overlays.dialog = super::bulk::bulk_key(app, c, &ev, fx);
+            return true;
+        }
         Dialog::Clean(c) => match ev.code {
             KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
                 return super::roots::clean_each_root(app, &c, fx);

@@ -3,6 +3,7 @@
 //! the disk and the process table say arrives as data (see `collect`); the
 //! clock comes in with `Tick`.
 
+mod bulk;
 mod commands;
 mod dialogs;
 mod effects;
@@ -10,6 +11,7 @@ mod filter;
 mod ingest;
 mod mouse;
 mod overlays;
+mod prompt;
 pub mod roots;
 mod rows;
 mod store;
@@ -28,6 +30,7 @@ use ingest::on_op_result;
 pub use ingest::{on_events, on_mirror, on_tick, visible_signature};
 use mouse::on_mouse;
 use overlays::overlay_key;
+pub use prompt::run as run_command_line;
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 pub use rows::scroll_into_view;
 use whole_log as logview;
@@ -119,6 +122,9 @@ pub fn on_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     }
     if app.overlays.dialog.is_some() {
         return dialog_key(app, ev, fx);
+    }
+    if app.prompt.is_some() {
+        return prompt::prompt_key(app, &ev, fx);
     }
     if app.table.filter_input.is_some() {
         return filter_key(app, ev);

@@ -43,6 +43,10 @@ pub(super) fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent, fx: &mut Eff
             app.overlays.open = None;
             true
         }
+        Some(Cmd::Messages) if ov == Overlay::Messages => {
+            app.overlays.open = None;
+            true
+        }
         Some(Cmd::Hazards) if ov == Overlay::Hazards => {
             app.overlays.open = None;
             true

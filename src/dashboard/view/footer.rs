@@ -11,7 +11,22 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let line = if let Some(text) = &app.table.filter_input {
+    let line = if let Some(p) = &app.prompt {
+        let mut spans = vec![Span::styled(" :", theme.key())];
+        spans.extend(super::cells::cursor_spans(&p.input, true, theme));
+        if let Some(e) = &p.error {
+            spans.push(Span::styled(format!("  ✖ {}", safe(e)), theme.error()));
+        } else if !p.offers.is_empty() {
+            let shown: Vec<&str> = p.offers.iter().take(12).map(String::as_str).collect();
+            let more = p.offers.len().saturating_sub(shown.len());
+            let mut text = format!("  {}", shown.join(" "));
+            if more > 0 {
+                text.push_str(&format!(" … {more} more"));
+            }
+            spans.push(Span::styled(safe(&text).into_owned(), theme.dim()));
+        }
+        Line::from(spans)
+    } else if let Some(text) = &app.table.filter_input {
         let mut spans = vec![Span::styled(" filter: ", theme.key())];
         spans.extend(super::cells::cursor_spans(text, true, theme));
         match &app.table.filter.problem {
@@ -65,6 +80,13 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let pairs: Vec<(&str, &str)> = if app.overlays.dialog.is_some() {
         vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
+    } else if app.prompt.is_some() {
+        vec![
+            ("Tab", "complete"),
+            ("↑/↓", "history"),
+            ("Enter", "run"),
+            ("Esc", "close"),
+        ]
     } else if app.table.filter_input.is_some() {
         vec![
             ("state:", "live|suspect|stale|corrupted|unreadable"),

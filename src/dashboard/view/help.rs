@@ -111,6 +111,16 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         entry(&mut lines, label, &text, style, room);
     }
     lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        " Commands (:) — and every key above by its name (:timeline, :hazards); Tab completes",
+        theme.label(),
+    ));
+    for v in crate::dashboard::keys::VERBS {
+        let label = Span::styled(format!(" :{:<w$} ", v.name, w = LABEL - 1), theme.key());
+        let text = format!("{} {}", v.args, v.help);
+        entry(&mut lines, label, &text, Style::new(), room);
+    }
+    lines.push(Line::raw(""));
     lines.push(Line::styled(" What the states mean", theme.label()));
     for (state, what) in LEGEND {
         let label = Span::styled(
@@ -243,6 +253,19 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
     (title, lines)
 }
 
+pub fn draw_messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let (title, lines) = super::messages::lines(app, theme);
+    let max = max_scroll(app, area);
+    overlay(
+        frame,
+        area,
+        &title,
+        lines,
+        app.overlays.scroll.min(max),
+        theme,
+    );
+}
+
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let (title, lines) = hazard_lines(app, theme, overlay_width(area));
     overlay(frame, area, &title, lines, app.overlays.scroll, theme);
@@ -255,6 +278,7 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
         Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
         Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
         Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
+        Some(Overlay::Messages) => super::messages::lines(app, &theme).1,
         // Not a scrolled text: it moves its own cursor and rows.
         Some(Overlay::Timeline) | None => return 0,
     };

@@ -4,6 +4,7 @@
 //! (`cells.rs`): the one place the view calls the sanitiser.
 
 pub mod browse;
+mod bulk;
 mod cells;
 mod detail;
 mod dialogs;
@@ -13,6 +14,7 @@ mod footer;
 mod header;
 mod help;
 pub mod layout;
+mod messages;
 mod roots;
 pub mod store;
 pub mod table;
@@ -89,6 +91,7 @@ fn draw_screen(frame: &mut Frame, app: &App) {
         Some(super::model::Overlay::Help) => help::draw_help(frame, area, app, &theme),
         Some(super::model::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
         Some(super::model::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
+        Some(super::model::Overlay::Messages) => help::draw_messages(frame, area, app, &theme),
         Some(super::model::Overlay::Timeline) | None => {}
     }
     if app.events.browse.raw {

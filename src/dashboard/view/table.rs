@@ -253,7 +253,7 @@ fn cell<'a>(
 /// The window of rows a table of `area` shows, their cell texts, and the
 /// column widths they lead to: what drawing and mouse clicks both need.
 struct Measured<'a> {
-    cols: &'static [Column],
+    cols: Vec<Column>,
     offset: usize,
     window: Vec<&'a Status>,
     texts: Vec<Vec<String>>,
@@ -262,7 +262,21 @@ struct Measured<'a> {
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
     let fleet = app.store.as_ref().map(|v| v.fleet.is_active());
-    let cols = columns(area.width, app.roots.is_several(), fleet);
+    let several = app.roots.is_several();
+    let cols: Vec<Column> = match &app.table.chosen {
+        // The operator's choice, less what this dashboard has no data for.
+        Some(chosen) => chosen
+            .iter()
+            .copied()
+            .filter(|c| match c {
+                Column::Root => several,
+                Column::Lease => fleet.is_some(),
+                Column::Host | Column::Source => fleet == Some(true),
+                _ => true,
+            })
+            .collect(),
+        None => columns(area.width, several, fleet).to_vec(),
+    };
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
     // The model keeps the selection in view; clamp again in case the terminal
@@ -301,7 +315,13 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .width
         .saturating_sub(HIGHLIGHT)
         .saturating_sub(cols.len().saturating_sub(1) as u16);
-    let widths = widths(cols, &texts, &app.table.widest, app.table.sort.column, room);
+    let widths = widths(
+        &cols,
+        &texts,
+        &app.table.widest,
+        app.table.sort.column,
+        room,
+    );
     Measured {
         cols,
         offset,
@@ -367,6 +387,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Cell::from(format!("{title}{mark}"))
     }))
     .style(theme.label());
+    let window_len = window.len();
     let rows = window.iter().zip(texts).map(|(s, row)| {
         Row::new(cols.iter().zip(row).zip(&w).map(|((c, t), cw)| {
             cell(
@@ -400,6 +421,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             format!(" ({} of {})", app.table.rows.len(), shown.len()),
             theme.dim(),
         ));
+    }
+    let marked = app
+        .table
+        .marked
+        .iter()
+        .filter(|p| shown.get(p).is_some())
+        .count();
+    if marked > 0 {
+        title.push(Span::styled(format!(" · {marked} marked"), theme.key()));
     }
     if let Some(store) = &app.store {
         super::store::mark_view(&mut title, app, store, theme);
@@ -453,4 +483,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         state.select(Some(app.table.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut state);
+    mark_rows(frame, area, app, offset, window_len);
+}
+
+/// A marked row carries `✓` in the selection gutter, beside the `▶` of
+/// the selected one: the mark never costs a column.
+fn mark_rows(frame: &mut Frame, area: Rect, app: &App, offset: usize, visible: usize) {
+    if app.table.marked.is_empty() {
+        return;
+    }
+    let rows = app.table.rows.iter().skip(offset).take(visible);
+    for (i, p) in rows.enumerate() {
+        // Below the title line and the column titles.
+        let y = area.y + 2 + i as u16;
+        if app.table.marked.contains(p) && y < area.bottom() && area.width > 1 {
+            frame.buffer_mut()[(area.x + 1, y)].set_symbol("✓");
+        }
+    }
 }

@@ -1,0 +1,182 @@
+//! Marked rows (space) and the verbs over them: F, r and n act on every
+//! marked claim after one confirmation that lists them, each through the
+//! same op (and the same guard) a single row's key asks for; each claim's
+//! answer comes back as its own line (`m` keeps them all).
+
+use super::dialogs::DEFAULT_ACQUIRE_TTL;
+use super::effects::Effects;
+use super::rows::move_by;
+use crate::claims::words::count;
+use crate::claims::Status;
+use crate::dashboard::action::{ForceOptsShown, Op};
+use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level};
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+
+/// Space: mark or unmark the selected row, then move down a row (as htop
+/// and mutt do), so a run of rows is marked by holding the key.
+pub(super) fn toggle_mark(app: &mut App) -> bool {
+    let Some(path) = app.table.rows.get(app.table.selected).cloned() else {
+        app.say(Level::Info, "no claim selected to mark");
+        return true;
+    };
+    if !app.table.marked.remove(&path) {
+        app.table.marked.insert(path);
+    }
+    move_by(app, 1);
+    true
+}
+
+/// The marked claims still shown, by key.
+pub fn marked(app: &App) -> Vec<&Status> {
+    let shown = app.shown();
+    let mut v: Vec<&Status> = app
+        .table
+        .marked
+        .iter()
+        .filter_map(|p| shown.get(p))
+        .collect();
+    v.sort_by(|a, b| a.key.cmp(&b.key).then(a.file.cmp(&b.file)));
+    v
+}
+
+/// F, r or n with rows marked: list what it will do, and ask once.
+pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
+    let mut items = Vec::new();
+    let mut skipped = Vec::new();
+    for s in marked(app) {
+        match item(app, s, verb) {
+            Ok(i) => items.push(i),
+            Err(why) => skipped.push((s.key.clone(), why)),
+        }
+    }
+    if items.is_empty() {
+        let why: Vec<String> = skipped.iter().map(|(k, w)| format!("{k}: {w}")).collect();
+        let msg = format!(
+            "{} none of the marked claims: {}",
+            verb.words(),
+            why.join("; ")
+        );
+        app.say(Level::Error, msg);
+        return true;
+    }
+    app.overlays.dialog = Some(Dialog::Bulk(BulkConfirm {
+        verb,
+        items,
+        skipped,
+        typed: "".into(),
+        error: None,
+    }));
+    true
+}
+
+/// What `verb` does to `s`, or why it leaves it alone.
+fn item(app: &App, s: &Status, verb: BulkVerb) -> Result<BulkItem, String> {
+    let rec = s.record.as_ref();
+    let host = app
+        .store
+        .as_ref()
+        .and_then(|v| v.fleet.origin(&s.file))
+        .cloned();
+    if host.is_some() && verb != BulkVerb::ForceRelease {
+        return Err("a host's read-only copy (F asks its host)".into());
+    }
+    let ttl_ms = match (verb, rec) {
+        (BulkVerb::Release, Some(r)) if r.holder != app.operator => {
+            return Err(format!("held by {}, not you (F force-releases)", r.holder));
+        }
+        (BulkVerb::Release | BulkVerb::Renew, None) => {
+            return Err("corrupted: no holder (F force-releases)".into());
+        }
+        (BulkVerb::Renew, Some(r)) if r.expires_at.is_none() => {
+            return Err("PID-bound: no TTL to renew".into());
+        }
+        // What was asked for this tenure, as `n` offers it.
+        (BulkVerb::Renew, Some(r)) => Some(
+            app.asked_ttl(&s.key, r.acquired_at)
+                .or_else(|| crate::time::parse_ttl_ms(DEFAULT_ACQUIRE_TTL))
+                .unwrap_or(30 * 60_000),
+        ),
+        _ => None,
+    };
+    Ok(BulkItem {
+        key: s.key.clone(),
+        root: app.roots.of(s),
+        holder: rec.map(|r| r.holder.clone()),
+        state: s.state,
+        acquired_at: rec.map(|r| r.acquired_at),
+        ttl_ms,
+        host,
+    })
+}
+
+/// A key in the bulk confirmation; the dialog stays open until it is
+/// answered (Esc closes every dialog before this is reached).
+pub(super) fn bulk_key(
+    app: &mut App,
+    mut c: BulkConfirm,
+    ev: &KeyEvent,
+    fx: &mut Effects,
+) -> Option<Dialog> {
+    let confirmed = if c.needs_typed_count() {
+        if ev.code == KeyCode::Enter {
+            let ok = c.typed.value().trim() == c.items.len().to_string();
+            if !ok {
+                c.error = Some("the typed number is not the number of claims; nothing done".into());
+            }
+            ok
+        } else {
+            if c.typed.key(ev) {
+                c.error = None;
+            }
+            false
+        }
+    } else {
+        matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y'))
+    };
+    if !confirmed {
+        return Some(Dialog::Bulk(c));
+    }
+    let n = c.items.len();
+    for i in c.items {
+        fx.ops.push(op_of(app, c.verb, i));
+    }
+    app.table.marked.clear();
+    let msg = format!("{} {}…", c.verb.words(), count(n, "claim"));
+    app.say(Level::Info, msg);
+    None
+}
+
+/// The op one claim of a bulk verb asks for: the same one its own row's
+/// key would.
+fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Op {
+    let holder = i.holder.clone().unwrap_or_default();
+    let op = match verb {
+        BulkVerb::Release => Op::Release { key: i.key, holder },
+        BulkVerb::Renew => Op::Renew {
+            operator: (holder != app.operator).then(|| app.operator.clone()),
+            key: i.key,
+            holder,
+            ttl_ms: i.ttl_ms.unwrap_or(30 * 60_000),
+        },
+        BulkVerb::ForceRelease => {
+            let opts = ForceOptsShown {
+                expect_holder: i.holder.clone(),
+                expect_acquired_at: i.acquired_at,
+                operator: app.operator.clone(),
+                // The typed count confirmed it: the CLI's --allow-live.
+                allow_live: i.state.may_be_held(),
+            };
+            if let Some(o) = i.host {
+                return Op::AskHost {
+                    host_id: o.host_id,
+                    hostname: o.hostname,
+                    root_id: o.root_id,
+                    key: i.key,
+                    opts,
+                };
+            }
+            Op::ForceRelease { key: i.key, opts }
+        }
+    };
+    app.roots.route(i.root, op)
+}

@@ -1,0 +1,352 @@
+//! The command line (`:`): its keys, Tab completion, and running a line.
+//! A verb is a key's command by its name (the keymap names them) or one of
+//! the verbs that take words ([`crate::dashboard::keys::VERBS`]); both run
+//! through the same transitions the keys do.
+
+use super::commands::command;
+use super::effects::Effects;
+use super::rows::scroll_into_view;
+use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
+use crate::dashboard::model::filter::FILTER_FIELDS;
+use crate::dashboard::model::prompt::PROMPT_HISTORY;
+use crate::dashboard::model::{App, Column, Filter, Level, Prompt};
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+
+/// `:`: open the command line.
+pub(super) fn open(app: &mut App) -> bool {
+    app.prompt = Some(Prompt::default());
+    true
+}
+
+/// A key while the command line is open.
+pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool {
+    let Some(mut p) = app.prompt.take() else {
+        return false;
+    };
+    match ev.code {
+        KeyCode::Esc => return true,
+        KeyCode::Enter => {
+            let line = p.input.value().trim().to_string();
+            if line.is_empty() {
+                return true;
+            }
+            remember(app, &line);
+            return match run(app, &line, fx) {
+                Ok(_) => true,
+                Err(why) => {
+                    p.error = Some(why);
+                    p.offers.clear();
+                    app.prompt = Some(p);
+                    true
+                }
+            };
+        }
+        KeyCode::Tab => complete(app, &mut p),
+        KeyCode::Up | KeyCode::Down => {
+            let n = app.prompt_history.len();
+            p.history_pos = match (ev.code, p.history_pos) {
+                (KeyCode::Up, None) => n.checked_sub(1),
+                (KeyCode::Up, Some(i)) => Some(i.saturating_sub(1)),
+                (_, Some(i)) if i + 1 < n => Some(i + 1),
+                _ => None,
+            };
+            p.input = p
+                .history_pos
+                .and_then(|i| app.prompt_history.get(i))
+                .map_or_else(|| "".into(), |h| h.as_str().into());
+            p.error = None;
+        }
+        _ => {
+            if !p.input.key(ev) {
+                app.prompt = Some(p);
+                return false;
+            }
+            p.error = None;
+            p.offers.clear();
+        }
+    }
+    app.prompt = Some(p);
+    true
+}
+
+fn remember(app: &mut App, line: &str) {
+    let h = &mut app.prompt_history;
+    if h.last().map(String::as_str) != Some(line) {
+        h.push(line.to_string());
+        if h.len() > PROMPT_HISTORY {
+            h.remove(0);
+        }
+    }
+}
+
+/// Run one command line; why it was refused, in words.
+pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> {
+    let line = line.trim().trim_start_matches(':').trim();
+    let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let name = name.to_ascii_lowercase();
+    match name.as_str() {
+        "filter" => Ok(filter(app, rest)),
+        "sort" => sort(app, rest),
+        "goto" => goto(app, rest),
+        "columns" => columns(app, rest),
+        "q" => Ok(command(app, Cmd::Quit, fx)),
+        "release" | "renew" | "force-release" if !rest.is_empty() => {
+            select_key(app, rest)?;
+            let cmd = match name.as_str() {
+                "release" => Cmd::Release,
+                "renew" => Cmd::Renew,
+                _ => Cmd::ForceRelease,
+            };
+            Ok(command(app, cmd, fx))
+        }
+        other => {
+            let cmd = key_command(other).ok_or_else(|| {
+                format!("no command {other:?}: Tab lists the commands, ? explains them")
+            })?;
+            if !rest.is_empty() {
+                return Err(format!(":{other} takes no words"));
+            }
+            Ok(command(app, cmd, fx))
+        }
+    }
+}
+
+/// The key command `name` names.
+fn key_command(name: &str) -> Option<Cmd> {
+    KEYMAP
+        .iter()
+        .map(|b| b.cmd)
+        .find(|c| c.name() == Some(name))
+}
+
+fn filter(app: &mut App, text: &str) -> bool {
+    let t = &mut app.table;
+    t.filter = Filter::parse(text);
+    if !text.is_empty() && t.filter_history.last().map(String::as_str) != Some(text) {
+        t.filter_history.push(text.to_string());
+    }
+    app.rebuild_rows();
+    scroll_into_view(app);
+    true
+}
+
+fn sort(app: &mut App, words: &str) -> Result<bool, String> {
+    let mut it = words.split_whitespace();
+    let name = it.next().ok_or("sort by which column? :sort age (rev)")?;
+    let column = Column::named(name).ok_or_else(|| unknown_column(name))?;
+    let reverse = match it.next() {
+        None => false,
+        Some("rev" | "reverse" | "desc") => true,
+        Some(w) => {
+            return Err(format!(
+                "{w:?} after the column: only rev reverses the order"
+            ))
+        }
+    };
+    app.table.sort.column = column;
+    app.table.sort.reverse = reverse;
+    app.rebuild_rows();
+    scroll_into_view(app);
+    Ok(true)
+}
+
+fn unknown_column(name: &str) -> String {
+    let names: Vec<&str> = Column::EVERY.iter().map(|c| c.title()).collect();
+    format!("no column {name:?}: {}", names.join(", "))
+}
+
+/// `:goto TIME`: the events pane browses the whole log from that instant.
+fn goto(app: &mut App, text: &str) -> Result<bool, String> {
+    if text.is_empty() {
+        return Err("go to when? :goto 03:00, :goto 2026-12-01T03:00Z, :goto 1h".into());
+    }
+    let at = crate::time::parse_since(text, app.now, app.local_time).ok_or_else(|| {
+        format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+    })?;
+    app.focus = Pane::Events;
+    app.events.browse.open_at(at);
+    let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
+    app.say(Level::Info, format!("events from {when}"));
+    Ok(true)
+}
+
+/// `:columns LIST`: show these (state and key always), in the table's
+/// order; `all`: as many as the width fits; nothing: say which show.
+fn columns(app: &mut App, words: &str) -> Result<bool, String> {
+    if words.is_empty() {
+        let shown = match &app.table.chosen {
+            Some(c) => c.iter().map(|c| c.title()).collect::<Vec<_>>().join(", "),
+            None => "as many as the width fits (:columns all)".into(),
+        };
+        app.say(Level::Info, format!("columns: {shown}"));
+        return Ok(true);
+    }
+    if words.eq_ignore_ascii_case("all") {
+        app.table.chosen = None;
+        app.say(Level::Info, "columns: as many as the width fits");
+        return Ok(true);
+    }
+    let mut want = vec![Column::State, Column::Key];
+    for w in words.split(|c: char| c == ',' || c.is_whitespace()) {
+        if w.is_empty() {
+            continue;
+        }
+        want.push(Column::named(w).ok_or_else(|| unknown_column(w))?);
+    }
+    let chosen: Vec<Column> = Column::EVERY
+        .into_iter()
+        .filter(|c| want.contains(c))
+        .collect();
+    let names: Vec<&str> = chosen.iter().map(|c| c.title()).collect();
+    app.say(Level::Info, format!("columns: {}", names.join(", ")));
+    app.table.chosen = Some(chosen);
+    Ok(true)
+}
+
+/// Select the row of the claim on `key`, for a verb typed with its key.
+fn select_key(app: &mut App, key: &str) -> Result<(), String> {
+    let shown = app.shown();
+    let at: Vec<usize> = app
+        .table
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| shown.get(p).is_some_and(|s| s.key == key))
+        .map(|(i, _)| i)
+        .collect();
+    match at.as_slice() {
+        [i] => {
+            app.table.selected = *i;
+            app.table.detail_scroll = 0;
+            scroll_into_view(app);
+            Ok(())
+        }
+        [] if shown.by_path.values().any(|s| s.key == key) => {
+            Err(format!("{key} is hidden by the filter: :filter clears it"))
+        }
+        [] => Err(format!("no claim on {key} is shown")),
+        many => Err(format!(
+            "{key} is claimed in {} roots: select its row and press the key",
+            many.len()
+        )),
+    }
+}
+
+/// Tab: complete the word before the cursor, or offer what it could be.
+fn complete(app: &App, p: &mut Prompt) {
+    let (before, after) = p.input.split();
+    let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word = &before[start..];
+    let first = before[..start].trim().is_empty();
+    let verb_name = before.split_whitespace().next().unwrap_or("");
+    let mut offers = if first {
+        verb_names()
+    } else {
+        arg_offers(app, verb_name, word)
+    };
+    offers.retain(|o| o.starts_with(word));
+    offers.sort();
+    offers.dedup();
+    let fill = match offers.as_slice() {
+        [] => {
+            p.offers.clear();
+            p.error = Some(format!("nothing completes {word:?}"));
+            return;
+        }
+        [one] => format!("{one} "),
+        many => common_prefix(many),
+    };
+    p.offers = if offers.len() > 1 { offers } else { Vec::new() };
+    let text = format!("{}{fill}{after}", &before[..start]);
+    p.input = text.into();
+    p.error = None;
+}
+
+fn verb_names() -> Vec<String> {
+    let keyed = KEYMAP.iter().filter_map(|b| b.cmd.name());
+    VERBS
+        .iter()
+        .map(|v| v.name)
+        .chain(keyed)
+        .map(str::to_string)
+        .collect()
+}
+
+fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
+    let Some(v) = keys::verb(verb) else {
+        return Vec::new();
+    };
+    let titles = || Column::EVERY.iter().map(|c| c.title().to_string());
+    match v.completes {
+        Completes::Nothing => Vec::new(),
+        Completes::Columns if verb == "sort" => titles().chain(["rev".to_string()]).collect(),
+        Completes::Columns => titles().chain(["all".to_string()]).collect(),
+        Completes::Keys => {
+            let mut keys: Vec<String> = app
+                .shown()
+                .by_path
+                .values()
+                .map(|s| s.key.clone())
+                .filter(|k| k.starts_with(word))
+                .collect();
+            keys.sort();
+            keys.truncate(50);
+            keys
+        }
+        Completes::Filter if word.starts_with("state:") => {
+            ["live", "suspect", "stale", "corrupted", "unreadable"]
+                .iter()
+                .map(|s| format!("state:{s}"))
+                .collect()
+        }
+        Completes::Filter => FILTER_FIELDS.iter().map(|f| format!("{f}:")).collect(),
+    }
+}
+
+fn common_prefix(words: &[String]) -> String {
+    let first = &words[0];
+    let mut end = first.len();
+    for w in &words[1..] {
+        end = end.min(
+            first
+                .char_indices()
+                .zip(w.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(end.min(w.len()), |((i, _), _)| i),
+        );
+    }
+    first[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_common_prefix_of_offers_is_what_tab_fills_in() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(common_prefix(&w(&["release", "renew"])), "re");
+        assert_eq!(common_prefix(&w(&["force-release", "filter"])), "f");
+        assert_eq!(common_prefix(&w(&["sort", "sort-next"])), "sort");
+    }
+
+    #[test]
+    fn every_key_command_with_a_name_is_a_verb_and_none_is_named_twice() {
+        let names = verb_names();
+        for b in KEYMAP {
+            if let Some(n) = b.cmd.name() {
+                assert!(names.iter().any(|x| x == n), "{n}");
+                assert_eq!(key_command(n), Some(b.cmd));
+            }
+        }
+        for v in VERBS {
+            assert!(
+                key_command(v.name).is_none()
+                    || matches!(v.name, "filter" | "release" | "renew" | "force-release"),
+                "{} is both a verb and another key's command",
+                v.name
+            );
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The command line (`:`), marked rows (space) and the verbs over them,
+//! and the messages of the session (`m`), driven without a terminal.
+
+use crate::common::*;
+use crate::effects::{asked_log, ops, update};
+use claimtop::dashboard::testing::{Column, Dialog, Op, Overlay, Pane};
+use claimtop::events::history::Anchor;
+use claimtop::events::service::Request;
+use ratatui::crossterm::event::KeyCode;
+
+/// Type `line` into the command line and run it.
+fn run(app: &mut claimtop::dashboard::testing::App, line: &str) {
+    update(app, key(':'));
+    type_text(app, line);
+    update(app, code(KeyCode::Enter));
+}
+
+fn prompt_error(app: &claimtop::dashboard::testing::App) -> Option<String> {
+    app.prompt.as_ref().and_then(|p| p.error.clone())
+}
+
+#[test]
+fn sort_and_filter_typed_do_what_their_keys_do_and_the_line_closes() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "sort age rev");
+    assert!(app.prompt.is_none(), "a command that ran closes the line");
+    assert_eq!(app.table.sort.column, Column::Age);
+    assert!(app.table.sort.reverse);
+    run(&mut app, "filter state:stale");
+    assert_eq!(row_keys(&app), ["queue/jobs 7", "node:beta"]);
+    run(&mut app, "filter");
+    assert_eq!(row_keys(&app).len(), 7, "no words clears the filter");
+}
+
+#[test]
+fn a_refused_line_stays_open_and_says_why() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "sortt age");
+    let why = prompt_error(&app).expect("an error");
+    assert!(why.contains("no command \"sortt\""), "{why}");
+    assert!(render(&app).contains("no command"), "the footer says it");
+    update(&mut app, code(KeyCode::Esc));
+    assert!(app.prompt.is_none());
+
+    run(&mut app, "sort colour");
+    let why = prompt_error(&app).expect("an error");
+    assert!(
+        why.contains("no column \"colour\"") && why.contains("holder"),
+        "{why}"
+    );
+    update(&mut app, code(KeyCode::Esc));
+    run(&mut app, "hazards now");
+    assert_eq!(
+        prompt_error(&app).as_deref(),
+        Some(":hazards takes no words")
+    );
+}
+
+#[test]
+fn tab_completes_a_verb_or_offers_what_it_could_be() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key(':'));
+    type_text(&mut app, "tim");
+    update(&mut app, code(KeyCode::Tab));
+    assert_eq!(
+        app.prompt.as_ref().map(|p| p.input.value()),
+        Some("timeline ")
+    );
+
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key(':'));
+    type_text(&mut app, "re");
+    update(&mut app, code(KeyCode::Tab));
+    let p = app.prompt.as_ref().expect("open");
+    assert_eq!(p.input.value(), "re");
+    assert!(
+        p.offers.iter().any(|o| o == "release") && p.offers.iter().any(|o| o == "renew"),
+        "{:?}",
+        p.offers
+    );
+    assert!(render(&app).contains("release renew"), "the offers show");
+
+    // A verb's words complete from what it takes: keys of the claims shown.
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key(':'));
+    type_text(&mut app, "release db:");
+    update(&mut app, code(KeyCode::Tab));
+    assert_eq!(
+        app.prompt.as_ref().map(|p| p.input.value()),
+        Some("release db:migrate ")
+    );
+}
+
+#[test]
+fn a_verb_with_a_key_acts_on_that_claim_as_its_key_would() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "release db:migrate");
+    assert!(
+        matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"),
+        "{:?}",
+        ops()
+    );
+    run(&mut app, "force-release node:beta");
+    assert!(
+        matches!(app.overlays.dialog, Some(Dialog::ForceRelease(ref f)) if f.key == "node:beta")
+    );
+    update(&mut app, code(KeyCode::Esc));
+    run(&mut app, "release no-such-key");
+    assert_eq!(
+        prompt_error(&app).as_deref(),
+        Some("no claim on no-such-key is shown")
+    );
+}
+
+#[test]
+fn goto_browses_the_events_log_from_a_time() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "goto 1h");
+    assert_eq!(app.focus, Pane::Events);
+    assert!(app.events.browse.active);
+    let asked = asked_log();
+    assert!(
+        asked.iter().any(
+            |r| matches!(r, Request::Page { anchor: Anchor::Time(t), .. } if *t == NOW - 60 * MIN)
+        ),
+        "{asked:?}"
+    );
+    run(&mut app, "goto noon");
+    assert!(prompt_error(&app).is_some_and(|e| e.contains("is no time")));
+}
+
+#[test]
+fn columns_chosen_are_the_only_ones_drawn_and_all_brings_the_rest_back() {
+    let mut app = fixed_app(160, 48);
+    let header = |app: &claimtop::dashboard::testing::App| {
+        render(app)
+            .lines()
+            .find(|l| l.contains("state") && l.contains("key"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(header(&app).contains("machine"), "{}", header(&app));
+    run(&mut app, "columns holder,ttl");
+    assert_eq!(
+        app.table.chosen.as_deref(),
+        Some(&[Column::State, Column::Key, Column::Holder, Column::Ttl][..])
+    );
+    let h = header(&app);
+    assert!(h.contains("holder") && h.contains("ttl"), "{h}");
+    assert!(!h.contains("machine") && !h.contains("pid"), "{h}");
+    run(&mut app, "columns all");
+    assert!(header(&app).contains("machine"));
+}
+
+#[test]
+fn space_marks_rows_and_f_force_releases_them_all_after_one_question() {
+    let mut app = fixed_app(160, 48);
+    select(&mut app, "node:beta");
+    update(&mut app, key(' '));
+    select(&mut app, "queue/jobs 7");
+    update(&mut app, key(' '));
+    assert_eq!(app.table.marked.len(), 2);
+    assert!(render(&app).contains("2 marked"));
+    assert!(render(&app).contains('✓'), "marked rows carry a mark");
+
+    update(&mut app, key('F'));
+    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
+        panic!("{:?}", app.overlays.dialog)
+    };
+    assert_eq!(c.items.len(), 2);
+    assert!(!c.needs_typed_count(), "both are stale: y is enough");
+    let screen = render(&app);
+    assert!(
+        screen.contains("node:beta") && screen.contains("queue/jobs 7"),
+        "{screen}"
+    );
+    update(&mut app, key('y'));
+    let keys: Vec<String> = ops()
+        .iter()
+        .map(|op| match op {
+            Op::ForceRelease { key, opts } => {
+                assert!(!opts.allow_live);
+                key.clone()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(keys, ["node:beta", "queue/jobs 7"]);
+    assert!(app.table.marked.is_empty(), "marks go once acted on");
+}
+
+#[test]
+fn a_live_claim_among_the_marked_needs_their_number_typed() {
+    let mut app = fixed_app(160, 48);
+    for k in ["build:web", "node:beta"] {
+        select(&mut app, k);
+        update(&mut app, key(' '));
+    }
+    update(&mut app, key('F'));
+    update(&mut app, key('y'));
+    assert!(ops().is_empty(), "y is no answer when a claim may be live");
+    // (y was typed into the count: gone again.)
+    update(&mut app, code(KeyCode::Backspace));
+    type_text(&mut app, "3");
+    update(&mut app, code(KeyCode::Enter));
+    assert!(ops().is_empty());
+    assert!(render(&app).contains("not the number of claims"));
+    update(&mut app, code(KeyCode::Backspace));
+    type_text(&mut app, "2");
+    update(&mut app, code(KeyCode::Enter));
+    assert_eq!(ops().len(), 2);
+    assert!(ops()
+        .iter()
+        .all(|op| matches!(op, Op::ForceRelease { opts, key }
+        if opts.allow_live == (key == "build:web"))));
+}
+
+#[test]
+fn r_over_marks_releases_your_own_and_says_which_it_leaves() {
+    let mut app = fixed_app(160, 48);
+    for k in ["db:migrate", "build:web"] {
+        select(&mut app, k);
+        update(&mut app, key(' '));
+    }
+    update(&mut app, key('r'));
+    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
+        panic!("{:?}", app.overlays.dialog)
+    };
+    assert_eq!(c.items.len(), 1);
+    assert_eq!(c.skipped[0].0, "build:web");
+    assert!(render(&app).contains("Left alone (1)"));
+    update(&mut app, key('y'));
+    assert!(matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"));
+}
+
+#[test]
+fn messages_keep_every_line_said_and_m_shows_them_in_full() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "columns");
+    run(&mut app, "sort key");
+    update(&mut app, key('y'));
+    assert!(app.messages.len() >= 2, "{:?}", app.messages);
+    update(&mut app, key('m'));
+    assert_eq!(app.overlays.open, Some(Overlay::Messages));
+    let screen = render(&app);
+    assert!(screen.contains("messages ("), "{screen}");
+    assert!(
+        screen.contains("columns: as many as the width fits"),
+        "{screen}"
+    );
+    update(&mut app, key('m'));
+    assert_eq!(app.overlays.open, None);
+}
+
+#[test]
+fn the_help_lists_the_commands_with_their_words() {
+    let mut app = fixed_app(160, 200);
+    update(&mut app, key('?'));
+    let screen = render(&app);
+    assert!(
+        screen.contains(":goto") && screen.contains("TIME"),
+        "{screen}"
+    );
+    assert!(screen.contains(":columns"), "{screen}");
+}
+
+#[test]
+fn a_settings_file_chooses_the_columns_and_names_one_that_is_not() {
+    use claimtop::cli::config::parse;
+    let s = parse("[dashboard]\ncolumns = [\"holder\", \"TTL\"]\n").expect("valid");
+    assert_eq!(s.dashboard.chosen_columns(), [Column::Holder, Column::Ttl]);
+    let e = parse("[dashboard]\ncolumns = [\"colour\"]\n").expect_err("refused");
+    assert!(e.contains("dashboard.columns: no column \"colour\""), "{e}");
+}
