@@ -534,3 +534,85 @@ fn the_dashboard_opens_with_the_filter_and_sort_the_settings_file_names() {
     assert_clean_exit(&tmux);
     drop(live);
 }
+
+#[test]
+fn marked_stale_claims_are_force_released_together_and_the_command_line_sorts() {
+    let td = tempfile::TempDir::new().unwrap();
+    let root = td.path();
+    let dead = crate::common::dead_pid().to_string();
+    for key in ["e2e:one", "e2e:two", "e2e:kept"] {
+        let out = claimtop(
+            root,
+            &["acquire", key, "--holder", "e2e:gone", "--pid", &dead],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let Some(tmux) = dashboard_over(root) else {
+        return;
+    };
+    tmux.wait_for("three stale claims", PATIENCE, |s| {
+        ["e2e:one", "e2e:two", "e2e:kept"]
+            .iter()
+            .all(|k| row_reads(s, k, "stale"))
+    });
+    // Sorted by key, reversed: two, one, kept.
+    tmux.keys(&[":"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "sort key rev"]);
+    tmux.keys(&["Enter"]);
+    let sorted = tmux.wait_for("the rows sorted by key, reversed", PATIENCE, |s| {
+        s.contains("key ▼")
+    });
+    let order: Vec<&str> = sorted
+        .lines()
+        .map(|l| l.split('│').next().unwrap_or(""))
+        .filter(|table| table.contains("✖ stale"))
+        .filter_map(|table| {
+            ["e2e:two", "e2e:one", "e2e:kept"]
+                .into_iter()
+                .find(|k| table.contains(k))
+        })
+        .collect();
+    assert_eq!(order, ["e2e:two", "e2e:one", "e2e:kept"], "{sorted}");
+
+    // The first two rows marked (space moves down), then F once.
+    tmux.keys(&["g", "Space", "Space"]);
+    tmux.wait_for("two rows marked", PATIENCE, |s| s.contains("2 marked"));
+    tmux.keys(&["F"]);
+    let asked = tmux.wait_for("the bulk question", PATIENCE, |s| {
+        s.contains("y force-release 2 claims")
+    });
+    assert!(asked.contains("Force-release 2 marked claims"), "{asked}");
+    tmux.keys(&["y"]);
+    let deadline = Instant::now() + PATIENCE;
+    while expired_files(root).len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut archived: Vec<String> = expired_files(root)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    archived.sort();
+    assert_eq!(archived.len(), 2, "{archived:?}");
+    assert!(archived[0].starts_with("e2e%3Aone.") && archived[1].starts_with("e2e%3Atwo."));
+    assert!(claimtop::claims::claim_path(root, "e2e:kept").exists());
+    tmux.wait_for("only the unmarked claim left", PATIENCE, |s| {
+        row_reads(s, "e2e:kept", "stale") && !row_reads(s, "e2e:one", "stale")
+    });
+    // Each claim's answer is a message of its own.
+    tmux.keys(&["m"]);
+    let messages = tmux.wait_for("the messages", PATIENCE, |s| s.contains("messages ("));
+    assert!(
+        messages.contains("e2e:one") && messages.contains("e2e:two"),
+        "{messages}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the messages closed", PATIENCE, |s| {
+        !s.contains("messages (")
+    });
+    tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+}
