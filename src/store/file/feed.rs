@@ -27,7 +27,6 @@ use crate::events::follow::Follower;
 use crate::events::tail::Line;
 use crate::store::fs_events::{touched, Touched};
 use notify::{Config, RecursiveMode, Watcher};
-use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, Debouncer, NoCache};
 use std::collections::{BTreeSet, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -39,8 +38,9 @@ use std::time::{Duration, Instant};
 /// 250 ms change-to-screen target, large enough to fold a create + write +
 /// rename of one lockfile into one re-read.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
-/// How often the debouncer looks for settled events.
-const DEBOUNCE_TICK: Duration = Duration::from_millis(50);
+/// A burst that never goes quiet is still handed on this often: the screen
+/// keeps up with a busy root.
+const SETTLE_MAX: Duration = Duration::from_millis(400);
 /// The events log is polled at least this often while followed, even
 /// without a notification (a log on a filesystem whose notifications are
 /// lossy still moves).
@@ -98,59 +98,30 @@ enum Raw {
     Close,
 }
 
-/// The two ways a root is watched: each notification as it comes, or
-/// settled bursts.
-enum Watch {
-    Plain(DirWatcher),
-    // No file-id cache: the feed names paths, it pairs no renames, and the
-    // cache would stat every entry of the claims dir at start.
-    Debounced(Debouncer<DirWatcher, NoCache>),
-}
+/// The root's watcher: every notification as it comes. Bursts are settled
+/// by the feed itself ([`FileFeed::settle`]), which only folds the paths
+/// named: a debouncer that folds the events (notify-debouncer-full) drops
+/// a lockfile renamed over and then removed within one window (a renew
+/// then a release), and the release was never heard.
+struct Watch(DirWatcher);
 
 impl Watch {
-    fn start(opts: &FeedOpts, tx: Sender<Raw>) -> notify::Result<Watch> {
-        match opts.debounce {
-            None => {
-                let handler = move |r: notify::Result<notify::Event>| {
-                    let _ = tx.send(match r {
-                        Ok(e) => Raw::Events(vec![e]),
-                        Err(e) => Raw::Error(notify_words(&e)),
-                    });
-                };
-                Ok(Watch::Plain(DirWatcher::new(handler, Config::default())?))
-            }
-            Some(settle) => {
-                let tick = DEBOUNCE_TICK.min(settle);
-                let handler = move |r: DebounceEventResult| {
-                    let _ = tx.send(match r {
-                        Ok(evs) => Raw::Events(evs.into_iter().map(|e| e.event).collect()),
-                        Err(errs) => Raw::Error(errs.first().map(notify_words).unwrap_or_default()),
-                    });
-                };
-                let d = new_debouncer_opt::<_, DirWatcher, NoCache>(
-                    settle,
-                    Some(tick),
-                    handler,
-                    NoCache,
-                    Config::default(),
-                )?;
-                Ok(Watch::Debounced(d))
-            }
-        }
+    fn start(tx: Sender<Raw>) -> notify::Result<Watch> {
+        let handler = move |r: notify::Result<notify::Event>| {
+            let _ = tx.send(match r {
+                Ok(e) => Raw::Events(vec![e]),
+                Err(e) => Raw::Error(notify_words(&e)),
+            });
+        };
+        Ok(Watch(DirWatcher::new(handler, Config::default())?))
     }
 
     fn watch(&mut self, p: &Path) -> notify::Result<()> {
-        match self {
-            Watch::Plain(w) => w.watch(p, RecursiveMode::NonRecursive),
-            Watch::Debounced(d) => d.watch(p, RecursiveMode::NonRecursive),
-        }
+        self.0.watch(p, RecursiveMode::NonRecursive)
     }
 
     fn unwatch(&mut self, p: &Path) {
-        let _ = match self {
-            Watch::Plain(w) => w.unwatch(p),
-            Watch::Debounced(d) => d.unwatch(p),
-        };
+        let _ = self.0.unwatch(p);
     }
 }
 
@@ -182,6 +153,8 @@ pub struct FileFeed {
     pending: VecDeque<Change>,
     /// Without a watch: when the next blind re-read is due.
     blind_resync: Option<Instant>,
+    /// Let a burst go quiet this long before handing on what it named.
+    settle: Option<Duration>,
 }
 
 impl FileFeed {
@@ -205,8 +178,9 @@ impl FileFeed {
             entries: opts.entries,
             pending: VecDeque::new(),
             blind_resync: None,
+            settle: opts.debounce,
         };
-        match Watch::start(&opts, tx) {
+        match Watch::start(tx) {
             Ok(w) => {
                 feed.watch = Some(w);
                 feed.rewatch();
@@ -484,6 +458,33 @@ impl FileFeed {
         });
     }
 
+    /// With a settle time: take in what else the burst brings until it is
+    /// quiet that long (or [`SETTLE_MAX`] has passed), so a create, a write
+    /// and a rename of one lockfile are one re-read. Every path named is
+    /// kept (the queue folds repeats), so nothing a burst touched is lost.
+    fn settle(&mut self) -> Result<(), StoreError> {
+        let Some(quiet) = self.settle else {
+            return Ok(());
+        };
+        let cap = Instant::now() + SETTLE_MAX;
+        loop {
+            let now = Instant::now();
+            if now >= cap {
+                return Ok(());
+            }
+            match self.rx.recv_timeout(quiet.min(cap - now)) {
+                Ok(raw) => {
+                    self.absorb(raw)?;
+                    while let Ok(raw) = self.rx.try_recv() {
+                        self.absorb(raw)?;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => return Ok(()),
+                Err(RecvTimeoutError::Disconnected) => return Err(StoreError::FeedClosed),
+            }
+        }
+    }
+
     /// When `next` must look up from waiting: the log's poll or a blind
     /// re-read, whichever is first.
     fn due(&self) -> Option<Instant> {
@@ -547,6 +548,7 @@ impl Changes for FileFeed {
                     while let Ok(raw) = self.rx.try_recv() {
                         self.absorb(raw)?;
                     }
+                    self.settle()?;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Err(StoreError::FeedClosed),

@@ -3,8 +3,8 @@
 //! open or a read. notify's own inotify watcher asks for every open: a
 //! listing of 100 000 lockfiles is 100 000 events, which overflows the
 //! kernel's queue (16 384 by default), and an overflow calls for another
-//! listing, without end. It plugs into notify's `Watcher` trait, so the
-//! dashboard's debouncing stays notify-debouncer-full's.
+//! listing, without end. It plugs into notify's `Watcher` trait; the feed
+//! settles bursts itself.
 
 #[cfg(not(target_os = "linux"))]
 pub use notify::RecommendedWatcher as DirWatcher;
