@@ -865,6 +865,8 @@ pub enum Dialog {
     ForceRelease(ForceConfirm),
     Quit(QuitConfirm),
     Clean(CleanConfirm),
+    /// `D`: forget an offline publishing host.
+    ForgetHost(super::fleet_keys::ForgetConfirm),
 }
 
 /// What can sit over the panes. A new view is one more variant here, one

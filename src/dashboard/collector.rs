@@ -579,6 +579,7 @@ mod tests {
         HostInfo {
             host_id: "m1".into(),
             hostname: "alpha".into(),
+            label: "alpha".into(),
             online: true,
             last_seen_ms: 0,
             roots: vec![PublishedRoot::new(

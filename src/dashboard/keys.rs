@@ -82,6 +82,8 @@ pub enum Cmd {
     ZoomOut,
     /// The focused pane fills the screen, or shares it again (`z`).
     ZoomPane,
+    /// Forget the selected row's offline host (`fleet forget`).
+    ForgetHost,
 }
 
 impl Cmd {
@@ -89,7 +91,12 @@ impl Cmd {
     pub fn mutates(self) -> bool {
         matches!(
             self,
-            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease | Cmd::Clean
+            Cmd::Acquire
+                | Cmd::Release
+                | Cmd::Renew
+                | Cmd::ForceRelease
+                | Cmd::Clean
+                | Cmd::ForgetHost
         )
     }
 }
@@ -297,6 +304,15 @@ pub const KEYMAP: &[Binding] = &[
         cmd: Cmd::ForceRelease,
         scope: CLAIM,
         in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('D')],
+        label: "D",
+        short: "forget host",
+        help: "forget the selected row's offline publishing host, as `claimtop fleet forget HOST` does (asks first; refused while the host is online)",
+        cmd: Cmd::ForgetHost,
+        scope: CLAIM,
+        in_footer: false,
     },
     Binding {
         keys: &[Key::Char('f')],

@@ -13,6 +13,7 @@ pub mod action;
 pub mod app;
 pub mod browse;
 pub mod collector;
+pub mod fleet_keys;
 pub mod fleet_reader;
 pub mod fleet_view;
 mod heard;

@@ -48,7 +48,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
     let key = op.key().to_string();
     // A clean names no claim: the re-read it asks for is the whole store.
     let path = match op {
-        Op::Clean => PathBuf::new(),
+        Op::Clean | Op::ForgetHost { .. } => PathBuf::new(),
         _ => store.locate(&key),
     };
     let (ok, message) = match op {
@@ -117,6 +117,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
         },
         // Asked through `serve`, which knows how long to wait for a host.
         Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
+        Op::ForgetHost { host_id, label } => super::fleet_keys::run_forget(store, host_id, label),
         // Unwrapped at the top: the inner op was run and answered there.
         Op::In { .. } => (false, String::new()),
     };
@@ -253,10 +254,16 @@ fn serve(
     ask_wait: Duration,
 ) {
     for op in ops {
-        if let (Op::AskHost { .. }, Some(store)) = (&op, stores.first()) {
+        if let (Op::AskHost { .. } | Op::ForgetHost { .. }, Some(store)) = (&op, stores.first()) {
             // Nothing to re-read here: the copy is re-read when the host's
-            // answer changes it, through the store's watch.
-            let (ok, message) = ask_host(&**store, &op, ask_wait);
+            // answer changes it (or the fleet, once a host is forgotten),
+            // through the store's watch.
+            let (ok, message) = match &op {
+                Op::ForgetHost { host_id, label } => {
+                    super::fleet_keys::run_forget(&**store, host_id, label)
+                }
+                _ => ask_host(&**store, &op, ask_wait),
+            };
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),

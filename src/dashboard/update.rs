@@ -510,6 +510,9 @@ pub fn command(app: &mut App, cmd: Cmd) -> bool {
             scroll_into_view(app);
             true
         }
+        // An offline host's last known row: nothing can be done there.
+        Cmd::Release | Cmd::Renew | Cmd::ForceRelease if super::fleet_keys::refused(app) => true,
+        Cmd::ForgetHost => super::fleet_keys::start_forget(app),
         // A host's copy changes only in the host's own root: F asks its
         // publisher; the others are for the host's own dashboard.
         Cmd::Acquire | Cmd::Release | Cmd::Renew if selected_copy(app).is_some() => {
@@ -891,6 +894,7 @@ fn dialog_key(app: &mut App, ev: KeyEvent) -> bool {
             (next, op)
         }
         Dialog::Quit(q) => return quit_key(app, q, &ev),
+        Dialog::ForgetHost(f) => return super::fleet_keys::forget_key(app, f, &ev),
         Dialog::Clean(c) => match ev.code {
             KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
                 return super::roots_update::clean_each_root(app, &c);

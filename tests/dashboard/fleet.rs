@@ -30,6 +30,7 @@ fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
     HostInfo {
         host_id: id.into(),
         hostname: name.into(),
+        label: name.into(),
         online,
         last_seen_ms,
         roots: vec![root_a()],
@@ -101,6 +102,7 @@ fn two_hosts() -> FleetState {
             published("m-alpha", "alpha", "deploy/prod", "agent:codex-3"),
         ],
         hazards: Vec::new(),
+        last_known: Vec::new(),
     }
 }
 

@@ -26,6 +26,13 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
         Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
+        Dialog::ForgetHost(f) => (
+            " forget an offline host ",
+            crate::dashboard::fleet_keys::dialog_lines(f)
+                .into_iter()
+                .map(Line::from)
+                .collect(),
+        ),
     };
     let w = area.width.saturating_sub(4).min(76);
     let rect = centered(area, w, wrapped_height(&lines, w) + 2);
