@@ -268,7 +268,7 @@ pub fn host_cell(app: &App, s: &Status) -> String {
 }
 
 /// The source column's cell, as `list --json` says it; a last known row
-/// says when it was last known, and that its host is offline.
+/// says when it was last known (its state cell, that its host is offline).
 pub fn source_cell(app: &App, s: &Status) -> String {
     use crate::store::fleet::{SOURCE_PUBLISHED, SOURCE_STORE};
     let view = app.store.as_ref();
@@ -277,7 +277,8 @@ pub fn source_cell(app: &App, s: &Status) -> String {
             .and_then(|v| v.fleet.origin(&s.file))
             .and_then(|o| view.and_then(|v| v.fleet.host(&o.host_id)));
         if let Some(h) = seen {
-            return last_known_words(h.last_seen_ms);
+            let at = crate::time::clock(h.last_seen_ms, app.local_time, "%H:%M:%S");
+            return format!("last known at {at}");
         }
     }
     if published(app, s) {

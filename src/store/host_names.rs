@@ -47,7 +47,7 @@ pub fn label_hosts(hosts: &mut [HostInfo]) {
 /// Why a name finds no one host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HostNameError {
-    #[error("no host named {0:?} publishes into this store")]
+    #[error("no host named {0} publishes into this store")]
     Unknown(String),
     /// The hostname of several hosts: each candidate's label and id.
     #[error("{} hosts are named {name:?}: name one as {}", .candidates.len(), candidates_text(.candidates))]

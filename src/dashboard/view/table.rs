@@ -66,8 +66,8 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Root => (4, 16),
         Column::Lease => (5, 7),
         Column::Host => (4, 16),
-        // "last known at 12:00:03 UTC, host offline" on an offline host's row.
-        Column::Source => (6, 41),
+        // "last known at 12:00:03" on an offline host's row.
+        Column::Source => (6, 22),
     }
 }
 
@@ -75,6 +75,9 @@ fn bounds(c: Column) -> (u16, u16) {
 fn text(c: Column, s: &Status, now: i64) -> String {
     let rec = s.record.as_ref();
     match c {
+        // The column is 11 wide: the row says "◌ offline", and its source
+        // cell "last known at 12:00:03" (see `fleet_view::source_cell`).
+        Column::State if s.state == ClaimState::LastKnown => "◌ offline".into(),
         Column::State => state_label(s.state).into(),
         Column::Key => safe(&s.key).into_owned(),
         Column::Holder => {
