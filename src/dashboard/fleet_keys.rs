@@ -5,7 +5,6 @@
 
 use super::action::Op;
 use super::app::{App, Dialog, Level};
-use crate::claims::ClaimState;
 use crate::sanitize::sanitize;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
@@ -135,9 +134,4 @@ pub fn run_forget(store: &dyn Store, host_id: &str, label: &str) -> (bool, Strin
         Err(ForgetError::Name(e)) => (false, sanitize(&e.to_string()).into_owned()),
         Err(ForgetError::Store(e)) => (false, format!("forget host {host} failed: {e}")),
     }
-}
-
-/// Is `s` a row its offline host last published?
-pub fn is_last_known(s: &crate::claims::Status) -> bool {
-    s.state == ClaimState::LastKnown
 }

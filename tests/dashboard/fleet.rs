@@ -616,16 +616,26 @@ fn beta_dead_with_three() -> FleetState {
     fleet
 }
 
-#[test]
-fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live() {
+/// [`fleet_app`] 160×40 after `fleet` was read.
+fn app_with(fleet: FleetState) -> App {
     let mut app = fleet_app(160, 40);
     store(
         &mut app,
         StoreMsg::Fleet {
-            fleet: Box::new(beta_dead_with_three()),
+            fleet: Box::new(fleet),
             at: NOW,
         },
     );
+    app
+}
+
+fn with_beta_dead() -> App {
+    app_with(beta_dead_with_three())
+}
+
+#[test]
+fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live() {
+    let mut app = with_beta_dead();
     // The store's one and alpha's two are live; beta's three are kept apart.
     assert_eq!(app.table.rows.len(), 6);
     assert_eq!(app.shown().counts.live, 3);
@@ -655,14 +665,7 @@ fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live(
 
 #[test]
 fn f_and_r_on_a_last_known_row_do_nothing_and_say_the_host_is_offline() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(beta_dead_with_three()),
-            at: NOW,
-        },
-    );
+    let mut app = with_beta_dead();
     select(&mut app, "gpu/0");
     for c in ['F', 'r', 'n'] {
         app.status = None;
@@ -684,14 +687,7 @@ fn f_and_r_on_a_last_known_row_do_nothing_and_say_the_host_is_offline() {
 
 #[test]
 fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_one() {
-    let mut app = fleet_app(160, 40);
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(beta_dead_with_three()),
-            at: NOW,
-        },
-    );
+    let mut app = with_beta_dead();
     select(&mut app, "build/x86");
     update(&mut app, key('D'));
     assert!(app.overlays.dialog.is_none());
@@ -724,7 +720,6 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
 
 #[test]
 fn two_hosts_sharing_a_hostname_are_told_apart_by_their_machine_ids_start() {
-    let mut app = fleet_app(160, 40);
     let mut fleet = two_hosts();
     fleet.hosts = vec![
         host("3d12aa", "vm", true, NOW),
@@ -735,13 +730,7 @@ fn two_hosts_sharing_a_hostname_are_told_apart_by_their_machine_ids_start() {
         published("3d12aa", "vm", "build/x86", "ci:runner-7"),
         published("7e40bb", "vm", "gpu/0", "agent:gemini-1"),
     ];
-    store(
-        &mut app,
-        StoreMsg::Fleet {
-            fleet: Box::new(fleet),
-            at: NOW,
-        },
-    );
+    let app = app_with(fleet);
     let screen = render(&app);
     assert!(
         line_with(&screen, "build/x86").contains("vm·3d12"),
