@@ -551,6 +551,12 @@ impl Core {
     }
 
     fn find_host(&self, name: &str) -> Result<(HostRecord, bool), FleetError> {
+        // A label (`vm·3d12`, a hostname two hosts share) names one host.
+        let labelled = self
+            .read_fleet_hosts()?
+            .into_iter()
+            .find(|h| h.label == name);
+        let name = labelled.as_ref().map_or(name, |h| h.host_id.as_str());
         let hosts = self.hosts()?;
         if let Some(h) = hosts.iter().find(|(r, _)| r.machine_id == name) {
             return Ok(h.clone());
