@@ -1346,3 +1346,81 @@ fn a_request_taken_but_never_answered_is_reported_as_taken_with_its_outcome_unkn
     );
     std::fs::remove_dir(&mutex).expect("free the recovery mutex");
 }
+
+#[test]
+fn a_dead_hosts_claims_stay_listed_as_last_known_and_a_shared_hostname_needs_its_suffix() {
+    let Some(f) = Fleet::start("/fleetlastknown") else {
+        return;
+    };
+    let (a, b) = (root_dir(), root_dir());
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let _pb = Publisher::spawn(&f, b.path(), "host-b", "5s");
+    for key in ["a1", "a2", "a3"] {
+        acquire_in(&f, a.path(), key);
+    }
+    for key in ["b1", "b2"] {
+        acquire_in(&f, b.path(), key);
+    }
+    assert!(
+        wait_for(PATIENCE, || f.list()["counts"]["live"] == 5),
+        "{}",
+        f.list()
+    );
+    pa.signal(libc::SIGKILL);
+    assert!(wait_for(Duration::from_secs(LEASE_S) + PATIENCE, || {
+        f.host("host-a").is_some_and(|h| h["online"] == false)
+    }));
+    // Not live (nobody vouches for them), not gone: last known.
+    let list = f.list();
+    assert_eq!(list["counts"]["live"], 2, "{list}");
+    assert_eq!(list["counts"]["last_known"], 3, "{list}");
+    let kept = list["last_known"].as_array().expect("last_known");
+    assert_eq!(kept.len(), 3, "{list}");
+    assert!(kept
+        .iter()
+        .all(|c| c["host_id"] == "host-a" && c["last_known_at_ms"].as_i64() > Some(0)));
+    assert!(
+        published(&list, "host-a", "a1").is_empty(),
+        "never among the claims"
+    );
+    let text = String::from_utf8_lossy(&f.over(&["list"]).stdout).into_owned();
+    assert!(
+        text.contains("2 live") && text.contains("3 last known"),
+        "{text}"
+    );
+    assert!(line_of(&text, "a2").contains("last known at "), "{text}");
+    let doctor = json_of(&f.over(&["doctor", "--json"]));
+    assert_eq!(doctor["last_known"], 3, "{doctor}");
+    // Both publishers run on this machine: one hostname, two hosts.
+    let hosts = json_of(&f.over(&["fleet", "--json"]));
+    let hosts = hosts["hosts"].as_array().expect("hosts").clone();
+    let name = hosts[0]["hostname"].as_str().expect("hostname").to_string();
+    let label_a = hosts
+        .iter()
+        .find(|h| h["host_id"] == "host-a")
+        .and_then(|h| h["label"].as_str())
+        .expect("a label")
+        .to_string();
+    assert_eq!(label_a, format!("{name}·host-a"));
+    let o = f.over(&["fleet", "forget", &name]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&label_a) && err.contains("host-b"), "{err}");
+    assert_eq!(f.list()["counts"]["last_known"], 3, "nothing removed");
+    let o = f.over(&["fleet", "forget", &label_a]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let list = f.list();
+    assert_eq!(list["counts"]["last_known"], 0, "{list}");
+    assert_eq!(list["counts"]["live"], 2, "{list}");
+}
+
+fn line_of<'a>(text: &'a str, word: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.split_whitespace().any(|w| w == word))
+        .unwrap_or_default()
+}

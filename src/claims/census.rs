@@ -166,6 +166,30 @@ pub fn why_with_hazards(item: &Status, rules: ItemRules) -> Cow<'_, str> {
     Cow::Owned(why)
 }
 
+/// How a claim a host published counts: as its host judged it while the
+/// host is online; once it is offline, as last known — what it said before
+/// it went, which nobody can vouch for now, so neither live (the holder may
+/// be long gone) nor free (it may still hold the key). Every face counts a
+/// copy through here: `list`, `doctor`, the metrics and the dashboard.
+pub fn copy_state(published: ClaimState, host_online: bool) -> ClaimState {
+    match published {
+        ClaimState::Free => ClaimState::Free,
+        _ if !host_online => ClaimState::LastKnown,
+        s => s,
+    }
+}
+
+/// Counts of copies by the state words their hosts published, each
+/// counted as [`copy_state`] says (a word this build does not know is not
+/// counted).
+pub fn count_copies<'a>(states: impl Iterator<Item = &'a str>, host_online: bool) -> Counts {
+    let mut c = Counts::default();
+    for s in states.filter_map(ClaimState::parse) {
+        c.add(copy_state(s, host_online));
+    }
+    c
+}
+
 /// Running sums over a set of claims, kept as claims come and go: exactly
 /// what [`census`] adds up for the same claims, without walking them all
 /// again (a dashboard over 100 000 claims cannot, per change).
@@ -326,6 +350,19 @@ mod tests {
             locality: Some(Locality::Local),
             head: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_offline_hosts_copies_count_as_last_known_never_as_live_nor_free() {
+        let words = ["live", "live", "suspect", "corrupted", "free", "nonsense"];
+        let online = count_copies(words.iter().copied(), true);
+        assert_eq!((online.live, online.suspect, online.corrupted), (2, 1, 1));
+        assert_eq!(online.last_known, 0);
+        let offline = count_copies(words.iter().copied(), false);
+        assert_eq!(offline.live + offline.suspect + offline.corrupted, 0);
+        assert_eq!(offline.last_known, 4);
+        assert_eq!(offline.total(), online.total());
+        assert_eq!(copy_state(ClaimState::Free, false), ClaimState::Free);
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub enum ClaimState {
     /// needs `--allow-live`), never as corrupted, so that a defensive limit
     /// never makes a claim easier to take away.
     Unreadable,
+    /// A copy of a claim an offline host last published (see
+    /// [`super::census::copy_state`]): nobody can vouch for it now, so it is
+    /// never counted as live, nor acted on, but never shown as free either.
+    /// No lockfile or store key is ever judged so.
+    #[serde(rename = "last_known")]
+    LastKnown,
 }
 
 impl ClaimState {
@@ -48,6 +54,7 @@ impl ClaimState {
             ClaimState::Stale => "stale",
             ClaimState::Corrupted => "corrupted",
             ClaimState::Unreadable => "unreadable",
+            ClaimState::LastKnown => "last_known",
         }
     }
 
@@ -67,7 +74,8 @@ impl ClaimState {
             ClaimState::Stale => 2,
             ClaimState::Suspect => 3,
             ClaimState::Live => 4,
-            ClaimState::Free => 5,
+            ClaimState::LastKnown => 5,
+            ClaimState::Free => 6,
         }
     }
 
@@ -79,6 +87,7 @@ impl ClaimState {
             "stale" => ClaimState::Stale,
             "corrupted" => ClaimState::Corrupted,
             "unreadable" => ClaimState::Unreadable,
+            "last_known" => ClaimState::LastKnown,
             _ => return None,
         })
     }

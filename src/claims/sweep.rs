@@ -26,13 +26,22 @@ pub struct Counts {
     pub corrupted: usize,
     /// Claims that cannot be read here (permission, size, parse cost).
     pub unreadable: usize,
+    /// Copies an offline host last published: neither live nor free, since
+    /// nobody can vouch for them. Only a fleet has any, so a listing
+    /// without prints exactly what it always did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub last_known: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Counts {
     /// Every claim listed, whatever its state: an unreadable one is held as
     /// far as anyone can tell, so it is never left out of a total.
     pub fn total(&self) -> usize {
-        self.live + self.suspect + self.stale + self.corrupted + self.unreadable
+        self.live + self.suspect + self.stale + self.corrupted + self.unreadable + self.last_known
     }
 
     pub fn add(&mut self, s: ClaimState) {
@@ -42,6 +51,7 @@ impl Counts {
             ClaimState::Stale => self.stale += 1,
             ClaimState::Corrupted => self.corrupted += 1,
             ClaimState::Unreadable => self.unreadable += 1,
+            ClaimState::LastKnown => self.last_known += 1,
             ClaimState::Free => {}
         }
     }
@@ -53,6 +63,7 @@ impl Counts {
             ClaimState::Stale => &mut self.stale,
             ClaimState::Corrupted => &mut self.corrupted,
             ClaimState::Unreadable => &mut self.unreadable,
+            ClaimState::LastKnown => &mut self.last_known,
             ClaimState::Free => return,
         };
         *n = n.saturating_sub(1);
@@ -66,6 +77,7 @@ impl std::ops::AddAssign for Counts {
         self.stale += o.stale;
         self.corrupted += o.corrupted;
         self.unreadable += o.unreadable;
+        self.last_known += o.last_known;
     }
 }
 

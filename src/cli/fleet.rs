@@ -4,12 +4,13 @@
 
 use super::output::{CmdResult, Out, EXIT_OK};
 use super::table::{columns, hazard_lines, summary};
-use crate::claims::census::why_with_hazards;
+use crate::claims::census::{copy_state, why_with_hazards};
 use crate::claims::words::count;
+use crate::claims::ClaimState;
 use crate::claims::{Counts, ItemRules};
 use crate::sanitize::sanitize;
 use crate::store::fleet::{
-    count_states, FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
+    FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
 };
 use crate::store::Listing;
 use crate::time::{human_ms, now_ms, utc_hms};
@@ -44,7 +45,18 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
             )
         })
         .collect();
-    rows.extend(fleet.items.iter().map(published_row));
+    let label = |id: &str| fleet.host(id).map_or("", |h| h.label.as_str()).to_string();
+    rows.extend(
+        fleet
+            .items
+            .iter()
+            .map(|i| published_row(i, &label(&i.host_id), None)),
+    );
+    // What offline hosts last said: listed, never counted as live.
+    rows.extend(fleet.last_known.iter().map(|i| {
+        let seen = fleet.host(&i.host_id).map_or(0, |h| h.last_seen_ms);
+        published_row(i, &label(&i.host_id), Some(seen))
+    }));
     // By key, then host: one key held on two hosts reads as two lines together.
     rows.sort_by(|a, b| (&a[3], &a[0]).cmp(&(&b[3], &b[0])));
     let header: Vec<String> = ["HOST", "SOURCE", "STATE", "KEY", "HOLDER", "PID", "WHY"]
@@ -57,7 +69,7 @@ pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) ->
             out.line(&line)?;
         }
     }
-    let published = count_states(fleet.items.iter().map(FleetItem::state));
+    let published = fleet.counts();
     // One count over every hazard line: the store's, the claims' and each
     // published root's.
     let mut hazards = hazard_lines(listing);
@@ -80,7 +92,7 @@ pub(super) fn print_hosts(out: &mut Out, hosts: &[HostInfo]) -> std::io::Result<
         let state = host_state(h, now_ms());
         out.line(&format!(
             "  {} ({})  {}  roots: {}",
-            sanitize(&h.hostname),
+            sanitize(&h.label),
             sanitize(&h.host_id),
             state,
             h.roots
@@ -99,8 +111,12 @@ pub(super) fn print_hosts(out: &mut Out, hosts: &[HostInfo]) -> std::io::Result<
 /// unknown; or offline since when.
 fn host_state(h: &HostInfo, now: i64) -> String {
     if !h.online {
+        let kept = match h.counts.last_known {
+            0 => String::new(),
+            n => format!(" ({n} last known, listed as it last said)"),
+        };
         return format!(
-            "OFFLINE, last seen {} ({} ago); its claims are unknown, not free",
+            "OFFLINE, last seen {} ({} ago); its claims are unknown, not free{kept}",
             utc_hms(h.last_seen_ms),
             human_ms(now - h.last_seen_ms)
         );
@@ -121,7 +137,9 @@ fn host_state(h: &HostInfo, now: i64) -> String {
     state
 }
 
-fn published_row(i: &FleetItem) -> Vec<String> {
+/// One published claim's row; `last_seen` set for a copy its offline host
+/// last published, which reads as last known, with its host's words after.
+fn published_row(i: &FleetItem, label: &str, last_seen: Option<i64>) -> Vec<String> {
     let v = &i.item;
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("-");
     let pid = v
@@ -132,14 +150,33 @@ fn published_row(i: &FleetItem) -> Vec<String> {
         .get("error")
         .and_then(Value::as_str)
         .unwrap_or_else(|| s("/why"));
+    let host = if label.is_empty() { &i.hostname } else { label };
+    let Some(seen) = last_seen else {
+        return cells(
+            host,
+            SOURCE_PUBLISHED,
+            i.state(),
+            i.key(),
+            s("/record/holder"),
+            pid,
+            why,
+        );
+    };
+    let state =
+        ClaimState::parse(i.state()).map_or(ClaimState::LastKnown, |st| copy_state(st, false));
+    let why = format!(
+        "last known at {}, host offline; it was {} then: {why}",
+        utc_hms(seen),
+        i.state()
+    );
     cells(
-        &i.hostname,
+        host,
         SOURCE_PUBLISHED,
-        i.state(),
+        state.as_str(),
         i.key(),
         s("/record/holder"),
         pid,
-        why,
+        &why,
     )
 }
 
@@ -188,6 +225,7 @@ mod tests {
         let h = HostInfo {
             host_id: "m1".into(),
             hostname: "vm".into(),
+            label: "vm".into(),
             online: true,
             last_seen_ms: 0,
             roots: Vec::new(),

@@ -4,7 +4,8 @@ use super::args::{FleetArgs, FleetVerb};
 use super::output::{CmdResult, Out, EXIT_DECLINED, EXIT_OK};
 use crate::claims::words::count;
 use crate::sanitize::sanitize;
-use crate::store::fleet::{Forgot, HostInfo};
+use crate::store::fleet::Forgot;
+use crate::store::host_names::{forget_named, ForgetError, HostNameError};
 use crate::store::{Fleet, Store};
 use serde_json::json;
 
@@ -36,41 +37,18 @@ fn hosts(fleet: &dyn Fleet, out: &mut Out) -> CmdResult {
     Ok(EXIT_OK)
 }
 
-/// The one host `name` names (its machine id, or a hostname no other host
-/// shares): a name two hosts share is refused with their ids, never guessed.
-fn named<'h>(hosts: &'h [HostInfo], name: &str) -> Result<&'h HostInfo, String> {
-    if let Some(h) = hosts.iter().find(|h| h.host_id == name) {
-        return Ok(h);
-    }
-    let same: Vec<&HostInfo> = hosts.iter().filter(|h| h.hostname == name).collect();
-    match same.as_slice() {
-        [one] => Ok(one),
-        [] => Err(format!(
-            "no host named {} publishes into this store",
-            sanitize(name)
-        )),
-        many => Err(format!(
-            "{} hosts are named {}: give one's machine id ({})",
-            many.len(),
-            sanitize(name),
-            many.iter()
-                .map(|h| sanitize(&h.host_id).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
-}
-
 fn forget(fleet: &dyn Fleet, name: &str, out: &mut Out) -> CmdResult {
-    let hosts = match fleet.hosts() {
-        Ok(h) => h,
-        Err(e) => return out.error(&e.to_string()),
+    let (host, forgot) = match forget_named(fleet, name) {
+        Ok(done) => done,
+        // A hostname two hosts share names no one host: the operator must
+        // say which, as with any argument that does not parse.
+        Err(ForgetError::Name(e @ HostNameError::Ambiguous { .. })) => {
+            return out.usage_error(&sanitize(&e.to_string()))
+        }
+        Err(ForgetError::Name(e)) => return out.error(&sanitize(&e.to_string())),
+        Err(ForgetError::Store(e)) => return out.error(&e.to_string()),
     };
-    let host = match named(&hosts, name) {
-        Ok(h) => h,
-        Err(why) => return out.error(&why),
-    };
-    let shown = format!("{} ({})", sanitize(&host.hostname), sanitize(&host.host_id));
+    let shown = format!("{} ({})", sanitize(&host.label), sanitize(&host.host_id));
     let refused = |out: &mut Out, reason: String| -> CmdResult {
         if out.json_mode() {
             out.json(&json!({"outcome": "refused", "reason": reason, "host_id": host.host_id}))?;
@@ -79,13 +57,14 @@ fn forget(fleet: &dyn Fleet, name: &str, out: &mut Out) -> CmdResult {
         }
         Ok(EXIT_DECLINED)
     };
-    match fleet.forget(&host.host_id) {
-        Ok(Forgot::Forgotten { removed }) => {
+    match forgot {
+        Forgot::Forgotten { removed } => {
             if out.json_mode() {
                 out.json(&json!({
                     "outcome": "forgotten",
                     "host": host.hostname,
                     "host_id": host.host_id,
+                    "label": host.label,
                     "removed": removed,
                 }))?;
             } else {
@@ -96,16 +75,15 @@ fn forget(fleet: &dyn Fleet, name: &str, out: &mut Out) -> CmdResult {
             }
             Ok(EXIT_OK)
         }
-        Ok(Forgot::Online { roots }) => refused(
+        Forgot::Online { roots } => refused(
             out,
             format!(
                 "host {shown} is online ({} published): stop its publisher first; nothing was removed",
                 count(roots.max(0) as usize, "root")
             ),
         ),
-        Ok(Forgot::Unknown) => out.error(&format!(
+        Forgot::Unknown => out.error(&format!(
             "host {shown} left the store before it could be forgotten; nothing was removed"
         )),
-        Err(e) => out.error(&e.to_string()),
     }
 }

@@ -81,8 +81,13 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
         Err(e) => return out.error(&e.to_string()),
     };
     // What publishing hosts found in their roots is the fleet's hazards too.
-    let fleet_hazards = match store.fleet().map(|f| f.state()).transpose() {
-        Ok(fleet) => fleet.map(|f| f.hazards).unwrap_or_default(),
+    let (fleet_hazards, last_known) = match store.fleet().map(|f| f.state()).transpose() {
+        // Counted as `list` and the dashboard count them: what offline
+        // hosts last said is no hazard, but said beside them.
+        Ok(fleet) => fleet.map_or((Vec::new(), 0), |f| {
+            let n = f.counts().last_known;
+            (f.hazards, n)
+        }),
         Err(e) => return out.error(&e.to_string()),
     };
     // Only with several roots does each entry say which it is: one root's
@@ -109,6 +114,9 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
                 obj.insert("store".into(), json!(url));
             }
             obj.insert("hazards".into(), Value::Array(hazards.clone()));
+            if last_known > 0 {
+                obj.insert("last_known".into(), json!(last_known));
+            }
             if let Some(roots) = roots {
                 let all: Vec<String> = roots.iter().map(|r| path_str(r)).collect();
                 obj.insert("roots".into(), json!(all));
@@ -143,10 +151,12 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
                 (None, None) => format!("under {}", path_text(&listing.sweep.root)),
             };
             out.line(&format!("no hazards {place}"))?;
+            last_known_line(out, last_known)?;
         } else {
             let mut lines = hazard_lines(&listing);
             lines.extend(fleet_hazards.iter().map(super::fleet::fleet_hazard_text));
             hazards_text(out, &lines)?;
+            last_known_line(out, last_known)?;
         }
     }
     Ok(if hazards.is_empty() {
@@ -154,6 +164,17 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
     } else {
         EXIT_DECLINED
     })
+}
+
+/// What offline hosts last published, as `list` counts it.
+fn last_known_line(out: &mut Out, n: usize) -> std::io::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    out.line(&format!(
+        "{n} last known: claims offline hosts last published, vouched for by nobody \
+         (`claimtop fleet` names the hosts; `fleet forget HOST` removes one)"
+    ))
 }
 
 /// The root of several that `path` lies under (the deepest, should one

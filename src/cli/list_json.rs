@@ -286,6 +286,7 @@ mod tests {
                 stale: 3,
                 corrupted: 4,
                 unreadable: 5,
+                last_known: 0,
             },
             hazards,
         };

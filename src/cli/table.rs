@@ -40,6 +40,10 @@ pub(super) fn summary(out: &mut Out, n: usize, c: Counts, hazards: &[String]) ->
     if c.unreadable > 0 {
         line.push_str(&format!(", {} unreadable", c.unreadable));
     }
+    // An offline host's copies: on the list, but vouched for by nobody.
+    if c.last_known > 0 {
+        line.push_str(&format!(", {} last known", c.last_known));
+    }
     out.line(&line)?;
     if !hazards.is_empty() {
         hazards_text(out, hazards)?;

@@ -103,6 +103,11 @@ pub enum Op {
         key: String,
         opts: ForceOptsShown,
     },
+    /// `fleet forget`: remove an offline publishing host from the store.
+    ForgetHost {
+        host_id: String,
+        label: String,
+    },
     /// `op` on root `root` (its index among the dashboard's roots), when
     /// the dashboard watches several: a verb acts on exactly one root.
     In {
@@ -139,6 +144,7 @@ impl Op {
             | Op::Renew { key, .. }
             | Op::ForceRelease { key, .. }
             | Op::AskHost { key, .. } => key,
+            Op::ForgetHost { label, .. } => label,
             Op::Clean => "",
             Op::In { op, .. } => op.key(),
         }
@@ -151,6 +157,7 @@ impl Op {
             Op::Renew { .. } => "renew",
             Op::ForceRelease { .. } | Op::AskHost { .. } => "force-release",
             Op::Clean => "clean",
+            Op::ForgetHost { .. } => "forget host",
             Op::In { op, .. } => op.verb(),
         }
     }

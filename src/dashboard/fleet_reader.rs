@@ -149,6 +149,7 @@ mod tests {
         HostInfo {
             host_id: "m1".into(),
             hostname: "alpha".into(),
+            label: "alpha".into(),
             online,
             last_seen_ms,
             roots: Vec::new(),

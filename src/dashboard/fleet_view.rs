@@ -121,22 +121,36 @@ pub fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
         hosts,
         items,
         hazards,
+        last_known,
     } = fleet;
+    let seen: HashMap<String, i64> = hosts
+        .iter()
+        .filter(|h| !h.online)
+        .map(|h| (h.host_id.clone(), h.last_seen_ms))
+        .collect();
+    let labels: HashMap<String, String> = hosts
+        .iter()
+        .map(|h| (h.host_id.clone(), h.label.clone()))
+        .collect();
     view.fleet = FleetView {
         hosts,
         hazards,
         ..FleetView::default()
     };
     let mut fresh: HashMap<Arc<Path>, (Origin, Status)> = HashMap::with_capacity(items.len());
-    for i in items {
+    for i in items.into_iter().chain(last_known) {
         let path = row_path(&i.host_id, &i.root.id, i.key());
-        let Some(s) = status_of(path, &i.item) else {
+        let Some(mut s) = status_of(path, &i.item) else {
             continue;
         };
+        if let Some(at) = seen.get(&i.host_id) {
+            mark_last_known(&mut s, *at);
+        }
+        let hostname = labels.get(&i.host_id).cloned().unwrap_or(i.hostname);
         let origin = Origin {
             file: host_file(&i.item),
             host_id: i.host_id,
-            hostname: i.hostname,
+            hostname,
             root_id: i.root.id,
             root_path: i.root.path,
         };
@@ -177,7 +191,7 @@ pub fn take_published(
             let root = host.roots.iter().find(|r| r.id == root_id)?;
             Some(Origin {
                 host_id: host_id.to_string(),
-                hostname: host.hostname.clone(),
+                hostname: host.label.clone(),
                 root_id: root_id.to_string(),
                 root_path: root.path.clone(),
                 file,
@@ -188,6 +202,43 @@ pub fn take_published(
     view.fleet.track(&path, origin);
     let s = row.unwrap_or_else(|| gone(&path));
     app.claims.live.put_counted(&path, Arc::new(s))
+}
+
+/// A copy its offline host last published, as the row shows it: counted
+/// as last known (see [`crate::claims::census::copy_state`]), and its why
+/// saying so before what the host last said of it.
+pub fn mark_last_known(s: &mut Status, last_seen_ms: i64) {
+    let was = s.state;
+    s.state = crate::claims::census::copy_state(was, false);
+    s.why = format!(
+        "{}; it was {was} then: {}",
+        last_known_words(last_seen_ms),
+        s.why
+    );
+}
+
+/// "last known at 12:00:03 UTC, host offline".
+pub fn last_known_words(last_seen_ms: i64) -> String {
+    format!(
+        "last known at {}, host offline",
+        crate::time::utc_hms(last_seen_ms)
+    )
+}
+
+/// Why F, r and n do nothing on a last known row: its host is offline, so
+/// nobody can carry anything out there; `fleet forget` (or D) removes it.
+pub fn refuse_last_known(app: &App, s: &Status) -> Option<String> {
+    if s.state != ClaimState::LastKnown {
+        return None;
+    }
+    let o = app.store.as_ref()?.fleet.origin(&s.file)?;
+    let host = crate::sanitize::sanitize(&o.hostname);
+    Some(format!(
+        "{} is what host {host} last published: the host is offline, so nobody can \
+         release or force-release it there (D, or `claimtop fleet forget {host}`, \
+         removes the offline host and its rows)",
+        crate::sanitize::sanitize(&s.key)
+    ))
 }
 
 fn host_file(item: &Value) -> String {
@@ -202,7 +253,8 @@ fn gone(path: &Path) -> Status {
     Status::free(String::new(), path.to_path_buf(), String::new())
 }
 
-/// The host column's cell: the host's name for a published row, the
+/// The host column's cell: the host's label for a published row (its
+/// hostname, with its machine id's start when another host shares it), the
 /// record's host for a store row.
 pub fn host_cell(app: &App, s: &Status) -> String {
     match app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
@@ -215,13 +267,24 @@ pub fn host_cell(app: &App, s: &Status) -> String {
     }
 }
 
-/// The source column's cell, as `list --json` says it.
-pub fn source_cell(app: &App, s: &Status) -> &'static str {
+/// The source column's cell, as `list --json` says it; a last known row
+/// says when it was last known (its state cell, that its host is offline).
+pub fn source_cell(app: &App, s: &Status) -> String {
     use crate::store::fleet::{SOURCE_PUBLISHED, SOURCE_STORE};
+    let view = app.store.as_ref();
+    if s.state == ClaimState::LastKnown {
+        let seen = view
+            .and_then(|v| v.fleet.origin(&s.file))
+            .and_then(|o| view.and_then(|v| v.fleet.host(&o.host_id)));
+        if let Some(h) = seen {
+            let at = crate::time::clock(h.last_seen_ms, app.local_time, "%H:%M:%S");
+            return format!("last known at {at}");
+        }
+    }
     if published(app, s) {
-        SOURCE_PUBLISHED
+        SOURCE_PUBLISHED.to_string()
     } else {
-        SOURCE_STORE
+        SOURCE_STORE.to_string()
     }
 }
 

@@ -12,6 +12,8 @@ use crate::claims::{
 };
 use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
+use crate::store::fleet::Forgot;
+use crate::store::host_names::{forget_named, ForgetError};
 use crate::store::{Store, StoreError};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
@@ -48,7 +50,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
     let key = op.key().to_string();
     // A clean names no claim: the re-read it asks for is the whole store.
     let path = match op {
-        Op::Clean => PathBuf::new(),
+        Op::Clean | Op::ForgetHost { .. } => PathBuf::new(),
         _ => store.locate(&key),
     };
     let (ok, message) = match op {
@@ -117,6 +119,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
         },
         // Asked through `serve`, which knows how long to wait for a host.
         Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
+        Op::ForgetHost { host_id, label } => run_forget(store, host_id, label),
         // Unwrapped at the top: the inner op was run and answered there.
         Op::In { .. } => (false, String::new()),
     };
@@ -253,10 +256,14 @@ fn serve(
     ask_wait: Duration,
 ) {
     for op in ops {
-        if let (Op::AskHost { .. }, Some(store)) = (&op, stores.first()) {
+        if let (Op::AskHost { .. } | Op::ForgetHost { .. }, Some(store)) = (&op, stores.first()) {
             // Nothing to re-read here: the copy is re-read when the host's
-            // answer changes it, through the store's watch.
-            let (ok, message) = ask_host(&**store, &op, ask_wait);
+            // answer changes it (or the fleet, once a host is forgotten),
+            // through the store's watch.
+            let (ok, message) = match &op {
+                Op::ForgetHost { host_id, label } => run_forget(&**store, host_id, label),
+                _ => ask_host(&**store, &op, ask_wait),
+            };
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
@@ -308,6 +315,33 @@ fn serve(
             }
             (None, _) => {}
         }
+    }
+}
+
+/// Run `Op::ForgetHost` on the store: (was it forgotten, the words).
+fn run_forget(store: &dyn Store, host_id: &str, label: &str) -> (bool, String) {
+    let host = crate::sanitize::sanitize(label).into_owned();
+    let Some(fleet) = store.fleet() else {
+        return (false, "this store has no publishing hosts".to_string());
+    };
+    match forget_named(fleet, host_id) {
+        Ok((_, Forgot::Forgotten { removed })) => (
+            true,
+            format!(
+                "forgot host {host}: {} removed from the store (its own roots are untouched)",
+                crate::claims::words::count(removed.max(0) as usize, "key")
+            ),
+        ),
+        Ok((_, Forgot::Online { .. })) => (
+            false,
+            format!("host {host} is online again: nothing was removed"),
+        ),
+        Ok((_, Forgot::Unknown)) => (false, format!("host {host} had already left the store")),
+        Err(ForgetError::Name(e)) => (
+            false,
+            crate::sanitize::sanitize(&e.to_string()).into_owned(),
+        ),
+        Err(ForgetError::Store(e)) => (false, format!("forget host {host} failed: {e}")),
     }
 }
 

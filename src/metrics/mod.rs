@@ -131,7 +131,7 @@ impl Snapshot {
                 out.push(Snapshot {
                     root: Some(r.path.clone()),
                     host: Some(HostLabel {
-                        hostname: h.hostname.clone(),
+                        hostname: h.label.clone(),
                         host_id: h.host_id.clone(),
                     }),
                     counts: Counts::default(),
@@ -139,6 +139,33 @@ impl Snapshot {
                     hazards: BTreeMap::new(),
                     store_up: true,
                 });
+            }
+        }
+        // An offline host's roots: only what it last said, counted as last
+        // known (never live), as `list` and the dashboard count it.
+        for i in &fleet.last_known {
+            let place = (i.host_id.as_str(), i.root.id.as_str());
+            let s = *at.entry(place).or_insert_with(|| {
+                out.push(Snapshot {
+                    root: Some(i.root.path.clone()),
+                    host: Some(HostLabel {
+                        hostname: fleet
+                            .host(&i.host_id)
+                            .map_or(i.hostname.clone(), |h| h.label.clone()),
+                        host_id: i.host_id.clone(),
+                    }),
+                    counts: Counts::default(),
+                    oldest_s: BTreeMap::new(),
+                    hazards: BTreeMap::new(),
+                    // Its claims cannot be read now, only what it last said.
+                    store_up: false,
+                });
+                out.len() - 1
+            });
+            if let Some(state) = ClaimState::parse(i.state()) {
+                out[s]
+                    .counts
+                    .add(crate::claims::census::copy_state(state, false));
             }
         }
         for i in &fleet.items {
@@ -177,6 +204,7 @@ impl Snapshot {
             ClaimState::Stale => c.stale,
             ClaimState::Corrupted => c.corrupted,
             ClaimState::Unreadable => c.unreadable,
+            ClaimState::LastKnown => c.last_known,
             ClaimState::Free => 0,
         }
     }
@@ -339,12 +367,23 @@ impl Exporter {
         self.store_up.clear();
         self.up.set(1);
         for s in snaps {
-            for state in STATES {
+            // An offline host's root: its claims now are unknown, not zero;
+            // only what it last said is counted (below).
+            let unknown = s.host.is_some() && !s.store_up;
+            for state in STATES.into_iter().filter(|_| !unknown) {
                 let name = state.as_str();
                 let l = labels(s, "state", name);
                 self.claims.get_or_create(&l).set(s.count(state) as i64);
                 let oldest = s.oldest_s.get(name).copied().unwrap_or(0.0);
                 self.age.get_or_create(&l).set(oldest);
+            }
+            // Only a published root can have copies its offline host last
+            // said: a file root's series stay exactly what they were.
+            if s.host.is_some() {
+                let l = labels(s, "state", ClaimState::LastKnown.as_str());
+                self.claims
+                    .get_or_create(&l)
+                    .set(s.count(ClaimState::LastKnown) as i64);
             }
             for kind in HAZARD_KINDS {
                 let n = s.hazards.get(kind.as_str()).copied().unwrap_or(0);
@@ -472,6 +511,7 @@ mod tests {
         let host = |id: &str, name: &str, online: bool| HostInfo {
             host_id: id.into(),
             hostname: name.into(),
+            label: name.into(),
             online,
             last_seen_ms: 0,
             roots: vec![root("r1", "/srv/a"), unreadable.clone()],
@@ -489,26 +529,28 @@ mod tests {
                 item("m1", "live", 10_000),
                 item("m1", "live", 40_000),
                 item("m1", "stale", 50_000),
-                item("m2", "live", 0),
             ],
             hazards: vec![FleetHazard {
                 host_id: "m1".into(),
                 root: root("r1", "/srv/a"),
                 hazard: json!({"kind": "stale_mutex", "path": "/srv/a/.fno/claims/x", "detail": ""}),
             }],
+            last_known: vec![item("m2", "live", 0), item("m2", "suspect", 0)],
         };
         let snaps = Snapshot::of_fleet(&fleet, 70_000);
         assert_eq!(
             snaps.len(),
-            1,
-            "beta is offline and alpha cannot read /srv/b: their claims are unknown"
+            2,
+            "alpha cannot read /srv/b: its claims are unknown; beta's /srv/a is last known"
         );
+        assert_eq!(snaps[1].counts.last_known, 2);
+        assert_eq!(snaps[1].counts.live, 0);
         assert_eq!(snaps[0].counts.live, 2);
         assert_eq!(snaps[0].oldest_s.get("live"), Some(&60.0));
         let e = Exporter::new();
         let mut heard = EventCounts::default();
         heard.add(Some("claim_acquired"));
-        e.update(&snaps, &[&heard]);
+        e.update(&snaps, &[&heard, &EventCounts::default()]);
         e.update_hosts(&[
             HostUp {
                 host: snaps[0].host.clone().unwrap(),
@@ -534,10 +576,18 @@ mod tests {
             r#"claimtop_host_up{host="beta",host_id="m2"} 0"#,
             r#"claimtop_root_known{host="alpha",host_id="m1",root="/srv/a"} 1"#,
             r#"claimtop_root_known{host="alpha",host_id="m1",root="/srv/b"} 0"#,
+            r#"claimtop_claims{host="alpha",host_id="m1",root="/srv/a",state="last_known"} 0"#,
+            r#"claimtop_claims{host="beta",host_id="m2",root="/srv/a",state="last_known"} 2"#,
         ] {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
-        assert!(!text.contains(r#"claimtop_claims{host="beta""#), "{text}");
+        // Its claims now are unknown, never zero: only the last known count.
+        assert!(
+            !text.contains(
+                r#"claimtop_claims{host="beta",host_id="m2",root="/srv/a",state="live"}"#
+            ),
+            "{text}"
+        );
         assert!(!text.contains(r#"root="/srv/b",state"#), "{text}");
     }
 

@@ -34,6 +34,15 @@ impl Publisher {
                 }
             }
         }
+        // A last known copy with no claim beside it (the claim went with
+        // an old lease) is re-put or deleted below, like a claim of an old
+        // lease: the two are written together from here on.
+        let (known, _) = self.core.range_all(&r.place.known())?;
+        for kv in &known {
+            if let Some(key) = r.place.key_of_known(kv.key()) {
+                held.entry(key).or_insert_with(|| String::from("?"));
+            }
+        }
         let r = &mut self.roots[i];
         r.claims = held;
         // Written again on this lease whatever it was.
@@ -136,18 +145,20 @@ impl Publisher {
         Ok(())
     }
 
-    /// The write that makes etcd hold `item` for `key`, if one is needed;
-    /// what etcd holds is noted as if it were done (a failed write ends in
-    /// a reconnect, whose re-sync reads etcd again).
+    /// The writes that make etcd hold `item` for `key`, if any are needed:
+    /// the claim on the lease, and its last known twin without one (what
+    /// readers show once this host is gone), together. What etcd holds is
+    /// noted as if it were done (a failed write ends in a reconnect, whose
+    /// re-sync reads etcd again).
     pub(super) fn plan_claim(
         &mut self,
         i: usize,
         key: &str,
         item: Option<Status>,
-    ) -> Option<TxnOp> {
+    ) -> Option<[TxnOp; 2]> {
         let lease = self.lease.unwrap_or(0);
         let r = &mut self.roots[i];
-        let ek = r.place.claim(key);
+        let (ek, kept) = (r.place.claim(key), r.place.known_claim(key));
         match item {
             Some(s) => {
                 // As the host's own `list --json` prints it, hazards included.
@@ -158,20 +169,25 @@ impl Publisher {
                 }
                 r.claims.insert(key.to_string(), fp);
                 let opts = PutOptions::new().with_lease(lease);
-                Some(TxnOp::put(ek, v.to_string(), Some(opts)))
+                let text = v.to_string();
+                Some([
+                    TxnOp::put(ek, text.clone(), Some(opts)),
+                    TxnOp::put(kept, text, None),
+                ])
             }
             None => {
                 r.claims.remove(key)?;
-                Some(TxnOp::delete(ek, None))
+                Some([TxnOp::delete(ek, None), TxnOp::delete(kept, None)])
             }
         }
     }
 
-    /// Run claim writes, [`BATCH`] to a transaction: one change is one
-    /// write, and a re-sync of thousands of keys takes tens of round trips.
-    pub(super) fn apply(&mut self, ops: Vec<TxnOp>) -> Result<(), StoreError> {
-        for chunk in ops.chunks(BATCH) {
-            let txn = Txn::new().and_then(chunk.to_vec());
+    /// Run claim writes, [`BATCH`] operations to a transaction: one change
+    /// is one transaction (one store revision), and a re-sync of thousands
+    /// of keys takes tens of round trips.
+    pub(super) fn apply(&mut self, writes: Vec<[TxnOp; 2]>) -> Result<(), StoreError> {
+        for chunk in writes.chunks(BATCH / 2) {
+            let txn = Txn::new().and_then(chunk.iter().flatten().cloned().collect::<Vec<_>>());
             self.core.conn.call(|mut c| {
                 let txn = txn.clone();
                 async move { c.txn(txn).await }

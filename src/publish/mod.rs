@@ -153,7 +153,8 @@ pub struct Publisher {
 
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
-/// Claim writes per transaction, under etcd's default limit of 128 ops.
+/// Operations per transaction, under etcd's default limit of 128 (each claim
+/// write is two: the claim and its last known twin).
 const BATCH: usize = 100;
 /// While etcd stays unreachable, how often that is said again.
 const LOG_AGAIN: Duration = Duration::from_secs(60);

@@ -5,7 +5,7 @@
 //! Mirrored claims are read-only copies; each host's file root stays the
 //! truth, and anything done to one goes through that host's publisher.
 
-use crate::claims::ClaimState;
+use crate::claims::census::count_copies;
 use crate::claims::Counts;
 use crate::events::Event;
 use serde::Serialize;
@@ -70,15 +70,21 @@ pub struct HostInfo {
     /// The host's address in the fleet (`--host`), its machine id.
     pub host_id: String,
     pub hostname: String,
+    /// What the host is called wherever it is named: its hostname, with
+    /// the start of its machine id when another host shares the hostname
+    /// (see [`super::host_names::label_hosts`]).
+    pub label: String,
     /// While any of its publishers holds its lease. An offline host's
-    /// claims are unknown, never free: they are simply not listed (nor are
-    /// those of a root it cannot read, see [`PublishedRoot::state`]).
+    /// claims are unknown, never free: what it last published is listed
+    /// apart, as last known ([`FleetState::last_known`]), and never counted
+    /// as live (nor are the claims of a root it cannot read, see
+    /// [`PublishedRoot::state`]).
     pub online: bool,
     /// When the publisher last said it was there (epoch ms); for an offline
     /// host, the time it was last seen.
     pub last_seen_ms: i64,
     pub roots: Vec<PublishedRoot>,
-    /// Its published claims by state (zero while offline).
+    /// Its published claims by state; while offline, only `last_known`.
     pub counts: Counts,
 }
 
@@ -211,8 +217,13 @@ pub enum Forgot {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FleetState {
     pub hosts: Vec<HostInfo>,
+    /// The claims online hosts publish now.
     pub items: Vec<FleetItem>,
     pub hazards: Vec<FleetHazard>,
+    /// What offline hosts last published: kept apart from `items`, so that
+    /// nothing counts them as what a host vouches for now (see
+    /// [`crate::claims::census::copy_state`]).
+    pub last_known: Vec<FleetItem>,
 }
 
 impl FleetState {
@@ -257,27 +268,55 @@ impl FleetState {
         items.sort_by_key(sort_key);
         obj.insert("claims".into(), Value::Array(items));
         if let Some(counts) = obj.get_mut("counts").and_then(Value::as_object_mut) {
-            for item in &self.items {
-                if let Some(n) = counts.get_mut(item.state()) {
-                    *n = Value::from(n.as_i64().unwrap_or(0) + 1);
+            let published = self.counts();
+            for (state, n) in [
+                ("live", published.live),
+                ("suspect", published.suspect),
+                ("stale", published.stale),
+                ("corrupted", published.corrupted),
+                ("unreadable", published.unreadable),
+            ] {
+                if let Some(c) = counts.get_mut(state) {
+                    *c = Value::from(c.as_u64().unwrap_or(0) + n as u64);
                 }
             }
+            counts.insert("last_known".into(), Value::from(published.last_known));
         }
         if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
             hazards.extend(self.hazards.iter().map(FleetHazard::to_json));
         }
+        let mut last_known: Vec<Value> = self
+            .last_known
+            .iter()
+            .map(|i| {
+                let mut v = i.to_json();
+                if let Some(o) = v.as_object_mut() {
+                    if let Some(h) = self.host(&i.host_id) {
+                        o.insert("host_label".into(), Value::from(h.label.as_str()));
+                        o.insert("last_known_at_ms".into(), Value::from(h.last_seen_ms));
+                    }
+                }
+                v
+            })
+            .collect();
+        last_known.sort_by_key(sort_key);
+        obj.insert("last_known".into(), Value::Array(last_known));
         obj.insert(
             "hosts".into(),
             serde_json::to_value(&self.hosts).unwrap_or(Value::Null),
         );
     }
 
-    /// The hosts whose id or hostname is `name` (an id matches only itself).
-    pub fn hosts_named(&self, name: &str) -> Vec<&HostInfo> {
-        if let Some(h) = self.hosts.iter().find(|h| h.host_id == name) {
-            return vec![h];
-        }
-        self.hosts.iter().filter(|h| h.hostname == name).collect()
+    pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
+        self.hosts.iter().find(|h| h.host_id == host_id)
+    }
+
+    /// Every copy counted as [`crate::claims::census::copy_state`] says:
+    /// online hosts' by their states, offline hosts' as last known.
+    pub fn counts(&self) -> Counts {
+        let mut c = count_copies(self.items.iter().map(FleetItem::state), true);
+        c += count_copies(self.last_known.iter().map(FleetItem::state), false);
+        c
     }
 }
 
@@ -287,19 +326,10 @@ fn tag(o: &mut Map<String, Value>, host: &str, source: &str) {
     o.insert("source".into(), Value::from(source));
 }
 
-/// Counts of published items, by the state words they carry.
+/// Counts of an online host's published items, by the state words they
+/// carry.
 pub fn count_states<'a>(states: impl Iterator<Item = &'a str>) -> Counts {
-    let mut c = Counts::default();
-    for s in states {
-        use ClaimState::*;
-        let state = [Live, Suspect, Stale, Corrupted, Unreadable]
-            .into_iter()
-            .find(|st| st.as_str() == s);
-        if let Some(state) = state {
-            c.add(state);
-        }
-    }
-    c
+    count_copies(states, true)
 }
 
 #[cfg(test)]
@@ -313,6 +343,7 @@ mod tests {
             hosts: vec![HostInfo {
                 host_id: "m1".into(),
                 hostname: "alpha".into(),
+                label: "alpha".into(),
                 online: true,
                 last_seen_ms: 1,
                 roots: vec![root.clone()],
@@ -329,6 +360,7 @@ mod tests {
                 root,
                 hazard: json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
             }],
+            last_known: Vec::new(),
         }
     }
 
@@ -354,10 +386,41 @@ mod tests {
     }
 
     #[test]
-    fn a_host_is_found_by_id_first_then_by_hostname() {
-        let f = fleet();
-        assert_eq!(f.hosts_named("m1").len(), 1);
-        assert_eq!(f.hosts_named("alpha").len(), 1);
-        assert!(f.hosts_named("gamma").is_empty());
+    fn an_offline_hosts_last_known_claims_are_listed_apart_and_counted_apart_never_as_live() {
+        let mut f = fleet();
+        let root = f.hosts[0].roots[0].clone();
+        f.hosts.push(HostInfo {
+            host_id: "m2".into(),
+            hostname: "beta".into(),
+            label: "beta".into(),
+            online: false,
+            last_seen_ms: 1_700_000_000_000,
+            roots: vec![root.clone()],
+            counts: Counts::default(),
+        });
+        for key in ["x", "y", "z"] {
+            f.last_known.push(FleetItem {
+                host_id: "m2".into(),
+                hostname: "beta".into(),
+                root: root.clone(),
+                item: json!({"key": key, "state": "live", "record": null}),
+            });
+        }
+        let mut doc = json!({
+            "root": "etcd://x/fno",
+            "claims": [{"key": "b", "state": "live", "record": {"host": "gamma"}}],
+            "counts": {"live": 1, "suspect": 0, "stale": 0, "corrupted": 0},
+            "hazards": [],
+        });
+        f.extend_list_json(&mut doc);
+        assert_eq!(doc["counts"]["live"], 2, "the native one and alpha's");
+        assert_eq!(doc["counts"]["last_known"], 3);
+        assert_eq!(doc["claims"].as_array().unwrap().len(), 2);
+        let kept = doc["last_known"].as_array().unwrap();
+        assert_eq!(kept.len(), 3);
+        assert_eq!(kept[0]["host"], "beta");
+        assert_eq!(kept[0]["last_known_at_ms"], 1_700_000_000_000_i64);
+        assert_eq!(f.counts().last_known, 3);
+        assert_eq!(f.counts().live, 1);
     }
 }

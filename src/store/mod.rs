@@ -48,6 +48,7 @@
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
+pub mod host_names;
 mod listing;
 pub mod mirror;
 pub mod multi;

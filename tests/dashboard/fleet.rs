@@ -31,6 +31,7 @@ fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
     HostInfo {
         host_id: id.into(),
         hostname: name.into(),
+        label: name.into(),
         online,
         last_seen_ms,
         roots: vec![root_a()],
@@ -102,6 +103,7 @@ fn two_hosts() -> FleetState {
             published("m-alpha", "alpha", "deploy/prod", "agent:codex-3"),
         ],
         hazards: Vec::new(),
+        last_known: Vec::new(),
     }
 }
 
@@ -594,5 +596,148 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         asked_log().contains(&Request::OpenLog(Log::Own)),
         "{:?}",
         asked_log()
+    );
+}
+
+/// [`two_hosts`] after beta died: its three claims are what it last said.
+fn beta_dead_with_three() -> FleetState {
+    let mut fleet = two_hosts();
+    for (key, holder) in [
+        ("gpu/0", "agent:gemini-1"),
+        ("gpu/1", "agent:gemini-2"),
+        ("gpu/2", "agent:gemini-3"),
+    ] {
+        fleet
+            .last_known
+            .push(published("m-beta", "beta", key, holder));
+    }
+    fleet
+}
+
+/// [`fleet_app`] 160×40 after `fleet` was read.
+fn app_with(fleet: FleetState) -> App {
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    app
+}
+
+fn with_beta_dead() -> App {
+    app_with(beta_dead_with_three())
+}
+
+#[test]
+fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live() {
+    let mut app = with_beta_dead();
+    // The store's one and alpha's two are live; beta's three are kept apart.
+    assert_eq!(app.table.rows.len(), 6);
+    assert_eq!(app.shown().counts.live, 3);
+    assert_eq!(app.shown().counts.last_known, 3);
+    let screen = render(&app);
+    assert!(screen.contains("◌ 3 last known"), "{screen}");
+    assert!(screen.contains("● 3 live"), "{screen}");
+    let row = line_with(&screen, "gpu/1");
+    assert!(
+        row.contains("◌ offline") && row.contains("last known at "),
+        "{row}"
+    );
+    assert!(
+        screen.contains("(3 last known)"),
+        "the hosts line: {screen}"
+    );
+    select(&mut app, "gpu/1");
+    let why = app
+        .selected_status()
+        .map(|s| s.why.clone())
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("last known at ") && why.contains(", host offline; it was live then"),
+        "{why}"
+    );
+}
+
+#[test]
+fn f_and_r_on_a_last_known_row_do_nothing_and_say_the_host_is_offline() {
+    let mut app = with_beta_dead();
+    select(&mut app, "gpu/0");
+    for c in ['F', 'r', 'n'] {
+        app.status = None;
+        update(&mut app, key(c));
+        assert!(ops().is_empty(), "{c}: {:?}", ops());
+        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        let said = app
+            .status
+            .as_ref()
+            .map(|s| s.text.clone())
+            .unwrap_or_default();
+        assert!(
+            said.contains("host beta") && said.contains("offline"),
+            "{c}: {said}"
+        );
+        assert!(said.contains("fleet forget beta"), "{c}: {said}");
+    }
+}
+
+#[test]
+fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_one() {
+    let mut app = with_beta_dead();
+    select(&mut app, "build/x86");
+    update(&mut app, key('D'));
+    assert!(app.overlays.dialog.is_none());
+    let said = app
+        .status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
+    assert!(said.contains("alpha is online"), "{said}");
+    select(&mut app, "gpu/2");
+    update(&mut app, key('D'));
+    assert!(app.overlays.dialog.is_some());
+    let screen = render(&app);
+    assert!(screen.contains("Forget host beta"), "{screen}");
+    assert!(ops().is_empty(), "nothing before the answer");
+    update(&mut app, key('y'));
+    match ops().as_slice() {
+        [Op::ForgetHost { host_id, label }] => {
+            assert_eq!(host_id, "m-beta");
+            assert_eq!(label, "beta");
+        }
+        other => panic!("expected one forget of beta, got {other:?}"),
+    }
+    let help = claimtop::dashboard::testing::KEYMAP
+        .iter()
+        .find(|b| b.label == "D")
+        .expect("D is in the keymap, so in the help");
+    assert!(help.help.contains("fleet forget"));
+}
+
+#[test]
+fn two_hosts_sharing_a_hostname_are_told_apart_by_their_machine_ids_start() {
+    let mut fleet = two_hosts();
+    fleet.hosts = vec![
+        host("3d12aa", "vm", true, NOW),
+        host("7e40bb", "vm", true, NOW),
+    ];
+    claimtop::store::host_names::label_hosts(&mut fleet.hosts);
+    fleet.items = vec![
+        published("3d12aa", "vm", "build/x86", "ci:runner-7"),
+        published("7e40bb", "vm", "gpu/0", "agent:gemini-1"),
+    ];
+    let app = app_with(fleet);
+    let screen = render(&app);
+    assert!(
+        line_with(&screen, "build/x86").contains("vm·3d12"),
+        "{screen}"
+    );
+    assert!(line_with(&screen, "gpu/0").contains("vm·7e40"), "{screen}");
+    let hosts = line_with(&screen, " hosts ");
+    assert!(
+        hosts.contains("vm·3d12 1") && hosts.contains("vm·7e40 1"),
+        "{hosts}"
     );
 }

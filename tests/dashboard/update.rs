@@ -1095,11 +1095,11 @@ fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
     );
 
     update(&mut app, key('?'));
-    for _ in 0..80 {
+    for _ in 0..300 {
         update(&mut app, key('j'));
     }
     let help_max = app.overlays.scroll;
-    assert!(help_max < 80, "{help_max}");
+    assert!(help_max < 300, "{help_max}");
     assert!(
         render(&app).contains("confirms, Esc cancels"),
         "the last line is in view: {}",

@@ -253,6 +253,7 @@ pub fn counts_of(list: &Value) -> Counts {
         stale: n("stale"),
         corrupted: n("corrupted"),
         unreadable: n("unreadable"),
+        last_known: n("last_known"),
     }
 }
 

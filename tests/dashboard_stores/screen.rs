@@ -119,6 +119,7 @@ pub fn header(screen: &str) -> Option<Header> {
             corrupted: after("‼")?,
             // Said only when there are any.
             unreadable: after("?").unwrap_or(0),
+            last_known: after("◌").unwrap_or(0),
         },
         hazards: after("⚠")?,
     })

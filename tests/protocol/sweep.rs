@@ -66,7 +66,8 @@ fn every_lockfile_is_classified_and_keys_are_decoded_from_file_names() {
             suspect: 1,
             stale: 1,
             corrupted: 1,
-            unreadable: 0
+            unreadable: 0,
+            last_known: 0
         }
     );
     // The sweep reads; it never reclaims or archives.

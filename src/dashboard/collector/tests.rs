@@ -35,6 +35,7 @@ fn alpha() -> HostInfo {
     HostInfo {
         host_id: "m1".into(),
         hostname: "alpha".into(),
+        label: "alpha".into(),
         online: true,
         last_seen_ms: 0,
         roots: vec![PublishedRoot::new(

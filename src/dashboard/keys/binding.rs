@@ -83,6 +83,8 @@ pub enum Cmd {
     ZoomPane,
     /// The command line (`:`).
     Prompt,
+    /// Forget the selected row's offline host (`fleet forget`).
+    ForgetHost,
     /// Mark or unmark the selected row (space): F, r and n then act on
     /// every marked row.
     Mark,
@@ -113,6 +115,7 @@ impl Cmd {
             Cmd::Timeline => "timeline",
             Cmd::ZoomPane => "zoom",
             Cmd::Mark => "mark",
+            Cmd::ForgetHost => "forget-host",
             Cmd::Messages => "messages",
             Cmd::Suspend => "suspend",
             Cmd::Up
@@ -141,7 +144,12 @@ impl Cmd {
     pub fn mutates(self) -> bool {
         matches!(
             self,
-            Cmd::Acquire | Cmd::Release | Cmd::Renew | Cmd::ForceRelease | Cmd::Clean
+            Cmd::Acquire
+                | Cmd::Release
+                | Cmd::Renew
+                | Cmd::ForceRelease
+                | Cmd::Clean
+                | Cmd::ForgetHost
         )
     }
 }

@@ -148,6 +148,15 @@ pub const KEYMAP: &[Binding] = &[
         in_footer: true,
     },
     Binding {
+        keys: &[Key::Char('D')],
+        label: "D",
+        short: "forget host",
+        help: "forget the selected row's offline publishing host, as `claimtop fleet forget HOST` does (asks first; refused while the host is online)",
+        cmd: Cmd::ForgetHost,
+        scope: CLAIM,
+        in_footer: false,
+    },
+    Binding {
         keys: &[Key::Char('f')],
         label: "f",
         short: "this key",

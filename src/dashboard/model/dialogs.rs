@@ -156,6 +156,17 @@ pub struct BulkItem {
     pub host: Option<crate::dashboard::fleet_view::Origin>,
 }
 
+/// The question `D` asks before an offline host is forgotten.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForgetConfirm {
+    pub host_id: String,
+    /// As the hosts line names it.
+    pub label: String,
+    pub last_seen_ms: i64,
+    /// Its rows the table shows now (its last known claims).
+    pub rows: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     Acquire(AcquireForm),
@@ -164,6 +175,8 @@ pub enum Dialog {
     Quit(QuitConfirm),
     Clean(CleanConfirm),
     Bulk(BulkConfirm),
+    /// `D`: forget an offline publishing host.
+    ForgetHost(ForgetConfirm),
 }
 
 /// What can sit over the panes. A new view is one more variant here, one

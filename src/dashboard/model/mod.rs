@@ -17,8 +17,8 @@ pub use super::input::TextInput as Input;
 pub use browse::{raw_lines, Browse, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
-    AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm, Level,
-    Overlay, Overlays, QuitConfirm, RenewForm, StatusMsg,
+    AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm,
+    ForgetConfirm, Level, Overlay, Overlays, QuitConfirm, RenewForm, StatusMsg,
 };
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};

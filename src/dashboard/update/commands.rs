@@ -3,6 +3,7 @@
 use super::bulk;
 use super::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
+use super::fleet;
 use super::prompt;
 use super::rows::{move_by, page, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
@@ -67,6 +68,9 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
+        // An offline host's last known row: nothing can be done there.
+        Cmd::Release | Cmd::Renew | Cmd::ForceRelease if fleet::refused(app) => true,
+        Cmd::ForgetHost => fleet::start_forget(app),
         // With rows marked, the verbs act on them all (after one question).
         Cmd::Release if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Release),
         Cmd::Renew if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Renew),

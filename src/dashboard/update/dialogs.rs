@@ -44,6 +44,7 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
             (next, op)
         }
         Dialog::Quit(q) => return quit_key(app, q, &ev, fx),
+        Dialog::ForgetHost(f) => return super::fleet::forget_key(app, f, &ev, fx),
         Dialog::Bulk(c) => {
             app.overlays.dialog = super::bulk::bulk_key(app, c, &ev, fx);
             return true;

@@ -8,6 +8,7 @@ mod commands;
 mod dialogs;
 mod effects;
 mod filter;
+mod fleet;
 mod ingest;
 mod mouse;
 mod overlays;

@@ -62,7 +62,8 @@ impl Theme {
             ClaimState::Stale => self.fg(Color::Red),
             ClaimState::Corrupted => self.fg(Color::Magenta).add_modifier(Modifier::BOLD),
             ClaimState::Unreadable => self.fg(Color::Magenta),
-            ClaimState::Free => self.fg(Color::DarkGray),
+            // Greyed: what an offline host last said, vouched for by nobody.
+            ClaimState::LastKnown | ClaimState::Free => self.fg(Color::DarkGray),
         }
     }
 
@@ -133,6 +134,7 @@ pub fn state_label(s: ClaimState) -> &'static str {
         ClaimState::Stale => "✖ stale",
         ClaimState::Corrupted => "‼ corrupted",
         ClaimState::Unreadable => "? unreadable",
+        ClaimState::LastKnown => "◌ last known",
         ClaimState::Free => "○ free",
     }
 }

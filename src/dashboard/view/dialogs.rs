@@ -8,7 +8,7 @@ use crate::claims::words::count;
 use crate::claims::{parse_ttl_ms, ClaimState};
 use crate::dashboard::input::TextInput;
 use crate::dashboard::model::{
-    AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, QuitConfirm, RenewForm,
+    AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, ForgetConfirm, QuitConfirm, RenewForm,
 };
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -27,6 +27,10 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
         Dialog::Bulk(c) => (" marked claims ", super::bulk::lines(c, app, theme)),
+        Dialog::ForgetHost(f) => (
+            " forget an offline host ",
+            forget_host_lines(f).into_iter().map(Line::from).collect(),
+        ),
     };
     let w = area.width.saturating_sub(4).min(76);
     let rect = centered(area, w, wrapped_height(&lines, w) + 2);
@@ -286,4 +290,23 @@ fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
     ));
     out.push(Line::styled("y clean · Esc cancel", theme.key()));
     out
+}
+
+/// The confirmation's words, each line sanitized (a host named itself).
+fn forget_host_lines(f: &ForgetConfirm) -> Vec<String> {
+    vec![
+        format!(
+            "Forget host {} (machine id {})?",
+            crate::sanitize::sanitize(&f.label),
+            crate::sanitize::sanitize(&f.host_id)
+        ),
+        format!(
+            "It is offline, last seen {}. Its record, its {} last known and its mirrored \
+             events leave the store, as `claimtop fleet forget` does; its own roots are \
+             never touched. Refused if its publisher is back meanwhile.",
+            crate::time::utc_hms(f.last_seen_ms),
+            crate::claims::words::count(f.rows, "claim")
+        ),
+        "y forget it · Esc keep it".to_string(),
+    ]
 }

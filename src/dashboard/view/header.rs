@@ -80,8 +80,10 @@ fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'s
         (ClaimState::Stale, c.stale),
         (ClaimState::Corrupted, c.corrupted),
         (ClaimState::Unreadable, c.unreadable),
+        (ClaimState::LastKnown, c.last_known),
     ] {
-        if state == ClaimState::Unreadable && n == 0 {
+        // Said only while an offline host's copies are on screen.
+        if matches!(state, ClaimState::Unreadable | ClaimState::LastKnown) && n == 0 {
             continue;
         }
         let (sym, word) = state_label(state).split_once(' ').unwrap_or(("", ""));

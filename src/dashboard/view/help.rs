@@ -37,7 +37,7 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 /// What each state means, with its symbol and colour: the legend of `?`
 /// (the status line carries a one-line version for a first look).
-pub const LEGEND: [(ClaimState, &str); 5] = [
+pub const LEGEND: [(ClaimState, &str); 6] = [
     (
         ClaimState::Live,
         "green: the holder's process is verifiably alive here (even past its TTL)",
@@ -60,6 +60,12 @@ pub const LEGEND: [(ClaimState, &str); 5] = [
         "magenta: the lockfile cannot be read here (too big, too costly to parse, no \
          permission), so it may be a live claim: counted as held, force-released only with \
          its key typed",
+    ),
+    (
+        ClaimState::LastKnown,
+        "grey: what an offline publishing host last said of a claim; nobody can vouch for it \
+         now, so it is counted apart, never as live, and nothing can be done to it (D forgets \
+         the host)",
     ),
 ];
 

@@ -91,17 +91,23 @@ pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, th
 pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Line<'static> {
     let fleet = &store.fleet;
     let offline = |h: &crate::store::fleet::HostInfo| {
-        format!(
+        let mut text = format!(
             "{} offline, last seen {}",
-            safe(&h.hostname),
+            safe(&h.label),
             clock(h.last_seen_ms, app.local_time, "%H:%M:%S")
-        )
+        );
+        // Its rows are what it last said: counted apart, never as live.
+        let kept = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
+        if kept > 0 {
+            text.push_str(&format!(" ({kept} last known)"));
+        }
+        text
     };
     // A root whose claims are unknown is said even when the counts go: its
     // host's count is not all it holds.
     let online = |h: &crate::store::fleet::HostInfo, counts: bool| {
         let n = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
-        let name = safe(&h.hostname);
+        let name = safe(&h.label);
         let mut text = if counts {
             format!("{name} {n}")
         } else {
@@ -147,7 +153,12 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
         }
     }
     let down = fleet.hosts.iter().filter(|h| !h.online).count();
-    let claims: usize = fleet.counts.values().sum();
+    let claims: usize = fleet
+        .hosts
+        .iter()
+        .filter(|h| h.online)
+        .map(|h| fleet.counts.get(&h.host_id).copied().unwrap_or(0))
+        .sum();
     let mut spans = vec![
         Span::styled(label, theme.label()),
         Span::raw(format!(

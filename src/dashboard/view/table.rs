@@ -66,7 +66,8 @@ fn bounds(c: Column) -> (u16, u16) {
         Column::Root => (4, 16),
         Column::Lease => (5, 7),
         Column::Host => (4, 16),
-        Column::Source => (6, 9),
+        // "last known at 12:00:03" on an offline host's row.
+        Column::Source => (6, 22),
     }
 }
 
@@ -74,6 +75,9 @@ fn bounds(c: Column) -> (u16, u16) {
 fn text(c: Column, s: &Status, now: i64) -> String {
     let rec = s.record.as_ref();
     match c {
+        // The column is 11 wide: the row says "◌ offline", and its source
+        // cell "last known at 12:00:03" (see `fleet_view::source_cell`).
+        Column::State if s.state == ClaimState::LastKnown => "◌ offline".into(),
         Column::State => state_label(s.state).into(),
         Column::Key => safe(&s.key).into_owned(),
         Column::Holder => {
@@ -223,6 +227,8 @@ fn cell<'a>(
     filter: &Filter,
 ) -> Cell<'a> {
     let style = match c {
+        // What an offline host last said: greyed whole, vouched for by nobody.
+        _ if s.state == ClaimState::LastKnown => theme.dim(),
         Column::State => theme.state(s.state),
         Column::Holder if s.record.is_none() => theme.dim(),
         Column::Ttl => match &s.record {
@@ -305,7 +311,7 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
                     Column::Key => key_cell(s, shown.rules_of(s)),
                     Column::Lease => super::store::lease_cell(app, s),
                     Column::Host => safe(&fleet_view::host_cell(app, s)).into_owned(),
-                    Column::Source => fleet_view::source_cell(app, s).to_string(),
+                    Column::Source => fleet_view::source_cell(app, s),
                     c => text(*c, s, now),
                 })
                 .collect()

@@ -8,6 +8,7 @@
 
 use super::layout::{new_request_id, range_end, RootPlace};
 use super::Core;
+use crate::claims::census::count_copies;
 use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
 use crate::events::{parse_event, Event};
@@ -15,6 +16,7 @@ use crate::store::fleet::{
     count_states, mark_published, FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot,
     RootState,
 };
+use crate::store::host_names::label_hosts;
 use crate::store::StoreError;
 use etcd_client::{
     Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn,
@@ -252,35 +254,71 @@ impl Core {
             .into_iter()
             .map(|(rec, online)| HostInfo {
                 host_id: rec.machine_id,
+                label: rec.hostname.clone(),
                 hostname: rec.hostname,
                 online,
                 last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
                 counts: Counts::default(),
                 roots: rec.roots,
             })
-            .collect())
+            .collect::<Vec<_>>())
+        .map(|mut hosts| {
+            label_hosts(&mut hosts);
+            hosts
+        })
     }
 
     pub(super) fn read_fleet(&self) -> Result<FleetState, StoreError> {
         let mut fleet = FleetState::default();
         for (rec, online) in self.hosts()? {
-            let first = fleet.items.len();
-            if online {
-                for root in rec.roots.iter().filter(|r| r.is_known()) {
-                    let place = self.layout.root_place(&rec.machine_id, &root.id);
+            let (first, kept) = (fleet.items.len(), fleet.last_known.len());
+            for root in &rec.roots {
+                let place = self.layout.root_place(&rec.machine_id, &root.id);
+                if !online {
+                    // Its claims went with its lease: what it last said is
+                    // all there is, and it is said as that.
+                    let copies = self.read_copies(&rec, root, &place.known())?;
+                    fleet.last_known.extend(copies);
+                } else if root.is_known() {
                     self.read_root(&rec, root, &place, &mut fleet)?;
                 }
             }
+            let mut counts = count_states(fleet.items[first..].iter().map(FleetItem::state));
+            counts += count_copies(fleet.last_known[kept..].iter().map(FleetItem::state), false);
             fleet.hosts.push(HostInfo {
                 host_id: rec.machine_id.clone(),
                 hostname: rec.hostname.clone(),
+                label: rec.hostname.clone(),
                 online,
                 last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
-                counts: count_states(fleet.items[first..].iter().map(FleetItem::state)),
+                counts,
                 roots: rec.roots,
             });
         }
+        label_hosts(&mut fleet.hosts);
         Ok(fleet)
+    }
+
+    /// The items under `prefix` (one root's claims, or their last known
+    /// copies), each as its host printed it.
+    fn read_copies(
+        &self,
+        rec: &HostRecord,
+        root: &PublishedRoot,
+        prefix: &str,
+    ) -> Result<Vec<FleetItem>, StoreError> {
+        let (kvs, _) = self.range_all(prefix)?;
+        Ok(kvs
+            .iter()
+            .filter_map(|kv| {
+                Some(FleetItem {
+                    host_id: rec.machine_id.clone(),
+                    hostname: rec.hostname.clone(),
+                    root: root.clone(),
+                    item: serde_json::from_slice(kv.value()).ok()?,
+                })
+            })
+            .collect())
     }
 
     fn read_root(
@@ -290,15 +328,8 @@ impl Core {
         place: &RootPlace,
         fleet: &mut FleetState,
     ) -> Result<(), StoreError> {
-        let (kvs, _) = self.range_all(&place.claims())?;
-        fleet.items.extend(kvs.iter().filter_map(|kv| {
-            Some(FleetItem {
-                host_id: rec.machine_id.clone(),
-                hostname: rec.hostname.clone(),
-                root: root.clone(),
-                item: serde_json::from_slice(kv.value()).ok()?,
-            })
-        }));
+        let copies = self.read_copies(rec, root, &place.claims())?;
+        fleet.items.extend(copies);
         let hazards = place.hazards();
         let resp = self.conn.call(|mut c| {
             let k = hazards.clone();
@@ -520,6 +551,12 @@ impl Core {
     }
 
     fn find_host(&self, name: &str) -> Result<(HostRecord, bool), FleetError> {
+        // A label (`vm·3d12`, a hostname two hosts share) names one host.
+        let labelled = self
+            .read_fleet_hosts()?
+            .into_iter()
+            .find(|h| h.label == name);
+        let name = labelled.as_ref().map_or(name, |h| h.host_id.as_str());
         let hosts = self.hosts()?;
         if let Some(h) = hosts.iter().find(|(r, _)| r.machine_id == name) {
             return Ok(h.clone());

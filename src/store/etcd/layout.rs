@@ -35,6 +35,11 @@
 //!   listed: its claims are unknown, not free.
 //! - `<root-id>/claims/<encoded-key>`: on the lease, one item exactly as
 //!   `list --json` prints it for that root (the status object).
+//! - `<root-id>/known/<encoded-key>`: with NO lease, the same item again,
+//!   written and deleted in the same transaction as its `claims/` twin: what
+//!   the host last published, which outlives the host (a dead publisher's
+//!   lease takes `claims/` with it). Read only while the host is offline,
+//!   as last known; `fleet forget` removes it with the rest of the host.
 //! - `<root-id>/hazards`: on the lease, the root's hazards as one JSON array
 //!   (written only when the set changes).
 //! - `<root-id>/events/<log-id>.<offset>`: one events.jsonl line as the root's
@@ -266,6 +271,20 @@ impl RootPlace {
         s.strip_prefix(&self.claims()).map(decode_key)
     }
 
+    /// Where the last known copies are, the claims' lease-less twins.
+    pub fn known(&self) -> String {
+        format!("{}known/", self.base)
+    }
+
+    pub fn known_claim(&self, key: &str) -> String {
+        format!("{}known/{}", self.base, encode_key(key))
+    }
+
+    pub fn key_of_known(&self, etcd_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        s.strip_prefix(&self.known()).map(decode_key)
+    }
+
     pub fn hazards(&self) -> String {
         format!("{}hazards", self.base)
     }
@@ -399,6 +418,11 @@ mod tests {
         assert_eq!(p.base(), "/fno/hosts/m%2F1/00ff00ff00ff00ff/");
         let k = p.claim("issue/42");
         assert_eq!(p.key_of_claim(k.as_bytes()).as_deref(), Some("issue/42"));
+        let kept = p.known_claim("issue/42");
+        assert_eq!(p.key_of_known(kept.as_bytes()).as_deref(), Some("issue/42"));
+        assert_eq!(p.key_of_claim(kept.as_bytes()), None);
+        // The change feed does not take a last known copy for a claim.
+        assert_eq!(l.published_of(kept.as_bytes()), None);
         assert_eq!(l.machine_of(k.as_bytes()).as_deref(), Some("m/1"));
         assert_eq!(l.host_record("m/1"), "/fno/hosts/m%2F1/host");
         let e = p.event("abc", 4096);
