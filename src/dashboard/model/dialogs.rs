@@ -2,6 +2,10 @@
 //! confirmations), and the status line's message.
 
 use crate::claims::{ClaimState, Hazard};
+
+/// The TTL the acquire form offers, and a renewal when the log does not
+/// say what was asked.
+pub const DEFAULT_ACQUIRE_TTL: &str = "30m";
 use crate::dashboard::input::TextInput as Input;
 
 #[derive(Debug, Clone, PartialEq)]

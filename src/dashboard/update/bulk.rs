@@ -3,7 +3,7 @@
 //! same op (and the same guard) a single row's key asks for; each claim's
 //! answer comes back as its own line (`m` keeps them all).
 
-use super::dialogs::DEFAULT_ACQUIRE_TTL;
+use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
 use super::rows::move_by;
 use crate::claims::words::count;

@@ -1,7 +1,7 @@
 //! The keymap's commands, and the starts of the verbs they open.
 
 use super::bulk;
-use super::dialogs::DEFAULT_ACQUIRE_TTL;
+use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
 use super::fleet;
 use super::prompt;

@@ -10,8 +10,6 @@ use crate::dashboard::model::{
 use crate::dashboard::roots::ShownRoots;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-/// Default TTL offered by the acquire form.
-pub const DEFAULT_ACQUIRE_TTL: &str = "30m";
 
 pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     if ev.code == KeyCode::Esc {
