@@ -11,13 +11,7 @@ use crate::store::Store;
 use crate::time::{clock, human_ms, now_ms, parse_instant};
 use serde_json::{json, Value};
 
-/// How much log either side of the instant is read. Before it: so a tenure
-/// running at TIME is seen from its acquire. After it: so each one's end
-/// is known (a release carries its acquired_at, so even a tenure whose
-/// acquire lies further back is whole once its release is read). Twelve
-/// hours of a busy log fit the history's window cap (64 MiB), which keeps
-/// the window's end when it must cut.
-pub const AROUND_MS: i64 = 6 * 3600 * 1000;
+pub use crate::events::asof::AROUND_MS;
 
 pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> CmdResult {
     let now = now_ms();

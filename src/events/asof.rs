@@ -9,6 +9,14 @@
 
 use super::tenure::{Ending, TenureIndex};
 
+/// How much log either side of the instant is read. Before it: so a tenure
+/// running at TIME is seen from its acquire. After it: so each one's end
+/// is known (a release carries its acquired_at, so even a tenure whose
+/// acquire lies further back is whole once its release is read). Twelve
+/// hours of a busy log fit the history's window cap (64 MiB), which keeps
+/// the window's end when it must cut.
+pub const AROUND_MS: i64 = 6 * 3600 * 1000;
+
 /// One key held at the instant asked about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldAt {
@@ -30,6 +38,26 @@ pub struct Ended {
     pub how: Ending,
     /// Who ended it: the reclaiming holder or the force-releasing operator.
     pub by: Option<String>,
+}
+
+/// The window of log that answers for `at`: [`AROUND_MS`] either side.
+pub fn window_around(at: i64) -> (i64, i64) {
+    (at.saturating_sub(AROUND_MS), at.saturating_add(AROUND_MS))
+}
+
+/// How a tenure that covered the instant stands now, in words: "still
+/// held", or how it ended, by whom, and when.
+pub fn ending_words(r: &HeldAt, clock: impl Fn(i64) -> String) -> String {
+    match &r.ended {
+        None => "still held".into(),
+        Some(e) => {
+            let by =
+                e.by.as_deref()
+                    .map(|b| format!(" by {b}"))
+                    .unwrap_or_default();
+            format!("{}{by} at {}", e.how.word(), clock(e.at))
+        }
+    }
 }
 
 /// Every key held at `at` (epoch ms), sorted by key: the tenures with

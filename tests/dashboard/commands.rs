@@ -272,3 +272,103 @@ fn a_settings_file_chooses_the_columns_and_names_one_that_is_not() {
     let e = parse("[dashboard]\ncolumns = [\"colour\"]\n").expect_err("refused");
     assert!(e.contains("dashboard.columns: no column \"colour\""), "{e}");
 }
+
+/// A claim event of the envelope, at `ms` (epoch ms).
+fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
+    let ts = chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    serde_json::json!({"ts": ts, "type": kind, "source": "t",
+        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
+    .to_string()
+}
+
+#[test]
+fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
+    use claimtop::dashboard::testing::Action;
+    use claimtop::events::service::Reply;
+    use claimtop::events::tenure::{Limits, TenureIndex};
+    let mut app = fixed_app(160, 48);
+    let at = NOW - 60 * MIN;
+    run(&mut app, "asof 1h");
+    let (from, to) = (at - 6 * 60 * MIN, at + 6 * 60 * MIN);
+    assert!(
+        asked_log().contains(&Request::Window { from, to }),
+        "{:?}",
+        asked_log()
+    );
+    let screen = render(&app);
+    assert!(screen.contains("reading the events log"), "{screen}");
+    assert!(
+        screen.lines().next().unwrap_or("").contains("as of"),
+        "the header says it"
+    );
+
+    // Known tenures: a held across the instant and released after it, b
+    // begun after it, c ended before it, d held since and still.
+    let mut ix = TenureIndex::new(Limits::default());
+    for (kind, ms, key, holder, acq) in [
+        ("claim_acquired", at - 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_acquired", at - 90 * MIN, "c", "w3", at - 90 * MIN),
+        ("claim_released", at - 70 * MIN, "c", "w3", at - 90 * MIN),
+        ("claim_acquired", at - 10 * MIN, "d", "w4", at - 10 * MIN),
+        ("claim_released", at + 5 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_acquired", at + 10 * MIN, "b", "w2", at + 10 * MIN),
+    ] {
+        ix.apply_line(&claim_line(kind, ms, key, holder, acq));
+    }
+    // Another window (the timeline's) is not this view's.
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::Window {
+            from: from + 1,
+            to,
+            tenures: Box::new(TenureIndex::new(Limits::default())),
+        })),
+    );
+    assert!(app.asof.as_ref().is_some_and(|v| v.rows.is_none()));
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::Window {
+            from,
+            to,
+            tenures: Box::new(ix),
+        })),
+    );
+    let keys: Vec<&str> = app
+        .asof
+        .as_ref()
+        .and_then(|v| v.rows.as_ref())
+        .map(|r| r.iter().map(|h| h.key.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["a", "d"], "the tenures that covered the instant");
+    let screen = render(&app);
+    assert!(screen.contains("2 keys held then"), "{screen}");
+    assert!(
+        screen.contains("released by w1") || screen.contains("released"),
+        "{screen}"
+    );
+    assert!(screen.contains("still held"), "{screen}");
+
+    // Nothing acts on the past; G goes back to now.
+    update(&mut app, key('F'));
+    assert!(app.overlays.dialog.is_none());
+    assert!(ops().is_empty());
+    update(&mut app, key('G'));
+    assert!(app.asof.is_none());
+    assert!(!render(&app).contains("as of"));
+}
+
+#[test]
+fn a_on_the_timeline_shows_the_table_as_of_its_cursor() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('t'));
+    assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+    let cursor = app.timeline.cursor;
+    update(&mut app, key('A'));
+    assert_eq!(
+        app.overlays.open, None,
+        "the timeline gives way to the table"
+    );
+    assert_eq!(app.asof.as_ref().map(|v| v.at), Some(cursor));
+}

@@ -1335,7 +1335,7 @@ fn ctrl_z_asks_the_loop_to_suspend() {
 
 #[test]
 fn help_shows_the_control_keys_that_page() {
-    let mut app = fixed_app(160, 48);
+    let mut app = fixed_app(160, 80);
     update(&mut app, key('?'));
     let screen = render(&app);
     assert!(

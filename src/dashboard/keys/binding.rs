@@ -85,6 +85,8 @@ pub enum Cmd {
     Prompt,
     /// Forget the selected row's offline host (`fleet forget`).
     ForgetHost,
+    /// Timeline: the claims table as it stood at the cursor's instant.
+    AsOfCursor,
     /// Mark or unmark the selected row (space): F, r and n then act on
     /// every marked row.
     Mark,
@@ -136,6 +138,7 @@ impl Cmd {
             | Cmd::TimeForwardFar
             | Cmd::ZoomIn
             | Cmd::ZoomOut
+            | Cmd::AsOfCursor
             | Cmd::Prompt => return None,
         })
     }

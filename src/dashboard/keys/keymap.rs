@@ -265,6 +265,15 @@ pub const KEYMAP: &[Binding] = &[
         in_footer: false,
     },
     Binding {
+        keys: &[Key::Char('A')],
+        label: "A",
+        short: "as of",
+        help: "the claims table as it stood at the cursor's instant, rebuilt from the log (G or Esc: back to now)",
+        cmd: Cmd::AsOfCursor,
+        scope: TIMELINE,
+        in_footer: false,
+    },
+    Binding {
         keys: &[Key::Char('+'), Key::Char('=')],
         label: "+",
         short: "zoom in",

@@ -45,6 +45,12 @@ pub const VERBS: &[Verb] = &[
         completes: Completes::Nothing,
     },
     Verb {
+        name: "asof",
+        args: "TIME",
+        help: "the claims table as it stood at TIME, rebuilt from the events log: who held what, since when, how it ended (G or Esc: back to now)",
+        completes: Completes::Nothing,
+    },
+    Verb {
         name: "columns",
         args: "[LIST | all]",
         help: "show only these columns (state and key always); all: as many as the width fits; no words: say which are shown",

@@ -4,6 +4,7 @@
 //! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
 //! over; it is rebuilt only when the claims, the filter or the sort change.
 
+pub(crate) mod asof;
 pub(crate) mod browse;
 pub(crate) mod claims;
 pub(crate) mod dialogs;
@@ -85,6 +86,9 @@ pub struct App {
     /// Every message said this session, oldest first (`m` shows them in
     /// full): a status line that went by too soon is still here.
     pub messages: std::collections::VecDeque<StatusMsg>,
+    /// The claims as they stood at an instant (`:asof`), shown instead
+    /// of the live table while set.
+    pub asof: Option<asof::AsOf>,
     /// The command line, while `:` is open.
     pub prompt: Option<Prompt>,
     /// Command lines run before, oldest first.
@@ -140,6 +144,7 @@ impl App {
             timeline: Timeline::new(now),
             status: None,
             messages: std::collections::VecDeque::new(),
+            asof: None,
             prompt: None,
             prompt_history: Vec::new(),
             quit_after: None,

@@ -3,12 +3,12 @@
 //! same op (and the same guard) a single row's key asks for; each claim's
 //! answer comes back as its own line (`m` keeps them all).
 
-use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
 use super::rows::move_by;
 use crate::claims::words::count;
 use crate::claims::Status;
 use crate::dashboard::action::{ForceOptsShown, Op};
+use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 

@@ -1,7 +1,7 @@
 //! The keymap's commands, and the starts of the verbs they open.
 
+use super::asof;
 use super::bulk;
-use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use super::effects::Effects;
 use super::fleet;
 use super::prompt;
@@ -9,7 +9,8 @@ use super::rows::{move_by, page, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use crate::claims::HazardKind;
 use crate::dashboard::action::Op;
-use crate::dashboard::keys::Cmd;
+use crate::dashboard::keys::{Cmd, Pane};
+use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use crate::dashboard::model::{
     AcquireForm, App, BulkVerb, CleanConfirm, Dialog, Filter, ForceConfirm, Level, Overlay,
     QuitConfirm, RenewForm,
@@ -27,6 +28,11 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
     }
     if let Some(redraw) = logview::events_command(app, cmd) {
         return redraw;
+    }
+    if app.asof.is_some() && app.focus == Pane::Table {
+        if let Some(redraw) = asof_command(app, cmd) {
+            return redraw;
+        }
     }
     match cmd {
         Cmd::Up => move_by(app, -1),
@@ -105,6 +111,7 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         Cmd::Renew => start_renew(app),
         Cmd::ForceRelease => start_force(app),
         Cmd::Prompt => prompt::open(app),
+        Cmd::AsOfCursor => asof::open(app, app.timeline.cursor, fx),
         Cmd::Mark => bulk::toggle_mark(app),
         Cmd::Messages => {
             app.overlays.open = Some(Overlay::Messages);
@@ -206,6 +213,37 @@ pub(super) fn request_quit(app: &mut App, fx: &mut Effects) -> bool {
     }
     app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys, roots }));
     true
+}
+
+/// The table's keys while it shows a past instant: motions move in it,
+/// G and Esc go back to now, and nothing acts on the past.
+fn asof_command(app: &mut App, cmd: Cmd) -> Option<bool> {
+    Some(match cmd {
+        Cmd::Up => asof::move_by(app, -1),
+        Cmd::Down => asof::move_by(app, 1),
+        Cmd::PageUp => asof::move_by(app, -(page(app) as isize)),
+        Cmd::PageDown => asof::move_by(app, page(app) as isize),
+        Cmd::Top => asof::move_by(app, isize::MIN / 2),
+        Cmd::Bottom | Cmd::Close => asof::close(app),
+        Cmd::Acquire
+        | Cmd::Release
+        | Cmd::Renew
+        | Cmd::ForceRelease
+        | Cmd::Mark
+        | Cmd::Filter
+        | Cmd::SortNext
+        | Cmd::SortReverse
+        | Cmd::EventsForKey
+        | Cmd::Copy
+        | Cmd::Open => {
+            app.say(
+                Level::Info,
+                "the table shows a past instant: G or Esc returns to now, where the keys act",
+            );
+            true
+        }
+        _ => return None,
+    })
 }
 
 /// `y`: the selected key to the terminal's clipboard, by OSC 52 (the loop

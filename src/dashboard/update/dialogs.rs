@@ -10,7 +10,6 @@ use crate::dashboard::model::{
 use crate::dashboard::roots::ShownRoots;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-
 pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     if ev.code == KeyCode::Esc {
         app.overlays.dialog = None;

@@ -3,6 +3,7 @@
 //! the disk and the process table say arrives as data (see `collect`); the
 //! clock comes in with `Tick`.
 
+pub(crate) mod asof;
 mod bulk;
 mod commands;
 mod dialogs;

@@ -25,6 +25,7 @@ pub(super) fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent, fx: &mut Eff
                 app.overlays.open = None;
                 request_quit(app, fx)
             }
+            Some(Cmd::AsOfCursor) => super::asof::open(app, app.timeline.cursor, fx),
             Some(cmd @ (Cmd::Help | Cmd::Suspend | Cmd::Pause)) => command(app, cmd, fx),
             Some(_) => false,
         };

@@ -89,6 +89,10 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
         "filter" => Ok(filter(app, rest)),
         "sort" => sort(app, rest),
         "goto" => goto(app, rest),
+        "asof" => {
+            let at = instant(app, rest, "asof")?;
+            Ok(super::asof::open(app, at, fx))
+        }
         "columns" => columns(app, rest),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
@@ -158,17 +162,24 @@ fn unknown_column(name: &str) -> String {
 
 /// `:goto TIME`: the events pane browses the whole log from that instant.
 fn goto(app: &mut App, text: &str) -> Result<bool, String> {
-    if text.is_empty() {
-        return Err("go to when? :goto 03:00, :goto 2026-12-01T03:00Z, :goto 1h".into());
-    }
-    let at = crate::time::parse_since(text, app.now, app.local_time).ok_or_else(|| {
-        format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
-    })?;
+    let at = instant(app, text, "goto")?;
     app.focus = Pane::Events;
     app.events.browse.open_at(at);
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
     app.say(Level::Info, format!("events from {when}"));
     Ok(true)
+}
+
+/// A verb's TIME: an instant, or a duration back from now.
+fn instant(app: &App, text: &str, verb: &str) -> Result<i64, String> {
+    if text.is_empty() {
+        return Err(format!(
+            "{verb} when? :{verb} 03:00, :{verb} 2026-12-01T03:00Z, :{verb} 1h"
+        ));
+    }
+    crate::time::parse_since(text, app.now, app.local_time).ok_or_else(|| {
+        format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+    })
 }
 
 /// `:columns LIST`: show these (state and key always), in the table's

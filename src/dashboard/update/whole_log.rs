@@ -26,6 +26,8 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         }
         Reply::TailTenures(_) | Reply::Window { .. } => {}
     }
+    let asof_changed = super::asof::on_reply(app, &reply);
+    let b = &mut app.events.browse;
     let timeline_changed = app.timeline.on_reply(&mut reply);
     match reply {
         Reply::Page(p) => {
@@ -44,7 +46,9 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         Reply::Progress(_) | Reply::Indexed { .. } | Reply::Lines { .. } => {
             b.active || (timeline_open && timeline_changed)
         }
-        Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
+        Reply::TailTenures(_) | Reply::Window { .. } => {
+            asof_changed || (timeline_open && timeline_changed)
+        }
     }
 }
 
@@ -180,6 +184,8 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
         Cmd::Top => tl.select(isize::MIN / 2, rows, visible),
         Cmd::Bottom => tl.follow_now(now),
         Cmd::Close | Cmd::Timeline => app.overlays.open = None,
+        // The caller opens it (it asks the service, an effect).
+        Cmd::AsOfCursor => return Some(Cmd::AsOfCursor),
         // Help, quit, suspend: the caller's, as in every view.
         other => return Some(other),
     }

@@ -33,6 +33,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             spans.push(Span::raw(" "));
         }
     }
+    if let Some(asof) = super::asof::badge(app) {
+        spans.push(Span::styled(asof, theme.badge()));
+        spans.push(Span::raw(" "));
+    }
     let head: usize = spans.iter().map(Span::width).sum();
     let counts = counts_spans(app, theme, gap, true);
     let fits = head + counts.iter().map(Span::width).sum::<usize>() <= usize::from(area.width);

@@ -3,6 +3,7 @@
 //! Untrusted text reaches a cell only through [`safe`] / [`safe_path`]
 //! (`cells.rs`): the one place the view calls the sanitiser.
 
+mod asof;
 pub mod browse;
 mod bulk;
 mod cells;
@@ -77,7 +78,11 @@ fn draw_screen(frame: &mut Frame, app: &App) {
     header::draw(frame, areas.header, app, &theme);
     // A zoomed layout leaves the other panes no room: they are not drawn.
     if !areas.table.is_empty() {
-        table::draw(frame, areas.table, app, &theme);
+        if app.asof.is_some() {
+            asof::draw(frame, areas.table, app, &theme);
+        } else {
+            table::draw(frame, areas.table, app, &theme);
+        }
     }
     if !areas.detail.is_empty() {
         detail::draw(frame, areas.detail, app, &theme);

@@ -1,0 +1,81 @@
+//! The claims table as it stood at an instant (`:asof`): every key held
+//! then, its holder, how long it had been held, and how that tenure stands
+//! now. It takes the claims table's place until G or Esc.
+
+use super::cells::{clock, coarse, safe, Theme};
+use crate::dashboard::keys::Pane;
+use crate::dashboard::model::App;
+use crate::events::asof::ending_words;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+/// What the header says while the table shows the past.
+pub fn badge(app: &App) -> Option<String> {
+    let v = app.asof.as_ref()?;
+    Some(format!(
+        " as of {} · history ",
+        clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S")
+    ))
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let Some(v) = &app.asof else {
+        return;
+    };
+    let focused = app.focus == Pane::Table;
+    let when = clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S");
+    let mut title = vec![Span::styled(
+        format!("{}claims as of {when}", if focused { "» " } else { "" }),
+        theme.title(focused),
+    )];
+    let Some(rows) = &v.rows else {
+        title.push(Span::styled(" · reading the events log…", theme.dim()));
+        let block = Block::new().borders(Borders::TOP).title(Line::from(title));
+        frame.render_widget(Paragraph::new("").block(block), area);
+        return;
+    };
+    title.push(Span::styled(
+        format!(
+            " · {} held then, from the events log · G or Esc: now",
+            crate::claims::words::count(rows.len(), "key")
+        ),
+        theme.dim(),
+    ));
+    let header = Row::new(["key", "holder", "held for", "since", "then"]).style(theme.label());
+    let local = app.local_time;
+    let body = rows.iter().map(|r| {
+        let since = clock(r.since, local, "%H:%M:%S");
+        let since = if r.start_seen {
+            since
+        } else {
+            format!("≤{since}")
+        };
+        Row::new([
+            safe(&r.key).into_owned(),
+            safe(&r.holder).into_owned(),
+            coarse(v.at - r.since),
+            since,
+            safe(&ending_words(r, |t| clock(t, local, "%Y-%m-%d %H:%M:%S"))).into_owned(),
+        ])
+    });
+    let widths = [
+        Constraint::Min(12),
+        Constraint::Min(12),
+        Constraint::Length(9),
+        Constraint::Length(10),
+        Constraint::Min(20),
+    ];
+    let table = Table::new(body, widths)
+        .header(header)
+        .block(Block::new().borders(Borders::TOP).title(Line::from(title)))
+        .row_highlight_style(theme.selected())
+        .highlight_symbol("▶ ")
+        .highlight_spacing(ratatui::widgets::HighlightSpacing::Always);
+    let mut state = TableState::default();
+    if !rows.is_empty() {
+        state.select(Some(v.selected));
+    }
+    frame.render_stateful_widget(table, area, &mut state);
+}
