@@ -9,6 +9,7 @@ pub(crate) mod claims;
 pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
+pub(crate) mod search;
 pub mod store;
 pub(crate) mod table;
 
