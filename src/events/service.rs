@@ -347,7 +347,7 @@ impl Service {
                 match &mut self.count {
                     _ if needle.is_empty() => self.count = None,
                     // The same needle again: its count stands.
-                    Some(c) if c.needle.text() == needle.text() => {
+                    Some(c) if c.needle.lowered() == needle.lowered() => {
                         c.id = id;
                         return send(c.reply());
                     }
@@ -406,7 +406,7 @@ impl Service {
                 wrapped: s.wrapped && found.is_some(),
             });
             return match (&mut self.count, found) {
-                (Some(c), Some(at)) if alive && c.needle.text() == s.needle.text() => {
+                (Some(c), Some(at)) if alive && c.needle.lowered() == s.needle.lowered() => {
                     c.focus = Some(at);
                     send(c.reply())
                 }
@@ -416,8 +416,9 @@ impl Service {
         if self.count.as_ref().is_some_and(|c| !c.done) {
             return self.count_step(send);
         }
-        // Idle: what was appended since is counted too.
-        if self.count.is_some() && !self.count_step(send) {
+        // Idle: what was appended since is counted too (after the pass,
+        // which reads the same bytes).
+        if self.count.is_some() && !self.history.indexing() && !self.count_step(send) {
             return false;
         }
         match self.history.step() {

@@ -82,7 +82,7 @@ fn reply(app: &mut App, r: Reply) {
     update(app, Action::Log(Box::new(r)));
 }
 
-fn last_search(app: &mut App) -> (u64, SearchFrom) {
+fn last_search() -> (u64, SearchFrom) {
     let asked = asked_log();
     clear_log();
     asked
@@ -138,7 +138,7 @@ fn n_asks_for_newer_lines_and_capital_n_for_older_and_a_wrap_is_said() {
     );
     clear_log();
     update(&mut app, key('n'));
-    let (id, from) = last_search(&mut app);
+    let (id, from) = last_search();
     assert_eq!(from, SearchFrom::After(900));
     reply(
         &mut app,
@@ -154,7 +154,7 @@ fn n_asks_for_newer_lines_and_capital_n_for_older_and_a_wrap_is_said() {
         render(&app)
     );
     update(&mut app, key('N'));
-    let (id, from) = last_search(&mut app);
+    let (id, from) = last_search();
     assert_eq!(
         from,
         SearchFrom::Before(900),
