@@ -307,7 +307,7 @@ fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timelin
     tmux.wait_for("the pane numbering the last event", PATIENCE, |s| {
         s.contains(&last)
     });
-    // `/` finds the newer of the two matches, `n` the older one.
+    // `/` finds the newer of the two matches, `N` the older one.
     tmux.keys(&["/"]);
     tmux.run(&["send-keys", "-t", "e2e", "-l", "xyzzy"]);
     tmux.keys(&["Enter"]);
@@ -315,10 +315,10 @@ fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timelin
     tmux.wait_for("the search landing on event 121", PATIENCE, |s| {
         s.contains(&newer) && !s.contains("searching…")
     });
-    tmux.keys(&["n"]);
+    tmux.keys(&["N"]);
     let older = format!("event 41 of {total}");
-    tmux.wait_for("n moving to the older match, event 41", PATIENCE, |s| {
-        s.contains(&older)
+    tmux.wait_for("N moving to the older match, event 41", PATIENCE, |s| {
+        s.contains(&older) && s.contains("match 1 of 2")
     });
     // `g`: the first event the store keeps.
     tmux.keys(&["g"]);

@@ -125,6 +125,7 @@ fn child(url: &str) {
         id,
         needle: NEEDLE.into(),
         from: SearchFrom::Before(u64::MAX),
+        wrap: false,
     };
     let t = Instant::now();
     req_tx.send(page(Anchor::End, 401, 0)).expect("ask");

@@ -179,6 +179,7 @@ impl LogFile {
                 self.search_forward(needle, start, budget)
             }
             SearchFrom::ForwardAt(at) => self.search_forward(needle, at, budget),
+            SearchFrom::Start => self.search_forward(needle, 0, budget),
             SearchFrom::Before(end) => self.search_backward(needle, end, budget),
         }
     }
@@ -270,6 +271,67 @@ impl LogFile {
         Ok(SearchStep::Continue(SearchFrom::Before(end)))
     }
 
+    /// One bounded step of a count: the starts of the whole lines from the
+    /// line start `from` on that contain `needle`, pushed on `found` in
+    /// order, reading at most about `budget` bytes. Returns where the next
+    /// step starts (a line start: a partial last line waits for its `\n`)
+    /// and whether that is the end of what is written now.
+    pub fn scan_matches(
+        &self,
+        needle: &Needle,
+        from: u64,
+        budget: u64,
+        found: &mut Vec<u64>,
+    ) -> Result<(u64, bool), TailError> {
+        let mut buf = vec![0u8; self.block];
+        let (mut at, stop) = (from, from.saturating_add(budget.max(1)));
+        while at < stop {
+            let got = self.read_at(&mut buf, at)?;
+            let Some(last_nl) = memchr::memrchr(b'\n', &buf[..got]) else {
+                if got < buf.len() {
+                    return Ok((at, true));
+                }
+                // A line longer than a block: read on to its end, piece by
+                // piece (a match across pieces is missed, as in a search).
+                let line = at;
+                let mut hit = false;
+                loop {
+                    let got = self.read_at(&mut buf, at)?;
+                    let nl = memchr::memchr(b'\n', &buf[..got]);
+                    let piece = nl.map_or(got, |i| i + 1);
+                    hit |= needle.find_in(&mut buf[..piece], false).is_some();
+                    at += piece as u64;
+                    if nl.is_some() {
+                        break;
+                    }
+                    if got < buf.len() {
+                        return Ok((line, true));
+                    }
+                }
+                if hit {
+                    found.push(line);
+                }
+                continue;
+            };
+            let block = &mut buf[..=last_nl];
+            block.make_ascii_lowercase();
+            let mut next_line = 0usize;
+            for p in memmem::find_iter(block, needle.lowered()) {
+                if p < next_line {
+                    continue;
+                }
+                let start = memchr::memrchr(b'\n', &block[..p]).map_or(0, |i| i + 1);
+                found.push(at + start as u64);
+                next_line = memchr::memchr(b'\n', &block[p..]).map_or(block.len(), |i| p + i + 1);
+            }
+            at += last_nl as u64 + 1;
+            if got < buf.len() && last_nl + 1 == got {
+                return Ok((at, true));
+            }
+        }
+        Ok((at, false))
+    }
+
     /// Start of the line holding the byte at `at` (bounded by the scan
     /// budget, like the tail reader).
     fn line_start_of(&self, at: u64) -> Result<u64, TailError> {
@@ -298,6 +360,9 @@ pub enum SearchFrom {
     ForwardAt(u64),
     /// Backward, among the lines that end before this offset (a line start).
     Before(u64),
+    /// Forward, from the first entry of the log (where a search that
+    /// reached the end wraps to).
+    Start,
 }
 
 /// What one bounded search step found.
@@ -333,6 +398,28 @@ impl Needle {
 
     pub fn is_empty(&self) -> bool {
         self.lower.is_empty()
+    }
+
+    /// The needle as it is compared: ASCII-lowercased bytes.
+    pub fn lowered(&self) -> &[u8] {
+        &self.lower
+    }
+
+    /// Every match in `text`, left to right, not overlapping, as byte
+    /// ranges of `text`. Each range lies on char boundaries: the needle is
+    /// valid UTF-8, and ASCII lowercasing keeps every byte where it was.
+    pub fn ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        if self.lower.is_empty() {
+            return Vec::new();
+        }
+        let hay = text.as_bytes().to_ascii_lowercase();
+        let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+        for p in memmem::find_iter(&hay, &self.lower) {
+            if out.last().is_none_or(|r| p >= r.end) {
+                out.push(p..p + self.lower.len());
+            }
+        }
+        out
     }
 
     /// Does this line match?
@@ -380,6 +467,7 @@ mod tests {
         match from {
             SearchFrom::After(o) => lines.iter().find(|(s, l)| *s > o && hit(l)).map(|x| x.0),
             SearchFrom::ForwardAt(o) => lines.iter().find(|(s, l)| *s >= o && hit(l)).map(|x| x.0),
+            SearchFrom::Start => lines.iter().find(|(_, l)| hit(l)).map(|x| x.0),
             SearchFrom::Before(o) => lines
                 .iter()
                 .rev()
@@ -428,6 +516,69 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every matching line start, as a count in steps of `budget` finds them.
+    fn count_all(lf: &LogFile, needle: &Needle, budget: u64) -> Vec<u64> {
+        let (mut found, mut at) = (Vec::new(), 0);
+        for _ in 0..100_000 {
+            let (next, end) = lf
+                .scan_matches(needle, at, budget, &mut found)
+                .expect("scan");
+            at = next;
+            if end {
+                return found;
+            }
+        }
+        panic!("count never ended");
+    }
+
+    proptest! {
+        #[test]
+        fn a_count_finds_every_matching_whole_line_once_for_any_block_size(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'\n'), Just(b'a'), Just(b'B'), Just(b'b'), Just(b'x')], 0..200),
+            needle in "[abAB]{1,3}",
+            block in 4usize..40,
+            budget in 1u64..64,
+        ) {
+            let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+            f.write_all(&bytes).expect("write");
+            let mut lf = LogFile::open(f.path()).expect("open").expect("exists");
+            lf.block = block;
+            let n = Needle::new(&needle);
+            let longest = bytes.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0);
+            if longest < block {
+                let mut want = Vec::new();
+                let mut from = SearchFrom::Start;
+                while let Some(at) = model(&bytes, &needle, from) {
+                    want.push(at);
+                    from = SearchFrom::After(at);
+                }
+                prop_assert_eq!(count_all(&lf, &n, budget), want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_count_waits_for_the_partial_last_line_and_goes_on_once_it_is_whole() {
+        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+        f.write_all(b"gpu a\nb\ngpu c").expect("write");
+        let lf = LogFile::open(f.path()).expect("open").expect("exists");
+        let n = Needle::new("GPU");
+        let mut found = Vec::new();
+        let (next, end) = lf.scan_matches(&n, 0, 1 << 20, &mut found).unwrap();
+        assert_eq!((found.as_slice(), next, end), (&[0u64][..], 8, true));
+        f.write_all(b"\n").expect("write");
+        let (next, end) = lf.scan_matches(&n, next, 1 << 20, &mut found).unwrap();
+        assert_eq!((found, next, end), (vec![0, 8], 14, true));
+    }
+
+    #[test]
+    fn match_ranges_are_every_case_blind_non_overlapping_match() {
+        let n = Needle::new("aA");
+        assert_eq!(n.ranges("xaaaAé aa"), vec![1..3, 3..5, 8..10]);
+        assert!(Needle::new("").ranges("abc").is_empty());
     }
 
     fn log(text: &str) -> (tempfile::NamedTempFile, LogFile) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
 use super::claim_event::parse_ts;
-use super::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
+use super::history::{Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step};
 use super::index::{tail_tenures, Indexer};
 use super::seek::CLOCK_SLACK_MS;
 use super::tenure::{Limits, TenureIndex};
@@ -225,6 +225,27 @@ impl History for FileHistory {
             Some(file) => Ok(file.search(needle, from, SEARCH_STEP)?),
             None => Ok(SearchStep::NotFound),
         }
+    }
+
+    /// A file's place is the byte offset of a line start.
+    fn count_matches(
+        &mut self,
+        needle: &Needle,
+        at: &ScanAt,
+        found: &mut Vec<u64>,
+    ) -> Result<ScanStep, HistoryError> {
+        let from = <[u8; 8]>::try_from(at.0.as_slice()).map_or(0, u64::from_be_bytes);
+        let Some(file) = &self.file else {
+            return Ok(ScanStep {
+                next: at.clone(),
+                at_end: true,
+            });
+        };
+        let (next, at_end) = file.scan_matches(needle, from, SEARCH_STEP, found)?;
+        Ok(ScanStep {
+            next: ScanAt(next.to_be_bytes().to_vec()),
+            at_end,
+        })
     }
 
     /// Re-read the log between the checkpoints around `[from, to)`.

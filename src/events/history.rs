@@ -90,6 +90,22 @@ impl Default for Nouns {
     }
 }
 
+/// Where a count of matches goes on: a place in the history's own terms
+/// (a byte offset in a file, a key in a store), opaque to everyone else.
+/// The default is the first entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScanAt(pub Vec<u8>);
+
+/// What one bounded step of a count did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanStep {
+    /// Where the next step starts.
+    pub next: ScanAt,
+    /// `next` is the end of what is there now: a later step from it reads
+    /// only what is written after.
+    pub at_end: bool,
+}
+
 /// What reading a history can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -161,6 +177,16 @@ pub trait History: Send {
 
     /// One bounded step of a search for an entry containing `needle`.
     fn search(&mut self, needle: &Needle, from: SearchFrom) -> Result<SearchStep, HistoryError>;
+
+    /// One bounded step of a count of the entries containing `needle`, in
+    /// the log's order from `at`: the marks of those it met, pushed on
+    /// `found` in that order.
+    fn count_matches(
+        &mut self,
+        needle: &Needle,
+        at: &ScanAt,
+        found: &mut Vec<u64>,
+    ) -> Result<ScanStep, HistoryError>;
 
     /// The tenures of `[from, to)` (epoch ms), read again from the log:
     /// what the pass keeps of the distant past is bounded.

@@ -16,7 +16,7 @@ use super::backward::{Needle, SearchFrom, SearchStep};
 use super::file_history::FileHistory;
 pub use super::file_history::{TAIL_TENURE_BYTES, WINDOW_MAX_BYTES};
 pub use super::history::{Anchor, Page};
-use super::history::{History, HistoryError, Log, Start, Step};
+use super::history::{History, HistoryError, Log, ScanAt, Start, Step};
 use super::index::Progress;
 use super::tail::FileId;
 use super::tenure::{Limits, TenureIndex};
@@ -39,7 +39,14 @@ pub enum Request {
         id: u64,
         needle: String,
         from: SearchFrom,
+        /// Reaching the end in that direction goes on from the other end
+        /// (once), as `n` does in less and lnav.
+        wrap: bool,
     },
+    /// Count the entries containing `needle` over the whole history, and
+    /// go on counting what is appended; an empty needle stops counting.
+    /// Replaces any count of another needle.
+    Count { id: u64, needle: String },
     /// The log was truncated or replaced: start over on what is there now.
     Reindex,
     /// The tenures of `[from, to)` (epoch ms) read again from the log: the
@@ -93,8 +100,27 @@ pub enum Reply {
         id: u64,
         /// Offset of the matching line.
         found: Option<u64>,
+        /// It was found past the end the search went towards, from the
+        /// other end.
+        wrapped: bool,
     },
+    /// How far the count asked with [`Request::Count`] `id` is.
+    Matches(Matches),
     Error(String),
+}
+
+/// A count of the entries that match, as far as it has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matches {
+    pub id: u64,
+    /// Entries counted so far.
+    pub counted: u64,
+    /// The whole history is counted (what is appended is counted as it
+    /// comes, a look every idle poll).
+    pub done: bool,
+    /// Which match (1-based) the last search found, once the count has
+    /// passed it.
+    pub rank: Option<u64>,
 }
 
 /// The tenure limits of the dashboard's index.
@@ -106,12 +132,65 @@ struct Search {
     id: u64,
     needle: Needle,
     from: SearchFrom,
+    /// Where to go on from once this direction is exhausted.
+    wrap: Option<SearchFrom>,
+    wrapped: bool,
+}
+
+/// Marks of matches kept for ranks: 2 MiB. Past it the count goes on, and
+/// a match beyond the last mark kept has no rank.
+const RANK_MARKS_MAX: usize = 1 << 18;
+
+/// A count of matches over the whole history.
+struct Counting {
+    id: u64,
+    needle: Needle,
+    at: ScanAt,
+    done: bool,
+    counted: u64,
+    /// The marks of the first matches, in the log's order.
+    marks: Vec<u64>,
+    /// The mark the last search found.
+    focus: Option<u64>,
+}
+
+impl Counting {
+    fn new(id: u64, needle: Needle) -> Counting {
+        Counting {
+            id,
+            needle,
+            at: ScanAt::default(),
+            done: false,
+            counted: 0,
+            marks: Vec::new(),
+            focus: None,
+        }
+    }
+
+    /// From the start again (the log was replaced or another was opened).
+    fn restart(&mut self) {
+        *self = Counting::new(self.id, self.needle.clone());
+    }
+
+    fn reply(&self) -> Reply {
+        let rank = self
+            .focus
+            .and_then(|f| self.marks.iter().position(|&m| m == f))
+            .map(|i| i as u64 + 1);
+        Reply::Matches(Matches {
+            id: self.id,
+            counted: self.counted,
+            done: self.done,
+            rank,
+        })
+    }
 }
 
 struct Service {
     history: Box<dyn History>,
     open: Opener,
     search: Option<Search>,
+    count: Option<Counting>,
     /// The last error sent: a log that stays unreadable (a directory at
     /// the path) is retried every idle look, but said only once.
     last_error: Option<String>,
@@ -148,13 +227,15 @@ pub fn serve_history(
         history,
         open,
         search: None,
+        count: None,
         last_error: None,
     };
     if !svc.start(&mut send) {
         return;
     }
     loop {
-        let busy = svc.search.is_some() || svc.history.indexing();
+        let counting = svc.count.as_ref().is_some_and(|c| !c.done);
+        let busy = svc.search.is_some() || counting || svc.history.indexing();
         let req = if busy {
             match requests.try_recv() {
                 Ok(r) => Some(r),
@@ -192,6 +273,9 @@ impl Service {
     /// Open what is there now and send the tail's tenures.
     fn start(&mut self, send: &mut impl FnMut(Reply) -> bool) -> bool {
         self.search = None;
+        if let Some(c) = &mut self.count {
+            c.restart();
+        }
         match self.history.start() {
             Ok(Start::Nothing) => send(Reply::Indexed {
                 tenures: Box::new(TenureIndex::new(limits())),
@@ -228,13 +312,47 @@ impl Service {
                 Ok(p) => send(Reply::Page(p)),
                 Err(e) => self.fail(send, e),
             },
-            Request::Search { id, needle, from } => {
+            Request::Search {
+                id,
+                needle,
+                from,
+                wrap,
+            } => {
                 let needle = Needle::new(&needle);
                 let from = match self.history.search_from(from) {
                     Some(f) if !needle.is_empty() => f,
-                    _ => return send(Reply::Search { id, found: None }),
+                    _ => {
+                        return send(Reply::Search {
+                            id,
+                            found: None,
+                            wrapped: false,
+                        })
+                    }
                 };
-                self.search = Some(Search { id, needle, from });
+                let wrap = wrap.then_some(match from {
+                    SearchFrom::Before(_) => SearchFrom::Before(u64::MAX),
+                    _ => SearchFrom::Start,
+                });
+                self.search = Some(Search {
+                    id,
+                    needle,
+                    from,
+                    wrap,
+                    wrapped: false,
+                });
+                true
+            }
+            Request::Count { id, needle } => {
+                let needle = Needle::new(&needle);
+                match &mut self.count {
+                    _ if needle.is_empty() => self.count = None,
+                    // The same needle again: its count stands.
+                    Some(c) if c.needle.lowered() == needle.lowered() => {
+                        c.id = id;
+                        return send(c.reply());
+                    }
+                    _ => self.count = Some(Counting::new(id, needle)),
+                }
                 true
             }
             Request::Reindex => self.start(send),
@@ -255,20 +373,53 @@ impl Service {
     /// is waiting on it), else the pass over the history.
     fn work(&mut self, send: &mut impl FnMut(Reply) -> bool) -> bool {
         if let Some(s) = &mut self.search {
-            let (id, found) = match self.history.search(&s.needle, s.from) {
+            let found = match self.history.search(&s.needle, s.from) {
                 Ok(SearchStep::Continue(next)) => {
                     s.from = next;
                     return true;
                 }
-                Ok(SearchStep::Found(at)) => (s.id, Some(at)),
-                Ok(SearchStep::NotFound) => (s.id, None),
+                Ok(SearchStep::Found(at)) => Some(at),
+                Ok(SearchStep::NotFound) => match s.wrap.take() {
+                    // From the other end, as the history places it (a
+                    // file's "before the end" is its length).
+                    Some(from) => match self.history.search_from(from) {
+                        Some(from) => {
+                            s.from = from;
+                            s.wrapped = true;
+                            return true;
+                        }
+                        None => None,
+                    },
+                    None => None,
+                },
                 Err(e) => {
                     self.search = None;
                     return self.fail(send, e);
                 }
             };
-            self.search = None;
-            return send(Reply::Search { id, found });
+            let Some(s) = self.search.take() else {
+                return true;
+            };
+            let alive = send(Reply::Search {
+                id: s.id,
+                found,
+                wrapped: s.wrapped && found.is_some(),
+            });
+            return match (&mut self.count, found) {
+                (Some(c), Some(at)) if alive && c.needle.lowered() == s.needle.lowered() => {
+                    c.focus = Some(at);
+                    send(c.reply())
+                }
+                _ => alive,
+            };
+        }
+        if self.count.as_ref().is_some_and(|c| !c.done) {
+            return self.count_step(send);
+        }
+        // Idle: what was appended since is counted too (after the pass,
+        // which reads the same bytes).
+        if self.count.is_some() && !self.history.indexing() && !self.count_step(send) {
+            return false;
         }
         match self.history.step() {
             Ok(Step::Idle | Step::Working) => true,
@@ -288,5 +439,30 @@ impl Service {
             Ok(Step::Restart) => self.start(send),
             Err(e) => self.fail(send, e),
         }
+    }
+
+    /// One step of the count; said when it moved or ended.
+    fn count_step(&mut self, send: &mut impl FnMut(Reply) -> bool) -> bool {
+        let Some(c) = &mut self.count else {
+            return true;
+        };
+        let mut found = Vec::new();
+        let step = match self.history.count_matches(&c.needle, &c.at, &mut found) {
+            Ok(s) => s,
+            Err(e) => {
+                self.count = None;
+                return self.fail(send, e);
+            }
+        };
+        let was_done = c.done;
+        c.at = step.next;
+        c.done |= step.at_end;
+        c.counted += found.len() as u64;
+        let room = RANK_MARKS_MAX.saturating_sub(c.marks.len());
+        c.marks.extend(found.iter().take(room));
+        if found.is_empty() && c.done == was_done {
+            return true;
+        }
+        send(c.reply())
     }
 }

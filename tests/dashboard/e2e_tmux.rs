@@ -375,10 +375,56 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     tmux.wait_for("the raw JSON", PATIENCE, |s| {
         s.contains("\"duration_held_ms\": 1000")
     });
-    tmux.keys(&["Enter", "n"]);
+    tmux.keys(&["Enter", "N"]);
     // The older match is its acquire, just above.
     tmux.wait_for("the older match", PATIENCE, |s| {
         s.contains("line 15 of 5 000")
+    });
+    tmux.keys(&["G", "q"]);
+    assert_clean_exit(&tmux);
+}
+
+#[test]
+fn the_events_search_counts_its_matches_and_n_and_capital_n_wrap_at_the_ends() {
+    let td = tempfile::TempDir::new().unwrap();
+    write_history(td.path());
+    let Some(tmux) = dashboard_over(td.path()) else {
+        return;
+    };
+    tmux.wait_for("the dashboard", PATIENCE, |s| {
+        s.contains("claims") && s.contains('─')
+    });
+    // worker-7's two lines, 15 and 16 of 5 000: Enter lands on the newer.
+    tmux.keys(&["Tab", "Tab", "/"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the last match, counted", PATIENCE, |s| {
+        s.contains("line 16 of 5 000") && s.contains("match 2 of 2")
+    });
+    // n goes towards newer lines: past the last match, to the first.
+    tmux.keys(&["n"]);
+    tmux.wait_for("n wrapping to the first match", PATIENCE, |s| {
+        s.contains("line 15 of 5 000")
+            && s.contains("match 1 of 2")
+            && s.contains("search wrapped to the top")
+    });
+    // N goes back: before the first match, to the last.
+    tmux.keys(&["N"]);
+    tmux.wait_for("N wrapping to the last match", PATIENCE, |s| {
+        s.contains("line 16 of 5 000")
+            && s.contains("match 2 of 2")
+            && s.contains("search wrapped to the bottom")
+    });
+    tmux.keys(&["N"]);
+    tmux.wait_for("N to the older match, without wrapping", PATIENCE, |s| {
+        s.contains("line 15 of 5 000") && s.contains("match 1 of 2")
+    });
+    // No match at all: said so, and the cursor stays.
+    tmux.keys(&["/"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "nowhere-zq"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("no match at all", PATIENCE, |s| {
+        s.contains("no line matches \"nowhere-zq\"") && s.contains("line 15 of 5 000")
     });
     tmux.keys(&["G", "q"]);
     assert_clean_exit(&tmux);

@@ -10,6 +10,7 @@ mod e2e_tmux;
 mod effects;
 mod fleet;
 mod roots;
+mod search;
 mod snapshots;
 mod store;
 mod timeline;

@@ -259,7 +259,10 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     type_text(&mut app, "lint");
     assert!(render(&app).contains("search: lint"));
     update(&mut app, code(KeyCode::Enter));
-    let Some(Request::Search { id, needle, from }) = pop_log() else {
+    let Some(Request::Search {
+        id, needle, from, ..
+    }) = pop_log()
+    else {
         panic!("{:?}", asked_log())
     };
     assert_eq!(
@@ -269,6 +272,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     let found = Reply::Search {
         id,
         found: Some(300),
+        wrapped: false,
     };
     update(&mut app, Action::Log(Box::new(found)));
     assert_eq!(
@@ -299,8 +303,8 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     insta::assert_snapshot!("events_raw_json_80x24", screen);
     update(&mut app, code(KeyCode::Esc));
     assert!(!app.events.browse.raw);
-    // n asks for the next older match, from the selected line.
-    update(&mut app, key('n'));
+    // N asks for the previous (older) match, from the selected line.
+    update(&mut app, key('N'));
     assert!(matches!(
         pop_log(),
         Some(Request::Search {

@@ -423,7 +423,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
         &mut app,
         Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
     );
-    assert!(render(&app).contains("+1 new"));
+    assert!(render(&app).contains("· 1 new"));
     assert_eq!(
         app.events.browse.position(),
         Some(100),

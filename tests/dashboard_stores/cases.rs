@@ -210,3 +210,35 @@ pub fn operator_verbs_from_the_keys(b: Backend) {
     assert!(f.list_rows.is_empty(), "{f:?}");
     dash.quit();
 }
+
+/// The events pane's search counts its matches over the store's whole
+/// history (the events service, through the history seam), and `n` past
+/// the last one wraps to the first.
+pub fn the_events_search_counts_through_the_history(b: Backend) {
+    let holder = Sleeper::spawn();
+    for i in 1..=3 {
+        let key = format!("sought-{i}");
+        b.acquire(&key, "pty:w1", holder.pid());
+        b.must(&["release", &key, "--holder", "pty:w1"], &[0]);
+    }
+    b.acquire("other-1", "pty:w1", holder.pid());
+    let Some(dash) = Dash::start(&b) else { return };
+    must_settle(&b, &dash, "the first screen");
+    dash.keys(&["Tab", "Tab", "/"]);
+    dash.type_text("sought-");
+    dash.keys(&["Enter"]);
+    // Three acquires and three releases; the newest is the last release.
+    dash.wait_for("the newest match, of six counted", |s| {
+        s.contains("match 6 of 6") && !s.contains("searching…")
+    });
+    dash.keys(&["n"]);
+    dash.wait_for("n wrapping to the first match", |s| {
+        s.contains("match 1 of 6") && s.contains("search wrapped to the top")
+    });
+    dash.keys(&["N"]);
+    dash.wait_for("N wrapping back to the last", |s| {
+        s.contains("match 6 of 6") && s.contains("search wrapped to the bottom")
+    });
+    dash.keys(&["G"]);
+    dash.quit();
+}

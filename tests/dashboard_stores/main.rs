@@ -53,5 +53,6 @@ both_stores! {
     hazards_after_force_release => crate::cases::hazards_after_force_release,
     clean_removes_what_it_offers => crate::cases::clean_removes_what_it_offers,
     operator_verbs_from_the_keys => crate::cases::operator_verbs_from_the_keys,
+    the_events_search_counts_through_the_history => crate::cases::the_events_search_counts_through_the_history,
     agree_after_random_steps => crate::differential::dashboard_list_and_doctor_agree_after_every_step,
 }

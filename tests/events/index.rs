@@ -326,3 +326,108 @@ fn a_time_window_is_read_again_from_the_log_between_its_checkpoints() {
     drop(req_tx);
     h.join().unwrap();
 }
+
+/// Replies until `f` takes one, the rest dropped.
+fn until<T>(rx: &Receiver<Reply>, mut f: impl FnMut(Reply) -> Option<T>) -> T {
+    loop {
+        if let Some(t) = f(recv(rx)) {
+            return t;
+        }
+    }
+}
+
+#[test]
+fn the_service_counts_every_match_ranks_the_one_found_and_wraps_at_either_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..5000)
+        .map(|i| {
+            format!(
+                r#"{{"type":"t","data":{{"key":"k{i}","hit":{}}}}}"#,
+                i % 500 == 7
+            )
+        })
+        .collect();
+    let text = lines.join("\n") + "\n";
+    let offsets: Vec<u64> = lines
+        .iter()
+        .scan(0u64, |at, l| {
+            let o = *at;
+            *at += l.len() as u64 + 1;
+            Some(o)
+        })
+        .collect();
+    let path = write_log(dir.path(), &text);
+    let (req_tx, rep_rx, h) = start_service(path.clone());
+    let count = |id: u64, needle: &str| Request::Count {
+        id,
+        needle: needle.into(),
+    };
+    req_tx.send(count(1, "\"HIT\":true")).unwrap();
+    // Ten matches: lines 7, 507, ... 4507.
+    let done = until(&rep_rx, |r| match r {
+        Reply::Matches(m) if m.done => Some(m),
+        _ => None,
+    });
+    assert_eq!((done.id, done.counted, done.rank), (1, 10, None));
+    let search = |id, from| Request::Search {
+        id,
+        needle: "\"hit\":true".into(),
+        from,
+        wrap: true,
+    };
+    // Past the last match, forwards: the first, wrapped, and its rank.
+    req_tx
+        .send(search(2, SearchFrom::After(offsets[4507])))
+        .unwrap();
+    let found = until(&rep_rx, |r| match r {
+        Reply::Search { id, found, wrapped } => Some((id, found, wrapped)),
+        _ => None,
+    });
+    assert_eq!(found, (2, Some(offsets[7]), true));
+    let rank = until(&rep_rx, |r| match r {
+        Reply::Matches(m) => Some(m.rank),
+        _ => None,
+    });
+    assert_eq!(rank, Some(1));
+    // Backwards from the first: the last, wrapped, match 10 of 10.
+    req_tx
+        .send(search(3, SearchFrom::Before(offsets[7])))
+        .unwrap();
+    let found = until(&rep_rx, |r| match r {
+        Reply::Search { found, wrapped, .. } => Some((found, wrapped)),
+        _ => None,
+    });
+    assert_eq!(found, (Some(offsets[4507]), true));
+    let m = until(&rep_rx, |r| match r {
+        Reply::Matches(m) => Some(m),
+        _ => None,
+    });
+    assert_eq!((m.counted, m.rank), (10, Some(10)));
+    // A needle found nowhere: not found, wrapped or not.
+    req_tx
+        .send(Request::Search {
+            id: 4,
+            needle: "nowhere".into(),
+            from: SearchFrom::Before(u64::MAX),
+            wrap: true,
+        })
+        .unwrap();
+    let found = until(&rep_rx, |r| match r {
+        Reply::Search { found, wrapped, .. } => Some((found, wrapped)),
+        _ => None,
+    });
+    assert_eq!(found, (None, false));
+    // Lines appended are counted too (at the next idle look).
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(b"{\"hit\":true}\n").unwrap();
+    let grown = until(&rep_rx, |r| match r {
+        Reply::Matches(m) if m.counted > 10 => Some(m.counted),
+        _ => None,
+    });
+    assert_eq!(grown, 11);
+    drop(req_tx);
+    h.join().unwrap();
+}

@@ -7,8 +7,8 @@
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
 use super::events::EventRow;
+pub use super::search::{Hits, Search};
 use crate::dashboard::input::TextInput;
-use crate::events::backward::{Needle, SearchFrom};
 use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
@@ -29,23 +29,12 @@ pub struct BrowseRow {
 
 /// Where the cursor lands when the page asked for arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Land {
+pub(super) enum Land {
     First,
     Last,
     At(u64),
     /// On the page's anchor line (a time's first line).
     Anchor,
-}
-
-/// The running or last search.
-#[derive(Debug, Clone)]
-pub struct Search {
-    pub needle: Needle,
-    /// Id of the request whose answer is awaited.
-    pub id: u64,
-    pub running: bool,
-    /// Towards older lines (`n`) or newer (`N`).
-    pub older: bool,
 }
 
 /// How many lines the log has, as far as is known.
@@ -88,7 +77,7 @@ pub struct Browse {
     pub message: Option<String>,
     /// Lines appended to the log since browsing began.
     pub new_lines: u64,
-    next_id: u64,
+    pub(super) next_id: u64,
     /// What an entry and its mark are called in the log browsed.
     pub nouns: Nouns,
     /// Which of the store's logs the whole-log views read, and for a
@@ -139,7 +128,7 @@ impl Browse {
         self.land = None;
     }
 
-    fn request(&mut self, anchor: Anchor, before: usize, after: usize, land: Land) {
+    pub(super) fn request(&mut self, anchor: Anchor, before: usize, after: usize, land: Land) {
         self.waiting = true;
         self.land = Some(land);
         self.out.push(Request::Page {
@@ -249,9 +238,12 @@ impl Browse {
     /// The log was truncated or replaced: what was read is gone.
     pub fn on_reset(&mut self) {
         self.count = Count::default();
-        // The service drops a running search when it starts over.
+        // The service drops a running search when it starts over, and
+        // counts the matches again from the start.
         if let Some(s) = &mut self.search {
             s.running = false;
+            s.hits = Hits::default();
+            s.focus = None;
         }
         if self.active {
             self.rows.clear();
@@ -262,80 +254,6 @@ impl Browse {
     /// 1-based line number of the cursor, when known.
     pub fn position(&self) -> Option<u64> {
         self.first_no.map(|n| n + self.cursor as u64 + 1)
-    }
-
-    /// Begin typing a search (empty: Enter alone repeats the last one).
-    pub fn start_input(&mut self) {
-        self.input = Some(TextInput::new(String::new()));
-    }
-
-    /// Enter in the search input: search older lines from the cursor.
-    pub fn submit_input(&mut self) {
-        let Some(input) = self.input.take() else {
-            return;
-        };
-        let text = input.value().to_string();
-        if !text.is_empty() {
-            self.search = Some(Search {
-                needle: Needle::new(&text),
-                id: 0,
-                running: false,
-                older: true,
-            });
-        }
-        self.find(true);
-    }
-
-    /// `n` (older) / `N` (newer): the next matching line from the cursor.
-    pub fn find(&mut self, older: bool) {
-        let Some(s) = &mut self.search else {
-            return;
-        };
-        let from = match self.rows.get(self.cursor) {
-            Some(r) if older => SearchFrom::Before(r.line.offset),
-            Some(r) => SearchFrom::After(r.line.offset),
-            // Nothing read yet: from the end, backwards.
-            None => SearchFrom::Before(u64::MAX),
-        };
-        self.next_id += 1;
-        s.id = self.next_id;
-        s.running = true;
-        s.older = older;
-        self.message = None;
-        self.active = true;
-        self.out.push(Request::Search {
-            id: s.id,
-            needle: s.needle.text().to_string(),
-            from,
-        });
-    }
-
-    /// The service's answer to search `id`.
-    pub fn on_search(&mut self, id: u64, found: Option<u64>) {
-        let Some(s) = &mut self.search else {
-            return;
-        };
-        if s.id != id {
-            return;
-        }
-        s.running = false;
-        match found {
-            Some(at) => self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at)),
-            None => {
-                self.message = Some(format!(
-                    "no {} line matches \"{}\"",
-                    if s.older { "older" } else { "newer" },
-                    crate::sanitize::sanitize(s.needle.text())
-                ));
-            }
-        }
-    }
-
-    /// Does this row match the search?
-    pub fn is_match(&self, row: &BrowseRow) -> bool {
-        self.search
-            .as_ref()
-            .is_some_and(|s| s.needle.matches(&row.line.text))
     }
 }
 
@@ -434,40 +352,6 @@ mod tests {
         b.move_by(-5);
         assert_eq!(b.cursor, 0);
         assert!(b.out.is_empty());
-    }
-
-    #[test]
-    fn a_search_goes_older_from_the_cursor_and_its_answer_moves_there() {
-        let mut b = Browse::default();
-        b.open(false);
-        b.out.clear();
-        b.on_page(page(1000, 401, false, true));
-        b.start_input();
-        b.input = Some(TextInput::new("k7"));
-        b.submit_input();
-        let Some(Request::Search { id, from, .. }) = b.out.pop() else {
-            panic!()
-        };
-        assert_eq!(from, SearchFrom::Before(1400 * 100));
-        // An answer to an older search is ignored.
-        b.on_search(id - 1, Some(5));
-        assert!(b.out.is_empty());
-        b.on_search(id, Some(700 * 100));
-        assert_eq!(
-            b.out.pop(),
-            Some(Request::Page {
-                anchor: Anchor::At(70_000),
-                before: PAGE,
-                after: PAGE + 1
-            })
-        );
-        b.find(false);
-        let Some(Request::Search { id, from, .. }) = b.out.pop() else {
-            panic!()
-        };
-        assert!(matches!(from, SearchFrom::After(_)));
-        b.on_search(id, None);
-        assert_eq!(b.message.as_deref(), Some("no newer line matches \"k7\""));
     }
 
     #[test]

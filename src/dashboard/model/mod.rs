@@ -11,6 +11,7 @@ pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
 pub(crate) mod prompt;
+pub(crate) mod search;
 pub mod store;
 pub(crate) mod table;
 

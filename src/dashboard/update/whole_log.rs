@@ -20,6 +20,7 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
     let b = &mut app.events.browse;
     match &reply {
         Reply::Page(_) | Reply::Search { .. } | Reply::Error(_) => {}
+        Reply::Matches(m) => b.on_matches(*m),
         Reply::Progress(p) => b.on_progress(*p),
         Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
             b.on_counted(*lines, *end)
@@ -34,10 +35,13 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
             b.on_page(p);
             b.active
         }
-        Reply::Search { id, found } => {
-            b.on_search(id, found);
+        Reply::Search { id, found, wrapped } => {
+            if let Some(words) = b.on_search(id, found, wrapped) {
+                app.say(Level::Info, words);
+            }
             true
         }
+        Reply::Matches(_) => b.active,
         Reply::Error(e) => {
             app.say(Level::Error, format!("events log: {e}"));
             true
@@ -258,10 +262,7 @@ pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
             b.raw = true;
         }
         Cmd::Close if b.raw => b.raw = false,
-        Cmd::Close if b.search.is_some() => {
-            b.search = None;
-            b.message = None;
-        }
+        Cmd::Close if b.search.is_some() => b.clear_search(),
         Cmd::Close if b.active => b.close(),
         _ => return None,
     }

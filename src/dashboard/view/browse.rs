@@ -3,8 +3,9 @@
 
 use super::cells::{safe, Theme};
 use crate::dashboard::model::{raw_lines, Browse};
+use crate::events::backward::Needle;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
@@ -41,8 +42,89 @@ pub fn position_words(b: &Browse) -> String {
     }
 }
 
+/// "match 3 of 41", "match ? of ≥12…" while the count runs, or "41
+/// matches" when the cursor is off the match the last search found.
+pub fn match_words(b: &Browse) -> Option<String> {
+    let s = b.search.as_ref()?;
+    let h = s.hits;
+    let total = if h.done {
+        grouped(h.counted)
+    } else if h.counted == 0 {
+        return Some("counting matches…".into());
+    } else {
+        format!("≥{}…", grouped(h.counted))
+    };
+    Some(if b.on_focus() {
+        let rank = h.rank.map_or("?".to_string(), grouped);
+        format!("match {rank} of {total}")
+    } else if h.done && h.counted == 1 {
+        "1 match".to_string()
+    } else {
+        format!("{total} matches")
+    })
+}
+
+/// Every match of `needle` in a line as drawn, restyled with `hit`. The
+/// line's spans are already sanitised, and this only cuts them where a
+/// match begins or ends: an escaped control character stays escaped.
+/// Also says whether the line shows a match at all.
+pub fn highlight<'a>(line: Line<'a>, needle: &Needle, hit: Style) -> (Line<'a>, bool) {
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let ranges = needle.ranges(&text);
+    if ranges.is_empty() {
+        return (line, false);
+    }
+    let mut spans = Vec::with_capacity(line.spans.len() + 2 * ranges.len());
+    let mut at = 0usize;
+    for span in line.spans {
+        let (start, end) = (at, at + span.content.len());
+        at = end;
+        // Cut points inside this span: its ends and every match edge.
+        let mut cuts = vec![start];
+        for r in ranges.iter().filter(|r| r.start < end && r.end > start) {
+            cuts.extend([r.start.max(start), r.end.min(end)]);
+        }
+        cuts.push(end);
+        cuts.dedup();
+        if cuts.len() == 2 && !ranges.iter().any(|r| r.start <= start && r.end >= end) {
+            spans.push(span);
+            continue;
+        }
+        for w in cuts.windows(2) {
+            let (a, z) = (w[0], w[1]);
+            if a == z {
+                continue;
+            }
+            let piece = &span.content[a - start..z - start];
+            let inside = ranges.iter().any(|r| r.start <= a && z <= r.end);
+            let style = if inside {
+                span.style.patch(hit)
+            } else {
+                span.style
+            };
+            spans.push(Span::styled(piece.to_string(), style));
+        }
+    }
+    (Line::from(spans).style(line.style), true)
+}
+
+/// What the pane's title and lines depend on beyond the browse model.
+#[derive(Debug, Clone, Copy)]
+pub struct Pane<'a> {
+    pub focused: bool,
+    /// The view is paused (`p`).
+    pub paused: bool,
+    /// The shown clock's date (`YYYY-MM-DD`).
+    pub today: &'a str,
+}
+
 /// The events pane in browse mode.
-pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &str, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme) {
+    let Pane {
+        focused,
+        paused,
+        today,
+    } = pane;
     let cap = area.height.saturating_sub(1) as usize;
     let mut title = vec![
         Span::styled(
@@ -56,18 +138,25 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
         title.extend(super::cells::cursor_spans(input, true, theme));
     } else if let Some(s) = &b.search {
         title.push(Span::raw(format!(" · /{}", safe(s.needle.text()))));
+        if let Some(words) = match_words(b) {
+            title.push(Span::styled(format!(" · {words}"), theme.key()));
+        }
         title.push(Span::styled(
             if s.running {
                 " searching…"
             } else {
-                " (n older, N newer)"
+                " (n next, N previous)"
             },
             theme.dim(),
         ));
     }
+    // Browsing is not following: say what arrived meanwhile.
+    if paused {
+        title.push(Span::styled(" · paused", theme.key()));
+    }
     if b.new_lines > 0 {
         title.push(Span::styled(
-            format!(" · +{} new", grouped(b.new_lines)),
+            format!(" · {} new", grouped(b.new_lines)),
             theme.key(),
         ));
     }
@@ -92,8 +181,15 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, focused: bool, today: &st
     );
     for (i, r) in b.rows.iter().enumerate().skip(start).take(cap) {
         let mut line = super::event_line::row(&r.row, theme, dated);
-        if b.is_match(r) {
-            line = line.patch_style(theme.key());
+        if let Some(s) = b.search.as_ref().filter(|_| b.is_match(r)) {
+            let (lit, shown) = highlight(line, &s.needle, theme.hit());
+            // A match only in what the line does not show (a field name,
+            // the raw JSON): the whole line is marked instead.
+            line = if shown {
+                lit
+            } else {
+                lit.patch_style(theme.key())
+            };
         }
         if i == b.cursor {
             line = line.patch_style(if focused {

@@ -121,6 +121,19 @@ impl Theme {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
+    /// A search's match inside a line (bold and underlined without
+    /// colour: the cursor's line is already reversed).
+    pub fn hit(&self) -> Style {
+        if self.color {
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+        }
+    }
+
     pub fn selected(&self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
     }

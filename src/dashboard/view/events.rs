@@ -12,7 +12,13 @@ use ratatui::Frame;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     if app.events.browse.active {
-        super::browse::draw(frame, area, &app.events.browse, focused, &today(app), theme);
+        let today = today(app);
+        let pane = super::browse::Pane {
+            focused,
+            paused: app.paused(),
+            today: &today,
+        };
+        super::browse::draw(frame, area, &app.events.browse, pane, theme);
         return super::roots::log_root_note(frame, area, app, theme);
     }
     let cap = area.height.saturating_sub(1) as usize;

@@ -22,7 +22,9 @@ use super::layout::range_end;
 use super::Core;
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
 use crate::events::claim_event::parse_ts;
-use crate::events::history::{Anchor, History, HistoryError, Nouns, Page, Start, Step};
+use crate::events::history::{
+    Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step,
+};
 use crate::events::index::Progress;
 use crate::events::seek::CLOCK_SLACK_MS;
 use crate::events::stream::Probe;
@@ -535,6 +537,10 @@ impl History for EtcdHistory {
                 Some(k) => self.search_forward(needle, &k),
                 None => Ok(SearchStep::NotFound),
             },
+            SearchFrom::Start => {
+                let start = self.prefix.clone();
+                self.search_forward(needle, &start)
+            }
             SearchFrom::Before(u64::MAX) => {
                 let end = self.end.clone();
                 self.search_backward(needle, end, u64::MAX)
@@ -544,6 +550,15 @@ impl History for EtcdHistory {
                 None => Ok(SearchStep::NotFound),
             },
         }
+    }
+
+    fn count_matches(
+        &mut self,
+        needle: &Needle,
+        at: &ScanAt,
+        found: &mut Vec<u64>,
+    ) -> Result<ScanStep, HistoryError> {
+        self.count_step(needle, at, found)
     }
 
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {

@@ -4,7 +4,7 @@
 
 use super::{after, store_error, BackScan, EtcdHistory, BACK_CHUNK, PAGE};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
-use crate::events::history::HistoryError;
+use crate::events::history::{HistoryError, ScanAt, ScanStep};
 use crate::events::tail::MAX_LINE_BYTES;
 use etcd_client::KeyValue;
 
@@ -105,6 +105,47 @@ impl EtcdHistory {
         }
         self.back_scan = Some(scan);
         Ok(SearchStep::Continue(SearchFrom::Before(mark)))
+    }
+}
+
+impl EtcdHistory {
+    /// One count step: [`SEARCH_PAGES`] pages from the key `at` names
+    /// (the prefix's start when empty), at the latest revision: what the
+    /// prefix keeps now, whatever was written since the pass.
+    pub(super) fn count_step(
+        &mut self,
+        needle: &Needle,
+        at: &ScanAt,
+        found: &mut Vec<u64>,
+    ) -> Result<ScanStep, HistoryError> {
+        let mut next = if at.0.is_empty() {
+            self.prefix.clone()
+        } else {
+            at.0.clone()
+        };
+        for _ in 0..SEARCH_PAGES {
+            let mut resp = self.range(&next, &self.end, PAGE, 0).map_err(store_error)?;
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            found.extend(
+                kvs.iter()
+                    .filter(|kv| matches(needle, kv))
+                    .map(super::rev_of),
+            );
+            if let Some(last) = kvs.last() {
+                next = after(last.key());
+            }
+            if !more {
+                return Ok(ScanStep {
+                    next: ScanAt(next),
+                    at_end: true,
+                });
+            }
+        }
+        Ok(ScanStep {
+            next: ScanAt(next),
+            at_end: false,
+        })
     }
 }
 

@@ -1,0 +1,313 @@
+//! The events pane's search over the whole log, as less and lnav search:
+//! `/` then Enter lands on the nearest match at or above the cursor (the
+//! pane opens at the log's end, where a reader of a log looks first), `n`
+//! goes to the next match towards newer lines and `N` back, and either
+//! wraps at the log's end to its other end. The title counts the matches
+//! ("match 3 of 41"): a pass over the whole history, which the events
+//! service runs on its own thread, never this one.
+
+use super::browse::{Browse, Land, PAGE};
+use crate::dashboard::input::TextInput;
+use crate::events::backward::{Needle, SearchFrom};
+use crate::events::service::{Anchor, Matches, Request};
+
+/// The count of the matches, as far as the service has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hits {
+    /// Matching entries counted so far.
+    pub counted: u64,
+    /// The whole history is counted.
+    pub done: bool,
+    /// Which match (1-based) the last one found is, once counted.
+    pub rank: Option<u64>,
+}
+
+/// The running or last search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub needle: Needle,
+    /// Id of the request whose answer is awaited.
+    pub id: u64,
+    pub running: bool,
+    /// Towards older lines (`N`, and Enter) or newer (`n`).
+    pub older: bool,
+    /// Id of the count asked for this needle: a count of an earlier
+    /// needle may still report.
+    pub count_id: u64,
+    pub hits: Hits,
+    /// Mark of the match the last search found: the title says which
+    /// match it is while the cursor is on it.
+    pub focus: Option<u64>,
+}
+
+impl Browse {
+    /// Begin typing a search (empty: Enter alone repeats the last one).
+    pub fn start_input(&mut self) {
+        self.input = Some(TextInput::new(String::new()));
+    }
+
+    /// Enter in the search input: count the matches, and find the nearest
+    /// one at or above the cursor.
+    pub fn submit_input(&mut self) {
+        let Some(input) = self.input.take() else {
+            return;
+        };
+        let text = input.value().to_string();
+        if !text.is_empty() {
+            self.next_id += 1;
+            self.search = Some(Search {
+                needle: Needle::new(&text),
+                id: 0,
+                running: false,
+                older: true,
+                count_id: self.next_id,
+                hits: Hits::default(),
+                focus: None,
+            });
+            self.out.push(Request::Count {
+                id: self.next_id,
+                needle: text,
+            });
+        }
+        // Before the line after the cursor: the cursor's own line first.
+        let from = match (self.rows.get(self.cursor + 1), self.selected()) {
+            (Some(next), _) => SearchFrom::Before(next.line.offset),
+            (None, Some(r)) if !self.at_end => SearchFrom::Before(r.line.offset),
+            _ => SearchFrom::Before(u64::MAX),
+        };
+        self.ask_search(from, true);
+    }
+
+    /// `n` (`older` false: towards newer lines) / `N`: the next matching
+    /// line from the cursor, wrapping at the log's end.
+    pub fn find(&mut self, older: bool) {
+        let from = match self.selected() {
+            Some(r) if older => SearchFrom::Before(r.line.offset),
+            Some(r) => SearchFrom::After(r.line.offset),
+            None if older => SearchFrom::Before(u64::MAX),
+            None => SearchFrom::Start,
+        };
+        self.ask_search(from, older);
+    }
+
+    fn ask_search(&mut self, from: SearchFrom, older: bool) {
+        let Some(s) = &mut self.search else {
+            return;
+        };
+        self.next_id += 1;
+        s.id = self.next_id;
+        s.running = true;
+        s.older = older;
+        self.message = None;
+        self.active = true;
+        self.out.push(Request::Search {
+            id: s.id,
+            needle: s.needle.text().to_string(),
+            from,
+            wrap: true,
+        });
+    }
+
+    /// Esc: the search is forgotten, and its count stopped.
+    pub fn clear_search(&mut self) {
+        if self.search.take().is_some() {
+            self.next_id += 1;
+            self.out.push(Request::Count {
+                id: self.next_id,
+                needle: String::new(),
+            });
+        }
+        self.message = None;
+    }
+
+    /// The service's answer to search `id`; the words for the status line
+    /// when it wrapped.
+    pub fn on_search(&mut self, id: u64, found: Option<u64>, wrapped: bool) -> Option<String> {
+        let s = self.search.as_mut().filter(|s| s.id == id)?;
+        s.running = false;
+        s.focus = found;
+        s.hits.rank = None;
+        let Some(at) = found else {
+            self.message = Some(format!(
+                "no {} matches \"{}\"",
+                self.nouns.entry,
+                crate::sanitize::sanitize(s.needle.text())
+            ));
+            return None;
+        };
+        let end = if s.older { "bottom" } else { "top" };
+        self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+        wrapped.then(|| format!("search wrapped to the {end}"))
+    }
+
+    /// How far the service's count of the matches is.
+    pub fn on_matches(&mut self, m: Matches) {
+        if let Some(s) = self.search.as_mut().filter(|s| s.count_id == m.id) {
+            s.hits = Hits {
+                counted: m.counted,
+                done: m.done,
+                rank: m.rank,
+            };
+        }
+    }
+
+    /// Does this row match the search?
+    pub fn is_match(&self, row: &super::browse::BrowseRow) -> bool {
+        self.search
+            .as_ref()
+            .is_some_and(|s| s.needle.matches(&row.line.text))
+    }
+
+    /// Is the cursor on the match the last search found?
+    pub fn on_focus(&self) -> bool {
+        let focus = self.search.as_ref().and_then(|s| s.focus);
+        focus.is_some() && self.selected().map(|r| r.line.offset) == focus
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::service::Page;
+    use crate::events::tail::Line;
+
+    fn page(from: u64, n: u64, at_end: bool) -> Page {
+        Page {
+            lines: (from..from + n)
+                .map(|i| Line {
+                    text: format!(r#"{{"type":"claim_acquired","data":{{"key":"k{i}"}}}}"#),
+                    offset: i * 100,
+                    truncated: false,
+                })
+                .collect(),
+            anchor: 0,
+            first_line_no: Some(from),
+            at_start: false,
+            at_end,
+            file_id: None,
+        }
+    }
+
+    fn browsing() -> Browse {
+        let mut b = Browse::default();
+        b.open(false);
+        b.out.clear();
+        b.on_page(page(1000, 401, true));
+        b
+    }
+
+    fn typed(b: &mut Browse, text: &str) -> (u64, u64, SearchFrom, bool) {
+        b.start_input();
+        b.input = Some(TextInput::new(text));
+        b.submit_input();
+        let Some(Request::Search { id, from, wrap, .. }) = b.out.pop() else {
+            panic!("{:?}", b.out)
+        };
+        let Some(Request::Count { id: count, needle }) = b.out.pop() else {
+            panic!("{:?}", b.out)
+        };
+        assert_eq!(needle, text);
+        (id, count, from, wrap)
+    }
+
+    #[test]
+    fn enter_counts_the_matches_and_looks_back_from_the_cursors_own_line() {
+        let mut b = browsing();
+        b.move_by(-10);
+        b.out.clear();
+        let (_, _, from, wrap) = typed(&mut b, "k7");
+        // The cursor is on line 1390: the search includes it.
+        assert_eq!(from, SearchFrom::Before(1391 * 100));
+        assert!(wrap);
+    }
+
+    #[test]
+    fn n_goes_towards_newer_lines_and_capital_n_back_both_wrapping() {
+        let mut b = browsing();
+        let (id, _, _, _) = typed(&mut b, "k7");
+        b.on_search(id, Some(1307 * 100), false);
+        b.out.clear();
+        b.find(false);
+        let Some(Request::Search { from, wrap, .. }) = b.out.pop() else {
+            panic!()
+        };
+        assert_eq!((from, wrap), (SearchFrom::After(1400 * 100), true));
+        b.find(true);
+        let Some(Request::Search { from, .. }) = b.out.pop() else {
+            panic!()
+        };
+        assert_eq!(from, SearchFrom::Before(1400 * 100));
+    }
+
+    #[test]
+    fn a_wrapped_answer_says_which_end_it_wrapped_to_and_moves_there() {
+        let mut b = browsing();
+        let (id, _, _, _) = typed(&mut b, "k7");
+        assert_eq!(b.on_search(id - 1, Some(5), true), None, "a stale answer");
+        assert!(b.out.is_empty());
+        assert_eq!(
+            b.on_search(id, Some(7_000), true).as_deref(),
+            Some("search wrapped to the bottom")
+        );
+        assert_eq!(
+            b.out.pop(),
+            Some(Request::Page {
+                anchor: Anchor::At(7_000),
+                before: PAGE,
+                after: PAGE + 1
+            })
+        );
+        b.find(false);
+        let Some(Request::Search { id, .. }) = b.out.pop() else {
+            panic!()
+        };
+        assert_eq!(
+            b.on_search(id, Some(100), true).as_deref(),
+            Some("search wrapped to the top")
+        );
+        assert_eq!(b.on_search(id, Some(100), false), None, "answered once");
+    }
+
+    #[test]
+    fn no_match_at_all_says_so_in_the_title() {
+        let mut b = browsing();
+        let (id, _, _, _) = typed(&mut b, "zz\u{1b}");
+        assert_eq!(b.on_search(id, None, false), None);
+        let m = b.message.clone().unwrap_or_default();
+        assert!(m.starts_with("no line matches \"zz"), "{m}");
+        assert!(!m.contains('\u{1b}'), "escaped: {m:?}");
+    }
+
+    #[test]
+    fn the_count_of_an_earlier_needle_is_not_taken_for_this_ones() {
+        let mut b = browsing();
+        let (_, first, _, _) = typed(&mut b, "k7");
+        let (id, second, _, _) = typed(&mut b, "k8");
+        b.on_search(id, Some(1308 * 100), false);
+        let m = |id, counted| Matches {
+            id,
+            counted,
+            done: true,
+            rank: Some(2),
+        };
+        b.on_matches(m(first, 99));
+        assert_eq!(b.search.as_ref().map(|s| s.hits), Some(Hits::default()));
+        b.on_matches(m(second, 5));
+        let hits = b.search.as_ref().map(|s| s.hits).unwrap_or_default();
+        assert_eq!((hits.counted, hits.rank), (5, Some(2)));
+        assert!(b.on_focus() || b.waiting(), "the page around it is asked");
+    }
+
+    #[test]
+    fn esc_forgets_the_search_and_stops_its_count() {
+        let mut b = browsing();
+        typed(&mut b, "k7");
+        b.clear_search();
+        assert!(b.search.is_none());
+        assert!(
+            matches!(b.out.pop(), Some(Request::Count { needle, .. }) if needle.is_empty()),
+            "{:?}",
+            b.out
+        );
+    }
+}
