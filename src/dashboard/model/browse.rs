@@ -7,12 +7,41 @@
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
 use super::events::EventRow;
-pub use super::search::{Hits, Search};
 use crate::dashboard::input::TextInput;
+use crate::events::backward::Needle;
 use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
 use crate::events::tail::Line;
+
+/// The count of the matches, as far as the service has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hits {
+    /// Matching entries counted so far.
+    pub counted: u64,
+    /// The whole history is counted.
+    pub done: bool,
+    /// Which match (1-based) the last one found is, once counted.
+    pub rank: Option<u64>,
+}
+
+/// The running or last search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub needle: Needle,
+    /// Id of the request whose answer is awaited.
+    pub id: u64,
+    pub running: bool,
+    /// Towards older lines (`N`, and Enter) or newer (`n`).
+    pub older: bool,
+    /// Id of the count asked for this needle: a count of an earlier
+    /// needle may still report.
+    pub count_id: u64,
+    pub hits: Hits,
+    /// Mark of the match the last search found: the title says which
+    /// match it is while the cursor is on it.
+    pub focus: Option<u64>,
+}
 
 /// Lines read on each side of the cursor when the window is re-centred.
 pub const PAGE: usize = 200;

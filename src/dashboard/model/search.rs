@@ -6,39 +6,10 @@
 //! ("match 3 of 41"): a pass over the whole history, which the events
 //! service runs on its own thread, never this one.
 
-use super::browse::{Browse, Land, PAGE};
+use super::browse::{Browse, Hits, Land, Search, PAGE};
 use crate::dashboard::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
 use crate::events::service::{Anchor, Matches, Request};
-
-/// The count of the matches, as far as the service has gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Hits {
-    /// Matching entries counted so far.
-    pub counted: u64,
-    /// The whole history is counted.
-    pub done: bool,
-    /// Which match (1-based) the last one found is, once counted.
-    pub rank: Option<u64>,
-}
-
-/// The running or last search.
-#[derive(Debug, Clone)]
-pub struct Search {
-    pub needle: Needle,
-    /// Id of the request whose answer is awaited.
-    pub id: u64,
-    pub running: bool,
-    /// Towards older lines (`N`, and Enter) or newer (`n`).
-    pub older: bool,
-    /// Id of the count asked for this needle: a count of an earlier
-    /// needle may still report.
-    pub count_id: u64,
-    pub hits: Hits,
-    /// Mark of the match the last search found: the title says which
-    /// match it is while the cursor is on it.
-    pub focus: Option<u64>,
-}
 
 impl Browse {
     /// Begin typing a search (empty: Enter alone repeats the last one).

@@ -4,7 +4,6 @@ use super::asof;
 use super::bulk;
 use super::effects::Effects;
 use super::fleet;
-use super::prompt;
 use super::rows::{move_by, page, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use crate::claims::HazardKind;
@@ -110,7 +109,10 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         Cmd::Release => start_release(app, fx),
         Cmd::Renew => start_renew(app),
         Cmd::ForceRelease => start_force(app),
-        Cmd::Prompt => prompt::open(app),
+        Cmd::Prompt => {
+            app.prompt = Some(Default::default());
+            true
+        }
         Cmd::AsOfCursor => asof::open(app, app.timeline.cursor, fx),
         Cmd::Mark => bulk::toggle_mark(app),
         Cmd::Messages => {

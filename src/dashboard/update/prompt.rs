@@ -12,12 +12,6 @@ use crate::dashboard::model::prompt::PROMPT_HISTORY;
 use crate::dashboard::model::{App, Column, Filter, Level, Prompt};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-/// `:`: open the command line.
-pub(super) fn open(app: &mut App) -> bool {
-    app.prompt = Some(Prompt::default());
-    true
-}
-
 /// A key while the command line is open.
 pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool {
     let Some(mut p) = app.prompt.take() else {
