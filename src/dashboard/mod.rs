@@ -12,7 +12,6 @@
 pub(crate) mod action;
 pub(crate) mod collector;
 pub(crate) mod fleet_reader;
-pub(crate) mod fleet_view;
 mod heard;
 pub(crate) mod input;
 pub(crate) mod keys;

@@ -83,7 +83,7 @@ pub struct ForceConfirm {
     pub error: Option<String>,
     /// Set for a host's published copy: the force-release is asked of that
     /// host's publisher, which carries it out in its own root.
-    pub host: Option<crate::dashboard::fleet_view::Origin>,
+    pub host: Option<super::fleet::Origin>,
 }
 
 impl ForceConfirm {
@@ -157,7 +157,7 @@ pub struct BulkItem {
     /// A renewal's TTL: the one last asked for this tenure, or the default.
     pub ttl_ms: Option<i64>,
     /// A host's published copy: the force-release is asked of its host.
-    pub host: Option<crate::dashboard::fleet_view::Origin>,
+    pub host: Option<super::fleet::Origin>,
 }
 
 /// The question `D` asks before an offline host is forgotten.

@@ -10,6 +10,7 @@ pub(crate) mod claims;
 pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
+pub(crate) mod fleet;
 pub(crate) mod prompt;
 pub(crate) mod search;
 pub mod store;
@@ -25,7 +26,7 @@ pub use dialogs::{
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use prompt::Prompt;
-pub use table::{compare, key_cell, Column, Sort, TableView, Widest};
+pub use table::{compare, key_cell, Column, Sort, Widest};
 
 use super::keys::Pane;
 use super::options::Options;
@@ -42,6 +43,35 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The table part: which claims are rows, in what order, and where the
+/// selection and the window are.
+#[derive(Debug, Clone, Default)]
+pub struct TableView {
+    /// The filtered, sorted paths of the shown claims.
+    pub rows: Vec<Arc<Path>>,
+    pub selected: usize,
+    pub offset: usize,
+    pub sort: Sort,
+    pub filter: Filter,
+    /// Some while `/` is being typed.
+    pub filter_input: Option<Input>,
+    /// Filters applied before, oldest first (↑/↓ in the input recall them).
+    pub filter_history: Vec<String>,
+    /// Where ↑/↓ is in the history while typing.
+    pub history_pos: Option<usize>,
+    /// The detail pane shows the selected row; its scroll resets with it.
+    pub detail_scroll: u16,
+    /// A claim just acquired here: selected as soon as it arrives.
+    pub select_on_arrival: Option<std::path::PathBuf>,
+    /// The widest text of each free-text column among the rows.
+    pub widest: Widest,
+    /// Rows marked with space: F, r and n act on all of them.
+    pub marked: std::collections::HashSet<Arc<Path>>,
+    /// The columns the operator chose (`:columns`, settings), in display
+    /// order; none: as many as the width fits.
+    pub chosen: Option<Vec<Column>>,
+}
+
 /// The events part: the tail of the log and how the pane looks at it.
 #[derive(Debug, Clone, Default)]
 pub struct Events {
@@ -50,6 +80,23 @@ pub struct Events {
     pub error: Option<String>,
     /// Browsing the whole log (instead of following its tail).
     pub browse: Browse,
+}
+
+/// How the panes are arranged: which has the focus, and whether it is
+/// zoomed to the whole body (`z`, as tmux and k9s zoom a pane).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    pub focus: Pane,
+    pub zoomed: bool,
+}
+
+impl From<Pane> for Look {
+    fn from(focus: Pane) -> Look {
+        Look {
+            focus,
+            zoomed: false,
+        }
+    }
 }
 
 /// The whole model.
@@ -155,8 +202,8 @@ impl App {
     }
 
     /// How the panes are arranged now.
-    pub fn look(&self) -> crate::dashboard::view::layout::Look {
-        crate::dashboard::view::layout::Look {
+    pub fn look(&self) -> Look {
+        Look {
             focus: self.focus,
             zoomed: self.zoomed,
         }

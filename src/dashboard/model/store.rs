@@ -6,7 +6,7 @@
 //! etcd key (`Listing`'s `file`), so the table, the filter, the selection
 //! and the detail pane work unchanged.
 
-use crate::dashboard::fleet_view::FleetView;
+use super::fleet::FleetView;
 use crate::store::fleet::FleetState;
 use crate::store::{StoreInfo, Tenure};
 use crate::time::{clock, human_ms};

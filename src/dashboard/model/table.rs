@@ -1,12 +1,8 @@
 //! The claims table's model: its columns, the sort, the widths the
 //! free-text columns keep, and which rows are shown where.
 
-use super::filter::Filter;
 use crate::claims::{ItemRules, Locality, OwnHazards, Status};
-use crate::dashboard::input::TextInput as Input;
 use std::cmp::Ordering;
-use std::path::Path;
-use std::sync::Arc;
 
 /// A table column, in display (and `s` cycling) order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,8 +184,7 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
 
 /// Is `s` a host's published copy (its row path is a `published://` one)?
 pub(crate) fn is_copy(s: &Status) -> bool {
-    s.file
-        .starts_with(crate::dashboard::fleet_view::PUBLISHED_SCHEME)
+    s.file.starts_with(super::fleet::PUBLISHED_SCHEME)
 }
 
 fn loc_rank(l: Locality) -> u8 {
@@ -275,33 +270,4 @@ impl Widest {
             _ => None,
         }
     }
-}
-
-/// The table part: which claims are rows, in what order, and where the
-/// selection and the window are.
-#[derive(Debug, Clone, Default)]
-pub struct TableView {
-    /// The filtered, sorted paths of the shown claims.
-    pub rows: Vec<Arc<Path>>,
-    pub selected: usize,
-    pub offset: usize,
-    pub sort: Sort,
-    pub filter: Filter,
-    /// Some while `/` is being typed.
-    pub filter_input: Option<Input>,
-    /// Filters applied before, oldest first (↑/↓ in the input recall them).
-    pub filter_history: Vec<String>,
-    /// Where ↑/↓ is in the history while typing.
-    pub history_pos: Option<usize>,
-    /// The detail pane shows the selected row; its scroll resets with it.
-    pub detail_scroll: u16,
-    /// A claim just acquired here: selected as soon as it arrives.
-    pub select_on_arrival: Option<std::path::PathBuf>,
-    /// The widest text of each free-text column among the rows.
-    pub widest: Widest,
-    /// Rows marked with space: F, r and n act on all of them.
-    pub marked: std::collections::HashSet<Arc<Path>>,
-    /// The columns the operator chose (`:columns`, settings), in display
-    /// order; none: as many as the width fits.
-    pub chosen: Option<Vec<Column>>,
 }

@@ -4,17 +4,26 @@
 //! HOST`, behind a confirmation.
 
 use super::effects::Effects;
+use crate::claims::{ClaimState, Status};
 use crate::dashboard::action::Op;
+use crate::dashboard::model::fleet::{
+    gone, host_file, mark_last_known, row_path, status_of, FleetView, Origin,
+};
 use crate::dashboard::model::{App, Dialog, ForgetConfirm, Level};
 use crate::sanitize::sanitize;
+use crate::store::fleet::FleetState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
 /// F, r or n on a row its offline host last published: say why nothing
 /// can be done (true: the key is spent).
 pub(super) fn refused(app: &mut App) -> bool {
     let why = app
         .selected_status()
-        .and_then(|s| crate::dashboard::fleet_view::refuse_last_known(app, s));
+        .and_then(|s| refuse_last_known(app, s));
     match why {
         Some(why) => {
             app.say(Level::Error, why);
@@ -78,4 +87,114 @@ pub(super) fn forget_key(app: &mut App, f: ForgetConfirm, ev: &KeyEvent, fx: &mu
         label: f.label,
     });
     true
+}
+
+/// Replace every published row with the fleet's, and its hosts. Returns
+/// the paths of rows that came, went or changed.
+pub(super) fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
+    let Some(view) = app.store.as_mut() else {
+        return Vec::new();
+    };
+    let old: Vec<Arc<Path>> = view.fleet.rows.keys().cloned().collect();
+    let FleetState {
+        hosts,
+        items,
+        hazards,
+        last_known,
+    } = fleet;
+    let seen: HashMap<String, i64> = hosts
+        .iter()
+        .filter(|h| !h.online)
+        .map(|h| (h.host_id.clone(), h.last_seen_ms))
+        .collect();
+    let labels: HashMap<String, String> = hosts
+        .iter()
+        .map(|h| (h.host_id.clone(), h.label.clone()))
+        .collect();
+    view.fleet = FleetView {
+        hosts,
+        hazards,
+        ..FleetView::default()
+    };
+    let mut fresh: HashMap<Arc<Path>, (Origin, Status)> = HashMap::with_capacity(items.len());
+    for i in items.into_iter().chain(last_known) {
+        let path = row_path(&i.host_id, &i.root.id, i.key());
+        let Some(mut s) = status_of(path, &i.item) else {
+            continue;
+        };
+        if let Some(at) = seen.get(&i.host_id) {
+            mark_last_known(&mut s, *at);
+        }
+        let hostname = labels.get(&i.host_id).cloned().unwrap_or(i.hostname);
+        let origin = Origin {
+            file: host_file(&i.item),
+            host_id: i.host_id,
+            hostname,
+            root_id: i.root.id,
+            root_path: i.root.path,
+        };
+        fresh.insert(Arc::from(s.file.as_path()), (origin, s));
+    }
+    let mut moved = Vec::with_capacity(old.len() + fresh.len());
+    for path in old {
+        if !fresh.contains_key(&path) {
+            moved.extend(app.claims.live.put_counted(&path, Arc::new(gone(&path))));
+        }
+    }
+    for (path, (origin, s)) in fresh {
+        if let Some(view) = app.store.as_mut() {
+            view.fleet.track(&path, Some(origin));
+        }
+        moved.extend(app.claims.live.put_counted(&path, Arc::new(s)));
+    }
+    moved
+}
+
+/// One published claim re-read: `item` None when its host no longer
+/// publishes it. A claim of a host the view does not know (yet) is left
+/// for the fleet's next reading, which names its host.
+pub(super) fn take_published(
+    app: &mut App,
+    host_id: &str,
+    root_id: &str,
+    key: &str,
+    item: Option<Value>,
+) -> Option<Arc<Path>> {
+    let view = app.store.as_mut()?;
+    let path: Arc<Path> = Arc::from(row_path(host_id, root_id, key).as_path());
+    let file = item.as_ref().map(host_file).unwrap_or_default();
+    let row = item.and_then(|v| status_of(path.to_path_buf(), &v));
+    let origin = match &row {
+        Some(_) => {
+            let host = view.fleet.host(host_id)?;
+            let root = host.roots.iter().find(|r| r.id == root_id)?;
+            Some(Origin {
+                host_id: host_id.to_string(),
+                hostname: host.label.clone(),
+                root_id: root_id.to_string(),
+                root_path: root.path.clone(),
+                file,
+            })
+        }
+        None => None,
+    };
+    view.fleet.track(&path, origin);
+    let s = row.unwrap_or_else(|| gone(&path));
+    app.claims.live.put_counted(&path, Arc::new(s))
+}
+
+/// Why F, r and n do nothing on a last known row: its host is offline, so
+/// nobody can carry anything out there; `fleet forget` (or D) removes it.
+fn refuse_last_known(app: &App, s: &Status) -> Option<String> {
+    if s.state != ClaimState::LastKnown {
+        return None;
+    }
+    let o = app.store.as_ref()?.fleet.origin(&s.file)?;
+    let host = crate::sanitize::sanitize(&o.hostname);
+    Some(format!(
+        "{} is what host {host} last published: the host is offline, so nobody can \
+         release or force-release it there (D, or `claimtop fleet forget {host}`, \
+         removes the offline host and its rows)",
+        crate::sanitize::sanitize(&s.key)
+    ))
 }

@@ -1,8 +1,8 @@
 //! The transitions that take in what the store collector reports beside
 //! the claims: the fleet, the probe, the watch, each row's tenure.
 
+use super::fleet::{take_fleet, take_published};
 use super::rows::rows_changed;
-use crate::dashboard::fleet_view::{take_fleet, take_published};
 use crate::dashboard::model::store::{Held, StoreMsg};
 use crate::dashboard::model::{App, Level};
 use crate::store::mirror::Delta;

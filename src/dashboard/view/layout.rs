@@ -20,22 +20,7 @@ pub struct Areas {
     pub footer: Rect,
 }
 
-/// How the panes are arranged: which has the focus, and whether it is
-/// zoomed to the whole body (`z`, as tmux and k9s zoom a pane).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Look {
-    pub focus: Pane,
-    pub zoomed: bool,
-}
-
-impl From<Pane> for Look {
-    fn from(focus: Pane) -> Look {
-        Look {
-            focus,
-            zoomed: false,
-        }
-    }
-}
+pub use crate::dashboard::model::Look;
 
 /// The panes for `area`, or None when it is too small. On a narrow
 /// terminal the focused pane below the table gets the larger share; a

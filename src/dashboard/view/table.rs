@@ -3,7 +3,6 @@
 
 use super::cells::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
-use crate::dashboard::fleet_view;
 use crate::dashboard::keys::Pane;
 use crate::dashboard::model::{find_ci, key_cell, App, Column, Filter, Widest};
 use ratatui::layout::{Constraint, Rect};
@@ -76,7 +75,7 @@ fn text(c: Column, s: &Status, now: i64) -> String {
     let rec = s.record.as_ref();
     match c {
         // The column is 11 wide: the row says "◌ offline", and its source
-        // cell "last known at 12:00:03" (see `fleet_view::source_cell`).
+        // cell "last known at 12:00:03" (see `store::source_cell`).
         Column::State if s.state == ClaimState::LastKnown => "◌ offline".into(),
         Column::State => state_label(s.state).into(),
         Column::Key => safe(&s.key).into_owned(),
@@ -310,8 +309,8 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
                     Column::Key => key_cell(s, shown.rules_of(s)),
                     Column::Lease => super::store::lease_cell(app, s),
-                    Column::Host => safe(&fleet_view::host_cell(app, s)).into_owned(),
-                    Column::Source => fleet_view::source_cell(app, s),
+                    Column::Host => safe(&super::store::host_cell(app, s)).into_owned(),
+                    Column::Source => super::store::source_cell(app, s),
                     c => text(*c, s, now),
                 })
                 .collect()

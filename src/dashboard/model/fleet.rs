@@ -1,0 +1,143 @@
+//! The fleet in the dashboard's model over a store: the claims hosts publish into it
+//! (`claimtop publish`), shown beside the store's own as read-only copies,
+//! and the hosts themselves (online with their counts, offline with when
+//! they were last seen).
+//!
+//! A published row lives in the same claim set as the store's rows, keyed
+//! by a synthetic path unique per host, root and key (see [`row_path`]), so
+//! the table, filter, sort, selection and detail pane need nothing new. What
+//! the row's path cannot say (which host, which root) is kept here.
+
+use crate::claims::{encode_key, ClaimRecord, ClaimState, Status};
+use crate::store::fleet::{FleetHazard, HostInfo};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where a published row comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub host_id: String,
+    pub hostname: String,
+    pub root_id: String,
+    pub root_path: String,
+    /// The lockfile on its host, as the host printed it (`"file"`).
+    pub file: String,
+}
+
+/// The fleet part of the store view.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FleetView {
+    /// Every host that ever published here, as last read.
+    pub hosts: Vec<HostInfo>,
+    /// Each published row's origin, by its row path.
+    pub rows: HashMap<Arc<Path>, Origin>,
+    /// Published rows per host id, kept as rows come and go (a recount of
+    /// a big fleet per change is what the header cannot afford).
+    pub counts: HashMap<String, usize>,
+    /// What each host found in its roots, as it published it (litter,
+    /// mutex corpses, corrupted and foreign claims): the hosts' share of
+    /// the hazard count, as `list` counts it.
+    pub hazards: Vec<FleetHazard>,
+}
+
+impl FleetView {
+    /// Does anybody publish here? Only then does the table show the host
+    /// and source columns.
+    pub fn is_active(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    pub fn origin(&self, path: &Path) -> Option<&Origin> {
+        self.rows.get(path)
+    }
+
+    pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
+        self.hosts.iter().find(|h| h.host_id == host_id)
+    }
+
+    /// Note that `path` now holds a row of `origin` (None: it is gone).
+    pub(crate) fn track(&mut self, path: &Arc<Path>, origin: Option<Origin>) {
+        if let Some(old) = self.rows.remove(path) {
+            if let Some(n) = self.counts.get_mut(&old.host_id) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        if let Some(o) = origin {
+            *self.counts.entry(o.host_id.clone()).or_default() += 1;
+            self.rows.insert(Arc::clone(path), o);
+        }
+    }
+}
+
+/// The first component of every published row's path.
+pub const PUBLISHED_SCHEME: &str = "published:";
+
+/// The row path of `key` published by `host_id` from its root `root_id`.
+/// Its scheme is no etcd key and no file path, so it never meets a store
+/// row; each part is encoded, so no two (host, root, key) share one.
+pub fn row_path(host_id: &str, root_id: &str, key: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "{PUBLISHED_SCHEME}//{}/{}/{}",
+        encode_key(host_id),
+        encode_key(root_id),
+        encode_key(key)
+    ))
+}
+
+/// A published item (`list --json`'s claim object) as a row. The host
+/// judged it: its state and its words are taken as they are. None when the
+/// item is not a claim object at all.
+pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
+    let text = |k: &str| item.get(k).and_then(Value::as_str);
+    let key = text("key")?.to_string();
+    let state = ClaimState::parse(text("state")?)?;
+    let record = item
+        .get("record")
+        .filter(|r| !r.is_null())
+        .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
+    Some(Status {
+        key,
+        file: path,
+        state,
+        record,
+        why: text("why").unwrap_or_default().to_string(),
+        error: text("error").map(String::from),
+        locality: None,
+        head: Vec::new(),
+    })
+}
+
+/// A copy its offline host last published, as the row shows it: counted
+/// as last known (see [`crate::claims::census::copy_state`]), and its why
+/// saying so before what the host last said of it.
+pub fn mark_last_known(s: &mut Status, last_seen_ms: i64) {
+    let was = s.state;
+    s.state = crate::claims::census::copy_state(was, false);
+    s.why = format!(
+        "{}; it was {was} then: {}",
+        last_known_words(last_seen_ms),
+        s.why
+    );
+}
+
+/// "last known at 12:00:03 UTC, host offline".
+pub fn last_known_words(last_seen_ms: i64) -> String {
+    format!(
+        "last known at {}, host offline",
+        crate::time::utc_hms(last_seen_ms)
+    )
+}
+
+pub(crate) fn host_file(item: &Value) -> String {
+    item.get("file")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The row that says "no longer there": a free claim is dropped.
+pub(crate) fn gone(path: &Path) -> Status {
+    Status::free(String::new(), path.to_path_buf(), String::new())
+}
