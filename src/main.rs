@@ -159,6 +159,7 @@ fn with_settings(mut d: DashboardArgs, s: &config::DashboardSettings) -> (Dashbo
         filter: s.filter.clone(),
         sort: s.sort(),
         columns: s.chosen_columns(),
+        keys: s.key_overrides(),
     };
     (d, opening)
 }

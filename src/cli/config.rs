@@ -5,6 +5,7 @@
 //! or a value it cannot use is an error naming it, never ignored: a setting
 //! that silently does nothing is worse than none.
 
+use crate::dashboard::keys::Overrides;
 use crate::dashboard::model::{Column, Filter, Sort};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -34,6 +35,9 @@ pub struct DashboardSettings {
     /// The claims table's columns (state and key always show); empty: as
     /// many as the width fits. `:columns` changes them for a session.
     pub columns: Vec<String>,
+    /// Commands bound to other keys: `release = "R"`, `timeline = "f5 T"`
+    /// (the names `:` knows; keys like R, ctrl-r, f5, enter, space).
+    pub keys: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for DashboardSettings {
@@ -46,6 +50,7 @@ impl Default for DashboardSettings {
             read_only: false,
             no_color: false,
             columns: Vec::new(),
+            keys: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -60,6 +65,11 @@ pub enum TimeZone {
 
 impl DashboardSettings {
     /// The columns named (checked by [`parse`]: every one is a column).
+    /// The keys rebound (checked by [`parse`]: every one is usable).
+    pub fn key_overrides(&self) -> Overrides {
+        Overrides::parse(&self.keys).unwrap_or_default()
+    }
+
     pub fn chosen_columns(&self) -> Vec<Column> {
         self.columns
             .iter()
@@ -194,6 +204,9 @@ pub fn parse(text: &str) -> Result<Settings, String> {
             "dashboard.columns: no column {bad:?}; any of {}",
             names.join(", ")
         ));
+    }
+    if let Err(e) = Overrides::parse(&d.keys) {
+        return Err(format!("dashboard.keys.{e}"));
     }
     if let Some(problem) = Filter::parse(&d.filter).problem {
         return Err(format!("dashboard.filter: {problem}"));

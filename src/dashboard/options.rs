@@ -1,6 +1,7 @@
 //! How the dashboard was asked to run: the roots, the operator's settings
 //! for the first screen, and the switches.
 
+use super::keys::Overrides;
 use super::model::table::{Column, Sort};
 use crate::claims::Root;
 
@@ -32,4 +33,6 @@ pub struct Opening {
     /// The columns to show (state and key always); empty: as many as the
     /// width fits.
     pub columns: Vec<Column>,
+    /// Commands the operator bound to other keys.
+    pub keys: Overrides,
 }

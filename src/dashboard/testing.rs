@@ -4,7 +4,7 @@
 
 pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
 pub use super::collector::{Collector, Counters, Input, Source, FEED};
-pub use super::keys::{Pane, Scope, KEYMAP};
+pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
 pub use super::model::fleet::{row_path, PUBLISHED_SCHEME};
 pub use super::model::store::{Link, StoreMsg, StoreView};

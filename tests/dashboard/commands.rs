@@ -372,3 +372,37 @@ fn a_on_the_timeline_shows_the_table_as_of_its_cursor() {
     );
     assert_eq!(app.asof.as_ref().map(|v| v.at), Some(cursor));
 }
+
+#[test]
+fn keys_the_settings_rebind_act_and_the_help_and_footer_say_them() {
+    use claimtop::dashboard::testing::Overrides;
+    let mut app = fixed_app(160, 80);
+    let map = [("release".to_string(), "R".to_string())]
+        .into_iter()
+        .collect();
+    app.key_overrides = Overrides::parse(&map).expect("valid");
+    select(&mut app, "db:migrate");
+    update(&mut app, key('r'));
+    assert!(ops().is_empty(), "r is no longer release");
+    update(&mut app, key('R'));
+    assert!(matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"));
+    assert!(render(&app).contains("R release"), "the footer says R");
+    update(&mut app, key('?'));
+    let help = render(&app);
+    assert!(
+        help.lines()
+            .any(|l| l.contains(" R ") && l.contains("release the selected claim")),
+        "{help}"
+    );
+}
+
+#[test]
+fn the_settings_file_names_a_rebinding_it_cannot_use() {
+    use claimtop::cli::config::parse;
+    let s = parse("[dashboard.keys]\nrelease = \"R\"\ntimeline = \"f5\"\n").expect("valid");
+    assert!(!s.dashboard.key_overrides().is_empty());
+    let e = parse("[dashboard.keys]\nrelase = \"R\"\n").expect_err("refused");
+    assert!(e.starts_with("dashboard.keys.relase: no command"), "{e}");
+    let e = parse("[dashboard.keys]\nrelease = \"ctrl-\"\n").expect_err("refused");
+    assert!(e.contains("is no key"), "{e}");
+}

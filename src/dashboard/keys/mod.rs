@@ -4,35 +4,41 @@
 
 mod binding;
 mod keymap;
+mod overrides;
 #[cfg(test)]
 mod tests;
 mod verbs;
 
 pub use binding::{Binding, Cmd, Key, Pane, Scope};
 pub use keymap::KEYMAP;
+pub use overrides::Overrides;
 pub use verbs::{verb, Completes, VERBS};
 
 use ratatui::crossterm::event::KeyEvent;
 
-/// The command `ev` means in `pane`, if any.
-pub fn lookup(pane: Pane, ev: &KeyEvent) -> Option<Cmd> {
-    KEYMAP
-        .iter()
+/// The command `ev` means in `pane`, if any. The operator's rebound
+/// commands are looked at first: a key moved onto one wins over the
+/// table's own use of it.
+pub fn lookup(pane: Pane, ev: &KeyEvent, ov: &Overrides) -> Option<Cmd> {
+    let rebound = KEYMAP.iter().filter(|b| ov.rebinds(b));
+    let rest = KEYMAP.iter().filter(|b| !ov.rebinds(b));
+    rebound
+        .chain(rest)
         .filter(|b| b.scope.covers(pane))
-        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .find(|b| ov.keys_of(b).iter().any(|k| k.matches(ev)))
         .map(|b| b.cmd)
 }
 
 /// The command `ev` means in the timeline view: its own keys first, then
 /// the movement, close, help and quit keys every view shares.
-pub fn lookup_timeline(ev: &KeyEvent) -> Option<Cmd> {
+pub fn lookup_timeline(ev: &KeyEvent, ov: &Overrides) -> Option<Cmd> {
     let own = KEYMAP
         .iter()
         .filter(|b| b.scope == Scope::Timeline)
-        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .find(|b| ov.keys_of(b).iter().any(|k| k.matches(ev)))
         .map(|b| b.cmd);
     own.or_else(|| {
-        lookup(Pane::Table, ev).filter(|c| {
+        lookup(Pane::Table, ev, ov).filter(|c| {
             matches!(
                 c,
                 Cmd::Up

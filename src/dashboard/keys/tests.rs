@@ -21,26 +21,39 @@ fn every_key_is_bound_once_per_pane() {
 #[test]
 fn release_is_not_a_key_of_the_events_pane() {
     assert_eq!(
-        lookup(Pane::Table, &key(KeyCode::Char('r'))),
+        lookup(Pane::Table, &key(KeyCode::Char('r')), &Overrides::default()),
         Some(Cmd::Release)
     );
-    assert_eq!(lookup(Pane::Events, &key(KeyCode::Char('r'))), None);
+    assert_eq!(
+        lookup(
+            Pane::Events,
+            &key(KeyCode::Char('r')),
+            &Overrides::default()
+        ),
+        None
+    );
 }
 
 #[test]
 fn ctrl_c_quits_but_plain_c_does_nothing() {
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-    assert_eq!(lookup(Pane::Table, &ctrl_c), Some(Cmd::Quit));
+    assert_eq!(
+        lookup(Pane::Table, &ctrl_c, &Overrides::default()),
+        Some(Cmd::Quit)
+    );
     assert!(is_interrupt(&ctrl_c));
-    assert_eq!(lookup(Pane::Table, &key(KeyCode::Char('c'))), None);
+    assert_eq!(
+        lookup(Pane::Table, &key(KeyCode::Char('c')), &Overrides::default()),
+        None
+    );
 }
 
 #[test]
 fn alt_slash_is_not_slash() {
     let alt = KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT);
-    assert_eq!(lookup(Pane::Table, &alt), None);
+    assert_eq!(lookup(Pane::Table, &alt, &Overrides::default()), None);
     assert_eq!(
-        lookup(Pane::Table, &key(KeyCode::Char('/'))),
+        lookup(Pane::Table, &key(KeyCode::Char('/')), &Overrides::default()),
         Some(Cmd::Filter)
     );
 }

@@ -137,6 +137,8 @@ pub struct App {
     /// The claims as they stood at an instant (`:asof`), shown instead
     /// of the live table while set.
     pub asof: Option<asof::AsOf>,
+    /// The operator's own keys (settings), over the keymap's.
+    pub key_overrides: crate::dashboard::keys::Overrides,
     /// The command line, while `:` is open.
     pub prompt: Option<Prompt>,
     /// Command lines run before, oldest first.
@@ -193,6 +195,7 @@ impl App {
             status: None,
             messages: std::collections::VecDeque::new(),
             asof: None,
+            key_overrides: opts.opening.keys.clone(),
             prompt: None,
             prompt_history: Vec::new(),
             quit_after: None,

@@ -137,7 +137,7 @@ pub fn on_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     if let Some(ov) = app.overlays.open {
         return overlay_key(app, ov, ev, fx);
     }
-    match keys::lookup(app.focus, &ev) {
+    match keys::lookup(app.focus, &ev, &app.key_overrides) {
         Some(cmd) => command(app, cmd, fx),
         None => false,
     }
@@ -156,7 +156,7 @@ fn too_small_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     if app.overlays.open == Some(Overlay::Help) {
         return overlay_key(app, Overlay::Help, ev, fx);
     }
-    match keys::lookup(Pane::Table, &ev) {
+    match keys::lookup(Pane::Table, &ev, &app.key_overrides) {
         Some(Cmd::Quit) => request_quit(app, fx),
         Some(Cmd::Help) => {
             app.overlays.open = match app.overlays.open {

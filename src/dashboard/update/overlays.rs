@@ -30,7 +30,7 @@ pub(super) fn overlay_key(app: &mut App, ov: Overlay, ev: KeyEvent, fx: &mut Eff
             Some(_) => false,
         };
     }
-    let cmd = keys::lookup(app.focus, &ev);
+    let cmd = keys::lookup(app.focus, &ev, &app.key_overrides);
     match cmd {
         Some(Cmd::Quit) => {
             app.overlays.open = None;

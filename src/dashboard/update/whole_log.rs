@@ -168,7 +168,7 @@ fn ask_window(app: &mut App) {
 
 /// A key while the timeline is open.
 pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
-    let cmd = keys::lookup_timeline(ev)?;
+    let cmd = keys::lookup_timeline(ev, &app.key_overrides)?;
     let width = bar_width(app.size.0);
     let visible = visible_rows(app.size.1);
     let rows = app.timeline.rows(app.timeline_keeps()).len();
@@ -317,10 +317,22 @@ mod tests {
     #[test]
     fn the_timeline_keys_are_not_pane_keys() {
         let ev = KeyEvent::from(KeyCode::Char('+'));
-        assert_eq!(keys::lookup_timeline(&ev), Some(Cmd::ZoomIn));
-        assert_eq!(keys::lookup(Pane::Table, &ev), None);
+        assert_eq!(
+            keys::lookup_timeline(&ev, &keys::Overrides::default()),
+            Some(Cmd::ZoomIn)
+        );
+        assert_eq!(
+            keys::lookup(Pane::Table, &ev, &keys::Overrides::default()),
+            None
+        );
         let h = KeyEvent::from(KeyCode::Char('h'));
-        assert_eq!(keys::lookup_timeline(&h), Some(Cmd::TimeBack));
-        assert_eq!(keys::lookup(Pane::Table, &h), Some(Cmd::Hazards));
+        assert_eq!(
+            keys::lookup_timeline(&h, &keys::Overrides::default()),
+            Some(Cmd::TimeBack)
+        );
+        assert_eq!(
+            keys::lookup(Pane::Table, &h, &keys::Overrides::default()),
+            Some(Cmd::Hazards)
+        );
     }
 }

@@ -108,7 +108,10 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         // Zoomed, the way back leads: the other panes are out of sight.
         let back = app.zoomed.then_some(("z", "all panes"));
         back.into_iter()
-            .chain(keys::footer(app.focus, app.read_only).map(|b| (b.label, b.short)))
+            .chain(
+                keys::footer(app.focus, app.read_only)
+                    .map(|b| (app.key_overrides.label_of(b), b.short)),
+            )
             .collect()
     };
     let pairs = fit(pairs, area.width as usize);

@@ -108,7 +108,8 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
                 ""
             }
         );
-        let label = Span::styled(format!(" {:<LABEL$} ", b.label), theme.key());
+        let shown = app.key_overrides.label_of(b);
+        let label = Span::styled(format!(" {shown:<LABEL$} "), theme.key());
         let style = if disabled {
             theme.error()
         } else {
