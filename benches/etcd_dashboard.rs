@@ -200,7 +200,7 @@ fn dashboard(url: &str) {
         writer
             .acquire(&key, "bench", &opts)
             .expect("acquire a fresh key");
-        while h.app.claims.live.get(Path::new(&path)).is_none() {
+        while h.app.claims.live.get_path(Path::new(&path)).is_none() {
             h.pump(Duration::from_secs(5));
         }
         lat.push(t.elapsed());

@@ -1049,14 +1049,14 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         let t = Instant::now();
         acquire(&fx.root, &key, "pty:fig7", &opts)?;
         let deadline = t + Duration::from_secs(2);
-        while app.claims.live.get(&path).is_none() && Instant::now() < deadline {
+        while app.claims.live.get_path(&path).is_none() && Instant::now() < deadline {
             pump(
                 &mut app,
                 &rx,
                 deadline.saturating_duration_since(Instant::now()),
             );
         }
-        if app.claims.live.get(&path).is_some() {
+        if app.claims.live.get_path(&path).is_some() {
             lat.push(t.elapsed());
         } else {
             missed += 1;
@@ -1172,7 +1172,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     let recs: Vec<_> = tick_app
         .claims
         .live
-        .by_path
+        .by_row
         .values()
         .filter_map(|s| s.record.clone())
         .collect();
@@ -1248,7 +1248,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         std::fs::remove_file(p)?;
     }
     let deadline = t + Duration::from_secs(60);
-    while gone.iter().any(|p| app.claims.live.get(p).is_some()) && Instant::now() < deadline {
+    while gone.iter().any(|p| app.claims.live.get_path(p).is_some()) && Instant::now() < deadline {
         pump(&mut app, &rx, Duration::from_millis(50));
     }
     let caught_up = t.elapsed();

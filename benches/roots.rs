@@ -207,7 +207,11 @@ fn run(quick: bool) -> Res<Vec<String>> {
                 let c = cpu_now();
                 term.draw(|f| draw(f, &app))?;
                 drw += cpu_now() - c;
-                shown = app.table.rows.iter().any(|p| **p == *path);
+                shown = app
+                    .table
+                    .rows
+                    .iter()
+                    .any(|p| p.path() == Some(path.as_path()));
             }
         }
         if shown {

@@ -124,14 +124,14 @@ pub fn fig13(plan: &Plan, r: &mut Report) -> Res<()> {
         let t = Instant::now();
         acquire(&fx.root, &key, "pty:fig13", &AcquireOpts::default())?;
         let deadline = t + Duration::from_secs(2);
-        while app.claims.live.get(&path).is_none() && Instant::now() < deadline {
+        while app.claims.live.get_path(&path).is_none() && Instant::now() < deadline {
             pump(
                 &mut app,
                 &rx,
                 deadline.saturating_duration_since(Instant::now()),
             );
         }
-        if app.claims.live.get(&path).is_some() {
+        if app.claims.live.get_path(&path).is_some() {
             term.draw(|f| draw(f, &app))?;
             lat.push(t.elapsed());
         } else {

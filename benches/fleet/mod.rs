@@ -11,7 +11,7 @@
 use crate::etcd_common::Etcd;
 use crate::headless::Headless;
 use claimtop::claims::{now_ms, ClaimRecord, LocalIdentity, Root};
-use claimtop::dashboard::testing::row_path;
+use claimtop::dashboard::testing::RowId;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -420,7 +420,7 @@ fn fleet_view(url: &str, root: &Root, total: usize, changes: usize, pid: i32) {
     let mut lat = Vec::with_capacity(changes);
     for i in 0..changes {
         let key = format!("view/{i:04}");
-        let row = row_path("host-00", &root_id, &key);
+        let row = RowId::copy("host-00", &root_id, &key);
         put_lockfile(root, &record(&key, pid, now_ms()));
         let t = Instant::now();
         while h.app.claims.live.get(&row).is_none() && t.elapsed() < Duration::from_secs(10) {

@@ -318,7 +318,7 @@ mod tests {
         let dir = DirListing::open(td.path()).unwrap();
         let keys: Vec<String> = files.iter().map(|l| l.key.clone()).collect();
         // The path-based reader, file by file, is the reference.
-        let by_path: Vec<(String, String)> = files
+        let by_row: Vec<(String, String)> = files
             .iter()
             .map(|l| {
                 (
@@ -328,7 +328,7 @@ mod tests {
             })
             .collect();
         let one = read_with(&dir, files, Some(0));
-        assert_eq!(one, by_path);
+        assert_eq!(one, by_row);
         // Each record was handed over beside its own key, and every shape
         // was met.
         for (k, v) in &one {

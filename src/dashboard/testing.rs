@@ -6,9 +6,10 @@ pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
 pub use super::collector::{Collector, Counters, Input, Source, FEED};
 pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
-pub use super::model::fleet::{row_path, PUBLISHED_SCHEME};
 pub use super::model::store::{Link, StoreMsg, StoreView};
-pub use super::model::{App, ClaimSet, Column, Dialog, Filter, Level, Overlay, Sort, PAGE};
+pub use super::model::{
+    App, ClaimSet, Column, CopyId, Dialog, Filter, Level, Overlay, RowId, RowKind, Sort, PAGE,
+};
 pub use super::ops::{run_op, run_store_op, worker, worker_over, DEFAULT_ASK_WAIT};
 pub use super::roots::ShownRoots;
 pub use super::timeline::Timeline;

@@ -8,8 +8,8 @@ use crate::common::*;
 use claimtop::claims::{
     self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
 };
-use claimtop::dashboard::testing::ClaimSet;
 use claimtop::dashboard::testing::{update, Action, App};
+use claimtop::dashboard::testing::{ClaimSet, RowId};
 use claimtop::dashboard::testing::{Collector, Input};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
@@ -259,10 +259,10 @@ proptest! {
     ) {
         let mut set = ClaimSet::default();
         for s in steps {
-            let path: Arc<Path> = Arc::from(s.file.as_path());
-            set.put(&path, Arc::new(s));
+            let id = RowId::claim(&s.file);
+            set.put(&id, Arc::new(s));
             let whole = census(
-                set.by_path.values().map(|s| &**s),
+                set.by_row.values().map(|s| &**s),
                 Vec::new(),
                 |_| ItemRules::Lockfile,
             );

@@ -190,7 +190,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     let [a, b, _] = roots3();
     let a_rows_before: Vec<_> = app
         .shown()
-        .by_path
+        .by_row
         .values()
         .filter(|s| app.roots.of(s) == 0)
         .cloned()
@@ -200,7 +200,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     assert!(apply_sweep(&mut app, sweep_of(&b, vec![only], vec![])));
     let b_keys: Vec<String> = app
         .shown()
-        .by_path
+        .by_row
         .values()
         .filter(|s| app.roots.of(s) == 1)
         .map(|s| s.key.clone())
@@ -208,7 +208,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     assert_eq!(b_keys, ["cache:warm"]);
     for s in &a_rows_before {
         assert_eq!(
-            app.shown().get(&s.file),
+            app.shown().get_path(&s.file),
             Some(&**s),
             "root A's {} moved",
             s.key
@@ -550,7 +550,7 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
     assert_eq!(ca.counters.reads() - ra, 0);
     let stale: Vec<usize> = app
         .shown()
-        .by_path
+        .by_row
         .values()
         .filter(|s| s.state == claimtop::claims::ClaimState::Stale)
         .map(|s| app.roots.of(s))

@@ -202,7 +202,7 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
     let deploy = |app: &App| {
         app.claims
             .live
-            .by_path
+            .by_row
             .values()
             .find(|s| s.key == "deploy/prod")
             .map(|s| (**s).clone())

@@ -18,7 +18,7 @@ use ratatui::crossterm::event::KeyCode;
 fn state_of(app: &App, k: &str) -> Option<ClaimState> {
     app.claims
         .live
-        .by_path
+        .by_row
         .values()
         .find(|s| s.key == k)
         .map(|s| s.state)

@@ -2,7 +2,7 @@
 //! root, the frozen copy `p` keeps, and the tallies (counts and hazards)
 //! each root's mirror made.
 
-use super::table::is_copy;
+use super::row_id::RowId;
 use crate::claims::{ClaimState, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Status};
 use crate::dashboard::action::RootProblem;
 use crate::store::mirror::Tally;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// holds every row without a second copy of it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
-    pub by_path: HashMap<Arc<Path>, Arc<Status>>,
+    pub by_row: HashMap<RowId, Arc<Status>>,
     pub counts: Counts,
     /// `counts` split by claims dir (one per root), kept with them: the
     /// header of a dashboard over several roots shows them every second,
@@ -28,25 +28,34 @@ pub struct ClaimSet {
 }
 
 impl ClaimSet {
-    /// How the census judges `s`'s own hazards here.
-    pub fn rules_of(&self, s: &Status) -> ItemRules {
-        match (self.store_keys, is_copy(s)) {
-            (false, _) => ItemRules::Lockfile,
+    /// What kind of row `id` is here.
+    pub fn kind_of(&self, id: &RowId) -> super::RowKind {
+        match (id, self.store_keys) {
+            (RowId::Copy(_), _) => super::RowKind::Copy,
+            (RowId::Claim(_), true) => super::RowKind::StoreKey,
+            (RowId::Claim(_), false) => super::RowKind::Lockfile,
+        }
+    }
+
+    /// How the census judges the own hazards of row `id` here.
+    pub fn rules_of(&self, id: &RowId) -> ItemRules {
+        match self.kind_of(id) {
+            super::RowKind::Lockfile => ItemRules::Lockfile,
+            super::RowKind::StoreKey => ItemRules::StoreKey,
             // A published copy's hazards come with its host's hazard list.
-            (true, true) => ItemRules::Copy,
-            (true, false) => ItemRules::StoreKey,
+            super::RowKind::Copy => ItemRules::Copy,
         }
     }
 
     pub fn recount(&mut self) {
         let mut counts = Counts::default();
         self.per_dir.clear();
-        let claims = std::mem::take(&mut self.by_path);
+        let claims = std::mem::take(&mut self.by_row);
         for s in claims.values() {
             counts.add(s.state);
             self.dir_counts(&s.file).add(s.state);
         }
-        self.by_path = claims;
+        self.by_row = claims;
         // In a fixed order, so two sets of the same claims compare equal.
         self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
         self.counts = counts;
@@ -77,30 +86,35 @@ impl ClaimSet {
             .map_or_else(Counts::default, |(_, c)| *c)
     }
 
-    pub fn get(&self, path: &Path) -> Option<&Status> {
-        self.by_path.get(path).map(|s| &**s)
+    pub fn get(&self, id: &RowId) -> Option<&Status> {
+        self.by_row.get(id).map(|s| &**s)
+    }
+
+    /// The claim at `path` (a lockfile, or a store's key).
+    pub fn get_path(&self, path: &Path) -> Option<&Status> {
+        self.get(&RowId::claim(path))
     }
 
     /// Store (or drop, when free) the claim at `path`, keeping the counts
     /// current without a recount (a recount of 30 000 claims per changed
     /// file was most of a change's cost); true when it changed.
-    pub fn put(&mut self, path: &Arc<Path>, s: Arc<Status>) -> bool {
+    pub fn put(&mut self, path: &RowId, s: Arc<Status>) -> bool {
         if s.state == ClaimState::Free {
-            let Some(old) = self.by_path.remove(path) else {
+            let Some(old) = self.by_row.remove(path) else {
                 return false;
             };
             self.uncount(&old);
             return true;
         }
         let (state, file) = (s.state, s.file.clone());
-        match self.by_path.get_mut(path) {
+        match self.by_row.get_mut(path) {
             Some(old) if **old == *s => return false,
             Some(old) => {
                 let was = std::mem::replace(old, s);
                 self.uncount(&was);
             }
             None => {
-                self.by_path.insert(Arc::clone(path), s);
+                self.by_row.insert(path.clone(), s);
             }
         }
         self.counts.add(state);
@@ -114,24 +128,24 @@ impl ClaimSet {
     }
 
     pub fn len(&self) -> usize {
-        self.by_path.len()
+        self.by_row.len()
     }
 
     /// [`ClaimSet::put`], and the row's path (the set's own) when
     /// something changed.
-    pub fn put_counted(&mut self, path: &Arc<Path>, s: Arc<Status>) -> Option<Arc<Path>> {
+    pub fn put_counted(&mut self, path: &RowId, s: Arc<Status>) -> Option<RowId> {
         if !self.put(path, s) {
             return None;
         }
         Some(
-            self.by_path
-                .get_key_value(&**path)
-                .map_or_else(|| Arc::clone(path), |(k, _)| Arc::clone(k)),
+            self.by_row
+                .get_key_value(path)
+                .map_or_else(|| path.clone(), |(k, _)| k.clone()),
         )
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_path.is_empty()
+        self.by_row.is_empty()
     }
 }
 

@@ -4,15 +4,16 @@
 //! they were last seen).
 //!
 //! A published row lives in the same claim set as the store's rows, keyed
-//! by a synthetic path unique per host, root and key (see [`row_path`]), so
-//! the table, filter, sort, selection and detail pane need nothing new. What
-//! the row's path cannot say (which host, which root) is kept here.
+//! by its [`RowId::Copy`] (host, root, key), so the table, filter, sort,
+//! selection and detail pane need nothing new. Where it comes from (the
+//! host's name, its root's path, the lockfile there) is kept here.
 
-use crate::claims::{encode_key, ClaimRecord, ClaimState, Status};
+use super::row_id::{CopyId, RowId};
+use crate::claims::{ClaimRecord, ClaimState, Status};
 use crate::store::fleet::{FleetHazard, HostInfo};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Where a published row comes from.
@@ -32,7 +33,7 @@ pub struct FleetView {
     /// Every host that ever published here, as last read.
     pub hosts: Vec<HostInfo>,
     /// Each published row's origin, by its row path.
-    pub rows: HashMap<Arc<Path>, Origin>,
+    pub rows: HashMap<Arc<CopyId>, Origin>,
     /// Published rows per host id, kept as rows come and go (a recount of
     /// a big fleet per change is what the header cannot afford).
     pub counts: HashMap<String, usize>,
@@ -49,8 +50,12 @@ impl FleetView {
         !self.hosts.is_empty()
     }
 
-    pub fn origin(&self, path: &Path) -> Option<&Origin> {
-        self.rows.get(path)
+    /// Where row `id` comes from, if it is a copy.
+    pub fn origin(&self, id: &RowId) -> Option<&Origin> {
+        match id {
+            RowId::Copy(c) => self.rows.get(c),
+            RowId::Claim(_) => None,
+        }
     }
 
     pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
@@ -58,7 +63,7 @@ impl FleetView {
     }
 
     /// Note that `path` now holds a row of `origin` (None: it is gone).
-    pub(crate) fn track(&mut self, path: &Arc<Path>, origin: Option<Origin>) {
+    pub(crate) fn track(&mut self, path: &Arc<CopyId>, origin: Option<Origin>) {
         if let Some(old) = self.rows.remove(path) {
             if let Some(n) = self.counts.get_mut(&old.host_id) {
                 *n = n.saturating_sub(1);
@@ -69,21 +74,6 @@ impl FleetView {
             self.rows.insert(Arc::clone(path), o);
         }
     }
-}
-
-/// The first component of every published row's path.
-pub const PUBLISHED_SCHEME: &str = "published:";
-
-/// The row path of `key` published by `host_id` from its root `root_id`.
-/// Its scheme is no etcd key and no file path, so it never meets a store
-/// row; each part is encoded, so no two (host, root, key) share one.
-pub fn row_path(host_id: &str, root_id: &str, key: &str) -> PathBuf {
-    PathBuf::from(format!(
-        "{PUBLISHED_SCHEME}//{}/{}/{}",
-        encode_key(host_id),
-        encode_key(root_id),
-        encode_key(key)
-    ))
 }
 
 /// A published item (`list --json`'s claim object) as a row. The host
@@ -138,6 +128,6 @@ pub(crate) fn host_file(item: &Value) -> String {
 }
 
 /// The row that says "no longer there": a free claim is dropped.
-pub(crate) fn gone(path: &Path) -> Status {
-    Status::free(String::new(), path.to_path_buf(), String::new())
+pub(crate) fn gone() -> Status {
+    Status::free(String::new(), PathBuf::new(), String::new())
 }

@@ -12,6 +12,7 @@ pub(crate) mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
 pub(crate) mod prompt;
+pub(crate) mod row_id;
 pub(crate) mod search;
 pub mod store;
 pub(crate) mod table;
@@ -26,6 +27,7 @@ pub use dialogs::{
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use prompt::Prompt;
+pub use row_id::{CopyId, RowId, RowKind};
 pub use table::{compare, key_cell, Column, Sort, Widest};
 
 use super::keys::Pane;
@@ -40,7 +42,6 @@ use filter::term_matches;
 pub const MESSAGES_KEPT: usize = 500;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 /// The table part: which claims are rows, in what order, and where the
@@ -48,7 +49,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default)]
 pub struct TableView {
     /// The filtered, sorted paths of the shown claims.
-    pub rows: Vec<Arc<Path>>,
+    pub rows: Vec<RowId>,
     pub selected: usize,
     pub offset: usize,
     pub sort: Sort,
@@ -62,11 +63,11 @@ pub struct TableView {
     /// The detail pane shows the selected row; its scroll resets with it.
     pub detail_scroll: u16,
     /// A claim just acquired here: selected as soon as it arrives.
-    pub select_on_arrival: Option<std::path::PathBuf>,
+    pub select_on_arrival: Option<RowId>,
     /// The widest text of each free-text column among the rows.
     pub widest: Widest,
     /// Rows marked with space: F, r and n act on all of them.
-    pub marked: std::collections::HashSet<Arc<Path>>,
+    pub marked: std::collections::HashSet<RowId>,
     /// The columns the operator chose (`:columns`, settings), in display
     /// order; none: as many as the width fits.
     pub chosen: Option<Vec<Column>>,
@@ -236,7 +237,7 @@ impl App {
             Some(f) => &mut f.claims,
             None => &mut claims.live,
         };
-        let Some(s) = set.by_path.get_mut(&path) else {
+        let Some(s) = set.by_row.get_mut(&path) else {
             return;
         };
         let why = match &s.record {
@@ -289,7 +290,7 @@ impl App {
             HashMap::new()
         } else {
             self.shown()
-                .by_path
+                .by_row
                 .values()
                 .map(|s| (s.key.as_str(), &**s))
                 .collect()
@@ -312,6 +313,18 @@ impl App {
         }
     }
 
+    /// The selected row and its claim, if any row is selected.
+    pub fn selected_row(&self) -> Option<(&RowId, &Status)> {
+        let id = self.table.rows.get(self.table.selected)?;
+        Some((id, self.shown().get(id)?))
+    }
+
+    /// Where the selected row comes from, when it is a host's copy.
+    pub fn selected_origin(&self) -> Option<&fleet::Origin> {
+        let id = self.table.rows.get(self.table.selected)?;
+        self.store.as_ref()?.fleet.origin(id)
+    }
+
     /// The selected claim, if any row is selected.
     pub fn selected_status(&self) -> Option<&Status> {
         self.table
@@ -326,23 +339,23 @@ impl App {
         let t = &mut self.table;
         let keep = t.rows.get(t.selected).cloned();
         let shown = self.claims.shown();
-        let mut rows: Vec<(&Arc<Path>, &Status)> = shown
-            .by_path
+        let mut rows: Vec<(&RowId, &Status)> = shown
+            .by_row
             .iter()
             .map(|(p, s)| (p, &**s))
             .filter(|(_, s)| t.filter.matches(s))
             .collect();
         let col = t.sort.column;
-        rows.sort_by(|a, b| compare(col, a.1, b.1));
+        rows.sort_by(|a, b| compare(col, *a, *b));
         if t.sort.reverse {
             rows.reverse();
         }
         let mut widest = Widest::default();
-        for (_, s) in &rows {
-            widest.fit(s, shown.rules_of(s));
+        for (id, s) in &rows {
+            widest.fit(s, shown.rules_of(id));
         }
         t.widest = widest;
-        t.rows = rows.into_iter().map(|(p, _)| Arc::clone(p)).collect();
+        t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {
                 t.selected = i;
@@ -354,7 +367,7 @@ impl App {
     /// Move just these claims to their sorted places, when only they changed
     /// (a TTL crossing): a full rebuild re-sorts every row, which over
     /// 10 000 claims costs milliseconds a tick.
-    pub fn reposition_rows(&mut self, moved: &[Arc<Path>]) {
+    pub fn reposition_rows(&mut self, moved: &[RowId]) {
         if self.paused() {
             return;
         }
@@ -369,7 +382,7 @@ impl App {
             };
             let pos = t.rows.partition_point(|r| {
                 live.get(r).is_some_and(|other| {
-                    let ord = compare(col, other, s);
+                    let ord = compare(col, (r, other), (p, s));
                     if reverse {
                         ord == Ordering::Greater
                     } else {
@@ -377,8 +390,8 @@ impl App {
                     }
                 })
             });
-            t.rows.insert(pos, Arc::clone(p));
-            t.widest.fit(s, live.rules_of(s));
+            t.rows.insert(pos, p.clone());
+            t.widest.fit(s, live.rules_of(p));
         }
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {
@@ -480,7 +493,7 @@ impl App {
         let mut keys: Vec<(usize, String)> = self
             .claims
             .live
-            .by_path
+            .by_row
             .values()
             .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
             .map(|s| (self.roots.of(s), s.key.clone()))

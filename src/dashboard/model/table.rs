@@ -1,6 +1,7 @@
 //! The claims table's model: its columns, the sort, the widths the
 //! free-text columns keep, and which rows are shown where.
 
+use super::row_id::RowId;
 use crate::claims::{ItemRules, Locality, OwnHazards, Status};
 use std::cmp::Ordering;
 
@@ -119,7 +120,7 @@ impl Default for Sort {
 
 /// Compare two claims by `col`; ties (and every column's fallback) go by
 /// severity then key, so the order never depends on hash-map iteration.
-pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
+pub fn compare(col: Column, (ia, a): (&RowId, &Status), (ib, b): (&RowId, &Status)) -> Ordering {
     fn opt_str<'a>(
         s: &'a Status,
         f: impl Fn(&'a crate::claims::ClaimRecord) -> Option<&'a str>,
@@ -174,17 +175,13 @@ pub fn compare(col: Column, a: &Status, b: &Status) -> Ordering {
             opt_str(b, |r| Some(r.host.as_str())),
         ),
         // The store's own claims first, then the copies, grouped by host.
-        Column::Source => is_copy(a).cmp(&is_copy(b)),
+        Column::Source => ia.is_copy().cmp(&ib.is_copy()),
     };
     primary
         .then(a.state.severity().cmp(&b.state.severity()))
         .then_with(|| a.key.cmp(&b.key))
         .then_with(|| a.file.cmp(&b.file))
-}
-
-/// Is `s` a host's published copy (its row path is a `published://` one)?
-pub(crate) fn is_copy(s: &Status) -> bool {
-    s.file.starts_with(super::fleet::PUBLISHED_SCHEME)
+        .then_with(|| ia.cmp(ib))
 }
 
 fn loc_rank(l: Locality) -> u8 {

@@ -9,7 +9,7 @@ use crate::claims::words::count;
 use crate::claims::Status;
 use crate::dashboard::action::{ForceOptsShown, Op};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
-use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level};
+use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level, RowId};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// Space: mark or unmark the selected row, then move down a row (as htop
@@ -27,15 +27,15 @@ pub(super) fn toggle_mark(app: &mut App) -> bool {
 }
 
 /// The marked claims still shown, by key.
-pub fn marked(app: &App) -> Vec<&Status> {
+pub fn marked(app: &App) -> Vec<(&RowId, &Status)> {
     let shown = app.shown();
-    let mut v: Vec<&Status> = app
+    let mut v: Vec<(&RowId, &Status)> = app
         .table
         .marked
         .iter()
-        .filter_map(|p| shown.get(p))
+        .filter_map(|p| Some((p, shown.get(p)?)))
         .collect();
-    v.sort_by(|a, b| a.key.cmp(&b.key).then(a.file.cmp(&b.file)));
+    v.sort_by(|(ia, a), (ib, b)| a.key.cmp(&b.key).then(ia.cmp(ib)));
     v
 }
 
@@ -43,8 +43,8 @@ pub fn marked(app: &App) -> Vec<&Status> {
 pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
     let mut items = Vec::new();
     let mut skipped = Vec::new();
-    for s in marked(app) {
-        match item(app, s, verb) {
+    for (id, s) in marked(app) {
+        match item(app, id, s, verb) {
             Ok(i) => items.push(i),
             Err(why) => skipped.push((s.key.clone(), why)),
         }
@@ -70,13 +70,9 @@ pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
 }
 
 /// What `verb` does to `s`, or why it leaves it alone.
-fn item(app: &App, s: &Status, verb: BulkVerb) -> Result<BulkItem, String> {
+fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, String> {
     let rec = s.record.as_ref();
-    let host = app
-        .store
-        .as_ref()
-        .and_then(|v| v.fleet.origin(&s.file))
-        .cloned();
+    let host = app.store.as_ref().and_then(|v| v.fleet.origin(id)).cloned();
     if host.is_some() && verb != BulkVerb::ForceRelease {
         return Err("a host's read-only copy (F asks its host)".into());
     }

@@ -316,8 +316,7 @@ pub(super) fn start_release(app: &mut App, fx: &mut Effects) -> bool {
 
 /// The publishing host's name when the selected row is a published copy.
 pub(super) fn selected_copy(app: &App) -> Option<String> {
-    let s = app.selected_status()?;
-    let o = app.store.as_ref()?.fleet.origin(&s.file)?;
+    let o = app.selected_origin()?;
     Some(crate::sanitize::sanitize(&o.hostname).into_owned())
 }
 
@@ -379,11 +378,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
         acquired_at: rec.map(|r| r.acquired_at),
         typed: "".into(),
         error: None,
-        host: app
-            .store
-            .as_ref()
-            .and_then(|v| v.fleet.origin(&s.file))
-            .cloned(),
+        host: app.selected_origin().cloned(),
     }));
     true
 }

@@ -7,15 +7,15 @@ use super::effects::Effects;
 use crate::claims::{ClaimState, Status};
 use crate::dashboard::action::Op;
 use crate::dashboard::model::fleet::{
-    gone, host_file, mark_last_known, row_path, status_of, FleetView, Origin,
+    gone, host_file, mark_last_known, status_of, FleetView, Origin,
 };
-use crate::dashboard::model::{App, Dialog, ForgetConfirm, Level};
+use crate::dashboard::model::{App, CopyId, Dialog, ForgetConfirm, Level, RowId};
 use crate::sanitize::sanitize;
 use crate::store::fleet::FleetState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// F, r or n on a row its offline host last published: say why nothing
@@ -35,9 +35,7 @@ pub(super) fn refused(app: &mut App) -> bool {
 
 /// `D`: ask to forget the selected row's host, if it is offline.
 pub(super) fn start_forget(app: &mut App) -> bool {
-    let origin = app
-        .selected_status()
-        .and_then(|s| app.store.as_ref()?.fleet.origin(&s.file).cloned());
+    let origin = app.selected_origin().cloned();
     let Some(origin) = origin else {
         app.say(
             Level::Info,
@@ -91,11 +89,11 @@ pub(super) fn forget_key(app: &mut App, f: ForgetConfirm, ev: &KeyEvent, fx: &mu
 
 /// Replace every published row with the fleet's, and its hosts. Returns
 /// the paths of rows that came, went or changed.
-pub(super) fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
+pub(super) fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<RowId> {
     let Some(view) = app.store.as_mut() else {
         return Vec::new();
     };
-    let old: Vec<Arc<Path>> = view.fleet.rows.keys().cloned().collect();
+    let old: Vec<Arc<CopyId>> = view.fleet.rows.keys().cloned().collect();
     let FleetState {
         hosts,
         items,
@@ -116,10 +114,14 @@ pub(super) fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
         hazards,
         ..FleetView::default()
     };
-    let mut fresh: HashMap<Arc<Path>, (Origin, Status)> = HashMap::with_capacity(items.len());
+    let mut fresh: HashMap<Arc<CopyId>, (Origin, Status)> = HashMap::with_capacity(items.len());
     for i in items.into_iter().chain(last_known) {
-        let path = row_path(&i.host_id, &i.root.id, i.key());
-        let Some(mut s) = status_of(path, &i.item) else {
+        let id = Arc::new(CopyId {
+            host_id: i.host_id.clone(),
+            root_id: i.root.id.clone(),
+            key: i.key().to_string(),
+        });
+        let Some(mut s) = status_of(PathBuf::from(host_file(&i.item)), &i.item) else {
             continue;
         };
         if let Some(at) = seen.get(&i.host_id) {
@@ -133,19 +135,23 @@ pub(super) fn take_fleet(app: &mut App, fleet: FleetState) -> Vec<Arc<Path>> {
             root_id: i.root.id,
             root_path: i.root.path,
         };
-        fresh.insert(Arc::from(s.file.as_path()), (origin, s));
+        fresh.insert(id, (origin, s));
     }
     let mut moved = Vec::with_capacity(old.len() + fresh.len());
-    for path in old {
-        if !fresh.contains_key(&path) {
-            moved.extend(app.claims.live.put_counted(&path, Arc::new(gone(&path))));
+    for id in old {
+        if !fresh.contains_key(&id) {
+            moved.extend(
+                app.claims
+                    .live
+                    .put_counted(&RowId::Copy(id), Arc::new(gone())),
+            );
         }
     }
-    for (path, (origin, s)) in fresh {
+    for (id, (origin, s)) in fresh {
         if let Some(view) = app.store.as_mut() {
-            view.fleet.track(&path, Some(origin));
+            view.fleet.track(&id, Some(origin));
         }
-        moved.extend(app.claims.live.put_counted(&path, Arc::new(s)));
+        moved.extend(app.claims.live.put_counted(&RowId::Copy(id), Arc::new(s)));
     }
     moved
 }
@@ -159,11 +165,15 @@ pub(super) fn take_published(
     root_id: &str,
     key: &str,
     item: Option<Value>,
-) -> Option<Arc<Path>> {
+) -> Option<RowId> {
     let view = app.store.as_mut()?;
-    let path: Arc<Path> = Arc::from(row_path(host_id, root_id, key).as_path());
+    let id = Arc::new(CopyId {
+        host_id: host_id.to_string(),
+        root_id: root_id.to_string(),
+        key: key.to_string(),
+    });
     let file = item.as_ref().map(host_file).unwrap_or_default();
-    let row = item.and_then(|v| status_of(path.to_path_buf(), &v));
+    let row = item.and_then(|v| status_of(PathBuf::from(&file), &v));
     let origin = match &row {
         Some(_) => {
             let host = view.fleet.host(host_id)?;
@@ -178,9 +188,9 @@ pub(super) fn take_published(
         }
         None => None,
     };
-    view.fleet.track(&path, origin);
-    let s = row.unwrap_or_else(|| gone(&path));
-    app.claims.live.put_counted(&path, Arc::new(s))
+    view.fleet.track(&id, origin);
+    let s = row.unwrap_or_else(gone);
+    app.claims.live.put_counted(&RowId::Copy(id), Arc::new(s))
 }
 
 /// Why F, r and n do nothing on a last known row: its host is offline, so
@@ -189,7 +199,7 @@ fn refuse_last_known(app: &App, s: &Status) -> Option<String> {
     if s.state != ClaimState::LastKnown {
         return None;
     }
-    let o = app.store.as_ref()?.fleet.origin(&s.file)?;
+    let o = app.selected_origin()?;
     let host = crate::sanitize::sanitize(&o.hostname);
     Some(format!(
         "{} is what host {host} last published: the host is offline, so nobody can \

@@ -4,7 +4,7 @@
 use super::effects::Effects;
 use super::rows::{rows_changed, scroll_into_view, select_arrived};
 use crate::dashboard::action::OpResult;
-use crate::dashboard::model::{App, ClaimSet, EventRow, Level};
+use crate::dashboard::model::{App, ClaimSet, EventRow, Level, RowId};
 use crate::dashboard::view::{layout, time_bucket};
 use crate::events::tail::Line;
 use crate::store::mirror::{Delta, Row};
@@ -44,11 +44,12 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
             let mut moved = Vec::with_capacity(d.rows.len());
             let mut narrows = false;
             for row in d.rows {
-                let held = app.claims.live.get(&row.path).is_some_and(|old| {
-                    let rules = app.claims.live.rules_of(old);
+                let id = RowId::Claim(row.path);
+                let held = app.claims.live.get(&id).is_some_and(|old| {
+                    let rules = app.claims.live.rules_of(&id);
                     app.table.widest.held_by(old, rules)
                 });
-                if let Some(p) = app.claims.live.put_counted(&row.path, row.status) {
+                if let Some(p) = app.claims.live.put_counted(&id, row.status) {
                     narrows |= held;
                     moved.push(p);
                 }
@@ -86,29 +87,28 @@ pub(super) fn set_problem(
 pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     let several = app.roots.is_several();
     let dir = app.roots.get(i).map(|r| r.claims_dir());
-    let copies = app.store.as_ref().map(|v| &v.fleet.rows);
+    let copies = app.store.is_some();
     let live = &mut app.claims.live;
     // Sized once: growing a table of 100 000 claims by doubling holds the
     // old and the new table at once, the dashboard's peak memory.
     let mut set = ClaimSet {
-        by_path: std::collections::HashMap::with_capacity(rows.len()),
+        by_row: std::collections::HashMap::with_capacity(rows.len()),
         store_keys: live.store_keys,
         ..ClaimSet::default()
     };
-    let others = live
-        .by_path
-        .iter()
-        .filter(|(p, _)| match (several, copies) {
-            (true, _) => p.parent() != dir.as_deref(),
-            (false, Some(copies)) => copies.contains_key(*p),
-            (false, None) => false,
-        });
+    let others = live.by_row.iter().filter(|(id, _)| match (several, id) {
+        // With several roots, the other roots' claims stay.
+        (true, RowId::Claim(p)) => p.parent() != dir.as_deref(),
+        // Over a store, the hosts' copies stay: a listing is its own.
+        (_, RowId::Copy(_)) => copies,
+        (false, RowId::Claim(_)) => false,
+    });
     for (p, s) in others {
-        set.by_path.insert(Arc::clone(p), Arc::clone(s));
+        set.by_row.insert(p.clone(), Arc::clone(s));
     }
     for row in rows {
         if row.status.state != crate::claims::ClaimState::Free {
-            set.by_path.insert(row.path, row.status);
+            set.by_row.insert(RowId::Claim(row.path), row.status);
         }
     }
     set.recount();
@@ -198,7 +198,7 @@ pub fn visible_signature(app: &App) -> u64 {
 /// its lockfile, which arrives as a `Read` right after.
 pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
     if r.ok && r.verb == "acquire" {
-        app.table.select_on_arrival = Some(r.path.clone());
+        app.table.select_on_arrival = Some(RowId::claim(&r.path));
         select_arrived(app);
     }
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);

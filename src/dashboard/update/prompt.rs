@@ -227,7 +227,7 @@ fn select_key(app: &mut App, key: &str) -> Result<(), String> {
             scroll_into_view(app);
             Ok(())
         }
-        [] if shown.by_path.values().any(|s| s.key == key) => {
+        [] if shown.by_row.values().any(|s| s.key == key) => {
             Err(format!("{key} is hidden by the filter: :filter clears it"))
         }
         [] => Err(format!("no claim on {key} is shown")),
@@ -290,7 +290,7 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
         Completes::Keys => {
             let mut keys: Vec<String> = app
                 .shown()
-                .by_path
+                .by_row
                 .values()
                 .map(|s| s.key.clone())
                 .filter(|k| k.starts_with(word))

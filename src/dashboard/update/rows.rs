@@ -2,10 +2,8 @@
 //! claims, moving the selection, keeping it in view, pausing.
 
 use crate::dashboard::keys::Pane;
-use crate::dashboard::model::{App, Frozen};
+use crate::dashboard::model::{App, Frozen, RowId};
 use crate::dashboard::view::layout;
-use std::path::Path;
-use std::sync::Arc;
 
 /// Most changed claims placed one by one; a bigger batch re-sorts.
 pub(super) const REPOSITION_MAX: usize = 64;
@@ -14,7 +12,7 @@ pub(super) const REPOSITION_MAX: usize = 64;
 /// just them to their sorted places unless the view is frozen, or rebuild
 /// when many moved or a column may have narrowed. Redraw only when the
 /// shown view moved.
-pub(crate) fn rows_changed(app: &mut App, moved: &[Arc<Path>], narrows: bool) -> bool {
+pub(crate) fn rows_changed(app: &mut App, moved: &[RowId], narrows: bool) -> bool {
     if moved.is_empty() || app.paused() {
         return false;
     }
@@ -81,10 +79,10 @@ pub(super) fn move_by(app: &mut App, delta: isize) -> bool {
 /// filter may hide it: then it is not waited for forever, a later acquire
 /// replaces it).
 pub(crate) fn select_arrived(app: &mut App) {
-    let Some(want) = app.table.select_on_arrival.as_deref() else {
+    let Some(want) = app.table.select_on_arrival.as_ref() else {
         return;
     };
-    if let Some(i) = app.table.rows.iter().position(|p| **p == *want) {
+    if let Some(i) = app.table.rows.iter().position(|p| p == want) {
         app.table.selected = i;
         app.table.select_on_arrival = None;
         app.table.detail_scroll = 0;

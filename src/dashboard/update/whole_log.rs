@@ -106,8 +106,10 @@ pub fn log_of_selected_row(app: &mut App) {
         return;
     };
     let origin = app
-        .selected_status()
-        .and_then(|s| store.fleet.origin(&s.file));
+        .table
+        .rows
+        .get(app.table.selected)
+        .and_then(|id| store.fleet.origin(id));
     let (log, path) = match origin {
         Some(o) => (
             Log::Mirrored {

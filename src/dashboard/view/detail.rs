@@ -5,6 +5,7 @@ use super::cells::{clock, coarse, safe, safe_path, state_label, ttl_cell, Theme}
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::keys::Pane;
 use crate::dashboard::model::App;
+use crate::dashboard::model::RowId;
 use crate::sanitize::sanitize_bytes;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -64,8 +65,8 @@ pub fn wrap(s: &str, room: usize) -> Vec<&str> {
 
 /// The pane's lines for the selected claim, `inner` columns wide.
 fn lines(app: &App, theme: &Theme, inner: usize) -> Vec<Line<'static>> {
-    match app.selected_status() {
-        Some(s) => claim_lines(app, s, theme, inner.saturating_sub(LABEL_WIDTH)),
+    match app.selected_row() {
+        Some((id, s)) => claim_lines(app, id, s, theme, inner.saturating_sub(LABEL_WIDTH)),
         None => vec![Line::styled(
             "no claim selected (a acquires one)",
             theme.dim(),
@@ -111,7 +112,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     frame.render_widget(p, area);
 }
 
-fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'static>> {
+fn claim_lines(
+    app: &App,
+    id: &RowId,
+    s: &Status,
+    theme: &Theme,
+    room: usize,
+) -> Vec<Line<'static>> {
     let now = app.shown_now();
     let mut f = Fields {
         theme,
@@ -125,14 +132,14 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
     f.styled("state", state_label(s.state), theme.state(s.state));
     // The verdict, then any hazard the claim is that the verdict does not
     // say (its record names another key): never shown as healthy alone.
-    let why = crate::claims::census::why_with_hazards(s, app.shown().rules_of(s));
+    let why = crate::claims::census::why_with_hazards(s, app.shown().rules_of(id));
     f.field("why", &safe(&why));
     match &s.record {
         None => {
             if let Some(e) = &s.error {
                 f.styled("error", &safe(e), theme.state(ClaimState::Corrupted));
             }
-            f.field("file", &file_shown(app, s));
+            f.field("file", &safe_path(&s.file));
             f.field("first bytes", &sanitize_bytes(&s.head));
         }
         Some(r) => {
@@ -172,7 +179,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
                 f.field("reason", &safe(x));
             }
             f.field("schema", &r.schema_version.to_string());
-            f.field("file", &file_shown(app, s));
+            f.field("file", &safe_path(&s.file));
             if !r.metadata.is_empty() {
                 let pretty = serde_json::to_string_pretty(&r.metadata).unwrap_or_default();
                 for (i, l) in pretty.lines().enumerate() {
@@ -181,7 +188,7 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
             }
         }
     }
-    for (name, value) in super::store::tenure_fields(app, s) {
+    for (name, value) in super::store::tenure_fields(app, id, s) {
         f.field(name, &value);
     }
     let history = app.history_of_claim(s);
@@ -214,13 +221,4 @@ fn claim_lines(app: &App, s: &Status, theme: &Theme, room: usize) -> Vec<Line<'s
         ]));
     }
     f.lines
-}
-
-/// Where the claim's file is: a published copy's is its lockfile on its
-/// host (its row path only tells rows apart).
-fn file_shown(app: &App, s: &Status) -> String {
-    match app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
-        Some(o) => safe(&o.file).into_owned(),
-        None => safe_path(&s.file),
-    }
 }

@@ -5,6 +5,7 @@ use super::cells::{clock, safe, Theme};
 use crate::claims::words::count;
 use crate::claims::{ClaimState, Status};
 use crate::dashboard::model::store::{Link, StoreView};
+use crate::dashboard::model::RowId;
 use crate::dashboard::model::{App, Column};
 use crate::store::fleet::RootState;
 use crate::time::human_ms;
@@ -202,8 +203,8 @@ pub fn lease_cell(app: &App, s: &Status) -> String {
 
 /// The detail pane's lines for a store claim: the fencing revision and the
 /// lease, (label, value).
-pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
-    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+pub fn tenure_fields(app: &App, id: &RowId, s: &Status) -> Vec<(&'static str, String)> {
+    if let Some(o) = app.store.as_ref().and_then(|v| v.fleet.origin(id)) {
         // A copy has no lease of its own here: say whose it is instead.
         let safe = |t: &str| crate::sanitize::sanitize(t).into_owned();
         return vec![
@@ -248,8 +249,8 @@ pub fn tenure_fields(app: &App, s: &Status) -> Vec<(&'static str, String)> {
 /// The host column's cell: the host's label for a published row (its
 /// hostname, with its machine id's start when another host shares it), the
 /// record's host for a store row.
-pub fn host_cell(app: &App, s: &Status) -> String {
-    match app.store.as_ref().and_then(|v| v.fleet.origin(&s.file)) {
+pub fn host_cell(app: &App, id: &RowId, s: &Status) -> String {
+    match app.store.as_ref().and_then(|v| v.fleet.origin(id)) {
         Some(o) => o.hostname.clone(),
         None => s
             .record
@@ -261,27 +262,21 @@ pub fn host_cell(app: &App, s: &Status) -> String {
 
 /// The source column's cell, as `list --json` says it; a last known row
 /// says when it was last known (its state cell, that its host is offline).
-pub fn source_cell(app: &App, s: &Status) -> String {
+pub fn source_cell(app: &App, id: &RowId, s: &Status) -> String {
     use crate::store::fleet::{SOURCE_PUBLISHED, SOURCE_STORE};
     let view = app.store.as_ref();
     if s.state == ClaimState::LastKnown {
         let seen = view
-            .and_then(|v| v.fleet.origin(&s.file))
+            .and_then(|v| v.fleet.origin(id))
             .and_then(|o| view.and_then(|v| v.fleet.host(&o.host_id)));
         if let Some(h) = seen {
             let at = crate::time::clock(h.last_seen_ms, app.local_time, "%H:%M:%S");
             return format!("last known at {at}");
         }
     }
-    if published(app, s) {
+    if id.is_copy() {
         SOURCE_PUBLISHED.to_string()
     } else {
         SOURCE_STORE.to_string()
     }
-}
-
-pub fn published(app: &App, s: &Status) -> bool {
-    app.store
-        .as_ref()
-        .is_some_and(|v| v.fleet.origin(&s.file).is_some())
 }

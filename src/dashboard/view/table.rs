@@ -4,7 +4,7 @@
 use super::cells::{coarse, safe, state_label, ttl_cell, Theme};
 use crate::claims::{ClaimState, Locality, Status};
 use crate::dashboard::keys::Pane;
-use crate::dashboard::model::{find_ci, key_cell, App, Column, Filter, Widest};
+use crate::dashboard::model::{find_ci, key_cell, App, Column, Filter, RowId, Widest};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -293,29 +293,30 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
     if app.table.selected >= offset + cap.max(1) {
         offset = app.table.selected + 1 - cap.max(1);
     }
-    let window: Vec<&Status> = app
+    let rows: Vec<(&RowId, &Status)> = app
         .table
         .rows
         .iter()
         .skip(offset)
         .take(cap)
-        .filter_map(|p| shown.get(p))
+        .filter_map(|p| Some((p, shown.get(p)?)))
         .collect();
-    let texts: Vec<Vec<String>> = window
+    let texts: Vec<Vec<String>> = rows
         .iter()
-        .map(|s| {
+        .map(|(id, s)| {
             cols.iter()
                 .map(|c| match c {
                     Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
-                    Column::Key => key_cell(s, shown.rules_of(s)),
+                    Column::Key => key_cell(s, shown.rules_of(id)),
                     Column::Lease => super::store::lease_cell(app, s),
-                    Column::Host => safe(&super::store::host_cell(app, s)).into_owned(),
-                    Column::Source => super::store::source_cell(app, s),
+                    Column::Host => safe(&super::store::host_cell(app, id, s)).into_owned(),
+                    Column::Source => super::store::source_cell(app, id, s),
                     c => text(*c, s, now),
                 })
                 .collect()
         })
         .collect();
+    let window: Vec<&Status> = rows.into_iter().map(|(_, s)| s).collect();
     let room = area
         .width
         .saturating_sub(HIGHLIGHT)

@@ -212,10 +212,23 @@ impl FileFeed {
     /// Watch what is wanted now (each dir if it exists, else its nearest
     /// existing ancestor); true when the claims dir was replaced or came.
     fn rewatch(&mut self) -> bool {
-        let Some(watch) = self.watch.as_mut() else {
-            return false;
-        };
-        let wanted: BTreeSet<PathBuf> = [
+        // A directory made just after its parent was looked at (mkdir -p)
+        // gives the parent's watch no event: until what is wanted holds
+        // still, look again.
+        let mut replaced = false;
+        for _ in 0..8 {
+            replaced |= self.rewatch_once();
+            if self.wanted() == self.watched {
+                break;
+            }
+        }
+        replaced
+    }
+
+    /// The directories to watch: each wanted one, or its nearest existing
+    /// ancestor.
+    fn wanted(&self) -> BTreeSet<PathBuf> {
+        [
             Some(self.claims_dir.as_path()),
             self.claims_dir.parent(),
             self.events_file.parent(),
@@ -223,7 +236,14 @@ impl FileFeed {
         .into_iter()
         .flatten()
         .filter_map(nearest_existing)
-        .collect();
+        .collect()
+    }
+
+    fn rewatch_once(&mut self) -> bool {
+        let wanted = self.wanted();
+        let Some(watch) = self.watch.as_mut() else {
+            return false;
+        };
         let id = dir_id(&self.claims_dir);
         let replaced = id != self.claims_id;
         for gone in self.watched.difference(&wanted) {
