@@ -38,6 +38,10 @@ pub const EXIT_LOST: u8 = 4;
 /// While a stopped CMD's leader is gone but the rest of its group is not,
 /// look this often whether the group is gone yet.
 const GROUP_POLL: Duration = Duration::from_millis(20);
+/// While CMD runs, look whether it ended at least this often: SIGCHLD is
+/// how its end is heard, and a signal of a kind already pending is merged
+/// into it, so the end is never waited for on that signal alone.
+const CHILD_POLL: Duration = Duration::from_secs(1);
 /// After SIGKILL, wait at most this long for the group to be gone (a
 /// process stuck in the kernel dies only when it leaves it).
 const AFTER_KILL: Duration = Duration::from_secs(2);
@@ -304,7 +308,7 @@ fn supervise(
         }
         let timeout = match &stopping {
             None => {
-                let due = hold.due_in();
+                let due = hold.due_in().min(CHILD_POLL);
                 match ahead {
                     Some((_, _, plan)) => due.min(plan.term_at.saturating_duration_since(now)),
                     None => due,
