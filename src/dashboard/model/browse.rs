@@ -315,10 +315,11 @@ pub fn raw_lines(line: &Line) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn page(from: u64, n: u64, at_start: bool, at_end: bool) -> Page {
+    /// A page of `n` claim lines from line `from`.
+    pub(crate) fn page(from: u64, n: u64, at_start: bool, at_end: bool) -> Page {
         Page {
             lines: (from..from + n)
                 .map(|i| Line {

@@ -139,31 +139,15 @@ impl Browse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::service::Page;
+    use crate::dashboard::model::browse::tests::page;
     use crate::events::tail::Line;
 
-    fn page(from: u64, n: u64, at_end: bool) -> Page {
-        Page {
-            lines: (from..from + n)
-                .map(|i| Line {
-                    text: format!(r#"{{"type":"claim_acquired","data":{{"key":"k{i}"}}}}"#),
-                    offset: i * 100,
-                    truncated: false,
-                })
-                .collect(),
-            anchor: 0,
-            first_line_no: Some(from),
-            at_start: false,
-            at_end,
-            file_id: None,
-        }
-    }
 
     fn browsing() -> Browse {
         let mut b = Browse::default();
         b.open(false);
         b.out.clear();
-        b.on_page(page(1000, 401, true));
+        b.on_page(page(1000, 401, false, true));
         b
     }
 
