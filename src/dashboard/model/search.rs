@@ -140,7 +140,6 @@ impl Browse {
 mod tests {
     use super::*;
     use crate::dashboard::model::browse::tests::page;
-    use crate::events::tail::Line;
 
 
     fn browsing() -> Browse {
