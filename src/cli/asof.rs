@@ -74,8 +74,7 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
 pub fn table_at(store: &dyn Store, at: i64) -> Result<Vec<HeldAt>, String> {
     let mut history = store.history(&Log::Own).map_err(|e| e.to_string())?;
     history.start().map_err(|e| e.to_string())?;
-    let ix = history
-        .window(at.saturating_sub(AROUND_MS), at.saturating_add(AROUND_MS))
+    let ix = crate::events::asof::read_around(at, |from, to| history.window(from, to))
         .map_err(|e| e.to_string())?;
     Ok(held_at(&ix, at))
 }

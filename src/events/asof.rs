@@ -40,9 +40,51 @@ pub struct Ended {
     pub by: Option<String>,
 }
 
-/// The window of log that answers for `at`: [`AROUND_MS`] either side.
+/// The half-widths tried around an instant, widest first. A busy log's
+/// wide window is more than the history reads at once (its byte cap keeps
+/// the window's end), which would lose the instant itself: a narrower one
+/// is asked until what was read reaches back to the instant. A tenure that
+/// began before a narrow window shows from its first mention in it.
+pub const SPANS_MS: [i64; 5] = [
+    AROUND_MS,
+    2 * 3600 * 1000,
+    30 * 60 * 1000,
+    10 * 60 * 1000,
+    2 * 60 * 1000,
+];
+
+/// The `step`-th window tried around `at` (0: the widest), if any is left.
+pub fn window_of(at: i64, step: usize) -> Option<(i64, i64)> {
+    let half = *SPANS_MS.get(step)?;
+    Some((at.saturating_sub(half), at.saturating_add(half)))
+}
+
+/// The window of log that answers for `at` first.
 pub fn window_around(at: i64) -> (i64, i64) {
     (at.saturating_sub(AROUND_MS), at.saturating_add(AROUND_MS))
+}
+
+/// Did reading `ix` reach back to `at`? (An empty window did: nothing
+/// happened around it.)
+pub fn reaches(ix: &TenureIndex, at: i64) -> bool {
+    ix.span().is_none_or(|(earliest, _)| earliest <= at)
+}
+
+/// The tenures around `at`, read through `window` (a history's), narrowed
+/// until they reach back to `at`.
+pub fn read_around<E>(
+    at: i64,
+    mut window: impl FnMut(i64, i64) -> Result<TenureIndex, E>,
+) -> Result<TenureIndex, E> {
+    let mut step = 0;
+    loop {
+        let (from, to) = window_of(at, step).unwrap_or_else(|| window_around(at));
+        let ix = window(from, to)?;
+        step += 1;
+        if reaches(&ix, at) || window_of(at, step).is_none() {
+            return Ok(ix);
+        }
+    }
 }
 
 /// How a tenure that covered the instant stands now, in words: "still
@@ -190,5 +232,30 @@ mod tests {
         let later = held_at(&ix, 35_000);
         assert_eq!(later[0].key, "a");
         assert_eq!(later[0].ended, None, "a is still held by w2");
+    }
+
+    #[test]
+    fn a_window_cut_short_of_the_instant_is_asked_again_narrower() {
+        // A busy log: any window wider than 30 minutes is cut to its end,
+        // so what is read begins after the instant.
+        let at = 1_000_000_000;
+        let mut asked = Vec::new();
+        let ix = read_around(at, |from, to| {
+            asked.push((at - from, to - at));
+            let first = if at - from > 30 * 60 * 1000 {
+                at + 1_000
+            } else {
+                from
+            };
+            Ok::<_, ()>(index(&[acquired("a", "w1", first / 1000)]))
+        })
+        .unwrap();
+        let halves: Vec<i64> = asked.iter().map(|(b, _)| *b).collect();
+        assert_eq!(
+            halves,
+            &SPANS_MS[..3],
+            "narrowed until it reached the instant"
+        );
+        assert!(reaches(&ix, at));
     }
 }

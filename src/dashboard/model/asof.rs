@@ -10,6 +10,9 @@ pub struct AsOf {
     pub at: i64,
     /// The window of log asked for: its reply is this view's.
     pub window: (i64, i64),
+    /// How many windows were asked (each narrower: see
+    /// [`crate::events::asof::SPANS_MS`]).
+    pub step: usize,
     /// The keys held then, by key; `None` while the log is being read.
     pub rows: Option<Vec<HeldAt>>,
     pub selected: usize,

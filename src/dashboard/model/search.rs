@@ -141,7 +141,6 @@ mod tests {
     use super::*;
     use crate::dashboard::model::browse::tests::page;
 
-
     fn browsing() -> Browse {
         let mut b = Browse::default();
         b.open(false);

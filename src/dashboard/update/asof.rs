@@ -4,7 +4,7 @@
 use super::effects::Effects;
 use crate::dashboard::model::asof::AsOf;
 use crate::dashboard::model::{App, Level, Overlay};
-use crate::events::asof::{held_at, window_around};
+use crate::events::asof::{held_at, reaches, window_around, window_of};
 use crate::events::service::{Reply, Request};
 
 /// Show the table as of `at`: the log around it is asked for, and the
@@ -14,6 +14,7 @@ pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
     app.asof = Some(AsOf {
         at,
         window,
+        step: 0,
         rows: None,
         selected: 0,
     });
@@ -38,16 +39,31 @@ pub fn close(app: &mut App) -> bool {
 }
 
 /// A reply of the events service: the window this view asked for fills
-/// it (the timeline takes only the windows it asked for itself).
-pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
+/// it (the timeline takes only the windows it asked for itself). A window
+/// that did not reach back to the instant (a busy log's, cut to what the
+/// history reads at once) is asked again, narrower.
+pub fn on_reply(app: &mut App, reply: &Reply, fx: &mut Effects) -> bool {
     let Some(v) = app.asof.as_mut() else {
         return false;
     };
     match reply {
         Reply::Window { from, to, tenures } if (*from, *to) == v.window && v.rows.is_none() => {
-            v.rows = Some(held_at(tenures, v.at));
-            v.selected = 0;
-            true
+            v.step += 1;
+            match window_of(v.at, v.step).filter(|_| !reaches(tenures, v.at)) {
+                Some(narrower) => {
+                    v.window = narrower;
+                    fx.log.push(Request::Window {
+                        from: narrower.0,
+                        to: narrower.1,
+                    });
+                    false
+                }
+                None => {
+                    v.rows = Some(held_at(tenures, v.at));
+                    v.selected = 0;
+                    true
+                }
+            }
         }
         _ => false,
     }

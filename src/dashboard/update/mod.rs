@@ -69,7 +69,10 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             let tail = on_events(app, &lines);
             logview::on_lines(app, &lines) || tail
         }
-        Action::Log(reply) => logview::on_log(app, *reply),
+        Action::Log(reply) => {
+            let asof = asof::on_reply(app, &reply, fx);
+            logview::on_log(app, *reply) || asof
+        }
         Action::EventsReset => {
             logview::on_reset(app);
             app.events.ring.clear();

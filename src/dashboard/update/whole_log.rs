@@ -27,8 +27,6 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         }
         Reply::TailTenures(_) | Reply::Window { .. } => {}
     }
-    let asof_changed = super::asof::on_reply(app, &reply);
-    let b = &mut app.events.browse;
     let timeline_changed = app.timeline.on_reply(&mut reply);
     match reply {
         Reply::Page(p) => {
@@ -50,9 +48,7 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         Reply::Progress(_) | Reply::Indexed { .. } | Reply::Lines { .. } => {
             b.active || (timeline_open && timeline_changed)
         }
-        Reply::TailTenures(_) | Reply::Window { .. } => {
-            asof_changed || (timeline_open && timeline_changed)
-        }
+        Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
     }
 }
 
