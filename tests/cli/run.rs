@@ -18,8 +18,22 @@ trait RunSandbox {
 
 impl RunSandbox for Sandbox {
     fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args)
-            .stdout(Stdio::piped())
+        use std::os::unix::process::CommandExt;
+        let mut cmd = self.cmd(args);
+        // A signal the test runner was started ignoring (nohup ignores
+        // HUP) stays ignored in every process it starts, and a shell cannot
+        // trap a signal ignored at its start: `run` and its command begin
+        // with the default dispositions a terminal's session gives them.
+        // SAFETY: signal(2) is async-signal-safe, fit for a pre_exec hook.
+        unsafe {
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        cmd.stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn claimtop")
@@ -69,7 +83,12 @@ fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Wait for a child with a bound; kill it and fail if it overruns.
-fn finish(mut child: Child, within: Duration) -> Output {
+fn finish(child: Child, within: Duration) -> Output {
+    finish_or(child, within, String::new)
+}
+
+/// [`finish`], saying `what()` too when the child overruns.
+fn finish_or(mut child: Child, within: Duration, what: impl Fn() -> String) -> Output {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if child.try_wait().expect("try_wait").is_some() {
@@ -80,7 +99,8 @@ fn finish(mut child: Child, within: Duration) -> Output {
     let _ = child.kill();
     let out = child.wait_with_output().expect("output");
     panic!(
-        "still running after {within:?}; stderr: {}",
+        "still running after {within:?} ({}); stderr: {}",
+        what(),
         text(&out.stderr)
     );
 }
@@ -442,7 +462,12 @@ fn signals_sent_to_run_are_forwarded_to_the_command() {
         let run = s.spawn(&run_sh(&[], &script));
         assert!(eventually(Duration::from_secs(10), || ready.exists()));
         signal(run.id(), sig);
-        let out = finish(run, Duration::from_secs(10));
+        // Said when it hangs: did CMD's trap run (then `run` missed its
+        // end), or did the signal never reach it?
+        let trapped = || std::fs::read_to_string(&got).unwrap_or_default();
+        let out = finish_or(run, Duration::from_secs(10), || {
+            format!("{name}: CMD's trap wrote {:?}", trapped())
+        });
         assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
         assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), name);
         assert_eq!(s.status("k")["state"], "free", "{name}");
