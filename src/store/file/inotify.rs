@@ -49,7 +49,7 @@ mod linux {
     pub struct DirWatcher {
         watches: Watches,
         dirs: Dirs,
-        by_row: HashMap<PathBuf, WatchDescriptor>,
+        by_path: HashMap<PathBuf, WatchDescriptor>,
         // Dropping the write end wakes the reader, which then ends.
         _stop: OwnedFd,
     }
@@ -75,7 +75,7 @@ mod linux {
             Ok(DirWatcher {
                 watches,
                 dirs,
-                by_row: HashMap::new(),
+                by_path: HashMap::new(),
                 _stop: stop,
             })
         }
@@ -86,12 +86,12 @@ mod linux {
                 .add(path, mask())
                 .map_err(|e| notify::Error::io(e).add_path(path.to_path_buf()))?;
             self.lock().insert(wd.clone(), path.to_path_buf());
-            self.by_row.insert(path.to_path_buf(), wd);
+            self.by_path.insert(path.to_path_buf(), wd);
             Ok(())
         }
 
         fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
-            let Some(wd) = self.by_row.remove(path) else {
+            let Some(wd) = self.by_path.remove(path) else {
                 return Err(notify::Error::watch_not_found().add_path(path.to_path_buf()));
             };
             self.lock().remove(&wd);
