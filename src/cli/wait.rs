@@ -6,7 +6,7 @@
 use super::output::diag;
 use crate::claims::{human_ms, now_ms, AcquireOpts, AcquireOutcome, WaitHook};
 use crate::store::{Fenced, KeyWatch, Store, StoreError};
-use crate::wait::{self, Blocker, Waited, Wake, Wakeups};
+use crate::wait::{self, Blocker, Waited, Wakeups, Woke};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::raw::WithRawSiginfo;
 use signal_hook::iterator::{Handle, SignalsInfo};
@@ -101,13 +101,13 @@ pub(crate) fn catch_signals(tx: Sender<Msg>, children: bool) -> std::io::Result<
 }
 
 impl Wakeups for Feed {
-    fn wait(&mut self, timeout: Duration) -> Wake {
+    fn wait(&mut self, timeout: Duration) -> Woke {
         match self.rx.recv_timeout(timeout) {
-            Err(_) => Wake::TimedOut,
-            Ok(Msg::Changed) => Wake::Changed,
+            Err(_) => Woke::TimedOut,
+            Ok(Msg::Changed) => Woke::Changed,
             Ok(Msg::Signal { sig, .. }) => {
                 self.interrupted_by = Some(sig);
-                Wake::Interrupted
+                Woke::Interrupted
             }
         }
     }
@@ -175,12 +175,12 @@ impl Wakeups for Stoppable<'_> {
         self.feed.blocked_by(b);
     }
 
-    fn wait(&mut self, timeout: Duration) -> Wake {
+    fn wait(&mut self, timeout: Duration) -> Woke {
         let wake = self.feed.wait(timeout);
-        if wake != Wake::Interrupted {
+        if wake != Woke::Interrupted {
             if let Some(why) = (self.stop)() {
                 self.why = Some(why);
-                return Wake::Interrupted;
+                return Woke::Interrupted;
             }
         }
         wake

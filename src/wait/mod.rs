@@ -38,7 +38,7 @@ pub const WAIT_RECHECK: Duration = Duration::from_secs(2);
 
 /// Why a [`Wakeups::wait`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wake {
+pub enum Woke {
     /// The key may have changed: look again.
     Changed,
     /// The timeout passed with no news.
@@ -50,7 +50,7 @@ pub enum Wake {
 /// A feed of "this key may have changed". Spurious wake-ups are fine (the
 /// caller re-reads); a missed one costs at most one safety re-check.
 pub trait Wakeups {
-    fn wait(&mut self, timeout: Duration) -> Wake;
+    fn wait(&mut self, timeout: Duration) -> Woke;
 
     /// The key is held by `blocker` now. A feed that can watch the holder
     /// itself (a local pid's exit) may start doing so; the default cannot.
@@ -59,16 +59,16 @@ pub trait Wakeups {
 
 /// A channel is a feed: whoever holds the sender (a watcher callback, a
 /// thread draining a store's watch, a signal thread) wakes the waiter.
-impl Wakeups for Receiver<Wake> {
-    fn wait(&mut self, timeout: Duration) -> Wake {
+impl Wakeups for Receiver<Woke> {
+    fn wait(&mut self, timeout: Duration) -> Woke {
         match self.recv_timeout(timeout) {
             Ok(w) => w,
-            Err(RecvTimeoutError::Timeout) => Wake::TimedOut,
+            Err(RecvTimeoutError::Timeout) => Woke::TimedOut,
             // Every sender is gone: no more news, but the safety re-check
             // still runs on time.
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(timeout);
-                Wake::TimedOut
+                Woke::TimedOut
             }
         }
     }
@@ -190,7 +190,7 @@ pub fn acquire_waiting(
             return Ok(Waited::TimedOut(blocker));
         }
         let at = next_look(now, now_ms(), expires_at, deadline);
-        if wakeups.wait(at.saturating_duration_since(now)) == Wake::Interrupted {
+        if wakeups.wait(at.saturating_duration_since(now)) == Woke::Interrupted {
             return Ok(Waited::Interrupted);
         }
     }

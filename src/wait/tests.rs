@@ -398,12 +398,12 @@ fn a_changed_lockfile_is_judged_by_holder_pid_and_acquired_at() {
 /// A feed that plays a script: each wait runs the next step against
 /// the store and answers its wake.
 struct Script<'a> {
-    steps: Vec<(Wake, Box<dyn Fn() + 'a>)>,
+    steps: Vec<(Woke, Box<dyn Fn() + 'a>)>,
     waits: usize,
 }
 
 impl Wakeups for Script<'_> {
-    fn wait(&mut self, _: Duration) -> Wake {
+    fn wait(&mut self, _: Duration) -> Woke {
         let (wake, step) = self.steps.remove(0);
         step();
         self.waits += 1;
@@ -428,7 +428,7 @@ struct Run {
 
 fn wait_as_h<'a>(
     s: &FakeStore<'_>,
-    steps: Vec<(Wake, Box<dyn Fn() + 'a>)>,
+    steps: Vec<(Woke, Box<dyn Fn() + 'a>)>,
     deadline: Option<Instant>,
 ) -> Run {
     let mut feed = Script { steps, waits: 0 };
@@ -451,9 +451,9 @@ fn freed_at_the_third_wake(s: &FakeStore<'_>) -> Run {
     wait_as_h(
         s,
         vec![
-            (Wake::Changed, Box::new(|| {})),
-            (Wake::TimedOut, Box::new(|| {})),
-            (Wake::Changed, Box::new(free)),
+            (Woke::Changed, Box::new(|| {})),
+            (Woke::TimedOut, Box::new(|| {})),
+            (Woke::Changed, Box::new(free)),
         ],
         None,
     )
@@ -506,7 +506,7 @@ fn a_waiter_past_its_deadline_answers_who_still_holds_the_key() {
 fn a_waiter_whose_feed_is_interrupted_stops_without_taking_anything() {
     let clock = AtomicI64::new(0);
     let s = held_by_other(&clock);
-    let run = wait_as_h(&s, vec![(Wake::Interrupted, Box::new(|| {}))], None);
+    let run = wait_as_h(&s, vec![(Woke::Interrupted, Box::new(|| {}))], None);
     assert_eq!(run.waited, Waited::Interrupted);
     let holder = s.claim().as_ref().map(|r| r.holder.clone());
     assert_eq!(holder, Some("other".into()));
