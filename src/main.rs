@@ -160,6 +160,7 @@ fn with_settings(mut d: DashboardArgs, s: &config::DashboardSettings) -> (Dashbo
         sort: s.sort(),
         columns: s.chosen_columns(),
         keys: s.key_overrides(),
+        refresh_ms: s.refresh_ms(),
     };
     (d, opening)
 }

@@ -35,6 +35,9 @@ pub struct DashboardSettings {
     /// The claims table's columns (state and key always show); empty: as
     /// many as the width fits. `:columns` changes them for a session.
     pub columns: Vec<String>,
+    /// How often the dashboard's clock ticks (countdowns, TTL edges, hosts'
+    /// last-seen): `1s` to `60s`, as htop's delay.
+    pub refresh: String,
     /// Commands bound to other keys: `release = "R"`, `timeline = "f5 T"`
     /// (the names `:` knows; keys like R, ctrl-r, f5, enter, space).
     pub keys: std::collections::BTreeMap<String, String>,
@@ -50,6 +53,7 @@ impl Default for DashboardSettings {
             read_only: false,
             no_color: false,
             columns: Vec::new(),
+            refresh: "1s".to_string(),
             keys: std::collections::BTreeMap::new(),
         }
     }
@@ -65,6 +69,11 @@ pub enum TimeZone {
 
 impl DashboardSettings {
     /// The columns named (checked by [`parse`]: every one is a column).
+    /// The tick, in ms (checked by [`parse`]).
+    pub fn refresh_ms(&self) -> i64 {
+        refresh_ms(&self.refresh).unwrap_or(1000)
+    }
+
     /// The keys rebound (checked by [`parse`]: every one is usable).
     pub fn key_overrides(&self) -> Overrides {
         Overrides::parse(&self.keys).unwrap_or_default()
@@ -176,6 +185,11 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
     })
 }
 
+/// `refresh`: a whole number of seconds from 1 to 60, as a TTL is written.
+fn refresh_ms(text: &str) -> Option<i64> {
+    crate::time::parse_ttl_ms(text).filter(|ms| (1000..=60_000).contains(ms) && ms % 1000 == 0)
+}
+
 /// The settings in `text`, checked: every key known, every value usable.
 pub fn parse(text: &str) -> Result<Settings, String> {
     let settings: Settings = toml::from_str(text).map_err(|e| {
@@ -203,6 +217,12 @@ pub fn parse(text: &str) -> Result<Settings, String> {
         return Err(format!(
             "dashboard.columns: no column {bad:?}; any of {}",
             names.join(", ")
+        ));
+    }
+    if refresh_ms(&d.refresh).is_none() {
+        return Err(format!(
+            "dashboard.refresh: {:?} is not 1s to 60s (1s, 2s, 10s …)",
+            d.refresh
         ));
     }
     if let Err(e) = Overrides::parse(&d.keys) {

@@ -54,7 +54,8 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     let (tx, rx) = channel::<Action>();
     let mut app = App::new(opts, now_ms(), identity, operator);
 
-    let readers = spawn_readers_over(&app.roots, &tx)?;
+    let refresh = app.refresh_ms;
+    let readers = spawn_readers_every(&app.roots, &tx, refresh)?;
     terminal::spawn_signals(tx.clone())?;
     let collect_txs: Vec<_> = readers.into_iter().map(|(c, _)| c).collect();
     sink_warnings(&tx);
@@ -105,7 +106,7 @@ pub fn run_store(
     let now = now_ms();
     let mut app = App::new(opts, now, identity, operator);
     app.over_store(model::store::StoreView::new(collector_store.url(), now));
-    let inbox = spawn_store_readers(collector_store, &source, &tx)?;
+    let inbox = spawn_store_readers_every(collector_store, &source, &tx, app.refresh_ms)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
     // A publishing host is waited for as long as any store call: the
@@ -140,7 +141,7 @@ pub fn spawn_readers(
     root: &Root,
     tx: &Sender<Action>,
 ) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
-    spawn_root_readers(root, 0, tx, tx.clone())
+    spawn_root_readers(root, 0, tx, tx.clone(), collector::DEFAULT_TICK_MS)
 }
 
 /// [`spawn_readers`] once per root: one feed and one collector each, so a
@@ -152,6 +153,15 @@ pub fn spawn_readers_over(
     roots: &roots::ShownRoots,
     tx: &Sender<Action>,
 ) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
+    spawn_readers_every(roots, tx, collector::DEFAULT_TICK_MS)
+}
+
+/// [`spawn_readers_over`], the clocks ticking every `tick_ms`.
+fn spawn_readers_every(
+    roots: &roots::ShownRoots,
+    tx: &Sender<Action>,
+    tick_ms: i64,
+) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
     let mut out = Vec::with_capacity(roots.len());
     for (i, root) in roots.iter().enumerate() {
         let events_tx = if roots.is_several() {
@@ -159,7 +169,7 @@ pub fn spawn_readers_over(
         } else {
             tx.clone()
         };
-        out.push(spawn_root_readers(root, i, tx, events_tx)?);
+        out.push(spawn_root_readers(root, i, tx, events_tx, tick_ms)?);
     }
     Ok(out)
 }
@@ -173,7 +183,18 @@ pub fn spawn_store_readers(
     source: &collector::Source,
     tx: &Sender<Action>,
 ) -> std::io::Result<Sender<collector::Input>> {
-    let c = collector::Collector::new(store, None, 0, now_ms());
+    spawn_store_readers_every(store, source, tx, collector::DEFAULT_TICK_MS)
+}
+
+/// [`spawn_store_readers`], the clock ticking every `tick_ms`.
+fn spawn_store_readers_every(
+    store: Box<dyn crate::store::Store>,
+    source: &collector::Source,
+    tx: &Sender<Action>,
+    tick_ms: i64,
+) -> std::io::Result<Sender<collector::Input>> {
+    let mut c = collector::Collector::new(store, None, 0, now_ms());
+    c.tick_ms = tick_ms;
     let inbox = collector::spawn(c, tx.clone(), tx.clone())?;
     let (probed, out) = (source.clone(), tx.clone());
     std::thread::Builder::new()
@@ -203,8 +224,10 @@ fn spawn_root_readers(
     i: usize,
     tx: &Sender<Action>,
     events_tx: Sender<Action>,
+    tick_ms: i64,
 ) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
-    let c = collector::Collector::local(root, i, now_ms());
+    let mut c = collector::Collector::local(root, i, now_ms());
+    c.tick_ms = tick_ms;
     let counters = Arc::clone(&c.counters);
     let inbox = collector::spawn(c, tx.clone(), events_tx)?;
     Ok((inbox, counters))

@@ -25,7 +25,7 @@ pub struct Options {
 }
 
 /// What the claims table opens with, before any key is pressed.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Opening {
     /// The `/` filter, as typed (empty: every claim).
     pub filter: String,
@@ -35,4 +35,18 @@ pub struct Opening {
     pub columns: Vec<Column>,
     /// Commands the operator bound to other keys.
     pub keys: Overrides,
+    /// How often the clock ticks, in ms (the settings' `refresh`).
+    pub refresh_ms: i64,
+}
+
+impl Default for Opening {
+    fn default() -> Opening {
+        Opening {
+            filter: String::new(),
+            sort: Sort::default(),
+            columns: Vec::new(),
+            keys: Overrides::default(),
+            refresh_ms: super::collector::DEFAULT_TICK_MS,
+        }
+    }
 }

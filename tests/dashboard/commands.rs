@@ -445,3 +445,15 @@ fn an_asof_window_that_did_not_reach_the_instant_is_asked_again_narrower() {
     );
     assert!(render(&app).contains("reading the events log"));
 }
+
+#[test]
+fn the_settings_refresh_is_whole_seconds_from_one_to_sixty() {
+    use claimtop::cli::config::parse;
+    let s = parse("[dashboard]\nrefresh = \"2s\"\n").expect("valid");
+    assert_eq!(s.dashboard.refresh_ms(), 2_000);
+    assert_eq!(parse("").expect("defaults").dashboard.refresh_ms(), 1_000);
+    for bad in ["0s", "2h", "soon"] {
+        let e = parse(&format!("[dashboard]\nrefresh = \"{bad}\"\n")).expect_err(bad);
+        assert!(e.starts_with("dashboard.refresh:"), "{e}");
+    }
+}

@@ -90,6 +90,9 @@ pub struct Collector {
     owns_clock: bool,
     fleet: FleetReader,
     pub counters: Arc<Counters>,
+    /// How often the clock ticks (the operator's `refresh`): countdowns,
+    /// TTL edges and hosts' last-seen are judged again on each tick.
+    pub tick_ms: i64,
 }
 
 impl Collector {
@@ -107,6 +110,7 @@ impl Collector {
             owns_clock,
             fleet: FleetReader::default(),
             counters: Arc::default(),
+            tick_ms: DEFAULT_TICK_MS,
         }
     }
 
@@ -255,10 +259,10 @@ impl Collector {
         to_self: Sender<Input>,
     ) {
         if !self.owns_clock {
-            let (model, me) = (out.clone(), to_self.clone());
+            let (model, me, every) = (out.clone(), to_self.clone(), self.tick_ms.max(1));
             let _ = std::thread::Builder::new()
                 .name("claimtop-clock".into())
-                .spawn(move || tick_each_second(model, me));
+                .spawn(move || tick_each_second(model, me, every));
         }
         let send = |actions: Vec<Action>| -> bool {
             actions.into_iter().all(|a| {
@@ -321,7 +325,8 @@ impl Collector {
     /// Serve the inbox until the model hangs up (Over) or the feed ends
     /// (Again: list and follow anew).
     fn follow(&mut self, inbox: &Receiver<Input>, send: &dyn Fn(Vec<Action>) -> bool) -> Follow {
-        let next_second = |now: i64| now - now.rem_euclid(1000) + 1000;
+        let every = self.tick_ms.max(1);
+        let next_second = |now: i64| next_tick_after(now, every);
         let mut next_tick = next_second(now_ms());
         // The first listing was just sent.
         let mut trim_at = Some(now_ms() + 1000);
@@ -431,12 +436,13 @@ fn drain_feed(mut feed: Box<dyn Changes>, to: Sender<Input>) {
     }
 }
 
-/// One tick a second, on the second, to the model and the collector,
-/// until the model hangs up.
-fn tick_each_second(model: Sender<Action>, collector: Sender<Input>) {
+/// One tick every `every` ms (a second unless the operator's `refresh`
+/// says otherwise), on the second, to the model and the collector, until
+/// the model hangs up.
+fn tick_each_second(model: Sender<Action>, collector: Sender<Input>, every: i64) {
     loop {
         let now = now_ms();
-        let next = now - now.rem_euclid(1000) + 1000;
+        let next = next_tick_after(now, every);
         std::thread::sleep(Duration::from_millis((next - now) as u64));
         let now = now_ms();
         let _ = collector.send(Input::Tick(now));
@@ -444,6 +450,15 @@ fn tick_each_second(model: Sender<Action>, collector: Sender<Input>) {
             return;
         }
     }
+}
+
+/// The clock's tick period unless the operator's `refresh` says otherwise.
+pub const DEFAULT_TICK_MS: i64 = 1000;
+
+/// The next tick after `now`: on the second (on a whole multiple of
+/// `every` ms), so the header's clock turns with the wall clock's.
+pub fn next_tick_after(now: i64, every: i64) -> i64 {
+    now - now.rem_euclid(every) + every
 }
 
 /// Start a collector over `store` on its own thread; its inbox.

@@ -125,3 +125,15 @@ fn a_mirrored_event_reaches_the_pane_in_feed_order_marked_with_its_host_and_root
     assert_eq!(lines[0]["host"], "m9");
     assert_eq!(lines[0]["root"], "00000000000000bb");
 }
+
+#[test]
+fn the_clock_ticks_on_whole_multiples_of_its_period() {
+    assert_eq!(next_tick_after(1_500, 1_000), 2_000);
+    assert_eq!(
+        next_tick_after(2_000, 1_000),
+        3_000,
+        "never the instant itself"
+    );
+    assert_eq!(next_tick_after(2_001, 2_000), 4_000);
+    assert_eq!(next_tick_after(3_999, 5_000), 5_000);
+}

@@ -138,6 +138,8 @@ pub struct App {
     /// The claims as they stood at an instant (`:asof`), shown instead
     /// of the live table while set.
     pub asof: Option<asof::AsOf>,
+    /// How often the clock ticks (ms): the operator's `refresh`.
+    pub refresh_ms: i64,
     /// The operator's own keys (settings), over the keymap's.
     pub key_overrides: crate::dashboard::keys::Overrides,
     /// The command line, while `:` is open.
@@ -197,6 +199,7 @@ impl App {
             messages: std::collections::VecDeque::new(),
             asof: None,
             key_overrides: opts.opening.keys.clone(),
+            refresh_ms: opts.opening.refresh_ms,
             prompt: None,
             prompt_history: Vec::new(),
             quit_after: None,
