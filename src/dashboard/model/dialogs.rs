@@ -6,6 +6,8 @@ use crate::claims::{ClaimState, Hazard};
 /// The TTL the acquire form offers, and a renewal when the log does not
 /// say what was asked.
 pub const DEFAULT_ACQUIRE_TTL: &str = "30m";
+/// [`DEFAULT_ACQUIRE_TTL`] in milliseconds.
+pub const DEFAULT_ACQUIRE_TTL_MS: i64 = 30 * 60_000;
 use crate::dashboard::input::TextInput as Input;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -230,4 +232,17 @@ pub struct Overlays {
     pub open: Option<Overlay>,
     /// Lines scrolled in the open overlay.
     pub scroll: u16,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_ttl_in_words_and_in_milliseconds_agree() {
+        assert_eq!(
+            crate::time::parse_ttl_ms(DEFAULT_ACQUIRE_TTL),
+            Some(DEFAULT_ACQUIRE_TTL_MS)
+        );
+    }
 }

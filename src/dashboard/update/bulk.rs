@@ -8,7 +8,7 @@ use super::rows::move_by;
 use crate::claims::words::count;
 use crate::claims::Status;
 use crate::dashboard::action::{ForceOptsShown, Op};
-use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
+use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL_MS;
 use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level, RowId};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
@@ -89,8 +89,7 @@ fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, S
         // What was asked for this tenure, as `n` offers it.
         (BulkVerb::Renew, Some(r)) => Some(
             app.asked_ttl(&s.key, r.acquired_at)
-                .or_else(|| crate::time::parse_ttl_ms(DEFAULT_ACQUIRE_TTL))
-                .unwrap_or(30 * 60_000),
+                .unwrap_or(DEFAULT_ACQUIRE_TTL_MS),
         ),
         _ => None,
     };
@@ -152,7 +151,7 @@ fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Op {
             operator: (holder != app.operator).then(|| app.operator.clone()),
             key: i.key,
             holder,
-            ttl_ms: i.ttl_ms.unwrap_or(30 * 60_000),
+            ttl_ms: i.ttl_ms.unwrap_or(DEFAULT_ACQUIRE_TTL_MS),
         },
         BulkVerb::ForceRelease => {
             let opts = ForceOptsShown {
