@@ -4,8 +4,7 @@
 use super::output::{CmdResult, Out, EXIT_OK};
 use super::table::columns;
 use crate::claims::words::count;
-use crate::events::asof::{held_at, HeldAt};
-use crate::events::history::Log;
+use crate::events::asof::{by_root, held_at, HeldAt};
 use crate::sanitize::sanitize;
 use crate::store::Store;
 use crate::time::{clock, human_ms, now_ms, parse_instant};
@@ -44,23 +43,30 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
         out.line("no key was held then, as far as the log says")?;
         return Ok(EXIT_OK);
     }
-    let header: Vec<String> = ["KEY", "HOLDER", "HELD FOR", "THEN"]
+    let several = rows.iter().any(|r| r.root.is_some());
+    let mut header: Vec<String> = ["KEY", "HOLDER", "HELD FOR", "THEN"]
         .map(String::from)
         .to_vec();
+    if several {
+        header.insert(0, "ROOT".into());
+    }
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let held = human_ms(at - r.since);
-            vec![
-                sanitize(&r.key).into_owned(),
-                sanitize(&r.holder).into_owned(),
-                if r.start_seen {
-                    held
-                } else {
-                    format!("≥{held}")
-                },
-                ending_text(r, local),
-            ]
+            let root = r.root.as_deref().map(|p| sanitize(p).into_owned());
+            root.into_iter()
+                .chain([
+                    sanitize(&r.key).into_owned(),
+                    sanitize(&r.holder).into_owned(),
+                    if r.start_seen {
+                        held
+                    } else {
+                        format!("≥{held}")
+                    },
+                    ending_text(r, local),
+                ])
+                .collect()
         })
         .collect();
     for line in columns(&header, &cells) {
@@ -70,13 +76,18 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
     Ok(EXIT_OK)
 }
 
-/// The keys held at `at`, from the log around it.
+/// The keys held at `at`, from the log around it: every log the store
+/// keeps (one per root over several roots, each row naming its root), by
+/// key, then in the order the roots were named.
 pub fn table_at(store: &dyn Store, at: i64) -> Result<Vec<HeldAt>, String> {
-    let mut history = store.history(&Log::Own).map_err(|e| e.to_string())?;
-    history.start().map_err(|e| e.to_string())?;
-    let ix = crate::events::asof::read_around(at, |from, to| history.window(from, to))
-        .map_err(|e| e.to_string())?;
-    Ok(held_at(&ix, at))
+    let mut per_log = Vec::new();
+    for (root, log) in store.logs() {
+        let mut history = store.history(&log).map_err(|e| e.to_string())?;
+        history.start().map_err(|e| e.to_string())?;
+        let ix = history.around(at).map_err(|e| e.to_string())?;
+        per_log.push((root, held_at(&ix, at)));
+    }
+    Ok(by_root(per_log))
 }
 
 fn ending_text(r: &HeldAt, local: bool) -> String {
@@ -97,7 +108,7 @@ fn ending_text(r: &HeldAt, local: bool) -> String {
 }
 
 fn row_json(r: &HeldAt, at: i64) -> Value {
-    json!({
+    let mut row = json!({
         "key": r.key,
         "holder": r.holder,
         "since": r.since,
@@ -108,5 +119,9 @@ fn row_json(r: &HeldAt, at: i64) -> Value {
             "how": e.how.short(),
             "by": e.by,
         })),
-    })
+    });
+    if let (Some(root), Some(obj)) = (&r.root, row.as_object_mut()) {
+        obj.insert("root".into(), json!(root));
+    }
+    row
 }

@@ -12,9 +12,9 @@ use super::tenure::{Ending, TenureIndex};
 /// How much log either side of the instant is read. Before it: so a tenure
 /// running at TIME is seen from its acquire. After it: so each one's end
 /// is known (a release carries its acquired_at, so even a tenure whose
-/// acquire lies further back is whole once its release is read). Twelve
-/// hours of a busy log fit the history's window cap (64 MiB), which keeps
-/// the window's end when it must cut.
+/// acquire lies further back is whole once its release is read). Where
+/// twelve hours are more than a history reads at once, it reads the part
+/// around the instant ([`super::history::History::around`]).
 pub const AROUND_MS: i64 = 6 * 3600 * 1000;
 
 /// One key held at the instant asked about.
@@ -29,6 +29,9 @@ pub struct HeldAt {
     /// How the tenure ended after the instant: `None` while the log says it
     /// is still held.
     pub ended: Option<Ended>,
+    /// The root whose log said so, where several roots' logs were read
+    /// (the same key may be held in two of them); None for one log.
+    pub root: Option<String>,
 }
 
 /// How and when a tenure that covered the instant ended.
@@ -127,11 +130,30 @@ pub fn held_at(ix: &TenureIndex, at: i64) -> Vec<HeldAt> {
                     how: t.ending,
                     by: t.by.map(|b| ix.holder_name(b).to_string()),
                 }),
+                root: None,
             })
         })
         .collect();
     out.sort_by(|a, b| a.key.cmp(&b.key));
     out
+}
+
+/// The keys held in several logs as one table: each row names the root
+/// whose log it comes from, by key, then in the order the logs were given
+/// (one key held in two roots shows twice, side by side).
+pub fn by_root(per_log: Vec<(Option<String>, Vec<HeldAt>)>) -> Vec<HeldAt> {
+    let mut rows: Vec<HeldAt> = per_log
+        .into_iter()
+        .flat_map(|(root, rows)| {
+            rows.into_iter().map(move |r| HeldAt {
+                root: root.clone(),
+                ..r
+            })
+        })
+        .collect();
+    // Stable, so the logs' order holds within a key.
+    rows.sort_by(|a, b| a.key.cmp(&b.key));
+    rows
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ pub struct FileHistory {
     handed_on: bool,
     last_progress: u64,
     limits: Limits,
+    /// Most bytes one window re-read reads ([`WINDOW_MAX_BYTES`]).
+    window_cap: u64,
 }
 
 impl FileHistory {
@@ -51,6 +53,16 @@ impl FileHistory {
             handed_on: false,
             last_progress: 0,
             limits,
+            window_cap: WINDOW_MAX_BYTES,
+        }
+    }
+
+    /// The same history reading at most `bytes` per window (a small log
+    /// that must show what a cut does, or a face short of memory).
+    pub fn with_window_cap(self, bytes: u64) -> FileHistory {
+        FileHistory {
+            window_cap: bytes.max(1),
+            ..self
         }
     }
 
@@ -250,29 +262,69 @@ impl History for FileHistory {
 
     /// Re-read the log between the checkpoints around `[from, to)`.
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {
-        let mut ix = TenureIndex::new(self.limits);
+        let Some((want, stop)) = self.span(from, to)? else {
+            return Ok(TenureIndex::new(self.limits));
+        };
+        // Over the cap the part nearest the window's end is kept: the
+        // timeline zooms in from now, so the recent side is what it shows.
+        self.read_span(want.max(stop.saturating_sub(self.window_cap)), want, stop)
+    }
+
+    fn around(&mut self, at: i64) -> Result<TenureIndex, HistoryError> {
+        let (from, to) = super::asof::window_around(at);
+        let Some((want, stop)) = self.span(from, to)? else {
+            return Ok(TenureIndex::new(self.limits));
+        };
+        if stop - want <= self.window_cap {
+            return self.read_span(want, want, stop);
+        }
+        // More than one read holds: the cut is centred on the instant, so
+        // the one read always holds it (with the tenures running then and
+        // how they ended) instead of narrowing the window read after read.
+        let Some(file) = &self.file else {
+            return Ok(TenureIndex::new(self.limits));
+        };
+        let mid = file.start_for(at)?.clamp(want, stop);
+        let begin = want.max(mid.saturating_sub(self.window_cap / 2));
+        let end = stop.min(begin + self.window_cap);
+        self.read_span(begin, want, end)
+    }
+}
+
+impl FileHistory {
+    /// The bytes `[want, stop)` that hold the window `[from, to)`, from a
+    /// little before it (see [`WINDOW_LOOKBACK_MS`]); None before the log
+    /// is opened.
+    fn span(&self, from: i64, to: i64) -> Result<Option<(u64, u64)>, HistoryError> {
         let (Some(file), Some(indexer)) = (&self.file, &self.indexer) else {
-            return Ok(ix);
+            return Ok(None);
         };
         // The pass has read the whole file only once its count reaches the
         // file's length (before its first step it knows of no length yet).
         let p = indexer.progress();
-        let (want, stop) = if p.done && p.scanned >= file.len()? {
+        if p.done && p.scanned >= file.len()? {
             let lines = indexer.lines();
-            (
+            return Ok(Some((
                 lines.offset_before(from.saturating_sub(WINDOW_LOOKBACK_MS)),
                 lines.offset_after(to).max(lines.offset_before(to)),
-            )
-        } else {
-            // No index over the window yet (the pass is under way, or was
-            // never asked for: `list --as-of`): the log's times bisected,
-            // so a window of a gigabyte log costs a few reads, not a pass.
-            (
-                file.start_for(from.saturating_sub(WINDOW_LOOKBACK_MS))?,
-                file.end_for(to)?,
-            )
+            )));
+        }
+        // No index over the window yet (the pass is under way, or was
+        // never asked for: `list --as-of`): the log's times bisected, so a
+        // window of a gigabyte log costs a few reads, not a pass.
+        Ok(Some((
+            file.start_for(from.saturating_sub(WINDOW_LOOKBACK_MS))?,
+            file.end_for(to)?,
+        )))
+    }
+
+    /// The tenures of the lines from `at` (a line start when it is
+    /// `want`, else the next one after it) up to `stop`.
+    fn read_span(&self, mut at: u64, want: u64, stop: u64) -> Result<TenureIndex, HistoryError> {
+        let mut ix = TenureIndex::new(self.limits);
+        let Some(file) = &self.file else {
+            return Ok(ix);
         };
-        let mut at = want.max(stop.saturating_sub(WINDOW_MAX_BYTES));
         if at != want {
             // Cut to the byte cap: begin at a whole line.
             match file.next_line_start(at - 1)? {

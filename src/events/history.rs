@@ -63,6 +63,9 @@ pub enum Log {
     /// The copy of one root's log that a publishing host mirrors into the
     /// store (`claimtop publish`).
     Mirrored { host_id: String, root_id: String },
+    /// One root's own log, where a store speaks for several file roots
+    /// (each keeps its `events.jsonl`): the root named by its directory.
+    Root(std::path::PathBuf),
 }
 
 /// What an entry and its mark are called: "line 3 of 10 · byte 4 096" in a
@@ -191,4 +194,14 @@ pub trait History: Send {
     /// The tenures of `[from, to)` (epoch ms), read again from the log:
     /// what the pass keeps of the distant past is bounded.
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError>;
+
+    /// The tenures around the instant `at` (epoch ms), for "as of": the
+    /// window [`super::asof::window_around`] names, and when that is more
+    /// than the history reads at once, a part of it that holds the
+    /// instant. By default windows ever narrower are read until one
+    /// reaches back to it ([`super::asof::read_around`]); a history that
+    /// can cut a window around a point does it in one read.
+    fn around(&mut self, at: i64) -> Result<TenureIndex, HistoryError> {
+        super::asof::read_around(at, |from, to| self.window(from, to))
+    }
 }

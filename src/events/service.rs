@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
+use super::asof::{by_root, held_at, HeldAt};
 use super::backward::{Needle, SearchFrom, SearchStep};
 use super::file_history::FileHistory;
 pub use super::file_history::{TAIL_TENURE_BYTES, WINDOW_MAX_BYTES};
@@ -53,6 +54,14 @@ pub enum Request {
     /// whole-log index keeps only the recent past once it is over its
     /// limits, and this is how the older past is seen.
     Window { from: i64, to: i64 },
+    /// The keys held at the instant `at` (epoch ms), rebuilt from the
+    /// tenures around it ("as of"), in each log named (with the root it
+    /// speaks for), or in the log served now when none is named. The log
+    /// served stays the one served.
+    AsOf {
+        at: i64,
+        logs: Vec<(Option<String>, Which)>,
+    },
     /// Serve this log file from now on, indexed from scratch (a dashboard
     /// over several roots moved its whole-log views to another root's log).
     Open(PathBuf),
@@ -89,6 +98,14 @@ pub enum Reply {
         from: i64,
         to: i64,
         tenures: Box<TenureIndex>,
+    },
+    /// The keys held at the instant a [`Request::AsOf`] asked about, by
+    /// key; `trouble` names a log that could not be read (its rows are
+    /// missing).
+    AsOf {
+        at: i64,
+        rows: Vec<HeldAt>,
+        trouble: Option<String>,
     },
     /// The line count grew (lines appended and indexed since).
     Lines {
@@ -358,6 +375,10 @@ impl Service {
             Request::Reindex => self.start(send),
             Request::Open(path) => self.reopen(Which::Path(path), send),
             Request::OpenLog(log) => self.reopen(Which::Log(log), send),
+            Request::AsOf { at, logs } => {
+                let reply = self.as_of(at, logs);
+                send(reply)
+            }
             Request::Window { from, to } => match self.history.window(from, to) {
                 Ok(t) => send(Reply::Window {
                     from,
@@ -438,6 +459,46 @@ impl Service {
             Ok(Step::Counted { lines, end }) => send(Reply::Lines { lines, end }),
             Ok(Step::Restart) => self.start(send),
             Err(e) => self.fail(send, e),
+        }
+    }
+
+    /// The keys held at `at` in the logs named, each read by a history of
+    /// its own (opened, bisected to the instant, dropped), so the log the
+    /// views browse is not disturbed.
+    fn as_of(&mut self, at: i64, logs: Vec<(Option<String>, Which)>) -> Reply {
+        if logs.is_empty() {
+            return match self.history.around(at) {
+                Ok(ix) => Reply::AsOf {
+                    at,
+                    rows: held_at(&ix, at),
+                    trouble: None,
+                },
+                Err(e) => Reply::AsOf {
+                    at,
+                    rows: Vec::new(),
+                    trouble: Some(e.to_string()),
+                },
+            };
+        }
+        let mut per_log = Vec::new();
+        let mut trouble = None;
+        for (root, which) in logs {
+            let read = (self.open)(&which).and_then(|mut h| {
+                h.start()?;
+                h.around(at)
+            });
+            match read {
+                Ok(ix) => per_log.push((root, held_at(&ix, at))),
+                Err(e) => {
+                    let name = root.unwrap_or_else(|| format!("{which:?}"));
+                    trouble = Some(format!("{name}: {e}"));
+                }
+            }
+        }
+        Reply::AsOf {
+            at,
+            rows: by_root(per_log),
+            trouble,
         }
     }
 

@@ -370,6 +370,14 @@ pub trait Store: Send {
         log: &crate::events::history::Log,
     ) -> Result<Box<dyn crate::events::history::History>, StoreError>;
 
+    /// The events logs the store keeps of its own, each named by the root
+    /// it speaks for where there are several (several file roots keep one
+    /// log each): what a face reads to answer for the whole store ("as
+    /// of"). One store-wide log by default.
+    fn logs(&self) -> Vec<(Option<String>, crate::events::history::Log)> {
+        vec![(None, crate::events::history::Log::Own)]
+    }
+
     /// What keeps the store from being read as a normal one right now (a
     /// file root whose claims dir is no directory, or cannot be listed),
     /// for a face to say instead of an empty table. A store reached over a

@@ -173,12 +173,30 @@ impl Store for MultiStore {
 
     /// Each root keeps its own log: a face reads the history of the root
     /// it shows (the dashboard's selected row's), through that root's store.
-    fn history(&self, _: &Log) -> Result<Box<dyn History>, StoreError> {
+    fn history(&self, log: &Log) -> Result<Box<dyn History>, StoreError> {
+        if let Log::Root(dir) = log {
+            if let Some(store) = self.stores.iter().find(|s| s.root().root == *dir) {
+                return store.history(&Log::Own);
+            }
+        }
         Err(StoreError::Unsupported(format!(
             "{} roots keep {} events logs: read one root's history",
             self.stores.len(),
             self.stores.len()
         )))
+    }
+
+    fn logs(&self) -> Vec<(Option<String>, Log)> {
+        self.roots
+            .as_slice()
+            .iter()
+            .map(|r| {
+                (
+                    Some(r.root.display().to_string()),
+                    Log::Root(r.root.clone()),
+                )
+            })
+            .collect()
     }
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {

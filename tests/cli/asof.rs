@@ -1,7 +1,7 @@
 //! `list --as-of TIME`: the table at an instant equals the tenures of a
 //! generated log that covered it.
 
-use crate::common::Sandbox;
+use crate::common::{claimtop, Sandbox};
 use claimtop::time::{now_ms, utc_hms};
 use serde_json::Value;
 use std::io::Write;
@@ -96,4 +96,77 @@ fn the_table_as_of_an_instant_is_the_tenures_of_the_log_that_covered_it() {
         let out = s.run(&["list", "--as-of", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");
     }
+}
+
+#[test]
+fn over_several_roots_the_table_reads_every_roots_log_and_names_the_root() {
+    let (a, b) = (Sandbox::new(), Sandbox::new());
+    let t0 = (now_ms() - 6 * 3600 * 1000) / 1000 * 1000;
+    let at = |m: i64| t0 + m * 60_000;
+    let write = |s: &Sandbox, lines: &[String]| {
+        std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+        std::fs::write(s.root().join(".fno/events.jsonl"), lines.concat()).unwrap();
+    };
+    // The same key held in both roots at minute 5, by different holders;
+    // b's "solo" only in b.
+    write(
+        &a,
+        &[
+            ev("claim_acquired", at(0), "shared", "wa", at(0)),
+            ev("claim_released", at(10), "shared", "wa", at(0)),
+        ],
+    );
+    write(
+        &b,
+        &[
+            ev("claim_acquired", at(2), "shared", "wb", at(2)),
+            ev("claim_acquired", at(3), "solo", "wb", at(3)),
+            ev("claim_released", at(8), "solo", "wb", at(3)),
+        ],
+    );
+    let run = |json: bool| {
+        let mut cmd = claimtop(a.home.path());
+        cmd.arg("--root").arg(a.root()).arg("--root").arg(b.root());
+        cmd.args(["list", "--as-of", &utc_hms(at(5))]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let v: Value = serde_json::from_slice(&run(true)).expect("one JSON document");
+    let rows: Vec<(String, String, String)> = v["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .map(|c| {
+            let s = |f: &str| c[f].as_str().unwrap_or("").to_string();
+            (s("root"), s("key"), s("holder"))
+        })
+        .collect();
+    let (ra, rb) = (
+        a.root().display().to_string(),
+        b.root().display().to_string(),
+    );
+    assert_eq!(
+        rows,
+        [
+            (ra.clone(), "shared".into(), "wa".into()),
+            (rb.clone(), "shared".into(), "wb".into()),
+            (rb.clone(), "solo".into(), "wb".into()),
+        ]
+    );
+    let text = String::from_utf8_lossy(&run(false)).into_owned();
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.starts_with("ROOT")),
+        "{text}"
+    );
+    assert!(text.contains(&rb), "{text}");
+    assert!(text.contains("3 keys held then"), "{text}");
 }

@@ -2,7 +2,7 @@
 //! and the messages of the session (`m`), driven without a terminal.
 
 use crate::common::*;
-use crate::effects::{asked_log, clear_log, ops, update};
+use crate::effects::{asked_log, ops, update};
 use claimtop::dashboard::testing::{Column, Dialog, Op, Overlay, Pane};
 use claimtop::events::history::Anchor;
 use claimtop::events::service::Request;
@@ -286,15 +286,15 @@ fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) ->
 #[test]
 fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
     use claimtop::dashboard::testing::Action;
+    use claimtop::events::asof::held_at;
     use claimtop::events::service::Reply;
     use claimtop::events::tenure::{Limits, TenureIndex};
     let mut app = fixed_app(160, 48);
     let at = NOW - 60 * MIN;
     run(&mut app, "asof 1h");
-    let (from, to) = (at - 6 * 60 * MIN, at + 6 * 60 * MIN);
     assert!(
-        asked_log().contains(&Request::Window { from, to }),
-        "{:?}",
+        asked_log().contains(&Request::AsOf { at, logs: vec![] }),
+        "one root: the log the service serves; {:?}",
         asked_log()
     );
     let screen = render(&app);
@@ -317,22 +317,22 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
     ] {
         ix.apply_line(&claim_line(kind, ms, key, holder, acq));
     }
-    // Another window (the timeline's) is not this view's.
+    // Another instant's answer (asked before) is not this view's.
     update(
         &mut app,
-        Action::Log(Box::new(Reply::Window {
-            from: from + 1,
-            to,
-            tenures: Box::new(TenureIndex::new(Limits::default())),
+        Action::Log(Box::new(Reply::AsOf {
+            at: at + 1,
+            rows: held_at(&ix, at + 1),
+            trouble: None,
         })),
     );
     assert!(app.asof.as_ref().is_some_and(|v| v.rows.is_none()));
     update(
         &mut app,
-        Action::Log(Box::new(Reply::Window {
-            from,
-            to,
-            tenures: Box::new(ix),
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            rows: held_at(&ix, at),
+            trouble: None,
         })),
     );
     let keys: Vec<&str> = app
@@ -405,45 +405,6 @@ fn the_settings_file_names_a_rebinding_it_cannot_use() {
     assert!(e.starts_with("dashboard.keys.relase: no command"), "{e}");
     let e = parse("[dashboard.keys]\nrelease = \"ctrl-\"\n").expect_err("refused");
     assert!(e.contains("is no key"), "{e}");
-}
-
-#[test]
-fn an_asof_window_that_did_not_reach_the_instant_is_asked_again_narrower() {
-    use claimtop::dashboard::testing::Action;
-    use claimtop::events::service::Reply;
-    use claimtop::events::tenure::{Limits, TenureIndex};
-    let mut app = fixed_app(160, 48);
-    let at = NOW - 60 * MIN;
-    run(&mut app, "asof 1h");
-    clear_log();
-    // A busy log: the wide window was cut to its end, after the instant.
-    let mut cut = TenureIndex::new(Limits::default());
-    cut.apply_line(&claim_line(
-        "claim_acquired",
-        at + MIN,
-        "late",
-        "w9",
-        at + MIN,
-    ));
-    let (from, to) = (at - 6 * 60 * MIN, at + 6 * 60 * MIN);
-    let fx = update(
-        &mut app,
-        Action::Log(Box::new(Reply::Window {
-            from,
-            to,
-            tenures: Box::new(cut),
-        })),
-    );
-    let narrower = Request::Window {
-        from: at - 2 * 60 * MIN,
-        to: at + 2 * 60 * MIN,
-    };
-    assert_eq!(fx.log, [narrower]);
-    assert!(
-        app.asof.as_ref().is_some_and(|v| v.rows.is_none()),
-        "still reading"
-    );
-    assert!(render(&app).contains("reading the events log"));
 }
 
 #[test]

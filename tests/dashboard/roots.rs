@@ -576,3 +576,66 @@ fn the_hazards_list_over_three_roots_says_which_root_each_is_in() {
         insta::assert_snapshot!(format!("three_roots_hazards_{w}x{h}"), render(&app));
     }
 }
+
+#[test]
+fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
+    use claimtop::events::asof::HeldAt;
+    use claimtop::events::service::{Reply, Request, Which};
+    let mut app = three_roots(160, 48);
+    clear_log();
+    update(&mut app, key(':'));
+    type_text(&mut app, "asof 1h");
+    update(&mut app, code(KeyCode::Enter));
+    let at = NOW - 60 * MIN;
+    let logs: Vec<(Option<String>, Which)> = roots3()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                Some(app.roots.label(i).to_string()),
+                Which::Path(r.events_file()),
+            )
+        })
+        .collect();
+    assert_eq!(asked_log(), [Request::AsOf { at, logs }]);
+
+    let row = |root: usize, key: &str, holder: &str| HeldAt {
+        key: key.into(),
+        holder: holder.into(),
+        since: at - 5 * MIN,
+        start_seen: true,
+        ended: None,
+        root: Some(app.roots.label(root).to_string()),
+    };
+    let rows = vec![
+        row(0, "deploy:api", "pty:ann"),
+        row(1, "deploy:api", "pty:ana"),
+    ];
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            rows,
+            trouble: Some("mnt/ci/api: cannot read".into()),
+        })),
+    );
+    let screen = render(&app);
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("root") && l.contains("holder")),
+        "a root column: {screen}"
+    );
+    let label_b = app.roots.label(1).to_string();
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains(&label_b) && l.contains("pty:ana") && l.contains("deploy:api")),
+        "{screen}"
+    );
+    assert!(screen.contains("2 keys held then"), "{screen}");
+    assert!(
+        app.messages.iter().any(|m| m.text.contains("cannot read")),
+        "a log that could not be read is said"
+    );
+}

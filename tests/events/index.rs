@@ -431,3 +431,104 @@ fn the_service_counts_every_match_ranks_the_one_found_and_wraps_at_either_end() 
     drop(req_tx);
     h.join().unwrap();
 }
+
+/// An instant in round 60 of `story(60_000, 500)`: k250's round-60 tenure
+/// has just begun, and every later key is still held from round 59.
+const AS_OF_AT: i64 = 1_764_460_000_000 + (60 * 500 + 250) * 10_000 + 2_000;
+
+fn held(rows: &[claimtop::events::asof::HeldAt]) -> Vec<(String, String, i64)> {
+    rows.iter()
+        .map(|r| (r.key.clone(), r.holder.clone(), r.since))
+        .collect()
+}
+
+#[test]
+fn as_of_a_log_bigger_than_one_read_is_read_once_around_the_instant() {
+    use claimtop::events::asof::{held_at, reaches};
+    use claimtop::events::file_history::FileHistory;
+    use claimtop::events::history::History;
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = story(60_000, 500);
+    let path = write_log(dir.path(), &text);
+    let (req_tx, rep_rx, h) = start_service(path.clone());
+    let whole = loop {
+        if let Reply::Indexed { tenures, .. } = recv(&rep_rx) {
+            break tenures;
+        }
+    };
+    drop(req_tx);
+    h.join().unwrap();
+    let expected = held_at(&whole, AS_OF_AT);
+    assert_eq!(expected.len(), 250, "k250..k499 are held then");
+
+    // 13 hours of this log are ~0.8 MiB: a 256 KiB cap cuts the window.
+    let mut history = FileHistory::new(path, Limits::default()).with_window_cap(256 * 1024);
+    history.start().unwrap();
+    let (from, to) = claimtop::events::asof::window_around(AS_OF_AT);
+    let cut = history.window(from, to).unwrap();
+    assert!(
+        !reaches(&cut, AS_OF_AT),
+        "a window cut to its end misses the instant"
+    );
+    let around = history.around(AS_OF_AT).unwrap();
+    assert!(reaches(&around, AS_OF_AT));
+    assert_eq!(held(&held_at(&around, AS_OF_AT)), held(&expected));
+}
+
+#[test]
+fn the_service_answers_as_of_over_several_logs_each_row_naming_its_root() {
+    use claimtop::events::service::Which;
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (text, _) = story(60_000, 500);
+    let path_a = write_log(a.path(), &text);
+    let (text_b, _) = story(1_000, 500);
+    let path_b = write_log(b.path(), &text_b);
+    // The service serves a third log; the ones asked about are read
+    // beside it.
+    let other = tempfile::tempdir().unwrap();
+    let (req_tx, rep_rx, h) = start_service(write_log(other.path(), ""));
+    req_tx
+        .send(Request::AsOf {
+            at: AS_OF_AT,
+            logs: vec![
+                (Some("a".into()), Which::Path(path_a)),
+                (Some("b".into()), Which::Path(path_b)),
+                (
+                    Some("gone".into()),
+                    Which::Path(b.path().join("no-such-dir/events.jsonl")),
+                ),
+            ],
+        })
+        .unwrap();
+    let (rows, trouble) = loop {
+        if let Reply::AsOf { at, rows, trouble } = recv(&rep_rx) {
+            assert_eq!(at, AS_OF_AT);
+            break (rows, trouble);
+        }
+    };
+    assert_eq!(trouble, None, "a log not there yet holds no claims");
+    // b's story ended long before: its last round is still held (never
+    // released), so every one of its 500 keys shows.
+    let in_a = rows
+        .iter()
+        .filter(|r| r.root.as_deref() == Some("a"))
+        .count();
+    let in_b = rows
+        .iter()
+        .filter(|r| r.root.as_deref() == Some("b"))
+        .count();
+    assert_eq!((in_a, in_b), (250, 500));
+    let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted, "one table, by key");
+    // k300 is held in both: a's row first, as the logs were named.
+    let k300: Vec<_> = rows
+        .iter()
+        .filter(|r| r.key == "k300")
+        .map(|r| r.root.as_deref())
+        .collect();
+    assert_eq!(k300, [Some("a"), Some("b")]);
+    drop(req_tx);
+    h.join().unwrap();
+}

@@ -8,12 +8,8 @@ use crate::events::asof::HeldAt;
 pub struct AsOf {
     /// The instant shown (epoch ms).
     pub at: i64,
-    /// The window of log asked for: its reply is this view's.
-    pub window: (i64, i64),
-    /// How many windows were asked (each narrower: see
-    /// [`crate::events::asof::SPANS_MS`]).
-    pub step: usize,
-    /// The keys held then, by key; `None` while the log is being read.
+    /// The keys held then, by key (over several roots, each naming its
+    /// root); `None` while the logs are being read.
     pub rows: Option<Vec<HeldAt>>,
     pub selected: usize,
 }

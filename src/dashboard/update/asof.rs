@@ -4,27 +4,36 @@
 use super::effects::Effects;
 use crate::dashboard::model::asof::AsOf;
 use crate::dashboard::model::{App, Level, Overlay};
-use crate::events::asof::{held_at, reaches, window_around, window_of};
-use crate::events::service::{Reply, Request};
+use crate::events::service::{Reply, Request, Which};
 
-/// Show the table as of `at`: the log around it is asked for, and the
-/// table says so until it comes.
+/// Show the table as of `at`: the log around it is asked for (every
+/// root's, over several roots), and the table says so until it comes.
 pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
-    let window = window_around(at);
     app.asof = Some(AsOf {
         at,
-        window,
-        step: 0,
         rows: None,
         selected: 0,
     });
     if app.overlays.open == Some(Overlay::Timeline) {
         app.overlays.open = None;
     }
-    fx.log.push(Request::Window {
-        from: window.0,
-        to: window.1,
-    });
+    // One root (or a store): the log the service serves. Several: each
+    // root's own log, which the service reads beside the one it serves.
+    let logs = if app.roots.is_several() {
+        app.roots
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                (
+                    Some(app.roots.label(i).to_string()),
+                    Which::Path(r.events_file()),
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    fx.log.push(Request::AsOf { at, logs });
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
     app.say(
         Level::Info,
@@ -38,32 +47,20 @@ pub fn close(app: &mut App) -> bool {
     app.asof.take().is_some()
 }
 
-/// A reply of the events service: the window this view asked for fills
-/// it (the timeline takes only the windows it asked for itself). A window
-/// that did not reach back to the instant (a busy log's, cut to what the
-/// history reads at once) is asked again, narrower.
-pub fn on_reply(app: &mut App, reply: &Reply, fx: &mut Effects) -> bool {
+/// A reply of the events service: the answer for the instant this view
+/// shows fills it (an earlier instant's, asked before, does not).
+pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
     let Some(v) = app.asof.as_mut() else {
         return false;
     };
     match reply {
-        Reply::Window { from, to, tenures } if (*from, *to) == v.window && v.rows.is_none() => {
-            v.step += 1;
-            match window_of(v.at, v.step).filter(|_| !reaches(tenures, v.at)) {
-                Some(narrower) => {
-                    v.window = narrower;
-                    fx.log.push(Request::Window {
-                        from: narrower.0,
-                        to: narrower.1,
-                    });
-                    false
-                }
-                None => {
-                    v.rows = Some(held_at(tenures, v.at));
-                    v.selected = 0;
-                    true
-                }
+        Reply::AsOf { at, rows, trouble } if *at == v.at && v.rows.is_none() => {
+            v.rows = Some(rows.clone());
+            v.selected = 0;
+            if let Some(t) = trouble {
+                app.say(Level::Error, format!("as of: {t}"));
             }
+            true
         }
         _ => false,
     }

@@ -70,7 +70,7 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             logview::on_lines(app, &lines) || tail
         }
         Action::Log(reply) => {
-            let asof = asof::on_reply(app, &reply, fx);
+            let asof = asof::on_reply(app, &reply);
             logview::on_log(app, *reply) || asof
         }
         Action::EventsReset => {

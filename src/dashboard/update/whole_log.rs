@@ -19,7 +19,8 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
     let timeline_open = app.overlays.open == Some(Overlay::Timeline);
     let b = &mut app.events.browse;
     match &reply {
-        Reply::Page(_) | Reply::Search { .. } | Reply::Error(_) => {}
+        // "As of" takes its own reply (`super::asof::on_reply`).
+        Reply::Page(_) | Reply::Search { .. } | Reply::Error(_) | Reply::AsOf { .. } => {}
         Reply::Matches(m) => b.on_matches(*m),
         Reply::Progress(p) => b.on_progress(*p),
         Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
@@ -49,6 +50,7 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
             b.active || (timeline_open && timeline_changed)
         }
         Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
+        Reply::AsOf { .. } => false,
     }
 }
 
@@ -86,7 +88,8 @@ fn of_log(log: &Log, root_path: &str, line: &Line) -> bool {
             })
     };
     match log {
-        Log::Own => !line.text.contains("\"host_id\"") || marked().is_none(),
+        // A root's own log is read from its file, not followed here.
+        Log::Own | Log::Root(_) => !line.text.contains("\"host_id\"") || marked().is_none(),
         Log::Mirrored { host_id, .. } => {
             marked().is_some_and(|(h, r)| &h == host_id && r == root_path)
         }

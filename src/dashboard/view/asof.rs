@@ -43,7 +43,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ),
         theme.dim(),
     ));
-    let header = Row::new(["key", "holder", "held for", "since", "then"]).style(theme.label());
+    // Over several roots each row names its root: one key may be held in
+    // two of them.
+    let several = rows.iter().any(|r| r.root.is_some());
+    let mut header = vec!["key", "holder", "held for", "since", "then"];
+    let mut widths = vec![
+        Constraint::Min(12),
+        Constraint::Min(12),
+        Constraint::Length(9),
+        Constraint::Length(10),
+        Constraint::Min(20),
+    ];
+    if several {
+        header.insert(0, "root");
+        widths.insert(0, Constraint::Max(16));
+    }
+    let header = Row::new(header).style(theme.label());
     let local = app.local_time;
     let body = rows.iter().map(|r| {
         let since = clock(r.since, local, "%H:%M:%S");
@@ -52,21 +67,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         } else {
             format!("≤{since}")
         };
-        Row::new([
+        let root = several.then(|| safe(r.root.as_deref().unwrap_or("")).into_owned());
+        Row::new(root.into_iter().chain([
             safe(&r.key).into_owned(),
             safe(&r.holder).into_owned(),
             coarse(v.at - r.since),
             since,
             safe(&ending_words(r, |t| clock(t, local, "%Y-%m-%d %H:%M:%S"))).into_owned(),
-        ])
+        ]))
     });
-    let widths = [
-        Constraint::Min(12),
-        Constraint::Min(12),
-        Constraint::Length(9),
-        Constraint::Length(10),
-        Constraint::Min(20),
-    ];
     let table = Table::new(body, widths)
         .header(header)
         .block(Block::new().borders(Borders::TOP).title(Line::from(title)))

@@ -265,6 +265,14 @@ impl Store for EtcdStore {
             Log::Mirrored { host_id, root_id } => {
                 self.core.layout.root_place(host_id, root_id).events()
             }
+            Log::Root(dir) => {
+                return Err(StoreError::Unsupported(format!(
+                    "{} keeps no file root's log ({}): its events are under {}",
+                    self.url(),
+                    dir.display(),
+                    self.core.layout.events()
+                )))
+            }
         };
         Ok(Box::new(history::EtcdHistory::new(
             Arc::clone(&self.core),

@@ -57,6 +57,13 @@ impl FileStore {
     pub fn root(&self) -> &Root {
         &self.root
     }
+
+    fn own_history(&self) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        Ok(Box::new(crate::events::file_history::FileHistory::new(
+            self.root.events_file(),
+            crate::events::service::limits(),
+        )))
+    }
 }
 
 impl Store for FileStore {
@@ -137,12 +144,8 @@ impl Store for FileStore {
         log: &crate::events::history::Log,
     ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
         match log {
-            crate::events::history::Log::Own => {
-                Ok(Box::new(crate::events::file_history::FileHistory::new(
-                    self.root.events_file(),
-                    crate::events::service::limits(),
-                )))
-            }
+            crate::events::history::Log::Own => self.own_history(),
+            crate::events::history::Log::Root(dir) if *dir == self.root.root => self.own_history(),
             // A file root's hosts publish into a store; it holds no copies.
             other => Err(StoreError::Unsupported(format!(
                 "{} keeps no {other:?} events history",
