@@ -1424,3 +1424,47 @@ fn line_of<'a>(text: &'a str, word: &str) -> &'a str {
         .find(|l| l.split_whitespace().any(|w| w == word))
         .unwrap_or_default()
 }
+
+#[test]
+fn list_as_of_over_the_store_reads_its_own_log_and_every_hosts_mirrored_one() {
+    let Some(f) = Fleet::start("/fleetasof") else {
+        return;
+    };
+    let a = root_dir();
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    acquire_in(&f, a.path(), "asof/on-host");
+    let o = f.over(&["acquire", "asof/in-store", "--holder", "w", "--ttl", "1h"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        wait_for(PATIENCE, || !events_of_host(&f.events(), "host-a")
+            .is_empty()),
+        "the host's acquire was never mirrored"
+    );
+    // An instant after both acquires, in whole seconds.
+    std::thread::sleep(Duration::from_millis(1100));
+    let at = claimtop::time::utc_hms(claimtop::time::now_ms() / 1000 * 1000);
+    let v = json_of(&f.over(&["list", "--as-of", &at, "--json"]));
+    let rows: Vec<(String, String)> = v["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("key"), s("root"))
+        })
+        .collect();
+    let dir = a
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    assert!(
+        rows.iter()
+            .any(|(k, r)| k == "asof/on-host" && r.ends_with(&dir) && r.contains(':')),
+        "the host's claim, named by host and root: {v}"
+    );
+    assert!(
+        rows.contains(&("asof/in-store".into(), "etcd".into())),
+        "the store's own claim: {v}"
+    );
+}

@@ -81,7 +81,7 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
 /// key, then in the order the roots were named.
 pub fn table_at(store: &dyn Store, at: i64) -> Result<Vec<HeldAt>, String> {
     let mut per_log = Vec::new();
-    for (root, log) in store.logs() {
+    for (root, log) in store.logs().map_err(|e| e.to_string())? {
         let mut history = store.history(&log).map_err(|e| e.to_string())?;
         history.start().map_err(|e| e.to_string())?;
         let ix = history.around(at).map_err(|e| e.to_string())?;

@@ -332,6 +332,31 @@ pub fn count_states<'a>(states: impl Iterator<Item = &'a str>) -> Counts {
     count_copies(states, true)
 }
 
+/// The events logs of a store hosts publish into: its own, and the log of
+/// every root a host mirrors (online or not: what a host recorded stays
+/// its history until the host is forgotten). With hosts, each is named:
+/// the store's own by its [`SOURCE_STORE`], a mirrored root's by its host
+/// and path; without, the store's own log stands alone, unnamed.
+pub fn logs_of(hosts: &[HostInfo]) -> Vec<(Option<String>, crate::events::history::Log)> {
+    use crate::events::history::Log;
+    let mirrored: Vec<(Option<String>, Log)> = hosts
+        .iter()
+        .flat_map(|h| {
+            h.roots.iter().map(move |r| {
+                (
+                    Some(format!("{}:{}", h.label, r.path)),
+                    Log::Mirrored {
+                        host_id: h.host_id.clone(),
+                        root_id: r.id.clone(),
+                    },
+                )
+            })
+        })
+        .collect();
+    let own = (!mirrored.is_empty()).then(|| SOURCE_STORE.to_string());
+    std::iter::once((own, Log::Own)).chain(mirrored).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,5 +447,33 @@ mod tests {
         assert_eq!(kept[0]["last_known_at_ms"], 1_700_000_000_000_i64);
         assert_eq!(f.counts().last_known, 3);
         assert_eq!(f.counts().live, 1);
+    }
+
+    #[test]
+    fn a_fleets_logs_are_the_stores_own_and_every_mirrored_root_each_named() {
+        use crate::events::history::Log;
+        assert_eq!(
+            logs_of(&[]),
+            [(None, Log::Own)],
+            "no hosts: one unnamed log"
+        );
+        let mut hosts = fleet().hosts;
+        hosts[0].roots.push(PublishedRoot::new(
+            "00000000000000bb".into(),
+            "/srv/b".into(),
+        ));
+        let got = logs_of(&hosts);
+        let mirrored = |id: &str| Log::Mirrored {
+            host_id: "m1".into(),
+            root_id: id.into(),
+        };
+        assert_eq!(
+            got,
+            [
+                (Some(SOURCE_STORE.to_string()), Log::Own),
+                (Some("alpha:/srv/a".into()), mirrored("00000000000000aa")),
+                (Some("alpha:/srv/b".into()), mirrored("00000000000000bb")),
+            ]
+        );
     }
 }

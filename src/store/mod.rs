@@ -370,12 +370,13 @@ pub trait Store: Send {
         log: &crate::events::history::Log,
     ) -> Result<Box<dyn crate::events::history::History>, StoreError>;
 
-    /// The events logs the store keeps of its own, each named by the root
-    /// it speaks for where there are several (several file roots keep one
-    /// log each): what a face reads to answer for the whole store ("as
-    /// of"). One store-wide log by default.
-    fn logs(&self) -> Vec<(Option<String>, crate::events::history::Log)> {
-        vec![(None, crate::events::history::Log::Own)]
+    /// The events logs the store keeps, each named by the root it speaks
+    /// for where there are several (several file roots keep one log each;
+    /// hosts publishing into a store mirror one per root): what a face
+    /// reads to answer for the whole store ("as of"). One store-wide log
+    /// by default.
+    fn logs(&self) -> Result<Vec<(Option<String>, crate::events::history::Log)>, StoreError> {
+        Ok(vec![(None, crate::events::history::Log::Own)])
     }
 
     /// What keeps the store from being read as a normal one right now (a

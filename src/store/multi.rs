@@ -186,8 +186,9 @@ impl Store for MultiStore {
         )))
     }
 
-    fn logs(&self) -> Vec<(Option<String>, Log)> {
-        self.roots
+    fn logs(&self) -> Result<Vec<(Option<String>, Log)>, StoreError> {
+        Ok(self
+            .roots
             .as_slice()
             .iter()
             .map(|r| {
@@ -196,7 +197,7 @@ impl Store for MultiStore {
                     Log::Root(r.root.clone()),
                 )
             })
-            .collect()
+            .collect())
     }
 
     fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {

@@ -744,3 +744,33 @@ fn two_hosts_sharing_a_hostname_are_told_apart_by_their_machine_ids_start() {
         "{hosts}"
     );
 }
+
+#[test]
+fn asof_over_a_fleet_reads_the_stores_log_and_every_hosts_mirrored_one() {
+    use claimtop::events::history::Log;
+    use claimtop::events::service::{Request, Which};
+    let mut app = with_two_hosts();
+    clear_log();
+    update(&mut app, key(':'));
+    type_text(&mut app, "asof 1h");
+    update(&mut app, code(KeyCode::Enter));
+    let asked = asked_log();
+    let Some(Request::AsOf { at, logs }) = asked.first() else {
+        panic!("{asked:?}");
+    };
+    assert_eq!(*at, NOW - 60 * MIN);
+    assert_eq!(
+        logs.first(),
+        Some(&(Some("etcd".to_string()), Which::Log(Log::Own)))
+    );
+    let alpha = Which::Log(Log::Mirrored {
+        host_id: "m-alpha".into(),
+        root_id: root_a().id,
+    });
+    assert!(
+        logs.iter().any(
+            |(name, w)| *w == alpha && name.as_deref().is_some_and(|n| n.starts_with("alpha:"))
+        ),
+        "{logs:?}"
+    );
+}

@@ -17,9 +17,17 @@ pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
     if app.overlays.open == Some(Overlay::Timeline) {
         app.overlays.open = None;
     }
-    // One root (or a store): the log the service serves. Several: each
-    // root's own log, which the service reads beside the one it serves.
-    let logs = if app.roots.is_several() {
+    // One root (or a store no host publishes into): the log the service
+    // serves. Several roots: each root's own log; a fleet: the store's and
+    // every root a host mirrors. The service reads them beside the one it
+    // serves.
+    let hosts = app.store.as_ref().map_or(&[][..], |s| &s.fleet.hosts[..]);
+    let logs = if !hosts.is_empty() {
+        crate::store::fleet::logs_of(hosts)
+            .into_iter()
+            .map(|(name, log)| (name, Which::Log(log)))
+            .collect()
+    } else if app.roots.is_several() {
         app.roots
             .iter()
             .enumerate()

@@ -280,6 +280,10 @@ impl Store for EtcdStore {
         )))
     }
 
+    fn logs(&self) -> Result<Vec<(Option<String>, Log)>, StoreError> {
+        Ok(crate::store::fleet::logs_of(&self.core.read_fleet_hosts()?))
+    }
+
     fn leases(&self) -> Option<&dyn Leases> {
         Some(self)
     }
