@@ -56,7 +56,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ];
     if several {
         header.insert(0, "root");
-        widths.insert(0, Constraint::Max(16));
+        let widest = rows
+            .iter()
+            .filter_map(|r| r.root.as_deref())
+            .map(|r| safe(r).chars().count())
+            .max()
+            .unwrap_or(0);
+        widths.insert(0, Constraint::Length(widest.clamp(4, 24) as u16));
     }
     let header = Row::new(header).style(theme.label());
     let local = app.local_time;
