@@ -112,10 +112,6 @@ fn main() -> ExitCode {
         (Command::ForceRelease(a), Some(url), _) if a.host.is_some() => {
             publish::force_release_on_host(&url, a, &global, &mut out)
         }
-        // Events and metrics over file roots read each log by byte offsets
-        // (the index, --since's bisection, a follower per file).
-        (Command::Events(a), None, Ok(roots)) => events::events(&roots, a, &mut out),
-        (Command::Metrics(a), None, Ok(roots)) => metrics::serve(&roots, &a, &mut out),
         (command, Some(url), _) => match store::open(&url, &global.open_opts()) {
             Ok(store) => dispatch(&*store, command, local_time, &mut out),
             Err(e) => out.error(&e.to_string()),
@@ -213,10 +209,10 @@ fn dispatch(store: &dyn Store, command: Command, local_time: bool, out: &mut Out
         Command::Publish(_) => out.usage_error(
             "publish needs --store etcd://HOST:PORT[/PREFIX] (where to mirror the roots)",
         ),
-        Command::Events(a) => events::events_store(store, a, out),
+        Command::Events(a) => events::events(store, a, out),
         Command::Run(a) => cli::run::run(store, a, out),
         Command::Fleet(a) => cli::fleet_cmd::fleet(store, a, out),
-        Command::Metrics(a) => metrics::serve_store(store, &a, out),
+        Command::Metrics(a) => metrics::serve(store, &a, out),
         Command::Completions { shell } => completions::completions(shell, out),
         Command::Config { .. } => config::print(None, out),
     }

@@ -317,3 +317,43 @@ fn the_store_knows_nothing_of_the_publisher_above_it() {
     let found = offenders("src/store/", &["crate::publish", "publish::"], &[]);
     assert!(found.is_empty(), "the store reaches up: {found:#?}");
 }
+
+#[test]
+fn every_command_reaches_its_store_through_the_one_dispatch() {
+    // Events and metrics once had file twins that took the roots around
+    // the seam: a feature then had to be written twice, and was not. Only
+    // what starts the faces (the dashboard, the publisher) and the command
+    // line itself name the roots; every command takes a `&dyn Store`.
+    let found = offenders(
+        "src/cli/",
+        &[
+            "Roots,",
+            "Roots}",
+            "&Roots",
+            "FileStore",
+            "store::file::",
+            "claims::Root,",
+            "claims::Root}",
+        ],
+        &[
+            "src/cli/args/",
+            "src/cli/tui.rs",
+            "src/cli/publish.rs",
+            // Only the error variant for several roots given to one key.
+            "src/cli/claim_cmds.rs",
+        ],
+    );
+    assert!(found.is_empty(), "a command around the seam: {found:#?}");
+    let main = tree()
+        .into_iter()
+        .find(|(p, _)| p == "src/main.rs")
+        .map(|(_, t)| t)
+        .unwrap_or_default();
+    for call in ["events::events(", "metrics::serve("] {
+        assert_eq!(
+            main.matches(call).count(),
+            1,
+            "{call} is called once, from the dispatch"
+        );
+    }
+}

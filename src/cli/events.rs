@@ -3,7 +3,6 @@
 use super::args::EventsArgs;
 use super::events_print::{Filter, Printer};
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
-use crate::claims::{Root, Roots};
 use crate::events::follow::{Follower, Reset};
 use crate::events::merge::{keep_last, merge_by_ts};
 use crate::events::stream::{self, Probe, Span};
@@ -15,7 +14,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,12 +23,40 @@ use std::time::Duration;
 /// slow enough to cost nothing while the log is idle.
 const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
-pub fn events(roots: &Roots, a: EventsArgs, out: &mut Out) -> CmdResult {
+/// `events` over any store. A log kept in a file (a file root's, each of
+/// several roots') is read from the file itself: lines printed byte for
+/// byte, `--since` bisected, a follower per file that notices truncation
+/// and replacement. A store's log is read through its history.
+pub fn events(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
+    match log_files(store) {
+        Ok(Some(files)) => events_in_files(&files, a, out),
+        Ok(None) => events_store(store, a, out),
+        Err(e) => out.error(&e),
+    }
+}
+
+/// A log file, named by the root it speaks for where there are several.
+type NamedFile = (Option<String>, PathBuf);
+
+/// The files the store keeps its events logs in; None when its logs are
+/// not files.
+fn log_files(store: &dyn Store) -> Result<Option<Vec<NamedFile>>, String> {
+    let mut files = Vec::new();
+    for (name, log) in store.logs().map_err(|e| e.to_string())? {
+        let history = store.history(&log).map_err(|e| e.to_string())?;
+        match history.file() {
+            Some(path) => files.push((name, path.to_path_buf())),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(files))
+}
+
+fn events_in_files(files: &[NamedFile], a: EventsArgs, out: &mut Out) -> CmdResult {
     let mut p = Printer::new(out, Filter::of(&a));
-    let result = if roots.is_several() {
-        print_several(&mut p, roots, a.lines, a.follow)
-    } else {
-        print_one(&mut p, roots.first(), a.lines, a.follow)
+    let result = match files {
+        [(None, path)] => print_one(&mut p, path, a.lines, a.follow),
+        _ => print_several(&mut p, files, a.lines, a.follow),
     };
     p.report_skipped();
     match result {
@@ -45,11 +72,11 @@ pub fn events(roots: &Roots, a: EventsArgs, out: &mut Out) -> CmdResult {
     }
 }
 
-/// `events` over a store that is not a file root (etcd): its events,
+/// `events` over a store whose log is no file (etcd): its events,
 /// oldest first, filtered, the last `-n`; `--follow` then prints what the
 /// store's change feed brings, and says on stderr when the store stops and
 /// starts answering.
-pub fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
+fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
     let mut p = Printer::new(out, Filter::of(&a));
     // Started before the read, so nothing recorded in between is missed
     // (an event in both is printed twice rather than lost).
@@ -144,18 +171,17 @@ fn open_log(p: &mut Printer<'_>, path: &Path) -> Result<Option<(File, FileId)>, 
     open_regular(path).map_err(|e| exit_status(p.out.error(&e.to_string())))
 }
 
-fn print_one(p: &mut Printer<'_>, root: &Root, limit: Option<usize>, follow: bool) -> CmdResult {
-    let path = root.events_file();
-    let opened = match open_log(p, &path) {
+fn print_one(p: &mut Printer<'_>, path: &Path, limit: Option<usize>, follow: bool) -> CmdResult {
+    let opened = match open_log(p, path) {
         Ok(o) => o,
         Err(code) => return Ok(code),
     };
     let follower = match opened {
-        None => Follower::waiting_for(&path),
+        None => Follower::waiting_for(path),
         Some((file, id)) => {
-            let end = complete_end(&file).map_err(|e| at(&path, e))?;
-            p.print_file(&file, end, limit).map_err(|e| at(&path, e))?;
-            Follower::starting_at(&path, file, id, end)
+            let end = complete_end(&file).map_err(|e| at(path, e))?;
+            p.print_file(&file, end, limit).map_err(|e| at(path, e))?;
+            Follower::starting_at(path, file, id, end)
         }
     };
     follow_all(p, vec![(None, follower)], follow)
@@ -172,29 +198,28 @@ fn complete_end(file: &File) -> io::Result<u64> {
 /// their text.
 fn print_several(
     p: &mut Printer<'_>,
-    roots: &Roots,
+    files: &[NamedFile],
     limit: Option<usize>,
     follow: bool,
 ) -> CmdResult {
     let mut logs: Vec<(String, Option<File>)> = Vec::new();
     let mut found: Vec<Vec<(Option<String>, Span)>> = Vec::new();
     let mut followers = Vec::new();
-    for root in roots.as_slice() {
-        let path = root.events_file();
-        let name = root.root.to_string_lossy().into_owned();
-        let opened = match open_log(p, &path) {
+    for (name, path) in files {
+        let name = name.clone().unwrap_or_default();
+        let opened = match open_log(p, path) {
             Ok(o) => o,
             Err(code) => return Ok(code),
         };
         let Some((file, id)) = opened else {
-            followers.push((Some(name.clone()), Follower::waiting_for(&path)));
+            followers.push((Some(name.clone()), Follower::waiting_for(path)));
             logs.push((name, None));
             found.push(Vec::new());
             continue;
         };
-        let end = complete_end(&file).map_err(|e| at(&path, e))?;
+        let end = complete_end(&file).map_err(|e| at(path, e))?;
         let mut kept: VecDeque<(Option<String>, Span)> = VecDeque::new();
-        let from = p.filter.start_in(&file, end).map_err(|e| at(&path, e))?;
+        let from = p.filter.start_in(&file, end).map_err(|e| at(path, e))?;
         stream::for_each_line(&file, from, end, |span, bytes| {
             let probe = match bytes {
                 Some(line) => Probe::of_slice(line),
@@ -218,12 +243,12 @@ fn print_several(
             }
             Ok(())
         })
-        .map_err(|e| at(&path, e))?;
+        .map_err(|e| at(path, e))?;
         found.push(kept.into());
-        let resume = file.try_clone().map_err(|e| at(&path, e))?;
+        let resume = file.try_clone().map_err(|e| at(path, e))?;
         followers.push((
             Some(name.clone()),
-            Follower::starting_at(&path, resume, id, end),
+            Follower::starting_at(path, resume, id, end),
         ));
         logs.push((name, Some(file)));
     }

@@ -3,20 +3,20 @@
 
 use super::args::MetricsArgs;
 use super::output::{diag, CmdResult, Out, EXIT_OK};
+use crate::claims::now_ms;
 use crate::claims::root::RootProblem;
-use crate::claims::{now_ms, Roots};
+use crate::events::history::Log;
 use crate::metrics::{
     to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, HostUp, Snapshot,
     CLASSIC_CONTENT_TYPE, CONTENT_TYPE,
 };
-use crate::store::file::feed::FeedOpts;
-use crate::store::file::FileStore;
 use crate::store::fleet::Places;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
 use crate::store::{Change, Changes, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,80 +105,71 @@ impl Followed {
     }
 }
 
-/// Every root given, each followed by its own mirror; every events log
-/// counted from where the last scrape left it.
-struct Collector {
-    roots: Vec<(FileStore, Followed)>,
-    several: bool,
-    events: Vec<EventCounter>,
-    exporter: Exporter,
+/// How one part of the store's events are counted.
+enum Counting {
+    /// A log kept in a file: read once, then what is appended, by offset
+    /// (truncation and replacement noticed), as `events --follow` reads it.
+    File(EventCounter),
+    /// A store's log: read once at start, then counted as the store's
+    /// change feed brings it. Counted from the feed rather than re-read, a
+    /// counter never falls when the store's retention drops old events.
+    Feed(EventCounts),
 }
 
-impl Collector {
-    fn new(roots: &Roots) -> Collector {
-        // Lockfiles and entries: the log is counted by its own reader,
-        // which knows where the last scrape left it.
-        let feed = FeedOpts {
-            follow_log: false,
-            ..FeedOpts::default()
-        };
-        Collector {
-            events: roots
-                .as_slice()
-                .iter()
-                .map(|r| EventCounter::new(r.events_file()))
-                .collect(),
-            roots: roots
-                .as_slice()
-                .iter()
-                .map(|r| {
-                    let store = FileStore::new(r.clone()).with_feed(feed);
-                    let followed = Followed::new(&store, Some(Judge::local()));
-                    (store, followed)
-                })
-                .collect(),
-            several: roots.is_several(),
-            exporter: Exporter::new(),
-        }
-    }
-
-    fn scrape(&mut self) -> Result<String, std::fmt::Error> {
-        let now = now_ms();
-        let several = self.several;
-        let snaps: Vec<Snapshot> = self
-            .roots
-            .iter_mut()
-            .map(|(store, f)| {
-                f.catch_up(store, now, &mut |_| {});
-                let label = several.then(|| store.root().root.to_string_lossy().into_owned());
-                f.snapshot(label, now)
-            })
-            .collect();
-        for c in &mut self.events {
-            let before = c.last_error.clone();
-            c.catch_up();
-            if let Some(e) = &c.last_error {
-                if before.as_ref() != Some(e) {
-                    diag(e);
-                }
-            }
-        }
-        let counts: Vec<_> = self.events.iter().map(EventCounter::counts).collect();
-        self.exporter.update(&snaps, &counts);
-        self.exporter.render()
-    }
-}
-
-/// Scrape-time collection over a store that is not a file root (etcd): its
-/// mirror, and its events counted as the store's change feed brings them,
-/// after one read of what the store kept at start. Counted from the feed
-/// rather than re-read, a counter never falls when the store's retention
-/// drops old events. Hosts publishing into the store add their roots'
-/// series (labelled `host`, `host_id`, `root`) and `claimtop_host_up`.
-struct StoreCollector<'a> {
+/// One store followed between scrapes: its mirror and its events.
+struct Part<'a> {
+    /// The root it speaks for, where the store speaks for several.
+    label: Option<String>,
     store: &'a dyn Store,
     followed: Followed,
-    events: EventCounts,
+    counting: Counting,
+}
+
+impl<'a> Part<'a> {
+    fn new(label: Option<String>, store: &'a dyn Store) -> Result<Part<'a>, StoreError> {
+        // A claim bound to a pid (no lease) is judged on this machine.
+        let judge = store.leases().is_none().then(Judge::local);
+        let mut followed = Followed::new(store, judge);
+        let file = store
+            .history(&Log::Own)
+            .ok()
+            .and_then(|h| h.file().map(Path::to_path_buf));
+        let counting = match file {
+            Some(path) => Counting::File(EventCounter::new(path)),
+            None => {
+                // The feed first, so nothing recorded during the read is
+                // missed.
+                followed.feed = Some(store.changes()?);
+                let mut counts = EventCounts::default();
+                for ev in store.events(usize::MAX)? {
+                    counts.add(Some(ev.kind()));
+                }
+                Counting::Feed(counts)
+            }
+        };
+        Ok(Part {
+            label,
+            store,
+            followed,
+            counting,
+        })
+    }
+
+    fn counts(&self) -> &EventCounts {
+        match &self.counting {
+            Counting::File(c) => c.counts(),
+            Counting::Feed(c) => c,
+        }
+    }
+}
+
+/// Scrape-time collection over any store: each part it speaks for (every
+/// root of several, labelled `root`) followed by its own mirror and its
+/// events counted. Hosts publishing into the store add their roots'
+/// series (labelled `host`, `host_id`, `root`) and `claimtop_host_up`.
+struct Collector<'a> {
+    store: &'a dyn Store,
+    parts: Vec<Part<'a>>,
     /// What each host mirrored, by (host id, root path).
     fleet_events: BTreeMap<(String, String), EventCounts>,
     /// Names for the ids a mirrored event comes with on the feed.
@@ -192,15 +183,15 @@ fn published_place(ev: &crate::events::Event) -> Option<(String, String)> {
     Some((field("host_id")?, field("root")?))
 }
 
-impl<'a> StoreCollector<'a> {
-    fn new(store: &'a dyn Store) -> Result<StoreCollector<'a>, StoreError> {
-        // The feed first, so nothing recorded during the read is missed.
-        let mut followed = Followed::new(store, None);
-        followed.feed = Some(store.changes()?);
-        let mut events = EventCounts::default();
-        for ev in store.events(usize::MAX)? {
-            events.add(Some(ev.kind()));
-        }
+impl<'a> Collector<'a> {
+    fn new(store: &'a dyn Store) -> Result<Collector<'a>, StoreError> {
+        let parts = match store.parts() {
+            Some(parts) => parts
+                .into_iter()
+                .map(|(label, part)| Part::new(Some(label), part))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => vec![Part::new(None, store)?],
+        };
         let mut fleet_events: BTreeMap<(String, String), EventCounts> = BTreeMap::new();
         let mirrored = match store.fleet() {
             Some(fleet) => fleet.events(usize::MAX)?,
@@ -211,20 +202,23 @@ impl<'a> StoreCollector<'a> {
                 fleet_events.entry(at).or_default().add(Some(ev.kind()));
             }
         }
-        Ok(StoreCollector {
+        Ok(Collector {
             store,
-            followed,
-            events,
+            parts,
             fleet_events,
             places: Places::default(),
             exporter: Exporter::new(),
         })
     }
 
-    /// Count one event the feed brought.
-    fn heard(&mut self, change: Change) {
+    /// Count what a part's feed brought beside its claims.
+    fn heard(&mut self, part: usize, change: Change) {
         match change {
-            Change::Event(ev) => self.events.add(Some(ev.kind())),
+            Change::Event(ev) => {
+                if let Some(Counting::Feed(c)) = self.parts.get_mut(part).map(|p| &mut p.counting) {
+                    c.add(Some(ev.kind()));
+                }
+            }
             Change::PublishedEvent {
                 host_id,
                 root_id,
@@ -249,16 +243,29 @@ impl<'a> StoreCollector<'a> {
 
     fn scrape(&mut self) -> Result<String, std::fmt::Error> {
         let now = now_ms();
+        let mut snaps = Vec::new();
         let mut heard = Vec::new();
-        self.followed
-            .catch_up(self.store, now, &mut |c| heard.push(c));
-        for c in heard {
-            self.heard(c);
+        for (i, part) in self.parts.iter_mut().enumerate() {
+            part.followed
+                .catch_up(part.store, now, &mut |c| heard.push((i, c)));
+            // While the store is away the gauges keep what was last known,
+            // marked down.
+            snaps.push(part.followed.snapshot(part.label.clone(), now));
+            if let Counting::File(c) = &mut part.counting {
+                let before = c.last_error.clone();
+                c.catch_up();
+                if let Some(e) = &c.last_error {
+                    if before.as_ref() != Some(e) {
+                        diag(e);
+                    }
+                }
+            }
         }
-        // While the store is away the gauges keep what was last known,
-        // marked down.
-        let snap = self.followed.snapshot(None, now);
-        let (fleet, hosts) = match self.store.fleet().map(|f| f.state()).transpose() {
+        for (i, c) in heard {
+            self.heard(i, c);
+        }
+        let fleet = self.store.fleet().map(|f| f.state()).transpose();
+        let (fleet, hosts) = match fleet {
             Ok(Some(f)) if !f.is_empty() => {
                 let hosts: Vec<HostUp> = f
                     .hosts
@@ -285,7 +292,7 @@ impl<'a> StoreCollector<'a> {
             }
         };
         let none = EventCounts::default();
-        let mut counts: Vec<&EventCounts> = vec![&self.events];
+        let mut counts: Vec<&EventCounts> = self.parts.iter().map(Part::counts).collect();
         for s in &fleet {
             let at = s
                 .host
@@ -297,22 +304,19 @@ impl<'a> StoreCollector<'a> {
                     .unwrap_or(&none),
             );
         }
-        let mut snaps = vec![snap];
         snaps.extend(fleet);
         self.exporter.update(&snaps, &counts);
-        self.exporter.update_hosts(&hosts);
+        if self.store.fleet().is_some() {
+            self.exporter.update_hosts(&hosts);
+        }
         self.exporter.render()
     }
 }
 
-pub fn serve(roots: &Roots, a: &MetricsArgs, out: &mut Out) -> CmdResult {
-    let mut collector = Collector::new(roots);
-    serve_with(a, out, &mut || collector.scrape())
-}
-
-/// `metrics` over a store (etcd), through the store seam.
-pub fn serve_store(store: &dyn Store, a: &MetricsArgs, out: &mut Out) -> CmdResult {
-    let mut collector = match StoreCollector::new(store) {
+/// `metrics` over any store, through the store seam: one root, several
+/// (a series per root), etcd, and the hosts publishing into it.
+pub fn serve(store: &dyn Store, a: &MetricsArgs, out: &mut Out) -> CmdResult {
+    let mut collector = match Collector::new(store) {
         Ok(c) => c,
         Err(e) => return out.error(&e.to_string()),
     };

@@ -102,6 +102,10 @@ impl History for FileHistory {
         Nouns::FILE
     }
 
+    fn file(&self) -> Option<&std::path::Path> {
+        Some(&self.path)
+    }
+
     fn start(&mut self) -> Result<Start, HistoryError> {
         self.indexer = None;
         self.handed_on = false;

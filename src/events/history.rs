@@ -158,6 +158,14 @@ pub trait History: Send {
     /// What an entry and its mark are called where they are shown.
     fn nouns(&self) -> Nouns;
 
+    /// The file the history is kept in, where it is one (a file root's
+    /// `events.jsonl`): a face that prints lines byte for byte, or counts
+    /// them by offset as the log grows, reads the file itself. None for a
+    /// store's log, which only the history reads.
+    fn file(&self) -> Option<&std::path::Path> {
+        None
+    }
+
     /// Open what is there now, from scratch.
     fn start(&mut self) -> Result<Start, HistoryError>;
 

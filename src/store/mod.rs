@@ -387,6 +387,13 @@ pub trait Store: Send {
         None
     }
 
+    /// The stores this one speaks for as one, each named by its root
+    /// (several file roots: a store of one root each), for a face that
+    /// keeps one series per root (`metrics`). None: the store is one.
+    fn parts(&self) -> Option<Vec<(String, &dyn Store)>> {
+        None
+    }
+
     /// The store's leases, where every claim lives on one (etcd): `None`
     /// where a claim is bound to a pid instead (the file store).
     fn leases(&self) -> Option<&dyn Leases> {

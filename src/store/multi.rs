@@ -186,6 +186,20 @@ impl Store for MultiStore {
         )))
     }
 
+    fn parts(&self) -> Option<Vec<(String, &dyn Store)>> {
+        Some(
+            self.stores
+                .iter()
+                .map(|s| {
+                    (
+                        s.root().root.to_string_lossy().into_owned(),
+                        s as &dyn Store,
+                    )
+                })
+                .collect(),
+        )
+    }
+
     fn logs(&self) -> Result<Vec<(Option<String>, Log)>, StoreError> {
         Ok(self
             .roots
