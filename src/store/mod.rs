@@ -41,6 +41,13 @@
 //!    nothing but these verbs: a hold renews a TTL claim itself, or keeps a
 //!    lease alive through [`Leases`], and releases fenced to its own
 //!    tenure, so a `run` whose claim expired never ends a newer one.
+//! 6. History: [`Store::logs`] names every events log the store keeps (one
+//!    per root over several roots; the store's own and each mirrored root
+//!    of a fleet), [`Store::history`] reads one in bounded steps. A log
+//!    kept in a file says so ([`crate::events::history::History::file`]),
+//!    so `events` prints its lines byte for byte and `metrics` counts them
+//!    by offset. [`Store::parts`] names the stores several roots are, for
+//!    a face that keeps one series per root.
 //!
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
