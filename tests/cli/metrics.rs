@@ -200,6 +200,46 @@ fn event_counters_only_count_what_was_appended_since_the_last_scrape() {
     server.stop();
 }
 
+/// Scrapes until `f` holds of one (a change reaches the mirror through the
+/// root's feed within moments), or gives the last after 5 s.
+fn scrape_until(
+    server: &Server,
+    f: impl Fn(&BTreeMap<String, f64>) -> bool,
+) -> BTreeMap<String, f64> {
+    let mut m = server.scrape();
+    for _ in 0..50 {
+        if f(&m) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        m = server.scrape();
+    }
+    m
+}
+
+#[test]
+fn a_claim_released_or_taken_between_scrapes_moves_the_gauges() {
+    let (home, root) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    acquire(home.path(), root.path(), "held");
+    let server = Server::start(home.path(), &[root.path()]);
+    let live = |m: &BTreeMap<String, f64>| m["claimtop_claims{state=\"live\"}"];
+    assert_eq!(live(&server.scrape()), 1.0);
+    let out = claimtop(home.path())
+        .arg("--root")
+        .arg(root.path())
+        .args(["release", "held", "--holder", "w"])
+        .output()
+        .expect("release");
+    assert_eq!(out.status.code(), Some(0));
+    let m = scrape_until(&server, |m| live(m) == 0.0);
+    assert_eq!(live(&m), 0.0, "the release is seen");
+    acquire(home.path(), root.path(), "p");
+    acquire(home.path(), root.path(), "q");
+    let m = scrape_until(&server, |m| live(m) == 2.0);
+    assert_eq!(live(&m), 2.0, "the two acquires are seen");
+    server.stop();
+}
+
 #[test]
 fn several_roots_are_labelled_by_root() {
     let home = TempDir::new().unwrap();

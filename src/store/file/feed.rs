@@ -31,7 +31,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// How long the dashboard's feed lets a burst settle. Small against the
@@ -558,6 +558,23 @@ impl Changes for FileFeed {
                 continue;
             }
             if now >= deadline {
+                // A spent (or zero) timeout still takes what has already
+                // arrived: a caller that only polls between scrapes would
+                // otherwise never be told of a change.
+                let mut took = false;
+                loop {
+                    match self.rx.try_recv() {
+                        Ok(raw) => {
+                            self.absorb(raw)?;
+                            took = true;
+                        }
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => return Err(StoreError::FeedClosed),
+                    }
+                }
+                if took {
+                    continue;
+                }
                 return Ok(None);
             }
             let wake = self.due().map_or(deadline, |d| d.min(deadline));
@@ -621,6 +638,34 @@ mod tests {
         assert_eq!(
             feed.watched.into_iter().collect::<Vec<_>>(),
             vec![td.path().to_path_buf()]
+        );
+    }
+
+    #[test]
+    fn a_caller_that_only_polls_with_no_timeout_is_still_told_of_a_change() {
+        // `metrics` drains the feed with a zero timeout at each scrape: the
+        // feed must hand over what arrived meanwhile, not only what a wait
+        // would have received.
+        let td = tempfile::tempdir().expect("tempdir");
+        let root = Root::with_events_here(td.path());
+        std::fs::create_dir_all(crate::claims::claims_dir(td.path())).expect("claims dir");
+        let mut feed = FileFeed::start(&root, FeedOpts::key_only());
+        let path = crate::claims::claim_path(td.path(), "k");
+        std::fs::write(&path, "x").expect("write");
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(20));
+            while let Ok(Some(c)) = feed.next(Duration::ZERO) {
+                seen.push(c);
+            }
+            if !seen.is_empty() {
+                break;
+            }
+        }
+        assert!(
+            seen.iter()
+                .any(|c| matches!(c, Change::Claim { key } if key == "k")),
+            "{seen:?}"
         );
     }
 }
