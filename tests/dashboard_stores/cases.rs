@@ -242,3 +242,46 @@ pub fn the_events_search_counts_through_the_history(b: Backend) {
     dash.keys(&["G"]);
     dash.quit();
 }
+
+/// `:asof TIME` turns the table into the one that stood then, rebuilt from
+/// the store's events history: the claim held at TIME shows (with how it
+/// ended later), the one taken after does not, and Esc is back to now.
+pub fn asof_shows_the_table_that_stood_then(b: Backend) {
+    let holder = Sleeper::spawn();
+    b.acquire("then-held", "pty:w1", holder.pid());
+    std::thread::sleep(std::time::Duration::from_millis(2_000));
+    // Whole seconds: the instant typed is read to the second.
+    let then = now() / 1000 * 1000;
+    std::thread::sleep(std::time::Duration::from_millis(2_000));
+    b.must(&["release", "then-held", "--holder", "pty:w1"], &[0]);
+    b.acquire("taken-later", "pty:w2", holder.pid());
+    let Some(dash) = Dash::start(&b) else { return };
+    must_settle(&b, &dash, "the first screen");
+    dash.keys(&[":"]);
+    dash.type_text(&format!("asof {}", claimtop::time::utc_hms(then)));
+    dash.keys(&["Enter"]);
+    let screen = dash.wait_for("the table as of then", |s| {
+        s.contains("1 key held then") && s.contains("then-held")
+    });
+    assert!(screen.contains("released"), "{screen}");
+    // (The events pane below still lists what happened since.)
+    let as_a_row = |s: &str| {
+        s.lines().any(|l| {
+            l.trim_start_matches('▶')
+                .trim_start()
+                .starts_with("taken-later")
+        })
+    };
+    assert!(!as_a_row(&screen), "{screen}");
+    assert!(
+        screen.contains("held for    "),
+        "the detail speaks of the row shown then: {screen}"
+    );
+    dash.keys(&["Escape"]);
+    dash.wait_for("the table of now", |s| {
+        s.lines()
+            .any(|l| l.contains("● live") && l.contains("taken-later"))
+            && !s.contains("held then")
+    });
+    dash.quit();
+}

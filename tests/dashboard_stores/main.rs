@@ -54,5 +54,6 @@ both_stores! {
     clean_removes_what_it_offers => crate::cases::clean_removes_what_it_offers,
     operator_verbs_from_the_keys => crate::cases::operator_verbs_from_the_keys,
     the_events_search_counts_through_the_history => crate::cases::the_events_search_counts_through_the_history,
+    asof_shows_the_table_that_stood_then => crate::cases::asof_shows_the_table_that_stood_then,
     agree_after_random_steps => crate::differential::dashboard_list_and_doctor_agree_after_every_step,
 }

@@ -65,6 +65,11 @@ pub fn wrap(s: &str, room: usize) -> Vec<&str> {
 
 /// The pane's lines for the selected claim, `inner` columns wide.
 fn lines(app: &App, theme: &Theme, inner: usize) -> Vec<Line<'static>> {
+    // While the table shows the past, the pane speaks of the row shown
+    // there, not of the live row the table hides.
+    if let Some(v) = &app.asof {
+        return asof_lines(app, v, theme, inner.saturating_sub(LABEL_WIDTH));
+    }
     match app.selected_row() {
         Some((id, s)) => claim_lines(app, id, s, theme, inner.saturating_sub(LABEL_WIDTH)),
         None => vec![Line::styled(
@@ -220,5 +225,52 @@ fn claim_lines(
             Span::styled(safe(&ev.detail).into_owned(), theme.dim()),
         ]));
     }
+    f.lines
+}
+
+/// The key selected in the table as of an instant: who held it then,
+/// since when, and how that tenure ended.
+fn asof_lines(
+    app: &App,
+    v: &crate::dashboard::model::asof::AsOf,
+    theme: &Theme,
+    room: usize,
+) -> Vec<Line<'static>> {
+    let Some(r) = v.rows.as_ref().and_then(|rows| rows.get(v.selected)) else {
+        let words = match v.rows {
+            None => "reading the events log…",
+            Some(_) => "no key was held then, as far as the log says",
+        };
+        return vec![Line::styled(words, theme.dim())];
+    };
+    let local = app.local_time;
+    let full = |t: i64| clock(t, local, "%Y-%m-%d %H:%M:%S");
+    let mut f = Fields {
+        theme,
+        room,
+        lines: Vec::new(),
+    };
+    f.field("key", &safe(&r.key));
+    if let Some(root) = &r.root {
+        f.field("root", &safe(root));
+    }
+    f.field("holder", &safe(&r.holder));
+    let held = coarse(v.at - r.since);
+    let (held, since) = if r.start_seen {
+        (held, full(r.since))
+    } else {
+        (
+            format!("at least {held}"),
+            format!("{} (the first the log read mentions it)", full(r.since)),
+        )
+    };
+    f.field("held for", &format!("{held} at {}", full(v.at)));
+    f.field("since", &since);
+    f.field("then", &safe(&crate::events::asof::ending_words(r, full)));
+    f.line(Line::from(""));
+    f.line(Line::styled(
+        "from the events log: nothing acts on the past (G or Esc: now)",
+        theme.dim(),
+    ));
     f.lines
 }
