@@ -141,7 +141,7 @@ pub fn spawn_readers(
     root: &Root,
     tx: &Sender<Action>,
 ) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
-    spawn_root_readers(root, 0, tx, tx.clone(), collector::DEFAULT_TICK_MS)
+    spawn_root_readers(root, 0, tx, tx.clone(), options::DEFAULT_TICK_MS)
 }
 
 /// [`spawn_readers`] once per root: one feed and one collector each, so a
@@ -153,7 +153,7 @@ pub fn spawn_readers_over(
     roots: &roots::ShownRoots,
     tx: &Sender<Action>,
 ) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
-    spawn_readers_every(roots, tx, collector::DEFAULT_TICK_MS)
+    spawn_readers_every(roots, tx, options::DEFAULT_TICK_MS)
 }
 
 /// [`spawn_readers_over`], the clocks ticking every `tick_ms`.
@@ -183,7 +183,7 @@ pub fn spawn_store_readers(
     source: &collector::Source,
     tx: &Sender<Action>,
 ) -> std::io::Result<Sender<collector::Input>> {
-    spawn_store_readers_every(store, source, tx, collector::DEFAULT_TICK_MS)
+    spawn_store_readers_every(store, source, tx, options::DEFAULT_TICK_MS)
 }
 
 /// [`spawn_store_readers`], the clock ticking every `tick_ms`.

@@ -5,6 +5,9 @@ use super::keys::Overrides;
 use super::model::table::{Column, Sort};
 use crate::claims::Root;
 
+/// The clock's tick period unless the operator's `refresh` says otherwise.
+pub const DEFAULT_TICK_MS: i64 = 1000;
+
 /// How the dashboard was asked to run.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -46,7 +49,7 @@ impl Default for Opening {
             sort: Sort::default(),
             columns: Vec::new(),
             keys: Overrides::default(),
-            refresh_ms: super::collector::DEFAULT_TICK_MS,
+            refresh_ms: DEFAULT_TICK_MS,
         }
     }
 }

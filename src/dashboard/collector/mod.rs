@@ -17,6 +17,7 @@ use super::fleet_reader::FleetReader;
 pub use super::heard::{line_of, Heard};
 use super::model::store::StoreMsg;
 use super::model::EVENTS_RING;
+use super::options::DEFAULT_TICK_MS;
 use crate::claims::{now_ms, Root};
 use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;
@@ -451,9 +452,6 @@ fn tick_each_second(model: Sender<Action>, collector: Sender<Input>, every: i64)
         }
     }
 }
-
-/// The clock's tick period unless the operator's `refresh` says otherwise.
-pub const DEFAULT_TICK_MS: i64 = 1000;
 
 /// The next tick after `now`: on the second (on a whole multiple of
 /// `every` ms), so the header's clock turns with the wall clock's.
