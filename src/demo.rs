@@ -2,7 +2,7 @@
 //! driving the real library, so every state, hazard and key can be tried.
 //!
 //! Nothing here touches a lockfile except through the protocol's verbs, with
-//! two deliberate exceptions in [`fixtures`]: the foreign-machine claim and the
+//! two deliberate exceptions in `fixtures`: the foreign-machine claim and the
 //! corrupted file, which no honest local writer could produce.
 
 mod fixtures;

@@ -139,7 +139,7 @@ pub fn sweep(root: &Root) -> Sweep {
 /// [`sweep`] with a caller's classifier (the dashboard keeps one per tick).
 ///
 /// The files are read, parsed and judged on every core the process may use
-/// (see [`super::sweep_read`]), with `c`'s pid facts shared among them; the
+/// (see `sweep_read`), with `c`'s pid facts shared among them; the
 /// items come out in key order.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
     sweep_some(root, c, None).unwrap_or_else(|| Sweep {
@@ -347,7 +347,7 @@ pub struct Fix {
 /// Clean only what is provably abandoned: temp files past
 /// [`TEMP_ABANDONED_AFTER`] and mutex corpses past the steal rule, and of
 /// those only the exact names and contents the protocol writes (see
-/// [`Leftover`]). Anything else that merely looks like them — a directory
+/// `Leftover`). Anything else that merely looks like them — a directory
 /// under a temp name, a mutex holding more than its `owner` file, a backup
 /// called `x.reap.2024` — is left for a human, and nothing is ever removed
 /// recursively. Claims themselves (corrupted, foreign) are never touched

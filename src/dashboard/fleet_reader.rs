@@ -4,7 +4,7 @@
 //!
 //! A host's record says when it was last seen only as often as its
 //! publisher refreshes it (a minute), so a publisher killed in its first
-//! minute would read "last seen <its start>". The reader knows better: it
+//! minute would read "last seen (its start)". The reader knows better: it
 //! saw the host online at every tick until the host went, and says so.
 
 use super::action::Action;

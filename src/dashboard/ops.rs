@@ -211,7 +211,7 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
     )
 }
 
-/// [`store_worker`] on the file store over `root`.
+/// `store_worker` on the file store over `root`.
 pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
     worker_over(ShownRoots::new(root, &[]), ops, out, vec![collect]);
 }

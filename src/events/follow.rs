@@ -107,7 +107,7 @@ impl Follower {
     }
 
     /// The file the last poll's lines came from, to read a line whole that
-    /// was cut to [`MAX_LINE_BYTES`].
+    /// was cut to [`super::tail::MAX_LINE_BYTES`].
     pub fn file(&self) -> Option<&File> {
         self.file.as_ref().map(|(f, _)| f)
     }

@@ -17,7 +17,7 @@ const MIN_SUFFIX: usize = 4;
 
 /// Each host's label: its hostname when no other host shares it, else
 /// `hostname·<id start>`, the start as long as it takes (at least
-/// [`MIN_SUFFIX`]) to tell it from every host sharing the name.
+/// `MIN_SUFFIX`) to tell it from every host sharing the name.
 pub fn label_hosts(hosts: &mut [HostInfo]) {
     let labels: Vec<String> = hosts
         .iter()

@@ -31,7 +31,7 @@ pub struct Listing {
     /// The store revision the listing was read at (etcd), from which a watch
     /// resumes without missing a change.
     pub revision: Option<i64>,
-    /// Several roots listed as one ([`multi::MultiStore`]): which root each
+    /// Several roots listed as one ([`super::multi::MultiStore`]): which root each
     /// claim and hazard of `sweep` came from. `None` for one root or store.
     pub origins: Option<Origins>,
 }

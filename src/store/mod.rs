@@ -296,7 +296,7 @@ pub trait Store: Send {
     /// The store URL, for headers and `"store"` in JSON.
     fn url(&self) -> String;
     /// How a claim's own hazards are judged here (see
-    /// [`crate::claims::census`]): a store's keys are named by its layout
+    /// [`crate::claims::census`](mod@crate::claims::census)): a store's keys are named by its layout
     /// and its leases decide liveness on every machine alike. The file
     /// store judges lockfiles.
     fn item_rules(&self) -> ItemRules {

@@ -4,6 +4,10 @@
 //! non-positive DUR, metadata that is not an object, missing flags: exit 2).
 //! What the protocol refuses (TTL out of range, a key too long once encoded)
 //! is left to the library, so the CLI never disagrees with the other faces.
+//!
+//! The doc comments on flags are their `--help` text, written for a
+//! terminal: `[:SS]` and `[default: …]` there are help syntax, not links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use crate::claims::{parse_ttl_ms, Roots, RootsError};
 use crate::store::{OpenOpts, StoreUrl, StoreUrlError};

@@ -9,8 +9,8 @@
 //! to us are passed on to CMD's process group; when CMD exits the claim is
 //! released and its status becomes ours.
 //!
-//! A stop reaches CMD's whole process group ([`child`]), also when `run`
-//! itself is killed ([`guard`]), and on a store whose claims run out unseen
+//! A stop reaches CMD's whole process group (`child`), also when `run`
+//! itself is killed (`guard`), and on a store whose claims run out unseen
 //! (an etcd lease) it is timed to end before the claim can ([`stop`]).
 
 mod child;

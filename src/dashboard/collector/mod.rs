@@ -251,7 +251,7 @@ impl Collector {
     }
 
     /// List, then follow the store until the model hangs up. A store that
-    /// cannot be listed (away at start) is tried again each [`RETRY`].
+    /// cannot be listed (away at start) is tried again each `RETRY`.
     pub fn run(
         mut self,
         out: Sender<Action>,

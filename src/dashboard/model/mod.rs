@@ -443,7 +443,7 @@ impl App {
             .count()
     }
 
-    /// The last [`DETAIL_HISTORY`] events of `key`, oldest first.
+    /// The last `DETAIL_HISTORY` events of `key`, oldest first.
     pub fn history_of(&self, key: &str) -> Vec<&EventRow> {
         self.history_where(key, None)
     }

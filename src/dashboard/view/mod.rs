@@ -28,7 +28,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-/// Draw the whole screen, then [`scrub`] it: whatever a view forgot to
+/// Draw the whole screen, then `scrub` it: whatever a view forgot to
 /// sanitize still never reaches the terminal.
 pub fn draw(frame: &mut Frame, app: &App) {
     draw_screen(frame, app);
