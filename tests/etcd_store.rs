@@ -1013,7 +1013,7 @@ fn a_record_over_the_read_cap_is_refused_before_etcd_sees_it_and_the_key_stays_f
 mod history {
     use super::etcd_common::{event_line, put_events, Etcd};
     use claimtop::events::backward::{Needle, SearchFrom, SearchStep};
-    use claimtop::events::history::{Anchor, History, Log, Start, Step};
+    use claimtop::events::history::{Anchor, History, Log, ScanAt, Start, Step};
     use claimtop::store::Store;
     use serde_json::json;
 
@@ -1021,9 +1021,16 @@ mod history {
 
     /// `n` events one second apart, each naming itself `e00000`, `e00001`...
     fn plant(etcd: &Etcd, prefix: &str, n: usize) {
-        let lines: Vec<(i64, String)> = (0..n)
-            .map(|i| {
-                let at = BASE + i as i64 * 1000;
+        let times: Vec<i64> = (0..n).map(|i| BASE + i as i64 * 1000).collect();
+        plant_at(etcd, prefix, &times);
+    }
+
+    /// An event at each time, each naming itself by its place in `times`.
+    fn plant_at(etcd: &Etcd, prefix: &str, times: &[i64]) {
+        let lines: Vec<(i64, String)> = times
+            .iter()
+            .enumerate()
+            .map(|(i, &at)| {
                 let data = json!({"key": format!("k{}", i % 7), "holder": format!("e{i:05}"),
                                   "pid": 1, "host": "h", "acquired_at": at, "expires_at": null});
                 (at, event_line(at, "claim_acquired", data))
@@ -1154,6 +1161,48 @@ mod history {
                 pass(&mut *h);
             }
         }
+    }
+
+    /// Count the entries containing `text` from the start, to the end of
+    /// what is there; where a later count goes on from.
+    fn count(h: &mut dyn History, text: &str, mut at: ScanAt) -> (u64, ScanAt) {
+        let needle = Needle::new(text);
+        let mut found = Vec::new();
+        loop {
+            let step = h
+                .count_matches(&needle, &at, &mut found)
+                .expect("a count step");
+            at = step.next;
+            if step.at_end {
+                return (found.len() as u64, at);
+            }
+        }
+    }
+
+    #[test]
+    fn scans_read_every_key_however_unevenly_the_keys_spread() {
+        let Some(etcd) = Etcd::single() else { return };
+        // A second apart, then a burst within one millisecond, then a few
+        // days apart: ranges guessed from one stretch are wrong in the next.
+        let mut times: Vec<i64> = (0..1500).map(|i| BASE + i * 1000).collect();
+        times.extend(std::iter::repeat_n(BASE + 2_000_000, 1500));
+        times.extend((1..=10).map(|i| BASE + i * 300_000_000));
+        plant_at(&etcd, "/huneven", &times);
+        let store = etcd.store("/huneven");
+        let mut h = store.history(&Log::Own).expect("a history");
+        h.start().expect("start");
+        // Before the pass: back from the end to the very first event.
+        let first = search(&mut *h, "e00000", SearchFrom::Before(u64::MAX)).expect("found");
+        assert_eq!(holder_at(&mut *h, first), "e00000");
+        let (n, at) = count(&mut *h, "claim_acquired", ScanAt::default());
+        assert_eq!(n, 3010);
+        assert_eq!(pass(&mut *h).0, 3010);
+        let last = search(&mut *h, "e03009", SearchFrom::After(first)).expect("the last");
+        assert_eq!(holder_at(&mut *h, last), "e03009");
+        // What is written after the count reached the end is counted from
+        // where it stopped, and only that.
+        plant_at(&etcd, "/huneven", &[BASE + 11 * 300_000_000]);
+        assert_eq!(count(&mut *h, "claim_acquired", at).0, 1);
     }
 
     #[test]

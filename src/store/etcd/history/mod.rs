@@ -5,7 +5,10 @@
 //!
 //! Entries are in key order (event ids sort by time; a mirrored log's keys
 //! by the line's offset), read in ranges of at most [`PAGE`] keys that go on
-//! from the last key read, so the prefix is never in memory at once. An
+//! from the last key read, so the prefix is never in memory at once. A
+//! forward scan's ranges end about a page ahead, where a block of keys
+//! ends ([`reach`]), not at the prefix's end: etcd walks its index over the
+//! whole of a range, whatever its limit. An
 //! entry's mark is the revision it was written at: unique, never reused,
 //! higher for every later write, and what the change feed's lines carry.
 //!
@@ -35,7 +38,10 @@ use etcd_client::{GetOptions, GetResponse, KeyValue, SortOrder, SortTarget};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+mod reach;
 mod search;
+
+use reach::Reach;
 
 /// Keys per range request: as for `list`, far below gRPC's 4 MiB limit for
 /// lines of the usual size.
@@ -76,6 +82,7 @@ struct Pass {
     tenures: TenureIndex,
     checkpoints: Vec<Checkpoint>,
     last_time: Option<i64>,
+    reach: Reach,
 }
 
 /// A backward search with no checkpoints yet: a forward scan up to its
@@ -85,6 +92,7 @@ struct BackScan {
     before: Vec<u8>,
     next: Vec<u8>,
     best: Option<u64>,
+    reach: Reach,
 }
 
 /// One events prefix's history.
@@ -103,6 +111,10 @@ pub struct EtcdHistory {
     /// The count last reported.
     counted: Option<u64>,
     back_scan: Option<BackScan>,
+    /// The guesses of forward searches and of counts, each kept from step
+    /// to step: a step starts where the last one stopped.
+    ahead: Reach,
+    counting: Reach,
     /// The last start succeeded; until one does, every step tries again
     /// (the store was away when the views opened).
     started: bool,
@@ -155,6 +167,8 @@ impl EtcdHistory {
             checkpoints: Vec::new(),
             counted: None,
             back_scan: None,
+            ahead: Reach::default(),
+            counting: Reach::default(),
             started: false,
         }
     }
@@ -379,6 +393,8 @@ impl History for EtcdHistory {
         self.counted = None;
         self.marks.clear();
         self.back_scan = None;
+        self.ahead = Reach::default();
+        self.counting = Reach::default();
         self.started = false;
         let (total, _) = self.count(&self.prefix, &self.end)?;
         if total == 0 {
@@ -404,6 +420,7 @@ impl History for EtcdHistory {
             tenures: TenureIndex::new(self.limits),
             checkpoints: Vec::new(),
             last_time: None,
+            reach: Reach::default(),
         });
         self.started = true;
         Ok(Start::Tail(Box::new(tail)))
@@ -417,12 +434,13 @@ impl History for EtcdHistory {
         if !self.started {
             return Ok(Step::Restart);
         }
-        let Some(pass) = &self.pass else {
+        let Some(pass) = &mut self.pass else {
             return self.recount();
         };
-        let got = self.range(&pass.next, &self.end, PAGE, pass.at);
-        let mut resp = match got {
-            Ok(r) => r,
+        let (next, rev) = (pass.next.clone(), pass.at);
+        let mut reach = std::mem::take(&mut pass.reach);
+        let page = match self.scan_page(&mut reach, &next, &self.end, rev) {
+            Ok(p) => p,
             // The snapshot the pass reads was compacted away under it.
             Err(e) if compacted(&e) => {
                 self.pass = None;
@@ -433,12 +451,11 @@ impl History for EtcdHistory {
         let Some(pass) = &mut self.pass else {
             return Ok(Step::Idle);
         };
+        pass.reach = reach;
         if pass.at == 0 {
-            pass.at = resp.header().map_or(0, |h| h.revision());
+            pass.at = page.rev;
         }
-        let more = resp.more();
-        let kvs = resp.take_kvs();
-        for kv in &kvs {
+        for kv in &page.kvs {
             let at = pass.tenures.apply_line_at(&text_of(kv).0);
             if pass.lines % CHECKPOINT_EVERY == 0 {
                 pass.checkpoints.push(Checkpoint {
@@ -451,9 +468,9 @@ impl History for EtcdHistory {
             }
             pass.lines += 1;
         }
-        match kvs.last() {
-            Some(last) if more => {
-                pass.next = after(last.key());
+        match page.next {
+            Some(next) => {
+                pass.next = next;
                 pass.pages += 1;
                 if pass.pages.is_multiple_of(PROGRESS_EVERY_PAGES) {
                     return Ok(Step::Progress(Progress {
@@ -465,7 +482,7 @@ impl History for EtcdHistory {
                 }
                 Ok(Step::Working)
             }
-            _ => {
+            None => {
                 let Some(pass) = self.pass.take() else {
                     return Ok(Step::Idle);
                 };

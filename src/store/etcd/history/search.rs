@@ -2,7 +2,7 @@
 //! key, backwards by the checkpoints of the last pass, or, before a pass
 //! has any, forwards from the start up to where the search began.
 
-use super::{after, store_error, BackScan, EtcdHistory, BACK_CHUNK, PAGE};
+use super::{after, store_error, BackScan, EtcdHistory, Reach, BACK_CHUNK};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
 use crate::events::history::{HistoryError, ScanAt, ScanStep};
 use crate::events::tail::MAX_LINE_BYTES;
@@ -18,21 +18,37 @@ impl EtcdHistory {
         needle: &Needle,
         from: &[u8],
     ) -> Result<SearchStep, HistoryError> {
+        let mut reach = std::mem::take(&mut self.ahead);
+        let step = self.search_ahead(&mut reach, needle, from);
+        self.ahead = reach;
+        step
+    }
+
+    fn search_ahead(
+        &mut self,
+        reach: &mut Reach,
+        needle: &Needle,
+        from: &[u8],
+    ) -> Result<SearchStep, HistoryError> {
         let mut at = from.to_vec();
         let mut last_read = None;
-        for _ in 0..SEARCH_PAGES {
-            let mut resp = self.range(&at, &self.end, PAGE, 0).map_err(store_error)?;
-            let more = resp.more();
-            let mut kvs = resp.take_kvs();
-            if let Some(kv) = kvs.iter().find(|kv| matches(needle, kv)) {
+        // Pages that held keys: a step always moves past one, so that it
+        // can say where to go on by a mark (ranges the guesses left empty
+        // cost a round trip each, and widen the next).
+        let mut pages = 0;
+        while pages < SEARCH_PAGES {
+            let page = self.scan_page(reach, &at, &self.end, 0);
+            let mut page = page.map_err(store_error)?;
+            if let Some(kv) = page.kvs.iter().find(|kv| matches(needle, kv)) {
                 return Ok(SearchStep::Found(self.line(kv).offset));
             }
-            match kvs.pop() {
-                Some(last) if more => {
-                    at = after(last.key());
-                    last_read = Some(last);
-                }
-                _ => return Ok(SearchStep::NotFound),
+            let Some(next) = page.next else {
+                return Ok(SearchStep::NotFound);
+            };
+            at = next;
+            if let Some(last) = page.kvs.pop() {
+                last_read = Some(last);
+                pages += 1;
             }
         }
         // Go on after the last entry read: its mark names where.
@@ -83,19 +99,17 @@ impl EtcdHistory {
             next: self.prefix.clone(),
             before,
             best: None,
+            reach: Reach::default(),
         });
         for _ in 0..SEARCH_PAGES {
-            let mut resp = self
-                .range(&scan.next, &scan.before, PAGE, 0)
-                .map_err(store_error)?;
-            let more = resp.more();
-            let kvs = resp.take_kvs();
-            if let Some(kv) = kvs.iter().rev().find(|kv| matches(needle, kv)) {
+            let page = self.scan_page(&mut scan.reach, &scan.next, &scan.before, 0);
+            let page = page.map_err(store_error)?;
+            if let Some(kv) = page.kvs.iter().rev().find(|kv| matches(needle, kv)) {
                 scan.best = Some(self.line(kv).offset);
             }
-            match kvs.last() {
-                Some(last) if more => scan.next = after(last.key()),
-                _ => {
+            match page.next {
+                Some(next) => scan.next = next,
+                None => {
                     return Ok(match scan.best {
                         Some(m) => SearchStep::Found(m),
                         None => SearchStep::NotFound,
@@ -123,28 +137,44 @@ impl EtcdHistory {
         } else {
             at.0.clone()
         };
-        for _ in 0..SEARCH_PAGES {
-            let mut resp = self.range(&next, &self.end, PAGE, 0).map_err(store_error)?;
-            let more = resp.more();
-            let kvs = resp.take_kvs();
+        let mut reach = std::mem::take(&mut self.counting);
+        let mut at_end = false;
+        let mut pages = 0;
+        let mut at = next.clone();
+        while pages < SEARCH_PAGES {
+            let page = self.scan_page(&mut reach, &at, &self.end, 0);
+            let page = match page {
+                Ok(p) => p,
+                Err(e) => {
+                    self.counting = reach;
+                    return Err(store_error(e));
+                }
+            };
             found.extend(
-                kvs.iter()
+                page.kvs
+                    .iter()
                     .filter(|kv| matches(needle, kv))
                     .map(super::rev_of),
             );
-            if let Some(last) = kvs.last() {
+            // Where a later step goes on is always just past a key read,
+            // never a guessed range end: a guess may lie past keys that
+            // are appended after this step, and they must be counted.
+            if let Some(last) = page.kvs.last() {
                 next = after(last.key());
+                pages += 1;
             }
-            if !more {
-                return Ok(ScanStep {
-                    next: ScanAt(next),
-                    at_end: true,
-                });
+            match page.next {
+                Some(n) => at = n,
+                None => {
+                    at_end = true;
+                    break;
+                }
             }
         }
+        self.counting = reach;
         Ok(ScanStep {
             next: ScanAt(next),
-            at_end: false,
+            at_end,
         })
     }
 }
