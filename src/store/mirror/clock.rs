@@ -31,6 +31,22 @@ impl Mirror {
         }
     }
 
+    /// Keep [`Mirror::local_live`] as the rows come and go: only where
+    /// the store judges (no judge of our own) and the claim is live and
+    /// held on this machine.
+    pub(super) fn note_local_live(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
+        let local = s.locality == Some(crate::claims::Locality::Local);
+        match (&s.record, add) {
+            (Some(r), true) if self.judge.is_none() && s.state == ClaimState::Live && local => {
+                self.local_live.insert(Arc::clone(path), r.pid);
+            }
+            _ if !add => {
+                self.local_live.remove(path);
+            }
+            _ => {}
+        }
+    }
+
     /// A second passed: judge again what time changes.
     pub fn tick(&mut self, now: i64) {
         self.now = now;
@@ -56,13 +72,12 @@ impl Mirror {
             // verdict is suspect now, so its key is read again.
             // Each pid is asked once a tick, however many claims it holds.
             let mut alive: HashMap<i32, bool> = HashMap::new();
-            for s in self.rows.values() {
-                let local = s.locality == Some(crate::claims::Locality::Local);
-                if let (ClaimState::Live, true, Some(r)) = (s.state, local, &s.record) {
-                    if !*alive
-                        .entry(r.pid)
-                        .or_insert_with(|| crate::sys::pid_alive(r.pid))
-                    {
+            for (path, pid) in &self.local_live {
+                if !*alive
+                    .entry(*pid)
+                    .or_insert_with(|| crate::sys::pid_alive(*pid))
+                {
+                    if let Some(s) = self.rows.get(path) {
                         keys.push(s.key.clone());
                     }
                 }

@@ -275,3 +275,38 @@ fn a_listing_that_finds_a_row_unchanged_keeps_sharing_it() {
         &shared(&second, "moved")
     ));
 }
+
+#[test]
+fn a_leased_mirror_re_reads_a_local_holder_gone_and_forgets_it_once_read() {
+    // With no judge of its own (a store with leases), the mirror asks only
+    // the pids of its live local claims, each tick, and a claim no longer
+    // live is no longer asked about.
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let store = FileStore::new(root.clone());
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let here = LocalIdentity::current();
+    let mut r = rec("held", child.id() as i32, None);
+    r.machine_id = Some(here.machine_id.clone());
+    r.host = here.hostname.clone();
+    r.acquired_at = crate::time::now_ms();
+    write(&root, &r);
+    let now = crate::time::now_ms();
+    let mut m = Mirror::new(&store, None, now);
+    m.list(&store, now, None).expect("list");
+    assert_eq!(state_of(&m, &root, "held"), Some(ClaimState::Live));
+    m.tick(now + 1000);
+    assert!(!m.has_unread(), "its holder is alive: nothing to re-read");
+    let _ = child.kill();
+    let _ = child.wait();
+    m.tick(now + 2000);
+    assert!(m.has_unread(), "its holder is gone: the key is read again");
+    m.settle(&store, now + 2000).expect("settle");
+    assert_ne!(state_of(&m, &root, "held"), Some(ClaimState::Live));
+    m.tick(now + 3000);
+    assert!(!m.has_unread(), "no longer live: no longer asked about");
+}
