@@ -343,11 +343,15 @@ impl Mirror {
             // A fresh copy, not the listing's own: the listing's strings lie
             // among its buffers and its discarded words, all freed now, and
             // the pages they held go back whole to the system; the copies
-            // lie together, sized exactly.
-            let (path, shared) = match old.remove_entry(s.file.as_path()) {
+            // lie together, sized exactly. The row's key is its status's
+            // own path, so each path is kept once.
+            let (path, shared) = match old.remove_entry(&*s.file) {
                 Some((p, was)) if *was == s => (p, was),
-                Some((p, _)) => (p, Arc::new(s.clone())),
-                None => (Arc::from(s.file.as_path()), Arc::new(s.clone())),
+                Some((p, _)) => (Arc::clone(&p), Arc::new(fresh(&s, p))),
+                None => {
+                    let p: Arc<Path> = Arc::from(&*s.file);
+                    (Arc::clone(&p), Arc::new(fresh(&s, p)))
+                }
             };
             self.insert(path, shared, tenure, true);
             if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
@@ -414,10 +418,14 @@ impl Mirror {
     }
 
     /// Replace the row at `s.file` with `s` (drop it when free).
-    fn put(&mut self, s: Status, tenure: Option<Tenure>) -> bool {
-        let path: Arc<Path> = match self.rows.get_key_value(s.file.as_path()) {
-            Some((k, _)) => Arc::clone(k),
-            None => Arc::from(s.file.as_path()),
+    fn put(&mut self, mut s: Status, tenure: Option<Tenure>) -> bool {
+        // The row's key and its status share one path.
+        let path: Arc<Path> = match self.rows.get_key_value(&*s.file) {
+            Some((k, _)) => {
+                s.file = Arc::clone(k);
+                Arc::clone(k)
+            }
+            None => Arc::clone(&s.file),
         };
         if let Some(old) = self.rows.get(&path) {
             if **old == s && self.tenures.get(&path) == tenure.as_ref() {
@@ -585,7 +593,7 @@ impl Mirror {
                     if self.rows.contains_key(&path) {
                         continue;
                     }
-                    let gone = Status::free(key, path.to_path_buf(), String::new());
+                    let gone = Status::free(key, Arc::clone(&path), String::new());
                     d.rows.push(Row {
                         path,
                         status: Arc::new(gone),
@@ -596,6 +604,14 @@ impl Mirror {
         }
         (!d.is_empty()).then_some(d)
     }
+}
+
+/// `s` as a row keeps it: a copy of its own, sharing `path` (the row's
+/// key, the same path).
+fn fresh(s: &Status, path: Arc<Path>) -> Status {
+    let mut f = s.clone();
+    f.file = path;
+    f
 }
 
 #[cfg(test)]
