@@ -369,6 +369,10 @@ impl Mirror {
             .filter(|h| !self.rows.contains_key(h.path.as_path()))
             .filter(|h| !self.entries.contains_key(&h.path))
             .collect();
+        // Collected in place: without this the few left would keep the
+        // buffer of every hazard the listing found (15 000 of 100 000
+        // claims in the figures' mix, 0.9 MB).
+        self.listed.shrink_to_fit();
         if problem != self.problem {
             self.problem = problem;
             self.owed.problem = true;
@@ -408,6 +412,9 @@ impl Mirror {
             };
             own_hazards(s, rules, &mut own);
             if !own.is_empty() {
+                // Kept for as long as the row: one hazard, not the four a
+                // first push makes room for.
+                own.shrink_to_fit();
                 self.row_hazards.insert(Arc::clone(path), own);
             }
         } else {
@@ -538,7 +545,12 @@ impl Mirror {
         if !std::mem::take(&mut self.tally_dirty) {
             return self.tally.clone();
         }
-        let mut hazards: Vec<Hazard> = self.listed.clone();
+        let mut hazards: Vec<Hazard> = Vec::with_capacity(
+            self.listed.len()
+                + self.entries.values().filter(|(_, h)| h.is_some()).count()
+                + self.row_hazards.values().map(Vec::len).sum::<usize>(),
+        );
+        hazards.extend(self.listed.iter().cloned());
         hazards.extend(self.entries.values().filter_map(|(_, h)| h.clone()));
         hazards.extend(self.row_hazards.values().flatten().cloned());
         // A sweep sorts by path, stably: one path's hazards keep their order.
