@@ -20,6 +20,7 @@
 //! What changed since a face last asked comes as a [`Delta`]: rows shared
 //! (`Arc`), not copied, so a face that keeps every row costs no second copy.
 
+mod apart;
 mod clock;
 pub mod judge;
 
@@ -273,6 +274,33 @@ impl Mirror {
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let listing = store.list()?;
+        self.took(listing, started, store, now, resync);
+        Ok(())
+    }
+
+    /// [`Mirror::list`], the listing read on a thread of its own, so that
+    /// none of it lies among the rows kept (see `apart`).
+    pub fn list_apart(
+        &mut self,
+        store: &mut dyn Store,
+        now: i64,
+        resync: Option<String>,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let listing = apart::read(store)?;
+        self.took(listing, started, &*store, now, resync);
+        Ok(())
+    }
+
+    /// Take in a whole listing, read since `started`.
+    fn took(
+        &mut self,
+        listing: Listing,
+        started: std::time::Instant,
+        store: &dyn Store,
+        now: i64,
+        resync: Option<String>,
+    ) {
         self.list_cost_ms = started.elapsed().as_millis() as i64;
         self.listings += 1;
         self.relist = None;
@@ -280,7 +308,6 @@ impl Mirror {
         let problem = store.problem();
         self.take_listing(listing, now, resync, false, problem);
         self.listed_at = now;
-        Ok(())
     }
 
     /// The first `n` rows in key order, where the store can list them
@@ -338,6 +365,8 @@ impl Mirror {
         let mut tenures = tenures.into_iter();
         let mut claims = sweep.claims;
         self.rows.reserve(claims.len());
+        // The listing's own values are freed on another thread (`apart`).
+        let mut spent = apart::Freer::start();
         // Taken from the back, the vector shrunk as it empties: its buffer
         // and the rows are never both at full size (a big listing's peak).
         while let Some(mut s) = claims.pop() {
@@ -345,12 +374,13 @@ impl Mirror {
             if let Some(c) = c.as_mut() {
                 rejudge(c, &mut s);
             }
-            self.keep(&mut s);
+            // Words the row does not keep are set aside, not freed here.
+            let unkept = (!self.words && s.record.is_some()).then(|| std::mem::take(&mut s.why));
             // A fresh copy, not the listing's own: the listing's strings lie
-            // among its buffers and its discarded words, all freed now, and
-            // the pages they held go back whole to the system; the copies
-            // lie together, sized exactly. The row's key is its status's
-            // own path, so each path is kept once.
+            // among its buffers and its discarded words, and the pages they
+            // held go back whole to the system once freed; the copies lie
+            // together, sized exactly. The row's key is its status's own
+            // path, so each path is kept once.
             let (path, shared) = match old.remove_entry(&*s.file) {
                 Some((p, was)) if *was == s => (p, was),
                 Some((p, _)) => (Arc::clone(&p), Arc::new(fresh(&s, p))),
@@ -360,10 +390,15 @@ impl Mirror {
                 }
             };
             self.insert(path, shared, tenure, true);
+            if let Some(why) = unkept {
+                s.why = why;
+            }
+            spent.free(s);
             if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
                 claims.shrink_to_fit();
             }
         }
+        spent.finish();
         if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
             self.owed.pids = j.learn(c, now);
         }
@@ -371,14 +406,13 @@ impl Mirror {
         // A claim's hazards are its row's; an entry's, its latest look's.
         self.listed = sweep
             .hazards
-            .into_iter()
+            .iter()
             .filter(|h| !self.rows.contains_key(h.path.as_path()))
             .filter(|h| !self.entries.contains_key(&h.path))
+            .cloned()
             .collect();
-        // Collected in place: without this the few left would keep the
-        // buffer of every hazard the listing found (15 000 of 100 000
-        // claims in the figures' mix, 0.9 MB).
         self.listed.shrink_to_fit();
+        apart::free(sweep.hazards);
         if problem != self.problem {
             self.problem = problem;
             self.owed.problem = true;
