@@ -102,7 +102,7 @@ pub fn own_hazards(item: &Status, rules: ItemRules, out: &mut Vec<Hazard>) {
     if own.misnamed {
         out.push(Hazard {
             kind: HazardKind::KeyMismatch,
-            path: item.file.clone(),
+            path: item.file.to_path_buf(),
             detail: mismatch_detail(item, rules),
         });
     }
@@ -119,7 +119,7 @@ pub fn own_hazards(item: &Status, rules: ItemRules, out: &mut Vec<Hazard>) {
     };
     out.push(Hazard {
         kind,
-        path: item.file.clone(),
+        path: item.file.to_path_buf(),
         detail,
     });
 }
@@ -329,7 +329,7 @@ mod tests {
     fn item(key: &str, file: &str, state: ClaimState, record_key: Option<&str>) -> Status {
         Status {
             key: key.into(),
-            file: PathBuf::from(file),
+            file: Path::new(file).into(),
             state,
             record: record_key.map(|k| ClaimRecord {
                 schema_version: 1,
@@ -371,7 +371,7 @@ mod tests {
         let swept = vec![
             Hazard {
                 kind: HazardKind::Unreadable,
-                path: big.file.clone(),
+                path: big.file.to_path_buf(),
                 detail: "cannot read".into(),
             },
             Hazard {
@@ -381,7 +381,7 @@ mod tests {
             },
         ];
         let claims = [big];
-        let entries = entry_hazards(swept, |p| claims.iter().any(|c| c.file == p));
+        let entries = entry_hazards(swept, |p| claims.iter().any(|c| *c.file == *p));
         let c = census(&claims, entries, |_| ItemRules::Lockfile);
         let kinds: Vec<_> = c.hazards.iter().map(|h| h.kind).collect();
         assert_eq!(kinds, [HazardKind::Unreadable, HazardKind::StaleMutex]);

@@ -209,7 +209,7 @@ mod tests {
     fn item(key: &str, state: ClaimState, record: Option<ClaimRecord>) -> Status {
         Status {
             key: key.into(),
-            file: PathBuf::from(format!("/r/.fno/claims/{key}.lock")),
+            file: PathBuf::from(format!("/r/.fno/claims/{key}.lock")).into(),
             state,
             record,
             why: format!("why {key}"),
@@ -267,7 +267,7 @@ mod tests {
             claims.push(bad);
         }
         let mut odd = item("odd-name", ClaimState::Unreadable, None);
-        odd.file = PathBuf::from(OsStr::from_bytes(b"/r/.fno/claims/\xff\xfe.lock"));
+        odd.file = Path::new(OsStr::from_bytes(b"/r/.fno/claims/\xff\xfe.lock")).into();
         claims.push(odd);
         let hazards = hostile
             .iter()

@@ -8,7 +8,7 @@ use crate::claims::{ClaimState, ForceOpts, ForceOutcome};
 use crate::events::Event;
 use crate::store::{Changes, LeaseInfo, Listing};
 use crate::store::{Fenced, Kept, Leases};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -102,7 +102,7 @@ impl Store for FakeStore<'_> {
         let record = self.claim().clone();
         let status = Status {
             key: key.into(),
-            file: PathBuf::from("k.lock"),
+            file: Path::new("k.lock").into(),
             state: if record.is_some() {
                 ClaimState::Live
             } else {

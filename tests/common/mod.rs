@@ -753,7 +753,7 @@ pub fn status_of(root: &Root, r: ClaimRecord) -> Status {
     let v = Classifier::with(NOW, me(), probe).verdict(&r);
     Status {
         key: r.key.clone(),
-        file: root.lockfile(&r.key),
+        file: root.lockfile(&r.key).into(),
         state: v.state,
         why: v.why,
         error: None,
@@ -766,7 +766,7 @@ pub fn status_of(root: &Root, r: ClaimRecord) -> Status {
 pub fn corrupted(root: &Root, key: &str, bytes: &[u8]) -> Status {
     Status {
         key: key.into(),
-        file: root.lockfile(key),
+        file: root.lockfile(key).into(),
         state: ClaimState::Corrupted,
         record: None,
         why: "the file cannot be parsed as a claim; force-release archives it".into(),
@@ -1076,7 +1076,7 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
     let rows = items
         .into_iter()
         .map(|(s, tenure)| Row {
-            path: std::sync::Arc::from(s.file.as_path()),
+            path: std::sync::Arc::clone(&s.file),
             status: std::sync::Arc::new(s),
             tenure,
         })

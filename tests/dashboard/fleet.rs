@@ -61,7 +61,7 @@ fn native_listing() -> Listing {
     let r = rec("deploy/prod", "pty:alice", 77, MIN, Some(5 * MIN));
     let s = Status {
         key: "deploy/prod".into(),
-        file: "/fno/claims/deploy%2Fprod".into(),
+        file: std::path::Path::new("/fno/claims/deploy%2Fprod").into(),
         state: ClaimState::Live,
         why: "the lease is running".into(),
         error: None,

@@ -20,7 +20,7 @@ fn store_claim(key: &str, holder: &str, pid: i32, age: i64, ttl_left: i64) -> St
     let r = rec(key, holder, pid, age, Some(ttl_left));
     Status {
         key: key.into(),
-        file: format!("/fno/claims/{key}").into(),
+        file: std::path::PathBuf::from(format!("/fno/claims/{key}")).into(),
         state: ClaimState::Live,
         why: "the lease is running".into(),
         error: None,

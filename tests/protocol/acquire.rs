@@ -401,7 +401,7 @@ fn status_reads_free_then_live_with_the_full_record() {
     let st = status(&root, "session:s");
     assert_eq!(st.state, ClaimState::Live);
     assert_eq!(st.key, "session:s");
-    assert_eq!(st.file, root.lockfile("session:s"));
+    assert_eq!(*st.file, *root.lockfile("session:s"));
     assert_eq!(st.record.as_ref(), Some(&rec));
     let r = st.record.unwrap();
     assert_eq!(r.reason.as_deref(), Some("because"));

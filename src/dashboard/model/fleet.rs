@@ -89,7 +89,7 @@ pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
         .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
     Some(Status {
         key,
-        file: path,
+        file: path.into(),
         state,
         record,
         why: text("why").unwrap_or_default().to_string(),

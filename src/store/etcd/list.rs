@@ -363,9 +363,10 @@ fn lease_running(rec: &ClaimRecord, now: i64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::path::Path;
 
     fn status(key: &str) -> Status {
-        Status::free(key.into(), key.into(), String::new())
+        Status::free(key.into(), Path::new(key), String::new())
     }
 
     proptest! {

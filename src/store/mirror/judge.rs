@@ -181,6 +181,7 @@ mod tests {
     use super::*;
     use crate::claims::Locality;
     use serde_json::Map;
+    use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     const NOW: i64 = 1_800_000_000_000;
@@ -226,7 +227,7 @@ mod tests {
         GONE.store(true, Ordering::SeqCst);
         assert_eq!(j.tick(NOW + 2000), vec![(7, None)]);
         assert!(j.tick(NOW + 3000).is_empty(), "gone stays gone, unprobed");
-        let mut s = Status::free("k".into(), "/f".into(), String::new());
+        let mut s = Status::free("k".into(), Path::new("/f"), String::new());
         s.record = Some(rec(7, None));
         s.state = ClaimState::Live;
         s.locality = Some(Locality::Local);
@@ -237,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_copy_counts_down_at_the_instant_asked_and_keeps_its_hosts_state() {
-        let mut s = Status::free("k".into(), "/f".into(), "stale words".into());
+        let mut s = Status::free("k".into(), Path::new("/f"), "stale words".into());
         s.record = Some(rec(7, Some(NOW + 27 * 60_000 + 11_000)));
         s.state = ClaimState::Live;
         assert_eq!(

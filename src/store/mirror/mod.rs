@@ -20,16 +20,17 @@
 //! What changed since a face last asked comes as a [`Delta`]: rows shared
 //! (`Arc`), not copied, so a face that keeps every row costs no second copy.
 
+mod apart;
 mod clock;
 pub mod judge;
 
 use super::{Change, Listing, Store, StoreError, Tenure};
 use crate::claims::entry::Entry;
 use crate::claims::root::RootProblem;
-use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, Status};
+use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, OwnHazards, Status};
 use judge::{rejudge, Judge, PidFacts};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -124,8 +125,12 @@ pub struct Mirror {
     rows: HashMap<Arc<Path>, Arc<Status>>,
     tenures: HashMap<Arc<Path>, Tenure>,
     counts: Counts,
-    /// Each row's own hazards, for the rows that have some.
-    row_hazards: BTreeMap<Arc<Path>, Vec<Hazard>>,
+    /// The rows that are hazards by themselves, and how many hazards they
+    /// are. Worded only when tallied: the tally's list is the one copy of
+    /// the words (a kept copy as well was 45 bytes a claim over 100 000
+    /// lockfiles, one in seven of them a hazard).
+    row_hazards: BTreeSet<Arc<Path>>,
+    row_hazard_count: usize,
     /// Entries that are not claims, by their latest look, with the hazard
     /// each is (worded when it became one).
     entries: HashMap<PathBuf, (Entry, Option<Hazard>)>,
@@ -174,7 +179,8 @@ impl Mirror {
             rows: HashMap::new(),
             tenures: HashMap::new(),
             counts: Counts::default(),
-            row_hazards: BTreeMap::new(),
+            row_hazards: BTreeSet::new(),
+            row_hazard_count: 0,
             entries: HashMap::new(),
             aging: BinaryHeap::new(),
             listed: Vec::new(),
@@ -274,6 +280,33 @@ impl Mirror {
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let listing = store.list()?;
+        self.took(listing, started, store, now, resync);
+        Ok(())
+    }
+
+    /// [`Mirror::list`], the listing read on a thread of its own, so that
+    /// none of it lies among the rows kept (see `apart`).
+    pub fn list_apart(
+        &mut self,
+        store: &mut dyn Store,
+        now: i64,
+        resync: Option<String>,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let listing = apart::read(store)?;
+        self.took(listing, started, &*store, now, resync);
+        Ok(())
+    }
+
+    /// Take in a whole listing, read since `started`.
+    fn took(
+        &mut self,
+        listing: Listing,
+        started: std::time::Instant,
+        store: &dyn Store,
+        now: i64,
+        resync: Option<String>,
+    ) {
         self.list_cost_ms = started.elapsed().as_millis() as i64;
         self.listings += 1;
         self.relist = None;
@@ -281,7 +314,6 @@ impl Mirror {
         let problem = store.problem();
         self.take_listing(listing, now, resync, false, problem);
         self.listed_at = now;
-        Ok(())
     }
 
     /// The first `n` rows in key order, where the store can list them
@@ -323,6 +355,7 @@ impl Mirror {
         let mut old = std::mem::take(&mut self.rows);
         self.tenures.clear();
         self.row_hazards.clear();
+        self.row_hazard_count = 0;
         self.edges.clear();
         self.local_live.clear();
         self.counts = Counts::default();
@@ -339,6 +372,8 @@ impl Mirror {
         let mut tenures = tenures.into_iter();
         let mut claims = sweep.claims;
         self.rows.reserve(claims.len());
+        // The listing's own values are freed on another thread (`apart`).
+        let mut spent = apart::Freer::start();
         // Taken from the back, the vector shrunk as it empties: its buffer
         // and the rows are never both at full size (a big listing's peak).
         while let Some(mut s) = claims.pop() {
@@ -346,21 +381,31 @@ impl Mirror {
             if let Some(c) = c.as_mut() {
                 rejudge(c, &mut s);
             }
-            self.keep(&mut s);
+            // Words the row does not keep are set aside, not freed here.
+            let unkept = (!self.words && s.record.is_some()).then(|| std::mem::take(&mut s.why));
             // A fresh copy, not the listing's own: the listing's strings lie
-            // among its buffers and its discarded words, all freed now, and
-            // the pages they held go back whole to the system; the copies
-            // lie together, sized exactly.
-            let (path, shared) = match old.remove_entry(s.file.as_path()) {
+            // among its buffers and its discarded words, and the pages they
+            // held go back whole to the system once freed; the copies lie
+            // together, sized exactly. The row's key is its status's own
+            // path, so each path is kept once.
+            let (path, shared) = match old.remove_entry(&*s.file) {
                 Some((p, was)) if *was == s => (p, was),
-                Some((p, _)) => (p, Arc::new(s.clone())),
-                None => (Arc::from(s.file.as_path()), Arc::new(s.clone())),
+                Some((p, _)) => (Arc::clone(&p), Arc::new(fresh(&s, p))),
+                None => {
+                    let p: Arc<Path> = Arc::from(&*s.file);
+                    (Arc::clone(&p), Arc::new(fresh(&s, p)))
+                }
             };
             self.insert(path, shared, tenure, true);
+            if let Some(why) = unkept {
+                s.why = why;
+            }
+            spent.free(s);
             if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
                 claims.shrink_to_fit();
             }
         }
+        spent.finish();
         if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
             self.owed.pids = j.learn(c, now);
         }
@@ -368,10 +413,13 @@ impl Mirror {
         // A claim's hazards are its row's; an entry's, its latest look's.
         self.listed = sweep
             .hazards
-            .into_iter()
+            .iter()
             .filter(|h| !self.rows.contains_key(h.path.as_path()))
             .filter(|h| !self.entries.contains_key(&h.path))
+            .cloned()
             .collect();
+        self.listed.shrink_to_fit();
+        apart::free(sweep.hazards);
         if problem != self.problem {
             self.problem = problem;
             self.owed.problem = true;
@@ -401,31 +449,39 @@ impl Mirror {
     /// by the same item verdicts `list` uses.
     fn count(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
         self.note_local_live(path, s, add);
+        let own = OwnHazards::of(s, self.rules()).len();
         if add {
             self.counts.add(s.state);
-            let mut own = Vec::new();
-            // One census for every face: a root's lockfiles, or a store's
-            // keys (judged by its layout and its leases).
-            let rules = match self.judge {
-                Some(_) => ItemRules::Lockfile,
-                None => ItemRules::StoreKey,
-            };
-            own_hazards(s, rules, &mut own);
-            if !own.is_empty() {
-                self.row_hazards.insert(Arc::clone(path), own);
+            if own > 0 && self.row_hazards.insert(Arc::clone(path)) {
+                self.row_hazard_count += own;
             }
         } else {
             self.counts.remove(s.state);
-            self.row_hazards.remove(path);
+            if self.row_hazards.remove(path) {
+                self.row_hazard_count -= own;
+            }
         }
         self.tally_dirty = true;
     }
 
+    /// One census for every face: a root's lockfiles, or a store's keys
+    /// (judged by its layout and its leases).
+    fn rules(&self) -> ItemRules {
+        match self.judge {
+            Some(_) => ItemRules::Lockfile,
+            None => ItemRules::StoreKey,
+        }
+    }
+
     /// Replace the row at `s.file` with `s` (drop it when free).
-    fn put(&mut self, s: Status, tenure: Option<Tenure>) -> bool {
-        let path: Arc<Path> = match self.rows.get_key_value(s.file.as_path()) {
-            Some((k, _)) => Arc::clone(k),
-            None => Arc::from(s.file.as_path()),
+    fn put(&mut self, mut s: Status, tenure: Option<Tenure>) -> bool {
+        // The row's key and its status share one path.
+        let path: Arc<Path> = match self.rows.get_key_value(&*s.file) {
+            Some((k, _)) => {
+                s.file = Arc::clone(k);
+                Arc::clone(k)
+            }
+            None => Arc::clone(&s.file),
         };
         if let Some(old) = self.rows.get(&path) {
             if **old == s && self.tenures.get(&path) == tenure.as_ref() {
@@ -538,9 +594,19 @@ impl Mirror {
         if !std::mem::take(&mut self.tally_dirty) {
             return self.tally.clone();
         }
-        let mut hazards: Vec<Hazard> = self.listed.clone();
+        let mut hazards: Vec<Hazard> = Vec::with_capacity(
+            self.listed.len()
+                + self.entries.values().filter(|(_, h)| h.is_some()).count()
+                + self.row_hazard_count,
+        );
+        hazards.extend(self.listed.iter().cloned());
         hazards.extend(self.entries.values().filter_map(|(_, h)| h.clone()));
-        hazards.extend(self.row_hazards.values().flatten().cloned());
+        let rules = self.rules();
+        for path in &self.row_hazards {
+            if let Some(s) = self.rows.get(path) {
+                own_hazards(s, rules, &mut hazards);
+            }
+        }
         // A sweep sorts by path, stably: one path's hazards keep their order.
         hazards.sort_by(|a, b| a.path.cmp(&b.path));
         // The same list stays the same Arc, so whether it moved is a
@@ -593,7 +659,7 @@ impl Mirror {
                     if self.rows.contains_key(&path) {
                         continue;
                     }
-                    let gone = Status::free(key, path.to_path_buf(), String::new());
+                    let gone = Status::free(key, Arc::clone(&path), String::new());
                     d.rows.push(Row {
                         path,
                         status: Arc::new(gone),
@@ -604,6 +670,14 @@ impl Mirror {
         }
         (!d.is_empty()).then_some(d)
     }
+}
+
+/// `s` as a row keeps it: a copy of its own, sharing `path` (the row's
+/// key, the same path).
+fn fresh(s: &Status, path: Arc<Path>) -> Status {
+    let mut f = s.clone();
+    f.file = path;
+    f
 }
 
 #[cfg(test)]
