@@ -466,22 +466,14 @@ impl Service {
     /// its own (opened, bisected to the instant, dropped), so the log the
     /// views browse is not disturbed.
     fn as_of(&mut self, at: i64, logs: Vec<(Option<String>, Which)>) -> Reply {
-        if logs.is_empty() {
-            return match self.history.around(at) {
-                Ok(ix) => Reply::AsOf {
-                    at,
-                    rows: held_at(&ix, at),
-                    trouble: None,
-                },
-                Err(e) => Reply::AsOf {
-                    at,
-                    rows: Vec::new(),
-                    trouble: Some(e.to_string()),
-                },
-            };
-        }
         let mut per_log = Vec::new();
         let mut trouble = None;
+        if logs.is_empty() {
+            match self.history.around(at) {
+                Ok(ix) => per_log.push((None, held_at(&ix, at))),
+                Err(e) => trouble = Some(e.to_string()),
+            }
+        }
         for (root, which) in logs {
             let read = (self.open)(&which).and_then(|mut h| {
                 h.start()?;

@@ -190,27 +190,16 @@ impl Store for MultiStore {
         Some(
             self.stores
                 .iter()
-                .map(|s| {
-                    (
-                        s.root().root.to_string_lossy().into_owned(),
-                        s as &dyn Store,
-                    )
-                })
+                .map(|s| (root_name(s), s as &dyn Store))
                 .collect(),
         )
     }
 
     fn logs(&self) -> Result<Vec<(Option<String>, Log)>, StoreError> {
         Ok(self
-            .roots
-            .as_slice()
+            .stores
             .iter()
-            .map(|r| {
-                (
-                    Some(r.root.display().to_string()),
-                    Log::Root(r.root.clone()),
-                )
-            })
+            .map(|s| (Some(root_name(s)), Log::Root(s.root().root.clone())))
             .collect())
     }
 
@@ -226,6 +215,12 @@ impl Store for MultiStore {
     fn watch_key(&self, _: &str, _: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
         Err(self.one_key("acquire --wait or run"))
     }
+}
+
+/// How one root is named wherever several are told apart (its series in
+/// `metrics`, its rows "as of").
+fn root_name(s: &FileStore) -> String {
+    s.root().root.to_string_lossy().into_owned()
 }
 
 /// Every root's feed drained by a thread of its own into one channel, so a

@@ -561,21 +561,14 @@ impl Changes for FileFeed {
                 // A spent (or zero) timeout still takes what has already
                 // arrived: a caller that only polls between scrapes would
                 // otherwise never be told of a change.
-                let mut took = false;
-                loop {
-                    match self.rx.try_recv() {
-                        Ok(raw) => {
-                            self.absorb(raw)?;
-                            took = true;
-                        }
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Disconnected) => return Err(StoreError::FeedClosed),
+                match self.rx.try_recv() {
+                    Ok(raw) => {
+                        self.absorb(raw)?;
+                        continue;
                     }
+                    Err(TryRecvError::Empty) => return Ok(None),
+                    Err(TryRecvError::Disconnected) => return Err(StoreError::FeedClosed),
                 }
-                if took {
-                    continue;
-                }
-                return Ok(None);
             }
             let wake = self.due().map_or(deadline, |d| d.min(deadline));
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
