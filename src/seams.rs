@@ -215,6 +215,23 @@ fn claims_are_judged_by_the_protocol_and_kept_judged_by_the_mirror_alone() {
 }
 
 #[test]
+fn a_waiter_and_a_holder_read_their_key_through_a_mirror() {
+    // `acquire --wait` and `run` see the key they wait on or hold as every
+    // face sees a claim: a row of the mirror (one of that key alone), not
+    // a status of their own.
+    let found: Vec<String> = ["src/wait/", "src/cli/run/", "src/cli/wait.rs"]
+        .iter()
+        .flat_map(|dir| offenders(dir, &[".status("], &["src/wait/tests.rs"]))
+        .collect();
+    assert!(found.is_empty(), "a key read around the mirror: {found:#?}");
+    let tree = tree();
+    for file in ["src/wait/mod.rs", "src/wait/hold.rs"] {
+        let text = &tree.iter().find(|(p, _)| p == file).expect(file).1;
+        assert!(text.contains("Mirror::of_keys("), "{file} reads no mirror");
+    }
+}
+
+#[test]
 fn one_answer_to_whether_a_pid_is_alive() {
     // kill(pid, 0) once meant three things (EPERM alive, or gone, or only
     // ESRCH gone); `sys::pid_alive` is the one meaning.

@@ -3,6 +3,7 @@
 //! fenced to our own tenure.
 
 use crate::claims::{now_ms, ClaimRecord, NoRenew, ReleaseOutcome, RenewOutcome, Status};
+use crate::store::mirror::{judge::Judge, Mirror};
 use crate::store::{Fenced, Kept, Store, StoreError, Tenure};
 use std::time::{Duration, Instant};
 
@@ -91,6 +92,8 @@ pub struct Hold<'s, C: Clock = SystemClock> {
     tenure: Option<Tenure>,
     /// The lease's keep-alive, while the claim has a lease.
     kept: Option<Box<dyn Kept>>,
+    /// The key as the store says it stands: a mirror of this key alone.
+    mirror: Mirror,
     ttl_ms: Option<i64>,
     renew_at: Option<i64>,
     pub(super) check_at: i64,
@@ -123,6 +126,7 @@ impl<'s, C: Clock> Hold<'s, C> {
             _ => None,
         };
         let now = clock.now_ms();
+        let mirror = Mirror::of_keys(store, Some(Judge::local()), [record.key.clone()], now);
         // The keep-alive renews a lease; renewing the record as well would
         // only rewrite it.
         let renew_at = match kept {
@@ -135,6 +139,7 @@ impl<'s, C: Clock> Hold<'s, C> {
             record,
             tenure,
             kept,
+            mirror,
             ttl_ms,
             renew_at,
             check_at: 0,
@@ -194,9 +199,16 @@ impl<'s, C: Clock> Hold<'s, C> {
 
     /// The key changed: is it still ours?
     pub fn changed(&mut self) -> Result<Option<Lost>, StoreError> {
-        self.recheck_from(self.clock.now_ms());
-        let s = self.store.status(&self.record.key)?;
-        Ok(self.judge(&s.outcome, s.tenure.as_ref()))
+        let now = self.clock.now_ms();
+        self.recheck_from(now);
+        let key = &self.record.key;
+        self.mirror.look_again(key);
+        self.mirror.settle(self.store, now)?;
+        Ok(match self.mirror.row_of_key(key) {
+            Some((s, tenure)) => self.judge(s, tenure),
+            // No row: the key is free.
+            None => Some(Lost::Gone),
+        })
     }
 
     /// Whether the key's current status is still our tenure. Our own

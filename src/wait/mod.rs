@@ -28,6 +28,7 @@ pub use crate::claims::Blocker;
 pub use hold::{give_back, renew_due, Clock, Hold, Lost, SystemClock, HOLD_RECHECK, LEASE_CHECK};
 
 use crate::claims::{now_ms, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord, Status};
+use crate::store::mirror::{judge::Judge, Mirror};
 use crate::store::{Store, StoreError, Tenure};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -134,8 +135,9 @@ pub fn acquire_waiting(
 ) -> Result<Waited, StoreError> {
     let mut told = false;
     let mut last: Option<Blocker> = None;
-    // Whether the store keeps the claim on a lease (its status has a tenure).
-    let mut leased = false;
+    // The key as the store says it stands: a mirror of this key alone,
+    // judged as every face judges a claim, and never a listing.
+    let mut mirror = Mirror::of_keys(store, Some(Judge::local()), [key.to_string()], now_ms());
     loop {
         let got = store.acquire(key, holder, opts)?;
         let (h, pid, host) = match got.outcome {
@@ -151,6 +153,8 @@ pub fn acquire_waiting(
         let known = last
             .as_ref()
             .filter(|b| b.holder == h && b.pid == pid && b.host == host);
+        // Whether the store keeps the claim on a lease (its row has a tenure).
+        let leased = mirror.row_of_key(key).is_some_and(|(_, t)| t.is_some());
         let expires_at = match known {
             // A store with leases says when a lease ends (its key goes), so
             // the same holder's deadline need not be read at every look.
@@ -158,13 +162,15 @@ pub fn acquire_waiting(
             // The TTL is read separately: acquire's refusal names the
             // holder, not its deadline. A stale read only moves one look.
             _ => {
-                let status = store.status(key)?;
-                leased = status.tenure.is_some();
-                match &status.outcome.record {
-                    Some(r) if r.holder == h => {
-                        ends_at(&status.outcome, status.tenure.as_ref(), now_ms())
-                    }
-                    _ => None,
+                let now = now_ms();
+                mirror.look_again(key);
+                mirror.settle(store, now)?;
+                match mirror.row_of_key(key) {
+                    Some((s, tenure)) => match &s.record {
+                        Some(r) if r.holder == h => ends_at(s, tenure, now),
+                        _ => None,
+                    },
+                    None => None,
                 }
             }
         };

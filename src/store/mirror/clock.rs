@@ -105,7 +105,7 @@ impl Mirror {
         }
         let every = RELIST_EVERY_MS.max(self.list_cost_ms * RELIST_COST_FACTOR);
         if now - self.listed_at >= every {
-            self.relist.get_or_insert(None);
+            self.safety_net(now);
         }
     }
 

@@ -22,6 +22,7 @@
 
 mod apart;
 mod clock;
+mod follow;
 pub mod judge;
 
 use super::{Change, Listing, Store, StoreError, Tenure};
@@ -148,6 +149,9 @@ pub struct Mirror {
     local_live: HashMap<Arc<Path>, i32>,
     /// Keys to read again, and those whose read failed (the store away).
     dirty: BTreeSet<String>,
+    /// The keys a mirror of named keys follows (see `follow`); None: the
+    /// whole store.
+    followed: Option<BTreeSet<String>>,
     /// A listing is due, and why.
     relist: Option<Option<String>>,
     revision: Option<i64>,
@@ -187,6 +191,7 @@ impl Mirror {
             edges: BinaryHeap::new(),
             local_live: HashMap::new(),
             dirty: BTreeSet::new(),
+            followed: None,
             relist: None,
             revision: None,
             problem: None,
@@ -505,6 +510,9 @@ impl Mirror {
     /// log's lines, a store's ups and downs, what hosts publish) are handed
     /// back for the face.
     pub fn apply(&mut self, change: Change) -> Option<Change> {
+        if self.followed.is_some() {
+            return self.apply_followed(change);
+        }
         match change {
             Change::Claim { key } => {
                 self.dirty.insert(key);

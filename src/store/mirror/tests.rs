@@ -310,3 +310,50 @@ fn a_leased_mirror_re_reads_a_local_holder_gone_and_forgets_it_once_read() {
     m.tick(now + 3000);
     assert!(!m.has_unread(), "no longer live: no longer asked about");
 }
+
+#[test]
+fn a_mirror_of_one_key_reads_that_key_alone_and_never_lists() {
+    let World {
+        _td, root, store, ..
+    } = world(steady);
+    for k in ["a", "b", "c"] {
+        write(&root, &rec(k, 200, None));
+    }
+    let mut m = Mirror::of_keys(&store, Some(Judge::with(me(), steady)), ["b".into()], NOW);
+    m.settle(&store, NOW).expect("settle");
+    assert_eq!((m.reads, m.listings), (1, 0));
+    assert_eq!(m.len(), 1);
+    let (s, _) = m.row_of_key("b").expect("b is followed");
+    assert_eq!(s.state, ClaimState::Live);
+    assert!(m.row_of_key("a").is_none(), "a is not followed");
+
+    // Another key's change is not its business.
+    m.apply(Change::Claim { key: "a".into() });
+    m.settle(&store, NOW).expect("settle");
+    assert_eq!(m.reads, 1);
+
+    // A change that says others were missed reads its key, not the store.
+    write(&root, &rec("b", 999, None));
+    m.apply(Change::Resync {
+        why: "overflow".into(),
+    });
+    m.apply(Change::Misnamed {
+        key: "b".into(),
+        path: root.claims_dir().join("odd.lock"),
+    });
+    assert!(!m.wants_listing());
+    m.settle(&store, NOW).expect("settle");
+    assert_eq!((m.reads, m.listings), (2, 0));
+    let (s, _) = m.row_of_key("b").expect("still there");
+    assert_eq!(s.state, ClaimState::Stale, "its holder's pid is gone");
+    assert_eq!(m.tally().counts.stale, 1);
+    assert_eq!(m.tally().counts.live, 0, "a, c are not counted");
+
+    // Its safety net reads the key again, never lists.
+    m.tick(NOW + RELIST_EVERY_MS + 1);
+    assert!(m.has_unread() && !m.wants_listing());
+    std::fs::remove_file(root.lockfile("b")).expect("rm");
+    m.settle(&store, NOW + RELIST_EVERY_MS + 1).expect("settle");
+    assert_eq!((m.reads, m.listings), (3, 0));
+    assert!(m.row_of_key("b").is_none(), "released: free");
+}
