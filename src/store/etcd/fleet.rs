@@ -2,11 +2,12 @@
 //! publisher to force-release one of its claims.
 //!
 //! Hosts are found by skipping from one `PREFIX/hosts/<machine>/` to the
-//! next (one small read per host, however much each one publishes); only
+//! next, each looked for in narrow windows (`NextKey`); only
 //! online hosts' claims are read, since an offline host's mirror is gone
 //! with its lease and its claims are unknown, never free.
 
 use super::layout::{new_request_id, range_end, RootPlace};
+use super::next_key::NextKey;
 use super::Core;
 use crate::claims::census::count_copies;
 use crate::claims::Counts;
@@ -148,30 +149,36 @@ enum Answer {
 }
 
 impl Core {
-    /// Every host that ever published here, by machine id.
+    /// Every host that ever published here, by machine id, in key order:
+    /// each the first key after the one before, found in narrow windows
+    /// (see [`NextKey`]), so that finding the hosts does not walk every
+    /// host's claims and last known copies once per host.
     fn machines(&self) -> Result<Vec<String>, StoreError> {
-        let end = range_end(&self.layout.hosts());
-        let mut from = self.layout.hosts().into_bytes();
+        let hosts = self.layout.hosts();
+        let mut next = NextKey::new(hosts.len());
+        let mut from = hosts.into_bytes();
         let mut out = Vec::new();
-        loop {
-            let opts = GetOptions::new()
-                .with_range(end.clone())
-                .with_limit(1)
-                .with_keys_only();
-            let start = from.clone();
-            let resp = self.conn.call(|mut c| {
-                let (start, opts) = (start.clone(), opts.clone());
-                async move { c.get(start, Some(opts)).await }
-            })?;
-            let Some(kv) = resp.kvs().first() else {
-                return Ok(out);
-            };
-            let Some(machine) = self.layout.machine_of(kv.key()) else {
-                return Ok(out);
+        while let Some(key) = next.find(&from, |lo, hi| self.first_key(lo, hi))? {
+            let Some(machine) = self.layout.machine_of(&key) else {
+                break;
             };
             from = range_end(&self.layout.host_dir(&machine));
             out.push(machine);
         }
+        Ok(out)
+    }
+
+    /// The first key in `[from, to)`, if any.
+    fn first_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let opts = GetOptions::new()
+            .with_range(to.to_vec())
+            .with_limit(1)
+            .with_keys_only();
+        let resp = self.conn.call(|mut c| {
+            let (start, opts) = (from.to_vec(), opts.clone());
+            async move { c.get(start, Some(opts)).await }
+        })?;
+        Ok(resp.kvs().first().map(|kv| kv.key().to_vec()))
     }
 
     /// The host record and whether any of its publishers still runs, with
