@@ -24,7 +24,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
+mod brief;
 mod read;
+
+pub use read::Copies;
 
 /// The host record, `PREFIX/hosts/<machine>/host` (no lease).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

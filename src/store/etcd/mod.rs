@@ -318,7 +318,11 @@ impl Leases for EtcdStore {
 
 impl Fleet for EtcdStore {
     fn state(&self) -> Result<FleetState, StoreError> {
-        self.core.read_fleet()
+        self.core.read_fleet(fleet::Copies::Whole)
+    }
+
+    fn brief_state(&self) -> Result<FleetState, StoreError> {
+        self.core.read_fleet(fleet::Copies::Brief)
     }
 
     fn hosts(&self) -> Result<Vec<HostInfo>, StoreError> {

@@ -1,5 +1,6 @@
 //! Reading the whole fleet back: the hosts, and every copy they publish.
 
+use super::brief;
 use super::HostRecord;
 use crate::claims::census::count_copies;
 use crate::claims::{now_ms, Counts};
@@ -16,14 +17,17 @@ impl Core {
     /// finds the hosts, one reads each host's copies as soon as the host is
     /// found, and one parses each page of copies while the next is read
     /// (parsing 100 000 copies takes as long as reading them).
-    pub(in crate::store::etcd) fn read_fleet(&self) -> Result<FleetState, StoreError> {
+    pub(in crate::store::etcd) fn read_fleet(
+        &self,
+        copies: Copies,
+    ) -> Result<FleetState, StoreError> {
         let mut hosts = Vec::new();
         let mut hazards = Vec::new();
         let (found, read, parsed) = std::thread::scope(|scope| {
             let (to_read, found) = std::sync::mpsc::sync_channel(HOSTS_AHEAD);
             let finder = scope.spawn(move || self.each_host(|h| to_read.send(h).is_ok()));
             let (pages, to_parse) = std::sync::mpsc::sync_channel::<Page>(PAGES_AHEAD);
-            let parser = scope.spawn(|| parse_pages(to_parse));
+            let parser = scope.spawn(move || parse_pages(to_parse, copies));
             let read = found
                 .iter()
                 .try_for_each(|(rec, online): (HostRecord, bool)| {
@@ -133,6 +137,15 @@ impl Core {
     }
 }
 
+/// How much of each copy a reading keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copies {
+    /// All of it, as its host printed it.
+    Whole,
+    /// Its `"state"` and its record's `"acquired_at"` (`brief::Brief`).
+    Brief,
+}
+
 /// A thread's result, or its panic carried on.
 fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
     thread
@@ -169,7 +182,7 @@ struct Parsed {
 
 /// Each copy as its host printed it (a value that is not JSON is left
 /// out), counted on its host as [`count_copies`] counts it.
-fn parse_pages(pages: std::sync::mpsc::Receiver<Page>) -> Parsed {
+fn parse_pages(pages: std::sync::mpsc::Receiver<Page>, copies: Copies) -> Parsed {
     let mut out = Parsed {
         items: Vec::new(),
         last_known: Vec::new(),
@@ -185,7 +198,11 @@ fn parse_pages(pages: std::sync::mpsc::Receiver<Page>) -> Parsed {
             &mut out.items
         };
         for kv in &page.kvs {
-            let Ok(item) = serde_json::from_slice(kv.value()) else {
+            let item = match copies {
+                Copies::Whole => serde_json::from_slice(kv.value()),
+                Copies::Brief => serde_json::from_slice(kv.value()).map(|b: brief::Brief| b.0),
+            };
+            let Ok(item) = item else {
                 continue;
             };
             let copy = FleetItem {
