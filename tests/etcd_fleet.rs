@@ -540,6 +540,66 @@ fn one_changed_lockfile_is_one_etcd_write() {
     }
 }
 
+/// Keys under `prefix` in the fleet's etcd.
+fn count_keys(f: &Fleet, prefix: &str) -> i64 {
+    let (rt, mut client) = f.etcd.client();
+    let opts = etcd_client::GetOptions::new()
+        .with_prefix()
+        .with_count_only();
+    rt.block_on(client.get(prefix, Some(opts)))
+        .expect("count keys")
+        .count()
+}
+
+#[test]
+fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothing_while_idle() {
+    let Some(f) = Fleet::start("/fleet-idle") else {
+        return;
+    };
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    const CLAIMS: i64 = 120;
+    let claims = claimtop::claims::Root::new(a.path().to_path_buf());
+    std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
+    let id = claimtop::claims::LocalIdentity::current();
+    for i in 0..CLAIMS {
+        let rec = claimtop::claims::ClaimRecord {
+            schema_version: 1,
+            key: format!("idle/{i:03}"),
+            holder: "w".into(),
+            acquired_at: claimtop::claims::now_ms(),
+            pid: holder.pid() as i32,
+            host: id.hostname.clone(),
+            expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
+            reason: None,
+            harness: None,
+            machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
+            metadata: Default::default(),
+        };
+        let path = claims.lockfile(&rec.key);
+        std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
+    }
+    // No re-sweep during the test: nothing changes, so nothing may write.
+    let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
+    // Synced: every claim and its last known copy (written together), the
+    // root's hazards key, its owner key and the host record. A count of
+    // the claims alone is reached halfway through the sync.
+    let host_keys = "/fleet-idle/hosts/host-a/";
+    let synced = wait_for(PATIENCE, || count_keys(&f, host_keys) == 2 * CLAIMS + 3);
+    assert!(
+        synced,
+        "{} keys under {host_keys}\n{}",
+        count_keys(&f, host_keys),
+        pa.log()
+    );
+    // Past a few rounds of re-judging (every 2 s) and of looking for
+    // requests (every 250 ms): none of them writes.
+    let before = f.revision();
+    std::thread::sleep(Duration::from_secs(5));
+    let writes = f.revision() - before;
+    assert_eq!(writes, 0, "{writes} writes while idle\n{}", pa.log());
+}
+
 #[test]
 fn a_publisher_reconnects_on_its_own_after_etcd_stops_answering_and_publishes_what_changed_meanwhile(
 ) {

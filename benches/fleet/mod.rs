@@ -272,9 +272,12 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
     let total = plan.hosts * plan.claims;
     let home = dir.path();
     // Counted in etcd itself (a listing of the whole fleet in a loop would
-    // load the machine it measures): per host, its claims, its hazards key,
-    // its host record and its root's owner key.
-    let expected = (plan.hosts * (plan.claims + 3)) as i64;
+    // load the machine it measures): per host, its claims and their last
+    // known copies (one transaction writes both), its hazards key, its host
+    // record and its root's owner key. Counting the claims alone called the
+    // sync done halfway, and its second half was then measured as idle
+    // writes.
+    let expected = (plan.hosts * (2 * plan.claims + 3)) as i64;
     let synced = loop {
         let keys = count_keys(etcd, &format!("{prefix}/hosts/"));
         if keys >= expected {

@@ -16,13 +16,18 @@ use crate::store::Listing;
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
 
-pub fn print_fleet_list(listing: &Listing, fleet: &FleetState, out: &mut Out) -> CmdResult {
+pub fn print_fleet_list(listing: &Listing, fleet: FleetState, out: &mut Out) -> CmdResult {
     if out.json_mode() {
         let mut doc = listing.to_json();
-        fleet.extend_list_json(&mut doc);
-        out.json(&doc)?;
+        fleet.into_list_json(&mut doc);
+        // Written as it is serialized, not built into one string first.
+        out.json_of(&doc)?;
+        // The process ends right after this (see `list`): the exit
+        // returns the document's memory whole.
+        std::mem::forget(doc);
         return Ok(EXIT_OK);
     }
+    let fleet = &fleet;
     let mut rows: Vec<Vec<String>> = listing
         .sweep
         .claims

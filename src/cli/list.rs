@@ -24,7 +24,7 @@ pub fn list(store: &dyn Store, out: &mut Out) -> CmdResult {
     };
     // A store nobody publishes into prints its listing as it always has.
     let result = match fleet {
-        Some(fleet) => super::fleet::print_fleet_list(&listing, &fleet, out),
+        Some(fleet) => super::fleet::print_fleet_list(&listing, fleet, out),
         None => print_list(&listing, out),
     };
     // The process ends right after this: freeing ten thousand items one by

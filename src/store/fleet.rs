@@ -169,12 +169,17 @@ impl FleetItem {
 
     /// The item with where it comes from added (the additive JSON).
     pub fn to_json(&self) -> Value {
-        let mut v = self.item.clone();
+        self.clone().into_json()
+    }
+
+    /// [`FleetItem::to_json`], without copying the item.
+    pub fn into_json(self) -> Value {
+        let mut v = self.item;
         if let Some(o) = v.as_object_mut() {
             tag(o, &self.hostname, SOURCE_PUBLISHED);
-            o.insert("host_id".into(), Value::from(self.host_id.as_str()));
-            o.insert("root".into(), Value::from(self.root.path.as_str()));
-            o.insert("root_id".into(), Value::from(self.root.id.as_str()));
+            o.insert("host_id".into(), Value::from(self.host_id));
+            o.insert("root".into(), Value::from(self.root.path));
+            o.insert("root_id".into(), Value::from(self.root.id));
         }
         v
     }
@@ -236,10 +241,24 @@ impl FleetState {
     /// gains `"host"` and `"source": "etcd"`, the published items join them
     /// (sorted by key, then host), their states join the counts, their
     /// hazards the hazards, and `"hosts"` lists every host with its state.
-    pub fn extend_list_json(&self, doc: &mut Value) {
+    /// The fleet's items are moved into the document, not copied: a fleet
+    /// of 100 000 claims is big.
+    pub fn into_list_json(self, doc: &mut Value) {
         let Some(obj) = doc.as_object_mut() else {
             return;
         };
+        let published = self.counts();
+        let last_seen: Vec<(String, String, i64)> = self
+            .hosts
+            .iter()
+            .map(|h| (h.host_id.clone(), h.label.clone(), h.last_seen_ms))
+            .collect();
+        let FleetState {
+            hosts,
+            items: fleet_items,
+            hazards: fleet_hazards,
+            last_known: fleet_last_known,
+        } = self;
         // Taken and put back in place: the document keeps its member order.
         let mut items: Vec<Value> = match obj.get_mut("claims").map(Value::take) {
             Some(Value::Array(a)) => a,
@@ -255,20 +274,21 @@ impl FleetState {
                 tag(o, &host, SOURCE_STORE);
             }
         }
-        items.extend(self.items.iter().map(FleetItem::to_json));
+        items.reserve(fleet_items.len());
+        items.extend(fleet_items.into_iter().map(FleetItem::into_json));
+        // Each item's key read once, not at every comparison.
         let sort_key = |v: &Value| {
-            let s = |p: &str| {
-                v.pointer(p)
+            let s = |field: &str| {
+                v.get(field)
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string()
             };
-            (s("/key"), s("/host_id"), s("/root_id"))
+            (s("key"), s("host_id"), s("root_id"))
         };
-        items.sort_by_key(sort_key);
+        items.sort_by_cached_key(sort_key);
         obj.insert("claims".into(), Value::Array(items));
         if let Some(counts) = obj.get_mut("counts").and_then(Value::as_object_mut) {
-            let published = self.counts();
             for (state, n) in [
                 ("live", published.live),
                 ("suspect", published.suspect),
@@ -283,27 +303,25 @@ impl FleetState {
             counts.insert("last_known".into(), Value::from(published.last_known));
         }
         if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(self.hazards.iter().map(FleetHazard::to_json));
+            hazards.extend(fleet_hazards.iter().map(FleetHazard::to_json));
         }
-        let mut last_known: Vec<Value> = self
-            .last_known
-            .iter()
+        let mut last_known: Vec<Value> = fleet_last_known
+            .into_iter()
             .map(|i| {
-                let mut v = i.to_json();
-                if let Some(o) = v.as_object_mut() {
-                    if let Some(h) = self.host(&i.host_id) {
-                        o.insert("host_label".into(), Value::from(h.label.as_str()));
-                        o.insert("last_known_at_ms".into(), Value::from(h.last_seen_ms));
-                    }
+                let seen = last_seen.iter().find(|(id, _, _)| *id == i.host_id);
+                let mut v = i.into_json();
+                if let (Some(o), Some((_, label, at))) = (v.as_object_mut(), seen) {
+                    o.insert("host_label".into(), Value::from(label.as_str()));
+                    o.insert("last_known_at_ms".into(), Value::from(*at));
                 }
                 v
             })
             .collect();
-        last_known.sort_by_key(sort_key);
+        last_known.sort_by_cached_key(sort_key);
         obj.insert("last_known".into(), Value::Array(last_known));
         obj.insert(
             "hosts".into(),
-            serde_json::to_value(&self.hosts).unwrap_or(Value::Null),
+            serde_json::to_value(&hosts).unwrap_or(Value::Null),
         );
     }
 
@@ -397,7 +415,7 @@ mod tests {
             "counts": {"live": 1, "suspect": 0, "stale": 0, "corrupted": 0},
             "hazards": [],
         });
-        fleet().extend_list_json(&mut doc);
+        fleet().into_list_json(&mut doc);
         let claims = doc["claims"].as_array().unwrap();
         assert_eq!(claims[0]["key"], "a");
         assert_eq!(claims[0]["source"], "published");
@@ -408,6 +426,48 @@ mod tests {
         assert_eq!(doc["counts"]["live"], 2);
         assert_eq!(doc["hazards"][0]["host_id"], "m1");
         assert_eq!(doc["hosts"][0]["online"], true);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_claims_are_ordered_as_a_stable_sort_by_key_host_and_root_orders_them(
+            native in proptest::collection::vec(0u8..3, 0..6),
+            copies in proptest::collection::vec((0u8..3, 0u8..2, 0u8..2, 0u8..4), 0..12),
+        ) {
+            let root = |r: u8| PublishedRoot::new(format!("r{r}"), format!("/srv/{r}"));
+            let mut f = fleet();
+            f.items = copies
+                .iter()
+                .map(|(k, h, r, n)| FleetItem {
+                    host_id: format!("m{h}"),
+                    hostname: "alpha".into(),
+                    root: root(*r),
+                    item: json!({"key": format!("k{k}"), "state": "live", "n": n}),
+                })
+                .collect();
+            let claims: Vec<Value> = native
+                .iter()
+                .enumerate()
+                .map(|(i, k)| json!({"key": format!("k{k}"), "state": "live", "record": {"host": "h"}, "i": i}))
+                .collect();
+            let mut doc = json!({"claims": claims.clone(), "counts": {}, "hazards": []});
+            // The order as it was first written: every item tagged, then
+            // sorted by its (key, host_id, root_id) read at each comparison.
+            let mut want: Vec<Value> = claims
+                .into_iter()
+                .map(|mut c| {
+                    tag(c.as_object_mut().unwrap(), "h", SOURCE_STORE);
+                    c
+                })
+                .chain(f.items.iter().map(FleetItem::to_json))
+                .collect();
+            want.sort_by_key(|v| {
+                let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+                (s("/key"), s("/host_id"), s("/root_id"))
+            });
+            f.into_list_json(&mut doc);
+            proptest::prop_assert_eq!(&doc["claims"], &Value::Array(want));
+        }
     }
 
     #[test]
@@ -437,7 +497,7 @@ mod tests {
             "counts": {"live": 1, "suspect": 0, "stale": 0, "corrupted": 0},
             "hazards": [],
         });
-        f.extend_list_json(&mut doc);
+        f.clone().into_list_json(&mut doc);
         assert_eq!(doc["counts"]["live"], 2, "the native one and alpha's");
         assert_eq!(doc["counts"]["last_known"], 3);
         assert_eq!(doc["claims"].as_array().unwrap().len(), 2);

@@ -443,6 +443,13 @@ pub trait Fleet {
     /// The hosts and what they published.
     fn state(&self) -> Result<fleet::FleetState, StoreError>;
 
+    /// [`Fleet::state`] with each copy cut down to what counting and
+    /// ageing it needs: its `"state"`, and its record's `"acquired_at"`
+    /// (`claimtop metrics`, which reads the whole fleet at every scrape).
+    fn brief_state(&self) -> Result<fleet::FleetState, StoreError> {
+        self.state()
+    }
+
     /// The publishing hosts and their roots, without their claims (what a
     /// mirrored event needs to say where it comes from). Counts are zero.
     fn hosts(&self) -> Result<Vec<fleet::HostInfo>, StoreError>;

@@ -2,20 +2,18 @@
 //! publisher to force-release one of its claims.
 //!
 //! Hosts are found by skipping from one `PREFIX/hosts/<machine>/` to the
-//! next (one small read per host, however much each one publishes); only
-//! online hosts' claims are read, since an offline host's mirror is gone
-//! with its lease and its claims are unknown, never free.
+//! next, each looked for in narrow windows (`NextKey`). An online host's
+//! claims are read; an offline host's claims went with its lease, so what
+//! it last published (its last known copies) is read instead, never as
+//! free (`read`).
 
-use super::layout::{new_request_id, range_end, RootPlace};
+use super::layout::{new_request_id, range_end};
+use super::next_key::NextKey;
 use super::Core;
-use crate::claims::census::count_copies;
 use crate::claims::Counts;
 use crate::claims::{now_ms, ClaimError, ForceOpts};
 use crate::events::{parse_event, Event};
-use crate::store::fleet::{
-    count_states, mark_published, FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot,
-    RootState,
-};
+use crate::store::fleet::{mark_published, HostInfo, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::StoreError;
 use etcd_client::{
@@ -25,6 +23,11 @@ use etcd_client::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, Instant};
+
+mod brief;
+mod read;
+
+pub use read::Copies;
 
 /// The host record, `PREFIX/hosts/<machine>/host` (no lease).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,30 +151,41 @@ enum Answer {
 }
 
 impl Core {
-    /// Every host that ever published here, by machine id.
-    fn machines(&self) -> Result<Vec<String>, StoreError> {
-        let end = range_end(&self.layout.hosts());
-        let mut from = self.layout.hosts().into_bytes();
-        let mut out = Vec::new();
-        loop {
-            let opts = GetOptions::new()
-                .with_range(end.clone())
-                .with_limit(1)
-                .with_keys_only();
-            let start = from.clone();
-            let resp = self.conn.call(|mut c| {
-                let (start, opts) = (start.clone(), opts.clone());
-                async move { c.get(start, Some(opts)).await }
-            })?;
-            let Some(kv) = resp.kvs().first() else {
-                return Ok(out);
-            };
-            let Some(machine) = self.layout.machine_of(kv.key()) else {
-                return Ok(out);
+    /// Every host that ever published here, by machine id, in key order,
+    /// to `each` until it answers false: each the first key after the one
+    /// before, found in narrow windows
+    /// (see [`NextKey`]), so that finding the hosts does not walk every
+    /// host's claims and last known copies once per host.
+    fn each_machine(
+        &self,
+        mut each: impl FnMut(String) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let hosts = self.layout.hosts();
+        let mut next = NextKey::new(hosts.len());
+        let mut from = hosts.into_bytes();
+        while let Some(key) = next.find(&from, |lo, hi| self.first_key(lo, hi))? {
+            let Some(machine) = self.layout.machine_of(&key) else {
+                break;
             };
             from = range_end(&self.layout.host_dir(&machine));
-            out.push(machine);
+            if !each(machine)? {
+                break;
+            }
         }
+        Ok(())
+    }
+
+    /// The first key in `[from, to)`, if any.
+    fn first_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let opts = GetOptions::new()
+            .with_range(to.to_vec())
+            .with_limit(1)
+            .with_keys_only();
+        let resp = self.conn.call(|mut c| {
+            let (start, opts) = (from.to_vec(), opts.clone());
+            async move { c.get(start, Some(opts)).await }
+        })?;
+        Ok(resp.kvs().first().map(|kv| kv.key().to_vec()))
     }
 
     /// The host record and whether any of its publishers still runs, with
@@ -239,12 +253,24 @@ impl Core {
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {
         let mut out = Vec::new();
-        for m in self.machines()? {
-            if let Some(h) = self.host(&m)? {
-                out.push(h);
-            }
-        }
+        self.each_host(|h| {
+            out.push(h);
+            true
+        })?;
         Ok(out)
+    }
+
+    /// Each host with a record, in key order, to `each` as soon as it is
+    /// found, until `each` answers false.
+    fn each_host(
+        &self,
+        mut each: impl FnMut((HostRecord, bool)) -> bool,
+    ) -> Result<(), StoreError> {
+        self.each_machine(|m| match self.host(&m) {
+            Ok(Some(h)) => Ok(each(h)),
+            Ok(None) => Ok(true),
+            Err(e) => Err(e),
+        })
     }
 
     /// Every host and its roots, none of their claims.
@@ -266,88 +292,6 @@ impl Core {
             label_hosts(&mut hosts);
             hosts
         })
-    }
-
-    pub(super) fn read_fleet(&self) -> Result<FleetState, StoreError> {
-        let mut fleet = FleetState::default();
-        for (rec, online) in self.hosts()? {
-            let (first, kept) = (fleet.items.len(), fleet.last_known.len());
-            for root in &rec.roots {
-                let place = self.layout.root_place(&rec.machine_id, &root.id);
-                if !online {
-                    // Its claims went with its lease: what it last said is
-                    // all there is, and it is said as that.
-                    let copies = self.read_copies(&rec, root, &place.known())?;
-                    fleet.last_known.extend(copies);
-                } else if root.is_known() {
-                    self.read_root(&rec, root, &place, &mut fleet)?;
-                }
-            }
-            let mut counts = count_states(fleet.items[first..].iter().map(FleetItem::state));
-            counts += count_copies(fleet.last_known[kept..].iter().map(FleetItem::state), false);
-            fleet.hosts.push(HostInfo {
-                host_id: rec.machine_id.clone(),
-                hostname: rec.hostname.clone(),
-                label: rec.hostname.clone(),
-                online,
-                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
-                counts,
-                roots: rec.roots,
-            });
-        }
-        label_hosts(&mut fleet.hosts);
-        Ok(fleet)
-    }
-
-    /// The items under `prefix` (one root's claims, or their last known
-    /// copies), each as its host printed it.
-    fn read_copies(
-        &self,
-        rec: &HostRecord,
-        root: &PublishedRoot,
-        prefix: &str,
-    ) -> Result<Vec<FleetItem>, StoreError> {
-        let (kvs, _) = self.range_all(prefix)?;
-        Ok(kvs
-            .iter()
-            .filter_map(|kv| {
-                Some(FleetItem {
-                    host_id: rec.machine_id.clone(),
-                    hostname: rec.hostname.clone(),
-                    root: root.clone(),
-                    item: serde_json::from_slice(kv.value()).ok()?,
-                })
-            })
-            .collect())
-    }
-
-    fn read_root(
-        &self,
-        rec: &HostRecord,
-        root: &PublishedRoot,
-        place: &RootPlace,
-        fleet: &mut FleetState,
-    ) -> Result<(), StoreError> {
-        let copies = self.read_copies(rec, root, &place.claims())?;
-        fleet.items.extend(copies);
-        let hazards = place.hazards();
-        let resp = self.conn.call(|mut c| {
-            let k = hazards.clone();
-            async move { c.get(k, None).await }
-        })?;
-        let list: Vec<Value> = resp
-            .kvs()
-            .first()
-            .and_then(|kv| serde_json::from_slice(kv.value()).ok())
-            .unwrap_or_default();
-        fleet
-            .hazards
-            .extend(list.into_iter().map(|hazard| FleetHazard {
-                host_id: rec.machine_id.clone(),
-                root: root.clone(),
-                hazard,
-            }));
-        Ok(())
     }
 
     /// The last `n` mirrored events of every host, oldest first (by `ts`,

@@ -15,6 +15,7 @@
 //! - `info`: members, leader and revision, for a dashboard header.
 //! - `owners`: one publisher per root, many per machine.
 //! - `fleet`: reading the published hosts back, and requests to them.
+//! - `next_key`: the next host's first key, in windows that start narrow.
 //! - `history`: an events prefix browsed, searched and counted in pages.
 
 mod conn;
@@ -28,6 +29,7 @@ mod hold;
 mod info;
 pub mod layout;
 mod list;
+mod next_key;
 mod owners;
 mod verbs;
 mod watch;
@@ -316,7 +318,11 @@ impl Leases for EtcdStore {
 
 impl Fleet for EtcdStore {
     fn state(&self) -> Result<FleetState, StoreError> {
-        self.core.read_fleet()
+        self.core.read_fleet(fleet::Copies::Whole)
+    }
+
+    fn brief_state(&self) -> Result<FleetState, StoreError> {
+        self.core.read_fleet(fleet::Copies::Brief)
     }
 
     fn hosts(&self) -> Result<Vec<HostInfo>, StoreError> {

@@ -1,0 +1,221 @@
+//! Reading the whole fleet back: the hosts, and every copy they publish.
+
+use super::brief;
+use super::HostRecord;
+use crate::claims::census::count_copies;
+use crate::claims::{now_ms, Counts};
+use crate::store::etcd::layout::RootPlace;
+use crate::store::etcd::Core;
+use crate::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
+use crate::store::host_names::label_hosts;
+use crate::store::StoreError;
+use serde_json::Value;
+
+impl Core {
+    /// Every host, what the online ones publish now and what the offline
+    /// ones last published. Three threads, each on the next's heels: one
+    /// finds the hosts, one reads each host's copies as soon as the host is
+    /// found, and one parses each page of copies while the next is read
+    /// (parsing 100 000 copies takes as long as reading them).
+    pub(in crate::store::etcd) fn read_fleet(
+        &self,
+        copies: Copies,
+    ) -> Result<FleetState, StoreError> {
+        let mut hosts = Vec::new();
+        let mut hazards = Vec::new();
+        let (found, read, parsed) = std::thread::scope(|scope| {
+            let (to_read, found) = std::sync::mpsc::sync_channel(HOSTS_AHEAD);
+            let finder = scope.spawn(move || self.each_host(|h| to_read.send(h).is_ok()));
+            let (pages, to_parse) = std::sync::mpsc::sync_channel::<Page>(PAGES_AHEAD);
+            let parser = scope.spawn(move || parse_pages(to_parse, copies));
+            let read = found
+                .iter()
+                .try_for_each(|(rec, online): (HostRecord, bool)| {
+                    let at = hosts.len();
+                    let read = self.read_pages(at, &rec, online, &pages, &mut hazards);
+                    hosts.push((rec, online));
+                    read
+                });
+            // Either ends the other's work early: no more pages to parse,
+            // no more hosts to read.
+            drop((pages, found));
+            (joined(finder), read, joined(parser))
+        });
+        read?;
+        found?;
+        let Parsed {
+            items,
+            last_known,
+            mut counts,
+        } = parsed;
+        counts.resize(hosts.len(), Counts::default());
+        let mut fleet = FleetState {
+            items,
+            last_known,
+            hazards,
+            ..FleetState::default()
+        };
+        for ((rec, online), counts) in hosts.into_iter().zip(counts) {
+            fleet.hosts.push(HostInfo {
+                host_id: rec.machine_id,
+                label: rec.hostname.clone(),
+                hostname: rec.hostname,
+                online,
+                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
+                counts,
+                roots: rec.roots,
+            });
+        }
+        label_hosts(&mut fleet.hosts);
+        Ok(fleet)
+    }
+
+    /// Read one host's copies, in order, and hand them to the parser a
+    /// page at a time: an offline host's last known ones (its claims went
+    /// with its lease: what it last said is all there is, and it is said as
+    /// that), an online host's claims and hazards of each root it can read.
+    fn read_pages(
+        &self,
+        host: usize,
+        rec: &HostRecord,
+        online: bool,
+        pages: &std::sync::mpsc::SyncSender<Page>,
+        hazards: &mut Vec<FleetHazard>,
+    ) -> Result<(), StoreError> {
+        for root in &rec.roots {
+            let place = self.layout.root_place(&rec.machine_id, &root.id);
+            let (prefix, known) = match (online, root.is_known()) {
+                (false, _) => (place.known(), true),
+                (true, true) => (place.claims(), false),
+                (true, false) => continue,
+            };
+            self.page_through(&prefix, 0, false, |kvs| {
+                let page = Page {
+                    host,
+                    host_id: rec.machine_id.clone(),
+                    hostname: rec.hostname.clone(),
+                    root: root.clone(),
+                    online,
+                    known,
+                    kvs,
+                };
+                // A parser that stopped takes no more.
+                pages.send(page).is_ok()
+            })?;
+            if online {
+                hazards.extend(self.read_hazards(rec, root, &place)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The hazards one root's host found in it.
+    fn read_hazards(
+        &self,
+        rec: &HostRecord,
+        root: &PublishedRoot,
+        place: &RootPlace,
+    ) -> Result<Vec<FleetHazard>, StoreError> {
+        let hazards = place.hazards();
+        let resp = self.conn.call(|mut c| {
+            let k = hazards.clone();
+            async move { c.get(k, None).await }
+        })?;
+        let list: Vec<Value> = resp
+            .kvs()
+            .first()
+            .and_then(|kv| serde_json::from_slice(kv.value()).ok())
+            .unwrap_or_default();
+        Ok(list
+            .into_iter()
+            .map(|hazard| FleetHazard {
+                host_id: rec.machine_id.clone(),
+                root: root.clone(),
+                hazard,
+            })
+            .collect())
+    }
+}
+
+/// How much of each copy a reading keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copies {
+    /// All of it, as its host printed it.
+    Whole,
+    /// Its `"state"` and its record's `"acquired_at"` (`brief::Brief`).
+    Brief,
+}
+
+/// A thread's result, or its panic carried on.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Hosts found ahead of the reader, at most.
+const HOSTS_AHEAD: usize = 4;
+
+/// Pages read ahead of the parser, at most: a few MiB of values.
+const PAGES_AHEAD: usize = 4;
+
+/// One page of copies of one root of the `host`th host found, its last
+/// known ones when `known`.
+struct Page {
+    host: usize,
+    host_id: String,
+    hostname: String,
+    root: PublishedRoot,
+    online: bool,
+    known: bool,
+    kvs: Vec<etcd_client::KeyValue>,
+}
+
+/// What the parser made of the pages, in the order they were read.
+struct Parsed {
+    items: Vec<FleetItem>,
+    last_known: Vec<FleetItem>,
+    /// Each host's, by its place among the hosts found (up to the last
+    /// one any copy came from).
+    counts: Vec<Counts>,
+}
+
+/// Each copy as its host printed it (a value that is not JSON is left
+/// out), counted on its host as [`count_copies`] counts it.
+fn parse_pages(pages: std::sync::mpsc::Receiver<Page>, copies: Copies) -> Parsed {
+    let mut out = Parsed {
+        items: Vec::new(),
+        last_known: Vec::new(),
+        counts: Vec::new(),
+    };
+    for page in pages {
+        if out.counts.len() <= page.host {
+            out.counts.resize(page.host + 1, Counts::default());
+        }
+        let into = if page.known {
+            &mut out.last_known
+        } else {
+            &mut out.items
+        };
+        for kv in &page.kvs {
+            let item = match copies {
+                Copies::Whole => serde_json::from_slice(kv.value()),
+                Copies::Brief => serde_json::from_slice(kv.value()).map(|b: brief::Brief| b.0),
+            };
+            let Ok(item) = item else {
+                continue;
+            };
+            let copy = FleetItem {
+                host_id: page.host_id.clone(),
+                hostname: page.hostname.clone(),
+                root: page.root.clone(),
+                item,
+            };
+            out.counts[page.host] += count_copies(std::iter::once(copy.state()), page.online);
+            into.push(copy);
+        }
+        // Freed here, not on the thread reading the next page.
+        drop(page);
+    }
+    out
+}
