@@ -363,14 +363,7 @@ fn unique() -> u64 {
 
 /// The end of the range that holds every key starting with `prefix`.
 pub fn range_end(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
+    super::next_key::prefix_end(prefix.as_bytes())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! by the line's offset), read in ranges of at most [`PAGE`] keys that go on
 //! from the last key read, so the prefix is never in memory at once. A
 //! forward scan's ranges end about a page ahead, where a block of keys
-//! ends ([`reach`]), not at the prefix's end: etcd walks its index over the
+//! ends (`reach.rs`), not at the prefix's end: etcd walks its index over the
 //! whole of a range, whatever its limit. An
 //! entry's mark is the revision it was written at: unique, never reused,
 //! higher for every later write, and what the change feed's lines carry.
