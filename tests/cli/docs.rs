@@ -259,3 +259,54 @@ fn the_help_states_exit_status_4_and_the_ttl_range() {
     }
     assert!(help(&["run", "--help"]).contains("4 the claim was lost while CMD ran"));
 }
+
+#[test]
+fn the_metrics_table_names_every_metric_the_exporter_serves() {
+    use claimtop::metrics::{EventCounts, Exporter, HostLabel, HostUp, Snapshot};
+    // A family shows in a page only once it has a series: one root, one
+    // event, one publishing host give every family one.
+    let exporter = Exporter::new();
+    let host = HostLabel {
+        hostname: "alpha".into(),
+        host_id: "m1".into(),
+    };
+    let root = Snapshot {
+        root: None,
+        host: None,
+        counts: Default::default(),
+        oldest_s: Default::default(),
+        hazards: Default::default(),
+        store_up: true,
+    };
+    let mut events = EventCounts::default();
+    events.add(Some("claim_acquired"));
+    exporter.update(&[root], &[&events]);
+    exporter.update_hosts(&[HostUp {
+        host,
+        online: true,
+        roots: vec![("/srv/a".into(), true)],
+    }]);
+    let page = exporter.render().unwrap();
+    let table = std::fs::read_to_string(repo("docs/cli.md")).unwrap();
+    let mut names = Vec::new();
+    for line in page.lines() {
+        let Some(rest) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        // A counter's samples, and so its name in a query, end in _total.
+        let shown = match kind {
+            "counter" => format!("{name}_total"),
+            _ => name.to_string(),
+        };
+        assert!(
+            table.contains(&format!("| `{shown}` | {kind} |")),
+            "docs/cli.md's metrics table has no row for {shown} ({kind})"
+        );
+        names.push(shown);
+    }
+    assert!(names.len() >= 9, "{names:?}");
+}
