@@ -56,12 +56,8 @@ fn a_child_process_plays_its_role_and_a_plain_run_checks_the_roles_exist() {
     for (i, role) in ROLES.iter().enumerate() {
         if *role == "operator" {
             // Something to archive: claims whose holder is gone.
-            let dead = AcquireOpts {
-                pid: Some(dead_pid() as u32),
-                ..AcquireOpts::default()
-            };
             for k in 0..KEYS {
-                let _ = acquire(&root, &format!("k{k}"), "gone", &dead);
+                corpses::stale_claim(&root, &format!("k{k}"));
             }
         }
         let before = work_by_role(&root).get(role).copied().unwrap_or(0);

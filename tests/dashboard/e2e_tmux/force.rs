@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// Wait until `root`'s `.expired/` holds `n` archives, or the patience runs
+/// out (the asserts that follow then say what is there).
+fn archives_appear(root: &Path, n: usize) {
+    let deadline = Instant::now() + PATIENCE;
+    while expired_files(root).len() < n && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
     let td = tempfile::TempDir::new().unwrap();
@@ -56,10 +65,7 @@ fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
         s.contains("y force-release")
     });
     confirm_force_release(&tmux);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(root).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    archives_appear(root, 1);
     let archived = expired_files(root);
     assert_eq!(archived.len(), 1, "archived: {archived:?}");
     let name = archived[0].file_name().unwrap().to_string_lossy();
@@ -151,10 +157,7 @@ fn a_live_claim_is_force_released_only_once_its_key_is_typed_in_full() {
         typed_key_reads(s, "e2e:live")
     });
     tmux.keys(&["Enter"]);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(root).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    archives_appear(root, 1);
     let archived = expired_files(root);
     assert_eq!(archived.len(), 1, "archived: {archived:?}");
     let name = archived[0].file_name().unwrap().to_string_lossy();
@@ -267,10 +270,7 @@ fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b()
         s.contains("y force-release") && s.contains("beta —")
     });
     confirm_force_release(&tmux);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(&b).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    archives_appear(&b, 1);
     let archived = expired_files(&b);
     assert_eq!(archived.len(), 1, "archived in B: {archived:?}");
     assert!(expired_files(&a).is_empty(), "something was archived in A");
@@ -338,10 +338,7 @@ fn marked_stale_claims_are_force_released_together_and_the_command_line_sorts() 
     });
     assert!(asked.contains("Force-release 2 marked claims"), "{asked}");
     tmux.keys(&["y"]);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(root).len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    archives_appear(root, 2);
     let mut archived: Vec<String> = expired_files(root)
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

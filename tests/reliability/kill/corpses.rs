@@ -7,7 +7,7 @@ use super::{AGE_PAST_STEAL, ENTRY};
 use crate::common::*;
 use claimtop::claims::mutex::{self, backdate};
 use claimtop::claims::verbs::recovery_mutex_path;
-use claimtop::claims::{acquire, AcquireOpts, AcquireOutcome};
+use claimtop::claims::{acquire, AcquireOpts, AcquireOutcome, Root};
 use claimtop::events::emit::{append_event, envelope, events_mutex_path};
 use serde_json::Map;
 use std::path::{Path, PathBuf};
@@ -52,19 +52,23 @@ fn corpse_of_a_killed_holder(dir: &Path, role: &str, mutex_dir: &Path) {
     );
 }
 
-#[test]
-fn a_recoverer_killed_inside_the_recovery_mutex_lets_the_next_acquire_through_at_once() {
-    let td = tempdir();
-    let root = root_in(td.path());
-    // A stale claim whose holder is gone, as the recoverer found it.
+/// A claim on `key` whose holder is gone, as a recoverer finds it.
+pub(super) fn stale_claim(root: &Root, key: &str) {
     let dead = AcquireOpts {
         pid: Some(dead_pid() as u32),
         ..AcquireOpts::default()
     };
     assert!(matches!(
-        acquire(&root, "k", "gone", &dead),
+        acquire(root, key, "gone", &dead),
         Ok(AcquireOutcome::Acquired { .. })
     ));
+}
+
+#[test]
+fn a_recoverer_killed_inside_the_recovery_mutex_lets_the_next_acquire_through_at_once() {
+    let td = tempdir();
+    let root = root_in(td.path());
+    stale_claim(&root, "k");
     let m = recovery_mutex_path(&root.lockfile("k"));
     corpse_of_a_killed_holder(td.path(), "hold-recovery-mutex", &m);
     // Young, but its owner token names this host and a pid that is gone:
@@ -102,14 +106,7 @@ fn a_recoverer_killed_inside_the_recovery_mutex_lets_the_next_acquire_through_at
 fn the_cli_acquires_at_once_after_a_recoverer_is_killed_and_says_whom_it_waits_for_otherwise() {
     let td = tempdir();
     let root = root_in(td.path());
-    let dead = AcquireOpts {
-        pid: Some(dead_pid() as u32),
-        ..AcquireOpts::default()
-    };
-    assert!(matches!(
-        acquire(&root, "k", "gone", &dead),
-        Ok(AcquireOutcome::Acquired { .. })
-    ));
+    stale_claim(&root, "k");
     let m = recovery_mutex_path(&root.lockfile("k"));
     corpse_of_a_killed_holder(td.path(), "hold-recovery-mutex", &m);
     let run = |key: &str, holder: &str| {
@@ -132,14 +129,7 @@ fn the_cli_acquires_at_once_after_a_recoverer_is_killed_and_says_whom_it_waits_f
     );
     // A mutex held by a live process (here: this one, by another token) is
     // waited on, and the wait is said on stderr with the owner and its age.
-    let dead = AcquireOpts {
-        pid: Some(dead_pid() as u32),
-        ..AcquireOpts::default()
-    };
-    assert!(matches!(
-        acquire(&root, "k2", "gone", &dead),
-        Ok(AcquireOutcome::Acquired { .. })
-    ));
+    stale_claim(&root, "k2");
     let m2 = recovery_mutex_path(&root.lockfile("k2"));
     let held = mutex::try_lock(&m2).unwrap().expect("mutex was free");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_claimtop"))
