@@ -7,5 +7,7 @@ mod archive_race;
 mod faults;
 mod hostile;
 mod kill;
+mod log_faults;
 mod proptest;
 mod stress;
+mod tmpfs;
