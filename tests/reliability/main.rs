@@ -8,6 +8,7 @@ mod faults;
 mod hostile;
 mod kill;
 mod log_faults;
+mod planted;
 mod proptest;
 mod stress;
 mod tmpfs;
