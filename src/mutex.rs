@@ -339,6 +339,9 @@ pub struct Holder {
     pub owner: String,
     /// Age of the dir.
     pub held: Duration,
+    /// What the owner is instead, when no implementation wrote it (see
+    /// [`foreign_owner`]): a waiter says it waits on a planted object.
+    pub foreign: Option<String>,
 }
 
 /// The holder of `dir`, if it exists.
@@ -346,6 +349,7 @@ pub fn holder(dir: &Path) -> Option<Holder> {
     Some(Holder {
         held: age(dir)?,
         owner: read_owner(dir),
+        foreign: foreign_owner(dir),
     })
 }
 

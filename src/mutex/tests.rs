@@ -195,6 +195,8 @@ fn a_planted_owner_is_no_owner_read_without_blocking_or_running_on() {
         assert!(young_kept, "a young mutex with a {what} owner was stolen");
         assert!(read < 64 * 1024, "{what}: {read} bytes read");
         assert!(foreign_owner(&m).is_some(), "{what} not named");
+        let h = holder(&m).expect("held");
+        assert!(h.foreign.is_some(), "a waiter is not told of the {what}");
         // Past the age rule it is a corpse like any other, taken by lock.
         backdate(&m, OLD).unwrap();
         let g = lock(&m, Duration::from_secs(5), true).expect("stolen");
