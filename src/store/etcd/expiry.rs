@@ -351,7 +351,8 @@ impl AfterLoss {
     }
 
     /// One look. True when there is nothing more to do: recorded, or the
-    /// tenure goes on under another lease (a renew from elsewhere).
+    /// tenure goes on under another lease (a renew or a re-acquire from
+    /// elsewhere).
     async fn once(&mut self) -> Result<bool, etcd_client::Error> {
         let ck = self.layout.claim(&self.key);
         let open = self.layout.open(&self.key);

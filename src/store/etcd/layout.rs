@@ -2,15 +2,21 @@
 //!
 //! The contract fixes the first three so any other implementation can share
 //! a prefix: `PREFIX/claims/<encoded-key>`, `PREFIX/events/<id>`,
-//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/` and `PREFIX/open/` are
-//! claimtop's own. `ended/<encoded-key>.<revision>`: one marker per finished
-//! tenure, so that a tenure's end is recorded once however many observers
-//! see it. `open/<encoded-key>`: the tenure a claim key's acquire began,
-//! with no lease (so it outlives a lease that runs out), written in the
-//! acquire's transaction (its `mod_revision` is the tenure's revision) and
-//! removed with the tenure's end: an entry whose claim key is gone, or
-//! names another revision, is a tenure that ended with nobody recording it,
-//! and the next acquire or list records it.
+//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/`, `PREFIX/open/` and
+//! `PREFIX/kept/` are claimtop's own. `ended/<encoded-key>.<revision>`: one
+//! marker per finished tenure, so that a tenure's end is recorded once
+//! however many observers see it. `open/<encoded-key>`: the tenure a claim
+//! key's acquire began, with no lease (so it outlives a lease that runs
+//! out), written in the acquire's transaction (its `mod_revision` is the
+//! tenure's revision) and removed with the tenure's end: an entry whose
+//! claim key is gone, or names another revision, is a tenure that ended
+//! with nobody recording it, and the next acquire or list records it.
+//! `kept/<encoded-key>`: put by a holder that keeps its claim's lease alive
+//! (`run`), on that same lease, so it goes with the lease. Another
+//! process's verb never moves a claim off a lease that carries anything
+//! besides the claim, nor revokes one (see `verbs`): this mark is how a
+//! keeping holder says so. A release or force-release deletes it with the
+//! claim.
 //!
 //! # Published hosts (`claimtop publish`)
 //!
@@ -135,6 +141,12 @@ impl Layout {
 
     pub fn opens(&self) -> String {
         format!("{}/open/", self.prefix)
+    }
+
+    /// The mark a holder keeping the claim's lease alive puts on that lease
+    /// (see the module's notes).
+    pub fn kept(&self, key: &str) -> String {
+        format!("{}/kept/{}", self.prefix, encode_key(key))
     }
 
     /// The claim key an open-tenure entry stands for.
