@@ -23,6 +23,8 @@ mod conn;
 mod doctor;
 mod events;
 mod expiry;
+#[cfg(test)]
+mod faults;
 pub mod fleet;
 mod forget;
 pub mod history;

@@ -194,6 +194,8 @@ impl Core {
                     holder: rec.holder,
                 }));
             }
+            #[cfg(test)]
+            super::faults::reached(&ck);
             if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv), None)? {
                 return Ok(done);
             }
@@ -350,6 +352,8 @@ impl Core {
         );
         data.insert("revision".into(), Value::from(kv.create_revision()));
         let marker = self.layout.ended(key, kv.create_revision());
+        #[cfg(test)]
+        super::faults::reached(&ck);
         let resp = self.txn_with_events(|ev| {
             Txn::new()
                 .when([unchanged(&ck, kv.mod_revision())])
