@@ -1694,3 +1694,50 @@ fn a_renew_from_another_process_keeps_a_running_holders_lease_and_the_holder_run
     let (_, ttl) = keys_and_lease(&etcd, "/renewrun/", first);
     assert_eq!(ttl, -1, "the claim's old lease, bare, is revoked");
 }
+
+/// Open-tenure entries no acquire wrote (garbage, a negative or a
+/// non-numeric lease, a claim without a lease) are recorded as expired by
+/// the next full `list`, and their `claim_expired` names no lease at all:
+/// never a made-up id such as `-000000000000001`.
+#[test]
+fn claim_expired_for_an_open_entry_with_no_valid_lease_names_no_lease() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/gopen");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (rt, mut c) = etcd.client();
+    let fields = |k: &str| serde_json::json!({"key": k, "holder": "x", "pid": 1, "host": "h"});
+    for (k, v) in [
+        ("g1", "not json".to_string()),
+        (
+            "g2",
+            serde_json::json!({"lease": -1, "fields": fields("g2")}).to_string(),
+        ),
+        (
+            "g3",
+            serde_json::json!({"lease": "abc", "fields": fields("g3")}).to_string(),
+        ),
+        (
+            "g4",
+            serde_json::json!({"lease": 0, "fields": fields("g4")}).to_string(),
+        ),
+    ] {
+        rt.block_on(c.put(format!("/gopen/open/{k}"), v, None))
+            .expect("plant an open entry");
+    }
+    let o = run(over(home.path(), &url), &["list"]);
+    assert_eq!(code(&o), 0, "{o:?}");
+    let o = run(over(home.path(), &url), &["--json", "events"]);
+    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(events.len(), 4, "{o:?}");
+    for e in &events {
+        assert_eq!(e["type"], "claim_expired", "{e}");
+        assert!(e["data"].get("lease").is_none(), "a lease made up: {e}");
+    }
+    let o = run(over(home.path(), &url), &["events"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(!text.contains("-0000"), "{text}");
+}
