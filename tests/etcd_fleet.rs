@@ -551,24 +551,19 @@ fn count_keys(f: &Fleet, prefix: &str) -> i64 {
         .count()
 }
 
-#[test]
-fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothing_while_idle() {
-    let Some(f) = Fleet::start("/fleet-idle") else {
-        return;
-    };
-    let a = root_dir();
-    let holder = Sleeper::spawn();
-    const CLAIMS: i64 = 120;
-    let claims = claimtop::claims::Root::new(a.path().to_path_buf());
+/// `n` live claims `<prefix>/000`... of holder `w`, bound to `pid`, written
+/// straight into `root`'s claims dir (faster than a process per claim).
+fn write_claims(root: &Path, prefix: &str, n: usize, pid: u32) {
+    let claims = claimtop::claims::Root::new(root.to_path_buf());
     std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
     let id = claimtop::claims::LocalIdentity::current();
-    for i in 0..CLAIMS {
+    for i in 0..n {
         let rec = claimtop::claims::ClaimRecord {
             schema_version: 1,
-            key: format!("idle/{i:03}"),
+            key: format!("{prefix}/{i:03}"),
             holder: "w".into(),
             acquired_at: claimtop::claims::now_ms(),
-            pid: holder.pid() as i32,
+            pid: pid as i32,
             host: id.hostname.clone(),
             expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
             reason: None,
@@ -579,6 +574,17 @@ fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothin
         let path = claims.lockfile(&rec.key);
         std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
     }
+}
+
+#[test]
+fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothing_while_idle() {
+    let Some(f) = Fleet::start("/fleet-idle") else {
+        return;
+    };
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    const CLAIMS: i64 = 120;
+    write_claims(a.path(), "idle", CLAIMS as usize, holder.pid());
     // No re-sweep during the test: nothing changes, so nothing may write.
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     // Synced: every claim and its last known copy (written together), the
@@ -1526,5 +1532,102 @@ fn list_as_of_over_the_store_reads_its_own_log_and_every_hosts_mirrored_one() {
     assert!(
         rows.contains(&("asof/in-store".into(), "etcd".into())),
         "the store's own claim: {v}"
+    );
+}
+
+/// How host `id` reads in `fleet`: online or not, how many claims it
+/// publishes now, and how many it last published.
+fn host_reads(fleet: &claimtop::store::fleet::FleetState, id: &str) -> (bool, usize, usize) {
+    let online = fleet.hosts.iter().any(|h| h.host_id == id && h.online);
+    let of = |items: &[claimtop::store::fleet::FleetItem]| {
+        items.iter().filter(|i| i.host_id == id).count()
+    };
+    (online, of(&fleet.items), of(&fleet.last_known))
+}
+
+/// A publisher (lease 5 s) black-holed from etcd for 8 s loses its lease,
+/// and its host reads offline with its claims last known. When the
+/// partition heals it takes its root again and writes every copy back:
+/// read over and over meanwhile, the host is never online with a claim
+/// missing, nor offline without its last known copies. Its keys never
+/// look free.
+#[test]
+fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claims_missing() {
+    use claimtop::store::Store;
+    let Some(f) = Fleet::start("/fleet-hole") else {
+        return;
+    };
+    const CLAIMS: usize = 300;
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    write_claims(a.path(), "hole", CLAIMS, holder.pid());
+    let proxy = etcd_common::Proxy::to(&f.etcd.members[0].endpoint());
+    let mut cmd = claimtop(f.home.path());
+    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
+        .args(["publish", "--root"])
+        .arg(a.path())
+        .args([
+            "--store",
+            &format!("etcd://{}/fleet-hole", proxy.endpoint()),
+        ])
+        .args(["--lease-ttl", "5s", "--resweep", "1h"]);
+    let log = a.path().join("publish.log");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the publisher");
+    let pa = Publisher { child, log };
+    let store = f.etcd.store("/fleet-hole");
+    let fleet = store.fleet().expect("a fleet");
+    let reads = || host_reads(&fleet.state().expect("read the fleet"), "host-a");
+    let synced = wait_for(PATIENCE, || reads() == (true, CLAIMS, 0));
+    assert!(synced, "never published: {:?}\n{}", reads(), pa.log());
+
+    proxy.black_hole(true);
+    let cut = Instant::now();
+    let gone = wait_for(PATIENCE, || reads() == (false, 0, CLAIMS));
+    assert!(gone, "the lease outlived the partition: {:?}", reads());
+    // The issue's 8 s: well past the 5 s lease.
+    std::thread::sleep(Duration::from_secs(8).saturating_sub(cut.elapsed()));
+    proxy.black_hole(false);
+    let healed = Instant::now();
+    let (mut samples, mut offline, mut wrong) = (0, 0, Vec::new());
+    loop {
+        let (online, now, known) = reads();
+        samples += 1;
+        let at = healed.elapsed().as_millis();
+        if online && now < CLAIMS {
+            wrong.push(format!(
+                "+{at} ms: online with {now} claims, {known} last known"
+            ));
+        }
+        if !online {
+            offline += 1;
+            if known < CLAIMS {
+                wrong.push(format!("+{at} ms: offline with {known} last known"));
+            }
+        }
+        if online && now == CLAIMS {
+            break;
+        }
+        assert!(
+            healed.elapsed() < PATIENCE * 3,
+            "not back within {:?}: {:?}\n{}",
+            PATIENCE * 3,
+            reads(),
+            pa.log()
+        );
+    }
+    println!(
+        "back from the partition: online with all {CLAIMS} claims {} ms after it healed; \
+         {samples} readings, {offline} of them offline with the claims last known",
+        healed.elapsed().as_millis()
+    );
+    assert!(
+        wrong.is_empty(),
+        "the host read wrong: {wrong:?}\n{}",
+        pa.log()
     );
 }

@@ -32,20 +32,26 @@
 //!   replacing another's. A root's state is not kept here: readers take it
 //!   from its owner key.
 //! - `owners/<root-id>`: on the lease of the one publisher of that root
-//!   (`{"pid", "lease", "since_ms", "path", "unreadable"}`), created only if
-//!   absent: a second publisher of the root finds it and refuses while that
-//!   pid lives. The root is published exactly while this key exists, and
-//!   the host is online while any of its roots is: a killed or cut-off
+//!   (`{"pid", "lease", "since_ms", "path", "unreadable", "resyncing"}`),
+//!   created only if absent: a second publisher of the root finds it and
+//!   refuses while that pid lives. The root is published exactly while this
+//!   key exists (and is not resyncing), and the host is online while any of
+//!   its roots is: a killed or cut-off
 //!   publisher loses its keys within its lease's TTL, a stopped one at once.
 //!   `unreadable` (the reason, or null) says the root's claims dir cannot be
-//!   listed: its claims are unknown, not free.
+//!   listed: its claims are unknown, not free. `"resyncing": true` (absent
+//!   otherwise) says the publisher has taken the root but not yet written
+//!   all its copies back on its lease (at start, after a reconnect):
+//!   readers show such a root as an offline one, by its last known copies,
+//!   and it keeps no host online by itself.
 //! - `<root-id>/claims/<encoded-key>`: on the lease, one item exactly as
 //!   `list --json` prints it for that root (the status object).
 //! - `<root-id>/known/<encoded-key>`: with NO lease, the same item again,
 //!   written and deleted in the same transaction as its `claims/` twin: what
 //!   the host last published, which outlives the host (a dead publisher's
-//!   lease takes `claims/` with it). Read only while the host is offline,
-//!   as last known; `fleet forget` removes it with the rest of the host.
+//!   lease takes `claims/` with it). Read only while the host is offline
+//!   (or the root is, see `resyncing`), as last known; `fleet forget`
+//!   removes it with the rest of the host.
 //! - `<root-id>/hazards`: on the lease, the root's hazards as one JSON array
 //!   (written only when the set changes).
 //! - `<root-id>/events/<log-id>.<offset>`: one events.jsonl line as the root's
