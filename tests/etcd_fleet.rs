@@ -1631,3 +1631,84 @@ fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claim
         pa.log()
     );
 }
+
+/// One directory reached by a second path is one root: a second `publish`
+/// of it through that path refuses, naming the first. The second path is a
+/// bind mount when the test can make one (root, in a mount namespace of the
+/// second publisher's own, so nothing outlives it), else a symlink.
+#[test]
+fn a_root_reached_through_a_bind_mount_or_a_symlink_is_the_root_its_first_publisher_holds() {
+    let Some(f) = Fleet::start("/fleetbind") else {
+        return;
+    };
+    let a = root_dir();
+    let other = TempDir::new().expect("the second path's dir");
+    let first = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let log = a.path().join("second.log");
+    let mut cmd = claimtop(f.home.path());
+    let cmd = publish_args(&mut cmd, &f, Path::new("$B"), "host-a", "5s");
+    // SAFETY: geteuid(2) has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let can_unshare = root
+        && Command::new("unshare")
+            .args(["-m", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    let second_path = other.path().join("b");
+    let mut second = if can_unshare {
+        std::fs::create_dir(&second_path).expect("the mount point");
+        // The publisher's own command line, run in a mount namespace of its
+        // own where `$B` is `$A` bound again.
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount --bind \"$A\" \"$B\" && exec \"$@\"")
+            .arg("sh")
+            .arg(cmd.get_program())
+            .args(cmd.get_args().map(|a| {
+                if a == "$B" {
+                    second_path.as_os_str()
+                } else {
+                    a
+                }
+            }))
+            .env("A", a.path())
+            .env("B", &second_path);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    } else {
+        eprintln!("not root (or no mount namespace): the second path is a symlink");
+        std::os::unix::fs::symlink(a.path(), &second_path).expect("symlink");
+        let mut c = claimtop(f.home.path());
+        publish_args(&mut c, &f, &second_path, "host-a", "5s");
+        c
+    }
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).expect("log"))
+    .spawn()
+    .expect("start the second publisher");
+    let mut status = None;
+    wait_for(PATIENCE, || {
+        status = second.try_wait().expect("wait");
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+    }
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
+    let want = format!(
+        "root {} is already published by pid {}",
+        canonical(a.path()),
+        first.child.id()
+    );
+    assert!(said.contains(&want), "{want:?} not in: {said}");
+    let roots = root_states(&f, "host-a");
+    assert_eq!(roots, [(canonical(a.path()), "published".to_string())]);
+}

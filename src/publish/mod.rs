@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 
 mod copies;
 mod events;
+mod identity;
 mod serve;
 
 /// How a publisher runs.
@@ -176,6 +177,7 @@ impl Publisher {
             .map(|root| {
                 let canonical =
                     std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
+                let canonical = identity::root_identity(&canonical);
                 let info = PublishedRoot::new(
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
@@ -201,7 +203,11 @@ impl Publisher {
                     resyncing: false,
                 }
             })
-            .collect();
+            .collect::<Vec<Published>>();
+        // Two paths to one directory are one root.
+        let mut seen = std::collections::HashSet::new();
+        let mut roots = roots;
+        roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             core,
             opts,

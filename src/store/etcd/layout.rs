@@ -67,8 +67,9 @@
 //! - `<root-id>/answers/<id>`: the outcome, as `force-release --json` prints
 //!   it, on the publisher's lease.
 //!
-//! `<root-id>` is 16 hex digits of a hash of the canonical root path: stable
-//! across restarts, and the same root always lands in the same place.
+//! `<root-id>` is 16 hex digits of a hash of the root's path, canonical and
+//! resolved through bind mounts (`crate::publish`): stable across restarts,
+//! and the same root always lands in the same place.
 
 use crate::claims::{decode_key, encode_key};
 use std::hash::{BuildHasher, Hasher};
@@ -342,9 +343,10 @@ impl RootPlace {
     }
 }
 
-/// A published root's id: 16 hex digits of FNV-1a over its canonical path,
-/// so a restart (or a second publisher of the same root) lands in the same
-/// place, and nothing in the id needs escaping in a key.
+/// A published root's id: 16 hex digits of FNV-1a over its path (canonical,
+/// and resolved through bind mounts by the publisher), so a restart (or a
+/// second publisher of the same root) lands in the same place, and nothing
+/// in the id needs escaping in a key.
 pub fn root_id(canonical: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     format!("{:016x}", fnv1a(canonical.as_os_str().as_bytes()))
