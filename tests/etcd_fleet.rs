@@ -32,6 +32,7 @@ struct Fleet {
     etcd: Etcd,
     home: TempDir,
     url: String,
+    prefix: String,
 }
 
 impl Fleet {
@@ -46,6 +47,7 @@ impl Fleet {
             etcd,
             home: TempDir::new().expect("home"),
             url,
+            prefix: prefix.to_string(),
         })
     }
 
@@ -424,12 +426,24 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
         mirrored.len() >= 3
     });
     assert!(caught_up, "{mirrored:?}");
-    std::thread::sleep(Duration::from_millis(500));
-    let mirrored = events_of_host(&f.events(), "host-a");
+    // A line appended after the re-sync, once mirrored, says the re-sync
+    // and everything it could have written twice are behind us.
+    acquire("three");
+    let mut mirrored = Vec::new();
+    let past = wait_for(PATIENCE, || {
+        mirrored = events_of_host(&f.events(), "host-a");
+        mirrored.iter().any(|e| e["data"]["key"] == "three")
+    });
+    assert!(past, "{mirrored:?}");
     let kinds: Vec<&str> = mirrored.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
         kinds,
-        ["claim_acquired", "claim_released", "claim_acquired"],
+        [
+            "claim_acquired",
+            "claim_released",
+            "claim_acquired",
+            "claim_acquired"
+        ],
         "every line of the log exactly once"
     );
     let list = f.list();
@@ -533,10 +547,16 @@ fn one_changed_lockfile_is_one_etcd_write() {
         assert!(wait_for(PATIENCE, || {
             !published(&f.list(), "host-a", key).is_empty()
         }));
-        // Late notifications of the same change must not write again.
-        std::thread::sleep(Duration::from_millis(300));
+        // Late notifications of the same change must not write again: a
+        // lockfile written next, once published, says they have been read
+        // (notifications come in order), and it is the one other write.
+        let next = format!("{key}-next");
+        py_write(a.path(), &next, "agent-next", holder.pid());
+        assert!(wait_for(PATIENCE, || {
+            !published(&f.list(), "host-a", &next).is_empty()
+        }));
         let writes = f.revision() - before;
-        assert_eq!(writes, 1, "{key}: {writes} writes\n{}", pa.log());
+        assert_eq!(writes, 2, "{key} and {next}: {writes} writes\n{}", pa.log());
     }
 }
 
@@ -842,7 +862,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     let op = Op::AskHost {
         host_id: "host-a".into(),
         hostname: "alpha".into(),
-        root_id,
+        root_id: root_id.clone(),
         key: "k".into(),
         opts: ForceOptsShown {
             operator: "ops".into(),
@@ -863,9 +883,46 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
         result.message
     );
     assert!(asked.elapsed() >= DEFAULT_ASK_WAIT);
-    // Withdrawn: the publisher, back, finds nothing to do.
-    std::thread::sleep(Duration::from_secs(1));
+    // Withdrawn: the publisher, back, finds nothing to do. A request asked
+    // after its return, once answered, says it has served requests since
+    // (whatever it was doing when stopped, it finished first).
+    answered_after(&f, &root_id, &pa);
     assert!(a.path().join(".fno/claims/k.lock").is_file());
+    assert!(!pa.log().contains("key=\"k\""), "{}", pa.log());
+}
+
+/// Ask host-a's root `root_id`, straight through the store, to
+/// force-release a key it has no claim on, and wait for its answer: a sign
+/// that the publisher has looked at its requests since.
+fn answered_after(f: &Fleet, root_id: &str, pa: &Publisher) {
+    let request = serde_json::json!({
+        "key": "no-such-claim", "expect_holder": null, "expect_acquired_at": null,
+        "operator": "probe", "allow_live": false, "at_ms": 0,
+    });
+    let base = format!("{}/hosts/host-a/{root_id}/", f.prefix);
+    let (rt, mut client) = f.etcd.client();
+    rt.block_on(client.put(format!("{base}requests/probe"), request.to_string(), None))
+        .expect("put the probe request");
+    let answered = wait_for(PATIENCE, || {
+        rt.block_on(client.get(format!("{base}answers/probe"), None))
+            .is_ok_and(|r| !r.kvs().is_empty())
+    });
+    assert!(
+        answered,
+        "the probe request was never answered\n{}",
+        pa.log()
+    );
+}
+
+/// Wait until host-a publishes `key`; the listing that shows it.
+fn loop_until_published_list(f: &Fleet, key: &str) -> Value {
+    let mut list = Value::Null;
+    let seen = wait_for(PATIENCE, || {
+        list = f.list();
+        !published(&list, "host-a", key).is_empty()
+    });
+    assert!(seen, "{key} was never published: {list}");
+    list
 }
 
 /// Wait until host-a publishes `key`; its root id.
@@ -1351,14 +1408,16 @@ fn a_request_for_a_key_no_claim_can_have_publishes_no_phantom_claim() {
             .is_ok_and(|r| !r.kvs().is_empty())
     });
     assert!(answered, "{}", _pa.log());
-    // A publish of the phantom would follow the answer within a loop round.
-    std::thread::sleep(Duration::from_millis(500));
-    let l = f.list();
+    // A publish of the phantom would follow the answer within a loop round;
+    // a lockfile written after the answer, once published, says such a
+    // round is behind us.
+    py_write(a.path(), "after", "agent-2", holder.pid());
+    let l = loop_until_published_list(&f, "after");
     assert!(published(&l, "host-a", &key).is_empty(), "a phantom claim");
     assert_eq!(
         l["claims"].as_array().map(Vec::len),
-        Some(1),
-        "only k is published"
+        Some(2),
+        "only k and after are published: {l}"
     );
 }
 
