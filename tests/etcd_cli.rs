@@ -1115,16 +1115,20 @@ fn say(what: &str, all: &[Handover]) {
     );
 }
 
-/// The revisions of the `claim_expired` events the CLI's `events` shows.
-fn expired_revisions(home: &Path, url: &str) -> Vec<i64> {
-    let ev = run(
-        over(home, url),
-        &["--json", "events", "--type", "claim_expired"],
-    );
+/// The events `events --json ARGS` prints, one per line.
+fn events_json(home: &Path, url: &str, args: &[&str]) -> Vec<Value> {
+    let ev = run(over(home, url), &[&["--json", "events"], args].concat());
     assert_eq!(code(&ev), 0, "{ev:?}");
     String::from_utf8_lossy(&ev.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// The revisions of the `claim_expired` events the CLI's `events` shows.
+fn expired_revisions(home: &Path, url: &str) -> Vec<i64> {
+    events_json(home, url, &["--type", "claim_expired"])
+        .iter()
         .filter_map(|e| e["data"]["revision"].as_i64())
         .collect()
 }
@@ -1484,10 +1488,8 @@ fn keys_and_lease(etcd: &Etcd, prefix: &str, lease: i64) -> (Vec<String>, i64) {
 
 /// The `"type"` of every event over the store, oldest first.
 fn event_types(home: &Path, url: &str) -> Vec<String> {
-    let o = run(over(home, url), &["--json", "events"]);
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    events_json(home, url, &[])
+        .iter()
         .filter_map(|e| e["type"].as_str().map(String::from))
         .collect()
 }
@@ -1726,12 +1728,8 @@ fn claim_expired_for_an_open_entry_with_no_valid_lease_names_no_lease() {
     }
     let o = run(over(home.path(), &url), &["list"]);
     assert_eq!(code(&o), 0, "{o:?}");
-    let o = run(over(home.path(), &url), &["--json", "events"]);
-    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    assert_eq!(events.len(), 4, "{o:?}");
+    let events = events_json(home.path(), &url, &[]);
+    assert_eq!(events.len(), 4, "{events:?}");
     for e in &events {
         assert_eq!(e["type"], "claim_expired", "{e}");
         assert!(e["data"].get("lease").is_none(), "a lease made up: {e}");

@@ -1233,6 +1233,28 @@ fn canonical(p: &Path) -> String {
         .into_owned()
 }
 
+/// The publisher `second` (its stderr in `log`) exits 1 saying `root` is
+/// already published by `first`.
+fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher) {
+    let mut status = None;
+    wait_for(PATIENCE, || {
+        status = second.try_wait().expect("wait");
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+    }
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
+    let want = format!(
+        "root {} is already published by pid {}",
+        canonical(root),
+        first.child.id()
+    );
+    assert!(said.contains(&want), "{want:?} not in: {said}");
+}
+
 /// A second `publish` of a root this machine already publishes exits 1
 /// naming the first one's pid, and the first goes on publishing untroubled.
 #[test]
@@ -1250,23 +1272,7 @@ fn a_second_publisher_of_a_root_refuses_naming_the_first_and_the_first_is_untouc
         .stderr(std::fs::File::create(&log).expect("log"))
         .spawn()
         .expect("start the second publisher");
-    let mut status = None;
-    wait_for(PATIENCE, || {
-        status = second.try_wait().expect("wait");
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = second.kill();
-        let _ = second.wait();
-    }
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
-    let want = format!(
-        "root {} is already published by pid {}",
-        canonical(a.path()),
-        first.child.id()
-    );
-    assert!(said.contains(&want), "{want:?} not in: {said}");
+    refused_naming(&mut second, &log, a.path(), &first);
     let holder = Sleeper::spawn();
     py_write(a.path(), "after", "agent-1", holder.pid());
     assert!(wait_for(PATIENCE, || {
@@ -1751,23 +1757,7 @@ fn a_root_reached_through_a_bind_mount_or_a_symlink_is_the_root_its_first_publis
     .stderr(std::fs::File::create(&log).expect("log"))
     .spawn()
     .expect("start the second publisher");
-    let mut status = None;
-    wait_for(PATIENCE, || {
-        status = second.try_wait().expect("wait");
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = second.kill();
-        let _ = second.wait();
-    }
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
-    let want = format!(
-        "root {} is already published by pid {}",
-        canonical(a.path()),
-        first.child.id()
-    );
-    assert!(said.contains(&want), "{want:?} not in: {said}");
+    refused_naming(&mut second, &log, a.path(), &first);
     let roots = root_states(&f, "host-a");
     assert_eq!(roots, [(canonical(a.path()), "published".to_string())]);
 }
