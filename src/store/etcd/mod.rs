@@ -23,8 +23,6 @@ mod conn;
 mod doctor;
 mod events;
 mod expiry;
-#[cfg(test)]
-mod faults;
 pub mod fleet;
 mod forget;
 pub mod history;
@@ -37,6 +35,8 @@ mod next_key;
 mod owners;
 mod verbs;
 mod watch;
+#[cfg(test)]
+mod window_tests;
 
 pub use conn::Conn;
 pub use hold::KeepAlive;

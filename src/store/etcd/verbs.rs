@@ -195,7 +195,7 @@ impl Core {
                 }));
             }
             #[cfg(test)]
-            super::faults::reached(&ck);
+            crate::fault::at(crate::fault::Point::EtcdGuardedWrite, ck.as_ref());
             if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv), None)? {
                 return Ok(done);
             }
@@ -353,7 +353,7 @@ impl Core {
         data.insert("revision".into(), Value::from(kv.create_revision()));
         let marker = self.layout.ended(key, kv.create_revision());
         #[cfg(test)]
-        super::faults::reached(&ck);
+        crate::fault::at(crate::fault::Point::EtcdGuardedWrite, ck.as_ref());
         let resp = self.txn_with_events(|ev| {
             Txn::new()
                 .when([unchanged(&ck, kv.mod_revision())])
