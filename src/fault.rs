@@ -31,6 +31,7 @@ pub enum Point {
     /// `store::etcd` release and force-release, after the read they decided
     /// on, before the transaction guarded by the revision they read. The
     /// path is the claim's etcd key.
+    #[cfg(feature = "etcd")]
     EtcdGuardedWrite,
 }
 
