@@ -374,3 +374,34 @@ fn every_command_reaches_its_store_through_the_one_dispatch() {
         );
     }
 }
+
+/// Like [`offenders`], over the code a build without tests compiles: a
+/// file's text up to its first `#[cfg(test)]`, and no test-only file.
+fn code_offenders(dir: &str, needles: &[&str], allowed: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in tree() {
+        let test_file = path.ends_with("tests.rs") || path.contains("/tests/");
+        if !path.starts_with(dir) || path == "src/seams.rs" || test_file {
+            continue;
+        }
+        if allowed.iter().any(|a| path.starts_with(a)) {
+            continue;
+        }
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if needles.iter().any(|w| code.contains(w)) {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn event_types_are_spelled_only_in_their_table() {
+    // A type spelled at each writer, reader and colour drifted: the pane
+    // coloured what the writer no longer wrote. `EventKind` names them.
+    let found = code_offenders("src/", &["\"claim_"], &["src/events/kind.rs"]);
+    assert!(found.is_empty(), "an event type spelled out: {found:#?}");
+}

@@ -3,40 +3,14 @@
 //! line (unknown fields skipped, not built), and the envelope's timestamp
 //! read without a calendar library on the hot path.
 
+use super::kind::EventKind;
 use serde::Deserialize;
 use std::borrow::Cow;
-
-/// The claim event types a tenure is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Acquired,
-    Reacquired,
-    Reclaimed,
-    Released,
-    ForceReleased,
-    Renewed,
-    Expired,
-}
-
-impl Kind {
-    pub fn of(type_name: &str) -> Option<Kind> {
-        Some(match type_name {
-            "claim_acquired" => Kind::Acquired,
-            "claim_idempotent_reacquired" => Kind::Reacquired,
-            "claim_stale_reclaimed" => Kind::Reclaimed,
-            "claim_released" => Kind::Released,
-            "claim_force_released" => Kind::ForceReleased,
-            "claim_renewed" => Kind::Renewed,
-            "claim_expired" => Kind::Expired,
-            _ => return None,
-        })
-    }
-}
 
 /// The fields of a claim event the timeline uses, borrowed from the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimEvent<'a> {
-    pub kind: Kind,
+    pub kind: EventKind,
     /// When it happened, epoch ms (the most precise field the event has).
     pub at: i64,
     pub key: &'a str,
@@ -90,7 +64,7 @@ fn sane(ms: Option<i64>) -> Option<i64> {
 /// field of the wrong type, no key, no usable time).
 pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
     let wire: Wire<'_> = serde_json::from_str(line).ok()?;
-    let kind = Kind::of(&wire.kind)?;
+    let kind = EventKind::parse(&wire.kind)?;
     let data = wire.data?;
     let key = data.key.as_deref()?;
     let ts = sane(wire.ts.as_deref().and_then(parse_ts));
@@ -98,8 +72,8 @@ pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> 
     // The ms fields are more precise than `ts` (whole seconds), where the
     // event type says what they mean.
     let at = match kind {
-        Kind::Acquired | Kind::Reclaimed | Kind::Reacquired => acquired_at.or(ts),
-        Kind::Released => match (acquired_at, data.duration_held_ms) {
+        EventKind::Acquired | EventKind::Reclaimed | EventKind::Reacquired => acquired_at.or(ts),
+        EventKind::Released => match (acquired_at, data.duration_held_ms) {
             (Some(a), Some(d)) => sane(a.checked_add(d)).or(ts),
             _ => ts,
         },

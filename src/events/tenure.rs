@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::claim_event::{with_claim_event, ClaimEvent, Kind};
+use super::claim_event::{with_claim_event, ClaimEvent};
+use super::kind::EventKind as Kind;
 
 /// How a tenure ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

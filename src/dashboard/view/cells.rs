@@ -3,6 +3,7 @@
 //! state's label, and the theme's colours.
 
 use crate::claims::ClaimState;
+use crate::events::kind::{tone_of, Tone, Typed};
 // Instants are worded in the crate's one home for time; the view keeps
 // only its coarse buckets.
 pub use crate::time::clock;
@@ -67,14 +68,14 @@ impl Theme {
         }
     }
 
-    pub fn event(&self, kind: &str) -> Style {
-        match kind {
-            "claim_acquired" => self.fg(Color::Green),
-            "claim_idempotent_reacquired" | "claim_renewed" => self.fg(Color::Cyan),
-            "claim_released" => self.fg(Color::Blue),
-            "claim_stale_reclaimed" => self.fg(Color::Yellow),
-            "claim_force_released" => self.fg(Color::Magenta),
-            _ => Style::new(),
+    pub fn event(&self, kind: &Typed) -> Style {
+        match tone_of(kind) {
+            Tone::Good => self.fg(Color::Green),
+            Tone::Info => self.fg(Color::Cyan),
+            Tone::Quiet => self.fg(Color::Blue),
+            Tone::Warn => self.fg(Color::Yellow),
+            Tone::Alarm => self.fg(Color::Magenta),
+            Tone::Plain => Style::new(),
         }
     }
 
