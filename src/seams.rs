@@ -63,6 +63,8 @@ const HOMES: &[(&str, &str)] = &[
     ("fn temp_path(", "src/claims/key.rs"),
     ("fn archive_name(", "src/claims/key.rs"),
     ("fn claim_path(", "src/claims/key.rs"),
+    ("pub struct HazardSpec {", "src/claims/hazard.rs"),
+    ("pub enum EventKind {", "src/events/kind.rs"),
 ];
 
 #[test]
@@ -404,4 +406,27 @@ fn event_types_are_spelled_only_in_their_table() {
     // coloured what the writer no longer wrote. `EventKind` names them.
     let found = code_offenders("src/", &["\"claim_"], &["src/events/kind.rs"]);
     assert!(found.is_empty(), "an event type spelled out: {found:#?}");
+}
+
+#[test]
+fn a_hazard_kind_is_named_and_matched_only_in_its_spec() {
+    // A kind once lived in five matches (its name, rank, cleanability,
+    // metric, fix words), one of them a copy that would go silently wrong
+    // when a kind was added. Its spec says each; faces ask the spec.
+    let specs = crate::claims::hazard::PROTOCOL_HAZARDS.iter();
+    #[cfg(feature = "etcd")]
+    let specs = specs.chain(crate::store::etcd::HAZARDS);
+    let mut needles: Vec<String> = specs
+        // "unreadable" is a claim state's name too.
+        .filter(|s| crate::claims::ClaimState::parse(s.name).is_none())
+        .map(|s| format!("\"{}\"", s.name))
+        .collect();
+    needles.extend(["HazardKind::Known(".into(), "HazardKind::Other(".into()]);
+    let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+    let homes = ["src/claims/hazard.rs", "src/store/etcd/doctor.rs"];
+    let found = code_offenders("src/", &needles, &homes);
+    assert!(
+        found.is_empty(),
+        "a hazard kind outside its spec: {found:#?}"
+    );
 }

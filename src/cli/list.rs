@@ -81,29 +81,25 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
         Err(e) => return out.error(&e.to_string()),
     };
     // What publishing hosts found in their roots is the fleet's hazards too.
-    let (fleet_hazards, last_known) = match store.fleet().map(|f| f.state()).transpose() {
-        // Counted as `list` and the dashboard count them: what offline
-        // hosts last said is no hazard, but said beside them.
-        Ok(fleet) => fleet.map_or((Vec::new(), 0), |f| {
-            let n = f.counts().last_known;
-            (f.hazards, n)
-        }),
+    let fleet = match store.fleet().map(|f| f.state()).transpose() {
+        Ok(fleet) => fleet.unwrap_or_default(),
         Err(e) => return out.error(&e.to_string()),
     };
+    // Counted as `list` and the dashboard count them: what offline hosts
+    // last said is no hazard, but said beside them.
+    let last_known = fleet.counts().last_known;
     // Only with several roots does each entry say which it is: one root's
     // output stays exactly what it always was.
     let roots = listing.origins.as_ref().map(|o| o.roots.as_slice());
-    let fix_root = |f: &Fix| roots.and_then(|r| root_of(&f.hazard.path, r));
+    let fix_root = |f: &Fix| roots.and_then(|r| root_of(f.hazard.path(), r));
     let mut hazards: Vec<Value> = (listing.sweep.hazards.iter().enumerate())
         .map(|(i, h)| rooted(hazard_json(h), listing.hazard_root(i)))
         .collect();
     hazards.extend(
-        listing
-            .store_hazards
-            .iter()
-            .filter_map(|h| serde_json::to_value(h).ok()),
+        (listing.store_hazards.iter())
+            .chain(&fleet.hazards)
+            .map(hazard_json),
     );
-    hazards.extend(fleet_hazards.iter().map(|h| h.to_json()));
     if out.json_mode() {
         let mut v = json!({"root": match &listing.store {
             Some(url) => url.clone(),
@@ -139,7 +135,7 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
             out.line(&format!(
                 "{} {}: {}{}",
                 if f.fixed { "fixed" } else { "left " },
-                hazard_text(&f.hazard),
+                hazard_text(&f.hazard, &[]),
                 sanitize(&f.action),
                 root_suffix(fix_root(f))
             ))?;
@@ -154,7 +150,7 @@ pub fn doctor(store: &dyn Store, fix: bool, out: &mut Out) -> CmdResult {
             last_known_line(out, last_known)?;
         } else {
             let mut lines = hazard_lines(&listing);
-            lines.extend(fleet_hazards.iter().map(super::fleet::fleet_hazard_text));
+            lines.extend(fleet.hazards.iter().map(|h| hazard_text(h, &fleet.hosts)));
             hazards_text(out, &lines)?;
             last_known_line(out, last_known)?;
         }

@@ -7,22 +7,23 @@ use crate::claims::census::why_with_hazards;
 use crate::claims::words::count;
 use crate::claims::{Counts, ItemRules, Status};
 use crate::sanitize::sanitize;
-use crate::store::{Listing, StoreHazard};
+use crate::store::Listing;
 use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
-
-pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
-    format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
-}
 
 /// Every hazard of a listing as a line of text (each naming its root when
 /// the listing covers several), the sweep's then the store's own (etcd's),
 /// so that one count covers both.
 pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
-    let sweep = (listing.sweep.hazards.iter().enumerate())
-        .map(|(i, h)| format!("{}{}", hazard_text(h), root_suffix(listing.hazard_root(i))));
-    let store = listing.store_hazards.iter().map(store_hazard_text);
+    let sweep = (listing.sweep.hazards.iter().enumerate()).map(|(i, h)| {
+        format!(
+            "{}{}",
+            hazard_text(h, &[]),
+            root_suffix(listing.hazard_root(i))
+        )
+    });
+    let store = listing.store_hazards.iter().map(|h| hazard_text(h, &[]));
     sweep.chain(store).collect()
 }
 

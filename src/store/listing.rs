@@ -3,19 +3,9 @@
 
 use super::tenure::Tenure;
 use crate::claims::census::Judged;
-use crate::claims::{ItemRules, Sweep};
-use serde::Serialize;
+use crate::claims::{Hazard, ItemRules, Sweep};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-/// A hazard of a store whose kind the file sweep does not know (the etcd
-/// ones). Same JSON shape as [`crate::claims::Hazard`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StoreHazard {
-    pub kind: &'static str,
-    pub path: String,
-    pub detail: String,
-}
 
 /// `list`: the file sweep's shape, plus per-claim tenures and store hazards.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +14,9 @@ pub struct Listing {
     pub sweep: Sweep,
     /// Parallel to `sweep.claims`: empty on the file store.
     pub tenures: Vec<Option<Tenure>>,
-    pub store_hazards: Vec<StoreHazard>,
+    /// What only the store finds (etcd's): kept beside the sweep's, which
+    /// the mirror counts.
+    pub store_hazards: Vec<Hazard>,
     /// The store URL, shown as `"store"` (absent on the file store, whose
     /// JSON is kept byte for byte).
     pub store: Option<String>,

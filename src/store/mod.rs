@@ -77,7 +77,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use listing::{Listing, Origins, StoreHazard};
+pub use listing::{Listing, Origins};
 pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};
 pub use url::{StoreUrl, StoreUrlError};
 

@@ -15,9 +15,8 @@ pub mod tmux;
 
 use claimtop::claims::root::RootProblem;
 use claimtop::claims::{
-    acquire, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
-    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,
-    EXPIRED_SUBDIR,
+    acquire, hazard, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
+    ClaimState, Classifier, Counts, Hazard, LocalIdentity, Root, Status, Sweep, EXPIRED_SUBDIR,
 };
 use claimtop::dashboard::testing::{update, Action, App, Options};
 use claimtop::dashboard::testing::{Collector, Input};
@@ -806,12 +805,11 @@ pub fn every_state(root: &Root) -> Vec<Status> {
 }
 
 pub fn mutex_corpse(root: &Root) -> Hazard {
-    Hazard {
-        kind: HazardKind::StaleMutex,
-        path: root.claims_dir().join("node%3Abeta.lock.recovery.d"),
-        detail: "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it"
-            .into(),
-    }
+    Hazard::at_path(
+        hazard::STALE_MUTEX,
+        root.claims_dir().join("node%3Abeta.lock.recovery.d"),
+        "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it".into(),
+    )
 }
 
 pub fn line(text: &str) -> Line {

@@ -6,13 +6,14 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
+use claimtop::claims::Hazard;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::Column;
 use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{StoreMsg, StoreView};
-use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
+use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::Listing;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
@@ -236,10 +237,10 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         "record": null,
     });
     fleet.items.push(broken);
-    let at = |kind: &str, path: &str, detail: &str| FleetHazard {
-        host_id: "m-alpha".into(),
-        root: root_a(),
-        hazard: json!({"kind": kind, "path": path, "detail": detail}),
+    let at = |kind: &str, path: &str, detail: &str| {
+        let root = root_a();
+        let v = json!({"kind": kind, "path": path, "detail": detail});
+        Hazard::published(&v, "m-alpha", &root.id, &root.path)
     };
     fleet.hazards = vec![
         at(

@@ -1596,7 +1596,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     match &app.overlays.dialog {
         Some(Dialog::Clean(c)) => {
             assert_eq!(c.hazards.len(), 1, "the mutex corpse; never a claim");
-            assert!(c.hazards[0].path.ends_with("node%3Abeta.lock.recovery.d"));
+            assert!(c.hazards[0].path().ends_with("node%3Abeta.lock.recovery.d"));
         }
         other => panic!("{other:?}"),
     }

@@ -269,7 +269,7 @@ impl App {
     }
 
     /// The hazards publishing hosts reported (none without a store).
-    pub fn fleet_hazards(&self) -> &[crate::store::fleet::FleetHazard] {
+    pub fn fleet_hazards(&self) -> &[crate::claims::Hazard] {
         self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
     }
 

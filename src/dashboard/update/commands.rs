@@ -6,7 +6,6 @@ use super::effects::Effects;
 use super::fleet;
 use super::rows::{move_by, page, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
-use crate::claims::HazardKind;
 use crate::dashboard::action::Op;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
@@ -269,7 +268,7 @@ pub(super) fn start_clean(app: &mut App) -> bool {
         .claims
         .hazards()
         .into_iter()
-        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .filter(|h| h.kind.cleanable())
         .collect();
     if hazards.is_empty() {
         app.say(

@@ -39,6 +39,8 @@ mod watch;
 mod window_tests;
 
 pub use conn::Conn;
+/// The hazard kinds only etcd finds (the registry lists them with its opener).
+pub use doctor::HAZARDS;
 pub use hold::KeepAlive;
 pub use layout::Layout;
 pub use owners::PublishError;
