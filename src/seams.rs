@@ -64,6 +64,7 @@ const HOMES: &[(&str, &str)] = &[
     ("fn archive_name(", "src/claims/key.rs"),
     ("fn claim_path(", "src/claims/key.rs"),
     ("pub struct HazardSpec {", "src/claims/hazard.rs"),
+    ("pub static COLUMNS", "src/columns/specs.rs"),
     ("pub enum EventKind {", "src/events/kind.rs"),
 ];
 
@@ -428,5 +429,23 @@ fn a_hazard_kind_is_named_and_matched_only_in_its_spec() {
     assert!(
         found.is_empty(),
         "a hazard kind outside its spec: {found:#?}"
+    );
+}
+
+#[test]
+fn the_columns_are_listed_once_in_their_specs() {
+    // Fifteen hand-written lists of columns (per width, per view, for
+    // the sort cycle, the settings, the completion) and nine matches went
+    // out of step: a column shown was one the filter could not find. A
+    // view's columns come from the specs, asked by width and by what the
+    // view has.
+    let found = code_offenders(
+        "src/",
+        &["[ColumnId::", "ColumnId::*", "Column::*", "vec![ColumnId::"],
+        &["src/columns/"],
+    );
+    assert!(
+        found.is_empty(),
+        "a list of columns outside the specs: {found:#?}"
     );
 }

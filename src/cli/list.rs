@@ -4,7 +4,7 @@ use super::output::{
     hazard_json, hazard_text, path_str, path_text, CmdResult, Out, EXIT_DECLINED, EXIT_OK,
 };
 use super::table::{hazard_lines, hazards_text, root_suffix, summary, write_table};
-use crate::claims::{Fix, Status};
+use crate::claims::Fix;
 use crate::sanitize::sanitize;
 use crate::store::{Listing, Store, StoreError};
 use serde_json::{json, Value};
@@ -52,13 +52,7 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
         };
         out.line(&format!("no claims under {place}"))?;
     } else {
-        let rows: Vec<(Option<&Path>, &Status)> = sw
-            .claims
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (listing.claim_root(i), c))
-            .collect();
-        write_table(out, &rows, listing.item_rules())?;
+        write_table(out, listing)?;
     }
     summary(out, sw.claims.len(), sw.counts, &hazard_lines(listing))?;
     Ok(EXIT_OK)

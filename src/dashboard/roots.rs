@@ -137,11 +137,6 @@ fn is_entry_of(dir: &Path, path: &Path) -> bool {
         && !p[d.len() + 1..].contains(&b'/')
 }
 
-/// The root directory a lockfile lives in: `<root>/.fno/claims/<file>`.
-pub fn root_dir_of(lockfile: &Path) -> Option<&Path> {
-    lockfile.ancestors().nth(3)
-}
-
 /// A short label per path: the fewest trailing components that tell it
 /// apart from every other path (`/srv/a/repo` and `/srv/b/repo` become
 /// `a/repo` and `b/repo`); a path that is a suffix of another gets its
@@ -214,7 +209,6 @@ mod tests {
         let outer = set.get(0).map(|r| r.lockfile("k")).unwrap_or_default();
         assert_eq!(set.of_path(&outer), Some(0));
         assert_eq!(set.of_path(Path::new("/elsewhere/x")), None);
-        assert_eq!(root_dir_of(&inner), Some(Path::new("/srv/a/inner")));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use claimtop::dashboard::testing::visible_signature;
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::Pane;
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Level, Overlay};
 use claimtop::dashboard::testing::{ForceOptsShown, Op};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -314,7 +314,7 @@ fn j_k_g_and_shift_g_move_the_selection() {
 fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('s'));
-    assert_eq!(app.table.sort.column, Column::Key);
+    assert_eq!(app.table.sort.column, ColumnId::Key);
     let keys = row_keys(&app);
     let mut sorted = keys.clone();
     sorted.sort();
@@ -323,10 +323,11 @@ fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     assert!(app.table.sort.reverse);
     sorted.reverse();
     assert_eq!(row_keys(&app), sorted);
-    for _ in 0..Column::ALL.len() - 1 {
+    // The nine columns of one root's table: back to the state after them.
+    for _ in 0..8 {
         update(&mut app, key('s'));
     }
-    assert_eq!(app.table.sort.column, Column::State, "s wraps around");
+    assert_eq!(app.table.sort.column, ColumnId::State, "s wraps around");
 }
 
 #[test]
@@ -1426,6 +1427,30 @@ fn columns_are_sized_from_their_content_key_and_holder_first() {
 }
 
 #[test]
+fn a_pid_is_never_cut_however_long_the_key_and_holder_are() {
+    let root = fixed_root();
+    let long = "x".repeat(120);
+    let claims = vec![status_of(
+        &root,
+        rec(
+            &format!("k-{long}"),
+            &format!("h-{long}"),
+            999_999,
+            MIN,
+            None,
+        ),
+    )];
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(&root, claims, vec![]));
+    // 80 wide: the medium table, which shows the pid.
+    update(&mut app, Action::Resize(80, 24));
+    let screen = render(&app);
+    let row = line_with(&screen, "k-xxx");
+    assert!(row.contains(" 999999 "), "{screen}");
+    assert!(!row.contains("9999…"), "{screen}");
+}
+
+#[test]
 fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     let root = fixed_root();
     let long = "x".repeat(200);
@@ -1436,7 +1461,7 @@ fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     apply_sweep(&mut app, sweep_of(&root, vec![status_of(&root, r)], vec![]));
     update(&mut app, Action::Resize(160, 48));
     assert!(render(&app).contains("x…"), "{}", render(&app));
-    for col in [Column::Machine, Column::Harness, Column::Reason] {
+    for col in [ColumnId::Machine, ColumnId::Harness, ColumnId::Reason] {
         while app.table.sort.column != col {
             update(&mut app, key('s'));
         }
@@ -1689,7 +1714,7 @@ fn a_click_selects_a_row_or_a_pane_and_a_title_click_sorts() {
         .chars()
         .count() as u16;
     assert!(click(&mut app, hx + 1, hy as u16));
-    assert_eq!(app.table.sort.column, Column::Holder);
+    assert_eq!(app.table.sort.column, ColumnId::Holder);
     assert!(!app.table.sort.reverse);
     click(&mut app, hx + 1, hy as u16);
     assert!(app.table.sort.reverse, "a second click reverses");

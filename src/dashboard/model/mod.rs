@@ -28,13 +28,14 @@ pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use prompt::Prompt;
 pub use row_id::{CopyId, RowId, RowKind};
-pub use table::{compare, key_cell, Column, Sort, Widest};
+pub use table::{avail, compare, row_view, screen_ctx, Sort, TablePlaces, Widest};
 
 use super::keys::Pane;
 use super::options::Options;
 use super::roots::ShownRoots;
 use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
+use crate::columns::{Avail, ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use filter::term_matches;
 
@@ -70,7 +71,7 @@ pub struct TableView {
     pub marked: std::collections::HashSet<RowId>,
     /// The columns the operator chose (`:columns`, settings), in display
     /// order; none: as many as the width fits.
-    pub chosen: Option<Vec<Column>>,
+    pub chosen: Option<Vec<ColumnId>>,
 }
 
 /// The events part: the tail of the log and how the pane looks at it.
@@ -167,14 +168,8 @@ impl App {
                 .into_iter()
                 .filter(|f| !f.trim().is_empty())
                 .collect(),
-            chosen: (!opts.opening.columns.is_empty()).then(|| {
-                let mut want = opts.opening.columns.clone();
-                want.extend([Column::State, Column::Key]);
-                Column::EVERY
-                    .into_iter()
-                    .filter(|c| want.contains(c))
-                    .collect()
-            }),
+            chosen: (!opts.opening.columns.is_empty())
+                .then(|| crate::columns::choose(&opts.opening.columns)),
             ..TableView::default()
         };
         App {
@@ -278,6 +273,28 @@ impl App {
         self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
     }
 
+    /// What the view has, for the columns.
+    pub fn avail(&self) -> Avail {
+        avail(&self.roots, self.store.as_ref())
+    }
+
+    /// Is row `id` (as `s`) as wide as a steady column's widest? Then
+    /// taking it away means measuring every row again.
+    pub fn holds_a_width(&self, id: &RowId, s: &Status) -> bool {
+        let places = self.places();
+        let ctx = screen_ctx(self.now, self.local_time, &places);
+        let row = row_view(&self.claims.live, id, s);
+        self.table.widest.held_by(&ctx, &row)
+    }
+
+    /// What the columns ask of the model: where rows come from, leases.
+    pub fn places(&self) -> TablePlaces<'_> {
+        TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        }
+    }
+
     pub fn paused(&self) -> bool {
         self.claims.frozen.is_some()
     }
@@ -289,29 +306,31 @@ impl App {
     /// table shows it now.
     pub fn timeline_keeps(&self) -> impl Fn(&str) -> bool + '_ {
         let f = &self.table.filter;
-        let claims: HashMap<&str, &Status> = if f.is_empty() {
+        let shown = self.shown();
+        let claims: HashMap<&str, RowView<'_>> = if f.is_empty() {
             HashMap::new()
         } else {
-            self.shown()
+            shown
                 .by_row
-                .values()
-                .map(|s| (s.key.as_str(), &**s))
+                .iter()
+                .map(|(id, s)| (s.key.as_str(), row_view(shown, id, s)))
                 .collect()
         };
         let tenures = self.timeline.shown();
+        let places = self.places();
         move |key: &str| {
+            let ctx = screen_ctx(self.shown_now(), self.local_time, &places);
+            let claim = |t: &Term| claims.get(key).is_some_and(|r| term_matches(t, &ctx, r));
             f.is_empty()
                 || f.matches_by(|t| match t {
-                    Term::Key(v) => contains_ci(key, v),
-                    Term::Any(v) => {
-                        contains_ci(key, v) || claims.get(key).is_some_and(|s| term_matches(t, s))
-                    }
-                    Term::Holder(v) => tenures.is_some_and(|ix| {
+                    Term::Field(ColumnId::Key, v) => contains_ci(key, v),
+                    Term::Any(v) => contains_ci(key, v) || claim(t),
+                    Term::Field(ColumnId::Holder, v) => tenures.is_some_and(|ix| {
                         ix.tenures_of(key)
                             .iter()
                             .any(|x| contains_ci(ix.holder_name(x.holder), v))
                     }),
-                    _ => claims.get(key).is_some_and(|s| term_matches(t, s)),
+                    _ => claim(t),
                 })
         }
     }
@@ -345,22 +364,28 @@ impl App {
         // Sized for every row: the table's order is this buffer (collected
         // in place below), and grown by doubling it kept a third more than
         // 100 000 rows need.
-        let mut rows: Vec<(&RowId, &Status)> = Vec::with_capacity(shown.by_row.len());
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let now = self.claims.frozen.as_ref().map_or(self.now, |f| f.now);
+        let ctx = screen_ctx(now, self.local_time, &places);
+        let mut rows: Vec<(&RowId, RowView<'_>)> = Vec::with_capacity(shown.by_row.len());
         rows.extend(
             shown
                 .by_row
                 .iter()
-                .map(|(p, s)| (p, &**s))
-                .filter(|(_, s)| t.filter.matches(s)),
+                .map(|(p, s)| (p, row_view(shown, p, s)))
+                .filter(|(_, r)| t.filter.matches(&ctx, r)),
         );
         let col = t.sort.column;
-        rows.sort_by(|a, b| compare(col, *a, *b));
+        rows.sort_by(|(ia, a), (ib, b)| compare(col, &ctx, (ia, a), (ib, b)));
         if t.sort.reverse {
             rows.reverse();
         }
         let mut widest = Widest::default();
-        for (id, s) in &rows {
-            widest.fit(s, shown.rules_of(id));
+        for (_, r) in &rows {
+            widest.fit(&ctx, r);
         }
         t.widest = widest;
         t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
@@ -384,13 +409,22 @@ impl App {
         t.rows.retain(|p| !moved.contains(p));
         let (col, reverse) = (t.sort.column, t.sort.reverse);
         let live = &self.claims.live;
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let ctx = screen_ctx(self.now, self.local_time, &places);
         for p in moved {
-            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
+            let Some(row) = live
+                .get(p)
+                .map(|s| row_view(live, p, s))
+                .filter(|r| t.filter.matches(&ctx, r))
+            else {
                 continue;
             };
             let pos = t.rows.partition_point(|r| {
                 live.get(r).is_some_and(|other| {
-                    let ord = compare(col, (r, other), (p, s));
+                    let ord = compare(col, &ctx, (r, &row_view(live, r, other)), (p, &row));
                     if reverse {
                         ord == Ordering::Greater
                     } else {
@@ -399,7 +433,7 @@ impl App {
                 })
             });
             t.rows.insert(pos, p.clone());
-            t.widest.fit(s, live.rules_of(p));
+            t.widest.fit(&ctx, &row);
         }
         if let Some(p) = keep {
             if let Some(i) = t.rows.iter().position(|r| *r == p) {

@@ -56,11 +56,7 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         }
         Cmd::SortNext => {
             let col = app.table.sort.column;
-            app.table.sort.column = if app.roots.is_several() {
-                col.next_of_several()
-            } else {
-                col.next()
-            };
+            app.table.sort.column = col.next(app.avail());
             app.table.sort.reverse = false;
             app.rebuild_rows();
             scroll_into_view(app);
