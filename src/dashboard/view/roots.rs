@@ -67,8 +67,8 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         .collect();
     let problems = &app.claims.problems;
     let full = |i: usize, c: &Counts| -> String {
-        if problems.get(i).is_some_and(Option::is_some) {
-            return "⚠ unreadable".into();
+        if let Some(p) = problems.get(i).and_then(Option::as_ref) {
+            return format!("⚠ {}", problem_word(p));
         }
         let mut s = format!("{}", c.total());
         let bad: Vec<String> = [
@@ -120,6 +120,16 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             theme.dim(),
         ),
     ])
+}
+
+/// A root's problem in a word, for the header (its banner says it whole).
+fn problem_word(p: &crate::dashboard::action::RootProblem) -> &'static str {
+    use crate::dashboard::action::RootProblem;
+    match p {
+        RootProblem::Missing(_) => "missing",
+        RootProblem::NotADirectory(_) => "not a directory",
+        RootProblem::Unreadable(..) => "unreadable",
+    }
 }
 
 /// An event row's root, padded to the widest label so the rows align.
