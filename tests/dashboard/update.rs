@@ -1847,3 +1847,45 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
     assert_eq!(row_keys(&app), ["a", "b"]);
     assert!(!render(&app).contains("listing the root"));
 }
+
+#[test]
+fn the_as_of_table_says_when_a_tenure_ended_in_a_time_that_fits() {
+    use claimtop::events::asof::held_at;
+    use claimtop::events::tenure::{Limits, TenureIndex};
+    let line = |kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64| {
+        let ts = chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default();
+        serde_json::json!({"ts": ts, "type": kind, "source": "t",
+            "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
+        .to_string()
+    };
+    let mut app = fixed_app(80, 24);
+    // 23:00 the day before NOW (08:00).
+    update(&mut app, key(':'));
+    type_text(&mut app, "asof 9h");
+    update(&mut app, code(KeyCode::Enter));
+    let at = NOW - 9 * 60 * MIN;
+    let mut ix = TenureIndex::new(Limits::default());
+    for (kind, ms, key, holder, acq) in [
+        ("claim_acquired", at - 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_released", at + 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_acquired", at - 60 * MIN, "b", "w2", at - 60 * MIN),
+        ("claim_released", NOW - 5 * MIN, "b", "w2", at - 60 * MIN),
+    ] {
+        ix.apply_line(&line(kind, ms, key, holder, acq));
+    }
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            rows: held_at(&ix, at),
+            trouble: None,
+        })),
+    );
+    let screen = render(&app);
+    // Yesterday's end with its date, today's with its time alone: both
+    // whole in an 80-column table.
+    assert!(screen.contains("released at 01-14 23:30Z"), "{screen}");
+    assert!(screen.contains("released at 07:55:00Z"), "{screen}");
+}

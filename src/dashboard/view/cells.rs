@@ -41,6 +41,18 @@ pub fn safe_path(p: &Path) -> String {
     crate::sanitize::sanitize_bytes(p.as_os_str().as_bytes())
 }
 
+/// An instant as a cell says it beside `now`: its time of day when it is
+/// today, else its date and minute: short enough that a table's column
+/// keeps it whole, never a date that says nothing.
+pub fn time_cell(at: i64, now: i64, local: bool) -> String {
+    let day = |ms| crate::time::bare_clock(ms, local, "%Y-%m-%d");
+    if day(at) == day(now) {
+        clock(at, local, "%H:%M:%S")
+    } else {
+        clock(at, local, "%m-%d %H:%M")
+    }
+}
+
 /// Colours, or none: every style keeps a modifier or a symbol so the screen
 /// reads the same without colour.
 #[derive(Debug, Clone, Copy)]
