@@ -10,37 +10,12 @@ mod cells;
 mod specs;
 
 pub use cells::{coarse, key_cell, state_label, time_bucket, ttl_cell};
-pub use specs::COLUMNS;
+pub use specs::{ColumnId, COLUMNS};
 
 use crate::claims::{ItemRules, Status};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::path::Path;
-
-/// A column, in the order the table shows them (and `s` cycles them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ColumnId {
-    State,
-    /// Which root the claim lives in (several roots).
-    Root,
-    /// The host a claim is held on (while hosts publish into the store).
-    Host,
-    /// Whether the store keeps the claim or a host publishes it.
-    Source,
-    Key,
-    Holder,
-    Pid,
-    Machine,
-    Age,
-    Ttl,
-    /// Time left on the claim's lease (a store with leases).
-    Lease,
-    Harness,
-    Reason,
-    /// The verdict in words: `list`'s last column (the dashboard has its
-    /// detail pane for it).
-    Why,
-}
 
 /// How wide a column may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,33 @@
-//! Every column's spec, in the table's order: the one list of columns.
+//! Every column: its id and its spec, in the table's order, the one list
+//! of columns. A new column is a variant here, its spec below, and its
+//! cell in `cells.rs`.
 
-use super::{cells, Cli, ColumnId, ColumnSpec, Find, Needs, Role, TextFn, Tiers, Width};
+use super::{cells, Cli, ColumnSpec, Find, Needs, Role, TextFn, Tiers, Width};
+
+/// A column, in the order the table shows them (and `s` cycles them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ColumnId {
+    State,
+    /// Which root the claim lives in (several roots).
+    Root,
+    /// The host a claim is held on (while hosts publish into the store).
+    Host,
+    /// Whether the store keeps the claim or a host publishes it.
+    Source,
+    Key,
+    Holder,
+    Pid,
+    Machine,
+    Age,
+    Ttl,
+    /// Time left on the claim's lease (a store with leases).
+    Lease,
+    Harness,
+    Reason,
+    /// The verdict in words: `list`'s last column (the dashboard has its
+    /// detail pane for it).
+    Why,
+}
 
 const fn find(name: &'static str, any: bool, text: Option<TextFn>) -> Option<Find> {
     Some(Find { name, any, text })
