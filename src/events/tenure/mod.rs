@@ -10,6 +10,11 @@
 //! logged-and-skipped), so every event is read for what it can prove on its
 //! own: a release carries `acquired_at` and `duration_held_ms`, enough for a
 //! whole tenure even when its acquire was never seen.
+//!
+//! Nor is the log's order the order of the lockfile changes: every writer
+//! changes the lockfile first and appends second, so a handover's two lines
+//! come either way round, and an end event names the tenure it ends (holder
+//! and `acquired_at`) rather than "whatever is open now".
 
 mod intern;
 
@@ -87,6 +92,10 @@ impl Tenure {
         self.start < to && self.end >= from
     }
 }
+
+/// How many tenures before a late end event's `acquired_at` are looked at
+/// for the tenure it ends.
+const LATE_LOOKBACK: usize = 16;
 
 /// Caps on what the index keeps, so a log of any size (or a hostile one,
 /// every line a new key) costs bounded memory.
@@ -186,11 +195,16 @@ impl TenureIndex {
                 if self.open_holder(key) == Some(h) {
                     return;
                 }
-                self.end_open(key, ev.at, Ending::Unseen, None);
                 let since = match ev.kind {
                     Kind::Reacquired => ev.previous_acquired_at,
                     _ => ev.acquired_at,
                 };
+                // A renewal logged after a newer tenure began continues a
+                // tenure that is over: it says nothing new.
+                if since.is_some_and(|s| self.known(key, h, s)) {
+                    return;
+                }
+                self.end_open(key, ev.at, Ending::Unseen, None);
                 match since {
                     Some(s) if s <= ev.at => self.open(key, h, s, true),
                     _ => self.open(key, h, ev.at, false),
@@ -226,34 +240,106 @@ impl TenureIndex {
                     _ => Ending::Expired,
                 };
                 let by = ev.operator.and_then(|o| self.holders.intern(o, cap));
-                if self.open_holder(key).is_some()
-                    && (holder.is_none() || self.open_holder(key) == holder)
-                {
-                    self.end_open(key, ev.at, ending, by);
-                    return;
-                }
-                // A release of a tenure whose start the log does not have
-                // (or of a holder other than the one we thought): the event
-                // itself says when it began.
-                self.end_open(key, ev.at, Ending::Unseen, None);
-                let Some(h) = holder else { return };
-                let (start, seen) = match ev.acquired_at {
-                    Some(a) if a <= ev.at => (a, true),
-                    _ => (ev.at, false),
-                };
-                self.push(
-                    key,
-                    Tenure {
-                        start,
-                        end: ev.at,
-                        holder: h,
-                        by,
-                        ending,
-                        start_seen: seen,
-                    },
-                );
+                self.end(key, holder, ev, ending, by);
             }
         }
+    }
+
+    /// Apply an end (release, force-release, expiry) to the tenure it names.
+    ///
+    /// The log's order is not the order of the ends: a release unlinks the
+    /// lockfile first and appends second, so a waiter woken by the unlink
+    /// can log its `claim_acquired` before the old holder's
+    /// `claim_released` (2 handovers in 10 under `acquire --wait`), and a
+    /// stalled writer can log later still. The end event names its tenure
+    /// by holder and `acquired_at`, so it ends that tenure wherever the
+    /// log's order put it, and never the newer tenure that is open now.
+    fn end(
+        &mut self,
+        key: Sym,
+        holder: Option<Sym>,
+        ev: &ClaimEvent<'_>,
+        ending: Ending,
+        by: Option<Sym>,
+    ) {
+        let open = self.open_at(key).map(|i| self.tenures[key as usize][i]);
+        if let Some(o) = open {
+            // The open tenure's own end (an event without a holder is a
+            // force-release of a corrupted file: whatever was open).
+            let same = holder.is_none_or(|h| h == o.holder);
+            if same && ev.acquired_at.is_none_or(|a| a >= o.start) {
+                self.end_open(key, ev.at, ending, by);
+                return;
+            }
+        }
+        // An earlier tenure, logged late: it was ended as unseen by the
+        // acquire that followed it; now its end is known.
+        if let (Some(h), Some(a)) = (holder, ev.acquired_at) {
+            if let Some(i) = self.unseen_end_of(key, h, a) {
+                let t = &mut self.tenures[key as usize][i];
+                t.end = ev.at.max(t.start);
+                t.ending = ending;
+                t.by = by;
+                return;
+            }
+        }
+        if let Some(o) = open {
+            // The holder's own, whose start was moved up to keep the log's
+            // order (a writer's clock behind the previous holder's).
+            if holder == Some(o.holder) {
+                self.end_open(key, ev.at, ending, by);
+                return;
+            }
+        }
+        // A tenure whose start the log does not have: the event itself says
+        // when it began.
+        let Some(h) = holder else { return };
+        let (start, seen) = match ev.acquired_at {
+            Some(a) if a <= ev.at => (a, true),
+            _ => (ev.at, false),
+        };
+        // Begun after the open one: that one ended, unseen, by then. Begun
+        // before it: an earlier tenure ended late in the log, and the open
+        // one stands.
+        if open.is_some_and(|o| start >= o.start) {
+            self.end_open(key, start, Ending::Unseen, None);
+        }
+        self.push(
+            key,
+            Tenure {
+                start,
+                end: ev.at,
+                holder: h,
+                by,
+                ending,
+                start_seen: seen,
+            },
+        );
+    }
+
+    /// The tenure of `holder` that an acquire after it ended as unseen and
+    /// that was running at `acquired_at`: the one a late end event names.
+    /// Only the few tenures begun just before `acquired_at` are looked at
+    /// (a late line is late by a handover or two, not by a day).
+    fn unseen_end_of(&self, key: Sym, holder: Sym, acquired_at: i64) -> Option<usize> {
+        let list = self.tenures.get(key as usize)?;
+        let upto = list.partition_point(|t| t.start <= acquired_at);
+        (upto.saturating_sub(LATE_LOOKBACK)..upto).rev().find(|&i| {
+            let t = &list[i];
+            t.holder == holder && t.ending == Ending::Unseen && acquired_at <= t.end
+        })
+    }
+
+    /// Is a tenure of `holder` that was running at `since` already known
+    /// (a renewal of it logged after its successor's acquire)?
+    fn known(&self, key: Sym, holder: Sym, since: i64) -> bool {
+        let Some(list) = self.tenures.get(key as usize) else {
+            return false;
+        };
+        let upto = list.partition_point(|t| t.start <= since);
+        list[upto.saturating_sub(LATE_LOOKBACK)..upto]
+            .iter()
+            .any(|t| t.holder == holder && !t.is_held() && since <= t.end)
     }
 
     /// Where the key's open tenure sits: always last (see [`Self::open`]).
@@ -393,5 +479,7 @@ impl TenureIndex {
     }
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod tests;
