@@ -47,6 +47,12 @@ impl LogFile {
         &self.path
     }
 
+    /// The opened file, for readers that take a `File` (lines of any
+    /// length: [`super::stream`]).
+    pub fn as_file(&self) -> &File {
+        &self.file
+    }
+
     /// Identity of the opened file (a rotation keeps the path, not this).
     pub fn id(&self) -> FileId {
         self.id

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
 use super::claim_event::parse_ts;
 use super::history::{Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step};
-use super::index::{tail_tenures, Indexer};
+use super::index::{apply_lines, next_line_start, tail_tenures, Indexer};
 use super::seek::CLOCK_SLACK_MS;
 use super::tenure::{Limits, TenureIndex};
 
@@ -331,23 +331,12 @@ impl FileHistory {
         };
         if at != want {
             // Cut to the byte cap: begin at a whole line.
-            match file.next_line_start(at - 1)? {
+            match next_line_start(file, at)? {
                 Some(s) => at = s,
                 None => return Ok(ix),
             }
         }
-        while at < stop {
-            let batch = file.lines_from(at, 4096)?;
-            let Some(last) = batch.last() else { break };
-            let last = last.offset;
-            for l in batch.iter().take_while(|l| l.offset < stop) {
-                ix.apply_line(&l.text);
-            }
-            match file.next_line_start(last)? {
-                Some(n) => at = n,
-                None => break,
-            }
-        }
+        apply_lines(file, at, stop, &mut ix)?;
         Ok(ix)
     }
 }

@@ -18,7 +18,9 @@
 
 mod intern;
 
-use super::claim_event::{with_claim_event, ClaimEvent, Kind};
+use super::claim_event::{
+    with_claim_event, with_claim_event_bytes, with_claim_event_read, ClaimEvent, Kind,
+};
 use intern::Interner;
 
 /// How a tenure ended.
@@ -153,6 +155,23 @@ impl TenureIndex {
     /// Apply one log line; the time of the claim event it records, if any.
     pub fn apply_line_at(&mut self, line: &str) -> Option<i64> {
         with_claim_event(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
+    }
+
+    /// [`Self::apply_line_at`] for a line as bytes.
+    pub fn apply_bytes_at(&mut self, line: &[u8]) -> Option<i64> {
+        with_claim_event_bytes(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
+    }
+
+    /// [`Self::apply_line_at`] for a line too long to hold, read piece by
+    /// piece: only its claim fields are kept.
+    pub fn apply_read_at(&mut self, line: impl std::io::Read) -> Option<i64> {
+        with_claim_event_read(line, |ev| {
             self.apply(ev);
             ev.at
         })

@@ -29,7 +29,7 @@ use crate::events::history::{
     Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step,
 };
 use crate::events::index::Progress;
-use crate::events::seek::CLOCK_SLACK_MS;
+use crate::events::seek::{FirstAfter, CLOCK_SLACK_MS};
 use crate::events::stream::Probe;
 use crate::events::tail::{Line, MAX_LINE_BYTES};
 use crate::events::tenure::{Limits, TenureIndex};
@@ -349,16 +349,22 @@ impl EtcdHistory {
             .rev()
             .find(|c| c.time.is_some_and(|x| x < target))
             .map_or_else(|| self.prefix.clone(), |c| c.key.clone());
+        // One event stamped next century must not start (or end) a
+        // window before the events around it say it begins.
+        let mut first = FirstAfter::new(t);
         loop {
             let mut resp = self.range(&at, &self.end, PAGE, 0).map_err(store_error)?;
             let more = resp.more();
             let kvs = resp.take_kvs();
-            if let Some(kv) = kvs.iter().find(|kv| time_of(kv).is_some_and(|x| x >= t)) {
-                return Ok(Some(kv.key().to_vec()));
+            for kv in &kvs {
+                let Some(ts) = time_of(kv) else { continue };
+                if let Some(key) = first.push(kv.key().to_vec(), ts) {
+                    return Ok(Some(key));
+                }
             }
             match kvs.last() {
                 Some(last) if more => at = after(last.key()),
-                _ => return Ok(None),
+                _ => return Ok(first.finish()),
             }
         }
     }
@@ -409,7 +415,7 @@ impl History for EtcdHistory {
         let resp = self.get(&self.prefix, opts).map_err(store_error)?;
         let mut tail = TenureIndex::new(self.limits);
         for kv in resp.kvs().iter().rev() {
-            tail.apply_line(&text_of(kv).0);
+            tail.apply_bytes_at(kv.value());
         }
         self.pass = Some(Pass {
             at: 0,
@@ -456,7 +462,7 @@ impl History for EtcdHistory {
             pass.at = page.rev;
         }
         for kv in &page.kvs {
-            let at = pass.tenures.apply_line_at(&text_of(kv).0);
+            let at = pass.tenures.apply_bytes_at(kv.value());
             if pass.lines % CHECKPOINT_EVERY == 0 {
                 pass.checkpoints.push(Checkpoint {
                     key: kv.key().to_vec(),
@@ -625,7 +631,7 @@ impl EtcdHistory {
             let more = resp.more();
             let kvs = resp.take_kvs();
             for kv in &kvs {
-                ix.apply_line(&text_of(kv).0);
+                ix.apply_bytes_at(kv.value());
             }
             read += kvs.len() as u64;
             match kvs.last() {

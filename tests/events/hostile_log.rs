@@ -1,0 +1,210 @@
+//! What writers of the protocol can leave in a log, read back by every
+//! history reader (the whole-log index, the tail, a window, "as of"): lines
+//! of any length, lines stamped out of order, a handover's two lines either
+//! way round. Each answer must be the one the same log gives in order.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use claimtop::events::asof::held_at;
+use claimtop::events::backward::LogFile;
+use claimtop::events::file_history::FileHistory;
+use claimtop::events::history::History;
+use claimtop::events::index::{tail_tenures, Indexer};
+use claimtop::events::tenure::{Limits, TenureIndex};
+use claimtop::time::utc_hms;
+
+const BASE: i64 = 1_764_547_200_000; // 2025-12-01T00:00:00Z
+
+fn acquired(key: &str, holder: &str, at: i64, reason: usize) -> String {
+    format!(
+        "{{\"ts\":\"{}\",\"type\":\"claim_acquired\",\"source\":\"fno-loop\",\"data\":{{\"acquired_at\":{at},\"expires_at\":null,\"holder\":\"{holder}\",\"host\":\"h\",\"key\":\"{key}\",\"pid\":1,\"reason\":\"{}\"}}}}\n",
+        utc_hms(at),
+        "r".repeat(reason)
+    )
+}
+
+fn released(key: &str, holder: &str, since: i64, at: i64) -> String {
+    format!(
+        "{{\"ts\":\"{}\",\"type\":\"claim_released\",\"source\":\"fno-loop\",\"data\":{{\"acquired_at\":{since},\"duration_held_ms\":{},\"holder\":\"{holder}\",\"key\":\"{key}\",\"pid\":1}}}}\n",
+        utc_hms(at),
+        at - since
+    )
+}
+
+fn write(dir: &Path, lines: &[String]) -> PathBuf {
+    let path = dir.join("events.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for l in lines {
+        f.write_all(l.as_bytes()).unwrap();
+    }
+    f.flush().unwrap();
+    path
+}
+
+fn keys_held(ix: &TenureIndex, at: i64) -> Vec<(String, String)> {
+    held_at(ix, at)
+        .into_iter()
+        .map(|h| (h.key, h.holder))
+        .collect()
+}
+
+/// The same instant read by every history reader of a file log.
+fn every_reader(path: &Path, at: i64) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let mut out = Vec::new();
+    let lf = LogFile::open(path).unwrap().unwrap();
+    let mut ix = Indexer::new(lf, Limits::default());
+    while !ix.step(4 << 20).unwrap().done {}
+    out.push(("the whole-log index", keys_held(ix.tenures(), at)));
+    let lf = LogFile::open(path).unwrap().unwrap();
+    let (tail, _) = tail_tenures(&lf, u64::MAX, Limits::default()).unwrap();
+    out.push(("the tail", keys_held(&tail, at)));
+    let mut h = FileHistory::new(path.to_path_buf(), Limits::default());
+    h.start().unwrap();
+    out.push(("as of (bisected)", keys_held(&h.around(at).unwrap(), at)));
+    out.push((
+        "a window",
+        keys_held(&h.window(at - 3_600_000, at + 3_600_000).unwrap(), at),
+    ));
+    out
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(k, h)| (k.to_string(), h.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_claim_event_of_any_length_is_a_tenure_to_every_reader() {
+    // 120 kB (past the 64 KiB a screen line keeps), 2 MB (past what a scan
+    // holds in memory, and longer than a bisection's last span).
+    for reason in [120_000, 2_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let min = |m: i64| BASE + m * 60_000;
+        let mut lines = vec![
+            acquired("a", "w1", min(0), 10),
+            acquired("b", "w2", min(1), 10),
+        ];
+        lines.push(acquired("fat", "w3", min(2), reason));
+        lines.push(acquired("d", "w4", min(3), 10));
+        // Twelve hours after it, so the window around the instant ends
+        // inside the log and the bisection looks (and lands in the long
+        // line).
+        for i in 0..3000 {
+            let at = min(4) + i * 15_000;
+            lines.push(acquired(&format!("x{i}"), "wx", at, 10));
+            lines.push(released(&format!("x{i}"), "wx", at, at + 1));
+        }
+        let path = write(dir.path(), &lines);
+        let want = pairs(&[("a", "w1"), ("b", "w2"), ("d", "w4"), ("fat", "w3")]);
+        let wrong: Vec<_> = every_reader(&path, min(10) + 500)
+            .into_iter()
+            .filter(|(_, got)| *got != want)
+            .collect();
+        assert_eq!(wrong, [], "a reason of {reason} bytes");
+    }
+}
+
+#[test]
+fn a_handover_logged_new_holder_first_reads_as_held_by_the_new_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = |s: i64| BASE + s * 1000;
+    // w2 waited, woke on w1's unlink and appended its acquire first.
+    let lines = [
+        acquired("k", "w1", t(0), 10),
+        acquired("k", "w2", t(30) + 5, 10),
+        released("k", "w1", t(0), t(30)),
+    ];
+    let path = write(dir.path(), &lines);
+    for at in [t(31), t(3600)] {
+        for (reader, got) in every_reader(&path, at) {
+            assert_eq!(
+                got,
+                pairs(&[("k", "w2")]),
+                "{reader} at +{}s",
+                (at - BASE) / 1000
+            );
+        }
+    }
+    for (reader, got) in every_reader(&path, t(10)) {
+        assert_eq!(got, pairs(&[("k", "w1")]), "{reader}");
+    }
+}
+
+/// Keys held just after line `n` of [`busy_day`]: in even blocks of 40
+/// lines keys are acquired in turn, in odd ones released in turn.
+fn held_after(n: i64) -> usize {
+    let (block, pos) = (n / 40, (n % 40) as usize);
+    if block % 2 == 0 {
+        pos + 1
+    } else {
+        39 - pos
+    }
+}
+
+/// A day of one event every 10 s on 40 keys in turn: each key acquired,
+/// then released 400 s later.
+fn busy_day() -> Vec<String> {
+    (0..8_640i64)
+        .map(|n| {
+            let key = format!("k{}", n % 40);
+            let at = BASE + n * 10_000;
+            if (n / 40) % 2 == 0 {
+                acquired(&key, "w", at, 10)
+            } else {
+                released(&key, "w", at - 400_000, at)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn lines_stamped_at_the_epoch_or_next_century_change_no_reader_s_answer() {
+    let lines = busy_day();
+    let clean_dir = tempfile::tempdir().unwrap();
+    let clean = write(clean_dir.path(), &lines);
+    let after = [740i64, 4_350, 8_010];
+    let instants: Vec<i64> = after.iter().map(|n| BASE + n * 10_000 + 5_000).collect();
+    let want: Vec<_> = instants
+        .iter()
+        .map(|&at| every_reader(&clean, at))
+        .collect();
+    for (n, w) in after.iter().zip(&want) {
+        for (reader, got) in w {
+            assert_eq!(got.len(), held_after(*n), "{reader} after line {n}");
+        }
+    }
+    // Where a bisection looks first (the first line after the middle byte)
+    // and elsewhere; the ts only: the claim fields keep their milliseconds.
+    let total: usize = lines.iter().map(String::len).sum();
+    let mut start = 0;
+    let middle = lines
+        .iter()
+        .position(|l| {
+            start += l.len();
+            start > total / 2
+        })
+        .unwrap()
+        + 1;
+    for (line, ts) in [
+        (middle, "1970-01-01T00:00:00Z"),
+        (middle, "2100-01-01T00:00:00Z"),
+        (2_160, "2100-01-01T00:00:00Z"),
+        (6_481, "1970-01-01T00:00:00Z"),
+    ] {
+        let mut bad = lines.clone();
+        let stamp = bad[line][7..27].to_string();
+        bad[line] = bad[line].replacen(stamp.as_str(), ts, 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), &bad);
+        for (&at, w) in instants.iter().zip(&want) {
+            assert_eq!(
+                every_reader(&path, at),
+                *w,
+                "line {line} stamped {ts}, as of +{}s",
+                (at - BASE) / 1000
+            );
+        }
+    }
+}
