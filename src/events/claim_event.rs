@@ -19,19 +19,46 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every event type the protocol writes, as the log names it: the
+    /// seed's four, then claimtop's force-release and renewal, then etcd's
+    /// expiry. The one list (`events --type` checks against it, `metrics`
+    /// counts by it).
+    pub const ALL: [(Kind, &'static str); 7] = [
+        (Kind::Acquired, "claim_acquired"),
+        (Kind::Reacquired, "claim_idempotent_reacquired"),
+        (Kind::Reclaimed, "claim_stale_reclaimed"),
+        (Kind::Released, "claim_released"),
+        (Kind::ForceReleased, "claim_force_released"),
+        (Kind::Renewed, "claim_renewed"),
+        (Kind::Expired, "claim_expired"),
+    ];
+
     pub fn of(type_name: &str) -> Option<Kind> {
-        Some(match type_name {
-            "claim_acquired" => Kind::Acquired,
-            "claim_idempotent_reacquired" => Kind::Reacquired,
-            "claim_stale_reclaimed" => Kind::Reclaimed,
-            "claim_released" => Kind::Released,
-            "claim_force_released" => Kind::ForceReleased,
-            "claim_renewed" => Kind::Renewed,
-            "claim_expired" => Kind::Expired,
-            _ => return None,
-        })
+        Kind::ALL
+            .iter()
+            .find(|(_, name)| *name == type_name)
+            .map(|(kind, _)| *kind)
+    }
+
+    /// The type as the log names it.
+    pub fn name(self) -> &'static str {
+        Kind::ALL
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map_or("", |(_, name)| name)
     }
 }
+
+/// The names of [`Kind::ALL`], in its order.
+pub const EVENT_TYPES: [&str; Kind::ALL.len()] = {
+    let mut names = [""; Kind::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Kind::ALL[i].1;
+        i += 1;
+    }
+    names
+};
 
 /// The fields of a claim event the timeline uses, borrowed from the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
