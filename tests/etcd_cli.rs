@@ -1437,5 +1437,7 @@ fn list_as_of_over_etcd_is_the_table_of_the_tenures_that_covered_that_instant() 
     let v = held(30);
     assert_eq!(keys(&v), ["a=w2", "b=w3"]);
     assert_eq!(v["claims"][1]["ended"]["how"], "expired");
+    // Read from the store's first event: nothing is out of sight.
+    assert_eq!(v["complete"], true, "{v}");
     assert_eq!(keys(&held(45)), ["a=w2"]);
 }

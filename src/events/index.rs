@@ -267,6 +267,23 @@ pub fn next_line_start(file: &LogFile, at: u64) -> Result<Option<u64>, TailError
     Ok(span.map(|s| s.offset + s.len + 1))
 }
 
+/// The start of the line that holds the byte at `at`, however long it is
+/// (read back a block at a time): a read cut at a byte budget still takes
+/// the line it was cut in whole, rather than lose its claim event.
+pub fn line_start_at(file: &LogFile, at: u64) -> Result<u64, TailError> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut end = at;
+    while end > 0 {
+        let lo = end.saturating_sub(buf.len() as u64);
+        let got = file.read_at(&mut buf[..(end - lo) as usize], lo)?;
+        if let Some(i) = memchr::memrchr(b'\n', &buf[..got]) {
+            return Ok(lo + i as u64 + 1);
+        }
+        end = lo;
+    }
+    Ok(0)
+}
+
 /// Apply to `ix` every complete line that starts in `[from, stop)` (`from`
 /// a line start), whatever its length: lines up to
 /// [`stream::INLINE_LINE_BYTES`] from the scan's own blocks, longer ones

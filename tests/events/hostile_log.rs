@@ -49,8 +49,9 @@ fn keys_held(ix: &TenureIndex, at: i64) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The same instant read by every history reader of a file log.
-fn every_reader(path: &Path, at: i64) -> Vec<(&'static str, Vec<(String, String)>)> {
+/// The same instant read by every history reader of a file log (`cap`:
+/// the most one bisected read takes, below the log's size).
+fn every_reader(path: &Path, at: i64, cap: u64) -> Vec<(&'static str, Vec<(String, String)>)> {
     let mut out = Vec::new();
     let lf = LogFile::open(path).unwrap().unwrap();
     let mut ix = Indexer::new(lf, Limits::default());
@@ -59,9 +60,17 @@ fn every_reader(path: &Path, at: i64) -> Vec<(&'static str, Vec<(String, String)
     let lf = LogFile::open(path).unwrap().unwrap();
     let (tail, _) = tail_tenures(&lf, u64::MAX, Limits::default()).unwrap();
     out.push(("the tail", keys_held(&tail, at)));
-    let mut h = FileHistory::new(path.to_path_buf(), Limits::default());
+    let mut whole = FileHistory::new(path.to_path_buf(), Limits::default());
+    whole.start().unwrap();
+    out.push(("as of", keys_held(&whole.around(at).unwrap().tenures, at)));
+    // Reads of `cap` at most: the log is too big to read whole, and the
+    // window is bisected.
+    let mut h = FileHistory::new(path.to_path_buf(), Limits::default()).with_window_cap(cap);
     h.start().unwrap();
-    out.push(("as of (bisected)", keys_held(&h.around(at).unwrap(), at)));
+    out.push((
+        "as of (bisected)",
+        keys_held(&h.around(at).unwrap().tenures, at),
+    ));
     out.push((
         "a window",
         keys_held(&h.window(at - 3_600_000, at + 3_600_000).unwrap(), at),
@@ -98,7 +107,9 @@ fn a_claim_event_of_any_length_is_a_tenure_to_every_reader() {
         }
         let path = write(dir.path(), &lines);
         let want = pairs(&[("a", "w1"), ("b", "w2"), ("d", "w4"), ("fat", "w3")]);
-        let wrong: Vec<_> = every_reader(&path, min(10) + 500)
+        // Room for the long line and some, but not the whole log.
+        let cap = (reason as u64 + 1024 * 1024).max(1024 * 1024);
+        let wrong: Vec<_> = every_reader(&path, min(10) + 500, cap)
             .into_iter()
             .filter(|(_, got)| *got != want)
             .collect();
@@ -118,7 +129,7 @@ fn a_handover_logged_new_holder_first_reads_as_held_by_the_new_holder() {
     ];
     let path = write(dir.path(), &lines);
     for at in [t(31), t(3600)] {
-        for (reader, got) in every_reader(&path, at) {
+        for (reader, got) in every_reader(&path, at, 1024 * 1024) {
             assert_eq!(
                 got,
                 pairs(&[("k", "w2")]),
@@ -127,7 +138,7 @@ fn a_handover_logged_new_holder_first_reads_as_held_by_the_new_holder() {
             );
         }
     }
-    for (reader, got) in every_reader(&path, t(10)) {
+    for (reader, got) in every_reader(&path, t(10), 1024 * 1024) {
         assert_eq!(got, pairs(&[("k", "w1")]), "{reader}");
     }
 }
@@ -168,7 +179,7 @@ fn lines_stamped_at_the_epoch_or_next_century_change_no_reader_s_answer() {
     let instants: Vec<i64> = after.iter().map(|n| BASE + n * 10_000 + 5_000).collect();
     let want: Vec<_> = instants
         .iter()
-        .map(|&at| every_reader(&clean, at))
+        .map(|&at| every_reader(&clean, at, 1024 * 1024))
         .collect();
     for (n, w) in after.iter().zip(&want) {
         for (reader, got) in w {
@@ -200,11 +211,44 @@ fn lines_stamped_at_the_epoch_or_next_century_change_no_reader_s_answer() {
         let path = write(dir.path(), &bad);
         for (&at, w) in instants.iter().zip(&want) {
             assert_eq!(
-                every_reader(&path, at),
+                every_reader(&path, at, 1024 * 1024),
                 *w,
                 "line {line} stamped {ts}, as of +{}s",
                 (at - BASE) / 1000
             );
         }
     }
+}
+
+#[test]
+fn a_read_cut_inside_a_long_line_takes_that_line_whole() {
+    // "fat" (1.5 MB of reason) acquired an hour before the instant, never
+    // released; a 10 s tenure every 10 s around it. Reads of 1 MiB
+    // centred on the instant begin inside the fat line.
+    let dir = tempfile::tempdir().unwrap();
+    let hour = 3_600_000;
+    let at = BASE + 10 * hour;
+    let mut lines = Vec::new();
+    let mut t = at - 2 * hour;
+    while t < at + 7 * hour {
+        if t == at - hour {
+            lines.push(acquired("fat", "w1", t, 1_500_000));
+        }
+        lines.push(acquired("tick", "t", t + 1, 10));
+        lines.push(released("tick", "t", t + 1, t + 5_000));
+        t += 10_000;
+    }
+    let path = write(dir.path(), &lines);
+    let mut h = FileHistory::new(path, Limits::default()).with_window_cap(1024 * 1024);
+    h.start().unwrap();
+    let read = h.around(at + 6_000).unwrap();
+    assert_eq!(
+        keys_held(&read.tenures, at + 6_000),
+        pairs(&[("fat", "w1")])
+    );
+    assert!(
+        !read.ends.from_first && !read.ends.to_last,
+        "{:?}",
+        read.ends
+    );
 }
