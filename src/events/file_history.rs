@@ -304,10 +304,27 @@ impl History for FileHistory {
                 return Ok(Around::unknown(TenureIndex::new(self.limits)));
             };
             let mid = file.start_for(at)?.clamp(want, stop);
-            let begin = want.max(mid.saturating_sub(self.window_cap / 2));
-            (begin, stop.min(begin + self.window_cap))
+            let half = self.window_cap / 2;
+            let mut begin = want.max(mid.saturating_sub(half));
+            for _ in 0..4 {
+                let line = line_start_at(file, begin)?.max(want);
+                if begin - line <= half {
+                    break;
+                }
+                // The cut fell in a line longer than half the budget: it
+                // is read whole anyway, and the lines before it are read as
+                // if it took none of the budget (a 100 MB line must not
+                // push out the claims taken just before it).
+                begin = want.max(line.saturating_sub(half));
+            }
+            // On past the instant whatever the lines in between weigh: a
+            // cut that ends before it (a line of 100 MB after `mid`) would
+            // leave out what was taken just before it.
+            let past = file.end_for(at)?;
+            let begin = line_start_at(file, begin)?.max(want);
+            (begin, stop.min((begin + self.window_cap).max(past)))
         };
-        let tenures = self.read_span(begin, want, end)?;
+        let tenures = self.read_span(begin, begin, end)?;
         let last = match &self.file {
             Some(f) => stream::end_of_complete_lines(f.as_file(), f.len()?)
                 .map_err(|e| TailError::io(f.path(), "read", e))?,

@@ -221,16 +221,20 @@ fn lines_stamped_at_the_epoch_or_next_century_change_no_reader_s_answer() {
 }
 
 #[test]
-fn a_read_cut_inside_a_long_line_takes_that_line_whole() {
-    // "fat" (1.5 MB of reason) acquired an hour before the instant, never
-    // released; a 10 s tenure every 10 s around it. Reads of 1 MiB
-    // centred on the instant begin inside the fat line.
+fn a_read_cut_inside_a_long_line_takes_that_line_whole_and_the_claims_just_before_it() {
+    // "fat" (1.5 MB of reason) acquired an hour before the instant and
+    // "pre" a minute before that, neither released; a 5 s tenure every
+    // 10 s around them. Reads of 1 MiB centred on the instant begin inside
+    // the fat line.
     let dir = tempfile::tempdir().unwrap();
     let hour = 3_600_000;
     let at = BASE + 10 * hour;
     let mut lines = Vec::new();
-    let mut t = at - 2 * hour;
+    let mut t = at - 6 * hour;
     while t < at + 7 * hour {
+        if t == at - hour - 60_000 {
+            lines.push(acquired("pre", "w0", t, 10));
+        }
         if t == at - hour {
             lines.push(acquired("fat", "w1", t, 1_500_000));
         }
@@ -244,11 +248,39 @@ fn a_read_cut_inside_a_long_line_takes_that_line_whole() {
     let read = h.around(at + 6_000).unwrap();
     assert_eq!(
         keys_held(&read.tenures, at + 6_000),
-        pairs(&[("fat", "w1")])
+        pairs(&[("fat", "w1"), ("pre", "w0")])
     );
+    // Cut at both ends all the same: the read says it.
     assert!(
         !read.ends.from_first && !read.ends.to_last,
         "{:?}",
         read.ends
+    );
+}
+
+#[test]
+fn a_read_cut_after_a_long_line_still_goes_on_past_the_instant() {
+    // a, a 1.5 MB line, then d, taken seconds before the instant; hours
+    // of traffic after. Reads of 1 MiB from the log's start would end
+    // inside the long line and leave d out.
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![
+        acquired("a", "w1", BASE, 10),
+        acquired("fat", "w2", BASE + 1_000, 1_500_000),
+        acquired("d", "w3", BASE + 2_000, 10),
+    ];
+    let mut t = BASE + 10_000;
+    while t < BASE + 8 * 3_600_000 {
+        lines.push(acquired("tick", "t", t, 10));
+        lines.push(released("tick", "t", t, t + 5_000));
+        t += 10_000;
+    }
+    let path = write(dir.path(), &lines);
+    let mut h = FileHistory::new(path, Limits::default()).with_window_cap(1024 * 1024);
+    h.start().unwrap();
+    let read = h.around(BASE + 5_000).unwrap();
+    assert_eq!(
+        keys_held(&read.tenures, BASE + 5_000),
+        pairs(&[("a", "w1"), ("d", "w3"), ("fat", "w2")])
     );
 }
