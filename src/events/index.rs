@@ -271,17 +271,9 @@ pub fn next_line_start(file: &LogFile, at: u64) -> Result<Option<u64>, TailError
 /// (read back a block at a time): a read cut at a byte budget still takes
 /// the line it was cut in whole, rather than lose its claim event.
 pub fn line_start_at(file: &LogFile, at: u64) -> Result<u64, TailError> {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut end = at;
-    while end > 0 {
-        let lo = end.saturating_sub(buf.len() as u64);
-        let got = file.read_at(&mut buf[..(end - lo) as usize], lo)?;
-        if let Some(i) = memchr::memrchr(b'\n', &buf[..got]) {
-            return Ok(lo + i as u64 + 1);
-        }
-        end = lo;
-    }
-    Ok(0)
+    // The last line of the bytes up to and including `at` starts there.
+    stream::start_of_last_lines(file.as_file(), at.saturating_add(1), 1)
+        .map_err(|e| TailError::io(file.path(), "read", e))
 }
 
 /// Apply to `ix` every complete line that starts in `[from, stop)` (`from`

@@ -361,6 +361,23 @@ mod tests {
         Ok(())
     }
 
+    /// 5 000 lines with `bad` planted, bisected for the window of `width`
+    /// seconds `at` seconds in: every line start, the span found, and
+    /// whether it left out a line `good` says is not planted.
+    fn bisected(
+        bad: &[(usize, i64)],
+        good: impl Fn(usize) -> bool,
+        at: i64,
+        width: i64,
+    ) -> (Vec<u64>, (u64, u64), Result<(), String>) {
+        let (f, end, starts, times) = planted(5000, BASE, bad);
+        let (from, to) = (BASE + at, BASE + at + width);
+        let start = start_for(f.as_file(), end, from * 1000).unwrap();
+        let stop = end_for(f.as_file(), end, to * 1000).unwrap();
+        let lost = check_window(&starts, &times, good, (from, start), (to, stop));
+        (starts, (start, stop), lost)
+    }
+
     const BASE: i64 = 1_764_547_200; // 2025-12-01T00:00:00Z
     const NEXT_CENTURY: i64 = 4_102_444_800; // 2100-01-01
 
@@ -381,15 +398,9 @@ mod tests {
                 .map(|&(i, kind, r)| (i, [0, NEXT_CENTURY, BASE - 10_000 + r][kind]))
                 .chain(on_probes.iter().map(|&(k, kind)| (5000 * k / 16, [0, NEXT_CENTURY, BASE][kind])))
                 .collect();
-            let (f, end, starts, times) = planted(5000, BASE, &planted_at);
             let good = |i: usize| !planted_at.iter().any(|&(b, _)| b == i);
-            let (from, to) = (BASE + at, BASE + at + width);
-            let start = start_for(f.as_file(), end, from * 1000).unwrap();
-            let stop = end_for(f.as_file(), end, to * 1000).unwrap();
-            proptest::prop_assert_eq!(
-                check_window(&starts, &times, good, (from, start), (to, stop)),
-                Ok(())
-            );
+            let (starts, (start, stop), lost) = bisected(&planted_at, good, at, width);
+            proptest::prop_assert_eq!(lost, Ok(()));
             // Close, as in a log without them: within the stop span of the
             // slack's edge, so the bad lines cost no extra reading.
             let slack = CLOCK_SLACK_MS / 1000;
@@ -420,15 +431,9 @@ mod tests {
         ) {
             let t = [0, NEXT_CENTURY][kind];
             let planted_at: Vec<(usize, i64)> = (at_line..at_line + run).map(|i| (i, t)).collect();
-            let (f, end, starts, times) = planted(5000, BASE, &planted_at);
             let good = |i: usize| i < at_line || i >= at_line + run;
-            let (from, to) = (BASE + at, BASE + at + width);
-            let start = start_for(f.as_file(), end, from * 1000).unwrap();
-            let stop = end_for(f.as_file(), end, to * 1000).unwrap();
-            proptest::prop_assert_eq!(
-                check_window(&starts, &times, good, (from, start), (to, stop)),
-                Ok(())
-            );
+            let (_, _, lost) = bisected(&planted_at, good, at, width);
+            proptest::prop_assert_eq!(lost, Ok(()));
         }
     }
 

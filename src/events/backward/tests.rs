@@ -66,9 +66,10 @@ fn log_with_block(bytes: &[u8], block: usize) -> (tempfile::NamedTempFile, LogFi
     (f, lf)
 }
 
-/// Every line start of `bytes` (the partial last line's too).
-fn starts(bytes: &[u8]) -> Vec<u64> {
-    std::iter::once(0)
+/// A search from the `at`-th line start of `bytes` (the partial last
+/// line's counts), each way a step can begin there.
+fn every_way_from(bytes: &[u8], at: usize) -> [SearchFrom; 3] {
+    let starts: Vec<u64> = std::iter::once(0)
         .chain(
             bytes
                 .iter()
@@ -77,7 +78,13 @@ fn starts(bytes: &[u8]) -> Vec<u64> {
                 .map(|(i, _)| i as u64 + 1),
         )
         .filter(|&s| (s as usize) < bytes.len())
-        .collect()
+        .collect();
+    let line = starts.get(at % starts.len().max(1)).copied().unwrap_or(0);
+    [
+        SearchFrom::After(line),
+        SearchFrom::Before(line),
+        SearchFrom::ForwardAt(line),
+    ]
 }
 
 proptest! {
@@ -89,10 +96,8 @@ proptest! {
         at in 0usize..200,
     ) {
         let (_f, lf) = log_with_block(&bytes, block);
-        let starts = starts(&bytes);
-        let line = starts.get(at % starts.len().max(1)).copied().unwrap_or(0);
         let n = Needle::new(&needle);
-        for from in [SearchFrom::After(line), SearchFrom::Before(line), SearchFrom::ForwardAt(line)] {
+        for from in every_way_from(&bytes, at) {
             prop_assert_eq!(run(&lf, &n, from, budget), model(&bytes, &needle, from), "{:?}", from);
         }
     }
@@ -109,10 +114,8 @@ proptest! {
         // A match across two pieces of a long line may be missed (such
         // lines are cut for display anyway); what is found must match.
         let (_f, lf) = log_with_block(&bytes, block);
-        let starts = starts(&bytes);
-        let line = starts.get(at % starts.len().max(1)).copied().unwrap_or(0);
         let n = Needle::new(&needle);
-        for from in [SearchFrom::After(line), SearchFrom::Before(line), SearchFrom::ForwardAt(line)] {
+        for from in every_way_from(&bytes, at) {
             if let Some(found) = run(&lf, &n, from, budget) {
                 let all = {
                     let mut v = Vec::new();
