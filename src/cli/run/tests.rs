@@ -1,0 +1,90 @@
+//! `supervise` driving a real command and a real file-store claim, with
+//! the hold's clock moved so that what takes minutes takes seconds.
+
+use super::child::{Argv, Blocked, ChildStatus};
+use super::guard::Guard;
+use super::supervise::{supervise, Ended};
+use crate::claims::{AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome, Root};
+use crate::store::file::FileStore;
+use crate::store::Store;
+use crate::wait::{Clock, Hold};
+use serde_json::Value;
+use std::ffi::OsString;
+use std::sync::mpsc::channel;
+
+/// The wall clock, this many ms ahead.
+struct Ahead(i64);
+
+impl Clock for Ahead {
+    fn now_ms(&self) -> i64 {
+        crate::claims::now_ms() + self.0
+    }
+}
+
+/// `CMD` started under a 60 s claim on `k` in `root`, bound to its guard,
+/// and supervised to its end with the hold's clock `ahead_ms` ahead.
+fn supervised(root: &Root, cmd: &[&str], ahead_ms: i64) -> (Ended, i64) {
+    let store = FileStore::new(root.clone());
+    let command: Vec<OsString> = cmd.iter().map(OsString::from).collect();
+    let argv = Argv::resolve(&command).expect("the command");
+    let blocked = Blocked::spawn(&argv, false).expect("fork");
+    let mut guard = Guard::start(blocked.pid).expect("guard");
+    let opts = AcquireOpts {
+        pid: Some(guard.pid() as u32),
+        ttl_ms: Some(60_000),
+        adopt: Adopt::SameOwner,
+        ..AcquireOpts::default()
+    };
+    let got = store.acquire("k", "h", &opts).expect("acquire");
+    let AcquireOutcome::Acquired { record, .. } = got.outcome else {
+        panic!("not acquired: {:?}", got.outcome);
+    };
+    let first = record.expires_at.expect("a TTL claim");
+    let hold = Hold::new(&store, Ahead(ahead_ms), record, got.tenure, Some(60_000)).expect("hold");
+    let running = blocked.go().expect("exec");
+    // No store watch and no signals: only the hold's own schedule and
+    // the command's end move the loop.
+    let (_tx, rx) = channel();
+    let ended = supervise(running, hold, &rx, &mut guard, "k");
+    guard.disarm();
+    (ended, first)
+}
+
+fn renewals(root: &Root) -> Vec<i64> {
+    let log = std::fs::read_to_string(root.events_file()).unwrap_or_default();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "claim_renewed")
+        .filter_map(|e| e["data"]["expires_at"].as_i64())
+        .collect()
+}
+
+#[test]
+fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    // 39 s ahead, a 60 s claim has a third of its TTL left one second after
+    // each renewal: a renewal a second while the command runs.
+    let (ended, first) = supervised(&root, &["sleep", "3.5"], 39_000);
+    let Ended { outcome, leader } = ended;
+    leader.reap();
+    assert!(outcome.lost.is_none(), "{:?}", outcome.lost);
+    assert!(matches!(outcome.status, ChildStatus::Exited(0)));
+    assert!(
+        matches!(outcome.released, Some(Ok(ReleaseOutcome::Released { .. }))),
+        "{:?}",
+        outcome
+            .released
+            .as_ref()
+            .map(|r| r.as_ref().map(|o| o.as_str()))
+    );
+    let renewed = renewals(&root);
+    eprintln!("renewed to {renewed:?} (first expiry {first})");
+    assert!(renewed.len() >= 2, "renewed {} times", renewed.len());
+    assert!(renewed[0] > first, "the first renewal moved the deadline");
+    assert!(
+        renewed.windows(2).all(|w| w[1] > w[0]),
+        "every renewal moved it on: {renewed:?}"
+    );
+    assert_eq!(outcome.record.expires_at, renewed.last().copied());
+}
