@@ -8,4 +8,5 @@ mod faults;
 mod hostile;
 mod kill;
 mod proptest;
+mod run_handover;
 mod stress;
