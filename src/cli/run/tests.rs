@@ -7,7 +7,7 @@ use super::supervise::{supervise, Ended};
 use crate::claims::{AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome, Root};
 use crate::store::file::FileStore;
 use crate::store::Store;
-use crate::wait::{Clock, Hold};
+use crate::wait::{Clock, Hold, Lost};
 use serde_json::Value;
 use std::ffi::OsString;
 use std::sync::mpsc::channel;
@@ -22,8 +22,14 @@ impl Clock for Ahead {
 }
 
 /// `CMD` started under a 60 s claim on `k` in `root`, bound to its guard,
-/// and supervised to its end with the hold's clock `ahead_ms` ahead.
-fn supervised(root: &Root, cmd: &[&str], ahead_ms: i64) -> (Ended, i64) {
+/// and supervised to its end with the hold's clock `ahead_ms` ahead; what
+/// `meanwhile` returns once the claim is taken is kept until the end.
+fn supervised<T>(
+    root: &Root,
+    cmd: &[&str],
+    ahead_ms: i64,
+    meanwhile: impl FnOnce(&Root) -> T,
+) -> (Ended, i64) {
     let store = FileStore::new(root.clone());
     let command: Vec<OsString> = cmd.iter().map(OsString::from).collect();
     let argv = Argv::resolve(&command).expect("the command");
@@ -41,6 +47,7 @@ fn supervised(root: &Root, cmd: &[&str], ahead_ms: i64) -> (Ended, i64) {
     };
     let first = record.expires_at.expect("a TTL claim");
     let hold = Hold::new(&store, Ahead(ahead_ms), record, got.tenure, Some(60_000)).expect("hold");
+    let _kept = meanwhile(root);
     let running = blocked.go().expect("exec");
     // No store watch and no signals: only the hold's own schedule and
     // the command's end move the loop.
@@ -65,7 +72,7 @@ fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due(
     let root = Root::with_events_here(td.path());
     // 39 s ahead, a 60 s claim has a third of its TTL left one second after
     // each renewal: a renewal a second while the command runs.
-    let (ended, first) = supervised(&root, &["sleep", "3.5"], 39_000);
+    let (ended, first) = supervised(&root, &["sleep", "3.5"], 39_000, |_| ());
     let Ended { outcome, leader } = ended;
     leader.reap();
     assert!(outcome.lost.is_none(), "{:?}", outcome.lost);
@@ -87,4 +94,42 @@ fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due(
         "every renewal moved it on: {renewed:?}"
     );
     assert_eq!(outcome.record.expires_at, renewed.last().copied());
+}
+
+#[test]
+fn supervise_stops_the_group_ahead_of_a_file_claims_ttl_when_no_renewal_lands() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    let started = std::time::Instant::now();
+    // 52 s ahead, the 60 s claim has 8 s left by the hold's clock: SIGTERM
+    // is due a margin (2 s) and a grace (a quarter of 8 s) before that,
+    // at 4 s. Every renewal meets the recovery mutex held here.
+    let (ended, _) = supervised(&root, &["sleep", "30"], 52_000, |root| {
+        let mutex = crate::mutex::recovery_mutex_path(&root.lockfile("k"));
+        crate::mutex::try_lock(&mutex)
+            .expect("mkdir")
+            .expect("the recovery mutex")
+    });
+    let took = started.elapsed();
+    let Ended { outcome, leader } = ended;
+    leader.reap();
+    eprintln!("stopped after {} ms: {:?}", took.as_millis(), outcome.lost);
+    assert!(
+        matches!(outcome.lost, Some(Lost::Unrenewed { .. })),
+        "{:?}",
+        outcome.lost
+    );
+    assert!(matches!(
+        outcome.status,
+        ChildStatus::Signaled(libc::SIGTERM)
+    ));
+    assert!(
+        outcome.released.is_none(),
+        "a claim given up is not released"
+    );
+    assert!(renewals(&root).is_empty(), "no renewal could land");
+    // Bound for a loaded machine (the property: long before the command's
+    // own 30 s, and not before SIGTERM's instant).
+    assert!(took >= std::time::Duration::from_millis(3_500), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
 }
