@@ -9,7 +9,9 @@
 mod common;
 mod etcd_common;
 
-use common::{claimtop, grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox};
+use common::{
+    claimtop, grandchild_writer, slow_member, stamps, until_quiet, wall_ns, Grandchild, Sandbox,
+};
 use etcd_common::{scrape, start_metrics, Etcd, Proxy};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -637,6 +639,68 @@ fn run_over_etcd_stops_cmd_and_exits_4_when_its_claim_is_force_released() {
         String::from_utf8_lossy(&o.stderr).contains("lost the claim on k"),
         "{o:?}"
     );
+}
+
+/// As on a file store: a signal to `run` ends its command's leader at
+/// once, and the lease is kept until the member still cleaning up is gone.
+#[test]
+fn a_signal_to_run_over_etcd_keeps_the_key_until_the_last_process_of_the_group_has_ended() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/runterm");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (log, ready) = (home.path().join("stamps"), home.path().join("ready"));
+    let script = format!("{}; exec sleep 30", slow_member(&log, &ready, 40));
+    let mut holder = over(home.path(), &url)
+        .args([
+            "run", "k", "--holder", "r", "--ttl", "1m", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(home.path().join("err")).expect("stderr file"))
+        .spawn()
+        .expect("spawn run");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !ready.exists() || stamps(&log).is_empty() {
+        assert!(Instant::now() < give_up, "CMD never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _member = Grandchild::of(&ready, &log).expect("the member's pid");
+    await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) };
+    let sent = wall_ns();
+    // Each reading stamped when it was complete.
+    let mut seen = Vec::new();
+    let status = loop {
+        let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+        seen.push((wall_ns(), s["state"].as_str().unwrap_or("?").to_string()));
+        if let Some(st) = holder.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(wall_ns() - sent < 30_000_000_000, "run never ended");
+    };
+    let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(10))
+        .last()
+        .expect("stamps");
+    eprintln!(
+        "the member wrote until {} ms after the signal; {} readings before that",
+        (last - sent) / 1_000_000,
+        seen.iter().filter(|(t, _)| *t < last).count()
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        last > sent + 300_000_000,
+        "the member stopped with its leader"
+    );
+    let early: Vec<_> = seen.iter().filter(|(t, _)| *t < last).collect();
+    assert!(!early.is_empty(), "no reading while the member wrote");
+    assert!(
+        early.iter().all(|(_, st)| st == "live"),
+        "the key read free while the group still ran: {early:?}"
+    );
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
 }
 
 #[test]

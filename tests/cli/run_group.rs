@@ -7,7 +7,7 @@ use super::run::{
     eventually, finish, finish_or, live_pid, run_sh, signal, text, with_default_signals, RunSandbox,
 };
 use crate::common::{
-    grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper,
+    grandchild_writer, slow_member, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper,
 };
 use claimtop::claims::{ClaimState, Root};
 use serde_json::Value;
@@ -16,19 +16,6 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A `sh -c` fragment: a member of CMD's group that appends the wall clock
-/// in ns to `log` every 20 ms and, told SIGTERM, writes `more` times again
-/// (about 25 ms each) before it exits: a slow clean-up. Its pid goes to
-/// `ready`.
-fn slow_member(log: &Path, ready: &Path, more: u32) -> String {
-    format!(
-        "( n=-1; trap 'n={more}' TERM; while [ $n -ne 0 ]; do date +%s%N >> {log}; sleep 0.02; \
-         [ $n -gt 0 ] && n=$((n-1)); done ) & echo $! > {ready}.tmp && mv {ready}.tmp {ready}",
-        log = log.display(),
-        ready = ready.display()
-    )
-}
 
 /// `run` over `s` with stdout and stderr in files: no pipes, which a
 /// member outliving `run` would hold open.
