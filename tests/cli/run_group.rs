@@ -502,3 +502,88 @@ fn killing_run_with_sigkill_stops_the_commands_whole_process_group() {
         "the grandchild wrote {after} ms after run was killed"
     );
 }
+
+/// The one way out of the group: a process that starts a session of its
+/// own (`setsid`, as a daemon does) is no longer CMD's group, and `run`
+/// neither stops it nor waits for it. Run CMD as the first process of a
+/// pid namespace and it cannot get out: when that process ends, the
+/// kernel kills the rest of the namespace before its parent sees it end.
+#[test]
+fn a_command_that_leaves_its_group_with_setsid_escapes_unless_run_in_a_pid_namespace() {
+    let probe = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        crate::common::cannot_run("unshare --pid (root, or CAP_SYS_ADMIN) is needed");
+        return;
+    }
+    let daemon = |log: &Path| {
+        format!(
+            "setsid sh -c 'while :; do date +%s%N >> {}; sleep 0.02; done' & sleep 0.3; exit 0",
+            log.display()
+        )
+    };
+    let s = Sandbox::new();
+    let (open, closed) = (s.file("open"), s.file("closed"));
+    let escaped = daemon(&open);
+    // No pipes: the daemon would hold them open.
+    let quiet = |args: &[&str]| {
+        let st = s
+            .cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run");
+        (st, wall_ns())
+    };
+    let (status, exited) = quiet(&["run", "k", "--holder", "h", "--", "sh", "-c", &escaped]);
+    assert_eq!(status.code(), Some(0));
+    // The escape is real (and stopped here by the test, by its own pid).
+    assert!(
+        eventually(Duration::from_secs(5), || stamps(&open)
+            .last()
+            .is_some_and(|t| *t > exited + 100_000_000)),
+        "the daemon did not outlive run"
+    );
+    stop_writer(&open);
+    let fenced = daemon(&closed);
+    let (status, exited) = quiet(&[
+        "run",
+        "k",
+        "--holder",
+        "h",
+        "--",
+        "unshare",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "sh",
+        "-c",
+        &fenced,
+    ]);
+    assert_eq!(status.code(), Some(0));
+    let last = *until_quiet(&closed, Duration::from_millis(300), Duration::from_secs(5))
+        .last()
+        .expect("the contained daemon wrote");
+    eprintln!(
+        "the contained daemon's last write {} ms before run exited",
+        (exited - last) / 1_000_000
+    );
+    assert!(last < exited, "the contained daemon outlived run");
+}
+
+/// Kill the process whose command line names `log` (a daemon the test
+/// let escape), by its pid.
+fn stop_writer(log: &Path) {
+    let needle = log.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}

@@ -366,13 +366,27 @@ mod tests {
     use std::time::Duration;
 
     /// A process group led by a shell that ignores SIGTERM (so do the
-    /// `sleep`s it starts: an ignored signal stays ignored across exec).
-    fn deaf_group() -> Child {
-        Command::new("sh")
-            .args(["-c", "trap '' TERM; while :; do sleep 0.05; done"])
-            .process_group(0)
-            .spawn()
-            .expect("sh")
+    /// `sleep`s it starts: an ignored signal stays ignored across exec),
+    /// killed whole on drop, so a failing test leaves nothing running.
+    struct Deaf(Child);
+
+    impl Drop for Deaf {
+        fn drop(&mut self) {
+            // SAFETY: kill has no memory preconditions; the leader is our
+            // child and unreaped until `wait` below, so the group id is ours.
+            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+            let _ = self.0.wait();
+        }
+    }
+
+    fn deaf_group() -> Deaf {
+        Deaf(
+            Command::new("sh")
+                .args(["-c", "trap '' TERM; while :; do sleep 0.05; done"])
+                .process_group(0)
+                .spawn()
+                .expect("sh"),
+        )
     }
 
     /// `pid`'s state letter and process group, from /proc.
@@ -401,14 +415,14 @@ mod tests {
     #[test]
     fn the_guard_kills_the_group_at_its_deadline_while_run_says_nothing_and_lives_on() {
         let mut group = deaf_group();
-        let pgid = group.id() as libc::pid_t;
+        let pgid = group.0.id() as libc::pid_t;
         let mut guard = Guard::start(pgid).expect("guard");
         let told = Instant::now();
         // `run` tells the deadline once, then is stopped or blocked: from
         // here on only the guard acts.
         guard.kill_by(Some(told + Duration::from_millis(300)));
         let ended = loop {
-            if let Some(st) = group.try_wait().expect("try_wait") {
+            if let Some(st) = group.0.try_wait().expect("try_wait") {
                 break st;
             }
             // A bound for a loaded machine, not a timing claim: without the
@@ -434,8 +448,8 @@ mod tests {
 
     #[test]
     fn a_guard_whose_run_is_gone_lives_exactly_until_no_process_of_the_group_is_left() {
-        let mut group = deaf_group();
-        let pgid = group.id() as libc::pid_t;
+        let group = deaf_group();
+        let pgid = group.0.id() as libc::pid_t;
         let guard = Guard::start(pgid).expect("guard");
         let guard_pid = guard.pid();
         let mut g = guard;
@@ -470,7 +484,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        let _ = group.wait();
+        drop(group);
         let mut st = 0;
         // SAFETY: the guard is our own child; reap it.
         unsafe { libc::waitpid(guard_pid, &mut st, 0) };
