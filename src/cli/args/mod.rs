@@ -287,8 +287,9 @@ pub enum Command {
         after_help = "Examples:\n  claimtop --store etcd://etcd1:2379/fno fleet\n  claimtop --store etcd://etcd1:2379/fno fleet forget build-7\n  claimtop --store etcd://etcd1:2379/fno fleet --json"
     )]
     Fleet(FleetArgs),
-    /// Acquire KEY, run CMD while holding it, release it when CMD exits
-    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    /// Acquire KEY, run CMD while holding it, release it once no process of
+    /// CMD's process group is left (exit 3 when held by another, 4 when the
+    /// claim is lost while CMD runs)
     #[command(
         after_help = "Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
     )]
