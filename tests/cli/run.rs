@@ -452,8 +452,9 @@ fn run_with_a_ttl_writes_a_ttl_claim_for_the_command() {
 }
 
 /// The renewal schedule is unit-tested with an injected clock
-/// (`wait::tests`); this is the same through the real binary at the
-/// protocol's minimum TTL.
+/// (`wait::tests`), and `supervise` driving it on a file store runs in
+/// seconds with the hold's clock moved ahead (`cli::run::tests`); this is
+/// the same through the real binary at the protocol's minimum TTL.
 #[test]
 #[ignore = "takes 45 s: the minimum TTL is 60 s and the first renewal is due at 40 s"]
 fn run_renews_a_60s_ttl_claim_before_a_third_of_it_is_left() {

@@ -127,10 +127,11 @@ pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
         Ok(Waited::Interrupted) => {
             child.abort();
             return match feed.interrupted_by.unwrap_or(libc::SIGTERM) {
-                // Someone killed the blocked child while we waited.
-                libc::SIGCHLD => {
-                    out.error("the command's process was killed before it could start")
-                }
+                // Someone killed the blocked child, or the guard the claim
+                // would name, while we waited.
+                libc::SIGCHLD => out.error(
+                    "the command's process or its guard was killed before the command could start",
+                ),
                 sig => interrupted_report(out, sig),
             };
         }

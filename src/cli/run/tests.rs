@@ -4,12 +4,12 @@
 use super::child::{Argv, Blocked, ChildStatus};
 use super::guard::Guard;
 use super::supervise::{supervise, Ended};
-use crate::claims::{AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome, Root};
-use crate::store::file::FileStore;
-use crate::store::Store;
+use crate::claims::{AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome};
+use crate::store::{OpenOpts, StoreUrl};
 use crate::wait::{Clock, Hold, Lost};
 use serde_json::Value;
 use std::ffi::OsString;
+use std::path::Path;
 use std::sync::mpsc::channel;
 
 /// The wall clock, this many ms ahead.
@@ -21,16 +21,19 @@ impl Clock for Ahead {
     }
 }
 
-/// `CMD` started under a 60 s claim on `k` in `root`, bound to its guard,
-/// and supervised to its end with the hold's clock `ahead_ms` ahead; what
-/// `meanwhile` returns once the claim is taken is kept until the end.
+/// `CMD` started under a 60 s claim on `k` in the file store at `root`,
+/// bound to its guard, and supervised to its end with the hold's clock
+/// `ahead_ms` ahead; what `meanwhile` returns (given the claim's lockfile)
+/// once the claim is taken is kept until the end.
 fn supervised<T>(
-    root: &Root,
+    root: &Path,
     cmd: &[&str],
     ahead_ms: i64,
-    meanwhile: impl FnOnce(&Root) -> T,
+    meanwhile: impl FnOnce(&Path) -> T,
 ) -> (Ended, i64) {
-    let store = FileStore::new(root.clone());
+    let url = StoreUrl::File(root.to_path_buf());
+    let store = crate::store::open(&url, &OpenOpts::default()).expect("a file store");
+    let store = store.as_ref();
     let command: Vec<OsString> = cmd.iter().map(OsString::from).collect();
     let argv = Argv::resolve(&command).expect("the command");
     let blocked = Blocked::spawn(&argv, false).expect("fork");
@@ -46,8 +49,8 @@ fn supervised<T>(
         panic!("not acquired: {:?}", got.outcome);
     };
     let first = record.expires_at.expect("a TTL claim");
-    let hold = Hold::new(&store, Ahead(ahead_ms), record, got.tenure, Some(60_000)).expect("hold");
-    let _kept = meanwhile(root);
+    let hold = Hold::new(store, Ahead(ahead_ms), record, got.tenure, Some(60_000)).expect("hold");
+    let _kept = meanwhile(&store.locate("k"));
     let running = blocked.go().expect("exec");
     // No store watch and no signals: only the hold's own schedule and
     // the command's end move the loop.
@@ -57,8 +60,8 @@ fn supervised<T>(
     (ended, first)
 }
 
-fn renewals(root: &Root) -> Vec<i64> {
-    let log = std::fs::read_to_string(root.events_file()).unwrap_or_default();
+fn renewals(root: &Path) -> Vec<i64> {
+    let log = std::fs::read_to_string(root.join(".fno/events.jsonl")).unwrap_or_default();
     log.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["type"] == "claim_renewed")
@@ -69,10 +72,10 @@ fn renewals(root: &Root) -> Vec<i64> {
 #[test]
 fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due() {
     let td = tempfile::tempdir().expect("tempdir");
-    let root = Root::with_events_here(td.path());
+    let root = td.path();
     // 39 s ahead, a 60 s claim has a third of its TTL left one second after
     // each renewal: a renewal a second while the command runs.
-    let (ended, first) = supervised(&root, &["sleep", "3.5"], 39_000, |_| ());
+    let (ended, first) = supervised(root, &["sleep", "3.5"], 39_000, |_| ());
     let Ended { outcome, leader } = ended;
     leader.reap();
     assert!(outcome.lost.is_none(), "{:?}", outcome.lost);
@@ -85,9 +88,11 @@ fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due(
             .as_ref()
             .map(|r| r.as_ref().map(|o| o.as_str()))
     );
-    let renewed = renewals(&root);
-    eprintln!("renewed to {renewed:?} (first expiry {first})");
-    assert!(renewed.len() >= 2, "renewed {} times", renewed.len());
+    let renewed = renewals(root);
+    assert!(
+        renewed.len() >= 2,
+        "renewed to {renewed:?} (first expiry {first})"
+    );
     assert!(renewed[0] > first, "the first renewal moved the deadline");
     assert!(
         renewed.windows(2).all(|w| w[1] > w[0]),
@@ -99,13 +104,13 @@ fn supervise_renews_a_ttl_claim_on_a_file_store_each_time_the_hold_finds_it_due(
 #[test]
 fn supervise_stops_the_group_ahead_of_a_file_claims_ttl_when_no_renewal_lands() {
     let td = tempfile::tempdir().expect("tempdir");
-    let root = Root::with_events_here(td.path());
+    let root = td.path();
     let started = std::time::Instant::now();
     // 52 s ahead, the 60 s claim has 8 s left by the hold's clock: SIGTERM
     // is due a margin (2 s) and a grace (a quarter of 8 s) before that,
     // at 4 s. Every renewal meets the recovery mutex held here.
-    let (ended, _) = supervised(&root, &["sleep", "30"], 52_000, |root| {
-        let mutex = crate::mutex::recovery_mutex_path(&root.lockfile("k"));
+    let (ended, _) = supervised(root, &["sleep", "30"], 52_000, |lockfile| {
+        let mutex = crate::mutex::recovery_mutex_path(lockfile);
         crate::mutex::try_lock(&mutex)
             .expect("mkdir")
             .expect("the recovery mutex")
@@ -113,7 +118,6 @@ fn supervise_stops_the_group_ahead_of_a_file_claims_ttl_when_no_renewal_lands() 
     let took = started.elapsed();
     let Ended { outcome, leader } = ended;
     leader.reap();
-    eprintln!("stopped after {} ms: {:?}", took.as_millis(), outcome.lost);
     assert!(
         matches!(outcome.lost, Some(Lost::Unrenewed { .. })),
         "{:?}",
@@ -127,7 +131,7 @@ fn supervise_stops_the_group_ahead_of_a_file_claims_ttl_when_no_renewal_lands() 
         outcome.released.is_none(),
         "a claim given up is not released"
     );
-    assert!(renewals(&root).is_empty(), "no renewal could land");
+    assert!(renewals(root).is_empty(), "no renewal could land");
     // Bound for a loaded machine (the property: long before the command's
     // own 30 s, and not before SIGTERM's instant).
     assert!(took >= std::time::Duration::from_millis(3_500), "{took:?}");
