@@ -15,18 +15,23 @@ use std::io;
 ///
 /// C0 controls (including TAB, CR and LF: a multi-line holder must not break a
 /// table row), DEL, C1 controls (0x80–0x9F: CSI is 0x9B on some terminals),
-/// bidi embeddings/overrides/isolates and marks, and zero-width characters that
-/// make two different keys look identical.
+/// the line and paragraph separators (a row break in disguise, as NEL is),
+/// bidi embeddings/overrides/isolates and marks, and the invisible format
+/// characters (zero-width, the invisible operators, tag characters) that make
+/// two different keys look identical.
 pub fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}'
         | '\u{7f}'..='\u{9f}'
-        | '\u{200b}'..='\u{200f}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{2069}'
         | '\u{061c}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
         | '\u{feff}'
         | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0001}'
+        | '\u{e0020}'..='\u{e007f}'
     )
 }
 
@@ -272,6 +277,31 @@ mod tests {
             sanitize("key\u{202e}gnp.exe\u{200b}\u{2066}"),
             "key\\u{202e}gnp.exe\\u{200b}\\u{2066}"
         );
+    }
+
+    #[test]
+    fn line_separators_tags_and_the_other_invisible_format_characters_are_escaped() {
+        assert_eq!(
+            sanitize("a\u{2028}b\u{2029}c\u{180e}d\u{206a}\u{206f}"),
+            "a\\u{2028}b\\u{2029}c\\u{180e}d\\u{206a}\\u{206f}"
+        );
+        // Tag characters spell ASCII invisibly: "key" and "key" + tags
+        // would read the same.
+        assert_eq!(
+            sanitize("key\u{e0001}\u{e0041}\u{e007f}"),
+            "key\\u{e0001}\\u{e0041}\\u{e007f}"
+        );
+        // Their neighbours stay as they are.
+        for c in [
+            '\u{2027}',
+            '\u{202f}',
+            '\u{2070}',
+            '\u{e0000}',
+            '\u{e0002}',
+            '\u{e0080}',
+        ] {
+            assert!(!is_unsafe(c), "U+{:04X}", c as u32);
+        }
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub mod status;
 pub mod sweep;
 mod sweep_read;
 pub mod verbs;
+#[cfg(test)]
+mod window_tests;
 pub mod words;
 pub mod yaml_cost;
 mod yaml_quote;
@@ -59,8 +61,8 @@ pub use sweep::{
     Hazard, HazardKind, Sweep, SweepItem,
 };
 pub use verbs::{
-    force_release, release, renew, renew_as, status, ForceOpts, ForceOutcome, NoRenew,
-    ReleaseOutcome, RenewOutcome,
+    force_release, release, release_watched, renew, renew_as, status, ForceOpts, ForceOutcome,
+    NoRenew, ReleaseOutcome, RenewOutcome,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

@@ -1,5 +1,5 @@
 //! The help and the documents generated from it: `docs/cli-reference.md`,
-//! the man page and the key tables are the program's own definitions
+//! the man pages and the key tables are the program's own definitions
 //! rendered, and these tests fail when a document and the code differ.
 //! `CLAIMTOP_BLESS=1 cargo test --test cli docs::` rewrites them.
 
@@ -20,6 +20,9 @@ fn blessing() -> bool {
 fn whole_file_is(rel: &str, want: &str) {
     let path = repo(rel);
     if blessing() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
         std::fs::write(&path, want).unwrap();
         return;
     }
@@ -63,20 +66,93 @@ fn the_cli_reference_is_the_programs_own_help() {
         assert!(want.contains(&format!("## {sub}\n")), "{sub} missing");
     }
     // The reference documents the whole surface, the etcd store included,
-    // whichever build generates it.
+    // whichever build generates it, and says which parts need that build.
     assert!(want.contains("--etcd-cacert"));
+    assert!(want.contains("as the build with the etcd store"));
+    for flag in ["--etcd-cacert", "--timeout", "--host"] {
+        let at = want
+            .find(&format!("      {flag} "))
+            .unwrap_or_else(|| panic!("{flag} missing"));
+        let entry = want[at..].split("\n\n").next().unwrap_or_default();
+        assert!(entry.ends_with(reference::ETCD_ONLY), "{entry}");
+    }
+    assert!(!help(&["list", "--help"]).contains(reference::ETCD_ONLY));
     whole_file_is("docs/cli-reference.md", &want);
 }
 
+/// Every man page, as (file name, roff text): `claimtop.1` and one per
+/// subcommand.
+fn man_pages() -> Vec<(String, String)> {
+    reference::man_commands()
+        .into_iter()
+        .map(|cmd| {
+            let man = clap_mangen::Man::new(cmd);
+            let mut page = Vec::new();
+            man.render(&mut page).unwrap();
+            (man.get_filename(), String::from_utf8(page).unwrap())
+        })
+        .collect()
+}
+
 #[test]
-fn the_man_page_is_generated_from_the_same_definition() {
-    let mut page = Vec::new();
-    clap_mangen::Man::new(reference::documented_command())
-        .render(&mut page)
-        .unwrap();
-    let page = String::from_utf8(page).unwrap();
-    assert!(page.starts_with(".ie \\n(.g .ds Aq") || page.contains(".TH claimtop"));
-    whole_file_is("assets/claimtop.1", &page);
+fn every_man_page_a_page_names_is_generated_and_shipped() {
+    let pages = man_pages();
+    let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[0], "claimtop.1");
+    for want in [
+        "claimtop-run.1",
+        "claimtop-list.1",
+        "claimtop-fleet-forget.1",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("help")), "{names:?}");
+    // A page names another as `claimtop\-run(1)`: each must be one of ours.
+    for (name, page) in &pages {
+        for mention in page.split("claimtop\\-").skip(1) {
+            let Some((sub, _)) = mention.split_once("(1)") else {
+                continue;
+            };
+            if sub.contains(char::is_whitespace) {
+                continue;
+            }
+            let file = format!("claimtop-{}.1", sub.replace("\\-", "-"));
+            assert!(
+                names.contains(&file.as_str()),
+                "{name} names {file}, not shipped"
+            );
+        }
+    }
+    let main = &pages[0].1;
+    assert!(main.contains(".SH \"ETCD STORE OPTIONS\""));
+    assert!(main.contains("This page shows the build with the etcd store"));
+    assert!(main.contains("(etcd build only)"));
+    assert!(
+        main.contains("4 the claim was lost"),
+        "exit status 4 is not in claimtop(1)"
+    );
+    let run = &pages.iter().find(|(n, _)| n == "claimtop-run.1").unwrap().1;
+    assert!(
+        run.contains("\\-\\-holder") && run.contains("60s–24h"),
+        "{run}"
+    );
+
+    let dir = repo("assets/man");
+    for (name, page) in &pages {
+        whole_file_is(&format!("assets/man/{name}"), page);
+    }
+    // No page is left behind for a subcommand that is gone.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if names.contains(&file.as_str()) {
+            continue;
+        }
+        if blessing() {
+            std::fs::remove_file(dir.join(&file)).unwrap();
+        } else {
+            panic!("assets/man/{file} is not generated from the command line; bless to remove it");
+        }
+    }
 }
 
 #[test]
@@ -162,4 +238,75 @@ fn the_etcd_flags_are_offered_only_by_a_build_that_has_the_etcd_store() {
         "{text}"
     );
     assert_eq!(text.contains("etcd store options:"), cfg!(feature = "etcd"));
+}
+
+#[test]
+fn the_help_states_exit_status_4_and_the_ttl_range() {
+    for flag in ["-h", "--help"] {
+        let top = help(&[flag]);
+        assert!(top.contains("4 the claim was lost"), "{top}");
+        assert!(top.contains("60s–24h"), "{top}");
+    }
+    for sub in ["acquire", "renew", "run"] {
+        let text = help(&[sub, "--help"]);
+        let ttl = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("--ttl"))
+            .take(2)
+            .collect::<String>();
+        assert!(ttl.contains("60s to 24h"), "{sub}: {ttl}");
+        assert!(text.contains("Exit status:"), "{sub}: {text}");
+    }
+    assert!(help(&["run", "--help"]).contains("4 the claim was lost while CMD ran"));
+}
+
+#[test]
+fn the_metrics_table_names_every_metric_the_exporter_serves() {
+    use claimtop::metrics::{EventCounts, Exporter, HostLabel, HostUp, Snapshot};
+    // A family shows in a page only once it has a series: one root, one
+    // event, one publishing host give every family one.
+    let exporter = Exporter::new();
+    let host = HostLabel {
+        hostname: "alpha".into(),
+        host_id: "m1".into(),
+    };
+    let root = Snapshot {
+        root: None,
+        host: None,
+        counts: Default::default(),
+        oldest_s: Default::default(),
+        hazards: Default::default(),
+        store_up: true,
+    };
+    let mut events = EventCounts::default();
+    events.add(Some("claim_acquired"));
+    exporter.update(&[root], &[&events]);
+    exporter.update_hosts(&[HostUp {
+        host,
+        online: true,
+        roots: vec![("/srv/a".into(), true)],
+    }]);
+    let page = exporter.render().unwrap();
+    let table = std::fs::read_to_string(repo("docs/cli.md")).unwrap();
+    let mut names = Vec::new();
+    for line in page.lines() {
+        let Some(rest) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        // A counter's samples, and so its name in a query, end in _total.
+        let shown = match kind {
+            "counter" => format!("{name}_total"),
+            _ => name.to_string(),
+        };
+        assert!(
+            table.contains(&format!("| `{shown}` | {kind} |")),
+            "docs/cli.md's metrics table has no row for {shown} ({kind})"
+        );
+        names.push(shown);
+    }
+    assert!(names.len() >= 9, "{names:?}");
 }

@@ -3,10 +3,14 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[cfg(feature = "etcd")]
+#[path = "../etcd_common/mod.rs"]
+mod etcd_common;
 
 mod asof;
 mod commands;
 mod config;
+mod doc_lines;
 mod docs;
 mod events_window;
 mod list_golden;

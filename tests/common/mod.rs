@@ -10,6 +10,7 @@
 //! other and stale recovery would never run.
 #![allow(dead_code)]
 
+pub mod terminal;
 pub mod tmux;
 
 use claimtop::claims::root::RootProblem;

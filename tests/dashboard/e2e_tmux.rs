@@ -3,6 +3,8 @@
 //! `capture-pane`. Every wait polls the screen up to a deadline; no sleep is
 //! ever the assertion.
 
+mod force;
+
 use crate::common::tmux::Tmux;
 use crate::common::Sleeper;
 use std::path::{Path, PathBuf};
@@ -110,84 +112,6 @@ fn shell_quote(p: &Path) -> String {
 }
 
 #[test]
-fn dashboard_follows_claims_force_releases_a_corrupted_one_and_quits_cleanly() {
-    let td = tempfile::TempDir::new().unwrap();
-    let root = td.path();
-    let broken = claimtop::claims::claim_path(root, "dispatch:broken");
-    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
-    std::fs::write(&broken, b"holder: [this is not\n\x00 a claim").unwrap();
-
-    let Some(tmux) = dashboard_over(root) else {
-        return;
-    };
-    tmux.wait_for("the dashboard with the corrupted claim", PATIENCE, |s| {
-        row_reads(s, "dispatch:broken", "corrupted")
-    });
-
-    // Another process claims a key, bound to a pid we control.
-    let mut holder = Sleeper::spawn();
-    let pid = holder.pid().to_string();
-    let out = claimtop(
-        root,
-        &[
-            "acquire",
-            "e2e:held",
-            "--holder",
-            "e2e:other-process",
-            "--pid",
-            &pid,
-            "--reason",
-            "held by another process",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "acquire failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    tmux.wait_for("the other process's claim to show as live", PATIENCE, |s| {
-        row_reads(s, "e2e:held", "live")
-    });
-
-    holder.kill();
-    tmux.wait_for("the killed holder's claim to turn stale", PATIENCE, |s| {
-        row_reads(s, "e2e:held", "stale")
-    });
-
-    // Corrupted sorts first by default; go to the top and force-release it.
-    tmux.keys(&["g"]);
-    tmux.keys(&["F"]);
-    tmux.wait_for("the force-release confirmation", PATIENCE, |s| {
-        s.contains("y force-release")
-    });
-    confirm_force_release(&tmux);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(root).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let archived = expired_files(root);
-    assert_eq!(archived.len(), 1, "archived: {archived:?}");
-    let name = archived[0].file_name().unwrap().to_string_lossy();
-    assert!(
-        name.starts_with("dispatch%3Abroken."),
-        "archived the wrong claim: {name}"
-    );
-    assert!(!broken.exists(), "the corrupted lockfile is still in place");
-    assert!(
-        claimtop::claims::claim_path(root, "e2e:held").exists(),
-        "the stale claim was archived too"
-    );
-    tmux.wait_for(
-        "the force-release event in the events pane",
-        PATIENCE,
-        |s| event_shown(s, "claim_force_released", "dispatch:broken"),
-    );
-
-    tmux.keys(&["q"]);
-    assert_clean_exit(&tmux);
-}
-
-#[test]
 fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
     let td = tempfile::TempDir::new().unwrap();
     let Some(tmux) = dashboard_over(td.path()) else {
@@ -233,11 +157,6 @@ fn assert_clean_exit(tmux: &Tmux) {
         "1",
         "the cursor was left hidden"
     );
-}
-
-/// The confirm dialog for a corrupted claim (not Live, so no typed key).
-fn confirm_force_release(tmux: &Tmux) {
-    tmux.keys(&["y"]);
 }
 
 #[test]
@@ -286,14 +205,28 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
         row_reads(s, "e2e:mine", "live")
     });
 
-    // Too small: a force-release key does nothing unseen.
+    // Too small: the keys that would force-release our own live claim (F,
+    // the key typed in full, Enter) do nothing unseen. `?` works here, so
+    // the help showing says every key before it was read.
     tmux.run(&["resize-window", "-t", "e2e", "-x", "40", "-y", "10"]);
     tmux.wait_for("the too-small message", PATIENCE, |s| {
         s.contains("terminal too small")
     });
-    tmux.keys(&["F", "y"]);
-    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys(&["F"]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
+    tmux.keys(&["Enter", "?"]);
+    tmux.wait_for("the help, over the small screen", PATIENCE, |s| {
+        s.contains("? closes")
+    });
     assert!(lockfile.exists(), "a key acted on the too-small screen");
+    assert!(
+        expired_files(root).is_empty(),
+        "archived from the too-small screen"
+    );
+    tmux.keys(&["?"]);
+    tmux.wait_for("the too-small message again", PATIENCE, |s| {
+        s.contains("terminal too small")
+    });
     let (cols, rows) = (COLS.to_string(), ROWS.to_string());
     tmux.run(&["resize-window", "-t", "e2e", "-x", &cols, "-y", &rows]);
     tmux.wait_for("the table again", PATIENCE, |s| {
@@ -430,90 +363,6 @@ fn the_events_search_counts_its_matches_and_n_and_capital_n_wrap_at_the_ends() {
     assert_clean_exit(&tmux);
 }
 
-/// With several roots a row reads `SYMBOL STATE ROOT KEY …`.
-fn row_in_root_reads(screen: &str, root: &str, key: &str, state: &str) -> bool {
-    screen.lines().any(|line| {
-        let table = line.split('│').next().unwrap_or("");
-        let mut words = table.trim_start_matches(['▶', ' ']).split_whitespace();
-        let _symbol = words.next();
-        words.next() == Some(state) && words.next() == Some(root) && words.next() == Some(key)
-    })
-}
-
-#[test]
-fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b() {
-    let td = tempfile::TempDir::new().unwrap();
-    let (a, b) = (td.path().join("alpha"), td.path().join("beta"));
-    for r in [&a, &b] {
-        std::fs::create_dir_all(r).unwrap();
-    }
-    // The same key held in A by a live process: F must not touch it.
-    let live = Sleeper::spawn();
-    let live_pid = live.pid().to_string();
-    let take = |root: &Path, pid: &str| {
-        let out = claimtop(
-            root,
-            &[
-                "acquire",
-                "e2e:shared",
-                "--holder",
-                "e2e:other",
-                "--pid",
-                pid,
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "acquire failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    take(&a, &live_pid);
-
-    let Some(tmux) = dashboard_over_roots(&[&a, &b]) else {
-        return;
-    };
-    tmux.wait_for("A's claim with A's label", PATIENCE, |s| {
-        row_in_root_reads(s, "alpha", "e2e:shared", "live")
-    });
-
-    // Another process claims the same key in B, then dies.
-    let mut holder = Sleeper::spawn();
-    take(&b, &holder.pid().to_string());
-    tmux.wait_for("B's claim with B's label", PATIENCE, |s| {
-        row_in_root_reads(s, "beta", "e2e:shared", "live")
-    });
-    holder.kill();
-    tmux.wait_for("B's claim to turn stale", PATIENCE, |s| {
-        row_in_root_reads(s, "beta", "e2e:shared", "stale")
-    });
-
-    // Stale sorts before live: B's row is the first; force-release it.
-    tmux.keys(&["g"]);
-    tmux.keys(&["F"]);
-    tmux.wait_for("the force-release confirmation naming B", PATIENCE, |s| {
-        s.contains("y force-release") && s.contains("beta —")
-    });
-    confirm_force_release(&tmux);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(&b).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let archived = expired_files(&b);
-    assert_eq!(archived.len(), 1, "archived in B: {archived:?}");
-    assert!(expired_files(&a).is_empty(), "something was archived in A");
-    assert!(claimtop::claims::claim_path(&a, "e2e:shared").exists());
-    assert!(!claimtop::claims::claim_path(&b, "e2e:shared").exists());
-    tmux.wait_for("B's row to go while A's stays", PATIENCE, |s| {
-        !row_in_root_reads(s, "beta", "e2e:shared", "stale")
-            && row_in_root_reads(s, "alpha", "e2e:shared", "live")
-    });
-
-    tmux.keys(&["q"]);
-    assert_clean_exit(&tmux);
-    drop(live);
-}
-
 #[test]
 fn the_dashboard_opens_with_the_filter_and_sort_the_settings_file_names() {
     let td = tempfile::TempDir::new().unwrap();
@@ -579,86 +428,4 @@ fn the_dashboard_opens_with_the_filter_and_sort_the_settings_file_names() {
     tmux.keys(&["q"]);
     assert_clean_exit(&tmux);
     drop(live);
-}
-
-#[test]
-fn marked_stale_claims_are_force_released_together_and_the_command_line_sorts() {
-    let td = tempfile::TempDir::new().unwrap();
-    let root = td.path();
-    let dead = crate::common::dead_pid().to_string();
-    for key in ["e2e:one", "e2e:two", "e2e:kept"] {
-        let out = claimtop(
-            root,
-            &["acquire", key, "--holder", "e2e:gone", "--pid", &dead],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let Some(tmux) = dashboard_over(root) else {
-        return;
-    };
-    tmux.wait_for("three stale claims", PATIENCE, |s| {
-        ["e2e:one", "e2e:two", "e2e:kept"]
-            .iter()
-            .all(|k| row_reads(s, k, "stale"))
-    });
-    // Sorted by key, reversed: two, one, kept.
-    tmux.keys(&[":"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "sort key rev"]);
-    tmux.keys(&["Enter"]);
-    let sorted = tmux.wait_for("the rows sorted by key, reversed", PATIENCE, |s| {
-        s.contains("key ▼")
-    });
-    let order: Vec<&str> = sorted
-        .lines()
-        .map(|l| l.split('│').next().unwrap_or(""))
-        .filter(|table| table.contains("✖ stale"))
-        .filter_map(|table| {
-            ["e2e:two", "e2e:one", "e2e:kept"]
-                .into_iter()
-                .find(|k| table.contains(k))
-        })
-        .collect();
-    assert_eq!(order, ["e2e:two", "e2e:one", "e2e:kept"], "{sorted}");
-
-    // The first two rows marked (space moves down), then F once.
-    tmux.keys(&["g", "Space", "Space"]);
-    tmux.wait_for("two rows marked", PATIENCE, |s| s.contains("2 marked"));
-    tmux.keys(&["F"]);
-    let asked = tmux.wait_for("the bulk question", PATIENCE, |s| {
-        s.contains("y force-release 2 claims")
-    });
-    assert!(asked.contains("Force-release 2 marked claims"), "{asked}");
-    tmux.keys(&["y"]);
-    let deadline = Instant::now() + PATIENCE;
-    while expired_files(root).len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut archived: Vec<String> = expired_files(root)
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    archived.sort();
-    assert_eq!(archived.len(), 2, "{archived:?}");
-    assert!(archived[0].starts_with("e2e%3Aone.") && archived[1].starts_with("e2e%3Atwo."));
-    assert!(claimtop::claims::claim_path(root, "e2e:kept").exists());
-    tmux.wait_for("only the unmarked claim left", PATIENCE, |s| {
-        row_reads(s, "e2e:kept", "stale") && !row_reads(s, "e2e:one", "stale")
-    });
-    // Each claim's answer is a message of its own.
-    tmux.keys(&["m"]);
-    let messages = tmux.wait_for("the messages", PATIENCE, |s| s.contains("messages ("));
-    assert!(
-        messages.contains("e2e:one") && messages.contains("e2e:two"),
-        "{messages}"
-    );
-    tmux.keys(&["Escape"]);
-    tmux.wait_for("the messages closed", PATIENCE, |s| {
-        !s.contains("messages (")
-    });
-    tmux.keys(&["q"]);
-    assert_clean_exit(&tmux);
 }

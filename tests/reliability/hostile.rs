@@ -1,26 +1,22 @@
-//! Hostile input: text that attacks the operator's terminal, and files
-//! planted to make claimtop write, rename or delete outside the claims dir,
-//! or hang.
-//!
-//! The terminal tests run the real `claimtop` binary in text mode over a
-//! root full of hostile holders, reasons, keys, metadata, file names and
-//! event fields, and assert that no control or invisible character reaches
-//! stdout or stderr raw.
+//! Hostile text: holders, reasons, keys, metadata, file names and event
+//! fields written to attack the operator's terminal. The tests run the real
+//! `claimtop` binary in text mode over a root full of them and judge every
+//! byte of stdout and stderr with an independent list of what a terminal
+//! must never receive raw (`common::terminal`). Files planted to make
+//! claimtop act outside the claims dir, or hang, are in `files`.
 
+mod files;
+
+use crate::common::terminal::{forbidden, raw_on_terminal};
 use crate::common::*;
 use claimtop::claims::mutex::backdate;
-use claimtop::claims::verbs::recovery_mutex_path;
-use claimtop::claims::{
-    acquire, doctor, doctor_fix, force_release, release, sweep, AcquireOpts, AcquireOutcome,
-    ClaimError, ClaimRecord, ClaimState, ForceOpts, ForceOutcome, ReleaseOutcome, Root,
-};
-use claimtop::events::emit::{append_event, envelope, events_mutex_path};
+use claimtop::claims::{acquire, AcquireOpts, AcquireOutcome, ClaimRecord, Root};
+use claimtop::events::emit::{append_event, envelope};
 use serde_json::{json, Map};
-use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
 
@@ -42,25 +38,18 @@ const NASTY: &[&str] = &[
     "zero\u{200b}width\u{200d}joiner", // zero-width
     "bom\u{feff}",                     // BOM / ZWNBSP
     "\u{0}nul",                        // NUL
+    // One of each of the rest of the forbidden set.
+    "c0\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{b}\u{c}\u{e}\u{f}\u{10}\u{1a}\u{1c}\u{1f}",
+    "c1\u{80}\u{84}\u{86}\u{8d}\u{90}\u{9c}\u{9d}\u{9e}\u{9f}",
+    "bidi\u{61c}\u{200e}\u{200f}\u{202a}\u{202b}\u{202c}\u{202d}\u{2067}\u{2068}",
+    "invisible\u{200c}\u{2060}\u{2061}\u{2062}\u{2063}\u{2064}\u{2065}\u{180e}\u{206a}\u{206f}",
+    "annotation\u{fff9}\u{fffa}\u{fffb}",
+    "line\u{2028}separator\u{2029}paragraph",
+    "tag\u{e0001}\u{e0041}\u{e007f}",
 ];
 
 fn nasty(i: usize) -> String {
     format!("h{i}-{}", NASTY[i % NASTY.len()])
-}
-
-/// What a terminal must never receive raw. `\n` ends lines of our own
-/// output; everything else in the unsafe set must come out escaped.
-fn raw_controls(out: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(out);
-    let mut bad = Vec::new();
-    for (n, line) in text.split('\n').enumerate() {
-        for c in line.chars() {
-            if claimtop::sanitize::is_unsafe(c) {
-                bad.push(format!("line {n}: U+{:04X} in {:?}", c as u32, line));
-            }
-        }
-    }
-    bad
 }
 
 fn hostile_root() -> (tempfile::TempDir, Root, Vec<String>) {
@@ -141,8 +130,8 @@ fn hostile_root() -> (tempfile::TempDir, Root, Vec<String>) {
     (td, root, keys)
 }
 
-fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
-    let child = spawn_retrying(
+fn spawn_cli(root: &Path, args: &[&str]) -> Child {
+    spawn_retrying(
         Command::new(BIN)
             .arg("--root")
             .arg(root)
@@ -154,7 +143,11 @@ fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// Wait for a spawned `claimtop` and take what it wrote.
+fn finish_cli(child: Child, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
     // Drain the pipes while waiting (a big output would otherwise block the
     // child on a full pipe), under a watchdog: a hang is the failure here.
     let pid = child.id() as i32;
@@ -162,7 +155,7 @@ fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    let out = match rx.recv_timeout(Duration::from_secs(30)) {
+    let out: Output = match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(out) => out.unwrap(),
         Err(_) => {
             // SAFETY: kill(2) on the child we spawned.
@@ -171,6 +164,10 @@ fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
         }
     };
     (out.stdout, out.stderr, out.status.code())
+}
+
+pub(super) fn run_cli(root: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, Option<i32>) {
+    finish_cli(spawn_cli(root, args), args)
 }
 
 #[test]
@@ -223,7 +220,7 @@ fn no_control_or_invisible_character_reaches_the_terminal_from_any_text_command(
         );
         bytes_checked += out.len() + err.len();
         for (stream, bytes) in [("stdout", &out), ("stderr", &err)] {
-            for b in raw_controls(bytes) {
+            for b in raw_on_terminal(bytes) {
                 failures.push(format!("claimtop {a:?} {stream}: {b}"));
             }
         }
@@ -242,276 +239,6 @@ fn no_control_or_invisible_character_reaches_the_terminal_from_any_text_command(
         text.contains("\\e[2J") || text.contains("\\x1b[2J"),
         "{text}"
     );
-}
-
-/// Everything under `dir`: path → (kind, length, mtime, contents).
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (String, u64, i64, Vec<u8>)> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let md = std::fs::symlink_metadata(&d).unwrap();
-        let kind = format!("{:?}", md.file_type());
-        let body = if md.is_file() {
-            std::fs::read(&d).unwrap()
-        } else {
-            Vec::new()
-        };
-        out.insert(
-            d.clone(),
-            (
-                kind,
-                md.len(),
-                md.mtime_nsec() + md.mtime() * 1_000_000_000,
-                body,
-            ),
-        );
-        if md.is_dir() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                stack.push(e.unwrap().path());
-            }
-        }
-    }
-    out
-}
-
-/// A directory outside the claims root, full of things worth protecting.
-fn outside() -> tempfile::TempDir {
-    let o = tempdir();
-    std::fs::write(o.path().join("owner"), b"precious").unwrap();
-    std::fs::write(o.path().join("k.lock"), dead_claim("k")).unwrap();
-    std::fs::create_dir(o.path().join("sub")).unwrap();
-    std::fs::write(o.path().join("sub/data"), b"more").unwrap();
-    o
-}
-
-fn dead_claim(key: &str) -> String {
-    ClaimRecord {
-        schema_version: 1,
-        key: key.into(),
-        holder: "gone".into(),
-        acquired_at: 1_700_000_000_000,
-        pid: dead_pid(),
-        host: claimtop::claims::liveness::hostname(),
-        expires_at: None,
-        reason: None,
-        harness: None,
-        machine_id: Some(claimtop::claims::liveness::machine_id()).filter(|m| !m.is_empty()),
-        metadata: Map::new(),
-    }
-    .to_yaml()
-    .unwrap()
-}
-
-/// The stage of a filesystem-trick test: an outside dir and its snapshot,
-/// and a root whose claims dir exists.
-struct Stage {
-    outside: tempfile::TempDir,
-    before: BTreeMap<PathBuf, (String, u64, i64, Vec<u8>)>,
-    _td: tempfile::TempDir,
-    root: Root,
-}
-
-impl Stage {
-    fn new() -> Stage {
-        let outside = outside();
-        let before = snapshot(outside.path());
-        let td = tempdir();
-        let root = root_in(td.path());
-        std::fs::create_dir_all(root.claims_dir()).unwrap();
-        Stage {
-            outside,
-            before,
-            _td: td,
-            root,
-        }
-    }
-
-    fn out(&self) -> &Path {
-        self.outside.path()
-    }
-
-    fn assert_outside_untouched(&self) {
-        assert_eq!(
-            snapshot(self.outside.path()),
-            self.before,
-            "something outside the root changed"
-        );
-    }
-}
-
-/// Every verb that writes, renames or deletes, against `key`, plus the
-/// CLI's doctor --fix.
-fn hammer(root: &Root, key: &str) {
-    let _ = acquire(root, key, "attacker-target", &AcquireOpts::default());
-    let _ = release(root, key, "gone");
-    let _ = release(root, key, "attacker-target");
-    let _ = force_release(
-        root,
-        key,
-        &ForceOpts {
-            allow_live: true,
-            ..ForceOpts::default()
-        },
-    );
-    let _ = doctor_fix(root);
-    let (_, err, code) = run_cli(&root.root, &["doctor", "--fix"]);
-    assert_ne!(
-        code,
-        Some(101),
-        "doctor --fix panicked: {}",
-        String::from_utf8_lossy(&err)
-    );
-}
-
-#[test]
-fn a_symlink_planted_as_a_lockfile_is_never_written_through_or_followed() {
-    let st = Stage::new();
-    let (root, o) = (&st.root, st.out());
-    std::os::unix::fs::symlink(o.join("k.lock"), root.lockfile("k")).unwrap();
-    // The link points at a stale-looking claim: following it would make
-    // acquire "recover" it by renaming and writing.
-    match acquire(root, "k", "me", &AcquireOpts::default()) {
-        Err(ClaimError::Corrupted { reason, .. }) => {
-            assert!(reason.contains("symlink"), "{reason}")
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        release(root, "k", "gone").unwrap(),
-        ReleaseOutcome::CorruptedLeft { .. }
-    ));
-    assert_eq!(sweep(root).counts.corrupted, 1);
-    hammer(root, "k");
-    st.assert_outside_untouched();
-}
-
-#[test]
-fn a_symlink_planted_as_the_archive_dir_never_moves_a_claim_outside() {
-    let st = Stage::new();
-    let (root, o) = (&st.root, st.out());
-    std::os::unix::fs::symlink(o, root.claims_dir().join(".expired")).unwrap();
-    std::fs::write(root.lockfile("k"), dead_claim("k")).unwrap();
-    // Stale recovery and force-release both archive: both must refuse.
-    match acquire(root, "k", "me", &AcquireOpts::default()) {
-        Err(e) => assert!(e.to_string().contains("not a real directory"), "{e}"),
-        other => panic!("{other:?}"),
-    }
-    match force_release(root, "k", &ForceOpts::default()) {
-        Err(e) => assert!(e.to_string().contains("not a real directory"), "{e}"),
-        other => panic!("{other:?}"),
-    }
-    assert!(root.lockfile("k").exists(), "the claim was moved away");
-    hammer(root, "k");
-    st.assert_outside_untouched();
-}
-
-#[test]
-fn a_symlink_planted_as_a_mutex_dir_never_leads_outside_even_once_stolen() {
-    let st = Stage::new();
-    let (root, o) = (&st.root, st.out());
-    std::fs::write(root.lockfile("k"), dead_claim("k")).unwrap();
-    let m = recovery_mutex_path(&root.lockfile("k"));
-    std::os::unix::fs::symlink(o, &m).unwrap();
-    let log = root.events_file();
-    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    let em = events_mutex_path(&log);
-    std::os::unix::fs::symlink(o.join("sub"), &em).unwrap();
-    // Aged past the steal rule, they are stolen as corpses: the links are
-    // renamed and unlinked, their targets never entered.
-    backdate(&m, 600).unwrap();
-    backdate(&em, 600).unwrap();
-    let kinds: Vec<_> = doctor(root).into_iter().map(|h| h.path).collect();
-    assert!(kinds.contains(&m) && kinds.contains(&em), "{kinds:?}");
-    match acquire(root, "k", "me", &AcquireOpts::default()) {
-        Ok(AcquireOutcome::Acquired { .. }) => {}
-        other => panic!("{other:?}"),
-    }
-    assert!(std::fs::symlink_metadata(&m).is_err());
-    hammer(root, "k");
-    // Planted again, for doctor --fix alone.
-    std::os::unix::fs::symlink(o, &m).unwrap();
-    backdate(&m, 600).unwrap();
-    let (_, _, code) = run_cli(&root.root, &["doctor", "--fix"]);
-    assert!(code.is_some());
-    assert!(std::fs::symlink_metadata(&m).is_err());
-    st.assert_outside_untouched();
-}
-
-#[test]
-fn litter_planted_as_symlinks_is_unlinked_by_doctor_fix_never_followed() {
-    let st = Stage::new();
-    let (root, o) = (&st.root, st.out());
-    let cdir = root.claims_dir();
-    for (name, target) in [
-        (".claim-tmp-1-2-3", o.join("owner")),
-        ("k.lock.tmp.1.2", o.join("k.lock")),
-        ("k.lock.recovery.d.reap.1.2", o.to_path_buf()),
-    ] {
-        std::os::unix::fs::symlink(target, cdir.join(name)).unwrap();
-        backdate(&cdir.join(name), 600).unwrap();
-    }
-    let fixes = doctor_fix(root);
-    assert!(fixes.iter().all(|f| f.fixed), "{fixes:?}");
-    assert!(litter(&cdir).is_empty(), "{:?}", litter(&cdir));
-    st.assert_outside_untouched();
-}
-
-fn mkfifo(p: &Path) {
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: c is a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-}
-
-#[test]
-fn a_lockfile_that_is_a_directory_a_fifo_or_a_link_to_a_fifo_never_hangs_anything() {
-    let td = tempdir();
-    let root = root_in(td.path());
-    let cdir = root.claims_dir();
-    std::fs::create_dir_all(&cdir).unwrap();
-    std::fs::create_dir(root.lockfile("dir")).unwrap();
-    std::fs::write(root.lockfile("dir").join("inner"), b"x").unwrap();
-    mkfifo(&root.lockfile("fifo"));
-    mkfifo(&td.path().join("elsewhere-fifo"));
-    std::os::unix::fs::symlink(td.path().join("elsewhere-fifo"), root.lockfile("linkfifo"))
-        .unwrap();
-    let s = sweep(&root);
-    assert_eq!(s.counts.corrupted, 3, "{:?}", s.claims);
-    assert!(s.claims.iter().all(|c| c.state == ClaimState::Corrupted));
-    for key in ["dir", "fifo", "linkfifo"] {
-        assert!(matches!(
-            acquire(&root, key, "me", &AcquireOpts::default()),
-            Err(ClaimError::Corrupted { .. })
-        ));
-        assert!(matches!(
-            release(&root, key, "me"),
-            Ok(ReleaseOutcome::CorruptedLeft { .. })
-        ));
-    }
-    // The CLI too, every reading command, bounded by run_cli's watchdog.
-    for args in [
-        &["list"][..],
-        &["doctor"],
-        &["status", "fifo"],
-        &["status", "dir"],
-    ] {
-        let (_, err, code) = run_cli(td.path(), args);
-        assert_ne!(
-            code,
-            Some(101),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&err)
-        );
-    }
-    // An operator can clear each of them: archived, never deleted.
-    for key in ["dir", "fifo", "linkfifo"] {
-        assert!(matches!(
-            force_release(&root, key, &ForceOpts::default()),
-            Ok(ForceOutcome::Archived { .. })
-        ));
-    }
-    assert!(td.path().join("elsewhere-fifo").exists());
-    assert_eq!(sweep(&root).claims.len(), 0);
 }
 
 #[test]
@@ -539,10 +266,280 @@ fn a_hostile_events_log_never_hangs_or_panics_the_events_command() {
     ] {
         let (out, err, code) = run_cli(td.path(), args);
         assert_eq!(code, Some(0), "{args:?}: {}", String::from_utf8_lossy(&err));
-        assert!(raw_controls(&out).is_empty() || args.contains(&"--json"));
+        assert!(raw_on_terminal(&out).is_empty() || args.contains(&"--json"));
         assert!(
             String::from_utf8_lossy(&out).contains("claim_acquired"),
             "{args:?}"
         );
     }
+}
+
+/// Every hostile string but the NUL (argv cannot carry one), end to end.
+fn all_nasty() -> String {
+    NASTY
+        .iter()
+        .filter(|n| !n.contains('\0'))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// A short key with one character of each kind a key's file name can take
+/// (the encoded name must fit in 240 bytes).
+fn nasty_key(prefix: &str) -> String {
+    format!("{prefix}\u{1b}]0;t\u{7}\u{85}\u{9b}\u{202e}\u{2028}\u{200d}\u{feff}\u{e0041}\t")
+}
+
+/// Judge one command's streams; the findings, each naming the command.
+fn judged(args: &[&str], out: &[u8], err: &[u8]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (stream, bytes) in [("stdout", out), ("stderr", err)] {
+        for b in raw_on_terminal(bytes) {
+            bad.push(format!("claimtop {args:?} {stream}: {b}"));
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_waiting_line_of_acquire_and_of_run_shows_a_hostile_holder_escaped() {
+    let td = tempdir();
+    let root = root_in(td.path());
+    let now = claimtop::claims::now_ms();
+    let key = nasty_key("wait");
+    // Held under a TTL by a holder on another host: certainly held, so
+    // both commands wait, and say for whom.
+    plant(
+        &root,
+        &ClaimRecord {
+            schema_version: 1,
+            key: key.clone(),
+            holder: all_nasty(),
+            acquired_at: now,
+            pid: 1,
+            host: format!("host{}", all_nasty()),
+            expires_at: Some(now + 3_600_000),
+            reason: Some(all_nasty()),
+            harness: Some(all_nasty()),
+            machine_id: Some(all_nasty()),
+            metadata: Map::new(),
+        },
+    );
+    let holder = nasty(7);
+    let mut failures = Vec::new();
+    for args in [
+        vec!["acquire", &key, "--holder", &holder, "--wait=1"],
+        vec![
+            "run", &key, "--holder", &holder, "--reason", &holder, "--wait=1", "--", "true",
+        ],
+    ] {
+        let (out, err, code) = run_cli(td.path(), &args);
+        let text = String::from_utf8_lossy(&err);
+        assert_eq!(code, Some(3), "{args:?}: {text}");
+        assert!(text.contains("waiting for wait\\e]0;t"), "{args:?}: {text}");
+        assert!(text.contains("held by \\e[2J"), "{args:?}: {text}");
+        failures.extend(judged(&args, &out, &err));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `run` holding `key` over a command that marks its start and sleeps;
+/// once it has started, `replace` rewrites the lockfile under it. The loss
+/// line, judged, and `run`'s exit status.
+fn lose_a_run(td: &Path, key: &str, replace: impl FnOnce(&Path)) -> (Vec<String>, String) {
+    let root = root_in(td);
+    let started = td.join("started");
+    let holder = nasty(3);
+    let mark = started.to_str().unwrap();
+    let args = [
+        "run",
+        key,
+        "--holder",
+        &holder,
+        "--reason",
+        NASTY[1],
+        "--",
+        "sh",
+        "-c",
+        "touch \"$0\"; exec sleep 30",
+        mark,
+    ];
+    let child = spawn_cli(td, &args);
+    let t = Instant::now();
+    while !started.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "CMD never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    replace(&root.lockfile(key));
+    let (out, err, code) = finish_cli(child, &args);
+    let text = String::from_utf8_lossy(&err).into_owned();
+    assert_eq!(code, Some(4), "{text}");
+    assert!(text.contains("lost the claim on lose"), "{text}");
+    (judged(&args, &out, &err), text)
+}
+
+/// Put `bytes` in place of `lockfile` in one rename, as a writer would.
+fn swap_in(lockfile: &Path, bytes: &[u8]) {
+    let tmp = lockfile.with_extension("swap");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, lockfile).unwrap();
+}
+
+#[test]
+fn the_loss_line_of_run_shows_a_hostile_new_holder_and_hostile_bytes_escaped() {
+    let mut failures = Vec::new();
+    // Replaced by another holder's claim.
+    let td = tempdir();
+    let key = nasty_key("lose");
+    let (bad, text) = lose_a_run(td.path(), &key, |lockfile| {
+        let rec = ClaimRecord {
+            schema_version: 1,
+            key: key.clone(),
+            holder: all_nasty(),
+            acquired_at: claimtop::claims::now_ms(),
+            pid: std::process::id() as i32,
+            host: claimtop::claims::hostname(),
+            expires_at: None,
+            reason: None,
+            harness: None,
+            machine_id: None,
+            metadata: Map::new(),
+        };
+        swap_in(lockfile, rec.to_yaml().unwrap().as_bytes());
+    });
+    assert!(text.contains("now held by \\e[2J"), "{text}");
+    failures.extend(bad);
+    // Overwritten with bytes that are no claim at all.
+    let td = tempdir();
+    let (bad, text) = lose_a_run(td.path(), &key, |lockfile| {
+        swap_in(
+            lockfile,
+            b"holder: \x1b]0;owned\x07\x9b2J\xe2\x80\xae [\x1b[31m\n\x85: {",
+        );
+    });
+    assert!(text.contains("overwritten"), "{text}");
+    failures.extend(bad);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_oracle_forbids_each_promised_kind_of_character_and_allows_ordinary_text() {
+    for c in [
+        '\u{0}',
+        '\u{7}',
+        '\u{8}',
+        '\t',
+        '\r',
+        '\u{1b}',
+        '\u{1f}',
+        '\u{7f}',
+        '\u{80}',
+        '\u{85}',
+        '\u{9b}',
+        '\u{9c}',
+        '\u{9d}',
+        '\u{9f}',
+        '\u{61c}',
+        '\u{180e}',
+        '\u{200b}',
+        '\u{200c}',
+        '\u{200d}',
+        '\u{200e}',
+        '\u{200f}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{202a}',
+        '\u{202e}',
+        '\u{2060}',
+        '\u{2064}',
+        '\u{2065}',
+        '\u{2066}',
+        '\u{2069}',
+        '\u{206a}',
+        '\u{206f}',
+        '\u{feff}',
+        '\u{fff9}',
+        '\u{fffa}',
+        '\u{fffb}',
+        '\u{e0001}',
+        '\u{e0020}',
+        '\u{e0041}',
+        '\u{e007f}',
+    ] {
+        assert!(forbidden(c), "U+{:04X} allowed", c as u32);
+    }
+    for c in [
+        '\n',
+        ' ',
+        '~',
+        'a',
+        '\\',
+        '\u{a0}',
+        '\u{e9}',
+        '\u{5f}',
+        '\u{8d70}',
+        '\u{1f600}',
+        '\u{200a}',
+        '\u{2010}',
+        '\u{2027}',
+        '\u{202f}',
+        '\u{205f}',
+        '\u{2070}',
+        '\u{fff8}',
+        '\u{fffc}',
+        '\u{fffd}',
+        '\u{e0000}',
+        '\u{e0002}',
+        '\u{e0080}',
+    ] {
+        assert!(!forbidden(c), "U+{:04X} forbidden", c as u32);
+    }
+    // Its size, counted by hand from its ranges: 31 C0 (all but LF), DEL,
+    // 32 C1, U+061C, U+180E, 5 at U+200B, 2 separators, 5 bidi at U+202A,
+    // 16 at U+2060, the BOM, 3 annotation controls, 97 tags.
+    let n = (0..=0x10FFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| forbidden(*c))
+        .count();
+    assert_eq!(n, 31 + 1 + 32 + 1 + 1 + 5 + 2 + 5 + 16 + 1 + 3 + 97);
+}
+
+#[test]
+fn the_oracle_finds_raw_characters_and_bytes_that_are_not_utf8_on_their_line() {
+    assert!(raw_on_terminal(b"plain \\e[2J escaped\n\xe2\x9c\x93 ok\n").is_empty());
+    let found = raw_on_terminal(b"ok\nfine \xff\n\x1b[2J \xc2\x85\n\x9b");
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(found[0].starts_with("line 1: byte 0xff"), "{found:?}");
+    assert!(found[1].starts_with("line 2: U+001B"), "{found:?}");
+    assert!(found[2].starts_with("line 2: U+0085"), "{found:?}");
+    assert!(found[3].starts_with("line 3: byte 0x9b"), "{found:?}");
+}
+
+#[test]
+fn every_character_the_oracle_forbids_comes_out_of_every_sanitizer_escaped() {
+    use claimtop::sanitize::{guard, guard_lines, sanitize, sanitize_bytes, TerminalText};
+    use std::io::Write as _;
+    let mut missed = Vec::new();
+    for c in (0..=0x10FFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| forbidden(*c))
+    {
+        let s = format!("a{c}b");
+        let mut tt = TerminalText::new(Vec::new(), true);
+        tt.write_all(s.as_bytes()).unwrap();
+        tt.flush().unwrap();
+        let through: [(&str, Vec<u8>); 5] = [
+            ("sanitize", sanitize(&s).as_bytes().to_vec()),
+            ("sanitize_bytes", sanitize_bytes(s.as_bytes()).into_bytes()),
+            ("guard", guard(&s).as_bytes().to_vec()),
+            ("guard_lines", guard_lines(&s).as_bytes().to_vec()),
+            ("TerminalText", tt.raw().clone()),
+        ];
+        for (name, out) in through {
+            if !raw_on_terminal(&out).is_empty() || out == s.as_bytes() {
+                missed.push(format!("{name} let U+{:04X} through", c as u32));
+            }
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
 }

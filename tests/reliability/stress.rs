@@ -8,13 +8,15 @@
 //! of each key must not overlap, nothing may have failed, and every lockfile
 //! left behind must parse.
 
+mod judge;
+
 use crate::common::*;
 use claimtop::claims::{
     self, acquire, force_release, read_claim_file, release, renew, sweep, AcquireKind, AcquireOpts,
     AcquireOutcome, ForceOpts, ForceOutcome, RenewOutcome, Root,
 };
+use judge::{analyse, Report};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -380,140 +382,6 @@ fn operator() {
         }
         std::thread::sleep(Duration::from_micros(2000 + rng.below(6000)));
     }
-}
-
-#[derive(Debug, Default)]
-struct Report {
-    tenures: usize,
-    reclaimed: usize,
-    deaths: usize,
-    lost_to_operator: usize,
-    force_released: usize,
-    renewals: usize,
-    held_by_other: usize,
-    errors: usize,
-    violations: Vec<String>,
-}
-
-/// Rebuild every tenure from the markers and check them.
-fn analyse(text: &str) -> Report {
-    #[derive(Default, Clone)]
-    struct T {
-        start: u64,
-        end: Option<u64>,
-        lost: bool,
-        forced_at: Option<u64>,
-    }
-    let mut r = Report::default();
-    let mut ts: HashMap<(String, String, u64), T> = HashMap::new();
-    let mut forced: Vec<((String, String, u64), u64)> = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let id = |f: &[&str]| {
-            (
-                f[1].to_string(),
-                f[2].to_string(),
-                f[3].parse::<u64>().unwrap(),
-            )
-        };
-        let t = |f: &[&str]| f[4].parse::<u64>().unwrap();
-        match f[0] {
-            "S" => {
-                r.tenures += 1;
-                if f[5] == "reclaimed" {
-                    r.reclaimed += 1;
-                }
-                let prev = ts.insert(
-                    id(&f),
-                    T {
-                        start: t(&f),
-                        ..T::default()
-                    },
-                );
-                if prev.is_some() {
-                    r.violations.push(format!("tenure recorded twice: {line}"));
-                }
-            }
-            "E" | "L" | "D" => match ts.get_mut(&id(&f)) {
-                Some(x) => {
-                    x.end = Some(t(&f));
-                    x.lost = f[0] == "L";
-                    if f[0] == "D" {
-                        r.deaths += 1;
-                    }
-                }
-                None => r.violations.push(format!("end without start: {line}")),
-            },
-            "F" => forced.push((id(&f), t(&f))),
-            "R" => r.renewals += 1,
-            "H" => r.held_by_other += 1,
-            "X" => {
-                r.errors += 1;
-                r.violations.push(format!("error: {line}"));
-            }
-            _ => r.violations.push(format!("unreadable marker: {line:?}")),
-        }
-    }
-    r.force_released = forced.len();
-    for (id, t0) in forced {
-        match ts.get_mut(&id) {
-            Some(x) => x.forced_at = Some(t0),
-            None => r
-                .violations
-                .push(format!("force-released an unknown tenure {id:?}")),
-        }
-    }
-    let mut by_key: HashMap<String, Vec<(u64, u64, String)>> = HashMap::new();
-    for ((key, holder, round), x) in &ts {
-        if x.lost {
-            if x.forced_at.is_none() {
-                r.violations.push(format!(
-                    "{holder} lost {key} (round {round}) without any force-release"
-                ));
-                continue;
-            }
-            r.lost_to_operator += 1;
-        }
-        // The operator's archive happened after it noted t0, so a tenure it
-        // ended is certainly held only up to t0. If t0 came before the start
-        // marker (the archive may have hit while acquire was still emitting
-        // its event), no instant of the recorded window is certainly held.
-        if x.forced_at.is_some_and(|f| f <= x.start) {
-            continue;
-        }
-        let end = match (x.end, x.forced_at) {
-            (Some(e), Some(f)) => e.min(f),
-            (Some(e), None) => e,
-            (None, Some(f)) => f,
-            (None, None) => {
-                r.violations
-                    .push(format!("{holder} round {round} on {key} never ended"));
-                continue;
-            }
-        };
-        by_key
-            .entry(key.clone())
-            .or_default()
-            .push((x.start, end, format!("{holder}#{round}")));
-    }
-    for (key, mut v) in by_key {
-        v.sort();
-        let mut max_end: Option<(u64, String)> = None;
-        for (start, end, who) in v {
-            if let Some((me, prev)) = &max_end {
-                if start < *me {
-                    r.violations.push(format!(
-                        "{key}: {who} started {} ns before {prev} ended",
-                        me - start
-                    ));
-                }
-            }
-            if max_end.as_ref().is_none_or(|(me, _)| end > *me) {
-                max_end = Some((end, who));
-            }
-        }
-    }
-    r
 }
 
 fn spawn_worker(plan: &Plan, dir: &Path, slot: u64, gen: u64, start: u64) -> Child {

@@ -22,9 +22,11 @@ use std::path::PathBuf;
     about = "Watch and operate fno work claims (YAML lockfiles under .fno/claims)",
     long_about = "Watch and operate fno work claims (YAML lockfiles under .fno/claims).\n\n\
         Without a subcommand, opens the interactive dashboard.\n\n\
-        ROOT is --root, else $FNO_CLAIMS_ROOT, else $HOME (empty counts as unset).\n\
-        Exit status: 0 done, 1 error, 2 usage error, 3 declined (held by another,\n\
-        nothing renewed, force-release refused, hazards found)."
+        ROOT is --root, else $FNO_CLAIMS_ROOT, else $HOME (empty counts as unset).",
+    after_help = "Exit status: 0 done, 1 error, 2 usage error, 3 declined (held by another,\n\
+        nothing renewed, force-release refused, hazards found), 4 the claim was lost\n\
+        while run's command ran (otherwise run exits with its command's status).\n\
+        A TTL (--ttl DUR: 1h, 30m, 3600s or bare seconds) lies within 60s–24h."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -219,7 +221,10 @@ pub enum Command {
     },
     /// Acquire KEY for HOLDER (exit 3 when another holder has it)
     #[command(
-        after_help = "Examples:\n  claimtop acquire dispatch:pr-12 --holder codex:w3 --ttl 30m --reason review\n  claimtop acquire node:gpu --holder codex:w3 --wait=10m\n  claimtop acquire build:cache --holder ci:7 --pid $$ --metadata '{\"job\": 7}'"
+        after_help = "Exit status: 0 acquired, 1 error (a TTL outside 60s–24h among them: nothing\n\
+            is written), 2 usage error, 3 held by another (with --wait: still held when\n\
+            DUR ran out).\n\n\
+            Examples:\n  claimtop acquire dispatch:pr-12 --holder codex:w3 --ttl 30m --reason review\n  claimtop acquire node:gpu --holder codex:w3 --wait=10m\n  claimtop acquire build:cache --holder ci:7 --pid $$ --metadata '{\"job\": 7}'"
     )]
     Acquire(AcquireArgs),
     /// Release HOLDER's claim on KEY (exit 0 also when there was nothing to release)
@@ -233,9 +238,12 @@ pub enum Command {
         #[arg(long, value_name = "H")]
         holder: String,
     },
-    /// Reset a live TTL claim's deadline to now + DUR (exit 3 when nothing was renewed)
+    /// Reset an unexpired TTL claim's deadline to now + DUR (exit 3 when nothing was renewed)
     #[command(
-        after_help = "Examples:\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m --operator ops:alice"
+        after_help = "Exit status: 0 renewed, 1 error (a TTL outside 60s–24h among them), 2 usage\n\
+            error, 3 nothing renewed (not HOLDER's claim, no TTL, or its deadline has\n\
+            passed: acquire it again).\n\n\
+            Examples:\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m\n  claimtop renew dispatch:pr-12 --holder codex:w3 --ttl 30m --operator ops:alice"
     )]
     Renew {
         /// The claim key
@@ -243,7 +251,7 @@ pub enum Command {
         /// Renew only if this holder holds it
         #[arg(long, value_name = "H")]
         holder: String,
-        /// 1h, 30m, 3600s, or bare seconds
+        /// The new deadline, counted from now: 1h, 30m, 3600s, or bare seconds; 60s to 24h
         #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
         ttl: i64,
         /// Renewing on the holder's behalf: who did it, recorded in the claim_renewed event
@@ -291,7 +299,11 @@ pub enum Command {
     /// CMD's process group is left (exit 3 when held by another, 4 when the
     /// claim is lost while CMD runs)
     #[command(
-        after_help = "Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
+        after_help = "Exit status: CMD's own (128+N when signal N ended it); 1 an error before CMD\n\
+            ran (a TTL outside 60s–24h among them); 2 usage error; 3 held by another\n\
+            (CMD never ran); 4 the claim was lost while CMD ran (force-released,\n\
+            replaced, or a renewal refused), and CMD was stopped.\n\n\
+            Examples:\n  claimtop run node:gpu --holder codex:w3 -- make train\n  claimtop run deploy:prod --holder ci:1234 --ttl 10m --wait=5m -- ./deploy.sh\n  claimtop --store etcd://127.0.0.1:2379 run node:gpu --holder w3 --ttl 1m -- make train"
     )]
     Run(RunArgs),
     /// Show the settings the dashboard and events read (config.toml)
@@ -336,7 +348,7 @@ pub struct AcquireArgs {
     /// Who claims it (e.g. pty:worker-1)
     #[arg(long, value_name = "H")]
     pub holder: String,
-    /// TTL claim: 1h, 30m, 3600s, or bare seconds (default: a PID-bound claim)
+    /// TTL claim: 1h, 30m, 3600s, or bare seconds; 60s to 24h (default: a PID-bound claim)
     #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
     pub ttl: Option<i64>,
     /// The pid the claim is bound to [default: the process that ran claimtop]
@@ -561,7 +573,8 @@ pub struct RunArgs {
     /// Who claims it (e.g. pty:worker-1)
     #[arg(long, value_name = "H")]
     pub holder: String,
-    /// Also bound the claim by a TTL, renewed while CMD runs: 1h, 30m, 3600s, or bare seconds
+    /// Also bound the claim by a TTL, renewed while CMD runs: 1h, 30m, 3600s, or bare
+    /// seconds; 60s to 24h
     #[arg(long, value_name = "DUR", value_parser = parse_dur, allow_hyphen_values = true)]
     pub ttl: Option<i64>,
     /// While another holder has KEY, wait for it: up to DUR, else forever (exit 3 when DUR passes)
