@@ -47,19 +47,24 @@ pub const EXIT_LOST: u8 = 4;
 /// whose default would end `run` without a word and that a process (not
 /// the kernel, about `run` itself) would send to a job is here, so that
 /// none ends `run` while CMD's group runs on.
-pub const FORWARDED: [i32; 11] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
-    libc::SIGIO,
-    libc::SIGPWR,
-];
+pub fn forwarded() -> Vec<i32> {
+    #[allow(unused_mut)]
+    let mut sigs = vec![
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGIO,
+    ];
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    sigs.push(libc::SIGPWR);
+    sigs
+}
 
 pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
@@ -76,7 +81,7 @@ pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
         Ok(started) => started,
         Err(code) => return code,
     };
-    let mut signals = FORWARDED.to_vec();
+    let mut signals = forwarded();
     signals.push(libc::SIGCHLD);
     let mut feed = match Feed::start(store, &a.key, &signals) {
         Ok(f) => f,
