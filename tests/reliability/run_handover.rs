@@ -117,20 +117,22 @@ fn group_runs(pgid: i32) -> bool {
     })
 }
 
-/// Sample group `pgid` every 2 ms until it is gone; the last instant (wall
-/// ns) it was seen running.
+/// Sample group `pgid` every 2 ms until it is gone; the latest instant
+/// (wall ns) by which it was seen running.
 fn watch_group(pgid: i32) -> (Arc<AtomicI64>, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
     let last = Arc::new(AtomicI64::new(wall_ns()));
     let done = Arc::new(AtomicBool::new(false));
     let thread = {
         let (last, done) = (Arc::clone(&last), Arc::clone(&done));
         std::thread::spawn(move || loop {
-            let before = wall_ns();
             if !group_runs(pgid) {
                 done.store(true, Ordering::SeqCst);
                 return;
             }
-            last.store(before.max(last.load(Ordering::SeqCst)), Ordering::SeqCst);
+            // The scan's end: the group ran at some instant of the scan, so
+            // this never places its end too early.
+            let seen = wall_ns();
+            last.store(seen.max(last.load(Ordering::SeqCst)), Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(2));
         })
     };
