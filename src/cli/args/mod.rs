@@ -296,8 +296,9 @@ pub enum Command {
         after_help = "Examples:\n  claimtop --store etcd://etcd1:2379/fno fleet\n  claimtop --store etcd://etcd1:2379/fno fleet forget build-7\n  claimtop --store etcd://etcd1:2379/fno fleet --json"
     )]
     Fleet(FleetArgs),
-    /// Acquire KEY, run CMD while holding it, release it when CMD exits
-    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    /// Acquire KEY, run CMD while holding it, release it once no process of
+    /// CMD's process group is left (exit 3 when held by another, 4 when the
+    /// claim is lost while CMD runs)
     #[command(
         after_help = "Exit status: CMD's own (128+N when signal N ended it); 1 an error before CMD\n\
             ran (a TTL outside 60s–24h among them); 2 usage error; 3 held by another\n\
