@@ -408,6 +408,41 @@ fn the_settings_file_names_a_rebinding_it_cannot_use() {
 }
 
 #[test]
+fn a_rebinding_that_shadows_a_key_is_a_usage_error_naming_both_in_config_print_and_at_start() {
+    use claimtop::cli::config::parse;
+    let e = parse("[dashboard.keys]\nforce-release = \"q\"\n").expect_err("refused");
+    assert!(
+        e.starts_with("dashboard.keys.force-release: q is quit's key"),
+        "{e}"
+    );
+    let e = parse("[dashboard.keys]\nrelease = \"t\"\n").expect_err("refused");
+    assert_eq!(e, "dashboard.keys.release: t is already bound to timeline");
+
+    // The real binary: `config --print`, and the dashboard itself, refuse
+    // it before the terminal is taken.
+    let td = tempfile::tempdir().expect("tempdir");
+    let file = td.path().join("config.toml");
+    std::fs::write(&file, "[dashboard.keys]\nforce-release = \"q\"\n").expect("write");
+    let bin = env!("CARGO_BIN_EXE_claimtop");
+    for args in [&["config", "--print"][..], &["--root", "."][..]] {
+        let out = std::process::Command::new(bin)
+            .arg("--config")
+            .arg(&file)
+            .args(args)
+            .current_dir(td.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("claimtop runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("force-release") && err.contains("quit"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn the_settings_refresh_is_whole_seconds_from_one_to_sixty() {
     use claimtop::cli::config::parse;
     let s = parse("[dashboard]\nrefresh = \"2s\"\n").expect("valid");
