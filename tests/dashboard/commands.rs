@@ -16,14 +16,17 @@ fn run(app: &mut claimtop::dashboard::testing::App, line: &str) {
 }
 
 fn prompt_error(app: &claimtop::dashboard::testing::App) -> Option<String> {
-    app.prompt.as_ref().and_then(|p| p.error.clone())
+    app.modes.prompt().and_then(|p| p.error.clone())
 }
 
 #[test]
 fn sort_and_filter_typed_do_what_their_keys_do_and_the_line_closes() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "sort age rev");
-    assert!(app.prompt.is_none(), "a command that ran closes the line");
+    assert!(
+        app.modes.prompt().is_none(),
+        "a command that ran closes the line"
+    );
     assert_eq!(app.table.sort.column, Column::Age);
     assert!(app.table.sort.reverse);
     run(&mut app, "filter state:stale");
@@ -40,7 +43,7 @@ fn a_refused_line_stays_open_and_says_why() {
     assert!(why.contains("no command \"sortt\""), "{why}");
     assert!(render(&app).contains("no command"), "the footer says it");
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.prompt.is_none());
+    assert!(app.modes.prompt().is_none());
 
     run(&mut app, "sort colour");
     let why = prompt_error(&app).expect("an error");
@@ -63,7 +66,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     type_text(&mut app, "tim");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(
-        app.prompt.as_ref().map(|p| p.input.value()),
+        app.modes.prompt().map(|p| p.input.value()),
         Some("timeline ")
     );
 
@@ -71,7 +74,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     update(&mut app, key(':'));
     type_text(&mut app, "re");
     update(&mut app, code(KeyCode::Tab));
-    let p = app.prompt.as_ref().expect("open");
+    let p = app.modes.prompt().expect("open");
     assert_eq!(p.input.value(), "re");
     assert!(
         p.offers.iter().any(|o| o == "release") && p.offers.iter().any(|o| o == "renew"),
@@ -86,7 +89,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     type_text(&mut app, "release db:");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(
-        app.prompt.as_ref().map(|p| p.input.value()),
+        app.modes.prompt().map(|p| p.input.value()),
         Some("release db:migrate ")
     );
 }
@@ -102,7 +105,7 @@ fn a_verb_with_a_key_acts_on_that_claim_as_its_key_would() {
     );
     run(&mut app, "force-release node:beta");
     assert!(
-        matches!(app.overlays.dialog, Some(Dialog::ForceRelease(ref f)) if f.key == "node:beta")
+        matches!(app.modes.dialog(), Some(Dialog::ForceRelease(ref f)) if f.key == "node:beta")
     );
     update(&mut app, code(KeyCode::Esc));
     run(&mut app, "release no-such-key");
@@ -117,7 +120,7 @@ fn goto_browses_the_events_log_from_a_time() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "goto 1h");
     assert_eq!(app.focus, Pane::Events);
-    assert!(app.events.browse.active);
+    assert!(app.modes.browsing());
     let asked = asked_log();
     assert!(
         asked.iter().any(
@@ -164,8 +167,8 @@ fn space_marks_rows_and_f_force_releases_them_all_after_one_question() {
     assert!(render(&app).contains('✓'), "marked rows carry a mark");
 
     update(&mut app, key('F'));
-    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
-        panic!("{:?}", app.overlays.dialog)
+    let Some(Dialog::Bulk(c)) = app.modes.dialog() else {
+        panic!("{:?}", app.modes.dialog())
     };
     assert_eq!(c.items.len(), 2);
     assert!(!c.needs_typed_count(), "both are stale: y is enough");
@@ -223,8 +226,8 @@ fn r_over_marks_releases_your_own_and_says_which_it_leaves() {
         update(&mut app, key(' '));
     }
     update(&mut app, key('r'));
-    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
-        panic!("{:?}", app.overlays.dialog)
+    let Some(Dialog::Bulk(c)) = app.modes.dialog() else {
+        panic!("{:?}", app.modes.dialog())
     };
     assert_eq!(c.items.len(), 1);
     assert_eq!(c.skipped[0].0, "build:web");
@@ -241,7 +244,7 @@ fn messages_keep_every_line_said_and_m_shows_them_in_full() {
     update(&mut app, key('y'));
     assert!(app.messages.len() >= 2, "{:?}", app.messages);
     update(&mut app, key('m'));
-    assert_eq!(app.overlays.open, Some(Overlay::Messages));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Messages));
     let screen = render(&app);
     assert!(screen.contains("messages ("), "{screen}");
     assert!(
@@ -249,7 +252,7 @@ fn messages_keep_every_line_said_and_m_shows_them_in_full() {
         "{screen}"
     );
     update(&mut app, key('m'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
 }
 
 #[test]
@@ -326,7 +329,7 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
             trouble: None,
         })),
     );
-    assert!(app.asof.as_ref().is_some_and(|v| v.rows.is_none()));
+    assert!(app.modes.asof().is_some_and(|v| v.rows.is_none()));
     update(
         &mut app,
         Action::Log(Box::new(Reply::AsOf {
@@ -336,8 +339,8 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
         })),
     );
     let keys: Vec<&str> = app
-        .asof
-        .as_ref()
+        .modes
+        .asof()
         .and_then(|v| v.rows.as_ref())
         .map(|r| r.iter().map(|h| h.key.as_str()).collect())
         .unwrap_or_default();
@@ -352,10 +355,10 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
 
     // Nothing acts on the past; G goes back to now.
     update(&mut app, key('F'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(ops().is_empty());
     update(&mut app, key('G'));
-    assert!(app.asof.is_none());
+    assert!(app.modes.asof().is_none());
     assert!(!render(&app).contains("as of"));
 }
 
@@ -363,14 +366,15 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
 fn a_on_the_timeline_shows_the_table_as_of_its_cursor() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('t'));
-    assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Timeline));
     let cursor = app.timeline.cursor;
     update(&mut app, key('A'));
     assert_eq!(
-        app.overlays.open, None,
+        app.modes.overlay(),
+        None,
         "the timeline gives way to the table"
     );
-    assert_eq!(app.asof.as_ref().map(|v| v.at), Some(cursor));
+    assert_eq!(app.modes.asof().map(|v| v.at), Some(cursor));
 }
 
 #[test]

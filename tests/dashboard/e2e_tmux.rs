@@ -4,6 +4,7 @@
 //! ever the assertion.
 
 mod force;
+mod modes;
 
 use crate::common::tmux::Tmux;
 use crate::common::Sleeper;

@@ -59,7 +59,8 @@ pub fn shared_with_timeline(cmd: Cmd) -> bool {
     )
 }
 
-/// Is `ev` Ctrl-C? It quits from anywhere, dialogs and text inputs included.
+/// Is `ev` Ctrl-C? Wherever the operator is (dialogs and text inputs
+/// included), it asks to quit as `q` does, and twice quits.
 pub fn is_interrupt(ev: &KeyEvent) -> bool {
     Key::Ctrl('c').matches(ev)
 }

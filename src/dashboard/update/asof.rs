@@ -1,22 +1,28 @@
 //! The "as of" view's transitions: asking the events service for the log
-//! around an instant, taking the answer in, moving in it, going back.
+//! around an instant, taking the answer in, moving in it, going back. It
+//! is a layer ([`Layer::AsOf`]): wherever the focus is, `G` and Esc return
+//! to now, and no verb acts on a claim while the table shows the past.
 
 use super::effects::Effects;
+use super::modes::Handled;
+use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::asof::AsOf;
-use crate::dashboard::model::{App, Level, Overlay};
+use crate::dashboard::model::{App, Layer, Level, Overlay};
 use crate::events::service::{Reply, Request, Which};
 
 /// Show the table as of `at`: the log around it is asked for (every
 /// root's, over several roots), and the table says so until it comes.
 pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
-    app.asof = Some(AsOf {
+    // One instant at a time; it takes the timeline's place when asked there.
+    app.modes.remove(|l| matches!(l, Layer::AsOf(_)));
+    if app.modes.overlay() == Some(Overlay::Timeline) {
+        app.modes.close_overlay();
+    }
+    app.modes.push(Layer::AsOf(AsOf {
         at,
         rows: None,
         selected: 0,
-    });
-    if app.overlays.open == Some(Overlay::Timeline) {
-        app.overlays.open = None;
-    }
+    }));
     // One root (or a store no host publishes into): the log the service
     // serves. Several roots: each root's own log; a fleet: the store's and
     // every root a host mirrors. The service reads them beside the one it
@@ -52,13 +58,17 @@ pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
 
 /// Back to the claims as they are now.
 pub fn close(app: &mut App) -> bool {
-    app.asof.take().is_some()
+    let closed = app.modes.remove(|l| matches!(l, Layer::AsOf(_))).is_some();
+    if closed {
+        app.say(Level::Info, "back to now: the claims as they are");
+    }
+    closed
 }
 
 /// A reply of the events service: the answer for the instant this view
 /// shows fills it (an earlier instant's, asked before, does not).
 pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
-    let Some(v) = app.asof.as_mut() else {
+    let Some(v) = app.modes.asof_mut() else {
         return false;
     };
     match reply {
@@ -76,7 +86,7 @@ pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
 
 /// j/k and the page keys move among the rows shown as of then.
 pub fn move_by(app: &mut App, delta: isize) -> bool {
-    let Some(v) = app.asof.as_mut() else {
+    let Some(v) = app.modes.asof_mut() else {
         return false;
     };
     let n = v.rows.as_ref().map_or(0, Vec::len);
@@ -85,4 +95,51 @@ pub fn move_by(app: &mut App, delta: isize) -> bool {
         .saturating_add(delta)
         .clamp(0, n.saturating_sub(1) as isize) as usize;
     v.selected != before
+}
+
+/// A command while the table shows the past: G and Esc return to now
+/// wherever the focus is, the table's motions move in the rows of then,
+/// and the rest passes to the layers and panes below.
+pub(super) fn command(app: &mut App, cmd: Cmd) -> Handled {
+    let page = super::rows::page(app) as isize;
+    let table = app.focus == Pane::Table;
+    Handled::Done(match cmd {
+        Cmd::Bottom | Cmd::Close => close(app),
+        Cmd::Up if table => move_by(app, -1),
+        Cmd::Down if table => move_by(app, 1),
+        Cmd::PageUp if table => move_by(app, -page),
+        Cmd::PageDown if table => move_by(app, page),
+        Cmd::Top if table => move_by(app, isize::MIN / 2),
+        _ => return Handled::Pass,
+    })
+}
+
+/// Why `cmd` does nothing while the table shows `v`'s instant: every verb
+/// on a claim (and the keys that pick claims) would act on the claims of
+/// now, unseen under the rows of then. Typed (`:release KEY`) or pressed,
+/// in any pane, it is refused with the way back.
+pub(super) fn refuses(app: &App, v: &AsOf, cmd: Cmd) -> Option<String> {
+    let table_key = matches!(cmd, Cmd::Filter | Cmd::SortNext | Cmd::SortReverse);
+    let on_claims = matches!(
+        cmd,
+        Cmd::Acquire
+            | Cmd::Mark
+            | Cmd::MarkAll
+            | Cmd::Release
+            | Cmd::Renew
+            | Cmd::ForceRelease
+            | Cmd::ForgetHost
+            | Cmd::EventsForKey
+            | Cmd::Copy
+            | Cmd::Open
+    );
+    if !(on_claims || (table_key && app.focus == Pane::Table)) {
+        return None;
+    }
+    let when = crate::time::clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S");
+    let what = cmd.name().unwrap_or("that key");
+    Some(format!(
+        "the table shows the claims as of {when}: {what} would act on the claims of now, \
+         not on these — G or Esc returns to now first"
+    ))
 }
