@@ -165,9 +165,10 @@ fn f10_and_ctrl_c_ask_exactly_as_q_does_and_quit_at_once_without_claims_of_your_
 
 // ------------------------------------------------------------ as of
 
-/// The as-of answer for `at`: `keys` held then by w1.
+/// The as-of answer for `at`: `keys` held then by w1 (beside the claims
+/// held now that were taken before it).
 fn answer(app: &mut App, at: i64, keys: &[&str]) {
-    use claimtop::events::asof::held_at;
+    use claimtop::events::asof::{held_at, Answer};
     use claimtop::events::service::Reply;
     use claimtop::events::tenure::{Limits, TenureIndex};
     let mut ix = TenureIndex::new(Limits::default());
@@ -178,7 +179,11 @@ fn answer(app: &mut App, at: i64, keys: &[&str]) {
     }
     let reply = Reply::AsOf {
         at,
-        rows: held_at(&ix, at),
+        answer: Answer {
+            rows: held_at(&ix, at),
+            complete: true,
+            span: ix.span(),
+        },
         trouble: None,
     };
     update(app, Action::Log(Box::new(reply)));
@@ -232,8 +237,11 @@ fn the_as_of_header_counts_the_table_then_never_the_live_claims() {
     );
     assert!(!h.contains("hazard"), "live hazards: {h}");
     answer(&mut app, NOW - 60 * MIN, &["a", "b", "c"]);
+    let then = app.modes.asof().and_then(|v| v.rows.as_ref()).map(Vec::len);
+    assert!(then.is_some_and(|n| n >= 3), "{then:?}");
     let h = head(&render(&app));
-    assert!(h.contains("3 keys held then"), "{h}");
+    let counted = format!("{} keys held then", then.unwrap_or_default());
+    assert!(h.contains(&counted), "{h}");
     assert!(!h.contains("live"), "{h}");
 }
 

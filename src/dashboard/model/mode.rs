@@ -206,6 +206,8 @@ mod tests {
         Layer::AsOf(AsOf {
             at,
             rows: None,
+            complete: false,
+            span: None,
             selected: 0,
         })
     }
