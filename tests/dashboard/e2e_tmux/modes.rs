@@ -11,18 +11,7 @@ fn ctrl_c_and_f10_ask_while_a_claim_taken_here_is_held_and_ctrl_c_twice_quits_ke
     let Some(tmux) = dashboard_over(root) else {
         return;
     };
-    tmux.wait_for("the dashboard", PATIENCE, |s| {
-        s.contains("claims") && s.contains('─')
-    });
-    tmux.keys(&["a"]);
-    tmux.wait_for("the acquire form", PATIENCE, |s| {
-        s.contains("acquire a key")
-    });
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("the claim taken here", PATIENCE, |s| {
-        row_reads(s, "e2e:mine", "live")
-    });
+    acquire_from_form(&tmux, "e2e:mine");
     let lockfile = claimtop::claims::claim_path(root, "e2e:mine");
 
     for (key, name) in [("C-c", "Ctrl-C"), ("F10", "F10")] {
@@ -48,18 +37,7 @@ fn ctrl_c_and_f10_ask_while_a_claim_taken_here_is_held_and_ctrl_c_twice_quits_ke
 fn marks_over_a_filter_say_what_it_hides_and_the_as_of_table_is_left_with_esc() {
     let td = tempfile::TempDir::new().unwrap();
     let root = td.path();
-    let dead = crate::common::dead_pid().to_string();
-    for key in ["e2e:k1", "e2e:k2", "e2e:k3"] {
-        let out = claimtop(
-            root,
-            &["acquire", key, "--holder", "e2e:gone", "--pid", &dead],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    stale_claims(root, &["e2e:k1", "e2e:k2", "e2e:k3"]);
     let Some(tmux) = dashboard_over(root) else {
         return;
     };
