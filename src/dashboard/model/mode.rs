@@ -13,6 +13,7 @@ use super::asof::AsOf;
 use super::dialogs::{Dialog, Overlay};
 use super::prompt::Prompt;
 use crate::dashboard::input::TextInput as Input;
+use crate::dashboard::keys::{Cmd, Pane};
 
 /// One thing open over the panes.
 // A stack holds a handful of layers, once: boxing the big dialogs would
@@ -43,6 +44,32 @@ impl Layer {
     /// overlay), rather than only the commands it knows?
     pub fn is_modal(&self) -> bool {
         !matches!(self, Layer::Browse | Layer::AsOf(_))
+    }
+
+    /// Does this layer refuse `cmd` with the focus on `focus`? The table
+    /// as of an instant refuses every verb on a claim and every key that
+    /// picks claims, in any pane: they would act on the claims of now,
+    /// unseen under the rows of then (the table's `/` and `s` only in the
+    /// table: elsewhere they mean another pane's search or nothing).
+    pub fn refuses(&self, cmd: Cmd, focus: Pane) -> bool {
+        if !matches!(self, Layer::AsOf(_)) {
+            return false;
+        }
+        let table_key = matches!(cmd, Cmd::Filter | Cmd::SortNext | Cmd::SortReverse);
+        let on_claims = matches!(
+            cmd,
+            Cmd::Acquire
+                | Cmd::Mark
+                | Cmd::MarkAll
+                | Cmd::Release
+                | Cmd::Renew
+                | Cmd::ForceRelease
+                | Cmd::ForgetHost
+                | Cmd::EventsForKey
+                | Cmd::Copy
+                | Cmd::Open
+        );
+        on_claims || (table_key && focus == Pane::Table)
     }
 }
 

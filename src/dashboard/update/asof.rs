@@ -166,32 +166,14 @@ pub(super) fn command(app: &mut App, cmd: Cmd) -> Handled {
     })
 }
 
-/// Why `cmd` does nothing while the table shows `v`'s instant: every verb
-/// on a claim (and the keys that pick claims) would act on the claims of
-/// now, unseen under the rows of then. Typed (`:release KEY`) or pressed,
-/// in any pane, it is refused with the way back.
-pub(super) fn refuses(app: &App, v: &AsOf, cmd: Cmd) -> Option<String> {
-    let table_key = matches!(cmd, Cmd::Filter | Cmd::SortNext | Cmd::SortReverse);
-    let on_claims = matches!(
-        cmd,
-        Cmd::Acquire
-            | Cmd::Mark
-            | Cmd::MarkAll
-            | Cmd::Release
-            | Cmd::Renew
-            | Cmd::ForceRelease
-            | Cmd::ForgetHost
-            | Cmd::EventsForKey
-            | Cmd::Copy
-            | Cmd::Open
-    );
-    if !(on_claims || (table_key && app.focus == Pane::Table)) {
-        return None;
-    }
+/// Why `cmd` does nothing while the table shows `v`'s instant (the
+/// layer says which it refuses): typed (`:release KEY`) or pressed, in any
+/// pane, it is refused with the way back.
+pub(super) fn refusal(app: &App, v: &AsOf, cmd: Cmd) -> String {
     let when = crate::time::clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S");
     let what = cmd.name().unwrap_or("that key");
-    Some(format!(
+    format!(
         "the table shows the claims as of {when}: {what} would act on the claims of now, \
          not on these — G or Esc returns to now first"
-    ))
+    )
 }

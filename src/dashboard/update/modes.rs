@@ -79,10 +79,18 @@ pub fn refusal(app: &App, cmd: Cmd) -> Option<String> {
     if cmd.mutates() && app.read_only {
         return Some("read-only: a, r, n and F are disabled (started with --read-only)".into());
     }
-    app.modes.layers().rev().find_map(|l| match l {
-        Layer::AsOf(v) => asof::refuses(app, v, cmd),
-        _ => None,
-    })
+    let refusing = app
+        .modes
+        .layers()
+        .rev()
+        .find(|l| l.refuses(cmd, app.focus))?;
+    match refusing {
+        Layer::AsOf(v) => Some(asof::refusal(app, v, cmd)),
+        _ => Some(format!(
+            "{} does nothing here",
+            cmd.name().unwrap_or("that key")
+        )),
+    }
 }
 
 /// The screen cannot show the table: nothing may act unseen. Only quit, the

@@ -133,25 +133,16 @@ fn layer_keys(app: &App) -> Vec<(&str, &str)> {
     // the past, so does the way back to now.
     let back = app.zoomed.then_some(("z", "all panes"));
     let now = app.modes.asof().map(|_| ("G/Esc", "back to now"));
-    let asof = app.modes.asof().is_some();
+    let refused = |cmd| app.modes.layers().any(|l| l.refuses(cmd, app.focus));
     back.into_iter()
         .chain(now)
         .chain(
             keys::footer(app.focus, app.read_only)
-                // Nothing acts on a claim over the past: those keys go.
-                .filter(move |b| !asof || !acts_on_claims(b.cmd))
+                // What a layer refuses here (verbs over the past) goes.
+                .filter(move |b| !refused(b.cmd))
                 .map(|b| (app.key_overrides.label_of(b), b.short)),
         )
         .collect()
-}
-
-/// The footer's commands that act on a claim (or pick one).
-fn acts_on_claims(cmd: Cmd) -> bool {
-    cmd.mutates()
-        || matches!(
-            cmd,
-            Cmd::Open | Cmd::Filter | Cmd::SortNext | Cmd::EventsForKey
-        )
 }
 
 /// How the quit key is spelled, rebound or not.
