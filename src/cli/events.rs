@@ -28,6 +28,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(200);
 /// byte, `--since` bisected, a follower per file that notices truncation
 /// and replacement. A store's log is read through its history.
 pub fn events(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
+    if let Some(why) = a.refusal(crate::time::now_ms()) {
+        return out.usage_error(&why);
+    }
     match log_files(store) {
         Ok(Some(files)) => events_in_files(&files, a, out),
         Ok(None) => events_store(store, a, out),

@@ -64,8 +64,35 @@ fn sane(ms: Option<i64>) -> Option<i64> {
 /// field of the wrong type, no key, no usable time).
 pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
     let wire: Wire<'_> = serde_json::from_str(line).ok()?;
+    claim_event_of(&wire, f)
+}
+
+/// [`with_claim_event`] for a line as bytes: text that is not UTF-8 is
+/// read as the lossy text a line reader would have made of it.
+pub fn with_claim_event_bytes<R>(line: &[u8], f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
+    match std::str::from_utf8(line) {
+        Ok(text) => with_claim_event(text, f),
+        Err(_) => with_claim_event(&String::from_utf8_lossy(line), f),
+    }
+}
+
+/// [`with_claim_event`] for a line read piece by piece (one too long to
+/// hold: a `--reason` of megabytes): the claim fields are kept, everything
+/// else is walked past, so memory is one buffer plus those few strings.
+pub fn with_claim_event_read<R>(
+    line: impl std::io::Read,
+    f: impl FnOnce(&ClaimEvent<'_>) -> R,
+) -> Option<R> {
+    let reader = std::io::BufReader::with_capacity(64 * 1024, line);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let wire = Wire::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    claim_event_of(&wire, f)
+}
+
+fn claim_event_of<R>(wire: &Wire<'_>, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
     let kind = EventKind::parse(&wire.kind)?;
-    let data = wire.data?;
+    let data = wire.data.as_ref()?;
     let key = data.key.as_deref()?;
     let ts = sane(wire.ts.as_deref().and_then(parse_ts));
     let acquired_at = sane(data.acquired_at);

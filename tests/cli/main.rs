@@ -19,3 +19,4 @@ mod publish;
 mod race;
 mod roots;
 mod run;
+mod run_group;

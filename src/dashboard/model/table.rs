@@ -1,10 +1,12 @@
-//! The claims table's model: the sort, the widths the free-text columns
-//! keep, and what the columns ask of the model (where a row comes from,
+//! The claims table's model: its rows (filtered, sorted, and the widths
+//! the steady columns keep, rebuilt when the claims, the filter or the sort
+//! change), and what the columns ask of the model (where a row comes from,
 //! the lease behind it). The columns themselves are `crate::columns`.
 
 use super::claims::ClaimSet;
 use super::row_id::RowId;
 use super::store::StoreView;
+use super::App;
 use crate::claims::Status;
 use crate::columns::{
     Avail, CellCtx, ColumnId, Face, HostName, Places, RootName, RowView, COLUMNS,
@@ -86,6 +88,122 @@ pub fn row_view<'a>(set: &ClaimSet, id: &'a RowId, s: &'a Status) -> RowView<'a>
             RowId::Copy(c) => Some(c.host_id.as_str()),
             RowId::Claim(_) => None,
         },
+    }
+}
+
+impl App {
+    /// What the view has, for the columns.
+    pub fn avail(&self) -> Avail {
+        avail(&self.roots, self.store.as_ref())
+    }
+
+    /// Is row `id` (as `s`) as wide as a steady column's widest? Then
+    /// taking it away means measuring every row again.
+    pub fn holds_a_width(&self, id: &RowId, s: &Status) -> bool {
+        let places = self.places();
+        let ctx = screen_ctx(self.now, self.local_time, &places);
+        let row = row_view(&self.claims.live, id, s);
+        self.table.widest.held_by(&ctx, &row)
+    }
+
+    /// What the columns ask of the model: where rows come from, leases.
+    pub fn places(&self) -> TablePlaces<'_> {
+        TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        }
+    }
+
+    pub fn paused(&self) -> bool {
+        self.claims.frozen.is_some()
+    }
+
+    /// Rebuild the rows from the shown claims, keeping the selection on the
+    /// same lockfile when it is still there.
+    pub fn rebuild_rows(&mut self) {
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        let shown = self.claims.shown();
+        // Sized for every row: the table's order is this buffer (collected
+        // in place below), and grown by doubling it kept a third more than
+        // 100 000 rows need.
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let now = self.claims.frozen.as_ref().map_or(self.now, |f| f.now);
+        let ctx = screen_ctx(now, self.local_time, &places);
+        let mut rows: Vec<(&RowId, RowView<'_>)> = Vec::with_capacity(shown.by_row.len());
+        rows.extend(
+            shown
+                .by_row
+                .iter()
+                .map(|(p, s)| (p, row_view(shown, p, s)))
+                .filter(|(_, r)| t.filter.matches(&ctx, r)),
+        );
+        let col = t.sort.column;
+        rows.sort_by(|(ia, a), (ib, b)| compare(col, &ctx, (ia, a), (ib, b)));
+        if t.sort.reverse {
+            rows.reverse();
+        }
+        let mut widest = Widest::default();
+        for (_, r) in &rows {
+            widest.fit(&ctx, r);
+        }
+        t.widest = widest;
+        t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+
+    /// Move just these claims to their sorted places, when only they changed
+    /// (a TTL crossing): a full rebuild re-sorts every row, which over
+    /// 10 000 claims costs milliseconds a tick.
+    pub fn reposition_rows(&mut self, moved: &[RowId]) {
+        if self.paused() {
+            return;
+        }
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        t.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (t.sort.column, t.sort.reverse);
+        let live = &self.claims.live;
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let ctx = screen_ctx(self.now, self.local_time, &places);
+        for p in moved {
+            let Some(row) = live
+                .get(p)
+                .map(|s| row_view(live, p, s))
+                .filter(|r| t.filter.matches(&ctx, r))
+            else {
+                continue;
+            };
+            let pos = t.rows.partition_point(|r| {
+                live.get(r).is_some_and(|other| {
+                    let ord = compare(col, &ctx, (r, &row_view(live, r, other)), (p, &row));
+                    if reverse {
+                        ord == Ordering::Greater
+                    } else {
+                        ord == Ordering::Less
+                    }
+                })
+            });
+            t.rows.insert(pos, p.clone());
+            t.widest.fit(&ctx, &row);
+        }
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
     }
 }
 

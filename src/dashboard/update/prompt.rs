@@ -3,18 +3,18 @@
 //! the verbs that take words ([`crate::dashboard::keys::VERBS`]); both run
 //! through the same transitions the keys do.
 
-use super::commands::command;
 use super::effects::Effects;
+use super::modes::{refusal, run as command};
 use super::rows::scroll_into_view;
 use crate::columns::{choose, filter_fields, on_screen, ColumnId};
 use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
 use crate::dashboard::model::prompt::PROMPT_HISTORY;
-use crate::dashboard::model::{App, Filter, Level, Prompt};
+use crate::dashboard::model::{App, Filter, Layer, Level, Prompt};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// A key while the command line is open.
 pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool {
-    let Some(mut p) = app.prompt.take() else {
+    let Some(Layer::Prompt(mut p)) = app.modes.pop_if(|l| matches!(l, Layer::Prompt(_))) else {
         return false;
     };
     match ev.code {
@@ -30,7 +30,7 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
                 Err(why) => {
                     p.error = Some(why);
                     p.offers.clear();
-                    app.prompt = Some(p);
+                    app.modes.push(Layer::Prompt(p));
                     true
                 }
             };
@@ -52,14 +52,14 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
         }
         _ => {
             if !p.input.key(ev) {
-                app.prompt = Some(p);
+                app.modes.push(Layer::Prompt(p));
                 return false;
             }
             p.error = None;
             p.offers.clear();
         }
     }
-    app.prompt = Some(p);
+    app.modes.push(Layer::Prompt(p));
     true
 }
 
@@ -82,20 +82,26 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
     match name.as_str() {
         "filter" => Ok(filter(app, rest)),
         "sort" => sort(app, rest),
-        "goto" => goto(app, rest),
+        "goto" => goto(app, rest, fx),
         "asof" => {
-            let at = instant(app, rest, "asof")?;
+            // The parser `list --as-of` uses: it refuses what that refuses.
+            let at = instant(app, rest, "asof", crate::time::read_past)?;
             Ok(super::asof::open(app, at, fx))
         }
         "columns" => columns(app, rest),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
-            select_key(app, rest)?;
             let cmd = match name.as_str() {
                 "release" => Cmd::Release,
                 "renew" => Cmd::Renew,
                 _ => Cmd::ForceRelease,
             };
+            // Refused before its key's row is selected: a refused line
+            // moves nothing under the layer that refuses it.
+            if let Some(why) = refusal(app, cmd) {
+                return Err(why);
+            }
+            select_key(app, rest)?;
             Ok(command(app, cmd, fx))
         }
         other => {
@@ -155,24 +161,35 @@ fn unknown_column(name: &str) -> String {
 }
 
 /// `:goto TIME`: the events pane browses the whole log from that instant.
-fn goto(app: &mut App, text: &str) -> Result<bool, String> {
-    let at = instant(app, text, "goto")?;
+fn goto(app: &mut App, text: &str, fx: &mut Effects) -> Result<bool, String> {
+    let at = instant(app, text, "goto", crate::time::read_instant)?;
     app.focus = Pane::Events;
-    app.events.browse.open_at(at);
+    super::events_cmds::enter(app);
+    app.events.browse.open_at(at, &mut fx.log);
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
     app.say(Level::Info, format!("events from {when}"));
     Ok(true)
 }
 
-/// A verb's TIME: an instant, or a duration back from now.
-fn instant(app: &App, text: &str, verb: &str) -> Result<i64, String> {
+/// A verb's TIME: an instant, or a duration back from now, as `read`
+/// (one of [`crate::time`]'s readers, the one the CLI uses for the same
+/// question) reads it.
+fn instant(
+    app: &App,
+    text: &str,
+    verb: &str,
+    read: fn(&str, i64, bool) -> Result<i64, crate::time::InstantError>,
+) -> Result<i64, String> {
     if text.is_empty() {
         return Err(format!(
             "{verb} when? :{verb} 03:00, :{verb} 2026-12-01T03:00Z, :{verb} 1h"
         ));
     }
-    crate::time::parse_since(text, app.now, app.local_time).ok_or_else(|| {
-        format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+    read(text, app.now, app.local_time).map_err(|e| match e {
+        crate::time::InstantError::NotATime => {
+            format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+        }
+        _ => format!("{text:?}: {e}"),
     })
 }
 

@@ -67,7 +67,7 @@ pub fn wrap(s: &str, room: usize) -> Vec<&str> {
 fn lines(app: &App, theme: &Theme, inner: usize) -> Vec<Line<'static>> {
     // While the table shows the past, the pane speaks of the row shown
     // there, not of the live row the table hides.
-    if let Some(v) = &app.asof {
+    if let Some(v) = app.modes.asof() {
         return asof_lines(app, v, theme, inner.saturating_sub(LABEL_WIDTH));
     }
     match app.selected_row() {
@@ -268,8 +268,12 @@ fn asof_lines(
     f.field("since", &since);
     f.field("then", &safe(&crate::events::asof::ending_words(r, full)));
     f.line(Line::from(""));
+    let from = match r.known_from {
+        crate::events::asof::KnownFrom::Log => "from the events log",
+        crate::events::asof::KnownFrom::Store => "from the claim held now, taken before then",
+    };
     f.line(Line::styled(
-        "from the events log: nothing acts on the past (G or Esc: now)",
+        format!("{from}: nothing acts on the past (G or Esc: now)"),
         theme.dim(),
     ));
     f.lines
