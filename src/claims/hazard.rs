@@ -207,8 +207,9 @@ pub enum HazardAt {
     /// A file or directory under a root.
     Path(PathBuf),
     /// A store's key, or what a store-wide hazard names (its endpoints, a
-    /// lease).
-    Key(String),
+    /// lease). Boxed, so the place is as small as a path: a root of
+    /// 100 000 claims keeps thousands of hazards.
+    Key(Box<str>),
     /// A file in a root a host publishes, as that host named it.
     Copy(Box<CopyAt>),
 }
@@ -245,7 +246,7 @@ impl Hazard {
     pub fn at_key(spec: &'static HazardSpec, key: impl Into<String>, detail: String) -> Hazard {
         Hazard {
             kind: HazardKind::Known(spec),
-            at: HazardAt::Key(key.into()),
+            at: HazardAt::Key(key.into().into_boxed_str()),
             detail,
         }
     }
@@ -271,7 +272,7 @@ impl Hazard {
     pub fn path(&self) -> &Path {
         match &self.at {
             HazardAt::Path(p) => p,
-            HazardAt::Key(k) => Path::new(k),
+            HazardAt::Key(k) => Path::new(&**k),
             HazardAt::Copy(c) => Path::new(&c.path),
         }
     }
@@ -294,7 +295,7 @@ impl Serialize for Hazard {
         m.serialize_entry("kind", self.kind.name())?;
         match &self.at {
             HazardAt::Path(p) => m.serialize_entry("path", &p.to_string_lossy())?,
-            HazardAt::Key(k) => m.serialize_entry("path", k)?,
+            HazardAt::Key(k) => m.serialize_entry("path", &**k)?,
             HazardAt::Copy(c) => m.serialize_entry("path", &c.path)?,
         }
         m.serialize_entry("detail", &self.detail)?;

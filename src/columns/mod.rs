@@ -2,9 +2,9 @@
 //! be, at which widths it shows, what it needs the view to have, what its
 //! cell says, how it sorts, what the `/` filter finds in it and how it is
 //! styled. The dashboard draws, sorts and filters by these specs, and
-//! `list` prints its text table by them: a new column is one spec here and
-//! its cell (`cells.rs`). No terminal code: the view gives each style role
-//! its colours.
+//! `list` prints its text table by them: a new column is its id and spec
+//! (`specs.rs`) and its cell (`cells.rs`). No terminal code: the view gives
+//! each style role its colours.
 
 mod cells;
 mod specs;
@@ -195,7 +195,6 @@ pub struct RootName<'a> {
 pub struct HostName<'a> {
     /// Its hostname, with its machine id's start when another host shares it.
     pub label: &'a str,
-    pub online: bool,
     pub last_seen_ms: i64,
 }
 
@@ -260,8 +259,9 @@ pub struct ColumnSpec {
     /// `:columns` and the settings.
     pub title: &'static str,
     pub width: Width,
-    /// The order in which room beyond the minimums goes to the
-    /// [`Width::Fit`] and [`Width::Number`] columns (lowest first).
+    /// The order in which room beyond the minimums goes to the columns
+    /// that are neither [`Width::Main`] nor [`Width::Rest`] (lowest first),
+    /// once key and holder have had theirs.
     pub fill: u8,
     /// The tiers it shows at by default, given what the view has: a column
     /// gives way where another says the same or matters more there.

@@ -59,7 +59,6 @@ impl Places for TablePlaces<'_> {
         let h = self.store?.fleet.host(host_id)?;
         Some(HostName {
             label: &h.label,
-            online: h.online,
             last_seen_ms: h.last_seen_ms,
         })
     }
@@ -124,31 +123,35 @@ impl App {
         let t = &mut self.table;
         let keep = t.rows.get(t.selected).cloned();
         let shown = self.claims.shown();
-        // Sized for every row: the table's order is this buffer (collected
-        // in place below), and grown by doubling it kept a third more than
-        // 100 000 rows need.
         let places = TablePlaces {
             roots: &self.roots,
             store: self.store.as_ref(),
         };
         let now = self.claims.frozen.as_ref().map_or(self.now, |f| f.now);
         let ctx = screen_ctx(now, self.local_time, &places);
-        let mut rows: Vec<(&RowId, RowView<'_>)> = Vec::with_capacity(shown.by_row.len());
+        // Sized for every row: the table's order is this buffer (collected
+        // in place below, so its elements are a row id's size: a wider
+        // element would leave the order in a buffer that much too big), and
+        // grown by doubling it kept a third more than 100 000 rows need.
+        let mut rows: Vec<(&RowId, &Status)> = Vec::with_capacity(shown.by_row.len());
         rows.extend(
             shown
                 .by_row
                 .iter()
-                .map(|(p, s)| (p, row_view(shown, p, s)))
-                .filter(|(_, r)| t.filter.matches(&ctx, r)),
+                .map(|(p, s)| (p, &**s))
+                .filter(|(p, s)| t.filter.matches(&ctx, &row_view(shown, p, s))),
         );
         let col = t.sort.column;
-        rows.sort_by(|(ia, a), (ib, b)| compare(col, &ctx, (ia, a), (ib, b)));
+        rows.sort_by(|(ia, a), (ib, b)| {
+            let (va, vb) = (row_view(shown, ia, a), row_view(shown, ib, b));
+            compare(col, &ctx, (ia, &va), (ib, &vb))
+        });
         if t.sort.reverse {
             rows.reverse();
         }
         let mut widest = Widest::default();
-        for (_, r) in &rows {
-            widest.fit(&ctx, r);
+        for (p, s) in &rows {
+            widest.fit(&ctx, &row_view(shown, p, s));
         }
         t.widest = widest;
         t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();

@@ -60,15 +60,16 @@ pub fn lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>
     (title, lines)
 }
 
-/// The line a hazard is listed under: its host and root when a host
-/// published it, its root when the view shows several, else none.
+/// The line a hazard is listed under: its host (named as the host column
+/// names it) and root when a host published it, its root when the view
+/// shows several, else none.
 fn place(app: &App, h: &Hazard, several: bool) -> Option<String> {
     if let Some(c) = h.copy() {
         let host = app
             .store
             .as_ref()
             .and_then(|v| v.fleet.host(&c.host_id))
-            .map_or(c.host_id.as_str(), |i| i.hostname.as_str());
+            .map_or(c.host_id.as_str(), |i| i.label.as_str());
         return Some(format!(" host {}  root {}", safe(host), safe(&c.root)));
     }
     several.then(|| {
