@@ -13,6 +13,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use super::claim_event::OwnedClaimEvent;
 use super::event::{parse_event, Event};
 
 /// Longest line content kept in memory; the rest of a longer line is skipped
@@ -97,6 +98,10 @@ pub struct Line {
     pub offset: u64,
     /// The line was longer than [`MAX_LINE_BYTES`]; `text` is its prefix.
     pub truncated: bool,
+    /// For a `truncated` line, the claim event read from the whole line,
+    /// when its reader fetched it ([`super::follow::Follower::read_claims`]):
+    /// the cut text no longer holds the fields a tenure is made of.
+    pub claim: Option<Box<OwnedClaimEvent>>,
 }
 
 impl Line {
@@ -404,6 +409,7 @@ impl LineAssembler {
             text,
             offset,
             truncated,
+            claim: None,
         }
     }
 

@@ -4,7 +4,9 @@
 
 use crate::common::*;
 use claimtop::claims::Root;
-use claimtop::dashboard::testing::FEED;
+use claimtop::dashboard::testing::{Timeline, FEED};
+use claimtop::events::service::Reply;
+use claimtop::events::tenure::{Limits, TenureIndex};
 use claimtop::store::file::FileStore;
 use claimtop::store::{Change, Store};
 use std::io::Write;
@@ -179,4 +181,49 @@ fn a_recovery_mutex_that_comes_and_goes_is_named_by_its_own_path() {
     std::fs::remove_dir(&mutex).expect("rmdir");
     let got = wait_for(&rx, |b| look(b).is_some()).expect("its removal went unnoticed");
     assert_eq!(look(&got), Some(false), "looked at, gone");
+}
+
+#[test]
+fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline() {
+    let (_td, root) = temp_root();
+    let log = root.events_file();
+    std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
+    std::fs::write(&log, "").expect("an empty log");
+    let rx = readers(&root);
+    let now = claimtop::claims::now_ms();
+    let mut tl = Timeline::new(now);
+    tl.on_reply(&mut Reply::Indexed {
+        tenures: Box::new(TenureIndex::new(Limits::default())),
+        lines: 0,
+        end: 0,
+        file_id: None,
+    });
+    // 120 kB: past the follower's 64 KiB cut, with the key and holder
+    // after the reason, where the cut text no longer reaches.
+    let fat = format!(
+        r#"{{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{{"reason":"{}","key":"fat","holder":"pty:w","acquired_at":{now}}}}}"#,
+        "r".repeat(120_000)
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open");
+    f.write_all(format!("{fat}\n").as_bytes()).expect("append");
+    let lines = |b: &Vec<Change>| {
+        b.iter().find_map(|c| match c {
+            Change::LogAppended(l) => Some(l.clone()),
+            _ => None,
+        })
+    };
+    let got = wait_for(&rx, |b| lines(b).is_some())
+        .and_then(|b| lines(&b))
+        .expect("the long line went unnoticed");
+    assert!(got[0].truncated, "the line is cut for the pane");
+    assert!(tl.on_lines(&got), "nothing applied");
+    let t = tl.tenures.as_ref().expect("tenures");
+    let held = t.tenures_of("fat");
+    assert_eq!(held.len(), 1, "the tenure of the long line");
+    assert!(held[0].is_held());
+    assert_eq!(held[0].start, now);
+    assert_eq!(t.holder_name(held[0].holder), "pty:w");
 }

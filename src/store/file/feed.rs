@@ -442,7 +442,9 @@ impl FileFeed {
                         out.push(Change::LogReset);
                     }
                     if !poll.lines.is_empty() {
-                        append(&mut out, poll.lines);
+                        let mut lines = poll.lines;
+                        f.read_claims(&mut lines);
+                        append(&mut out, lines);
                     }
                     if !poll.more {
                         break;

@@ -25,7 +25,7 @@ use super::layout::range_end;
 use super::Core;
 use crate::events::asof::{Around, LogEnds};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
-use crate::events::claim_event::parse_ts;
+use crate::events::claim_event::{parse_ts, with_claim_event_bytes};
 use crate::events::history::{
     Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step,
 };
@@ -228,10 +228,15 @@ impl EtcdHistory {
             span.1 = key.to_vec();
         }
         let (text, truncated) = text_of(kv);
+        // The value is in hand: a cut line still carries its claim fields.
+        let claim = truncated
+            .then(|| with_claim_event_bytes(kv.value(), |e| Box::new(e.to_owned_event())))
+            .flatten();
         Line {
             text,
             offset: rev,
             truncated,
+            claim,
         }
     }
 
