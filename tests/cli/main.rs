@@ -12,6 +12,7 @@ mod commands;
 mod config;
 mod doc_lines;
 mod docs;
+mod events_follow;
 mod events_window;
 mod list_golden;
 mod metrics;
