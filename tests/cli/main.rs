@@ -21,3 +21,4 @@ mod race;
 mod roots;
 mod run;
 mod run_group;
+mod words;

@@ -143,7 +143,7 @@ pub enum FleetError {
     },
     #[error("host {host} did not answer within {}; the request was withdrawn, nothing was done", crate::claims::human_ms(.after.as_millis() as i64))]
     NoAnswer { host: String, after: Duration },
-    #[error("host {host} took the request{} but has not answered within {}; its outcome is unknown yet: look for a claim_force_released event of {key:?} from host {host} in `events` over this store, and for the claim in `list`", .taken_at.map(|t| format!(" at {}", crate::time::utc_hms(t))).unwrap_or_default(), crate::claims::human_ms(.after.as_millis() as i64))]
+    #[error("host {host} took the request{} but has not answered within {}; its outcome is unknown yet: look for a claim_force_released event of {key:?} from host {host} in `events` over this store, and for the claim in `list`", .taken_at.map(|t| format!(" at {}", crate::time::instant_words(t, false))).unwrap_or_default(), crate::claims::human_ms(.after.as_millis() as i64))]
     Taken {
         host: String,
         key: String,
@@ -374,7 +374,7 @@ impl Core {
         if !online {
             return Err(FleetError::Offline {
                 host: rec.named(),
-                last_seen: crate::time::utc_hms(rec.last_seen_ms),
+                last_seen: crate::time::instant_words(rec.last_seen_ms, false),
             });
         }
         let root = match (root_id, rec.roots.as_slice()) {
