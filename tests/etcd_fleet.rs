@@ -1265,7 +1265,7 @@ fn canonical(p: &Path) -> String {
 }
 
 /// The publisher `second` (its stderr in `log`) exits 1 saying `root` is
-/// already published by `first`.
+/// already published by `first`, and never that it publishes it.
 fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher) {
     let mut status = None;
     wait_for(PATIENCE, || {
@@ -1284,6 +1284,10 @@ fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher
         first.child.id()
     );
     assert!(said.contains(&want), "{want:?} not in: {said}");
+    assert!(
+        !said.contains("publishing root="),
+        "said it publishes what it refused: {said}"
+    );
 }
 
 /// A second `publish` of a root this machine already publishes exits 1

@@ -98,18 +98,6 @@ mod with_etcd {
         }
         let mut publisher = Publisher::new(&store, roots, opts.clone());
         let mut log = |level: Level, text: &str| log_line(level, text);
-        for r in publisher.roots() {
-            log(
-                Level::Info,
-                &format!(
-                    "publishing root={} root_id={} host_id={} store={}",
-                    r.path,
-                    r.id,
-                    opts.machine_id,
-                    crate::store::Store::url(&store)
-                ),
-            );
-        }
         let stats = match publisher.run(&stop, &mut log) {
             Ok(stats) => stats,
             Err(e) => return out.error(&sanitize(&e.to_string())),
