@@ -3,8 +3,11 @@
 //! Waits are upper bounds for a slow machine, not timing assertions.
 
 use crate::common::*;
+use claimtop::claims::now_ms;
 use claimtop::claims::Root;
-use claimtop::dashboard::testing::{Timeline, FEED};
+use claimtop::dashboard::testing::{
+    spawn_readers, update, Action, App, RootProblem, Timeline, FEED,
+};
 use claimtop::events::service::Reply;
 use claimtop::events::tenure::{Limits, TenureIndex};
 use claimtop::store::file::FileStore;
@@ -226,4 +229,61 @@ fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline(
     assert!(held[0].is_held());
     assert_eq!(held[0].start, now);
     assert_eq!(t.holder_name(held[0].holder), "pty:w");
+}
+
+/// Apply every action waiting (the live loop's batch) until `done` holds;
+/// how long that took. Panics after [`PATIENCE`].
+fn until(
+    app: &mut App,
+    rx: &Receiver<Action>,
+    what: &str,
+    done: impl Fn(&App) -> bool,
+) -> Duration {
+    let t = Instant::now();
+    while !done(app) {
+        let left = PATIENCE.checked_sub(t.elapsed());
+        let Some(first) = left.and_then(|l| rx.recv_timeout(l).ok()) else {
+            panic!("{what}: not within {PATIENCE:?}");
+        };
+        update(app, first);
+        for a in rx.try_iter().take(512) {
+            update(app, a);
+        }
+    }
+    t.elapsed()
+}
+
+#[test]
+fn a_root_renamed_away_reads_missing_within_seconds_and_its_claims_return_when_moved_back() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let dir = td.path().join("R");
+    let root = Root::with_events_here(&dir);
+    let held = write_claim(&root, &rec("held", "pty:w", ALIVE, MIN, None));
+    let mut app = App::new(opts(root.clone()), now_ms(), me(), OPERATOR.into());
+    let (tx, rx) = channel();
+    let _inbox = spawn_readers(&root, &tx).expect("readers");
+    until(&mut app, &rx, "the first listing", |a| {
+        a.claims.live.get_path(&held).is_some()
+    });
+    // The feed watches once a claim written now reaches the table.
+    let late = write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
+    until(&mut app, &rx, "a claim written after start", |a| {
+        a.claims.live.get_path(&late).is_some()
+    });
+    let aside = td.path().join("R.gone");
+    std::fs::rename(&dir, &aside).expect("rename away");
+    let away = until(
+        &mut app,
+        &rx,
+        "the root renamed away read as missing",
+        |a| {
+            matches!(a.claims.problem, Some(RootProblem::Missing(_)))
+                && a.claims.live.get_path(&held).is_none()
+        },
+    );
+    std::fs::rename(&aside, &dir).expect("rename back");
+    let back = until(&mut app, &rx, "the root moved back read again", |a| {
+        a.claims.problem.is_none() && a.claims.live.get_path(&held).is_some()
+    });
+    eprintln!("renamed away → root missing in {away:?}; moved back → its claims in {back:?}");
 }
