@@ -25,14 +25,14 @@ use super::layout::range_end;
 use super::Core;
 use crate::events::asof::{Around, LogEnds};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
-use crate::events::claim_event::{parse_ts, with_claim_event_bytes};
+use crate::events::claim_event::parse_ts;
 use crate::events::history::{
     Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step,
 };
 use crate::events::index::Progress;
 use crate::events::seek::{FirstAfter, CLOCK_SLACK_MS};
 use crate::events::stream::Probe;
-use crate::events::tail::{Line, MAX_LINE_BYTES};
+use crate::events::tail::Line;
 use crate::events::tenure::{Limits, TenureIndex};
 use crate::store::StoreError;
 use etcd_client::{GetOptions, GetResponse, KeyValue, SortOrder, SortTarget};
@@ -152,13 +152,6 @@ fn time_of(kv: &KeyValue) -> Option<i64> {
         .and_then(|ts| parse_ts(&ts))
 }
 
-fn text_of(kv: &KeyValue) -> (String, bool) {
-    let v = kv.value();
-    let cut = v.len() > MAX_LINE_BYTES;
-    let v = &v[..v.len().min(MAX_LINE_BYTES)];
-    (String::from_utf8_lossy(v).into_owned(), cut)
-}
-
 impl EtcdHistory {
     pub(super) fn new(core: Arc<Core>, prefix: String) -> EtcdHistory {
         EtcdHistory {
@@ -227,17 +220,7 @@ impl EtcdHistory {
         if key > span.1.as_slice() {
             span.1 = key.to_vec();
         }
-        let (text, truncated) = text_of(kv);
-        // The value is in hand: a cut line still carries its claim fields.
-        let claim = truncated
-            .then(|| with_claim_event_bytes(kv.value(), |e| Box::new(e.to_owned_event())))
-            .flatten();
-        Line {
-            text,
-            offset: rev,
-            truncated,
-            claim,
-        }
+        Line::of_bytes(kv.value(), rev)
     }
 
     /// The key a mark names, if it is still there: of several written at
