@@ -1,5 +1,6 @@
 //! A file root's change feed, as the dashboard watches it, against a real
-//! directory: what changes a change on disk turns into, burst by burst.
+//! directory: what changes a change on disk turns into, burst by burst, and
+//! what the live timeline and model make of them.
 //! Waits are upper bounds for a slow machine, not timing assertions.
 
 use crate::common::*;
@@ -66,6 +67,14 @@ fn named(batch: &[Change]) -> Vec<String> {
         .collect()
 }
 
+/// The log lines a burst brings, if any.
+fn appended(batch: &[Change]) -> Option<Vec<claimtop::events::tail::Line>> {
+    batch.iter().find_map(|c| match c {
+        Change::LogAppended(l) => Some(l.clone()),
+        _ => None,
+    })
+}
+
 fn resync(batch: &[Change]) -> bool {
     batch.iter().any(|c| matches!(c, Change::Resync { .. }))
 }
@@ -99,13 +108,7 @@ fn the_feed_brings_the_tail_then_each_appended_line() {
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "{\"type\":\"old\"}\n").expect("write");
     let rx = readers(&root);
-    let lines = |b: &Vec<Change>| {
-        b.iter().find_map(|c| match c {
-            Change::LogAppended(l) => Some(l.clone()),
-            _ => None,
-        })
-    };
-    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
         Some(first) => assert_eq!(first[0].text, "{\"type\":\"old\"}"),
         None => panic!("no tail"),
     }
@@ -115,7 +118,7 @@ fn the_feed_brings_the_tail_then_each_appended_line() {
         .expect("open");
     f.write_all(b"{\"type\":\"new\"}\n{\"type\":\"partial")
         .expect("append");
-    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
         Some(new) => {
             let texts: Vec<&str> = new.iter().map(|l| l.text.as_str()).collect();
             assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
@@ -212,14 +215,8 @@ fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline(
         .open(&log)
         .expect("open");
     f.write_all(format!("{fat}\n").as_bytes()).expect("append");
-    let lines = |b: &Vec<Change>| {
-        b.iter().find_map(|c| match c {
-            Change::LogAppended(l) => Some(l.clone()),
-            _ => None,
-        })
-    };
-    let got = wait_for(&rx, |b| lines(b).is_some())
-        .and_then(|b| lines(&b))
+    let got = wait_for(&rx, |b| appended(b).is_some())
+        .and_then(|b| appended(&b))
         .expect("the long line went unnoticed");
     assert!(got[0].truncated, "the line is cut for the pane");
     assert!(tl.on_lines(&got), "nothing applied");
