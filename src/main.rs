@@ -67,6 +67,7 @@ fn main() -> ExitCode {
     let mut out = Out::new(global.json);
     // HH:MM in --since/--until/--as-of is read in the zone the settings name.
     let mut local_time = dashboard.local_time;
+    claimtop::time::set_local_words(local_time);
     if matches!(&command, Command::List { as_of: Some(_) }) {
         match config::load(global.config.as_deref()) {
             Ok(loaded) => {

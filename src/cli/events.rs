@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,9 +31,19 @@ pub fn events(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
     if let Some(why) = a.refusal(crate::time::now_ms()) {
         return out.usage_error(&why);
     }
+    // `--follow` runs until interrupted, and an interrupt is an exit 0 with
+    // whole lines out, even one that comes while what the log already holds
+    // is still printing: so the handler is set before anything is read.
+    let stop = Arc::new(AtomicBool::new(false));
+    if a.follow {
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Without the flag Ctrl-C still ends us, just less tidily.
+            let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+        }
+    }
     match log_files(store) {
-        Ok(Some(files)) => events_in_files(&files, a, out),
-        Ok(None) => events_store(store, a, out),
+        Ok(Some(files)) => events_in_files(&files, a, stop, out),
+        Ok(None) => events_store(store, a, stop, out),
         Err(e) => out.error(&e),
     }
 }
@@ -55,8 +65,13 @@ fn log_files(store: &dyn Store) -> Result<Option<Vec<NamedFile>>, String> {
     Ok(Some(files))
 }
 
-fn events_in_files(files: &[NamedFile], a: EventsArgs, out: &mut Out) -> CmdResult {
-    let mut p = Printer::new(out, Filter::of(&a));
+fn events_in_files(
+    files: &[NamedFile],
+    a: EventsArgs,
+    stop: Arc<AtomicBool>,
+    out: &mut Out,
+) -> CmdResult {
+    let mut p = Printer::new(out, Filter::of(&a), stop);
     let result = match files {
         [(None, path)] => print_one(&mut p, path, a.lines, a.follow),
         _ => print_several(&mut p, files, a.lines, a.follow),
@@ -64,6 +79,8 @@ fn events_in_files(files: &[NamedFile], a: EventsArgs, out: &mut Out) -> CmdResu
     p.report_skipped();
     match result {
         Ok(code) => Ok(code),
+        // Interrupted between two lines: what was printed stands.
+        Err(_) if p.stopped() => p.out.flush().map(|()| EXIT_OK),
         // A reader that went away is the caller's business (exit 0); any
         // other failure reading the log is ours to report.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
@@ -79,8 +96,21 @@ fn events_in_files(files: &[NamedFile], a: EventsArgs, out: &mut Out) -> CmdResu
 /// oldest first, filtered, the last `-n`; `--follow` then prints what the
 /// store's change feed brings, and says on stderr when the store stops and
 /// starts answering.
-fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
-    let mut p = Printer::new(out, Filter::of(&a));
+fn events_store(
+    store: &dyn Store,
+    a: EventsArgs,
+    stop: Arc<AtomicBool>,
+    out: &mut Out,
+) -> CmdResult {
+    let mut p = Printer::new(out, Filter::of(&a), stop);
+    match store_events(store, &a, &mut p) {
+        // Interrupted between two lines: what was printed stands.
+        Err(_) if p.stopped() => p.out.flush().map(|()| EXIT_OK),
+        result => result,
+    }
+}
+
+fn store_events(store: &dyn Store, a: &EventsArgs, p: &mut Printer<'_>) -> CmdResult {
     // Started before the read, so nothing recorded in between is missed
     // (an event in both is printed twice rather than lost).
     let mut feed = match a.follow.then(|| store.changes()).transpose() {
@@ -123,14 +153,10 @@ fn events_store(store: &dyn Store, a: EventsArgs, out: &mut Out) -> CmdResult {
     let Some(feed) = feed.as_mut() else {
         return Ok(EXIT_OK);
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-    }
     // The feed names a mirrored event's host and root by id only: their
     // names come from the hosts' records, read again for a root not seen.
     let mut places = Places::default();
-    while !stop.load(Ordering::SeqCst) && !stdout_closed() {
+    while !p.stopped() && !stdout_closed() {
         match feed.next(FOLLOW_POLL) {
             Ok(Some(Change::Event(ev))) if p.wants(&ev) => {
                 p.print_event(&ev)?;
@@ -224,6 +250,7 @@ fn print_several(
         let mut kept: VecDeque<(Option<String>, Span)> = VecDeque::new();
         let from = p.filter.start_in(&file, end).map_err(|e| at(path, e))?;
         stream::for_each_line(&file, from, end, |span, bytes| {
+            p.go_on()?;
             let probe = match bytes {
                 Some(line) => Probe::of_slice(line),
                 None => Probe::of_span(&file, span),
@@ -285,13 +312,8 @@ fn follow_all(
     if !follow {
         return Ok(EXIT_OK);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Without the flag Ctrl-C still ends us, just less tidily.
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-    }
     let mut last_error: Vec<Option<String>> = vec![None; followers.len()];
-    while !stop.load(Ordering::Relaxed) {
+    while !p.stopped() {
         if stdout_closed() {
             break;
         }

@@ -98,18 +98,6 @@ mod with_etcd {
         }
         let mut publisher = Publisher::new(&store, roots, opts.clone());
         let mut log = |level: Level, text: &str| log_line(level, text);
-        for r in publisher.roots() {
-            log(
-                Level::Info,
-                &format!(
-                    "publishing root={} root_id={} host_id={} store={}",
-                    r.path,
-                    r.id,
-                    opts.machine_id,
-                    crate::store::Store::url(&store)
-                ),
-            );
-        }
         let stats = match publisher.run(&stop, &mut log) {
             Ok(stats) => stats,
             Err(e) => return out.error(&sanitize(&e.to_string())),
@@ -165,8 +153,13 @@ mod with_etcd {
         };
         let answer = match store.request_force_release(&ask, &opts, wait) {
             Ok(v) => v,
-            // Nothing there to release: refused, as on a file root.
-            Err(e @ FleetError::NoSuchClaim { .. }) => {
+            // Nothing there to release, or no publisher there to do it:
+            // refused, as on a file root, and nothing was done.
+            Err(
+                e @ (FleetError::NoSuchClaim { .. }
+                | FleetError::Offline { .. }
+                | FleetError::RootOffline { .. }),
+            ) => {
                 json!({"outcome": "refused", "reason": e.to_string(), "text": e.to_string()})
             }
             // The fix is a flag: which host, which root.

@@ -49,6 +49,8 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     // Everything the model needs from the environment is read here, at the
     // edge, once.
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    // What the verbs word (a refusal's times) reads in the screen's zone.
+    crate::time::set_local_words(opts.local_time);
     let identity = LocalIdentity::current();
     let operator = collector::operator_id(&identity);
     let (tx, rx) = channel::<Action>();

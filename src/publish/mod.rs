@@ -143,6 +143,10 @@ struct Published {
 /// The publisher: call [`Publisher::run`] until stopped.
 pub struct Publisher {
     core: Arc<Core>,
+    /// The store's URL, for the log.
+    url: String,
+    /// Said which roots it publishes: once, when it first took them all.
+    announced: bool,
     opts: PublishOpts,
     roots: Vec<Published>,
     lease: Option<i64>,
@@ -210,6 +214,8 @@ impl Publisher {
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             core,
+            url: crate::store::Store::url(store),
+            announced: false,
             opts,
             roots,
             lease: None,
@@ -396,6 +402,20 @@ impl Publisher {
                 }
             }
             self.roots[i].unreadable = None;
+        }
+        // Said only now: a root another live publisher holds is refused
+        // above, and this one never claims to publish it.
+        if !self.announced {
+            self.announced = true;
+            for r in &self.roots {
+                log(
+                    Level::Info,
+                    &format!(
+                        "publishing root={} root_id={} host_id={} store={}",
+                        r.info.path, r.info.id, self.opts.machine_id, self.url
+                    ),
+                );
+            }
         }
         self.lease = Some(lease);
         self.start_keep_alive(lease);

@@ -819,6 +819,7 @@ pub fn line(text: &str) -> Line {
         text: text.into(),
         offset: 0,
         truncated: false,
+        claim: None,
     }
 }
 

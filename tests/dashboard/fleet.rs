@@ -575,11 +575,13 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         text: r#"{"type":"claim_acquired","data":{"key":"deploy/prod"}}"#.into(),
         offset: 90,
         truncated: false,
+        claim: None,
     };
     let theirs = claimtop::events::tail::Line {
         text: r#"{"type":"claim_acquired","data":{"key":"build/x86"},"host":"alpha","host_id":"m-alpha","root":"/srv/alpha"}"#.into(),
         offset: 91,
         truncated: false,
+        claim: None,
     };
     update(&mut app, Action::EventsAppended(vec![own, theirs]));
     assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");
