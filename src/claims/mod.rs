@@ -16,6 +16,7 @@ pub mod error;
 pub mod hazard;
 pub mod key;
 pub mod liveness;
+pub mod loc;
 pub mod lockfile_read;
 pub mod mutex;
 pub mod operator;
@@ -45,6 +46,7 @@ pub use liveness::{
     classify, hostname, human_ms, machine_id, process_create_time_ms, Classifier, LocalIdentity,
     Locality, Verdict,
 };
+pub use loc::Loc;
 pub use lockfile_read::{read_claim_file, ReadError};
 pub use mutex::recovery_mutex_path;
 pub use mutex::{WaitHook, Waiting};

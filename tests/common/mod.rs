@@ -1077,7 +1077,7 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
     let rows = items
         .into_iter()
         .map(|(s, tenure)| Row {
-            path: std::sync::Arc::clone(&s.file),
+            path: s.file.clone(),
             status: std::sync::Arc::new(s),
             tenure,
         })

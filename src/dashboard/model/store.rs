@@ -7,12 +7,11 @@
 //! and the detail pane work unchanged.
 
 use super::fleet::FleetView;
+use crate::claims::Loc;
 use crate::store::fleet::FleetState;
 use crate::store::{StoreInfo, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
 
 /// What only a store with a connection says beside its mirror's rows;
 /// every message carries the clock it was read at, so the model judges
@@ -79,7 +78,7 @@ pub struct StoreView {
     pub url: String,
     /// The last probe's answer (kept while disconnected: it says what was).
     pub info: Option<StoreInfo>,
-    pub tenures: HashMap<Arc<Path>, Held>,
+    pub tenures: HashMap<Loc, Held>,
     /// Did the last probe answer?
     probe_ok: bool,
     /// Is the watch delivering?
@@ -142,8 +141,8 @@ impl StoreView {
         self.link() != before
     }
 
-    pub fn held(&self, path: &Path) -> Option<&Held> {
-        self.tenures.get(path)
+    pub fn held(&self, loc: &Loc) -> Option<&Held> {
+        self.tenures.get(loc)
     }
 
     /// The header's connection words: `connected`, `disconnected since

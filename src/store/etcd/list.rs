@@ -8,11 +8,11 @@
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
-use crate::claims::ItemRules;
 use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
+use crate::claims::{ItemRules, Loc};
 use crate::store::{Fenced, Listing, StoreError, StoreHazard, Tenure};
 use etcd_client::{GetOptions, KeyValue};
 use std::collections::HashMap;
@@ -315,9 +315,10 @@ impl Core {
     }
 }
 
-/// The row of a key with no claim.
+/// The row of a key with no claim, placed at its etcd key.
 fn free(key: &str, ck: &str) -> Status {
-    Status::free(key.to_string(), PathBuf::from(ck), "no claim".into())
+    let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(ck));
+    Status::free(key.to_string(), place, "no claim".into())
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order

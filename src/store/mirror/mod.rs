@@ -28,11 +28,11 @@ pub mod judge;
 use super::{Change, Listing, Store, StoreError, Tenure};
 use crate::claims::entry::Entry;
 use crate::claims::root::RootProblem;
-use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, OwnHazards, Status};
+use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, Loc, OwnHazards, Status};
 use judge::{rejudge, Judge, PidFacts};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The safety net's shortest spacing.
@@ -44,7 +44,7 @@ const RELIST_COST_FACTOR: i64 = 200;
 /// One row as a face receives it: shared with the mirror.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub path: Arc<Path>,
+    pub path: Loc,
     /// State Free: the row is gone.
     pub status: Arc<Status>,
     /// What etcd adds (None on a file root).
@@ -104,9 +104,9 @@ impl Delta {
 #[derive(Default)]
 struct Owed {
     whole: Option<Whole>,
-    changed: HashSet<Arc<Path>>,
+    changed: HashSet<Loc>,
     /// Rows that went, with their keys.
-    gone: Vec<(Arc<Path>, String)>,
+    gone: Vec<(Loc, String)>,
     pids: PidFacts,
     problem: bool,
 }
@@ -123,14 +123,16 @@ pub struct Mirror {
     /// 100 000 claims that is a tenth of what each row costs.
     words: bool,
     now: i64,
-    rows: HashMap<Arc<Path>, Arc<Status>>,
-    tenures: HashMap<Arc<Path>, Tenure>,
+    /// The member its rows come from, stamped into each row's place.
+    origin: u16,
+    rows: HashMap<Loc, Arc<Status>>,
+    tenures: HashMap<Loc, Tenure>,
     counts: Counts,
     /// The rows that are hazards by themselves, and how many hazards they
     /// are. Worded only when tallied: the tally's list is the one copy of
     /// the words (a kept copy as well was 45 bytes a claim over 100 000
     /// lockfiles, one in seven of them a hazard).
-    row_hazards: BTreeSet<Arc<Path>>,
+    row_hazards: BTreeSet<Loc>,
     row_hazard_count: usize,
     /// Entries that are not claims, by their latest look, with the hazard
     /// each is (worded when it became one).
@@ -141,12 +143,12 @@ pub struct Mirror {
     /// claims dir that cannot be listed).
     listed: Vec<Hazard>,
     /// TTL edges (judged here) or lease ends (leased), soonest first.
-    edges: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    edges: BinaryHeap<Reverse<(i64, Loc)>>,
     /// A leased store's live claims held by a process of this machine, by
     /// row, with that pid: the tick asks each pid whether it is still
     /// there, without walking every row (100 000 rows a second was most of
     /// an idle dashboard's CPU).
-    local_live: HashMap<Arc<Path>, i32>,
+    local_live: HashMap<Loc, i32>,
     /// Keys to read again, and those whose read failed (the store away).
     dirty: BTreeSet<String>,
     /// The keys a mirror of named keys follows (see `follow`); None: the
@@ -180,6 +182,7 @@ impl Mirror {
             judge,
             words: true,
             now,
+            origin: 0,
             rows: HashMap::new(),
             tenures: HashMap::new(),
             counts: Counts::default(),
@@ -249,7 +252,7 @@ impl Mirror {
     }
 
     /// The row at `path` and its tenure.
-    pub fn row(&self, path: &Path) -> Option<(&Status, Option<&Tenure>)> {
+    pub fn row(&self, path: &Loc) -> Option<(&Status, Option<&Tenure>)> {
         let s = self.rows.get(path)?;
         Some((s, self.tenures.get(path)))
     }
@@ -374,6 +377,7 @@ impl Mirror {
             ..Owed::default()
         };
         let mut c = self.judge.as_ref().map(|j| j.classifier(now));
+        let rules = self.rules();
         let mut tenures = tenures.into_iter();
         let mut claims = sweep.claims;
         self.rows.reserve(claims.len());
@@ -393,12 +397,13 @@ impl Mirror {
             // held go back whole to the system once freed; the copies lie
             // together, sized exactly. The row's key is its status's own
             // path, so each path is kept once.
-            let (path, shared) = match old.remove_entry(&*s.file) {
+            s.file = s.file.stamped(self.origin, rules);
+            let (path, shared) = match old.remove_entry(&s.file) {
                 Some((p, was)) if *was == s => (p, was),
-                Some((p, _)) => (Arc::clone(&p), Arc::new(fresh(&s, p))),
+                Some((p, _)) => (p.clone(), Arc::new(fresh(&s, p))),
                 None => {
-                    let p: Arc<Path> = Arc::from(&*s.file);
-                    (Arc::clone(&p), Arc::new(fresh(&s, p)))
+                    let p = s.file.fresh();
+                    (p.clone(), Arc::new(fresh(&s, p)))
                 }
             };
             self.insert(path, shared, tenure, true);
@@ -419,7 +424,11 @@ impl Mirror {
         self.listed = sweep
             .hazards
             .iter()
-            .filter(|h| !self.rows.contains_key(h.path.as_path()))
+            .filter(|h| {
+                !self
+                    .rows
+                    .contains_key(&Loc::new(self.origin, rules, &h.path))
+            })
             .filter(|h| !self.entries.contains_key(&h.path))
             .cloned()
             .collect();
@@ -435,29 +444,29 @@ impl Mirror {
     /// Put `s` at `path` (a new row, or one replacing its old self).
     /// `edge`: note when time changes it (not for a row judged again on
     /// the edges already noted).
-    fn insert(&mut self, path: Arc<Path>, s: Arc<Status>, tenure: Option<Tenure>, edge: bool) {
+    fn insert(&mut self, path: Loc, s: Arc<Status>, tenure: Option<Tenure>, edge: bool) {
         self.count(&path, &s, true);
         if edge {
             self.expect_edge(&path, &s, tenure.as_ref());
         }
         match tenure {
-            Some(t) => self.tenures.insert(Arc::clone(&path), t),
+            Some(t) => self.tenures.insert(path.clone(), t),
             None => self.tenures.remove(&path),
         };
         if self.owed.whole.is_none() {
-            self.owed.changed.insert(Arc::clone(&path));
+            self.owed.changed.insert(path.clone());
         }
         self.rows.insert(path, s);
     }
 
     /// Count `s` in (or out of) the tally: its state and its own hazards,
     /// by the same item verdicts `list` uses.
-    fn count(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
+    fn count(&mut self, path: &Loc, s: &Status, add: bool) {
         self.note_local_live(path, s, add);
         let own = OwnHazards::of(s, self.rules()).len();
         if add {
             self.counts.add(s.state);
-            if own > 0 && self.row_hazards.insert(Arc::clone(path)) {
+            if own > 0 && self.row_hazards.insert(path.clone()) {
                 self.row_hazard_count += own;
             }
         } else {
@@ -480,13 +489,14 @@ impl Mirror {
 
     /// Replace the row at `s.file` with `s` (drop it when free).
     fn put(&mut self, mut s: Status, tenure: Option<Tenure>) -> bool {
-        // The row's key and its status share one path.
-        let path: Arc<Path> = match self.rows.get_key_value(&*s.file) {
+        // The row's key and its status share one place.
+        s.file = s.file.stamped(self.origin, self.rules());
+        let path: Loc = match self.rows.get_key_value(&s.file) {
             Some((k, _)) => {
-                s.file = Arc::clone(k);
-                Arc::clone(k)
+                s.file = k.clone();
+                k.clone()
             }
-            None => Arc::clone(&s.file),
+            None => s.file.clone(),
         };
         if let Some(old) = self.rows.get(&path) {
             if **old == s && self.tenures.get(&path) == tenure.as_ref() {
@@ -646,7 +656,7 @@ impl Mirror {
                     .rows
                     .iter()
                     .map(|(p, s)| Row {
-                        path: Arc::clone(p),
+                        path: p.clone(),
                         status: Arc::clone(s),
                         tenure: self.tenures.get(p).copied(),
                     })
@@ -667,7 +677,7 @@ impl Mirror {
                     if self.rows.contains_key(&path) {
                         continue;
                     }
-                    let gone = Status::free(key, Arc::clone(&path), String::new());
+                    let gone = Status::free(key, path.clone(), String::new());
                     d.rows.push(Row {
                         path,
                         status: Arc::new(gone),
@@ -681,8 +691,8 @@ impl Mirror {
 }
 
 /// `s` as a row keeps it: a copy of its own, sharing `path` (the row's
-/// key, the same path).
-fn fresh(s: &Status, path: Arc<Path>) -> Status {
+/// key, the same place).
+fn fresh(s: &Status, path: Loc) -> Status {
     let mut f = s.clone();
     f.file = path;
     f
