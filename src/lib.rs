@@ -9,8 +9,11 @@ pub mod dashboard;
 pub mod demo;
 pub mod diag;
 pub mod events;
+#[cfg(test)]
+mod fault;
 pub mod metrics;
 pub mod mutex;
+pub mod plain_file;
 #[cfg(feature = "etcd")]
 pub mod publish;
 pub mod sanitize;

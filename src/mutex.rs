@@ -14,6 +14,7 @@
 //! owner can never release, so nobody else can be relying on the dir.
 
 use crate::diag::warn;
+use crate::plain_file::{Foreign, Links};
 use crate::sys::{hostname, pid_gone_since, rename_noreplace};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -76,23 +77,37 @@ pub fn owner_token() -> String {
     format!("{host}:{}:{ns}", std::process::id())
 }
 
+/// Most bytes an owner token can take: `host:pid:nanos` with a host name
+/// at its 255-byte limit is under 300. A bigger `owner` is nobody's token.
+pub const OWNER_MAX_BYTES: u64 = 1024;
+
+/// The owner token in `dir`, or "" when there is none to read: absent, or
+/// anything no implementation writes there (a FIFO, a socket, a symlink, a
+/// directory, a file past [`OWNER_MAX_BYTES`]). Such an owner is
+/// honoured like a dir whose holder has not stamped yet (until the age rule
+/// calls it a corpse), and reading it never blocks or runs on: a FIFO
+/// planted here used to hang every release, renew and recovery of the key in
+/// `open(2)`, and a link to `/dev/zero` made a release read gigabytes.
 fn read_owner(dir: &Path) -> String {
-    use std::io::Read;
-    // One read: read_to_string's size probe (statx) and EOF read doubled the
-    // syscalls of a check that runs on every mutex release. A token is
-    // `host:pid:nanos`, well under the buffer; a longer file is read whole.
-    let Ok(mut f) = std::fs::File::open(dir.join("owner")) else {
-        return String::new();
-    };
-    let mut buf = [0u8; 512];
-    let Ok(n) = f.read(&mut buf) else {
-        return String::new();
-    };
-    let mut bytes = buf[..n].to_vec();
-    if n == buf.len() && f.read_to_end(&mut bytes).is_err() {
-        return String::new();
+    let owner = dir.join("owner");
+    match crate::plain_file::read(&owner, Links::Refuse, OWNER_MAX_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        Err(_) => String::new(),
     }
-    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// What `dir`'s `owner` is, in words, when no implementation could have
+/// written it: it names a planted object for `doctor`. Only looked at
+/// (`lstat`), never opened. None for a token-sized regular file or none.
+pub fn foreign_owner(dir: &Path) -> Option<String> {
+    let md = std::fs::symlink_metadata(dir.join("owner")).ok()?;
+    match Foreign::of(md.file_type()) {
+        Some(what) => Some(what.words().to_string()),
+        None if md.len() > OWNER_MAX_BYTES => {
+            Some(format!("a {}-byte file, too big for a token", md.len()))
+        }
+        None => None,
+    }
 }
 
 /// Stamp right after mkdir. A crash between the two leaves an owner-less dir,
@@ -139,6 +154,8 @@ fn stamp(dir: &Path) -> Option<DirMutex> {
 /// One attempt: `Ok(Some)` acquired, `Ok(None)` held by someone, `Err` when
 /// mkdir fails for another reason (missing parent, permissions).
 pub fn try_lock(dir: &Path) -> std::io::Result<Option<DirMutex>> {
+    #[cfg(test)]
+    crate::fault::at(crate::fault::Point::MutexAttempt, dir);
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(stamp(dir)),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
@@ -231,6 +248,8 @@ pub fn steal_if_stale(dir: &Path) -> bool {
     if !same_corpse(dir, &before) {
         return false;
     }
+    #[cfg(test)]
+    crate::fault::at(crate::fault::Point::StealRename, dir);
     match std::fs::rename(dir, &reaped) {
         Ok(()) => {
             let after = read_owner(&reaped);
@@ -320,6 +339,9 @@ pub struct Holder {
     pub owner: String,
     /// Age of the dir.
     pub held: Duration,
+    /// What the owner is instead, when no implementation wrote it (see
+    /// [`foreign_owner`]): a waiter says it waits on a planted object.
+    pub foreign: Option<String>,
 }
 
 /// The holder of `dir`, if it exists.
@@ -327,6 +349,7 @@ pub fn holder(dir: &Path) -> Option<Holder> {
     Some(Holder {
         held: age(dir)?,
         owner: read_owner(dir),
+        foreign: foreign_owner(dir),
     })
 }
 
@@ -401,133 +424,4 @@ pub fn backdate(path: &Path, secs: u64) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tempfile::TempDir;
-
-    const OLD: u64 = STALE_MUTEX_STEAL.as_secs() + 60;
-
-    #[test]
-    fn a_fresh_mutex_is_never_stolen_and_a_corpse_always_is() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("x.lock.recovery.d");
-        std::fs::create_dir(&m).unwrap();
-        assert!(!steal_if_stale(&m));
-        assert!(m.exists());
-        backdate(&m, OLD).unwrap();
-        assert!(steal_if_stale(&m));
-        assert!(!m.exists());
-        // nothing left behind under a reap name either
-        assert_eq!(std::fs::read_dir(td.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn an_owner_is_gone_only_when_its_pid_is_dead_or_started_after_the_stamp() {
-        let host = crate::sys::hostname();
-        let now_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        // Running, and started before this stamp: it may be the owner.
-        assert!(!owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
-        // Running, but started after a stamp from 1970: the pid was reused.
-        assert!(owner_is_gone(&format!("{host}:{pid}:1000")));
-        // Another host's pid says nothing here; nor does our own.
-        assert!(!owner_is_gone(&format!("elsewhere:{pid}:1000")));
-        assert!(!owner_is_gone(&format!(
-            "{host}:{}:1000",
-            std::process::id()
-        )));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
-        // A young dir of a dead owner is stolen; one whose token changed is not.
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("m.d");
-        std::fs::create_dir(&m).unwrap();
-        std::fs::write(m.join("owner"), format!("{host}:{pid}:{now_ns}")).unwrap();
-        assert!(steal_if_stale(&m));
-        assert!(!m.exists());
-    }
-
-    #[test]
-    fn a_dangling_symlink_mutex_never_spins() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("events.jsonl.lock.d");
-        std::os::unix::fs::symlink(td.path().join("nowhere"), &m).unwrap();
-        assert!(!steal_if_stale(&m), "fresh dangling link was stolen");
-        let t = Instant::now();
-        assert!(lock(&m, Duration::from_millis(300), true).is_none());
-        assert!(t.elapsed() >= Duration::from_millis(300));
-        backdate(&m, OLD).unwrap();
-        assert!(steal_if_stale(&m));
-        assert!(std::fs::symlink_metadata(&m).is_err());
-    }
-
-    #[test]
-    fn a_process_can_steal_one_path_again_and_again() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("m.d");
-        for _ in 0..3 {
-            std::fs::create_dir(&m).unwrap();
-            backdate(&m, OLD).unwrap();
-            assert!(steal_if_stale(&m));
-        }
-    }
-
-    #[test]
-    fn a_victims_late_release_leaves_the_new_holder_intact() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("m.d");
-        let victim = lock(&m, Duration::from_secs(1), true).unwrap();
-        backdate(&m, OLD).unwrap();
-        assert!(steal_if_stale(&m));
-        let heir = lock(&m, Duration::from_secs(1), true).unwrap();
-        assert_ne!(heir.token(), victim.token());
-        drop(victim);
-        assert!(m.exists(), "victim's release deleted the heir's mutex");
-        assert_eq!(read_owner(&m), heir.token());
-        drop(heir);
-        assert!(!m.exists());
-    }
-
-    #[test]
-    fn a_timed_out_waiter_leaves_a_fresh_mutex_alone() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("m.d");
-        let holder = lock(&m, Duration::from_secs(1), true).unwrap();
-        assert!(lock(&m, Duration::from_millis(250), true).is_none());
-        assert_eq!(read_owner(&m), holder.token());
-    }
-
-    #[test]
-    fn concurrent_stealers_of_one_corpse_produce_exactly_one_holder_at_a_time() {
-        let td = TempDir::new().unwrap();
-        let m = td.path().join("m.d");
-        std::fs::create_dir(&m).unwrap();
-        backdate(&m, OLD).unwrap();
-        let inside = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let handles: Vec<_> = (0..8)
-            .map(|_| {
-                let (m, inside) = (m.clone(), inside.clone());
-                std::thread::spawn(move || {
-                    let g = lock(&m, Duration::from_secs(30), true).expect("acquired");
-                    let n = inside.fetch_add(1, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(5));
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    drop(g);
-                    n
-                })
-            })
-            .collect();
-        for h in handles {
-            assert_eq!(h.join().unwrap(), 0, "two holders inside the mutex at once");
-        }
-        assert!(!m.exists());
-    }
-}
+mod tests;

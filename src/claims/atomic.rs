@@ -3,6 +3,7 @@
 //! `.expired/`, never unlink).
 
 use super::key::{archive_name, temp_path};
+use super::lockfile_read::read_lockfile_bytes;
 use super::{ClaimError, EXPIRED_SUBDIR};
 use crate::sys::rename_noreplace;
 // Re-exported where they lived before: other code names them by these paths.
@@ -163,6 +164,8 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
     // Same key archived twice within one millisecond must not overwrite the
     // first archive: bump the stamp instead of clobbering the forensic trail.
     let mut stamp = now_ms;
+    #[cfg(test)]
+    crate::fault::at(crate::fault::Point::ArchiveRename, path);
     let target = loop {
         let target = dir.join(archive_name(stem, stamp));
         match rename_noreplace(path, &target) {
@@ -177,10 +180,11 @@ pub fn archive(path: &Path, now_ms: i64, judged: Option<&[u8]>) -> Result<Archiv
     let Some(judged) = judged else {
         return Ok(Archived::To(target));
     };
-    match std::fs::read(&target) {
+    // Read as any lockfile is (bounded, no link followed, never waiting on
+    // a FIFO): what was judged was a claim, and anything swapped in since -
+    // a FIFO, a link to /dev/zero - is "changed", never a reason to hang.
+    match read_lockfile_bytes(&target) {
         Ok(now) if now == judged => Ok(Archived::To(target)),
-        // A directory or other oddity archived as-is cannot be compared.
-        Err(e) if e.kind() == ErrorKind::IsADirectory => Ok(Archived::To(target)),
         _ => match std::fs::hard_link(&target, path) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&target);

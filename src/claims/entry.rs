@@ -11,6 +11,7 @@
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::hazard::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
 use super::{mutex, RECOVERY_SUFFIX};
+use crate::events::emit::{log_trouble, LogTrouble};
 use std::ffi::OsStr;
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
@@ -80,6 +81,19 @@ pub enum Shape {
     Unreadable(String),
 }
 
+/// What a look saw beyond an entry's shape that no writer of the protocol
+/// leaves there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Oddity {
+    /// A mutex whose `owner` is something no implementation writes (a
+    /// FIFO, a socket, a symlink, a directory, a file too big for a
+    /// token), in words: planted, and read by nothing (see
+    /// [`mutex::foreign_owner`]).
+    ForeignOwner(String),
+    /// The events log's last line torn, or its file system full.
+    Log(LogTrouble),
+}
+
 /// One look at an entry: enough to judge it at any later instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -88,6 +102,7 @@ pub struct Entry {
     /// Its modification time, epoch ms: a mutex's or temp file's age runs
     /// from it (the steal rule's clock).
     pub modified_ms: i64,
+    pub oddity: Option<Oddity>,
 }
 
 impl Entry {
@@ -121,10 +136,20 @@ impl Entry {
             Err(e) if e.kind() == ErrorKind::NotFound => return None,
             Err(e) => (Shape::Unreadable(e.to_string()), i64::MAX),
         };
+        let oddity = match (role, &shape) {
+            (Role::RecoveryMutex | Role::EventsMutex, Shape::Dir) => {
+                mutex::foreign_owner(path).map(Oddity::ForeignOwner)
+            }
+            (Role::EventsLog, Shape::File) => {
+                Some(log_trouble(path)).filter(|t| t.any()).map(Oddity::Log)
+            }
+            _ => None,
+        };
         Some(Entry {
             role,
             shape,
             modified_ms,
+            oddity,
         })
     }
 
@@ -148,16 +173,43 @@ impl Entry {
         let age_s = self.age_ms(now) / 1000;
         match self.role {
             Role::RecoveryMutex | Role::EventsMutex => {
-                if matches!(self.shape, Shape::Unreadable(_)) || !self.older_than(now, STEAL_MS) {
+                if matches!(self.shape, Shape::Unreadable(_)) {
                     return None;
                 }
-                hazard(
-                    HazardKind::StaleMutex,
-                    format!(
-                        "mutex held for {age_s}s (> {}s): a killed holder's corpse; the next waiter steals it",
-                        mutex::STALE_MUTEX_STEAL.as_secs()
+                let owner = match &self.oddity {
+                    Some(Oddity::ForeignOwner(what)) => Some(what),
+                    _ => None,
+                };
+                let steal_s = mutex::STALE_MUTEX_STEAL.as_secs();
+                match (self.older_than(now, STEAL_MS), owner) {
+                    (false, None) => None,
+                    // Planted, but honoured like any young mutex: nothing
+                    // tells it from an honest holder's dir whose owner a
+                    // stranger replaced, so only the age rule may end it.
+                    (false, Some(what)) => hazard(
+                        HazardKind::Unreadable,
+                        format!(
+                            "mutex whose owner is {what}, which no implementation writes \
+                             (planted?): honoured as held until it is {steal_s}s old, then \
+                             the next waiter steals it"
+                        ),
                     ),
-                )
+                    (true, None) => hazard(
+                        HazardKind::StaleMutex,
+                        format!(
+                            "mutex held for {age_s}s (> {steal_s}s): a killed holder's corpse; \
+                             the next waiter steals it"
+                        ),
+                    ),
+                    (true, Some(what)) => hazard(
+                        HazardKind::StaleMutex,
+                        format!(
+                            "mutex held for {age_s}s (> {steal_s}s), its owner {what}, which no \
+                             implementation writes (planted?): a corpse all the same; the next \
+                             waiter steals it"
+                        ),
+                    ),
+                }
             }
             Role::Temp => {
                 let abandoned = TEMP_ABANDONED_AFTER.as_millis() as i64;
@@ -187,7 +239,13 @@ impl Entry {
             }
             Role::EventsLog => {
                 let what = match self.shape {
-                    Shape::File | Shape::Unreadable(_) => return None,
+                    Shape::File => {
+                        let Some(Oddity::Log(t)) = self.oddity else {
+                            return None;
+                        };
+                        return hazard(HazardKind::EventsLogBroken, log_trouble_words(t));
+                    }
+                    Shape::Unreadable(_) => return None,
                     Shape::Dir => "a directory",
                     Shape::Symlink => "a symlink, which appends never follow",
                     Shape::Fifo => "a FIFO",
@@ -216,8 +274,9 @@ impl Entry {
         self.age_ms(now) >= ms
     }
 
-    /// When this look, if nothing changes at the path, becomes a hazard it
-    /// is not yet (a young mutex or temp file coming of age), epoch ms.
+    /// When this look, if nothing changes at the path, is judged anew: a
+    /// young mutex or temp file comes of age and becomes a hazard (or, a
+    /// mutex with a planted owner, another one), epoch ms.
     pub fn comes_of_age(&self) -> Option<i64> {
         let after = match self.role {
             Role::RecoveryMutex | Role::EventsMutex => STEAL_MS,
@@ -226,6 +285,20 @@ impl Entry {
         };
         (!matches!(self.shape, Shape::Unreadable(_)))
             .then(|| self.modified_ms.saturating_add(after))
+    }
+}
+
+/// Why a regular events log is a hazard, in words.
+fn log_trouble_words(t: LogTrouble) -> String {
+    let torn = "the events log ends in a torn line (no newline) and no writer is at it: \
+                an append failed part-way (a full disk?) and that event is lost; the next \
+                append terminates the line";
+    let full = "the events log's file system is full: every append fails and audit events \
+                are being lost until space is freed";
+    match (t.torn, t.full) {
+        (true, true) => format!("{full}; {torn}"),
+        (true, false) => torn.to_string(),
+        _ => full.to_string(),
     }
 }
 
@@ -245,6 +318,7 @@ mod tests {
             role,
             shape,
             modified_ms,
+            oddity: None,
         }
     }
 
@@ -268,6 +342,33 @@ mod tests {
         );
         // A clock behind the stamp: age zero, never a corpse.
         assert_eq!(m.hazard_at(p, 0), None);
+    }
+
+    #[test]
+    fn a_mutex_with_a_planted_owner_names_it_young_and_is_a_corpse_only_with_age() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let m = td.path().join("k.lock.recovery.d");
+        std::fs::create_dir(&m).expect("mkdir");
+        std::os::unix::fs::symlink("/dev/zero", m.join("owner")).expect("symlink");
+        let e = Entry::look(Role::RecoveryMutex, &m).expect("there");
+        assert_eq!(e.oddity, Some(Oddity::ForeignOwner("a symlink".into())));
+        let young = e.hazard_at(&m, e.modified_ms).expect("named at once");
+        assert_eq!(young.kind, HazardKind::Unreadable);
+        assert!(
+            young.detail.contains("owner is a symlink"),
+            "{}",
+            young.detail
+        );
+        let at = e.comes_of_age().expect("it comes of age");
+        let old = e.hazard_at(&m, at).expect("a corpse");
+        assert_eq!(old.kind, HazardKind::StaleMutex);
+        assert!(old.detail.contains("its owner a symlink"), "{}", old.detail);
+        // A token-sized owner file is no oddity.
+        std::fs::remove_file(m.join("owner")).expect("rm");
+        std::fs::write(m.join("owner"), "host:1:2").expect("write");
+        let e = Entry::look(Role::RecoveryMutex, &m).expect("there");
+        assert_eq!(e.oddity, None);
+        assert_eq!(e.hazard_at(&m, e.modified_ms), None);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub mod status;
 pub mod sweep;
 mod sweep_read;
 pub mod verbs;
+#[cfg(test)]
+mod window_tests;
 pub mod words;
 pub mod yaml_cost;
 mod yaml_quote;
@@ -61,8 +63,8 @@ pub use sweep::{
     Hazard, HazardKind, Sweep, SweepItem,
 };
 pub use verbs::{
-    force_release, release, renew, renew_as, status, ForceOpts, ForceOutcome, NoRenew,
-    ReleaseOutcome, RenewOutcome,
+    force_release, release, release_watched, renew, renew_as, status, ForceOpts, ForceOutcome,
+    NoRenew, ReleaseOutcome, RenewOutcome,
 };
 
 /// On-disk schema version written and read. Readers refuse anything newer

@@ -95,6 +95,8 @@ pub(super) fn lock_recovery(
                 told = true;
             }
         }
+        #[cfg(test)]
+        crate::fault::at(crate::fault::Point::RecoveryWait, lock_dir);
         mutex::wait_for_release(lock_dir, left);
     }
 }

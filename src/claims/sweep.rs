@@ -3,7 +3,7 @@
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
 use super::census::{census, own_hazards, ItemRules};
 use super::dir_listing::DirListing;
-use super::entry::{hazard_now, Role};
+use super::entry::{hazard_now, Entry, Oddity, Role, Shape};
 use super::liveness::Classifier;
 use super::sweep_read::{judge_each, sort_by_key, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, RECOVERY_SUFFIX};
@@ -366,6 +366,12 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
                 }
                 HazardKind::CorruptedClaim => (false, "left: use force-release".into()),
                 HazardKind::ForeignMachine => (false, "left: its own machine decides".into()),
+                // A young mutex with a planted owner: the age rule alone may
+                // end a mutex, whoever made it.
+                HazardKind::Unreadable if is_a_mutex(&h.path, &events_mutex) => (
+                    false,
+                    "left: a mutex is honoured until it is 120 s old; --fix steals it then".into(),
+                ),
                 HazardKind::Unreadable => (false, "left: needs a human".into()),
                 HazardKind::KeyMismatch => {
                     (false, "left: find the writer whose encoder differs".into())
@@ -374,10 +380,7 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
                     false,
                     "left: move it aside; the next archive makes a real directory".into(),
                 ),
-                HazardKind::EventsLogBroken => (
-                    false,
-                    "left: move it aside; the next event makes a regular file".into(),
-                ),
+                HazardKind::EventsLogBroken => fix_events_log(&h.path),
                 HazardKind::RootMissing => (
                     false,
                     "left: check the path; nothing is created by --fix".into(),
@@ -390,6 +393,49 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
             }
         })
         .collect()
+}
+
+fn is_a_mutex(path: &Path, events_mutex: &Path) -> bool {
+    path == events_mutex
+        || path
+            .file_name()
+            .is_some_and(|n| is_mutex_name(n.as_bytes()))
+}
+
+/// A torn last line is terminated (under the events mutex, as an append
+/// would); a full file system or a log that is no regular file is a
+/// human's to deal with.
+fn fix_events_log(log: &Path) -> (bool, String) {
+    let trouble = match Entry::look(Role::EventsLog, log) {
+        Some(Entry {
+            oddity: Some(Oddity::Log(t)),
+            ..
+        }) => t,
+        Some(Entry {
+            shape: Shape::File, ..
+        }) => return (true, "already mended".into()),
+        _ => {
+            return (
+                false,
+                "left: move it aside; the next event makes a regular file".into(),
+            )
+        }
+    };
+    let budget = crate::events::emit::EVENTS_LOCK_BUDGET;
+    match (trouble.torn, trouble.full) {
+        (true, _) => match crate::events::emit::mend_torn_tail(log, budget) {
+            Ok(_) if trouble.full => (
+                true,
+                "terminated the torn line; the file system is still full".into(),
+            ),
+            Ok(_) => (true, "terminated the torn line with a newline".into()),
+            Err(e) => (false, format!("could not terminate the torn line: {e}")),
+        },
+        _ => (
+            false,
+            "left: free space on its file system; appends fail until then".into(),
+        ),
+    }
 }
 
 /// Most bytes a temp file the protocol wrote can hold: one claim record.
@@ -512,7 +558,10 @@ fn reaped_mutex_name(name: &[u8]) -> Option<&[u8]> {
 }
 
 /// A mutex dir as the protocol makes it: a real directory whose only entry,
-/// if any, is the regular file `owner`.
+/// if any, is `owner`. A planted owner (a FIFO, a socket, a symlink, an
+/// empty directory) goes with its mutex: removing it opens and follows
+/// nothing, and it is what made the mutex unreadable. A directory with
+/// anything in it is never removed recursively.
 fn holds_only_owner(path: &Path, md: &std::fs::Metadata) -> Result<(), String> {
     if !md.is_dir() {
         return Err("not a real directory, so no mutex the protocol made".into());
@@ -520,9 +569,11 @@ fn holds_only_owner(path: &Path, md: &std::fs::Metadata) -> Result<(), String> {
     let entries = std::fs::read_dir(path).map_err(|e| format!("cannot list it: {e}"))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot list it: {e}"))?;
-        let is_owner_file =
-            entry.file_name() == "owner" && entry.file_type().is_ok_and(|t| t.is_file());
-        if !is_owner_file {
+        let removable = |t: std::fs::FileType| {
+            !t.is_dir() || std::fs::read_dir(entry.path()).is_ok_and(|mut d| d.next().is_none())
+        };
+        let is_owner = entry.file_name() == "owner" && entry.file_type().is_ok_and(removable);
+        if !is_owner {
             return Err(format!(
                 "it holds {:?}, and a mutex holds nothing but its owner file",
                 entry.file_name()
@@ -542,7 +593,7 @@ fn remove_litter(path: &Path) -> (bool, String) {
         Err(_) => return (true, "already gone".into()),
     }
     let res = match std::fs::symlink_metadata(path) {
-        Ok(md) if md.is_dir() => match std::fs::remove_file(path.join("owner")) {
+        Ok(md) if md.is_dir() => match remove_owner(&path.join("owner")) {
             Ok(()) => std::fs::remove_dir(path),
             Err(e) if e.kind() == ErrorKind::NotFound => std::fs::remove_dir(path),
             Err(e) => Err(e),
@@ -553,6 +604,15 @@ fn remove_litter(path: &Path) -> (bool, String) {
         Ok(()) => (true, "removed".into()),
         // remove_dir refuses a directory that gained an entry meanwhile.
         Err(e) => (false, format!("could not remove: {e}")),
+    }
+}
+
+/// A mutex's `owner`: a file of any type, or an empty directory
+/// (`rmdir` refuses any other).
+fn remove_owner(owner: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(owner) {
+        Ok(md) if md.is_dir() => std::fs::remove_dir(owner),
+        _ => std::fs::remove_file(owner),
     }
 }
 

@@ -8,7 +8,7 @@ use super::atomic::{self, Archived};
 use super::audit::force_released_fields;
 use super::liveness::Classifier;
 use super::lockfile_read::{read_claim_file_raw, ReadError};
-use super::mutex::{lock_recovery, Pinned};
+use super::mutex::{lock_recovery, Pinned, WaitHook};
 use super::{mutex, now_ms, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_TTL_MS};
 // Re-exported where they lived before: other code names them by these paths.
 pub use super::mutex::recovery_mutex_path;
@@ -70,6 +70,17 @@ impl ReleaseOutcome {
 
 /// Release `holder`'s claim on `key` (non-strict: idempotent).
 pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, ClaimError> {
+    release_watched(root, key, holder, None)
+}
+
+/// [`release`], telling `on_wait` when it waits on a peer's recovery mutex
+/// (a recovery or force-release of the same claim in progress).
+pub fn release_watched(
+    root: &Root,
+    key: &str,
+    holder: &str,
+    on_wait: Option<&WaitHook>,
+) -> Result<ReleaseOutcome, ClaimError> {
     if key.is_empty() {
         return Err(ClaimError::EmptyKey);
     }
@@ -97,7 +108,7 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
     // archivers work under the recovery mutex and a create needs the path
     // free, so re-reading under that mutex pins the file until the unlink.
     let lock_dir = recovery_mutex_path(&path);
-    let pinned = match lock_recovery(&lock_dir, None)? {
+    let pinned = match lock_recovery(&lock_dir, on_wait)? {
         Pinned::DirGone => return Ok(ReleaseOutcome::Absent),
         // A peer kept the mutex past the wait (a recoverer on another
         // machine, or one hung mid-section; a killed local one is stolen at
@@ -117,6 +128,8 @@ pub fn release(root: &Root, key: &str, holder: &str) -> Result<ReleaseOutcome, C
         Err(e @ ReadError::Unreadable { .. }) => return Err(corrupted(&path, e)),
     };
     let held_ms = (now_ms() - existing.acquired_at).max(0);
+    #[cfg(test)]
+    crate::fault::at(crate::fault::Point::ReleaseUnlink, &path);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if matches!(e.kind(), ErrorKind::NotFound) => return Ok(ReleaseOutcome::Absent),

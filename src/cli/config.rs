@@ -163,7 +163,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
             settings: Settings::default(),
         });
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_settings(&path) {
         Ok(t) => t,
         Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Loaded {
@@ -183,6 +183,20 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
         looked_at: None,
         settings,
     })
+}
+
+/// Most bytes a settings file may hold: a handful of keys is a few hundred.
+const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// The settings file's text. It may be a link (dotfile managers make them),
+/// but what it leads to must be a regular file of sane size: `--config`
+/// naming a FIFO used to hang every command in `open(2)`, and
+/// `/dev/zero` to read until memory ran out.
+fn read_settings(path: &Path) -> std::io::Result<String> {
+    use crate::plain_file::{read, Links};
+    let bytes = read(path, Links::Follow, CONFIG_MAX_BYTES).map_err(|e| e.into_io())?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8"))
 }
 
 /// `refresh`: a whole number of seconds from 1 to 60, as a TTL is written.
@@ -271,6 +285,41 @@ pub fn print(explicit: Option<&Path>, out: &mut super::output::Out) -> super::ou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settings_file_that_is_a_fifo_or_endless_is_refused_at_once() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let fifo = td.path().join("fifo.toml");
+        let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+        // SAFETY: c is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let zero = td.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).expect("symlink");
+        let real = td.path().join("real.toml");
+        std::fs::write(&real, "[dashboard]\nfilter = \"x\"\n").expect("write");
+        let link = td.path().join("link.toml");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        for (path, what) in [(&fifo, "a FIFO"), (&zero, "a character device")] {
+            // On a thread: a hang must fail the test, not stall it.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let p = path.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(load(Some(&p)).map(|l| l.settings));
+            });
+            let got = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("reading {path:?} hung"));
+            match got {
+                Err(e @ ConfigError::Read { .. }) => {
+                    assert!(e.to_string().contains(what), "{e}")
+                }
+                other => panic!("{path:?}: {other:?}"),
+            }
+        }
+        // A link to a real file is followed: dotfile managers make them.
+        let loaded = load(Some(&link)).expect("a linked settings file");
+        assert_eq!(loaded.settings.dashboard.filter, "x");
+    }
 
     #[test]
     fn every_setting_has_a_default_and_an_empty_file_is_the_defaults() {

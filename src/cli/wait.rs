@@ -127,9 +127,14 @@ pub fn deadline(wait_ms: Option<i64>) -> Option<Instant> {
 pub fn say_mutex_wait() -> WaitHook {
     WaitHook::new(|w| {
         // The owner token comes off disk: sanitised before the terminal.
-        let owner = match w.holder.owner.as_str() {
-            "" => "an unstamped holder".into(),
-            o => crate::sanitize::sanitize(o).into_owned(),
+        let owner = match (w.holder.owner.as_str(), &w.holder.foreign) {
+            ("", Some(what)) => format!(
+                "a mutex whose owner is {what}, which no implementation writes (planted?); \
+                 it is stolen once {}s old",
+                crate::mutex::STALE_MUTEX_STEAL.as_secs()
+            ),
+            ("", None) => "an unstamped holder".into(),
+            (o, _) => crate::sanitize::sanitize(o).into_owned(),
         };
         crate::diag::stderr_line(&format!(
             "waiting for {owner} (held {}s)",

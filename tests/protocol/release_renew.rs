@@ -5,8 +5,8 @@ use crate::common::*;
 use claimtop::claims::mutex;
 use claimtop::claims::verbs::recovery_mutex_path;
 use claimtop::claims::{
-    now_ms, read_claim_file, release, renew, AcquireOpts, ClaimError, NoRenew, ReleaseOutcome,
-    RenewOutcome,
+    now_ms, read_claim_file, release, release_watched, renew, AcquireOpts, ClaimError, NoRenew,
+    ReleaseOutcome, RenewOutcome, WaitHook,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -281,6 +281,15 @@ fn renew_steals_a_recovery_mutex_corpse_rather_than_wedging() {
     );
 }
 
+/// What a release behind a peer's recovery mutex did first.
+#[derive(Debug, PartialEq, Eq)]
+enum First {
+    /// Said it waits on the mutex (its wait hook).
+    Waits,
+    /// Returned: it never waited for the peer.
+    Returned,
+}
+
 #[test]
 fn release_waits_for_a_recovery_in_progress_then_releases() {
     // Release re-reads under the recovery mutex so that an archive racing it
@@ -288,16 +297,40 @@ fn release_waits_for_a_recovery_in_progress_then_releases() {
     let td = TempDir::new().unwrap();
     let root = root_in(&td);
     must_acquire(&root, "session:r", "pty:owner", &AcquireOpts::default());
-    let lock = recovery_mutex_path(&root.lockfile("session:r"));
+    let lockfile = root.lockfile("session:r");
+    let lock = recovery_mutex_path(&lockfile);
     let peer = mutex::try_lock(&lock).unwrap().expect("mutex was free");
-    let releaser = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(120));
-        drop(peer);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let said = std::sync::Mutex::new(tx.clone());
+    let hook = WaitHook::new(move |_| {
+        let _ = said.lock().unwrap().send(First::Waits);
     });
-    let out = release(&root, "session:r", "pty:owner").unwrap();
-    releaser.join().unwrap();
+    let releaser = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            let out = release_watched(&root, "session:r", "pty:owner", Some(&hook));
+            let _ = tx.send(First::Returned);
+            out
+        })
+    };
+    // The peer lets go at the first sign from the release, and records what
+    // it left: a release that did not wait has returned, and unlinked the
+    // claim, while the peer still held the mutex.
+    let first = rx.recv_timeout(Duration::from_secs(30)).expect("no sign");
+    let claim_there_at_let_go = lockfile.exists();
+    drop(peer);
+    let out = releaser.join().unwrap().unwrap();
+    assert_eq!(
+        first,
+        First::Waits,
+        "release returned under the peer's mutex"
+    );
+    assert!(
+        claim_there_at_let_go,
+        "the claim was unlinked under the mutex"
+    );
     assert_eq!(out.as_str(), "released");
-    assert!(!root.lockfile("session:r").exists());
+    assert!(!lockfile.exists());
     assert!(!lock.exists());
     assert_eq!(events_of(&root, "claim_released").len(), 1);
 }
@@ -329,10 +362,15 @@ fn release_behind_a_recovery_that_never_ends_still_releases_as_the_seed_does() {
     must_acquire(&root, "session:r", "pty:owner", &AcquireOpts::default());
     let lock = recovery_mutex_path(&root.lockfile("session:r"));
     let peer = mutex::try_lock(&lock).unwrap().expect("mutex was free");
+    let t = std::time::Instant::now();
     assert_eq!(
         release(&root, "session:r", "pty:owner").unwrap().as_str(),
         "released"
     );
+    // It did wait the budget out: a lower bound, not a speed target.
+    let waited = t.elapsed();
+    println!("released unpinned after {waited:?}");
+    assert!(waited >= Duration::from_secs(5), "gave up after {waited:?}");
     assert!(!root.lockfile("session:r").exists());
     assert_eq!(
         std::fs::read_to_string(lock.join("owner")).unwrap(),

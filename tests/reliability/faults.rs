@@ -1,8 +1,8 @@
-//! Faults: a full disk, a read-only filesystem, permission denied, the
-//! claims dir deleted under a running process, and the events log deleted,
-//! truncated or rotated while being followed. Each must give a clear error
-//! or state, leave no partial lockfile and no temp litter, never panic, and
-//! work again once the fault clears.
+//! Faults: a full disk, a read-only filesystem, permission denied, and the
+//! claims dir deleted under a running process (the events log's own faults
+//! are in `log_faults.rs`). Each must give a clear error or state, leave no
+//! partial lockfile and no temp litter, never panic, and work again once
+//! the fault clears.
 //!
 //! The filesystem faults need a small tmpfs, mounted by the test; that takes
 //! root (as in CI). Without it those tests say why and pass vacuously on a
@@ -10,85 +10,18 @@
 //! root cannot go green without having tried a single fault.
 
 use crate::common::*;
+use crate::tmpfs::{fill, is_root, Tmpfs};
 use claimtop::claims::{
     acquire, doctor, force_release, read_claim_file, release, renew, status, sweep, AcquireOpts,
     AcquireOutcome, ClaimError, ClaimState, ForceOpts, ForceOutcome, HazardKind, ReleaseOutcome,
-    RenewOutcome, Root, MIN_TTL_MS,
+    RenewOutcome, MIN_TTL_MS,
 };
-use claimtop::events::emit::{append_event, envelope, events_mutex_path};
-use claimtop::events::follow::{Follower, Reset};
-use claimtop::events::parse_event;
-use serde_json::{json, Map};
-use std::io::Write;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 const ENTRY: &str = "faults::an_unprivileged_user_gets_permission_denied_not_a_panic_or_litter";
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A tmpfs of `size` mounted on a fresh temp dir, unmounted on drop even
-/// when the test panics.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Option<Tmpfs> {
-        if !is_root() {
-            cannot_run("mounting a tmpfs needs root");
-            return None;
-        }
-        let dir = tempdir();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            cannot_run("mount -t tmpfs failed (no CAP_SYS_ADMIN here?)");
-            return None;
-        }
-        Some(Tmpfs { dir })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn remount(&self, mode: &str) {
-        let ok = Command::new("mount")
-            .args(["-o", &format!("remount,{mode}")])
-            .arg(self.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "remount {mode}");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount")
-            .arg("-l")
-            .arg(self.dir.path())
-            .status();
-    }
-}
-
-/// Fill the filesystem at `dir` to the last byte.
-fn fill(dir: &Path) -> PathBuf {
-    let p = dir.join("filler");
-    let mut f = std::fs::File::create(&p).unwrap();
-    let block = vec![0u8; 4096];
-    while f.write_all(&block).is_ok() {}
-    // The last partial block, byte by byte.
-    while f.write_all(&[0]).is_ok() {}
-    p
-}
 
 fn assert_io_error(r: Result<impl std::fmt::Debug, ClaimError>, os_words: &str) {
     match r {
@@ -521,137 +454,6 @@ fn deleting_the_claims_dir_over_and_over_under_busy_workers_never_panics_or_tear
         "{:?}",
         litter(&root.claims_dir())
     );
-}
-
-fn emit_n(log: &Path, from: u64, n: u64) {
-    for i in from..from + n {
-        let mut d = Map::new();
-        d.insert("seq".into(), json!(i));
-        append_event(log, &envelope("probe", d), Duration::from_secs(5)).unwrap();
-    }
-}
-
-fn seqs(lines: &[claimtop::events::tail::Line]) -> Vec<u64> {
-    lines
-        .iter()
-        .map(|l| {
-            let e = parse_event(&l.text).expect("a whole event line");
-            e.data().and_then(|d| d["seq"].as_u64()).expect("seq")
-        })
-        .collect()
-}
-
-#[test]
-fn a_followed_log_that_is_rotated_deleted_and_truncated_loses_no_line_it_could_have_read() {
-    let td = tempdir();
-    let root: Root = root_in(td.path());
-    let log = root.events_file();
-    emit_n(&log, 0, 5);
-    let (mut f, first) = Follower::open(&log, 3).unwrap();
-    assert_eq!(seqs(&first), vec![2, 3, 4]);
-
-    // Rotation: lines written to the old file after the rename are still
-    // drained from it, then the new file is read from its start.
-    emit_n(&log, 5, 2);
-    std::fs::rename(&log, log.with_extension("jsonl.1")).unwrap();
-    // A writer that opened before the rename keeps appending to the old inode.
-    let mut old = std::fs::OpenOptions::new()
-        .append(true)
-        .open(log.with_extension("jsonl.1"))
-        .unwrap();
-    let mut d = Map::new();
-    d.insert("seq".into(), json!(7));
-    old.write_all(format!("{}\n", envelope("probe", d)).as_bytes())
-        .unwrap();
-    emit_n(&log, 8, 2);
-    let mut got = Vec::new();
-    let mut resets = Vec::new();
-    for _ in 0..4 {
-        let p = f.poll().unwrap();
-        got.extend(seqs(&p.lines));
-        resets.extend(p.reset);
-    }
-    assert_eq!(got, vec![5, 6, 7, 8, 9]);
-    assert_eq!(resets, vec![Reset::Replaced]);
-
-    // Deletion: the path is missing (a state, not an error); a recreated
-    // log is followed from its start.
-    std::fs::remove_file(&log).unwrap();
-    let p = f.poll().unwrap();
-    assert!(p.missing && p.lines.is_empty(), "{p:?}");
-    emit_n(&log, 10, 2);
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.extend(seqs(&f.poll().unwrap().lines));
-    }
-    assert_eq!(got, vec![10, 11]);
-
-    // Truncation: reading restarts at 0; nothing is repeated or torn.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&log)
-        .unwrap();
-    emit_n(&log, 12, 1);
-    let p = f.poll().unwrap();
-    assert_eq!(p.reset, Some(Reset::Truncated));
-    assert_eq!(seqs(&p.lines), vec![12]);
-
-    // No events mutex is left behind by any of it.
-    assert!(!events_mutex_path(&log).exists());
-}
-
-#[test]
-fn a_follower_under_a_live_writer_with_repeated_rotation_sees_every_line_once() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let td = tempdir();
-    let log = root_in(td.path()).events_file();
-    emit_n(&log, 0, 1);
-    let (mut f, first) = Follower::open(&log, 10).unwrap();
-    let mut got = seqs(&first);
-    let done = Arc::new(AtomicBool::new(false));
-    const N: u64 = 2000;
-    let writer = {
-        let (log, done) = (log.clone(), done.clone());
-        std::thread::spawn(move || {
-            for i in 1..N {
-                emit_n(&log, i, 1);
-                if i % 250 == 0 {
-                    // Rotation under the events mutex, as a log rotator
-                    // that honours it would do.
-                    let m = claimtop::claims::mutex::lock(
-                        &events_mutex_path(&log),
-                        Duration::from_secs(5),
-                        false,
-                    )
-                    .unwrap();
-                    std::fs::rename(&log, log.with_extension(format!("jsonl.{i}"))).unwrap();
-                    drop(m);
-                }
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    loop {
-        let finished = done.load(Ordering::SeqCst);
-        let p = f.poll().unwrap();
-        got.extend(seqs(&p.lines));
-        if finished && !p.more && p.lines.is_empty() && got.len() as u64 >= N {
-            break;
-        }
-        if finished && p.lines.is_empty() && !p.more {
-            // One more quiet poll settles a pending switch.
-            let p = f.poll().unwrap();
-            got.extend(seqs(&p.lines));
-            if p.lines.is_empty() {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    writer.join().unwrap();
-    assert_eq!(got, (0..N).collect::<Vec<_>>());
 }
 
 const SKIP_PROBE: &str = "faults::a_fault_test_that_cannot_run_fails_under_ci_and_skips_elsewhere";

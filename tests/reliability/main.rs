@@ -7,5 +7,8 @@ mod archive_race;
 mod faults;
 mod hostile;
 mod kill;
+mod log_faults;
+mod planted;
 mod proptest;
 mod stress;
+mod tmpfs;

@@ -95,9 +95,10 @@ impl Mirror {
             }
             if let Some(Reverse((_, path))) = self.aging.pop() {
                 if let Some((e, h)) = self.entries.get_mut(&path) {
-                    if h.is_none() {
-                        *h = e.hazard_at(&path, now);
-                        self.tally_dirty |= h.is_some();
+                    let judged = e.hazard_at(&path, now);
+                    if *h != judged {
+                        *h = judged;
+                        self.tally_dirty = true;
                     }
                 }
             }

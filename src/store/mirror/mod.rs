@@ -559,10 +559,9 @@ impl Mirror {
     /// Keep a look at an entry, with the hazard it is now.
     fn look(&mut self, path: PathBuf, e: Entry) {
         let hazard = e.hazard_at(&path, self.now);
-        if hazard.is_none() {
-            if let Some(at) = e.comes_of_age() {
-                self.aging.push(Reverse((at, path.clone())));
-            }
+        // Coming of age may make a hazard of it, or change the one it is.
+        if let Some(at) = e.comes_of_age().filter(|at| *at > self.now) {
+            self.aging.push(Reverse((at, path.clone())));
         }
         self.entries.insert(path, (e, hazard));
     }

@@ -172,15 +172,30 @@ fn a_mutex_corpse_leaves_the_hazards_when_its_entry_goes_and_a_young_one_comes_o
         role: crate::claims::entry::Role::RecoveryMutex,
         shape: crate::claims::entry::Shape::Dir,
         modified_ms: real_now,
+        oddity: None,
     };
     m.apply(Change::Entry {
         path: corpse.clone(),
-        entry: Some(young),
+        entry: Some(young.clone()),
     });
     assert!(m.tally().hazards.is_empty(), "{:?}", m.tally().hazards);
     m.tick(real_now + 119_000);
     assert!(m.tally().hazards.is_empty());
     m.tick(real_now + 120_000);
+    assert_eq!(m.tally().hazards[0].kind, HazardKind::StaleMutex);
+    // A planted owner is named at once, and the same look is a corpse
+    // 120 s on: coming of age changes the hazard it already is.
+    let planted = crate::claims::entry::Entry {
+        modified_ms: real_now + 120_000,
+        oddity: Some(crate::claims::entry::Oddity::ForeignOwner("a FIFO".into())),
+        ..young.clone()
+    };
+    m.apply(Change::Entry {
+        path: corpse.clone(),
+        entry: Some(planted),
+    });
+    assert_eq!(m.tally().hazards[0].kind, HazardKind::Unreadable);
+    m.tick(real_now + 240_000);
     assert_eq!(m.tally().hazards[0].kind, HazardKind::StaleMutex);
     // A resync forgets it (the feed says what is there right after).
     m.apply(Change::Resync { why: "lost".into() });
