@@ -59,8 +59,8 @@ pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::{Blocker, Status};
 pub use sweep::{
     doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
-    patch_item_hazards, root_missing, sweep, sweep_head, sweep_with, Counts, EntryKind, Fix,
-    Hazard, HazardKind, Sweep, SweepItem,
+    patch_item_hazards, root_missing, sweep, sweep_head, sweep_head_with, sweep_with, Counts,
+    EntryKind, Fix, Hazard, HazardKind, Sweep, SweepItem,
 };
 pub use verbs::{
     force_release, release, release_watched, renew, renew_as, status, ForceOpts, ForceOutcome,

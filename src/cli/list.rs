@@ -38,7 +38,9 @@ fn print_list(listing: &Listing, out: &mut Out) -> CmdResult {
     if out.json_mode() {
         match (&listing.store, &listing.origins) {
             // Byte for byte the sweep's serde_json form; see list_json.
-            (None, None) => super::list_json::write_sweep(&listing.sweep, out.writer())?,
+            (None, None) => {
+                crate::store::file::list_json::write_sweep(&listing.sweep, out.writer())?
+            }
             _ => out.json(&listing.to_json())?,
         }
         return Ok(EXIT_OK);

@@ -14,7 +14,6 @@ mod events_print;
 mod fleet;
 pub mod fleet_cmd;
 pub mod list;
-mod list_json;
 pub mod metrics;
 pub mod output;
 pub mod publish;

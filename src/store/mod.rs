@@ -52,6 +52,10 @@
 //! Everything is synchronous: the etcd store owns its own small tokio runtime
 //! and bounds every call by its `--timeout`, so no face needs async.
 
+pub mod backend;
+pub mod compose;
+pub mod cursor;
+mod error;
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
@@ -59,6 +63,7 @@ pub mod host_names;
 mod listing;
 pub mod mirror;
 pub mod multi;
+pub mod registry;
 mod tenure;
 pub mod url;
 pub mod wake;
@@ -68,8 +73,8 @@ pub mod etcd;
 
 use crate::claims::Blocker;
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, ClaimError, Fix, ForceOpts, ForceOutcome, ItemRules,
-    ReleaseOutcome, RenewOutcome, Status,
+    AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ItemRules, ReleaseOutcome,
+    RenewOutcome, Status,
 };
 use crate::events::tail::Line;
 use crate::events::Event;
@@ -77,74 +82,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use error::StoreError;
 pub use listing::{Listing, Origins, StoreHazard};
 pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};
 pub use url::{StoreUrl, StoreUrlError};
-
-/// What can go wrong below the seam. Protocol refusals stay [`ClaimError`];
-/// the rest is about reaching the store.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(transparent)]
-    Claim(#[from] ClaimError),
-    #[error(transparent)]
-    Url(#[from] StoreUrlError),
-    #[error("this claimtop was built without etcd support (rebuild with `--features etcd`)")]
-    NoEtcdSupport,
-    /// No answer within `--timeout`: the endpoints are named so an operator
-    /// knows which cluster did not answer.
-    #[error("etcd at {endpoints} did not answer within {}: {detail}", crate::claims::human_ms(.after.as_millis() as i64))]
-    Unreachable {
-        endpoints: String,
-        after: Duration,
-        detail: String,
-    },
-    /// etcd answered with an error (auth, permission, NOSPACE...).
-    #[error("etcd at {endpoints}: {detail}")]
-    Etcd { endpoints: String, detail: String },
-    /// Claims on etcd live only as long as their lease: there is no pid
-    /// liveness across machines, so a claim without a TTL would be forever.
-    #[error("a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it if the holder dies")]
-    TtlRequired,
-    /// A bad connection setting (TLS files, a user without a password...).
-    #[error("{0}")]
-    Config(String),
-    /// Several roots were named where one is needed (a verb on one key).
-    #[error(transparent)]
-    Roots(#[from] crate::claims::RootsError),
-    /// The events log could not be read (not a regular file, permission,
-    /// an I/O error), naming it.
-    #[error(transparent)]
-    Log(#[from] crate::events::tail::TailError),
-    /// A file the store needs could not be read (the events log, a TLS
-    /// file): which one, and what the system said.
-    #[error("cannot read {}: {source}", .path.to_string_lossy())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A watch on the store could not be set up or went on failing
-    /// (inotify limits, a directory that cannot be read).
-    #[error("cannot watch {what}: {detail}")]
-    Watch { what: String, detail: String },
-    /// A verb on one key was given several roots: which root the key lives
-    /// in is the operator's choice, never a guess.
-    #[error("{verb} works on one claims root, and {roots} were given: name one with --root")]
-    SeveralRoots { verb: &'static str, roots: String },
-    /// The store cannot do what was asked at all (keep a lease on a file
-    /// store, repair etcd): the words say what to do instead.
-    #[error("{0}")]
-    Unsupported(String),
-    /// A request to a publishing host could not be carried out: the host
-    /// is unknown, offline, did not answer in time, or no longer publishes
-    /// the claim. The words name the host.
-    #[error("{0}")]
-    Host(String),
-    /// The feed's store watch cannot go on (the store was dropped).
-    #[error("the change feed has ended")]
-    FeedClosed,
-}
 
 /// One thing that changed in the store, for the dashboard and `--wait`.
 #[derive(Debug, Clone, PartialEq)]

@@ -31,6 +31,8 @@ pub mod layout;
 mod list;
 mod next_key;
 mod owners;
+mod published;
+mod site;
 mod verbs;
 mod watch;
 
@@ -38,6 +40,7 @@ pub use conn::Conn;
 pub use hold::KeepAlive;
 pub use layout::Layout;
 pub use owners::PublishError;
+pub use site::{conn_opts, OPENER};
 
 use super::fleet::{FleetState, Forgot, HostInfo};
 use super::url::EtcdTarget;
@@ -109,6 +112,32 @@ impl Drop for Core {
                 let _ = task.await;
             }
         });
+    }
+}
+
+impl Core {
+    /// Ask host `host_id`'s publisher to force-release `key` in its root
+    /// `root_id`, waiting up to `wait`: its answer, or why not in words
+    /// that name the host.
+    pub(crate) fn ask_host(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, StoreError> {
+        let ask = fleet::FleetAsk {
+            host: host_id,
+            root_id: Some(root_id),
+            key,
+        };
+        self.request_force_release(&ask, opts, wait)
+            .map_err(|e| match e {
+                fleet::FleetError::Store(e) => e,
+                // Words for the status line: which host, and why not.
+                e => StoreError::Host(e.to_string()),
+            })
     }
 }
 
@@ -347,18 +376,7 @@ impl Fleet for EtcdStore {
         opts: &ForceOpts,
         wait: Duration,
     ) -> Result<serde_json::Value, StoreError> {
-        let ask = fleet::FleetAsk {
-            host: host_id,
-            root_id: Some(root_id),
-            key,
-        };
-        self.core
-            .request_force_release(&ask, opts, wait)
-            .map_err(|e| match e {
-                fleet::FleetError::Store(e) => e,
-                // Words for the status line: which host, and why not.
-                e => StoreError::Host(e.to_string()),
-            })
+        self.core.ask_host(host_id, root_id, key, opts, wait)
     }
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {

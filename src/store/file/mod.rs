@@ -5,8 +5,12 @@
 //! `events::tail`; nothing is re-read or re-shaped, so the wire and the
 //! figures stay what they were.
 
+mod backend;
 pub mod feed;
 mod inotify;
+pub mod list_json;
+
+pub use backend::{open_root, OPENER};
 
 use super::wake::FileKeyWatch;
 use super::{Changes, Fenced, KeyWatch, Listing, Store, StoreError, Wake};
