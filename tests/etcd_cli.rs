@@ -834,7 +834,7 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         (_, Some(st)) => {
-                            use claimtop::store::{Leases, Store};
+                            use claimtop::store::{Claims, Fence};
                             let opts = claimtop::claims::AcquireOpts {
                                 ttl_ms: Some(60_000),
                                 ..Default::default()
@@ -854,7 +854,8 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                                 overlaps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             }
                             let _ = std::fs::remove_file(marker);
-                            st.release_fenced("mx", &holder, rev).expect("release");
+                            st.release("mx", &holder, Some(Fence::new(rev as u64)))
+                                .expect("release");
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         _ => unreachable!("every third worker has a store"),

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 pub use crate::events::asof::AROUND_MS;
 
-pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> CmdResult {
+pub fn list_as_of(store: &Store, text: &str, local: bool, out: &mut Out) -> CmdResult {
     let now = now_ms();
     let Some(at) = parse_instant(text, now, local) else {
         return out.usage_error(&format!(
@@ -34,7 +34,7 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
     if out.json_mode() {
         let claims: Vec<Value> = rows.iter().map(|r| row_json(r, at)).collect();
         out.json(
-            &json!({"as_of": at, "as_of_text": shown, "store": store.url(), "claims": claims}),
+            &json!({"as_of": at, "as_of_text": shown, "store": store_url(store), "claims": claims}),
         )?;
         return Ok(EXIT_OK);
     }
@@ -79,15 +79,32 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
 /// The keys held at `at`, from the log around it: every log the store
 /// keeps (one per root over several roots, each row naming its root), by
 /// key, then in the order the roots were named.
-pub fn table_at(store: &dyn Store, at: i64) -> Result<Vec<HeldAt>, String> {
+pub fn table_at(store: &Store, at: i64) -> Result<Vec<HeldAt>, String> {
     let mut per_log = Vec::new();
-    for (root, log) in store.logs().map_err(|e| e.to_string())? {
+    for log in store.logs().map_err(|e| e.to_string())? {
+        let root = log.name.clone();
         let mut history = store.history(&log).map_err(|e| e.to_string())?;
         history.start().map_err(|e| e.to_string())?;
         let ix = history.around(at).map_err(|e| e.to_string())?;
         per_log.push((root, held_at(&ix, at)));
     }
     Ok(by_root(per_log))
+}
+
+/// `"store"`: the one store's URL; over roots alone `file:` and the roots
+/// `:`-separated (as `$FNO_CLAIMS_ROOT` spells them); over a mix every
+/// origin's URL, space-separated (as `$FNO_CLAIMS_STORE` does).
+fn store_url(store: &Store) -> String {
+    if store.all_roots() {
+        let dirs: Vec<String> = store
+            .named()
+            .filter_map(|m| m.root_dir())
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect();
+        return format!("file:{}", dirs.join(":"));
+    }
+    let names: Vec<String> = store.named().map(|m| m.backend().url()).collect();
+    names.join(" ")
 }
 
 fn ending_text(r: &HeldAt, local: bool) -> String {

@@ -8,6 +8,7 @@ pub mod asof;
 pub mod claim_cmds;
 pub mod completions;
 pub mod config;
+pub mod dispatch;
 pub mod events;
 mod events_history;
 mod events_print;

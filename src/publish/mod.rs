@@ -35,7 +35,7 @@ use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Store, StoreError};
+use crate::store::{Change, Changes, Feed, StoreError};
 use etcd_client::PutOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -225,7 +225,7 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
-            match r.store.changes() {
+            match r.store.changes(None) {
                 Ok(feed) => r.feed = Some(feed),
                 Err(e) => log(
                     Level::Warn,
@@ -474,8 +474,8 @@ impl Publisher {
         if !self.lost.load(Ordering::SeqCst) {
             return Ok(());
         }
-        Err(StoreError::Etcd {
-            endpoints: self.core.conn.endpoints().to_string(),
+        Err(StoreError::Backend {
+            store: format!("etcd at {}", self.core.conn.endpoints()),
             detail: format!(
                 "the publisher's lease {} expired or could not be renewed",
                 self.lease.unwrap_or(0)

@@ -366,6 +366,22 @@ pub fn list_whole(b: &dyn Claims, c: &mut Classifier) -> Result<MemberListing, S
     Ok(l)
 }
 
+/// The whole listing of `b`, judged as a command judges: with a fresh
+/// classifier, at now.
+pub fn list_now(b: &dyn Claims) -> Result<MemberListing, StoreError> {
+    list_whole(b, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// [`list_head`] judged as a command judges.
+pub fn head_now(b: &dyn Claims, n: usize) -> Result<Option<MemberListing>, StoreError> {
+    list_head(b, n, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// One key of `b`, judged as a command judges: with a fresh classifier.
+pub fn status_now(b: &dyn Claims, key: &str) -> Result<Fenced<Status>, StoreError> {
+    b.status(key, &mut Classifier::new(crate::claims::now_ms()))
+}
+
 /// The first `n` claims of `b` in key order (a big store's first screen),
 /// or None when that would be the whole listing anyway.
 pub fn list_head(

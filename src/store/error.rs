@@ -4,7 +4,6 @@
 //! a backend says of itself in its own words ([`StoreError::Backend`]).
 
 use crate::claims::ClaimError;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::url::StoreUrlError;
@@ -32,7 +31,8 @@ pub enum StoreError {
     Refused(String),
     /// A store this build cannot open, and what to rebuild with.
     #[error(
-        "this claimtop was built without {scheme}: support (rebuild with `--features {feature}`)"
+        "this claimtop was built without {feature} support, which {scheme}:// stores need \
+         (rebuild with `--features {feature}`)"
     )]
     NotBuilt {
         scheme: String,
@@ -41,49 +41,14 @@ pub enum StoreError {
     /// A backend's own failure, in its words, naming the store.
     #[error("{store}: {detail}")]
     Backend { store: String, detail: String },
-    #[error("this claimtop was built without etcd support (rebuild with `--features etcd`)")]
-    NoEtcdSupport,
-    /// No answer within `--timeout`: the endpoints are named so an operator
-    /// knows which cluster did not answer.
-    #[error("etcd at {endpoints} did not answer within {}: {detail}", crate::claims::human_ms(.after.as_millis() as i64))]
+    /// No answer within `--timeout`: `what` names who did not answer (the
+    /// endpoints), so an operator knows which cluster it was.
+    #[error("{what} did not answer within {}: {detail}", crate::claims::human_ms(.after.as_millis() as i64))]
     Unreachable {
-        endpoints: String,
+        what: String,
         after: Duration,
         detail: String,
     },
-    /// etcd answered with an error (auth, permission, NOSPACE...).
-    #[error("etcd at {endpoints}: {detail}")]
-    Etcd { endpoints: String, detail: String },
-    /// Claims on etcd live only as long as their lease: there is no pid
-    /// liveness across machines, so a claim without a TTL would be forever.
-    #[error("a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it if the holder dies")]
-    TtlRequired,
-    /// A bad connection setting (TLS files, a user without a password...).
-    #[error("{0}")]
-    Config(String),
-    /// Several roots were named where one is needed (a verb on one key).
-    #[error(transparent)]
-    Roots(#[from] crate::claims::RootsError),
-    /// The events log could not be read (not a regular file, permission,
-    /// an I/O error), naming it.
-    #[error(transparent)]
-    Log(#[from] crate::events::tail::TailError),
-    /// A file the store needs could not be read (the events log, a TLS
-    /// file): which one, and what the system said.
-    #[error("cannot read {}: {source}", .path.to_string_lossy())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A watch on the store could not be set up or went on failing
-    /// (inotify limits, a directory that cannot be read).
-    #[error("cannot watch {what}: {detail}")]
-    Watch { what: String, detail: String },
-    /// A verb on one key was given several roots: which root the key lives
-    /// in is the operator's choice, never a guess.
-    #[error("{verb} works on one claims root, and {roots} were given: name one with --root")]
-    SeveralRoots { verb: &'static str, roots: String },
     /// The store cannot do what was asked at all (keep a lease on a file
     /// store, repair etcd): the words say what to do instead.
     #[error("{0}")]

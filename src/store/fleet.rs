@@ -296,6 +296,10 @@ impl FleetState {
             _ => Vec::new(),
         };
         for item in &mut items {
+            // A root's item among several origins is no store's.
+            if item.get("root").is_some() {
+                continue;
+            }
             let host = item
                 .pointer("/record/host")
                 .and_then(Value::as_str)

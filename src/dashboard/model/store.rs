@@ -9,7 +9,7 @@
 use super::fleet::FleetView;
 use crate::claims::Loc;
 use crate::store::fleet::FleetState;
-use crate::store::{StoreInfo, Tenure};
+use crate::store::{LinkFacts, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
 
@@ -38,6 +38,29 @@ pub enum StoreMsg {
     WatchDown { why: String, at: i64 },
     /// The watch delivers again.
     WatchUp { revision: Option<i64>, at: i64 },
+}
+
+/// A cluster's state as the header shows it: who answers, who leads, and
+/// the newest revision seen (the probe's, or a row's or a listing's if
+/// newer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// The endpoints the client was given, `a:1,b:2`.
+    pub endpoints: String,
+    /// The leader's member name, or None while there is none or it cannot
+    /// be asked.
+    pub leader: Option<String>,
+    pub revision: i64,
+}
+
+impl From<LinkFacts> for StoreInfo {
+    fn from(f: LinkFacts) -> StoreInfo {
+        StoreInfo {
+            endpoints: f.reached,
+            leader: f.leader,
+            revision: f.at.unwrap_or(0),
+        }
+    }
 }
 
 /// A claim's tenure, and when it was read: its lease counts down from then.

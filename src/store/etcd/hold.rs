@@ -130,10 +130,10 @@ impl Core {
             renew(&mut c, lease).await.map(|left| (sent, left))
         })?;
         if left <= 0 {
-            return Err(StoreError::Etcd {
-                endpoints: self.conn.endpoints().to_string(),
-                detail: format!("the claim's lease {lease:x} expired before it could be kept"),
-            });
+            return Err(super::conn::answered(
+                self.conn.endpoints(),
+                format!("the claim's lease {lease:x} expired before it could be kept"),
+            ));
         }
         let state = Arc::new(Mutex::new(State {
             lost: None,

@@ -259,7 +259,9 @@ impl Changes for Copies {
                 } => Change::Claim {
                     key: copy_key(&host_id, &root_id, &key),
                 },
-                Change::Claim { .. } | Change::Event(_) => continue,
+                // The site's own, and the mirrored lines, which the site's
+                // feed brings (its audit follows them).
+                Change::Claim { .. } | Change::Event(_) | Change::PublishedEvent { .. } => continue,
                 other => other,
             };
             return Ok(Some(kept));

@@ -4,6 +4,7 @@
 //! publish ([`super::published::Published`]).
 
 use super::published::Published;
+use super::ConnOpts;
 use super::{history, watch, EtcdStore};
 use crate::claims::{
     AcquireOpts, AcquireOutcome, Classifier, ForceOpts, ForceOutcome, ItemRules, ReleaseOutcome,
@@ -12,14 +13,13 @@ use crate::claims::{
 use crate::events::history::{History, Log};
 use crate::events::Event;
 use crate::store::backend::{
-    Audit, Backend, Claims, Feed, Fleet, Flow, Leases, Link, LinkFacts, ListEnd, ListSink,
-    MemberListing, Words,
+    Audit, Backend, Claims, Feed, Fleet, Flow, Leases, Link, LinkFacts, ListEnd, ListSink, Words,
 };
 use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{FleetState, Forgot, HostInfo, SOURCE_STORE};
 use crate::store::registry::{OpenCtx, Opened, Opener, Role};
 use crate::store::url::check_etcd;
-use crate::store::{Changes, Fenced, Kept, OpenOpts, StoreError, StoreHazard, Tenure};
+use crate::store::{Changes, Fenced, Kept, StoreError, StoreHazard, Tenure};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,11 +44,10 @@ fn open(text: &str, ctx: &OpenCtx) -> Result<Opened, StoreError> {
 }
 
 /// The connection settings etcd reads from the context, by its own names.
-pub fn conn_opts(ctx: &OpenCtx) -> OpenOpts {
+pub fn conn_opts(ctx: &OpenCtx) -> ConnOpts {
     let s = &ctx.settings;
     let path = |name: &str| s.get(name).map(PathBuf::from);
-    OpenOpts {
-        events_dir: ctx.events_dir.clone(),
+    ConnOpts {
         cacert: path("etcd-cacert"),
         cert: path("etcd-cert"),
         key: path("etcd-key"),
@@ -128,17 +127,9 @@ impl Claims for EtcdStore {
     /// Read in pages at one revision; the feed resumes right after it.
     fn list(&self, _c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
         let wants = sink.wants();
-        let listing = self.core.list_claims_upto(wants)?;
-        let at = listing.revision.map(|r| Cursor::of_u64(r.max(0) as u64));
-        let listed = listing.sweep.claims.len();
-        let page = MemberListing {
-            at: Default::default(),
-            rules: ItemRules::StoreKey,
-            sweep: listing.sweep,
-            tenures: listing.tenures,
-            store_hazards: listing.store_hazards,
-            end: ListEnd::default(),
-        };
+        let page = self.core.list_claims_upto(wants)?;
+        let listed = page.sweep.claims.len();
+        let at = page.end.at.clone();
         let flow = sink.page(page);
         let complete = match wants {
             None => flow == Flow::Go,
@@ -204,12 +195,7 @@ impl Link for EtcdStore {
     /// connection (bounded by its own `--timeout`; a face that must know
     /// sooner opens one with a shorter timeout).
     fn probe(&self, _timeout: Duration) -> Result<LinkFacts, StoreError> {
-        let info = self.core.info()?;
-        Ok(LinkFacts {
-            reached: info.endpoints,
-            leader: info.leader,
-            at: Some(info.revision),
-        })
+        self.core.info()
     }
 }
 

@@ -4,7 +4,7 @@
 //! functions, so the wire and the figures stay what they are.
 
 use super::super::backend::{
-    Audit, Backend, Claims, Feed, Flow, ListEnd, ListSink, MemberListing, Repair, Words,
+    Audit, Backend, Claims, Feed, ListEnd, ListSink, MemberListing, Repair, Words,
 };
 use super::super::cursor::{Cursor, Fence};
 use super::super::registry::{OpenCtx, Opened, Opener, Role};
@@ -141,11 +141,12 @@ impl Claims for FileStore {
                 });
             }
         }
+        // One page, every claim in it, however the sink answers.
         let whole = claims::sweep_with(&self.root, c);
-        let flow = sink.page(MemberListing::of_sweep(whole, ItemRules::Lockfile));
+        sink.page(MemberListing::of_sweep(whole, ItemRules::Lockfile));
         Ok(ListEnd {
             at: None,
-            complete: flow == Flow::Go || sink.wants().is_none(),
+            complete: true,
         })
     }
 
@@ -191,7 +192,11 @@ impl Audit for FileStore {
     }
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
-        let chunk = read_last_lines(&self.root.events_file(), n)?;
+        let chunk =
+            read_last_lines(&self.root.events_file(), n).map_err(|e| StoreError::Backend {
+                store: Claims::url(self),
+                detail: e.to_string(),
+            })?;
         // Lines that do not parse are skipped, as `events` always has.
         Ok(chunk.lines.iter().filter_map(|l| l.parse().ok()).collect())
     }
