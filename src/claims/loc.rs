@@ -6,7 +6,11 @@
 //! must say its origin; a table of 100 000 rows keys three maps by it, so
 //! it must cost no more than the `Arc<Path>` it replaces (16 bytes on the
 //! stack, one shared allocation). The origin and the rules therefore live
-//! in the path's own allocation, three bytes ahead of the place.
+//! in the path's own allocation, in a short head before the place. A path
+//! never holds a NUL byte, so a head is told from a place by its first
+//! byte, and the protocol's own reads (a lockfile of origin 0, by far the
+//! most rows) need no head at all: their allocation is the path's, byte for
+//! byte what it was.
 
 use super::census::ItemRules;
 use serde::Serialize;
@@ -19,8 +23,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The bytes ahead of the place: origin (little-endian u16), rules.
-const HEAD: usize = 3;
+/// A head's first byte: no path holds one.
+const MARK: u8 = 0;
+/// A head: the mark, the origin (little-endian u16), the rules.
+const HEAD: usize = 4;
 
 /// A claim's place, its origin and its rules, in one shared allocation.
 /// Derefs to the place as a [`Path`], so `s.file.parent()` and the like
@@ -32,26 +38,43 @@ pub struct Loc(Arc<[u8]>);
 impl Loc {
     pub fn new(origin: u16, rules: ItemRules, place: &Path) -> Loc {
         let place = place.as_os_str().as_bytes();
+        let plain = origin == 0 && rules == ItemRules::Lockfile && place.first() != Some(&MARK);
+        if plain {
+            return Loc(Arc::from(place));
+        }
         let mut bytes = Vec::with_capacity(HEAD + place.len());
+        bytes.push(MARK);
         bytes.extend_from_slice(&origin.to_le_bytes());
         bytes.push(rules_byte(rules));
         bytes.extend_from_slice(place);
         Loc(Arc::from(bytes))
     }
 
+    /// The head's bytes, if it has one.
+    fn head(&self) -> Option<&[u8]> {
+        (self.0.first() == Some(&MARK) && self.0.len() >= HEAD).then(|| &self.0[..HEAD])
+    }
+
     /// Which member of the store it came from (0: the only one, or not
     /// stamped yet — what the protocol's own reads write).
     pub fn origin(&self) -> u16 {
-        u16::from_le_bytes([self.0[0], self.0[1]])
+        self.head().map_or(0, |h| u16::from_le_bytes([h[1], h[2]]))
     }
 
     /// How its row is judged (a lockfile, a store key, a published copy).
     pub fn rules(&self) -> ItemRules {
-        rules_of(self.0[2])
+        self.head().map_or(ItemRules::Lockfile, |h| rules_of(h[3]))
+    }
+
+    fn place_bytes(&self) -> &[u8] {
+        match self.head() {
+            Some(_) => &self.0[HEAD..],
+            None => &self.0,
+        }
     }
 
     pub fn place(&self) -> &Path {
-        Path::new(OsStr::from_bytes(&self.0[HEAD..]))
+        Path::new(OsStr::from_bytes(self.place_bytes()))
     }
 
     /// The same place with this origin and these rules: itself when they
@@ -104,7 +127,7 @@ impl AsRef<Path> for Loc {
 impl PartialEq for Loc {
     fn eq(&self, other: &Loc) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
-            || (self.0[..2] == other.0[..2] && self.0[HEAD..] == other.0[HEAD..])
+            || (self.origin() == other.origin() && self.place_bytes() == other.place_bytes())
     }
 }
 
@@ -112,8 +135,8 @@ impl Eq for Loc {}
 
 impl Hash for Loc {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write(&self.0[..2]);
-        h.write(&self.0[HEAD..]);
+        h.write_u16(self.origin());
+        h.write(self.place_bytes());
     }
 }
 
@@ -125,7 +148,7 @@ impl Ord for Loc {
         self.origin()
             .cmp(&other.origin())
             .then_with(|| self.place().cmp(other.place()))
-            .then_with(|| self.0[HEAD..].cmp(&other.0[HEAD..]))
+            .then_with(|| self.place_bytes().cmp(other.place_bytes()))
     }
 }
 
@@ -218,6 +241,27 @@ mod tests {
         let mut paths = vec![Path::new("/r/a-b"), Path::new("/r/a/b"), Path::new("/r/a")];
         paths.sort();
         assert_eq!(sorted, paths);
+    }
+
+    #[test]
+    fn a_lockfile_of_origin_zero_is_its_path_alone_and_any_other_has_a_head() {
+        let p = Path::new("/r/.fno/claims/k.lock");
+        let plain = Loc::from(p);
+        assert_eq!(
+            plain.0.len(),
+            p.as_os_str().len(),
+            "no byte beyond the path"
+        );
+        let stamped = plain.stamped(1, ItemRules::Lockfile);
+        assert_eq!(stamped.0.len(), p.as_os_str().len() + HEAD);
+        assert_eq!((stamped.origin(), stamped.place()), (1, p));
+        // A place that starts as a head would is given one of its own.
+        let odd = Path::new(OsStr::from_bytes(b"\0\x05\0\x02x"));
+        let l = Loc::from(odd);
+        assert_eq!(
+            (l.origin(), l.rules(), l.place()),
+            (0, ItemRules::Lockfile, odd)
+        );
     }
 
     #[test]
