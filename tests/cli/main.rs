@@ -15,6 +15,7 @@ mod docs;
 mod events_window;
 mod list_golden;
 mod metrics;
+mod origins;
 mod publish;
 mod race;
 mod roots;

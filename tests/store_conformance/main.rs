@@ -57,6 +57,7 @@ conformance!(
     // several origins
     a_one_key_verb_over_several_origins_exits_2_naming_each,
     every_item_and_hazard_names_its_origin_where_several_are_named,
+    every_event_names_its_origin_where_several_are_named,
     // listing
     list_is_sorted_by_key_and_counts_every_state,
     a_head_is_the_first_keys_in_order,

@@ -79,3 +79,32 @@ fn check_origins(u: &dyn StoreUnderTest, doc: &Value) {
         assert_eq!(named, origins);
     }
 }
+
+pub fn every_event_names_its_origin_where_several_are_named(u: &dyn StoreUnderTest) {
+    let t = Target::of(u);
+    take(t.backend(u), "k", "alice");
+    let Some((code, out)) = u.cli_all(&["events", "--json"]) else {
+        eprintln!(
+            "every_event_names_its_origin...: no CLI reaches {}",
+            u.name()
+        );
+        return;
+    };
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    let origins = u.origins();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["type"] == "claim_acquired"),
+        "{lines:?}"
+    );
+    for l in &lines {
+        match (origins.is_empty(), l.get("origin").and_then(Value::as_str)) {
+            (true, None) => {}
+            (false, Some(o)) => assert!(origins.iter().any(|x| x == o), "{o} among {origins:?}"),
+            (one, o) => panic!("{}: one origin {one}, origin {o:?} on {l}", u.name()),
+        }
+    }
+}
