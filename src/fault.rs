@@ -1,6 +1,7 @@
 //! Fault-injection points for the windows no timing can hit: between a
 //! mutex steal's judgement and its rename, between an archive's judgement
-//! and its rename, between release's re-read and its unlink. Compiled only
+//! and its rename, between release's re-read and its unlink, between an
+//! etcd verb's read and its guarded transaction. Compiled only
 //! into the crate's own tests (the module and every call site are
 //! `cfg(test)`), so no release build carries a hook.
 //!
@@ -27,6 +28,11 @@ pub enum Point {
     /// `verbs::release`, after the re-read that found the caller's claim,
     /// before the unlink.
     ReleaseUnlink,
+    /// `store::etcd` release and force-release, after the read they decided
+    /// on, before the transaction guarded by the revision they read. The
+    /// path is the claim's etcd key.
+    #[cfg(feature = "etcd")]
+    EtcdGuardedWrite,
 }
 
 type Hook = Arc<dyn Fn(&Path) + Send + Sync>;

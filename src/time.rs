@@ -60,12 +60,53 @@ pub fn parse_instant(text: &str, now_ms: i64, local: bool) -> Option<i64> {
 }
 
 /// `--since`: a TTL-style duration counts back from now (`1h`: the last
-/// hour), anything else is an instant as [`parse_instant`] reads it.
+/// hour), anything else is an instant as [`parse_instant`] reads it; `None`
+/// for what [`read_instant`] refuses.
 pub fn parse_since(text: &str, now_ms: i64, local: bool) -> Option<i64> {
-    match parse_ttl_ms(text) {
-        Some(ago) => Some(now_ms.saturating_sub(ago)),
-        None => parse_instant(text, now_ms, local),
+    read_instant(text, now_ms, local).ok()
+}
+
+/// The latest instant any face reads or shows: 9999-12-31T23:59:59.999Z.
+/// Past it (or before 1970) no log has a line, and no clock words it.
+pub const LATEST_MS: i64 = 253_402_300_799_999;
+
+/// Why a time typed for `--since`, `--as-of`, `:goto` or `:asof` names no
+/// instant to read the log at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InstantError {
+    #[error("not a time: 03:00 (today), 2026-12-01T03:00:00Z, or 1h (an hour ago)")]
+    NotATime,
+    #[error("that is before 1970 or after 9999: no log reaches it")]
+    OutOfRange,
+    #[error("that is in the future; the log can only say what was")]
+    Future,
+}
+
+/// An instant as every face reads one: a duration back from now (`1h`),
+/// RFC 3339, or `HH:MM[:SS]` today ([`parse_instant`]); refused when it
+/// lies outside 1970..=9999 (a duration of a billion hours must not wrap
+/// round to a time no clock can word).
+pub fn read_instant(text: &str, now_ms: i64, local: bool) -> Result<i64, InstantError> {
+    let at = match parse_ttl_ms(text) {
+        // A saturated duration (too many digits) is as far out of range
+        // as any.
+        Some(ago) if ago < i64::MAX => now_ms.checked_sub(ago),
+        Some(_) => None,
+        None => Some(parse_instant(text, now_ms, local).ok_or(InstantError::NotATime)?),
+    };
+    at.filter(|t| (0..=LATEST_MS).contains(t))
+        .ok_or(InstantError::OutOfRange)
+}
+
+/// An instant in the past, for "as of" (`list --as-of`, `:asof`): what
+/// [`read_instant`] reads, and refused when it is after `now_ms` (`23:59:60`
+/// today is tomorrow's first second).
+pub fn read_past(text: &str, now_ms: i64, local: bool) -> Result<i64, InstantError> {
+    let at = read_instant(text, now_ms, local)?;
+    if at > now_ms {
+        return Err(InstantError::Future);
     }
+    Ok(at)
 }
 
 /// A span as the TTL syntax (`1h`, `30m`, `90s`), exact when possible. A
@@ -415,5 +456,39 @@ mod tests {
         // 03:00 local is 03:00 UTC less the zone's offset, on the local date.
         let day = 86_400_000;
         assert_eq!((local + offset_ms).rem_euclid(day), 3 * 3_600_000);
+    }
+
+    #[test]
+    fn an_instant_past_any_clock_is_refused_not_wrapped() {
+        use super::{read_instant, read_past, InstantError, LATEST_MS};
+        let now = 1_764_547_200_000; // 2025-12-01T00:00:00Z
+        assert_eq!(read_instant("1h", now, false), Ok(now - 3_600_000));
+        assert_eq!(
+            read_instant("1000000000000000h", now, false),
+            Err(InstantError::OutOfRange),
+            "saturated"
+        );
+        assert_eq!(
+            read_instant("2000000000000h", now, false),
+            Err(InstantError::OutOfRange),
+            "before 1970"
+        );
+        assert_eq!(
+            read_instant("yesterday", now, false),
+            Err(InstantError::NotATime)
+        );
+        assert_eq!(
+            read_instant("9999-12-31T23:59:59.999Z", now, false),
+            Ok(LATEST_MS)
+        );
+        // "As of" refuses the future, however it is typed: 23:59:60 today
+        // is tomorrow.
+        assert_eq!(read_past("23:59:60", now, false), Err(InstantError::Future));
+        assert_eq!(
+            read_past("2999-01-01T00:00:00Z", now, false),
+            Err(InstantError::Future)
+        );
+        assert_eq!(read_past("00:00", now, false), Ok(now));
+        assert_eq!(read_past("10m", now, false), Ok(now - 600_000));
     }
 }

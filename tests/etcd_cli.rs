@@ -9,7 +9,9 @@
 mod common;
 mod etcd_common;
 
-use common::{claimtop, grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox};
+use common::{
+    claimtop, grandchild_writer, slow_member, stamps, until_quiet, wall_ns, Grandchild, Sandbox,
+};
 use etcd_common::{scrape, start_metrics, Etcd, Proxy};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -639,6 +641,68 @@ fn run_over_etcd_stops_cmd_and_exits_4_when_its_claim_is_force_released() {
     );
 }
 
+/// As on a file store: a signal to `run` ends its command's leader at
+/// once, and the lease is kept until the member still cleaning up is gone.
+#[test]
+fn a_signal_to_run_over_etcd_keeps_the_key_until_the_last_process_of_the_group_has_ended() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/runterm");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (log, ready) = (home.path().join("stamps"), home.path().join("ready"));
+    let script = format!("{}; exec sleep 30", slow_member(&log, &ready, 40));
+    let mut holder = over(home.path(), &url)
+        .args([
+            "run", "k", "--holder", "r", "--ttl", "1m", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(home.path().join("err")).expect("stderr file"))
+        .spawn()
+        .expect("spawn run");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !ready.exists() || stamps(&log).is_empty() {
+        assert!(Instant::now() < give_up, "CMD never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _member = Grandchild::of(&ready, &log).expect("the member's pid");
+    await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) };
+    let sent = wall_ns();
+    // Each reading stamped when it was complete.
+    let mut seen = Vec::new();
+    let status = loop {
+        let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+        seen.push((wall_ns(), s["state"].as_str().unwrap_or("?").to_string()));
+        if let Some(st) = holder.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(wall_ns() - sent < 30_000_000_000, "run never ended");
+    };
+    let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(10))
+        .last()
+        .expect("stamps");
+    eprintln!(
+        "the member wrote until {} ms after the signal; {} readings before that",
+        (last - sent) / 1_000_000,
+        seen.iter().filter(|(t, _)| *t < last).count()
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        last > sent + 300_000_000,
+        "the member stopped with its leader"
+    );
+    let early: Vec<_> = seen.iter().filter(|(t, _)| *t < last).collect();
+    assert!(!early.is_empty(), "no reading while the member wrote");
+    assert!(
+        early.iter().all(|(_, st)| st == "live"),
+        "the key read free while the group still ran: {early:?}"
+    );
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
+}
+
 #[test]
 fn a_killed_run_holder_frees_the_key_within_its_lease_and_three_observers_record_one_expiry() {
     let Some(etcd) = Etcd::single() else { return };
@@ -921,6 +985,10 @@ enum Cut {
     Proxy,
     /// etcd itself is SIGSTOPped for 61 s, a TTL and a second, then resumed.
     Pause,
+    /// The holder's `run` alone is SIGSTOPped (its command runs on, etcd
+    /// runs on) until its successor has run: only the guard's deadline
+    /// stops the command before the lease can end.
+    StopRun,
 }
 
 /// What one cut-off holder and its successor showed.
@@ -936,6 +1004,7 @@ struct Handover {
     /// The cut-off `run`'s exit status and stderr.
     code: Option<i32>,
     err: String,
+    cut: Cut,
 }
 
 impl Handover {
@@ -953,16 +1022,28 @@ impl Handover {
             self.after_exit_ms
         );
         assert_eq!(self.code, Some(4), "the cut-off holder: {}", self.err);
-        assert!(self.err.contains("has not confirmed"), "{}", self.err);
+        // A run cut off from etcd stops its command itself, on its timer; a
+        // stopped run learns of it only once continued.
+        let why = match self.cut {
+            Cut::StopRun => "lost the claim",
+            Cut::Proxy | Cut::Pause => "has not confirmed",
+        };
+        assert!(self.err.contains(why), "{}", self.err);
     }
 }
 
-/// `pairs` holders of keys k0..kN with a 60 s lease, each running a command
-/// whose grandchild writes timestamps (the even ones ignoring SIGTERM);
-/// they are cut off from etcd, and a
-/// second holder per key (direct) runs a command that writes one timestamp
-/// as soon as it holds the key.
-fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
+/// A holder per cut, of keys k0..kN with a 60 s lease, each running a
+/// command whose grandchild writes timestamps (the even ones ignoring
+/// SIGTERM); each is cut off as its cut says (a pause of etcd is every
+/// holder's cut or none's), and a second holder per key (direct) runs a
+/// command that writes one timestamp as soon as it holds the key.
+fn cut_off_holders(etcd: &Etcd, cuts: &[Cut]) -> Vec<Handover> {
+    let pairs = cuts.len();
+    let paused = cuts.contains(&Cut::Pause);
+    assert!(
+        !paused || cuts.iter().all(|c| *c == Cut::Pause),
+        "etcd pauses for all"
+    );
     let home = tempfile::tempdir().expect("tempdir");
     let dir = home.path();
     let prefix = "/cut";
@@ -979,10 +1060,10 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
             .expect("spawn run")
     };
     let mut first = Vec::new();
-    for (i, proxy) in proxies.iter().enumerate() {
+    for (i, (proxy, cut)) in proxies.iter().zip(cuts).enumerate() {
         let url = match cut {
             Cut::Proxy => format!("etcd://{}{prefix}", proxy.endpoint()),
-            Cut::Pause => direct.clone(),
+            Cut::Pause | Cut::StopRun => direct.clone(),
         };
         let (log, ready) = (dir.join(format!("a{i}")), dir.join(format!("ready{i}")));
         let key = format!("k{i}");
@@ -1038,8 +1119,8 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         ];
         (spawn(&direct, &args, &dir.join(format!("b{i}.err"))), log)
     };
-    let (cut_at, mut seconds) = match cut {
-        Cut::Proxy => {
+    let (cut_at, mut seconds) = match paused {
+        false => {
             // Waiting before the cut: each takes its key the moment the
             // lease ends, the harshest successor there is.
             let seconds: Vec<_> = (0..pairs).map(second).collect();
@@ -1052,12 +1133,18 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
                 }
             }
             let cut_at = wall_ns();
-            for p in &mut proxies {
-                p.cut();
+            for ((p, cut), (run, _, _)) in proxies.iter_mut().zip(cuts).zip(&first) {
+                match cut {
+                    Cut::Proxy => p.cut(),
+                    // SAFETY: kill has no memory preconditions.
+                    _ => unsafe {
+                        libc::kill(run.id() as i32, libc::SIGSTOP);
+                    },
+                }
             }
             (cut_at, seconds)
         }
-        Cut::Pause => {
+        true => {
             etcd.members[0].pause();
             let cut_at = wall_ns();
             std::thread::sleep(Duration::from_secs(61));
@@ -1075,6 +1162,14 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         for (p, end) in procs.iter_mut().zip(&mut ends) {
             if end.is_none() {
                 *end = p.try_wait().expect("wait").map(|st| (st, wall_ns()));
+            }
+        }
+        // A stopped run is let go once its successor has run: it then
+        // learns what happened while it stood still.
+        for (i, cut) in cuts.iter().enumerate() {
+            if *cut == Cut::StopRun && ends[pairs + i].is_some() && ends[i].is_none() {
+                // SAFETY: kill has no memory preconditions.
+                unsafe { libc::kill(procs[i].id() as i32, libc::SIGCONT) };
             }
         }
         assert!(Instant::now() < give_up, "not every pair handed over");
@@ -1099,6 +1194,7 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
             after_exit_ms: (last_a - a_exit) / 1_000_000,
             code: sa.code(),
             err,
+            cut: cuts[i],
         });
     }
     drop(grandchildren);
@@ -1116,16 +1212,20 @@ fn say(what: &str, all: &[Handover]) {
     );
 }
 
-/// The revisions of the `claim_expired` events the CLI's `events` shows.
-fn expired_revisions(home: &Path, url: &str) -> Vec<i64> {
-    let ev = run(
-        over(home, url),
-        &["--json", "events", "--type", "claim_expired"],
-    );
+/// The events `events --json ARGS` prints, one per line.
+fn events_json(home: &Path, url: &str, args: &[&str]) -> Vec<Value> {
+    let ev = run(over(home, url), &[&["--json", "events"], args].concat());
     assert_eq!(code(&ev), 0, "{ev:?}");
     String::from_utf8_lossy(&ev.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// The revisions of the `claim_expired` events the CLI's `events` shows.
+fn expired_revisions(home: &Path, url: &str) -> Vec<i64> {
+    events_json(home, url, &["--type", "claim_expired"])
+        .iter()
         .filter_map(|e| e["data"]["revision"].as_i64())
         .collect()
 }
@@ -1247,32 +1347,37 @@ fn after_a_run_is_told_its_claim_is_lost_the_next_run_gets_a_higher_revision_eve
     );
 }
 
-/// `pairs` holders cut off from etcd by `cut`, each checked to have
-/// stopped at least `min_ms` before its successor began.
-fn cut_off_and_checked(pairs: usize, cut: Cut, what: &str, min_ms: i64) {
+/// A holder per cut, each checked to have stopped at least `min_ms` before
+/// its successor began.
+fn cut_off_and_checked(cuts: &[Cut], what: &str, min_ms: i64) {
     let Some(etcd) = Etcd::single() else { return };
-    let all = cut_off_holders(&etcd, pairs, cut);
+    let all = cut_off_holders(&etcd, cuts);
     say(what, &all);
     for h in &all {
         h.check(min_ms);
     }
 }
 
+/// Two holders at once: one cut off from etcd by its proxy, one whose
+/// `run` is SIGSTOPped while etcd and its command run on. Either way the
+/// command is gone before the lease can end: by `run`'s own timer, or by
+/// its guard's SIGKILL at the deadline `run` last told it.
 #[test]
-fn a_holder_cut_off_from_etcd_stops_its_whole_command_before_a_successor_can_start() {
-    cut_off_and_checked(1, Cut::Proxy, "proxy cut", 1);
+fn a_holder_cut_off_from_etcd_or_stopped_itself_stops_its_whole_command_before_a_successor_can_start(
+) {
+    cut_off_and_checked(&[Cut::Proxy, Cut::StopRun], "proxy cut; run SIGSTOPped", 1);
 }
 
 #[test]
 #[ignore = "about 70 s: ten holders cut off at once, for the README's overlap figure"]
 fn ten_holders_cut_off_from_etcd_all_stop_before_their_successors_start() {
-    cut_off_and_checked(10, Cut::Proxy, "proxy cut, ten pairs", 1);
+    cut_off_and_checked(&[Cut::Proxy; 10], "proxy cut, ten pairs", 1);
 }
 
 #[test]
 fn a_holder_whose_etcd_is_stopped_for_a_ttl_stops_its_command_a_margin_before_the_lease_ends() {
     let margin = claimtop::cli::run::stop::MIN_MARGIN.as_millis() as i64;
-    cut_off_and_checked(1, Cut::Pause, "etcd SIGSTOPped 61 s", margin);
+    cut_off_and_checked(&[Cut::Pause], "etcd SIGSTOPped 61 s", margin);
 }
 
 #[test]
@@ -1336,7 +1441,10 @@ fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_hi
             let at = base + i * 60_000;
             let data = serde_json::json!({"key": format!("w{}", i % 4), "holder": format!("h{i}"),
                                           "pid": 1, "host": "x", "acquired_at": at, "expires_at": null});
-            (at, event_line(at, "claim_acquired", data))
+            // One writer's clock in the next century, inside the window:
+            // its line must not end the window early.
+            let stamp = if i == 1250 { 4_102_444_800_000 } else { at };
+            (at, event_line(stamp, "claim_acquired", data))
         })
         .collect();
     put_events(&etcd, "/evwin", &lines);
@@ -1362,7 +1470,10 @@ fn events_since_and_until_over_etcd_print_exactly_the_window_read_through_the_hi
         "--until",
         &at(1300),
     ]);
-    let want: Vec<String> = (1200..1300).map(|i| format!("h{i}")).collect();
+    let want: Vec<String> = (1200..1300)
+        .filter(|i| *i != 1250)
+        .map(|i| format!("h{i}"))
+        .collect();
     assert_eq!(got, want);
     // The last 3 of the window that are key w1.
     let got = holders(&[
@@ -1438,5 +1549,303 @@ fn list_as_of_over_etcd_is_the_table_of_the_tenures_that_covered_that_instant() 
     let v = held(30);
     assert_eq!(keys(&v), ["a=w2", "b=w3"]);
     assert_eq!(v["claims"][1]["ended"]["how"], "expired");
+    // Read from the store's first event: nothing is out of sight.
+    assert_eq!(v["complete"], true, "{v}");
     assert_eq!(keys(&held(45)), ["a=w2"]);
+}
+
+/// A claim record as another implementation's session-style client writes
+/// it for `key`: held by `holder` on another machine.
+fn session_record(key: &str, holder: &str) -> String {
+    let now = claimtop::claims::now_ms();
+    claimtop::claims::ClaimRecord {
+        schema_version: 1,
+        key: key.into(),
+        holder: holder.into(),
+        acquired_at: now,
+        pid: 4242,
+        host: "session-host".into(),
+        expires_at: Some(now + 300_000),
+        reason: None,
+        harness: None,
+        machine_id: Some("session-machine".into()),
+        metadata: Default::default(),
+    }
+    .to_lockfile()
+    .expect("a record")
+}
+
+/// The keys under `prefix` that exist now, and the seconds `lease` has
+/// left (-1: gone).
+fn keys_and_lease(etcd: &Etcd, prefix: &str, lease: i64) -> (Vec<String>, i64) {
+    let (rt, mut c) = etcd.client();
+    let opts = etcd_client::GetOptions::new()
+        .with_prefix()
+        .with_keys_only();
+    let keys = rt
+        .block_on(c.get(prefix, Some(opts)))
+        .expect("list keys")
+        .kvs()
+        .iter()
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .collect();
+    let ttl = rt
+        .block_on(c.lease_time_to_live(lease, None))
+        .expect("lease ttl")
+        .ttl();
+    (keys, ttl)
+}
+
+/// The `"type"` of every event over the store, oldest first.
+fn event_types(home: &Path, url: &str) -> Vec<String> {
+    events_json(home, url, &[])
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(String::from))
+        .collect()
+}
+
+/// Four claims and an application key on one lease, as a session-style
+/// client keeps them: a release or force-release of one claim deletes that
+/// key only, and the lease lives on while anything hangs on it. A lease
+/// claimtop granted for a claim alone still goes with its claim. (Each
+/// verb's lease work runs off its path and is awaited before the process
+/// exits, so a command that has exited has done all it will.)
+#[test]
+fn release_and_force_release_over_etcd_delete_only_their_key_and_revoke_only_a_bare_lease() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/hz");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (rt, mut c) = etcd.client();
+    let lease = rt.block_on(c.lease_grant(300, None)).expect("grant").id();
+    let on_lease = || Some(etcd_client::PutOptions::new().with_lease(lease));
+    for k in ["s1", "s2", "s3", "s4"] {
+        let put = c.put(
+            format!("/hz/claims/{k}"),
+            session_record(k, "h"),
+            on_lease(),
+        );
+        rt.block_on(put).expect("put a claim");
+    }
+    rt.block_on(c.put("/hz/app/session-key", "app", on_lease()))
+        .expect("put the application's key");
+    let ok = |args: &[&str]| {
+        let o = run(over(home.path(), &url), args);
+        assert_eq!(code(&o), 0, "{args:?}: {o:?}");
+    };
+    let claims = |keys: &[String]| -> Vec<String> {
+        keys.iter()
+            .filter(|k| k.starts_with("/hz/claims/") || k.starts_with("/hz/app/"))
+            .cloned()
+            .collect()
+    };
+    ok(&["release", "s1", "--holder", "h"]);
+    let (keys, ttl) = keys_and_lease(&etcd, "/hz/", lease);
+    assert_eq!(
+        claims(&keys),
+        [
+            "/hz/app/session-key",
+            "/hz/claims/s2",
+            "/hz/claims/s3",
+            "/hz/claims/s4"
+        ],
+        "release s1 took only s1"
+    );
+    assert!(ttl > 0, "the session's lease lives on: {ttl}");
+    ok(&["force-release", "s2", "--allow-live", "--operator", "ops"]);
+    let (keys, ttl) = keys_and_lease(&etcd, "/hz/", lease);
+    assert_eq!(
+        claims(&keys),
+        ["/hz/app/session-key", "/hz/claims/s3", "/hz/claims/s4"],
+        "force-release s2 took only s2"
+    );
+    assert!(ttl > 0, "the session's lease lives on: {ttl}");
+    ok(&["release", "s3", "--holder", "h"]);
+    ok(&["release", "s4", "--holder", "h"]);
+    let (keys, ttl) = keys_and_lease(&etcd, "/hz/", lease);
+    assert_eq!(claims(&keys), ["/hz/app/session-key"]);
+    assert!(ttl > 0, "the application's key still hangs on it: {ttl}");
+    assert_eq!(
+        event_types(home.path(), &url),
+        [
+            "claim_released",
+            "claim_force_released",
+            "claim_released",
+            "claim_released"
+        ]
+    );
+
+    // Claims claimtop took, each on a lease of its own: released or
+    // force-released by another process, the lease goes too.
+    for (key, end) in [
+        ("own", &["release", "own", "--holder", "me"][..]),
+        (
+            "own2",
+            &["force-release", "own2", "--allow-live", "--operator", "ops"][..],
+        ),
+    ] {
+        let o = run(
+            over(home.path(), &url),
+            &["--json", "acquire", key, "--holder", "me", "--ttl", "1m"],
+        );
+        assert_eq!(code(&o), 0, "{o:?}");
+        let own = json_of(&o)["record"]["lease"]["id"]
+            .as_i64()
+            .expect("lease");
+        ok(end);
+        let (_, ttl) = keys_and_lease(&etcd, "/hz/", own);
+        assert_eq!(ttl, -1, "{key}: a lease with nothing left on it is revoked");
+    }
+}
+
+/// `renew` from another process, of a claim `run` holds and keeps alive:
+/// the claim stays on the lease `run` keeps (so `run` never hears of a
+/// loss), the record takes the deadline asked for, and `run` goes on to
+/// release its own tenure when CMD ends.
+#[test]
+fn a_renew_from_another_process_keeps_a_running_holders_lease_and_the_holder_runs_on() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/renewrun");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (started, done) = (home.path().join("started"), home.path().join("done"));
+    let script = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.1; done",
+        started.display(),
+        done.display()
+    );
+    let holder = over(home.path(), &url)
+        .args([
+            "--json", "run", "rk", "--holder", "h", "--ttl", "1m", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !started.exists() {
+        assert!(Instant::now() < give_up, "CMD never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = json_of(&run(over(home.path(), &url), &["--json", "status", "rk"]));
+    let lease = before["record"]["lease"]["id"].as_i64().expect("a lease");
+    let o = run(
+        over(home.path(), &url),
+        &[
+            "--json",
+            "renew",
+            "rk",
+            "--holder",
+            "h",
+            "--ttl",
+            "10m",
+            "--operator",
+            "ops",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{o:?}");
+    assert_eq!(json_of(&o)["renewed"], true, "{o:?}");
+    let after = json_of(&run(over(home.path(), &url), &["--json", "status", "rk"]));
+    assert_eq!(
+        after["record"]["lease"]["id"], lease,
+        "the claim stays on the lease its holder keeps: {after}"
+    );
+    assert_eq!(after["record"]["revision"], before["record"]["revision"]);
+    assert!(
+        after["record"]["expires_at"].as_i64() > before["record"]["expires_at"].as_i64(),
+        "the record says the deadline asked for: {after}"
+    );
+    // The renew refreshed the lease to its full TTL; its time left falling
+    // and then rising again is `run`'s own keep-alive, whose round also
+    // checks the key is still its tenure's: a round has passed since.
+    let (rt, mut c) = etcd.client();
+    let left = |c: &mut etcd_client::Client| {
+        rt.block_on(c.lease_time_to_live(lease, None))
+            .expect("ttl")
+            .ttl()
+    };
+    let mut low = left(&mut c);
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = left(&mut c);
+        assert!(now > 0, "the holder's lease ended");
+        if now > low {
+            break;
+        }
+        low = low.min(now);
+        assert!(Instant::now() < give_up, "no keep-alive after the renew");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(&done, "").expect("let CMD end");
+    let o = holder.wait_with_output().expect("run ends");
+    assert_eq!(code(&o), 0, "run never lost its claim: {o:?}");
+    let v = json_of(&o);
+    assert_eq!(v["outcome"], "exited", "{v}");
+    assert_eq!(v["release"], "released", "{v}");
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "rk"]));
+    assert_eq!(s["state"], "free", "{s}");
+    let (_, ttl) = keys_and_lease(&etcd, "/renewrun/", lease);
+    assert_eq!(ttl, -1, "released by its holder, the lease is given up");
+
+    // A claim nobody keeps alive moves to a lease of the TTL asked for,
+    // and its old lease, bare, goes.
+    let o = run(
+        over(home.path(), &url),
+        &["--json", "acquire", "rk", "--holder", "h", "--ttl", "1m"],
+    );
+    let first = json_of(&o)["record"]["lease"]["id"]
+        .as_i64()
+        .expect("lease");
+    let o = run(
+        over(home.path(), &url),
+        &["renew", "rk", "--holder", "h", "--ttl", "10m"],
+    );
+    assert_eq!(code(&o), 0, "{o:?}");
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "rk"]));
+    let moved = &s["record"]["lease"];
+    assert!(moved["id"].is_i64() && moved["id"] != first, "{s}");
+    assert_eq!(moved["ttl_s"], 600, "{s}");
+    let (_, ttl) = keys_and_lease(&etcd, "/renewrun/", first);
+    assert_eq!(ttl, -1, "the claim's old lease, bare, is revoked");
+}
+
+/// Open-tenure entries no acquire wrote (garbage, a negative or a
+/// non-numeric lease, a claim without a lease) are recorded as expired by
+/// the next full `list`, and their `claim_expired` names no lease at all:
+/// never a made-up id such as `-000000000000001`.
+#[test]
+fn claim_expired_for_an_open_entry_with_no_valid_lease_names_no_lease() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/gopen");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (rt, mut c) = etcd.client();
+    let fields = |k: &str| serde_json::json!({"key": k, "holder": "x", "pid": 1, "host": "h"});
+    for (k, v) in [
+        ("g1", "not json".to_string()),
+        (
+            "g2",
+            serde_json::json!({"lease": -1, "fields": fields("g2")}).to_string(),
+        ),
+        (
+            "g3",
+            serde_json::json!({"lease": "abc", "fields": fields("g3")}).to_string(),
+        ),
+        (
+            "g4",
+            serde_json::json!({"lease": 0, "fields": fields("g4")}).to_string(),
+        ),
+    ] {
+        rt.block_on(c.put(format!("/gopen/open/{k}"), v, None))
+            .expect("plant an open entry");
+    }
+    let o = run(over(home.path(), &url), &["list"]);
+    assert_eq!(code(&o), 0, "{o:?}");
+    let events = events_json(home.path(), &url, &[]);
+    assert_eq!(events.len(), 4, "{events:?}");
+    for e in &events {
+        assert_eq!(e["type"], "claim_expired", "{e}");
+        assert!(e["data"].get("lease").is_none(), "a lease made up: {e}");
+    }
+    let o = run(over(home.path(), &url), &["events"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(!text.contains("-0000"), "{text}");
 }

@@ -32,6 +32,7 @@ struct Fleet {
     etcd: Etcd,
     home: TempDir,
     url: String,
+    prefix: String,
 }
 
 impl Fleet {
@@ -46,6 +47,7 @@ impl Fleet {
             etcd,
             home: TempDir::new().expect("home"),
             url,
+            prefix: prefix.to_string(),
         })
     }
 
@@ -424,12 +426,24 @@ fn a_restarted_publisher_resyncs_its_claims_without_duplicating_events() {
         mirrored.len() >= 3
     });
     assert!(caught_up, "{mirrored:?}");
-    std::thread::sleep(Duration::from_millis(500));
-    let mirrored = events_of_host(&f.events(), "host-a");
+    // A line appended after the re-sync, once mirrored, says the re-sync
+    // and everything it could have written twice are behind us.
+    acquire("three");
+    let mut mirrored = Vec::new();
+    let past = wait_for(PATIENCE, || {
+        mirrored = events_of_host(&f.events(), "host-a");
+        mirrored.iter().any(|e| e["data"]["key"] == "three")
+    });
+    assert!(past, "{mirrored:?}");
     let kinds: Vec<&str> = mirrored.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
         kinds,
-        ["claim_acquired", "claim_released", "claim_acquired"],
+        [
+            "claim_acquired",
+            "claim_released",
+            "claim_acquired",
+            "claim_acquired"
+        ],
         "every line of the log exactly once"
     );
     let list = f.list();
@@ -533,10 +547,16 @@ fn one_changed_lockfile_is_one_etcd_write() {
         assert!(wait_for(PATIENCE, || {
             !published(&f.list(), "host-a", key).is_empty()
         }));
-        // Late notifications of the same change must not write again.
-        std::thread::sleep(Duration::from_millis(300));
+        // Late notifications of the same change must not write again: a
+        // lockfile written next, once published, says they have been read
+        // (notifications come in order), and it is the one other write.
+        let next = format!("{key}-next");
+        py_write(a.path(), &next, "agent-next", holder.pid());
+        assert!(wait_for(PATIENCE, || {
+            !published(&f.list(), "host-a", &next).is_empty()
+        }));
         let writes = f.revision() - before;
-        assert_eq!(writes, 1, "{key}: {writes} writes\n{}", pa.log());
+        assert_eq!(writes, 2, "{key} and {next}: {writes} writes\n{}", pa.log());
     }
 }
 
@@ -551,24 +571,19 @@ fn count_keys(f: &Fleet, prefix: &str) -> i64 {
         .count()
 }
 
-#[test]
-fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothing_while_idle() {
-    let Some(f) = Fleet::start("/fleet-idle") else {
-        return;
-    };
-    let a = root_dir();
-    let holder = Sleeper::spawn();
-    const CLAIMS: i64 = 120;
-    let claims = claimtop::claims::Root::new(a.path().to_path_buf());
+/// `n` live claims `<prefix>/000`... of holder `w`, bound to `pid`, written
+/// straight into `root`'s claims dir (faster than a process per claim).
+fn write_claims(root: &Path, prefix: &str, n: usize, pid: u32) {
+    let claims = claimtop::claims::Root::new(root.to_path_buf());
     std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
     let id = claimtop::claims::LocalIdentity::current();
-    for i in 0..CLAIMS {
+    for i in 0..n {
         let rec = claimtop::claims::ClaimRecord {
             schema_version: 1,
-            key: format!("idle/{i:03}"),
+            key: format!("{prefix}/{i:03}"),
             holder: "w".into(),
             acquired_at: claimtop::claims::now_ms(),
-            pid: holder.pid() as i32,
+            pid: pid as i32,
             host: id.hostname.clone(),
             expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
             reason: None,
@@ -579,6 +594,17 @@ fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothin
         let path = claims.lockfile(&rec.key);
         std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
     }
+}
+
+#[test]
+fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothing_while_idle() {
+    let Some(f) = Fleet::start("/fleet-idle") else {
+        return;
+    };
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    const CLAIMS: i64 = 120;
+    write_claims(a.path(), "idle", CLAIMS as usize, holder.pid());
     // No re-sweep during the test: nothing changes, so nothing may write.
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     // Synced: every claim and its last known copy (written together), the
@@ -836,7 +862,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     let op = Op::AskHost {
         host_id: "host-a".into(),
         hostname: "alpha".into(),
-        root_id,
+        root_id: root_id.clone(),
         key: "k".into(),
         opts: ForceOptsShown {
             operator: "ops".into(),
@@ -857,9 +883,46 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
         result.message
     );
     assert!(asked.elapsed() >= DEFAULT_ASK_WAIT);
-    // Withdrawn: the publisher, back, finds nothing to do.
-    std::thread::sleep(Duration::from_secs(1));
+    // Withdrawn: the publisher, back, finds nothing to do. A request asked
+    // after its return, once answered, says it has served requests since
+    // (whatever it was doing when stopped, it finished first).
+    answered_after(&f, &root_id, &pa);
     assert!(a.path().join(".fno/claims/k.lock").is_file());
+    assert!(!pa.log().contains("key=\"k\""), "{}", pa.log());
+}
+
+/// Ask host-a's root `root_id`, straight through the store, to
+/// force-release a key it has no claim on, and wait for its answer: a sign
+/// that the publisher has looked at its requests since.
+fn answered_after(f: &Fleet, root_id: &str, pa: &Publisher) {
+    let request = serde_json::json!({
+        "key": "no-such-claim", "expect_holder": null, "expect_acquired_at": null,
+        "operator": "probe", "allow_live": false, "at_ms": 0,
+    });
+    let base = format!("{}/hosts/host-a/{root_id}/", f.prefix);
+    let (rt, mut client) = f.etcd.client();
+    rt.block_on(client.put(format!("{base}requests/probe"), request.to_string(), None))
+        .expect("put the probe request");
+    let answered = wait_for(PATIENCE, || {
+        rt.block_on(client.get(format!("{base}answers/probe"), None))
+            .is_ok_and(|r| !r.kvs().is_empty())
+    });
+    assert!(
+        answered,
+        "the probe request was never answered\n{}",
+        pa.log()
+    );
+}
+
+/// Wait until host-a publishes `key`; the listing that shows it.
+fn loop_until_published_list(f: &Fleet, key: &str) -> Value {
+    let mut list = Value::Null;
+    let seen = wait_for(PATIENCE, || {
+        list = f.list();
+        !published(&list, "host-a", key).is_empty()
+    });
+    assert!(seen, "{key} was never published: {list}");
+    list
 }
 
 /// Wait until host-a publishes `key`; its root id.
@@ -1170,6 +1233,28 @@ fn canonical(p: &Path) -> String {
         .into_owned()
 }
 
+/// The publisher `second` (its stderr in `log`) exits 1 saying `root` is
+/// already published by `first`.
+fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher) {
+    let mut status = None;
+    wait_for(PATIENCE, || {
+        status = second.try_wait().expect("wait");
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+    }
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
+    let want = format!(
+        "root {} is already published by pid {}",
+        canonical(root),
+        first.child.id()
+    );
+    assert!(said.contains(&want), "{want:?} not in: {said}");
+}
+
 /// A second `publish` of a root this machine already publishes exits 1
 /// naming the first one's pid, and the first goes on publishing untroubled.
 #[test]
@@ -1187,23 +1272,7 @@ fn a_second_publisher_of_a_root_refuses_naming_the_first_and_the_first_is_untouc
         .stderr(std::fs::File::create(&log).expect("log"))
         .spawn()
         .expect("start the second publisher");
-    let mut status = None;
-    wait_for(PATIENCE, || {
-        status = second.try_wait().expect("wait");
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = second.kill();
-        let _ = second.wait();
-    }
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
-    let want = format!(
-        "root {} is already published by pid {}",
-        canonical(a.path()),
-        first.child.id()
-    );
-    assert!(said.contains(&want), "{want:?} not in: {said}");
+    refused_naming(&mut second, &log, a.path(), &first);
     let holder = Sleeper::spawn();
     py_write(a.path(), "after", "agent-1", holder.pid());
     assert!(wait_for(PATIENCE, || {
@@ -1345,14 +1414,16 @@ fn a_request_for_a_key_no_claim_can_have_publishes_no_phantom_claim() {
             .is_ok_and(|r| !r.kvs().is_empty())
     });
     assert!(answered, "{}", _pa.log());
-    // A publish of the phantom would follow the answer within a loop round.
-    std::thread::sleep(Duration::from_millis(500));
-    let l = f.list();
+    // A publish of the phantom would follow the answer within a loop round;
+    // a lockfile written after the answer, once published, says such a
+    // round is behind us.
+    py_write(a.path(), "after", "agent-2", holder.pid());
+    let l = loop_until_published_list(&f, "after");
     assert!(published(&l, "host-a", &key).is_empty(), "a phantom claim");
     assert_eq!(
         l["claims"].as_array().map(Vec::len),
-        Some(1),
-        "only k is published"
+        Some(2),
+        "only k and after are published: {l}"
     );
 }
 
@@ -1527,4 +1598,166 @@ fn list_as_of_over_the_store_reads_its_own_log_and_every_hosts_mirrored_one() {
         rows.contains(&("asof/in-store".into(), "etcd".into())),
         "the store's own claim: {v}"
     );
+}
+
+/// How host `id` reads in `fleet`: online or not, how many claims it
+/// publishes now, and how many it last published.
+fn host_reads(fleet: &claimtop::store::fleet::FleetState, id: &str) -> (bool, usize, usize) {
+    let online = fleet.hosts.iter().any(|h| h.host_id == id && h.online);
+    let of = |items: &[claimtop::store::fleet::FleetItem]| {
+        items.iter().filter(|i| i.host_id == id).count()
+    };
+    (online, of(&fleet.items), of(&fleet.last_known))
+}
+
+/// A publisher (lease 5 s) black-holed from etcd for 8 s loses its lease,
+/// and its host reads offline with its claims last known. When the
+/// partition heals it takes its root again and writes every copy back:
+/// read over and over meanwhile, the host is never online with a claim
+/// missing, nor offline without its last known copies. Its keys never
+/// look free.
+#[test]
+fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claims_missing() {
+    use claimtop::store::Backend;
+    let Some(f) = Fleet::start("/fleet-hole") else {
+        return;
+    };
+    const CLAIMS: usize = 300;
+    let a = root_dir();
+    let holder = Sleeper::spawn();
+    write_claims(a.path(), "hole", CLAIMS, holder.pid());
+    let proxy = etcd_common::Proxy::to(&f.etcd.members[0].endpoint());
+    let mut cmd = claimtop(f.home.path());
+    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
+        .args(["publish", "--root"])
+        .arg(a.path())
+        .args([
+            "--store",
+            &format!("etcd://{}/fleet-hole", proxy.endpoint()),
+        ])
+        .args(["--lease-ttl", "5s", "--resweep", "1h"]);
+    let log = a.path().join("publish.log");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the publisher");
+    let pa = Publisher { child, log };
+    let store = f.etcd.store("/fleet-hole");
+    let fleet = store.fleet().expect("a fleet");
+    let reads = || host_reads(&fleet.state().expect("read the fleet"), "host-a");
+    let synced = wait_for(PATIENCE, || reads() == (true, CLAIMS, 0));
+    assert!(synced, "never published: {:?}\n{}", reads(), pa.log());
+
+    proxy.black_hole(true);
+    let cut = Instant::now();
+    let gone = wait_for(PATIENCE, || reads() == (false, 0, CLAIMS));
+    assert!(gone, "the lease outlived the partition: {:?}", reads());
+    // The issue's 8 s: well past the 5 s lease.
+    std::thread::sleep(Duration::from_secs(8).saturating_sub(cut.elapsed()));
+    proxy.black_hole(false);
+    let healed = Instant::now();
+    let (mut samples, mut offline, mut wrong) = (0, 0, Vec::new());
+    loop {
+        let (online, now, known) = reads();
+        samples += 1;
+        let at = healed.elapsed().as_millis();
+        if online && now < CLAIMS {
+            wrong.push(format!(
+                "+{at} ms: online with {now} claims, {known} last known"
+            ));
+        }
+        if !online {
+            offline += 1;
+            if known < CLAIMS {
+                wrong.push(format!("+{at} ms: offline with {known} last known"));
+            }
+        }
+        if online && now == CLAIMS {
+            break;
+        }
+        assert!(
+            healed.elapsed() < PATIENCE * 3,
+            "not back within {:?}: {:?}\n{}",
+            PATIENCE * 3,
+            reads(),
+            pa.log()
+        );
+    }
+    println!(
+        "back from the partition: online with all {CLAIMS} claims {} ms after it healed; \
+         {samples} readings, {offline} of them offline with the claims last known",
+        healed.elapsed().as_millis()
+    );
+    assert!(
+        wrong.is_empty(),
+        "the host read wrong: {wrong:?}\n{}",
+        pa.log()
+    );
+}
+
+/// One directory reached by a second path is one root: a second `publish`
+/// of it through that path refuses, naming the first. The second path is a
+/// bind mount when the test can make one (root, in a mount namespace of the
+/// second publisher's own, so nothing outlives it), else a symlink.
+#[test]
+fn a_root_reached_through_a_bind_mount_or_a_symlink_is_the_root_its_first_publisher_holds() {
+    let Some(f) = Fleet::start("/fleetbind") else {
+        return;
+    };
+    let a = root_dir();
+    let other = TempDir::new().expect("the second path's dir");
+    let first = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let log = a.path().join("second.log");
+    let mut cmd = claimtop(f.home.path());
+    let cmd = publish_args(&mut cmd, &f, Path::new("$B"), "host-a", "5s");
+    // SAFETY: geteuid(2) has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let can_unshare = root
+        && Command::new("unshare")
+            .args(["-m", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    let second_path = other.path().join("b");
+    let mut second = if can_unshare {
+        std::fs::create_dir(&second_path).expect("the mount point");
+        // The publisher's own command line, run in a mount namespace of its
+        // own where `$B` is `$A` bound again.
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount --bind \"$A\" \"$B\" && exec \"$@\"")
+            .arg("sh")
+            .arg(cmd.get_program())
+            .args(cmd.get_args().map(|a| {
+                if a == "$B" {
+                    second_path.as_os_str()
+                } else {
+                    a
+                }
+            }))
+            .env("A", a.path())
+            .env("B", &second_path);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    } else {
+        eprintln!("not root (or no mount namespace): the second path is a symlink");
+        std::os::unix::fs::symlink(a.path(), &second_path).expect("symlink");
+        let mut c = claimtop(f.home.path());
+        publish_args(&mut c, &f, &second_path, "host-a", "5s");
+        c
+    }
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).expect("log"))
+    .spawn()
+    .expect("start the second publisher");
+    refused_naming(&mut second, &log, a.path(), &first);
+    let roots = root_states(&f, "host-a");
+    assert_eq!(roots, [(canonical(a.path()), "published".to_string())]);
 }

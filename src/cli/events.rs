@@ -32,6 +32,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(200);
 /// history, merged by time, each event naming its origin where several
 /// are named.
 pub fn events(store: &Store, a: EventsArgs, out: &mut Out) -> CmdResult {
+    if let Some(why) = a.refusal(crate::time::now_ms()) {
+        return out.usage_error(&why);
+    }
     match log_files(store) {
         Ok(Some(files)) => events_in_files(&files, store.several(), a, out),
         Ok(None) => events_store(store, a, out),

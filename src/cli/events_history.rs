@@ -5,7 +5,7 @@
 
 use crate::events::claim_event::parse_ts;
 use crate::events::history::{Anchor, History, Log};
-use crate::events::seek::CLOCK_SLACK_MS;
+use crate::events::seek::{CLOCK_SLACK_MS, PROBE_LINES};
 use crate::events::{parse_event, Event};
 use crate::store::Audit;
 use std::collections::VecDeque;
@@ -49,6 +49,8 @@ fn read_on(h: &mut dyn History, w: &Wanted<'_>) -> Result<Vec<Event>, String> {
     let mut page = h.page(anchor, 0, PAGE).map_err(|e| e.to_string())?;
     let mut kept: VecDeque<Event> = VecDeque::new();
     let mut skip = None;
+    // Events in a row past the window.
+    let mut past = 0;
     loop {
         for l in &page.lines {
             if skip.take() == Some(l.offset) {
@@ -56,11 +58,17 @@ fn read_on(h: &mut dyn History, w: &Wanted<'_>) -> Result<Vec<Event>, String> {
             }
             let Some(ev) = event(l) else { continue };
             // Past the window by more than the writers' clocks can be
-            // apart: nothing later is in it.
+            // apart, and not one line alone (any writer can stamp one
+            // next century): nothing later is in it.
             let at = ev.ts().and_then(parse_ts);
             if let (Some(u), Some(at)) = (w.until, at) {
                 if at >= u.saturating_add(CLOCK_SLACK_MS) {
-                    return Ok(kept.into());
+                    past += 1;
+                    if past >= PROBE_LINES {
+                        return Ok(kept.into());
+                    }
+                } else {
+                    past = 0;
                 }
             }
             if (w.wants)(&ev) {

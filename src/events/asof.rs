@@ -6,6 +6,12 @@
 //! (the caller decides how much log to read; the index is bounded by its
 //! own limits), so it works the same over a file log, several roots' logs
 //! and etcd's events.
+//!
+//! A window cannot see a tenure that began before it and ended after it.
+//! Two things close that gap: what the store holds now (a claim whose
+//! record says it was acquired by the instant is held then, whatever the
+//! window shows: [`add_held_now`]), and, for what is left, the answer saying
+//! it cannot tell ([`complete`]) rather than showing the key free.
 
 use super::tenure::{Ending, TenureIndex};
 
@@ -32,6 +38,67 @@ pub struct HeldAt {
     /// The root whose log said so, where several roots' logs were read
     /// (the same key may be held in two of them); None for one log.
     pub root: Option<String>,
+    /// Where the row comes from: the log around the instant, or the store's
+    /// record of a claim still held now.
+    pub known_from: KnownFrom,
+}
+
+/// What says a key was held at the instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KnownFrom {
+    /// A tenure in the log read around the instant.
+    #[default]
+    Log,
+    /// The record of a claim the store still holds, acquired by then.
+    Store,
+}
+
+impl KnownFrom {
+    pub fn word(self) -> &'static str {
+        match self {
+            KnownFrom::Log => "log",
+            KnownFrom::Store => "store",
+        }
+    }
+}
+
+/// A claim the store holds now, as "as of" needs it: its tenure began at
+/// `acquired_at` and has not ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldNow {
+    pub key: String,
+    pub holder: String,
+    pub acquired_at: i64,
+    /// The root it lives in, named as that root's log is.
+    pub root: Option<String>,
+}
+
+/// How much of its log a read around an instant saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogEnds {
+    /// It began at the log's first entry: every tenure's start is in it.
+    pub from_first: bool,
+    /// It went on to the log's last entry: every end after the instant is
+    /// in it.
+    pub to_last: bool,
+}
+
+/// The tenures a history read around an instant, and how much of its log
+/// that was.
+#[derive(Debug, Clone, Default)]
+pub struct Around {
+    pub tenures: TenureIndex,
+    pub ends: LogEnds,
+}
+
+impl Around {
+    /// A read that cannot say how much of its log it saw.
+    pub fn unknown(tenures: TenureIndex) -> Around {
+        Around {
+            tenures,
+            ends: LogEnds::default(),
+        }
+    }
 }
 
 /// How and when a tenure that covered the instant ended.
@@ -77,15 +144,108 @@ pub fn reaches(ix: &TenureIndex, at: i64) -> bool {
 /// until they reach back to `at`.
 pub fn read_around<E>(
     at: i64,
-    mut window: impl FnMut(i64, i64) -> Result<TenureIndex, E>,
-) -> Result<TenureIndex, E> {
+    mut window: impl FnMut(i64, i64) -> Result<Around, E>,
+) -> Result<Around, E> {
     let mut step = 0;
     loop {
         let (from, to) = window_of(at, step).unwrap_or_else(|| window_around(at));
-        let ix = window(from, to)?;
+        let read = window(from, to)?;
         step += 1;
-        if reaches(&ix, at) || window_of(at, step).is_none() {
-            return Ok(ix);
+        if reaches(&read.tenures, at) || window_of(at, step).is_none() {
+            return Ok(read);
+        }
+    }
+}
+
+/// Can what `read` saw say, for every key, whether it was held at `at`?
+/// Yes when the read began at the log's first entry (every tenure's start
+/// is in it), or when it reached back to the instant and on to the log's
+/// last entry with every tenure running after the instant seen from its
+/// start: each one that covered the instant has its end in the read, and
+/// every end but a stale reclaim's carries its start. What the store still
+/// holds is known besides ([`add_held_now`]); a tenure that ended without
+/// an end event is the log's loss, not the window's.
+pub fn complete(read: &Around, at: i64) -> bool {
+    let ix = &read.tenures;
+    // Tenures dropped to stay within limits, or events whose names did
+    // not fit: the index itself is short.
+    if ix.skipped() > 0 || ix.horizon().is_some_and(|h| h >= at) {
+        return false;
+    }
+    if read.ends.from_first {
+        return true;
+    }
+    read.ends.to_last
+        && reaches(ix, at)
+        // A tenure first mentioned after the instant, its start unknown
+        // (ended by a stale reclaim, or a release without its start): it
+        // may have covered the instant.
+        && !ix
+            .keys()
+            .any(|(_, list)| list.iter().any(|t| !t.start_seen && t.start > at))
+}
+
+/// Add to `rows` every claim of `now` whose record says it was acquired by
+/// `at`: its tenure has run since, so it was held then, however long
+/// before the window it began. A key the log already shows held by the
+/// same holder keeps its row (learning when it began, where the window
+/// could not see); one the log shows held by another holder then keeps the
+/// log's row (the log speaks of the instant itself).
+pub fn add_held_now(rows: &mut Vec<HeldAt>, now: &[HeldNow], at: i64) {
+    for n in now.iter().filter(|n| n.acquired_at <= at) {
+        match rows.iter_mut().find(|r| r.key == n.key && r.root == n.root) {
+            Some(r) => {
+                if r.holder == n.holder && !r.start_seen && n.acquired_at <= r.since {
+                    r.since = n.acquired_at;
+                    r.start_seen = true;
+                }
+            }
+            None => rows.push(HeldAt {
+                key: n.key.clone(),
+                holder: n.holder.clone(),
+                since: n.acquired_at,
+                start_seen: true,
+                ended: None,
+                root: n.root.clone(),
+                known_from: KnownFrom::Store,
+            }),
+        }
+    }
+    // Stable: the logs' order holds within a key.
+    rows.sort_by(|a, b| a.key.cmp(&b.key));
+}
+
+/// The table at an instant over every log a store keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Answer {
+    pub rows: Vec<HeldAt>,
+    /// Every key's state at the instant is known (see [`complete`]).
+    pub complete: bool,
+    /// The span of the time line every log was read over (epoch ms, from
+    /// the earliest to the latest claim event read); None when no log had
+    /// an event in what was read.
+    pub span: Option<(i64, i64)>,
+}
+
+impl Answer {
+    /// The answer from each log's read (named by its root where there are
+    /// several) and what the store holds now.
+    pub fn of(at: i64, reads: &[(Option<String>, Around)], now: &[HeldNow]) -> Answer {
+        let per_log = reads
+            .iter()
+            .map(|(root, read)| (root.clone(), held_at(&read.tenures, at)))
+            .collect();
+        let mut rows = by_root(per_log);
+        add_held_now(&mut rows, now, at);
+        let spans: Vec<(i64, i64)> = reads.iter().filter_map(|(_, r)| r.tenures.span()).collect();
+        let span = spans
+            .iter()
+            .copied()
+            .reduce(|(a, b), (c, d)| (a.max(c), b.min(d)));
+        Answer {
+            rows,
+            complete: reads.iter().all(|(_, r)| complete(r, at)),
+            span,
         }
     }
 }
@@ -131,6 +291,7 @@ pub fn held_at(ix: &TenureIndex, at: i64) -> Vec<HeldAt> {
                     by: t.by.map(|b| ix.holder_name(b).to_string()),
                 }),
                 root: None,
+                known_from: KnownFrom::Log,
             })
         })
         .collect();
@@ -269,7 +430,7 @@ mod tests {
             } else {
                 from
             };
-            Ok::<_, ()>(index(&[acquired("a", "w1", first / 1000)]))
+            Ok::<_, ()>(Around::unknown(index(&[acquired("a", "w1", first / 1000)])))
         })
         .unwrap();
         let halves: Vec<i64> = asked.iter().map(|(b, _)| *b).collect();
@@ -278,6 +439,145 @@ mod tests {
             &SPANS_MS[..3],
             "narrowed until it reached the instant"
         );
-        assert!(reaches(&ix, at));
+        assert!(reaches(&ix.tenures, at));
+    }
+
+    fn now(key: &str, holder: &str, acquired_at: i64, root: Option<&str>) -> HeldNow {
+        HeldNow {
+            key: key.into(),
+            holder: holder.into(),
+            acquired_at,
+            root: root.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_claim_held_now_since_before_the_window_is_held_at_the_instant() {
+        // The window shows b and c only; "old" was taken 20 h before the
+        // instant and is still held.
+        let ix = index(&[acquired("b", "w2", 100), acquired("c", "w3", 200)]);
+        let at = 150_000;
+        let mut rows = held_at(&ix, at);
+        let held = [
+            now("old", "w0", at - 20 * 3_600_000, None),
+            now("b", "w2", 100_000, None),
+            now("later", "w9", at + 1, None),
+        ];
+        add_held_now(&mut rows, &held, at);
+        let got: Vec<(&str, &str, KnownFrom)> = rows
+            .iter()
+            .map(|r| (r.key.as_str(), r.holder.as_str(), r.known_from))
+            .collect();
+        assert_eq!(
+            got,
+            [("b", "w2", KnownFrom::Log), ("old", "w0", KnownFrom::Store)],
+            "taken after the instant: not then"
+        );
+        assert_eq!(rows[1].since, at - 20 * 3_600_000);
+        assert_eq!(rows[1].ended, None);
+    }
+
+    #[test]
+    fn the_log_keeps_its_word_on_the_instant_and_learns_a_start_it_could_not_see() {
+        // A renewal is all the window saw of w1's tenure; the store's record
+        // says when it began. The log says w5 held d then: the record of
+        // another holder does not overrule it.
+        let mut ix = TenureIndex::new(Limits::default());
+        ix.apply_line(&line("claim_renewed", 100, "a", r#""holder":"w1""#));
+        ix.apply_line(&acquired("d", "w5", 90));
+        let at = 120_000;
+        let mut rows = held_at(&ix, at);
+        assert!(!rows[0].start_seen);
+        add_held_now(
+            &mut rows,
+            &[now("a", "w1", 10_000, None), now("d", "w6", 50_000, None)],
+            at,
+        );
+        assert_eq!((rows[0].since, rows[0].start_seen), (10_000, true));
+        assert_eq!(rows[1].holder, "w5");
+        assert_eq!(rows.len(), 2);
+        // In another root it is another claim.
+        add_held_now(&mut rows, &[now("d", "w6", 50_000, Some("/r2"))], at);
+        assert_eq!(rows.len(), 3);
+    }
+
+    fn read(lines: &[String], from_first: bool, to_last: bool) -> Around {
+        Around {
+            tenures: index(lines),
+            ends: LogEnds {
+                from_first,
+                to_last,
+            },
+        }
+    }
+
+    #[test]
+    fn an_answer_is_complete_only_where_the_read_can_see_every_tenure_of_the_instant() {
+        let lines = [acquired("a", "w1", 100), released("a", "w1", 100, 300)];
+        let at = 200_000;
+        assert!(
+            complete(&read(&lines, true, false), at),
+            "from the first line"
+        );
+        assert!(complete(&read(&lines, false, true), at), "to the last line");
+        assert!(!complete(&read(&lines, false, false), at), "neither end");
+        // A read that begins after the instant cannot speak of it.
+        assert!(!complete(&read(&lines, false, true), 50_000));
+        // A stale reclaim after the instant ends a tenure whose start the
+        // read never saw: it may have covered the instant.
+        let reclaimed = [
+            acquired("c", "w9", 100),
+            line(
+                "claim_stale_reclaimed",
+                300,
+                "b",
+                r#""holder":"w2","acquired_at":300000,"previous_holder":"w0""#,
+            ),
+        ];
+        assert!(!complete(&read(&reclaimed, false, true), at));
+        assert!(complete(&read(&reclaimed, false, true), 400_000));
+        // Tenures dropped to stay within limits, past the instant.
+        let mut small = TenureIndex::new(Limits {
+            max_tenures: 4,
+            max_names: 100,
+        });
+        for i in 0..20 {
+            small.apply_line(&acquired("k", &format!("w{i}"), 100 + i));
+        }
+        let dropped = Around {
+            tenures: small,
+            ends: LogEnds {
+                from_first: true,
+                to_last: true,
+            },
+        };
+        assert!(!complete(&dropped, 105_000));
+    }
+
+    #[test]
+    fn the_answer_over_several_logs_spans_what_every_one_was_read_over() {
+        let a = read(
+            &[acquired("a", "w1", 100), acquired("x", "w1", 500)],
+            true,
+            true,
+        );
+        let b = read(
+            &[acquired("b", "w2", 200), acquired("y", "w2", 400)],
+            false,
+            false,
+        );
+        let answer = Answer::of(
+            300_000,
+            &[(Some("A".into()), a), (Some("B".into()), b)],
+            &[now("z", "w3", 1_000, Some("B"))],
+        );
+        assert_eq!(answer.span, Some((200_000, 400_000)));
+        assert!(!answer.complete, "B was read over neither of its ends");
+        let keys: Vec<(&str, Option<&str>)> = answer
+            .rows
+            .iter()
+            .map(|r| (r.key.as_str(), r.root.as_deref()))
+            .collect();
+        assert_eq!(keys, [("a", Some("A")), ("b", Some("B")), ("z", Some("B"))]);
     }
 }

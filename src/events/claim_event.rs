@@ -19,19 +19,46 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every event type the protocol writes, as the log names it: the
+    /// seed's four, then claimtop's force-release and renewal, then etcd's
+    /// expiry. The one list (`events --type` checks against it, `metrics`
+    /// counts by it).
+    pub const ALL: [(Kind, &'static str); 7] = [
+        (Kind::Acquired, "claim_acquired"),
+        (Kind::Reacquired, "claim_idempotent_reacquired"),
+        (Kind::Reclaimed, "claim_stale_reclaimed"),
+        (Kind::Released, "claim_released"),
+        (Kind::ForceReleased, "claim_force_released"),
+        (Kind::Renewed, "claim_renewed"),
+        (Kind::Expired, "claim_expired"),
+    ];
+
     pub fn of(type_name: &str) -> Option<Kind> {
-        Some(match type_name {
-            "claim_acquired" => Kind::Acquired,
-            "claim_idempotent_reacquired" => Kind::Reacquired,
-            "claim_stale_reclaimed" => Kind::Reclaimed,
-            "claim_released" => Kind::Released,
-            "claim_force_released" => Kind::ForceReleased,
-            "claim_renewed" => Kind::Renewed,
-            "claim_expired" => Kind::Expired,
-            _ => return None,
-        })
+        Kind::ALL
+            .iter()
+            .find(|(_, name)| *name == type_name)
+            .map(|(kind, _)| *kind)
+    }
+
+    /// The type as the log names it.
+    pub fn name(self) -> &'static str {
+        Kind::ALL
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map_or("", |(_, name)| name)
     }
 }
+
+/// The names of [`Kind::ALL`], in its order.
+pub const EVENT_TYPES: [&str; Kind::ALL.len()] = {
+    let mut names = [""; Kind::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Kind::ALL[i].1;
+        i += 1;
+    }
+    names
+};
 
 /// The fields of a claim event the timeline uses, borrowed from the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,8 +117,35 @@ fn sane(ms: Option<i64>) -> Option<i64> {
 /// field of the wrong type, no key, no usable time).
 pub fn with_claim_event<R>(line: &str, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
     let wire: Wire<'_> = serde_json::from_str(line).ok()?;
+    claim_event_of(&wire, f)
+}
+
+/// [`with_claim_event`] for a line as bytes: text that is not UTF-8 is
+/// read as the lossy text a line reader would have made of it.
+pub fn with_claim_event_bytes<R>(line: &[u8], f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
+    match std::str::from_utf8(line) {
+        Ok(text) => with_claim_event(text, f),
+        Err(_) => with_claim_event(&String::from_utf8_lossy(line), f),
+    }
+}
+
+/// [`with_claim_event`] for a line read piece by piece (one too long to
+/// hold: a `--reason` of megabytes): the claim fields are kept, everything
+/// else is walked past, so memory is one buffer plus those few strings.
+pub fn with_claim_event_read<R>(
+    line: impl std::io::Read,
+    f: impl FnOnce(&ClaimEvent<'_>) -> R,
+) -> Option<R> {
+    let reader = std::io::BufReader::with_capacity(64 * 1024, line);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let wire = Wire::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    claim_event_of(&wire, f)
+}
+
+fn claim_event_of<R>(wire: &Wire<'_>, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
     let kind = Kind::of(&wire.kind)?;
-    let data = wire.data?;
+    let data = wire.data.as_ref()?;
     let key = data.key.as_deref()?;
     let ts = sane(wire.ts.as_deref().and_then(parse_ts));
     let acquired_at = sane(data.acquired_at);

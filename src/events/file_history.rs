@@ -5,11 +5,14 @@
 
 use std::path::PathBuf;
 
+use super::asof::{Around, LogEnds};
 use super::backward::{LogFile, Needle, SearchFrom, SearchStep};
 use super::claim_event::parse_ts;
 use super::history::{Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step};
-use super::index::{tail_tenures, Indexer};
+use super::index::{apply_lines, line_start_at, tail_tenures, Indexer};
 use super::seek::CLOCK_SLACK_MS;
+use super::stream;
+use super::tail::TailError;
 use super::tenure::{Limits, TenureIndex};
 
 /// Bytes indexed by one step.
@@ -23,6 +26,9 @@ const PROGRESS_EVERY: u64 = 64 * 1024 * 1024;
 /// A time window re-read from the log starts this long before it, so the
 /// tenures already running when it begins are seen from their acquire.
 const WINDOW_LOOKBACK_MS: i64 = 3_600_000;
+/// A log up to this long is read whole for "as of" (a few tens of
+/// milliseconds): the answer then sees every tenure from its start.
+pub const WHOLE_LOG_BYTES: u64 = 4 * 1024 * 1024;
 /// Most bytes one window re-read reads (about a second of indexing): the
 /// part of the window nearest its end is kept when it is larger.
 pub const WINDOW_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -274,24 +280,63 @@ impl History for FileHistory {
         self.read_span(want.max(stop.saturating_sub(self.window_cap)), want, stop)
     }
 
-    fn around(&mut self, at: i64) -> Result<TenureIndex, HistoryError> {
+    fn around(&mut self, at: i64) -> Result<Around, HistoryError> {
         let (from, to) = super::asof::window_around(at);
-        let Some((want, stop)) = self.span(from, to)? else {
-            return Ok(TenureIndex::new(self.limits));
+        let Some((mut want, mut stop)) = self.span(from, to)? else {
+            return Ok(Around::unknown(TenureIndex::new(self.limits)));
         };
-        if stop - want <= self.window_cap {
-            return self.read_span(want, want, stop);
+        // A log this small is read whole: every tenure's start and end is
+        // in the read, and the answer is the one the whole log gives.
+        if let Some(file) = &self.file {
+            let len = file.len()?;
+            if len <= WHOLE_LOG_BYTES.min(self.window_cap) {
+                (want, stop) = (0, len);
+            }
         }
-        // More than one read holds: the cut is centred on the instant, so
-        // the one read always holds it (with the tenures running then and
-        // how they ended) instead of narrowing the window read after read.
-        let Some(file) = &self.file else {
-            return Ok(TenureIndex::new(self.limits));
+        let (begin, end) = if stop - want <= self.window_cap {
+            (want, stop)
+        } else {
+            // More than one read holds: the cut is centred on the instant,
+            // so the one read always holds it (with the tenures running
+            // then and how they ended) instead of narrowing the window
+            // read after read.
+            let Some(file) = &self.file else {
+                return Ok(Around::unknown(TenureIndex::new(self.limits)));
+            };
+            let mid = file.start_for(at)?.clamp(want, stop);
+            let half = self.window_cap / 2;
+            let mut begin = want.max(mid.saturating_sub(half));
+            for _ in 0..4 {
+                let line = line_start_at(file, begin)?.max(want);
+                if begin - line <= half {
+                    break;
+                }
+                // The cut fell in a line longer than half the budget: it
+                // is read whole anyway, and the lines before it are read as
+                // if it took none of the budget (a 100 MB line must not
+                // push out the claims taken just before it).
+                begin = want.max(line.saturating_sub(half));
+            }
+            // On past the instant whatever the lines in between weigh: a
+            // cut that ends before it (a line of 100 MB after `mid`) would
+            // leave out what was taken just before it.
+            let past = file.end_for(at)?;
+            let begin = line_start_at(file, begin)?.max(want);
+            (begin, stop.min((begin + self.window_cap).max(past)))
         };
-        let mid = file.start_for(at)?.clamp(want, stop);
-        let begin = want.max(mid.saturating_sub(self.window_cap / 2));
-        let end = stop.min(begin + self.window_cap);
-        self.read_span(begin, want, end)
+        let tenures = self.read_span(begin, begin, end)?;
+        let last = match &self.file {
+            Some(f) => stream::end_of_complete_lines(f.as_file(), f.len()?)
+                .map_err(|e| TailError::io(f.path(), "read", e))?,
+            None => 0,
+        };
+        Ok(Around {
+            tenures,
+            ends: LogEnds {
+                from_first: begin == 0,
+                to_last: end >= last,
+            },
+        })
     }
 }
 
@@ -323,31 +368,18 @@ impl FileHistory {
     }
 
     /// The tenures of the lines from `at` (a line start when it is
-    /// `want`, else the next one after it) up to `stop`.
+    /// `want`, else the start of the line it falls in) up to `stop`.
     fn read_span(&self, mut at: u64, want: u64, stop: u64) -> Result<TenureIndex, HistoryError> {
         let mut ix = TenureIndex::new(self.limits);
         let Some(file) = &self.file else {
             return Ok(ix);
         };
         if at != want {
-            // Cut to the byte cap: begin at a whole line.
-            match file.next_line_start(at - 1)? {
-                Some(s) => at = s,
-                None => return Ok(ix),
-            }
+            // Cut to the byte cap: begin at the line the cut fell in, read
+            // whole however long (its claim event is no less one for it).
+            at = line_start_at(file, at)?.max(want);
         }
-        while at < stop {
-            let batch = file.lines_from(at, 4096)?;
-            let Some(last) = batch.last() else { break };
-            let last = last.offset;
-            for l in batch.iter().take_while(|l| l.offset < stop) {
-                ix.apply_line(&l.text);
-            }
-            match file.next_line_start(last)? {
-                Some(n) => at = n,
-                None => break,
-            }
-        }
+        apply_lines(file, at, stop, &mut ix)?;
         Ok(ix)
     }
 }

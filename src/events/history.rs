@@ -18,6 +18,7 @@
 //! follower's lines be told apart from those a pass over the history has
 //! already seen ([`Step::Indexed`]'s `end`).
 
+use super::asof::Around;
 use super::backward::{Needle, SearchFrom, SearchStep};
 use super::index::Progress;
 use super::tail::{FileId, Line, TailError};
@@ -206,10 +207,12 @@ pub trait History: Send {
     /// The tenures around the instant `at` (epoch ms), for "as of": the
     /// window [`super::asof::window_around`] names, and when that is more
     /// than the history reads at once, a part of it that holds the
-    /// instant. By default windows ever narrower are read until one
-    /// reaches back to it ([`super::asof::read_around`]); a history that
-    /// can cut a window around a point does it in one read.
-    fn around(&mut self, at: i64) -> Result<TenureIndex, HistoryError> {
-        super::asof::read_around(at, |from, to| self.window(from, to))
+    /// instant; with how much of the log that was, so the answer can say
+    /// when it cannot tell. By default windows ever narrower are read until
+    /// one reaches back to it ([`super::asof::read_around`]), not knowing
+    /// the log's ends; a history that can cut a window around a point does
+    /// it in one read.
+    fn around(&mut self, at: i64) -> Result<Around, HistoryError> {
+        super::asof::read_around(at, |from, to| Ok(Around::unknown(self.window(from, to)?)))
     }
 }

@@ -8,7 +8,9 @@
 //! plus the [`TenureIndex`]'s own limits: independent of the line count.
 
 use super::backward::LogFile;
-use super::claim_event::with_claim_event;
+use super::claim_event::{with_claim_event, with_claim_event_read};
+use super::seek::CLOCK_SLACK_MS;
+use super::stream;
 use super::tail::{FileId, Line, LineAssembler, TailError, MAX_POLL_LINES};
 use super::tenure::{Limits, TenureIndex};
 
@@ -83,19 +85,34 @@ impl LineIndex {
     /// A line start from which reading finds every event at or after `t`:
     /// the last checkpoint whose time is before it (0 when none is).
     pub fn offset_before(&self, t: i64) -> u64 {
-        self.times
-            .iter()
-            .rposition(|x| x.is_some_and(|x| x < t))
+        (0..self.times.len())
+            .rev()
+            .find(|&i| self.time_at(i).is_some_and(|x| x < t))
             .map_or(0, |i| self.checkpoints[i].0)
     }
 
     /// A line start past every event before `t` (give or take clock skew):
     /// the first checkpoint whose time is after it, else the indexed end.
     pub fn offset_after(&self, t: i64) -> u64 {
-        self.times
-            .iter()
-            .position(|x| x.is_some_and(|x| x > t))
+        (0..self.times.len())
+            .find(|&i| self.time_at(i).is_some_and(|x| x > t))
             .map_or(self.end, |i| self.checkpoints[i].0)
+    }
+
+    /// The time of checkpoint `i`, unless it is out of order with both its
+    /// neighbours by more than the clock slack: one event stamped at the
+    /// epoch (or next century) that happens to sit at a checkpoint places
+    /// nothing. A quiet hour in the log is out of order with neither.
+    fn time_at(&self, i: usize) -> Option<i64> {
+        let own = self.times[i]?;
+        let prev = i.checked_sub(1).and_then(|p| self.times[p]);
+        let next = self.times.get(i + 1).copied().flatten();
+        let slack = CLOCK_SLACK_MS;
+        let low = prev.is_some_and(|p| own < p.saturating_sub(slack))
+            && next.is_none_or(|n| own < n.saturating_sub(slack));
+        let high = next.is_some_and(|n| own > n.saturating_add(slack))
+            && prev.is_none_or(|p| own > p.saturating_add(slack));
+        (!low && !high).then_some(own)
     }
 }
 
@@ -174,8 +191,11 @@ impl Indexer {
             let used = self
                 .asm
                 .feed(&self.buf[..got], self.at, &mut self.batch, MAX_POLL_LINES);
+            let on = self.tenures_on;
             for line in &self.batch {
-                let at = if self.tenures_on {
+                let at = if line.truncated {
+                    whole_line_at(&self.file, line.offset, on.then_some(&mut self.tenures))?
+                } else if on {
                     self.tenures.apply_line_at(&line.text)
                 } else {
                     with_claim_event(&line.text, |e| e.at)
@@ -222,29 +242,90 @@ pub fn tail_tenures(
     limits: Limits,
 ) -> Result<(TenureIndex, u64), TailError> {
     let len = file.len()?;
+    let mut ix = TenureIndex::new(limits);
     let mut from = len.saturating_sub(bytes);
     if from > 0 {
         // Start at a whole line: skip the one the cut landed in.
-        match file.next_line_start(from.saturating_sub(1))? {
+        match next_line_start(file, from)? {
             Some(s) => from = s,
-            None => return Ok((TenureIndex::new(limits), len)),
+            None => return Ok((ix, len)),
         }
     }
-    let mut ix = TenureIndex::new(limits);
-    let mut at = from;
-    while at < len {
-        let lines = file.lines_from(at, 4096)?;
-        let Some(last) = lines.last() else { break };
-        let next = last.offset;
-        for l in &lines {
-            ix.apply_line(&l.text);
-        }
-        match file.next_line_start(next)? {
-            Some(n) => at = n,
-            None => break,
-        }
-    }
+    apply_lines(file, from, len, &mut ix)?;
     Ok((ix, from))
+}
+
+/// The start of the first line that begins at or after `at` (`at` itself
+/// when a line ends just before it), however long the line `at` falls in;
+/// None when no `\n` follows.
+pub fn next_line_start(file: &LogFile, at: u64) -> Result<Option<u64>, TailError> {
+    if at == 0 {
+        return Ok(Some(0));
+    }
+    let span = stream::line_at(file.as_file(), at - 1)
+        .map_err(|e| TailError::io(file.path(), "read", e))?;
+    Ok(span.map(|s| s.offset + s.len + 1))
+}
+
+/// The start of the line that holds the byte at `at`, however long it is
+/// (read back a block at a time): a read cut at a byte budget still takes
+/// the line it was cut in whole, rather than lose its claim event.
+pub fn line_start_at(file: &LogFile, at: u64) -> Result<u64, TailError> {
+    // The last line of the bytes up to and including `at` starts there.
+    stream::start_of_last_lines(file.as_file(), at.saturating_add(1), 1)
+        .map_err(|e| TailError::io(file.path(), "read", e))
+}
+
+/// Apply to `ix` every complete line that starts in `[from, stop)` (`from`
+/// a line start), whatever its length: lines up to
+/// [`stream::INLINE_LINE_BYTES`] from the scan's own blocks, longer ones
+/// read piece by piece for their claim fields alone. A claim event is never
+/// lost for its length: a `--reason` of megabytes is still a tenure.
+pub fn apply_lines(
+    file: &LogFile,
+    from: u64,
+    stop: u64,
+    ix: &mut TenureIndex,
+) -> Result<(), TailError> {
+    let f = file.as_file();
+    let io = |e| TailError::io(file.path(), "read", e);
+    let complete = stream::end_of_complete_lines(f, file.len()?).map_err(io)?;
+    // Just past the `\n` of the last line that starts before `stop`.
+    let end = match next_line_start(file, stop.min(complete))? {
+        Some(e) => e.min(complete),
+        None => complete,
+    };
+    if from >= end {
+        return Ok(());
+    }
+    stream::for_each_line(f, from, end, |span, bytes| {
+        match bytes {
+            Some(line) => ix.apply_bytes_at(line),
+            None => ix.apply_read_at(stream::SpanReader::new(f, span)),
+        };
+        Ok(())
+    })
+    .map_err(io)
+}
+
+/// The claim event of the line at `offset` read whole from the file (the
+/// line reader cut it): applied to `ix` when there is one; its time.
+fn whole_line_at(
+    file: &LogFile,
+    offset: u64,
+    ix: Option<&mut TenureIndex>,
+) -> Result<Option<i64>, TailError> {
+    let f = file.as_file();
+    let Some(span) =
+        stream::line_at(f, offset).map_err(|e| TailError::io(file.path(), "read", e))?
+    else {
+        return Ok(None);
+    };
+    let line = stream::SpanReader::new(f, span);
+    Ok(match ix {
+        Some(ix) => ix.apply_read_at(line),
+        None => with_claim_event_read(line, |e| e.at),
+    })
 }
 
 #[cfg(test)]
@@ -281,5 +362,39 @@ mod tests {
         for (no, &off) in starts.iter().enumerate().step_by(97) {
             assert_eq!(ix.lines().line_no(ix.file(), off).unwrap(), Some(no as u64));
         }
+    }
+
+    #[test]
+    fn one_checkpoint_stamped_out_of_order_does_not_place_a_window() {
+        // Minutes; one at the epoch, one next century.
+        let times = [10, 20, 30, 40, 50, -1_000_000, 70, 80, 9_999_999, 100, 110];
+        let ix = LineIndex {
+            checkpoints: (0..times.len() as u64).map(|i| (i * 100, i)).collect(),
+            times: times
+                .iter()
+                .map(|&t| Some(1_000_000 + t * 60_000))
+                .collect(),
+            last_time: Some(110),
+            lines: 11,
+            end: 1_100,
+        };
+        let min = |m: i64| 1_000_000 + m * 60_000;
+        // The last checkpoint before 45 is the one of 40, not the epoch's.
+        assert_eq!(ix.offset_before(min(45)), 300);
+        // The first after 85 is not next century's: the read goes on to the
+        // one of 110 (the one of 100, out of order with its bad neighbour,
+        // is passed over too: a read longer by a checkpoint, never shorter).
+        assert_eq!(ix.offset_after(min(85)), 1_000);
+        assert_eq!(ix.offset_after(min(200)), 1_100);
+        assert_eq!(ix.offset_before(min(5)), 0);
+        // A quiet hour is no disorder: both sides of it place windows.
+        let mut gap = ix.clone();
+        gap.times = [10, 20, 30, 500, 510, 520]
+            .iter()
+            .map(|&t| Some(min(t)))
+            .collect();
+        gap.checkpoints.truncate(6);
+        assert_eq!(gap.offset_before(min(100)), 200);
+        assert_eq!(gap.offset_after(min(100)), 300);
     }
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
-use super::asof::{by_root, held_at, HeldAt};
+use super::asof::Answer;
 use super::backward::{Needle, SearchFrom, SearchStep};
 use super::file_history::FileHistory;
 pub use super::file_history::{TAIL_TENURE_BYTES, WINDOW_MAX_BYTES};
@@ -100,11 +100,12 @@ pub enum Reply {
         tenures: Box<TenureIndex>,
     },
     /// The keys held at the instant a [`Request::AsOf`] asked about, by
-    /// key; `trouble` names a log that could not be read (its rows are
-    /// missing).
+    /// key, as far as the logs say (the face adds what its store holds
+    /// now); `trouble` names a log that could not be read (its rows are
+    /// missing, and the answer is not complete).
     AsOf {
         at: i64,
-        rows: Vec<HeldAt>,
+        answer: Answer,
         trouble: Option<String>,
     },
     /// The line count grew (lines appended and indexed since).
@@ -466,11 +467,11 @@ impl Service {
     /// its own (opened, bisected to the instant, dropped), so the log the
     /// views browse is not disturbed.
     fn as_of(&mut self, at: i64, logs: Vec<(Option<String>, Which)>) -> Reply {
-        let mut per_log = Vec::new();
+        let mut reads = Vec::new();
         let mut trouble = None;
         if logs.is_empty() {
             match self.history.around(at) {
-                Ok(ix) => per_log.push((None, held_at(&ix, at))),
+                Ok(read) => reads.push((None, read)),
                 Err(e) => trouble = Some(e.to_string()),
             }
         }
@@ -480,16 +481,18 @@ impl Service {
                 h.around(at)
             });
             match read {
-                Ok(ix) => per_log.push((root, held_at(&ix, at))),
+                Ok(read) => reads.push((root, read)),
                 Err(e) => {
                     let name = root.unwrap_or_else(|| format!("{which:?}"));
                     trouble = Some(format!("{name}: {e}"));
                 }
             }
         }
+        let mut answer = Answer::of(at, &reads, &[]);
+        answer.complete &= trouble.is_none();
         Reply::AsOf {
             at,
-            rows: by_root(per_log),
+            answer,
             trouble,
         }
     }

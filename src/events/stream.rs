@@ -83,9 +83,32 @@ pub fn for_each_line(
     end: u64,
     mut each: impl FnMut(Span, Option<&[u8]>) -> io::Result<()>,
 ) -> io::Result<()> {
+    for_each_line_while(file, from, end, SCAN_BLOCK, |span, bytes| {
+        each(span, bytes).map(|()| true)
+    })
+}
+
+/// [`for_each_line`] reading `block` bytes at a time, until `each` says it
+/// has seen enough (false): a look at a few lines costs one small read,
+/// however far the range goes on.
+pub fn for_each_line_while(
+    file: &File,
+    from: u64,
+    end: u64,
+    block: usize,
+    mut each: impl FnMut(Span, Option<&[u8]>) -> io::Result<bool>,
+) -> io::Result<()> {
+    if from >= end {
+        return Ok(());
+    }
     // No bigger than the range: a short tail should not fault in (and
     // zero) a whole block it never fills.
-    let mut buf = vec![0u8; SCAN_BLOCK.min(usize::try_from(end - from).unwrap_or(SCAN_BLOCK))];
+    let mut buf = vec![
+        0u8;
+        block
+            .max(1)
+            .min(usize::try_from(end - from).unwrap_or(block))
+    ];
     // A line begun in an earlier block: its bytes so far, until it grows
     // past the inline limit and only its start is kept.
     let mut carry: Vec<u8> = Vec::new();
@@ -101,13 +124,16 @@ pub fn for_each_line(
                 offset: start,
                 len: pos + stop as u64 - start,
             };
-            if too_long || span.len > INLINE_LINE_BYTES {
-                each(span, None)?;
+            let go_on = if too_long || span.len > INLINE_LINE_BYTES {
+                each(span, None)?
             } else if carry.is_empty() {
-                each(span, Some(&chunk[seg..stop]))?;
+                each(span, Some(&chunk[seg..stop]))?
             } else {
                 carry.extend_from_slice(&chunk[seg..stop]);
-                each(span, Some(&carry))?;
+                each(span, Some(&carry))?
+            };
+            if !go_on {
+                return Ok(());
             }
             carry.clear();
             too_long = false;
@@ -253,6 +279,46 @@ impl Probe {
                 format!("invalid JSON: {msg}")
             }
         })
+    }
+}
+
+/// The `ts` of a line too long to hold: read from its first block when the
+/// envelope puts it first (every writer of the protocol does), else from
+/// the whole line, piece by piece.
+pub fn ts_of_long(file: &File, span: Span) -> Option<String> {
+    let mut head = vec![0u8; (span.len as usize).min(BLOCK)];
+    if file.read_exact_at(&mut head, span.offset).is_ok() {
+        let mut ts = None;
+        let mut json = serde_json::Deserializer::from_slice(&head);
+        // The head is cut mid-line, so the parse ends in an error; what it
+        // met before the cut is kept.
+        let _ = de::Deserializer::deserialize_map(&mut json, TsVisitor(&mut ts));
+        if ts.is_some() {
+            return ts;
+        }
+    }
+    Probe::of_span(file, span).ok()?.ts
+}
+
+/// The top level of an event, for its `ts` alone, noted as soon as it is
+/// met.
+struct TsVisitor<'b>(&'b mut Option<String>);
+
+impl<'de> Visitor<'de> for TsVisitor<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        while let Some(name) = a.next_key::<Name>()? {
+            match name {
+                Name::Ts => *self.0 = a.next_value::<Shallow>()?.into_str(),
+                _ => {
+                    a.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 

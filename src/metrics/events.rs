@@ -8,15 +8,7 @@ use std::path::PathBuf;
 
 /// The types the protocol writes. Anything else is counted as `other`, so a
 /// log full of made-up types cannot grow the label set without bound.
-pub const EVENT_TYPES: [&str; 7] = [
-    "claim_acquired",
-    "claim_idempotent_reacquired",
-    "claim_stale_reclaimed",
-    "claim_released",
-    "claim_force_released",
-    "claim_renewed",
-    "claim_expired",
-];
+pub use crate::events::claim_event::EVENT_TYPES;
 
 /// Events seen so far in one log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

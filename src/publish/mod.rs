@@ -15,8 +15,11 @@
 //!   full re-list repairs a lost notification.
 //! - Connecting (at start, and after etcd came back) re-syncs: what etcd
 //!   holds for this host is read, keys no longer true are deleted, the rest
-//!   put on the current lease. Events are keyed by log identity and byte
-//!   offset and written create-if-absent, so a re-sync never duplicates one.
+//!   put on the current lease. Until a root's copies are all back, its
+//!   owner key says `resyncing`, and readers show its last known copies:
+//!   a host never reads as online with its claims missing. Events are
+//!   keyed by log identity and byte offset and written create-if-absent,
+//!   so a re-sync never duplicates one.
 //! - Force-release requests under `requests/` are taken (so they can no
 //!   longer be withdrawn), then carried out through the file protocol on
 //!   this host, guard and audit included, and answered.
@@ -44,6 +47,7 @@ use std::time::{Duration, Instant};
 
 mod copies;
 mod events;
+mod identity;
 mod serve;
 
 /// How a publisher runs.
@@ -131,6 +135,9 @@ struct Published {
     events: Option<Follower>,
     /// Why the claims dir cannot be listed, as the owner key says it.
     unreadable: Option<String>,
+    /// Taken, and its copies not all written back yet: the owner key says
+    /// so, and readers show the root's last known copies meanwhile.
+    resyncing: bool,
 }
 
 /// The publisher: call [`Publisher::run`] until stopped.
@@ -170,6 +177,7 @@ impl Publisher {
             .map(|root| {
                 let canonical =
                     std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
+                let canonical = identity::root_identity(&canonical);
                 let info = PublishedRoot::new(
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
@@ -192,9 +200,14 @@ impl Publisher {
                     hazards: None,
                     events: None,
                     unreadable: None,
+                    resyncing: false,
                 }
             })
-            .collect();
+            .collect::<Vec<Published>>();
+        // Two paths to one directory are one root.
+        let mut seen = std::collections::HashSet::new();
+        let mut roots = roots;
+        roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             core,
             opts,
@@ -362,6 +375,11 @@ impl Publisher {
             .id();
         let mut previous = Vec::new();
         for i in 0..self.roots.len() {
+            // Taken as resyncing: the host must never read as online with
+            // its copies gone (a lease lost in a partition took them) or
+            // half written back. Each root is said to be published only
+            // once all of its copies are on this lease.
+            self.roots[i].resyncing = true;
             let me = self.owner(lease, None, i);
             match self
                 .core
@@ -385,6 +403,10 @@ impl Publisher {
         let now = now_ms();
         for i in 0..self.roots.len() {
             self.sync_root(i, now)?;
+            self.roots[i].resyncing = false;
+            let me = self.owner(lease, self.roots[i].unreadable.clone(), i);
+            let id = self.roots[i].info.id.clone();
+            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
         }
         // A previous run's lease (killed, or cut off): everything it carried
         // for these roots is on ours now, so ending it removes nothing still
@@ -419,6 +441,7 @@ impl Publisher {
             since_ms: self.since_ms,
             path: self.roots[i].info.path.clone(),
             unreadable,
+            resyncing: self.roots[i].resyncing,
         }
     }
 

@@ -399,6 +399,66 @@ fn a_changed_lockfile_is_judged_by_holder_pid_and_acquired_at() {
     assert_eq!(hold.changed().ok().flatten(), Some(Lost::Gone));
 }
 
+#[test]
+fn a_renewal_under_our_name_that_brings_the_deadline_closer_is_adopted_and_renewed_at_once() {
+    let clock = AtomicI64::new(0);
+    let rec = record(0, Some(600_000));
+    let s = store(&clock, &rec);
+    let mut hold = Hold::new(&s, FakeClock(&clock), rec, None, Some(600_000)).expect("hold");
+    assert_eq!(hold.renew_at(), Some(400_000));
+    // Another process renewed it for 60 s under our holder name: by our
+    // own 10 min rule a third is long gone, so it is renewed now.
+    clock.store(5_000, Ordering::SeqCst);
+    if let Some(r) = s.claim().as_mut() {
+        r.expires_at = Some(65_000);
+    }
+    assert_eq!(hold.changed().ok().flatten(), None);
+    assert_eq!(s.renewals(), vec![5_000]);
+    assert_eq!(hold.record().expires_at, Some(605_000));
+    assert_eq!(hold.renew_at(), Some(405_000));
+}
+
+#[test]
+fn a_ttl_claims_deadline_is_its_expires_at_and_moves_with_each_renewal() {
+    let clock = AtomicI64::new(0);
+    let rec = record(0, Some(60_000));
+    let s = store(&clock, &rec);
+    let mut hold = Hold::new(&s, FakeClock(&clock), rec, None, Some(60_000)).expect("hold");
+    let ahead = |hold: &Hold<'_, FakeClock<'_>>| {
+        let (until, window) = hold.deadline().expect("a TTL claim has a deadline");
+        (until.saturating_duration_since(Instant::now()), window)
+    };
+    let (left, window) = ahead(&hold);
+    assert_eq!(window, Duration::from_secs(60));
+    assert!(
+        left > Duration::from_secs(59) && left <= Duration::from_secs(60),
+        "{left:?}"
+    );
+    // The deadline is an instant of the monotonic clock, set from the
+    // record when it was learnt: the hold's clock moving on (the monotonic
+    // one stands still here) leaves it where it is, until a renewal.
+    clock.store(30_000, Ordering::SeqCst);
+    assert_eq!(hold.tick().ok().flatten(), None);
+    assert!(
+        ahead(&hold).0 > Duration::from_secs(59),
+        "no renewal, no move"
+    );
+    clock.store(40_000, Ordering::SeqCst);
+    assert_eq!(hold.tick().ok().flatten(), None);
+    assert_eq!(s.renewals(), vec![40_000]);
+    let (left, window) = ahead(&hold);
+    assert_eq!(window, Duration::from_secs(60));
+    assert!(
+        left > Duration::from_secs(59),
+        "renewed: a whole TTL ahead again: {left:?}"
+    );
+    // A claim bound to its pid alone has none.
+    let rec = record(0, None);
+    let s = store(&clock, &rec);
+    let hold = Hold::new(&s, FakeClock(&clock), rec, None, None).expect("hold");
+    assert_eq!(hold.deadline(), None);
+}
+
 /// A feed that plays a script: each wait runs the next step against
 /// the store and answers its wake.
 struct Script<'a> {

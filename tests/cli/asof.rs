@@ -170,3 +170,164 @@ fn over_several_roots_the_table_reads_every_roots_log_and_names_the_root() {
     assert!(text.contains(&rb), "{text}");
     assert!(text.contains("3 keys held then"), "{text}");
 }
+
+fn write_log(s: &Sandbox, lines: &[String]) {
+    std::fs::create_dir_all(s.root().join(".fno")).unwrap();
+    std::fs::write(s.root().join(".fno/events.jsonl"), lines.concat()).unwrap();
+}
+
+#[test]
+fn a_handover_logged_new_holder_first_shows_the_new_holder_from_then_on() {
+    let s = Sandbox::new();
+    let t0 = (now_ms() - 3 * 3600 * 1000) / 1000 * 1000;
+    // w2 woke on w1's unlink and appended its acquire before w1's release.
+    write_log(
+        &s,
+        &[
+            ev("claim_acquired", t0, "k", "w1", t0),
+            ev("claim_acquired", t0 + 60_005, "k", "w2", t0 + 60_005),
+            ev("claim_released", t0 + 60_000, "k", "w1", t0),
+        ],
+    );
+    let p = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, h)| (k.to_string(), h.to_string()))
+            .collect()
+    };
+    assert_eq!(held(&as_of(&s, t0 + 30_000)), p(&[("k", "w1")]));
+    assert_eq!(held(&as_of(&s, t0 + 61_000)), p(&[("k", "w2")]));
+    assert_eq!(held(&as_of(&s, t0 + 3_600_000)), p(&[("k", "w2")]));
+}
+
+#[test]
+fn a_claim_held_since_long_before_the_window_is_listed_and_what_the_window_cannot_see_is_said() {
+    let s = Sandbox::new();
+    let now = now_ms() / 1000 * 1000;
+    let hour = 3_600_000;
+    let at = now - 14 * hour;
+    // Forty hours of traffic, a 3 s tenure every 10 s: a log too big to
+    // read whole for one instant (6 MB), so the window is bisected.
+    let mut lines = Vec::new();
+    let mut t = now - 40 * hour + 5_000;
+    while t < now - hour / 2 {
+        lines.push(ev("claim_acquired", t, "tick", "t", t));
+        lines.push(ev("claim_released", t + 3_000, "tick", "t", t));
+        t += 10_000;
+    }
+    // "gone" was held from 20 h before the instant to 12 h after it, and
+    // is not held now: the window around the instant sees neither end.
+    lines.push(ev(
+        "claim_released",
+        at + 12 * hour,
+        "gone",
+        "w1",
+        at - 20 * hour,
+    ));
+    lines.sort_by_key(|l| l[7..27].to_string());
+    write_log(&s, &lines);
+    // "long" was taken 20 h before the instant and is still held (its pid
+    // is gone: suspect), with no line about it in the log.
+    let root = crate::common::root_in(s.root());
+    crate::common::plant(
+        &root,
+        &crate::common::record("long", "w0", crate::common::dead_pid(), at - 20 * hour),
+    );
+
+    let v = as_of(&s, at);
+    let rows: Vec<(String, String, String)> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let f = |n: &str| c[n].as_str().unwrap_or("").to_string();
+            (f("key"), f("holder"), f("known_from"))
+        })
+        .collect();
+    assert_eq!(rows, [("long".into(), "w0".into(), "store".into())]);
+    assert_eq!(v["claims"][0]["since"], at - 20 * hour);
+    assert_eq!(v["complete"], false, "gone's tenure is out of sight");
+    let (from, to) = (v["span"]["from"].as_i64(), v["span"]["to"].as_i64());
+    assert!(
+        from.is_some_and(|f| f <= at) && to.is_some_and(|t| t > at && t < at + 12 * hour),
+        "{}",
+        v["span"]
+    );
+    let out = s.run(&["list", "--as-of", &utc_hms(at)]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("long") && text.contains("still held"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not complete: the log was read from"),
+        "{text}"
+    );
+
+    // Near now the window reaches the log's end: every end after the
+    // instant is in it (gone's too), and the answer is whole.
+    let v = as_of(&s, now - 5 * hour / 2);
+    assert_eq!(v["complete"], true, "{v}");
+    let keys: Vec<&str> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["key"].as_str())
+        .collect();
+    assert_eq!(keys, ["gone", "long"]);
+}
+
+#[test]
+fn a_claim_acquired_with_a_reason_of_120_kb_is_read_from_the_log() {
+    let s = Sandbox::new();
+    let reason = "r".repeat(120_000);
+    for (key, why) in [
+        ("a", "short"),
+        ("b", "short"),
+        ("fat", reason.as_str()),
+        ("d", "short"),
+    ] {
+        let out = s.run(&[
+            "acquire", key, "--holder", "w", "--ttl", "1h", "--reason", why,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let at = now_ms();
+    let out = s.run(&[
+        "list",
+        "--json",
+        "--as-of",
+        &chrono::DateTime::from_timestamp_millis(at)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, String)> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let f = |n: &str| c[n].as_str().unwrap_or("").to_string();
+            (f("key"), f("known_from"))
+        })
+        .collect();
+    // Every one from the log itself (what the store holds would list them
+    // too, but only as "store").
+    let want: Vec<(String, String)> = ["a", "b", "d", "fat"]
+        .iter()
+        .map(|k| (k.to_string(), "log".to_string()))
+        .collect();
+    assert_eq!(rows, want);
+    assert_eq!(v["complete"], true);
+}

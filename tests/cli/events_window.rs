@@ -198,3 +198,85 @@ fn a_time_that_is_not_one_is_a_usage_error_naming_the_flag() {
         assert_eq!(doc["outcome"], "usage_error");
     }
 }
+
+#[test]
+fn a_window_that_ends_before_it_begins_or_a_type_no_event_has_is_a_usage_error() {
+    let s = Sandbox::new();
+    write_log(s.root(), &six_hours(1_764_547_200_000));
+    let backwards = [
+        "events",
+        "--since",
+        "2025-12-01T03:00:00Z",
+        "--until",
+        "2025-12-01T02:00:00Z",
+    ];
+    let out = s.run(&backwards);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is after --until"), "{err}");
+    let out = s.run(&[&["--json"][..], &backwards].concat());
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["outcome"], "usage_error");
+    // An empty window (since = until) is no error: nothing is in it.
+    let out = s.run(&[
+        "events",
+        "--since",
+        "2025-12-01T03:00:00Z",
+        "--until",
+        "2025-12-01T03:00:00Z",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let out = s.run(&["--json", "events", "--type", "claim_aquired"]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["outcome"], "usage_error");
+    let said = doc["error"].as_str().unwrap_or("");
+    for known in [
+        "claim_acquired",
+        "claim_idempotent_reacquired",
+        "claim_stale_reclaimed",
+        "claim_released",
+        "claim_force_released",
+        "claim_renewed",
+        "claim_expired",
+    ] {
+        assert!(said.contains(known), "{said}");
+    }
+    assert!(
+        said.contains("claim_aquired"),
+        "the bad name is named: {said}"
+    );
+}
+
+#[test]
+fn a_line_stamped_1970_where_the_bisection_looks_does_not_cut_the_window() {
+    // A day of one event every 10 s; the line just past the middle byte
+    // (where a bisection looks first) restamped at the epoch.
+    let s = Sandbox::new();
+    let start = 1_764_547_200_000;
+    let mut lines: Vec<String> = (0..8_640)
+        .map(|i| event_line(start + i * 10_000, "claim_acquired", &format!("e{i}")))
+        .collect();
+    let total: usize = lines.iter().map(String::len).sum();
+    let mut at = 0;
+    let middle = lines
+        .iter()
+        .position(|l| {
+            at += l.len();
+            at > total / 2
+        })
+        .unwrap()
+        + 1;
+    lines[middle] = lines[middle].replacen(
+        &utc_hms(start + middle as i64 * 10_000),
+        "1970-01-01T00:00:00Z",
+        1,
+    );
+    write_log(s.root(), &lines);
+    // --since start+2h: every line from 720 on but the restamped one.
+    let got = keys(&s.run(&["events", "--json", "--since", "2025-12-01T02:00:00Z"]));
+    assert_eq!(got.len(), 8_640 - 720 - 1);
+    assert_eq!(got.first().map(String::as_str), Some("e720"));
+}

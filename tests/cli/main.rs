@@ -20,3 +20,4 @@ mod publish;
 mod race;
 mod roots;
 mod run;
+mod run_group;

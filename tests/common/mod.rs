@@ -989,6 +989,19 @@ pub fn grandchild_writer(log: &Path, ready: &Path) -> String {
     )
 }
 
+/// A `sh -c` fragment: a member of the command's group that appends the
+/// wall clock in ns to `log` every 20 ms and, told SIGTERM, writes `more`
+/// times again (about 25 ms each) before it exits: a slow clean-up that
+/// outlives its leader. Its pid goes to `ready`.
+pub fn slow_member(log: &Path, ready: &Path, more: u32) -> String {
+    format!(
+        "( n=-1; trap 'n={more}' TERM; while [ $n -ne 0 ]; do date +%s%N >> {log}; sleep 0.02; \
+         [ $n -gt 0 ] && n=$((n-1)); done ) & echo $! > {ready}.tmp && mv {ready}.tmp {ready}",
+        log = log.display(),
+        ready = ready.display()
+    )
+}
+
 /// The grandchild a [`grandchild_writer`] started, killed on drop: a test
 /// that fails because it outlived its group must not leave it writing.
 pub struct Grandchild {

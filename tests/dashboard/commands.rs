@@ -130,6 +130,26 @@ fn goto_browses_the_events_log_from_a_time() {
 }
 
 #[test]
+fn goto_and_asof_refuse_what_the_cli_refuses_instead_of_wrapping_or_reading_the_future() {
+    let mut app = fixed_app(160, 48);
+    run(&mut app, "goto 1000000000000000h");
+    let e = prompt_error(&app).unwrap_or_default();
+    assert!(e.contains("before 1970 or after 9999"), "{e}");
+    assert!(!app.events.browse.active, "nothing was opened");
+    update(&mut app, code(KeyCode::Esc));
+    // 23:59:60 today is tomorrow's first second; the CLI refuses the future.
+    for future in ["23:59:60", "09:00", "2099-01-01T00:00:00Z"] {
+        run(&mut app, &format!("asof {future}"));
+        let e = prompt_error(&app).unwrap_or_default();
+        assert!(e.contains("in the future"), "{future}: {e}");
+        assert!(app.asof.is_none(), "{future}");
+        update(&mut app, code(KeyCode::Esc));
+    }
+    run(&mut app, "asof 07:00");
+    assert!(app.asof.is_some(), "an hour ago is the past");
+}
+
+#[test]
 fn columns_chosen_are_the_only_ones_drawn_and_all_brings_the_rest_back() {
     let mut app = fixed_app(160, 48);
     let header = |app: &claimtop::dashboard::testing::App| {
@@ -286,7 +306,7 @@ fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) ->
 #[test]
 fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
     use claimtop::dashboard::testing::Action;
-    use claimtop::events::asof::held_at;
+    use claimtop::events::asof::{held_at, Answer};
     use claimtop::events::service::Reply;
     use claimtop::events::tenure::{Limits, TenureIndex};
     let mut app = fixed_app(160, 48);
@@ -322,7 +342,11 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
         &mut app,
         Action::Log(Box::new(Reply::AsOf {
             at: at + 1,
-            rows: held_at(&ix, at + 1),
+            answer: Answer {
+                rows: held_at(&ix, at + 1),
+                complete: true,
+                span: ix.span(),
+            },
             trouble: None,
         })),
     );
@@ -331,19 +355,39 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
         &mut app,
         Action::Log(Box::new(Reply::AsOf {
             at,
-            rows: held_at(&ix, at),
+            answer: Answer {
+                rows: held_at(&ix, at),
+                complete: true,
+                span: ix.span(),
+            },
             trouble: None,
         })),
     );
-    let keys: Vec<&str> = app
+    let keys: Vec<(&str, &str)> = app
         .asof
         .as_ref()
         .and_then(|v| v.rows.as_ref())
-        .map(|r| r.iter().map(|h| h.key.as_str()).collect())
+        .map(|r| {
+            r.iter()
+                .map(|h| (h.key.as_str(), h.known_from.word()))
+                .collect()
+        })
         .unwrap_or_default();
-    assert_eq!(keys, ["a", "d"], "the tenures that covered the instant");
+    // The tenures that covered the instant, and the claims the table holds
+    // now that were taken before it (the log read never saw them begin).
+    assert_eq!(
+        keys,
+        [
+            ("a", "log"),
+            ("d", "log"),
+            ("db:migrate", "store"),
+            ("node:beta", "store"),
+            ("queue/jobs 7", "store")
+        ]
+    );
     let screen = render(&app);
-    assert!(screen.contains("2 keys held then"), "{screen}");
+    assert!(screen.contains("5 keys held then"), "{screen}");
+    assert!(!screen.contains("not complete"), "{screen}");
     assert!(
         screen.contains("released by w1") || screen.contains("released"),
         "{screen}"

@@ -579,7 +579,7 @@ fn the_hazards_list_over_three_roots_says_which_root_each_is_in() {
 
 #[test]
 fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
-    use claimtop::events::asof::HeldAt;
+    use claimtop::events::asof::{Answer, HeldAt, KnownFrom};
     use claimtop::events::service::{Reply, Request, Which};
     let mut app = three_roots(160, 48);
     clear_log();
@@ -606,6 +606,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         start_seen: true,
         ended: None,
         root: Some(app.roots.label(root).to_string()),
+        known_from: KnownFrom::Log,
     };
     let rows = vec![
         row(0, "deploy:api", "pty:ann"),
@@ -615,7 +616,11 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         &mut app,
         Action::Log(Box::new(Reply::AsOf {
             at,
-            rows,
+            answer: Answer {
+                rows,
+                complete: false,
+                span: None,
+            },
             trouble: Some("mnt/ci/api: cannot read".into()),
         })),
     );
@@ -633,7 +638,10 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
             .any(|l| l.contains(&label_b) && l.contains("pty:ana") && l.contains("deploy:api")),
         "{screen}"
     );
-    assert!(screen.contains("2 keys held then"), "{screen}");
+    // The two from the logs, and three claims held now that were taken
+    // before the instant.
+    assert!(screen.contains("5 keys held then"), "{screen}");
+    assert!(screen.contains("not complete"), "{screen}");
     assert!(
         app.messages.iter().any(|m| m.text.contains("cannot read")),
         "a log that could not be read is said"

@@ -562,10 +562,13 @@ pub fn start_metrics(mut cmd: Command) -> (Child, String) {
 /// A TCP forwarder from a free loopback port to one etcd member, which a
 /// test can cut: the listener closes and every connection through it is
 /// shut down, so a client that reaches etcd only through it is cut off
-/// while everyone else still reaches etcd directly.
+/// while everyone else still reaches etcd directly. Or it can black-hole
+/// the traffic for a while: nothing is forwarded and nothing is refused or
+/// reset, as in a partition that heals.
 pub struct Proxy {
     pub port: u16,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    hole: std::sync::Arc<std::sync::atomic::AtomicBool>,
     conns: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
     accept: Option<std::thread::JoinHandle<()>>,
 }
@@ -581,10 +584,18 @@ impl Proxy {
             .set_nonblocking(true)
             .expect("nonblocking listener");
         let stop = Arc::new(AtomicBool::new(false));
+        let hole = Arc::new(AtomicBool::new(false));
         let conns: Arc<Mutex<Vec<std::net::TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
         let (stop2, conns2, target) = (Arc::clone(&stop), Arc::clone(&conns), target.to_string());
+        let hole2 = Arc::clone(&hole);
         let accept = std::thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
+                // A black hole accepts nothing new: the kernel's backlog
+                // holds the connection, unanswered.
+                if hole2.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
                 let Ok((inbound, _)) = listener.accept() else {
                     std::thread::sleep(Duration::from_millis(5));
                     continue;
@@ -599,13 +610,18 @@ impl Proxy {
                     all.extend(inbound.try_clone().ok());
                     all.extend(outbound.try_clone().ok());
                 }
-                pump(inbound, out2);
-                pump(outbound, in2);
+                let flow = Flow {
+                    stop: Arc::clone(&stop2),
+                    hole: Arc::clone(&hole2),
+                };
+                pump(inbound, out2, flow.clone());
+                pump(outbound, in2, flow);
             }
         });
         Proxy {
             port,
             stop,
+            hole,
             conns,
             accept: Some(accept),
         }
@@ -613,6 +629,12 @@ impl Proxy {
 
     pub fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Forward nothing (`true`) until told to forward again (`false`):
+    /// what was sent meanwhile is held, then delivered late.
+    pub fn black_hole(&self, on: bool) {
+        self.hole.store(on, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Refuse new connections and end every open one, for good.
@@ -635,10 +657,32 @@ impl Drop for Proxy {
     }
 }
 
-/// Copy `from` to `to` on a thread until either side ends.
-fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream) {
+/// What a forwarding thread obeys: the proxy cut, or black-holed.
+#[derive(Clone)]
+struct Flow {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    hole: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Copy `from` to `to` on a thread until either side ends; while the flow
+/// is black-holed, what was read is held back.
+fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream, flow: Flow) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
     std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from, &mut to);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            while flow.hole.load(Ordering::SeqCst) && !flow.stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
         let _ = to.shutdown(std::net::Shutdown::Both);
         let _ = from.shutdown(std::net::Shutdown::Both);
     });

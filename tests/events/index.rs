@@ -470,7 +470,7 @@ fn as_of_a_log_bigger_than_one_read_is_read_once_around_the_instant() {
         !reaches(&cut, AS_OF_AT),
         "a window cut to its end misses the instant"
     );
-    let around = history.around(AS_OF_AT).unwrap();
+    let around = history.around(AS_OF_AT).unwrap().tenures;
     assert!(reaches(&around, AS_OF_AT));
     assert_eq!(held(&held_at(&around, AS_OF_AT)), held(&expected));
 }
@@ -501,9 +501,14 @@ fn the_service_answers_as_of_over_several_logs_each_row_naming_its_root() {
         })
         .unwrap();
     let (rows, trouble) = loop {
-        if let Reply::AsOf { at, rows, trouble } = recv(&rep_rx) {
+        if let Reply::AsOf {
+            at,
+            answer,
+            trouble,
+        } = recv(&rep_rx)
+        {
             assert_eq!(at, AS_OF_AT);
-            break (rows, trouble);
+            break (answer.rows, trouble);
         }
     };
     assert_eq!(trouble, None, "a log not there yet holds no claims");

@@ -4,5 +4,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod hostile_log;
 mod index;
 mod tail;

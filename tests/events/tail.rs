@@ -397,29 +397,98 @@ fn parse_event_tolerates_odd_data_but_rejects_non_events() {
     assert!(parse_event(r#"{"type":null}"#).is_err());
 }
 
+/// The last `n` complete lines of `bytes` as a whole-file reading finds
+/// them: (text, offset), and where a reader goes on from.
+fn last_lines_of(bytes: &[u8], n: usize) -> (Vec<(String, u64)>, u64) {
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, &b) in bytes[..end].iter().enumerate() {
+        if b == b'\n' {
+            lines.push((
+                String::from_utf8_lossy(&bytes[start..i]).into_owned(),
+                start as u64,
+            ));
+            start = i + 1;
+        }
+    }
+    let skip = lines.len().saturating_sub(n);
+    (lines.split_off(skip), end as u64)
+}
+
+/// What a reader must make of a line: an event exactly when it is a JSON
+/// object with a string `type`.
+fn is_event(text: &str) -> Option<(String, Option<String>)> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(m)) => {
+            let kind = m.get("type")?.as_str()?.to_string();
+            Some((kind, m.get("ts").and_then(|t| t.as_str()).map(String::from)))
+        }
+        _ => None,
+    }
+}
+
+/// Text shaped like an event, often one: an object with a `type` of any
+/// JSON kind (or none), a `ts`, and noise around it.
+fn event_shaped() -> impl Strategy<Value = String> {
+    let kind = prop_oneof![
+        4 => "[a-z_]{0,12}".prop_map(|k| format!("\"type\":\"{k}\",")),
+        1 => Just("\"type\":7,".to_string()),
+        1 => Just("\"type\":null,".to_string()),
+        1 => Just(String::new()),
+    ];
+    let ts = prop_oneof![
+        Just("\"ts\":\"2026-01-01T00:00:00Z\",".to_string()),
+        Just("\"ts\":1,".to_string()),
+        Just(String::new()),
+    ];
+    let open = prop_oneof![4 => Just("{"), 1 => Just("["), 1 => Just(" {")];
+    let close = prop_oneof![4 => Just("}"), 1 => Just(""), 1 => Just("}}")];
+    (kind, ts, "[a-z0-9 ]{0,8}", open, close)
+        .prop_map(|(k, t, v, open, close)| format!("{open}{t}{k}\"data\":\"{v}\"{close}"))
+}
+
 proptest! {
     #[test]
-    fn parse_event_and_read_last_lines_never_panic_on_arbitrary_bytes(
-        bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+    fn the_last_n_lines_read_from_any_bytes_are_the_files_last_n_complete_lines(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'\n'), any::<u8>(), Just(b'{'), Just(b'a')], 0..2048),
         n in 0usize..50,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = log_in(&dir);
         append(&path, &bytes);
         let chunk = read_last_lines(&path, n).unwrap();
-        prop_assert!(chunk.lines.len() <= n);
-        prop_assert!(chunk.offset <= bytes.len() as u64);
+        let got: Vec<(String, u64)> = chunk
+            .lines
+            .iter()
+            .map(|l| (l.text.clone(), l.offset))
+            .collect();
+        let (want, end) = last_lines_of(&bytes, n);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(chunk.offset, end);
+        prop_assert!(chunk.lines.iter().all(|l| !l.truncated));
+        // And each line is an event exactly when it is an object with a
+        // string type.
         for l in &chunk.lines {
-            let _ = parse_event(&l.text);
+            let parsed = parse_event(&l.text).ok().map(|e| (e.kind().to_string(), e.ts().map(String::from)));
+            prop_assert_eq!(parsed, is_event(&l.text));
         }
-        let _ = parse_event(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn an_event_is_exactly_a_json_object_with_a_string_type(s in event_shaped()) {
+        let parsed = parse_event(&s).ok().map(|e| {
+            prop_assert!(e.value().is_object());
+            Ok((e.kind().to_string(), e.ts().map(String::from)))
+        });
+        let parsed = parsed.transpose()?;
+        prop_assert_eq!(parsed, is_event(&s), "{}", s);
     }
 
     #[test]
     fn parse_event_never_panics_on_json_shaped_text(s in r#"[\[\]{}":,0-9a-z\-.eE ]{0,200}"#) {
-        if let Ok(ev) = parse_event(&s) {
-            prop_assert!(ev.value().is_object());
-            let _ = (ev.ts(), ev.kind(), ev.key(), ev.holder(), ev.data());
-        }
+        let parsed = parse_event(&s).ok().map(|e| (e.kind().to_string(), e.ts().map(String::from)));
+        prop_assert_eq!(parsed, is_event(&s));
     }
 }

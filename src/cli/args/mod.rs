@@ -212,9 +212,10 @@ pub enum Command {
         after_help = "Examples:\n  claimtop list --json | jq '.claims[] | select(.state == \"stale\") | .key'\n  claimtop --root ~/src/api --root ~/src/web list\n  claimtop list --as-of 03:00"
     )]
     List {
-        /// The table as it was at TIME, rebuilt from the events log: who held
-        /// each key then, since when, and how the tenure ended (RFC 3339, or
-        /// HH:MM[:SS] today, UTC unless --local-time)
+        /// The table as it was at TIME, rebuilt from the events log and the
+        /// claims held now: who held each key then, since when, and how the
+        /// tenure ended (RFC 3339, HH:MM[:SS] today, UTC unless --local-time,
+        /// or a duration back from now: 2h)
         #[arg(long, value_name = "TIME")]
         as_of: Option<String>,
     },
@@ -302,8 +303,9 @@ pub enum Command {
         after_help = "Examples:\n  claimtop --store etcd://etcd1:2379/fno fleet\n  claimtop --store etcd://etcd1:2379/fno fleet forget build-7\n  claimtop --store etcd://etcd1:2379/fno fleet --json"
     )]
     Fleet(FleetArgs),
-    /// Acquire KEY, run CMD while holding it, release it when CMD exits
-    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    /// Acquire KEY, run CMD while holding it, release it once no process of
+    /// CMD's process group is left (exit 3 when held by another, 4 when the
+    /// claim is lost while CMD runs)
     #[command(
         after_help = "Exit status: CMD's own (128+N when signal N ended it); 1 an error before CMD\n\
             ran (a TTL outside 60s–24h among them); 2 usage error; 3 held by another\n\
@@ -428,7 +430,9 @@ pub struct EventsArgs {
     /// Only events whose data.key is K
     #[arg(long, value_name = "K")]
     pub key: Option<String>,
-    /// Only events of type T (e.g. claim_acquired)
+    /// Only events of type T: claim_acquired, claim_idempotent_reacquired,
+    /// claim_stale_reclaimed, claim_released, claim_force_released,
+    /// claim_renewed or claim_expired
     #[arg(long = "type", value_name = "T")]
     pub kind: Option<String>,
     /// Only events at or after this: a DUR back from now (1h), an RFC 3339
@@ -453,18 +457,45 @@ impl EventsArgs {
         };
         (at(&self.since), at(&self.until))
     }
+
+    /// What the flags' forms allow but no event can match, in words: a
+    /// window that ends before it begins, a type no event has (the known
+    /// ones named). A usage error, not an empty answer: a typo in a script
+    /// would otherwise read as "nothing happened".
+    pub fn refusal(&self, now_ms: i64) -> Option<String> {
+        if let (Some(since), Some(until)) = self.window(now_ms) {
+            if since > until {
+                return Some(format!(
+                    "--since {} is after --until {}: no event can be in that window",
+                    crate::sanitize::sanitize(self.since.as_deref().unwrap_or("")),
+                    crate::sanitize::sanitize(self.until.as_deref().unwrap_or(""))
+                ));
+            }
+        }
+        let kind = self.kind.as_deref()?;
+        if crate::events::claim_event::Kind::of(kind).is_some() {
+            return None;
+        }
+        Some(format!(
+            "--type {}: not an event type; the types are {}",
+            crate::sanitize::sanitize(kind),
+            crate::events::claim_event::EVENT_TYPES.join(", ")
+        ))
+    }
 }
 
 /// `--since` / `--until` text that names a time; what time depends on when
-/// the command runs, so only its form is checked here.
+/// the command runs, so only its form (and range) is checked here.
 fn check_since(s: &str) -> Result<String, String> {
-    crate::time::parse_since(s, crate::time::now_ms(), false)
-        .map(|_| s.to_string())
-        .ok_or_else(|| {
+    match crate::time::read_instant(s, crate::time::now_ms(), false) {
+        Ok(_) => Ok(s.to_string()),
+        Err(crate::time::InstantError::NotATime) => Err(
             "expected a duration back from now (1h, 30m), an RFC 3339 time \
              (2026-12-01T03:00:00Z) or HH:MM[:SS] today"
-                .to_string()
-        })
+                .to_string(),
+        ),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// DUR: the seed's TTL syntax, positive. Range is the protocol's call.

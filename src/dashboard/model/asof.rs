@@ -11,5 +11,10 @@ pub struct AsOf {
     /// The keys held then, by key (over several roots, each naming its
     /// root); `None` while the logs are being read.
     pub rows: Option<Vec<HeldAt>>,
+    /// The logs read can say of every key whether it was held then (see
+    /// [`crate::events::asof::complete`]); when not, `span` is what they
+    /// were read over.
+    pub complete: bool,
+    pub span: Option<(i64, i64)>,
     pub selected: usize,
 }

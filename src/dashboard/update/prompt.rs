@@ -84,7 +84,8 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
         "sort" => sort(app, rest),
         "goto" => goto(app, rest),
         "asof" => {
-            let at = instant(app, rest, "asof")?;
+            // The parser `list --as-of` uses: it refuses what that refuses.
+            let at = instant(app, rest, "asof", crate::time::read_past)?;
             Ok(super::asof::open(app, at, fx))
         }
         "columns" => columns(app, rest),
@@ -156,7 +157,7 @@ fn unknown_column(name: &str) -> String {
 
 /// `:goto TIME`: the events pane browses the whole log from that instant.
 fn goto(app: &mut App, text: &str) -> Result<bool, String> {
-    let at = instant(app, text, "goto")?;
+    let at = instant(app, text, "goto", crate::time::read_instant)?;
     app.focus = Pane::Events;
     app.events.browse.open_at(at);
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
@@ -164,15 +165,25 @@ fn goto(app: &mut App, text: &str) -> Result<bool, String> {
     Ok(true)
 }
 
-/// A verb's TIME: an instant, or a duration back from now.
-fn instant(app: &App, text: &str, verb: &str) -> Result<i64, String> {
+/// A verb's TIME: an instant, or a duration back from now, as `read`
+/// (one of [`crate::time`]'s readers, the one the CLI uses for the same
+/// question) reads it.
+fn instant(
+    app: &App,
+    text: &str,
+    verb: &str,
+    read: fn(&str, i64, bool) -> Result<i64, crate::time::InstantError>,
+) -> Result<i64, String> {
     if text.is_empty() {
         return Err(format!(
             "{verb} when? :{verb} 03:00, :{verb} 2026-12-01T03:00Z, :{verb} 1h"
         ));
     }
-    crate::time::parse_since(text, app.now, app.local_time).ok_or_else(|| {
-        format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+    read(text, app.now, app.local_time).map_err(|e| match e {
+        crate::time::InstantError::NotATime => {
+            format!("{text:?} is no time: 03:00 (today), 2026-12-01T03:00Z, or 1h (an hour ago)")
+        }
+        _ => format!("{text:?}: {e}"),
     })
 }
 

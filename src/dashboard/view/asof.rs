@@ -36,9 +36,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     };
+    if !v.complete {
+        // What the window could not see is said first, never shown as free.
+        let read = v.span.map_or("no claim event".into(), |(from, to)| {
+            format!(
+                "{}–{}",
+                clock(from, app.local_time, "%m-%d %H:%M"),
+                clock(to, app.local_time, "%m-%d %H:%M")
+            )
+        });
+        title.push(Span::styled(
+            format!(" · not complete: log read {read}"),
+            theme.badge(),
+        ));
+    }
     title.push(Span::styled(
         format!(
-            " · {} held then, from the events log · G or Esc: now",
+            " · {} held then (the log, and claims held now) · G or Esc: now",
             crate::claims::words::count(rows.len(), "key")
         ),
         theme.dim(),

@@ -268,8 +268,12 @@ fn asof_lines(
     f.field("since", &since);
     f.field("then", &safe(&crate::events::asof::ending_words(r, full)));
     f.line(Line::from(""));
+    let from = match r.known_from {
+        crate::events::asof::KnownFrom::Log => "from the events log",
+        crate::events::asof::KnownFrom::Store => "from the claim held now, taken before then",
+    };
     f.line(Line::styled(
-        "from the events log: nothing acts on the past (G or Esc: now)",
+        format!("{from}: nothing acts on the past (G or Esc: now)"),
         theme.dim(),
     ));
     f.lines

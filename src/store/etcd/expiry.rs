@@ -46,7 +46,7 @@ const LOOK_AGAIN: Duration = Duration::from_millis(250);
 pub(super) struct Gone {
     pub key: String,
     pub revision: i64,
-    /// The claim's lease, when known (0: not).
+    /// The claim's lease, when known (0: not; the event then has none).
     pub lease: i64,
     /// The claim's common event fields.
     pub fields: Map<String, Value>,
@@ -72,10 +72,13 @@ impl Gone {
     pub fn of_open(layout: &Layout, kv: &KeyValue) -> Option<Gone> {
         let key = layout.key_of_open(kv.key())?;
         let kept: Option<Map<String, Value>> = serde_json::from_slice(kv.value()).ok();
+        // A lease id is positive: anything else in the entry (written by
+        // hand or by another implementation) is no lease at all.
         let lease = kept
             .as_ref()
             .and_then(|m| m.get("lease"))
             .and_then(Value::as_i64)
+            .filter(|l| *l > 0)
             .unwrap_or(0);
         let fields = kept
             .and_then(|mut m| match m.remove("fields") {
@@ -127,7 +130,10 @@ fn end_txn(layout: &Layout, gone: &Gone, events_lease: i64) -> Txn {
     let marker = layout.ended(&gone.key, gone.revision);
     let mut data = gone.fields.clone();
     data.insert("revision".into(), Value::from(gone.revision));
-    data.insert("lease".into(), Value::from(gone.lease));
+    // Absent when unknown, never a made-up id.
+    if gone.lease > 0 {
+        data.insert("lease".into(), Value::from(gone.lease));
+    }
     let record = Txn::new()
         .when([Compare::create_revision(
             marker.clone(),
@@ -351,7 +357,8 @@ impl AfterLoss {
     }
 
     /// One look. True when there is nothing more to do: recorded, or the
-    /// tenure goes on under another lease (a renew from elsewhere).
+    /// tenure goes on under another lease (a renew or a re-acquire from
+    /// elsewhere).
     async fn once(&mut self) -> Result<bool, etcd_client::Error> {
         let ck = self.layout.claim(&self.key);
         let open = self.layout.open(&self.key);

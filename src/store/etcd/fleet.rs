@@ -53,6 +53,12 @@ pub struct RootOwner {
     /// Why the root's claims dir cannot be listed; None while it can.
     #[serde(default)]
     pub unreadable: Option<String>,
+    /// Its publisher has taken the root and is writing its copies again
+    /// (after a start or a reconnect): until it is done, readers show the
+    /// root as they show an offline one, its last known copies, never the
+    /// copies half written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resyncing: bool,
 }
 
 /// A force-release asked of a publisher, `.../<root-id>/requests/<id>`.
@@ -191,7 +197,7 @@ impl Core {
     /// The host record and whether any of its publishers still runs, with
     /// each root's state: published or unreadable while its owner key lives
     /// (a root the record does not name yet is added from that key), offline
-    /// once it is gone.
+    /// once it is gone or while its publisher writes its copies back.
     fn host(&self, machine: &str) -> Result<Option<(HostRecord, bool)>, StoreError> {
         let (record, owners) = (
             self.layout.host_record(machine),
@@ -232,6 +238,10 @@ impl Core {
             r.state = RootState::Offline;
             r.error = None;
         }
+        // A root whose publisher is still writing its copies back is shown
+        // as an offline one (its last known copies), and keeps no host
+        // online by itself.
+        let online = owned.iter().any(|(_, o)| !o.resyncing);
         for (id, owner) in &owned {
             let at = match rec.roots.iter().position(|r| r.id == *id) {
                 Some(at) => at,
@@ -242,13 +252,16 @@ impl Core {
                 }
             };
             let r = &mut rec.roots[at];
+            if owner.resyncing {
+                continue;
+            }
             r.error = owner.unreadable.clone();
             r.state = match owner.unreadable {
                 Some(_) => RootState::Unreadable,
                 None => RootState::Published,
             };
         }
-        Ok(Some((rec, !owned.is_empty())))
+        Ok(Some((rec, online)))
     }
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {

@@ -9,9 +9,10 @@
 //! bound past the real end by the answer's whole delay.
 
 use super::expiry::AfterLoss;
+use super::leases::renew;
 use super::Core;
 use crate::store::{StoreError, Tenure};
-use etcd_client::Client;
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,8 +50,8 @@ impl State {
 
 impl KeepAlive {
     /// Why the claim is no longer held, once it is not: the lease expired or
-    /// was revoked (a force-release, a renew from elsewhere), or etcd did not
-    /// confirm it before it could have run out.
+    /// was revoked (a force-release, or a revoke outside claimtop), or etcd
+    /// did not confirm it before it could have run out.
     pub fn lost(&self) -> Option<String> {
         self.state.lock().ok().and_then(|s| s.lost.clone())
     }
@@ -98,14 +99,6 @@ impl Drop for KeepAlive {
     }
 }
 
-/// One renewal of `lease`: the TTL etcd answered with (0 or less: the lease
-/// is gone).
-async fn renew(client: &mut Client, lease: i64) -> Result<i64, etcd_client::Error> {
-    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
-    keeper.keep_alive().await?;
-    Ok(stream.message().await?.map_or(0, |a| a.ttl()))
-}
-
 fn secs(ttl: i64) -> Duration {
     Duration::from_secs(ttl.max(0) as u64)
 }
@@ -135,6 +128,7 @@ impl Core {
                 format!("the claim's lease {lease:x} expired before it could be kept"),
             ));
         }
+        self.mark_kept(key, tenure)?;
         let state = Arc::new(Mutex::new(State {
             lost: None,
             safe_until: sent + secs(left),
@@ -156,6 +150,43 @@ impl Core {
             ended,
             runtime: self.conn.runtime().handle().clone(),
         })
+    }
+}
+
+impl Core {
+    /// Say on the claim's lease that its holder keeps it alive (the key's
+    /// `kept/` mark, on that lease), so that another process's renew keeps
+    /// the claim there rather than moving it to a lease nobody keeps, and a
+    /// release revokes the lease only with the mark gone. Only while the
+    /// claim still carries this tenure on this lease: a claim moved or
+    /// taken meanwhile is not kept at all.
+    fn mark_kept(&self, key: &str, tenure: &Tenure) -> Result<(), StoreError> {
+        let (ck, kept, lease) = (
+            self.layout.claim(key),
+            self.layout.kept(key),
+            tenure.lease.id,
+        );
+        let mark = serde_json::json!({"revision": tenure.revision, "pid": std::process::id()});
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(ck.clone(), CompareOp::Equal, tenure.revision),
+                Compare::lease(ck, CompareOp::Equal, lease),
+            ])
+            .and_then([TxnOp::put(
+                kept,
+                mark.to_string(),
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        let resp = self.conn.call(|mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })?;
+        if resp.succeeded() {
+            return Ok(());
+        }
+        Err(super::conn::answered(self.conn.endpoints(), format!(
+                "the claim on {key:?} changed (released, taken or moved to another lease) before it could be kept"
+            )))
     }
 }
 

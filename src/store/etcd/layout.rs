@@ -2,15 +2,21 @@
 //!
 //! The contract fixes the first three so any other implementation can share
 //! a prefix: `PREFIX/claims/<encoded-key>`, `PREFIX/events/<id>`,
-//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/` and `PREFIX/open/` are
-//! claimtop's own. `ended/<encoded-key>.<revision>`: one marker per finished
-//! tenure, so that a tenure's end is recorded once however many observers
-//! see it. `open/<encoded-key>`: the tenure a claim key's acquire began,
-//! with no lease (so it outlives a lease that runs out), written in the
-//! acquire's transaction (its `mod_revision` is the tenure's revision) and
-//! removed with the tenure's end: an entry whose claim key is gone, or
-//! names another revision, is a tenure that ended with nobody recording it,
-//! and the next acquire or list records it.
+//! `PREFIX/expired/<encoded-key>.<ms>`. `PREFIX/ended/`, `PREFIX/open/` and
+//! `PREFIX/kept/` are claimtop's own. `ended/<encoded-key>.<revision>`: one
+//! marker per finished tenure, so that a tenure's end is recorded once
+//! however many observers see it. `open/<encoded-key>`: the tenure a claim
+//! key's acquire began, with no lease (so it outlives a lease that runs
+//! out), written in the acquire's transaction (its `mod_revision` is the
+//! tenure's revision) and removed with the tenure's end: an entry whose
+//! claim key is gone, or names another revision, is a tenure that ended
+//! with nobody recording it, and the next acquire or list records it.
+//! `kept/<encoded-key>`: put by a holder that keeps its claim's lease alive
+//! (`run`), on that same lease, so it goes with the lease. Another
+//! process's verb never moves a claim off a lease that carries anything
+//! besides the claim, nor revokes one (see `verbs`): this mark is how a
+//! keeping holder says so. A release or force-release deletes it with the
+//! claim.
 //!
 //! # Published hosts (`claimtop publish`)
 //!
@@ -26,20 +32,26 @@
 //!   replacing another's. A root's state is not kept here: readers take it
 //!   from its owner key.
 //! - `owners/<root-id>`: on the lease of the one publisher of that root
-//!   (`{"pid", "lease", "since_ms", "path", "unreadable"}`), created only if
-//!   absent: a second publisher of the root finds it and refuses while that
-//!   pid lives. The root is published exactly while this key exists, and
-//!   the host is online while any of its roots is: a killed or cut-off
+//!   (`{"pid", "lease", "since_ms", "path", "unreadable", "resyncing"}`),
+//!   created only if absent: a second publisher of the root finds it and
+//!   refuses while that pid lives. The root is published exactly while this
+//!   key exists (and is not resyncing), and the host is online while any of
+//!   its roots is: a killed or cut-off
 //!   publisher loses its keys within its lease's TTL, a stopped one at once.
 //!   `unreadable` (the reason, or null) says the root's claims dir cannot be
-//!   listed: its claims are unknown, not free.
+//!   listed: its claims are unknown, not free. `"resyncing": true` (absent
+//!   otherwise) says the publisher has taken the root but not yet written
+//!   all its copies back on its lease (at start, after a reconnect):
+//!   readers show such a root as an offline one, by its last known copies,
+//!   and it keeps no host online by itself.
 //! - `<root-id>/claims/<encoded-key>`: on the lease, one item exactly as
 //!   `list --json` prints it for that root (the status object).
 //! - `<root-id>/known/<encoded-key>`: with NO lease, the same item again,
 //!   written and deleted in the same transaction as its `claims/` twin: what
 //!   the host last published, which outlives the host (a dead publisher's
-//!   lease takes `claims/` with it). Read only while the host is offline,
-//!   as last known; `fleet forget` removes it with the rest of the host.
+//!   lease takes `claims/` with it). Read only while the host is offline
+//!   (or the root is, see `resyncing`), as last known; `fleet forget`
+//!   removes it with the rest of the host.
 //! - `<root-id>/hazards`: on the lease, the root's hazards as one JSON array
 //!   (written only when the set changes).
 //! - `<root-id>/events/<log-id>.<offset>`: one events.jsonl line as the root's
@@ -55,8 +67,9 @@
 //! - `<root-id>/answers/<id>`: the outcome, as `force-release --json` prints
 //!   it, on the publisher's lease.
 //!
-//! `<root-id>` is 16 hex digits of a hash of the canonical root path: stable
-//! across restarts, and the same root always lands in the same place.
+//! `<root-id>` is 16 hex digits of a hash of the root's path, canonical and
+//! resolved through bind mounts (`crate::publish`): stable across restarts,
+//! and the same root always lands in the same place.
 
 use crate::claims::{decode_key, encode_key};
 use std::hash::{BuildHasher, Hasher};
@@ -135,6 +148,12 @@ impl Layout {
 
     pub fn opens(&self) -> String {
         format!("{}/open/", self.prefix)
+    }
+
+    /// The mark a holder keeping the claim's lease alive puts on that lease
+    /// (see the module's notes).
+    pub fn kept(&self, key: &str) -> String {
+        format!("{}/kept/{}", self.prefix, encode_key(key))
     }
 
     /// The claim key an open-tenure entry stands for.
@@ -324,9 +343,10 @@ impl RootPlace {
     }
 }
 
-/// A published root's id: 16 hex digits of FNV-1a over its canonical path,
-/// so a restart (or a second publisher of the same root) lands in the same
-/// place, and nothing in the id needs escaping in a key.
+/// A published root's id: 16 hex digits of FNV-1a over its path (canonical,
+/// and resolved through bind mounts by the publisher), so a restart (or a
+/// second publisher of the same root) lands in the same place, and nothing
+/// in the id needs escaping in a key.
 pub fn root_id(canonical: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     format!("{:016x}", fnv1a(canonical.as_os_str().as_bytes()))

@@ -4,6 +4,7 @@
 //! - `conn`: endpoints, TLS, auth, `--timeout`.
 //! - `layout`: every key path.
 //! - `verbs`: acquire, release, renew, force-release as transactions.
+//! - `leases`: the leases claims hang on, and when one may be revoked.
 //! - `events`: the audit events under `PREFIX/events/` and their retention
 //!   lease.
 //! - `expiry`: the exactly-once `claim_expired`, recorded by whoever first
@@ -28,6 +29,7 @@ pub mod history;
 mod hold;
 mod info;
 pub mod layout;
+mod leases;
 mod list;
 mod next_key;
 mod owners;
@@ -35,6 +37,8 @@ mod published;
 mod site;
 mod verbs;
 mod watch;
+#[cfg(test)]
+mod window_tests;
 
 pub use conn::{Conn, ConnOpts};
 pub use hold::KeepAlive;

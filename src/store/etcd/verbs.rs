@@ -25,12 +25,6 @@ use std::path::PathBuf;
 /// Each retry follows a peer's successful write to the same key, so
 /// running out means pathological churn; reported as contention.
 const MAX_ATTEMPTS: usize = 5;
-/// Spare leases one process keeps for its next acquires.
-const MAX_SPARE_LEASES: usize = 4;
-/// How long a spare lease waits for an acquire to take it: a loop of
-/// acquires and releases reuses it at once; longer, it is a lease with no
-/// key that `doctor` reports.
-const SPARE_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Core {
     pub(super) fn acquire_claim(
@@ -145,7 +139,7 @@ impl Core {
                 // The same lease when our own first try did land but its
                 // answer was lost: that lease now carries the claim.
                 if kv.lease() != lease {
-                    self.revoke_quietly(kv.lease());
+                    self.let_go(kv.lease());
                 }
                 let seen = Seen {
                     create: kv.create_revision(),
@@ -200,6 +194,8 @@ impl Core {
                     holder: rec.holder,
                 }));
             }
+            #[cfg(test)]
+            crate::fault::at(crate::fault::Point::EtcdGuardedWrite, ck.as_ref());
             if let Some(done) = self.end_tenure(key, &ck, &rec, Seen::of(&kv), None)? {
                 return Ok(done);
             }
@@ -222,11 +218,12 @@ impl Core {
         if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
             return Err(ClaimError::TtlOutOfRange(ttl_ms).into());
         }
-        let ck = self.layout.claim(key);
+        let (ck, kept) = (self.layout.claim(key), self.layout.kept(key));
         let ttl_s = ttl_secs(ttl_ms);
         let not = |why| Ok(Fenced::plain(RenewOutcome::NotRenewed(why)));
         for _ in 0..MAX_ATTEMPTS {
-            let Some(kv) = self.get_claim(&ck)? else {
+            let (claim, mark) = self.read_pair(&ck, &kept)?;
+            let Some(kv) = claim else {
                 return not(NoRenew::Absent);
             };
             let Ok(mut rec) = ClaimRecord::from_bytes(kv.value()) else {
@@ -245,12 +242,56 @@ impl Core {
             if let Some(op) = operator {
                 data.insert("operator".into(), Value::from(op));
             }
+            let renewed = |lease, ttl_s| {
+                Ok(Fenced {
+                    outcome: RenewOutcome::Renewed {
+                        record: rec.clone(),
+                        previous_expires_at: previous,
+                    },
+                    tenure: Some(tenure(kv.create_revision(), lease, ttl_s, ttl_s)),
+                })
+            };
+            // A lease its holder keeps alive (its `kept/` mark is on it), or
+            // one carrying keys besides the claim (a session's), is not ours
+            // to take the claim off: moving the claim would leave the holder
+            // keeping a lease with no claim on it, and its claim on a lease
+            // nobody keeps. The claim stays on it, refreshed; the record
+            // says the deadline asked for, and the lease lasts as long as
+            // its keeper keeps it (and its TTL after that).
+            let held_by_keeper = mark.as_ref().is_some_and(|m| m.lease() == kv.lease());
+            if held_by_keeper || self.carries_more(kv.lease(), &[&ck, &kept])? {
+                if let Some(granted) = self.refresh(kv.lease())? {
+                    let resp = self.txn_with_events(|ev| {
+                        Txn::new()
+                            .when([unchanged(&ck, kv.mod_revision())])
+                            .and_then([
+                                put_on_lease(&ck, &yaml, kv.lease()),
+                                self.event_op(ev, "claim_renewed", data.clone()),
+                            ])
+                    })?;
+                    if resp.succeeded() {
+                        // Not ours to reuse once released: the next release
+                        // reads the key, and gives the lease up only bare.
+                        self.forget(&ck);
+                        return renewed(kv.lease(), granted);
+                    }
+                    continue;
+                }
+                // The lease is gone (the key goes with it any moment):
+                // nothing keeps it, so the claim moves like any other.
+            }
             // A fresh lease of the new TTL: a lease's TTL is fixed when it is
-            // granted, and the record's deadline must match the lease's.
+            // granted, and the record's deadline must match the lease's. The
+            // transaction also finds the `kept/` mark as read, so a holder
+            // that began keeping the lease meanwhile is never left behind.
             let lease = self.grant(ttl_s)?;
+            let mark_rev = mark.as_ref().map_or(0, KeyValue::mod_revision);
             let resp = self.txn_with_events(|ev| {
                 Txn::new()
-                    .when([unchanged(&ck, kv.mod_revision())])
+                    .when([
+                        unchanged(&ck, kv.mod_revision()),
+                        unchanged(&kept, mark_rev),
+                    ])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
                         self.event_op(ev, "claim_renewed", data.clone()),
@@ -258,20 +299,14 @@ impl Core {
             });
             match resp {
                 Ok(r) if r.succeeded() => {
-                    self.revoke_quietly(kv.lease());
+                    self.let_go(kv.lease());
                     let seen = Seen {
                         create: kv.create_revision(),
                         modified: revision_of(&r),
                         lease,
                     };
                     self.remember(&ck, &rec, seen, ttl_s);
-                    return Ok(Fenced {
-                        outcome: RenewOutcome::Renewed {
-                            record: rec,
-                            previous_expires_at: previous,
-                        },
-                        tenure: Some(tenure(kv.create_revision(), lease, ttl_s, ttl_s)),
-                    });
+                    return renewed(lease, ttl_s);
                 }
                 Ok(_) => self.revoke_quietly(lease),
                 Err(e) => {
@@ -317,11 +352,14 @@ impl Core {
         );
         data.insert("revision".into(), Value::from(kv.create_revision()));
         let marker = self.layout.ended(key, kv.create_revision());
+        #[cfg(test)]
+        crate::fault::at(crate::fault::Point::EtcdGuardedWrite, ck.as_ref());
         let resp = self.txn_with_events(|ev| {
             Txn::new()
                 .when([unchanged(&ck, kv.mod_revision())])
                 .and_then([
                     TxnOp::delete(ck.clone(), None),
+                    TxnOp::delete(self.layout.kept(key), None),
                     // The archive is forensic: kept as long as the events are.
                     TxnOp::put(
                         archived_to.clone(),
@@ -339,9 +377,9 @@ impl Core {
             ));
         }
         self.forget(&ck);
-        self.revoke_quietly(kv.lease());
-        // The lease as the record shows it when read: the lease itself is
-        // revoked now, and asking etcd for its TTL first would cost a call.
+        self.let_go(kv.lease());
+        // The lease as the record shows it when read: the lease itself may
+        // be revoked now, and asking etcd for its TTL first would cost a call.
         let held = previous.as_ref().and_then(|r| {
             let until = r.expires_at?;
             Some(tenure(
@@ -379,6 +417,7 @@ impl Core {
         let resp = self.txn_with_events(|ev| {
             Txn::new().when([unchanged(ck, seen.modified)]).and_then([
                 TxnOp::delete(ck, None),
+                TxnOp::delete(self.layout.kept(key), None),
                 self.end_marker_op(&marker, ev),
                 open_close(&self.layout, key, seen.create),
                 self.event_op(ev, "claim_released", data.clone()),
@@ -388,12 +427,13 @@ impl Core {
         if !resp.succeeded() {
             return Ok(None);
         }
-        // The key is gone. A lease whose TTL we know serves this process's
-        // next acquire; any other would idle until its TTL and show up in
-        // doctor as a lease with no keys.
+        // The key is gone. A lease this process granted for it serves its
+        // next acquire; any other is revoked once nothing else hangs on it
+        // (left alone, a bare one would idle until its TTL and show up in
+        // doctor as a lease with no keys).
         match lease_ttl {
             Some(ttl_s) => self.spare(seen.lease, ttl_s),
-            None => self.revoke_quietly(seen.lease),
+            None => self.let_go(seen.lease),
         }
         Ok(Some(Fenced {
             outcome: ReleaseOutcome::Released {
@@ -417,55 +457,6 @@ impl Core {
         }
     }
 
-    /// A lease of `ttl_s` for a new claim: a spare one of this process,
-    /// refreshed to its full TTL (a keep-alive, which etcd answers without
-    /// a write through raft), else a fresh grant.
-    fn lease_for(&self, ttl_s: i64) -> Result<i64, StoreError> {
-        let spare = self.spares.lock().ok().and_then(|mut spares| {
-            let at = spares.iter().position(|(_, t)| *t == ttl_s)?;
-            Some(spares.swap_remove(at).0)
-        });
-        if let Some(lease) = spare {
-            let refreshed = self
-                .conn
-                .call(|mut c| async move { c.lease_keep_alive(lease).await.map(|_| ()) });
-            if refreshed.is_ok() {
-                return Ok(lease);
-            }
-        }
-        self.grant(ttl_s)
-    }
-
-    /// Keep a lease no key is attached to any more for this process's next
-    /// acquire of the same TTL; past a few, revoke it. Only leases known to
-    /// carry nothing come here: never one whose transaction's answer was lost.
-    ///
-    /// A spare no acquire took within [`SPARE_IDLE`] is revoked: a process
-    /// that lives on after its release (the dashboard) would otherwise keep
-    /// it to its TTL, and `doctor` rightly reports a lease with no key as
-    /// leaked while the dashboard shows no such hazard.
-    fn spare(&self, lease: i64, ttl_s: i64) {
-        if let Ok(mut spares) = self.spares.lock() {
-            if spares.len() < MAX_SPARE_LEASES {
-                spares.push((lease, ttl_s));
-                let spares = std::sync::Arc::clone(&self.spares);
-                let mut c = self.conn.client();
-                self.conn.runtime().spawn(async move {
-                    tokio::time::sleep(SPARE_IDLE).await;
-                    let idle = spares.lock().is_ok_and(|mut s| {
-                        let at = s.iter().position(|(l, _)| *l == lease);
-                        at.map(|i| s.swap_remove(i)).is_some()
-                    });
-                    if idle {
-                        let _ = c.lease_revoke(lease).await;
-                    }
-                });
-                return;
-            }
-        }
-        self.revoke_quietly(lease);
-    }
-
     fn remembered(&self, ck: &str) -> Option<Held> {
         self.held.lock().ok()?.get(ck).cloned()
     }
@@ -476,6 +467,20 @@ impl Core {
         }
     }
 
+    /// Two keys' key-values, read at one revision.
+    fn read_pair(
+        &self,
+        a: &str,
+        b: &str,
+    ) -> Result<(Option<KeyValue>, Option<KeyValue>), StoreError> {
+        let read = Txn::new().and_then([TxnOp::get(a, None), TxnOp::get(b, None)]);
+        let resp = self.conn.call(|mut c| {
+            let read = read.clone();
+            async move { c.txn(read).await }
+        })?;
+        Ok(got_kvs(&resp))
+    }
+
     /// The claim's key-value, if the key exists.
     pub(super) fn get_claim(&self, ck: &str) -> Result<Option<KeyValue>, StoreError> {
         let ck = ck.to_string();
@@ -484,32 +489,6 @@ impl Core {
             async move { c.get(ck, None).await }
         })?;
         Ok(resp.take_kvs().into_iter().next())
-    }
-
-    fn grant(&self, ttl_s: i64) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .call(|mut c| async move { c.lease_grant(ttl_s, None).await })?
-            .id())
-    }
-
-    /// Revoke a lease no key needs any more, off the caller's path: the verb
-    /// is done once its transaction is. A failure only leaves the lease to run
-    /// out on its own (doctor shows it until then); dropping the store waits
-    /// for what is still in flight, within the timeout.
-    fn revoke_quietly(&self, lease: i64) {
-        if lease == 0 {
-            return;
-        }
-        let mut c = self.conn.client();
-        let timeout = self.conn.timeout();
-        let task = self.conn.runtime().spawn(async move {
-            let _ = tokio::time::timeout(timeout, c.lease_revoke(lease)).await;
-        });
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.retain(|t| !t.is_finished());
-            pending.push(task);
-        }
     }
 }
 
@@ -577,8 +556,8 @@ fn revision_of(resp: &TxnResponse) -> i64 {
     resp.header().map(|h| h.revision()).unwrap_or(0)
 }
 
-/// What the acquire's failure branch read: the claim key and the key's
-/// open-tenure entry.
+/// The two keys a transaction's gets read (the acquire's failure branch:
+/// the claim key and its open-tenure entry).
 fn got_kvs(resp: &TxnResponse) -> (Option<KeyValue>, Option<KeyValue>) {
     let mut got = resp.op_responses().into_iter().map(|op| match op {
         TxnOpResponse::Get(mut g) => g.take_kvs().into_iter().next(),

@@ -6,7 +6,7 @@ use crate::claims::census::count_copies;
 use crate::claims::{now_ms, Counts};
 use crate::store::etcd::layout::RootPlace;
 use crate::store::etcd::Core;
-use crate::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
+use crate::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::StoreError;
 use serde_json::Value;
@@ -73,7 +73,9 @@ impl Core {
     /// Read one host's copies, in order, and hand them to the parser a
     /// page at a time: an offline host's last known ones (its claims went
     /// with its lease: what it last said is all there is, and it is said as
-    /// that), an online host's claims and hazards of each root it can read.
+    /// that), an online host's claims and hazards of each root it can read,
+    /// and the last known ones of each root no publisher serves now (gone,
+    /// or writing its copies back after a reconnect).
     fn read_pages(
         &self,
         host: usize,
@@ -84,10 +86,10 @@ impl Core {
     ) -> Result<(), StoreError> {
         for root in &rec.roots {
             let place = self.layout.root_place(&rec.machine_id, &root.id);
-            let (prefix, known) = match (online, root.is_known()) {
-                (false, _) => (place.known(), true),
-                (true, true) => (place.claims(), false),
-                (true, false) => continue,
+            let (prefix, known) = match (online, root.state) {
+                (false, _) | (true, RootState::Offline) => (place.known(), true),
+                (true, RootState::Published) => (place.claims(), false),
+                (true, RootState::Unreadable) => continue,
             };
             self.page_through(&prefix, 0, false, |kvs| {
                 let page = Page {
@@ -95,14 +97,15 @@ impl Core {
                     host_id: rec.machine_id.clone(),
                     hostname: rec.hostname.clone(),
                     root: root.clone(),
-                    online,
+                    // Last known copies count as the copies of a host gone.
+                    online: online && !known,
                     known,
                     kvs,
                 };
                 // A parser that stopped takes no more.
                 pages.send(page).is_ok()
             })?;
-            if online {
+            if !known {
                 hazards.extend(self.read_hazards(rec, root, &place)?);
             }
         }

@@ -23,13 +23,14 @@
 
 use super::layout::range_end;
 use super::Core;
+use crate::events::asof::{Around, LogEnds};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
 use crate::events::claim_event::parse_ts;
 use crate::events::history::{
     Anchor, History, HistoryError, Nouns, Page, ScanAt, ScanStep, Start, Step,
 };
 use crate::events::index::Progress;
-use crate::events::seek::CLOCK_SLACK_MS;
+use crate::events::seek::{FirstAfter, CLOCK_SLACK_MS};
 use crate::events::stream::Probe;
 use crate::events::tail::{Line, MAX_LINE_BYTES};
 use crate::events::tenure::{Limits, TenureIndex};
@@ -61,6 +62,9 @@ const PROGRESS_EVERY_PAGES: u64 = 8;
 const WINDOW_LOOKBACK_MS: i64 = 3_600_000;
 /// Most events one window re-read applies.
 const WINDOW_MAX_EVENTS: u64 = 500_000;
+/// A log of up to this many events is read whole for a window (the
+/// file log's `WHOLE_LOG_BYTES`, in events of a few hundred bytes).
+const WHOLE_LOG_EVENTS: u64 = 16_000;
 
 /// A key the pass passed, and the time there.
 #[derive(Debug, Clone)]
@@ -349,16 +353,22 @@ impl EtcdHistory {
             .rev()
             .find(|c| c.time.is_some_and(|x| x < target))
             .map_or_else(|| self.prefix.clone(), |c| c.key.clone());
+        // One event stamped next century must not start (or end) a
+        // window before the events around it say it begins.
+        let mut first = FirstAfter::new(t);
         loop {
             let mut resp = self.range(&at, &self.end, PAGE, 0).map_err(store_error)?;
             let more = resp.more();
             let kvs = resp.take_kvs();
-            if let Some(kv) = kvs.iter().find(|kv| time_of(kv).is_some_and(|x| x >= t)) {
-                return Ok(Some(kv.key().to_vec()));
+            for kv in &kvs {
+                let Some(ts) = time_of(kv) else { continue };
+                if let Some(key) = first.push(kv.key().to_vec(), ts) {
+                    return Ok(Some(key));
+                }
             }
             match kvs.last() {
                 Some(last) if more => at = after(last.key()),
-                _ => return Ok(None),
+                _ => return Ok(first.finish()),
             }
         }
     }
@@ -409,7 +419,7 @@ impl History for EtcdHistory {
         let resp = self.get(&self.prefix, opts).map_err(store_error)?;
         let mut tail = TenureIndex::new(self.limits);
         for kv in resp.kvs().iter().rev() {
-            tail.apply_line(&text_of(kv).0);
+            tail.apply_bytes_at(kv.value());
         }
         self.pass = Some(Pass {
             at: 0,
@@ -456,7 +466,7 @@ impl History for EtcdHistory {
             pass.at = page.rev;
         }
         for kv in &page.kvs {
-            let at = pass.tenures.apply_line_at(&text_of(kv).0);
+            let at = pass.tenures.apply_bytes_at(kv.value());
             if pass.lines % CHECKPOINT_EVERY == 0 {
                 pass.checkpoints.push(Checkpoint {
                     key: kv.key().to_vec(),
@@ -579,61 +589,98 @@ impl History for EtcdHistory {
     }
 
     fn window(&mut self, from: i64, to: i64) -> Result<TenureIndex, HistoryError> {
-        let ix = TenureIndex::new(self.limits);
-        let want = from.saturating_sub(WINDOW_LOOKBACK_MS);
-        if self.checkpoints.is_empty() {
-            // No pass has run (`list --as-of` asks at once): the window's
-            // ends found by time, reading forward from the first event.
-            let Some(start) = self.key_at_time(want)? else {
-                return Ok(ix);
-            };
-            let stop = self
-                .key_at_time(to.saturating_add(CLOCK_SLACK_MS))?
-                .unwrap_or_else(|| self.end.clone());
-            return self.window_between(ix, start, stop);
-        }
-        let start = self
-            .checkpoints
-            .iter()
-            .rev()
-            .find(|c| c.time.is_some_and(|x| x < want))
-            .map_or_else(|| self.prefix.clone(), |c| c.key.clone());
-        // Past the first checkpoint after the window, every event is
-        // after it (give or take clock skew).
-        let stop = self
-            .checkpoints
-            .iter()
-            .find(|c| c.time.is_some_and(|x| x > to))
-            .map_or_else(|| self.end.clone(), |c| c.key.clone());
-        self.window_between(ix, start, stop)
+        Ok(self.window_reach(from, to)?.tenures)
+    }
+
+    /// Windows ever narrower, as by default, each knowing whether it began
+    /// at the first event and went on to the last: so "as of" can say
+    /// when the window cannot tell.
+    fn around(&mut self, at: i64) -> Result<Around, HistoryError> {
+        crate::events::asof::read_around(at, |from, to| self.window_reach(from, to))
     }
 }
 
 impl EtcdHistory {
+    /// The tenures of `[from, to)` (epoch ms), and how much of the log the
+    /// read covered.
+    fn window_reach(&mut self, from: i64, to: i64) -> Result<Around, HistoryError> {
+        let ix = TenureIndex::new(self.limits);
+        let want = from.saturating_sub(WINDOW_LOOKBACK_MS);
+        let (start, stop) = if self.count(&self.prefix, &self.end)?.0 <= WHOLE_LOG_EVENTS {
+            // So few events are read whole: every tenure's start and end
+            // is in the read, and the answer is the one the whole log gives.
+            (self.prefix.clone(), self.end.clone())
+        } else if self.checkpoints.is_empty() {
+            // No pass has run (`list --as-of` asks at once): the window's
+            // ends found by time, reading forward from the first event.
+            let Some(start) = self.key_at_time(want)? else {
+                // Nothing from then on: every event is before the window.
+                return Ok(Around {
+                    tenures: ix,
+                    ends: LogEnds {
+                        from_first: false,
+                        to_last: true,
+                    },
+                });
+            };
+            let stop = self
+                .key_at_time(to.saturating_add(CLOCK_SLACK_MS))?
+                .unwrap_or_else(|| self.end.clone());
+            (start, stop)
+        } else {
+            let start = self
+                .checkpoints
+                .iter()
+                .rev()
+                .find(|c| c.time.is_some_and(|x| x < want))
+                .map_or_else(|| self.prefix.clone(), |c| c.key.clone());
+            // Past the first checkpoint after the window, every event is
+            // after it (give or take clock skew).
+            let stop = self
+                .checkpoints
+                .iter()
+                .find(|c| c.time.is_some_and(|x| x > to))
+                .map_or_else(|| self.end.clone(), |c| c.key.clone());
+            (start, stop)
+        };
+        let from_first = self.count(&self.prefix, &start)?.0 == 0;
+        let to_end = stop == self.end;
+        let (tenures, whole) = self.window_between(ix, start, stop)?;
+        Ok(Around {
+            tenures,
+            ends: LogEnds {
+                from_first,
+                to_last: to_end && whole,
+            },
+        })
+    }
+
     /// The tenures of the events in `[start, stop)` (keys), into `ix`, at
-    /// most [`WINDOW_MAX_EVENTS`] of them.
+    /// most [`WINDOW_MAX_EVENTS`] of them; whether that was all of them.
     fn window_between(
         &self,
         mut ix: TenureIndex,
         start: Vec<u8>,
         stop: Vec<u8>,
-    ) -> Result<TenureIndex, HistoryError> {
+    ) -> Result<(TenureIndex, bool), HistoryError> {
         let mut at = start;
         let mut read = 0u64;
-        while read < WINDOW_MAX_EVENTS {
+        loop {
+            if read >= WINDOW_MAX_EVENTS {
+                return Ok((ix, false));
+            }
             let mut resp = self.range(&at, &stop, PAGE, 0).map_err(store_error)?;
             let more = resp.more();
             let kvs = resp.take_kvs();
             for kv in &kvs {
-                ix.apply_line(&text_of(kv).0);
+                ix.apply_bytes_at(kv.value());
             }
             read += kvs.len() as u64;
             match kvs.last() {
                 Some(last) if more => at = after(last.key()),
-                _ => break,
+                _ => return Ok((ix, true)),
             }
         }
-        Ok(ix)
     }
 }
 

@@ -47,6 +47,12 @@ impl LogFile {
         &self.path
     }
 
+    /// The opened file, for readers that take a `File` (lines of any
+    /// length: [`super::stream`]).
+    pub fn as_file(&self) -> &File {
+        &self.file
+    }
+
     /// Identity of the opened file (a rotation keeps the path, not this).
     pub fn id(&self) -> FileId {
         self.id
@@ -205,15 +211,27 @@ impl LogFile {
                 // match across a piece boundary is missed; such lines are
                 // cut to 64 KiB for display anyway).
                 if let Some(p) = needle.find_in(&mut buf[..got], false) {
-                    return Ok(SearchStep::Found(self.line_start_of(at + p as u64)?));
+                    let line = self.line_start_of(at + p as u64)?;
+                    // The partial last line is not a line yet.
+                    let whole = super::stream::line_at(&self.file, line)
+                        .map_err(|e| TailError::io(&self.path, "read", e))?;
+                    return Ok(match whole {
+                        Some(_) => SearchStep::Found(line),
+                        None => SearchStep::NotFound,
+                    });
                 }
                 at += got as u64;
                 continue;
             };
             let block = &mut buf[..=last_nl];
             if let Some(p) = needle.find_in(block, false) {
-                let start = memchr::memrchr(b'\n', &block[..p]).map_or(0, |i| i + 1);
-                return Ok(SearchStep::Found(at + start as u64));
+                // A step that went on from inside a long line begins
+                // mid-line: the match's line may start before the block.
+                let found = match memchr::memrchr(b'\n', &block[..p]) {
+                    Some(i) => at + i as u64 + 1,
+                    None => self.line_start_of(at + p as u64)?,
+                };
+                return Ok(SearchStep::Found(found));
             }
             at += last_nl as u64 + 1;
         }
@@ -446,197 +464,4 @@ impl Needle {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::io::Write;
-
-    /// The obvious answer: every line start and its text, then the first
-    /// matching line in the direction asked.
-    fn model(bytes: &[u8], needle: &str, from: SearchFrom) -> Option<u64> {
-        let mut lines = Vec::new();
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                lines.push((start as u64, bytes[start..i].to_ascii_lowercase()));
-                start = i + 1;
-            }
-        }
-        let n = needle.as_bytes().to_ascii_lowercase();
-        let hit = |l: &Vec<u8>| !n.is_empty() && memmem::find(l, &n).is_some();
-        match from {
-            SearchFrom::After(o) => lines.iter().find(|(s, l)| *s > o && hit(l)).map(|x| x.0),
-            SearchFrom::ForwardAt(o) => lines.iter().find(|(s, l)| *s >= o && hit(l)).map(|x| x.0),
-            SearchFrom::Start => lines.iter().find(|(_, l)| hit(l)).map(|x| x.0),
-            SearchFrom::Before(o) => lines
-                .iter()
-                .rev()
-                .find(|(s, l)| *s < o && hit(l))
-                .map(|x| x.0),
-        }
-    }
-
-    fn run(lf: &LogFile, needle: &Needle, mut from: SearchFrom, budget: u64) -> Option<u64> {
-        for _ in 0..100_000 {
-            match lf.search(needle, from, budget).expect("search") {
-                SearchStep::Found(at) => return Some(at),
-                SearchStep::NotFound => return None,
-                SearchStep::Continue(next) => from = next,
-            }
-        }
-        panic!("search never ended");
-    }
-
-    proptest! {
-        #[test]
-        fn search_agrees_with_a_line_by_line_scan_for_any_block_size(
-            bytes in proptest::collection::vec(
-                prop_oneof![Just(b'\n'), Just(b'a'), Just(b'B'), Just(b'b'), Just(b'x')], 0..200),
-            needle in "[abAB]{1,3}",
-            block in 4usize..40,
-            budget in 1u64..64,
-            at in 0usize..200,
-        ) {
-            let mut f = tempfile::NamedTempFile::new().expect("tempfile");
-            f.write_all(&bytes).expect("write");
-            let mut lf = LogFile::open(f.path()).expect("open").expect("exists");
-            lf.block = block;
-            let starts: Vec<u64> = std::iter::once(0)
-                .chain(bytes.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i as u64 + 1))
-                .filter(|&s| (s as usize) < bytes.len())
-                .collect();
-            let line = starts.get(at % starts.len().max(1)).copied().unwrap_or(0);
-            let n = Needle::new(&needle);
-            for from in [SearchFrom::After(line), SearchFrom::Before(line), SearchFrom::ForwardAt(line)] {
-                // Lines longer than a block may hide a match across a piece
-                // boundary; the model is only asked where every line fits.
-                let longest = bytes.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0);
-                if longest < block {
-                    prop_assert_eq!(run(&lf, &n, from, budget), model(&bytes, &needle, from), "{:?}", from);
-                }
-            }
-        }
-    }
-
-    /// Every matching line start, as a count in steps of `budget` finds them.
-    fn count_all(lf: &LogFile, needle: &Needle, budget: u64) -> Vec<u64> {
-        let (mut found, mut at) = (Vec::new(), 0);
-        for _ in 0..100_000 {
-            let (next, end) = lf
-                .scan_matches(needle, at, budget, &mut found)
-                .expect("scan");
-            at = next;
-            if end {
-                return found;
-            }
-        }
-        panic!("count never ended");
-    }
-
-    proptest! {
-        #[test]
-        fn a_count_finds_every_matching_whole_line_once_for_any_block_size(
-            bytes in proptest::collection::vec(
-                prop_oneof![Just(b'\n'), Just(b'a'), Just(b'B'), Just(b'b'), Just(b'x')], 0..200),
-            needle in "[abAB]{1,3}",
-            block in 4usize..40,
-            budget in 1u64..64,
-        ) {
-            let mut f = tempfile::NamedTempFile::new().expect("tempfile");
-            f.write_all(&bytes).expect("write");
-            let mut lf = LogFile::open(f.path()).expect("open").expect("exists");
-            lf.block = block;
-            let n = Needle::new(&needle);
-            let longest = bytes.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0);
-            if longest < block {
-                let mut want = Vec::new();
-                let mut from = SearchFrom::Start;
-                while let Some(at) = model(&bytes, &needle, from) {
-                    want.push(at);
-                    from = SearchFrom::After(at);
-                }
-                prop_assert_eq!(count_all(&lf, &n, budget), want);
-            }
-        }
-    }
-
-    #[test]
-    fn a_count_waits_for_the_partial_last_line_and_goes_on_once_it_is_whole() {
-        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
-        f.write_all(b"gpu a\nb\ngpu c").expect("write");
-        let lf = LogFile::open(f.path()).expect("open").expect("exists");
-        let n = Needle::new("GPU");
-        let mut found = Vec::new();
-        let (next, end) = lf.scan_matches(&n, 0, 1 << 20, &mut found).unwrap();
-        assert_eq!((found.as_slice(), next, end), (&[0u64][..], 8, true));
-        f.write_all(b"\n").expect("write");
-        let (next, end) = lf.scan_matches(&n, next, 1 << 20, &mut found).unwrap();
-        assert_eq!((found, next, end), (vec![0, 8], 14, true));
-    }
-
-    #[test]
-    fn match_ranges_are_every_case_blind_non_overlapping_match() {
-        let n = Needle::new("aA");
-        assert_eq!(n.ranges("xaaaAé aa"), vec![1..3, 3..5, 8..10]);
-        assert!(Needle::new("").ranges("abc").is_empty());
-    }
-
-    fn log(text: &str) -> (tempfile::NamedTempFile, LogFile) {
-        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
-        f.write_all(text.as_bytes()).expect("write");
-        let lf = LogFile::open(f.path()).expect("open").expect("exists");
-        (f, lf)
-    }
-
-    fn texts(lines: &[Line]) -> Vec<&str> {
-        lines.iter().map(|l| l.text.as_str()).collect()
-    }
-
-    #[test]
-    fn lines_before_a_line_start_end_just_before_it() {
-        let (_f, lf) = log("a\nbb\nccc\ndddd\npartial");
-        assert_eq!(texts(&lf.lines_before(9, 2).unwrap()), ["bb", "ccc"]);
-        assert_eq!(texts(&lf.lines_before(9, 10).unwrap()), ["a", "bb", "ccc"]);
-        assert!(lf.lines_before(0, 3).unwrap().is_empty());
-    }
-
-    #[test]
-    fn lines_from_a_line_start_stop_before_the_partial_last_line() {
-        let (_f, lf) = log("a\nbb\nccc\ndddd\npartial");
-        let got = lf.lines_from(2, 10).unwrap();
-        assert_eq!(texts(&got), ["bb", "ccc", "dddd"]);
-        assert_eq!(got[1].offset, 5);
-        assert_eq!(texts(&lf.lines_from(0, 1).unwrap()), ["a"]);
-    }
-
-    #[test]
-    fn search_finds_the_nearest_matching_line_either_way_ignoring_ascii_case() {
-        let (_f, lf) = log("x gpu\ny\nz GPU\nw\nv gpu\n");
-        let n = Needle::new("gpu");
-        // After the line at 8 ("z GPU"): "v gpu" at 16.
-        assert_eq!(
-            lf.search(&n, SearchFrom::After(8), 1 << 20).unwrap(),
-            SearchStep::Found(16)
-        );
-        assert_eq!(
-            lf.search(&n, SearchFrom::Before(8), 1 << 20).unwrap(),
-            SearchStep::Found(0)
-        );
-        assert_eq!(
-            lf.search(&n, SearchFrom::After(16), 1 << 20).unwrap(),
-            SearchStep::NotFound
-        );
-        assert_eq!(
-            lf.search(&n, SearchFrom::Before(0), 1 << 20).unwrap(),
-            SearchStep::NotFound
-        );
-    }
-
-    #[test]
-    fn counting_newlines_in_a_range_counts_exactly_those() {
-        let (_f, lf) = log("a\nb\nc\nd\n");
-        assert_eq!(lf.count_newlines(0, 8).unwrap(), 4);
-        assert_eq!(lf.count_newlines(2, 6).unwrap(), 2);
-        assert_eq!(lf.next_line_start(2).unwrap(), Some(4));
-    }
-}
+mod tests;

@@ -10,12 +10,18 @@
 //! logged-and-skipped), so every event is read for what it can prove on its
 //! own: a release carries `acquired_at` and `duration_held_ms`, enough for a
 //! whole tenure even when its acquire was never seen.
+//!
+//! Nor is the log's order the order of the lockfile changes: every writer
+//! changes the lockfile first and appends second, so a handover's two lines
+//! come either way round, and an end event names the tenure it ends (holder
+//! and `acquired_at`) rather than "whatever is open now".
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+mod intern;
 
-use super::claim_event::{with_claim_event, ClaimEvent, Kind};
+use super::claim_event::{
+    with_claim_event, with_claim_event_bytes, with_claim_event_read, ClaimEvent, Kind,
+};
+use intern::Interner;
 
 /// How a tenure ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,6 +95,10 @@ impl Tenure {
     }
 }
 
+/// How many tenures before a late end event's `acquired_at` are looked at
+/// for the tenure it ends.
+const LATE_LOOKBACK: usize = 16;
+
 /// Caps on what the index keeps, so a log of any size (or a hostile one,
 /// every line a new key) costs bounded memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,62 +117,6 @@ impl Default for Limits {
             max_tenures: 1 << 19,
             max_names: 200_000,
         }
-    }
-}
-
-/// FxHash (rustc's): keys and holders are short and come from the log, not
-/// from an attacker who can see the table, and SipHash over every name of
-/// a million-line log was an eighth of the indexing time.
-#[derive(Debug, Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// Strings seen once, stored once.
-#[derive(Debug, Default, Clone)]
-struct Interner {
-    ids: HashMap<Arc<str>, Sym, BuildHasherDefault<FxHasher>>,
-    names: Vec<Arc<str>>,
-}
-
-impl Interner {
-    fn get(&self, s: &str) -> Option<Sym> {
-        self.ids.get(s).copied()
-    }
-
-    fn intern(&mut self, s: &str, cap: usize) -> Option<Sym> {
-        if let Some(id) = self.ids.get(s) {
-            return Some(*id);
-        }
-        if self.names.len() >= cap {
-            return None;
-        }
-        let id = self.names.len() as Sym;
-        let name: Arc<str> = Arc::from(s);
-        self.names.push(name.clone());
-        self.ids.insert(name, id);
-        Some(id)
-    }
-
-    fn name(&self, id: Sym) -> &str {
-        self.names.get(id as usize).map_or("?", |s| s)
     }
 }
 
@@ -206,6 +160,23 @@ impl TenureIndex {
         })
     }
 
+    /// [`Self::apply_line_at`] for a line as bytes.
+    pub fn apply_bytes_at(&mut self, line: &[u8]) -> Option<i64> {
+        with_claim_event_bytes(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
+    }
+
+    /// [`Self::apply_line_at`] for a line too long to hold, read piece by
+    /// piece: only its claim fields are kept.
+    pub fn apply_read_at(&mut self, line: impl std::io::Read) -> Option<i64> {
+        with_claim_event_read(line, |ev| {
+            self.apply(ev);
+            ev.at
+        })
+    }
+
     /// Apply one claim event, in log order.
     pub fn apply(&mut self, ev: &ClaimEvent<'_>) {
         let cap = self.limits.max_names;
@@ -243,11 +214,16 @@ impl TenureIndex {
                 if self.open_holder(key) == Some(h) {
                     return;
                 }
-                self.end_open(key, ev.at, Ending::Unseen, None);
                 let since = match ev.kind {
                     Kind::Reacquired => ev.previous_acquired_at,
                     _ => ev.acquired_at,
                 };
+                // A renewal logged after a newer tenure began continues a
+                // tenure that is over: it says nothing new.
+                if since.is_some_and(|s| self.known(key, h, s)) {
+                    return;
+                }
+                self.end_open(key, ev.at, Ending::Unseen, None);
                 match since {
                     Some(s) if s <= ev.at => self.open(key, h, s, true),
                     _ => self.open(key, h, ev.at, false),
@@ -283,34 +259,106 @@ impl TenureIndex {
                     _ => Ending::Expired,
                 };
                 let by = ev.operator.and_then(|o| self.holders.intern(o, cap));
-                if self.open_holder(key).is_some()
-                    && (holder.is_none() || self.open_holder(key) == holder)
-                {
-                    self.end_open(key, ev.at, ending, by);
-                    return;
-                }
-                // A release of a tenure whose start the log does not have
-                // (or of a holder other than the one we thought): the event
-                // itself says when it began.
-                self.end_open(key, ev.at, Ending::Unseen, None);
-                let Some(h) = holder else { return };
-                let (start, seen) = match ev.acquired_at {
-                    Some(a) if a <= ev.at => (a, true),
-                    _ => (ev.at, false),
-                };
-                self.push(
-                    key,
-                    Tenure {
-                        start,
-                        end: ev.at,
-                        holder: h,
-                        by,
-                        ending,
-                        start_seen: seen,
-                    },
-                );
+                self.end(key, holder, ev, ending, by);
             }
         }
+    }
+
+    /// Apply an end (release, force-release, expiry) to the tenure it names.
+    ///
+    /// The log's order is not the order of the ends: a release unlinks the
+    /// lockfile first and appends second, so a waiter woken by the unlink
+    /// can log its `claim_acquired` before the old holder's
+    /// `claim_released` (2 handovers in 10 under `acquire --wait`), and a
+    /// stalled writer can log later still. The end event names its tenure
+    /// by holder and `acquired_at`, so it ends that tenure wherever the
+    /// log's order put it, and never the newer tenure that is open now.
+    fn end(
+        &mut self,
+        key: Sym,
+        holder: Option<Sym>,
+        ev: &ClaimEvent<'_>,
+        ending: Ending,
+        by: Option<Sym>,
+    ) {
+        let open = self.open_at(key).map(|i| self.tenures[key as usize][i]);
+        if let Some(o) = open {
+            // The open tenure's own end (an event without a holder is a
+            // force-release of a corrupted file: whatever was open).
+            let same = holder.is_none_or(|h| h == o.holder);
+            if same && ev.acquired_at.is_none_or(|a| a >= o.start) {
+                self.end_open(key, ev.at, ending, by);
+                return;
+            }
+        }
+        // An earlier tenure, logged late: it was ended as unseen by the
+        // acquire that followed it; now its end is known.
+        if let (Some(h), Some(a)) = (holder, ev.acquired_at) {
+            if let Some(i) = self.unseen_end_of(key, h, a) {
+                let t = &mut self.tenures[key as usize][i];
+                t.end = ev.at.max(t.start);
+                t.ending = ending;
+                t.by = by;
+                return;
+            }
+        }
+        if let Some(o) = open {
+            // The holder's own, whose start was moved up to keep the log's
+            // order (a writer's clock behind the previous holder's).
+            if holder == Some(o.holder) {
+                self.end_open(key, ev.at, ending, by);
+                return;
+            }
+        }
+        // A tenure whose start the log does not have: the event itself says
+        // when it began.
+        let Some(h) = holder else { return };
+        let (start, seen) = match ev.acquired_at {
+            Some(a) if a <= ev.at => (a, true),
+            _ => (ev.at, false),
+        };
+        // Begun after the open one: that one ended, unseen, by then. Begun
+        // before it: an earlier tenure ended late in the log, and the open
+        // one stands.
+        if open.is_some_and(|o| start >= o.start) {
+            self.end_open(key, start, Ending::Unseen, None);
+        }
+        self.push(
+            key,
+            Tenure {
+                start,
+                end: ev.at,
+                holder: h,
+                by,
+                ending,
+                start_seen: seen,
+            },
+        );
+    }
+
+    /// The tenure of `holder` that an acquire after it ended as unseen and
+    /// that was running at `acquired_at`: the one a late end event names.
+    /// Only the few tenures begun just before `acquired_at` are looked at
+    /// (a late line is late by a handover or two, not by a day).
+    fn unseen_end_of(&self, key: Sym, holder: Sym, acquired_at: i64) -> Option<usize> {
+        let list = self.tenures.get(key as usize)?;
+        let upto = list.partition_point(|t| t.start <= acquired_at);
+        (upto.saturating_sub(LATE_LOOKBACK)..upto).rev().find(|&i| {
+            let t = &list[i];
+            t.holder == holder && t.ending == Ending::Unseen && acquired_at <= t.end
+        })
+    }
+
+    /// Is a tenure of `holder` that was running at `since` already known
+    /// (a renewal of it logged after its successor's acquire)?
+    fn known(&self, key: Sym, holder: Sym, since: i64) -> bool {
+        let Some(list) = self.tenures.get(key as usize) else {
+            return false;
+        };
+        let upto = list.partition_point(|t| t.start <= since);
+        list[upto.saturating_sub(LATE_LOOKBACK)..upto]
+            .iter()
+            .any(|t| t.holder == holder && !t.is_held() && since <= t.end)
     }
 
     /// Where the key's open tenure sits: always last (see [`Self::open`]).
@@ -451,221 +499,6 @@ impl TenureIndex {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(kind: &str, ts: &str, data: &str) -> String {
-        format!(r#"{{"ts":"{ts}","type":"{kind}","source":"fno-loop","data":{{{data}}}}}"#)
-    }
-
-    /// `claim_acquired` of key `k` by `holder` at `secs` seconds.
-    fn acquired(ix: &mut TenureIndex, holder: &str, secs: i64) {
-        let ts = format!("1970-01-01T00:00:{secs:02}Z");
-        let data = format!(
-            r#""key":"k","holder":"{holder}","acquired_at":{}"#,
-            secs * 1000
-        );
-        assert!(ix.apply_line(&line("claim_acquired", &ts, &data)));
-    }
-
-    #[test]
-    fn acquire_then_release_is_one_released_tenure_with_ms_precision() {
-        let mut ix = TenureIndex::new(Limits::default());
-        assert!(ix.apply_line(&line(
-            "claim_acquired",
-            "1970-01-01T00:00:01Z",
-            r#""key":"k","holder":"h","acquired_at":1000"#
-        )));
-        assert!(ix.apply_line(&line(
-            "claim_released",
-            "1970-01-01T00:00:03Z",
-            r#""key":"k","holder":"h","acquired_at":1000,"duration_held_ms":2500"#
-        )));
-        let t = ix.tenures_of("k");
-        assert_eq!(t.len(), 1);
-        assert_eq!(
-            (t[0].start, t[0].end, t[0].ending),
-            (1000, 3500, Ending::Released)
-        );
-        assert_eq!(ix.holder_name(t[0].holder), "h");
-    }
-
-    #[test]
-    fn a_stale_reclaim_ends_the_old_tenure_and_starts_the_new_holders() {
-        let mut ix = TenureIndex::new(Limits::default());
-        acquired(&mut ix, "old", 1);
-        ix.apply_line(&line(
-            "claim_stale_reclaimed",
-            "1970-01-01T00:00:09Z",
-            r#""key":"k","holder":"new","acquired_at":9000,"previous_holder":"old""#,
-        ));
-        let t = ix.tenures_of("k");
-        assert_eq!(t.len(), 2);
-        assert_eq!((t[0].ending, t[0].end), (Ending::Reclaimed, 9000));
-        assert_eq!(ix.holder_name(t[0].by.unwrap()), "new");
-        assert!(t[1].is_held());
-        assert_eq!(ix.holder_name(t[1].holder), "new");
-    }
-
-    #[test]
-    fn a_release_whose_acquire_was_never_seen_still_makes_a_whole_tenure() {
-        let mut ix = TenureIndex::new(Limits::default());
-        ix.apply_line(&line(
-            "claim_released",
-            "1970-01-01T00:01:40Z",
-            r#""key":"k","holder":"h","acquired_at":40000,"duration_held_ms":60000"#,
-        ));
-        let t = ix.tenures_of("k");
-        assert_eq!(
-            (t[0].start, t[0].end, t[0].start_seen),
-            (40_000, 100_000, true)
-        );
-    }
-
-    #[test]
-    fn an_acquire_over_an_open_tenure_ends_it_as_unseen() {
-        let mut ix = TenureIndex::new(Limits::default());
-        acquired(&mut ix, "a", 1);
-        acquired(&mut ix, "b", 5);
-        let t = ix.tenures_of("k");
-        assert_eq!((t[0].ending, t[0].end), (Ending::Unseen, 5000));
-        assert!(t[1].is_held());
-    }
-
-    #[test]
-    fn renew_and_reacquire_continue_the_same_tenure() {
-        let mut ix = TenureIndex::new(Limits::default());
-        acquired(&mut ix, "a", 1);
-        ix.apply_line(&line(
-            "claim_renewed",
-            "1970-01-01T00:00:05Z",
-            r#""key":"k","holder":"a","acquired_at":1000"#,
-        ));
-        ix.apply_line(&line(
-            "claim_idempotent_reacquired",
-            "1970-01-01T00:00:06Z",
-            r#""key":"k","holder":"a","acquired_at":6000,"previous_acquired_at":1000"#,
-        ));
-        assert_eq!(ix.tenures_of("k").len(), 1);
-        assert!(ix.tenures_of("k")[0].is_held());
-    }
-
-    #[test]
-    fn force_release_records_the_operator() {
-        let mut ix = TenureIndex::new(Limits::default());
-        acquired(&mut ix, "a", 1);
-        ix.apply_line(&line(
-            "claim_force_released",
-            "1970-01-01T00:00:07Z",
-            r#""key":"k","holder":"a","acquired_at":1000,"operator":"operator:root@h""#,
-        ));
-        let t = ix.tenures_of("k")[0];
-        assert_eq!((t.ending, t.end), (Ending::ForceReleased, 7000));
-        assert_eq!(ix.holder_name(t.by.unwrap()), "operator:root@h");
-    }
-
-    #[test]
-    fn lines_that_are_not_claim_events_are_ignored() {
-        let mut ix = TenureIndex::new(Limits::default());
-        assert!(!ix.apply_line("not json"));
-        assert!(!ix.apply_line(r#"{"type":"loop_started","data":{"key":"k"}}"#));
-        assert!(!ix.apply_line(r#"{"type":"claim_acquired","data":{"holder":"h"}}"#));
-        assert!(ix.is_empty());
-    }
-
-    #[test]
-    fn memory_stays_under_the_tenure_limit_and_says_where_history_starts() {
-        let mut ix = TenureIndex::new(Limits {
-            max_tenures: 100,
-            max_names: 10,
-        });
-        for i in 0..1000i64 {
-            let at = i * 1000;
-            ix.apply(&ClaimEvent {
-                kind: Kind::Acquired,
-                at,
-                key: "k",
-                holder: Some("h"),
-                acquired_at: Some(at),
-                previous_holder: None,
-                previous_acquired_at: None,
-                operator: None,
-            });
-        }
-        assert!(ix.len() <= 100, "{}", ix.len());
-        assert!(ix.horizon().is_some_and(|h| h > 800_000));
-        assert!(ix.tenures_of("k").last().unwrap().is_held());
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn any_event_sequence_keeps_each_key_sorted_with_at_most_one_open_tenure(
-            evs in proptest::collection::vec(
-                (0usize..7, 0usize..3, 0usize..3, 0i64..100_000, 0i64..50_000), 0..200),
-        ) {
-            const KINDS: [Kind; 7] = [Kind::Acquired, Kind::Reacquired, Kind::Reclaimed,
-                Kind::Released, Kind::ForceReleased, Kind::Renewed, Kind::Expired];
-            let mut ix = TenureIndex::new(Limits { max_tenures: 50, max_names: 10 });
-            for (k, key, holder, at, back) in evs {
-                let key = format!("k{key}");
-                let holder = format!("h{holder}");
-                ix.apply(&ClaimEvent {
-                    kind: KINDS[k],
-                    at,
-                    key: &key,
-                    holder: Some(&holder),
-                    acquired_at: Some(at - back),
-                    previous_holder: Some("h0"),
-                    previous_acquired_at: Some(at - back),
-                    operator: None,
-                });
-            }
-            let mut total = 0;
-            for (_, list) in ix.keys() {
-                proptest::prop_assert!(list.windows(2).all(|w| w[0].start <= w[1].start));
-                proptest::prop_assert!(list.iter().filter(|t| t.is_held()).count() <= 1);
-                proptest::prop_assert!(list.iter().all(|t| t.end >= t.start));
-                total += list.len();
-            }
-            proptest::prop_assert_eq!(total, ix.len());
-            // Open tenures are never dropped: one per key at most.
-            proptest::prop_assert!(ix.len() <= 50 + ix.key_count());
-        }
-    }
-
-    #[test]
-    fn absurd_times_are_ignored_instead_of_overflowing_a_span() {
-        let mut ix = TenureIndex::new(Limits::default());
-        let min = i64::MIN;
-        let max = i64::MAX;
-        assert!(!ix.apply_line(&line(
-            "claim_acquired",
-            "not a time",
-            &format!(r#""key":"k","holder":"h","acquired_at":{min}"#)
-        )));
-        assert!(ix.apply_line(&line(
-            "claim_released",
-            "1970-01-01T00:00:09Z",
-            &format!(r#""key":"k","holder":"h","acquired_at":{max},"duration_held_ms":{max}"#)
-        )));
-        let t = ix.tenures_of("k")[0];
-        assert_eq!((t.start, t.end, t.start_seen), (9000, 9000, false));
-    }
-
-    #[test]
-    fn names_past_the_limit_are_skipped_and_counted() {
-        let mut ix = TenureIndex::new(Limits {
-            max_tenures: 100,
-            max_names: 2,
-        });
-        for k in ["a", "b", "c"] {
-            ix.apply_line(&line(
-                "claim_acquired",
-                "1970-01-01T00:00:01Z",
-                &format!(r#""key":"{k}","holder":"h","acquired_at":1000"#),
-            ));
-        }
-        assert_eq!(ix.key_count(), 2);
-        assert_eq!(ix.skipped(), 1);
-    }
-}
+mod order_tests;
+#[cfg(test)]
+mod tests;
