@@ -392,22 +392,18 @@ mod with_etcd {
         }
     }
 
-    /// A file root and an etcd site in one store; the site is the target.
+    /// A file root and an etcd site in one store; the site is the target,
+    /// written to as the site alone is.
     pub struct Mixed {
-        raw: Raw,
-        url: String,
+        site: Etcd,
         root: TempDir,
-        home: TempDir,
     }
 
     impl Mixed {
         pub fn new() -> Option<Mixed> {
-            let (etcd, prefix, url) = fresh()?;
             Some(Mixed {
-                raw: Raw { etcd, prefix },
-                url,
+                site: Etcd::new()?,
                 root: tempfile::tempdir().expect("root"),
-                home: tempfile::tempdir().expect("home"),
             })
         }
 
@@ -421,40 +417,36 @@ mod with_etcd {
             "mixed"
         }
         fn store(&self) -> Arc<Store> {
-            open(&self.url, &self.roots())
+            open(&self.site.url, &self.roots())
         }
         fn peer(&self) -> Arc<Store> {
-            open(&self.url, &self.roots())
+            open(&self.site.url, &self.roots())
         }
         fn target(&self) -> OriginIx {
-            OriginIx(0)
+            self.site.target()
         }
         fn has(&self, c: Cap) -> bool {
-            matches!(c, Cap::Fences | Cap::Compaction)
+            self.site.has(c)
         }
         fn plant(&self, key: &str, bytes: &[u8]) {
-            self.raw.plant(key, bytes)
+            self.site.plant(key, bytes)
         }
         fn end_holder(&self, key: &str) {
-            self.raw.end_holder(key)
+            self.site.end_holder(key)
         }
         fn lose_changes(&self) {
-            self.raw.lose_changes()
+            self.site.lose_changes()
         }
         fn place_of(&self, key: &str) -> String {
-            self.raw.key(key)
+            self.site.place_of(key)
         }
         fn cli_one(&self, args: &[&str]) -> Option<(i32, Vec<u8>)> {
-            Some(claimtop(
-                self.home.path(),
-                &["--store".into(), self.url.clone()],
-                args,
-            ))
+            self.site.cli_one(args)
         }
         fn cli_all(&self, args: &[&str]) -> Option<(i32, Vec<u8>)> {
-            let mut flags = vec!["--store".to_string(), self.url.clone()];
+            let mut flags = vec!["--store".to_string(), self.site.url.clone()];
             flags.extend(root_flags(&[self.root.path()]));
-            Some(claimtop(self.home.path(), &flags, args))
+            Some(claimtop(self.site.home.path(), &flags, args))
         }
         fn origins(&self) -> Vec<String> {
             let url = self.store().members()[0].name();
