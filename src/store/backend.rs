@@ -13,7 +13,7 @@
 //! words what it lacks; it never asks which kind of store it holds. How a
 //! member's rows are judged is data ([`Claims::rules`]), not a type test.
 
-use super::cursor::{Cursor, Fence};
+use super::cursor::{Cursor, Fence, OriginIx};
 use super::fleet::{FleetState, Forgot, HostInfo};
 use super::{Changes, Fenced, Kept, KeyWatch, StoreError, StoreHazard, Tenure, Wake};
 use crate::claims::root::RootProblem;
@@ -286,7 +286,7 @@ pub struct ListEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberListing {
     /// Which member it is (set by the composed store; 0 from a backend).
-    pub at: super::compose::OriginIx,
+    pub at: OriginIx,
     /// How its claims are judged.
     pub rules: ItemRules,
     /// `root` is the root's directory, or the store's URL.
@@ -301,7 +301,7 @@ impl MemberListing {
     /// A page of `sweep`, judged by `rules`, nothing added.
     pub fn of_sweep(sweep: Sweep, rules: ItemRules) -> MemberListing {
         MemberListing {
-            at: super::compose::OriginIx(0),
+            at: OriginIx(0),
             rules,
             sweep,
             tenures: Vec::new(),

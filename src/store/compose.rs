@@ -10,6 +10,7 @@
 //! composite or ask which composite it holds.
 
 use super::backend::{list_whole, Backend, MemberListing};
+pub use super::cursor::OriginIx;
 use super::fleet::FleetState;
 use super::registry::{OpenCtx, Role, StoreName};
 use super::StoreError;
@@ -17,11 +18,6 @@ use crate::claims::{now_ms, Classifier, Fix, Loc, Root};
 use crate::events::history::{History, Log};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// A member's place in its store: stamped into every row it lists
-/// ([`Loc::origin`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct OriginIx(pub u16);
 
 /// What a member is, for words, JSON and routing — never for choosing
 /// behaviour (that is the backend's capabilities).

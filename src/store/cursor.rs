@@ -1,5 +1,6 @@
-//! What a face hands back to a store without reading it: where a feed
-//! resumes ([`Cursor`]) and which tenure a fenced verb may end ([`Fence`]).
+//! What a face keeps and hands back to a store without reading it: where
+//! a feed resumes ([`Cursor`]), which tenure a fenced verb may end
+//! ([`Fence`]), which member of a store a row came from ([`OriginIx`]).
 //! Their meaning is the backend's; a face only keeps them and gives them
 //! back, so a new store can mean what it needs by them.
 
@@ -34,6 +35,11 @@ impl Cursor {
         Some(u64::from_be_bytes(bytes))
     }
 }
+
+/// A member's place in its store: stamped into every row it lists
+/// (`claims::Loc::origin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct OriginIx(pub u16);
 
 /// A fencing token: strictly increasing across the tenures of one key
 /// (etcd: the key's create revision), so a holder whose claim ran out and

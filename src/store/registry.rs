@@ -101,8 +101,23 @@ pub const OPENERS: &[&Opener] = &[
     #[cfg(feature = "etcd")]
     &super::etcd::OPENER,
     #[cfg(not(feature = "etcd"))]
-    &super::url::ETCD_NOT_BUILT,
+    &ETCD_NOT_BUILT,
 ];
+
+/// The etcd schemes in a build without etcd: the URL is checked, and
+/// opening it says what to rebuild with.
+#[cfg(not(feature = "etcd"))]
+pub const ETCD_NOT_BUILT: Opener = Opener {
+    schemes: &["etcd", "etcds"],
+    check: |text| super::url::check_etcd(text).map(|_| ()),
+    open: |text, _| {
+        Err(StoreError::NotBuilt {
+            scheme: text.split_once(':').map_or("etcd", |(s, _)| s).to_string(),
+            feature: "etcd",
+        })
+    },
+    hazards: &[],
+};
 
 /// A `--store` value: its text, checked, and the opener of its scheme.
 #[derive(Clone)]

@@ -108,21 +108,6 @@ pub fn check_etcd(text: &str) -> Result<EtcdTarget, StoreUrlError> {
     }
 }
 
-/// The etcd schemes in a build without etcd: the URL is checked, and
-/// opening it says what to rebuild with.
-#[cfg(not(feature = "etcd"))]
-pub const ETCD_NOT_BUILT: super::registry::Opener = super::registry::Opener {
-    schemes: &["etcd", "etcds"],
-    check: |text| check_etcd(text).map(|_| ()),
-    open: |text, _| {
-        Err(super::StoreError::NotBuilt {
-            scheme: text.split_once(':').map_or("etcd", |(s, _)| s).to_string(),
-            feature: "etcd",
-        })
-    },
-    hazards: &[],
-};
-
 /// `HOST:PORT` with a non-empty host and a port in 1..=65535.
 fn check_host_port(h: &str) -> Result<String, String> {
     let Some((host, port)) = h.rsplit_once(':') else {
