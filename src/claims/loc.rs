@@ -51,28 +51,37 @@ impl Loc {
     }
 
     /// The head's bytes, if it has one.
+    #[inline]
     fn head(&self) -> Option<&[u8]> {
-        (self.0.first() == Some(&MARK) && self.0.len() >= HEAD).then(|| &self.0[..HEAD])
+        match self.0.first() {
+            Some(&MARK) => self.0.get(..HEAD),
+            _ => None,
+        }
     }
 
     /// Which member of the store it came from (0: the only one, or not
     /// stamped yet — what the protocol's own reads write).
+    #[inline]
     pub fn origin(&self) -> u16 {
         self.head().map_or(0, |h| u16::from_le_bytes([h[1], h[2]]))
     }
 
     /// How its row is judged (a lockfile, a store key, a published copy).
+    #[inline]
     pub fn rules(&self) -> ItemRules {
         self.head().map_or(ItemRules::Lockfile, |h| rules_of(h[3]))
     }
 
+    /// The place's bytes: past the head, where there is one.
+    #[inline]
     fn place_bytes(&self) -> &[u8] {
-        match self.head() {
-            Some(_) => &self.0[HEAD..],
-            None => &self.0,
+        match self.0.first() {
+            Some(&MARK) => self.0.get(HEAD..).unwrap_or_default(),
+            _ => &self.0,
         }
     }
 
+    #[inline]
     pub fn place(&self) -> &Path {
         Path::new(OsStr::from_bytes(self.place_bytes()))
     }
@@ -111,6 +120,7 @@ fn rules_of(b: u8) -> ItemRules {
 
 impl Deref for Loc {
     type Target = Path;
+    #[inline]
     fn deref(&self) -> &Path {
         self.place()
     }

@@ -34,22 +34,43 @@ pub fn list(store: &Store, out: &mut Out) -> CmdResult {
 }
 
 fn print_list(listing: &Listing, store: &Store, out: &mut Out) -> CmdResult {
-    let claims = listing.claims();
-    if claims.is_empty() {
+    let shown = Shown::of(store);
+    // Each member's origin cell once (none over one origin), not per row.
+    let cells: Vec<Option<String>> = listing
+        .members
+        .iter()
+        .map(|l| shown.cell(store.member(l.at)))
+        .collect();
+    let rows: Vec<_> = match listing.members.as_slice() {
+        [one] => one
+            .sweep
+            .claims
+            .iter()
+            .map(|s| (None, s, one.rules))
+            .collect(),
+        _ => listing
+            .claims()
+            .into_iter()
+            .map(|(l, s)| {
+                let at = listing.members.iter().position(|m| m.at == l.at);
+                (at.and_then(|i| cells[i].as_deref()), s, l.rules)
+            })
+            .collect(),
+    };
+    if rows.is_empty() {
         out.line(&format!(
             "no claims {}",
-            place(listing, store, "under", "in")
+            place(listing, store, "under", "under")
         ))?;
     } else {
-        let shown = Shown::of(store);
-        let rows: Vec<_> = claims
-            .iter()
-            .map(|(l, s)| (shown.cell(store.member(l.at)), *s, l.rules))
-            .collect();
         write_table(out, &rows, shown.title())?;
     }
-    let counts = listing.counts();
-    summary(out, claims.len(), counts, &hazard_lines(listing, store))?;
+    summary(
+        out,
+        rows.len(),
+        listing.counts(),
+        &hazard_lines(listing, store),
+    )?;
     Ok(EXIT_OK)
 }
 

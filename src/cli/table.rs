@@ -123,7 +123,7 @@ pub(super) fn origin_suffix(shown: &Shown, m: Option<&Member>) -> String {
 /// One table row's cells, sanitized (borrowed unless something needed an
 /// escape, which is rare), so a 10 000-row table builds no strings per row.
 struct Row<'a> {
-    root: Option<String>,
+    root: Option<&'a str>,
     state: &'static str,
     key: Cow<'a, str>,
     holder: Cow<'a, str>,
@@ -135,12 +135,7 @@ impl Row<'_> {
     /// The padded text cells, in column order (then PID, a number, and
     /// WHY, the free text, which is not padded).
     fn padded(&self) -> [&str; 4] {
-        [
-            self.root.as_deref().unwrap_or(""),
-            self.state,
-            &self.key,
-            &self.holder,
-        ]
+        [self.root.unwrap_or(""), self.state, &self.key, &self.holder]
     }
 }
 
@@ -149,9 +144,9 @@ impl Row<'_> {
 /// the rows name their origins. Written straight into the output, one line
 /// per row. WHY says, after the verdict, each hazard a claim is that its
 /// verdict does not (by its member's `rules`).
-pub(super) fn write_table(
+pub(super) fn write_table<'a>(
     out: &mut Out,
-    items: &[(Option<String>, &Status, ItemRules)],
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
     origin_title: &str,
 ) -> io::Result<()> {
     let with_root = items.iter().any(|(r, _, _)| r.is_some());
@@ -164,7 +159,7 @@ pub(super) fn write_table(
                 None => (Cow::Borrowed("-"), None),
             };
             Row {
-                root: root.clone(),
+                root: *root,
                 state: s.state.as_str(),
                 key: sanitize(&s.key),
                 holder,
