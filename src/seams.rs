@@ -63,6 +63,8 @@ const HOMES: &[(&str, &str)] = &[
     ("fn temp_path(", "src/claims/key.rs"),
     ("fn archive_name(", "src/claims/key.rs"),
     ("fn claim_path(", "src/claims/key.rs"),
+    ("pub struct Modes {", "src/dashboard/model/mode.rs"),
+    ("pub enum Layer {", "src/dashboard/model/mode.rs"),
 ];
 
 #[test]
@@ -319,6 +321,35 @@ fn no_dashboard_file_is_over_six_hundred_lines() {
     assert!(
         long.is_empty(),
         "over {MAX_DASHBOARD_LINES} lines, split along a feature: {long:#?}"
+    );
+}
+
+#[test]
+fn what_is_open_over_the_dashboard_is_one_stack_of_layers() {
+    // Nine Options once each stood for a mode, and a seven-step chain of
+    // `if`s ranked them; a request kept in the model waited there for the
+    // loop to find it. A field of these types in the model is a mode (or
+    // a queue) outside the stack: open it as a `Layer`, and let requests
+    // leave in the update's `Effects`. (That `on_key` reaches every layer,
+    // and Esc leaves it, is `tests/dashboard/modes.rs`.)
+    let found = offenders(
+        "src/dashboard/model/",
+        &[
+            ": Option<Dialog>",
+            ": Option<Overlay>",
+            ": Option<Prompt>",
+            ": Option<AsOf>",
+            ": Option<asof::AsOf>",
+            ": Option<Input>",
+            ": Option<TextInput>",
+            "pub active: bool",
+            ": Vec<Request>",
+        ],
+        &["src/dashboard/model/mode.rs"],
+    );
+    assert!(
+        found.is_empty(),
+        "a mode outside the layer stack: {found:#?}"
     );
 }
 

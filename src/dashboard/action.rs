@@ -11,6 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum Action {
     Key(KeyEvent),
+    /// Ctrl-C, stamped when it was read (epoch ms): a second one within a
+    /// second quits without asking.
+    Interrupt(i64),
     Mouse(MouseEvent),
     /// What changed in root `root`'s mirror (of several roots; 0 for one
     /// root or a store): rows, counts and hazards, pid facts, as data.

@@ -8,7 +8,8 @@ pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
 pub use super::model::store::{Link, StoreInfo, StoreMsg, StoreView};
 pub use super::model::{
-    App, ClaimSet, Column, CopyId, Dialog, Filter, Level, Overlay, RowId, RowKind, Sort, PAGE,
+    App, ClaimSet, Column, CopyId, Dialog, Filter, Layer, Level, Modes, Overlay, RowId, RowKind,
+    Sort, PAGE,
 };
 pub use super::ops::{run_op, run_store_op, worker, worker_over, DEFAULT_ASK_WAIT};
 pub use super::roots::ShownRoots;

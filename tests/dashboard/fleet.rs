@@ -288,7 +288,7 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
     // x cleans this machine's litter only: alpha's corpse is alpha's.
     update(&mut app, key('x'));
     assert!(
-        app.overlays.dialog.is_none(),
+        app.modes.dialog().is_none(),
         "no clean dialog over a host's hazards"
     );
     assert!(ops().is_empty());
@@ -492,7 +492,7 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty());
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         let said = app
             .status
             .as_ref()
@@ -676,7 +676,7 @@ fn f_and_r_on_a_last_known_row_do_nothing_and_say_the_host_is_offline() {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty(), "{c}: {:?}", ops());
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         let said = app
             .status
             .as_ref()
@@ -695,7 +695,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     let mut app = with_beta_dead();
     select(&mut app, "build/x86");
     update(&mut app, key('D'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     let said = app
         .status
         .as_ref()
@@ -704,7 +704,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     assert!(said.contains("alpha is online"), "{said}");
     select(&mut app, "gpu/2");
     update(&mut app, key('D'));
-    assert!(app.overlays.dialog.is_some());
+    assert!(app.modes.dialog().is_some());
     let screen = render(&app);
     assert!(screen.contains("Forget host beta"), "{screen}");
     assert!(ops().is_empty(), "nothing before the answer");

@@ -415,7 +415,7 @@ fn the_acquire_form_offers_the_selected_rows_root_and_refuses_an_unknown_one() {
     let mut app = three_roots(80, 24);
     select_in(&mut app, "deploy:api", "ana/api");
     update(&mut app, key('a'));
-    let Some(Dialog::Acquire(f)) = &app.overlays.dialog else {
+    let Some(Dialog::Acquire(f)) = app.modes.dialog() else {
         panic!("no acquire form");
     };
     assert_eq!(
@@ -432,7 +432,7 @@ fn the_acquire_form_offers_the_selected_rows_root_and_refuses_an_unknown_one() {
     }
     type_text(&mut app, "nowhere");
     update(&mut app, code(KeyCode::Enter));
-    let Some(Dialog::Acquire(f)) = &app.overlays.dialog else {
+    let Some(Dialog::Acquire(f)) = app.modes.dialog() else {
         panic!("the form closed on an unknown root");
     };
     assert!(f

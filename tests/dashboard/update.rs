@@ -344,7 +344,7 @@ fn the_filter_matches_words_and_state_holder_harness_terms() {
     type_text(&mut app, "state:stale");
     assert_eq!(row_keys(&app), ["node:beta", "queue/jobs 7"]);
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.filter_input().is_none());
     assert_eq!(app.table.rows.len(), 2, "Enter keeps the filter");
 
     update(&mut app, key('/'));
@@ -403,7 +403,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     app.focus = Pane::Events;
     update(&mut app, key('k'));
     // Scrolling up browses the whole log: the lines come from the file.
-    assert!(app.events.browse.active);
+    assert!(app.modes.browsing());
     assert!(matches!(
         pop_log(),
         Some(Request::Page {
@@ -430,7 +430,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
         "the same line stays selected"
     );
     update(&mut app, key('G'));
-    assert!(!app.events.browse.active);
+    assert!(!app.modes.browsing());
     assert_eq!(app.events.view.scroll, 0);
     assert!(render(&app).contains("following"));
 }
@@ -482,7 +482,9 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     assert!(render(&app).contains("PAUSED"));
 
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(!collect(&mut app, &mut col, changed(&root, vec![b])));
+    // Only the count of what the view is missing moves.
+    assert!(collect(&mut app, &mut col, changed(&root, vec![b])));
+    assert!(render(&app).contains("PAUSED · 1 new"), "{}", render(&app));
     assert!(
         !update(
             &mut app,
@@ -508,7 +510,7 @@ fn read_only_refuses_every_mutation_and_says_so() {
     for c in ['a', 'r', 'n', 'F'] {
         app.status = None;
         update(&mut app, key(c));
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         assert!(status_text(&app).contains("read-only"), "{c}");
     }
     assert!(ops().is_empty());
@@ -547,7 +549,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('F'));
-    assert!(matches!(app.overlays.dialog, Some(Dialog::ForceRelease(_))));
+    assert!(matches!(app.modes.dialog(), Some(Dialog::ForceRelease(_))));
     update(&mut app, key('y'));
     update(&mut app, code(KeyCode::Enter));
     assert!(ops().is_empty(), "y is just a typed letter here");
@@ -557,13 +559,13 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     type_text(&mut app, "build:we");
     update(&mut app, code(KeyCode::Enter));
     assert!(ops().is_empty(), "a prefix is not the key");
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::ForceRelease(f)) => assert!(f.error.is_some()),
         other => panic!("dialog closed: {other:?}"),
     }
     type_text(&mut app, "b");
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert_eq!(
         ops(),
         [Op::ForceRelease {
@@ -652,7 +654,7 @@ fn esc_closes_a_dialog_without_acting() {
     select(&mut app, "node:beta");
     update(&mut app, key('F'));
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(ops().is_empty());
 }
 
@@ -661,7 +663,7 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "15m", "acquired 3m ago, expiring in 12m");
             assert!(f.foreign);
@@ -692,7 +694,7 @@ fn renew_rejects_a_ttl_outside_the_protocol_bounds_in_the_form() {
     }
     type_text(&mut app, "10s");
     update(&mut app, code(KeyCode::Enter));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => assert!(f.error.as_deref().unwrap_or("").contains("range")),
         other => panic!("{other:?}"),
     }
@@ -704,7 +706,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "db:migrate");
     update(&mut app, key('n'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(status_text(&app).contains("PID-bound"));
 }
 
@@ -712,7 +714,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
 fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => {
             assert_eq!(f.holder, OPERATOR);
             assert_eq!(f.ttl, "30m");
@@ -739,29 +741,33 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
 }
 
 #[test]
-fn ctrl_c_quits_even_from_a_text_input_and_q_types_there() {
+fn ctrl_c_asks_as_q_does_even_from_a_text_input_and_twice_quits() {
+    // fixed_app: the operator holds db:migrate.
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
     update(&mut app, key('q'));
     assert!(!quit(), "q is a letter of the key");
     update(&mut app, ctrl('c'));
-    assert!(quit());
+    assert!(!quit(), "a claim taken here is held: asked first");
+    assert!(matches!(app.modes.dialog(), Some(Dialog::Quit(_))));
+    update(&mut app, ctrl('c'));
+    assert!(quit(), "twice within a second: out, whatever is open");
 }
 
 #[test]
 fn help_and_hazards_overlays_open_and_close() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, Some(Overlay::Help));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Help));
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     update(&mut app, key('h'));
-    assert_eq!(app.overlays.open, Some(Overlay::Hazards));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Hazards));
     // The mutex corpse, the corrupted file, the foreign claim.
     assert_eq!(app.claims.hazards().len(), 3);
     assert_eq!(app.claims.hazard_count(), 3);
     update(&mut app, key('h'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
 }
 
 #[test]
@@ -939,15 +945,15 @@ fn on_the_too_small_screen_no_key_acts_unseen() {
     for k in ['g', 'F', 'y', 'r', 'n', 'a', 'p', 'h', '/'] {
         update(&mut app, key(k));
     }
-    assert!(app.overlays.dialog.is_none(), "{:?}", app.overlays.dialog);
+    assert!(app.modes.dialog().is_none(), "{:?}", app.modes.dialog());
     assert!(ops().is_empty());
     assert!(!app.paused());
-    assert!(app.overlays.open.is_none());
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.overlay().is_none());
+    assert!(app.modes.filter_input().is_none());
     assert_eq!(selected_key(&app), "broken", "g did not move the selection");
 
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, Some(Overlay::Help));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Help));
     assert!(render(&app).contains("help"), "{}", render(&app));
     update(&mut app, key('?'));
     // The operator holds db:migrate: q asks, and the question is visible.
@@ -965,22 +971,22 @@ fn on_the_too_small_screen_the_help_scrolls_and_closes_with_the_keys_it_names() 
     assert!(render(&app).contains("Esc or ? closes"), "{}", render(&app));
     let first = render(&app);
     update(&mut app, key('j'));
-    assert_eq!(app.overlays.scroll, 1, "j did not scroll the help");
+    assert_eq!(app.modes.overlay_scroll(), 1, "j did not scroll the help");
     update(&mut app, code(KeyCode::PageDown));
-    assert!(app.overlays.scroll > 1);
+    assert!(app.modes.overlay_scroll() > 1);
     assert_ne!(render(&app), first, "the screen did not move");
     update(&mut app, key('G'));
-    let end = app.overlays.scroll;
+    let end = app.modes.overlay_scroll();
     update(&mut app, key('j'));
-    assert_eq!(app.overlays.scroll, end, "scrolled past the end");
+    assert_eq!(app.modes.overlay_scroll(), end, "scrolled past the end");
     // Esc closes, as the title says; so does ? again.
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     update(&mut app, key('?'));
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     // And nothing behind it acted meanwhile.
-    assert!(app.overlays.dialog.is_none() && ops().is_empty());
+    assert!(app.modes.dialog().is_none() && ops().is_empty());
 }
 
 #[test]
@@ -1005,7 +1011,7 @@ fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
     let mut app = app_with_events(&root, vec![status_of(&root, r)], events);
     select(&mut app, "job");
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => assert_eq!(f.ttl, "10m", "not the 35m since acquisition"),
         other => panic!("{other:?}"),
     }
@@ -1015,7 +1021,7 @@ fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
     forget();
     let mut app = app_with_events(&root, vec![status_of(&root, r)], vec![]);
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "30m");
             update(&mut app, code(KeyCode::Enter));
@@ -1098,7 +1104,7 @@ fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
     for _ in 0..300 {
         update(&mut app, key('j'));
     }
-    let help_max = app.overlays.scroll;
+    let help_max = app.modes.overlay_scroll();
     assert!(help_max < 300, "{help_max}");
     assert!(
         render(&app).contains("confirms, Esc cancels"),
@@ -1106,7 +1112,7 @@ fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
         render(&app)
     );
     update(&mut app, key('k'));
-    assert_eq!(app.overlays.scroll, help_max.saturating_sub(1));
+    assert_eq!(app.modes.overlay_scroll(), help_max.saturating_sub(1));
 }
 
 #[test]
@@ -1148,12 +1154,12 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('q'));
     assert!(!quit());
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Quit(q)) => assert_eq!(q.keys, ["db:migrate"]),
         other => panic!("{other:?}"),
     }
     update(&mut app, code(KeyCode::Esc));
-    assert!(!quit() && app.overlays.dialog.is_none(), "Esc stays");
+    assert!(!quit() && app.modes.dialog().is_none(), "Esc stays");
 
     update(&mut app, key('q'));
     update(&mut app, key('r'));
@@ -1202,7 +1208,7 @@ fn a_ttl_out_of_range_is_worded_in_durations() {
     }
     type_text(&mut app, "10");
     update(&mut app, code(KeyCode::Enter));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => {
             let e = f.error.as_deref().unwrap_or("");
             assert!(e.contains("is out of range 60s–24h"), "{e}");
@@ -1323,7 +1329,7 @@ fn alt_slash_does_not_open_the_filter() {
         &mut app,
         Action::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT)),
     );
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.filter_input().is_none());
 }
 
 #[test]
@@ -1559,7 +1565,7 @@ fn the_acquire_form_fields_edit_in_the_middle() {
         update(&mut app, code(KeyCode::Left));
     }
     type_text(&mut app, ":");
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => assert_eq!(f.key, "deploy:prod"),
         other => panic!("{other:?}"),
     }
@@ -1570,7 +1576,7 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
     let mut app = fixed_app(160, 48);
     select(&mut app, "build:web");
     update(&mut app, code(KeyCode::Enter));
-    assert_eq!(app.overlays.open, Some(Overlay::Claim));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Claim));
     let screen = render(&app);
     for want in [
         "record (YAML, as the lockfile holds it)",
@@ -1585,7 +1591,7 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
     assert_eq!(clipboard().as_deref(), Some("build:web"));
     assert!(status_text(&app).contains("copied build:web"));
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.overlays.open.is_none(), "Enter closes it again");
+    assert!(app.modes.overlay().is_none(), "Enter closes it again");
 }
 
 #[test]
@@ -1593,7 +1599,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('h'));
     update(&mut app, key('x'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
             assert_eq!(c.hazards.len(), 1, "the mutex corpse; never a claim");
             assert!(c.hazards[0].path.ends_with("node%3Abeta.lock.recovery.d"));
@@ -1608,7 +1614,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut ro = fixed_app(80, 24);
     ro.read_only = true;
     update(&mut ro, key('x'));
-    assert!(ro.overlays.dialog.is_none(), "read-only refuses it");
+    assert!(ro.modes.dialog().is_none(), "read-only refuses it");
 }
 
 #[test]
@@ -1714,7 +1720,7 @@ fn the_wheel_scrolls_what_is_under_the_pointer() {
     update(&mut small, key('?'));
     wheel(&mut small, 20, 10, true);
     assert!(
-        small.overlays.scroll > 0,
+        small.modes.overlay_scroll() > 0,
         "the help scrolls under the wheel"
     );
 }
@@ -1756,12 +1762,9 @@ fn a_first_look_explains_the_symbols_until_the_help_is_opened() {
 }
 
 #[test]
-fn the_help_has_a_legend_of_states() {
+fn the_help_opens_on_its_legend_of_states() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('?'));
-    for _ in 0..40 {
-        update(&mut app, key('j'));
-    }
     let screen = render(&app);
     assert!(screen.contains("What the states mean"), "{screen}");
     assert!(screen.contains("the next acquire reclaims it"), "{screen}");

@@ -158,6 +158,8 @@ pub struct Frozen {
     pub now: i64,
     /// Events with a larger sequence number arrived after the freeze.
     pub events_seq: u64,
+    /// Claims changed since (each change once): what the view is missing.
+    pub news: usize,
 }
 
 /// The claims part of the model: what the collectors' mirrors reported.

@@ -11,6 +11,8 @@ pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
+pub(crate) mod marks;
+pub(crate) mod mode;
 pub(crate) mod prompt;
 pub(crate) mod row_id;
 pub(crate) mod search;
@@ -22,14 +24,17 @@ pub use browse::{raw_lines, Browse, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
     AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm,
-    ForgetConfirm, Level, Overlay, Overlays, QuitConfirm, RenewForm, StatusMsg,
+    ForgetConfirm, Level, MarksConfirm, Overlay, QuitConfirm, RenewForm, StatusMsg,
 };
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
+pub use marks::Marks;
+pub use mode::{Layer, Modes};
 pub use prompt::Prompt;
 pub use row_id::{CopyId, RowId, RowKind};
 pub use table::{compare, key_cell, Column, Sort, Widest};
 
+use super::action::Op;
 use super::keys::Pane;
 use super::options::Options;
 use super::roots::ShownRoots;
@@ -40,6 +45,8 @@ use filter::term_matches;
 
 /// Messages `m` keeps (the oldest go first).
 pub const MESSAGES_KEPT: usize = 500;
+/// A second Ctrl-C this soon after the first quits without asking.
+pub const INTERRUPT_AGAIN_MS: i64 = 1_000;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,8 +61,6 @@ pub struct TableView {
     pub offset: usize,
     pub sort: Sort,
     pub filter: Filter,
-    /// Some while `/` is being typed.
-    pub filter_input: Option<Input>,
     /// Filters applied before, oldest first (↑/↓ in the input recall them).
     pub filter_history: Vec<String>,
     /// Where ↑/↓ is in the history while typing.
@@ -67,8 +72,9 @@ pub struct TableView {
     pub select_on_arrival: Option<(usize, String)>,
     /// The widest text of each free-text column among the rows.
     pub widest: Widest,
-    /// Rows marked with space: F, r and n act on all of them.
-    pub marked: std::collections::HashSet<RowId>,
+    /// Rows marked with space, each with the tenure it was marked in:
+    /// F, r and n act on all of them, and a mark ends with its tenure.
+    pub marked: Marks,
     /// The columns the operator chose (`:columns`, settings), in display
     /// order; none: as many as the width fits.
     pub chosen: Option<Vec<Column>>,
@@ -130,25 +136,25 @@ pub struct App {
     pub claims: Claims,
     pub table: TableView,
     pub events: Events,
-    pub overlays: Overlays,
+    /// What is open over the panes, and owns the keys: dialogs, text
+    /// inputs, overlays, the whole-log browse, the table as of an instant.
+    pub modes: Modes,
     pub timeline: Timeline,
     pub status: Option<StatusMsg>,
     /// Every message said this session, oldest first (`m` shows them in
     /// full): a status line that went by too soon is still here.
     pub messages: std::collections::VecDeque<StatusMsg>,
-    /// The claims as they stood at an instant (`:asof`), shown instead
-    /// of the live table while set.
-    pub asof: Option<asof::AsOf>,
     /// How often the clock ticks (ms): the operator's `refresh`.
     pub refresh_ms: i64,
     /// The operator's own keys (settings), over the keymap's.
     pub key_overrides: crate::dashboard::keys::Overrides,
-    /// The command line, while `:` is open.
-    pub prompt: Option<Prompt>,
     /// Command lines run before, oldest first.
     pub prompt_history: Vec<String>,
     /// Releases still to finish before quitting (the quit dialog's "release").
     pub quit_after: Option<usize>,
+    /// When Ctrl-C was last pressed (epoch ms): a second one within
+    /// [`INTERRUPT_AGAIN_MS`] quits without asking.
+    pub interrupted_at: Option<i64>,
     /// The help was opened once: the status line's legend hint has done
     /// its job.
     pub seen_help: bool,
@@ -157,7 +163,38 @@ pub struct App {
     pub store: Option<store::StoreView>,
 }
 
+/// Where a row lives, as far as a verb's way to its store goes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RowAt<'a> {
+    /// Its root, by index (0 over one root or a store).
+    pub root: usize,
+    /// A host's published copy: the host that publishes it.
+    pub host: Option<&'a fleet::Origin>,
+}
+
 impl App {
+    /// The op the worker runs for `verb` on a row at `at`, or why it
+    /// cannot go there. A copy changes only in its host's own root, so a
+    /// force-release of one is a request to that host, and nothing else is.
+    pub fn route(&self, at: RowAt<'_>, verb: Op) -> Result<Op, String> {
+        match (verb, at.host) {
+            (Op::ForceRelease { key, opts }, Some(o)) => Ok(Op::AskHost {
+                host_id: o.host_id.clone(),
+                hostname: o.hostname.clone(),
+                root_id: o.root_id.clone(),
+                key,
+                opts,
+            }),
+            (op, Some(o)) => Err(format!(
+                "{} {}: a read-only copy published by {} (F asks its host)",
+                op.verb(),
+                op.key(),
+                o.hostname
+            )),
+            (op, None) => Ok(self.roots.route(at.root, op)),
+        }
+    }
+
     /// A model for `identity`, acting as `operator`. Both are read by the
     /// caller (the collector's side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
@@ -194,16 +231,15 @@ impl App {
             claims: Claims::new(identity),
             table,
             events: Events::default(),
-            overlays: Overlays::default(),
+            modes: Modes::default(),
             timeline: Timeline::new(now),
             status: None,
             messages: std::collections::VecDeque::new(),
-            asof: None,
             key_overrides: opts.opening.keys.clone(),
             refresh_ms: opts.opening.refresh_ms,
-            prompt: None,
             prompt_history: Vec::new(),
             quit_after: None,
+            interrupted_at: None,
             seen_help: false,
             store: None,
         }

@@ -3,18 +3,18 @@
 //! the verbs that take words ([`crate::dashboard::keys::VERBS`]); both run
 //! through the same transitions the keys do.
 
-use super::commands::command;
 use super::effects::Effects;
+use super::modes::{refusal, run as command};
 use super::rows::scroll_into_view;
 use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
 use crate::dashboard::model::filter::FILTER_FIELDS;
 use crate::dashboard::model::prompt::PROMPT_HISTORY;
-use crate::dashboard::model::{App, Column, Filter, Level, Prompt};
+use crate::dashboard::model::{App, Column, Filter, Layer, Level, Prompt};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// A key while the command line is open.
 pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool {
-    let Some(mut p) = app.prompt.take() else {
+    let Some(Layer::Prompt(mut p)) = app.modes.pop_if(|l| matches!(l, Layer::Prompt(_))) else {
         return false;
     };
     match ev.code {
@@ -30,7 +30,7 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
                 Err(why) => {
                     p.error = Some(why);
                     p.offers.clear();
-                    app.prompt = Some(p);
+                    app.modes.push(Layer::Prompt(p));
                     true
                 }
             };
@@ -52,14 +52,14 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
         }
         _ => {
             if !p.input.key(ev) {
-                app.prompt = Some(p);
+                app.modes.push(Layer::Prompt(p));
                 return false;
             }
             p.error = None;
             p.offers.clear();
         }
     }
-    app.prompt = Some(p);
+    app.modes.push(Layer::Prompt(p));
     true
 }
 
@@ -82,7 +82,7 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
     match name.as_str() {
         "filter" => Ok(filter(app, rest)),
         "sort" => sort(app, rest),
-        "goto" => goto(app, rest),
+        "goto" => goto(app, rest, fx),
         "asof" => {
             // The parser `list --as-of` uses: it refuses what that refuses.
             let at = instant(app, rest, "asof", crate::time::read_past)?;
@@ -91,12 +91,17 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
         "columns" => columns(app, rest),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
-            select_key(app, rest)?;
             let cmd = match name.as_str() {
                 "release" => Cmd::Release,
                 "renew" => Cmd::Renew,
                 _ => Cmd::ForceRelease,
             };
+            // Refused before its key's row is selected: a refused line
+            // moves nothing under the layer that refuses it.
+            if let Some(why) = refusal(app, cmd) {
+                return Err(why);
+            }
+            select_key(app, rest)?;
             Ok(command(app, cmd, fx))
         }
         other => {
@@ -156,10 +161,11 @@ fn unknown_column(name: &str) -> String {
 }
 
 /// `:goto TIME`: the events pane browses the whole log from that instant.
-fn goto(app: &mut App, text: &str) -> Result<bool, String> {
+fn goto(app: &mut App, text: &str, fx: &mut Effects) -> Result<bool, String> {
     let at = instant(app, text, "goto", crate::time::read_instant)?;
     app.focus = Pane::Events;
-    app.events.browse.open_at(at);
+    super::events_cmds::enter(app);
+    app.events.browse.open_at(at, &mut fx.log);
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
     app.say(Level::Info, format!("events from {when}"));
     Ok(true)

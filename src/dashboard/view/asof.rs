@@ -13,7 +13,7 @@ use ratatui::Frame;
 
 /// What the header says while the table shows the past.
 pub fn badge(app: &App) -> Option<String> {
-    let v = app.asof.as_ref()?;
+    let v = app.modes.asof()?;
     Some(format!(
         " as of {} · history ",
         clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S")
@@ -21,7 +21,7 @@ pub fn badge(app: &App) -> Option<String> {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let Some(v) = &app.asof else {
+    let Some(v) = app.modes.asof() else {
         return;
     };
     let focused = app.focus == Pane::Table;

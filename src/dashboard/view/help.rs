@@ -30,7 +30,7 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         " help — Esc or ? closes ",
         lines,
-        app.overlays.scroll,
+        app.modes.overlay_scroll(),
         theme,
     );
 }
@@ -96,6 +96,28 @@ const LABEL: usize = 11;
 fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let room = (width.saturating_sub(2) as usize).saturating_sub(LABEL + 2);
     let mut lines = Vec::new();
+    // The legend first: what a colour on screen means is what a first
+    // look at the help is for, and the keys follow on later pages.
+    lines.push(Line::styled(" What the states mean", theme.label()));
+    for (state, what) in LEGEND {
+        let label = Span::styled(
+            format!(" {:<LABEL$} ", state_label(state)),
+            theme.state(state),
+        );
+        entry(&mut lines, label, what, Style::new(), room);
+    }
+    let label = Span::styled(format!(" {:<LABEL$} ", "⚠ hazard"), theme.error());
+    entry(
+        &mut lines,
+        label,
+        "something under the root that needs a human: a mutex corpse, temp litter, a \
+         corrupted, unreadable or foreign claim, a claim whose record names another key \
+         (marked ⚠ after its key) (h lists them and can clean what is abandoned)",
+        Style::new(),
+        room,
+    );
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(" Keys", theme.label()));
     for b in KEYMAP {
         let disabled = app.read_only && b.cmd.mutates();
         let text = format!(
@@ -128,25 +150,6 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         entry(&mut lines, label, &text, Style::new(), room);
     }
     lines.push(Line::raw(""));
-    lines.push(Line::styled(" What the states mean", theme.label()));
-    for (state, what) in LEGEND {
-        let label = Span::styled(
-            format!(" {:<LABEL$} ", state_label(state)),
-            theme.state(state),
-        );
-        entry(&mut lines, label, what, Style::new(), room);
-    }
-    let label = Span::styled(format!(" {:<LABEL$} ", "⚠ hazard"), theme.error());
-    entry(
-        &mut lines,
-        label,
-        "something under the root that needs a human: a mutex corpse, temp litter, a \
-         corrupted, unreadable or foreign claim, a claim whose record names another key \
-         (marked ⚠ after its key) (h lists them and can clean what is abandoned)",
-        Style::new(),
-        room,
-    );
-    lines.push(Line::raw(""));
     let roots_note = super::roots::help_note(app);
     let fleet_note = super::store::help_note(app);
     for text in roots_note
@@ -170,7 +173,14 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
 
 pub fn draw_claim(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let (title, lines) = claim_lines(app, theme, overlay_width(area));
-    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+    overlay(
+        frame,
+        area,
+        &title,
+        lines,
+        app.modes.overlay_scroll(),
+        theme,
+    );
 }
 
 /// The selected claim in full: the record exactly as the lockfile holds
@@ -268,20 +278,27 @@ pub fn draw_messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         &title,
         lines,
-        app.overlays.scroll.min(max),
+        app.modes.overlay_scroll().min(max),
         theme,
     );
 }
 
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let (title, lines) = hazard_lines(app, theme, overlay_width(area));
-    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+    overlay(
+        frame,
+        area,
+        &title,
+        lines,
+        app.modes.overlay_scroll(),
+        theme,
+    );
 }
 
 /// How far the open overlay can scroll on a screen of `area`.
 pub fn max_scroll(app: &App, area: Rect) -> u16 {
     let theme = Theme { color: false };
-    let lines = match app.overlays.open {
+    let lines = match app.modes.overlay() {
         Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
         Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
         Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
