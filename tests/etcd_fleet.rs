@@ -1653,7 +1653,7 @@ fn host_reads(fleet: &claimtop::store::fleet::FleetState, id: &str) -> (bool, us
 /// look free.
 #[test]
 fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claims_missing() {
-    use claimtop::store::Store;
+    use claimtop::store::Backend;
     let Some(f) = Fleet::start("/fleet-hole") else {
         return;
     };

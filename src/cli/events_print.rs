@@ -5,7 +5,7 @@
 use super::args::EventsArgs;
 use super::output::{diag, Out};
 use crate::events::claim_event::parse_ts;
-use crate::events::merge::with_root_member;
+use crate::events::merge::{with_member, with_root_member};
 use crate::events::seek;
 use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::Line;
@@ -92,6 +92,9 @@ pub(super) struct Printer<'a> {
     /// With several roots, the root of the lines being printed: added to
     /// each one as `"root"` (JSON) or `root=` (text).
     pub(super) root: Option<String>,
+    /// With several origins, the origin of the lines being printed: added
+    /// to each one as `"origin"` (JSON) after `"root"`.
+    pub(super) origin: Option<String>,
     /// Set by SIGINT or SIGTERM under `--follow`: printing ends before the
     /// next line, so what is out is whole lines.
     stop: Arc<AtomicBool>,
@@ -105,6 +108,7 @@ impl Printer<'_> {
             skipped: 0,
             buf: Vec::new(),
             root: None,
+            origin: None,
             stop,
         }
     }
@@ -238,13 +242,20 @@ impl Printer<'_> {
                 Probe::is_object(line).then_some(true)
             };
             match wanted {
-                Some(true) => match self.root.as_deref() {
-                    None => self.out.raw_line(line),
-                    Some(root) => match with_root_member(line, root) {
-                        Some(tagged) => self.out.raw_line(&tagged),
-                        None => self.out.raw_line(line),
-                    },
-                },
+                Some(true) => {
+                    let rooted = match self.root.as_deref() {
+                        Some(root) => with_root_member(line, root),
+                        None => None,
+                    };
+                    let rooted = rooted.as_deref().unwrap_or(line);
+                    match self.origin.as_deref() {
+                        Some(origin) => match with_member(rooted, "origin", origin) {
+                            Some(tagged) => self.out.raw_line(&tagged),
+                            None => self.out.raw_line(rooted),
+                        },
+                        None => self.out.raw_line(rooted),
+                    }
+                }
                 Some(false) => Ok(()),
                 None => {
                     self.skipped += 1;

@@ -7,23 +7,70 @@ use crate::claims::census::why_with_hazards;
 use crate::claims::words::count;
 use crate::claims::{Counts, ItemRules, Status};
 use crate::sanitize::sanitize;
-use crate::store::{Listing, StoreHazard};
+use crate::store::{Listing, Member, Store, StoreHazard};
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::path::Path;
 
 pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
     format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
 }
 
-/// Every hazard of a listing as a line of text (each naming its root when
-/// the listing covers several), the sweep's then the store's own (etcd's),
-/// so that one count covers both.
-pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
-    let sweep = (listing.sweep.hazards.iter().enumerate())
-        .map(|(i, h)| format!("{}{}", hazard_text(h), root_suffix(listing.hazard_root(i))));
-    let store = listing.store_hazards.iter().map(store_hazard_text);
-    sweep.chain(store).collect()
+/// How a table and its lines name the origin of each row: not at all
+/// over one origin; by root (`ROOT`, `root=DIR`) over roots alone, as
+/// always; else by origin (`ORIGIN`, `origin=URL`).
+pub(super) struct Shown {
+    several: bool,
+    roots: bool,
+}
+
+impl Shown {
+    pub(super) fn of(store: &Store) -> Shown {
+        Shown {
+            several: store.several(),
+            roots: store.all_roots(),
+        }
+    }
+
+    /// The origin column's title.
+    pub(super) fn title(&self) -> &'static str {
+        if self.roots {
+            "ROOT"
+        } else {
+            "ORIGIN"
+        }
+    }
+
+    /// A row's origin cell, sanitized; None over one origin.
+    pub(super) fn cell(&self, m: Option<&Member>) -> Option<String> {
+        let m = m.filter(|_| self.several)?;
+        Some(match m.root_dir() {
+            Some(dir) if self.roots => path_text(dir),
+            _ => sanitize(&m.name()).into_owned(),
+        })
+    }
+}
+
+/// Every hazard of a listing as a line of text (each naming its origin
+/// when the listing covers several), each member's sweep's then its
+/// store's own (etcd's), so that one count covers both.
+pub(super) fn hazard_lines(listing: &Listing, store: &Store) -> Vec<String> {
+    let shown = Shown::of(store);
+    let mut lines = Vec::new();
+    for l in &listing.members {
+        let suffix = origin_suffix(&shown, store.member(l.at));
+        lines.extend(
+            l.sweep
+                .hazards
+                .iter()
+                .map(|h| format!("{}{suffix}", hazard_text(h))),
+        );
+        lines.extend(
+            l.store_hazards
+                .iter()
+                .map(|h| format!("{}{suffix}", store_hazard_text(h))),
+        );
+    }
+    lines
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
@@ -63,16 +110,20 @@ pub(super) fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// `  root=DIR` after a line, when the line belongs to one of several roots.
-pub(super) fn root_suffix(root: Option<&Path>) -> String {
-    root.map(|r| format!("  root={}", path_text(r)))
+/// `  root=DIR` (over roots alone) or `  origin=URL` after a line, when
+/// the line belongs to one of several origins.
+pub(super) fn origin_suffix(shown: &Shown, m: Option<&Member>) -> String {
+    let word = if shown.roots { "root" } else { "origin" };
+    shown
+        .cell(m)
+        .map(|cell| format!("  {word}={cell}"))
         .unwrap_or_default()
 }
 
 /// One table row's cells, sanitized (borrowed unless something needed an
 /// escape, which is rare), so a 10 000-row table builds no strings per row.
 struct Row<'a> {
-    root: Option<String>,
+    root: Option<&'a str>,
     state: &'static str,
     key: Cow<'a, str>,
     holder: Cow<'a, str>,
@@ -84,34 +135,31 @@ impl Row<'_> {
     /// The padded text cells, in column order (then PID, a number, and
     /// WHY, the free text, which is not padded).
     fn padded(&self) -> [&str; 4] {
-        [
-            self.root.as_deref().unwrap_or(""),
-            self.state,
-            &self.key,
-            &self.holder,
-        ]
+        [self.root.unwrap_or(""), self.state, &self.key, &self.holder]
     }
 }
 
-/// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
-/// cell; the ROOT column only when the rows name their roots. Written
-/// straight into the output, one line per row. WHY says, after the
-/// verdict, each hazard a claim is that its verdict does not (`rules`).
-pub(super) fn write_table(
+/// [ROOT|ORIGIN] STATE KEY HOLDER PID WHY, columns padded to the widest
+/// sanitized cell; the origin column (titled `origin_title`) only when
+/// the rows name their origins. Written straight into the output, one line
+/// per row. WHY says, after the verdict, each hazard a claim is that its
+/// verdict does not (by its member's `rules`).
+pub(super) fn write_table<'a>(
     out: &mut Out,
-    items: &[(Option<&Path>, &Status)],
-    rules: ItemRules,
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
+    origin_title: &str,
 ) -> io::Result<()> {
-    let with_root = items.iter().any(|(r, _)| r.is_some());
+    let with_root = items.iter().any(|(r, _, _)| r.is_some());
     let rows: Vec<Row> = items
         .iter()
-        .map(|(root, s)| {
+        .map(|(root, s, rules)| {
+            let rules = *rules;
             let (holder, pid) = match &s.record {
                 Some(r) => (sanitize(&r.holder), Some(r.pid)),
                 None => (Cow::Borrowed("-"), None),
             };
             Row {
-                root: root.map(path_text),
+                root: *root,
                 state: s.state.as_str(),
                 key: sanitize(&s.key),
                 holder,
@@ -125,7 +173,7 @@ pub(super) fn write_table(
         })
         .collect();
     // Widths of ROOT, STATE, KEY, HOLDER, PID; the header counts too.
-    let mut widths = [4, 5, 3, 6, 3];
+    let mut widths = [width(origin_title), 5, 3, 6, 3];
     let mut pid_buf = [0u8; 20];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.padded()) {
@@ -136,7 +184,7 @@ pub(super) fn write_table(
     }
     let first = usize::from(!with_root);
     let w = out.writer();
-    let header = ["ROOT", "STATE", "KEY", "HOLDER", "PID"];
+    let header = [origin_title, "STATE", "KEY", "HOLDER", "PID"];
     for (i, cell) in header.iter().enumerate().skip(first) {
         pad(w, cell, widths[i])?;
     }

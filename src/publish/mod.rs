@@ -38,7 +38,7 @@ use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Store, StoreError};
+use crate::store::{Change, Changes, Feed, StoreError};
 use etcd_client::PutOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,7 +214,7 @@ impl Publisher {
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             core,
-            url: crate::store::Store::url(store),
+            url: crate::store::Claims::url(store),
             announced: false,
             opts,
             roots,
@@ -244,7 +244,7 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
-            match r.store.changes() {
+            match r.store.changes(None) {
                 Ok(feed) => r.feed = Some(feed),
                 Err(e) => log(
                     Level::Warn,
@@ -517,8 +517,8 @@ impl Publisher {
         if !self.lost.load(Ordering::SeqCst) {
             return Ok(());
         }
-        Err(StoreError::Etcd {
-            endpoints: self.core.conn.endpoints().to_string(),
+        Err(StoreError::Backend {
+            store: format!("etcd at {}", self.core.conn.endpoints()),
             detail: format!(
                 "the publisher's lease {} expired or could not be renewed",
                 self.lease.unwrap_or(0)

@@ -16,6 +16,7 @@ mod events_follow;
 mod events_window;
 mod list_golden;
 mod metrics;
+mod origins;
 mod publish;
 mod race;
 mod roots;

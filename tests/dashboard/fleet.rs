@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
+use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::Column;
 use claimtop::dashboard::testing::Op;
@@ -13,7 +14,7 @@ use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{StoreMsg, StoreView};
 use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
-use claimtop::store::Listing;
+use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
 
@@ -57,7 +58,7 @@ fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetIte
 }
 
 /// One native claim, listed by the store.
-fn native_listing() -> Listing {
+fn native_listing() -> MemberListing {
     let r = rec("deploy/prod", "pty:alice", 77, MIN, Some(5 * MIN));
     let s = Status {
         key: "deploy/prod".into(),
@@ -69,7 +70,9 @@ fn native_listing() -> Listing {
         head: Vec::new(),
         record: Some(r),
     };
-    Listing {
+    MemberListing {
+        at: Default::default(),
+        rules: ItemRules::StoreKey,
         sweep: Sweep {
             root: URL.into(),
             claims: vec![s],
@@ -78,9 +81,10 @@ fn native_listing() -> Listing {
         },
         tenures: vec![None],
         store_hazards: Vec::new(),
-        store: Some(URL.into()),
-        revision: Some(7),
-        origins: None,
+        end: ListEnd {
+            at: Some(Cursor::of_u64(7)),
+            complete: true,
+        },
     }
 }
 

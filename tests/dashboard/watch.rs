@@ -12,7 +12,7 @@ use claimtop::dashboard::testing::{
 use claimtop::events::service::Reply;
 use claimtop::events::tenure::{Limits, TenureIndex};
 use claimtop::store::file::FileStore;
-use claimtop::store::{Change, Store};
+use claimtop::store::Change;
 use std::io::Write;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -36,10 +36,8 @@ fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
 /// burst at a time.
 fn readers(root: &Root) -> Receiver<Vec<Change>> {
     let (tx, rx) = channel();
-    let mut feed = FileStore::new(root.clone())
-        .with_feed(FEED)
-        .changes()
-        .expect("feed");
+    let store = FileStore::new(root.clone()).with_feed(FEED);
+    let mut feed = claimtop::store::Feed::changes(&store, None).expect("feed");
     std::thread::spawn(move || loop {
         let Ok(Some(first)) = feed.next(Duration::from_secs(60)) else {
             continue;

@@ -16,6 +16,16 @@ pub const NOSPACE_ALARM: &str = "etcd_nospace_alarm";
 /// until NOSPACE.
 pub const AUTO_COMPACTION_OFF: &str = "etcd_auto_compaction_off";
 
+/// Every hazard kind only etcd finds (exported at 0 by a face that wants
+/// each series to exist before it first happens).
+pub const KINDS: &[&str] = &[
+    super::list::CLAIM_WITHOUT_LEASE,
+    LEASE_WITHOUT_KEYS,
+    EVENTS_WITHOUT_RETENTION,
+    NOSPACE_ALARM,
+    AUTO_COMPACTION_OFF,
+];
+
 /// Revisions of history past which never having compacted is a hazard.
 const UNCOMPACTED_REVISIONS: i64 = 100_000;
 /// Leases inspected at most (one round trip each).

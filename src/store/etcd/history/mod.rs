@@ -130,7 +130,7 @@ fn store_error(e: StoreError) -> HistoryError {
 
 /// Whether etcd refused a read because its revision was compacted away.
 fn compacted(e: &StoreError) -> bool {
-    matches!(e, StoreError::Etcd { detail, .. } if detail.contains("compacted"))
+    matches!(e, StoreError::Backend { detail, .. } if detail.contains("compacted"))
 }
 
 /// The key right after `key`: where a range that goes on from it starts.
