@@ -211,10 +211,22 @@ fn a_root_has_one_filesystem_watcher_its_feed() {
 fn claims_are_judged_by_the_protocol_and_kept_judged_by_the_mirror_alone() {
     // A classifier outside the protocol and the mirror is a second answer
     // to "what state is this claim in now": faces that counted differently.
+    // A backend is handed the caller's classifier; only the protocol, the
+    // mirror and the seam's own helpers for a command make one.
     let found = offenders(
         "src/",
-        &["Classifier", ".verdict(", "known_pids("],
-        &["src/claims/", "src/store/mirror/"],
+        &[
+            "Classifier::new(",
+            "Classifier::with(",
+            ".verdict(",
+            "known_pids(",
+        ],
+        &[
+            "src/claims/",
+            "src/store/mirror/",
+            "src/store/backend.rs",
+            "src/store/compose.rs",
+        ],
     );
     assert!(found.is_empty(), "a second classifier: {found:#?}");
 }
@@ -374,7 +386,7 @@ fn every_command_reaches_its_store_through_the_one_dispatch() {
     // Events and metrics once had file twins that took the roots around
     // the seam: a feature then had to be written twice, and was not. Only
     // what starts the faces (the dashboard, the publisher) and the command
-    // line itself name the roots; every command takes a `&dyn Store`.
+    // line itself name the roots; every command takes the one `Store`.
     let found = offenders(
         "src/cli/",
         &[
@@ -395,18 +407,25 @@ fn every_command_reaches_its_store_through_the_one_dispatch() {
         ],
     );
     assert!(found.is_empty(), "a command around the seam: {found:#?}");
-    let main = tree()
-        .into_iter()
-        .find(|(p, _)| p == "src/main.rs")
-        .map(|(_, t)| t)
-        .unwrap_or_default();
+    let tree = tree();
+    let text = |file: &str| {
+        tree.iter()
+            .find(|(p, _)| p == file)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    };
+    let dispatch = text("src/cli/dispatch.rs");
     for call in ["events::events(", "metrics::serve("] {
         assert_eq!(
-            main.matches(call).count(),
+            dispatch.matches(call).count(),
             1,
             "{call} is called once, from the dispatch"
         );
     }
+    assert!(
+        text("src/main.rs").contains("dispatch(&store,"),
+        "main dispatches"
+    );
 }
 
 /// Like [`offenders`], over the code a build without tests compiles: a

@@ -797,6 +797,39 @@ fn metrics_over_etcd_reports_the_stores_claims_and_counts_its_events_from_the_wa
     assert_eq!(m["claimtop_claims{state=\"live\"}"], 0.0, "{m:?}");
 }
 
+#[test]
+fn metrics_over_a_root_and_an_etcd_store_keep_a_series_for_each_labelled_by_where() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/metrics-mix");
+    let home = tempfile::tempdir().expect("tempdir");
+    let root = tempfile::tempdir().expect("root");
+    run(
+        over(home.path(), &url),
+        &["acquire", "in-etcd", "--holder", "w", "--ttl", "2m"],
+    );
+    let mut on_root = claimtop(home.path());
+    on_root.arg("--root").arg(root.path());
+    let got = run(
+        on_root,
+        &["acquire", "on-disk", "--holder", "w", "--ttl", "2m"],
+    );
+    assert_eq!(code(&got), 0, "{got:?}");
+    let mut both = over(home.path(), &url);
+    both.arg("--root").arg(root.path());
+    let (mut server, addr) = start_metrics(both);
+    let m = scrape(&addr);
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    let dir = root.path().to_string_lossy();
+    for label in [url.as_str(), dir.as_ref()] {
+        let live = format!("claimtop_claims{{root=\"{label}\",state=\"live\"}}");
+        assert_eq!(m.get(&live), Some(&1.0), "{live} in {m:?}");
+        let up = format!("claimtop_store_up{{root=\"{label}\"}}");
+        assert_eq!(m.get(&up), Some(&1.0), "{up} in {m:?}");
+    }
+}
+
 /// One tenure seen by a worker: when it began (or, for `run`, ended), its
 /// fencing revision, and whether the time is its beginning.
 type Tenure = (Instant, i64, bool);
@@ -898,7 +931,7 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         (_, Some(st)) => {
-                            use claimtop::store::{Leases, Store};
+                            use claimtop::store::{Claims, Fence};
                             let opts = claimtop::claims::AcquireOpts {
                                 ttl_ms: Some(60_000),
                                 ..Default::default()
@@ -918,7 +951,8 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                                 overlaps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             }
                             let _ = std::fs::remove_file(marker);
-                            st.release_fenced("mx", &holder, rev).expect("release");
+                            st.release("mx", &holder, Some(Fence::new(rev as u64)))
+                                .expect("release");
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         _ => unreachable!("every third worker has a store"),

@@ -156,8 +156,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 /// (every name is listed and sorted, only `n` files are read). None when
 /// the root holds no more than `n`: the whole sweep costs no more.
 pub fn sweep_head(root: &Root, n: usize) -> Option<Sweep> {
-    let mut c = Classifier::new(now_ms());
-    sweep_some(root, &mut c, Some(n))
+    sweep_head_with(root, n, &mut Classifier::new(now_ms()))
+}
+
+/// [`sweep_head`] with a caller's classifier.
+pub fn sweep_head_with(root: &Root, n: usize, c: &mut Classifier) -> Option<Sweep> {
+    sweep_some(root, c, Some(n))
 }
 
 /// A sweep, or (with `head`) its first `head` lockfiles when there are more.

@@ -391,27 +391,29 @@ fn expectation_unmet(
     opts: &ForceOpts,
     held_in: &str,
 ) -> Option<String> {
-    type Field = fn(&ClaimRecord) -> String;
-    let checks: [(&str, Option<String>, Field); 2] = [
-        ("holder", opts.expect_holder.clone(), |r| r.holder.clone()),
-        (
-            "acquired_at",
-            opts.expect_acquired_at.map(|a| a.to_string()),
-            |r| r.acquired_at.to_string(),
-        ),
-    ];
-    checks.into_iter().find_map(|(field, want, actual)| {
-        let want = want?;
-        match previous.map(actual) {
-            Some(now) if now == want => None,
-            Some(now) => Some(format!(
-                "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
-            )),
-            None => Some(format!(
-                "expected {field} {want:?} but the {held_in} is corrupted"
-            )),
+    let unmet = |field: &str, now: Option<String>, want: String| {
+        Some(match now {
+            Some(now) => format!(
+                "{field} is now {now}, not the expected {want} (released and re-acquired since?)"
+            ),
+            None => format!("expected {field} {want} but the {held_in} is corrupted"),
+        })
+    };
+    if let Some(want) = &opts.expect_holder {
+        if previous.map(|r| &r.holder) != Some(want) {
+            let now = previous.map(|r| format!("{:?}", r.holder));
+            return unmet("holder", now, format!("{want:?}"));
         }
-    })
+    }
+    if let Some(want) = opts.expect_acquired_at {
+        if previous.map(|r| r.acquired_at) != Some(want) {
+            // Instants as times, not epoch ms: the operator compares them
+            // with the times every other face shows.
+            let at = |ms| crate::time::instant_words(ms, true);
+            return unmet("acquired_at", previous.map(|r| at(r.acquired_at)), at(want));
+        }
+    }
+    None
 }
 
 fn force_release_locked(

@@ -7,35 +7,29 @@ use super::table::{columns, hazard_lines, summary};
 use crate::claims::census::{copy_state, why_with_hazards};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
-use crate::claims::{Counts, ItemRules};
+use crate::claims::Counts;
 use crate::sanitize::sanitize;
 use crate::store::fleet::{FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE};
-use crate::store::Listing;
+use crate::store::{Listing, Store};
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
 
-pub fn print_fleet_list(listing: &Listing, fleet: FleetState, out: &mut Out) -> CmdResult {
-    if out.json_mode() {
-        let mut doc = listing.to_json();
-        fleet.into_list_json(&mut doc);
-        // Written as it is serialized, not built into one string first.
-        out.json_of(&doc)?;
-        // The process ends right after this (see `list`): the exit
-        // returns the document's memory whole.
-        std::mem::forget(doc);
-        return Ok(EXIT_OK);
-    }
-    let fleet = &fleet;
+/// The text table (`--json` is the listing's own document, fleet and all).
+pub fn print_fleet_list(
+    listing: &Listing,
+    store: &Store,
+    fleet: &FleetState,
+    out: &mut Out,
+) -> CmdResult {
     let mut rows: Vec<Vec<String>> = listing
-        .sweep
-        .claims
-        .iter()
-        .map(|s| {
+        .claims()
+        .into_iter()
+        .map(|(l, s)| {
             let (host, holder, pid) = match &s.record {
                 Some(r) => (r.host.as_str(), r.holder.as_str(), r.pid.to_string()),
                 None => ("-", "-", "-".to_string()),
             };
-            let why = why_with_hazards(s, ItemRules::StoreKey);
+            let why = why_with_hazards(s, l.rules);
             let why = s.error.as_deref().unwrap_or(&why);
             cells(
                 host,
@@ -75,14 +69,9 @@ pub fn print_fleet_list(listing: &Listing, fleet: FleetState, out: &mut Out) -> 
     let published = fleet.counts();
     // One count over every hazard line: the store's, the claims' and each
     // published root's.
-    let mut hazards = hazard_lines(listing);
+    let mut hazards = hazard_lines(listing, store);
     hazards.extend(fleet.hazards.iter().map(|h| hazard_text(h, &fleet.hosts)));
-    summary(
-        out,
-        rows.len(),
-        add(listing.sweep.counts, published),
-        &hazards,
-    )?;
+    summary(out, rows.len(), add(listing.counts(), published), &hazards)?;
     print_hosts(out, &fleet.hosts)?;
     Ok(EXIT_OK)
 }

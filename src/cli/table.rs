@@ -5,27 +5,62 @@
 use super::output::{hazard_text, path_text, Out};
 use crate::claims::words::count;
 use crate::claims::{Counts, ItemRules, Status};
-#[cfg(test)]
-use crate::columns::Unplaced;
-use crate::columns::{cli_columns, Avail, CellCtx, Face, HostName, Places, RootName, RowView};
-use crate::store::Listing;
+use crate::columns::{cli_columns, Avail, CellCtx, ColumnId, Face, RowView, Unplaced};
+use crate::sanitize::sanitize;
+use crate::store::{Listing, Member, Store};
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 
-/// Every hazard of a listing as a line of text (each naming its root when
-/// the listing covers several), the sweep's then the store's own (etcd's),
-/// so that one count covers both.
-pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
-    let sweep = (listing.sweep.hazards.iter().enumerate()).map(|(i, h)| {
-        format!(
-            "{}{}",
-            hazard_text(h, &[]),
-            root_suffix(listing.hazard_root(i))
-        )
-    });
-    let store = listing.store_hazards.iter().map(|h| hazard_text(h, &[]));
-    sweep.chain(store).collect()
+/// How a table and its lines name the origin of each row: not at all
+/// over one origin; by root (`ROOT`, `root=DIR`) over roots alone, as
+/// always; else by origin (`ORIGIN`, `origin=URL`).
+pub(super) struct Shown {
+    several: bool,
+    roots: bool,
+}
+
+impl Shown {
+    pub(super) fn of(store: &Store) -> Shown {
+        Shown {
+            several: store.several(),
+            roots: store.all_roots(),
+        }
+    }
+
+    /// The origin column's title.
+    pub(super) fn title(&self) -> &'static str {
+        if self.roots {
+            "ROOT"
+        } else {
+            "ORIGIN"
+        }
+    }
+
+    /// A row's origin cell, sanitized; None over one origin.
+    pub(super) fn cell(&self, m: Option<&Member>) -> Option<String> {
+        let m = m.filter(|_| self.several)?;
+        Some(match m.root_dir() {
+            Some(dir) if self.roots => path_text(dir),
+            _ => sanitize(&m.name()).into_owned(),
+        })
+    }
+}
+
+/// Every hazard of a listing as a line of text (each naming its origin
+/// when the listing covers several), each member's sweep's then its
+/// store's own (etcd's), so that one count covers both.
+pub(super) fn hazard_lines(listing: &Listing, store: &Store) -> Vec<String> {
+    let shown = Shown::of(store);
+    let mut lines = Vec::new();
+    for l in &listing.members {
+        let suffix = origin_suffix(&shown, store.member(l.at));
+        lines.extend(
+            (l.sweep.hazards.iter())
+                .chain(&l.store_hazards)
+                .map(|h| format!("{}{suffix}", hazard_text(h, &[]))),
+        );
+    }
+    lines
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
@@ -65,83 +100,70 @@ pub(super) fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// `  root=DIR` after a line, when the line belongs to one of several roots.
-pub(super) fn root_suffix(root: Option<&Path>) -> String {
-    root.map(|r| format!("  root={}", path_text(r)))
+/// `  root=DIR` (over roots alone) or `  origin=URL` after a line, when
+/// the line belongs to one of several origins.
+pub(super) fn origin_suffix(shown: &Shown, m: Option<&Member>) -> String {
+    let word = if shown.roots { "root" } else { "origin" };
+    shown
+        .cell(m)
+        .map(|cell| format!("  {word}={cell}"))
         .unwrap_or_default()
 }
 
-/// Room a padded column keeps at most. One long key (or holder, or root)
+/// Room a padded column keeps at most. One long key (or holder, or origin)
 /// is printed whole and pushes along only its own row's next cells: padding
 /// every row to it made each line as wide as the longest cell.
 pub(super) const PAD_MAX: usize = 48;
 
-/// Where `list`'s rows live, when there are several roots.
-struct ListPlaces<'a> {
-    roots: &'a [PathBuf],
+/// `list`'s table: the columns the specs give it ([ROOT|ORIGIN] STATE KEY
+/// HOLDER PID WHY; the origin column, titled `origin_title`, only when the
+/// rows name their origins), every cell but the last padded to its
+/// column, the header counting too. Written straight into the output, one
+/// line per row: the cells are borrowed unless something needed an escape,
+/// which is rare, so a 10 000-row table builds few strings. WHY says,
+/// after the verdict, each hazard a claim is that its verdict does not (by
+/// its member's `rules`).
+pub(super) fn write_table<'a>(
+    out: &mut Out,
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
+    origin_title: &str,
+) -> io::Result<()> {
+    write_rows(out.writer(), items, origin_title)
 }
 
-impl Places for ListPlaces<'_> {
-    /// The deepest root holding the lockfile (one root may lie in another).
-    fn root(&self, s: &Status) -> Option<RootName<'_>> {
-        let r = (self.roots.iter())
-            .filter(|r| s.file.starts_with(r))
-            .max_by_key(|r| r.as_os_str().len())?;
-        Some(RootName { label: "", path: r })
-    }
-    fn host(&self, _: &str) -> Option<HostName<'_>> {
-        None
-    }
-    fn lease_ms(&self, _: &Status, _: i64) -> Option<i64> {
-        None
-    }
-}
-
-/// `list`'s table: the columns the specs give it ([ROOT] STATE KEY HOLDER
-/// PID WHY: the ROOT column only over several roots), every cell but the
-/// last padded to its column, the header counting too. Written straight
-/// into the output, one line per row: the cells are borrowed unless
-/// something needed an escape, which is rare, so a 10 000-row table builds
-/// few strings.
-pub(super) fn write_table(out: &mut Out, listing: &Listing) -> io::Result<()> {
-    let roots = listing.origins.as_ref().map_or(&[][..], |o| &o.roots[..]);
+fn write_rows<'a>(
+    w: &mut impl Write,
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
+    origin_title: &str,
+) -> io::Result<()> {
     let avail = Avail {
-        several: listing.origins.is_some(),
+        several: items.iter().any(|(o, _, _)| o.is_some()),
         ..Avail::default()
     };
-    write_rows(
-        out.writer(),
-        &listing.sweep.claims,
-        listing.item_rules(),
-        &ListPlaces { roots },
-        avail,
-    )
-}
-
-fn write_rows(
-    w: &mut impl Write,
-    claims: &[Status],
-    rules: ItemRules,
-    places: &dyn Places,
-    avail: Avail,
-) -> io::Result<()> {
     let cols = cli_columns(avail);
     let ctx = CellCtx {
         now: crate::time::now_ms(),
         local_time: false,
         face: Face::Text,
-        places,
+        places: &Unplaced,
     };
-    let mut cells: Vec<Cow<str>> = Vec::with_capacity(claims.len() * cols.len());
-    for s in claims {
+    let mut cells: Vec<Cow<str>> = Vec::with_capacity(items.len() * cols.len());
+    for (origin, status, rules) in items {
         let row = RowView {
-            status: s,
-            rules,
+            status,
+            rules: *rules,
             copy_of: None,
+            origin: *origin,
         };
         cells.extend(cols.iter().map(|c| (c.spec().text)(&ctx, &row)));
     }
-    let titles: Vec<String> = cols.iter().map(|c| c.title().to_uppercase()).collect();
+    let titles: Vec<String> = cols
+        .iter()
+        .map(|c| match c {
+            ColumnId::Root => origin_title.to_string(),
+            c => c.title().to_uppercase(),
+        })
+        .collect();
     // Every column but the last (free text) is padded.
     let padded = cols.len().saturating_sub(1);
     let mut widths: Vec<usize> = titles[..padded].iter().map(|t| width(t)).collect();
@@ -224,68 +246,4 @@ pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
             line
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::claims::{ClaimRecord, ClaimState};
-
-    fn claim(key: &str) -> Status {
-        Status {
-            key: key.into(),
-            file: std::path::Path::new("/r/.fno/claims/k.lock").into(),
-            state: ClaimState::Live,
-            record: Some(ClaimRecord {
-                schema_version: 1,
-                key: key.into(),
-                holder: "pty:a".into(),
-                acquired_at: 1,
-                pid: 4_194_303,
-                host: "box".into(),
-                expires_at: None,
-                reason: None,
-                harness: None,
-                machine_id: None,
-                metadata: Default::default(),
-            }),
-            why: "holder pid 4194303 is alive".into(),
-            error: None,
-            locality: None,
-            head: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn one_long_key_does_not_pad_every_row_of_the_fleets_table() {
-        let header: Vec<String> = ["HOST", "KEY", "WHY"].map(String::from).to_vec();
-        let long = "k".repeat(215);
-        let rows = vec![
-            vec!["alpha".into(), long.clone(), "live".into()],
-            vec!["beta".into(), "short".into(), "live".into()],
-        ];
-        let lines = columns(&header, &rows);
-        assert!(lines[1].contains(&long), "the long key whole: {}", lines[1]);
-        assert!(lines[2].len() < 80, "{:?}", lines[2]);
-        assert_eq!(lines[0].find("KEY"), lines[2].find("short"), "{lines:#?}");
-    }
-
-    #[test]
-    fn one_long_key_does_not_pad_every_row_of_lists_table() {
-        let claims = [claim(&"k".repeat(215)), claim("short")];
-        let mut out = Vec::new();
-        let avail = Avail::default();
-        write_rows(&mut out, &claims, ItemRules::StoreKey, &Unplaced, avail).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(
-            lines[2].find("holder pid").is_some_and(|at| at < 80),
-            "{text}"
-        );
-        assert!(
-            lines[2].contains(" 4194303 "),
-            "a seven-digit pid whole: {text}"
-        );
-        assert_eq!(lines[0].find("HOLDER"), lines[2].find("pty:a"), "{text}");
-    }
 }

@@ -5,7 +5,7 @@
 
 use super::output::diag;
 use crate::claims::{human_ms, now_ms, AcquireOpts, AcquireOutcome, WaitHook};
-use crate::store::{Fenced, KeyWatch, Store, StoreError};
+use crate::store::{Backend, Fenced, KeyWatch, StoreError};
 use crate::wait::{self, Blocker, Waited, Wakeups, Woke};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::raw::WithRawSiginfo;
@@ -47,10 +47,11 @@ impl Drop for Feed {
 impl Feed {
     /// Watch `key` in `store` and catch `signals` ([`INTERRUPTS`] for a
     /// wait).
-    pub fn start(store: &dyn Store, key: &str, signals: &[i32]) -> Result<Feed, StoreError> {
+    pub fn start(store: &dyn Backend, key: &str, signals: &[i32]) -> Result<Feed, StoreError> {
         let (tx, rx) = channel();
-        let signals = catch_signals(tx.clone(), signals)
-            .map_err(|e| StoreError::Config(format!("cannot catch signals for --wait: {e}")))?;
+        let signals = catch_signals(tx.clone(), signals).map_err(|e| {
+            StoreError::Unsupported(format!("cannot catch signals for --wait: {e}"))
+        })?;
         let watch = store.watch_key(
             key,
             Arc::new(move || {
@@ -193,7 +194,7 @@ impl Wakeups for Stoppable<'_> {
 /// refusal did: held by another. `stop` gives a reason to stop waiting (an
 /// interrupt caught elsewhere, a caller that went away while we waited).
 pub fn acquire(
-    store: &dyn Store,
+    store: &dyn Backend,
     key: &str,
     holder: &str,
     opts: &AcquireOpts,

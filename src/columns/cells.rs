@@ -117,11 +117,12 @@ pub(super) fn state<'a>(ctx: &CellCtx<'a>, row: &RowView<'a>) -> Cow<'a, str> {
 }
 
 pub(super) fn root<'a>(ctx: &CellCtx<'a>, row: &RowView<'a>) -> Cow<'a, str> {
-    match (ctx.places.root(row.status), ctx.face) {
-        (Some(r), Face::Screen) => sanitize(r.label),
-        (Some(r), Face::Text) => Cow::Owned(sanitize(&r.path.to_string_lossy()).into_owned()),
-        (None, _) => unknown(ctx),
+    if let Some(named) = row.origin {
+        return Cow::Borrowed(named);
     }
+    ctx.places
+        .root(row.status)
+        .map_or_else(|| unknown(ctx), |r| sanitize(r.label))
 }
 
 /// A root is found by its whole path (its label is the path's end).

@@ -180,6 +180,10 @@ pub struct RowView<'a> {
     pub rules: ItemRules,
     /// The machine id of the host whose copy it is, for a published copy.
     pub copy_of: Option<&'a str>,
+    /// Where the row lives, as a view that names it itself says it
+    /// (`list`: a root's path or a store's URL, escaped); else the
+    /// root [`Places`] gives.
+    pub origin: Option<&'a str>,
 }
 
 /// A root as the rows name it.

@@ -21,6 +21,51 @@ pub struct ClaimEvent<'a> {
     pub operator: Option<&'a str>,
 }
 
+/// A [`ClaimEvent`] that owns its strings: carried beside a line cut at
+/// the reader's cap ([`super::tail::Line::claim`]), whose text no longer
+/// holds the fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedClaimEvent {
+    pub kind: EventKind,
+    pub at: i64,
+    pub key: String,
+    pub holder: Option<String>,
+    pub acquired_at: Option<i64>,
+    pub previous_holder: Option<String>,
+    pub previous_acquired_at: Option<i64>,
+    pub operator: Option<String>,
+}
+
+impl ClaimEvent<'_> {
+    pub fn to_owned_event(&self) -> OwnedClaimEvent {
+        OwnedClaimEvent {
+            kind: self.kind,
+            at: self.at,
+            key: self.key.to_string(),
+            holder: self.holder.map(String::from),
+            acquired_at: self.acquired_at,
+            previous_holder: self.previous_holder.map(String::from),
+            previous_acquired_at: self.previous_acquired_at,
+            operator: self.operator.map(String::from),
+        }
+    }
+}
+
+impl OwnedClaimEvent {
+    pub fn as_event(&self) -> ClaimEvent<'_> {
+        ClaimEvent {
+            kind: self.kind,
+            at: self.at,
+            key: &self.key,
+            holder: self.holder.as_deref(),
+            acquired_at: self.acquired_at,
+            previous_holder: self.previous_holder.as_deref(),
+            previous_acquired_at: self.previous_acquired_at,
+            operator: self.operator.as_deref(),
+        }
+    }
+}
+
 /// The envelope as written; unknown fields are skipped, not built.
 #[derive(Deserialize)]
 struct Wire<'a> {

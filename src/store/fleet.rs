@@ -6,7 +6,7 @@
 //! truth, and anything done to one goes through that host's publisher.
 
 use crate::claims::census::count_copies;
-use crate::claims::{Counts, Hazard};
+use crate::claims::{ClaimRecord, ClaimState, Counts, Hazard, Status};
 use crate::events::Event;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -196,6 +196,29 @@ pub enum Forgot {
     Unknown,
 }
 
+/// A published item (`list --json`'s claim object) as a status at
+/// `place`. Its host judged it: its state and its words are taken as they
+/// are. None when the item is not a claim object at all.
+pub fn copy_status(place: impl Into<crate::claims::Loc>, item: &Value) -> Option<Status> {
+    let text = |k: &str| item.get(k).and_then(Value::as_str);
+    let key = text("key")?.to_string();
+    let state = ClaimState::parse(text("state")?)?;
+    let record = item
+        .get("record")
+        .filter(|r| !r.is_null())
+        .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
+    Some(Status {
+        key,
+        file: place.into(),
+        state,
+        record,
+        why: text("why").unwrap_or_default().to_string(),
+        error: text("error").map(String::from),
+        locality: None,
+        head: Vec::new(),
+    })
+}
+
 /// Everything published into a store.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FleetState {
@@ -214,6 +237,14 @@ impl FleetState {
     /// A store nobody publishes into: its listing is printed as it always was.
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
+    }
+
+    /// What hosts publish into another site, taken in beside this one's.
+    pub fn merge(&mut self, other: FleetState) {
+        self.hosts.extend(other.hosts);
+        self.items.extend(other.items);
+        self.hazards.extend(other.hazards);
+        self.last_known.extend(other.last_known);
     }
 
     /// Add the fleet to a store's `list --json` document: every native item
@@ -244,6 +275,10 @@ impl FleetState {
             _ => Vec::new(),
         };
         for item in &mut items {
+            // A root's item among several origins is no store's.
+            if item.get("root").is_some() {
+                continue;
+            }
             let host = item
                 .pointer("/record/host")
                 .and_then(Value::as_str)

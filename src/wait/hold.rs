@@ -4,7 +4,7 @@
 
 use crate::claims::{now_ms, ClaimRecord, NoRenew, ReleaseOutcome, RenewOutcome, Status};
 use crate::store::mirror::{judge::Judge, Mirror};
-use crate::store::{Fenced, Kept, Store, StoreError, Tenure};
+use crate::store::{Backend, Fenced, Kept, StoreError, Tenure};
 use std::time::{Duration, Instant};
 
 /// A holder re-reads its claim at least this often, in case a notification
@@ -109,7 +109,7 @@ pub fn renew_due(expires_at: i64, ttl_ms: i64) -> i64 {
 /// key changes. Single-threaded: the owner calls [`Hold::changed`] on each
 /// wake-up and [`Hold::tick`] once [`Hold::due_in`] has passed.
 pub struct Hold<'s, C: Clock = SystemClock> {
-    store: &'s dyn Store,
+    store: &'s dyn Backend,
     clock: C,
     record: ClaimRecord,
     /// The store's fencing token and lease, where it has them.
@@ -143,7 +143,7 @@ impl<'s, C: Clock> Hold<'s, C> {
     /// with a lease has it kept alive by the store; any other is renewed
     /// here with `ttl_ms` if given.
     pub fn new(
-        store: &'s dyn Store,
+        store: &'s dyn Backend,
         clock: C,
         record: ClaimRecord,
         tenure: Option<Tenure>,
@@ -401,13 +401,10 @@ impl<'s, C: Clock> Hold<'s, C> {
 /// Release `key` as `holder`: only the tenure `tenure` names where the store
 /// fences, so a holder whose claim ran out never ends a newer one.
 pub fn give_back(
-    store: &dyn Store,
+    store: &dyn Backend,
     key: &str,
     holder: &str,
     tenure: Option<&Tenure>,
 ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-    match (tenure, store.leases()) {
-        (Some(t), Some(leases)) => leases.release_fenced(key, holder, t.revision),
-        _ => store.release(key, holder),
-    }
+    store.release(key, holder, tenure.map(Tenure::fence))
 }

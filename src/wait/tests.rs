@@ -5,10 +5,9 @@ use crate::claims::{
     AcquireKind, AcquireOpts, AcquireOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
 };
 use crate::claims::{ClaimState, ForceOpts, ForceOutcome};
-use crate::events::Event;
-use crate::store::{Changes, LeaseInfo, Listing};
-use crate::store::{Fenced, Kept, Leases};
-use std::path::{Path, PathBuf};
+use crate::store::{Backend, Changes, Claims, Cursor, Feed, Fence, LeaseInfo, ListEnd, ListSink};
+use crate::store::{Fenced, Kept, Leases, Words};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -63,12 +62,24 @@ impl FakeStore<'_> {
 
 /// What the fake keeps no model of.
 fn not_kept() -> StoreError {
-    StoreError::Config("the fake store keeps one claim and nothing else".into())
+    StoreError::Unsupported("the fake store keeps one claim and nothing else".into())
 }
 
-impl Store for FakeStore<'_> {
+static WORDS: Words = Words {
+    noun: "key",
+    archive: "nowhere",
+};
+
+impl Claims for FakeStore<'_> {
     fn url(&self) -> String {
         "fake:".into()
+    }
+    fn words(&self) -> &'static Words {
+        &WORDS
+    }
+    /// Its claims live on leases: the store's verdict stands.
+    fn rules(&self) -> crate::claims::ItemRules {
+        crate::claims::ItemRules::StoreKey
     }
     fn acquire(
         &self,
@@ -97,7 +108,11 @@ impl Store for FakeStore<'_> {
         };
         Ok(Fenced::plain(outcome))
     }
-    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+    fn status(
+        &self,
+        key: &str,
+        _: &mut crate::claims::Classifier,
+    ) -> Result<Fenced<Status>, StoreError> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         let record = self.claim().clone();
         let status = Status {
@@ -146,39 +161,40 @@ impl Store for FakeStore<'_> {
         };
         Ok(Fenced::plain(outcome))
     }
-    fn release(&self, _: &str, _: &str) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+    /// A fenced release names the tenure it may end.
+    fn release(
+        &self,
+        _: &str,
+        _: &str,
+        fence: Option<Fence>,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        if let Some(f) = fence {
+            self.fenced
+                .lock()
+                .expect("fenced")
+                .push(i64::try_from(f.get()).unwrap_or(i64::MAX));
+        }
         Ok(Fenced::plain(ReleaseOutcome::Absent))
     }
     fn force_release(&self, _: &str, _: &ForceOpts) -> Result<Fenced<ForceOutcome>, StoreError> {
         Err(not_kept())
     }
-    fn list(&self) -> Result<Listing, StoreError> {
-        Err(not_kept())
-    }
-    fn list_head(&self, _: usize) -> Result<Option<Listing>, StoreError> {
-        Err(not_kept())
-    }
-    fn doctor(&self) -> Result<Listing, StoreError> {
-        Err(not_kept())
-    }
-    fn events(&self, _: usize) -> Result<Vec<Event>, StoreError> {
-        Err(not_kept())
-    }
-    fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
-        Err(not_kept())
-    }
-    fn locate(&self, key: &str) -> PathBuf {
-        PathBuf::from(key)
-    }
-    fn repair(&self) -> Result<Vec<crate::claims::Fix>, StoreError> {
-        Err(not_kept())
-    }
-    fn history(
+    fn list(
         &self,
-        _: &crate::events::history::Log,
-    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        _: &mut crate::claims::Classifier,
+        _: &mut dyn ListSink,
+    ) -> Result<ListEnd, StoreError> {
         Err(not_kept())
     }
+}
+
+impl Feed for FakeStore<'_> {
+    fn changes(&self, _: Option<&Cursor>) -> Result<Box<dyn Changes>, StoreError> {
+        Err(not_kept())
+    }
+}
+
+impl Backend for FakeStore<'_> {
     fn leases(&self) -> Option<&dyn Leases> {
         Some(self)
     }
@@ -186,20 +202,8 @@ impl Store for FakeStore<'_> {
 
 /// The fake keeps leases: a hold with a tenure keeps it alive here.
 impl Leases for FakeStore<'_> {
-    fn release_fenced(
-        &self,
-        _: &str,
-        _: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-        self.fenced.lock().expect("fenced").push(revision);
-        Ok(Fenced::plain(ReleaseOutcome::Absent))
-    }
     fn keep_alive(&self, _: &str, _: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
         Ok(Box::new(FakeKept(Arc::clone(&self.lease_lost))))
-    }
-    fn info(&self) -> Result<crate::store::StoreInfo, StoreError> {
-        Err(not_kept())
     }
 }
 

@@ -13,7 +13,6 @@ use claimtop::dashboard::testing::{ClaimSet, RowId};
 use claimtop::dashboard::testing::{Collector, Input};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
-use claimtop::store::Store;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,7 +41,7 @@ fn dashboard(root: &Root) -> (App, Collector) {
     );
     update(&mut app, Action::Resize(160, 48));
     let store = FileStore::new(root.clone());
-    let mut col = Collector::new(Box::new(store), Some(Judge::local()), 0, now);
+    let mut col = Collector::new(std::sync::Arc::new(store), Some(Judge::local()), 0, now);
     collect_now(&mut app, &mut col, Input::Rescan);
     (app, col)
 }
@@ -144,7 +143,8 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     assert_eq!(app.hazard_count(), 2);
 
     // The root's one feed, as the dashboard follows it.
-    let mut feed = FileStore::new(root.clone()).changes().expect("the feed");
+    let mut feed =
+        claimtop::store::Feed::changes(&FileStore::new(root.clone()), None).expect("the feed");
     // Let the watcher register before anything moves.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill();

@@ -7,6 +7,7 @@
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
 use claimtop::claims::Hazard;
+use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::ColumnId;
 use claimtop::dashboard::testing::Op;
@@ -14,7 +15,7 @@ use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{StoreMsg, StoreView};
 use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
-use claimtop::store::Listing;
+use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
 
@@ -58,7 +59,7 @@ fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetIte
 }
 
 /// One native claim, listed by the store.
-fn native_listing() -> Listing {
+fn native_listing() -> MemberListing {
     let r = rec("deploy/prod", "pty:alice", 77, MIN, Some(5 * MIN));
     let s = Status {
         key: "deploy/prod".into(),
@@ -70,7 +71,9 @@ fn native_listing() -> Listing {
         head: Vec::new(),
         record: Some(r),
     };
-    Listing {
+    MemberListing {
+        at: Default::default(),
+        rules: ItemRules::StoreKey,
         sweep: Sweep {
             root: URL.into(),
             claims: vec![s],
@@ -79,9 +82,10 @@ fn native_listing() -> Listing {
         },
         tenures: vec![None],
         store_hazards: Vec::new(),
-        store: Some(URL.into()),
-        revision: Some(7),
-        origins: None,
+        end: ListEnd {
+            at: Some(Cursor::of_u64(7)),
+            complete: true,
+        },
     }
 }
 
@@ -620,11 +624,13 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         text: r#"{"type":"claim_acquired","data":{"key":"deploy/prod"}}"#.into(),
         offset: 90,
         truncated: false,
+        claim: None,
     };
     let theirs = claimtop::events::tail::Line {
         text: r#"{"type":"claim_acquired","data":{"key":"build/x86"},"host":"alpha","host_id":"m-alpha","root":"/srv/alpha"}"#.into(),
         offset: 91,
         truncated: false,
+        claim: None,
     };
     update(&mut app, Action::EventsAppended(vec![own, theirs]));
     assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");

@@ -149,6 +149,7 @@ fn the_view_stays_live_as_events_arrive() {
         text: acquired("deploy:prod", "codex:w4", NOW - MIN),
         offset: 5000,
         truncated: false,
+        claim: None,
     };
     assert!(tl.on_lines(&[line]));
     let screen = render_timeline(&tl, 160, 48);

@@ -832,7 +832,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     };
     let r = run_op(&root, &acquire);
     assert!(r.ok, "{}", r.message);
-    assert_eq!(r.path, root.lockfile("deploy:prod"));
+    assert_eq!((r.root, r.key.as_str()), (0, "deploy:prod"));
     let r = run_op(
         &root,
         &Op::Renew {
@@ -851,7 +851,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
         },
     );
     assert!(r.ok, "{}", r.message);
-    assert!(!r.path.exists());
+    assert!(!root.lockfile("deploy:prod").exists());
     let log = std::fs::read_to_string(root.events_file()).expect("events");
     let types: Vec<String> = log
         .lines()
@@ -903,7 +903,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
     assert!(root.claims_dir().join(".expired").is_dir());
-    let path = r.path.clone();
+    let path = root.lockfile(&r.key);
     update(&mut app, Action::OpResult(r));
     collect(&mut app, &mut col, changed(&root, vec![path]));
     assert!(app.table.rows.is_empty());
@@ -1177,7 +1177,7 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
         Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "release",
             key: "db:migrate".into(),
-            path: fixed_root().lockfile("db:migrate"),
+            root: 0,
             ok: true,
             message: "released db:migrate".into(),
         }),
@@ -1766,7 +1766,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
         Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "acquire",
             key: "b2".into(),
-            path: path.clone(),
+            root: 0,
             ok: true,
             message: "acquired b2".into(),
         }),
@@ -1832,12 +1832,15 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
             .iter()
             .map(|k| status_of(&root, rec(k, "pty:w", ALIVE, MIN, None)))
             .collect();
-        claimtop::store::Listing::of_sweep(claimtop::claims::Sweep {
-            root: root.root.clone(),
-            claims,
-            counts: Default::default(),
-            hazards: Vec::new(),
-        })
+        claimtop::store::MemberListing::of_sweep(
+            claimtop::claims::Sweep {
+                root: root.root.clone(),
+                claims,
+                counts: Default::default(),
+                hazards: Vec::new(),
+            },
+            claimtop::claims::ItemRules::Lockfile,
+        )
     };
     assert!(update(&mut app, head(listing(&["a"]), NOW)).redraw);
     assert_eq!(row_keys(&app), ["a"]);

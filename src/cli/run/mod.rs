@@ -28,7 +28,7 @@ use super::args::RunArgs;
 use super::output::{diag, record_json, CmdResult, Out, EXIT_DECLINED};
 use super::wait::{deadline, say_blocked, Feed};
 use crate::claims::{validate_inputs, AcquireOpts, AcquireOutcome, Adopt};
-use crate::store::{Store, StoreError, Tenure};
+use crate::store::{Backend, StoreError, Tenure};
 use crate::wait::{self, Hold, SystemClock, Waited};
 use child::{Argv, Blocked};
 use guard::Guard;
@@ -66,12 +66,16 @@ pub fn forwarded() -> Vec<i32> {
     sigs
 }
 
-pub fn run(store: &dyn Store, a: RunArgs, out: &mut Out) -> CmdResult {
+pub fn run(store: &dyn Backend, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
     }
     if a.ttl.is_none() && store.leases().is_some() {
-        return super::claim_cmds::store_error(out, StoreError::TtlRequired);
+        // Refused before CMD is even staged: a claim that lives on a lease
+        // needs a TTL, or nothing would end it if the holder died.
+        let why = "a claim on this store lives on a lease and needs a TTL (--ttl): \
+                   the lease is the only thing that ends it if the holder dies";
+        return super::claim_cmds::store_error(out, StoreError::Refused(why.into()));
     }
     // Forked before the feed starts its threads, so on a file store the
     // child runs only our own code until it execs. A store's client may

@@ -4,8 +4,9 @@
 use super::child::{Argv, Blocked, ChildStatus};
 use super::guard::Guard;
 use super::supervise::{supervise, Ended};
+use crate::claims::Root;
 use crate::claims::{AcquireOpts, AcquireOutcome, Adopt, ReleaseOutcome};
-use crate::store::{OpenOpts, StoreUrl};
+use crate::store::{OpenCtx, Store};
 use crate::wait::{Clock, Hold, Lost};
 use serde_json::Value;
 use std::ffi::OsString;
@@ -31,9 +32,10 @@ fn supervised<T>(
     ahead_ms: i64,
     meanwhile: impl FnOnce(&Path) -> T,
 ) -> (Ended, i64) {
-    let url = StoreUrl::File(root.to_path_buf());
-    let store = crate::store::open(&url, &OpenOpts::default()).expect("a file store");
-    let store = store.as_ref();
+    let root = Root::with_events_here(root);
+    let opened =
+        Store::open(&[], std::slice::from_ref(&root), &OpenCtx::default()).expect("a file store");
+    let store = opened.one("run").expect("one root").backend();
     let command: Vec<OsString> = cmd.iter().map(OsString::from).collect();
     let argv = Argv::resolve(&command).expect("the command");
     let blocked = Blocked::spawn(&argv, false).expect("fork");
@@ -50,7 +52,7 @@ fn supervised<T>(
     };
     let first = record.expires_at.expect("a TTL claim");
     let hold = Hold::new(store, Ahead(ahead_ms), record, got.tenure, Some(60_000)).expect("hold");
-    let _kept = meanwhile(&store.locate("k"));
+    let _kept = meanwhile(&root.lockfile("k"));
     let running = blocked.go().expect("exec");
     // No store watch and no signals: only the hold's own schedule and
     // the command's end move the loop.

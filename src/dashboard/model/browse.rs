@@ -317,6 +317,7 @@ pub(crate) mod tests {
                     text: format!(r#"{{"type":"claim_acquired","data":{{"key":"k{i}"}}}}"#),
                     offset: i * 100,
                     truncated: false,
+                    claim: None,
                 })
                 .collect(),
             anchor: 0,
@@ -409,11 +410,13 @@ pub(crate) mod tests {
                     text: "x".into(),
                     offset: 900,
                     truncated: false,
+                    claim: None,
                 },
                 Line {
                     text: "y".into(),
                     offset: 1000,
                     truncated: false,
+                    claim: None,
                 },
             ],
             false,
@@ -427,6 +430,7 @@ pub(crate) mod tests {
             text: r#"{"type":"t","data":{"key":"a\u001b[2Jb"}}"#.into(),
             offset: 0,
             truncated: false,
+            claim: None,
         };
         let out = raw_lines(&line);
         assert_eq!(out[0], "{");
@@ -436,6 +440,7 @@ pub(crate) mod tests {
             text: "oops\u{7}".into(),
             offset: 0,
             truncated: false,
+            claim: None,
         });
         assert!(bad[0].starts_with("not JSON"));
         assert!(!bad[1].contains('\u{7}'));

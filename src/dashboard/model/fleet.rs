@@ -10,7 +10,7 @@
 
 use super::row_id::{CopyId, RowId};
 use crate::claims::Hazard;
-use crate::claims::{ClaimRecord, ClaimState, Status};
+use crate::claims::Status;
 use crate::store::fleet::HostInfo;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -81,23 +81,7 @@ impl FleetView {
 /// judged it: its state and its words are taken as they are. None when the
 /// item is not a claim object at all.
 pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
-    let text = |k: &str| item.get(k).and_then(Value::as_str);
-    let key = text("key")?.to_string();
-    let state = ClaimState::parse(text("state")?)?;
-    let record = item
-        .get("record")
-        .filter(|r| !r.is_null())
-        .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
-    Some(Status {
-        key,
-        file: path.into(),
-        state,
-        record,
-        why: text("why").unwrap_or_default().to_string(),
-        error: text("error").map(String::from),
-        locality: None,
-        head: Vec::new(),
-    })
+    crate::store::fleet::copy_status(path, item)
 }
 
 /// A copy its offline host last published, as the row shows it: counted

@@ -67,8 +67,9 @@ pub struct TableView {
     pub history_pos: Option<usize>,
     /// The detail pane shows the selected row; its scroll resets with it.
     pub detail_scroll: u16,
-    /// A claim just acquired here: selected as soon as it arrives.
-    pub select_on_arrival: Option<RowId>,
+    /// A claim just acquired here, by root and key: selected as soon as
+    /// it arrives.
+    pub select_on_arrival: Option<(usize, String)>,
     /// The widest text of each free-text column among the rows.
     pub widest: Widest,
     /// Rows marked with space, each with the tenure it was marked in:

@@ -87,6 +87,7 @@ pub fn row_view<'a>(set: &ClaimSet, id: &'a RowId, s: &'a Status) -> RowView<'a>
             RowId::Copy(c) => Some(c.host_id.as_str()),
             RowId::Claim(_) => None,
         },
+        origin: None,
     }
 }
 

@@ -220,7 +220,7 @@ pub fn visible_signature(app: &App) -> u64 {
 /// its lockfile, which arrives as a `Read` right after.
 pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
     if r.ok && r.verb == "acquire" {
-        app.table.select_on_arrival = Some(RowId::claim(&r.path));
+        app.table.select_on_arrival = Some((r.root, r.key.clone()));
         select_arrived(app);
     }
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);

@@ -82,10 +82,18 @@ pub(super) fn move_by(app: &mut App, delta: isize) -> bool {
 /// filter may hide it: then it is not waited for forever, a later acquire
 /// replaces it).
 pub(crate) fn select_arrived(app: &mut App) {
-    let Some(want) = app.table.select_on_arrival.as_ref() else {
+    let Some((root, key)) = app.table.select_on_arrival.as_ref() else {
         return;
     };
-    if let Some(i) = app.table.rows.iter().position(|p| p == want) {
+    let arrived = |id: &RowId| {
+        !id.is_copy()
+            && app
+                .claims
+                .live
+                .get(id)
+                .is_some_and(|s| s.key == *key && app.roots.of(s) == *root)
+    };
+    if let Some(i) = app.table.rows.iter().position(arrived) {
         app.table.selected = i;
         app.table.select_on_arrival = None;
         app.table.detail_scroll = 0;

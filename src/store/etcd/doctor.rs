@@ -49,8 +49,9 @@ pub const AUTO_COMPACTION_OFF: &HazardSpec = &HazardSpec {
     metric: false,
 };
 
-/// Every kind only etcd finds. `metrics` reads a store's mirror, which
-/// holds the claims' hazards, not these: none is exported.
+/// Every kind only etcd finds (its opener lists them). `metrics` reads a
+/// store's mirror, which holds the claims' hazards, not these: none is
+/// exported.
 pub const HAZARDS: &[&HazardSpec] = &[
     NOSPACE_ALARM,
     CLAIM_WITHOUT_LEASE,

@@ -39,7 +39,7 @@ impl Core {
             })
         };
         match run(build(lease)) {
-            Err(StoreError::Etcd { detail, .. }) if lease_not_found(&detail) => {
+            Err(StoreError::Backend { detail, .. }) if lease_not_found(&detail) => {
                 let ttl = retention_ttl_s(self.retention);
                 let granted = self.conn.call(|mut c| async move {
                     c.lease_grant(ttl, Some(LeaseGrantOptions::new().with_id(lease)))
@@ -48,7 +48,7 @@ impl Core {
                 match granted {
                     Ok(_) => {}
                     // A peer granted it first: the same lease, ours to use.
-                    Err(StoreError::Etcd { detail, .. }) if lease_exists(&detail) => {}
+                    Err(StoreError::Backend { detail, .. }) if lease_exists(&detail) => {}
                     Err(e) => return Err(e),
                 }
                 run(build(lease))

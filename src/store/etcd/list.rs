@@ -10,12 +10,12 @@ use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
 use crate::claims::Hazard;
-use crate::claims::ItemRules;
 use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
-use crate::store::{Fenced, Listing, StoreError, Tenure};
+use crate::claims::{ItemRules, Loc};
+use crate::store::{Cursor, Fenced, ListEnd, MemberListing, StoreError, Tenure};
 use etcd_client::{GetOptions, KeyValue};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -42,13 +42,12 @@ impl Core {
         })
     }
 
-    pub(super) fn list_claims(&self) -> Result<Listing, StoreError> {
-        self.list_claims_upto(None)
-    }
-
     /// The listing of the first `limit` claims in key order (every claim
     /// when None): a dashboard's first screen need not wait for 100 pages.
-    pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
+    pub(super) fn list_claims_upto(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<MemberListing, StoreError> {
         // Each page is judged as it arrives and its raw values dropped, so a
         // listing of 100 000 claims never holds them all twice; claims and
         // tenures are kept apart from the start and sorted in place, so
@@ -104,7 +103,9 @@ impl Core {
         // `foreign_machine` does not apply: claims from other machines are
         // the point of etcd.
         let all = crate::claims::census(&claims, Vec::new(), |_| ItemRules::StoreKey);
-        Ok(Listing {
+        Ok(MemberListing {
+            at: Default::default(),
+            rules: ItemRules::StoreKey,
             sweep: Sweep {
                 root: PathBuf::from(&self.url),
                 claims,
@@ -113,9 +114,11 @@ impl Core {
             },
             tenures,
             store_hazards,
-            store: Some(self.url.clone()),
-            revision: Some(at),
-            origins: None,
+            // The feed resumes right after the revision it was read at.
+            end: ListEnd {
+                at: Some(Cursor::of_u64(u64::try_from(at).unwrap_or(0))),
+                complete: limit.is_none(),
+            },
         })
     }
 
@@ -314,9 +317,10 @@ impl Core {
     }
 }
 
-/// The row of a key with no claim.
+/// The row of a key with no claim, placed at its etcd key.
 fn free(key: &str, ck: &str) -> Status {
-    Status::free(key.to_string(), PathBuf::from(ck), "no claim".into())
+    let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(ck));
+    Status::free(key.to_string(), place, "no claim".into())
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order

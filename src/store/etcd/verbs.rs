@@ -35,7 +35,7 @@ impl Core {
         opts: &AcquireOpts,
     ) -> Result<Fenced<AcquireOutcome>, StoreError> {
         validate_inputs(key, holder, opts.ttl_ms)?;
-        let ttl_ms = opts.ttl_ms.ok_or(StoreError::TtlRequired)?;
+        let ttl_ms = opts.ttl_ms.ok_or_else(ttl_required)?;
         if let Some(pid) = opts.pid.filter(|p| *p == 0 || *p > i32::MAX as u32) {
             return Err(ClaimError::BadPid(pid).into());
         }
@@ -565,6 +565,16 @@ fn got_kvs(resp: &TxnResponse) -> (Option<KeyValue>, Option<KeyValue>) {
         _ => None,
     });
     (got.next().flatten(), got.next().flatten())
+}
+
+/// Claims on etcd live only as long as their lease: there is no pid
+/// liveness across machines, so a claim without a TTL would be forever.
+pub(super) fn ttl_required() -> StoreError {
+    StoreError::Refused(
+        "a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it \
+         if the holder dies"
+            .into(),
+    )
 }
 
 pub(super) fn tenure(revision: i64, lease: i64, ttl_s: i64, remaining_s: i64) -> Tenure {

@@ -71,7 +71,7 @@ fn write(root: &Root, r: &ClaimRecord) {
 }
 
 fn state_of(m: &Mirror, root: &Root, key: &str) -> Option<ClaimState> {
-    m.row(&root.lockfile(key)).map(|(s, _)| s.state)
+    m.row(&root.lockfile(key).into()).map(|(s, _)| s.state)
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_change_re_reads_exactly_the_key_it_names_and_says_only_that_row_moved() {
     let t = d.tally.expect("counts moved");
     assert_eq!((t.counts.live, t.counts.stale), (1, 1));
     // The row is shared with the face, not copied.
-    let (shared, _) = m.row(&root.lockfile("b")).expect("row");
+    let (shared, _) = m.row(&root.lockfile("b").into()).expect("row");
     assert!(std::ptr::eq(shared, &*d.rows[0].status));
 
     std::fs::remove_file(root.lockfile("a")).expect("rm");

@@ -15,11 +15,12 @@ use std::path::Path;
 
 /// Bytes gathered before they go to the writer: some hundreds of claims'
 /// worth, and no less than stdout's own buffer, so that `BufWriter` hands
-/// each chunk straight to the pipe instead of copying it once more.
-const CHUNK: usize = super::output::OUT_BUFFER;
+/// each chunk straight to the pipe instead of copying it once more (the
+/// CLI's stdout buffer is this size).
+const CHUNK: usize = 256 * 1024;
 
 /// The whole document, newline-ended.
-pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
+pub fn write_sweep(sw: &Sweep, w: &mut (impl Write + ?Sized)) -> io::Result<()> {
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(b"{\"root\":");
     path(&mut buf, &sw.root)?;
@@ -36,7 +37,7 @@ pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
 /// A JSON array of `items`, handing full chunks of `buf` to `w` as it goes.
 fn array<T>(
     buf: &mut Vec<u8>,
-    w: &mut impl Write,
+    w: &mut (impl Write + ?Sized),
     items: &[T],
     each: fn(&mut Vec<u8>, &T) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -182,7 +183,7 @@ fn needs_escape(b: &[u8]) -> bool {
 
 /// A decimal integer, as serde_json writes one.
 fn int(buf: &mut Vec<u8>, n: i64) {
-    buf.extend_from_slice(super::output::decimal(n, &mut [0u8; 20]));
+    buf.extend_from_slice(crate::time::decimal(n, &mut [0u8; 20]));
 }
 
 #[cfg(test)]
