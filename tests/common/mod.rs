@@ -878,6 +878,16 @@ pub fn fixed_app(w: u16, h: u16) -> App {
     app
 }
 
+/// A claim event of the envelope, at `ms` (epoch ms).
+pub fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
+    let ts = chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    serde_json::json!({"ts": ts, "type": kind, "source": "t",
+        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
+    .to_string()
+}
+
 pub fn key(c: char) -> Action {
     Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
 }

@@ -306,16 +306,6 @@ fn a_settings_file_chooses_the_columns_and_names_one_that_is_not() {
     assert!(e.contains("dashboard.columns: no column \"colour\""), "{e}");
 }
 
-/// A claim event of the envelope, at `ms` (epoch ms).
-fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
-    let ts = chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default();
-    serde_json::json!({"ts": ts, "type": kind, "source": "t",
-        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
-    .to_string()
-}
-
 #[test]
 fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
     use claimtop::dashboard::testing::Action;

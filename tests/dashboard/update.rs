@@ -1858,14 +1858,6 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
 fn the_as_of_table_says_when_a_tenure_ended_in_a_time_that_fits() {
     use claimtop::events::asof::held_at;
     use claimtop::events::tenure::{Limits, TenureIndex};
-    let line = |kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64| {
-        let ts = chrono::DateTime::from_timestamp_millis(ms)
-            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-            .unwrap_or_default();
-        serde_json::json!({"ts": ts, "type": kind, "source": "t",
-            "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
-        .to_string()
-    };
     let mut app = fixed_app(80, 24);
     // 23:00 the day before NOW (08:00).
     update(&mut app, key(':'));
@@ -1879,7 +1871,7 @@ fn the_as_of_table_says_when_a_tenure_ended_in_a_time_that_fits() {
         ("claim_acquired", at - 60 * MIN, "b", "w2", at - 60 * MIN),
         ("claim_released", NOW - 5 * MIN, "b", "w2", at - 60 * MIN),
     ] {
-        ix.apply_line(&line(kind, ms, key, holder, acq));
+        ix.apply_line(&claim_line(kind, ms, key, holder, acq));
     }
     update(
         &mut app,
