@@ -294,6 +294,28 @@ fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
 const MAX_LINES: usize = 700;
 
 #[test]
+fn the_dashboard_words_every_instant_through_the_one_clock() {
+    // `crate::time` formats instants in the zone chosen (`--local-time`)
+    // with its mark: a view that formats an epoch itself shows UTC beside
+    // local times, unmarked.
+    for (path, text) in tree() {
+        if !path.starts_with("src/dashboard/") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !["chrono::", "utc_hms(", ".format(\"%", "strftime"]
+                    .iter()
+                    .any(|x| code.contains(x)),
+                "{path}:{}: {line}",
+                n + 1
+            );
+        }
+    }
+}
+
+#[test]
 fn no_file_outside_the_dashboard_is_over_seven_hundred_lines() {
     let long: Vec<String> = tree()
         .into_iter()

@@ -292,6 +292,24 @@ pub fn instant_words(ms: i64, precise: bool) -> String {
     )
 }
 
+/// The instant an envelope's `ts` says (`2026-11-30T12:34:56Z`, or any
+/// RFC 3339 time another writer put there), in epoch ms.
+pub fn instant_of_ts(ts: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+/// [`clock`] in the zone [`set_local_words`] chose: for words made where
+/// no face is at hand (an event line's fields, digested once).
+pub fn clock_words(ms: i64, fmt: &str) -> String {
+    clock(
+        ms,
+        LOCAL_WORDS.load(std::sync::atomic::Ordering::Relaxed),
+        fmt,
+    )
+}
+
 /// [`clock`] without the zone, for a view that says the zone once (the
 /// timeline's axis).
 pub fn bare_clock(ms: i64, local: bool, fmt: &str) -> String {

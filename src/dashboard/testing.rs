@@ -28,6 +28,7 @@ pub fn cell_text(app: &App, s: &crate::claims::Status, col: ColumnId) -> String 
         return String::new();
     };
     let places = app.places();
-    let ctx = super::model::screen_ctx(app.shown_now(), app.local_time, &places);
+    let mut ctx = super::model::screen_ctx(app.shown_now(), app.local_time, &places);
+    ctx.instants = app.flip_times;
     (col.spec().text)(&ctx, &super::model::row_view(shown, id, s)).into_owned()
 }

@@ -321,7 +321,7 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
         s.contains("events") && !s.contains("timeline ·")
     });
     tmux.keys(&["Tab", "Tab", "/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7 "]);
     tmux.keys(&["Enter"]);
     // The only line naming worker-7 (not worker-70..) is its release, the
     // newest of its two: line 16 of 5 000.
@@ -353,7 +353,8 @@ fn the_events_search_counts_its_matches_and_n_and_capital_n_wrap_at_the_ends() {
     });
     // worker-7's two lines, 15 and 16 of 5 000: Enter lands on the newer.
     tmux.keys(&["Tab", "Tab", "/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    // A regular expression (`~`): worker-7 as a word, not worker-70.
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "~worker-7\\b"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("the last match, counted", PATIENCE, |s| {
         s.contains("line 16 of 5 000") && s.contains("match 2 of 2")

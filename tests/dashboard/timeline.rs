@@ -267,7 +267,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         panic!("{:?}", asked_log())
     };
     assert_eq!(
-        (needle.as_str(), from),
+        (needle.text(), from),
         ("lint", SearchFrom::Before(u64::MAX))
     );
     let found = Reply::Search {

@@ -1273,6 +1273,31 @@ fn events_from_another_day_show_their_date_and_zone() {
 }
 
 #[test]
+fn capital_t_says_events_as_spans_and_the_tables_age_and_ttl_as_instants() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('T'));
+    let screen = render(&app);
+    assert!(screen.contains("   3m ago acquired"), "{screen}");
+    // build:web was taken at 07:57 for 15 minutes.
+    let line = screen
+        .lines()
+        .find(|l| l.contains("build:web"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("07:57:00Z") && line.contains("08:12:00Z"),
+        "{line}"
+    );
+    update(&mut app, key('T'));
+    let screen = render(&app);
+    assert!(screen.contains("07:57:00 acquired"), "{screen}");
+    let line = screen
+        .lines()
+        .find(|l| l.contains("build:web"))
+        .unwrap_or_default();
+    assert!(line.contains("3m     in 12m"), "{line}");
+}
+
+#[test]
 fn z_zooms_the_focused_pane_to_the_whole_screen_and_tab_moves_the_zoom() {
     for (w, h) in [(160, 48), (80, 24)] {
         let mut app = fixed_app(w, h);

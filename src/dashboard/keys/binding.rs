@@ -81,6 +81,8 @@ pub enum Cmd {
     ZoomOut,
     /// The focused pane fills the screen, or shares it again (`z`).
     ZoomPane,
+    /// Instants as spans from now, spans as instants, or back (`T`).
+    FlipTimes,
     /// The command line (`:`).
     Prompt,
     /// Forget the selected row's offline host (`fleet forget`).
@@ -120,6 +122,7 @@ impl Cmd {
             Cmd::Quit => "quit",
             Cmd::Timeline => "timeline",
             Cmd::ZoomPane => "zoom",
+            Cmd::FlipTimes => "flip-times",
             Cmd::Mark => "mark",
             Cmd::MarkAll => "mark-all",
             Cmd::ClearMarks => "clear-marks",

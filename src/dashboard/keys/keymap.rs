@@ -229,6 +229,15 @@ pub const KEYMAP: &[Binding] = &[
         in_footer: false,
     },
     Binding {
+        keys: &[Key::Char('T')],
+        label: "T",
+        short: "times",
+        help: "flip times: events as 3m ago, the table's age and ttl as instants (again: back)",
+        cmd: Cmd::FlipTimes,
+        scope: ALL,
+        in_footer: false,
+    },
+    Binding {
         keys: &[Key::Char('h'), Key::Code(KeyCode::Left)],
         label: "h/←",
         short: "back",

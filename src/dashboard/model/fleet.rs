@@ -101,7 +101,7 @@ pub fn mark_last_known(s: &mut Status, last_seen_ms: i64) {
 pub fn last_known_words(last_seen_ms: i64) -> String {
     format!(
         "last known at {}, host offline",
-        crate::time::utc_hms(last_seen_ms)
+        crate::time::instant_words(last_seen_ms, false)
     )
 }
 

@@ -8,7 +8,7 @@ pub(crate) mod asof;
 pub(crate) mod browse;
 pub(crate) mod claims;
 pub(crate) mod dialogs;
-pub(crate) mod events;
+pub mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
 pub(crate) mod marks;
@@ -122,6 +122,10 @@ pub struct App {
     pub demo: bool,
     /// Times in the local zone (with its offset) instead of UTC.
     pub local_time: bool,
+    /// `T`: the events pane says its instants as spans from now ("3m
+    /// ago"), and the table its spans (age, ttl) as the instants they end
+    /// or start at; again: back.
+    pub flip_times: bool,
     /// The clock of the last tick (epoch ms).
     pub now: i64,
     /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
@@ -217,6 +221,7 @@ impl App {
             color: !opts.no_color,
             demo: opts.demo,
             local_time: opts.local_time,
+            flip_times: false,
             now,
             operator,
             size: (80, 24),

@@ -110,6 +110,18 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
+        Cmd::FlipTimes => {
+            app.flip_times = !app.flip_times;
+            app.say(
+                Level::Info,
+                if app.flip_times {
+                    "times: events as spans (3m ago), the table's age and ttl as instants (T: back)"
+                } else {
+                    "times: events as instants, the table's age and ttl as spans"
+                },
+            );
+            true
+        }
         Cmd::Mark | Cmd::MarkAll | Cmd::ClearMarks => table_cmds::marks(app, cmd),
         // The motions of a pane that had no use for them.
         Cmd::Up | Cmd::Down | Cmd::PageUp | Cmd::PageDown | Cmd::Top | Cmd::Bottom => {

@@ -115,7 +115,10 @@ pub(super) fn search_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
     match ev.code {
         KeyCode::Enter => {
             enter(app);
-            app.events.browse.submit_input(input.value(), &mut fx.log);
+            let shown = crate::dashboard::model::events::shown_by(app.local_time);
+            app.events
+                .browse
+                .submit_input(input.value(), shown, &mut fx.log);
         }
         KeyCode::Esc => {}
         _ => {

@@ -250,6 +250,7 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
         ),
         theme.label(),
     ));
+    let clock = super::event_line::clock_for(app, history.iter().copied());
     for ev in history {
         let text = format!(
             "{} {} {}",
@@ -257,10 +258,7 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
             ev.holder.as_deref().map(safe).unwrap_or_default(),
             safe(&ev.detail)
         );
-        let label = Span::styled(
-            format!(" {:<LABEL$} ", super::event_line::short_ts(&ev.ts)),
-            theme.dim(),
-        );
+        let label = Span::styled(format!(" {:<LABEL$} ", ev.time_text(&clock)), theme.dim());
         entry(&mut lines, label, &text, theme.event(&ev.kind), room);
     }
     let title = format!(
