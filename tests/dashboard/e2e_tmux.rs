@@ -328,11 +328,11 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
     tmux.wait_for("the search's line", PATIENCE, |s| {
         s.contains("line 16 of 5 000")
     });
-    tmux.keys(&["Enter"]);
+    tmux.keys(&["v"]);
     tmux.wait_for("the raw JSON", PATIENCE, |s| {
         s.contains("\"duration_held_ms\": 1000")
     });
-    tmux.keys(&["Enter", "N"]);
+    tmux.keys(&["v", "N"]);
     // The older match is its acquire, just above.
     tmux.wait_for("the older match", PATIENCE, |s| {
         s.contains("line 15 of 5 000")

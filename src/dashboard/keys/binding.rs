@@ -72,6 +72,8 @@ pub enum Cmd {
     SearchNewer,
     /// Events pane: the selected line's raw JSON.
     RawEvent,
+    /// Events pane: the selected line's key's claim row in the table.
+    GoToClaim,
     /// Timeline: the cursor one column (or ten) back / forward in time.
     TimeBack,
     TimeForward,
@@ -141,6 +143,7 @@ impl Cmd {
             | Cmd::SearchOlder
             | Cmd::SearchNewer
             | Cmd::RawEvent
+            | Cmd::GoToClaim
             | Cmd::TimeBack
             | Cmd::TimeForward
             | Cmd::TimeBackFar

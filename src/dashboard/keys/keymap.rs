@@ -204,11 +204,20 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[Key::Code(KeyCode::Enter)],
         label: "Enter",
+        short: "to claim",
+        help: "the selected event's claim: its row in the table (following the tail, Enter first puts a cursor on the newest line)",
+        cmd: Cmd::GoToClaim,
+        scope: EVENTS,
+        in_footer: true,
+    },
+    Binding {
+        keys: &[Key::Char('v')],
+        label: "v",
         short: "raw",
         help: "the selected event's raw JSON (k/↑ first browses the whole log)",
         cmd: Cmd::RawEvent,
         scope: EVENTS,
-        in_footer: true,
+        in_footer: false,
     },
     Binding {
         keys: &[Key::Char('t')],

@@ -311,13 +311,22 @@ pub struct EventsView {
     /// ... of this root's log, with several roots (the same key in another
     /// root is another claim).
     pub key_root: Option<usize>,
+    /// `:events` terms: types, holders, keys in and out.
+    pub filter: super::event_filter::EventFilter,
 }
 
 impl EventsView {
     /// Does the pane, filtered or not, show `row`?
     pub fn shows(&self, row: &EventRow) -> bool {
-        self.key.as_deref().is_none_or(|k| {
-            row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
-        })
+        self.filter.matches(row)
+            && self.key.as_deref().is_none_or(|k| {
+                row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
+            })
+    }
+
+    /// Is the tail narrowed (the `f` key or `:events`)? Then the motions
+    /// stay in it rather than browse the whole log.
+    pub fn narrowed(&self) -> bool {
+        self.key.is_some() || !self.filter.is_empty()
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod asof;
 pub(crate) mod browse;
 pub(crate) mod claims;
 pub(crate) mod dialogs;
+pub(crate) mod event_filter;
 pub mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;

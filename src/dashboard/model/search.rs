@@ -318,7 +318,7 @@ mod shown_text {
     fn a_search_finds_what_the_line_shows_and_not_the_json_behind_it() {
         assert_eq!(find("pid=19302"), Some(0));
         assert_eq!(find("held=2s"), Some(ACQUIRED.len() + 1));
-        assert!(finds("20:34:56Z released"));
+        assert!(finds("20:34:56 released"));
         assert!(finds("expires=20:35:54Z"));
         assert!(!finds("acquired_at"), "a wire name the line does not show");
         assert!(!finds("\"pid\""));

@@ -133,6 +133,7 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         Cmd::SearchOlder
         | Cmd::SearchNewer
         | Cmd::RawEvent
+        | Cmd::GoToClaim
         | Cmd::TimeBack
         | Cmd::TimeForward
         | Cmd::TimeBackFar
@@ -205,7 +206,8 @@ fn events_for_key(app: &mut App) -> bool {
 }
 
 /// Esc over the panes: the marks first (asking when more than a screen
-/// of them would go), then the filter, the `f` key filter, the message.
+/// of them would go), then the filter, the `f` key filter, the `:events`
+/// filter, the message.
 fn close(app: &mut App) -> bool {
     if !app.table.marked.is_empty() {
         return bulk::clear_marks_asking(app);
@@ -217,6 +219,11 @@ fn close(app: &mut App) -> bool {
         true
     } else if app.events.view.key.is_some() {
         app.events.view.key = None;
+        app.events.view.scroll = 0;
+        app.events.view.new_while_scrolled = 0;
+        true
+    } else if !app.events.view.filter.is_empty() {
+        app.events.view.filter = Default::default();
         app.events.view.scroll = 0;
         app.events.view.new_while_scrolled = 0;
         true

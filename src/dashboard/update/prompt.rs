@@ -89,6 +89,8 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
             Ok(super::asof::open(app, at, fx))
         }
         "columns" => columns(app, rest),
+        "events" => super::event_verbs::filter(app, rest),
+        "write" | "write!" => super::save::write(app, rest, name == "write!", fx),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
             let cmd = match name.as_str() {
@@ -327,6 +329,8 @@ fn arg_offers(app: &App, verb: &str, nth: usize, word: &str) -> Vec<String> {
                 .collect()
         }
         Completes::Filter => filter_fields().map(|f| format!("{f}:")).collect(),
+        Completes::Events => crate::dashboard::model::event_filter::offers(word),
+        Completes::Path => Vec::new(),
     }
 }
 

@@ -167,7 +167,10 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
     if let Some(m) = &b.message {
         title.push(Span::styled(format!(" · {m}"), theme.error()));
     }
-    title.push(Span::styled(" · Enter: raw · G follows", theme.dim()));
+    title.push(Span::styled(
+        " · Enter: its claim · v: raw · G follows",
+        theme.dim(),
+    ));
 
     // Keep the cursor on screen, a third from the top when possible.
     let start = b
@@ -216,7 +219,7 @@ pub fn draw_raw(frame: &mut Frame, area: Rect, b: &Browse, theme: &Theme) {
     };
     let lines: Vec<Line> = raw_lines(&r.line).into_iter().map(Line::raw).collect();
     let title = format!(
-        " {} · {} {} — Esc or Enter closes ",
+        " {} · {} {} — Esc or v closes ",
         position_words(b),
         b.nouns.mark,
         grouped(r.line.offset)

@@ -41,6 +41,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push(Span::styled(safe(k), theme.key()));
         title.push(Span::styled(" (f: all)", theme.dim()));
     }
+    if !view.filter.is_empty() {
+        title.push(Span::raw(" · "));
+        title.push(Span::styled(safe(&view.filter.text), theme.key()));
+        title.push(Span::styled(" (:events clears)", theme.dim()));
+    }
     if view.scroll > 0 {
         title.push(Span::styled(" · scrolled, not following", theme.key()));
         if view.new_while_scrolled > 0 {
@@ -78,6 +83,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             match &app.events.error {
                 Some(_) => "the events log cannot be read (see the status line)",
                 None if view.key.is_some() => "no events for this key in the tail",
+                None if !view.filter.is_empty() => "no events in the tail pass the filter",
                 None => "no events yet",
             },
             theme.dim(),
