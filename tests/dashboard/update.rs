@@ -1648,6 +1648,20 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
 fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('h'));
+    // The list opens on its most urgent entry, a corrupted claim: no litter.
+    let first = app.selected_hazard().map(|h| h.kind.name().to_string());
+    assert_eq!(first.as_deref(), Some("corrupted_claim"));
+    update(&mut app, key('x'));
+    assert!(app.modes.dialog().is_none());
+    let said = app
+        .status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
+    assert!(said.contains("not abandoned litter"), "{said}");
+    while app.selected_hazard().is_some_and(|h| !h.kind.cleanable()) {
+        update(&mut app, key('j'));
+    }
     update(&mut app, key('x'));
     match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
@@ -1665,6 +1679,42 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     ro.read_only = true;
     update(&mut ro, key('x'));
     assert!(ro.modes.dialog().is_none(), "read-only refuses it");
+}
+
+#[test]
+fn the_hazards_list_selects_with_j_and_k_and_enter_goes_to_the_row_or_says_where_the_file_is() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('G'));
+    update(&mut app, key('h'));
+    assert!(
+        render(&app).contains("▶corrupted_claim"),
+        "the first is selected"
+    );
+    update(&mut app, code(KeyCode::Enter));
+    assert!(
+        app.modes.overlay().is_none(),
+        "the list gave way to the row"
+    );
+    assert_eq!(selected_key(&app), "broken");
+    assert_eq!(app.focus, Pane::Table);
+
+    update(&mut app, key('h'));
+    update(&mut app, key('j'));
+    let h = app.selected_hazard().expect("a second entry");
+    assert_eq!(h.kind.name(), "stale_mutex");
+    assert!(render(&app).contains("▶stale_mutex"));
+    update(&mut app, key('k'));
+    update(&mut app, key('j'));
+    update(&mut app, code(KeyCode::Enter));
+    let said = app
+        .status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
+    assert!(
+        said.starts_with("stale_mutex: ") && said.contains("node%3Abeta.lock.recovery.d"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('h')],
         label: "h",
         short: "hazards",
-        help: "list hazards (mutex corpses, temp litter, corrupted, foreign)",
+        help: "list hazards (mutex corpses, temp litter, corrupted, foreign): j/k select one, Enter goes to its row, x cleans it when it is litter",
         cmd: Cmd::Hazards,
         scope: ALL,
         in_footer: true,

@@ -12,6 +12,7 @@ pub(crate) mod event_filter;
 pub mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
+pub(crate) mod hazards;
 pub(crate) mod marks;
 pub(crate) mod mode;
 pub(crate) mod prompt;
@@ -160,6 +161,9 @@ pub struct App {
     /// When Ctrl-C was last pressed (epoch ms): a second one within
     /// [`INTERRUPT_AGAIN_MS`] quits without asking.
     pub interrupted_at: Option<i64>,
+    /// The selected entry of the `h` list (its index in
+    /// [`App::hazard_entries`]).
+    pub hazard_cursor: usize,
     /// The help was opened once: the status line's legend hint has done
     /// its job.
     pub seen_help: bool,
@@ -240,6 +244,7 @@ impl App {
             prompt_history: Vec::new(),
             quit_after: None,
             interrupted_at: None,
+            hazard_cursor: 0,
             seen_help: false,
             store: None,
         }

@@ -77,6 +77,7 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             true
         }
         Cmd::Hazards => {
+            app.hazard_cursor = 0;
             app.modes.open_overlay(Overlay::Hazards);
             true
         }

@@ -13,6 +13,7 @@ mod event_verbs;
 mod events_cmds;
 mod filter;
 mod fleet;
+mod hazards;
 mod ingest;
 mod modes;
 mod mouse;

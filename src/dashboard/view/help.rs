@@ -310,6 +310,26 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
 }
 
 /// The box an overlay of `lines` takes on `area`.
+/// The scroll of the `h` list that shows its selected entry, moving the
+/// least from where it is.
+pub fn hazard_scroll(app: &App, area: Rect) -> u16 {
+    let theme = Theme { color: false };
+    let width = overlay_width(area);
+    let lines = super::hazards::lines(app, &theme, width).1;
+    let seen = overlay_rect(area, &lines).height.saturating_sub(3).max(1);
+    let start = super::hazards::selected_line(app, width) as u16;
+    let scroll = app.modes.overlay_scroll();
+    let to = if start < scroll {
+        start
+    } else if start + 2 > scroll + seen {
+        // Its first lines, its path and detail, in sight.
+        (start + 2).saturating_sub(seen)
+    } else {
+        scroll
+    };
+    to.min(max_scroll(app, area))
+}
+
 fn overlay_rect(area: Rect, lines: &[Line]) -> Rect {
     let w = overlay_width(area);
     // One spare row: word wrapping may need it.

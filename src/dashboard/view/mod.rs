@@ -140,6 +140,12 @@ pub fn overlay_max_scroll(app: &App) -> u16 {
     help::max_scroll(app, area)
 }
 
+/// The `h` list's scroll that keeps its selected entry in sight.
+pub fn hazard_scroll(app: &App) -> u16 {
+    let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
+    help::hazard_scroll(app, area)
+}
+
 /// Too small for the table: say so — unless the help or the quit question
 /// is open, the only things that work here, which then get the screen.
 fn too_small(frame: &mut Frame, app: &App) {
