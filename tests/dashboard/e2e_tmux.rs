@@ -4,6 +4,7 @@
 //! ever the assertion.
 
 mod force;
+mod log_viewer;
 mod modes;
 
 use crate::common::tmux::Tmux;
