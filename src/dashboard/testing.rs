@@ -6,6 +6,7 @@ pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
 pub use super::collector::{Collector, Counters, Input, Source, FEED};
 pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
+pub use super::model::events::shown_by;
 pub use super::model::store::{Link, StoreInfo, StoreMsg, StoreView};
 pub use super::model::{
     App, ClaimSet, CopyId, Dialog, Filter, Layer, Level, Modes, Overlay, RowId, RowKind, Sort, PAGE,

@@ -26,8 +26,9 @@ fn dashboard_over(root: &Path) -> Option<Tmux> {
     dashboard_over_roots(&[root])
 }
 
-/// The dashboard with one `--root` per path.
-fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
+/// A shell at COLS×ROWS at its prompt; None (after saying why) when tmux
+/// is missing outside CI.
+fn shell() -> Option<Tmux> {
     if let Err(why) = Tmux::available() {
         if std::env::var_os("CI").is_some() {
             panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
@@ -37,6 +38,12 @@ fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
     }
     let tmux = Tmux::start(COLS, ROWS);
     tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    Some(tmux)
+}
+
+/// The dashboard with one `--root` per path.
+fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
+    let tmux = shell()?;
     let flags: Vec<String> = roots
         .iter()
         .map(|r| format!("--root {}", shell_quote(r)))

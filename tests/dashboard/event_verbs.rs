@@ -65,11 +65,7 @@ fn enter_on_an_event_goes_to_its_claims_row_or_says_the_claim_is_gone() {
     update(&mut app, code(KeyCode::Tab));
     run(&mut app, "events type:released");
     update(&mut app, code(KeyCode::Enter));
-    let said = app
-        .status
-        .as_ref()
-        .map(|s| s.text.clone())
-        .unwrap_or_default();
+    let said = said(&app);
     assert_eq!(
         said,
         "no claim on lint now: :asof 2027-01-15T07:59:00Z shows who held it then"

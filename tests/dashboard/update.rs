@@ -1653,11 +1653,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     assert_eq!(first.as_deref(), Some("corrupted_claim"));
     update(&mut app, key('x'));
     assert!(app.modes.dialog().is_none());
-    let said = app
-        .status
-        .as_ref()
-        .map(|s| s.text.clone())
-        .unwrap_or_default();
+    let said = said(&app);
     assert!(said.contains("not abandoned litter"), "{said}");
     while app.selected_hazard().is_some_and(|h| !h.kind.cleanable()) {
         update(&mut app, key('j'));
@@ -1706,11 +1702,7 @@ fn the_hazards_list_selects_with_j_and_k_and_enter_goes_to_the_row_or_says_where
     update(&mut app, key('k'));
     update(&mut app, key('j'));
     update(&mut app, code(KeyCode::Enter));
-    let said = app
-        .status
-        .as_ref()
-        .map(|s| s.text.clone())
-        .unwrap_or_default();
+    let said = said(&app);
     assert!(
         said.starts_with("stale_mutex: ") && said.contains("node%3Abeta.lock.recovery.d"),
         "{said}"

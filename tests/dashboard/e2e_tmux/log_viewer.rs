@@ -7,15 +7,7 @@ use super::*;
 
 /// The dashboard over `root` in the zone `tz`, with `--local-time`.
 fn dashboard_in_zone(root: &Path, tz: &str) -> Option<Tmux> {
-    if let Err(why) = Tmux::available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
-        }
-        eprintln!("skipping the tmux end-to-end test: {why} (set CI to make this a failure)");
-        return None;
-    }
-    let tmux = Tmux::start(COLS, ROWS);
-    tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    let tmux = shell()?;
     tmux.type_line(&format!(
         "cd {} && TZ={tz} {} --root . --local-time; echo EXIT=$?",
         shell_quote(root),
