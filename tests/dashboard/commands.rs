@@ -412,6 +412,18 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
     );
     assert!(screen.contains("still held"), "{screen}");
 
+    // :write writes the table shown: the past's rows, as drawn.
+    update(&mut app, key(':'));
+    type_text(&mut app, "write then.csv");
+    let fx = claimtop::dashboard::testing::update(&mut app, code(KeyCode::Enter));
+    let save = fx.save.expect("a file to write");
+    let text = String::from_utf8(save.bytes).unwrap_or_default();
+    assert!(
+        text.starts_with("\"key\",\"holder\",\"held for\",\"since\",\"then\""),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 6, "{text}");
+
     // Nothing acts on the past; G goes back to now.
     update(&mut app, key('F'));
     assert!(app.modes.dialog().is_none());

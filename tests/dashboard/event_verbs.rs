@@ -105,3 +105,21 @@ fn write_asks_for_the_rows_as_shown_or_the_filtered_events_as_csv_or_json_lines(
     run(&mut app, "write");
     assert!(app.modes.prompt().and_then(|p| p.error.clone()).is_some());
 }
+
+#[test]
+fn tab_completes_the_events_filters_fields_and_types() {
+    let mut app = fixed_app(160, 48);
+    let tab = |app: &mut App, typed: &str| {
+        update(app, key(':'));
+        type_text(app, typed);
+        update(app, code(KeyCode::Tab));
+        let got = app.modes.prompt().map(|p| p.input.value().to_string());
+        update(app, code(KeyCode::Esc));
+        got.unwrap_or_default()
+    };
+    assert_eq!(tab(&mut app, "events -ho"), "events -holder:");
+    assert_eq!(
+        tab(&mut app, "events type:claim_f"),
+        "events type:claim_force_released "
+    );
+}

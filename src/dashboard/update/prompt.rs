@@ -276,6 +276,8 @@ fn complete(app: &App, p: &mut Prompt) {
             p.error = Some(format!("nothing completes {word:?}"));
             return;
         }
+        // A field (`holder:`) is completed to where its value goes.
+        [one] if one.ends_with(':') => one.clone(),
         [one] => format!("{one} "),
         many => common_prefix(many),
     };

@@ -1,6 +1,6 @@
 //! `:write PATH`: the view as data, to a file. The focused table's rows as
-//! shown (filtered, sorted, the columns chosen or all the view has), or
-//! the events pane's filtered lines; CSV when the path ends in `.csv`,
+//! shown (filtered, sorted, the columns chosen or all the view has; over
+//! the as-of table, its rows), or the events pane's filtered lines; CSV when the path ends in `.csv`,
 //! else JSON lines. The text is made here; the main loop writes it (no
 //! I/O in an update), never over a file unless asked with `:write!`.
 
@@ -44,6 +44,16 @@ pub(super) fn write(
             let (t, r) = events_table(app);
             let n = r.len();
             (t, r, crate::claims::words::count(n, "event"))
+        }
+        // Over the table as it stood then: those rows.
+        Pane::Table | Pane::Detail if app.modes.asof().is_some() => {
+            let Some((at, Some(held))) = app.modes.asof().map(|v| (v.at, v.rows.as_ref())) else {
+                return Err("the as-of table is still being read: :write once it shows".into());
+            };
+            let (t, r) = crate::dashboard::view::asof::text(app, at, held);
+            let n = r.len();
+            let t = t.into_iter().map(String::from).collect();
+            (t, r, crate::claims::words::count(n, "row"))
         }
         Pane::Table | Pane::Detail => {
             let (t, r) = claims_table(app);

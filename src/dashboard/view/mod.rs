@@ -3,7 +3,7 @@
 //! Untrusted text reaches a cell only through [`safe`] / [`safe_path`]
 //! (`cells.rs`): the one place the view calls the sanitiser.
 
-mod asof;
+pub(crate) mod asof;
 pub mod browse;
 mod bulk;
 mod cells;
