@@ -88,7 +88,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Key::Char('/')],
         label: "/",
         short: "filter",
-        help: "filter claims: words match key, holder or reason; state:stale holder:… harness:…; in the events pane: search the whole log",
+        help: "filter claims: words match key, holder or reason; state:stale holder:… harness:…; in the events pane: search the whole log's lines as shown (~ first: a regex)",
         cmd: Cmd::Filter,
         scope: ALL,
         in_footer: true,
