@@ -6,11 +6,22 @@
 use super::model::Level;
 use super::update::Save;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `~/…` under `$HOME`, as a shell would; any other path as typed
+/// (relative: to the directory the dashboard started in).
+fn expand(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}
 
 /// Write `s`; what to say of it.
 pub fn carry_out(s: &Save) -> (Level, String) {
     let shown =
         crate::sanitize::sanitize_bytes(std::os::unix::ffi::OsStrExt::as_bytes(s.path.as_os_str()));
+    let path = expand(&s.path);
     let mut open = std::fs::OpenOptions::new();
     open.write(true);
     if s.replace {
@@ -19,7 +30,7 @@ pub fn carry_out(s: &Save) -> (Level, String) {
         // O_EXCL: a file (or a link) already there is never written through.
         open.create_new(true);
     }
-    let result = open.open(&s.path).and_then(|mut f| {
+    let result = open.open(&path).and_then(|mut f| {
         f.write_all(&s.bytes)?;
         f.sync_all()
     });
