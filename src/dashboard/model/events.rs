@@ -230,15 +230,30 @@ impl EventRow {
 }
 
 /// The text the events pane shows for a raw line of the log, in the chosen
-/// zone: what `/` searches (times as clock times, without dates).
+/// zone: what `/` searches. A pane whose lines span days dates them, so
+/// both ways a line may read are searched, a line apart (a match never
+/// spans them): `20:34:56 acquired` and `12-01 20:34:56Z acquired`.
 pub fn shown_by(local: bool) -> Shown {
     Arc::new(move |raw: &str| {
-        let line = Line::of_bytes(raw.as_bytes(), 0);
-        let clock = EventClock {
+        let row = EventRow::from_line(0, &Line::of_bytes(raw.as_bytes(), 0));
+        let bare = EventClock {
             local,
             ..EventClock::default()
         };
-        EventRow::from_line(0, &line).shown_text(&clock)
+        let mut text = row.shown_text(&bare);
+        if row.at.is_some() {
+            // The bare time is the line's first `cut` bytes.
+            let cut = text.find(' ').unwrap_or(0);
+            let dated = row.time_text(&EventClock {
+                dated: true,
+                ..bare
+            });
+            text.reserve(dated.len() + text.len() - cut + 1);
+            text.push('\n');
+            text.push_str(&dated);
+            text.extend_from_within(cut..text.len() - dated.len() - 1);
+        }
+        text
     })
 }
 

@@ -319,6 +319,9 @@ mod shown_text {
         assert_eq!(find("pid=19302"), Some(0));
         assert_eq!(find("held=2s"), Some(ACQUIRED.len() + 1));
         assert!(finds("20:34:56 released"));
+        // As a pane whose lines span days shows it, too.
+        assert!(finds("12-04 20:34:56Z released"));
+        assert!(!finds("released\n12-04"), "never across the two");
         assert!(finds("expires=20:35:54Z"));
         assert!(!finds("acquired_at"), "a wire name the line does not show");
         assert!(!finds("\"pid\""));
