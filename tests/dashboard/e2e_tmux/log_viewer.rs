@@ -25,10 +25,15 @@ fn pane(screen: &str) -> Vec<&str> {
         .collect()
 }
 
-fn command(tmux: &Tmux, line: &str) {
-    tmux.keys(&[":"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", line]);
+/// `lead` (`:` or `/`), `text` typed as it is, then Enter.
+fn typed(tmux: &Tmux, lead: &str, text: &str) {
+    tmux.keys(&[lead]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", text]);
     tmux.keys(&["Enter"]);
+}
+
+fn command(tmux: &Tmux, line: &str) {
+    typed(tmux, ":", line);
 }
 
 #[test]
@@ -70,27 +75,20 @@ fn the_events_pane_reads_one_clock_finds_what_it_shows_filters_jumps_and_the_vie
     );
 
     // A search matches the line as shown, not its JSON.
-    tmux.keys(&["Tab", "Tab", "/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "held="]);
-    tmux.keys(&["Enter"]);
+    tmux.keys(&["Tab", "Tab"]);
+    typed(&tmux, "/", "held=");
     tmux.wait_for("the release, found by its shown field", PATIENCE, |s| {
         s.contains("/held=") && s.contains("match 1 of 1")
     });
-    tmux.keys(&["/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "duration_held_ms"]);
-    tmux.keys(&["Enter"]);
+    typed(&tmux, "/", "duration_held_ms");
     tmux.wait_for("a wire name no line shows", PATIENCE, |s| {
         s.contains("no line matches \"duration_held_ms\"")
     });
-    tmux.keys(&["/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "~k[0-9]+ +ci-"]);
-    tmux.keys(&["Enter"]);
+    typed(&tmux, "/", "~k[0-9]+ +ci-");
     tmux.wait_for("a regular expression's two matches", PATIENCE, |s| {
         s.contains("match 2 of 2")
     });
-    tmux.keys(&["/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "~k(["]);
-    tmux.keys(&["Enter"]);
+    typed(&tmux, "/", "~k([");
     tmux.wait_for("a broken pattern, said", PATIENCE, |s| {
         s.contains("not a regular expression")
     });
