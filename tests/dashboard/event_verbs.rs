@@ -48,6 +48,11 @@ fn events_terms_filter_the_pane_in_and_out_and_the_title_names_them() {
     update(&mut app, code(KeyCode::Esc));
     run(&mut app, "events");
     assert!(events_pane(&render(&app)).contains("renewed"), "cleared");
+    // Esc clears it too, once nothing above it is left to clear.
+    run(&mut app, "events type:renewed");
+    assert!(!events_pane(&render(&app)).contains("07:57:00 acquired"));
+    update(&mut app, code(KeyCode::Esc));
+    assert!(events_pane(&render(&app)).contains("07:57:00 acquired"));
 }
 
 #[test]

@@ -395,7 +395,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "Esc",
         short: "close",
         help:
-            "close a dialog, the help or the hazards list; leave the as-of table or the whole log; drop the marks, then clear the filter, then the f key filter",
+            "close a dialog, the help or the hazards list; leave the as-of table or the whole log; drop the marks, then clear the filter, then the f key filter, then the :events filter",
         cmd: Cmd::Close,
         scope: ALL,
         in_footer: false,
