@@ -66,7 +66,15 @@ fn go_to(app: &mut App) -> bool {
     true
 }
 
-/// `x`: the clean, when the selected entry is what it removes.
+/// Is there anything here `x` would clean?
+fn has_litter(app: &App) -> bool {
+    app.hazard_entries()
+        .iter()
+        .any(|h| h.copy().is_none() && h.kind.cleanable())
+}
+
+/// `x`: the clean, when the selected entry is what it removes (with no
+/// litter at all, the clean says there is nothing to clean).
 fn clean(app: &mut App) -> bool {
     if let Some(why) = super::modes::refusal(app, Cmd::Clean) {
         app.say(Level::Error, why);
@@ -77,11 +85,12 @@ fn clean(app: &mut App) -> bool {
             Level::Info,
             "a published hazard is a file on another machine: its own doctor cleans it",
         ),
-        Some(h) if !h.kind.cleanable() => app.say(
+        // With litter in the list, the operator meant some other entry.
+        Some(h) if !h.kind.cleanable() && has_litter(app) => app.say(
             Level::Info,
             format!(
-                "x cleans mutex corpses and temp litter; a {} is not abandoned litter \
-                 (Enter goes to its row, where F force-releases a claim)",
+                "a {} is not abandoned litter: j/k select a mutex corpse or temp litter \
+                 for x (Enter goes to this one's row, where F force-releases a claim)",
                 crate::sanitize::sanitize(h.kind.name())
             ),
         ),
