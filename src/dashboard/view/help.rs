@@ -77,11 +77,26 @@ fn entry(
     style: Style,
     room: usize,
 ) {
+    entry_at(lines, label, text, style, room, LABEL + 2);
+}
+
+/// [`entry`] with its text `head_w` columns in: a label wider than the
+/// column (a local time) pushes its text right, and the wrapped lines
+/// follow it there, that much shorter.
+fn entry_at(
+    lines: &mut Vec<Line<'static>>,
+    label: Span<'static>,
+    text: &str,
+    style: Style,
+    room: usize,
+    head_w: usize,
+) {
+    let room = room.saturating_sub(head_w.saturating_sub(LABEL + 2)).max(1);
     for (i, piece) in super::detail::wrap(text, room).into_iter().enumerate() {
         let head = if i == 0 {
             label.clone()
         } else {
-            Span::raw(" ".repeat(LABEL + 2))
+            Span::raw(" ".repeat(head_w))
         };
         lines.push(Line::from(vec![
             head,
@@ -251,15 +266,22 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
         theme.label(),
     ));
     let clock = super::event_line::clock_for(app, history.iter().copied());
-    for ev in history {
+    let times: Vec<String> = history
+        .iter()
+        .map(|e| e.time_text(&clock).into_owned())
+        .collect();
+    let time_w = times.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+    let time_w = time_w.max(LABEL);
+    for (ev, time) in history.into_iter().zip(times) {
         let text = format!(
             "{} {} {}",
             super::event_line::short_kind(&ev.kind),
             ev.holder.as_deref().map(safe).unwrap_or_default(),
             safe(&ev.detail)
         );
-        let label = Span::styled(format!(" {:<LABEL$} ", ev.time_text(&clock)), theme.dim());
-        entry(&mut lines, label, &text, theme.event(&ev.kind), room);
+        let label = Span::styled(format!(" {time:<time_w$} "), theme.dim());
+        let style = theme.event(&ev.kind);
+        entry_at(&mut lines, label, &text, style, room, time_w + 2);
     }
     let title = format!(
         " {} — Esc or Enter closes · y copies the key ",
