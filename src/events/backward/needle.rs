@@ -36,11 +36,15 @@ impl std::fmt::Debug for Needle {
 }
 
 /// Two needles are the same search when they read the same and look in the
-/// same text (a count of one stands for the other).
+/// same text (a count of one stands for the other): a plain string ignoring
+/// case, a pattern as typed (`(?-i)` may make its case count).
 impl PartialEq for Needle {
     fn eq(&self, other: &Needle) -> bool {
-        self.lower == other.lower
-            && self.regex.is_some() == other.regex.is_some()
+        let same = match self.regex {
+            Some(_) => self.text == other.text,
+            None => self.lower == other.lower,
+        };
+        same && self.regex.is_some() == other.regex.is_some()
             && self.shown.is_some() == other.shown.is_some()
     }
 }
@@ -233,4 +237,18 @@ fn line_starts(block: &[u8]) -> impl DoubleEndedIterator<Item = (usize, &[u8])> 
 fn gist(text: &str) -> String {
     let last = text.lines().last().unwrap_or(text);
     last.trim().trim_start_matches("error: ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_stands_for_a_search_that_reads_the_same() {
+        let p = |t: &str| Needle::parse(t).expect("parses");
+        assert_eq!(p("GPU"), p("gpu"), "a plain string ignores case");
+        assert_ne!(p("~(?-i)GPU"), p("~(?-i)gpu"), "a pattern may not");
+        assert_ne!(p("~gpu"), p("gpu"));
+        assert!(p("~").is_empty() && p("").is_empty());
+    }
 }
