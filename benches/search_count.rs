@@ -4,6 +4,8 @@
 //! counted, for a needle on every 100th line and for one on every line.
 //! Printed, not asserted: a timing is a figure, not a test.
 
+use claimtop::dashboard::testing::shown_by;
+use claimtop::events::backward::Needle;
 use claimtop::events::service::{serve, Reply, Request};
 use std::io::Write;
 use std::sync::mpsc::{channel, Receiver};
@@ -46,18 +48,31 @@ fn main() {
         "events search count over {LINES} lines ({:.1} MiB), in the events service:",
         bytes as f64 / (1024.0 * 1024.0)
     );
+    // The JSON as written, then what the dashboard asks: the text each
+    // line shows (every line parsed and worded), plain and `~` regex.
+    let shown = |typed: &str| {
+        Needle::parse(typed)
+            .expect("a pattern")
+            .shown_as(shown_by(false))
+    };
     for (id, needle, what) in [
-        (1, "needle-zq", "a match every 100 lines"),
-        (2, "claim_acquired", "a match on every line"),
-        (3, "NEEDLE-ZQ\"", "case-blind, a match every 100 lines"),
+        (1, Needle::new("needle-zq"), "a match every 100 lines"),
+        (2, Needle::new("claim_acquired"), "a match on every line"),
+        (
+            3,
+            Needle::new("NEEDLE-ZQ\""),
+            "case-blind, a match every 100 lines",
+        ),
+        (4, shown("needle-zq"), "as shown, a match every 100 lines"),
+        (5, shown("acquired"), "as shown, a match on every line"),
+        (
+            6,
+            shown("~needle-z[q]"),
+            "as shown, ~regex, every 100 lines",
+        ),
     ] {
         let t = Instant::now();
-        req_tx
-            .send(Request::Count {
-                id,
-                needle: needle.into(),
-            })
-            .expect("ask");
+        req_tx.send(Request::Count { id, needle }).expect("ask");
         let n = until_counted(&rep_rx, id);
         println!(
             "   {what:<38} {n:>7} counted in {:>7.1} ms",

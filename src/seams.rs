@@ -283,7 +283,8 @@ fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
             "sweep_with(",
             "Follower",
         ],
-        &[],
+        // `:write` writes the operator's own file, and reads nothing.
+        &["src/dashboard/save_file.rs"],
     );
     assert!(found.is_empty(), "the dashboard reads itself: {found:#?}");
 }
@@ -292,6 +293,28 @@ fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
 /// along a seam. The dashboard's model and update are the known exceptions
 /// still waiting for theirs.
 const MAX_LINES: usize = 700;
+
+#[test]
+fn the_dashboard_words_every_instant_through_the_one_clock() {
+    // `crate::time` formats instants in the zone chosen (`--local-time`)
+    // with its mark: a view that formats an epoch itself shows UTC beside
+    // local times, unmarked.
+    for (path, text) in tree() {
+        if !path.starts_with("src/dashboard/") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !["chrono::", "utc_hms(", ".format(\"%", "strftime"]
+                    .iter()
+                    .any(|x| code.contains(x)),
+                "{path}:{}: {line}",
+                n + 1
+            );
+        }
+    }
+}
 
 #[test]
 fn no_file_outside_the_dashboard_is_over_seven_hundred_lines() {

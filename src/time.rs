@@ -215,6 +215,26 @@ impl std::fmt::Display for UtcHms {
     }
 }
 
+/// The UTC formats every line of the events pane is worded in, cut out of
+/// [`utc_text`] rather than run through strftime: a search over the text
+/// lines show words every line of the log.
+fn utc_fast(ms: i64, fmt: &str) -> Option<String> {
+    let text = utc_text(ms)?;
+    let (from, to) = match fmt {
+        "%H:%M:%S" => (11, 19),
+        "%Y-%m-%d" => (0, 10),
+        "%m-%d %H:%M:%S" => (5, 19),
+        "%Y-%m-%dT%H:%M:%S" => (0, 19),
+        _ => return None,
+    };
+    // ASCII digits and separators only.
+    let mut out = String::from_utf8_lossy(&text[from..to]).into_owned();
+    if from == 5 {
+        out.replace_range(5..6, " ");
+    }
+    Some(out)
+}
+
 /// `YYYY-MM-DDTHH:MM:SSZ` for an epoch-ms instant in years 0..=9999.
 fn utc_text(ms: i64) -> Option<[u8; 20]> {
     let secs = ms.div_euclid(1000);
@@ -254,6 +274,12 @@ fn utc_text(ms: i64) -> Option<[u8; 20]> {
 /// ambiguously: `Z` in UTC (the default), the offset (`+01:00`) in local
 /// time (`--local-time`).
 pub fn clock(ms: i64, local: bool, fmt: &str) -> String {
+    if !local {
+        if let Some(mut text) = utc_fast(ms, fmt) {
+            text.push('Z');
+            return text;
+        }
+    }
     let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
         return format!("{ms}ms");
     };
@@ -292,9 +318,32 @@ pub fn instant_words(ms: i64, precise: bool) -> String {
     )
 }
 
+/// The instant an envelope's `ts` says (`2026-11-30T12:34:56Z`, or any
+/// RFC 3339 time another writer put there), in epoch ms.
+pub fn instant_of_ts(ts: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+/// [`clock`] in the zone [`set_local_words`] chose: for words made where
+/// no face is at hand (an event line's fields, digested once).
+pub fn clock_words(ms: i64, fmt: &str) -> String {
+    clock(
+        ms,
+        LOCAL_WORDS.load(std::sync::atomic::Ordering::Relaxed),
+        fmt,
+    )
+}
+
 /// [`clock`] without the zone, for a view that says the zone once (the
 /// timeline's axis).
 pub fn bare_clock(ms: i64, local: bool, fmt: &str) -> String {
+    if !local {
+        if let Some(text) = utc_fast(ms, fmt) {
+            return text;
+        }
+    }
     let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
         return format!("{ms}ms");
     };
@@ -320,6 +369,18 @@ mod tests {
         #[test]
         fn utc_text_by_hand_is_chronos(ms in -70_000_000_000_000i64..260_000_000_000_000i64) {
             proptest::prop_assert_eq!(UtcHms(ms).to_string(), by_chrono(ms));
+        }
+
+        #[test]
+        fn a_utc_clock_cut_by_hand_is_chronos(ms in -70_000_000_000_000i64..260_000_000_000_000i64) {
+            for fmt in ["%H:%M:%S", "%Y-%m-%d", "%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"] {
+                let chrono = chrono::DateTime::from_timestamp_millis(ms)
+                    .map(|t| t.format(fmt).to_string());
+                if let Some(c) = chrono {
+                    proptest::prop_assert_eq!(super::bare_clock(ms, false, fmt), c.clone());
+                    proptest::prop_assert_eq!(super::clock(ms, false, fmt), format!("{c}Z"));
+                }
+            }
         }
     }
 

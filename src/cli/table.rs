@@ -144,6 +144,7 @@ fn write_rows<'a>(
     let ctx = CellCtx {
         now: crate::time::now_ms(),
         local_time: false,
+        instants: false,
         face: Face::Text,
         places: &Unplaced,
     };

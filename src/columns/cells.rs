@@ -34,6 +34,27 @@ pub fn coarse(ms: i64) -> String {
     }
 }
 
+/// An instant as a cell says it beside `now`: its time of day when it is
+/// today, else its date and minute: short enough that a table's column
+/// keeps it whole, never a date that says nothing.
+pub fn time_cell(at: i64, now: i64, local: bool) -> String {
+    let day = |ms| crate::time::bare_clock(ms, local, "%Y-%m-%d");
+    if day(at) == day(now) {
+        clock(at, local, "%H:%M:%S")
+    } else {
+        clock(at, local, "%m-%d %H:%M")
+    }
+}
+
+/// An instant as a span from `now`: `3m ago`, or `in 5m` ahead of it.
+pub fn ago(at: i64, now: i64) -> String {
+    if at > now {
+        format!("in {}", coarse(at - now))
+    } else {
+        format!("{} ago", coarse(now - at))
+    }
+}
+
 /// The value [`coarse`] shows, as (unit, count): equal buckets print the
 /// same text.
 fn bucket(ms: i64) -> (u8, i64) {
@@ -238,7 +259,10 @@ pub(super) fn machine_order(_: &CellCtx<'_>, a: &RowView<'_>, b: &RowView<'_>) -
 
 pub(super) fn age<'a>(ctx: &CellCtx<'a>, row: &RowView<'a>) -> Cow<'a, str> {
     record(row).map_or(Cow::Borrowed(""), |r| {
-        Cow::Owned(coarse(ctx.now - r.acquired_at))
+        Cow::Owned(match ctx.instants {
+            true => time_cell(r.acquired_at, ctx.now, ctx.local_time),
+            false => coarse(ctx.now - r.acquired_at),
+        })
     })
 }
 
@@ -250,7 +274,10 @@ pub(super) fn age_order(_: &CellCtx<'_>, a: &RowView<'_>, b: &RowView<'_>) -> Or
 
 pub(super) fn ttl<'a>(ctx: &CellCtx<'a>, row: &RowView<'a>) -> Cow<'a, str> {
     record(row).map_or(Cow::Borrowed(""), |r| {
-        Cow::Owned(ttl_cell(r.expires_at, ctx.now))
+        Cow::Owned(match (ctx.instants, r.expires_at) {
+            (true, Some(at)) => time_cell(at, ctx.now, ctx.local_time),
+            _ => ttl_cell(r.expires_at, ctx.now),
+        })
     })
 }
 

@@ -9,7 +9,7 @@
 mod cells;
 mod specs;
 
-pub use cells::{coarse, key_cell, state_label, time_bucket, ttl_cell};
+pub use cells::{ago, coarse, key_cell, state_label, time_bucket, time_cell, ttl_cell};
 pub use specs::{ColumnId, COLUMNS};
 
 use crate::claims::{ItemRules, Status};
@@ -235,6 +235,9 @@ pub struct CellCtx<'a> {
     /// The clock the view shows (epoch ms).
     pub now: i64,
     pub local_time: bool,
+    /// The age and ttl cells say the instants they start or end at, in
+    /// place of spans from now (the dashboard's `T`).
+    pub instants: bool,
     pub face: Face,
     pub places: &'a dyn Places,
 }

@@ -164,7 +164,9 @@ pub static COLUMNS: [ColumnSpec; 14] = [
     ColumnSpec {
         id: ColumnId::Age,
         title: "age",
-        width: Width::Fixed(6),
+        // A span fits six; the instant it starts at (`T`) is kept whole:
+        // a time cut short reads as another time.
+        width: Width::Number { min: 6, max: 20 },
         fill: 5,
         // Narrow with several roots, the deadline matters more.
         tiers: |a| {
@@ -185,7 +187,8 @@ pub static COLUMNS: [ColumnSpec; 14] = [
     ColumnSpec {
         id: ColumnId::Ttl,
         title: "ttl",
-        width: Width::Fit { min: 7, max: 15 },
+        // Up to a local instant on another day (`T`): `12-05 12:03+05:30`.
+        width: Width::Fit { min: 7, max: 17 },
         // What an operator reads next after who holds what.
         fill: 3,
         // Narrow over a store with leases, the lease says the same deadline.

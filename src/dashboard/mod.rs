@@ -20,6 +20,7 @@ pub(crate) mod model;
 pub(crate) mod ops;
 mod options;
 pub(crate) mod roots;
+mod save_file;
 pub(crate) mod terminal;
 pub mod testing;
 pub(crate) mod timeline;
@@ -289,6 +290,11 @@ fn ui_loop(
         }
         if fx.quit {
             break;
+        }
+        if let Some(save) = &fx.save {
+            let (level, words) = save_file::carry_out(save);
+            app.say(level, words);
+            fx.redraw = true;
         }
         if let Some(text) = fx.clipboard {
             // Best effort: a terminal that ignores OSC 52 ignores it quietly.

@@ -6,6 +6,7 @@ pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
 pub use super::collector::{Collector, Counters, Input, Source, FEED};
 pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
+pub use super::model::events::shown_by;
 pub use super::model::store::{Link, StoreInfo, StoreMsg, StoreView};
 pub use super::model::{
     App, ClaimSet, CopyId, Dialog, Filter, Layer, Level, Modes, Overlay, RowId, RowKind, Sort, PAGE,
@@ -28,6 +29,7 @@ pub fn cell_text(app: &App, s: &crate::claims::Status, col: ColumnId) -> String 
         return String::new();
     };
     let places = app.places();
-    let ctx = super::model::screen_ctx(app.shown_now(), app.local_time, &places);
+    let mut ctx = super::model::screen_ctx(app.shown_now(), app.local_time, &places);
+    ctx.instants = app.flip_times;
     (col.spec().text)(&ctx, &super::model::row_view(shown, id, s)).into_owned()
 }

@@ -38,7 +38,7 @@ pub enum Request {
     /// says; replaces any search still running.
     Search {
         id: u64,
-        needle: String,
+        needle: Needle,
         from: SearchFrom,
         /// Reaching the end in that direction goes on from the other end
         /// (once), as `n` does in less and lnav.
@@ -47,7 +47,7 @@ pub enum Request {
     /// Count the entries containing `needle` over the whole history, and
     /// go on counting what is appended; an empty needle stops counting.
     /// Replaces any count of another needle.
-    Count { id: u64, needle: String },
+    Count { id: u64, needle: Needle },
     /// The log was truncated or replaced: start over on what is there now.
     Reindex,
     /// The tenures of `[from, to)` (epoch ms) read again from the log: the
@@ -336,7 +336,6 @@ impl Service {
                 from,
                 wrap,
             } => {
-                let needle = Needle::new(&needle);
                 let from = match self.history.search_from(from) {
                     Some(f) if !needle.is_empty() => f,
                     _ => {
@@ -361,11 +360,10 @@ impl Service {
                 true
             }
             Request::Count { id, needle } => {
-                let needle = Needle::new(&needle);
                 match &mut self.count {
                     _ if needle.is_empty() => self.count = None,
                     // The same needle again: its count stands.
-                    Some(c) if c.needle.lowered() == needle.lowered() => {
+                    Some(c) if c.needle == needle => {
                         c.id = id;
                         return send(c.reply());
                     }

@@ -920,6 +920,14 @@ pub fn select(app: &mut App, k: &str) {
     app.refresh_selected_why();
 }
 
+/// What the status line says now.
+pub fn said(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
 pub fn selected_key(app: &App) -> String {
     app.selected_status()
         .map(|s| s.key.clone())

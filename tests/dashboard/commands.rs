@@ -95,6 +95,21 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
 }
 
 #[test]
+fn tab_after_a_sorts_column_offers_rev_not_the_columns_again() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key(':'));
+    type_text(&mut app, "sort age ");
+    update(&mut app, code(KeyCode::Tab));
+    assert_eq!(
+        app.modes.prompt().map(|p| p.input.value()),
+        Some("sort age rev ")
+    );
+    update(&mut app, code(KeyCode::Tab));
+    let p = app.modes.prompt().expect("open");
+    assert!(p.error.is_some(), "nothing after rev: {:?}", p.offers);
+}
+
+#[test]
 fn a_verb_with_a_key_acts_on_that_claim_as_its_key_would() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "release db:migrate");
@@ -396,6 +411,18 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
         "{screen}"
     );
     assert!(screen.contains("still held"), "{screen}");
+
+    // :write writes the table shown: the past's rows, as drawn.
+    update(&mut app, key(':'));
+    type_text(&mut app, "write then.csv");
+    let fx = claimtop::dashboard::testing::update(&mut app, code(KeyCode::Enter));
+    let save = fx.save.expect("a file to write");
+    let text = String::from_utf8(save.bytes).unwrap_or_default();
+    assert!(
+        text.starts_with("\"key\",\"holder\",\"held for\",\"since\",\"then\""),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 6, "{text}");
 
     // Nothing acts on the past; G goes back to now.
     update(&mut app, key('F'));

@@ -4,6 +4,7 @@
 //! ever the assertion.
 
 mod force;
+mod log_viewer;
 mod modes;
 
 use crate::common::tmux::Tmux;
@@ -25,8 +26,9 @@ fn dashboard_over(root: &Path) -> Option<Tmux> {
     dashboard_over_roots(&[root])
 }
 
-/// The dashboard with one `--root` per path.
-fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
+/// A shell at COLS×ROWS at its prompt; None (after saying why) when tmux
+/// is missing outside CI.
+fn shell() -> Option<Tmux> {
     if let Err(why) = Tmux::available() {
         if std::env::var_os("CI").is_some() {
             panic!("CI is set, so the tmux end-to-end test must run, but: {why}");
@@ -36,6 +38,12 @@ fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
     }
     let tmux = Tmux::start(COLS, ROWS);
     tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
+    Some(tmux)
+}
+
+/// The dashboard with one `--root` per path.
+fn dashboard_over_roots(roots: &[&Path]) -> Option<Tmux> {
+    let tmux = shell()?;
     let flags: Vec<String> = roots
         .iter()
         .map(|r| format!("--root {}", shell_quote(r)))
@@ -321,18 +329,18 @@ fn the_timeline_and_the_events_search_work_over_the_whole_log() {
         s.contains("events") && !s.contains("timeline ·")
     });
     tmux.keys(&["Tab", "Tab", "/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7 "]);
     tmux.keys(&["Enter"]);
     // The only line naming worker-7 (not worker-70..) is its release, the
     // newest of its two: line 16 of 5 000.
     tmux.wait_for("the search's line", PATIENCE, |s| {
         s.contains("line 16 of 5 000")
     });
-    tmux.keys(&["Enter"]);
+    tmux.keys(&["v"]);
     tmux.wait_for("the raw JSON", PATIENCE, |s| {
         s.contains("\"duration_held_ms\": 1000")
     });
-    tmux.keys(&["Enter", "N"]);
+    tmux.keys(&["v", "N"]);
     // The older match is its acquire, just above.
     tmux.wait_for("the older match", PATIENCE, |s| {
         s.contains("line 15 of 5 000")
@@ -353,7 +361,8 @@ fn the_events_search_counts_its_matches_and_n_and_capital_n_wrap_at_the_ends() {
     });
     // worker-7's two lines, 15 and 16 of 5 000: Enter lands on the newer.
     tmux.keys(&["Tab", "Tab", "/"]);
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "worker-7\""]);
+    // A regular expression (`~`): worker-7 as a word, not worker-70.
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "~worker-7\\b"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("the last match, counted", PATIENCE, |s| {
         s.contains("line 16 of 5 000") && s.contains("match 2 of 2")

@@ -8,6 +8,7 @@ mod commands;
 mod counts;
 mod e2e_tmux;
 mod effects;
+mod event_verbs;
 mod fleet;
 mod modes;
 mod roots;

@@ -15,13 +15,6 @@ fn run(app: &mut App, line: &str) {
     update(app, code(KeyCode::Enter));
 }
 
-fn said(app: &App) -> String {
-    app.status
-        .as_ref()
-        .map(|s| s.text.clone())
-        .unwrap_or_default()
-}
-
 // ------------------------------------------------------------ the stack
 
 /// The kinds of layer. `of` matches every `Layer` variant: a new kind of

@@ -55,7 +55,7 @@ fn search(app: &mut App, text: &str) -> (u64, u64) {
     update(app, code(KeyCode::Enter));
     let asked = asked_log();
     let count = asked.iter().find_map(|r| match r {
-        Request::Count { id, needle } if needle == text => Some(*id),
+        Request::Count { id, needle } if needle.text() == text => Some(*id),
         _ => None,
     });
     let search = asked.iter().find_map(|r| match r {

@@ -267,7 +267,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         panic!("{:?}", asked_log())
     };
     assert_eq!(
-        (needle.as_str(), from),
+        (needle.text(), from),
         ("lint", SearchFrom::Before(u64::MAX))
     );
     let found = Reply::Search {
@@ -298,7 +298,7 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
     };
     update(&mut app, Action::Log(Box::new(Reply::Page(page))));
     assert_eq!(app.events.browse.position(), Some(45));
-    update(&mut app, code(KeyCode::Enter));
+    update(&mut app, key('v'));
     let screen = render(&app);
     assert!(screen.contains("\"duration_held_ms\": 480000"), "{screen}");
     insta::assert_snapshot!("events_raw_json_80x24", screen);

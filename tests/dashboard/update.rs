@@ -1273,6 +1273,31 @@ fn events_from_another_day_show_their_date_and_zone() {
 }
 
 #[test]
+fn capital_t_says_events_as_spans_and_the_tables_age_and_ttl_as_instants() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('T'));
+    let screen = render(&app);
+    assert!(screen.contains("   3m ago acquired"), "{screen}");
+    // build:web was taken at 07:57 for 15 minutes.
+    let line = screen
+        .lines()
+        .find(|l| l.contains("build:web"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("07:57:00Z") && line.contains("08:12:00Z"),
+        "{line}"
+    );
+    update(&mut app, key('T'));
+    let screen = render(&app);
+    assert!(screen.contains("07:57:00 acquired"), "{screen}");
+    let line = screen
+        .lines()
+        .find(|l| l.contains("build:web"))
+        .unwrap_or_default();
+    assert!(line.contains("3m     in 12m"), "{line}");
+}
+
+#[test]
 fn z_zooms_the_focused_pane_to_the_whole_screen_and_tab_moves_the_zoom() {
     for (w, h) in [(160, 48), (80, 24)] {
         let mut app = fixed_app(w, h);
@@ -1623,6 +1648,16 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
 fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('h'));
+    // The list opens on its most urgent entry, a corrupted claim: no litter.
+    let first = app.selected_hazard().map(|h| h.kind.name().to_string());
+    assert_eq!(first.as_deref(), Some("corrupted_claim"));
+    update(&mut app, key('x'));
+    assert!(app.modes.dialog().is_none());
+    let said = said(&app);
+    assert!(said.contains("not abandoned litter"), "{said}");
+    while app.selected_hazard().is_some_and(|h| !h.kind.cleanable()) {
+        update(&mut app, key('j'));
+    }
     update(&mut app, key('x'));
     match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
@@ -1640,6 +1675,38 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     ro.read_only = true;
     update(&mut ro, key('x'));
     assert!(ro.modes.dialog().is_none(), "read-only refuses it");
+}
+
+#[test]
+fn the_hazards_list_selects_with_j_and_k_and_enter_goes_to_the_row_or_says_where_the_file_is() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('G'));
+    update(&mut app, key('h'));
+    assert!(
+        render(&app).contains("▶corrupted_claim"),
+        "the first is selected"
+    );
+    update(&mut app, code(KeyCode::Enter));
+    assert!(
+        app.modes.overlay().is_none(),
+        "the list gave way to the row"
+    );
+    assert_eq!(selected_key(&app), "broken");
+    assert_eq!(app.focus, Pane::Table);
+
+    update(&mut app, key('h'));
+    update(&mut app, key('j'));
+    let h = app.selected_hazard().expect("a second entry");
+    assert_eq!(h.kind.name(), "stale_mutex");
+    assert!(render(&app).contains("▶stale_mutex"));
+    update(&mut app, key('k'));
+    update(&mut app, key('j'));
+    update(&mut app, code(KeyCode::Enter));
+    let said = said(&app);
+    assert!(
+        said.starts_with("stale_mutex: ") && said.contains("node%3Abeta.lock.recovery.d"),
+        "{said}"
+    );
 }
 
 #[test]

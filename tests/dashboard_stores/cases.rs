@@ -124,7 +124,12 @@ pub fn clean_removes_what_it_offers(b: Backend) {
     let Some(dash) = Dash::start(&b) else { return };
     must_settle(&b, &dash, "the first screen");
     dash.keys(&["h"]);
-    dash.wait_for("the hazards list", |s| s.contains("Esc or h closes"));
+    dash.wait_for("the hazards list", |s| s.contains("▶corrupted_claim"));
+    if b.has(Has::Mutexes) {
+        // x acts on the entry selected: a corpse, below the claim.
+        dash.keys(&["j"]);
+        dash.wait_for("a corpse selected", |s| s.contains("▶stale_mutex"));
+    }
     dash.keys(&["x"]);
     if b.has(Has::Mutexes) {
         let offer = dash.wait_for("the clean question", |s| s.contains("y clean"));

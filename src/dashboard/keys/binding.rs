@@ -72,6 +72,8 @@ pub enum Cmd {
     SearchNewer,
     /// Events pane: the selected line's raw JSON.
     RawEvent,
+    /// Events pane: the selected line's key's claim row in the table.
+    GoToClaim,
     /// Timeline: the cursor one column (or ten) back / forward in time.
     TimeBack,
     TimeForward,
@@ -81,6 +83,8 @@ pub enum Cmd {
     ZoomOut,
     /// The focused pane fills the screen, or shares it again (`z`).
     ZoomPane,
+    /// Instants as spans from now, spans as instants, or back (`T`).
+    FlipTimes,
     /// The command line (`:`).
     Prompt,
     /// Forget the selected row's offline host (`fleet forget`).
@@ -120,6 +124,7 @@ impl Cmd {
             Cmd::Quit => "quit",
             Cmd::Timeline => "timeline",
             Cmd::ZoomPane => "zoom",
+            Cmd::FlipTimes => "flip-times",
             Cmd::Mark => "mark",
             Cmd::MarkAll => "mark-all",
             Cmd::ClearMarks => "clear-marks",
@@ -138,6 +143,7 @@ impl Cmd {
             | Cmd::SearchOlder
             | Cmd::SearchNewer
             | Cmd::RawEvent
+            | Cmd::GoToClaim
             | Cmd::TimeBack
             | Cmd::TimeForward
             | Cmd::TimeBackFar

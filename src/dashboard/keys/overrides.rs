@@ -244,7 +244,7 @@ mod tests {
         let e = Overrides::parse(&map(&[("pause", "l")])).unwrap_err();
         assert!(e.starts_with("pause: l is already bound to"), "{e}");
         // Moved away first, the key is free.
-        let o = Overrides::parse(&map(&[("timeline", "T"), ("release", "t")]));
+        let o = Overrides::parse(&map(&[("timeline", "o"), ("release", "t")]));
         assert!(o.is_ok(), "{o:?}");
         // A key of another pane only: no press reaches both.
         let o = Overrides::parse(&map(&[("sort-next", "N")]));

@@ -23,6 +23,10 @@ pub enum Completes {
     Keys,
     /// Filter fields and states (`:filter state:stale`).
     Filter,
+    /// The events filter's fields and types (`:events type:…`).
+    Events,
+    /// Nothing to complete from, but words to take (a path).
+    Path,
 }
 
 pub const VERBS: &[Verb] = &[
@@ -49,6 +53,18 @@ pub const VERBS: &[Verb] = &[
         args: "TIME",
         help: "the claims table as it stood at TIME, rebuilt from the events log: who held what, since when, how it ended (G or Esc: back to now)",
         completes: Completes::Nothing,
+    },
+    Verb {
+        name: "events",
+        args: "[TERMS]",
+        help: "filter the events pane: type:claim_released holder:ci key:k1, - leaves a term's lines out (-holder:ci), every term must hold; no terms clears it",
+        completes: Completes::Events,
+    },
+    Verb {
+        name: "write",
+        args: "PATH",
+        help: "write the focused table (rows as shown: filtered, sorted) or the events pane's filtered events to PATH: CSV when it ends in .csv, else JSON lines; never over a file (:write! PATH replaces it)",
+        completes: Completes::Path,
     },
     Verb {
         name: "columns",

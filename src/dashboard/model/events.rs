@@ -1,10 +1,14 @@
 //! The events pane's model: the bounded tail of the log, each line
 //! digested once at ingest, and how the pane looks at it.
 
-use crate::events::kind::{fields_of, typed, Typed};
+use crate::events::backward::Shown;
+use crate::events::kind::{fields_of, short_of, typed, Typed};
 use crate::events::tail::Line;
 use crate::events::EventKind;
+use crate::sanitize::sanitize as safe;
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// How many event lines the ring keeps (and the follower reads back at start).
 pub const EVENTS_RING: usize = 2000;
@@ -18,6 +22,8 @@ pub struct EventRow {
     pub seq: u64,
     /// `ts` as written (untrusted).
     pub ts: String,
+    /// `ts` as an instant (epoch ms), when it reads as one.
+    pub at: Option<i64>,
     /// `type`: one the protocol writes, or as written (untrusted).
     pub kind: Typed,
     pub key: Option<String>,
@@ -50,13 +56,13 @@ fn field_label(name: &str) -> &str {
 }
 
 /// Append one data field's value the way an operator reads it: instants as
-/// UTC time, durations in two units, strings unquoted.
+/// times in the chosen zone, durations in two units, strings unquoted.
 fn push_value(out: &mut String, name: &str, v: &serde_json::Value) {
     use serde_json::Value;
     match v {
         Value::Number(n) if name.ends_with("_at") => match n.as_i64() {
             // TTLs are at most a day: the time of day is enough.
-            Some(ms) => out.push_str(&crate::time::clock(ms, false, "%H:%M:%S")),
+            Some(ms) => out.push_str(&crate::time::clock_words(ms, "%H:%M:%S")),
             None => out.push_str(&n.to_string()),
         },
         Value::Number(n) if name.ends_with("_ms") => match n.as_i64() {
@@ -106,9 +112,11 @@ impl EventRow {
                     }
                     _ => None,
                 };
+                let ts = ev.ts().unwrap_or_default();
                 EventRow {
                     seq,
-                    ts: ev.ts().unwrap_or_default().to_string(),
+                    at: crate::time::instant_of_ts(ts),
+                    ts: ts.to_string(),
                     key: ev.key().map(str::to_string),
                     holder: ev.holder().map(str::to_string),
                     kind,
@@ -128,6 +136,7 @@ impl EventRow {
                 EventRow {
                     seq,
                     ts: String::new(),
+                    at: None,
                     kind: Err(String::new()),
                     key: None,
                     holder: None,
@@ -140,6 +149,112 @@ impl EventRow {
             }
         }
     }
+}
+
+/// How a pane words an event's instant: in the chosen zone (a local
+/// time with its offset), with the date when the lines span days, or as a
+/// span from now (`T`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventClock {
+    pub now: i64,
+    pub local: bool,
+    pub relative: bool,
+    pub dated: bool,
+}
+
+/// What a piece of a shown line is, for its style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Time,
+    Kind,
+    Plain,
+    Detail,
+    Error,
+}
+
+/// Width of the kind's column.
+const KIND_WIDTH: usize = 15;
+
+impl EventRow {
+    /// Its time as the pane shows it.
+    pub fn time_text(&self, c: &EventClock) -> Cow<'_, str> {
+        match self.at {
+            Some(at) if c.relative => Cow::Owned(format!("{:>9}", crate::columns::ago(at, c.now))),
+            // Today's UTC times bare, as a log reads; a date or another
+            // zone is marked, so no line is read in the wrong zone.
+            Some(at) if c.dated => Cow::Owned(crate::time::clock(at, c.local, "%m-%d %H:%M:%S")),
+            Some(at) if c.local => Cow::Owned(crate::time::clock(at, true, "%H:%M:%S")),
+            Some(at) => Cow::Owned(crate::time::bare_clock(at, false, "%H:%M:%S")),
+            None if self.ts.is_empty() => Cow::Borrowed("--:--:--"),
+            None => safe(&self.ts),
+        }
+    }
+
+    /// The line as the pane shows it, piece by piece, every piece escaped:
+    /// what the view styles and what a search matches and highlights, so
+    /// that a match is always on screen.
+    pub fn shown(&self, c: &EventClock) -> Vec<(Cow<'_, str>, Part)> {
+        if let Some(err) = &self.error {
+            return vec![
+                (Cow::Borrowed("!! unparseable line: "), Part::Error),
+                (safe(err), Part::Error),
+                (Cow::Borrowed(" │ "), Part::Plain),
+                (safe(&self.detail), Part::Detail),
+            ];
+        }
+        let kind = safe(short_of(&self.kind));
+        let pad = KIND_WIDTH.saturating_sub(kind.chars().count());
+        vec![
+            (self.time_text(c), Part::Time),
+            (Cow::Borrowed(" "), Part::Plain),
+            (kind, Part::Kind),
+            (Cow::Owned(" ".repeat(pad + 1)), Part::Plain),
+            (
+                self.key.as_deref().map_or(Cow::Borrowed("-"), safe),
+                Part::Plain,
+            ),
+            (Cow::Borrowed("  "), Part::Plain),
+            (
+                self.holder.as_deref().map(safe).unwrap_or_default(),
+                Part::Plain,
+            ),
+            (Cow::Borrowed("  "), Part::Plain),
+            (safe(&self.detail), Part::Detail),
+        ]
+    }
+
+    /// [`EventRow::shown`] as one string.
+    pub fn shown_text(&self, c: &EventClock) -> String {
+        self.shown(c).into_iter().map(|(t, _)| t).collect()
+    }
+}
+
+/// The text the events pane shows for a raw line of the log, in the chosen
+/// zone: what `/` searches. A pane whose lines span days dates them, so
+/// both ways a line may read are searched, a line apart (a match never
+/// spans them): `20:34:56 acquired` and `12-01 20:34:56Z acquired`.
+pub fn shown_by(local: bool) -> Shown {
+    Arc::new(move |raw: &str| {
+        let row = EventRow::from_line(0, &Line::of_bytes(raw.as_bytes(), 0));
+        let bare = EventClock {
+            local,
+            ..EventClock::default()
+        };
+        let mut text = row.shown_text(&bare);
+        if row.at.is_some() {
+            // The bare time is the line's first `cut` bytes.
+            let cut = text.find(' ').unwrap_or(0);
+            let dated = row.time_text(&EventClock {
+                dated: true,
+                ..bare
+            });
+            text.reserve(dated.len() + text.len() - cut + 1);
+            text.push('\n');
+            text.push_str(&dated);
+            text.extend_from_within(cut..text.len() - dated.len() - 1);
+        }
+        text
+    })
 }
 
 /// The bounded tail of the events log.
@@ -211,13 +326,22 @@ pub struct EventsView {
     /// ... of this root's log, with several roots (the same key in another
     /// root is another claim).
     pub key_root: Option<usize>,
+    /// `:events` terms: types, holders, keys in and out.
+    pub filter: super::event_filter::EventFilter,
 }
 
 impl EventsView {
     /// Does the pane, filtered or not, show `row`?
     pub fn shows(&self, row: &EventRow) -> bool {
-        self.key.as_deref().is_none_or(|k| {
-            row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
-        })
+        self.filter.matches(row)
+            && self.key.as_deref().is_none_or(|k| {
+                row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
+            })
+    }
+
+    /// Is the tail narrowed (the `f` key or `:events`)? Then the motions
+    /// stay in it rather than browse the whole log.
+    pub fn narrowed(&self) -> bool {
+        self.key.is_some() || !self.filter.is_empty()
     }
 }

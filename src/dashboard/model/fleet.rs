@@ -97,11 +97,12 @@ pub fn mark_last_known(s: &mut Status, last_seen_ms: i64) {
     );
 }
 
-/// "last known at 12:00:03 UTC, host offline".
+/// "last known at 2026-12-04T12:00:03Z, host offline" (local with
+/// `--local-time`).
 pub fn last_known_words(last_seen_ms: i64) -> String {
     format!(
         "last known at {}, host offline",
-        crate::time::utc_hms(last_seen_ms)
+        crate::time::instant_words(last_seen_ms, false)
     )
 }
 

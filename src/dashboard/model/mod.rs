@@ -8,9 +8,11 @@ pub(crate) mod asof;
 pub(crate) mod browse;
 pub(crate) mod claims;
 pub(crate) mod dialogs;
-pub(crate) mod events;
+pub(crate) mod event_filter;
+pub mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
+pub(crate) mod hazards;
 pub(crate) mod marks;
 pub(crate) mod mode;
 pub(crate) mod prompt;
@@ -122,6 +124,10 @@ pub struct App {
     pub demo: bool,
     /// Times in the local zone (with its offset) instead of UTC.
     pub local_time: bool,
+    /// `T`: the events pane says its instants as spans from now ("3m
+    /// ago"), and the table its spans (age, ttl) as the instants they end
+    /// or start at; again: back.
+    pub flip_times: bool,
     /// The clock of the last tick (epoch ms).
     pub now: i64,
     /// `operator:<user>@<host>`: the holder id the dashboard acquires as,
@@ -155,6 +161,9 @@ pub struct App {
     /// When Ctrl-C was last pressed (epoch ms): a second one within
     /// [`INTERRUPT_AGAIN_MS`] quits without asking.
     pub interrupted_at: Option<i64>,
+    /// The selected entry of the `h` list (its index in
+    /// [`App::hazard_entries`]).
+    pub hazard_cursor: usize,
     /// The help was opened once: the status line's legend hint has done
     /// its job.
     pub seen_help: bool,
@@ -217,6 +226,7 @@ impl App {
             color: !opts.no_color,
             demo: opts.demo,
             local_time: opts.local_time,
+            flip_times: false,
             now,
             operator,
             size: (80, 24),
@@ -234,6 +244,7 @@ impl App {
             prompt_history: Vec::new(),
             quit_after: None,
             interrupted_at: None,
+            hazard_cursor: 0,
             seen_help: false,
             store: None,
         }

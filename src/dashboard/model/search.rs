@@ -5,21 +5,33 @@
 //! wraps at the log's end to its other end. The title counts the matches
 //! ("match 3 of 41"): a pass over the whole history, which the events
 //! service runs on its own thread, never this one.
+//!
+//! What is matched is each line's text as the pane shows it (its time in
+//! the chosen zone, `pid=19302`, `held=2s`), never the JSON behind it: a
+//! match is always something the operator can see highlighted. A search
+//! that starts with `~` is a regular expression.
 
 use super::browse::{Browse, Hits, Land, Search, PAGE};
-use crate::events::backward::{Needle, SearchFrom};
+use crate::events::backward::{Needle, SearchFrom, Shown};
 use crate::events::service::{Anchor, Matches, Request};
 
 impl Browse {
     /// Enter in the search input with `text` typed (empty: the last
-    /// search again): count the matches, and find the nearest one at or
-    /// above the cursor.
-    pub fn submit_input(&mut self, text: &str, asks: &mut Vec<Request>) {
-        let text = text.to_string();
+    /// search again), matched in what `shown` says a line shows: count the
+    /// matches, and find the nearest one at or above the cursor. A `~`
+    /// pattern that does not parse is said, and nothing is asked.
+    pub fn submit_input(&mut self, text: &str, shown: Shown, asks: &mut Vec<Request>) {
         if !text.is_empty() {
+            let needle = match Needle::parse(text) {
+                Ok(n) => n.shown_as(shown),
+                Err(e) => {
+                    self.message = Some(crate::sanitize::sanitize(&e.to_string()).into_owned());
+                    return;
+                }
+            };
             self.next_id += 1;
             self.search = Some(Search {
-                needle: Needle::new(&text),
+                needle: needle.clone(),
                 id: 0,
                 running: false,
                 older: true,
@@ -29,7 +41,7 @@ impl Browse {
             });
             asks.push(Request::Count {
                 id: self.next_id,
-                needle: text,
+                needle,
             });
         }
         // Before the line after the cursor: the cursor's own line first.
@@ -64,7 +76,7 @@ impl Browse {
         self.message = None;
         asks.push(Request::Search {
             id: s.id,
-            needle: s.needle.text().to_string(),
+            needle: s.needle.clone(),
             from,
             wrap: true,
         });
@@ -76,7 +88,7 @@ impl Browse {
             self.next_id += 1;
             asks.push(Request::Count {
                 id: self.next_id,
-                needle: String::new(),
+                needle: Needle::new(""),
             });
         }
         self.message = None;
@@ -147,14 +159,14 @@ mod tests {
     }
 
     fn typed(b: &mut Browse, text: &str, out: &mut Vec<Request>) -> (u64, u64, SearchFrom, bool) {
-        b.submit_input(text, out);
+        b.submit_input(text, crate::dashboard::model::events::shown_by(false), out);
         let Some(Request::Search { id, from, wrap, .. }) = out.pop() else {
             panic!("{out:?}")
         };
         let Some(Request::Count { id: count, needle }) = out.pop() else {
             panic!("{out:?}")
         };
-        assert_eq!(needle, text);
+        assert_eq!(needle.text(), text);
         (id, count, from, wrap)
     }
 
@@ -270,5 +282,59 @@ mod tests {
             matches!(out.pop(), Some(Request::Count { needle, .. }) if needle.is_empty()),
             "{out:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod shown_text {
+    use crate::dashboard::model::events::shown_by;
+    use crate::events::backward::Needle;
+
+    const RELEASED: &str = r#"{"ts":"2026-12-04T20:34:56Z","type":"claim_released","source":"fno-loop","data":{"key":"k1","holder":"ci-7","pid":19302,"host":"h","acquired_at":1796416494314,"expires_at":null,"duration_held_ms":2000}}"#;
+
+    const ACQUIRED: &str = r#"{"ts":"2026-12-04T20:34:54Z","type":"claim_acquired","source":"fno-loop","data":{"key":"k1","holder":"ci-7","pid":19302,"host":"h","acquired_at":1796416494314,"expires_at":1796416554314}}"#;
+
+    /// Does a search for `typed` find a line of the two, in a block and
+    /// line by line alike? Which one, by its start in the block.
+    fn finds(typed: &str) -> bool {
+        find(typed).is_some()
+    }
+
+    fn find(typed: &str) -> Option<usize> {
+        let n = Needle::parse(typed)
+            .expect("parses")
+            .shown_as(shown_by(false));
+        let mut block = format!("{ACQUIRED}\n{RELEASED}\n").into_bytes();
+        let found = n.find_in(&mut block, false);
+        let by_line = [ACQUIRED, RELEASED].iter().any(|l| n.matches(l));
+        assert_eq!(found.is_some(), by_line, "{typed}");
+        let mut all = Vec::new();
+        n.lines_matching(&mut block, 0, &mut all);
+        assert_eq!(all.first().map(|&a| a as usize), found, "{typed}");
+        found
+    }
+
+    #[test]
+    fn a_search_finds_what_the_line_shows_and_not_the_json_behind_it() {
+        assert_eq!(find("pid=19302"), Some(0));
+        assert_eq!(find("held=2s"), Some(ACQUIRED.len() + 1));
+        assert!(finds("20:34:56 released"));
+        // As a pane whose lines span days shows it, too.
+        assert!(finds("12-04 20:34:56Z released"));
+        assert!(!finds("released\n12-04"), "never across the two");
+        assert!(finds("expires=20:35:54Z"));
+        assert!(!finds("acquired_at"), "a wire name the line does not show");
+        assert!(!finds("\"pid\""));
+    }
+
+    #[test]
+    fn a_tilde_search_is_a_regular_expression_and_a_broken_one_is_said() {
+        assert!(finds("~pid=1930[0-9]"));
+        assert_eq!(find("~^20:34:5[6-9]"), Some(ACQUIRED.len() + 1));
+        assert!(!finds("~^released"));
+        let n = Needle::parse("~ci-[0-9]+").expect("parses");
+        assert_eq!(n.ranges("by ci-7 and CI-12"), [3..7, 12..17]);
+        let e = Needle::parse("~pid=(").expect_err("unclosed");
+        assert!(e.to_string().contains("unclosed group"), "{e}");
     }
 }

@@ -73,6 +73,7 @@ pub fn screen_ctx<'a>(now: i64, local_time: bool, places: &'a dyn Places) -> Cel
     CellCtx {
         now,
         local_time,
+        instants: false,
         face: Face::Screen,
         places,
     }

@@ -77,6 +77,7 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             true
         }
         Cmd::Hazards => {
+            app.hazard_cursor = 0;
             app.modes.open_overlay(Overlay::Hazards);
             true
         }
@@ -110,6 +111,18 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
+        Cmd::FlipTimes => {
+            app.flip_times = !app.flip_times;
+            app.say(
+                Level::Info,
+                if app.flip_times {
+                    "times: events as spans (3m ago), the table's age and ttl as instants (T: back)"
+                } else {
+                    "times: events as instants, the table's age and ttl as spans"
+                },
+            );
+            true
+        }
         Cmd::Mark | Cmd::MarkAll | Cmd::ClearMarks => table_cmds::marks(app, cmd),
         // The motions of a pane that had no use for them.
         Cmd::Up | Cmd::Down | Cmd::PageUp | Cmd::PageDown | Cmd::Top | Cmd::Bottom => {
@@ -121,6 +134,7 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         Cmd::SearchOlder
         | Cmd::SearchNewer
         | Cmd::RawEvent
+        | Cmd::GoToClaim
         | Cmd::TimeBack
         | Cmd::TimeForward
         | Cmd::TimeBackFar
@@ -193,7 +207,8 @@ fn events_for_key(app: &mut App) -> bool {
 }
 
 /// Esc over the panes: the marks first (asking when more than a screen
-/// of them would go), then the filter, the `f` key filter, the message.
+/// of them would go), then the filter, the `f` key filter, the `:events`
+/// filter, the message.
 fn close(app: &mut App) -> bool {
     if !app.table.marked.is_empty() {
         return bulk::clear_marks_asking(app);
@@ -205,6 +220,11 @@ fn close(app: &mut App) -> bool {
         true
     } else if app.events.view.key.is_some() {
         app.events.view.key = None;
+        app.events.view.scroll = 0;
+        app.events.view.new_while_scrolled = 0;
+        true
+    } else if !app.events.view.filter.is_empty() {
+        app.events.view.filter = Default::default();
         app.events.view.scroll = 0;
         app.events.view.new_while_scrolled = 0;
         true

@@ -21,6 +21,19 @@ pub struct Effects {
     pub suspend: bool,
     /// Leave the dashboard.
     pub quit: bool,
+    /// A view to write to a file (`:write`).
+    pub save: Option<Save>,
+}
+
+/// What `:write` asks the loop to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Save {
+    pub path: std::path::PathBuf,
+    /// `:write!`: over a file that is there.
+    pub replace: bool,
+    pub bytes: Vec<u8>,
+    /// What it holds, in words (`12 rows`).
+    pub what: String,
 }
 
 impl Effects {
@@ -33,6 +46,9 @@ impl Effects {
             self.clipboard = later.clipboard;
         }
         self.suspend |= later.suspend;
+        if later.save.is_some() {
+            self.save = later.save;
+        }
         self.quit |= later.quit;
     }
 }

@@ -1,8 +1,8 @@
 //! The events pane's commands. Following the tail, the motions scroll it
 //! and going up opens the whole log; browsing the log (a layer of its own,
 //! so Esc and `G` leave it before anything under it), they move a cursor
-//! through it, `/` searches it, `n`/`N` step through the matches and Enter
-//! shows a line's raw JSON. With the `f` key filter on, the motions stay in
+//! through it, `/` searches it, `n`/`N` step through the matches, Enter
+//! goes to a line's claim in the table and `v` shows its raw JSON. With the `f` key filter on, the motions stay in
 //! the (filtered) tail.
 
 use super::commands::motion;
@@ -38,7 +38,15 @@ pub(super) fn browse_command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handl
         Cmd::Filter => app.modes.push(Layer::Search(Default::default())),
         Cmd::SearchOlder | Cmd::SearchNewer => return find(app, cmd == Cmd::SearchOlder, fx),
         Cmd::RawEvent => b.raw = !b.raw,
-        Cmd::Close if b.raw => b.raw = false,
+        Cmd::Close | Cmd::GoToClaim if b.raw => b.raw = false,
+        Cmd::GoToClaim => {
+            // The whole log is one root's: its lines are that root's.
+            let Some(mut ev) = b.selected().map(|r| r.row.clone()) else {
+                return Handled::Done(false);
+            };
+            ev.root = app.log_root;
+            return Handled::Done(super::event_verbs::go_to_claim(app, &ev));
+        }
         Cmd::Close if b.search.is_some() => b.clear_search(asks),
         Cmd::Close => close(app),
         _ => return Handled::Pass,
@@ -48,7 +56,7 @@ pub(super) fn browse_command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handl
 
 /// A command in the pane while it follows the tail.
 pub(super) fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handled {
-    let keyed = app.events.view.key.is_some();
+    let keyed = app.events.view.narrowed();
     match cmd {
         Cmd::Up | Cmd::PageUp | Cmd::Top if !keyed => open(app, cmd == Cmd::Top, fx),
         Cmd::Filter => {
@@ -60,6 +68,15 @@ pub(super) fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handled {
             open(app, false, fx);
             app.events.browse.raw = true;
         }
+        // Narrowed, the newest line shown is the one meant.
+        Cmd::GoToClaim if keyed => {
+            let Some(ev) = app.shown_events().next_back().cloned() else {
+                return Handled::Done(false);
+            };
+            return Handled::Done(super::event_verbs::go_to_claim(app, &ev));
+        }
+        // Following, no line is under a cursor yet: put one on the newest.
+        Cmd::GoToClaim => open(app, false, fx),
         Cmd::SearchOlder | Cmd::SearchNewer => return find(app, cmd == Cmd::SearchOlder, fx),
         Cmd::Close if app.events.browse.search.is_some() => {
             app.events.browse.clear_search(&mut fx.log)
@@ -115,7 +132,10 @@ pub(super) fn search_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
     match ev.code {
         KeyCode::Enter => {
             enter(app);
-            app.events.browse.submit_input(input.value(), &mut fx.log);
+            let shown = crate::dashboard::model::events::shown_by(app.local_time);
+            app.events
+                .browse
+                .submit_input(input.value(), shown, &mut fx.log);
         }
         KeyCode::Esc => {}
         _ => {
@@ -129,7 +149,7 @@ pub(super) fn search_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
 
 /// The wheel over the events pane: as `k`/`j` there (up opens browsing).
 pub(super) fn wheel(app: &mut App, delta: isize, fx: &mut Effects) -> Option<bool> {
-    if app.events.view.key.is_some() {
+    if app.events.view.narrowed() {
         return None;
     }
     if app.modes.browsing() {

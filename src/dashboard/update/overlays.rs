@@ -1,7 +1,7 @@
 //! Keys over an overlay (help, hazards, a claim in full, the messages, the
 //! timeline): each scrolls and closes with the keys its title names.
 
-use super::commands::{copy_key, start_clean};
+use super::commands::copy_key;
 use super::effects::Effects;
 use super::rows::page;
 use super::whole_log as logview;
@@ -46,6 +46,11 @@ pub(super) fn overlay_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool
         };
     }
     let cmd = keys::lookup(app.focus, &ev, &app.key_overrides);
+    if ov == Overlay::Hazards {
+        if let Some(done) = cmd.and_then(|c| super::hazards::command(app, c, fx)) {
+            return done;
+        }
+    }
     match cmd {
         Some(Cmd::Quit) => quit::request_quit(app, fx),
         Some(Cmd::Close) => app.modes.close_overlay(),
@@ -54,15 +59,6 @@ pub(super) fn overlay_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool
         Some(Cmd::Hazards) if ov == Overlay::Hazards => app.modes.close_overlay(),
         Some(Cmd::Open) if ov == Overlay::Claim => app.modes.close_overlay(),
         Some(Cmd::Copy) if ov == Overlay::Claim => copy_key(app, fx),
-        Some(Cmd::Clean) if ov == Overlay::Hazards => {
-            match super::modes::refusal(app, Cmd::Clean) {
-                Some(why) => app.say(crate::dashboard::model::Level::Error, why),
-                None => {
-                    start_clean(app);
-                }
-            }
-            true
-        }
         Some(Cmd::Up) => scroll_overlay(app, -1),
         Some(Cmd::Down) => scroll_overlay(app, 1),
         Some(Cmd::PageUp) => scroll_overlay(app, -(page(app) as i32)),

@@ -89,6 +89,8 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
             Ok(super::asof::open(app, at, fx))
         }
         "columns" => columns(app, rest),
+        "events" => super::event_verbs::filter(app, rest),
+        "write" | "write!" => super::save::write(app, rest, name == "write!", fx),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
             let cmd = match name.as_str() {
@@ -258,11 +260,12 @@ fn complete(app: &App, p: &mut Prompt) {
     let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
     let word = &before[start..];
     let first = before[..start].trim().is_empty();
-    let verb_name = before.split_whitespace().next().unwrap_or("");
+    let mut words = before[..start].split_whitespace();
+    let verb_name = words.next().unwrap_or("");
     let mut offers = if first {
         verb_names()
     } else {
-        arg_offers(app, verb_name, word)
+        arg_offers(app, verb_name, words.count(), word)
     };
     offers.retain(|o| o.starts_with(word));
     offers.sort();
@@ -273,6 +276,8 @@ fn complete(app: &App, p: &mut Prompt) {
             p.error = Some(format!("nothing completes {word:?}"));
             return;
         }
+        // A field (`holder:`) is completed to where its value goes.
+        [one] if one.ends_with(':') => one.clone(),
         [one] => format!("{one} "),
         many => common_prefix(many),
     };
@@ -292,14 +297,20 @@ fn verb_names() -> Vec<String> {
         .collect()
 }
 
-fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
+/// What the verb's word number `nth` (0: the first after the verb) may be.
+fn arg_offers(app: &App, verb: &str, nth: usize, word: &str) -> Vec<String> {
     let Some(v) = keys::verb(verb) else {
         return Vec::new();
     };
     let titles = || on_screen().map(|c| c.title().to_string());
     match v.completes {
         Completes::Nothing => Vec::new(),
-        Completes::Columns if verb == "sort" => titles().chain(["rev".to_string()]).collect(),
+        // `:sort COLUMN [rev]`: a column, then only `rev`.
+        Completes::Columns if verb == "sort" => match nth {
+            0 => titles().collect(),
+            1 => vec!["rev".to_string()],
+            _ => Vec::new(),
+        },
         Completes::Columns => titles().chain(["all".to_string()]).collect(),
         Completes::Keys => {
             let mut keys: Vec<String> = app
@@ -320,6 +331,8 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
                 .collect()
         }
         Completes::Filter => filter_fields().map(|f| format!("{f}:")).collect(),
+        Completes::Events => crate::dashboard::model::event_filter::offers(word),
+        Completes::Path => Vec::new(),
     }
 }
 

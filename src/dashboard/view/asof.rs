@@ -11,6 +11,45 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
+/// The as-of table's titles and cells, escaped, as drawn (and as `:write`
+/// writes them): over several roots each row names its root, since one
+/// key may be held in two of them.
+pub fn text(
+    app: &App,
+    at: i64,
+    rows: &[crate::events::asof::HeldAt],
+) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let several = rows.iter().any(|r| r.root.is_some());
+    let local = app.local_time;
+    let mut header = vec!["key", "holder", "held for", "since", "then"];
+    if several {
+        header.insert(0, "root");
+    }
+    let cells = rows
+        .iter()
+        .map(|r| {
+            let since = clock(r.since, local, "%H:%M:%S");
+            let since = if r.start_seen {
+                since
+            } else {
+                format!("≤{since}")
+            };
+            let then = ending_words(r, |t| time_cell(t, app.now, local));
+            let root = several.then(|| safe(r.root.as_deref().unwrap_or("")).into_owned());
+            root.into_iter()
+                .chain([
+                    safe(&r.key).into_owned(),
+                    safe(&r.holder).into_owned(),
+                    coarse(at - r.since),
+                    since,
+                    safe(&then).into_owned(),
+                ])
+                .collect()
+        })
+        .collect();
+    (header, cells)
+}
+
 /// What the header says while the table shows the past.
 pub fn badge(app: &App) -> Option<String> {
     let v = app.modes.asof()?;
@@ -57,18 +96,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ),
         theme.dim(),
     ));
-    // Over several roots each row names its root: one key may be held in
-    // two of them.
-    let several = rows.iter().any(|r| r.root.is_some());
-    let local = app.local_time;
-    let thens: Vec<String> = rows
-        .iter()
-        .map(|r| safe(&ending_words(r, |t| time_cell(t, app.now, local))).into_owned())
-        .collect();
+    let (header, cells) = text(app, v.at, rows);
     // How each tenure ended is what the view is read for: whole, before
     // key and holder take the room.
-    let then_w = thens.iter().map(|t| t.chars().count()).max().unwrap_or(0);
-    let mut header = vec!["key", "holder", "held for", "since", "then"];
+    let width_of = |col: usize| cells.iter().map(|r| r[col].chars().count()).max();
+    let then_w = width_of(header.len() - 1).unwrap_or(0);
     let mut widths = vec![
         Constraint::Min(12),
         Constraint::Min(12),
@@ -76,33 +108,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Constraint::Length(10),
         Constraint::Min(then_w.clamp(10, 48) as u16),
     ];
-    if several {
-        header.insert(0, "root");
-        let widest = rows
-            .iter()
-            .filter_map(|r| r.root.as_deref())
-            .map(|r| safe(r).chars().count())
-            .max()
-            .unwrap_or(0);
+    if header[0] == "root" {
+        let widest = width_of(0).unwrap_or(0);
         widths.insert(0, Constraint::Length(widest.clamp(4, 24) as u16));
     }
     let header = Row::new(header).style(theme.label());
-    let body = rows.iter().zip(thens).map(|(r, then)| {
-        let since = clock(r.since, local, "%H:%M:%S");
-        let since = if r.start_seen {
-            since
-        } else {
-            format!("≤{since}")
-        };
-        let root = several.then(|| safe(r.root.as_deref().unwrap_or("")).into_owned());
-        Row::new(root.into_iter().chain([
-            safe(&r.key).into_owned(),
-            safe(&r.holder).into_owned(),
-            coarse(v.at - r.since),
-            since,
-            then,
-        ]))
-    });
+    let body = cells.into_iter().map(Row::new);
     let table = Table::new(body, widths)
         .header(header)
         .block(Block::new().borders(Borders::TOP).title(Line::from(title)))

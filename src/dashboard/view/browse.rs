@@ -115,8 +115,8 @@ pub struct Pane<'a> {
     pub focused: bool,
     /// The view is paused (`p`).
     pub paused: bool,
-    /// The shown clock's date (`YYYY-MM-DD`).
-    pub today: &'a str,
+    /// How the lines word their instants.
+    pub clock: crate::dashboard::model::events::EventClock,
     /// The search being typed, if it is.
     pub typing: Option<&'a TextInput>,
 }
@@ -126,7 +126,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
     let Pane {
         focused,
         paused,
-        today,
+        clock,
         typing,
     } = pane;
     let cap = area.height.saturating_sub(1) as usize;
@@ -167,7 +167,10 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
     if let Some(m) = &b.message {
         title.push(Span::styled(format!(" · {m}"), theme.error()));
     }
-    title.push(Span::styled(" · Enter: raw · G follows", theme.dim()));
+    title.push(Span::styled(
+        " · Enter: its claim · v: raw · G follows",
+        theme.dim(),
+    ));
 
     // Keep the cursor on screen, a third from the top when possible.
     let start = b
@@ -175,16 +178,8 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
         .saturating_sub(cap.saturating_sub(cap / 3).saturating_sub(1))
         .min(b.rows.len().saturating_sub(cap));
     let mut lines: Vec<Line> = Vec::with_capacity(cap);
-    let dated = super::event_line::needs_dates(
-        b.rows
-            .iter()
-            .skip(start)
-            .take(cap)
-            .map(|r| r.row.ts.as_str()),
-        today,
-    );
     for (i, r) in b.rows.iter().enumerate().skip(start).take(cap) {
-        let mut line = super::event_line::row(&r.row, theme, dated);
+        let mut line = super::event_line::row(&r.row, theme, &clock);
         if let Some(s) = b.search.as_ref().filter(|_| b.is_match(r)) {
             let (lit, shown) = highlight(line, &s.needle, theme.hit());
             // A match only in what the line does not show (a field name,
@@ -224,7 +219,7 @@ pub fn draw_raw(frame: &mut Frame, area: Rect, b: &Browse, theme: &Theme) {
     };
     let lines: Vec<Line> = raw_lines(&r.line).into_iter().map(Line::raw).collect();
     let title = format!(
-        " {} · {} {} — Esc or Enter closes ",
+        " {} · {} {} — Esc or v closes ",
         position_words(b),
         b.nouns.mark,
         grouped(r.line.offset)

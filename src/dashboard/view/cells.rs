@@ -6,7 +6,7 @@ use crate::claims::ClaimState;
 use crate::events::kind::{tone_of, Tone, Typed};
 // Instants are worded in the crate's one home for time, a table's cells
 // (the state, coarse durations, countdowns) in the columns' own.
-pub use crate::columns::{coarse, state_label, time_bucket, ttl_cell};
+pub use crate::columns::{coarse, state_label, time_bucket, time_cell, ttl_cell};
 pub use crate::time::clock;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
@@ -39,18 +39,6 @@ pub fn cursor_spans<'a>(
 pub fn safe_path(p: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     crate::sanitize::sanitize_bytes(p.as_os_str().as_bytes())
-}
-
-/// An instant as a cell says it beside `now`: its time of day when it is
-/// today, else its date and minute: short enough that a table's column
-/// keeps it whole, never a date that says nothing.
-pub fn time_cell(at: i64, now: i64, local: bool) -> String {
-    let day = |ms| crate::time::bare_clock(ms, local, "%Y-%m-%d");
-    if day(at) == day(now) {
-        clock(at, local, "%H:%M:%S")
-    } else {
-        clock(at, local, "%m-%d %H:%M")
-    }
 }
 
 /// Colours, or none: every style keeps a modifier or a symbol so the screen

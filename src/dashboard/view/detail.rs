@@ -206,14 +206,12 @@ fn claim_lines(
     } else {
         f.line(Line::styled("history", theme.label()));
     }
+    let clock = super::event_line::clock_for(app, history.iter().copied());
     for ev in history {
         let who = ev.holder.as_deref().map(safe).unwrap_or_default();
         f.line(Line::from(vec![
             Span::raw("  "),
-            Span::styled(
-                super::event_line::short_ts(&ev.ts).into_owned(),
-                theme.dim(),
-            ),
+            Span::styled(ev.time_text(&clock).into_owned(), theme.dim()),
             Span::raw(" "),
             Span::styled(
                 super::event_line::short_kind(&ev.kind).into_owned(),

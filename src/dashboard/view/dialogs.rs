@@ -311,7 +311,7 @@ fn forget_host_lines(f: &ForgetConfirm) -> Vec<String> {
             "It is offline, last seen {}. Its record, its {} last known and its mirrored \
              events leave the store, as `claimtop fleet forget` does; its own roots are \
              never touched. Refused if its publisher is back meanwhile.",
-            crate::time::utc_hms(f.last_seen_ms),
+            crate::time::instant_words(f.last_seen_ms, false),
             crate::claims::words::count(f.rows, "claim")
         ),
         "y forget it · Esc keep it".to_string(),

@@ -1,48 +1,33 @@
-//! One line of the events log as the panes show it: its time (with the
-//! date when the log spans days), its kind in short, its fields.
+//! One line of the events log as the panes show it: its time in the
+//! chosen zone (with the date when the lines span days, or as a span from
+//! now), its kind in short, its fields. The words are the model's
+//! ([`EventRow::shown`]), which the search matches too; this adds style.
 
 use super::cells::{safe, Theme};
-use crate::dashboard::model::EventRow;
+use crate::dashboard::model::events::{EventClock, Part};
+use crate::dashboard::model::{App, EventRow};
 use crate::events::kind::{short_of, Typed};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
-/// `12:34:56` out of the envelope's `2026-11-30T12:34:56Z`; anything else is
-/// shown as written (escaped).
-pub fn short_ts(ts: &str) -> Cow<'_, str> {
-    let b = ts.as_bytes();
-    let time = (b.len() == 20 && b[10] == b'T' && b[19] == b'Z')
-        .then(|| ts.get(11..19))
-        .flatten();
-    if let Some(t) = time {
-        safe(t)
-    } else if ts.is_empty() {
-        Cow::Borrowed("--:--:--")
-    } else {
-        safe(ts)
+/// Do these instants need their dates: does any lie on another day than
+/// `now`, in the chosen zone?
+pub fn needs_dates(mut ats: impl Iterator<Item = Option<i64>>, now: i64, local: bool) -> bool {
+    let day = |ms| crate::time::bare_clock(ms, local, "%Y-%m-%d");
+    let today = day(now);
+    ats.any(|at| at.is_some_and(|t| day(t) != today))
+}
+
+/// How the lines of a window word their instants.
+pub fn clock_for<'a>(app: &App, window: impl Iterator<Item = &'a EventRow>) -> EventClock {
+    let now = app.shown_now();
+    let relative = app.flip_times;
+    EventClock {
+        now,
+        local: app.local_time,
+        relative,
+        dated: !relative && needs_dates(window.map(|e| e.at), now, app.local_time),
     }
-}
-
-/// `12-01 08:00:00Z` out of `2026-12-01T08:00:00Z`: for a pane whose lines
-/// span more than one day, where a bare time would be ambiguous.
-pub fn dated_ts(ts: &str) -> Cow<'_, str> {
-    match envelope_date(ts) {
-        Some(_) => Cow::Owned(format!("{} {}Z", &ts[5..10], &ts[11..19])),
-        None => short_ts(ts),
-    }
-}
-
-/// The `2026-12-01` of an envelope timestamp, if `ts` is one.
-fn envelope_date(ts: &str) -> Option<&str> {
-    let b = ts.as_bytes();
-    (b.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[19] == b'Z' && ts.is_ascii())
-        .then(|| &ts[..10])
-}
-
-/// Do these lines need their dates: do they span more than one day, or
-/// lie on another day than `today` (`YYYY-MM-DD`)?
-pub fn needs_dates<'a>(mut ts: impl Iterator<Item = &'a str>, today: &str) -> bool {
-    ts.any(|t| envelope_date(t).is_some_and(|d| d != today))
 }
 
 /// The type in short, escaped when another writer named it.
@@ -50,33 +35,17 @@ pub fn short_kind(kind: &Typed) -> Cow<'_, str> {
     safe(short_of(kind))
 }
 
-pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme, dated: bool) -> Line<'a> {
-    if let Some(err) = &ev.error {
-        return Line::from(vec![
-            Span::styled("!! unparseable line: ", theme.error()),
-            Span::styled(safe(err), theme.error()),
-            Span::raw(" │ "),
-            Span::styled(safe(&ev.detail), theme.dim()),
-        ]);
-    }
-    let kind = short_kind(&ev.kind);
-    let pad = 15usize.saturating_sub(kind.chars().count());
-    Line::from(vec![
-        Span::styled(
-            if dated {
-                dated_ts(&ev.ts)
-            } else {
-                short_ts(&ev.ts)
-            },
-            theme.dim(),
-        ),
-        Span::raw(" "),
-        Span::styled(kind, theme.event(&ev.kind)),
-        Span::raw(" ".repeat(pad + 1)),
-        Span::raw(ev.key.as_deref().map(safe).unwrap_or(Cow::Borrowed("-"))),
-        Span::raw("  "),
-        Span::raw(ev.holder.as_deref().map(safe).unwrap_or_default()),
-        Span::raw("  "),
-        Span::styled(safe(&ev.detail), theme.dim()),
-    ])
+pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme, clock: &EventClock) -> Line<'a> {
+    let spans: Vec<Span<'a>> = ev
+        .shown(clock)
+        .into_iter()
+        .map(|(text, part)| match part {
+            Part::Time => Span::styled(text, theme.dim()),
+            Part::Kind => Span::styled(text, theme.event(&ev.kind)),
+            Part::Plain => Span::raw(text),
+            Part::Detail => Span::styled(text, theme.dim()),
+            Part::Error => Span::styled(text, theme.error()),
+        })
+        .collect();
+    Line::from(spans)
 }

@@ -1,7 +1,7 @@
 //! The tail of the events log: follows new lines, pauses when scrolled up.
 
 use super::cells::{safe, Theme};
-use super::event_line::{needs_dates, row};
+use super::event_line::{clock_for, row};
 use crate::dashboard::keys::Pane;
 use crate::dashboard::model::{App, EventRow};
 use ratatui::layout::Rect;
@@ -12,11 +12,11 @@ use ratatui::Frame;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
     if app.modes.browsing() {
-        let today = today(app);
+        let b = &app.events.browse;
         let pane = super::browse::Pane {
             focused,
             paused: app.paused(),
-            today: &today,
+            clock: clock_for(app, b.rows.iter().map(|r| &r.row)),
             typing: app.modes.search_input(),
         };
         super::browse::draw(frame, area, &app.events.browse, pane, theme);
@@ -41,6 +41,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push(Span::styled(safe(k), theme.key()));
         title.push(Span::styled(" (f: all)", theme.dim()));
     }
+    if !view.filter.is_empty() {
+        title.push(Span::raw(" · "));
+        title.push(Span::styled(safe(&view.filter.text), theme.key()));
+        title.push(Span::styled(" (:events clears)", theme.dim()));
+    }
     if view.scroll > 0 {
         title.push(Span::styled(" · scrolled, not following", theme.key()));
         if view.new_while_scrolled > 0 {
@@ -61,11 +66,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push(Span::styled(" · following", theme.dim()));
     }
     let several = app.roots.is_several();
-    let dated = needs_dates(window.iter().map(|e| e.ts.as_str()), &today(app));
+    let clock = clock_for(app, window.iter().copied());
     let mut lines: Vec<Line> = window
         .into_iter()
         .map(|e| {
-            let mut line = row(e, theme, dated);
+            let mut line = row(e, theme, &clock);
             if several {
                 line.spans
                     .insert(0, super::roots::event_root(app, e.root, theme));
@@ -78,6 +83,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             match &app.events.error {
                 Some(_) => "the events log cannot be read (see the status line)",
                 None if view.key.is_some() => "no events for this key in the tail",
+                None if !view.filter.is_empty() => "no events in the tail pass the filter",
                 None => "no events yet",
             },
             theme.dim(),
@@ -86,9 +92,4 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let p =
         Paragraph::new(lines).block(Block::new().borders(Borders::TOP).title(Line::from(title)));
     frame.render_widget(p, area);
-}
-
-/// The shown clock's date, as the envelope writes dates (UTC).
-pub(super) fn today(app: &App) -> String {
-    crate::time::utc_hms(app.shown_now())[..10].to_string()
 }

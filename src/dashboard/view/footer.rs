@@ -118,11 +118,16 @@ fn layer_keys(app: &App) -> Vec<(&str, &str)> {
         }
         Some(Layer::Search(_)) => return vec![("Enter", "search"), ("Esc", "cancel")],
         Some(Layer::Overlay { which, .. }) => {
-            let mut v = vec![("Esc", "close"), ("j/k", "scroll")];
+            let mut v = vec![("Esc", "close")];
             match which {
-                Overlay::Claim => v.push(("y", "copy key")),
-                Overlay::Hazards if !app.read_only => v.push(("x", "clean")),
-                _ => {}
+                Overlay::Claim => v.extend([("j/k", "scroll"), ("y", "copy key")]),
+                Overlay::Hazards => {
+                    v.extend([("j/k", "select"), ("Enter", "its row")]);
+                    if !app.read_only {
+                        v.push(("x", "clean"));
+                    }
+                }
+                _ => v.push(("j/k", "scroll")),
             }
             v.push((quit, "quit"));
             return v;

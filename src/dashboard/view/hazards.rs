@@ -1,8 +1,9 @@
 //! The `h` list: every hazard the view counts, most urgent kind first —
 //! its own (root by root when there are several) and then what publishing
 //! hosts found in theirs, under a line naming the host and root. Every
-//! part is escaped: a host wrote a published one. `x` cleans only this
-//! machine's: a published hazard is a file on another machine.
+//! part is escaped: a host wrote a published one. One entry is selected:
+//! Enter goes to its row, `x` cleans it (only this machine's: a published
+//! hazard is a file on another machine).
 
 use super::cells::{safe, Theme};
 use crate::claims::Hazard;
@@ -14,35 +15,47 @@ const INDENT: &str = "                  ";
 
 /// The overlay's title and lines, its text wrapped to `width`.
 pub fn lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
-    let mut own = app.claims.hazards();
+    let (title, lines, _) = entries(app, theme, width);
+    (title, lines)
+}
+
+/// The line the selected entry starts on (to scroll it into view).
+pub fn selected_line(app: &App, width: u16) -> usize {
+    let (_, _, starts) = entries(app, &Theme { color: false }, width);
+    starts.get(app.hazard_cursor).copied().unwrap_or(0)
+}
+
+/// The title, the lines, and the line each entry starts on. The selected
+/// entry is drawn reversed, its kind behind a `▶`.
+fn entries(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>, Vec<usize>) {
+    let all = app.hazard_entries();
     let several = app.roots.is_several();
-    if several {
-        // Root by root (stable: each root's keep their severity order).
-        own.sort_by_key(|h| app.roots.of_path(h.path()));
-    }
-    let mut published: Vec<&Hazard> = app.fleet_hazards().iter().collect();
-    published.sort_by_key(|h| h.copy().map(|c| (&c.host_id, &c.root)));
     let mut lines = Vec::new();
-    if own.is_empty() && published.is_empty() {
+    let mut starts = Vec::with_capacity(all.len());
+    if all.is_empty() {
         lines.push(Line::styled(" no hazards under this root", theme.dim()));
     }
     // Wrapped here, under their own column: the paragraph's own wrapping
     // would start continuation lines at the left border.
     let room = (width.saturating_sub(2) as usize).saturating_sub(INDENT.len());
     let mut place_shown = None;
-    for h in own.iter().chain(published.iter().copied()) {
+    for (n, h) in all.iter().enumerate() {
         if let Some(place) = place(app, h, several) {
             if place_shown.as_ref() != Some(&place) {
                 lines.push(Line::styled(place.clone(), theme.label()));
                 place_shown = Some(place);
             }
         }
+        starts.push(lines.len());
+        let first = lines.len();
         let path = safe(&h.path().to_string_lossy()).into_owned();
         let kind = safe(h.kind.name()).into_owned();
+        let selected = n == app.hazard_cursor;
         for (i, piece) in super::detail::wrap(&path, room).into_iter().enumerate() {
             let label = if i == 0 { kind.as_str() } else { "" };
+            let mark = if selected && i == 0 { '▶' } else { ' ' };
             lines.push(Line::from(vec![
-                Span::styled(format!(" {label:<16} "), theme.error()),
+                Span::styled(format!("{mark}{label:<16} "), theme.error()),
                 Span::raw(piece.to_string()),
             ]));
         }
@@ -52,12 +65,17 @@ pub fn lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>
                 Span::styled(piece.to_string(), theme.dim()),
             ]));
         }
+        if selected {
+            for l in &mut lines[first..] {
+                *l = std::mem::take(l).patch_style(theme.selected());
+            }
+        }
     }
     let title = format!(
-        " hazards ({}) — Esc or h closes · x cleans what is abandoned ",
-        own.len() + published.len()
+        " hazards ({}) — Enter: its row · x cleans litter · Esc closes ",
+        all.len()
     );
-    (title, lines)
+    (title, lines, starts)
 }
 
 /// The line a hazard is listed under: its host (named as the host column

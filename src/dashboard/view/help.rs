@@ -77,11 +77,26 @@ fn entry(
     style: Style,
     room: usize,
 ) {
+    entry_at(lines, label, text, style, room, LABEL + 2);
+}
+
+/// [`entry`] with its text `head_w` columns in: a label wider than the
+/// column (a local time) pushes its text right, and the wrapped lines
+/// follow it there, that much shorter.
+fn entry_at(
+    lines: &mut Vec<Line<'static>>,
+    label: Span<'static>,
+    text: &str,
+    style: Style,
+    room: usize,
+    head_w: usize,
+) {
+    let room = room.saturating_sub(head_w.saturating_sub(LABEL + 2)).max(1);
     for (i, piece) in super::detail::wrap(text, room).into_iter().enumerate() {
         let head = if i == 0 {
             label.clone()
         } else {
-            Span::raw(" ".repeat(LABEL + 2))
+            Span::raw(" ".repeat(head_w))
         };
         lines.push(Line::from(vec![
             head,
@@ -250,18 +265,23 @@ fn claim_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'stati
         ),
         theme.label(),
     ));
-    for ev in history {
+    let clock = super::event_line::clock_for(app, history.iter().copied());
+    let times: Vec<String> = history
+        .iter()
+        .map(|e| e.time_text(&clock).into_owned())
+        .collect();
+    let time_w = times.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+    let time_w = time_w.max(LABEL);
+    for (ev, time) in history.into_iter().zip(times) {
         let text = format!(
             "{} {} {}",
             super::event_line::short_kind(&ev.kind),
             ev.holder.as_deref().map(safe).unwrap_or_default(),
             safe(&ev.detail)
         );
-        let label = Span::styled(
-            format!(" {:<LABEL$} ", super::event_line::short_ts(&ev.ts)),
-            theme.dim(),
-        );
-        entry(&mut lines, label, &text, theme.event(&ev.kind), room);
+        let label = Span::styled(format!(" {time:<time_w$} "), theme.dim());
+        let style = theme.event(&ev.kind);
+        entry_at(&mut lines, label, &text, style, room, time_w + 2);
     }
     let title = format!(
         " {} — Esc or Enter closes · y copies the key ",
@@ -312,6 +332,26 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
 }
 
 /// The box an overlay of `lines` takes on `area`.
+/// The scroll of the `h` list that shows its selected entry, moving the
+/// least from where it is.
+pub fn hazard_scroll(app: &App, area: Rect) -> u16 {
+    let theme = Theme { color: false };
+    let width = overlay_width(area);
+    let lines = super::hazards::lines(app, &theme, width).1;
+    let seen = overlay_rect(area, &lines).height.saturating_sub(3).max(1);
+    let start = super::hazards::selected_line(app, width) as u16;
+    let scroll = app.modes.overlay_scroll();
+    let to = if start < scroll {
+        start
+    } else if start + 2 > scroll + seen {
+        // Its first lines, its path and detail, in sight.
+        (start + 2).saturating_sub(seen)
+    } else {
+        scroll
+    };
+    to.min(max_scroll(app, area))
+}
+
 fn overlay_rect(area: Rect, lines: &[Line]) -> Rect {
     let w = overlay_width(area);
     // One spare row: word wrapping may need it.

@@ -3,7 +3,7 @@
 //! Untrusted text reaches a cell only through [`safe`] / [`safe_path`]
 //! (`cells.rs`): the one place the view calls the sanitiser.
 
-mod asof;
+pub(crate) mod asof;
 pub mod browse;
 mod bulk;
 mod cells;
@@ -138,6 +138,12 @@ pub fn detail_max_scroll(app: &App) -> u16 {
 pub fn overlay_max_scroll(app: &App) -> u16 {
     let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
     help::max_scroll(app, area)
+}
+
+/// The `h` list's scroll that keeps its selected entry in sight.
+pub fn hazard_scroll(app: &App) -> u16 {
+    let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
+    help::hazard_scroll(app, area)
 }
 
 /// Too small for the table: say so — unless the help or the quit question

@@ -187,7 +187,8 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .filter_map(|p| Some((p, shown.get(p)?)))
         .collect();
     let places = app.places();
-    let ctx = screen_ctx(now, app.local_time, &places);
+    let mut ctx = screen_ctx(now, app.local_time, &places);
+    ctx.instants = app.flip_times;
     let texts: Vec<Vec<String>> = rows
         .iter()
         .map(|(id, s)| {

@@ -9,7 +9,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use memchr::memmem;
+mod needle;
+pub use needle::{Needle, NeedleError, Shown};
 
 use super::tail::{
     open_regular, read_full_at, shrank, tail_attempt, FileId, Line, LineAssembler, TailError,
@@ -331,17 +332,7 @@ impl LogFile {
                 }
                 continue;
             };
-            let block = &mut buf[..=last_nl];
-            block.make_ascii_lowercase();
-            let mut next_line = 0usize;
-            for p in memmem::find_iter(block, needle.lowered()) {
-                if p < next_line {
-                    continue;
-                }
-                let start = memchr::memrchr(b'\n', &block[..p]).map_or(0, |i| i + 1);
-                found.push(at + start as u64);
-                next_line = memchr::memchr(b'\n', &block[p..]).map_or(block.len(), |i| p + i + 1);
-            }
+            needle.lines_matching(&mut buf[..=last_nl], at, found);
             at += last_nl as u64 + 1;
             if got < buf.len() && last_nl + 1 == got {
                 return Ok((at, true));
@@ -392,75 +383,6 @@ pub enum SearchStep {
     Continue(SearchFrom),
     /// No line in that direction matches.
     NotFound,
-}
-
-/// A search string, matched ASCII-case-insensitively against the raw bytes
-/// of each line (the JSON as written, the way `grep -i` would see it).
-#[derive(Debug, Clone)]
-pub struct Needle {
-    text: String,
-    lower: Vec<u8>,
-}
-
-impl Needle {
-    pub fn new(text: &str) -> Needle {
-        Needle {
-            text: text.to_string(),
-            lower: text.as_bytes().to_ascii_lowercase(),
-        }
-    }
-
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lower.is_empty()
-    }
-
-    /// The needle as it is compared: ASCII-lowercased bytes.
-    pub fn lowered(&self) -> &[u8] {
-        &self.lower
-    }
-
-    /// Every match in `text`, left to right, not overlapping, as byte
-    /// ranges of `text`. Each range lies on char boundaries: the needle is
-    /// valid UTF-8, and ASCII lowercasing keeps every byte where it was.
-    pub fn ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
-        if self.lower.is_empty() {
-            return Vec::new();
-        }
-        let hay = text.as_bytes().to_ascii_lowercase();
-        let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-        for p in memmem::find_iter(&hay, &self.lower) {
-            if out.last().is_none_or(|r| p >= r.end) {
-                out.push(p..p + self.lower.len());
-            }
-        }
-        out
-    }
-
-    /// Does this line match?
-    pub fn matches(&self, line: &str) -> bool {
-        let mut bytes = line.as_bytes().to_vec();
-        self.find_in(&mut bytes, false).is_some()
-    }
-
-    /// Position of the first (or, `last`, the last) match in `block`,
-    /// which is lowercased in place: one pass over the block, then a
-    /// vectorised substring search, instead of a case-folding compare at
-    /// every byte.
-    pub fn find_in(&self, block: &mut [u8], last: bool) -> Option<usize> {
-        if self.lower.is_empty() {
-            return None;
-        }
-        block.make_ascii_lowercase();
-        if last {
-            memmem::rfind(block, &self.lower)
-        } else {
-            memmem::find(block, &self.lower)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ fn model(bytes: &[u8], needle: &str, from: SearchFrom) -> Option<u64> {
         }
     }
     let n = needle.as_bytes().to_ascii_lowercase();
-    let hit = |l: &Vec<u8>| !n.is_empty() && memmem::find(l, &n).is_some();
+    let hit = |l: &Vec<u8>| !n.is_empty() && memchr::memmem::find(l, &n).is_some();
     match from {
         SearchFrom::After(o) => lines.iter().find(|(s, l)| *s > o && hit(l)).map(|x| x.0),
         SearchFrom::ForwardAt(o) => lines.iter().find(|(s, l)| *s >= o && hit(l)).map(|x| x.0),

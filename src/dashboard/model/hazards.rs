@@ -1,0 +1,40 @@
+//! The `h` list's entries, in the order it draws them, and which one is
+//! selected: what Enter goes to and `x` acts on.
+
+use super::App;
+use crate::claims::{Hazard, HazardAt};
+
+impl App {
+    /// Every hazard the view counts, most urgent kind first: this view's
+    /// own (root by root when there are several), then what publishing
+    /// hosts found in theirs, host by host.
+    pub fn hazard_entries(&self) -> Vec<Hazard> {
+        let mut own = self.claims.hazards();
+        if self.roots.is_several() {
+            // Stable: each root's keep their severity order.
+            own.sort_by_key(|h| self.roots.of_path(h.path()));
+        }
+        let mut published: Vec<&Hazard> = self.fleet_hazards().iter().collect();
+        published.sort_by_key(|h| h.copy().map(|c| (&c.host_id, &c.root)));
+        own.extend(published.into_iter().cloned());
+        own
+    }
+
+    /// The selected entry of the `h` list.
+    pub fn selected_hazard(&self) -> Option<Hazard> {
+        self.hazard_entries().into_iter().nth(self.hazard_cursor)
+    }
+
+    /// The table row a hazard is about: the claim file it names (or the
+    /// store key), when the table shows it.
+    pub fn row_of_hazard(&self, h: &Hazard) -> Option<usize> {
+        let shown = self.shown();
+        self.table.rows.iter().position(|id| {
+            shown.get(id).is_some_and(|s| match &h.at {
+                HazardAt::Path(p) => AsRef::<std::path::Path>::as_ref(&s.file) == p.as_path(),
+                HazardAt::Key(k) => s.key == **k,
+                HazardAt::Copy(_) => false,
+            })
+        })
+    }
+}
