@@ -41,7 +41,7 @@ struct Followed {
 impl Followed {
     fn new(store: &dyn Backend, judge: Option<Judge>) -> Followed {
         Followed {
-            mirror: Mirror::new(store, judge, now_ms()),
+            mirror: Mirror::new(crate::store::OriginIx(0), store.rules(), judge, now_ms()),
             feed: None,
             listed: false,
             up: true,

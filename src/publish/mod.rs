@@ -197,7 +197,12 @@ impl Publisher {
                     root: root.clone(),
                     place: core.layout.root_place(&opts.machine_id, &info.id),
                     info,
-                    mirror: Mirror::new(&store, Some(Judge::local()), now_ms()),
+                    mirror: Mirror::new(
+                        crate::store::OriginIx(0),
+                        crate::claims::ItemRules::Lockfile,
+                        Some(Judge::local()),
+                        now_ms(),
+                    ),
                     store,
                     feed: None,
                     claims: HashMap::new(),

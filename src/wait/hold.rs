@@ -154,7 +154,13 @@ impl<'s, C: Clock> Hold<'s, C> {
             _ => None,
         };
         let now = clock.now_ms();
-        let mirror = Mirror::of_keys(store, Some(Judge::local()), [record.key.clone()], now);
+        let mirror = Mirror::of_keys(
+            crate::store::OriginIx(0),
+            store.rules(),
+            Some(Judge::local()),
+            [record.key.clone()],
+            now,
+        );
         // The keep-alive renews a lease; renewing the record as well would
         // only rewrite it.
         let mut hold = Hold {

@@ -137,7 +137,13 @@ pub fn acquire_waiting(
     let mut last: Option<Blocker> = None;
     // The key as the store says it stands: a mirror of this key alone,
     // judged as every face judges a claim, and never a listing.
-    let mut mirror = Mirror::of_keys(store, Some(Judge::local()), [key.to_string()], now_ms());
+    let mut mirror = Mirror::of_keys(
+        crate::store::OriginIx(0),
+        store.rules(),
+        Some(Judge::local()),
+        [key.to_string()],
+        now_ms(),
+    );
     loop {
         let got = store.acquire(key, holder, opts)?;
         let (h, pid, host) = match got.outcome {

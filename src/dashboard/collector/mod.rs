@@ -105,7 +105,7 @@ impl Collector {
         let owns_clock = store.link().is_none();
         Collector {
             // The model words the one claim it shows in full.
-            mirror: Mirror::new(&*store, judge, now).wordless(),
+            mirror: Mirror::new(crate::store::OriginIx(0), store.rules(), judge, now).wordless(),
             store,
             root,
             owns_clock,
