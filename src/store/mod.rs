@@ -43,6 +43,7 @@
 pub mod backend;
 pub mod compose;
 pub mod cursor;
+pub mod drive;
 mod error;
 pub mod file;
 pub mod fleet;
