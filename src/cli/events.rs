@@ -3,12 +3,12 @@
 use super::args::EventsArgs;
 use super::events_print::{Filter, Printer};
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
-use crate::events::follow::{Follower, Reset};
 use crate::events::history::Log;
 use crate::events::merge::{keep_last, merge_by_ts};
 use crate::events::stream::{self, Probe, Span};
 use crate::events::tail::{open_regular, FileId, Line};
 use crate::events::Event;
+use crate::store::file::follow::{Follower, Reset};
 use crate::store::fleet::Places;
 use crate::store::{Change, Member, OriginIx, Store, StoreError};
 use std::collections::VecDeque;

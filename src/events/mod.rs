@@ -8,7 +8,6 @@ pub mod claim_event;
 pub mod emit;
 pub mod event;
 pub mod file_history;
-pub mod follow;
 pub mod history;
 pub mod index;
 pub mod merge;

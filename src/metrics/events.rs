@@ -2,8 +2,8 @@
 //! what was appended since, through the same follower `events --follow`
 //! uses (partial lines wait, truncation and rotation are noticed).
 
-use crate::events::follow::Follower;
 use crate::events::stream::{self, Probe};
+use crate::store::file::follow::Follower;
 use std::path::PathBuf;
 
 /// The types the protocol writes. Anything else is counted as `other`, so a

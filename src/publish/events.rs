@@ -1,9 +1,9 @@
 //! Mirroring each root's events log, line by line, create-if-absent.
 
 use super::{Level, Publisher};
-use crate::events::follow::Follower;
 use crate::events::tail::open_regular;
 use crate::store::etcd::layout::RootPlace;
+use crate::store::file::follow::Follower;
 use crate::store::StoreError;
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,

@@ -28,12 +28,12 @@
 //!   their own roots.
 
 use crate::claims::{now_ms, Root, Roots};
-use crate::events::follow::Follower;
 use crate::store::etcd::fleet::{HostRecord, RootOwner};
 use crate::store::etcd::layout::{root_id, RootPlace};
 pub use crate::store::etcd::PublishError;
 use crate::store::etcd::{Core, EtcdStore};
 use crate::store::file::feed::FeedOpts;
+use crate::store::file::follow::Follower;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::judge::Judge;

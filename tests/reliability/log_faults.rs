@@ -10,8 +10,8 @@ use claimtop::claims::{
 };
 use claimtop::dashboard::testing::Input;
 use claimtop::events::emit::{append_event, envelope, events_mutex_path};
-use claimtop::events::follow::{Follower, Reset};
 use claimtop::events::parse_event;
+use claimtop::store::file::follow::{Follower, Reset};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::Path;

@@ -7,6 +7,7 @@
 
 mod backend;
 pub mod feed;
+pub mod follow;
 mod inotify;
 pub mod list_json;
 
