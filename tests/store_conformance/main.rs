@@ -68,6 +68,8 @@ conformance!(
     nothing_written_between_a_listing_and_its_feed_is_lost,
     a_lost_cursor_resyncs_with_a_reason,
     watch_key_wakes_when_its_key_changes,
+    // log
+    tail_then_follow_brings_no_line_twice_and_misses_none,
     // hazards
     a_record_naming_another_key_is_a_key_mismatch_at_its_place,
     list_and_doctor_count_a_corrupted_claim_once_alike,

@@ -16,10 +16,11 @@ use claimtop::claims::{
     ParseError, ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use claimtop::events::history::{History, Log};
+use claimtop::events::tail::Line;
 use claimtop::events::Event;
 use claimtop::store::{
     Audit, Backend, Change, Changes, Claims, Cursor, Feed, Fence, Fenced, LeaseInfo, ListEnd,
-    ListSink, MemberListing, OriginIx, Store, StoreError, Tenure, Words,
+    ListSink, LogFeed, LogNews, MemberListing, OriginIx, Store, StoreError, Tail, Tenure, Words,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -472,6 +473,67 @@ impl Audit for MemoryStore {
             .iter()
             .filter_map(|l| claimtop::events::parse_event(l).ok())
             .collect())
+    }
+
+    /// The cursor is how many lines the log held.
+    fn tail(&self, n: usize) -> Result<Tail, StoreError> {
+        let st = self.state();
+        let from = st.events.len().saturating_sub(n);
+        let lines = (from..st.events.len()).map(|i| (Log::Own, line_at(&st, i)));
+        Ok((lines.collect(), Cursor::of_u64(st.events.len() as u64)))
+    }
+
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
+        let len = self.state().events.len();
+        let from = match after {
+            Some(c) if c.is_start() => 0,
+            Some(c) => c.as_u64().map_or(len, |n| n as usize),
+            None => len,
+        };
+        Ok(Box::new(MemoryLog {
+            world: Arc::clone(&self.world),
+            read: from,
+        }))
+    }
+}
+
+/// The log's line `i`, marked with its place.
+fn line_at(st: &State, i: usize) -> Line {
+    Line::of_bytes(st.events[i].as_bytes(), i as u64)
+}
+
+/// The log followed from a line on.
+struct MemoryLog {
+    world: Arc<World>,
+    /// Lines already handed out.
+    read: usize,
+}
+
+impl LogFeed for MemoryLog {
+    fn next(&mut self, timeout: Duration) -> Result<Option<LogNews>, StoreError> {
+        let until = Instant::now() + timeout;
+        let mut st = self.world.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if st.events.len() > self.read {
+                let lines = (self.read..st.events.len()).map(|i| line_at(&st, i));
+                let lines = lines.collect();
+                self.read = st.events.len();
+                let next = Cursor::of_u64(self.read as u64);
+                return Ok(Some(LogNews::Lines {
+                    log: Log::Own,
+                    lines,
+                    next,
+                }));
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            st = match self.world.moved.wait_timeout(st, left) {
+                Ok((st, _)) => st,
+                Err(e) => e.into_inner().0,
+            };
+        }
     }
 }
 

@@ -4,6 +4,7 @@ mod faces;
 mod feed;
 mod hazards;
 mod listing;
+mod log;
 mod several;
 mod verbs;
 
@@ -11,6 +12,7 @@ pub use faces::*;
 pub use feed::*;
 pub use hazards::*;
 pub use listing::*;
+pub use log::*;
 pub use several::*;
 pub use verbs::*;
 
