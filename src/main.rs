@@ -137,7 +137,7 @@ fn warn_missing_roots(roots: &[Root]) {
         if let Some(h) = claimtop::claims::root_missing(root) {
             claimtop::diag::stderr_line(&format!(
                 "claimtop: warning: the root {} does not exist (a mistyped --root?)",
-                claimtop::sanitize::sanitize(&h.path.to_string_lossy())
+                claimtop::sanitize::sanitize(&h.path().to_string_lossy())
             ));
         }
     }

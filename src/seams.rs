@@ -63,6 +63,9 @@ const HOMES: &[(&str, &str)] = &[
     ("fn temp_path(", "src/claims/key.rs"),
     ("fn archive_name(", "src/claims/key.rs"),
     ("fn claim_path(", "src/claims/key.rs"),
+    ("pub struct HazardSpec {", "src/claims/hazard.rs"),
+    ("pub static COLUMNS", "src/columns/specs.rs"),
+    ("pub enum EventKind {", "src/events/kind.rs"),
     ("pub struct Modes {", "src/dashboard/model/mode.rs"),
     ("pub enum Layer {", "src/dashboard/model/mode.rs"),
 ];
@@ -422,5 +425,77 @@ fn every_command_reaches_its_store_through_the_one_dispatch() {
     assert!(
         text("src/main.rs").contains("dispatch(&store,"),
         "main dispatches"
+    );
+}
+
+/// Like [`offenders`], over the code a build without tests compiles: a
+/// file's text up to its first `#[cfg(test)]`, and no test-only file.
+fn code_offenders(dir: &str, needles: &[&str], allowed: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in tree() {
+        let test_file = path.ends_with("tests.rs") || path.contains("/tests/");
+        if !path.starts_with(dir) || path == "src/seams.rs" || test_file {
+            continue;
+        }
+        if allowed.iter().any(|a| path.starts_with(a)) {
+            continue;
+        }
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if needles.iter().any(|w| code.contains(w)) {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn event_types_are_spelled_only_in_their_table() {
+    // A type spelled at each writer, reader and colour drifted: the pane
+    // coloured what the writer no longer wrote. `EventKind` names them.
+    let found = code_offenders("src/", &["\"claim_"], &["src/events/kind.rs"]);
+    assert!(found.is_empty(), "an event type spelled out: {found:#?}");
+}
+
+#[test]
+fn a_hazard_kind_is_named_and_matched_only_in_its_spec() {
+    // A kind once lived in five matches (its name, rank, cleanability,
+    // metric, fix words), one of them a copy that would go silently wrong
+    // when a kind was added. Its spec says each; faces ask the spec.
+    let specs = crate::claims::hazard::PROTOCOL_HAZARDS.iter();
+    #[cfg(feature = "etcd")]
+    let specs = specs.chain(crate::store::etcd::HAZARDS);
+    let mut needles: Vec<String> = specs
+        // "unreadable" is a claim state's name too.
+        .filter(|s| crate::claims::ClaimState::parse(s.name).is_none())
+        .map(|s| format!("\"{}\"", s.name))
+        .collect();
+    needles.extend(["HazardKind::Known(".into(), "HazardKind::Other(".into()]);
+    let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+    let homes = ["src/claims/hazard.rs", "src/store/etcd/doctor.rs"];
+    let found = code_offenders("src/", &needles, &homes);
+    assert!(
+        found.is_empty(),
+        "a hazard kind outside its spec: {found:#?}"
+    );
+}
+
+#[test]
+fn the_columns_are_listed_once_in_their_specs() {
+    // Fifteen hand-written lists of columns (per width, per view, for
+    // the sort cycle, the settings, the completion) and nine matches went
+    // out of step: a column shown was one the filter could not find. A
+    // view's columns come from the specs, asked by width and by what the
+    // view has.
+    let found = code_offenders(
+        "src/",
+        &["[ColumnId::", "ColumnId::*", "Column::*", "vec![ColumnId::"],
+        &["src/columns/"],
+    );
+    assert!(
+        found.is_empty(),
+        "a list of columns outside the specs: {found:#?}"
     );
 }

@@ -733,8 +733,15 @@ fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
     let text = f.over(&["doctor"]);
     assert_eq!(text.status.code(), Some(3), "hazards decline: {text:?}");
     let words = String::from_utf8_lossy(&text.stdout);
+    // The host is named as the HOST column names it, not by its machine id.
+    let label = f
+        .host("host-a")
+        .map(|h| h["label"].clone())
+        .unwrap_or_default();
+    let label = label.as_str().unwrap_or("(no label)");
+    let line = words.lines().find(|l| l.contains("corrupted_claim"));
     assert!(
-        words.contains("corrupted_claim") && words.contains("host=host-a"),
+        line.is_some_and(|l| l.contains(&format!("host={label} "))),
         "{words}"
     );
     // The published copy names its own hazards, as the host's list does.

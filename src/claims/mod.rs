@@ -40,6 +40,7 @@ pub use acquire::{
 pub use adopt::Adopt;
 pub use census::{census, entry_hazards, own_hazards, Census, ItemRules, OwnHazards, Tally};
 pub use error::ClaimError;
+pub use hazard::{CopyAt, HazardAt, HazardSpec};
 pub use key::{
     claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,
     global_claims_root_from, resolve_root, validate_inputs,

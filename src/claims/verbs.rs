@@ -14,6 +14,7 @@ use super::{mutex, now_ms, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_
 pub use super::mutex::recovery_mutex_path;
 pub use super::root::Root;
 pub use super::status::Status;
+use crate::events::EventKind;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::ErrorKind;
@@ -138,7 +139,7 @@ pub fn release_watched(
     drop(pinned);
     let mut data = existing.event_fields();
     data.insert("duration_held_ms".into(), Value::from(held_ms));
-    root.emit("claim_released", data);
+    root.emit(EventKind::Released, data);
     Ok(ReleaseOutcome::Released {
         record: existing,
         held_ms,
@@ -276,7 +277,7 @@ pub fn renew_as(
     if let Some(op) = operator {
         data.insert("operator".into(), Value::from(op));
     }
-    root.emit("claim_renewed", data);
+    root.emit(EventKind::Renewed, data);
     Ok(RenewOutcome::Renewed {
         record: rec,
         previous_expires_at: previous,
@@ -452,7 +453,7 @@ fn force_release_locked(
         state.as_str(),
         &archived_to.to_string_lossy(),
     );
-    root.emit("claim_force_released", data);
+    root.emit(EventKind::ForceReleased, data);
     Ok(ForceOutcome::Archived {
         archived_to,
         previous,

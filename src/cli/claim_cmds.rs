@@ -165,7 +165,7 @@ pub fn status(store: &dyn Backend, key: &str, out: &mut Out) -> CmdResult {
     // claim whose record names another key is anything but healthy.
     let mut head = format!("{}  {}", sanitize(&s.key), s.state);
     for kind in OwnHazards::of(&s, rules).kinds() {
-        head.push_str(&format!("  ⚠ {}", kind.as_str()));
+        head.push_str(&format!("  ⚠ {}", kind.name));
     }
     out.line(&head)?;
     if let Some(rec) = &s.record {

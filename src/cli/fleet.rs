@@ -2,16 +2,14 @@
 //! every online host's, in one table with HOST and SOURCE columns, then the
 //! hosts themselves (an offline one with the time it was last seen).
 
-use super::output::{CmdResult, Out, EXIT_OK};
+use super::output::{hazard_text, CmdResult, Out, EXIT_OK};
 use super::table::{columns, hazard_lines, summary};
 use crate::claims::census::{copy_state, why_with_hazards};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::claims::Counts;
 use crate::sanitize::sanitize;
-use crate::store::fleet::{
-    FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
-};
+use crate::store::fleet::{FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE};
 use crate::store::{Listing, Store};
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
@@ -72,7 +70,7 @@ pub fn print_fleet_list(
     // One count over every hazard line: the store's, the claims' and each
     // published root's.
     let mut hazards = hazard_lines(listing, store);
-    hazards.extend(fleet.hazards.iter().map(fleet_hazard_text));
+    hazards.extend(fleet.hazards.iter().map(|h| hazard_text(h, &fleet.hosts)));
     summary(out, rows.len(), add(listing.counts(), published), &hazards)?;
     print_hosts(out, &fleet.hosts)?;
     Ok(EXIT_OK)
@@ -194,20 +192,6 @@ fn cells(
 fn add(mut a: Counts, b: Counts) -> Counts {
     a += b;
     a
-}
-
-/// A published hazard as a line: its own words, then the host and root it
-/// was found in (every part sanitized: a host wrote it).
-pub(super) fn fleet_hazard_text(h: &FleetHazard) -> String {
-    let s = |k: &str| sanitize(h.hazard.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-    format!(
-        "{}  {}  {}  host={} root={}",
-        s("kind"),
-        s("path"),
-        s("detail"),
-        sanitize(&h.host_id),
-        sanitize(&h.root.path)
-    )
 }
 
 #[cfg(test)]

@@ -111,9 +111,14 @@ pub fn doctor(store: &Store, fix: bool, out: &mut Out) -> CmdResult {
     };
     // Counted as `list` and the dashboard count them: what offline hosts
     // last said is no hazard, but said beside them.
-    let (fleet_hazards, last_known) = listing.fleet.as_ref().map_or((&[][..], 0), |f| {
-        (f.hazards.as_slice(), f.counts().last_known)
-    });
+    let (fleet_hazards, hosts, last_known) =
+        listing.fleet.as_ref().map_or((&[][..], &[][..], 0), |f| {
+            (
+                f.hazards.as_slice(),
+                f.hosts.as_slice(),
+                f.counts().last_known,
+            )
+        });
     // Only with several origins does each entry say which it is: one
     // root's output stays exactly what it always was.
     let several = store.several();
@@ -121,19 +126,12 @@ pub fn doctor(store: &Store, fix: bool, out: &mut Out) -> CmdResult {
     for l in &listing.members {
         let m = store.member(l.at);
         hazards.extend(
-            l.sweep
-                .hazards
-                .iter()
+            (l.sweep.hazards.iter())
+                .chain(&l.store_hazards)
                 .map(|h| origined(hazard_json(h), m.filter(|_| several))),
         );
-        hazards.extend(
-            l.store_hazards
-                .iter()
-                .filter_map(|h| serde_json::to_value(h).ok())
-                .map(|h| origined(h, m.filter(|_| several))),
-        );
     }
-    hazards.extend(fleet_hazards.iter().map(|h| h.to_json()));
+    hazards.extend(fleet_hazards.iter().map(hazard_json));
     let fixed: Vec<(&Fix, Option<&Member>)> = fixes
         .iter()
         .flat_map(|(at, fs)| {
@@ -155,7 +153,7 @@ pub fn doctor(store: &Store, fix: bool, out: &mut Out) -> CmdResult {
             out.line(&format!(
                 "{} {}: {}{}",
                 if f.fixed { "fixed" } else { "left " },
-                hazard_text(&f.hazard),
+                hazard_text(&f.hazard, &[]),
                 sanitize(&f.action),
                 origin_suffix(&shown, *m)
             ))?;
@@ -168,7 +166,7 @@ pub fn doctor(store: &Store, fix: bool, out: &mut Out) -> CmdResult {
             last_known_line(out, last_known)?;
         } else {
             let mut lines = hazard_lines(&listing, store);
-            lines.extend(fleet_hazards.iter().map(super::fleet::fleet_hazard_text));
+            lines.extend(fleet_hazards.iter().map(|h| hazard_text(h, hosts)));
             hazards_text(out, &lines)?;
             last_known_line(out, last_known)?;
         }

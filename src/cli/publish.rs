@@ -163,8 +163,13 @@ mod with_etcd {
         };
         let answer = match store.request_force_release(&ask, &opts, wait) {
             Ok(v) => v,
-            // Nothing there to release: refused, as on a file root.
-            Err(e @ FleetError::NoSuchClaim { .. }) => {
+            // Nothing there to release, or no publisher there to do it:
+            // refused, as on a file root, and nothing was done.
+            Err(
+                e @ (FleetError::NoSuchClaim { .. }
+                | FleetError::Offline { .. }
+                | FleetError::RootOffline { .. }),
+            ) => {
                 json!({"outcome": "refused", "reason": e.to_string(), "text": e.to_string()})
             }
             // The fix is a flag: which host, which root.

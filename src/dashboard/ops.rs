@@ -181,7 +181,7 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
         .iter()
         .map(|f| {
             f.hazard
-                .path
+                .path()
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         })

@@ -138,11 +138,6 @@ fn is_entry_of(dir: &Path, path: &Path) -> bool {
         && !p[d.len() + 1..].contains(&b'/')
 }
 
-/// The root directory a lockfile lives in: `<root>/.fno/claims/<file>`.
-pub fn root_dir_of(lockfile: &Path) -> Option<&Path> {
-    lockfile.ancestors().nth(3)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +176,6 @@ mod tests {
         let outer = set.get(0).map(|r| r.lockfile("k")).unwrap_or_default();
         assert_eq!(set.of_path(&outer), Some(0));
         assert_eq!(set.of_path(Path::new("/elsewhere/x")), None);
-        assert_eq!(root_dir_of(&inner), Some(Path::new("/srv/a/inner")));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod event;
 pub mod file_history;
 pub mod history;
 pub mod index;
+pub mod kind;
 pub mod merge;
 pub mod seek;
 pub mod service;
@@ -18,3 +19,4 @@ pub mod tail;
 pub mod tenure;
 
 pub use event::{parse_event, Event};
+pub use kind::EventKind;

@@ -16,7 +16,7 @@
 use super::cursor::{Cursor, Fence, OriginIx};
 use super::fleet::{FleetState, Forgot, HostInfo};
 use super::log::{LogFeed, Tail};
-use super::{Changes, Fenced, Kept, KeyWatch, StoreError, StoreHazard, Tenure, Wake};
+use super::{Changes, Fenced, Kept, KeyWatch, StoreError, Tenure, Wake};
 use crate::claims::root::RootProblem;
 use crate::claims::{
     AcquireOpts, AcquireOutcome, Classifier, Counts, Fix, ForceOpts, ForceOutcome, ItemRules,
@@ -88,7 +88,7 @@ pub trait Claims: Send + Sync {
 
     /// Hazards that cost more than a listing to find (`doctor`): a store's
     /// orphan leases, its events without retention.
-    fn deep_hazards(&self) -> Result<Vec<StoreHazard>, StoreError> {
+    fn deep_hazards(&self) -> Result<Vec<crate::claims::Hazard>, StoreError> {
         Ok(Vec::new())
     }
 
@@ -307,7 +307,7 @@ pub struct MemberListing {
     pub sweep: Sweep,
     /// Parallel to `sweep.claims`; empty where no claim has a tenure.
     pub tenures: Vec<Option<Tenure>>,
-    pub store_hazards: Vec<StoreHazard>,
+    pub store_hazards: Vec<crate::claims::Hazard>,
     pub end: ListEnd,
 }
 

@@ -6,7 +6,7 @@
 //! truth, and anything done to one goes through that host's publisher.
 
 use crate::claims::census::count_copies;
-use crate::claims::{ClaimRecord, ClaimState, Counts, Status};
+use crate::claims::{ClaimRecord, ClaimState, Counts, Hazard, Status};
 use crate::events::Event;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -185,28 +185,6 @@ impl FleetItem {
     }
 }
 
-/// A hazard one host reported for one of its roots.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FleetHazard {
-    pub host_id: String,
-    pub root: PublishedRoot,
-    pub hazard: Value,
-}
-
-impl FleetHazard {
-    /// The hazard as its host published it, plus where it was found:
-    /// `"host_id"`, `"root"` and `"root_id"` (`list` and `doctor` alike).
-    pub fn to_json(&self) -> Value {
-        let mut v = self.hazard.clone();
-        if let Some(o) = v.as_object_mut() {
-            o.insert("host_id".into(), Value::from(self.host_id.as_str()));
-            o.insert("root".into(), Value::from(self.root.path.as_str()));
-            o.insert("root_id".into(), Value::from(self.root.id.as_str()));
-        }
-        v
-    }
-}
-
 /// What [`crate::store::Fleet::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forgot {
@@ -247,7 +225,8 @@ pub struct FleetState {
     pub hosts: Vec<HostInfo>,
     /// The claims online hosts publish now.
     pub items: Vec<FleetItem>,
-    pub hazards: Vec<FleetHazard>,
+    /// What hosts found in their roots, each saying where.
+    pub hazards: Vec<Hazard>,
     /// What offline hosts last published: kept apart from `items`, so that
     /// nothing counts them as what a host vouches for now (see
     /// [`crate::claims::census::copy_state`]).
@@ -338,7 +317,11 @@ impl FleetState {
             counts.insert("last_known".into(), Value::from(published.last_known));
         }
         if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(fleet_hazards.iter().map(FleetHazard::to_json));
+            hazards.extend(
+                fleet_hazards
+                    .iter()
+                    .filter_map(|h| serde_json::to_value(h).ok()),
+            );
         }
         let mut last_known: Vec<Value> = fleet_last_known
             .into_iter()
@@ -433,11 +416,12 @@ mod tests {
                 root: root.clone(),
                 item: json!({"key": "a", "state": "live", "record": null}),
             }],
-            hazards: vec![FleetHazard {
-                host_id: "m1".into(),
-                root,
-                hazard: json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
-            }],
+            hazards: vec![Hazard::published(
+                &json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
+                "m1",
+                &root.id,
+                &root.path,
+            )],
             last_known: Vec::new(),
         }
     }

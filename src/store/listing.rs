@@ -19,18 +19,8 @@ use super::compose::{Listing, Member, Store};
 use super::tenure::Tenure;
 use crate::claims::census::Judged;
 use crate::claims::{Counts, Hazard, Status};
-use serde::Serialize;
 use serde_json::{Map, Value};
 use std::io::{self, Write};
-
-/// A hazard of a store whose kind the file sweep does not know (the etcd
-/// ones). Same JSON shape as [`crate::claims::Hazard`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StoreHazard {
-    pub kind: &'static str,
-    pub path: String,
-    pub detail: String,
-}
 
 impl MemberListing {
     /// The generic `list --json` of this member alone: the sweep's shape,
@@ -67,9 +57,10 @@ impl MemberListing {
 
     /// Every hazard as HAZARD objects: the sweep's, then the store's own.
     pub fn hazards_json(&self) -> Vec<Value> {
-        let sweep = self.sweep.hazards.iter().map(hazard_json);
-        let store = self.store_hazards.iter().map(store_hazard_json);
-        sweep.chain(store).collect()
+        (self.sweep.hazards.iter())
+            .chain(&self.store_hazards)
+            .map(hazard_json)
+            .collect()
     }
 
     pub fn hazard_count(&self) -> usize {
@@ -78,10 +69,6 @@ impl MemberListing {
 }
 
 fn hazard_json(h: &Hazard) -> Value {
-    serde_json::to_value(h).unwrap_or(Value::Null)
-}
-
-fn store_hazard_json(h: &StoreHazard) -> Value {
     serde_json::to_value(h).unwrap_or(Value::Null)
 }
 

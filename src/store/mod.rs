@@ -74,7 +74,6 @@ pub use backend::{
 pub use compose::{Listing, LogRef, Member, Origin, OriginIx, Store};
 pub use cursor::{Cursor, Fence};
 pub use error::StoreError;
-pub use listing::StoreHazard;
 pub use log::{LogFeed, LogNews, Tail};
 pub use registry::{OpenCtx, Settings, StoreName};
 pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};

@@ -5,6 +5,7 @@
 use super::backend::Backend;
 use super::url::StoreUrlError;
 use super::StoreError;
+use crate::claims::HazardSpec;
 use crate::claims::WaitHook;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,9 +25,9 @@ pub struct Opener {
     /// The members one URL opens: a site, and what hosts publish into it,
     /// or one root.
     pub open: fn(&str, &OpenCtx) -> Result<Opened, StoreError>,
-    /// The hazard kinds only this backend finds, which `metrics` exports at
-    /// 0 wherever such a store is followed.
-    pub hazards: &'static [&'static str],
+    /// The hazard kinds only this backend finds (each spec says whether
+    /// `metrics` exports it).
+    pub hazards: &'static [&'static HazardSpec],
 }
 
 /// What a member an opener returns is in its store.
@@ -154,7 +155,7 @@ impl StoreName {
     }
 
     /// The hazard kinds only this name's backend finds.
-    pub fn hazards(&self) -> &'static [&'static str] {
+    pub fn hazards(&self) -> &'static [&'static HazardSpec] {
         self.opener.hazards
     }
 }

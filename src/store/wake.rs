@@ -138,6 +138,17 @@ impl KeyWatch for FileKeyWatch {
 pub struct PidWatch {
     // Dropping the write end wakes the watching thread, which then ends.
     _cancel: std::os::fd::OwnedFd,
+    // The hang-up alone is not enough: a child another thread is forking
+    // holds a copy of the write end until it execs, so the exit may be
+    // seen first. The flag, set before the end is closed, says a wake
+    // after the drop is nobody's.
+    dropped: Arc<AtomicBool>,
+}
+
+impl Drop for PidWatch {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Call `wake` when process `pid` (of this machine) exits, at once if it
@@ -170,12 +181,15 @@ pub fn watch_pid(pid: i32, wake: impl Fn() + Send + 'static) -> Option<PidWatch>
     // SAFETY: both were just created and are owned here alone.
     let (cancel_rx, cancel) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let dropped = Arc::new(AtomicBool::new(false));
+    let gone = Arc::clone(&dropped);
+    let live = move || !gone.load(Ordering::SeqCst);
     std::thread::spawn(move || {
         let cancelled = cancel_rx.as_raw_fd();
         // Until the process exits: only then may its holder be judged dead.
         match poll_either(pidfd.as_raw_fd(), cancelled, -1) {
-            Polled::First => wake(),
-            Polled::Second | Polled::Failed => return,
+            Polled::First if live() => wake(),
+            _ => return,
         }
         // Then until its parent reaps it, which is when it reads as gone.
         let mut delay_ms = 10;
@@ -184,13 +198,18 @@ pub fn watch_pid(pid: i32, wake: impl Fn() + Send + 'static) -> Option<PidWatch>
                 return;
             }
             if !crate::sys::pid_alive(pid) {
-                wake();
+                if live() {
+                    wake();
+                }
                 return;
             }
             delay_ms *= 2;
         }
     });
-    Some(PidWatch { _cancel: cancel })
+    Some(PidWatch {
+        _cancel: cancel,
+        dropped,
+    })
 }
 
 /// Which of two fds [`poll_either`] found ready.
@@ -255,6 +274,10 @@ mod tests {
             rx.recv_timeout(Duration::from_millis(200)).is_err(),
             "woke early"
         );
+        // A child being forked elsewhere holds a copy of the cancel end
+        // until it execs: the drop must silence the watch without the
+        // hang-up.
+        let forked_copy = d.as_ref().map(|d| d._cancel.try_clone().unwrap());
         drop(d);
         dropped.kill().unwrap();
         dropped.wait().unwrap();
@@ -264,6 +287,7 @@ mod tests {
         watched.wait().unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("watched"));
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+        drop(forked_copy);
     }
 
     #[test]

@@ -15,9 +15,8 @@ pub mod tmux;
 
 use claimtop::claims::root::RootProblem;
 use claimtop::claims::{
-    acquire, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
-    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,
-    EXPIRED_SUBDIR,
+    acquire, hazard, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
+    ClaimState, Classifier, Counts, Hazard, LocalIdentity, Root, Status, Sweep, EXPIRED_SUBDIR,
 };
 use claimtop::dashboard::testing::{update, Action, App, Options};
 use claimtop::dashboard::testing::{Collector, Input};
@@ -823,12 +822,11 @@ pub fn every_state(root: &Root) -> Vec<Status> {
 }
 
 pub fn mutex_corpse(root: &Root) -> Hazard {
-    Hazard {
-        kind: HazardKind::StaleMutex,
-        path: root.claims_dir().join("node%3Abeta.lock.recovery.d"),
-        detail: "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it"
-            .into(),
-    }
+    Hazard::at_path(
+        hazard::STALE_MUTEX,
+        root.claims_dir().join("node%3Abeta.lock.recovery.d"),
+        "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it".into(),
+    )
 }
 
 pub fn line(text: &str) -> Line {
@@ -884,6 +882,16 @@ pub fn fixed_app(w: u16, h: u16) -> App {
     update(&mut app, Action::EventsAppended(some_events()));
     update(&mut app, Action::Resize(w, h));
     app
+}
+
+/// A claim event of the envelope, at `ms` (epoch ms).
+pub fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
+    let ts = chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    serde_json::json!({"ts": ts, "type": kind, "source": "t",
+        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
+    .to_string()
 }
 
 pub fn key(c: char) -> Action {

@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, ops, update};
-use claimtop::dashboard::testing::{Column, Dialog, Op, Overlay, Pane};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Op, Overlay, Pane};
 use claimtop::events::history::Anchor;
 use claimtop::events::service::Request;
 use ratatui::crossterm::event::KeyCode;
@@ -27,7 +27,7 @@ fn sort_and_filter_typed_do_what_their_keys_do_and_the_line_closes() {
         app.modes.prompt().is_none(),
         "a command that ran closes the line"
     );
-    assert_eq!(app.table.sort.column, Column::Age);
+    assert_eq!(app.table.sort.column, ColumnId::Age);
     assert!(app.table.sort.reverse);
     run(&mut app, "filter state:stale");
     assert_eq!(row_keys(&app), ["queue/jobs 7", "node:beta"]);
@@ -166,7 +166,14 @@ fn columns_chosen_are_the_only_ones_drawn_and_all_brings_the_rest_back() {
     run(&mut app, "columns holder,ttl");
     assert_eq!(
         app.table.chosen.as_deref(),
-        Some(&[Column::State, Column::Key, Column::Holder, Column::Ttl][..])
+        Some(
+            &[
+                ColumnId::State,
+                ColumnId::Key,
+                ColumnId::Holder,
+                ColumnId::Ttl
+            ][..]
+        )
     );
     let h = header(&app);
     assert!(h.contains("holder") && h.contains("ttl"), "{h}");
@@ -291,19 +298,12 @@ fn the_help_lists_the_commands_with_their_words() {
 fn a_settings_file_chooses_the_columns_and_names_one_that_is_not() {
     use claimtop::cli::config::parse;
     let s = parse("[dashboard]\ncolumns = [\"holder\", \"TTL\"]\n").expect("valid");
-    assert_eq!(s.dashboard.chosen_columns(), [Column::Holder, Column::Ttl]);
+    assert_eq!(
+        s.dashboard.chosen_columns(),
+        [ColumnId::Holder, ColumnId::Ttl]
+    );
     let e = parse("[dashboard]\ncolumns = [\"colour\"]\n").expect_err("refused");
     assert!(e.contains("dashboard.columns: no column \"colour\""), "{e}");
-}
-
-/// A claim event of the envelope, at `ms` (epoch ms).
-fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
-    let ts = chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default();
-    serde_json::json!({"ts": ts, "type": kind, "source": "t",
-        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
-    .to_string()
 }
 
 #[test]

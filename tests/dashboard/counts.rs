@@ -6,7 +6,7 @@
 
 use crate::common::*;
 use claimtop::claims::{
-    self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
+    self, census, Counts, ForceOpts, Hazard, ItemRules, LocalIdentity, Root, Status,
 };
 use claimtop::dashboard::testing::{update, Action, App};
 use claimtop::dashboard::testing::{ClaimSet, RowId};
@@ -48,10 +48,10 @@ fn dashboard(root: &Root) -> (App, Collector) {
 
 /// (kind, path) of each hazard, sorted: what must agree, whatever order
 /// a face lists them in.
-fn kinds_at(hazards: &[Hazard]) -> Vec<(&'static str, PathBuf)> {
+fn kinds_at(hazards: &[Hazard]) -> Vec<(&str, PathBuf)> {
     let mut v: Vec<_> = hazards
         .iter()
-        .map(|h| (h.kind.as_str(), h.path.clone()))
+        .map(|h| (h.kind.name(), h.path().to_path_buf()))
         .collect();
     v.sort();
     v
@@ -102,7 +102,7 @@ fn an_unreadable_lockfile_is_one_hazard_in_the_header_in_h_and_in_doctor() {
         .claims
         .hazards()
         .iter()
-        .filter(|h| h.kind == HazardKind::Unreadable)
+        .filter(|h| h.kind == claimtop::claims::hazard::UNREADABLE)
         .count();
     assert_eq!(unreadable, 1, "listed once: {:?}", app.claims.hazards());
     assert_eq!(app.hazard_count(), 3);

@@ -6,14 +6,15 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
+use claimtop::claims::Hazard;
 use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
-use claimtop::dashboard::testing::Column;
+use claimtop::dashboard::testing::ColumnId;
 use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{StoreMsg, StoreView};
-use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
+use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
@@ -147,8 +148,12 @@ fn without_publishing_hosts_the_store_table_has_no_host_or_source_column() {
     assert!(!header.contains("host"), "{header}");
     assert!(!header.contains("source"), "{header}");
     assert!(!screen.contains(" hosts "), "{screen}");
-    assert!(!Column::ALL.contains(&Column::Host));
-    assert!(!Column::ALL.contains(&Column::Source));
+    // Nor does the sort cycle offer them.
+    for _ in 0..20 {
+        update(&mut app, key('s'));
+        let col = app.table.sort.column;
+        assert!(col != ColumnId::Host && col != ColumnId::Source, "{col:?}");
+    }
 }
 
 #[test]
@@ -220,8 +225,48 @@ fn a_host_filter_keeps_the_claims_taken_on_that_host() {
     assert!(f
         .terms
         .iter()
-        .any(|t| t.needle(Column::Host) == Some("beta")));
+        .any(|t| t.needle(ColumnId::Host) == Some("beta")));
     assert!(f.why_nothing().is_none(), "host: is a field, not text");
+}
+
+#[test]
+fn the_host_filter_matches_the_host_column() {
+    // Two machines share a hostname (cloned VMs); the lockfiles on one were
+    // written from a container whose own hostname is neither.
+    let mut fleet = two_hosts();
+    fleet.hosts = vec![
+        host("3d12aa", "vm", true, NOW),
+        host("9f00bb", "vm", true, NOW),
+    ];
+    fleet.hosts[0].label = "vm·3d12".into();
+    fleet.hosts[1].label = "vm·9f00".into();
+    let mut copy = published("3d12aa", "vm", "build/x86", "ci:runner-7");
+    copy.item = item("build/x86", "ci:runner-7", "ci-container-1");
+    fleet.items = vec![copy, published("9f00bb", "vm", "gpu/0", "agent:g")];
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    let row = line_with(&render(&app), "build/x86").to_string();
+    assert!(
+        row.contains("vm·3d12"),
+        "the host column names the host: {row}"
+    );
+    update(&mut app, key('/'));
+    type_text(&mut app, "host:3d12");
+    assert_eq!(row_keys(&app), ["build/x86"], "what the host column shows");
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key('/'));
+    type_text(&mut app, "host:ci-container");
+    assert!(
+        app.table.rows.iter().all(|p| !p.is_copy()),
+        "not the lockfile's own host field: {:?}",
+        row_keys(&app)
+    );
 }
 
 #[test]
@@ -240,10 +285,10 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         "record": null,
     });
     fleet.items.push(broken);
-    let at = |kind: &str, path: &str, detail: &str| FleetHazard {
-        host_id: "m-alpha".into(),
-        root: root_a(),
-        hazard: json!({"kind": kind, "path": path, "detail": detail}),
+    let at = |kind: &str, path: &str, detail: &str| {
+        let root = root_a();
+        let v = json!({"kind": kind, "path": path, "detail": detail});
+        Hazard::published(&v, "m-alpha", &root.id, &root.path)
     };
     fleet.hazards = vec![
         at(

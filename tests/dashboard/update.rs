@@ -10,7 +10,7 @@ use claimtop::dashboard::testing::visible_signature;
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::Pane;
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Level, Overlay};
 use claimtop::dashboard::testing::{ForceOptsShown, Op};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -314,7 +314,7 @@ fn j_k_g_and_shift_g_move_the_selection() {
 fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('s'));
-    assert_eq!(app.table.sort.column, Column::Key);
+    assert_eq!(app.table.sort.column, ColumnId::Key);
     let keys = row_keys(&app);
     let mut sorted = keys.clone();
     sorted.sort();
@@ -323,10 +323,11 @@ fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     assert!(app.table.sort.reverse);
     sorted.reverse();
     assert_eq!(row_keys(&app), sorted);
-    for _ in 0..Column::ALL.len() - 1 {
+    // The nine columns of one root's table: back to the state after them.
+    for _ in 0..8 {
         update(&mut app, key('s'));
     }
-    assert_eq!(app.table.sort.column, Column::State, "s wraps around");
+    assert_eq!(app.table.sort.column, ColumnId::State, "s wraps around");
 }
 
 #[test]
@@ -1432,6 +1433,30 @@ fn columns_are_sized_from_their_content_key_and_holder_first() {
 }
 
 #[test]
+fn a_pid_is_never_cut_however_long_the_key_and_holder_are() {
+    let root = fixed_root();
+    let long = "x".repeat(120);
+    let claims = vec![status_of(
+        &root,
+        rec(
+            &format!("k-{long}"),
+            &format!("h-{long}"),
+            999_999,
+            MIN,
+            None,
+        ),
+    )];
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(&root, claims, vec![]));
+    // 80 wide: the medium table, which shows the pid.
+    update(&mut app, Action::Resize(80, 24));
+    let screen = render(&app);
+    let row = line_with(&screen, "k-xxx");
+    assert!(row.contains(" 999999 "), "{screen}");
+    assert!(!row.contains("9999…"), "{screen}");
+}
+
+#[test]
 fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     let root = fixed_root();
     let long = "x".repeat(200);
@@ -1442,7 +1467,7 @@ fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     apply_sweep(&mut app, sweep_of(&root, vec![status_of(&root, r)], vec![]));
     update(&mut app, Action::Resize(160, 48));
     assert!(render(&app).contains("x…"), "{}", render(&app));
-    for col in [Column::Machine, Column::Harness, Column::Reason] {
+    for col in [ColumnId::Machine, ColumnId::Harness, ColumnId::Reason] {
         while app.table.sort.column != col {
             update(&mut app, key('s'));
         }
@@ -1602,7 +1627,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
             assert_eq!(c.hazards.len(), 1, "the mutex corpse; never a claim");
-            assert!(c.hazards[0].path.ends_with("node%3Abeta.lock.recovery.d"));
+            assert!(c.hazards[0].path().ends_with("node%3Abeta.lock.recovery.d"));
         }
         other => panic!("{other:?}"),
     }
@@ -1695,7 +1720,7 @@ fn a_click_selects_a_row_or_a_pane_and_a_title_click_sorts() {
         .chars()
         .count() as u16;
     assert!(click(&mut app, hx + 1, hy as u16));
-    assert_eq!(app.table.sort.column, Column::Holder);
+    assert_eq!(app.table.sort.column, ColumnId::Holder);
     assert!(!app.table.sort.reverse);
     click(&mut app, hx + 1, hy as u16);
     assert!(app.table.sort.reverse, "a second click reverses");
@@ -1827,4 +1852,42 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
     assert!(update(&mut app, listed(listing(&["a", "b"]), NOW, None)).redraw);
     assert_eq!(row_keys(&app), ["a", "b"]);
     assert!(!render(&app).contains("listing the root"));
+}
+
+#[test]
+fn the_as_of_table_says_when_a_tenure_ended_in_a_time_that_fits() {
+    use claimtop::events::asof::held_at;
+    use claimtop::events::tenure::{Limits, TenureIndex};
+    let mut app = fixed_app(80, 24);
+    // 23:00 the day before NOW (08:00).
+    update(&mut app, key(':'));
+    type_text(&mut app, "asof 9h");
+    update(&mut app, code(KeyCode::Enter));
+    let at = NOW - 9 * 60 * MIN;
+    let mut ix = TenureIndex::new(Limits::default());
+    for (kind, ms, key, holder, acq) in [
+        ("claim_acquired", at - 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_released", at + 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_acquired", at - 60 * MIN, "b", "w2", at - 60 * MIN),
+        ("claim_released", NOW - 5 * MIN, "b", "w2", at - 60 * MIN),
+    ] {
+        ix.apply_line(&claim_line(kind, ms, key, holder, acq));
+    }
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            answer: claimtop::events::asof::Answer {
+                rows: held_at(&ix, at),
+                complete: true,
+                span: ix.span(),
+            },
+            trouble: None,
+        })),
+    );
+    let screen = render(&app);
+    // Yesterday's end with its date, today's with its time alone: both
+    // whole in an 80-column table.
+    assert!(screen.contains("released at 01-14 23:30Z"), "{screen}");
+    assert!(screen.contains("released at 07:55:00Z"), "{screen}");
 }

@@ -475,13 +475,13 @@ impl EventsArgs {
             }
         }
         let kind = self.kind.as_deref()?;
-        if crate::events::claim_event::Kind::of(kind).is_some() {
+        if crate::events::EventKind::parse(kind).is_some() {
             return None;
         }
         Some(format!(
             "--type {}: not an event type; the types are {}",
             crate::sanitize::sanitize(kind),
-            crate::events::claim_event::EVENT_TYPES.join(", ")
+            crate::events::kind::EVENT_TYPES.join(", ")
         ))
     }
 }

@@ -379,14 +379,26 @@ mod tests {
         }
     }
 
+    /// A group that ignores SIGTERM, returned only once it does: a
+    /// SIGTERM that came before the trap would end it at once.
     fn deaf_group() -> Deaf {
-        Deaf(
-            Command::new("sh")
-                .args(["-c", "trap '' TERM; while :; do sleep 0.05; done"])
-                .process_group(0)
-                .spawn()
-                .expect("sh"),
-        )
+        use std::io::BufRead;
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "trap '' TERM; echo deaf; exec >/dev/null; while :; do sleep 0.05; done",
+            ])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let out = child.stdout.take().expect("its stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .expect("the group's word");
+        assert_eq!(line.trim(), "deaf", "the group never said it ignores TERM");
+        Deaf(child)
     }
 
     /// `pid`'s state letter and process group, from /proc.

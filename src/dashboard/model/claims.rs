@@ -3,7 +3,8 @@
 //! each root's mirror made.
 
 use super::row_id::RowId;
-use crate::claims::{ClaimState, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Status};
+use crate::claims::hazard::EVENTS_LOG_BROKEN;
+use crate::claims::{ClaimState, Counts, Hazard, ItemRules, LocalIdentity, Status};
 use crate::dashboard::action::RootProblem;
 use crate::store::mirror::Tally;
 use std::collections::HashMap;
@@ -251,7 +252,7 @@ impl Claims {
         self.tallies
             .iter()
             .flat_map(|t| t.hazards.iter())
-            .any(|h| h.kind == HazardKind::EventsLogBroken)
+            .any(|h| h.kind == EVENTS_LOG_BROKEN)
     }
 
     /// The full hazard list, built on demand by the census `list` and
@@ -264,24 +265,8 @@ impl Claims {
             .flat_map(|t| t.hazards.iter().cloned())
             .collect();
         out.sort_by(|a, b| {
-            hazard_rank(a.kind)
-                .cmp(&hazard_rank(b.kind))
-                .then(a.path.cmp(&b.path))
+            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
         });
         out
-    }
-}
-
-pub(super) fn hazard_rank(k: HazardKind) -> u8 {
-    match k {
-        HazardKind::CorruptedClaim => 0,
-        HazardKind::StaleMutex => 1,
-        HazardKind::Unreadable => 2,
-        HazardKind::TempLitter => 3,
-        HazardKind::ForeignMachine => 4,
-        HazardKind::KeyMismatch => 5,
-        HazardKind::ArchiveDirBroken => 6,
-        HazardKind::EventsLogBroken => 7,
-        HazardKind::RootMissing => 8,
     }
 }

@@ -9,8 +9,9 @@
 //! host's name, its root's path, the lockfile there) is kept here.
 
 use super::row_id::{CopyId, RowId};
+use crate::claims::Hazard;
 use crate::claims::Status;
-use crate::store::fleet::{FleetHazard, HostInfo};
+use crate::store::fleet::HostInfo;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -40,7 +41,7 @@ pub struct FleetView {
     /// What each host found in its roots, as it published it (litter,
     /// mutex corpses, corrupted and foreign claims): the hosts' share of
     /// the hazard count, as `list` counts it.
-    pub hazards: Vec<FleetHazard>,
+    pub hazards: Vec<Hazard>,
 }
 
 impl FleetView {

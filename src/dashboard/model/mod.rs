@@ -32,7 +32,7 @@ pub use marks::Marks;
 pub use mode::{Layer, Modes};
 pub use prompt::Prompt;
 pub use row_id::{CopyId, RowId, RowKind};
-pub use table::{compare, key_cell, Column, Sort, Widest};
+pub use table::{row_view, screen_ctx, Sort, Widest};
 
 use super::action::Op;
 use super::keys::Pane;
@@ -40,6 +40,7 @@ use super::options::Options;
 use super::roots::ShownRoots;
 use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
+use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use filter::term_matches;
 
@@ -47,7 +48,6 @@ use filter::term_matches;
 pub const MESSAGES_KEPT: usize = 500;
 /// A second Ctrl-C this soon after the first quits without asking.
 pub const INTERRUPT_AGAIN_MS: i64 = 1_000;
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ pub struct TableView {
     pub marked: Marks,
     /// The columns the operator chose (`:columns`, settings), in display
     /// order; none: as many as the width fits.
-    pub chosen: Option<Vec<Column>>,
+    pub chosen: Option<Vec<ColumnId>>,
 }
 
 /// The events part: the tail of the log and how the pane looks at it.
@@ -205,14 +205,8 @@ impl App {
                 .into_iter()
                 .filter(|f| !f.trim().is_empty())
                 .collect(),
-            chosen: (!opts.opening.columns.is_empty()).then(|| {
-                let mut want = opts.opening.columns.clone();
-                want.extend([Column::State, Column::Key]);
-                Column::EVERY
-                    .into_iter()
-                    .filter(|c| want.contains(c))
-                    .collect()
-            }),
+            chosen: (!opts.opening.columns.is_empty())
+                .then(|| crate::columns::choose(&opts.opening.columns)),
             ..TableView::default()
         };
         App {
@@ -306,17 +300,13 @@ impl App {
     }
 
     /// The hazards publishing hosts reported (none without a store).
-    pub fn fleet_hazards(&self) -> &[crate::store::fleet::FleetHazard] {
+    pub fn fleet_hazards(&self) -> &[crate::claims::Hazard] {
         self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
     }
 
     /// The clock the view shows.
     pub fn shown_now(&self) -> i64 {
         self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
-    }
-
-    pub fn paused(&self) -> bool {
-        self.claims.frozen.is_some()
     }
 
     /// Which keys the timeline shows: the table's filter, applied to keys.
@@ -326,29 +316,31 @@ impl App {
     /// table shows it now.
     pub fn timeline_keeps(&self) -> impl Fn(&str) -> bool + '_ {
         let f = &self.table.filter;
-        let claims: HashMap<&str, &Status> = if f.is_empty() {
+        let shown = self.shown();
+        let claims: HashMap<&str, RowView<'_>> = if f.is_empty() {
             HashMap::new()
         } else {
-            self.shown()
+            shown
                 .by_row
-                .values()
-                .map(|s| (s.key.as_str(), &**s))
+                .iter()
+                .map(|(id, s)| (s.key.as_str(), row_view(shown, id, s)))
                 .collect()
         };
         let tenures = self.timeline.shown();
+        let places = self.places();
         move |key: &str| {
+            let ctx = screen_ctx(self.shown_now(), self.local_time, &places);
+            let claim = |t: &Term| claims.get(key).is_some_and(|r| term_matches(t, &ctx, r));
             f.is_empty()
                 || f.matches_by(|t| match t {
-                    Term::Key(v) => contains_ci(key, v),
-                    Term::Any(v) => {
-                        contains_ci(key, v) || claims.get(key).is_some_and(|s| term_matches(t, s))
-                    }
-                    Term::Holder(v) => tenures.is_some_and(|ix| {
+                    Term::Field(ColumnId::Key, v) => contains_ci(key, v),
+                    Term::Any(v) => contains_ci(key, v) || claim(t),
+                    Term::Field(ColumnId::Holder, v) => tenures.is_some_and(|ix| {
                         ix.tenures_of(key)
                             .iter()
                             .any(|x| contains_ci(ix.holder_name(x.holder), v))
                     }),
-                    _ => claims.get(key).is_some_and(|s| term_matches(t, s)),
+                    _ => claim(t),
                 })
         }
     }
@@ -371,79 +363,6 @@ impl App {
             .rows
             .get(self.table.selected)
             .and_then(|p| self.shown().get(p))
-    }
-
-    /// Rebuild the rows from the shown claims, keeping the selection on the
-    /// same lockfile when it is still there.
-    pub fn rebuild_rows(&mut self) {
-        let t = &mut self.table;
-        let keep = t.rows.get(t.selected).cloned();
-        let shown = self.claims.shown();
-        // Sized for every row: the table's order is this buffer (collected
-        // in place below), and grown by doubling it kept a third more than
-        // 100 000 rows need.
-        let mut rows: Vec<(&RowId, &Status)> = Vec::with_capacity(shown.by_row.len());
-        rows.extend(
-            shown
-                .by_row
-                .iter()
-                .map(|(p, s)| (p, &**s))
-                .filter(|(_, s)| t.filter.matches(s)),
-        );
-        let col = t.sort.column;
-        rows.sort_by(|a, b| compare(col, *a, *b));
-        if t.sort.reverse {
-            rows.reverse();
-        }
-        let mut widest = Widest::default();
-        for (id, s) in &rows {
-            widest.fit(s, shown.rules_of(id));
-        }
-        t.widest = widest;
-        t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
-        if let Some(p) = keep {
-            if let Some(i) = t.rows.iter().position(|r| *r == p) {
-                t.selected = i;
-            }
-        }
-        self.clamp_selection();
-    }
-
-    /// Move just these claims to their sorted places, when only they changed
-    /// (a TTL crossing): a full rebuild re-sorts every row, which over
-    /// 10 000 claims costs milliseconds a tick.
-    pub fn reposition_rows(&mut self, moved: &[RowId]) {
-        if self.paused() {
-            return;
-        }
-        let t = &mut self.table;
-        let keep = t.rows.get(t.selected).cloned();
-        t.rows.retain(|p| !moved.contains(p));
-        let (col, reverse) = (t.sort.column, t.sort.reverse);
-        let live = &self.claims.live;
-        for p in moved {
-            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
-                continue;
-            };
-            let pos = t.rows.partition_point(|r| {
-                live.get(r).is_some_and(|other| {
-                    let ord = compare(col, (r, other), (p, s));
-                    if reverse {
-                        ord == Ordering::Greater
-                    } else {
-                        ord == Ordering::Less
-                    }
-                })
-            });
-            t.rows.insert(pos, p.clone());
-            t.widest.fit(s, live.rules_of(p));
-        }
-        if let Some(p) = keep {
-            if let Some(i) = t.rows.iter().position(|r| *r == p) {
-                t.selected = i;
-            }
-        }
-        self.clamp_selection();
     }
 
     pub fn clamp_selection(&mut self) {

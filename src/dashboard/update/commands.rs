@@ -9,7 +9,7 @@ use super::modes::Handled;
 use super::rows::{move_by, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use super::{detail_cmds, events_cmds, quit, table_cmds};
-use crate::claims::{ClaimState, HazardKind};
+use crate::claims::ClaimState;
 use crate::dashboard::action::Op;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
@@ -237,7 +237,7 @@ pub(super) fn start_clean(app: &mut App) -> bool {
         .claims
         .hazards()
         .into_iter()
-        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .filter(|h| h.kind.cleanable())
         .collect();
     if hazards.is_empty() {
         app.say(

@@ -45,10 +45,11 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
             let mut narrows = false;
             for row in d.rows {
                 let id = RowId::Claim(row.path);
-                let held = app.claims.live.get(&id).is_some_and(|old| {
-                    let rules = app.claims.live.rules_of(&id);
-                    app.table.widest.held_by(old, rules)
-                });
+                let held = app
+                    .claims
+                    .live
+                    .get(&id)
+                    .is_some_and(|old| app.holds_a_width(&id, old));
                 if let Some(p) = app.claims.live.put_counted(&id, row.status) {
                     narrows |= held;
                     moved.push(p);

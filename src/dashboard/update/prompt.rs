@@ -6,10 +6,10 @@
 use super::effects::Effects;
 use super::modes::{refusal, run as command};
 use super::rows::scroll_into_view;
+use crate::columns::{choose, filter_fields, on_screen, ColumnId};
 use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
-use crate::dashboard::model::filter::FILTER_FIELDS;
 use crate::dashboard::model::prompt::PROMPT_HISTORY;
-use crate::dashboard::model::{App, Column, Filter, Layer, Level, Prompt};
+use crate::dashboard::model::{App, Filter, Layer, Level, Prompt};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// A key while the command line is open.
@@ -138,7 +138,7 @@ fn filter(app: &mut App, text: &str) -> bool {
 fn sort(app: &mut App, words: &str) -> Result<bool, String> {
     let mut it = words.split_whitespace();
     let name = it.next().ok_or("sort by which column? :sort age (rev)")?;
-    let column = Column::named(name).ok_or_else(|| unknown_column(name))?;
+    let column = ColumnId::named(name).ok_or_else(|| unknown_column(name))?;
     let reverse = match it.next() {
         None => false,
         Some("rev" | "reverse" | "desc") => true,
@@ -156,7 +156,7 @@ fn sort(app: &mut App, words: &str) -> Result<bool, String> {
 }
 
 fn unknown_column(name: &str) -> String {
-    let names: Vec<&str> = Column::EVERY.iter().map(|c| c.title()).collect();
+    let names: Vec<&str> = on_screen().map(|c| c.title()).collect();
     format!("no column {name:?}: {}", names.join(", "))
 }
 
@@ -209,17 +209,14 @@ fn columns(app: &mut App, words: &str) -> Result<bool, String> {
         app.say(Level::Info, "columns: as many as the width fits");
         return Ok(true);
     }
-    let mut want = vec![Column::State, Column::Key];
+    let mut want = Vec::new();
     for w in words.split(|c: char| c == ',' || c.is_whitespace()) {
         if w.is_empty() {
             continue;
         }
-        want.push(Column::named(w).ok_or_else(|| unknown_column(w))?);
+        want.push(ColumnId::named(w).ok_or_else(|| unknown_column(w))?);
     }
-    let chosen: Vec<Column> = Column::EVERY
-        .into_iter()
-        .filter(|c| want.contains(c))
-        .collect();
+    let chosen = choose(&want);
     let names: Vec<&str> = chosen.iter().map(|c| c.title()).collect();
     app.say(Level::Info, format!("columns: {}", names.join(", ")));
     app.table.chosen = Some(chosen);
@@ -299,7 +296,7 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
     let Some(v) = keys::verb(verb) else {
         return Vec::new();
     };
-    let titles = || Column::EVERY.iter().map(|c| c.title().to_string());
+    let titles = || on_screen().map(|c| c.title().to_string());
     match v.completes {
         Completes::Nothing => Vec::new(),
         Completes::Columns if verb == "sort" => titles().chain(["rev".to_string()]).collect(),
@@ -322,7 +319,7 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
                 .map(|s| format!("state:{s}"))
                 .collect()
         }
-        Completes::Filter => FILTER_FIELDS.iter().map(|f| format!("{f}:")).collect(),
+        Completes::Filter => filter_fields().map(|f| format!("{f}:")).collect(),
     }
 }
 

@@ -69,7 +69,7 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> boo
     let mut roots: Vec<usize> = c
         .hazards
         .iter()
-        .filter_map(|h| app.roots.of_path(&h.path))
+        .filter_map(|h| app.roots.of_path(h.path()))
         .collect();
     roots.sort_unstable();
     roots.dedup();

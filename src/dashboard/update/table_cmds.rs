@@ -26,11 +26,7 @@ pub(super) fn table_only(app: &mut App, cmd: Cmd) -> bool {
         Cmd::Filter => return super::filter::open(app),
         Cmd::SortNext => {
             let col = app.table.sort.column;
-            app.table.sort.column = if app.roots.is_several() {
-                col.next_of_several()
-            } else {
-                col.next()
-            };
+            app.table.sort.column = col.next(app.avail());
             app.table.sort.reverse = false;
         }
         Cmd::SortReverse => app.table.sort.reverse = !app.table.sort.reverse,

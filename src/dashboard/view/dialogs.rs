@@ -286,8 +286,8 @@ fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
     ))];
     for h in &c.hazards {
         out.push(Line::from(vec![
-            Span::styled(format!("  {:<12} ", h.kind.as_str()), theme.error()),
-            Span::raw(super::cells::safe_path(&h.path)),
+            Span::styled(format!("  {:<12} ", h.kind.name()), theme.error()),
+            Span::raw(super::cells::safe_path(h.path())),
         ]));
     }
     out.push(Line::styled(

@@ -12,6 +12,7 @@ mod dialogs;
 mod event_line;
 mod events;
 mod footer;
+mod hazards;
 mod header;
 mod help;
 pub mod layout;

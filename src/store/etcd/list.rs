@@ -5,15 +5,17 @@
 //! value does not parse (`corrupted`). `stale` never appears here: expiry is
 //! the `claim_expired` event.
 
+use super::doctor::CLAIM_WITHOUT_LEASE;
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
+use crate::claims::Hazard;
 use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
 use crate::claims::{ItemRules, Loc};
-use crate::store::{Cursor, Fenced, ListEnd, MemberListing, StoreError, StoreHazard, Tenure};
+use crate::store::{Cursor, Fenced, ListEnd, MemberListing, StoreError, Tenure};
 use etcd_client::{GetOptions, KeyValue};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,8 +27,6 @@ const PAGE: i64 = 1000;
 /// live (concurrently); beyond it, the record's own deadline stands in, so a
 /// listing of a huge store costs its range reads and nothing more.
 const LEASE_LOOKUPS_MAX: usize = 1000;
-/// Hazard kind: a claim key with no lease would never expire.
-pub const CLAIM_WITHOUT_LEASE: &str = "etcd_claim_without_lease";
 
 impl Core {
     pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
@@ -66,12 +66,11 @@ impl Core {
                 };
                 let ck = String::from_utf8_lossy(kv.key()).into_owned();
                 if kv.lease() == 0 {
-                    store_hazards.push(StoreHazard {
-                        kind: CLAIM_WITHOUT_LEASE,
-                        path: ck.clone(),
-                        detail: "this claim has no lease, so it never expires; force-release it"
-                            .into(),
-                    });
+                    store_hazards.push(Hazard::at_key(
+                        CLAIM_WITHOUT_LEASE,
+                        ck.clone(),
+                        "this claim has no lease, so it never expires; force-release it".into(),
+                    ));
                 }
                 leases.push(kv.lease());
                 let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);

@@ -42,6 +42,8 @@ mod watch;
 mod window_tests;
 
 pub use conn::{Conn, ConnOpts};
+/// The hazard kinds only etcd finds (its opener lists them too).
+pub use doctor::HAZARDS;
 pub use hold::KeepAlive;
 pub use layout::Layout;
 pub use owners::PublishError;

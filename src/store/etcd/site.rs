@@ -20,7 +20,7 @@ use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{FleetState, Forgot, HostInfo, SOURCE_STORE};
 use crate::store::registry::{OpenCtx, Opened, Opener, Role};
 use crate::store::url::check_etcd;
-use crate::store::{Changes, Fenced, Kept, LogFeed, StoreError, StoreHazard, Tail, Tenure};
+use crate::store::{Changes, Fenced, Kept, LogFeed, StoreError, Tail, Tenure};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +30,7 @@ pub const OPENER: Opener = Opener {
     schemes: &["etcd", "etcds"],
     check: |text| check_etcd(text).map(|_| ()),
     open,
-    hazards: super::doctor::KINDS,
+    hazards: super::doctor::HAZARDS,
 };
 
 /// The site and its published copies, on one connection.
@@ -139,7 +139,7 @@ impl Claims for EtcdStore {
         Ok(ListEnd { at, complete })
     }
 
-    fn deep_hazards(&self) -> Result<Vec<StoreHazard>, StoreError> {
+    fn deep_hazards(&self) -> Result<Vec<crate::claims::Hazard>, StoreError> {
         self.core.hazards()
     }
 }

@@ -15,6 +15,7 @@ use crate::claims::{
     ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
     MIN_TTL_MS,
 };
+use crate::events::EventKind;
 use crate::store::{Fenced, LeaseInfo, StoreError, Tenure};
 use etcd_client::{
     Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
@@ -57,7 +58,7 @@ impl Core {
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
                         open_put(&self.layout, &rec, lease),
-                        self.event_op(ev, "claim_acquired", data.clone()),
+                        self.event_op(ev, EventKind::Acquired, data.clone()),
                     ])
                     .or_else([TxnOp::get(ck.clone(), None), TxnOp::get(open.clone(), None)])
             });
@@ -132,7 +133,7 @@ impl Core {
                     .when([unchanged(&ck, kv.mod_revision())])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
-                        self.event_op(ev, "claim_idempotent_reacquired", data.clone()),
+                        self.event_op(ev, EventKind::Reacquired, data.clone()),
                     ])
             })?;
             if resp.succeeded() {
@@ -266,7 +267,7 @@ impl Core {
                             .when([unchanged(&ck, kv.mod_revision())])
                             .and_then([
                                 put_on_lease(&ck, &yaml, kv.lease()),
-                                self.event_op(ev, "claim_renewed", data.clone()),
+                                self.event_op(ev, EventKind::Renewed, data.clone()),
                             ])
                     })?;
                     if resp.succeeded() {
@@ -294,7 +295,7 @@ impl Core {
                     ])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
-                        self.event_op(ev, "claim_renewed", data.clone()),
+                        self.event_op(ev, EventKind::Renewed, data.clone()),
                     ])
             });
             match resp {
@@ -368,7 +369,7 @@ impl Core {
                     ),
                     self.end_marker_op(&marker, ev),
                     open_close(&self.layout, key, kv.create_revision()),
-                    self.event_op(ev, "claim_force_released", data.clone()),
+                    self.event_op(ev, EventKind::ForceReleased, data.clone()),
                 ])
         })?;
         if !resp.succeeded() {
@@ -420,7 +421,7 @@ impl Core {
                 TxnOp::delete(self.layout.kept(key), None),
                 self.end_marker_op(&marker, ev),
                 open_close(&self.layout, key, seen.create),
-                self.event_op(ev, "claim_released", data.clone()),
+                self.event_op(ev, EventKind::Released, data.clone()),
             ])
         })?;
         self.forget(ck);

@@ -83,7 +83,7 @@ fn status(buf: &mut Vec<u8>, s: &Status) -> io::Result<()> {
             buf.push(b',');
         }
         buf.push(b'"');
-        buf.extend_from_slice(kind.as_str().as_bytes());
+        buf.extend_from_slice(kind.name.as_bytes());
         buf.push(b'"');
     }
     buf.extend_from_slice(b"]}");
@@ -143,9 +143,9 @@ fn counts(buf: &mut Vec<u8>, c: &Counts) {
 
 fn hazard(buf: &mut Vec<u8>, h: &Hazard) -> io::Result<()> {
     buf.extend_from_slice(b"{\"kind\":\"");
-    buf.extend_from_slice(h.kind.as_str().as_bytes());
+    buf.extend_from_slice(h.kind.name().as_bytes());
     buf.extend_from_slice(b"\",\"path\":");
-    path(buf, &h.path)?;
+    path(buf, h.path())?;
     buf.extend_from_slice(b",\"detail\":");
     string(buf, &h.detail)?;
     buf.push(b'}');
@@ -189,7 +189,7 @@ fn int(buf: &mut Vec<u8>, n: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::{ClaimState, HazardKind};
+    use crate::claims::{hazard, ClaimState};
     use serde_json::{json, Map};
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
@@ -272,11 +272,7 @@ mod tests {
         claims.push(odd);
         let hazards = hostile
             .iter()
-            .map(|t| Hazard {
-                kind: HazardKind::KeyMismatch,
-                path: PathBuf::from(format!("/r/{t}")),
-                detail: (*t).into(),
-            })
+            .map(|t| Hazard::at_path(hazard::KEY_MISMATCH, format!("/r/{t}"), (*t).into()))
             .collect();
         let sw = Sweep {
             root: PathBuf::from(OsStr::from_bytes(b"/r\x80\"oot")),

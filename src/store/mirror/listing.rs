@@ -176,9 +176,9 @@ impl Mirror {
             .filter(|h| {
                 !self
                     .rows
-                    .contains_key(&Loc::new(self.origin, rules, &h.path))
+                    .contains_key(&Loc::new(self.origin, rules, h.path()))
             })
-            .filter(|h| !self.entries.contains_key(&h.path))
+            .filter(|h| !self.entries.contains_key(h.path()))
             .cloned()
             .collect();
         self.listed.shrink_to_fit();

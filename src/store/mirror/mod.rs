@@ -401,7 +401,7 @@ impl Mirror {
                 None
             }
             Change::Entry { path, entry } => {
-                self.listed.retain(|h| h.path != path);
+                self.listed.retain(|h| h.path() != path);
                 match entry {
                     Some(e) => self.look(path, e),
                     None => {
@@ -490,7 +490,7 @@ impl Mirror {
             }
         }
         // A sweep sorts by path, stably: one path's hazards keep their order.
-        hazards.sort_by(|a, b| a.path.cmp(&b.path));
+        hazards.sort_by(|a, b| a.path().cmp(b.path()));
         // The same list stays the same Arc, so whether it moved is a
         // pointer's compare for everyone after (a root with 15 000 hazards
         // compared them all each second).

@@ -3,7 +3,7 @@
 
 use super::Target;
 use crate::under_test::{record_of, StoreUnderTest};
-use claimtop::claims::HazardKind;
+use claimtop::claims::hazard;
 use claimtop::store::backend::list_now;
 
 pub fn a_record_naming_another_key_is_a_key_mismatch_at_its_place(u: &dyn StoreUnderTest) {
@@ -17,10 +17,10 @@ pub fn a_record_naming_another_key_is_a_key_mismatch_at_its_place(u: &dyn StoreU
         .sweep
         .hazards
         .iter()
-        .filter(|h| h.kind == HazardKind::KeyMismatch)
+        .filter(|h| h.kind == hazard::KEY_MISMATCH)
         .collect();
     assert_eq!(mismatches.len(), 1, "{:?}", l.sweep.hazards);
-    assert_eq!(mismatches[0].path.to_string_lossy(), at);
+    assert_eq!(mismatches[0].path().to_string_lossy(), at);
     assert!(
         mismatches[0].detail.contains("other"),
         "{}",
@@ -35,7 +35,7 @@ pub fn list_and_doctor_count_a_corrupted_claim_once_alike(u: &dyn StoreUnderTest
         l.members
             .iter()
             .flat_map(|m| &m.sweep.hazards)
-            .filter(|h| h.kind == HazardKind::CorruptedClaim)
+            .filter(|h| h.kind == hazard::CORRUPTED_CLAIM)
             .count()
     };
     let list = t.store.list().expect("list");

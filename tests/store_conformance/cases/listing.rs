@@ -3,7 +3,7 @@
 
 use super::{take, Target};
 use crate::under_test::StoreUnderTest;
-use claimtop::claims::{ClaimState, HazardKind};
+use claimtop::claims::{hazard, ClaimState};
 use claimtop::store::backend::{head_now, list_now, status_now};
 
 pub fn list_is_sorted_by_key_and_counts_every_state(u: &dyn StoreUnderTest) {
@@ -51,7 +51,7 @@ pub fn a_corrupted_value_is_corrupted_and_a_hazard_with_its_location(u: &dyn Sto
         l.sweep
             .hazards
             .iter()
-            .any(|h| h.kind == HazardKind::CorruptedClaim && h.path.to_string_lossy() == at),
+            .any(|h| h.kind == hazard::CORRUPTED_CLAIM && h.path().to_string_lossy() == at),
         "{:?} at {at}",
         l.sweep.hazards
     );
