@@ -67,6 +67,18 @@ fn trouble(path: &Path, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// The cursor of a reader that has everything of the log file `id` before
+/// `offset`, a line's start: what `events` hands the feed after printing
+/// the file's lines itself.
+pub fn cursor_at(id: FileId, offset: u64) -> Cursor {
+    let at = Place {
+        id: Some(id),
+        offset,
+        mid_line: false,
+    };
+    at.cursor()
+}
+
 /// The last `n` lines of the log at `path`, oldest first, and the cursor
 /// after them. A missing log is empty; its cursor reads whatever comes
 /// from its start.
