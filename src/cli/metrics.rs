@@ -11,10 +11,9 @@ use crate::metrics::{
     to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, HostUp, Snapshot,
     CLASSIC_CONTENT_TYPE, CONTENT_TYPE,
 };
+use crate::store::drive::{DriveOpts, Driver, Want};
 use crate::store::fleet::Places;
-use crate::store::mirror::judge::Judge;
-use crate::store::mirror::Mirror;
-use crate::store::{Audit, Backend, Changes, Fleet, Store, StoreError};
+use crate::store::{Audit, Backend, Fleet, OriginIx, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,63 +24,35 @@ use std::time::Duration;
 /// again: the bound on how late SIGTERM is obeyed.
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
-/// A store (or one root) followed between scrapes: its mirror, brought up
-/// to date from its change feed at each scrape. A scrape re-reads only the
-/// keys that changed since the last one (a whole listing only when one is
-/// owed), and judges again what time changed.
-struct Followed {
-    mirror: Mirror,
-    feed: Option<Box<dyn Changes>>,
-    /// Listed at least once.
-    listed: bool,
+/// A store (or one root) followed between scrapes: its member's driver,
+/// brought up to date at each scrape. A scrape re-reads only the keys that
+/// changed since the last one (a whole listing only when one is owed), and
+/// judges again what time changed.
+struct Followed<'a> {
+    driver: Driver<'a>,
     /// Could the claims be read at the last scrape?
     up: bool,
 }
 
-impl Followed {
-    fn new(store: &dyn Backend, judge: Option<Judge>) -> Followed {
+impl<'a> Followed<'a> {
+    fn new(store: &'a dyn Backend, at: OriginIx) -> Followed<'a> {
+        // Every scrape judges again: a scrape is the clock here.
+        let opts = DriveOpts {
+            tick_ms: 0,
+            ..DriveOpts::default()
+        };
+        let want = Want::Whole { head: 0 };
         Followed {
-            mirror: Mirror::new(crate::store::OriginIx(0), store.rules(), judge, now_ms()),
-            feed: None,
-            listed: false,
+            driver: Driver::over(store, at, None, want, opts, now_ms()),
             up: true,
         }
     }
 
-    /// Bring the mirror up to date.
-    fn catch_up(&mut self, store: &dyn Backend, now: i64) {
-        // The feed first, so nothing written during a listing is missed.
-        if self.feed.is_none() {
-            match store.changes(None) {
-                Ok(f) => self.feed = Some(f),
-                Err(e) => diag(&format!("the change feed: {e}")),
-            }
-            self.mirror.relist_soon();
-        }
-        if let Some(feed) = self.feed.as_mut() {
-            loop {
-                match feed.next(Duration::ZERO) {
-                    // What the mirror does not keep (the store's ups and
-                    // downs) says nothing a scrape reports.
-                    Ok(Some(c)) => drop(self.mirror.apply(c)),
-                    Ok(None) => break,
-                    Err(e) => {
-                        diag(&format!("the change feed: {e}"));
-                        self.feed = None;
-                        break;
-                    }
-                }
-            }
-        }
-        if !self.listed {
-            self.mirror.relist_soon();
-        }
-        self.mirror.tick(now);
-        match self.mirror.settle(store, now) {
-            Ok(()) => {
-                self.listed = true;
-                self.up = true;
-            }
+    /// Bring the mirror up to date; the deltas a screen would take are
+    /// nothing to a scrape, which reads the tally.
+    fn catch_up(&mut self, now: i64) {
+        match self.driver.catch_up(now) {
+            Ok(_) => self.up = true,
             Err(e) => {
                 diag(&e.to_string());
                 self.up = false;
@@ -94,11 +65,11 @@ impl Followed {
         // A root whose claims dir cannot be listed is down; one with
         // nothing claimed yet (or not even there yet) is up and empty.
         let readable = !matches!(
-            self.mirror.problem(),
+            self.driver.problem(),
             Some(RootProblem::NotADirectory(_) | RootProblem::Unreadable(..))
         );
-        let tally = self.mirror.tally();
-        Snapshot::of_tally(&tally, self.mirror.rows(), label, now, self.up && readable)
+        let tally = self.driver.tally();
+        Snapshot::of_tally(&tally, self.driver.rows(), label, now, self.up && readable)
     }
 }
 
@@ -106,19 +77,15 @@ impl Followed {
 struct Part<'a> {
     /// The root it speaks for, where the store speaks for several.
     label: Option<String>,
-    store: &'a dyn Backend,
-    followed: Followed,
+    followed: Followed<'a>,
     counts: EventCounts,
 }
 
 impl<'a> Part<'a> {
-    fn new(label: Option<String>, store: &'a dyn Backend) -> Part<'a> {
-        // A claim bound to a pid is judged on this machine (the mirror
-        // keeps the judge only where the member's rows are judged so).
+    fn new(label: Option<String>, store: &'a dyn Backend, at: OriginIx) -> Part<'a> {
         Part {
             label,
-            store,
-            followed: Followed::new(store, Some(Judge::local())),
+            followed: Followed::new(store, at),
             counts: EventCounts::default(),
         }
     }
@@ -171,7 +138,7 @@ impl<'a> Collector<'a> {
                     Some(dir) => dir.to_string_lossy().into_owned(),
                     None => m.backend().url(),
                 });
-                parts.push(Part::new(label, m.backend()));
+                parts.push(Part::new(label, m.backend(), m.ix));
             }
             if let Some(audit) = m.backend().audit() {
                 logs.push(Counted {
@@ -247,7 +214,7 @@ impl<'a> Collector<'a> {
         let now = now_ms();
         let mut snaps = Vec::new();
         for part in &mut self.parts {
-            part.followed.catch_up(part.store, now);
+            part.followed.catch_up(now);
             // While the store is away the gauges keep what was last known,
             // marked down.
             snaps.push(part.followed.snapshot(part.label.clone(), now));
