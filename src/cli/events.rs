@@ -8,7 +8,6 @@ use crate::events::merge::{keep_last, merge_by_ts};
 use crate::events::stream::{self, Probe, Span};
 use crate::events::tail::{open_regular, FileId, Line};
 use crate::events::Event;
-use crate::store::file::log::cursor_at;
 use crate::store::fleet::Places;
 use crate::store::{Cursor, LogFeed, LogNews, Member, OriginIx, Store, StoreError};
 use std::collections::VecDeque;
@@ -78,8 +77,8 @@ fn events_in_files(
 ) -> CmdResult {
     let mut p = Printer::new(out, Filter::of(&a), stop);
     let printed = match files {
-        [(None, path, at)] => print_one(&mut p, path, a.lines).map(|c| vec![(None, *at, c)]),
-        _ => print_several(&mut p, files, store.several(), a.lines),
+        [(None, path, at)] => print_one(&mut p, store, path, *at, a.lines),
+        _ => print_several(&mut p, store, files, a.lines),
     };
     let result = match printed {
         Err(Stop::Exit(code)) => Ok(code),
@@ -254,7 +253,7 @@ fn follow_logs(
     let from: Vec<Place> = after
         .into_iter()
         .zip(files)
-        .map(|((root, at, c), (_, path, _))| (root, at, Some(c), Some(path.clone())))
+        .map(|((root, at, c), (_, path, _))| (root, at, c, Some(path.clone())))
         .collect();
     match open_feeds(store, &from) {
         Ok(mut feeds) => follow_feeds(p, store, &mut feeds, shown),
@@ -451,20 +450,36 @@ impl From<io::Error> for Stop {
     }
 }
 
-/// Each log's root, member and the cursor after its lines printed.
-type Printed = Vec<(Option<String>, OriginIx, Cursor)>;
+/// Each log's root, member and the cursor after its lines printed (None:
+/// from now).
+type Printed = Vec<(Option<String>, OriginIx, Option<Cursor>)>;
+
+/// Where member `at`'s feed resumes after its log's `file` was printed up
+/// to `end`.
+fn cursor_in(store: &Store, at: OriginIx, file: &File, end: u64) -> Option<Cursor> {
+    let audit = store.backend(at)?.audit()?;
+    audit.cursor_in_file(file, end)
+}
 
 /// The one log's lines; the cursor after them.
-fn print_one(p: &mut Printer<'_>, path: &Path, limit: Option<usize>) -> Result<Cursor, Stop> {
+fn print_one(
+    p: &mut Printer<'_>,
+    store: &Store,
+    path: &Path,
+    origin: OriginIx,
+    limit: Option<usize>,
+) -> Result<Printed, Stop> {
     let opened = open_log(p, path).map_err(Stop::Exit)?;
-    match opened {
-        None => Ok(Cursor::start()),
-        Some((file, id)) => {
+    let after = match opened {
+        // Every line the log will have is new.
+        None => Some(Cursor::start()),
+        Some((file, _)) => {
             let end = complete_end(&file).map_err(|e| at(path, e))?;
             p.print_file(&file, end, limit).map_err(|e| at(path, e))?;
-            Ok(cursor_at(id, end))
+            cursor_in(store, origin, &file, end)
         }
-    }
+    };
+    Ok(vec![(None, origin, after)])
 }
 
 fn complete_end(file: &File) -> io::Result<u64> {
@@ -478,10 +493,11 @@ fn complete_end(file: &File) -> io::Result<u64> {
 /// their text.
 fn print_several(
     p: &mut Printer<'_>,
+    store: &Store,
     files: &[NamedFile],
-    several: bool,
     limit: Option<usize>,
 ) -> Result<Printed, Stop> {
+    let several = store.several();
     // Several roots: each line says its root, and its origin (`file:` and
     // the root).
     let origin = |name: &str| several.then(|| format!("file:{name}"));
@@ -491,8 +507,8 @@ fn print_several(
     for (name, path, origin) in files {
         let name = name.clone().unwrap_or_default();
         let opened = open_log(p, path).map_err(Stop::Exit)?;
-        let Some((file, id)) = opened else {
-            printed.push((Some(name.clone()), *origin, Cursor::start()));
+        let Some((file, _)) = opened else {
+            printed.push((Some(name.clone()), *origin, Some(Cursor::start())));
             logs.push((name, None));
             found.push(Vec::new());
             continue;
@@ -526,7 +542,11 @@ fn print_several(
         })
         .map_err(|e| at(path, e))?;
         found.push(kept.into());
-        printed.push((Some(name.clone()), *origin, cursor_at(id, end)));
+        printed.push((
+            Some(name.clone()),
+            *origin,
+            cursor_in(store, *origin, &file, end),
+        ));
         logs.push((name, Some(file)));
     }
     let merged = merge_by_ts(found);

@@ -175,6 +175,14 @@ pub trait Audit: Send + Sync {
     /// history compacted) starts with a [`super::LogNews::Reset`] or
     /// [`super::LogNews::Trouble`] that says so.
     fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError>;
+
+    /// The cursor of a reader that read the log's own file (`file`, as it
+    /// opened it from [`History::file`]) up to `end`, a line's start: the
+    /// byte-exact printing of a file log hands its place to the feed so.
+    /// None where the log is no file.
+    fn cursor_in_file(&self, _file: &std::fs::File, _end: u64) -> Option<Cursor> {
+        None
+    }
 }
 
 /// `doctor --fix`.

@@ -80,7 +80,7 @@ pub fn spawn_all(store: &Arc<Store>, opts: DriveOpts, out: Sender<Update>) -> io
     let every = opts.tick_ms.max(1);
     std::thread::Builder::new()
         .name("claimtop-clock".into())
-        .spawn(move || clock(clocked, out, every))?;
+        .spawn(move || tick_every(clocked, out, every))?;
     Ok(lanes)
 }
 
@@ -255,7 +255,7 @@ fn drain(mut feed: Box<dyn Changes>, to: &Sender<Input>, debounce: Option<Durati
 /// One tick every `every` ms, on the tick, into every lane. A lane that
 /// has not said the previous tick yet (blocked on a read) has this one
 /// said for it, so the face's countdowns never freeze on a slow member.
-fn clock(lanes: Vec<(OriginIx, Sender<Input>, Arc<Ticks>)>, out: Sender<Update>, every: i64) {
+fn tick_every(lanes: Vec<(OriginIx, Sender<Input>, Arc<Ticks>)>, out: Sender<Update>, every: i64) {
     let mut previous: Option<i64> = None;
     loop {
         let now = now_ms();

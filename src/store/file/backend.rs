@@ -209,6 +209,11 @@ impl Audit for FileStore {
     fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
         super::log::follow(&self.root.events_file(), after)
     }
+
+    fn cursor_in_file(&self, file: &std::fs::File, end: u64) -> Option<Cursor> {
+        let id = crate::events::tail::FileId::of(&file.metadata().ok()?);
+        Some(super::log::cursor_at(id, end))
+    }
 }
 
 impl Repair for FileStore {
