@@ -244,7 +244,7 @@ fn a_waiter_and_a_holder_read_their_key_through_a_mirror() {
     let tree = tree();
     for file in ["src/wait/mod.rs", "src/wait/hold.rs"] {
         let text = &tree.iter().find(|(p, _)| p == file).expect(file).1;
-        assert!(text.contains("Mirror::of_keys("), "{file} reads no mirror");
+        assert!(text.contains("Want::Keys("), "{file} reads no mirror");
     }
 }
 

@@ -239,14 +239,20 @@ impl Driver<'static> {
         opts: DriveOpts,
         now: i64,
     ) -> Driver<'static> {
-        Driver::build(
-            Held::Shared(member.shared()),
-            member.ix,
-            judge,
-            want,
-            opts,
-            now,
-        )
+        Driver::shared(member.shared(), member.ix, judge, want, opts, now)
+    }
+
+    /// A driver of `backend` (the member at `at`) on a handle it keeps (a
+    /// face that follows backends of its own, as the publisher its roots).
+    pub fn shared(
+        backend: Arc<dyn Backend>,
+        at: OriginIx,
+        judge: Option<Judge>,
+        want: Want,
+        opts: DriveOpts,
+        now: i64,
+    ) -> Driver<'static> {
+        Driver::build(Held::Shared(backend), at, judge, want, opts, now)
     }
 }
 
@@ -532,7 +538,9 @@ impl<'b> Driver<'b> {
     /// The hosts, when they are due and the member has them. A failed read
     /// stays due (the listing that follows says the member is away).
     fn read_hosts(&mut self) {
-        if !self.hosts_due {
+        // A driver of named keys says nothing but their rows: a waiter or
+        // a holder never waits on a read of the hosts.
+        if !self.hosts_due || !self.whole {
             return;
         }
         let Some(fleet) = self.backend().fleet() else {
