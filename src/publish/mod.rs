@@ -4,12 +4,12 @@
 //! [`crate::store::etcd::layout`]) on the publisher's own lease, so a host that dies or
 //! is cut off vanishes from the fleet within that lease's TTL. Rules:
 //!
-//! - Each root is followed by its mirror (`store::mirror`), the one
-//!   classifier every face reads: one changed lockfile is one re-read and
+//! - Each root is followed by its driver (`store::drive`), the mirror
+//!   every face reads: one changed lockfile is one re-read and
 //!   one etcd write, and a write happens only if what a reader sees changed
 //!   (the state, the record or the parse error; the `why` words alone,
 //!   which age with the clock, do not count).
-//! - Every couple of seconds the mirror judges again what time changes (no
+//! - Every couple of seconds the driver judges again what time changes (no
 //!   file is read: pids and deadlines only), so transitions that change no
 //!   file (a holder's pid dies, a TTL runs out) are published too; its slow
 //!   full re-list repairs a lost notification.
@@ -28,6 +28,7 @@
 //!   their own roots.
 
 use crate::claims::{now_ms, Root, Roots};
+use crate::store::drive::{DriveOpts, Driver, Input, Update, Want};
 use crate::store::etcd::fleet::{HostRecord, RootOwner};
 use crate::store::etcd::layout::{root_id, RootPlace};
 pub use crate::store::etcd::PublishError;
@@ -36,9 +37,8 @@ use crate::store::file::feed::FeedOpts;
 use crate::store::file::follow::Follower;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
-use crate::store::mirror::judge::Judge;
-use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Feed, StoreError};
+use crate::store::mirror::Delta;
+use crate::store::{OriginIx, StoreError};
 use etcd_client::PutOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,9 +125,12 @@ struct Published {
     root: Root,
     info: PublishedRoot,
     place: RootPlace,
-    store: FileStore,
-    mirror: Mirror,
-    feed: Option<Box<dyn Changes>>,
+    driver: Driver<'static>,
+    /// What the driver said changed, not published yet, in one delta (so
+    /// an etcd away for an hour costs one row per key changed meanwhile).
+    pending: Option<Delta>,
+    /// The driver's feed could not be read at the last wait.
+    deaf: bool,
     /// Claim key → fingerprint of what etcd holds for it, on our lease.
     claims: HashMap<String, String>,
     /// The hazards array as last written.
@@ -138,6 +141,28 @@ struct Published {
     /// Taken, and its copies not all written back yet: the owner key says
     /// so, and readers show the root's last known copies meanwhile.
     resyncing: bool,
+}
+
+impl Published {
+    /// Tell the driver `input`; keep what it says changed.
+    fn drive(&mut self, input: Input, now: i64) {
+        let got = self.driver.handle(input, now);
+        self.take(got);
+    }
+
+    /// Keep what the driver said changed. A round that failed (the root
+    /// cannot be read now) leaves its keys for the next one.
+    fn take(&mut self, got: Result<Vec<Update>, StoreError>) {
+        let Ok(updates) = got else {
+            return;
+        };
+        for delta in updates.into_iter().filter_map(|u| u.delta) {
+            self.pending = Some(match self.pending.take() {
+                Some(before) => copies::fold(before, delta),
+                None => delta,
+            });
+        }
+    }
 }
 
 /// The publisher: call [`Publisher::run`] until stopped.
@@ -193,18 +218,21 @@ impl Publisher {
                     ..FeedOpts::default()
                 };
                 let store = FileStore::new(root.clone()).with_feed(feed);
+                // The clock is the publisher's own (`judge_every`).
+                let drive = DriveOpts {
+                    tick_ms: i64::MAX,
+                    ..DriveOpts::default()
+                };
+                let want = Want::Whole { head: 0 };
+                let driver =
+                    Driver::shared(Arc::new(store), OriginIx(0), None, want, drive, now_ms());
                 Published {
                     root: root.clone(),
                     place: core.layout.root_place(&opts.machine_id, &info.id),
                     info,
-                    mirror: Mirror::new(
-                        crate::store::OriginIx(0),
-                        crate::claims::ItemRules::Lockfile,
-                        Some(Judge::local()),
-                        now_ms(),
-                    ),
-                    store,
-                    feed: None,
+                    driver,
+                    pending: None,
+                    deaf: false,
                     claims: HashMap::new(),
                     hazards: None,
                     events: None,
@@ -248,18 +276,6 @@ impl Publisher {
         stop: &AtomicBool,
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
-        for r in &mut self.roots {
-            match r.store.changes(None) {
-                Ok(feed) => r.feed = Some(feed),
-                Err(e) => log(
-                    Level::Warn,
-                    &format!(
-                        "root={} cannot watch ({e}); it is re-listed every tick only",
-                        r.info.path
-                    ),
-                ),
-            }
-        }
         let mut next_try = Instant::now();
         let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
@@ -267,7 +283,7 @@ impl Publisher {
         let mut last_seen = Instant::now();
         let mut last_requests = Instant::now();
         while !stop.load(Ordering::SeqCst) {
-            self.wait_for_changes();
+            self.wait_for_changes(log);
             if self.lease.is_none() {
                 if Instant::now() < next_try {
                     continue;
@@ -305,12 +321,12 @@ impl Publisher {
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
                     for r in &mut self.roots {
-                        r.mirror.relist_soon();
+                        r.drive(Input::Relist, now);
                     }
                 } else if last_judged.elapsed() >= self.opts.judge_every {
                     last_judged = Instant::now();
                     for r in &mut self.roots {
-                        r.mirror.tick(now);
+                        r.drive(Input::Tick(now), now);
                     }
                 }
                 for i in 0..self.roots.len() {
@@ -342,35 +358,30 @@ impl Publisher {
         Ok(self.stats)
     }
 
-    /// Block until a root's files change, at most [`WAIT_SLICE`]; collect
-    /// the keys every root's feed names.
-    fn wait_for_changes(&mut self) {
-        let mut first = true;
+    /// Block until a root's files change, at most [`WAIT_SLICE`]; keep
+    /// what every root's driver says changed. A root whose feed cannot be
+    /// read is re-listed every tick only, and said so once.
+    fn wait_for_changes(&mut self, log: &mut dyn FnMut(Level, &str)) {
+        let mut timeout = WAIT_SLICE;
+        let mut waited = false;
         for r in &mut self.roots {
-            let Some(feed) = r.feed.as_mut() else {
-                continue;
-            };
-            let mut timeout = if first { WAIT_SLICE } else { Duration::ZERO };
-            first = false;
-            loop {
-                match feed.next(timeout) {
-                    Ok(Some(c)) => {
-                        if matches!(c, Change::Claim { .. }) {
-                            self.stats.changes += 1;
-                        }
-                        // Events and the like: the log's own follower here.
-                        let _ = r.mirror.apply(c);
-                    }
-                    Ok(None) => break,
-                    Err(_) => {
-                        r.feed = None;
-                        break;
-                    }
-                }
-                timeout = Duration::ZERO;
+            let got = r.driver.wait(timeout, now_ms());
+            match &got {
+                Err(e) if !r.deaf => log(
+                    Level::Warn,
+                    &format!(
+                        "root={} cannot watch ({e}); it is re-listed every tick only",
+                        r.info.path
+                    ),
+                ),
+                _ => {}
             }
+            r.deaf = got.is_err();
+            waited |= !r.deaf;
+            r.take(got);
+            timeout = Duration::ZERO;
         }
-        if self.roots.iter().all(|r| r.feed.is_none()) {
+        if !waited {
             std::thread::sleep(WAIT_SLICE);
         }
     }

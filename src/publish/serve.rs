@@ -2,8 +2,9 @@
 
 use super::{Level, Publisher};
 use crate::claims::{self, now_ms, ForceOutcome, Root};
+use crate::store::drive::Input;
 use crate::store::etcd::fleet::{FleetRequest, Taken};
-use crate::store::{Change, StoreError};
+use crate::store::StoreError;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
 
@@ -74,7 +75,8 @@ impl Publisher {
             // Only an archive changed a lockfile; any other key a request
             // names (one too long to be a file, say) is no claim to publish.
             if outcome == "archived" {
-                let _ = self.roots[i].mirror.apply(Change::Claim { key: req.key });
+                let r = &mut self.roots[i];
+                r.drive(Input::Reread(req.key), now_ms());
             }
             self.stats.requests += 1;
             self.answers.push((rk, answer_key, answer.to_string()));
