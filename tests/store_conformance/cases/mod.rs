@@ -3,6 +3,7 @@
 mod faces;
 mod feed;
 mod hazards;
+mod history;
 mod listing;
 mod log;
 mod several;
@@ -11,6 +12,7 @@ mod verbs;
 pub use faces::*;
 pub use feed::*;
 pub use hazards::*;
+pub use history::*;
 pub use listing::*;
 pub use log::*;
 pub use several::*;
