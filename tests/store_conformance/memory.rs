@@ -36,6 +36,32 @@ struct World {
     moved: Condvar,
 }
 
+impl World {
+    /// What `look` finds in the world, waiting for a write until `timeout`
+    /// passes (then None).
+    fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        mut look: impl FnMut(&State) -> Option<T>,
+    ) -> Option<T> {
+        let until = Instant::now() + timeout;
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(found) = look(&st) {
+                return Some(found);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            st = match self.moved.wait_timeout(st, left) {
+                Ok((st, _)) => st,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// Bumped by every write.
@@ -431,27 +457,17 @@ impl Changes for MemoryFeed {
         if let Some(why) = self.lost.take() {
             return Ok(Some(Change::Resync { why }));
         }
-        let until = Instant::now() + timeout;
-        let mut st = self.world.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if self.after < st.forgotten {
-                let why = format!("changes after revision {} were forgotten", self.after);
-                self.after = st.rev;
-                return Ok(Some(Change::Resync { why }));
+        let after = &mut self.after;
+        Ok(self.world.wait_for(timeout, |st| {
+            if *after < st.forgotten {
+                let why = format!("changes after revision {after} were forgotten");
+                *after = st.rev;
+                return Some(Change::Resync { why });
             }
-            if let Some((rev, key)) = st.changes.iter().find(|(rev, _)| *rev > self.after) {
-                self.after = *rev;
-                return Ok(Some(Change::Claim { key: key.clone() }));
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            st = match self.world.moved.wait_timeout(st, left) {
-                Ok((st, _)) => st,
-                Err(e) => e.into_inner().0,
-            };
-        }
+            let (rev, key) = st.changes.iter().find(|(rev, _)| *rev > *after)?;
+            *after = *rev;
+            Some(Change::Claim { key: key.clone() })
+        }))
     }
 }
 
@@ -511,29 +527,19 @@ struct MemoryLog {
 
 impl LogFeed for MemoryLog {
     fn next(&mut self, timeout: Duration) -> Result<Option<LogNews>, StoreError> {
-        let until = Instant::now() + timeout;
-        let mut st = self.world.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if st.events.len() > self.read {
-                let lines = (self.read..st.events.len()).map(|i| line_at(&st, i));
-                let lines = lines.collect();
-                self.read = st.events.len();
-                let next = Cursor::of_u64(self.read as u64);
-                return Ok(Some(LogNews::Lines {
-                    log: Log::Own,
-                    lines,
-                    next,
-                }));
+        let read = &mut self.read;
+        Ok(self.world.wait_for(timeout, |st| {
+            if st.events.len() <= *read {
+                return None;
             }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            st = match self.world.moved.wait_timeout(st, left) {
-                Ok((st, _)) => st,
-                Err(e) => e.into_inner().0,
-            };
-        }
+            let lines = (*read..st.events.len()).map(|i| line_at(st, i)).collect();
+            *read = st.events.len();
+            Some(LogNews::Lines {
+                log: Log::Own,
+                lines,
+                next: Cursor::of_u64(*read as u64),
+            })
+        }))
     }
 }
 
