@@ -70,6 +70,7 @@ conformance!(
     watch_key_wakes_when_its_key_changes,
     // log
     tail_then_follow_brings_no_line_twice_and_misses_none,
+    events_follow_prints_each_new_event_once_naming_its_origin_where_several,
     // history
     history_pages_from_its_start_its_end_and_a_mark,
     history_search_finds_older_and_newer,

@@ -68,3 +68,114 @@ pub fn tail_then_follow_brings_no_line_twice_and_misses_none(u: &dyn StoreUnderT
         .filter(|l| key_of(l).as_deref() == Some("between"));
     assert_eq!(between.count(), 1, "the line between came once: {got:?}");
 }
+
+/// `events --json --follow`'s lines, read on a thread of their own.
+struct Following {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<serde_json::Value>,
+}
+
+impl Following {
+    fn start(mut cmd: std::process::Command) -> Following {
+        use std::io::BufRead;
+        let mut child = cmd
+            .args(["--json", "events", "--follow"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start events --follow");
+        let out = child.stdout.take().expect("its stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Following {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Read on until a line names each of `keys`.
+    fn until(&mut self, keys: &[String]) {
+        let until = Instant::now() + NEVER;
+        let named = |seen: &[serde_json::Value], k: &String| {
+            seen.iter().any(|v| v["data"]["key"].as_str() == Some(k))
+        };
+        while !keys.iter().all(|k| named(&self.seen, k)) {
+            let left = until.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no line named each of {keys:?}: {:?}",
+                self.seen
+            );
+            if let Ok(line) = self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                let v = serde_json::from_str(&line).expect("a JSON line");
+                self.seen.push(v);
+            }
+        }
+    }
+
+    fn times(&self, key: &str) -> usize {
+        let named = |v: &&serde_json::Value| v["data"]["key"].as_str() == Some(key);
+        self.seen.iter().filter(named).count()
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn events_follow_prints_each_new_event_once_naming_its_origin_where_several(
+    u: &dyn StoreUnderTest,
+) {
+    let case = "events_follow_prints_each_new_event_once_naming_its_origin_where_several";
+    let Some(cmd) = u.cli_all_cmd() else {
+        eprintln!("{case}: not run on {} (no CLI reaches it)", u.name());
+        return;
+    };
+    let store = u.store();
+    let takers: Vec<_> = store
+        .named()
+        .filter(|m| m.backend().takes_claims())
+        .collect();
+    let keys =
+        |word: &str| -> Vec<String> { (0..takers.len()).map(|i| format!("{word}-{i}")).collect() };
+    let write = |word: &str| {
+        for (m, k) in takers.iter().zip(keys(word)) {
+            take(m.backend(), &k, "follower");
+        }
+    };
+    write("before");
+    let mut f = Following::start(cmd);
+    f.until(&keys("before"));
+    write("after");
+    f.until(&keys("after"));
+    // A line after them on every log: anything they would bring twice
+    // comes before it.
+    write("mark");
+    f.until(&keys("mark"));
+    for k in keys("before").iter().chain(&keys("after")) {
+        assert_eq!(f.times(k), 1, "{k} in {:?}", f.seen);
+    }
+    let several = !u.origins().is_empty();
+    for (m, k) in takers.iter().zip(keys("after")) {
+        let line = f.seen.iter().find(|v| v["data"]["key"] == k.as_str());
+        let origin = line.map(|v| v["origin"].clone()).unwrap_or_default();
+        match several {
+            true => assert_eq!(origin, m.name().as_str(), "{k}"),
+            false => assert!(origin.is_null(), "one origin is not named: {origin}"),
+        }
+    }
+}
