@@ -1,15 +1,15 @@
 //! A root's copy in etcd: its claims and hazards written only where what a
 //! reader would see differs, re-synced whole after a (re)connect, in
-//! transactions of [`BATCH`] writes.
+//! transactions under the store's limit (`store::etcd::sink`).
 
-use super::{Publisher, BATCH};
+use super::Publisher;
 use crate::claims::census::Judged;
 use crate::claims::hazard::UNREADABLE;
 use crate::claims::{ClaimState, Status};
 use crate::store::drive::Input;
+use crate::store::etcd::sink::CopyWrite;
 use crate::store::mirror::Delta;
 use crate::store::StoreError;
-use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -20,14 +20,14 @@ impl Publisher {
     pub(super) fn sync_root(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
         let lease = self.lease.unwrap_or(0);
         let r = &self.roots[i];
-        let (kvs, _) = self.core.range_all(&r.place.claims())?;
+        let kvs = self.sink.read_all(&r.place.claims())?;
         let mut held = HashMap::new();
         for kv in &kvs {
-            let Some(key) = r.place.key_of_claim(kv.key()) else {
+            let Some(key) = r.place.key_of_claim(&kv.key) else {
                 continue;
             };
-            match serde_json::from_slice::<Value>(kv.value()) {
-                Ok(v) if kv.lease() == lease => {
+            match serde_json::from_slice::<Value>(&kv.value) {
+                Ok(v) if kv.lease == lease => {
                     held.insert(key, fingerprint(&v));
                 }
                 // Keys on an old lease, or unreadable, are re-put or
@@ -40,9 +40,9 @@ impl Publisher {
         // A last known copy with no claim beside it (the claim went with
         // an old lease) is re-put or deleted below, like a claim of an old
         // lease: the two are written together from here on.
-        let (known, _) = self.core.range_all(&r.place.known())?;
+        let known = self.sink.read_all(&r.place.known())?;
         for kv in &known {
-            if let Some(key) = r.place.key_of_known(kv.key()) {
+            if let Some(key) = r.place.key_of_known(&kv.key) {
                 held.entry(key).or_insert_with(|| String::from("?"));
             }
         }
@@ -138,7 +138,7 @@ impl Publisher {
         if unreadable != self.roots[i].unreadable {
             let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
             self.roots[i].unreadable = unreadable;
         }
         Ok(())
@@ -166,10 +166,9 @@ impl Publisher {
         i: usize,
         key: &str,
         item: Option<Status>,
-    ) -> Option<[TxnOp; 2]> {
-        let lease = self.lease.unwrap_or(0);
+    ) -> Option<CopyWrite> {
         let r = &mut self.roots[i];
-        let (ek, kept) = (r.place.claim(key), r.place.known_claim(key));
+        let (claim, known) = (r.place.claim(key), r.place.known_claim(key));
         match item {
             Some(s) => {
                 // As the host's own `list --json` prints it, hazards included.
@@ -179,33 +178,22 @@ impl Publisher {
                     return None;
                 }
                 r.claims.insert(key.to_string(), fp);
-                let opts = PutOptions::new().with_lease(lease);
                 let text = v.to_string();
-                Some([
-                    TxnOp::put(ek, text.clone(), Some(opts)),
-                    TxnOp::put(kept, text, None),
-                ])
+                Some(CopyWrite::Put { claim, known, text })
             }
             None => {
                 r.claims.remove(key)?;
-                Some([TxnOp::delete(ek, None), TxnOp::delete(kept, None)])
+                Some(CopyWrite::Delete { claim, known })
             }
         }
     }
 
-    /// Run claim writes, [`BATCH`] operations to a transaction: one change
-    /// is one transaction (one store revision), and a re-sync of thousands
-    /// of keys takes tens of round trips.
-    pub(super) fn apply(&mut self, writes: Vec<[TxnOp; 2]>) -> Result<(), StoreError> {
-        for chunk in writes.chunks(BATCH / 2) {
-            let txn = Txn::new().and_then(chunk.iter().flatten().cloned().collect::<Vec<_>>());
-            self.core.conn.call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })?;
-            self.stats.claim_writes += chunk.len() as u64;
-        }
-        Ok(())
+    /// Run claim writes, a transaction for each batch the store takes at
+    /// once: one change is one transaction (one store revision).
+    pub(super) fn apply(&mut self, writes: Vec<CopyWrite>) -> Result<(), StoreError> {
+        let (sink, stats) = (&self.sink, &mut self.stats);
+        let lease = self.lease.unwrap_or(0);
+        sink.write_copies(lease, &writes, &mut |n| stats.claim_writes += n as u64)
     }
 }
 

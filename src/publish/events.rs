@@ -3,11 +3,9 @@
 use super::{Level, Publisher};
 use crate::events::tail::open_regular;
 use crate::store::etcd::layout::RootPlace;
+use crate::store::etcd::sink::Stored;
 use crate::store::file::follow::Follower;
 use crate::store::StoreError;
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-};
 
 impl Publisher {
     /// Where to resume mirroring root `i`'s events log: after the last line
@@ -24,30 +22,11 @@ impl Publisher {
         let log = log_id(id.dev, id.ino);
         let place = self.roots[i].place.clone();
         let mine = format!("{}{log}.", place.events());
-        let last_of = |prefix: String, by_key: bool| {
-            let target = if by_key {
-                SortTarget::Key
-            } else {
-                SortTarget::Create
-            };
-            let opts = GetOptions::new()
-                .with_range(crate::store::etcd::layout::range_end(&prefix))
-                .with_sort(target, SortOrder::Descend)
-                .with_limit(1);
-            self.core.conn.call(move |mut c| {
-                let (prefix, opts) = (prefix.clone(), opts.clone());
-                async move { c.get(prefix, Some(opts)).await }
-            })
-        };
-        let resp = last_of(mine, true)?;
+        let last = self.sink.last(&mine, true)?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let follower = match resp
-            .kvs()
-            .first()
-            .and_then(|kv| resume_at(&place, &log, kv))
-        {
+        let follower = match last.and_then(|kv| resume_at(&place, &log, &kv)) {
             Some(at) if at <= len => Follower::starting_at(&path, file, id, at),
-            _ if last_of(place.events(), false)?.kvs().is_empty() => Follower::open(&path, 0)
+            _ if self.sink.last(&place.events(), false)?.is_none() => Follower::open(&path, 0)
                 .map(|(f, _)| f)
                 .unwrap_or_else(|_| Follower::waiting_for(&path)),
             _ => Follower::starting_at(&path, file, id, 0),
@@ -84,16 +63,7 @@ impl Publisher {
                     continue;
                 }
                 let key = self.roots[i].place.event(&log_name, line.offset);
-                let text = line.text.clone();
-                let written = self.core.txn_with_events(|lease| {
-                    Txn::new()
-                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(
-                            key.clone(),
-                            text.clone(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        )])
-                });
+                let written = self.sink.put_event_once(&key, &line.text);
                 if let Err(e) = written {
                     // Read again from this poll's start after reconnecting:
                     // create-if-absent makes the lines already written no-ops.
@@ -122,7 +92,7 @@ fn log_id(dev: u64, ino: u64) -> String {
 }
 
 /// The byte after the mirrored line `kv`: where the next line starts.
-fn resume_at(place: &RootPlace, log: &str, kv: &KeyValue) -> Option<u64> {
-    let at = place.offset_of_event(kv.key(), log)?;
-    Some(at + kv.value().len() as u64 + 1)
+fn resume_at(place: &RootPlace, log: &str, kv: &Stored) -> Option<u64> {
+    let at = place.offset_of_event(&kv.key, log)?;
+    Some(at + kv.value.len() as u64 + 1)
 }

@@ -31,15 +31,15 @@ use crate::claims::{now_ms, Root, Roots};
 use crate::store::drive::{DriveOpts, Driver, Input, Update, Want};
 use crate::store::etcd::fleet::{HostRecord, RootOwner};
 use crate::store::etcd::layout::{root_id, RootPlace};
+use crate::store::etcd::sink::{EtcdSink, LeaseKeeper};
+use crate::store::etcd::EtcdStore;
 pub use crate::store::etcd::PublishError;
-use crate::store::etcd::{Core, EtcdStore};
 use crate::store::file::feed::FeedOpts;
 use crate::store::file::follow::Follower;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::Delta;
 use crate::store::{OriginIx, StoreError};
-use etcd_client::PutOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -167,7 +167,7 @@ impl Published {
 
 /// The publisher: call [`Publisher::run`] until stopped.
 pub struct Publisher {
-    core: Arc<Core>,
+    sink: EtcdSink,
     /// The store's URL, for the log.
     url: String,
     /// Said which roots it publishes: once, when it first took them all.
@@ -175,9 +175,8 @@ pub struct Publisher {
     opts: PublishOpts,
     roots: Vec<Published>,
     lease: Option<i64>,
-    /// The task keeping `lease` alive, and the flag it raises when lost.
-    keeper: Option<tokio::task::JoinHandle<()>>,
-    lost: Arc<AtomicBool>,
+    /// What keeps `lease` alive, and says when it is lost.
+    keeper: Option<LeaseKeeper>,
     stats: Stats,
     /// Requests carried out whose answers are not written yet: (request
     /// key, answer key, answer).
@@ -189,9 +188,6 @@ pub struct Publisher {
 
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
-/// Operations per transaction, under etcd's default limit of 128 (each claim
-/// write is two: the claim and its last known twin).
-const BATCH: usize = 100;
 /// While etcd stays unreachable, how often that is said again.
 const LOG_AGAIN: Duration = Duration::from_secs(60);
 /// The longest one wait for file changes lasts.
@@ -199,7 +195,7 @@ const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 impl Publisher {
     pub fn new(store: &EtcdStore, roots: &Roots, opts: PublishOpts) -> Publisher {
-        let core = Arc::clone(store.core());
+        let sink = EtcdSink::of(store);
         let roots = roots
             .as_slice()
             .iter()
@@ -228,7 +224,7 @@ impl Publisher {
                     Driver::shared(Arc::new(store), OriginIx(0), None, want, drive, now_ms());
                 Published {
                     root: root.clone(),
-                    place: core.layout.root_place(&opts.machine_id, &info.id),
+                    place: sink.layout().root_place(&opts.machine_id, &info.id),
                     info,
                     driver,
                     pending: None,
@@ -246,14 +242,13 @@ impl Publisher {
         let mut roots = roots;
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
-            core,
+            sink,
             url: crate::store::Claims::url(store),
             announced: false,
             opts,
             roots,
             lease: None,
             keeper: None,
-            lost: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
             answers: Vec::new(),
             since_ms: now_ms(),
@@ -390,11 +385,7 @@ impl Publisher {
     /// one), say the host is here, and re-sync every root.
     fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), PublishError> {
         let ttl = self.opts.ttl_s;
-        let lease = self
-            .core
-            .conn
-            .call(|mut c| async move { c.lease_grant(ttl, None).await })?
-            .id();
+        let lease = self.sink.grant(ttl)?;
         let mut previous = Vec::new();
         for i in 0..self.roots.len() {
             // Taken as resyncing: the host must never read as online with
@@ -404,16 +395,13 @@ impl Publisher {
             self.roots[i].resyncing = true;
             let me = self.owner(lease, None, i);
             match self
-                .core
+                .sink
                 .own_root(&self.opts.machine_id, &self.roots[i].info, &me)
             {
                 Ok(old) => previous.extend(old),
                 Err(e) => {
                     // The roots taken so far go with the lease.
-                    let _ = self
-                        .core
-                        .conn
-                        .call(|mut c| async move { c.lease_revoke(lease).await });
+                    let _ = self.sink.revoke(lease);
                     return Err(e);
                 }
             }
@@ -442,7 +430,7 @@ impl Publisher {
             self.roots[i].resyncing = false;
             let me = self.owner(lease, self.roots[i].unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
         }
         // A previous run's lease (killed, or cut off): everything it carried
         // for these roots is on ours now, so ending it removes nothing still
@@ -450,10 +438,7 @@ impl Publisher {
         previous.sort_unstable();
         previous.dedup();
         for old in previous {
-            let _ = self
-                .core
-                .conn
-                .call(|mut c| async move { c.lease_revoke(old).await });
+            let _ = self.sink.revoke(old);
         }
         self.stats.resyncs += 1;
         let claims: usize = self.roots.iter().map(|r| r.claims.len()).sum();
@@ -461,7 +446,7 @@ impl Publisher {
             Level::Info,
             &format!(
                 "connected endpoints={} lease={lease} ttl_s={ttl} roots={} claims={claims} writes={}",
-                self.core.conn.endpoints(),
+                self.sink.endpoints(),
                 self.roots.len(),
                 self.stats.writes()
             ),
@@ -490,51 +475,22 @@ impl Publisher {
             ttl_s: self.opts.ttl_s,
             pid: std::process::id(),
         };
-        self.core.merge_host_record(&rec)
+        self.sink.merge_host_record(&rec)
     }
 
-    /// Keep `lease` alive from the connection's runtime, whatever the
-    /// main loop is busy with (a first sync of thousands of keys can take
-    /// longer than the TTL). The flag says when it is lost: etcd said the
-    /// lease is gone, or nothing confirmed it for longer than its TTL.
+    /// Keep `lease` alive whatever the main loop is busy with; the
+    /// keeper says when it is lost.
     fn start_keep_alive(&mut self, lease: i64) {
-        if let Some(old) = self.keeper.take() {
-            old.abort();
-        }
-        let ttl = Duration::from_secs(self.opts.ttl_s.max(3) as u64);
-        let every = ttl / 3;
-        let lost = Arc::new(AtomicBool::new(false));
-        self.lost = Arc::clone(&lost);
-        let mut client = self.core.conn.client();
-        self.keeper = Some(self.core.conn.runtime().spawn(async move {
-            let mut confirmed = tokio::time::Instant::now();
-            loop {
-                let renewed = tokio::time::timeout(every, async {
-                    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
-                    keeper.keep_alive().await?;
-                    Ok::<_, etcd_client::Error>(stream.message().await?.map(|m| m.ttl()))
-                })
-                .await;
-                match renewed {
-                    Ok(Ok(Some(left))) if left > 0 => confirmed = tokio::time::Instant::now(),
-                    Ok(Ok(_)) => break,
-                    // Unreachable for now: fine while the lease may still run.
-                    _ if confirmed.elapsed() < ttl => {}
-                    _ => break,
-                }
-                tokio::time::sleep(every).await;
-            }
-            lost.store(true, Ordering::SeqCst);
-        }));
+        self.keeper = Some(self.sink.keep_alive(lease, self.opts.ttl_s));
     }
 
     /// An error once the keep-alive has given the lease up.
     fn check_lease(&self) -> Result<(), StoreError> {
-        if !self.lost.load(Ordering::SeqCst) {
+        if !self.keeper.as_ref().is_some_and(LeaseKeeper::lost) {
             return Ok(());
         }
         Err(StoreError::Backend {
-            store: format!("etcd at {}", self.core.conn.endpoints()),
+            store: format!("etcd at {}", self.sink.endpoints()),
             detail: format!(
                 "the publisher's lease {} expired or could not be renewed",
                 self.lease.unwrap_or(0)
@@ -544,27 +500,14 @@ impl Publisher {
 
     /// Put `value` at `key` on the publisher's lease.
     fn put(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        let lease = self.lease.unwrap_or(0);
-        self.core.conn.call(|mut c| {
-            let (key, value) = (key.to_string(), value.to_string());
-            async move {
-                c.put(key, value, Some(PutOptions::new().with_lease(lease)))
-                    .await
-            }
-        })?;
-        Ok(())
+        self.sink.put_on(self.lease.unwrap_or(0), key, value)
     }
 
     fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
-        if let Some(k) = self.keeper.take() {
-            k.abort();
-        }
+        self.keeper = None;
         if let Some(lease) = self.lease.take() {
             let _ = self.put_host_record();
-            let revoked = self
-                .core
-                .conn
-                .call(|mut c| async move { c.lease_revoke(lease).await });
+            let revoked = self.sink.revoke(lease);
             if let Err(e) = revoked {
                 log(
                     Level::Warn,

@@ -35,6 +35,7 @@ mod log;
 mod next_key;
 mod owners;
 mod published;
+pub mod sink;
 mod site;
 mod verbs;
 mod watch;
