@@ -288,6 +288,14 @@ fn one_driver_of_a_mirror() {
 }
 
 #[test]
+fn etcd_client_only_in_the_etcd_backend() {
+    // The publisher once wrote etcd transactions itself: a second store
+    // would have needed a second publisher. It writes through the sink.
+    let found = offenders("src/", &["etcd_client"], &["src/store/etcd/"]);
+    assert!(found.is_empty(), "etcd named outside its backend: {found:#?}");
+}
+
+#[test]
 fn one_answer_to_whether_a_pid_is_alive() {
     // kill(pid, 0) once meant three things (EPERM alive, or gone, or only
     // ESRCH gone); `sys::pid_alive` is the one meaning.
