@@ -85,7 +85,9 @@ impl EventCounter {
         loop {
             match feed.next(std::time::Duration::ZERO) {
                 Ok(None) => return,
-                Ok(Some(LogNews::Lines { log, lines, next })) => {
+                Ok(Some(LogNews::Lines {
+                    log, lines, next, ..
+                })) => {
                     self.last_error = None;
                     lines.iter().for_each(|l| count(&log, l));
                     self.at = next;

@@ -35,11 +35,10 @@ use crate::store::etcd::sink::{EtcdSink, LeaseKeeper};
 use crate::store::etcd::EtcdStore;
 pub use crate::store::etcd::PublishError;
 use crate::store::file::feed::FeedOpts;
-use crate::store::file::follow::Follower;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::Delta;
-use crate::store::{OriginIx, StoreError};
+use crate::store::{Cursor, LogFeed, OriginIx, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -125,6 +124,8 @@ struct Published {
     root: Root,
     info: PublishedRoot,
     place: RootPlace,
+    /// The root as a store: its driver's, and its log's.
+    store: Arc<FileStore>,
     driver: Driver<'static>,
     /// What the driver said changed, not published yet, in one delta (so
     /// an etcd away for an hour costs one row per key changed meanwhile).
@@ -135,7 +136,10 @@ struct Published {
     claims: HashMap<String, String>,
     /// The hazards array as last written.
     hazards: Option<String>,
-    events: Option<Follower>,
+    /// The root's log, followed, and where a feed opened again resumes:
+    /// just after the last line etcd has.
+    events: Option<Box<dyn LogFeed>>,
+    events_at: Option<Cursor>,
     /// Why the claims dir cannot be listed, as the owner key says it.
     unreadable: Option<String>,
     /// Taken, and its copies not all written back yet: the owner key says
@@ -207,13 +211,13 @@ impl Publisher {
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
                 );
-                // Lockfiles and entries: the log has its own follower here,
-                // keyed by offset.
+                // Lockfiles and entries: the log is read through its own
+                // feed here, each line keyed by its offset.
                 let feed = FeedOpts {
                     follow_log: false,
                     ..FeedOpts::default()
                 };
-                let store = FileStore::new(root.clone()).with_feed(feed);
+                let store = Arc::new(FileStore::new(root.clone()).with_feed(feed));
                 // The clock is the publisher's own (`judge_every`).
                 let drive = DriveOpts {
                     tick_ms: i64::MAX,
@@ -221,17 +225,19 @@ impl Publisher {
                 };
                 let want = Want::Whole { head: 0 };
                 let driver =
-                    Driver::shared(Arc::new(store), OriginIx(0), None, want, drive, now_ms());
+                    Driver::shared(store.clone(), OriginIx(0), None, want, drive, now_ms());
                 Published {
                     root: root.clone(),
                     place: sink.layout().root_place(&opts.machine_id, &info.id),
                     info,
+                    store,
                     driver,
                     pending: None,
                     deaf: false,
                     claims: HashMap::new(),
                     hazards: None,
                     events: None,
+                    events_at: None,
                     unreadable: None,
                     resyncing: false,
                 }

@@ -7,7 +7,7 @@
 
 use super::{Cursor, StoreError};
 use crate::events::history::Log;
-use crate::events::tail::Line;
+use crate::events::tail::{FileId, Line};
 use std::time::Duration;
 
 /// What a member's logs said since a cursor, drained from one thread.
@@ -35,6 +35,10 @@ pub enum LogNews {
         log: Log,
         lines: Vec<Line>,
         next: Cursor,
+        /// The file they were read from, where the log is a file (its
+        /// marks are byte offsets in it): a reader that keys lines by
+        /// their place keys them by this and the mark.
+        file_id: Option<FileId>,
     },
     /// `log` was truncated or replaced: what follows starts over.
     Reset { log: Log },

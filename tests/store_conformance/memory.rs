@@ -538,6 +538,7 @@ impl LogFeed for MemoryLog {
                 log: Log::Own,
                 lines,
                 next: Cursor::of_u64(*read as u64),
+                file_id: None,
             })
         }))
     }

@@ -196,6 +196,7 @@ impl Lines {
             log,
             lines,
             next: next.clone(),
+            file_id: None,
         }));
     }
 }

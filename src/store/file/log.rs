@@ -186,6 +186,7 @@ impl FileLog {
                     log: Log::Own,
                     lines,
                     next: next.cursor(),
+                    file_id: self.follower.file_id(),
                 });
             }
             if !poll.more {
