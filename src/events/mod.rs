@@ -11,6 +11,7 @@ pub mod file_history;
 pub mod history;
 pub mod index;
 pub mod kind;
+pub mod lines_history;
 pub mod merge;
 pub mod seek;
 pub mod service;

@@ -16,6 +16,7 @@ use claimtop::claims::{
     ParseError, ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use claimtop::events::history::{History, Log};
+use claimtop::events::lines_history::LinesHistory;
 use claimtop::events::tail::Line;
 use claimtop::events::Event;
 use claimtop::store::{
@@ -476,10 +477,14 @@ impl Audit for MemoryStore {
         Ok(vec![(None, Log::Own)])
     }
 
+    /// Its log read whole at each look: a small store's history.
     fn history(&self, _log: &Log) -> Result<Box<dyn History>, StoreError> {
-        Err(StoreError::Unsupported(
-            "the memory store's log is read whole (events), not paged".into(),
-        ))
+        let world = Arc::clone(&self.world);
+        let read = move || {
+            let st = world.state.lock().unwrap_or_else(|e| e.into_inner());
+            Ok((0..st.events.len()).map(|i| line_at(&st, i)).collect())
+        };
+        Ok(Box::new(LinesHistory::new(Box::new(read))))
     }
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
