@@ -48,6 +48,9 @@ const HOMES: &[(&str, &str)] = &[
     ("fn pid_alive(", "src/sys.rs"),
     ("pub struct Mirror {", "src/store/mirror/mod.rs"),
     ("pub struct FileFeed {", "src/store/file/feed.rs"),
+    ("pub struct Driver<", "src/store/drive/mod.rs"),
+    ("pub struct Follower {", "src/store/file/follow.rs"),
+    ("pub trait LogFeed", "src/store/log.rs"),
     ("fn rename_noreplace(", "src/sys.rs"),
     ("pub fn now_ms() -> i64", "src/time.rs"),
     ("fn parse_ttl_ms(", "src/time.rs"),
@@ -244,8 +247,46 @@ fn a_waiter_and_a_holder_read_their_key_through_a_mirror() {
     let tree = tree();
     for file in ["src/wait/mod.rs", "src/wait/hold.rs"] {
         let text = &tree.iter().find(|(p, _)| p == file).expect(file).1;
-        assert!(text.contains("Mirror::of_keys("), "{file} reads no mirror");
+        assert!(text.contains("Want::Keys("), "{file} reads no mirror");
     }
+}
+
+#[test]
+fn one_follower_of_an_events_log() {
+    // Four readers of events.jsonl once noticed truncation, partial lines
+    // and rotation each their own way. A face reads a member's log through
+    // its log feed (`Audit::follow`); the file store's is the follower.
+    let found = offenders("src/", &["Follower"], &["src/store/file/"]);
+    assert!(found.is_empty(), "a second follower: {found:#?}");
+}
+
+#[test]
+fn one_driver_of_a_mirror() {
+    // A face that drove its own mirror (feed, listing, clock, retry) was a
+    // loop written again, each with its own gaps: metrics, publish, wait
+    // and run follow a store through the one driver.
+    let found = offenders(
+        "src/",
+        &["Mirror::new(", "Mirror::of_keys("],
+        &[
+            "src/store/drive/",
+            "src/store/mirror/",
+            // The dashboard's collector, until it runs on the driver's lanes.
+            "src/dashboard/collector/",
+        ],
+    );
+    assert!(found.is_empty(), "a mirror driven by hand: {found:#?}");
+}
+
+#[test]
+fn etcd_client_only_in_the_etcd_backend() {
+    // The publisher once wrote etcd transactions itself: a second store
+    // would have needed a second publisher. It writes through the sink.
+    let found = offenders("src/", &["etcd_client"], &["src/store/etcd/"]);
+    assert!(
+        found.is_empty(),
+        "etcd named outside its backend: {found:#?}"
+    );
 }
 
 #[test]

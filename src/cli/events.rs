@@ -3,21 +3,19 @@
 use super::args::EventsArgs;
 use super::events_print::{Filter, Printer};
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
-use crate::events::follow::{Follower, Reset};
 use crate::events::history::Log;
 use crate::events::merge::{keep_last, merge_by_ts};
 use crate::events::stream::{self, Probe, Span};
 use crate::events::tail::{open_regular, FileId, Line};
 use crate::events::Event;
 use crate::store::fleet::Places;
-use crate::store::{Change, Member, OriginIx, Store, StoreError};
+use crate::store::{Cursor, LogFeed, LogNews, Member, OriginIx, Store, StoreError};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,14 +44,15 @@ pub fn events(store: &Store, a: EventsArgs, out: &mut Out) -> CmdResult {
         }
     }
     match log_files(store) {
-        Ok(Some(files)) => events_in_files(&files, store.several(), a, stop, out),
+        Ok(Some(files)) => events_in_files(store, &files, a, stop, out),
         Ok(None) => events_store(store, a, stop, out),
         Err(e) => out.error(&e),
     }
 }
 
-/// A log file, named by the root it speaks for where there are several.
-type NamedFile = (Option<String>, PathBuf);
+/// A log file, named by the root it speaks for where there are several,
+/// and the member whose log it is.
+type NamedFile = (Option<String>, PathBuf, OriginIx);
 
 /// The files the store keeps its events logs in; None when any of its logs
 /// is no file.
@@ -62,7 +61,7 @@ fn log_files(store: &Store) -> Result<Option<Vec<NamedFile>>, String> {
     for log in store.logs().map_err(|e| e.to_string())? {
         let history = store.history(&log).map_err(|e| e.to_string())?;
         match history.file() {
-            Some(path) => files.push((log.name, path.to_path_buf())),
+            Some(path) => files.push((log.name, path.to_path_buf(), log.origin)),
             None => return Ok(None),
         }
     }
@@ -70,16 +69,24 @@ fn log_files(store: &Store) -> Result<Option<Vec<NamedFile>>, String> {
 }
 
 fn events_in_files(
+    store: &Store,
     files: &[NamedFile],
-    several: bool,
     a: EventsArgs,
     stop: Arc<AtomicBool>,
     out: &mut Out,
 ) -> CmdResult {
     let mut p = Printer::new(out, Filter::of(&a), stop);
-    let result = match files {
-        [(None, path)] => print_one(&mut p, path, a.lines, a.follow),
-        _ => print_several(&mut p, files, several, a.lines, a.follow),
+    let printed = match files {
+        [(None, path, at)] => print_one(&mut p, store, path, *at, a.lines),
+        _ => print_several(&mut p, store, files, a.lines),
+    };
+    let result = match printed {
+        Err(Stop::Exit(code)) => Ok(code),
+        Err(Stop::Io(e)) => Err(e),
+        Ok(after) => p.out.flush().and_then(|()| match a.follow {
+            true => follow_logs(&mut p, store, files, after, Shown::Lines),
+            false => Ok(EXIT_OK),
+        }),
     };
     p.report_skipped();
     match result {
@@ -114,9 +121,14 @@ fn events_store(store: &Store, a: EventsArgs, stop: Arc<AtomicBool>, out: &mut O
 fn store_events(store: &Store, a: &EventsArgs, p: &mut Printer<'_>) -> CmdResult {
     // Started before the read, so nothing recorded in between is missed
     // (an event in both is printed twice rather than lost).
-    let mut feed = match a.follow.then(|| Merged::start(store)).transpose() {
-        Ok(f) => f,
-        Err(e) => return p.out.error(&e.to_string()),
+    let opened = a.follow.then(|| {
+        let claims = Watching::claims(store)?;
+        open_feeds(store, &from_now(store)).map(|f| (f, claims))
+    });
+    let mut feeds = match opened {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => return p.out.error(&e.to_string()),
+        None => None,
     };
     let several = store.several();
     let mut all = Vec::new();
@@ -158,54 +170,10 @@ fn store_events(store: &Store, a: &EventsArgs, p: &mut Printer<'_>) -> CmdResult
         p.print_event(ev)?;
     }
     p.out.flush()?;
-    let Some(feed) = feed.as_mut() else {
-        return Ok(EXIT_OK);
-    };
-    // The feed names a mirrored event's host and root by id only: their
-    // names come from the hosts' records, read again for a root not seen.
-    let mut places = Places::default();
-    while !p.stopped() && !stdout_closed() {
-        let (m, change) = match feed.next(FOLLOW_POLL) {
-            Ok(Some(got)) => got,
-            Ok(None) => continue,
-            Err(e) => return p.out.error(&e.to_string()),
-        };
-        let Some(member) = store.member(m) else {
-            continue;
-        };
-        let events: Vec<Event> = match change {
-            Change::Event(ev) => vec![ev],
-            Change::LogAppended(lines) => lines.iter().filter_map(|l| l.parse().ok()).collect(),
-            Change::PublishedEvent {
-                host_id,
-                root_id,
-                event,
-            } => {
-                if !places.knows(&host_id, &root_id) {
-                    if let Some(Ok(hosts)) = member.backend().fleet().map(|f| f.hosts()) {
-                        places = Places::of(&hosts);
-                    }
-                }
-                vec![places.mark(&host_id, &root_id, event)]
-            }
-            Change::Disconnected { why } => {
-                diag(&format!("store unreachable: {why}"));
-                continue;
-            }
-            Change::Connected { .. } => {
-                diag("store reachable again");
-                continue;
-            }
-            _ => continue,
-        };
-        for ev in events.into_iter().map(|ev| tagged(ev, member, several)) {
-            if p.wants(&ev) {
-                p.print_event(&ev)?;
-            }
-        }
-        p.out.flush()?;
+    match feeds.as_mut() {
+        Some((feeds, _claims)) => follow_feeds(p, store, feeds, Shown::Events),
+        None => Ok(EXIT_OK),
     }
-    Ok(EXIT_OK)
 }
 
 /// An event with its origin added, where several are named: `"root"` for
@@ -221,42 +189,239 @@ fn tagged(ev: Event, m: &Member, several: bool) -> Event {
     ev.with_field("origin", m.name().into())
 }
 
-/// Every named member's change feed drained by a thread of its own into
-/// one channel, so a quiet member never delays a busy one's news. A site's
-/// feed brings what its hosts mirror too.
-struct Merged {
-    rx: Receiver<Result<(OriginIx, Change), StoreError>>,
+/// How followed lines are printed: a file's as written (its root spliced
+/// in where several are named), a store's as events, each tagged with its
+/// origin where several are named.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    Lines,
+    Events,
 }
 
-impl Merged {
-    fn start(store: &Store) -> Result<Merged, StoreError> {
-        let (tx, rx) = channel();
-        for m in store.named().filter(|m| m.backend().audit().is_some()) {
+/// One member's log feed, and what a printer says of its lines.
+struct Followed {
+    at: OriginIx,
+    /// The root a file log speaks for, where several are named.
+    root: Option<String>,
+    /// The file a line cut at the cap is read whole from.
+    file: Option<PathBuf>,
+    feed: Box<dyn LogFeed>,
+    /// The trouble last said, so a lasting one is said once.
+    said: Option<String>,
+}
+
+/// Where a member's log is followed from: the root it speaks for (where
+/// several are named), the member, the cursor (None: from now), and its
+/// file, if it is one.
+type Place = (Option<String>, OriginIx, Option<Cursor>, Option<PathBuf>);
+
+/// Where each member with a log resumes: from now.
+fn from_now(store: &Store) -> Vec<Place> {
+    let logged = store
+        .members()
+        .iter()
+        .filter(|m| m.backend().audit().is_some());
+    logged.map(|m| (None, m.ix, None, None)).collect()
+}
+
+/// Each member's log feed from its place.
+fn open_feeds(store: &Store, from: &[Place]) -> Result<Vec<Followed>, StoreError> {
+    let mut feeds = Vec::new();
+    for (root, at, after, file) in from {
+        let Some(audit) = store.backend(*at).and_then(|b| b.audit()) else {
+            continue;
+        };
+        feeds.push(Followed {
+            at: *at,
+            root: root.clone(),
+            file: file.clone(),
+            feed: audit.follow(after.as_ref())?,
+            said: None,
+        });
+    }
+    Ok(feeds)
+}
+
+/// `--follow` after the files were printed up to each cursor.
+fn follow_logs(
+    p: &mut Printer<'_>,
+    store: &Store,
+    files: &[NamedFile],
+    after: Printed,
+    shown: Shown,
+) -> CmdResult {
+    let from: Vec<Place> = after
+        .into_iter()
+        .zip(files)
+        .map(|((root, at, c), (_, path, _))| (root, at, c, Some(path.clone())))
+        .collect();
+    match open_feeds(store, &from) {
+        Ok(mut feeds) => follow_feeds(p, store, &mut feeds, shown),
+        Err(e) => p.out.error(&e.to_string()),
+    }
+}
+
+/// Print what the members' log feeds bring until interrupted. Each round's
+/// new lines from all logs are merged by time.
+fn follow_feeds(
+    p: &mut Printer<'_>,
+    store: &Store,
+    feeds: &mut [Followed],
+    shown: Shown,
+) -> CmdResult {
+    let several = store.several();
+    // A mirrored line names its host and root by id only: their names come
+    // from the hosts' records, read again for a root not seen.
+    let mut places = Places::default();
+    while !p.stopped() && !stdout_closed() {
+        let mut seen: Vec<Vec<(Option<String>, FollowedLine)>> = Vec::new();
+        for f in feeds.iter_mut() {
+            let mut lines = Vec::new();
+            loop {
+                match f.feed.next(Duration::ZERO) {
+                    Ok(None) => break,
+                    Ok(Some(LogNews::Lines {
+                        log, lines: got, ..
+                    })) => {
+                        f.said = None;
+                        let from = Mirrored::of(&log);
+                        lines.extend(got.into_iter().map(|l| (l, from.clone())));
+                    }
+                    Ok(Some(LogNews::Reset { .. })) => {
+                        let whose = f.root.as_deref().map(|r| format!(" of {r}"));
+                        diag(&format!(
+                            "the events log{} was truncated or replaced; reading it from the start",
+                            whose.unwrap_or_default()
+                        ));
+                    }
+                    Ok(Some(LogNews::Trouble { why, .. })) => {
+                        if f.said.as_deref() != Some(why.as_str()) {
+                            diag(&match shown {
+                                Shown::Lines => why.clone(),
+                                Shown::Events => format!("store unreachable: {why}"),
+                            });
+                            f.said = Some(why);
+                        }
+                        break;
+                    }
+                    Err(e) => return p.out.error(&e.to_string()),
+                }
+            }
+            let ts = |l: &Line| Probe::of_slice(l.text.as_bytes()).ok().and_then(|pr| pr.ts);
+            seen.push(lines.into_iter().map(|l| (ts(&l.0), l)).collect());
+        }
+        let mut any = false;
+        for (i, (line, mirrored)) in merge_by_ts(seen) {
+            any = true;
+            let f = &feeds[i];
+            match shown {
+                Shown::Lines => {
+                    p.root.clone_from(&f.root);
+                    p.origin = f
+                        .root
+                        .as_ref()
+                        .filter(|_| several)
+                        .map(|r| format!("file:{r}"));
+                    print_followed(p, &line, f.file.as_deref())?;
+                }
+                Shown::Events => {
+                    let Some(member) = store.member(f.at) else {
+                        continue;
+                    };
+                    let Ok(ev) = line.parse() else {
+                        p.skipped += 1;
+                        continue;
+                    };
+                    let ev = match mirrored {
+                        Some(Mirrored { host_id, root_id }) => {
+                            if !places.knows(&host_id, &root_id) {
+                                let fleet =
+                                    store.members().iter().find_map(|m| m.backend().fleet());
+                                if let Some(Ok(hosts)) = fleet.map(|f| f.hosts()) {
+                                    places = Places::of(&hosts);
+                                }
+                            }
+                            places.mark(&host_id, &root_id, ev)
+                        }
+                        None => ev,
+                    };
+                    let ev = tagged(ev, member, several);
+                    if p.wants(&ev) {
+                        p.print_event(&ev)?;
+                    }
+                }
+            }
+        }
+        p.out.flush()?;
+        if !any {
+            std::thread::sleep(FOLLOW_POLL);
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Every named member's claims watched while its log is followed, for
+/// what a watcher owes the store, not for printing: a store whose claims
+/// end by themselves (an etcd lease running out) has the end recorded by
+/// the first watcher that sees it (one `claim_expired` per expiry).
+struct Watching {
+    done: Arc<AtomicBool>,
+}
+
+impl Watching {
+    fn claims(store: &Store) -> Result<Watching, StoreError> {
+        let done = Arc::new(AtomicBool::new(false));
+        for m in store.named() {
             let mut feed = m.backend().changes(None)?;
-            let (tx, at): (Sender<_>, _) = (tx.clone(), m.ix);
-            std::thread::spawn(move || loop {
-                let got = match feed.next(FOLLOW_POLL) {
-                    Ok(None) => continue,
-                    Ok(Some(change)) => Ok((at, change)),
-                    Err(e) => Err(e),
-                };
-                let ended = got.is_err();
-                // The command is done with it: nobody listens any more.
-                if tx.send(got).is_err() || ended {
-                    return;
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if feed.next(FOLLOW_POLL).is_err() {
+                        return;
+                    }
                 }
             });
         }
-        Ok(Merged { rx })
+        Ok(Watching { done })
     }
+}
 
-    fn next(&mut self, timeout: Duration) -> Result<Option<(OriginIx, Change)>, StoreError> {
-        match self.rx.recv_timeout(timeout) {
-            Ok(got) => got.map(Some),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(StoreError::FeedClosed),
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A followed line, and whose root it comes from when it was mirrored.
+type FollowedLine = (Line, Option<Mirrored>);
+
+/// Whose root a mirrored line comes from.
+#[derive(Clone)]
+struct Mirrored {
+    host_id: String,
+    root_id: String,
+}
+
+impl Mirrored {
+    fn of(log: &Log) -> Option<Mirrored> {
+        match log {
+            Log::Mirrored { host_id, root_id } => Some(Mirrored {
+                host_id: host_id.clone(),
+                root_id: root_id.clone(),
+            }),
+            _ => None,
         }
     }
+}
+
+/// A followed line as written; one cut at the cap is read whole from the
+/// log's file, where it still is.
+fn print_followed(p: &mut Printer<'_>, line: &Line, path: Option<&Path>) -> io::Result<()> {
+    let file = match line.truncated {
+        true => path.and_then(|path| open_regular(path).ok().flatten().map(|(f, _)| f)),
+        false => None,
+    };
+    p.print_followed(line, file.as_ref())
 }
 
 /// A failure reading one log, naming it.
@@ -272,20 +437,49 @@ fn open_log(p: &mut Printer<'_>, path: &Path) -> Result<Option<(File, FileId)>, 
     open_regular(path).map_err(|e| exit_status(p.out.error(&e.to_string())))
 }
 
-fn print_one(p: &mut Printer<'_>, path: &Path, limit: Option<usize>, follow: bool) -> CmdResult {
-    let opened = match open_log(p, path) {
-        Ok(o) => o,
-        Err(code) => return Ok(code),
-    };
-    let follower = match opened {
-        None => Follower::waiting_for(path),
-        Some((file, id)) => {
+/// Why printing the logs stopped before following them.
+enum Stop {
+    /// Said already, this is the exit status.
+    Exit(u8),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Stop {
+        Stop::Io(e)
+    }
+}
+
+/// Each log's root, member and the cursor after its lines printed (None:
+/// from now).
+type Printed = Vec<(Option<String>, OriginIx, Option<Cursor>)>;
+
+/// Where member `at`'s feed resumes after its log's `file` was printed up
+/// to `end`.
+fn cursor_in(store: &Store, at: OriginIx, file: &File, end: u64) -> Option<Cursor> {
+    let audit = store.backend(at)?.audit()?;
+    audit.cursor_in_file(file, end)
+}
+
+/// The one log's lines; the cursor after them.
+fn print_one(
+    p: &mut Printer<'_>,
+    store: &Store,
+    path: &Path,
+    origin: OriginIx,
+    limit: Option<usize>,
+) -> Result<Printed, Stop> {
+    let opened = open_log(p, path).map_err(Stop::Exit)?;
+    let after = match opened {
+        // Every line the log will have is new.
+        None => Some(Cursor::start()),
+        Some((file, _)) => {
             let end = complete_end(&file).map_err(|e| at(path, e))?;
             p.print_file(&file, end, limit).map_err(|e| at(path, e))?;
-            Follower::starting_at(path, file, id, end)
+            cursor_in(store, origin, &file, end)
         }
     };
-    follow_all(p, vec![(None, follower)], false, follow)
+    Ok(vec![(None, origin, after)])
 }
 
 fn complete_end(file: &File) -> io::Result<u64> {
@@ -299,25 +493,22 @@ fn complete_end(file: &File) -> io::Result<u64> {
 /// their text.
 fn print_several(
     p: &mut Printer<'_>,
+    store: &Store,
     files: &[NamedFile],
-    several: bool,
     limit: Option<usize>,
-    follow: bool,
-) -> CmdResult {
+) -> Result<Printed, Stop> {
+    let several = store.several();
     // Several roots: each line says its root, and its origin (`file:` and
     // the root).
     let origin = |name: &str| several.then(|| format!("file:{name}"));
     let mut logs: Vec<(String, Option<File>)> = Vec::new();
     let mut found: Vec<Vec<(Option<String>, Span)>> = Vec::new();
-    let mut followers = Vec::new();
-    for (name, path) in files {
+    let mut printed = Vec::new();
+    for (name, path, origin) in files {
         let name = name.clone().unwrap_or_default();
-        let opened = match open_log(p, path) {
-            Ok(o) => o,
-            Err(code) => return Ok(code),
-        };
-        let Some((file, id)) = opened else {
-            followers.push((Some(name.clone()), Follower::waiting_for(path)));
+        let opened = open_log(p, path).map_err(Stop::Exit)?;
+        let Some((file, _)) = opened else {
+            printed.push((Some(name.clone()), *origin, Some(Cursor::start())));
             logs.push((name, None));
             found.push(Vec::new());
             continue;
@@ -351,10 +542,10 @@ fn print_several(
         })
         .map_err(|e| at(path, e))?;
         found.push(kept.into());
-        let resume = file.try_clone().map_err(|e| at(path, e))?;
-        followers.push((
+        printed.push((
             Some(name.clone()),
-            Follower::starting_at(path, resume, id, end),
+            *origin,
+            cursor_in(store, *origin, &file, end),
         ));
         logs.push((name, Some(file)));
     }
@@ -374,87 +565,7 @@ fn print_several(
         p.buf = line;
         res?;
     }
-    follow_all(p, followers, several, follow)
-}
-
-/// Print what the followers see until interrupted (or, without `follow`,
-/// just flush). Each poll's new lines from all logs are merged by time; a
-/// follower's root (with several) is added to each of its lines.
-fn follow_all(
-    p: &mut Printer<'_>,
-    mut followers: Vec<(Option<String>, Follower)>,
-    several: bool,
-    follow: bool,
-) -> CmdResult {
-    p.out.flush()?;
-    if !follow {
-        return Ok(EXIT_OK);
-    }
-    let mut last_error: Vec<Option<String>> = vec![None; followers.len()];
-    while !p.stopped() {
-        if stdout_closed() {
-            break;
-        }
-        let mut more = false;
-        let mut seen: Vec<Vec<(Option<String>, Line)>> = Vec::with_capacity(followers.len());
-        for ((root, follower), last_error) in followers.iter_mut().zip(&mut last_error) {
-            let whose = root
-                .as_deref()
-                .map(|r| format!(" of {r}"))
-                .unwrap_or_default();
-            let poll = match follower.poll() {
-                Ok(poll) => {
-                    *last_error = None;
-                    poll
-                }
-                Err(e) => {
-                    // The follower stays usable; say so once, not every tick.
-                    let msg = e.to_string();
-                    if last_error.as_deref() != Some(msg.as_str()) {
-                        diag(&msg);
-                        *last_error = Some(msg);
-                    }
-                    seen.push(Vec::new());
-                    continue;
-                }
-            };
-            match poll.reset {
-                Some(Reset::Truncated) => diag(&format!(
-                    "the events log{whose} was truncated; reading it from the start"
-                )),
-                Some(Reset::Replaced) => diag(&format!(
-                    "the events log{whose} was replaced; reading the new file"
-                )),
-                None => {}
-            }
-            more |= poll.more;
-            seen.push(
-                poll.lines
-                    .into_iter()
-                    .map(|l| {
-                        (
-                            Probe::of_slice(l.text.as_bytes()).ok().and_then(|pr| pr.ts),
-                            l,
-                        )
-                    })
-                    .collect(),
-            );
-        }
-        for (i, line) in merge_by_ts(seen) {
-            let (root, follower) = &followers[i];
-            p.root.clone_from(root);
-            p.origin = root
-                .as_ref()
-                .filter(|_| several)
-                .map(|r| format!("file:{r}"));
-            p.print_followed(&line, follower.file())?;
-        }
-        p.out.flush()?;
-        if !more {
-            std::thread::sleep(FOLLOW_POLL);
-        }
-    }
-    Ok(EXIT_OK)
+    Ok(printed)
 }
 
 /// Has the reader of our stdout gone away? A quiet log would otherwise keep

@@ -27,6 +27,8 @@ pub struct Wanted<'a> {
 /// The log's own events that `w` asks for, oldest first.
 pub fn own_events(audit: &dyn Audit, w: &Wanted<'_>) -> Result<Vec<Event>, String> {
     let mut h = audit.history(&Log::Own).map_err(|e| e.to_string())?;
+    // A history is read from its start on: a file's opens its file there.
+    h.start().map_err(|e| e.to_string())?;
     let plain = !w.filtered && w.since.is_none() && w.until.is_none();
     if let (Some(n), true) = (w.last, plain) {
         // The last n, one read from the end.

@@ -6,17 +6,16 @@ use super::output::{diag, CmdResult, Out, EXIT_OK};
 use crate::claims::now_ms;
 use crate::claims::root::RootProblem;
 use crate::events::history::Log;
+use crate::events::tail::Line;
 use crate::metrics::{
     to_classic_text, wants_openmetrics, EventCounter, EventCounts, Exporter, HostUp, Snapshot,
     CLASSIC_CONTENT_TYPE, CONTENT_TYPE,
 };
+use crate::store::drive::{DriveOpts, Driver, Want};
 use crate::store::fleet::Places;
-use crate::store::mirror::judge::Judge;
-use crate::store::mirror::Mirror;
-use crate::store::{Backend, Change, Changes, Fleet, Store, StoreError};
+use crate::store::{Audit, Backend, Fleet, OriginIx, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,66 +24,35 @@ use std::time::Duration;
 /// again: the bound on how late SIGTERM is obeyed.
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
-/// A store (or one root) followed between scrapes: its mirror, brought up
-/// to date from its change feed at each scrape. A scrape re-reads only the
-/// keys that changed since the last one (a whole listing only when one is
-/// owed), and judges again what time changed.
-struct Followed {
-    mirror: Mirror,
-    feed: Option<Box<dyn Changes>>,
-    /// Listed at least once.
-    listed: bool,
+/// A store (or one root) followed between scrapes: its member's driver,
+/// brought up to date at each scrape. A scrape re-reads only the keys that
+/// changed since the last one (a whole listing only when one is owed), and
+/// judges again what time changed.
+struct Followed<'a> {
+    driver: Driver<'a>,
     /// Could the claims be read at the last scrape?
     up: bool,
 }
 
-impl Followed {
-    fn new(store: &dyn Backend, judge: Option<Judge>) -> Followed {
+impl<'a> Followed<'a> {
+    fn new(store: &'a dyn Backend, at: OriginIx) -> Followed<'a> {
+        // Every scrape judges again: a scrape is the clock here.
+        let opts = DriveOpts {
+            tick_ms: 0,
+            ..DriveOpts::default()
+        };
+        let want = Want::Whole { head: 0 };
         Followed {
-            mirror: Mirror::new(store, judge, now_ms()),
-            feed: None,
-            listed: false,
+            driver: Driver::over(store, at, None, want, opts, now_ms()),
             up: true,
         }
     }
 
-    /// Bring the mirror up to date; what the mirror does not keep (events,
-    /// the store's ups and downs) goes to `heard`.
-    fn catch_up(&mut self, store: &dyn Backend, now: i64, heard: &mut dyn FnMut(Change)) {
-        // The feed first, so nothing written during a listing is missed.
-        if self.feed.is_none() {
-            match store.changes(None) {
-                Ok(f) => self.feed = Some(f),
-                Err(e) => diag(&format!("the change feed: {e}")),
-            }
-            self.mirror.relist_soon();
-        }
-        if let Some(feed) = self.feed.as_mut() {
-            loop {
-                match feed.next(Duration::ZERO) {
-                    Ok(Some(c)) => {
-                        if let Some(rest) = self.mirror.apply(c) {
-                            heard(rest);
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        diag(&format!("the change feed: {e}"));
-                        self.feed = None;
-                        break;
-                    }
-                }
-            }
-        }
-        if !self.listed {
-            self.mirror.relist_soon();
-        }
-        self.mirror.tick(now);
-        match self.mirror.settle(store, now) {
-            Ok(()) => {
-                self.listed = true;
-                self.up = true;
-            }
+    /// Bring the mirror up to date; the deltas a screen would take are
+    /// nothing to a scrape, which reads the tally.
+    fn catch_up(&mut self, now: i64) {
+        match self.driver.catch_up(now) {
+            Ok(_) => self.up = true,
             Err(e) => {
                 diag(&e.to_string());
                 self.up = false;
@@ -97,72 +65,41 @@ impl Followed {
         // A root whose claims dir cannot be listed is down; one with
         // nothing claimed yet (or not even there yet) is up and empty.
         let readable = !matches!(
-            self.mirror.problem(),
+            self.driver.problem(),
             Some(RootProblem::NotADirectory(_) | RootProblem::Unreadable(..))
         );
-        let tally = self.mirror.tally();
-        Snapshot::of_tally(&tally, self.mirror.rows(), label, now, self.up && readable)
+        let tally = self.driver.tally();
+        Snapshot::of_tally(&tally, self.driver.rows(), label, now, self.up && readable)
     }
-}
-
-/// How one part of the store's events are counted.
-enum Counting {
-    /// A log kept in a file: read once, then what is appended, by offset
-    /// (truncation and replacement noticed), as `events --follow` reads it.
-    File(EventCounter),
-    /// A store's log: read once at start, then counted as the store's
-    /// change feed brings it. Counted from the feed rather than re-read, a
-    /// counter never falls when the store's retention drops old events.
-    Feed(EventCounts),
 }
 
 /// One store followed between scrapes: its mirror and its events.
 struct Part<'a> {
     /// The root it speaks for, where the store speaks for several.
     label: Option<String>,
-    store: &'a dyn Backend,
-    followed: Followed,
-    counting: Counting,
+    followed: Followed<'a>,
+    counts: EventCounts,
 }
 
 impl<'a> Part<'a> {
-    fn new(label: Option<String>, store: &'a dyn Backend) -> Result<Part<'a>, StoreError> {
-        // A claim bound to a pid is judged on this machine (the mirror
-        // keeps the judge only where the member's rows are judged so).
-        let mut followed = Followed::new(store, Some(Judge::local()));
-        let file = store
-            .audit()
-            .and_then(|a| a.history(&Log::Own).ok())
-            .and_then(|h| h.file().map(Path::to_path_buf));
-        let counting = match file {
-            Some(path) => Counting::File(EventCounter::new(path)),
-            None => {
-                // The feed first, so nothing recorded during the read is
-                // missed.
-                followed.feed = Some(store.changes(None)?);
-                let mut counts = EventCounts::default();
-                if let Some(audit) = store.audit() {
-                    for ev in audit.events(usize::MAX)? {
-                        counts.add(Some(ev.kind()));
-                    }
-                }
-                Counting::Feed(counts)
-            }
-        };
-        Ok(Part {
+    fn new(label: Option<String>, store: &'a dyn Backend, at: OriginIx) -> Part<'a> {
+        Part {
             label,
-            store,
-            followed,
-            counting,
-        })
-    }
-
-    fn counts(&self) -> &EventCounts {
-        match &self.counting {
-            Counting::File(c) => c.counts(),
-            Counting::Feed(c) => c,
+            followed: Followed::new(store, at),
+            counts: EventCounts::default(),
         }
     }
+}
+
+/// A member's logs, counted from their first line through its log feed:
+/// its own log counted for its part, what hosts mirror for each host's
+/// root. Counted as the feed brings them rather than re-read, a counter
+/// never falls when a store's retention drops old events.
+struct Counted<'a> {
+    /// The part its own log counts for (None: a member of mirrored logs).
+    part: Option<usize>,
+    audit: &'a dyn Audit,
+    counter: EventCounter,
 }
 
 /// Scrape-time collection over any store: each part it speaks for (every
@@ -173,6 +110,7 @@ struct Collector<'a> {
     /// Where hosts publish, when a member has them.
     fleet: Option<&'a dyn Fleet>,
     parts: Vec<Part<'a>>,
+    logs: Vec<Counted<'a>>,
     /// What each host mirrored, by (host id, root path).
     fleet_events: BTreeMap<(String, String), EventCounts>,
     /// Names for the ids a mirrored event comes with on the feed.
@@ -191,89 +129,97 @@ impl<'a> Collector<'a> {
         // One series per named origin where there are several, labelled by
         // its root (several roots, as always) or its URL.
         let several = store.several();
-        let parts = store
-            .named()
-            .map(|m| {
+        let mut parts = Vec::new();
+        let mut logs = Vec::new();
+        for m in store.members() {
+            let part = m.named.then_some(parts.len());
+            if m.named {
                 let label = several.then(|| match m.root_dir() {
                     Some(dir) => dir.to_string_lossy().into_owned(),
                     None => m.backend().url(),
                 });
-                Part::new(label, m.backend())
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let fleet = store.members().iter().find_map(|m| m.backend().fleet());
-        let mut fleet_events: BTreeMap<(String, String), EventCounts> = BTreeMap::new();
-        let mirrored = match fleet {
-            Some(fleet) => fleet.events(usize::MAX)?,
-            None => Vec::new(),
-        };
-        for ev in mirrored {
-            if let Some(at) = published_place(&ev) {
-                fleet_events.entry(at).or_default().add(Some(ev.kind()));
+                parts.push(Part::new(label, m.backend(), m.ix));
+            }
+            if let Some(audit) = m.backend().audit() {
+                logs.push(Counted {
+                    part,
+                    audit,
+                    counter: EventCounter::new(),
+                });
             }
         }
-        Ok(Collector {
+        let fleet = store.members().iter().find_map(|m| m.backend().fleet());
+        let mut collector = Collector {
             fleet,
             parts,
-            fleet_events,
+            logs,
+            fleet_events: BTreeMap::new(),
             places: Places::default(),
             exporter: Exporter::new(),
-        })
+        };
+        // Every log read once now, so the first scrape is no slower than
+        // the next.
+        collector.count_events();
+        Ok(collector)
     }
 
-    /// Count what a part's feed brought beside its claims.
-    fn heard(&mut self, part: usize, change: Change) {
-        match change {
-            Change::Event(ev) => {
-                if let Some(Counting::Feed(c)) = self.parts.get_mut(part).map(|p| &mut p.counting) {
-                    c.add(Some(ev.kind()));
+    /// Count what each member's logs brought since the last time.
+    fn count_events(&mut self) {
+        let mut lines: Vec<(Option<usize>, Log, Line)> = Vec::new();
+        for c in &mut self.logs {
+            let before = c.counter.last_error.clone();
+            c.counter.catch_up(c.audit, &mut |log, l| {
+                lines.push((c.part, log.clone(), l.clone()))
+            });
+            if let Some(e) = &c.counter.last_error {
+                if before.as_ref() != Some(e) {
+                    diag(e);
                 }
             }
-            Change::PublishedEvent {
-                host_id,
-                root_id,
-                event,
-            } => {
-                if !self.places.knows(&host_id, &root_id) {
-                    if let Some(Ok(hosts)) = self.fleet.map(|f| f.hosts()) {
-                        self.places = Places::of(&hosts);
+        }
+        for (part, log, line) in lines {
+            match log {
+                Log::Mirrored { host_id, root_id } => {
+                    self.heard_mirrored(&host_id, &root_id, &line)
+                }
+                _ => {
+                    if let Some(p) = part.and_then(|i| self.parts.get_mut(i)) {
+                        p.counts.add_line(&line);
                     }
                 }
-                let ev = self.places.mark(&host_id, &root_id, event);
-                if let Some(at) = published_place(&ev) {
-                    self.fleet_events
-                        .entry(at)
-                        .or_default()
-                        .add(Some(ev.kind()));
-                }
             }
-            _ => {}
+        }
+    }
+
+    /// Count a line a host mirrored, by its host and root.
+    fn heard_mirrored(&mut self, host_id: &str, root_id: &str, line: &Line) {
+        if !self.places.knows(host_id, root_id) {
+            if let Some(Ok(hosts)) = self.fleet.map(|f| f.hosts()) {
+                self.places = Places::of(&hosts);
+            }
+        }
+        let Ok(ev) = line.parse() else {
+            return;
+        };
+        let ev = self.places.mark(host_id, root_id, ev);
+        if let Some(at) = published_place(&ev) {
+            self.fleet_events
+                .entry(at)
+                .or_default()
+                .add(Some(ev.kind()));
         }
     }
 
     fn scrape(&mut self) -> Result<String, std::fmt::Error> {
         let now = now_ms();
         let mut snaps = Vec::new();
-        let mut heard = Vec::new();
-        for (i, part) in self.parts.iter_mut().enumerate() {
-            part.followed
-                .catch_up(part.store, now, &mut |c| heard.push((i, c)));
+        for part in &mut self.parts {
+            part.followed.catch_up(now);
             // While the store is away the gauges keep what was last known,
             // marked down.
             snaps.push(part.followed.snapshot(part.label.clone(), now));
-            if let Counting::File(c) = &mut part.counting {
-                let before = c.last_error.clone();
-                c.catch_up();
-                if let Some(e) = &c.last_error {
-                    if before.as_ref() != Some(e) {
-                        diag(e);
-                    }
-                }
-            }
         }
-        for (i, c) in heard {
-            self.heard(i, c);
-        }
+        self.count_events();
         let fleet = self.fleet.map(|f| f.brief_state()).transpose();
         let (fleet, hosts) = match fleet {
             Ok(Some(f)) if !f.is_empty() => {
@@ -306,7 +252,7 @@ impl<'a> Collector<'a> {
             }
         };
         let none = EventCounts::default();
-        let mut counts: Vec<&EventCounts> = self.parts.iter().map(Part::counts).collect();
+        let mut counts: Vec<&EventCounts> = self.parts.iter().map(|p| &p.counts).collect();
         for s in &fleet {
             let at = s
                 .host

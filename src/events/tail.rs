@@ -1,6 +1,6 @@
 //! Reading the audit log back: the last N lines without reading the whole
-//! file, in bounded memory, and the pieces the follower
-//! ([`super::follow`]) shares: lines cut to a cap, the file's identity,
+//! file, in bounded memory, and the pieces the file store's follower
+//! shares: lines cut to a cap, the file's identity,
 //! opening only a regular file.
 //!
 //! The log is written by other processes, so everything here treats it as
@@ -20,7 +20,7 @@ use super::event::{parse_event, Event};
 /// and the [`Line`] is flagged `truncated`.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
-/// Most bytes one [`super::follow::Follower::poll`] consumes, so a burst (or following a
+/// Most bytes one poll of the file store's follower consumes, so a burst (or following a
 /// huge file from the start) is spread over several polls instead of
 /// stalling a UI frame or allocating without bound.
 pub const MAX_POLL_BYTES: u64 = 8 * 1024 * 1024;
@@ -99,7 +99,7 @@ pub struct Line {
     /// The line was longer than [`MAX_LINE_BYTES`]; `text` is its prefix.
     pub truncated: bool,
     /// For a `truncated` line, the claim event read from the whole line,
-    /// when its reader fetched it ([`super::follow::Follower::read_claims`]):
+    /// when its reader fetched it (`Follower::read_claims`):
     /// the cut text no longer holds the fields a tenure is made of.
     pub claim: Option<Box<OwnedClaimEvent>>,
 }

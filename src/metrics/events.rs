@@ -1,10 +1,12 @@
-//! Counting events by type, incrementally: the log is read once, then only
-//! what was appended since, through the same follower `events --follow`
-//! uses (partial lines wait, truncation and rotation are noticed).
+//! Counting events by type, incrementally: each member's logs are read
+//! once from their first line, then only what was appended since, through
+//! the member's log feed (partial lines wait, truncation and rotation are
+//! noticed by the feed).
 
-use crate::events::follow::Follower;
-use crate::events::stream::{self, Probe};
-use std::path::PathBuf;
+use crate::events::history::Log;
+use crate::events::stream::Probe;
+use crate::events::tail::Line;
+use crate::store::{Audit, Cursor, LogFeed, LogNews};
 
 /// The types the protocol writes. Anything else is counted as `other`, so a
 /// log full of made-up types cannot grow the label set without bound.
@@ -36,93 +38,133 @@ impl EventCounts {
     }
 }
 
-/// One log's follower and its running counts. Counts only go up: lines of a
-/// truncated or replaced log are new events and are added, never
-/// subtracted, as a Prometheus counter must.
+/// One member's logs followed from their first line, and where they were
+/// read up to. Counts only go up: lines of a truncated or replaced log are
+/// new events and are added, never subtracted, as a Prometheus counter
+/// must.
 pub struct EventCounter {
-    follower: Follower,
-    counts: EventCounts,
+    feed: Option<Box<dyn LogFeed>>,
+    /// Where a feed opened again resumes.
+    at: Cursor,
     /// The last read failure, reported once rather than every scrape.
     pub last_error: Option<String>,
 }
 
+impl Default for EventCounter {
+    fn default() -> EventCounter {
+        EventCounter::new()
+    }
+}
+
 impl EventCounter {
-    /// Count the log at `path` from its start (a missing log counts from
-    /// its start once it appears).
-    pub fn new(path: impl Into<PathBuf>) -> EventCounter {
+    /// Count from the logs' first line (a missing log counts from its
+    /// first line once it appears).
+    pub fn new() -> EventCounter {
         EventCounter {
-            follower: Follower::waiting_for(path),
-            counts: EventCounts::default(),
+            feed: None,
+            at: Cursor::start(),
             last_error: None,
         }
     }
 
-    /// Read whatever was appended since the last call (all of it: a poll
-    /// hands out at most [`crate::events::tail::MAX_POLL_BYTES`] at a time).
-    pub fn catch_up(&mut self) -> &EventCounts {
-        loop {
-            let poll = match self.follower.poll() {
-                Ok(p) => {
-                    self.last_error = None;
-                    p
-                }
+    /// Read whatever `audit`'s logs were appended since the last call, all
+    /// of it, each line handed to `count` with its log.
+    pub fn catch_up(&mut self, audit: &dyn Audit, count: &mut dyn FnMut(&Log, &Line)) {
+        if self.feed.is_none() {
+            match audit.follow(Some(&self.at)) {
+                Ok(f) => self.feed = Some(f),
                 Err(e) => {
                     self.last_error = Some(e.to_string());
-                    break;
+                    return;
                 }
-            };
-            for line in &poll.lines {
-                // A line cut at the follower's cap is probed whole from the file.
-                let probe = if line.truncated {
-                    match self
-                        .follower
-                        .file()
-                        .map(|f| stream::line_at(f, line.offset).map(|s| (f, s)))
-                    {
-                        Some(Ok((f, Some(span)))) => Probe::of_span(f, span),
-                        _ => Err("changed while read".into()),
-                    }
-                } else {
-                    Probe::of_slice(line.text.as_bytes())
-                };
-                match probe {
-                    Ok(p) => self.counts.add(p.kind.as_deref()),
-                    Err(_) => self.counts.unparseable += 1,
-                }
-            }
-            if !poll.more {
-                break;
             }
         }
-        &self.counts
+        let Some(feed) = self.feed.as_mut() else {
+            return;
+        };
+        loop {
+            match feed.next(std::time::Duration::ZERO) {
+                Ok(None) => return,
+                Ok(Some(LogNews::Lines {
+                    log, lines, next, ..
+                })) => {
+                    self.last_error = None;
+                    lines.iter().for_each(|l| count(&log, l));
+                    self.at = next;
+                }
+                Ok(Some(LogNews::Reset { .. })) => {}
+                Ok(Some(LogNews::Trouble { why, .. })) => {
+                    self.last_error = Some(why);
+                    return;
+                }
+                Err(e) => {
+                    // Opened again at the next scrape, from where it was.
+                    self.last_error = Some(e.to_string());
+                    self.feed = None;
+                    return;
+                }
+            }
+        }
     }
+}
 
-    pub fn counts(&self) -> &EventCounts {
-        &self.counts
+/// The type a log line says, `Err` when it does not parse. A line cut at
+/// the cap says its type when it is a claim event (the feed read that
+/// whole); any other cut line is counted unparseable.
+fn kind_of(line: &Line) -> Result<Option<String>, ()> {
+    if line.truncated {
+        return match &line.claim {
+            Some(c) => Ok(Some(c.kind.name().to_string())),
+            None => Err(()),
+        };
+    }
+    Probe::of_slice(line.text.as_bytes())
+        .map(|p| p.kind)
+        .map_err(|_| ())
+}
+
+impl EventCounts {
+    /// Count one line as [`kind_of`] reads it.
+    pub fn add_line(&mut self, line: &Line) {
+        match kind_of(line) {
+            Ok(kind) => self.add(kind.as_deref()),
+            Err(()) => self.unparseable += 1,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claims::Root;
+    use crate::store::file::FileStore;
     use std::io::Write;
+
+    fn counted(c: &mut EventCounter, store: &FileStore, counts: &mut EventCounts) {
+        c.catch_up(store, &mut |_, l| counts.add_line(l));
+    }
 
     #[test]
     fn appended_lines_are_counted_once_and_unknown_types_as_other() {
         let dir = tempfile::TempDir::new().unwrap();
-        let path = dir.path().join("events.jsonl");
-        let mut c = EventCounter::new(&path);
-        assert_eq!(c.catch_up().by_type().map(|(_, n)| n).sum::<u64>(), 0);
+        let root = Root::with_events_here(dir.path());
+        let store = FileStore::new(root.clone());
+        let path = root.events_file();
+        let mut c = EventCounter::new();
+        let mut got = EventCounts::default();
+        counted(&mut c, &store, &mut got);
+        assert_eq!(got.by_type().map(|(_, n)| n).sum::<u64>(), 0);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let mut f = std::fs::File::create(&path).unwrap();
         writeln!(f, r#"{{"type":"claim_acquired"}}"#).unwrap();
         writeln!(f, r#"{{"type":"made_up"}}"#).unwrap();
         writeln!(f, "garbage").unwrap();
         write!(f, r#"{{"type":"claim_released""#).unwrap();
-        let got = c.catch_up().clone();
+        counted(&mut c, &store, &mut got);
         assert_eq!(got.by_type().next(), Some(("claim_acquired", 1)));
         assert_eq!((got.other, got.unparseable), (1, 1));
         writeln!(f, "}}").unwrap();
-        let got = c.catch_up().clone();
+        counted(&mut c, &store, &mut got);
         let released = got.by_type().find(|(t, _)| *t == "claim_released");
         assert_eq!(
             released,
@@ -139,15 +181,20 @@ mod tests {
     #[test]
     fn a_truncated_log_adds_its_new_lines_to_the_counts() {
         let dir = tempfile::TempDir::new().unwrap();
-        let path = dir.path().join("events.jsonl");
+        let root = Root::with_events_here(dir.path());
+        let store = FileStore::new(root.clone());
+        let path = root.events_file();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(
             &path,
             "{\"type\":\"claim_acquired\"}\n{\"type\":\"claim_acquired\"}\n",
         )
         .unwrap();
-        let mut c = EventCounter::new(&path);
-        c.catch_up();
+        let mut c = EventCounter::new();
+        let mut got = EventCounts::default();
+        counted(&mut c, &store, &mut got);
         std::fs::write(&path, "{\"type\":\"claim_acquired\"}\n").unwrap();
-        assert_eq!(c.catch_up().by_type().next(), Some(("claim_acquired", 3)));
+        counted(&mut c, &store, &mut got);
+        assert_eq!(got.by_type().next(), Some(("claim_acquired", 3)));
     }
 }

@@ -1,13 +1,15 @@
 //! A root's copy in etcd: its claims and hazards written only where what a
 //! reader would see differs, re-synced whole after a (re)connect, in
-//! transactions of [`BATCH`] writes.
+//! transactions under the store's limit (`store::etcd::sink`).
 
-use super::{Publisher, BATCH};
+use super::Publisher;
 use crate::claims::census::Judged;
 use crate::claims::hazard::UNREADABLE;
 use crate::claims::{ClaimState, Status};
+use crate::store::drive::Input;
+use crate::store::etcd::sink::CopyWrite;
+use crate::store::mirror::Delta;
 use crate::store::StoreError;
-use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -18,14 +20,14 @@ impl Publisher {
     pub(super) fn sync_root(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
         let lease = self.lease.unwrap_or(0);
         let r = &self.roots[i];
-        let (kvs, _) = self.core.range_all(&r.place.claims())?;
+        let kvs = self.sink.read_all(&r.place.claims())?;
         let mut held = HashMap::new();
         for kv in &kvs {
-            let Some(key) = r.place.key_of_claim(kv.key()) else {
+            let Some(key) = r.place.key_of_claim(&kv.key) else {
                 continue;
             };
-            match serde_json::from_slice::<Value>(kv.value()) {
-                Ok(v) if kv.lease() == lease => {
+            match serde_json::from_slice::<Value>(&kv.value) {
+                Ok(v) if kv.lease == lease => {
                     held.insert(key, fingerprint(&v));
                 }
                 // Keys on an old lease, or unreadable, are re-put or
@@ -38,9 +40,9 @@ impl Publisher {
         // A last known copy with no claim beside it (the claim went with
         // an old lease) is re-put or deleted below, like a claim of an old
         // lease: the two are written together from here on.
-        let (known, _) = self.core.range_all(&r.place.known())?;
+        let known = self.sink.read_all(&r.place.known())?;
         for kv in &known {
-            if let Some(key) = r.place.key_of_known(kv.key()) {
+            if let Some(key) = r.place.key_of_known(&kv.key) {
                 held.entry(key).or_insert_with(|| String::from("?"));
             }
         }
@@ -51,8 +53,8 @@ impl Publisher {
         self.start_events(i)?;
         // A mirror that never listed lists now; one that did is current.
         let r = &mut self.roots[i];
-        if r.mirror.is_empty() {
-            r.mirror.relist_soon();
+        if r.driver.is_empty() {
+            r.drive(Input::Relist, now);
         }
         self.publish_changes(i, now)?;
         self.publish_all(i)
@@ -63,10 +65,18 @@ impl Publisher {
     pub(super) fn publish_changes(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
         let r = &mut self.roots[i];
         // A store that cannot be read now: its keys wait for the next round.
-        let _ = r.mirror.settle(&r.store, now);
-        let Some(delta) = r.mirror.take_delta() else {
-            return Ok(());
-        };
+        r.drive(Input::Feed(Vec::new()), now);
+        match self.roots[i].pending.take() {
+            // A failed write: everything is written again at the re-sync
+            // that follows.
+            Some(delta) => self.publish_delta(i, delta),
+            None => Ok(()),
+        }
+    }
+
+    /// Write what one delta changed.
+    fn publish_delta(&mut self, i: usize, delta: Delta) -> Result<(), StoreError> {
+        self.stats.changes += delta.rows.len() as u64;
         if delta.tally.is_some() {
             self.publish_unreadable(i)?;
             self.publish_hazards(i)?;
@@ -94,7 +104,7 @@ impl Publisher {
         if self.roots[i].unreadable.is_some() {
             return Ok(());
         }
-        let rows: Vec<Status> = self.roots[i].mirror.rows().cloned().collect();
+        let rows: Vec<Status> = self.roots[i].driver.rows().cloned().collect();
         let mut seen = BTreeSet::new();
         let mut ops = Vec::new();
         for s in rows {
@@ -119,7 +129,7 @@ impl Publisher {
     pub(super) fn publish_unreadable(&mut self, i: usize) -> Result<(), StoreError> {
         let dir = self.roots[i].root.claims_dir();
         let unreadable = self.roots[i]
-            .mirror
+            .driver
             .tally()
             .hazards
             .iter()
@@ -128,7 +138,7 @@ impl Publisher {
         if unreadable != self.roots[i].unreadable {
             let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
             self.roots[i].unreadable = unreadable;
         }
         Ok(())
@@ -136,7 +146,7 @@ impl Publisher {
 
     /// Write root `i`'s hazards if they differ from what etcd holds.
     pub(super) fn publish_hazards(&mut self, i: usize) -> Result<(), StoreError> {
-        let tally = self.roots[i].mirror.tally();
+        let tally = self.roots[i].driver.tally();
         let hazards = serde_json::to_string(&*tally.hazards).unwrap_or_default();
         if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
             self.put(&self.roots[i].place.hazards(), &hazards)?;
@@ -156,10 +166,9 @@ impl Publisher {
         i: usize,
         key: &str,
         item: Option<Status>,
-    ) -> Option<[TxnOp; 2]> {
-        let lease = self.lease.unwrap_or(0);
+    ) -> Option<CopyWrite> {
         let r = &mut self.roots[i];
-        let (ek, kept) = (r.place.claim(key), r.place.known_claim(key));
+        let (claim, known) = (r.place.claim(key), r.place.known_claim(key));
         match item {
             Some(s) => {
                 // As the host's own `list --json` prints it, hazards included.
@@ -169,33 +178,22 @@ impl Publisher {
                     return None;
                 }
                 r.claims.insert(key.to_string(), fp);
-                let opts = PutOptions::new().with_lease(lease);
                 let text = v.to_string();
-                Some([
-                    TxnOp::put(ek, text.clone(), Some(opts)),
-                    TxnOp::put(kept, text, None),
-                ])
+                Some(CopyWrite::Put { claim, known, text })
             }
             None => {
                 r.claims.remove(key)?;
-                Some([TxnOp::delete(ek, None), TxnOp::delete(kept, None)])
+                Some(CopyWrite::Delete { claim, known })
             }
         }
     }
 
-    /// Run claim writes, [`BATCH`] operations to a transaction: one change
-    /// is one transaction (one store revision), and a re-sync of thousands
-    /// of keys takes tens of round trips.
-    pub(super) fn apply(&mut self, writes: Vec<[TxnOp; 2]>) -> Result<(), StoreError> {
-        for chunk in writes.chunks(BATCH / 2) {
-            let txn = Txn::new().and_then(chunk.iter().flatten().cloned().collect::<Vec<_>>());
-            self.core.conn.call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })?;
-            self.stats.claim_writes += chunk.len() as u64;
-        }
-        Ok(())
+    /// Run claim writes, a transaction for each batch the store takes at
+    /// once: one change is one transaction (one store revision).
+    pub(super) fn apply(&mut self, writes: Vec<CopyWrite>) -> Result<(), StoreError> {
+        let (sink, stats) = (&self.sink, &mut self.stats);
+        let lease = self.lease.unwrap_or(0);
+        sink.write_copies(lease, &writes, &mut |n| stats.claim_writes += n as u64)
     }
 }
 
@@ -205,8 +203,56 @@ fn fingerprint(item: &Value) -> String {
     json!([item.get("state"), item.get("record"), item.get("error")]).to_string()
 }
 
+/// Two deltas of one mirror as one: a whole listing stands for every row
+/// before it; a row said again is said as it is now; the counts, hazards
+/// and problem are read from the mirror when either moved them.
+pub(super) fn fold(mut before: Delta, after: Delta) -> Delta {
+    if after.whole.is_some() {
+        return after;
+    }
+    let again: std::collections::HashSet<&str> =
+        after.rows.iter().map(|r| r.status.key.as_str()).collect();
+    before
+        .rows
+        .retain(|r| !again.contains(r.status.key.as_str()));
+    before.rows.extend(after.rows);
+    before.tally = after.tally.or(before.tally);
+    before.problem = after.problem.or(before.problem);
+    before.at = after.at;
+    before
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fold;
+    use crate::claims::Status;
+    use crate::store::mirror::{Delta, Row};
+    use std::sync::Arc;
+
+    fn delta_of(keys: &[&str]) -> Delta {
+        let row = |k: &&str| Row {
+            path: std::path::Path::new(k).into(),
+            status: Arc::new(Status::free(
+                k.to_string(),
+                std::path::Path::new(k),
+                String::new(),
+            )),
+            tenure: None,
+        };
+        Delta {
+            rows: keys.iter().map(row).collect(),
+            ..Delta::default()
+        }
+    }
+
+    #[test]
+    fn two_deltas_folded_keep_every_key_either_changed_once() {
+        let both = fold(delta_of(&["a", "b"]), delta_of(&["b", "c"]));
+        let mut keys: Vec<&str> = both.rows.iter().map(|r| r.status.key.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["a", "b", "c"]);
+    }
+
     use super::*;
 
     #[test]

@@ -1,13 +1,11 @@
 //! Mirroring each root's events log, line by line, create-if-absent.
 
 use super::{Level, Publisher};
-use crate::events::follow::Follower;
 use crate::events::tail::open_regular;
 use crate::store::etcd::layout::RootPlace;
-use crate::store::StoreError;
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-};
+use crate::store::etcd::sink::Stored;
+use crate::store::{Audit, Cursor, LogNews, StoreError};
+use std::time::Duration;
 
 impl Publisher {
     /// Where to resume mirroring root `i`'s events log: after the last line
@@ -15,64 +13,59 @@ impl Publisher {
     /// an earlier log only (it was rotated meanwhile); from its end on a
     /// first publish (only new events are mirrored).
     pub(super) fn start_events(&mut self, i: usize) -> Result<(), StoreError> {
-        let path = self.roots[i].root.events_file();
-        let opened = open_regular(&path).ok().flatten();
-        let Some((file, id)) = opened else {
-            self.roots[i].events = Some(Follower::waiting_for(&path));
-            return Ok(());
+        let r = &self.roots[i];
+        let audit: &dyn Audit = &*r.store;
+        let opened = open_regular(&r.root.events_file()).ok().flatten();
+        let after = match opened {
+            // Nothing yet: every line it will have is new.
+            None => Some(Cursor::start()),
+            Some((file, id)) => {
+                let log = log_id(id.dev, id.ino);
+                let mine = format!("{}{log}.", r.place.events());
+                let last = self.sink.last(&mine, true)?;
+                let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                match last.and_then(|kv| resume_at(&r.place, &log, &kv)) {
+                    Some(at) if at <= len => audit.cursor_in_file(&file, at),
+                    _ if self.sink.last(&r.place.events(), false)?.is_none() => None,
+                    _ => audit.cursor_in_file(&file, 0),
+                }
+            }
         };
-        let log = log_id(id.dev, id.ino);
-        let place = self.roots[i].place.clone();
-        let mine = format!("{}{log}.", place.events());
-        let last_of = |prefix: String, by_key: bool| {
-            let target = if by_key {
-                SortTarget::Key
-            } else {
-                SortTarget::Create
-            };
-            let opts = GetOptions::new()
-                .with_range(crate::store::etcd::layout::range_end(&prefix))
-                .with_sort(target, SortOrder::Descend)
-                .with_limit(1);
-            self.core.conn.call(move |mut c| {
-                let (prefix, opts) = (prefix.clone(), opts.clone());
-                async move { c.get(prefix, Some(opts)).await }
-            })
-        };
-        let resp = last_of(mine, true)?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let follower = match resp
-            .kvs()
-            .first()
-            .and_then(|kv| resume_at(&place, &log, kv))
-        {
-            Some(at) if at <= len => Follower::starting_at(&path, file, id, at),
-            _ if last_of(place.events(), false)?.kvs().is_empty() => Follower::open(&path, 0)
-                .map(|(f, _)| f)
-                .unwrap_or_else(|_| Follower::waiting_for(&path)),
-            _ => Follower::starting_at(&path, file, id, 0),
-        };
-        self.roots[i].events = Some(follower);
+        let feed = audit.follow(after.as_ref())?;
+        let r = &mut self.roots[i];
+        r.events = Some(feed);
+        r.events_at = after;
         Ok(())
     }
 
-    /// Mirror the lines appended to root `i`'s log since the last poll.
+    /// Mirror the lines appended to root `i`'s log since the last look.
     pub(super) fn publish_events(
         &mut self,
         i: usize,
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<(), StoreError> {
         loop {
-            let Some(f) = self.roots[i].events.as_mut() else {
+            let r = &mut self.roots[i];
+            let Some(feed) = r.events.as_mut() else {
                 return Ok(());
             };
-            let at = f.offset();
-            let Ok(poll) = f.poll() else { return Ok(()) };
-            let Some(id) = f.file_id() else {
-                return Ok(());
+            let (lines, next, id) = match feed.next(Duration::ZERO) {
+                Ok(Some(LogNews::Lines {
+                    lines,
+                    next,
+                    file_id: Some(id),
+                    ..
+                })) => (lines, next, id),
+                // Truncated, replaced or unreadable: what follows says.
+                Ok(Some(_)) => continue,
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    r.events = r.store.follow(r.events_at.as_ref()).ok();
+                    return Ok(());
+                }
             };
             let log_name = log_id(id.dev, id.ino);
-            for line in &poll.lines {
+            for line in &lines {
                 if line.truncated {
                     log(
                         Level::Warn,
@@ -84,34 +77,17 @@ impl Publisher {
                     continue;
                 }
                 let key = self.roots[i].place.event(&log_name, line.offset);
-                let text = line.text.clone();
-                let written = self.core.txn_with_events(|lease| {
-                    Txn::new()
-                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(
-                            key.clone(),
-                            text.clone(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        )])
-                });
-                if let Err(e) = written {
-                    // Read again from this poll's start after reconnecting:
-                    // create-if-absent makes the lines already written no-ops.
-                    if let Some((file, id)) = open_regular(&self.roots[i].root.events_file())
-                        .ok()
-                        .flatten()
-                    {
-                        let path = self.roots[i].root.events_file();
-                        self.roots[i].events =
-                            Some(Follower::starting_at(path, file, id, at.min(line.offset)));
-                    }
+                if let Err(e) = self.sink.put_event_once(&key, &line.text) {
+                    // Read again from the last line etcd has after
+                    // reconnecting: create-if-absent makes the lines
+                    // already written no-ops.
+                    let r = &mut self.roots[i];
+                    r.events = r.store.follow(r.events_at.as_ref()).ok();
                     return Err(e);
                 }
                 self.stats.event_writes += 1;
             }
-            if !poll.more {
-                return Ok(());
-            }
+            self.roots[i].events_at = Some(next);
         }
     }
 }
@@ -122,7 +98,7 @@ fn log_id(dev: u64, ino: u64) -> String {
 }
 
 /// The byte after the mirrored line `kv`: where the next line starts.
-fn resume_at(place: &RootPlace, log: &str, kv: &KeyValue) -> Option<u64> {
-    let at = place.offset_of_event(kv.key(), log)?;
-    Some(at + kv.value().len() as u64 + 1)
+fn resume_at(place: &RootPlace, log: &str, kv: &Stored) -> Option<u64> {
+    let at = place.offset_of_event(&kv.key, log)?;
+    Some(at + kv.value.len() as u64 + 1)
 }

@@ -4,12 +4,12 @@
 //! [`crate::store::etcd::layout`]) on the publisher's own lease, so a host that dies or
 //! is cut off vanishes from the fleet within that lease's TTL. Rules:
 //!
-//! - Each root is followed by its mirror (`store::mirror`), the one
-//!   classifier every face reads: one changed lockfile is one re-read and
+//! - Each root is followed by its driver (`store::drive`), the mirror
+//!   every face reads: one changed lockfile is one re-read and
 //!   one etcd write, and a write happens only if what a reader sees changed
 //!   (the state, the record or the parse error; the `why` words alone,
 //!   which age with the clock, do not count).
-//! - Every couple of seconds the mirror judges again what time changes (no
+//! - Every couple of seconds the driver judges again what time changes (no
 //!   file is read: pids and deadlines only), so transitions that change no
 //!   file (a holder's pid dies, a TTL runs out) are published too; its slow
 //!   full re-list repairs a lost notification.
@@ -28,18 +28,17 @@
 //!   their own roots.
 
 use crate::claims::{now_ms, Root, Roots};
-use crate::events::follow::Follower;
+use crate::store::drive::{DriveOpts, Driver, Input, Update, Want};
 use crate::store::etcd::fleet::{HostRecord, RootOwner};
 use crate::store::etcd::layout::{root_id, RootPlace};
+use crate::store::etcd::sink::{EtcdSink, LeaseKeeper};
+use crate::store::etcd::EtcdStore;
 pub use crate::store::etcd::PublishError;
-use crate::store::etcd::{Core, EtcdStore};
 use crate::store::file::feed::FeedOpts;
 use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
-use crate::store::mirror::judge::Judge;
-use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Feed, StoreError};
-use etcd_client::PutOptions;
+use crate::store::mirror::Delta;
+use crate::store::{Cursor, LogFeed, OriginIx, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -125,14 +124,22 @@ struct Published {
     root: Root,
     info: PublishedRoot,
     place: RootPlace,
-    store: FileStore,
-    mirror: Mirror,
-    feed: Option<Box<dyn Changes>>,
+    /// The root as a store: its driver's, and its log's.
+    store: Arc<FileStore>,
+    driver: Driver<'static>,
+    /// What the driver said changed, not published yet, in one delta (so
+    /// an etcd away for an hour costs one row per key changed meanwhile).
+    pending: Option<Delta>,
+    /// The driver's feed could not be read at the last wait.
+    deaf: bool,
     /// Claim key → fingerprint of what etcd holds for it, on our lease.
     claims: HashMap<String, String>,
     /// The hazards array as last written.
     hazards: Option<String>,
-    events: Option<Follower>,
+    /// The root's log, followed, and where a feed opened again resumes:
+    /// just after the last line etcd has.
+    events: Option<Box<dyn LogFeed>>,
+    events_at: Option<Cursor>,
     /// Why the claims dir cannot be listed, as the owner key says it.
     unreadable: Option<String>,
     /// Taken, and its copies not all written back yet: the owner key says
@@ -140,9 +147,31 @@ struct Published {
     resyncing: bool,
 }
 
+impl Published {
+    /// Tell the driver `input`; keep what it says changed.
+    fn drive(&mut self, input: Input, now: i64) {
+        let got = self.driver.handle(input, now);
+        self.take(got);
+    }
+
+    /// Keep what the driver said changed. A round that failed (the root
+    /// cannot be read now) leaves its keys for the next one.
+    fn take(&mut self, got: Result<Vec<Update>, StoreError>) {
+        let Ok(updates) = got else {
+            return;
+        };
+        for delta in updates.into_iter().filter_map(|u| u.delta) {
+            self.pending = Some(match self.pending.take() {
+                Some(before) => copies::fold(before, delta),
+                None => delta,
+            });
+        }
+    }
+}
+
 /// The publisher: call [`Publisher::run`] until stopped.
 pub struct Publisher {
-    core: Arc<Core>,
+    sink: EtcdSink,
     /// The store's URL, for the log.
     url: String,
     /// Said which roots it publishes: once, when it first took them all.
@@ -150,9 +179,8 @@ pub struct Publisher {
     opts: PublishOpts,
     roots: Vec<Published>,
     lease: Option<i64>,
-    /// The task keeping `lease` alive, and the flag it raises when lost.
-    keeper: Option<tokio::task::JoinHandle<()>>,
-    lost: Arc<AtomicBool>,
+    /// What keeps `lease` alive, and says when it is lost.
+    keeper: Option<LeaseKeeper>,
     stats: Stats,
     /// Requests carried out whose answers are not written yet: (request
     /// key, answer key, answer).
@@ -164,9 +192,6 @@ pub struct Publisher {
 
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
-/// Operations per transaction, under etcd's default limit of 128 (each claim
-/// write is two: the claim and its last known twin).
-const BATCH: usize = 100;
 /// While etcd stays unreachable, how often that is said again.
 const LOG_AGAIN: Duration = Duration::from_secs(60);
 /// The longest one wait for file changes lasts.
@@ -174,7 +199,7 @@ const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 impl Publisher {
     pub fn new(store: &EtcdStore, roots: &Roots, opts: PublishOpts) -> Publisher {
-        let core = Arc::clone(store.core());
+        let sink = EtcdSink::of(store);
         let roots = roots
             .as_slice()
             .iter()
@@ -186,23 +211,33 @@ impl Publisher {
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
                 );
-                // Lockfiles and entries: the log has its own follower here,
-                // keyed by offset.
+                // Lockfiles and entries: the log is read through its own
+                // feed here, each line keyed by its offset.
                 let feed = FeedOpts {
                     follow_log: false,
                     ..FeedOpts::default()
                 };
-                let store = FileStore::new(root.clone()).with_feed(feed);
+                let store = Arc::new(FileStore::new(root.clone()).with_feed(feed));
+                // The clock is the publisher's own (`judge_every`).
+                let drive = DriveOpts {
+                    tick_ms: i64::MAX,
+                    ..DriveOpts::default()
+                };
+                let want = Want::Whole { head: 0 };
+                let driver =
+                    Driver::shared(store.clone(), OriginIx(0), None, want, drive, now_ms());
                 Published {
                     root: root.clone(),
-                    place: core.layout.root_place(&opts.machine_id, &info.id),
+                    place: sink.layout().root_place(&opts.machine_id, &info.id),
                     info,
-                    mirror: Mirror::new(&store, Some(Judge::local()), now_ms()),
                     store,
-                    feed: None,
+                    driver,
+                    pending: None,
+                    deaf: false,
                     claims: HashMap::new(),
                     hazards: None,
                     events: None,
+                    events_at: None,
                     unreadable: None,
                     resyncing: false,
                 }
@@ -213,14 +248,13 @@ impl Publisher {
         let mut roots = roots;
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
-            core,
+            sink,
             url: crate::store::Claims::url(store),
             announced: false,
             opts,
             roots,
             lease: None,
             keeper: None,
-            lost: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
             answers: Vec::new(),
             since_ms: now_ms(),
@@ -243,18 +277,6 @@ impl Publisher {
         stop: &AtomicBool,
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
-        for r in &mut self.roots {
-            match r.store.changes(None) {
-                Ok(feed) => r.feed = Some(feed),
-                Err(e) => log(
-                    Level::Warn,
-                    &format!(
-                        "root={} cannot watch ({e}); it is re-listed every tick only",
-                        r.info.path
-                    ),
-                ),
-            }
-        }
         let mut next_try = Instant::now();
         let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
@@ -262,7 +284,7 @@ impl Publisher {
         let mut last_seen = Instant::now();
         let mut last_requests = Instant::now();
         while !stop.load(Ordering::SeqCst) {
-            self.wait_for_changes();
+            self.wait_for_changes(log);
             if self.lease.is_none() {
                 if Instant::now() < next_try {
                     continue;
@@ -300,12 +322,12 @@ impl Publisher {
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
                     for r in &mut self.roots {
-                        r.mirror.relist_soon();
+                        r.drive(Input::Relist, now);
                     }
                 } else if last_judged.elapsed() >= self.opts.judge_every {
                     last_judged = Instant::now();
                     for r in &mut self.roots {
-                        r.mirror.tick(now);
+                        r.drive(Input::Tick(now), now);
                     }
                 }
                 for i in 0..self.roots.len() {
@@ -337,35 +359,30 @@ impl Publisher {
         Ok(self.stats)
     }
 
-    /// Block until a root's files change, at most [`WAIT_SLICE`]; collect
-    /// the keys every root's feed names.
-    fn wait_for_changes(&mut self) {
-        let mut first = true;
+    /// Block until a root's files change, at most [`WAIT_SLICE`]; keep
+    /// what every root's driver says changed. A root whose feed cannot be
+    /// read is re-listed every tick only, and said so once.
+    fn wait_for_changes(&mut self, log: &mut dyn FnMut(Level, &str)) {
+        let mut timeout = WAIT_SLICE;
+        let mut waited = false;
         for r in &mut self.roots {
-            let Some(feed) = r.feed.as_mut() else {
-                continue;
-            };
-            let mut timeout = if first { WAIT_SLICE } else { Duration::ZERO };
-            first = false;
-            loop {
-                match feed.next(timeout) {
-                    Ok(Some(c)) => {
-                        if matches!(c, Change::Claim { .. }) {
-                            self.stats.changes += 1;
-                        }
-                        // Events and the like: the log's own follower here.
-                        let _ = r.mirror.apply(c);
-                    }
-                    Ok(None) => break,
-                    Err(_) => {
-                        r.feed = None;
-                        break;
-                    }
-                }
-                timeout = Duration::ZERO;
+            let got = r.driver.wait(timeout, now_ms());
+            match &got {
+                Err(e) if !r.deaf => log(
+                    Level::Warn,
+                    &format!(
+                        "root={} cannot watch ({e}); it is re-listed every tick only",
+                        r.info.path
+                    ),
+                ),
+                _ => {}
             }
+            r.deaf = got.is_err();
+            waited |= !r.deaf;
+            r.take(got);
+            timeout = Duration::ZERO;
         }
-        if self.roots.iter().all(|r| r.feed.is_none()) {
+        if !waited {
             std::thread::sleep(WAIT_SLICE);
         }
     }
@@ -374,11 +391,7 @@ impl Publisher {
     /// one), say the host is here, and re-sync every root.
     fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), PublishError> {
         let ttl = self.opts.ttl_s;
-        let lease = self
-            .core
-            .conn
-            .call(|mut c| async move { c.lease_grant(ttl, None).await })?
-            .id();
+        let lease = self.sink.grant(ttl)?;
         let mut previous = Vec::new();
         for i in 0..self.roots.len() {
             // Taken as resyncing: the host must never read as online with
@@ -388,16 +401,13 @@ impl Publisher {
             self.roots[i].resyncing = true;
             let me = self.owner(lease, None, i);
             match self
-                .core
+                .sink
                 .own_root(&self.opts.machine_id, &self.roots[i].info, &me)
             {
                 Ok(old) => previous.extend(old),
                 Err(e) => {
                     // The roots taken so far go with the lease.
-                    let _ = self
-                        .core
-                        .conn
-                        .call(|mut c| async move { c.lease_revoke(lease).await });
+                    let _ = self.sink.revoke(lease);
                     return Err(e);
                 }
             }
@@ -426,7 +436,7 @@ impl Publisher {
             self.roots[i].resyncing = false;
             let me = self.owner(lease, self.roots[i].unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.core.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
         }
         // A previous run's lease (killed, or cut off): everything it carried
         // for these roots is on ours now, so ending it removes nothing still
@@ -434,10 +444,7 @@ impl Publisher {
         previous.sort_unstable();
         previous.dedup();
         for old in previous {
-            let _ = self
-                .core
-                .conn
-                .call(|mut c| async move { c.lease_revoke(old).await });
+            let _ = self.sink.revoke(old);
         }
         self.stats.resyncs += 1;
         let claims: usize = self.roots.iter().map(|r| r.claims.len()).sum();
@@ -445,7 +452,7 @@ impl Publisher {
             Level::Info,
             &format!(
                 "connected endpoints={} lease={lease} ttl_s={ttl} roots={} claims={claims} writes={}",
-                self.core.conn.endpoints(),
+                self.sink.endpoints(),
                 self.roots.len(),
                 self.stats.writes()
             ),
@@ -474,51 +481,22 @@ impl Publisher {
             ttl_s: self.opts.ttl_s,
             pid: std::process::id(),
         };
-        self.core.merge_host_record(&rec)
+        self.sink.merge_host_record(&rec)
     }
 
-    /// Keep `lease` alive from the connection's runtime, whatever the
-    /// main loop is busy with (a first sync of thousands of keys can take
-    /// longer than the TTL). The flag says when it is lost: etcd said the
-    /// lease is gone, or nothing confirmed it for longer than its TTL.
+    /// Keep `lease` alive whatever the main loop is busy with; the
+    /// keeper says when it is lost.
     fn start_keep_alive(&mut self, lease: i64) {
-        if let Some(old) = self.keeper.take() {
-            old.abort();
-        }
-        let ttl = Duration::from_secs(self.opts.ttl_s.max(3) as u64);
-        let every = ttl / 3;
-        let lost = Arc::new(AtomicBool::new(false));
-        self.lost = Arc::clone(&lost);
-        let mut client = self.core.conn.client();
-        self.keeper = Some(self.core.conn.runtime().spawn(async move {
-            let mut confirmed = tokio::time::Instant::now();
-            loop {
-                let renewed = tokio::time::timeout(every, async {
-                    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
-                    keeper.keep_alive().await?;
-                    Ok::<_, etcd_client::Error>(stream.message().await?.map(|m| m.ttl()))
-                })
-                .await;
-                match renewed {
-                    Ok(Ok(Some(left))) if left > 0 => confirmed = tokio::time::Instant::now(),
-                    Ok(Ok(_)) => break,
-                    // Unreachable for now: fine while the lease may still run.
-                    _ if confirmed.elapsed() < ttl => {}
-                    _ => break,
-                }
-                tokio::time::sleep(every).await;
-            }
-            lost.store(true, Ordering::SeqCst);
-        }));
+        self.keeper = Some(self.sink.keep_alive(lease, self.opts.ttl_s));
     }
 
     /// An error once the keep-alive has given the lease up.
     fn check_lease(&self) -> Result<(), StoreError> {
-        if !self.lost.load(Ordering::SeqCst) {
+        if !self.keeper.as_ref().is_some_and(LeaseKeeper::lost) {
             return Ok(());
         }
         Err(StoreError::Backend {
-            store: format!("etcd at {}", self.core.conn.endpoints()),
+            store: format!("etcd at {}", self.sink.endpoints()),
             detail: format!(
                 "the publisher's lease {} expired or could not be renewed",
                 self.lease.unwrap_or(0)
@@ -528,27 +506,14 @@ impl Publisher {
 
     /// Put `value` at `key` on the publisher's lease.
     fn put(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        let lease = self.lease.unwrap_or(0);
-        self.core.conn.call(|mut c| {
-            let (key, value) = (key.to_string(), value.to_string());
-            async move {
-                c.put(key, value, Some(PutOptions::new().with_lease(lease)))
-                    .await
-            }
-        })?;
-        Ok(())
+        self.sink.put_on(self.lease.unwrap_or(0), key, value)
     }
 
     fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
-        if let Some(k) = self.keeper.take() {
-            k.abort();
-        }
+        self.keeper = None;
         if let Some(lease) = self.lease.take() {
             let _ = self.put_host_record();
-            let revoked = self
-                .core
-                .conn
-                .call(|mut c| async move { c.lease_revoke(lease).await });
+            let revoked = self.sink.revoke(lease);
             if let Err(e) = revoked {
                 log(
                     Level::Warn,

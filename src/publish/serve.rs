@@ -2,9 +2,9 @@
 
 use super::{Level, Publisher};
 use crate::claims::{self, now_ms, ForceOutcome, Root};
+use crate::store::drive::Input;
 use crate::store::etcd::fleet::{FleetRequest, Taken};
-use crate::store::{Change, StoreError};
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use crate::store::StoreError;
 use serde_json::{json, Value};
 
 impl Publisher {
@@ -19,15 +19,15 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<(), StoreError> {
         self.send_answers()?;
-        let (kvs, _) = self.core.range_all(&self.roots[i].place.requests())?;
+        let kvs = self.sink.read_all(&self.roots[i].place.requests())?;
         for kv in kvs {
             let place = &self.roots[i].place;
-            let Some(answer_key) = place.answer_of(kv.key()) else {
+            let Some(answer_key) = place.answer_of(&kv.key) else {
                 continue;
             };
-            let rk = kv.key().to_vec();
-            let rev = kv.mod_revision();
-            let mut req = match serde_json::from_slice::<FleetRequest>(kv.value()) {
+            let rk = kv.key.clone();
+            let rev = kv.mod_revision;
+            let mut req = match serde_json::from_slice::<FleetRequest>(&kv.value) {
                 // Taken by an earlier run of this publisher, which stopped
                 // before answering: whether it acted is unknown, so it is
                 // not done twice; its requester says so.
@@ -45,19 +45,8 @@ impl Publisher {
                 at_ms: now_ms(),
             });
             let taken = serde_json::to_string(&req).unwrap_or_default();
-            let took = self.core.conn.call(|mut c| {
-                // The requester's lease stays on it: a requester that dies
-                // still leaves nothing behind.
-                let txn = Txn::new()
-                    .when([Compare::mod_revision(rk.clone(), CompareOp::Equal, rev)])
-                    .and_then([TxnOp::put(
-                        rk.clone(),
-                        taken.clone(),
-                        Some(PutOptions::new().with_ignore_lease()),
-                    )]);
-                async move { c.txn(txn).await }
-            })?;
-            if !took.succeeded() {
+            let took = self.sink.take_request(&rk, rev, &taken)?;
+            if !took {
                 continue;
             }
             let answer = answer_to(&self.roots[i].root, &req);
@@ -74,7 +63,8 @@ impl Publisher {
             // Only an archive changed a lockfile; any other key a request
             // names (one too long to be a file, say) is no claim to publish.
             if outcome == "archived" {
-                let _ = self.roots[i].mirror.apply(Change::Claim { key: req.key });
+                let r = &mut self.roots[i];
+                r.drive(Input::Reread(req.key), now_ms());
             }
             self.stats.requests += 1;
             self.answers.push((rk, answer_key, answer.to_string()));
@@ -88,18 +78,7 @@ impl Publisher {
     /// once it is back.
     fn send_answers(&mut self) -> Result<(), StoreError> {
         while let Some((rk, ak, body)) = self.answers.first().cloned() {
-            let lease = self.lease.unwrap_or(0);
-            self.core.conn.call(|mut c| {
-                let txn = Txn::new().and_then([
-                    TxnOp::delete(rk.clone(), None),
-                    TxnOp::put(
-                        ak.clone(),
-                        body.clone(),
-                        Some(PutOptions::new().with_lease(lease)),
-                    ),
-                ]);
-                async move { c.txn(txn).await }
-            })?;
+            self.sink.answer(self.lease.unwrap_or(0), &rk, &ak, &body)?;
             self.answers.remove(0);
         }
         Ok(())

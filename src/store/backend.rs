@@ -15,6 +15,7 @@
 
 use super::cursor::{Cursor, Fence, OriginIx};
 use super::fleet::{FleetState, Forgot, HostInfo};
+use super::log::{LogFeed, Tail};
 use super::{Changes, Fenced, Kept, KeyWatch, StoreError, Tenure, Wake};
 use crate::claims::root::RootProblem;
 use crate::claims::{
@@ -161,6 +162,27 @@ pub trait Audit: Send + Sync {
     /// The last `n` events of its logs, oldest first (lines that do not
     /// parse are skipped).
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
+
+    /// The last `n` entries of its logs, oldest first, each with its log,
+    /// and the cursor right after them: [`Audit::follow`] from it brings
+    /// none of them again.
+    fn tail(&self, n: usize) -> Result<Tail, StoreError>;
+
+    /// What its logs say after `after` (a [`Audit::tail`]'s cursor, or one
+    /// a [`super::LogNews::Lines`] carried), from now without one. The empty
+    /// cursor ([`Cursor::start`]) is every entry the logs keep, from their
+    /// first. A cursor the member no longer has (its log replaced, its
+    /// history compacted) starts with a [`super::LogNews::Reset`] or
+    /// [`super::LogNews::Trouble`] that says so.
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError>;
+
+    /// The cursor of a reader that read the log's own file (`file`, as it
+    /// opened it from [`History::file`]) up to `end`, a line's start: the
+    /// byte-exact printing of a file log hands its place to the feed so.
+    /// None where the log is no file.
+    fn cursor_in_file(&self, _file: &std::fs::File, _end: u64) -> Option<Cursor> {
+        None
+    }
 }
 
 /// `doctor --fix`.

@@ -21,6 +21,18 @@ impl Cursor {
         &self.0
     }
 
+    /// Before the first entry a log keeps: a feed from it brings every
+    /// entry there is ([`super::Audit::follow`]). Empty, so no backend's
+    /// own cursor is ever mistaken for it.
+    pub fn start() -> Cursor {
+        Cursor::new(&[])
+    }
+
+    /// Whether this is [`Cursor::start`].
+    pub fn is_start(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// A cursor that is one number (a revision, an offset): the backend's
     /// own spelling, kept in one place so two backends never disagree on
     /// the byte order.

@@ -43,12 +43,14 @@
 pub mod backend;
 pub mod compose;
 pub mod cursor;
+pub mod drive;
 mod error;
 pub mod file;
 pub mod fleet;
 pub mod fs_events;
 pub mod host_names;
 pub mod listing;
+pub mod log;
 pub mod mirror;
 pub mod registry;
 mod tenure;
@@ -72,6 +74,7 @@ pub use backend::{
 pub use compose::{Listing, LogRef, Member, Origin, OriginIx, Store};
 pub use cursor::{Cursor, Fence};
 pub use error::StoreError;
+pub use log::{LogFeed, LogNews, Tail};
 pub use registry::{OpenCtx, Settings, StoreName};
 pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};
 pub use url::{StoreUrl, StoreUrlError};

@@ -3,7 +3,7 @@
 //! fenced to our own tenure.
 
 use crate::claims::{now_ms, ClaimRecord, NoRenew, ReleaseOutcome, RenewOutcome, Status};
-use crate::store::mirror::{judge::Judge, Mirror};
+use crate::store::drive::{DriveOpts, Driver, Input, Want};
 use crate::store::{Backend, Fenced, Kept, StoreError, Tenure};
 use std::time::{Duration, Instant};
 
@@ -116,8 +116,8 @@ pub struct Hold<'s, C: Clock = SystemClock> {
     tenure: Option<Tenure>,
     /// The lease's keep-alive, while the claim has a lease.
     kept: Option<Box<dyn Kept>>,
-    /// The key as the store says it stands: a mirror of this key alone.
-    mirror: Mirror,
+    /// The key as the store says it stands: a driver of this key alone.
+    mirror: Driver<'s>,
     ttl_ms: Option<i64>,
     renew_at: Option<i64>,
     /// The instant the record's `expires_at` passes, by the monotonic
@@ -154,7 +154,14 @@ impl<'s, C: Clock> Hold<'s, C> {
             _ => None,
         };
         let now = clock.now_ms();
-        let mirror = Mirror::of_keys(store, Some(Judge::local()), [record.key.clone()], now);
+        let mirror = Driver::over(
+            store,
+            crate::store::OriginIx(0),
+            None,
+            Want::Keys([record.key.clone()].into()),
+            DriveOpts::default(),
+            now,
+        );
         // The keep-alive renews a lease; renewing the record as well would
         // only rewrite it.
         let mut hold = Hold {
@@ -276,8 +283,8 @@ impl<'s, C: Clock> Hold<'s, C> {
         self.recheck_from(now);
         let key = &self.record.key;
         self.mirror.look_again(key);
-        self.mirror.settle(self.store, now)?;
-        let (lost, expires_at) = match self.mirror.row_of_key(key) {
+        self.mirror.handle(Input::Feed(Vec::new()), now)?;
+        let (lost, expires_at) = match self.mirror.row(key) {
             Some((s, tenure)) => (
                 self.judge(s, tenure),
                 s.record.as_ref().and_then(|r| r.expires_at),

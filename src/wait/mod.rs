@@ -28,7 +28,7 @@ pub use crate::claims::Blocker;
 pub use hold::{give_back, renew_due, Clock, Hold, Lost, SystemClock, HOLD_RECHECK, LEASE_CHECK};
 
 use crate::claims::{now_ms, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord, Status};
-use crate::store::mirror::{judge::Judge, Mirror};
+use crate::store::drive::{DriveOpts, Driver, Input, Want};
 use crate::store::{Backend, StoreError, Tenure};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -137,7 +137,14 @@ pub fn acquire_waiting(
     let mut last: Option<Blocker> = None;
     // The key as the store says it stands: a mirror of this key alone,
     // judged as every face judges a claim, and never a listing.
-    let mut mirror = Mirror::of_keys(store, Some(Judge::local()), [key.to_string()], now_ms());
+    let mut mirror = Driver::over(
+        store,
+        crate::store::OriginIx(0),
+        None,
+        Want::Keys([key.to_string()].into()),
+        DriveOpts::default(),
+        now_ms(),
+    );
     loop {
         let got = store.acquire(key, holder, opts)?;
         let (h, pid, host) = match got.outcome {
@@ -154,7 +161,7 @@ pub fn acquire_waiting(
             .as_ref()
             .filter(|b| b.holder == h && b.pid == pid && b.host == host);
         // Whether the store keeps the claim on a lease (its row has a tenure).
-        let leased = mirror.row_of_key(key).is_some_and(|(_, t)| t.is_some());
+        let leased = mirror.row(key).is_some_and(|(_, t)| t.is_some());
         let expires_at = match known {
             // A store with leases says when a lease ends (its key goes), so
             // the same holder's deadline need not be read at every look.
@@ -164,8 +171,8 @@ pub fn acquire_waiting(
             _ => {
                 let now = now_ms();
                 mirror.look_again(key);
-                mirror.settle(store, now)?;
-                match mirror.row_of_key(key) {
+                mirror.handle(Input::Feed(Vec::new()), now)?;
+                match mirror.row(key) {
                     Some((s, tenure)) => match &s.record {
                         Some(r) if r.holder == h => ends_at(s, tenure, now),
                         _ => None,

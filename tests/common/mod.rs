@@ -720,7 +720,13 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
     let store = FixedStore(listing);
     World {
         // As the live collector keeps it: no reasons in words.
-        mirror: Mirror::new(&store, Some(judge()), NOW).wordless(),
+        mirror: Mirror::new(
+            claimtop::store::OriginIx(0),
+            claimtop::store::Claims::rules(&store),
+            Some(judge()),
+            NOW,
+        )
+        .wordless(),
         store,
         root: 0,
         problem: None,
@@ -1092,7 +1098,12 @@ pub fn until_quiet(log: &Path, quiet: Duration, within: Duration) -> Vec<i64> {
 /// store's own verdicts stand (no pids judged here).
 pub fn listed(listing: MemberListing, at: i64, resync: Option<String>) -> Action {
     let store = FixedStore(listing);
-    let mut m = Mirror::new(&store, None, at);
+    let mut m = Mirror::new(
+        claimtop::store::OriginIx(0),
+        claimtop::store::Claims::rules(&store),
+        None,
+        at,
+    );
     m.list(&store, at, resync).expect("a fixed listing");
     let delta = m.take_delta().expect("a listing");
     Action::Mirror {

@@ -4,9 +4,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use claimtop::events::follow::{Follower, Reset};
 use claimtop::events::parse_event;
 use claimtop::events::tail::{read_last_lines, Line, TailError, MAX_LINE_BYTES, MAX_POLL_BYTES};
+use claimtop::store::file::follow::{Follower, Reset};
 use proptest::prelude::*;
 
 fn log_in(dir: &tempfile::TempDir) -> PathBuf {

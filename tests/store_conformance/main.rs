@@ -68,6 +68,13 @@ conformance!(
     nothing_written_between_a_listing_and_its_feed_is_lost,
     a_lost_cursor_resyncs_with_a_reason,
     watch_key_wakes_when_its_key_changes,
+    // log
+    tail_then_follow_brings_no_line_twice_and_misses_none,
+    events_follow_prints_each_new_event_once_naming_its_origin_where_several,
+    // history
+    history_pages_from_its_start_its_end_and_a_mark,
+    history_search_finds_older_and_newer,
+    count_matches_counts_every_match_and_goes_on_where_it_stopped,
     // hazards
     a_record_naming_another_key_is_a_key_mismatch_at_its_place,
     list_and_doctor_count_a_corrupted_claim_once_alike,

@@ -16,10 +16,12 @@ use claimtop::claims::{
     ParseError, ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use claimtop::events::history::{History, Log};
+use claimtop::events::lines_history::LinesHistory;
+use claimtop::events::tail::Line;
 use claimtop::events::Event;
 use claimtop::store::{
     Audit, Backend, Change, Changes, Claims, Cursor, Feed, Fence, Fenced, LeaseInfo, ListEnd,
-    ListSink, MemberListing, OriginIx, Store, StoreError, Tenure, Words,
+    ListSink, LogFeed, LogNews, MemberListing, OriginIx, Store, StoreError, Tail, Tenure, Words,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,6 +35,32 @@ use std::time::{Duration, Instant};
 struct World {
     state: Mutex<State>,
     moved: Condvar,
+}
+
+impl World {
+    /// What `look` finds in the world, waiting for a write until `timeout`
+    /// passes (then None).
+    fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        mut look: impl FnMut(&State) -> Option<T>,
+    ) -> Option<T> {
+        let until = Instant::now() + timeout;
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(found) = look(&st) {
+                return Some(found);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            st = match self.moved.wait_timeout(st, left) {
+                Ok((st, _)) => st,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
 }
 
 #[derive(Default)]
@@ -430,27 +458,17 @@ impl Changes for MemoryFeed {
         if let Some(why) = self.lost.take() {
             return Ok(Some(Change::Resync { why }));
         }
-        let until = Instant::now() + timeout;
-        let mut st = self.world.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if self.after < st.forgotten {
-                let why = format!("changes after revision {} were forgotten", self.after);
-                self.after = st.rev;
-                return Ok(Some(Change::Resync { why }));
+        let after = &mut self.after;
+        Ok(self.world.wait_for(timeout, |st| {
+            if *after < st.forgotten {
+                let why = format!("changes after revision {after} were forgotten");
+                *after = st.rev;
+                return Some(Change::Resync { why });
             }
-            if let Some((rev, key)) = st.changes.iter().find(|(rev, _)| *rev > self.after) {
-                self.after = *rev;
-                return Ok(Some(Change::Claim { key: key.clone() }));
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            st = match self.world.moved.wait_timeout(st, left) {
-                Ok((st, _)) => st,
-                Err(e) => e.into_inner().0,
-            };
-        }
+            let (rev, key) = st.changes.iter().find(|(rev, _)| *rev > *after)?;
+            *after = *rev;
+            Some(Change::Claim { key: key.clone() })
+        }))
     }
 }
 
@@ -459,10 +477,14 @@ impl Audit for MemoryStore {
         Ok(vec![(None, Log::Own)])
     }
 
+    /// Its log read whole at each look: a small store's history.
     fn history(&self, _log: &Log) -> Result<Box<dyn History>, StoreError> {
-        Err(StoreError::Unsupported(
-            "the memory store's log is read whole (events), not paged".into(),
-        ))
+        let world = Arc::clone(&self.world);
+        let read = move || {
+            let st = world.state.lock().unwrap_or_else(|e| e.into_inner());
+            Ok((0..st.events.len()).map(|i| line_at(&st, i)).collect())
+        };
+        Ok(Box::new(LinesHistory::new(Box::new(read))))
     }
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
@@ -472,6 +494,58 @@ impl Audit for MemoryStore {
             .iter()
             .filter_map(|l| claimtop::events::parse_event(l).ok())
             .collect())
+    }
+
+    /// The cursor is how many lines the log held.
+    fn tail(&self, n: usize) -> Result<Tail, StoreError> {
+        let st = self.state();
+        let from = st.events.len().saturating_sub(n);
+        let lines = (from..st.events.len()).map(|i| (Log::Own, line_at(&st, i)));
+        Ok((lines.collect(), Cursor::of_u64(st.events.len() as u64)))
+    }
+
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
+        let len = self.state().events.len();
+        let from = match after {
+            Some(c) if c.is_start() => 0,
+            Some(c) => c.as_u64().map_or(len, |n| n as usize),
+            None => len,
+        };
+        Ok(Box::new(MemoryLog {
+            world: Arc::clone(&self.world),
+            read: from,
+        }))
+    }
+}
+
+/// The log's line `i`, marked with its place.
+fn line_at(st: &State, i: usize) -> Line {
+    Line::of_bytes(st.events[i].as_bytes(), i as u64)
+}
+
+/// The log followed from a line on.
+struct MemoryLog {
+    world: Arc<World>,
+    /// Lines already handed out.
+    read: usize,
+}
+
+impl LogFeed for MemoryLog {
+    fn next(&mut self, timeout: Duration) -> Result<Option<LogNews>, StoreError> {
+        let read = &mut self.read;
+        Ok(self.world.wait_for(timeout, |st| {
+            if st.events.len() <= *read {
+                return None;
+            }
+            let lines = (*read..st.events.len()).map(|i| line_at(st, i)).collect();
+            *read = st.events.len();
+            Some(LogNews::Lines {
+                log: Log::Own,
+                lines,
+                next: Cursor::of_u64(*read as u64),
+                file_id: None,
+            })
+        }))
     }
 }
 

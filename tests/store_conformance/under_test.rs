@@ -55,6 +55,11 @@ pub trait StoreUnderTest {
     fn origins(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The CLI over every origin, to be given its arguments and started
+    /// (a command that runs until stopped: `events --follow`).
+    fn cli_all_cmd(&self) -> Option<Command> {
+        None
+    }
 }
 
 /// A case that cannot run on this store says so, by name.
@@ -71,16 +76,22 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
 /// The binary with a `$HOME` of its own and no store or root from the
 /// environment.
 fn claimtop(home: &Path, flags: &[String], args: &[&str]) -> (i32, Vec<u8>) {
-    let out = Command::new(BIN)
-        .env("HOME", home)
-        .env_remove("FNO_CLAIMS_ROOT")
-        .env_remove("FNO_CLAIMS_STORE")
-        .env("USER", "tester")
-        .args(flags)
+    let out = command(home, flags)
         .args(args)
         .output()
         .expect("run claimtop");
     (out.status.code().unwrap_or(-1), out.stdout)
+}
+
+/// The binary with its flags, not started.
+fn command(home: &Path, flags: &[String]) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("HOME", home)
+        .env_remove("FNO_CLAIMS_ROOT")
+        .env_remove("FNO_CLAIMS_STORE")
+        .env("USER", "tester")
+        .args(flags);
+    c
 }
 
 /// `--root DIR` for each root.
@@ -212,6 +223,10 @@ impl StoreUnderTest for Roots {
 
     fn cli_all(&self, args: &[&str]) -> Option<(i32, Vec<u8>)> {
         Some(claimtop(self.home.path(), &root_flags(&self.paths()), args))
+    }
+
+    fn cli_all_cmd(&self) -> Option<Command> {
+        Some(command(self.home.path(), &root_flags(&self.paths())))
     }
 
     fn origins(&self) -> Vec<String> {
@@ -390,6 +405,10 @@ mod with_etcd {
         fn cli_all(&self, args: &[&str]) -> Option<(i32, Vec<u8>)> {
             self.cli_one(args)
         }
+        fn cli_all_cmd(&self) -> Option<Command> {
+            let flags = ["--store".to_string(), self.url.clone()];
+            Some(command(self.home.path(), &flags))
+        }
     }
 
     /// A file root and an etcd site in one store; the site is the target,
@@ -447,6 +466,11 @@ mod with_etcd {
             let mut flags = vec!["--store".to_string(), self.site.url.clone()];
             flags.extend(root_flags(&[self.root.path()]));
             Some(claimtop(self.site.home.path(), &flags, args))
+        }
+        fn cli_all_cmd(&self) -> Option<Command> {
+            let mut flags = vec!["--store".to_string(), self.site.url.clone()];
+            flags.extend(root_flags(&[self.root.path()]));
+            Some(command(self.site.home.path(), &flags))
         }
         fn origins(&self) -> Vec<String> {
             let url = self.store().members()[0].name();

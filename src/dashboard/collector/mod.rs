@@ -19,6 +19,8 @@ use super::model::store::StoreMsg;
 use super::model::EVENTS_RING;
 use super::options::DEFAULT_TICK_MS;
 use crate::claims::{now_ms, Root};
+use crate::store::drive::memory::{give_back_memory, keep_big_buffers_mapped};
+pub use crate::store::drive::next_tick_after;
 use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;
 use crate::store::mirror::judge::Judge;
@@ -105,7 +107,7 @@ impl Collector {
         let owns_clock = store.link().is_none();
         Collector {
             // The model words the one claim it shows in full.
-            mirror: Mirror::new(&*store, judge, now).wordless(),
+            mirror: Mirror::new(crate::store::OriginIx(0), store.rules(), judge, now).wordless(),
             store,
             root,
             owns_clock,
@@ -453,12 +455,6 @@ fn tick_each_second(model: Sender<Action>, collector: Sender<Input>, every: i64)
     }
 }
 
-/// The next tick after `now`: on the second (on a whole multiple of
-/// `every` ms), so the header's clock turns with the wall clock's.
-pub fn next_tick_after(now: i64, every: i64) -> i64 {
-    now - now.rem_euclid(every) + every
-}
-
 /// Start a collector over `store` on its own thread; its inbox.
 pub fn spawn(
     collector: Collector,
@@ -472,41 +468,6 @@ pub fn spawn(
         .name("claimtop-collect".into())
         .spawn(move || collector.run(out, events, rx, me))?;
     Ok(tx)
-}
-
-/// glibc raises its mmap threshold to the size of each mapped buffer
-/// freed (up to 32 MiB); a big listing frees several, after which its
-/// next buffers of megabytes come from the heap, among the rows the
-/// mirror keeps, and leave holes `malloc_trim` cannot hand back. A fixed
-/// threshold keeps them mapped: over 100 000 lockfiles that was 6 MB of
-/// resident memory (60 bytes a claim).
-///
-/// No fastbins either: a small chunk freed into one never merges with its
-/// neighbours until the next consolidation, and a thread arena's top is
-/// handed back only when a free merges into it (`malloc_trim` leaves a
-/// thread arena's top alone). A listing freed apart (see the mirror's
-/// `apart`) then kept 35 to 45 MB of its freed arena resident in one run
-/// of two; with none, none (tcache still serves the small allocations).
-fn keep_big_buffers_mapped() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes how later allocations are served; the
-    // threshold is glibc's own default.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-        libc::mallopt(libc::M_MXFAST, 0);
-    }
-}
-
-/// A big listing's raw pages are freed by now, but glibc keeps the pages in
-/// this thread's arena: hand them back, so that a dashboard over 100 000
-/// claims does not keep its start-up peak for as long as it runs.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap memory; no pointer of
-    // ours is involved.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// `operator:<user>@<host>`: the holder id the dashboard acquires as. The

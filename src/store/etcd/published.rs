@@ -4,6 +4,7 @@
 //! no claims; a force-release of a copy is the request to its host's
 //! publisher, which acts on its own root. It shares the site's connection.
 
+use super::log::Logs;
 use super::{watch, Core, EtcdStore};
 use crate::claims::census::copy_state;
 use crate::claims::{
@@ -17,7 +18,7 @@ use crate::store::backend::{
 };
 use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{copy_status, logs_of, FleetItem};
-use crate::store::{Change, Changes, Fenced, StoreError};
+use crate::store::{Change, Changes, Fenced, LogFeed, StoreError, Tail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -299,6 +300,15 @@ impl Audit for Published {
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         self.core.read_fleet_events(n)
+    }
+
+    /// The lines every host mirrored, by time, each with its log.
+    fn tail(&self, n: usize) -> Result<Tail, StoreError> {
+        self.core.log_tail(Logs::Mirrored, n)
+    }
+
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
+        self.core.log_follow(Logs::Mirrored, after)
     }
 }
 

@@ -3,6 +3,7 @@
 //! cluster's facts, the hosts publishing into it) and what those hosts
 //! publish ([`super::published::Published`]).
 
+use super::log::Logs;
 use super::published::Published;
 use super::ConnOpts;
 use super::{history, watch, EtcdStore};
@@ -19,7 +20,7 @@ use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{FleetState, Forgot, HostInfo, SOURCE_STORE};
 use crate::store::registry::{OpenCtx, Opened, Opener, Role};
 use crate::store::url::check_etcd;
-use crate::store::{Changes, Fenced, Kept, StoreError, Tenure};
+use crate::store::{Changes, Fenced, Kept, LogFeed, StoreError, Tail, Tenure};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,6 +182,14 @@ impl Audit for EtcdStore {
 
     fn events(&self, n: usize) -> Result<Vec<Event>, StoreError> {
         self.core.read_events(n)
+    }
+
+    fn tail(&self, n: usize) -> Result<Tail, StoreError> {
+        self.core.log_tail(Logs::Own, n)
+    }
+
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
+        self.core.log_follow(Logs::Own, after)
     }
 }
 

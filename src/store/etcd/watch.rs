@@ -1,8 +1,9 @@
-//! The change feed over etcd: one watch on the whole prefix, resumed from
-//! the last revision seen after a disconnect (etcd stopped, killed and
-//! restarted, a member lost), restarted from the oldest revision still kept
-//! (with a resync notice) after a compaction, and from now (with a resync
-//! notice) when etcd comes back behind what was seen.
+//! The watches over etcd: one loop, resumed from the last revision seen
+//! after a disconnect (etcd stopped, killed and restarted, a member lost),
+//! restarted from the oldest revision still kept (saying so) after a
+//! compaction, and from now (saying so) when etcd comes back behind what
+//! was seen. What a response means is the reader's ([`Reading`]): the
+//! claims feed ([`EtcdChanges`]) and the log feeds (`super::log`).
 
 use super::events::event_of;
 use super::layout::Published;
@@ -13,7 +14,51 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What the watch task hands the feed's thread.
+/// What one watch's responses mean to its feed.
+pub(super) trait Reading: Send + 'static {
+    type Out: Send + 'static;
+    /// A response's events, in order, as the feed says them.
+    fn events(&mut self, resp: &WatchResponse, out: &mut Vec<Self::Out>);
+    /// The watch lost etcd (said once until it answers again).
+    fn down(&mut self, why: String) -> Self::Out;
+    /// etcd answers again, at this revision.
+    fn up(&mut self, revision: Option<i64>) -> Option<Self::Out>;
+    /// Changes were lost (compacted, or etcd behind what was seen): why.
+    fn lost(&mut self, why: String) -> Self::Out;
+}
+
+/// Watch `prefix` from `start` (None: from now on), what `reading` makes
+/// of it sent to the receiver, on the connection's runtime.
+pub(super) fn spawn<R: Reading>(
+    core: &Arc<Core>,
+    prefix: String,
+    start: Option<i64>,
+    reading: R,
+) -> Result<(Receiver<R::Out>, tokio::task::JoinHandle<()>), StoreError> {
+    let start = match start {
+        Some(r) => r,
+        None => now(core)? + 1,
+    };
+    let (tx, rx) = channel();
+    let task = core
+        .conn
+        .runtime()
+        .spawn(run(core.conn.client(), prefix, start, reading, tx));
+    Ok((rx, task))
+}
+
+/// The store's revision now.
+pub(super) fn now(core: &Core) -> Result<i64, StoreError> {
+    let probe = core.layout.all();
+    let opts = GetOptions::new().with_count_only();
+    let resp = core.conn.call(|mut c| {
+        let (probe, opts) = (probe.clone(), opts.clone());
+        async move { c.get(probe, Some(opts)).await }
+    })?;
+    Ok(resp.header().map(|h| h.revision()).unwrap_or(0))
+}
+
+/// What the claims watch hands the feed's thread.
 enum Raw {
     Change(Change),
     /// A claim key was deleted; if no verb recorded its end, its lease ran
@@ -21,7 +66,7 @@ enum Raw {
     ClaimGone(KeyValue),
 }
 
-/// A running watch; dropping it stops the watch.
+/// The claims feed: one watch on the whole prefix.
 pub struct EtcdChanges {
     core: Arc<Core>,
     rx: Receiver<Raw>,
@@ -37,23 +82,10 @@ impl Drop for EtcdChanges {
 impl EtcdChanges {
     /// Watch from `start` (None: from now on).
     pub(super) fn start(core: &Arc<Core>, start: Option<i64>) -> Result<EtcdChanges, StoreError> {
-        let start = match start {
-            Some(r) => r,
-            None => {
-                let probe = core.layout.all();
-                let opts = GetOptions::new().with_count_only();
-                let resp = core.conn.call(|mut c| {
-                    let (probe, opts) = (probe.clone(), opts.clone());
-                    async move { c.get(probe, Some(opts)).await }
-                })?;
-                resp.header().map(|h| h.revision()).unwrap_or(0) + 1
-            }
+        let reading = Claims {
+            layout: core.layout.clone(),
         };
-        let (tx, rx) = channel();
-        let task =
-            core.conn
-                .runtime()
-                .spawn(run(core.conn.client(), core.layout.clone(), start, tx));
+        let (rx, task) = spawn(core, core.layout.all(), start, reading)?;
         Ok(EtcdChanges {
             core: Arc::clone(core),
             rx,
@@ -86,13 +118,88 @@ impl Changes for EtcdChanges {
     }
 }
 
+/// What the claims feed makes of the whole prefix.
+struct Claims {
+    layout: super::Layout,
+}
+
+impl Reading for Claims {
+    type Out = Raw;
+
+    fn events(&mut self, resp: &WatchResponse, out: &mut Vec<Raw>) {
+        let layout = &self.layout;
+        for ev in resp.events() {
+            let Some(kv) = ev.kv() else { continue };
+            let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
+                (Some(_), EventType::Delete) => match ev.prev_kv() {
+                    Some(prev) => Raw::ClaimGone(prev.clone()),
+                    None => Raw::ClaimGone(kv.clone()),
+                },
+                (Some(key), EventType::Put) => Raw::Change(Change::Claim { key }),
+                (None, EventType::Put) if kv.key().starts_with(layout.events().as_bytes()) => {
+                    match event_of(kv) {
+                        Some(e) => Raw::Change(Change::Event(e)),
+                        None => continue,
+                    }
+                }
+                (None, _) => match layout.published_of(kv.key()) {
+                    Some(Published::Host { host_id }) => Raw::Change(Change::Host { host_id }),
+                    Some(Published::Claim {
+                        host_id,
+                        root_id,
+                        key,
+                    }) => Raw::Change(Change::Published {
+                        host_id,
+                        root_id,
+                        key,
+                    }),
+                    // A mirrored line is written once (create-if-absent) and
+                    // deleted only when the events retention lease ends.
+                    Some(Published::Event { host_id, root_id })
+                        if ev.event_type() == EventType::Put =>
+                    {
+                        match event_of(kv) {
+                            Some(event) => Raw::Change(Change::PublishedEvent {
+                                host_id,
+                                root_id,
+                                event,
+                            }),
+                            None => continue,
+                        }
+                    }
+                    Some(Published::Event { .. }) | None => continue,
+                },
+            };
+            out.push(raw);
+        }
+    }
+
+    fn down(&mut self, why: String) -> Raw {
+        Raw::Change(Change::Disconnected { why })
+    }
+
+    fn up(&mut self, revision: Option<i64>) -> Option<Raw> {
+        Some(Raw::Change(Change::Connected { revision }))
+    }
+
+    fn lost(&mut self, why: String) -> Raw {
+        Raw::Change(Change::Resync { why })
+    }
+}
+
 /// How long to wait before re-opening a failed watch, doubling to a cap.
 /// The cap is how late, at worst, a feed notices that etcd is back (a
 /// dashboard's recovery): a refused connect a second costs nothing.
 const RETRY_FIRST: Duration = Duration::from_millis(200);
 const RETRY_MAX: Duration = Duration::from_secs(1);
 
-async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Raw>) {
+async fn run<R: Reading>(
+    mut client: Client,
+    prefix: String,
+    next: i64,
+    mut reading: R,
+    tx: Sender<R::Out>,
+) {
     let mut at = Resume {
         next,
         connected: true,
@@ -104,7 +211,7 @@ async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Ra
             .with_prev_key()
             .with_progress_notify()
             .with_start_revision(at.next);
-        let why = match client.watch(layout.all(), Some(opts)).await {
+        let why = match client.watch(prefix.clone(), Some(opts)).await {
             Err(e) => e.to_string(),
             Ok(mut stream) => {
                 let mut first = true;
@@ -114,7 +221,8 @@ async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Ra
                         Ok(None) => break "the watch stream ended".to_string(),
                         Err(e) => break e.to_string(),
                     };
-                    match absorb(&resp, std::mem::take(&mut first), &mut at, &layout, &tx) {
+                    let first = std::mem::take(&mut first);
+                    match absorb(&resp, first, &mut at, &mut reading, &tx) {
                         Step::More => backoff = RETRY_FIRST,
                         Step::Reopen(why) => break why,
                         Step::Closed => return,
@@ -125,7 +233,7 @@ async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Ra
         if !why.is_empty() {
             if at.connected {
                 at.connected = false;
-                if tx.send(Raw::Change(Change::Disconnected { why })).is_err() {
+                if tx.send(reading.down(why)).is_err() {
                     return;
                 }
             }
@@ -139,7 +247,7 @@ async fn run(mut client: Client, layout: super::Layout, next: i64, tx: Sender<Ra
 struct Resume {
     /// The first revision not yet passed on.
     next: i64,
-    /// False from a `Disconnected` until a stream answers again.
+    /// False from a `down` until a stream answers again.
     connected: bool,
 }
 
@@ -155,14 +263,13 @@ enum Step {
 }
 
 /// Pass one watch response on. `first`: the stream's first answer.
-fn absorb(
+fn absorb<R: Reading>(
     resp: &WatchResponse,
     first: bool,
     at: &mut Resume,
-    layout: &super::Layout,
-    tx: &Sender<Raw>,
+    reading: &mut R,
+    tx: &Sender<R::Out>,
 ) -> Step {
-    let send = |r: Raw| tx.send(r).is_ok();
     if resp.canceled() && resp.compact_revision() <= 0 {
         // No further events come on a canceled watch, yet the stream stays
         // open: waiting on it would be a silent, endless outage.
@@ -174,8 +281,10 @@ fn absorb(
     let revision = resp.header().map(|h| h.revision());
     if !at.connected {
         at.connected = true;
-        if !send(Raw::Change(Change::Connected { revision })) {
-            return Step::Closed;
+        if let Some(up) = reading.up(revision) {
+            if tx.send(up).is_err() {
+                return Step::Closed;
+            }
         }
     }
     let now = revision.unwrap_or(0);
@@ -190,7 +299,7 @@ fn absorb(
             at.next - 1
         );
         at.next = now + 1;
-        return resync(tx, why);
+        return lost(reading, tx, why);
     }
     if resp.compact_revision() > 0 {
         // What we missed is gone from history: resume from the oldest
@@ -201,61 +310,24 @@ fn absorb(
             resp.compact_revision()
         );
         at.next = resp.compact_revision();
-        return resync(tx, why);
+        return lost(reading, tx, why);
     }
-    for ev in resp.events() {
-        let Some(kv) = ev.kv() else { continue };
+    for kv in resp.events().iter().filter_map(|ev| ev.kv()) {
         at.next = at.next.max(kv.mod_revision() + 1);
-        let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
-            (Some(_), EventType::Delete) => match ev.prev_kv() {
-                Some(prev) => Raw::ClaimGone(prev.clone()),
-                None => Raw::ClaimGone(kv.clone()),
-            },
-            (Some(key), EventType::Put) => Raw::Change(Change::Claim { key }),
-            (None, EventType::Put) if kv.key().starts_with(layout.events().as_bytes()) => {
-                match event_of(kv) {
-                    Some(e) => Raw::Change(Change::Event(e)),
-                    None => continue,
-                }
-            }
-            (None, _) => match layout.published_of(kv.key()) {
-                Some(Published::Host { host_id }) => Raw::Change(Change::Host { host_id }),
-                Some(Published::Claim {
-                    host_id,
-                    root_id,
-                    key,
-                }) => Raw::Change(Change::Published {
-                    host_id,
-                    root_id,
-                    key,
-                }),
-                // A mirrored line is written once (create-if-absent) and
-                // deleted only when the events retention lease ends.
-                Some(Published::Event { host_id, root_id })
-                    if ev.event_type() == EventType::Put =>
-                {
-                    match event_of(kv) {
-                        Some(event) => Raw::Change(Change::PublishedEvent {
-                            host_id,
-                            root_id,
-                            event,
-                        }),
-                        None => continue,
-                    }
-                }
-                Some(Published::Event { .. }) | None => continue,
-            },
-        };
-        if !send(raw) {
+    }
+    let mut out = Vec::new();
+    reading.events(resp, &mut out);
+    for o in out {
+        if tx.send(o).is_err() {
             return Step::Closed;
         }
     }
     Step::More
 }
 
-/// Ask the face to re-read everything, then reopen the watch at once.
-fn resync(tx: &Sender<Raw>, why: String) -> Step {
-    match tx.send(Raw::Change(Change::Resync { why })) {
+/// Say changes were lost, then reopen the watch at once.
+fn lost<R: Reading>(reading: &mut R, tx: &Sender<R::Out>, why: String) -> Step {
+    match tx.send(reading.lost(why)) {
         Ok(()) => Step::Reopen(String::new()),
         Err(_) => Step::Closed,
     }

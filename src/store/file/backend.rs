@@ -7,6 +7,7 @@ use super::super::backend::{
     Audit, Backend, Claims, Feed, ListEnd, ListSink, MemberListing, Repair, Words,
 };
 use super::super::cursor::{Cursor, Fence};
+use super::super::log::{LogFeed, Tail};
 use super::super::registry::{OpenCtx, Opened, Opener, Role};
 use super::super::url::{StoreUrl, StoreUrlError};
 use super::super::wake::FileKeyWatch;
@@ -199,6 +200,19 @@ impl Audit for FileStore {
             })?;
         // Lines that do not parse are skipped, as `events` always has.
         Ok(chunk.lines.iter().filter_map(|l| l.parse().ok()).collect())
+    }
+
+    fn tail(&self, n: usize) -> Result<Tail, StoreError> {
+        super::log::tail(&self.root.events_file(), n)
+    }
+
+    fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
+        super::log::follow(&self.root.events_file(), after)
+    }
+
+    fn cursor_in_file(&self, file: &std::fs::File, end: u64) -> Option<Cursor> {
+        let id = crate::events::tail::FileId::of(&file.metadata().ok()?);
+        Some(super::log::cursor_at(id, end))
     }
 }
 

@@ -7,8 +7,10 @@
 
 mod backend;
 pub mod feed;
+pub mod follow;
 mod inotify;
 pub mod list_json;
+pub mod log;
 
 pub use backend::{open_root, OPENER};
 

@@ -22,20 +22,33 @@ use std::thread::JoinHandle;
 const BATCH: usize = 1024;
 
 /// `store`'s listing, judged with `c`, read on a thread of its own (here,
-/// when no thread can be started).
-pub(super) fn read(store: &dyn Claims, c: Classifier) -> Result<MemberListing, StoreError> {
+/// when no thread can be started); and `c`, with what it learnt.
+pub(super) fn read(
+    store: &dyn Claims,
+    c: Classifier,
+) -> (Result<MemberListing, StoreError>, Classifier) {
     let mut kept = Some(c);
     let apart = std::thread::scope(|s| {
         let mut c = kept.take()?;
-        std::thread::Builder::new()
+        let h = std::thread::Builder::new()
             .name("claimtop-list".into())
-            .spawn_scoped(s, move || list_whole(store, &mut c))
-            .ok()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .spawn_scoped(s, move || {
+                let listing = list_whole(store, &mut c);
+                (listing, c)
+            });
+        match h {
+            Ok(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+            // Not started: the classifier went with the closure, so the
+            // listing is read here with a fresh one.
+            Err(_) => None,
+        }
     });
     match apart {
-        Some(listing) => listing,
-        None => list_whole(store, &mut Classifier::new(crate::claims::now_ms())),
+        Some(read) => read,
+        None => {
+            let mut c = Classifier::new(crate::claims::now_ms());
+            (list_whole(store, &mut c), c)
+        }
     }
 }
 

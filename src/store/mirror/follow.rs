@@ -8,21 +8,22 @@
 //! whole store, and so does its safety net. Its rows are judged by the
 //! same judge, counted by the same tally, as a whole mirror's.
 
-use super::{Change, Claims, Mirror, Status, Tenure};
+use super::{Change, ItemRules, Mirror, OriginIx, Status, Tenure};
 use crate::store::mirror::judge::Judge;
 use std::collections::BTreeSet;
 
 impl Mirror {
-    /// A mirror of `keys` alone in `store`, read at the first
+    /// A mirror of `keys` alone in the member `origin`, read at the first
     /// [`Mirror::settle`].
     pub fn of_keys(
-        store: &dyn Claims,
+        origin: OriginIx,
+        rules: ItemRules,
         judge: Option<Judge>,
         keys: impl IntoIterator<Item = String>,
         now: i64,
     ) -> Mirror {
         let followed: BTreeSet<String> = keys.into_iter().collect();
-        let mut m = Mirror::new(store, judge, now);
+        let mut m = Mirror::new(origin, rules, judge, now);
         m.dirty = followed.clone();
         m.followed = Some(followed);
         m
@@ -68,7 +69,7 @@ impl Mirror {
         }
     }
 
-    fn reread_followed(&mut self) {
+    pub(super) fn reread_followed(&mut self) {
         if let Some(f) = &self.followed {
             self.dirty.extend(f.iter().cloned());
         }

@@ -89,9 +89,27 @@ impl Judge {
         new
     }
 
-    /// Forget every fact (a full listing re-learns the ones still named).
-    pub fn forget(&mut self) {
-        self.facts.clear();
+    /// Keep only what `c` (a listing's classifier) knows of the pids
+    /// `named` says its rows name: a listing names the pids that matter
+    /// now. The facts that are new here.
+    pub fn relearn(&mut self, c: &Classifier, named: impl Fn(i32) -> bool, now: i64) -> PidFacts {
+        let old = std::mem::take(&mut self.facts);
+        let mut new = Vec::new();
+        for (pid, started) in c.known_pids().filter(|(pid, _)| named(*pid)) {
+            let fact = match old.get(&pid) {
+                // Same fact: keep when it was last read.
+                Some(f) if f.started == started => *f,
+                _ => {
+                    new.push((pid, started));
+                    Fact {
+                        started,
+                        checked: now,
+                    }
+                }
+            };
+            self.facts.insert(pid, fact);
+        }
+        new
     }
 
     /// A second passed: the facts that moved. One existence check per

@@ -3,12 +3,12 @@
 //! member's origin, the hazards that belong to no row kept apart.
 
 use super::apart;
-use super::judge::rejudge;
 use super::{fresh, Mirror, Owed, Whole};
 use crate::claims::root::RootProblem;
-use crate::claims::{Counts, Loc};
+use crate::claims::{Classifier, Counts, Loc};
 use crate::store::backend::{list_head, list_whole, Claims, MemberListing};
 use crate::store::{Cursor, StoreError};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 impl Mirror {
@@ -21,8 +21,9 @@ impl Mirror {
         resync: Option<String>,
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
-        let listing = list_whole(store, &mut self.classifier(now))?;
-        self.took(listing, started, store, now, resync);
+        let mut c = self.classifier(now);
+        let listing = list_whole(store, &mut c)?;
+        self.took(listing, c, started, store, now, resync);
         Ok(())
     }
 
@@ -35,8 +36,8 @@ impl Mirror {
         resync: Option<String>,
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
-        let listing = apart::read(store, self.classifier(now))?;
-        self.took(listing, started, store, now, resync);
+        let (listing, c) = apart::read(store, self.classifier(now));
+        self.took(listing?, c, started, store, now, resync);
         Ok(())
     }
 
@@ -44,6 +45,7 @@ impl Mirror {
     fn took(
         &mut self,
         listing: MemberListing,
+        c: Classifier,
         started: std::time::Instant,
         store: &dyn Claims,
         now: i64,
@@ -54,7 +56,7 @@ impl Mirror {
         self.relist = None;
         self.dirty.clear();
         let problem = store.problem();
-        self.take_listing(listing, now, resync, false, problem);
+        self.take_listing(listing, c, now, resync, false, problem);
         self.listed_at = now;
     }
 
@@ -67,19 +69,23 @@ impl Mirror {
         n: usize,
         now: i64,
     ) -> Result<bool, StoreError> {
-        match list_head(store, n, &mut self.classifier(now))? {
+        let mut c = self.classifier(now);
+        match list_head(store, n, &mut c)? {
             Some(head) => {
                 let problem = store.problem();
-                self.take_listing(head, now, None, true, problem);
+                self.take_listing(head, c, now, None, true, problem);
                 Ok(true)
             }
             None => Ok(false),
         }
     }
 
+    /// Take a listing in, judged once: with `c`, the classifier the
+    /// backend judged it with, whose pid facts the judge keeps.
     fn take_listing(
         &mut self,
         listing: MemberListing,
+        c: Classifier,
         now: i64,
         resync: Option<String>,
         partial: bool,
@@ -99,10 +105,6 @@ impl Mirror {
         if end.at.is_some() {
             self.resume = end.at;
         }
-        if let Some(j) = self.judge.as_mut() {
-            // The listing names the pids that matter now.
-            j.forget();
-        }
         // A row a listing finds unchanged keeps its shared status: the face
         // holding it keeps one copy, and the listing's is freed at once.
         let mut old = std::mem::take(&mut self.rows);
@@ -121,8 +123,9 @@ impl Mirror {
             problem: self.owed.problem,
             ..Owed::default()
         };
-        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
         let rules = self.rules();
+        // The pids the rows name: what the judge keeps facts of.
+        let mut named: HashSet<i32> = HashSet::new();
         let mut tenures = tenures.into_iter();
         let mut claims = sweep.claims;
         self.rows.reserve(claims.len());
@@ -132,8 +135,8 @@ impl Mirror {
         // and the rows are never both at full size (a big listing's peak).
         while let Some(mut s) = claims.pop() {
             let tenure = tenures.next_back().flatten();
-            if let Some(c) = c.as_mut() {
-                rejudge(c, &mut s);
+            if let Some(r) = &s.record {
+                named.insert(r.pid);
             }
             // Words the row does not keep are set aside, not freed here.
             let unkept = (!self.words && s.record.is_some()).then(|| std::mem::take(&mut s.why));
@@ -161,8 +164,9 @@ impl Mirror {
             }
         }
         spent.finish();
-        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
-            self.owed.pids = j.learn(c, now);
+        if let Some(j) = self.judge.as_mut() {
+            // The listing names the pids that matter now.
+            self.owed.pids = j.relearn(&c, |pid| named.contains(&pid), now);
         }
         self.edges.shrink_to_fit();
         // A claim's hazards are its row's; an entry's, its latest look's.

@@ -27,7 +27,7 @@ pub mod judge;
 mod listing;
 
 use super::backend::Claims;
-use super::{Change, Cursor, StoreError, Tenure};
+use super::{Change, Cursor, OriginIx, StoreError, Tenure};
 use crate::claims::entry::Entry;
 use crate::claims::root::RootProblem;
 use crate::claims::{
@@ -129,6 +129,8 @@ pub struct Mirror {
     now: i64,
     /// The member its rows come from, stamped into each row's place.
     origin: u16,
+    /// How its rows are judged: the census each one is counted by.
+    rules: ItemRules,
     rows: HashMap<Loc, Arc<Status>>,
     tenures: HashMap<Loc, Tenure>,
     counts: Counts,
@@ -175,12 +177,13 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// A mirror of `store`, empty until [`Mirror::list`]. `judge` judges
-    /// claims by this machine's pids, where the store's rows are judged so
-    /// (a root's lockfiles); a store's keys and a host's copies keep the
-    /// verdict they are read with.
-    pub fn new(store: &dyn Claims, judge: Option<Judge>, now: i64) -> Mirror {
-        let judge = match store.rules() {
+    /// A mirror of the member `origin`, whose rows are judged by `rules`,
+    /// empty until [`Mirror::list`]. `judge` judges claims by this
+    /// machine's pids, where the member's rows are judged so (a root's
+    /// lockfiles); a store's keys and a host's copies keep the verdict they
+    /// are read with.
+    pub fn new(origin: OriginIx, rules: ItemRules, judge: Option<Judge>, now: i64) -> Mirror {
+        let judge = match rules {
             ItemRules::Lockfile => judge,
             ItemRules::StoreKey | ItemRules::Copy => None,
         };
@@ -188,7 +191,8 @@ impl Mirror {
             judge,
             words: true,
             now,
-            origin: 0,
+            origin: origin.0,
+            rules,
             rows: HashMap::new(),
             tenures: HashMap::new(),
             counts: Counts::default(),
@@ -285,9 +289,15 @@ impl Mirror {
 
     /// List everything again at the next [`Mirror::settle`], keeping what
     /// the feed said of the entries (a repair under the root, which the
-    /// feed reports entry by entry).
+    /// feed reports entry by entry). A mirror of named keys reads its keys
+    /// again instead: it never lists.
     pub fn relist_soon(&mut self) {
-        self.relist.get_or_insert(None);
+        match self.followed {
+            Some(_) => self.reread_followed(),
+            None => {
+                self.relist.get_or_insert(None);
+            }
+        }
     }
 
     /// Some listing is owed (a resync, a misnamed lockfile, the safety net).
@@ -337,13 +347,11 @@ impl Mirror {
         self.tally_dirty = true;
     }
 
-    /// One census for every face: a root's lockfiles, or a store's keys
-    /// (judged by its layout and its leases).
+    /// One census for every face: a root's lockfiles, a store's keys
+    /// (judged by its layout and its leases), a host's copies (whose
+    /// hazards are their host's).
     fn rules(&self) -> ItemRules {
-        match self.judge {
-            Some(_) => ItemRules::Lockfile,
-            None => ItemRules::StoreKey,
-        }
+        self.rules
     }
 
     /// Replace the row at `s.file` with `s` (drop it when free).

@@ -56,7 +56,12 @@ fn world(probe: fn(i32) -> Option<i64>) -> World {
     let root = Root::with_events_here(td.path());
     std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
     let store = FileStore::new(root.clone());
-    let m = Mirror::new(&store, Some(Judge::with(me(), probe)), NOW);
+    let m = Mirror::new(
+        OriginIx(0),
+        ItemRules::Lockfile,
+        Some(Judge::with(me(), probe)),
+        NOW,
+    );
     World {
         _td: td,
         root,
@@ -307,7 +312,8 @@ fn a_leased_mirror_re_reads_a_local_holder_gone_and_forgets_it_once_read() {
     r.acquired_at = crate::time::now_ms();
     write(&root, &r);
     let now = crate::time::now_ms();
-    let mut m = Mirror::new(&store, None, now);
+    // Judged by the store's verdict, as a store with leases is.
+    let mut m = Mirror::new(OriginIx(0), ItemRules::StoreKey, None, now);
     m.list(&store, now, None).expect("list");
     assert_eq!(state_of(&m, &root, "held"), Some(ClaimState::Live));
     m.tick(now + 1000);
@@ -330,7 +336,13 @@ fn a_mirror_of_one_key_reads_that_key_alone_and_never_lists() {
     for k in ["a", "b", "c"] {
         write(&root, &rec(k, 200, None));
     }
-    let mut m = Mirror::of_keys(&store, Some(Judge::with(me(), steady)), ["b".into()], NOW);
+    let mut m = Mirror::of_keys(
+        OriginIx(0),
+        ItemRules::Lockfile,
+        Some(Judge::with(me(), steady)),
+        ["b".into()],
+        NOW,
+    );
     m.settle(&store, NOW).expect("settle");
     assert_eq!((m.reads, m.listings), (1, 0));
     assert_eq!(m.len(), 1);

@@ -3,14 +3,18 @@
 mod faces;
 mod feed;
 mod hazards;
+mod history;
 mod listing;
+mod log;
 mod several;
 mod verbs;
 
 pub use faces::*;
 pub use feed::*;
 pub use hazards::*;
+pub use history::*;
 pub use listing::*;
+pub use log::*;
 pub use several::*;
 pub use verbs::*;
 

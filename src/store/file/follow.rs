@@ -1,15 +1,16 @@
 //! Following the audit log like `tail -F`: appends, truncation, rotation,
 //! deletion and a file that does not exist yet, in bounded memory. The
-//! first screen comes from [`super::tail`]'s backwards read; the lines
-//! after it from here.
+//! first screen comes from [`crate::events::tail`]'s backwards read; the
+//! lines after it from here. The one follower of a root's events log:
+//! every face reads it through the root's log feed ([`super::log`]).
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::claim_event::with_claim_event_read;
-use super::stream;
-use super::tail::{
+use crate::events::claim_event::with_claim_event_read;
+use crate::events::stream;
+use crate::events::tail::{
     open_regular, read_full_at, tail_of, FileId, Line, LineAssembler, TailError, BLOCK_SIZE,
     LINE_SCAN_BUDGET, MAX_POLL_BYTES, MAX_POLL_LINES,
 };
@@ -108,8 +109,25 @@ impl Follower {
         }
     }
 
+    /// Follow `file` from a [`Follower::resume_point`]: `mid_line`, the
+    /// rest of the line at `offset` is skipped.
+    pub fn resuming(
+        path: impl Into<PathBuf>,
+        file: File,
+        id: FileId,
+        offset: u64,
+        mid_line: bool,
+    ) -> Follower {
+        let mut f = Follower::starting_at(path, file, id, offset);
+        if mid_line {
+            f.asm.discarding = true;
+            f.last_byte = None;
+        }
+        f
+    }
+
     /// The file the last poll's lines came from, to read a line whole that
-    /// was cut to [`super::tail::MAX_LINE_BYTES`].
+    /// was cut to [`crate::events::tail::MAX_LINE_BYTES`].
     pub fn file(&self) -> Option<&File> {
         self.file.as_ref().map(|(f, _)| f)
     }
@@ -120,16 +138,19 @@ impl Follower {
     /// still makes its tenure for a reader that keeps tenures live. Call it
     /// before the next poll, which may move to another file.
     pub fn read_claims(&self, lines: &mut [Line]) {
-        let Some(file) = self.file() else {
-            return;
-        };
-        for line in lines.iter_mut().filter(|l| l.truncated) {
-            // A line that is gone (the file was truncated meanwhile) has no
-            // claim to give: the reset that follows says so.
-            if let Ok(Some(span)) = stream::line_at(file, line.offset) {
-                let whole = stream::SpanReader::new(file, span);
-                line.claim = with_claim_event_read(whole, |e| Box::new(e.to_owned_event()));
-            }
+        if let Some(file) = self.file() {
+            read_claims(file, lines);
+        }
+    }
+
+    /// Where a reader resumes so that it sees no line twice and misses
+    /// none: just past the last complete line handed out (a partial line
+    /// held is read again), and whether that is inside a line whose start
+    /// was never seen (the rest of it is skipped).
+    pub fn resume_point(&self) -> (u64, bool) {
+        match self.asm.discarding {
+            true => (self.offset, true),
+            false => (self.offset - self.asm.pending(), false),
         }
     }
 
@@ -285,6 +306,20 @@ impl Follower {
             if got < want {
                 return Ok(true);
             }
+        }
+    }
+}
+
+/// Give each line of `lines` that was cut at the cap its claim event, read
+/// piece by piece from the whole line in `file` (only the claim fields are
+/// kept).
+pub fn read_claims(file: &File, lines: &mut [Line]) {
+    for line in lines.iter_mut().filter(|l| l.truncated) {
+        // A line that is gone (the file was truncated meanwhile) has no
+        // claim to give: the reset that follows says so.
+        if let Ok(Some(span)) = stream::line_at(file, line.offset) {
+            let whole = stream::SpanReader::new(file, span);
+            line.claim = with_claim_event_read(whole, |e| Box::new(e.to_owned_event()));
         }
     }
 }
