@@ -34,8 +34,11 @@ fn an_owner_is_gone_only_when_its_pid_is_dead_or_started_after_the_stamp() {
     let pid = child.id();
     // Running, and started before this stamp: it may be the owner.
     assert!(!owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
-    // Running, but started after a stamp from 1970: the pid was reused.
+    // Running, but started after a stamp from 1970, or from an hour ago:
+    // the pid was reused.
     assert!(owner_is_gone(&format!("{host}:{pid}:1000")));
+    let hour_ago_ns = now_ns - 3_600 * 1_000_000_000;
+    assert!(owner_is_gone(&format!("{host}:{pid}:{hour_ago_ns}")));
     // Another host's pid says nothing here; nor does our own.
     assert!(!owner_is_gone(&format!("elsewhere:{pid}:1000")));
     assert!(!owner_is_gone(&format!(
