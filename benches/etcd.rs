@@ -24,7 +24,7 @@ mod headless;
 
 use claimtop::claims::{now_ms, AcquireOpts, AcquireOutcome, ClaimRecord};
 use claimtop::store::etcd::EtcdStore;
-use claimtop::store::Store;
+use claimtop::store::Claims;
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use etcd_common::Etcd;
 use std::process::{Command, Stdio};
@@ -117,7 +117,7 @@ fn cores() -> usize {
 fn cycle(etcd: &Etcd, plan: &Plan) {
     let store = etcd.store("/bench-cycle");
     store.acquire("warm", "h", &ttl60()).expect("warm");
-    store.release("warm", "h").expect("warm release");
+    store.release("warm", "h", None).expect("warm release");
 
     // The minimal program: the same grant and two transactions, nothing else
     // (no record encoding, no event, no end marker).
@@ -147,7 +147,7 @@ fn cycle(etcd: &Etcd, plan: &Plan) {
         for _ in 0..per_block {
             let got = store.acquire("k", "h", &ttl60()).expect("acquire");
             assert!(matches!(got.outcome, AcquireOutcome::Acquired { .. }));
-            store.release("k", "h").expect("release");
+            store.release("k", "h", None).expect("release");
         }
         ours.push(per_op_us(t0.elapsed(), per_block));
         let t0 = Instant::now();
@@ -233,7 +233,13 @@ fn listing(etcd: &Etcd, plan: &Plan) {
             .min()
             .unwrap_or_default()
     };
-    let ours = best(&mut || store.list().expect("list").sweep.claims.len());
+    let ours = best(&mut || {
+        claimtop::store::backend::list_whole(&store, &mut claimtop::claims::Classifier::new(0))
+            .expect("list")
+            .sweep
+            .claims
+            .len()
+    });
     let (rt, c) = etcd.client();
     let paged = best(&mut || {
         let mut c = c.clone();
@@ -303,7 +309,7 @@ fn contention(etcd: &Etcd, plan: &Plan) {
                                     overlaps.fetch_add(1, Ordering::Relaxed);
                                 }
                             }
-                            store.release("shared", &holder).expect("release");
+                            store.release("shared", &holder, None).expect("release");
                             cycles.fetch_add(1, Ordering::Relaxed);
                         }
                         _ => std::thread::sleep(Duration::from_millis(1)),

@@ -94,7 +94,7 @@ impl Drop for Demo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::{sweep, ClaimState, HazardKind};
+    use crate::claims::{hazard, sweep, ClaimState};
     use std::time::{Duration, Instant};
 
     fn events_lines(root: &Root) -> usize {
@@ -117,13 +117,16 @@ mod tests {
         ] {
             assert!(states.contains(&want), "no {want} claim in {states:?}");
         }
-        let kinds: Vec<HazardKind> = s.hazards.iter().map(|h| h.kind).collect();
+        let kinds: Vec<&str> = s.hazards.iter().map(|h| h.kind.name()).collect();
         for want in [
-            HazardKind::StaleMutex,
-            HazardKind::ForeignMachine,
-            HazardKind::CorruptedClaim,
+            hazard::STALE_MUTEX,
+            hazard::FOREIGN_MACHINE,
+            hazard::CORRUPTED_CLAIM,
         ] {
-            assert!(kinds.contains(&want), "no {want:?} hazard in {kinds:?}");
+            assert!(
+                kinds.contains(&want.name),
+                "no {want:?} hazard in {kinds:?}"
+            );
         }
         // The stream keeps flowing: poll rather than assume a rate.
         let before = events_lines(demo.root());

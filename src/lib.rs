@@ -10,6 +10,7 @@ extern crate self as claimtop;
 
 pub mod claims;
 pub mod cli;
+pub mod columns;
 pub mod dashboard;
 pub mod demo;
 pub mod diag;

@@ -265,6 +265,33 @@ pub fn clock(ms: i64, local: bool, fmt: &str) -> String {
     }
 }
 
+/// Whether instants worded below the faces (a refusal's reason, a verb's
+/// outcome) read in the local zone. Set once, at the edge, from
+/// `--local-time`: the words are made where no face is at hand (in the
+/// verbs, or by a publisher answering over the store), and the zone is a
+/// setting of the whole process anyway, as `TZ` is.
+static LOCAL_WORDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make [`instant_words`] read in the local zone (`--local-time`).
+pub fn set_local_words(local: bool) {
+    LOCAL_WORDS.store(local, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// An instant as a verb's words say it: `2026-12-04T20:34:56Z`, or with
+/// `--local-time` `2026-12-05T02:04:56+05:30`; `precise` adds the
+/// milliseconds, for instants a guard compares to the millisecond.
+pub fn instant_words(ms: i64, precise: bool) -> String {
+    let fmt = match precise {
+        true => "%Y-%m-%dT%H:%M:%S%.3f",
+        false => "%Y-%m-%dT%H:%M:%S",
+    };
+    clock(
+        ms,
+        LOCAL_WORDS.load(std::sync::atomic::Ordering::Relaxed),
+        fmt,
+    )
+}
+
 /// [`clock`] without the zone, for a view that says the zone once (the
 /// timeline's axis).
 pub fn bare_clock(ms: i64, local: bool, fmt: &str) -> String {

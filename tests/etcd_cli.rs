@@ -9,7 +9,9 @@
 mod common;
 mod etcd_common;
 
-use common::{claimtop, grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox};
+use common::{
+    claimtop, grandchild_writer, slow_member, stamps, until_quiet, wall_ns, Grandchild, Sandbox,
+};
 use etcd_common::{scrape, start_metrics, Etcd, Proxy};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -639,6 +641,68 @@ fn run_over_etcd_stops_cmd_and_exits_4_when_its_claim_is_force_released() {
     );
 }
 
+/// As on a file store: a signal to `run` ends its command's leader at
+/// once, and the lease is kept until the member still cleaning up is gone.
+#[test]
+fn a_signal_to_run_over_etcd_keeps_the_key_until_the_last_process_of_the_group_has_ended() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/runterm");
+    let home = tempfile::tempdir().expect("tempdir");
+    let (log, ready) = (home.path().join("stamps"), home.path().join("ready"));
+    let script = format!("{}; exec sleep 30", slow_member(&log, &ready, 40));
+    let mut holder = over(home.path(), &url)
+        .args([
+            "run", "k", "--holder", "r", "--ttl", "1m", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(home.path().join("err")).expect("stderr file"))
+        .spawn()
+        .expect("spawn run");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !ready.exists() || stamps(&log).is_empty() {
+        assert!(Instant::now() < give_up, "CMD never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _member = Grandchild::of(&ready, &log).expect("the member's pid");
+    await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
+        s["state"] == "live"
+    });
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) };
+    let sent = wall_ns();
+    // Each reading stamped when it was complete.
+    let mut seen = Vec::new();
+    let status = loop {
+        let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+        seen.push((wall_ns(), s["state"].as_str().unwrap_or("?").to_string()));
+        if let Some(st) = holder.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(wall_ns() - sent < 30_000_000_000, "run never ended");
+    };
+    let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(10))
+        .last()
+        .expect("stamps");
+    eprintln!(
+        "the member wrote until {} ms after the signal; {} readings before that",
+        (last - sent) / 1_000_000,
+        seen.iter().filter(|(t, _)| *t < last).count()
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        last > sent + 300_000_000,
+        "the member stopped with its leader"
+    );
+    let early: Vec<_> = seen.iter().filter(|(t, _)| *t < last).collect();
+    assert!(!early.is_empty(), "no reading while the member wrote");
+    assert!(
+        early.iter().all(|(_, st)| st == "live"),
+        "the key read free while the group still ran: {early:?}"
+    );
+    let s = json_of(&run(over(home.path(), &url), &["--json", "status", "k"]));
+    assert_eq!(s["state"], "free", "{s}");
+}
+
 #[test]
 fn a_killed_run_holder_frees_the_key_within_its_lease_and_three_observers_record_one_expiry() {
     let Some(etcd) = Etcd::single() else { return };
@@ -731,6 +795,39 @@ fn metrics_over_etcd_reports_the_stores_claims_and_counts_its_events_from_the_wa
         "counted once: {m:?}"
     );
     assert_eq!(m["claimtop_claims{state=\"live\"}"], 0.0, "{m:?}");
+}
+
+#[test]
+fn metrics_over_a_root_and_an_etcd_store_keep_a_series_for_each_labelled_by_where() {
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/metrics-mix");
+    let home = tempfile::tempdir().expect("tempdir");
+    let root = tempfile::tempdir().expect("root");
+    run(
+        over(home.path(), &url),
+        &["acquire", "in-etcd", "--holder", "w", "--ttl", "2m"],
+    );
+    let mut on_root = claimtop(home.path());
+    on_root.arg("--root").arg(root.path());
+    let got = run(
+        on_root,
+        &["acquire", "on-disk", "--holder", "w", "--ttl", "2m"],
+    );
+    assert_eq!(code(&got), 0, "{got:?}");
+    let mut both = over(home.path(), &url);
+    both.arg("--root").arg(root.path());
+    let (mut server, addr) = start_metrics(both);
+    let m = scrape(&addr);
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    let dir = root.path().to_string_lossy();
+    for label in [url.as_str(), dir.as_ref()] {
+        let live = format!("claimtop_claims{{root=\"{label}\",state=\"live\"}}");
+        assert_eq!(m.get(&live), Some(&1.0), "{live} in {m:?}");
+        let up = format!("claimtop_store_up{{root=\"{label}\"}}");
+        assert_eq!(m.get(&up), Some(&1.0), "{up} in {m:?}");
+    }
 }
 
 /// One tenure seen by a worker: when it began (or, for `run`, ended), its
@@ -834,7 +931,7 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         (_, Some(st)) => {
-                            use claimtop::store::{Leases, Store};
+                            use claimtop::store::{Claims, Fence};
                             let opts = claimtop::claims::AcquireOpts {
                                 ttl_ms: Some(60_000),
                                 ..Default::default()
@@ -854,7 +951,8 @@ fn mixed_contention(workers: usize, rounds: usize) -> Option<(usize, Vec<Tenure>
                                 overlaps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             }
                             let _ = std::fs::remove_file(marker);
-                            st.release_fenced("mx", &holder, rev).expect("release");
+                            st.release("mx", &holder, Some(Fence::new(rev as u64)))
+                                .expect("release");
                             tenures.lock().expect("lock").push((began, rev, true));
                         }
                         _ => unreachable!("every third worker has a store"),
@@ -920,6 +1018,10 @@ enum Cut {
     Proxy,
     /// etcd itself is SIGSTOPped for 61 s, a TTL and a second, then resumed.
     Pause,
+    /// The holder's `run` alone is SIGSTOPped (its command runs on, etcd
+    /// runs on) until its successor has run: only the guard's deadline
+    /// stops the command before the lease can end.
+    StopRun,
 }
 
 /// What one cut-off holder and its successor showed.
@@ -935,6 +1037,7 @@ struct Handover {
     /// The cut-off `run`'s exit status and stderr.
     code: Option<i32>,
     err: String,
+    cut: Cut,
 }
 
 impl Handover {
@@ -952,16 +1055,28 @@ impl Handover {
             self.after_exit_ms
         );
         assert_eq!(self.code, Some(4), "the cut-off holder: {}", self.err);
-        assert!(self.err.contains("has not confirmed"), "{}", self.err);
+        // A run cut off from etcd stops its command itself, on its timer; a
+        // stopped run learns of it only once continued.
+        let why = match self.cut {
+            Cut::StopRun => "lost the claim",
+            Cut::Proxy | Cut::Pause => "has not confirmed",
+        };
+        assert!(self.err.contains(why), "{}", self.err);
     }
 }
 
-/// `pairs` holders of keys k0..kN with a 60 s lease, each running a command
-/// whose grandchild writes timestamps (the even ones ignoring SIGTERM);
-/// they are cut off from etcd, and a
-/// second holder per key (direct) runs a command that writes one timestamp
-/// as soon as it holds the key.
-fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
+/// A holder per cut, of keys k0..kN with a 60 s lease, each running a
+/// command whose grandchild writes timestamps (the even ones ignoring
+/// SIGTERM); each is cut off as its cut says (a pause of etcd is every
+/// holder's cut or none's), and a second holder per key (direct) runs a
+/// command that writes one timestamp as soon as it holds the key.
+fn cut_off_holders(etcd: &Etcd, cuts: &[Cut]) -> Vec<Handover> {
+    let pairs = cuts.len();
+    let paused = cuts.contains(&Cut::Pause);
+    assert!(
+        !paused || cuts.iter().all(|c| *c == Cut::Pause),
+        "etcd pauses for all"
+    );
     let home = tempfile::tempdir().expect("tempdir");
     let dir = home.path();
     let prefix = "/cut";
@@ -978,10 +1093,10 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
             .expect("spawn run")
     };
     let mut first = Vec::new();
-    for (i, proxy) in proxies.iter().enumerate() {
+    for (i, (proxy, cut)) in proxies.iter().zip(cuts).enumerate() {
         let url = match cut {
             Cut::Proxy => format!("etcd://{}{prefix}", proxy.endpoint()),
-            Cut::Pause => direct.clone(),
+            Cut::Pause | Cut::StopRun => direct.clone(),
         };
         let (log, ready) = (dir.join(format!("a{i}")), dir.join(format!("ready{i}")));
         let key = format!("k{i}");
@@ -1037,8 +1152,8 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         ];
         (spawn(&direct, &args, &dir.join(format!("b{i}.err"))), log)
     };
-    let (cut_at, mut seconds) = match cut {
-        Cut::Proxy => {
+    let (cut_at, mut seconds) = match paused {
+        false => {
             // Waiting before the cut: each takes its key the moment the
             // lease ends, the harshest successor there is.
             let seconds: Vec<_> = (0..pairs).map(second).collect();
@@ -1051,12 +1166,18 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
                 }
             }
             let cut_at = wall_ns();
-            for p in &mut proxies {
-                p.cut();
+            for ((p, cut), (run, _, _)) in proxies.iter_mut().zip(cuts).zip(&first) {
+                match cut {
+                    Cut::Proxy => p.cut(),
+                    // SAFETY: kill has no memory preconditions.
+                    _ => unsafe {
+                        libc::kill(run.id() as i32, libc::SIGSTOP);
+                    },
+                }
             }
             (cut_at, seconds)
         }
-        Cut::Pause => {
+        true => {
             etcd.members[0].pause();
             let cut_at = wall_ns();
             std::thread::sleep(Duration::from_secs(61));
@@ -1074,6 +1195,14 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
         for (p, end) in procs.iter_mut().zip(&mut ends) {
             if end.is_none() {
                 *end = p.try_wait().expect("wait").map(|st| (st, wall_ns()));
+            }
+        }
+        // A stopped run is let go once its successor has run: it then
+        // learns what happened while it stood still.
+        for (i, cut) in cuts.iter().enumerate() {
+            if *cut == Cut::StopRun && ends[pairs + i].is_some() && ends[i].is_none() {
+                // SAFETY: kill has no memory preconditions.
+                unsafe { libc::kill(procs[i].id() as i32, libc::SIGCONT) };
             }
         }
         assert!(Instant::now() < give_up, "not every pair handed over");
@@ -1098,6 +1227,7 @@ fn cut_off_holders(etcd: &Etcd, pairs: usize, cut: Cut) -> Vec<Handover> {
             after_exit_ms: (last_a - a_exit) / 1_000_000,
             code: sa.code(),
             err,
+            cut: cuts[i],
         });
     }
     drop(grandchildren);
@@ -1250,32 +1380,37 @@ fn after_a_run_is_told_its_claim_is_lost_the_next_run_gets_a_higher_revision_eve
     );
 }
 
-/// `pairs` holders cut off from etcd by `cut`, each checked to have
-/// stopped at least `min_ms` before its successor began.
-fn cut_off_and_checked(pairs: usize, cut: Cut, what: &str, min_ms: i64) {
+/// A holder per cut, each checked to have stopped at least `min_ms` before
+/// its successor began.
+fn cut_off_and_checked(cuts: &[Cut], what: &str, min_ms: i64) {
     let Some(etcd) = Etcd::single() else { return };
-    let all = cut_off_holders(&etcd, pairs, cut);
+    let all = cut_off_holders(&etcd, cuts);
     say(what, &all);
     for h in &all {
         h.check(min_ms);
     }
 }
 
+/// Two holders at once: one cut off from etcd by its proxy, one whose
+/// `run` is SIGSTOPped while etcd and its command run on. Either way the
+/// command is gone before the lease can end: by `run`'s own timer, or by
+/// its guard's SIGKILL at the deadline `run` last told it.
 #[test]
-fn a_holder_cut_off_from_etcd_stops_its_whole_command_before_a_successor_can_start() {
-    cut_off_and_checked(1, Cut::Proxy, "proxy cut", 1);
+fn a_holder_cut_off_from_etcd_or_stopped_itself_stops_its_whole_command_before_a_successor_can_start(
+) {
+    cut_off_and_checked(&[Cut::Proxy, Cut::StopRun], "proxy cut; run SIGSTOPped", 1);
 }
 
 #[test]
 #[ignore = "about 70 s: ten holders cut off at once, for the README's overlap figure"]
 fn ten_holders_cut_off_from_etcd_all_stop_before_their_successors_start() {
-    cut_off_and_checked(10, Cut::Proxy, "proxy cut, ten pairs", 1);
+    cut_off_and_checked(&[Cut::Proxy; 10], "proxy cut, ten pairs", 1);
 }
 
 #[test]
 fn a_holder_whose_etcd_is_stopped_for_a_ttl_stops_its_command_a_margin_before_the_lease_ends() {
     let margin = claimtop::cli::run::stop::MIN_MARGIN.as_millis() as i64;
-    cut_off_and_checked(1, Cut::Pause, "etcd SIGSTOPped 61 s", margin);
+    cut_off_and_checked(&[Cut::Pause], "etcd SIGSTOPped 61 s", margin);
 }
 
 #[test]

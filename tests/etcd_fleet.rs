@@ -532,6 +532,37 @@ fn sigterm_stops_the_publisher_with_status_0_and_its_host_goes_offline_at_once()
 }
 
 #[test]
+fn a_force_release_to_an_offline_host_is_declined_naming_the_host() {
+    let Some(f) = Fleet::start("/fleet6b") else {
+        return;
+    };
+    let a = root_dir();
+    let mut pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let hostname = f.host("host-a").expect("listed")["hostname"]
+        .as_str()
+        .expect("a hostname")
+        .to_string();
+    pa.signal(libc::SIGTERM);
+    assert_eq!(pa.child.wait().expect("wait").code(), Some(0));
+    let o = f.over(&["force-release", "k", "--host", "host-a", "--json"]);
+    let v = json_of(&o);
+    assert_eq!(o.status.code(), Some(3), "declined: {v}");
+    assert_eq!(v["outcome"], "refused", "{v}");
+    let reason = v["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains(&format!("host {hostname} (host-a) is offline")),
+        "{reason}"
+    );
+    let o = f.over(&["force-release", "k", "--host", &hostname]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains(&format!("host {hostname} (host-a) is offline")),
+        "{text}"
+    );
+}
+
+#[test]
 fn one_changed_lockfile_is_one_etcd_write() {
     let Some(f) = Fleet::start("/fleet7") else {
         return;
@@ -702,8 +733,15 @@ fn doctor_over_the_store_reports_what_a_publishing_host_found_in_its_root() {
     let text = f.over(&["doctor"]);
     assert_eq!(text.status.code(), Some(3), "hazards decline: {text:?}");
     let words = String::from_utf8_lossy(&text.stdout);
+    // The host is named as the HOST column names it, not by its machine id.
+    let label = f
+        .host("host-a")
+        .map(|h| h["label"].clone())
+        .unwrap_or_default();
+    let label = label.as_str().unwrap_or("(no label)");
+    let line = words.lines().find(|l| l.contains("corrupted_claim"));
     assert!(
-        words.contains("corrupted_claim") && words.contains("host=host-a"),
+        line.is_some_and(|l| l.contains(&format!("host={label} "))),
         "{words}"
     );
     // The published copy names its own hazards, as the host's list does.
@@ -878,7 +916,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     assert!(
         result
             .message
-            .contains(&format!("host host-a did not answer within {within}")),
+            .contains(&format!("(host-a) did not answer within {within}")),
         "{}",
         result.message
     );
@@ -1234,7 +1272,7 @@ fn canonical(p: &Path) -> String {
 }
 
 /// The publisher `second` (its stderr in `log`) exits 1 saying `root` is
-/// already published by `first`.
+/// already published by `first`, and never that it publishes it.
 fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher) {
     let mut status = None;
     wait_for(PATIENCE, || {
@@ -1253,6 +1291,10 @@ fn refused_naming(second: &mut Child, log: &Path, root: &Path, first: &Publisher
         first.child.id()
     );
     assert!(said.contains(&want), "{want:?} not in: {said}");
+    assert!(
+        !said.contains("publishing root="),
+        "said it publishes what it refused: {said}"
+    );
 }
 
 /// A second `publish` of a root this machine already publishes exits 1
@@ -1469,7 +1511,7 @@ fn a_request_taken_but_never_answered_is_reported_as_taken_with_its_outcome_unkn
     let said = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("host host-a took the request at")
+        said.contains("(host-a) took the request at")
             && said.contains("its outcome is unknown yet")
             && said.contains("claim_force_released")
             && !said.contains("nothing was done"),
@@ -1618,7 +1660,7 @@ fn host_reads(fleet: &claimtop::store::fleet::FleetState, id: &str) -> (bool, us
 /// look free.
 #[test]
 fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claims_missing() {
-    use claimtop::store::Store;
+    use claimtop::store::Backend;
     let Some(f) = Fleet::start("/fleet-hole") else {
         return;
     };

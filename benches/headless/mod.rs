@@ -8,7 +8,7 @@ use claimtop::claims::{now_ms, LocalIdentity, Root};
 use claimtop::dashboard::testing::StoreView;
 use claimtop::dashboard::testing::{draw, update, Action, App, Options};
 use claimtop::dashboard::testing::{Input, Source};
-use claimtop::store::{OpenOpts, StoreUrl};
+use claimtop::store::{OpenCtx, StoreName};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::sync::mpsc::{channel, Receiver};
@@ -27,8 +27,8 @@ impl Headless {
     /// Open the store `url` names and start the collector over it.
     pub fn start(url: &str) -> Headless {
         let source = Source {
-            url: StoreUrl::parse(url).expect("a store URL"),
-            opts: OpenOpts::default(),
+            name: StoreName::parse(url).expect("a store URL"),
+            ctx: OpenCtx::default(),
         };
         let store = source.open().expect("open the store");
         let (tx, rx) = channel();

@@ -13,7 +13,7 @@
 use claimtop::events::backward::SearchFrom;
 use claimtop::events::history::Log;
 use claimtop::events::service::{serve_history, Anchor, Reply, Request, Which};
-use claimtop::store::{open, OpenOpts, StoreUrl};
+use claimtop::store::{OpenCtx, Store, StoreName};
 use std::cell::Cell;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -102,13 +102,20 @@ fn wait(rx: &Receiver<Reply>, what: &str, mut f: impl FnMut(&Reply) -> bool) {
 }
 
 fn child(url: &str) {
-    let url = StoreUrl::parse(url).expect("a store URL");
-    let store = open(&url, &OpenOpts::default()).expect("open the store");
-    let history = store.history(&Log::Own).expect("its history");
+    let name = StoreName::parse(url).expect("a store URL");
+    let store = Store::open(&[name], &[], &OpenCtx::default()).expect("open the store");
+    let store = store.one("the bench").expect("one store").shared();
+    let history = store
+        .audit()
+        .expect("an events log")
+        .history(&Log::Own)
+        .expect("its history");
     let (req_tx, req_rx) = channel();
     let (rep_tx, rep_rx) = channel();
     let opener = Box::new(move |w: &Which| match w {
         Which::Log(l) => store
+            .audit()
+            .expect("an events log")
             .history(l)
             .map_err(|e| claimtop::events::history::HistoryError::Store(e.to_string())),
         Which::Path(_) => unreachable!("no file here"),

@@ -8,6 +8,7 @@ use super::lockfile_read::{read_claim_file_raw, ReadError};
 use super::mutex::{lock_recovery, recovery_mutex_path, Pinned, WaitHook};
 use super::verbs::{corrupted, create_error};
 use super::{now_ms, validate_inputs, ClaimError, ClaimRecord, ClaimState, Root, SCHEMA_VERSION};
+use crate::events::EventKind;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -169,7 +170,7 @@ pub fn acquire_watched(
         let fresh = new_record(key, holder, opts);
         match atomic::create_exclusive(&path, fresh.to_lockfile()?.as_bytes()) {
             Ok(()) => {
-                root.emit("claim_acquired", acquired_data(&fresh));
+                root.emit(EventKind::Acquired, acquired_data(&fresh));
                 return Ok(AcquireOutcome::Acquired {
                     record: fresh,
                     kind: AcquireKind::Fresh,
@@ -250,7 +251,7 @@ fn reacquire(
         "previous_acquired_at".into(),
         Value::from(existing.acquired_at),
     );
-    root.emit("claim_idempotent_reacquired", data);
+    root.emit(EventKind::Reacquired, data);
     Ok(AcquireOutcome::Acquired {
         record: refreshed,
         kind: AcquireKind::Reacquired,
@@ -301,7 +302,7 @@ fn recover_stale_locked(
             let fresh = new_record(key, holder, opts);
             return match atomic::create_exclusive(path, fresh.to_lockfile()?.as_bytes()) {
                 Ok(()) => {
-                    root.emit("claim_acquired", acquired_data(&fresh));
+                    root.emit(EventKind::Acquired, acquired_data(&fresh));
                     Ok(Some(AcquireOutcome::Acquired {
                         record: fresh,
                         kind: AcquireKind::Fresh,
@@ -336,7 +337,7 @@ fn recover_stale_locked(
                 Value::String(existing.holder.clone()),
             );
             data.insert("previous_pid".into(), Value::from(existing.pid));
-            root.emit("claim_stale_reclaimed", data);
+            root.emit(EventKind::Reclaimed, data);
             Ok(Some(AcquireOutcome::Acquired {
                 record: fresh,
                 kind: AcquireKind::Reclaimed {

@@ -10,7 +10,8 @@
 //! file) are judged from the claim itself by [`OwnHazards::of`], never kept
 //! apart from it: a claim that is re-read or goes takes its hazards with it.
 
-use super::{encode_key, ClaimState, Counts, Hazard, HazardKind, Locality, Status};
+use super::hazard::{self, HazardSpec};
+use super::{encode_key, ClaimState, Counts, Hazard, Locality, Status};
 use std::borrow::Cow;
 use std::path::Path;
 
@@ -37,7 +38,7 @@ pub enum ItemRules {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OwnHazards {
     misnamed: bool,
-    unverifiable: Option<HazardKind>,
+    unverifiable: Option<&'static HazardSpec>,
 }
 
 impl OwnHazards {
@@ -48,14 +49,14 @@ impl OwnHazards {
         let names_another = item.record.as_ref().is_some_and(|r| r.key != item.key);
         let misnamed = names_another || (rules == ItemRules::Lockfile && !is_canonical(item));
         let unverifiable = match item.state {
-            ClaimState::Corrupted => Some(HazardKind::CorruptedClaim),
-            ClaimState::Unreadable => Some(HazardKind::Unreadable),
+            ClaimState::Corrupted => Some(hazard::CORRUPTED_CLAIM),
+            ClaimState::Unreadable => Some(hazard::UNREADABLE),
             // On a store the lease decides on every machine alike.
             _ if rules == ItemRules::Lockfile
                 && item.locality == Some(Locality::Other)
                 && item.record.is_some() =>
             {
-                Some(HazardKind::ForeignMachine)
+                Some(hazard::FOREIGN_MACHINE)
             }
             _ => None,
         };
@@ -73,9 +74,9 @@ impl OwnHazards {
         self.len() == 0
     }
 
-    pub fn kinds(self) -> impl Iterator<Item = HazardKind> {
+    pub fn kinds(self) -> impl Iterator<Item = &'static HazardSpec> {
         self.misnamed
-            .then_some(HazardKind::KeyMismatch)
+            .then_some(hazard::KEY_MISMATCH)
             .into_iter()
             .chain(self.unverifiable)
     }
@@ -85,8 +86,8 @@ impl OwnHazards {
     /// corrupted or unreadable claim says so in its state, and a foreign
     /// one in its why ("written on another machine"); that the record
     /// names another key shows nowhere else.
-    pub fn unsaid(self) -> impl Iterator<Item = HazardKind> {
-        self.misnamed.then_some(HazardKind::KeyMismatch).into_iter()
+    pub fn unsaid(self) -> impl Iterator<Item = &'static HazardSpec> {
+        self.misnamed.then_some(hazard::KEY_MISMATCH).into_iter()
     }
 }
 
@@ -100,28 +101,24 @@ fn is_canonical(item: &Status) -> bool {
 pub fn own_hazards(item: &Status, rules: ItemRules, out: &mut Vec<Hazard>) {
     let own = OwnHazards::of(item, rules);
     if own.misnamed {
-        out.push(Hazard {
-            kind: HazardKind::KeyMismatch,
-            path: item.file.to_path_buf(),
-            detail: mismatch_detail(item, rules),
-        });
+        out.push(Hazard::at_path(
+            hazard::KEY_MISMATCH,
+            item.file.to_path_buf(),
+            mismatch_detail(item, rules),
+        ));
     }
     let Some(kind) = own.unverifiable else {
         return;
     };
-    let detail = match (kind, &item.record) {
-        (HazardKind::ForeignMachine, Some(rec)) => format!(
+    let detail = match &item.record {
+        Some(rec) if kind == hazard::FOREIGN_MACHINE => format!(
             "written on host {:?} (machine {}); liveness cannot be checked here",
             rec.host,
             rec.machine_id.as_deref().unwrap_or("unrecorded")
         ),
         _ => item.error.clone().unwrap_or_default(),
     };
-    out.push(Hazard {
-        kind,
-        path: item.file.to_path_buf(),
-        detail,
-    });
+    out.push(Hazard::at_path(kind, item.file.to_path_buf(), detail));
 }
 
 /// Why a claim is a key mismatch. It always names the key the record
@@ -160,8 +157,8 @@ pub fn why_with_hazards(item: &Status, rules: ItemRules) -> Cow<'_, str> {
     let mut worded = Vec::new();
     own_hazards(item, rules, &mut worded);
     let mut why = item.why.clone();
-    for h in worded.iter().filter(|h| own.unsaid().any(|k| k == h.kind)) {
-        why.push_str(&format!("; ⚠ {}: {}", h.kind.as_str(), h.detail));
+    for h in worded.iter().filter(|h| own.unsaid().any(|k| h.kind == k)) {
+        why.push_str(&format!("; ⚠ {}: {}", h.kind.name(), h.detail));
     }
     Cow::Owned(why)
 }
@@ -248,7 +245,7 @@ pub fn census<'a>(
         counts.add(s.state);
         own_hazards(s, rules(s), &mut hazards);
     }
-    hazards.sort_by(|a, b| a.path.cmp(&b.path));
+    hazards.sort_by(|a, b| a.path().cmp(b.path()));
     Census { counts, hazards }
 }
 
@@ -258,7 +255,10 @@ pub fn census<'a>(
 /// and comes back from the claim itself through [`census`] — keeping it
 /// here too would count it twice.
 pub fn entry_hazards(hazards: Vec<Hazard>, is_claim: impl Fn(&Path) -> bool) -> Vec<Hazard> {
-    hazards.into_iter().filter(|h| !is_claim(&h.path)).collect()
+    hazards
+        .into_iter()
+        .filter(|h| !is_claim(h.path()))
+        .collect()
 }
 
 /// A claim as its JSON shows it: the status object, and `"hazards"`, the
@@ -299,7 +299,7 @@ impl serde::Serialize for Judged<'_> {
 pub fn own_kind_names(item: &Status, rules: ItemRules) -> Vec<&'static str> {
     OwnHazards::of(item, rules)
         .kinds()
-        .map(HazardKind::as_str)
+        .map(|k| k.name)
         .collect()
 }
 
@@ -309,15 +309,6 @@ pub(crate) fn judged_lockfiles<S: serde::Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     s.collect_seq(claims.iter().map(Judged::lockfile))
-}
-
-impl HazardKind {
-    /// What `doctor --fix` (and the dashboard's `x`) may remove: litter and
-    /// corpses the protocol itself writes. Every other kind is a claim or a
-    /// broken directory, left to force-release or to a human.
-    pub fn cleanable(self) -> bool {
-        matches!(self, HazardKind::StaleMutex | HazardKind::TempLitter)
-    }
 }
 
 #[cfg(test)]
@@ -369,22 +360,22 @@ mod tests {
     fn an_unreadable_claim_is_one_hazard_however_the_sweep_reported_it() {
         let big = item("big", "/r/c/big.lock", ClaimState::Unreadable, None);
         let swept = vec![
-            Hazard {
-                kind: HazardKind::Unreadable,
-                path: big.file.to_path_buf(),
-                detail: "cannot read".into(),
-            },
-            Hazard {
-                kind: HazardKind::StaleMutex,
-                path: PathBuf::from("/r/c/big.lock.recovery.d"),
-                detail: "corpse".into(),
-            },
+            Hazard::at_path(
+                hazard::UNREADABLE,
+                big.file.to_path_buf(),
+                "cannot read".into(),
+            ),
+            Hazard::at_path(
+                hazard::STALE_MUTEX,
+                PathBuf::from("/r/c/big.lock.recovery.d"),
+                "corpse".into(),
+            ),
         ];
         let claims = [big];
         let entries = entry_hazards(swept, |p| claims.iter().any(|c| *c.file == *p));
         let c = census(&claims, entries, |_| ItemRules::Lockfile);
-        let kinds: Vec<_> = c.hazards.iter().map(|h| h.kind).collect();
-        assert_eq!(kinds, [HazardKind::Unreadable, HazardKind::StaleMutex]);
+        let kinds: Vec<_> = c.hazards.iter().map(|h| h.kind.clone()).collect();
+        assert_eq!(kinds, [hazard::UNREADABLE, hazard::STALE_MUTEX]);
         assert_eq!(c.counts.unreadable, 1);
         assert_eq!(c.counts.total(), 1);
         let t = Tally::of(&claims, |_| ItemRules::Lockfile);
@@ -396,7 +387,7 @@ mod tests {
         let mism = item("mism", "/r/c/mism.lock", ClaimState::Live, Some("other"));
         for rules in [ItemRules::Lockfile, ItemRules::StoreKey] {
             let own = OwnHazards::of(&mism, rules);
-            assert_eq!(own.kinds().collect::<Vec<_>>(), [HazardKind::KeyMismatch]);
+            assert_eq!(own.kinds().collect::<Vec<_>>(), [hazard::KEY_MISMATCH]);
             let why = why_with_hazards(&mism, rules);
             assert!(
                 why.starts_with("holder pid 1 is alive; ⚠ key_mismatch: "),
@@ -416,14 +407,14 @@ mod tests {
         let kinds: Vec<_> = OwnHazards::of(&far, ItemRules::Lockfile).kinds().collect();
         assert_eq!(
             kinds,
-            [HazardKind::KeyMismatch, HazardKind::ForeignMachine],
+            [hazard::KEY_MISMATCH, hazard::FOREIGN_MACHINE],
             "a lockfile without .lock is no canonical name"
         );
         let unreadable = item("u", "/fno/claims/u", ClaimState::Unreadable, None);
         let kinds: Vec<_> = OwnHazards::of(&unreadable, ItemRules::StoreKey)
             .kinds()
             .collect();
-        assert_eq!(kinds, [HazardKind::Unreadable], "never called corrupted");
+        assert_eq!(kinds, [hazard::UNREADABLE], "never called corrupted");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! both say the same thing in the same words.
 
 use super::atomic::{CREATE_TMP_PREFIX, REPLACE_TMP_INFIX};
-use super::hazard::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
+use super::hazard::{self, Hazard, TEMP_ABANDONED_AFTER};
 use super::{mutex, RECOVERY_SUFFIX};
 use crate::events::emit::{log_trouble, LogTrouble};
 use std::ffi::OsStr;
@@ -163,13 +163,7 @@ impl Entry {
     /// temp file becomes one only with age: the same look judged later may
     /// say more.
     pub fn hazard_at(&self, path: &Path, now: i64) -> Option<Hazard> {
-        let hazard = |kind, detail| {
-            Some(Hazard {
-                kind,
-                path: path.to_path_buf(),
-                detail,
-            })
-        };
+        let found = |kind, detail| Some(Hazard::at_path(kind, path, detail));
         let age_s = self.age_ms(now) / 1000;
         match self.role {
             Role::RecoveryMutex | Role::EventsMutex => {
@@ -186,23 +180,23 @@ impl Entry {
                     // Planted, but honoured like any young mutex: nothing
                     // tells it from an honest holder's dir whose owner a
                     // stranger replaced, so only the age rule may end it.
-                    (false, Some(what)) => hazard(
-                        HazardKind::Unreadable,
+                    (false, Some(what)) => found(
+                        hazard::UNREADABLE,
                         format!(
                             "mutex whose owner is {what}, which no implementation writes \
                              (planted?): honoured as held until it is {steal_s}s old, then \
                              the next waiter steals it"
                         ),
                     ),
-                    (true, None) => hazard(
-                        HazardKind::StaleMutex,
+                    (true, None) => found(
+                        hazard::STALE_MUTEX,
                         format!(
                             "mutex held for {age_s}s (> {steal_s}s): a killed holder's corpse; \
                              the next waiter steals it"
                         ),
                     ),
-                    (true, Some(what)) => hazard(
-                        HazardKind::StaleMutex,
+                    (true, Some(what)) => found(
+                        hazard::STALE_MUTEX,
                         format!(
                             "mutex held for {age_s}s (> {steal_s}s), its owner {what}, which no \
                              implementation writes (planted?): a corpse all the same; the next \
@@ -216,8 +210,8 @@ impl Entry {
                 if matches!(self.shape, Shape::Unreadable(_)) || !self.older_than(now, abandoned) {
                     return None;
                 }
-                hazard(
-                    HazardKind::TempLitter,
+                found(
+                    hazard::TEMP_LITTER,
                     format!("left behind {age_s}s ago by an interrupted write"),
                 )
             }
@@ -229,8 +223,8 @@ impl Entry {
                     Shape::Unreadable(e) => format!("unreadable ({e})"),
                     Shape::Fifo | Shape::Socket | Shape::Device => "a special file".to_string(),
                 };
-                hazard(
-                    HazardKind::ArchiveDirBroken,
+                found(
+                    hazard::ARCHIVE_DIR_BROKEN,
                     format!(
                         "the archive dir is {what}, not a directory: every stale reclaim and \
                          force-release fails until a human moves it away"
@@ -243,7 +237,7 @@ impl Entry {
                         let Some(Oddity::Log(t)) = self.oddity else {
                             return None;
                         };
-                        return hazard(HazardKind::EventsLogBroken, log_trouble_words(t));
+                        return found(hazard::EVENTS_LOG_BROKEN, log_trouble_words(t));
                     }
                     Shape::Unreadable(_) => return None,
                     Shape::Dir => "a directory",
@@ -252,16 +246,16 @@ impl Entry {
                     Shape::Socket => "a socket",
                     Shape::Device => "a device",
                 };
-                hazard(
-                    HazardKind::EventsLogBroken,
+                found(
+                    hazard::EVENTS_LOG_BROKEN,
                     format!(
                         "the events log is {what}, not a regular file: every append fails and \
                          audit events are being lost until a human moves it away"
                     ),
                 )
             }
-            Role::UndecodableLockfile => hazard(
-                HazardKind::Unreadable,
+            Role::UndecodableLockfile => found(
+                hazard::UNREADABLE,
                 "lockfile name is not valid UTF-8; no encoder writes it".into(),
             ),
         }
@@ -328,7 +322,7 @@ mod tests {
         let p = Path::new("/r/.fno/claims/k.lock.recovery.d");
         assert_eq!(m.hazard_at(p, 1_000_000 + 119_999), None, "under 120 s");
         let h = m.hazard_at(p, 1_000_000 + 120_000).expect("a corpse");
-        assert_eq!(h.kind, HazardKind::StaleMutex);
+        assert_eq!(h.kind, hazard::STALE_MUTEX);
         assert!(
             h.detail.starts_with("mutex held for 120s (> 120s)"),
             "{}",
@@ -338,7 +332,7 @@ mod tests {
         assert_eq!(
             m.hazard_at(p, m.comes_of_age().unwrap_or(0))
                 .map(|h| h.kind),
-            Some(HazardKind::StaleMutex)
+            Some(hazard::STALE_MUTEX.into())
         );
         // A clock behind the stamp: age zero, never a corpse.
         assert_eq!(m.hazard_at(p, 0), None);
@@ -353,7 +347,7 @@ mod tests {
         let e = Entry::look(Role::RecoveryMutex, &m).expect("there");
         assert_eq!(e.oddity, Some(Oddity::ForeignOwner("a symlink".into())));
         let young = e.hazard_at(&m, e.modified_ms).expect("named at once");
-        assert_eq!(young.kind, HazardKind::Unreadable);
+        assert_eq!(young.kind, hazard::UNREADABLE);
         assert!(
             young.detail.contains("owner is a symlink"),
             "{}",
@@ -361,7 +355,7 @@ mod tests {
         );
         let at = e.comes_of_age().expect("it comes of age");
         let old = e.hazard_at(&m, at).expect("a corpse");
-        assert_eq!(old.kind, HazardKind::StaleMutex);
+        assert_eq!(old.kind, hazard::STALE_MUTEX);
         assert!(old.detail.contains("its owner a symlink"), "{}", old.detail);
         // A token-sized owner file is no oddity.
         std::fs::remove_file(m.join("owner")).expect("rm");

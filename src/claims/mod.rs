@@ -16,6 +16,7 @@ pub mod error;
 pub mod hazard;
 pub mod key;
 pub mod liveness;
+pub mod loc;
 pub mod lockfile_read;
 pub mod mutex;
 pub mod operator;
@@ -39,6 +40,7 @@ pub use acquire::{
 pub use adopt::Adopt;
 pub use census::{census, entry_hazards, own_hazards, Census, ItemRules, OwnHazards, Tally};
 pub use error::ClaimError;
+pub use hazard::{CopyAt, HazardAt, HazardSpec};
 pub use key::{
     claim_path, claims_dir, claims_root_for, decode_key, encode_key, global_claims_root,
     global_claims_root_from, resolve_root, validate_inputs,
@@ -47,6 +49,7 @@ pub use liveness::{
     classify, hostname, human_ms, machine_id, process_create_time_ms, Classifier, LocalIdentity,
     Locality, Verdict,
 };
+pub use loc::Loc;
 pub use lockfile_read::{read_claim_file, ReadError};
 pub use mutex::recovery_mutex_path;
 pub use mutex::{WaitHook, Waiting};
@@ -57,8 +60,8 @@ pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
 pub use status::{Blocker, Status};
 pub use sweep::{
     doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
-    patch_item_hazards, root_missing, sweep, sweep_head, sweep_with, Counts, EntryKind, Fix,
-    Hazard, HazardKind, Sweep, SweepItem,
+    patch_item_hazards, root_missing, sweep, sweep_head, sweep_head_with, sweep_with, Counts,
+    EntryKind, Fix, Hazard, HazardKind, Sweep, SweepItem,
 };
 pub use verbs::{
     force_release, release, release_watched, renew, renew_as, status, ForceOpts, ForceOutcome,

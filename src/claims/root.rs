@@ -87,7 +87,7 @@ impl Root {
         }
     }
 
-    pub(crate) fn emit(&self, type_name: &str, data: Map<String, Value>) {
-        crate::events::emit::emit(self.events_dir.as_deref(), type_name, data);
+    pub(crate) fn emit(&self, kind: crate::events::EventKind, data: Map<String, Value>) {
+        crate::events::emit::emit(self.events_dir.as_deref(), kind.name(), data);
     }
 }

@@ -2,6 +2,7 @@
 //! reason in words.
 
 use super::liveness::{Classifier, Locality, Verdict};
+use super::loc::Loc;
 use super::lockfile_read::{
     parse_lockfile_bytes, read_claim_file_raw, read_listed_lockfile_into, read_lockfile_bytes,
     ReadError,
@@ -9,7 +10,6 @@ use super::lockfile_read::{
 use super::{ClaimRecord, ClaimState};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// One key's state, with the record and the reason.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -17,9 +17,9 @@ pub struct Status {
     pub key: String,
     /// Shared, not copied, with whoever keys the claim by its place (a
     /// mirror's rows, the dashboard's): over 100 000 claims a second copy
-    /// of every path was a tenth of what each row cost.
-    #[serde(serialize_with = "super::lossy_path")]
-    pub file: Arc<Path>,
+    /// of every path was a tenth of what each row cost. Serialized as the
+    /// path alone; the origin it carries is the composed store's business.
+    pub file: Loc,
     pub state: ClaimState,
     pub record: Option<ClaimRecord>,
     pub why: String,
@@ -70,7 +70,7 @@ impl Status {
     }
 
     /// `key` with no claim at `file`, and `why` in words.
-    pub fn free(key: String, file: impl Into<Arc<Path>>, why: String) -> Status {
+    pub fn free(key: String, file: impl Into<Loc>, why: String) -> Status {
         Status {
             key,
             file: file.into(),
@@ -86,7 +86,7 @@ impl Status {
     /// The status of a file whose read (and parse) came out as `read`.
     pub(crate) fn judged(
         key: String,
-        file: impl Into<Arc<Path>>,
+        file: impl Into<Loc>,
         c: &mut Classifier,
         read: Result<ClaimRecord, ReadError>,
     ) -> Status {

@@ -14,6 +14,7 @@ use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::hazard;
 pub use super::hazard::{Hazard, HazardKind, TEMP_ABANDONED_AFTER};
 
 pub type SweepItem = Status;
@@ -155,8 +156,12 @@ pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
 /// (every name is listed and sorted, only `n` files are read). None when
 /// the root holds no more than `n`: the whole sweep costs no more.
 pub fn sweep_head(root: &Root, n: usize) -> Option<Sweep> {
-    let mut c = Classifier::new(now_ms());
-    sweep_some(root, &mut c, Some(n))
+    sweep_head_with(root, n, &mut Classifier::new(now_ms()))
+}
+
+/// [`sweep_head`] with a caller's classifier.
+pub fn sweep_head_with(root: &Root, n: usize, c: &mut Classifier) -> Option<Sweep> {
+    sweep_some(root, c, Some(n))
 }
 
 /// A sweep, or (with `head`) its first `head` lockfiles when there are more.
@@ -180,11 +185,11 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
             return head.is_none().then_some(out);
         }
         Err(e) => {
-            out.hazards.push(Hazard {
-                kind: HazardKind::Unreadable,
-                path: dir,
-                detail: format!("claims dir cannot be listed: {e}"),
-            });
+            out.hazards.push(Hazard::at_path(
+                hazard::UNREADABLE,
+                dir,
+                format!("claims dir cannot be listed: {e}"),
+            ));
             return head.is_none().then_some(out);
         }
     };
@@ -197,11 +202,11 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                out.hazards.push(Hazard {
-                    kind: HazardKind::Unreadable,
-                    path: dir.clone(),
-                    detail: format!("listing interrupted: {e}"),
-                });
+                out.hazards.push(Hazard::at_path(
+                    hazard::UNREADABLE,
+                    dir.clone(),
+                    format!("listing interrupted: {e}"),
+                ));
                 break;
             }
         };
@@ -265,14 +270,14 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
 pub fn patch_item_hazards(hazards: &mut Vec<Hazard>, file: &Path, now: Option<&SweepItem>) {
     // Every hazard at a lockfile's path is that claim's own: a mutex,
     // temp file or archive dir has a path of its own.
-    hazards.retain(|h| h.path != file);
+    hazards.retain(|h| h.path() != file);
     let mut fresh = Vec::new();
     if let Some(item) = now.filter(|i| i.state != ClaimState::Free) {
         item_hazards(item, &mut fresh);
     }
     // A sweep sorts by path, stably: one path's hazards stay in the order
     // they were found.
-    let at = hazards.partition_point(|h| h.path.as_path() < file);
+    let at = hazards.partition_point(|h| h.path() < file);
     hazards.splice(at..at, fresh);
 }
 
@@ -321,17 +326,17 @@ pub fn doctor(root: &Root) -> Vec<Hazard> {
     sweep(root).hazards
 }
 
-/// [`HazardKind::RootMissing`], when the root directory does not exist (as
+/// [`hazard::ROOT_MISSING`], when the root directory does not exist (as
 /// the process sees it: a symlink to nowhere counts as missing).
 pub fn root_missing(root: &Root) -> Option<Hazard> {
     match std::fs::metadata(&root.root) {
-        Err(e) if e.kind() == ErrorKind::NotFound => Some(Hazard {
-            kind: HazardKind::RootMissing,
-            path: root.root.clone(),
-            detail: "the root directory does not exist (a mistyped --root?); \
-                     the first acquire would create it"
+        Err(e) if e.kind() == ErrorKind::NotFound => Some(Hazard::at_path(
+            hazard::ROOT_MISSING,
+            root.root.clone(),
+            "the root directory does not exist (a mistyped --root?); \
+             the first acquire would create it"
                 .into(),
-        }),
+        )),
         _ => None,
     }
 }
@@ -357,34 +362,24 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
     doctor(root)
         .into_iter()
         .map(|h| {
-            let (fixed, action) = match h.kind {
-                HazardKind::StaleMutex | HazardKind::TempLitter => {
-                    match Leftover::of(&h.path, &events_mutex) {
-                        Ok(shape) => shape.remove(&h.path),
-                        Err(why) => (false, format!("left: {why}; needs a human")),
-                    }
+            let path = h.path();
+            let (fixed, action) = if h.kind.cleanable() {
+                match Leftover::of(path, &events_mutex) {
+                    Ok(shape) => shape.remove(path),
+                    Err(why) => (false, format!("left: {why}; needs a human")),
                 }
-                HazardKind::CorruptedClaim => (false, "left: use force-release".into()),
-                HazardKind::ForeignMachine => (false, "left: its own machine decides".into()),
+            } else if h.kind == hazard::EVENTS_LOG_BROKEN {
+                fix_events_log(path)
+            } else if h.kind == hazard::UNREADABLE && is_a_mutex(path, &events_mutex) {
                 // A young mutex with a planted owner: the age rule alone may
                 // end a mutex, whoever made it.
-                HazardKind::Unreadable if is_a_mutex(&h.path, &events_mutex) => (
+                (
                     false,
                     "left: a mutex is honoured until it is 120 s old; --fix steals it then".into(),
-                ),
-                HazardKind::Unreadable => (false, "left: needs a human".into()),
-                HazardKind::KeyMismatch => {
-                    (false, "left: find the writer whose encoder differs".into())
-                }
-                HazardKind::ArchiveDirBroken => (
-                    false,
-                    "left: move it aside; the next archive makes a real directory".into(),
-                ),
-                HazardKind::EventsLogBroken => fix_events_log(&h.path),
-                HazardKind::RootMissing => (
-                    false,
-                    "left: check the path; nothing is created by --fix".into(),
-                ),
+                )
+            } else {
+                let what = h.kind.spec().map_or("needs a human", |s| s.fix);
+                (false, format!("left: {what}"))
             };
             Fix {
                 hazard: h,
@@ -414,12 +409,7 @@ fn fix_events_log(log: &Path) -> (bool, String) {
         Some(Entry {
             shape: Shape::File, ..
         }) => return (true, "already mended".into()),
-        _ => {
-            return (
-                false,
-                "left: move it aside; the next event makes a regular file".into(),
-            )
-        }
+        _ => return (false, format!("left: {}", hazard::EVENTS_LOG_BROKEN.fix)),
     };
     let budget = crate::events::emit::EVENTS_LOCK_BUDGET;
     match (trouble.torn, trouble.full) {

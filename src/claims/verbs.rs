@@ -14,6 +14,7 @@ use super::{mutex, now_ms, ClaimError, ClaimRecord, ClaimState, MAX_TTL_MS, MIN_
 pub use super::mutex::recovery_mutex_path;
 pub use super::root::Root;
 pub use super::status::Status;
+use crate::events::EventKind;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::ErrorKind;
@@ -138,7 +139,7 @@ pub fn release_watched(
     drop(pinned);
     let mut data = existing.event_fields();
     data.insert("duration_held_ms".into(), Value::from(held_ms));
-    root.emit("claim_released", data);
+    root.emit(EventKind::Released, data);
     Ok(ReleaseOutcome::Released {
         record: existing,
         held_ms,
@@ -276,7 +277,7 @@ pub fn renew_as(
     if let Some(op) = operator {
         data.insert("operator".into(), Value::from(op));
     }
-    root.emit("claim_renewed", data);
+    root.emit(EventKind::Renewed, data);
     Ok(RenewOutcome::Renewed {
         record: rec,
         previous_expires_at: previous,
@@ -390,27 +391,29 @@ fn expectation_unmet(
     opts: &ForceOpts,
     held_in: &str,
 ) -> Option<String> {
-    type Field = fn(&ClaimRecord) -> String;
-    let checks: [(&str, Option<String>, Field); 2] = [
-        ("holder", opts.expect_holder.clone(), |r| r.holder.clone()),
-        (
-            "acquired_at",
-            opts.expect_acquired_at.map(|a| a.to_string()),
-            |r| r.acquired_at.to_string(),
-        ),
-    ];
-    checks.into_iter().find_map(|(field, want, actual)| {
-        let want = want?;
-        match previous.map(actual) {
-            Some(now) if now == want => None,
-            Some(now) => Some(format!(
-                "{field} is now {now:?}, not the expected {want:?} (released and re-acquired since?)"
-            )),
-            None => Some(format!(
-                "expected {field} {want:?} but the {held_in} is corrupted"
-            )),
+    let unmet = |field: &str, now: Option<String>, want: String| {
+        Some(match now {
+            Some(now) => format!(
+                "{field} is now {now}, not the expected {want} (released and re-acquired since?)"
+            ),
+            None => format!("expected {field} {want} but the {held_in} is corrupted"),
+        })
+    };
+    if let Some(want) = &opts.expect_holder {
+        if previous.map(|r| &r.holder) != Some(want) {
+            let now = previous.map(|r| format!("{:?}", r.holder));
+            return unmet("holder", now, format!("{want:?}"));
         }
-    })
+    }
+    if let Some(want) = opts.expect_acquired_at {
+        if previous.map(|r| r.acquired_at) != Some(want) {
+            // Instants as times, not epoch ms: the operator compares them
+            // with the times every other face shows.
+            let at = |ms| crate::time::instant_words(ms, true);
+            return unmet("acquired_at", previous.map(|r| at(r.acquired_at)), at(want));
+        }
+    }
+    None
 }
 
 fn force_release_locked(
@@ -450,7 +453,7 @@ fn force_release_locked(
         state.as_str(),
         &archived_to.to_string_lossy(),
     );
-    root.emit("claim_force_released", data);
+    root.emit(EventKind::ForceReleased, data);
     Ok(ForceOutcome::Archived {
         archived_to,
         previous,

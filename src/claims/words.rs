@@ -8,7 +8,7 @@
 //! terminal sees it, as it does with any other text from the root.
 
 use super::{AcquireKind, AcquireOutcome, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome};
-use crate::time::{human_ms, utc_hms};
+use crate::time::{human_ms, instant_words};
 use std::fmt;
 
 /// `1 claim`, `2 claims`, `0 entries`: a count with its noun agreeing, so
@@ -77,7 +77,7 @@ impl RenewOutcome {
     pub fn describe(&self, key: &str) -> String {
         match self {
             RenewOutcome::Renewed { record, .. } => match record.expires_at {
-                Some(until) => format!("renewed {key} until {}", utc_hms(until)),
+                Some(until) => format!("renewed {key} until {}", instant_words(until, false)),
                 None => format!("renewed {key}"),
             },
             RenewOutcome::NotRenewed(why) => format!("{key} not renewed: {why}"),

@@ -9,13 +9,13 @@ use crate::claims::words::count;
 use crate::events::asof::{Answer, HeldAt, HeldNow};
 use crate::events::history::Log;
 use crate::sanitize::sanitize;
-use crate::store::Store;
+use crate::store::{LogRef, Store};
 use crate::time::{clock, human_ms, now_ms, read_past};
 use serde_json::{json, Value};
 
 pub use crate::events::asof::AROUND_MS;
 
-pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> CmdResult {
+pub fn list_as_of(store: &Store, text: &str, local: bool, out: &mut Out) -> CmdResult {
     let now = now_ms();
     let at = match read_past(text, now, local) {
         Ok(at) => at,
@@ -35,7 +35,7 @@ pub fn list_as_of(store: &dyn Store, text: &str, local: bool, out: &mut Out) -> 
         out.json(&json!({
             "as_of": at,
             "as_of_text": shown,
-            "store": store.url(),
+            "store": store_url(store),
             "claims": claims,
             "complete": answer.complete,
             "span": span,
@@ -108,10 +108,11 @@ fn cells(rows: &[HeldAt], at: i64, local: bool) -> Vec<Vec<String>> {
 /// keeps (one per root over several roots, each row naming its root), by
 /// key, then in the order the roots were named; and every claim the store
 /// still holds whose record says it was taken by then.
-pub fn answer_at(store: &dyn Store, at: i64) -> Result<Answer, String> {
+pub fn answer_at(store: &Store, at: i64) -> Result<Answer, String> {
     let logs = store.logs().map_err(|e| e.to_string())?;
     let mut reads = Vec::new();
-    for (root, log) in &logs {
+    for log in &logs {
+        let root = &log.name;
         let mut history = store.history(log).map_err(|e| e.to_string())?;
         history.start().map_err(|e| e.to_string())?;
         let read = history.around(at).map_err(|e| e.to_string())?;
@@ -124,33 +125,26 @@ pub fn answer_at(store: &dyn Store, at: i64) -> Result<Answer, String> {
 /// Every claim the store holds now, named by the log that speaks for its
 /// root: several roots' by their root, a fleet's copies by host and root,
 /// the store's own by its own log.
-fn held_now(store: &dyn Store, logs: &[(Option<String>, Log)]) -> Result<Vec<HeldNow>, String> {
+fn held_now(store: &Store, logs: &[LogRef]) -> Result<Vec<HeldNow>, String> {
     let listing = store.list().map_err(|e| e.to_string())?;
-    let own = logs
-        .iter()
-        .find(|(_, log)| *log == Log::Own)
-        .and_then(|(name, _)| name.clone());
-    let mut now: Vec<HeldNow> = listing
-        .sweep
-        .claims
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| {
+    let mut now: Vec<HeldNow> = Vec::new();
+    for member in &listing.members {
+        // Named as the member's own log is named.
+        let own = logs
+            .iter()
+            .find(|r| r.origin == member.at && r.log == Log::Own)
+            .and_then(|r| r.name.clone());
+        now.extend(member.sweep.claims.iter().filter_map(|item| {
             let r = item.record.as_ref()?;
-            let root = match listing.claim_root(i) {
-                Some(dir) => Some(dir.to_string_lossy().into_owned()),
-                None => own.clone(),
-            };
             Some(HeldNow {
                 key: item.key.clone(),
                 holder: r.holder.clone(),
                 acquired_at: r.acquired_at,
-                root,
+                root: own.clone(),
             })
-        })
-        .collect();
-    if let Some(fleet) = store.fleet() {
-        let state = fleet.state().map_err(|e| e.to_string())?;
+        }));
+    }
+    if let Some(state) = &listing.fleet {
         for item in &state.items {
             let Some(host) = state.hosts.iter().find(|h| h.host_id == item.host_id) else {
                 continue;
@@ -209,4 +203,20 @@ fn row_json(r: &HeldAt, at: i64) -> Value {
         }
     }
     row
+}
+
+/// `"store"`: the one store's URL; over roots alone `file:` and the roots
+/// `:`-separated (as `$FNO_CLAIMS_ROOT` spells them); over a mix every
+/// origin's URL, space-separated (as `$FNO_CLAIMS_STORE` does).
+fn store_url(store: &Store) -> String {
+    if store.all_roots() {
+        let dirs: Vec<String> = store
+            .named()
+            .filter_map(|m| m.root_dir())
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect();
+        return format!("file:{}", dirs.join(":"));
+    }
+    let names: Vec<String> = store.named().map(|m| m.backend().url()).collect();
+    names.join(" ")
 }

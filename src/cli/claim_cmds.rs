@@ -11,7 +11,8 @@ use crate::claims::{
     ForceOutcome, OwnHazards, ReleaseOutcome, RenewOutcome,
 };
 use crate::sanitize::sanitize;
-use crate::store::{Fenced, Store, StoreError, Tenure};
+use crate::store::backend::status_now;
+use crate::store::{Backend, Fenced, StoreError, Tenure};
 use serde_json::{json, Value};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,12 +112,14 @@ fn report_or_undo(
 /// rules live in `validate_inputs`, and a second copy here would drift.
 const KEY_ONLY: &str = "-";
 
-/// A store's failure in words: exit 1, except an etcd acquire without a
-/// TTL, which the command line can fix (exit 2).
+/// A store's failure in words: exit 1, except what the command line can
+/// fix (exit 2): a store's refusal of how it was asked (a lease needs a
+/// TTL), a verb on one key over several origins, a URL.
 pub fn store_error(out: &mut Out, e: StoreError) -> CmdResult {
     match e {
-        // Fixed by a flag (--ttl; one --root), so usage errors.
-        StoreError::TtlRequired | StoreError::Roots(_) => out.usage_error(&e.to_string()),
+        StoreError::Refused(_) | StoreError::SeveralOrigins { .. } | StoreError::Url(_) => {
+            out.usage_error(&e.to_string())
+        }
         e => out.error(&e.to_string()),
     }
 }
@@ -139,17 +142,17 @@ fn tenure_text(t: &Tenure) -> String {
     )
 }
 
-pub fn status(store: &dyn Store, key: &str, out: &mut Out) -> CmdResult {
+pub fn status(store: &dyn Backend, key: &str, out: &mut Out) -> CmdResult {
     // A key the protocol would never write has no lockfile to look at; asking
     // the filesystem anyway would report ENAMETOOLONG as a corrupted claim.
     if let Err(e) = validate_inputs(key, KEY_ONLY, None) {
         return out.error(&e.to_string());
     }
-    let Fenced { outcome: s, tenure } = match store.status(key) {
+    let Fenced { outcome: s, tenure } = match status_now(store, key) {
         Ok(f) => f,
         Err(e) => return store_error(out, e),
     };
-    let rules = store.item_rules();
+    let rules = store.rules();
     if out.json_mode() {
         let mut v = status_json(&s, rules);
         if let Some(record) = v.get_mut("record") {
@@ -162,7 +165,7 @@ pub fn status(store: &dyn Store, key: &str, out: &mut Out) -> CmdResult {
     // claim whose record names another key is anything but healthy.
     let mut head = format!("{}  {}", sanitize(&s.key), s.state);
     for kind in OwnHazards::of(&s, rules).kinds() {
-        head.push_str(&format!("  ⚠ {}", kind.as_str()));
+        head.push_str(&format!("  ⚠ {}", kind.name));
     }
     out.line(&head)?;
     if let Some(rec) = &s.record {
@@ -201,7 +204,7 @@ fn default_pid(ttl: Option<i64>) -> Result<u32, &'static str> {
     }
 }
 
-pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
+pub fn acquire(store: &dyn Backend, a: AcquireArgs, out: &mut Out) -> CmdResult {
     let pid = match a.pid.map_or_else(|| default_pid(a.ttl), Ok) {
         Ok(pid) => pid,
         Err(why) => return out.error(why),
@@ -232,9 +235,9 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
         _ => None,
     };
     let got = match super::wait::acquire(store, &a.key, &a.holder, &opts, a.wait, &stop) {
-        Err(super::wait::WaitError::Store(
-            e @ (StoreError::TtlRequired | StoreError::Roots(_)),
-        )) => return store_error(out, e),
+        Err(super::wait::WaitError::Store(e @ (StoreError::Refused(_) | StoreError::Url(_)))) => {
+            return store_error(out, e)
+        }
         got => got.map_err(|e| e.to_string()),
     };
     let Fenced {
@@ -249,7 +252,7 @@ pub fn acquire(store: &dyn Store, a: AcquireArgs, out: &mut Out) -> CmdResult {
             // A re-acquire found the claim already ours: giving it back
             // would change more than this command did.
             let taken = !matches!(kind, AcquireKind::Reacquired);
-            let undo = || match (taken, store.release(&a.key, &a.holder)) {
+            let undo = || match (taken, store.release(&a.key, &a.holder, None)) {
                 (false, _) => format!("{} was already held by this holder; left so", a.key),
                 (true, Ok(_)) => format!("released {} again", a.key),
                 (true, Err(e)) => format!("{} is still held, and releasing it failed: {e}", a.key),
@@ -323,11 +326,11 @@ fn add_kind(v: &mut Value, kind: &AcquireKind) {
     obj.insert("kind".into(), json!(name));
 }
 
-pub fn release(store: &dyn Store, key: &str, holder: &str, out: &mut Out) -> CmdResult {
+pub fn release(store: &dyn Backend, key: &str, holder: &str, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(key, holder, None) {
         return out.error(&e.to_string());
     }
-    let outcome = match store.release(key, holder) {
+    let outcome = match store.release(key, holder, None) {
         Ok(o) => o.outcome,
         Err(e) => return store_error(out, e),
     };
@@ -375,7 +378,7 @@ fn release_report(out: &mut Out, key: &str, outcome: &ReleaseOutcome) -> io::Res
 }
 
 pub fn renew(
-    store: &dyn Store,
+    store: &dyn Backend,
     key: &str,
     holder: &str,
     ttl_ms: i64,
@@ -425,7 +428,7 @@ fn renew_report(out: &mut Out, key: &str, outcome: &RenewOutcome) -> io::Result<
     }
 }
 
-pub fn force_release(store: &dyn Store, a: ForceArgs, out: &mut Out) -> CmdResult {
+pub fn force_release(store: &dyn Backend, a: ForceArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, KEY_ONLY, None) {
         return out.error(&e.to_string());
     }

@@ -5,8 +5,9 @@
 //! or a value it cannot use is an error naming it, never ignored: a setting
 //! that silently does nothing is worse than none.
 
+use crate::columns::{on_screen, ColumnId};
 use crate::dashboard::keys::Overrides;
-use crate::dashboard::model::{Column, Filter, Sort};
+use crate::dashboard::model::{Filter, Sort};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -79,32 +80,20 @@ impl DashboardSettings {
         Overrides::parse(&self.keys).unwrap_or_default()
     }
 
-    pub fn chosen_columns(&self) -> Vec<Column> {
+    pub fn chosen_columns(&self) -> Vec<ColumnId> {
         self.columns
             .iter()
-            .filter_map(|c| column_named(c))
+            .filter_map(|c| ColumnId::named(c))
             .collect()
     }
 
     /// The sort the table opens with.
     pub fn sort(&self) -> Sort {
         Sort {
-            column: column_named(&self.sort).unwrap_or(Sort::default().column),
+            column: ColumnId::named(&self.sort).unwrap_or(Sort::default().column),
             reverse: self.reverse,
         }
     }
-}
-
-/// The table's columns as the settings (and the table's titles) name them:
-/// the `s` cycle's, and those shown only over several roots or a store.
-fn columns() -> impl Iterator<Item = Column> {
-    Column::ALL
-        .into_iter()
-        .chain([Column::Root, Column::Lease, Column::Host, Column::Source])
-}
-
-fn column_named(name: &str) -> Option<Column> {
-    columns().find(|c| c.title().eq_ignore_ascii_case(name.trim()))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -218,16 +207,16 @@ pub fn parse(text: &str) -> Result<Settings, String> {
         format!("line {n} ({shown}): {what}")
     })?;
     let d = &settings.dashboard;
-    if column_named(&d.sort).is_none() {
-        let names: Vec<&str> = columns().map(|c| c.title()).collect();
+    if ColumnId::named(&d.sort).is_none() {
+        let names: Vec<&str> = on_screen().map(|c| c.title()).collect();
         return Err(format!(
             "dashboard.sort: no column {:?}; one of {}",
             d.sort,
             names.join(", ")
         ));
     }
-    if let Some(bad) = d.columns.iter().find(|c| column_named(c).is_none()) {
-        let names: Vec<&str> = columns().map(|c| c.title()).collect();
+    if let Some(bad) = d.columns.iter().find(|c| ColumnId::named(c).is_none()) {
+        let names: Vec<&str> = on_screen().map(|c| c.title()).collect();
         return Err(format!(
             "dashboard.columns: no column {bad:?}; any of {}",
             names.join(", ")
@@ -338,7 +327,7 @@ mod tests {
         assert_eq!(
             s.dashboard.sort(),
             Sort {
-                column: Column::Age,
+                column: ColumnId::Age,
                 reverse: true
             }
         );

@@ -7,7 +7,7 @@ use crate::events::claim_event::parse_ts;
 use crate::events::history::{Anchor, History, Log};
 use crate::events::seek::{CLOCK_SLACK_MS, PROBE_LINES};
 use crate::events::{parse_event, Event};
-use crate::store::Store;
+use crate::store::Audit;
 use std::collections::VecDeque;
 
 /// Entries per page read.
@@ -24,9 +24,9 @@ pub struct Wanted<'a> {
     pub wants: &'a dyn Fn(&Event) -> bool,
 }
 
-/// The store's own events that `w` asks for, oldest first.
-pub fn own_events(store: &dyn Store, w: &Wanted<'_>) -> Result<Vec<Event>, String> {
-    let mut h = store.history(&Log::Own).map_err(|e| e.to_string())?;
+/// The log's own events that `w` asks for, oldest first.
+pub fn own_events(audit: &dyn Audit, w: &Wanted<'_>) -> Result<Vec<Event>, String> {
+    let mut h = audit.history(&Log::Own).map_err(|e| e.to_string())?;
     let plain = !w.filtered && w.since.is_none() && w.until.is_none();
     if let (Some(n), true) = (w.last, plain) {
         // The last n, one read from the end.

@@ -5,7 +5,7 @@
 use super::args::EventsArgs;
 use super::output::{diag, Out};
 use crate::events::claim_event::parse_ts;
-use crate::events::merge::with_root_member;
+use crate::events::merge::{with_member, with_root_member};
 use crate::events::seek;
 use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
 use crate::events::tail::Line;
@@ -16,6 +16,8 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Fields every claim event carries; the text line shows key, holder and pid
 /// and leaves the rest of these to `--json`.
@@ -90,16 +92,40 @@ pub(super) struct Printer<'a> {
     /// With several roots, the root of the lines being printed: added to
     /// each one as `"root"` (JSON) or `root=` (text).
     pub(super) root: Option<String>,
+    /// With several origins, the origin of the lines being printed: added
+    /// to each one as `"origin"` (JSON) after `"root"`.
+    pub(super) origin: Option<String>,
+    /// Set by SIGINT or SIGTERM under `--follow`: printing ends before the
+    /// next line, so what is out is whole lines.
+    stop: Arc<AtomicBool>,
 }
 
 impl Printer<'_> {
-    pub(super) fn new(out: &mut Out, filter: Filter) -> Printer<'_> {
+    pub(super) fn new(out: &mut Out, filter: Filter, stop: Arc<AtomicBool>) -> Printer<'_> {
         Printer {
             out,
             filter,
             skipped: 0,
             buf: Vec::new(),
             root: None,
+            origin: None,
+            stop,
+        }
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// An error that ends a scan between two lines once a signal asked us
+    /// to stop; the caller reads it as the end it is ([`Self::stopped`]).
+    pub(super) fn go_on(&self) -> io::Result<()> {
+        match self.stopped() {
+            true => Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "stopped by a signal",
+            )),
+            false => Ok(()),
         }
     }
 
@@ -126,6 +152,7 @@ impl Printer<'_> {
                 let mut kept: VecDeque<Span> = VecDeque::new();
                 let from = self.filter.start_in(file, end)?;
                 stream::for_each_line(file, from, end, |span, bytes| {
+                    self.go_on()?;
                     if self.matches(file, span, bytes) && n > 0 {
                         if kept.len() == n {
                             kept.pop_front();
@@ -140,6 +167,7 @@ impl Printer<'_> {
             None if self.filter.since.is_some() => {
                 let from = self.filter.start_in(file, end)?;
                 stream::for_each_line(file, from, end, |span, bytes| {
+                    self.go_on()?;
                     if self.matches(file, span, bytes) {
                         self.print_scanned(file, span, bytes)
                     } else {
@@ -198,6 +226,7 @@ impl Printer<'_> {
 
     /// One line held in memory.
     pub(super) fn print_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.go_on()?;
         let line = line.trim_ascii();
         if self.out.json_mode() {
             // The shallow check: one JSON object (its filter fields probed
@@ -213,13 +242,20 @@ impl Printer<'_> {
                 Probe::is_object(line).then_some(true)
             };
             match wanted {
-                Some(true) => match self.root.as_deref() {
-                    None => self.out.raw_line(line),
-                    Some(root) => match with_root_member(line, root) {
-                        Some(tagged) => self.out.raw_line(&tagged),
-                        None => self.out.raw_line(line),
-                    },
-                },
+                Some(true) => {
+                    let rooted = match self.root.as_deref() {
+                        Some(root) => with_root_member(line, root),
+                        None => None,
+                    };
+                    let rooted = rooted.as_deref().unwrap_or(line);
+                    match self.origin.as_deref() {
+                        Some(origin) => match with_member(rooted, "origin", origin) {
+                            Some(tagged) => self.out.raw_line(&tagged),
+                            None => self.out.raw_line(rooted),
+                        },
+                        None => self.out.raw_line(rooted),
+                    }
+                }
                 Some(false) => Ok(()),
                 None => {
                     self.skipped += 1;
@@ -251,6 +287,7 @@ impl Printer<'_> {
 
     /// One line too long to hold: checked, then copied, from the file.
     fn print_long(&mut self, file: &File, span: Span) -> io::Result<()> {
+        self.go_on()?;
         let p = match Probe::of_span(file, span) {
             Ok(p) => p,
             Err(_) => {

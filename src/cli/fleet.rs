@@ -2,42 +2,34 @@
 //! every online host's, in one table with HOST and SOURCE columns, then the
 //! hosts themselves (an offline one with the time it was last seen).
 
-use super::output::{CmdResult, Out, EXIT_OK};
+use super::output::{hazard_text, CmdResult, Out, EXIT_OK};
 use super::table::{columns, hazard_lines, summary};
 use crate::claims::census::{copy_state, why_with_hazards};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
-use crate::claims::{Counts, ItemRules};
+use crate::claims::Counts;
 use crate::sanitize::sanitize;
-use crate::store::fleet::{
-    FleetHazard, FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE,
-};
-use crate::store::Listing;
+use crate::store::fleet::{FleetItem, FleetState, HostInfo, SOURCE_PUBLISHED, SOURCE_STORE};
+use crate::store::{Listing, Store};
 use crate::time::{human_ms, now_ms, utc_hms};
 use serde_json::Value;
 
-pub fn print_fleet_list(listing: &Listing, fleet: FleetState, out: &mut Out) -> CmdResult {
-    if out.json_mode() {
-        let mut doc = listing.to_json();
-        fleet.into_list_json(&mut doc);
-        // Written as it is serialized, not built into one string first.
-        out.json_of(&doc)?;
-        // The process ends right after this (see `list`): the exit
-        // returns the document's memory whole.
-        std::mem::forget(doc);
-        return Ok(EXIT_OK);
-    }
-    let fleet = &fleet;
+/// The text table (`--json` is the listing's own document, fleet and all).
+pub fn print_fleet_list(
+    listing: &Listing,
+    store: &Store,
+    fleet: &FleetState,
+    out: &mut Out,
+) -> CmdResult {
     let mut rows: Vec<Vec<String>> = listing
-        .sweep
-        .claims
-        .iter()
-        .map(|s| {
+        .claims()
+        .into_iter()
+        .map(|(l, s)| {
             let (host, holder, pid) = match &s.record {
                 Some(r) => (r.host.as_str(), r.holder.as_str(), r.pid.to_string()),
                 None => ("-", "-", "-".to_string()),
             };
-            let why = why_with_hazards(s, ItemRules::StoreKey);
+            let why = why_with_hazards(s, l.rules);
             let why = s.error.as_deref().unwrap_or(&why);
             cells(
                 host,
@@ -77,14 +69,9 @@ pub fn print_fleet_list(listing: &Listing, fleet: FleetState, out: &mut Out) -> 
     let published = fleet.counts();
     // One count over every hazard line: the store's, the claims' and each
     // published root's.
-    let mut hazards = hazard_lines(listing);
-    hazards.extend(fleet.hazards.iter().map(fleet_hazard_text));
-    summary(
-        out,
-        rows.len(),
-        add(listing.sweep.counts, published),
-        &hazards,
-    )?;
+    let mut hazards = hazard_lines(listing, store);
+    hazards.extend(fleet.hazards.iter().map(|h| hazard_text(h, &fleet.hosts)));
+    summary(out, rows.len(), add(listing.counts(), published), &hazards)?;
     print_hosts(out, &fleet.hosts)?;
     Ok(EXIT_OK)
 }
@@ -205,20 +192,6 @@ fn cells(
 fn add(mut a: Counts, b: Counts) -> Counts {
     a += b;
     a
-}
-
-/// A published hazard as a line: its own words, then the host and root it
-/// was found in (every part sanitized: a host wrote it).
-pub(super) fn fleet_hazard_text(h: &FleetHazard) -> String {
-    let s = |k: &str| sanitize(h.hazard.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-    format!(
-        "{}  {}  {}  host={} root={}",
-        s("kind"),
-        s("path"),
-        s("detail"),
-        sanitize(&h.host_id),
-        sanitize(&h.root.path)
-    )
 }
 
 #[cfg(test)]

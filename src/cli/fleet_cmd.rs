@@ -9,12 +9,24 @@ use crate::store::host_names::{forget_named, ForgetError, HostNameError};
 use crate::store::{Fleet, Store};
 use serde_json::json;
 
-pub fn fleet(store: &dyn Store, a: FleetArgs, out: &mut Out) -> CmdResult {
-    let Some(fleet) = store.fleet() else {
-        return out.usage_error(
-            "fleet needs a store hosts publish into: give --store etcd://HOST:PORT[/PREFIX]",
-        );
-    };
+pub fn fleet(store: &Store, a: FleetArgs, out: &mut Out) -> CmdResult {
+    let fleets: Vec<&dyn Fleet> = store
+        .members()
+        .iter()
+        .filter_map(|m| m.backend().fleet())
+        .collect();
+    let fleet =
+        match fleets.as_slice() {
+            [one] => *one,
+            [] => return out.usage_error(
+                "fleet needs a store hosts publish into: give --store etcd://HOST:PORT[/PREFIX]",
+            ),
+            _ => {
+                return out.usage_error(
+                    "fleet reads the hosts of one store, and several were given: give one --store",
+                )
+            }
+        };
     match a.verb {
         None => hosts(fleet, out),
         Some(FleetVerb::Forget { host }) => forget(fleet, &host, out),

@@ -13,7 +13,7 @@ use crate::metrics::{
 use crate::store::fleet::Places;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Store, StoreError};
+use crate::store::{Backend, Change, Changes, Fleet, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,7 +39,7 @@ struct Followed {
 }
 
 impl Followed {
-    fn new(store: &dyn Store, judge: Option<Judge>) -> Followed {
+    fn new(store: &dyn Backend, judge: Option<Judge>) -> Followed {
         Followed {
             mirror: Mirror::new(store, judge, now_ms()),
             feed: None,
@@ -50,10 +50,10 @@ impl Followed {
 
     /// Bring the mirror up to date; what the mirror does not keep (events,
     /// the store's ups and downs) goes to `heard`.
-    fn catch_up(&mut self, store: &dyn Store, now: i64, heard: &mut dyn FnMut(Change)) {
+    fn catch_up(&mut self, store: &dyn Backend, now: i64, heard: &mut dyn FnMut(Change)) {
         // The feed first, so nothing written during a listing is missed.
         if self.feed.is_none() {
-            match store.changes() {
+            match store.changes(None) {
                 Ok(f) => self.feed = Some(f),
                 Err(e) => diag(&format!("the change feed: {e}")),
             }
@@ -120,29 +120,31 @@ enum Counting {
 struct Part<'a> {
     /// The root it speaks for, where the store speaks for several.
     label: Option<String>,
-    store: &'a dyn Store,
+    store: &'a dyn Backend,
     followed: Followed,
     counting: Counting,
 }
 
 impl<'a> Part<'a> {
-    fn new(label: Option<String>, store: &'a dyn Store) -> Result<Part<'a>, StoreError> {
-        // A claim bound to a pid (no lease) is judged on this machine.
-        let judge = store.leases().is_none().then(Judge::local);
-        let mut followed = Followed::new(store, judge);
+    fn new(label: Option<String>, store: &'a dyn Backend) -> Result<Part<'a>, StoreError> {
+        // A claim bound to a pid is judged on this machine (the mirror
+        // keeps the judge only where the member's rows are judged so).
+        let mut followed = Followed::new(store, Some(Judge::local()));
         let file = store
-            .history(&Log::Own)
-            .ok()
+            .audit()
+            .and_then(|a| a.history(&Log::Own).ok())
             .and_then(|h| h.file().map(Path::to_path_buf));
         let counting = match file {
             Some(path) => Counting::File(EventCounter::new(path)),
             None => {
                 // The feed first, so nothing recorded during the read is
                 // missed.
-                followed.feed = Some(store.changes()?);
+                followed.feed = Some(store.changes(None)?);
                 let mut counts = EventCounts::default();
-                for ev in store.events(usize::MAX)? {
-                    counts.add(Some(ev.kind()));
+                if let Some(audit) = store.audit() {
+                    for ev in audit.events(usize::MAX)? {
+                        counts.add(Some(ev.kind()));
+                    }
                 }
                 Counting::Feed(counts)
             }
@@ -168,7 +170,8 @@ impl<'a> Part<'a> {
 /// events counted. Hosts publishing into the store add their roots'
 /// series (labelled `host`, `host_id`, `root`) and `claimtop_host_up`.
 struct Collector<'a> {
-    store: &'a dyn Store,
+    /// Where hosts publish, when a member has them.
+    fleet: Option<&'a dyn Fleet>,
     parts: Vec<Part<'a>>,
     /// What each host mirrored, by (host id, root path).
     fleet_events: BTreeMap<(String, String), EventCounts>,
@@ -184,16 +187,23 @@ fn published_place(ev: &crate::events::Event) -> Option<(String, String)> {
 }
 
 impl<'a> Collector<'a> {
-    fn new(store: &'a dyn Store) -> Result<Collector<'a>, StoreError> {
-        let parts = match store.parts() {
-            Some(parts) => parts
-                .into_iter()
-                .map(|(label, part)| Part::new(Some(label), part))
-                .collect::<Result<Vec<_>, _>>()?,
-            None => vec![Part::new(None, store)?],
-        };
+    fn new(store: &'a Store) -> Result<Collector<'a>, StoreError> {
+        // One series per named origin where there are several, labelled by
+        // its root (several roots, as always) or its URL.
+        let several = store.several();
+        let parts = store
+            .named()
+            .map(|m| {
+                let label = several.then(|| match m.root_dir() {
+                    Some(dir) => dir.to_string_lossy().into_owned(),
+                    None => m.backend().url(),
+                });
+                Part::new(label, m.backend())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let fleet = store.members().iter().find_map(|m| m.backend().fleet());
         let mut fleet_events: BTreeMap<(String, String), EventCounts> = BTreeMap::new();
-        let mirrored = match store.fleet() {
+        let mirrored = match fleet {
             Some(fleet) => fleet.events(usize::MAX)?,
             None => Vec::new(),
         };
@@ -203,7 +213,7 @@ impl<'a> Collector<'a> {
             }
         }
         Ok(Collector {
-            store,
+            fleet,
             parts,
             fleet_events,
             places: Places::default(),
@@ -225,7 +235,7 @@ impl<'a> Collector<'a> {
                 event,
             } => {
                 if !self.places.knows(&host_id, &root_id) {
-                    if let Some(Ok(hosts)) = self.store.fleet().map(|f| f.hosts()) {
+                    if let Some(Ok(hosts)) = self.fleet.map(|f| f.hosts()) {
                         self.places = Places::of(&hosts);
                     }
                 }
@@ -264,7 +274,7 @@ impl<'a> Collector<'a> {
         for (i, c) in heard {
             self.heard(i, c);
         }
-        let fleet = self.store.fleet().map(|f| f.brief_state()).transpose();
+        let fleet = self.fleet.map(|f| f.brief_state()).transpose();
         let (fleet, hosts) = match fleet {
             Ok(Some(f)) if !f.is_empty() => {
                 let hosts: Vec<HostUp> = f
@@ -310,7 +320,7 @@ impl<'a> Collector<'a> {
         }
         snaps.extend(fleet);
         self.exporter.update(&snaps, &counts);
-        if self.store.fleet().is_some() {
+        if self.fleet.is_some() {
             self.exporter.update_hosts(&hosts);
         }
         self.exporter.render()
@@ -319,7 +329,7 @@ impl<'a> Collector<'a> {
 
 /// `metrics` over any store, through the store seam: one root, several
 /// (a series per root), etcd, and the hosts publishing into it.
-pub fn serve(store: &dyn Store, a: &MetricsArgs, out: &mut Out) -> CmdResult {
+pub fn serve(store: &Store, a: &MetricsArgs, out: &mut Out) -> CmdResult {
     let mut collector = match Collector::new(store) {
         Ok(c) => c,
         Err(e) => return out.error(&e.to_string()),

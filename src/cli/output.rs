@@ -1,8 +1,9 @@
 //! Writing results: one JSON document or a few lines of sanitized text on
 //! stdout, diagnostics on stderr, and the exit statuses of the contract.
 
-use crate::claims::{ClaimRecord, Hazard, ItemRules, Status};
+use crate::claims::{ClaimRecord, Hazard, HazardAt, ItemRules, Status};
 use crate::sanitize::{sanitize, TerminalText};
+use crate::store::fleet::HostInfo;
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::Path;
@@ -184,11 +185,7 @@ pub fn status_json(s: &Status, rules: ItemRules) -> Value {
 }
 
 pub fn hazard_json(h: &Hazard) -> Value {
-    json!({
-        "kind": h.kind.as_str(),
-        "path": path_str(&h.path),
-        "detail": h.detail,
-    })
+    serde_json::to_value(h).unwrap_or(Value::Null)
 }
 
 /// `holder=… pid=… host=…` and the TTL, for a text line.
@@ -220,14 +217,36 @@ pub fn record_text(rec: &ClaimRecord, now_ms: i64) -> String {
     s
 }
 
-pub fn hazard_text(h: &Hazard) -> String {
+/// A hazard as a line of text, every part escaped: its kind, where it is
+/// and its detail; one a host published then names the host as the HOST
+/// column does (its label among `hosts`, its machine id when it has none)
+/// and the root it was found in.
+pub fn hazard_text(h: &Hazard, hosts: &[HostInfo]) -> String {
+    // Another host's kind is its text: escaped like the rest.
+    let kind = sanitize(h.kind.name());
+    match &h.at {
+        HazardAt::Path(p) => padded_hazard_text(&kind, p, &h.detail),
+        HazardAt::Key(key) => format!("{kind}  {}  {}", sanitize(key), sanitize(&h.detail)),
+        HazardAt::Copy(c) => {
+            let host = hosts.iter().find(|x| x.host_id == c.host_id);
+            format!(
+                "{kind}  {}  {}  host={} root={}",
+                sanitize(&c.path),
+                sanitize(&h.detail),
+                sanitize(host.map_or(c.host_id.as_str(), |x| x.label.as_str())),
+                sanitize(&c.root)
+            )
+        }
+    }
+}
+
+fn padded_hazard_text(kind: &str, path: &Path, detail: &str) -> String {
     // `format!("{:<15} {}  {}", ...)`, built by hand: a 10 000-claim root
     // can have thousands of hazards, and the formatting machinery plus an
     // owned copy of each sanitized path was a twentieth of `list`.
-    let kind = h.kind.as_str();
-    let path = h.path.to_string_lossy();
+    let path = path.to_string_lossy();
     let path = sanitize(&path);
-    let detail = sanitize(&h.detail);
+    let detail = sanitize(detail);
     let mut s = String::with_capacity(kind.len().max(15) + 3 + path.len() + detail.len());
     s.push_str(kind);
     s.extend(std::iter::repeat_n(' ', 15usize.saturating_sub(kind.len())));
@@ -253,7 +272,7 @@ mod tests {
 
     #[test]
     fn hazard_text_is_the_padded_format_it_replaced() {
-        use crate::claims::HazardKind;
+        use crate::claims::hazard;
         use std::os::unix::ffi::OsStrExt;
         let paths = [
             std::path::PathBuf::from("/r/.fno/claims/k.lock"),
@@ -261,24 +280,41 @@ mod tests {
             std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b"/r/\xff.lock")),
         ];
         let kinds = [
-            HazardKind::StaleMutex,
-            HazardKind::KeyMismatch,
-            HazardKind::ArchiveDirBroken,
+            hazard::STALE_MUTEX,
+            hazard::KEY_MISMATCH,
+            hazard::ARCHIVE_DIR_BROKEN,
         ];
         for (path, kind) in paths.iter().zip(kinds) {
-            let h = Hazard {
-                kind,
-                path: path.clone(),
-                detail: "held 9s\n\u{7}".into(),
-            };
+            let h = Hazard::at_path(kind, path.clone(), "held 9s\n\u{7}".into());
             let want = format!(
                 "{:<15} {}  {}",
-                h.kind.as_str(),
-                path_text(&h.path),
+                h.kind.name(),
+                path_text(h.path()),
                 sanitize(&h.detail)
             );
-            assert_eq!(hazard_text(&h), want);
+            assert_eq!(hazard_text(&h, &[]), want);
         }
+    }
+
+    #[test]
+    fn a_published_hazard_names_its_host_as_the_host_column_does() {
+        let v = json!({"kind": "stale_mutex", "path": "/srv/a/x", "detail": "old"});
+        let h = Hazard::published(&v, "3d12a9", "r1", "/srv/a");
+        let host = HostInfo {
+            host_id: "3d12a9".into(),
+            hostname: "vm".into(),
+            label: "vm·3d12".into(),
+            online: true,
+            last_seen_ms: 0,
+            roots: Vec::new(),
+            counts: Default::default(),
+        };
+        assert_eq!(
+            hazard_text(&h, &[host]),
+            "stale_mutex  /srv/a/x  old  host=vm·3d12 root=/srv/a"
+        );
+        // A host the listing no longer names: its machine id says which.
+        assert!(hazard_text(&h, &[]).ends_with("host=3d12a9 root=/srv/a"));
     }
 
     #[test]

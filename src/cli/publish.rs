@@ -12,6 +12,15 @@ use crate::store::StoreUrl;
 /// with one id would overwrite each other's mirror.
 pub const TEST_MACHINE_ID_ENV: &str = "CLAIMTOP_TEST_MACHINE_ID";
 
+/// What a build without etcd says when asked to reach one.
+#[cfg(not(feature = "etcd"))]
+fn not_built() -> crate::store::StoreError {
+    crate::store::StoreError::NotBuilt {
+        scheme: "etcd".into(),
+        feature: "etcd",
+    }
+}
+
 #[cfg(not(feature = "etcd"))]
 pub fn publish(
     _url: &StoreUrl,
@@ -20,7 +29,7 @@ pub fn publish(
     _g: &GlobalArgs,
     out: &mut Out,
 ) -> CmdResult {
-    out.error(&crate::store::StoreError::NoEtcdSupport.to_string())
+    out.error(&not_built().to_string())
 }
 
 #[cfg(not(feature = "etcd"))]
@@ -30,7 +39,7 @@ pub fn force_release_on_host(
     _g: &GlobalArgs,
     out: &mut Out,
 ) -> CmdResult {
-    out.error(&crate::store::StoreError::NoEtcdSupport.to_string())
+    out.error(&not_built().to_string())
 }
 
 #[cfg(feature = "etcd")]
@@ -53,7 +62,8 @@ mod with_etcd {
     fn connect(url: &StoreUrl, g: &GlobalArgs) -> Result<EtcdStore, String> {
         match url {
             StoreUrl::Etcd(target) => {
-                EtcdStore::connect(target, &g.open_opts()).map_err(|e| e.to_string())
+                let opts = crate::store::etcd::conn_opts(&g.open_ctx(None));
+                EtcdStore::connect(target, &opts).map_err(|e| e.to_string())
             }
             StoreUrl::File(_) => Err("publish and force-release --host need an etcd store \
                  (--store etcd://HOST:PORT[/PREFIX])"
@@ -98,18 +108,6 @@ mod with_etcd {
         }
         let mut publisher = Publisher::new(&store, roots, opts.clone());
         let mut log = |level: Level, text: &str| log_line(level, text);
-        for r in publisher.roots() {
-            log(
-                Level::Info,
-                &format!(
-                    "publishing root={} root_id={} host_id={} store={}",
-                    r.path,
-                    r.id,
-                    opts.machine_id,
-                    crate::store::Store::url(&store)
-                ),
-            );
-        }
         let stats = match publisher.run(&stop, &mut log) {
             Ok(stats) => stats,
             Err(e) => return out.error(&sanitize(&e.to_string())),
@@ -165,8 +163,13 @@ mod with_etcd {
         };
         let answer = match store.request_force_release(&ask, &opts, wait) {
             Ok(v) => v,
-            // Nothing there to release: refused, as on a file root.
-            Err(e @ FleetError::NoSuchClaim { .. }) => {
+            // Nothing there to release, or no publisher there to do it:
+            // refused, as on a file root, and nothing was done.
+            Err(
+                e @ (FleetError::NoSuchClaim { .. }
+                | FleetError::Offline { .. }
+                | FleetError::RootOffline { .. }),
+            ) => {
                 json!({"outcome": "refused", "reason": e.to_string(), "text": e.to_string()})
             }
             // The fix is a flag: which host, which root.

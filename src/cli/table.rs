@@ -2,28 +2,65 @@
 //! list: padded columns of sanitized cells, the counts line, the hazards
 //! block.
 
-use super::output::{decimal, hazard_text, path_text, Out};
-use crate::claims::census::why_with_hazards;
+use super::output::{hazard_text, path_text, Out};
 use crate::claims::words::count;
 use crate::claims::{Counts, ItemRules, Status};
+use crate::columns::{cli_columns, Avail, CellCtx, ColumnId, Face, RowView, Unplaced};
 use crate::sanitize::sanitize;
-use crate::store::{Listing, StoreHazard};
+use crate::store::{Listing, Member, Store};
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::path::Path;
 
-pub(super) fn store_hazard_text(h: &StoreHazard) -> String {
-    format!("{}  {}  {}", h.kind, sanitize(&h.path), sanitize(&h.detail))
+/// How a table and its lines name the origin of each row: not at all
+/// over one origin; by root (`ROOT`, `root=DIR`) over roots alone, as
+/// always; else by origin (`ORIGIN`, `origin=URL`).
+pub(super) struct Shown {
+    several: bool,
+    roots: bool,
 }
 
-/// Every hazard of a listing as a line of text (each naming its root when
-/// the listing covers several), the sweep's then the store's own (etcd's),
-/// so that one count covers both.
-pub(super) fn hazard_lines(listing: &Listing) -> Vec<String> {
-    let sweep = (listing.sweep.hazards.iter().enumerate())
-        .map(|(i, h)| format!("{}{}", hazard_text(h), root_suffix(listing.hazard_root(i))));
-    let store = listing.store_hazards.iter().map(store_hazard_text);
-    sweep.chain(store).collect()
+impl Shown {
+    pub(super) fn of(store: &Store) -> Shown {
+        Shown {
+            several: store.several(),
+            roots: store.all_roots(),
+        }
+    }
+
+    /// The origin column's title.
+    pub(super) fn title(&self) -> &'static str {
+        if self.roots {
+            "ROOT"
+        } else {
+            "ORIGIN"
+        }
+    }
+
+    /// A row's origin cell, sanitized; None over one origin.
+    pub(super) fn cell(&self, m: Option<&Member>) -> Option<String> {
+        let m = m.filter(|_| self.several)?;
+        Some(match m.root_dir() {
+            Some(dir) if self.roots => path_text(dir),
+            _ => sanitize(&m.name()).into_owned(),
+        })
+    }
+}
+
+/// Every hazard of a listing as a line of text (each naming its origin
+/// when the listing covers several), each member's sweep's then its
+/// store's own (etcd's), so that one count covers both.
+pub(super) fn hazard_lines(listing: &Listing, store: &Store) -> Vec<String> {
+    let shown = Shown::of(store);
+    let mut lines = Vec::new();
+    for l in &listing.members {
+        let suffix = origin_suffix(&shown, store.member(l.at));
+        lines.extend(
+            (l.sweep.hazards.iter())
+                .chain(&l.store_hazards)
+                .map(|h| format!("{}{suffix}", hazard_text(h, &[]))),
+        );
+    }
+    lines
 }
 
 /// The counts line, then the hazards (each with its root when it has one).
@@ -63,95 +100,93 @@ pub(super) fn hazards_text(out: &mut Out, lines: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// `  root=DIR` after a line, when the line belongs to one of several roots.
-pub(super) fn root_suffix(root: Option<&Path>) -> String {
-    root.map(|r| format!("  root={}", path_text(r)))
+/// `  root=DIR` (over roots alone) or `  origin=URL` after a line, when
+/// the line belongs to one of several origins.
+pub(super) fn origin_suffix(shown: &Shown, m: Option<&Member>) -> String {
+    let word = if shown.roots { "root" } else { "origin" };
+    shown
+        .cell(m)
+        .map(|cell| format!("  {word}={cell}"))
         .unwrap_or_default()
 }
 
-/// One table row's cells, sanitized (borrowed unless something needed an
-/// escape, which is rare), so a 10 000-row table builds no strings per row.
-struct Row<'a> {
-    root: Option<String>,
-    state: &'static str,
-    key: Cow<'a, str>,
-    holder: Cow<'a, str>,
-    pid: Option<i32>,
-    why: Cow<'a, str>,
-}
+/// Room a padded column keeps at most. One long key (or holder, or origin)
+/// is printed whole and pushes along only its own row's next cells: padding
+/// every row to it made each line as wide as the longest cell.
+pub(super) const PAD_MAX: usize = 48;
 
-impl Row<'_> {
-    /// The padded text cells, in column order (then PID, a number, and
-    /// WHY, the free text, which is not padded).
-    fn padded(&self) -> [&str; 4] {
-        [
-            self.root.as_deref().unwrap_or(""),
-            self.state,
-            &self.key,
-            &self.holder,
-        ]
-    }
-}
-
-/// [ROOT] STATE KEY HOLDER PID WHY, columns padded to the widest sanitized
-/// cell; the ROOT column only when the rows name their roots. Written
-/// straight into the output, one line per row. WHY says, after the
-/// verdict, each hazard a claim is that its verdict does not (`rules`).
-pub(super) fn write_table(
+/// `list`'s table: the columns the specs give it ([ROOT|ORIGIN] STATE KEY
+/// HOLDER PID WHY; the origin column, titled `origin_title`, only when the
+/// rows name their origins), every cell but the last padded to its
+/// column, the header counting too. Written straight into the output, one
+/// line per row: the cells are borrowed unless something needed an escape,
+/// which is rare, so a 10 000-row table builds few strings. WHY says,
+/// after the verdict, each hazard a claim is that its verdict does not (by
+/// its member's `rules`).
+pub(super) fn write_table<'a>(
     out: &mut Out,
-    items: &[(Option<&Path>, &Status)],
-    rules: ItemRules,
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
+    origin_title: &str,
 ) -> io::Result<()> {
-    let with_root = items.iter().any(|(r, _)| r.is_some());
-    let rows: Vec<Row> = items
+    write_rows(out.writer(), items, origin_title)
+}
+
+fn write_rows<'a>(
+    w: &mut impl Write,
+    items: &'a [(Option<&'a str>, &'a Status, ItemRules)],
+    origin_title: &str,
+) -> io::Result<()> {
+    let avail = Avail {
+        several: items.iter().any(|(o, _, _)| o.is_some()),
+        ..Avail::default()
+    };
+    let cols = cli_columns(avail);
+    let ctx = CellCtx {
+        now: crate::time::now_ms(),
+        local_time: false,
+        face: Face::Text,
+        places: &Unplaced,
+    };
+    let mut cells: Vec<Cow<str>> = Vec::with_capacity(items.len() * cols.len());
+    for (origin, status, rules) in items {
+        let row = RowView {
+            status,
+            rules: *rules,
+            copy_of: None,
+            origin: *origin,
+        };
+        cells.extend(cols.iter().map(|c| (c.spec().text)(&ctx, &row)));
+    }
+    let titles: Vec<String> = cols
         .iter()
-        .map(|(root, s)| {
-            let (holder, pid) = match &s.record {
-                Some(r) => (sanitize(&r.holder), Some(r.pid)),
-                None => (Cow::Borrowed("-"), None),
-            };
-            Row {
-                root: root.map(path_text),
-                state: s.state.as_str(),
-                key: sanitize(&s.key),
-                holder,
-                pid,
-                why: match (&s.error, why_with_hazards(s, rules)) {
-                    (Some(e), _) => sanitize(e),
-                    (None, Cow::Borrowed(why)) => sanitize(why),
-                    (None, Cow::Owned(why)) => Cow::Owned(sanitize(&why).into_owned()),
-                },
-            }
+        .map(|c| match c {
+            ColumnId::Root => origin_title.to_string(),
+            c => c.title().to_uppercase(),
         })
         .collect();
-    // Widths of ROOT, STATE, KEY, HOLDER, PID; the header counts too.
-    let mut widths = [4, 5, 3, 6, 3];
-    let mut pid_buf = [0u8; 20];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row.padded()) {
-            *w = (*w).max(width(cell));
+    // Every column but the last (free text) is padded.
+    let padded = cols.len().saturating_sub(1);
+    let mut widths: Vec<usize> = titles[..padded].iter().map(|t| width(t)).collect();
+    for row in cells.chunks(cols.len().max(1)) {
+        for (wd, cell) in widths.iter_mut().zip(row) {
+            *wd = (*wd).max(width(cell));
         }
-        let pid = row.pid.map_or(1, |p| decimal(p.into(), &mut pid_buf).len());
-        widths[4] = widths[4].max(pid);
     }
-    let first = usize::from(!with_root);
-    let w = out.writer();
-    let header = ["ROOT", "STATE", "KEY", "HOLDER", "PID"];
-    for (i, cell) in header.iter().enumerate().skip(first) {
-        pad(w, cell, widths[i])?;
+    for wd in &mut widths {
+        *wd = (*wd).min(PAD_MAX);
     }
-    w.write_all(b"WHY\n")?;
-    for row in &rows {
-        let cells = row.padded();
-        for i in first..4 {
-            pad(w, cells[i], widths[i])?;
+    let mut line = |row: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
+        for (i, cell) in row.enumerate() {
+            match widths.get(i) {
+                Some(wd) => pad(w, cell, *wd)?,
+                None => w.write_all(cell.as_bytes())?,
+            }
         }
-        let pid = row
-            .pid
-            .map_or(&b"-"[..], |p| decimal(p.into(), &mut pid_buf));
-        pad_bytes(w, pid, pid.len(), widths[4])?;
-        w.write_all(row.why.as_bytes())?;
-        w.write_all(b"\n")?;
+        w.write_all(b"\n")
+    };
+    line(&mut titles.iter().map(String::as_str))?;
+    for row in cells.chunks(cols.len().max(1)) {
+        line(&mut row.iter().map(|c| c.as_ref()))?;
     }
     Ok(())
 }
@@ -169,7 +204,7 @@ pub(super) fn pad_bytes(
 ) -> io::Result<()> {
     const SPACES: &[u8] = &[b' '; 64];
     w.write_all(cell)?;
-    let mut n = column - cell_width + 2;
+    let mut n = column.saturating_sub(cell_width) + 2;
     while n > 0 {
         let k = n.min(SPACES.len());
         w.write_all(&SPACES[..k])?;
@@ -194,7 +229,7 @@ pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
     let mut widths = vec![0usize; header.len().saturating_sub(1)];
     for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         for (w, cell) in widths.iter_mut().zip(r.iter()) {
-            *w = (*w).max(width(cell));
+            *w = (*w).max(width(cell)).min(PAD_MAX);
         }
     }
     std::iter::once(header)
@@ -203,7 +238,7 @@ pub(super) fn columns(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
             let mut line = String::new();
             for (w, cell) in widths.iter().zip(r.iter()) {
                 line.push_str(cell);
-                line.extend(std::iter::repeat_n(' ', w - width(cell) + 2));
+                line.extend(std::iter::repeat_n(' ', w.saturating_sub(width(cell)) + 2));
             }
             if let Some(last) = r.get(widths.len()) {
                 line.push_str(last);

@@ -1,14 +1,14 @@
 //! No subcommand: the dashboard, on the resolved roots (one or several),
 //! the demo sandbox, or a store (`--store etcd://...`).
 
-use super::args::DashboardArgs;
-use super::output::{diag, EXIT_ERROR, EXIT_OK};
-use crate::claims::{Root, Roots};
+use super::args::{DashboardArgs, Names};
+use super::output::{diag, Out, EXIT_ERROR, EXIT_OK};
+use crate::claims::Root;
 use crate::dashboard::{self, Opening, Options};
 use crate::demo::Demo;
-use crate::store::{OpenOpts, StoreUrl};
+use crate::store::OpenCtx;
 
-pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs, opening: &Opening) -> u8 {
+pub fn dashboard(roots: Vec<Root>, d: &DashboardArgs, opening: &Opening) -> u8 {
     let outcome = if d.demo {
         let demo = match Demo::start(d.keep) {
             Ok(demo) => demo,
@@ -31,11 +31,8 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs, opening: &Opening) -> 
         drop(demo);
         run
     } else {
-        let Some(roots) = roots else {
-            return super::exit_status(super::no_root(&mut super::output::Out::new(false)));
-        };
         let [first, more @ ..] = roots.as_slice() else {
-            return super::exit_status(super::no_root(&mut super::output::Out::new(false)));
+            return super::exit_status(super::no_root(&mut Out::new(false)));
         };
         dashboard::run(Options {
             root: first.clone(),
@@ -56,17 +53,21 @@ pub fn dashboard(roots: Option<Roots>, d: &DashboardArgs, opening: &Opening) -> 
     }
 }
 
-/// The dashboard over a store with a connection (etcd).
-pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs, opening: &Opening) -> u8 {
+/// The dashboard over a store reached by URL (etcd). One store alone: a
+/// mix of stores and roots is for `list`, `doctor`, `events` and `metrics`
+/// until the dashboard shows every origin in one view.
+pub fn dashboard_store(names: Names, ctx: OpenCtx, d: &DashboardArgs, opening: &Opening) -> u8 {
+    let ([name], []) = (names.stores.as_slice(), names.roots.as_slice()) else {
+        return super::exit_status(Out::new(false).usage_error(
+            "the dashboard shows file roots or one --store; several stores, or stores \
+             and roots, are covered by list, doctor, events and metrics",
+        ));
+    };
     // The model's root names where a file store keeps its claims; a store's
     // rows are keyed by their store keys instead, and nothing reads this
     // root (the header shows the store, the ops go through the store).
-    let name = match &url {
-        StoreUrl::Etcd(t) => t.url(),
-        StoreUrl::File(dir) => dir.to_string_lossy().into_owned(),
-    };
     let root = Root {
-        root: name.into(),
+        root: name.text().into(),
         events_dir: None,
     };
     let options = Options {
@@ -78,7 +79,11 @@ pub fn dashboard_store(url: StoreUrl, opts: OpenOpts, d: &DashboardArgs, opening
         local_time: d.local_time,
         opening: opening.clone(),
     };
-    match dashboard::run_store(options, dashboard::collector::Source { url, opts }) {
+    let source = dashboard::collector::Source {
+        name: name.clone(),
+        ctx,
+    };
+    match dashboard::run_store(options, source) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             diag(&format!("dashboard: {e}"));

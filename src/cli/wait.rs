@@ -5,16 +5,16 @@
 
 use super::output::diag;
 use crate::claims::{human_ms, now_ms, AcquireOpts, AcquireOutcome, WaitHook};
-use crate::store::{Fenced, KeyWatch, Store, StoreError};
+use crate::store::{Backend, Fenced, KeyWatch, StoreError};
 use crate::wait::{self, Blocker, Waited, Wakeups, Woke};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::raw::WithRawSiginfo;
 use signal_hook::iterator::{Handle, SignalsInfo};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The signals a waiting or holding command answers (and `run` forwards).
+/// The signals a waiting command answers.
 pub const INTERRUPTS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
 /// What wakes a waiting or holding command.
@@ -45,12 +45,13 @@ impl Drop for Feed {
 }
 
 impl Feed {
-    /// Watch `key` in `store` and catch [`INTERRUPTS`] (plus SIGCHLD when
-    /// `children`).
-    pub fn start(store: &dyn Store, key: &str, children: bool) -> Result<Feed, StoreError> {
+    /// Watch `key` in `store` and catch `signals` ([`INTERRUPTS`] for a
+    /// wait).
+    pub fn start(store: &dyn Backend, key: &str, signals: &[i32]) -> Result<Feed, StoreError> {
         let (tx, rx) = channel();
-        let signals = catch_signals(tx.clone(), children)
-            .map_err(|e| StoreError::Config(format!("cannot catch signals for --wait: {e}")))?;
+        let signals = catch_signals(tx.clone(), signals).map_err(|e| {
+            StoreError::Unsupported(format!("cannot catch signals for --wait: {e}"))
+        })?;
         let watch = store.watch_key(
             key,
             Arc::new(move || {
@@ -74,11 +75,7 @@ impl Feed {
 }
 
 /// A thread turning the signals into [`Msg::Signal`]s.
-pub(crate) fn catch_signals(tx: Sender<Msg>, children: bool) -> std::io::Result<Handle> {
-    let mut sigs = INTERRUPTS.to_vec();
-    if children {
-        sigs.push(SIGCHLD);
-    }
+fn catch_signals(tx: Sender<Msg>, sigs: &[i32]) -> std::io::Result<Handle> {
     let mut signals = SignalsInfo::<WithRawSiginfo>::new(sigs)?;
     let handle = signals.handle();
     std::thread::spawn(move || {
@@ -197,7 +194,7 @@ impl Wakeups for Stoppable<'_> {
 /// refusal did: held by another. `stop` gives a reason to stop waiting (an
 /// interrupt caught elsewhere, a caller that went away while we waited).
 pub fn acquire(
-    store: &dyn Store,
+    store: &dyn Backend,
     key: &str,
     holder: &str,
     opts: &AcquireOpts,
@@ -207,7 +204,7 @@ pub fn acquire(
     let Some(wait_ms) = wait else {
         return Ok(store.acquire(key, holder, opts)?);
     };
-    let mut feed = Feed::start(store, key, false)?;
+    let mut feed = Feed::start(store, key, &INTERRUPTS)?;
     let mut wakeups = Stoppable {
         feed: &mut feed,
         stop,

@@ -11,6 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum Action {
     Key(KeyEvent),
+    /// Ctrl-C, stamped when it was read (epoch ms): a second one within a
+    /// second quits without asking.
+    Interrupt(i64),
     Mouse(MouseEvent),
     /// What changed in root `root`'s mirror (of several roots; 0 for one
     /// root or a store): rows, counts and hazards, pid facts, as data.
@@ -168,9 +171,9 @@ impl Op {
 pub struct OpResult {
     pub verb: &'static str,
     pub key: String,
-    /// The lockfile to re-read at once, so the table does not wait for the
-    /// watcher to notice the op's own write.
-    pub path: PathBuf,
+    /// Which of several roots it ran in (0: the only root, or a store):
+    /// with the key, the row an acquire selects when it arrives.
+    pub root: usize,
     /// Did it do what was asked?
     pub ok: bool,
     pub message: String,

@@ -12,7 +12,7 @@ use super::heard::{line_of, Heard};
 use super::model::store::StoreMsg;
 use crate::events::tail::Line;
 use crate::store::fleet::{FleetState, Places};
-use crate::store::Store;
+use crate::store::Backend;
 use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Default)]
@@ -78,7 +78,7 @@ impl FleetReader {
 
     /// What is due: a fleet reading (which covers every copy named), else
     /// the copies named. What cannot be read now stays due.
-    pub fn read(&mut self, store: &dyn Store, now: i64) -> Vec<Action> {
+    pub fn read(&mut self, store: &dyn Backend, now: i64) -> Vec<Action> {
         if std::mem::take(&mut self.due) {
             return match store.fleet().map(|f| f.state()).transpose() {
                 Ok(fleet) => {

@@ -23,5 +23,6 @@ pub fn line_of(event: &Event) -> Line {
         // the whole-log views find a followed line by it.
         offset: event.revision().unwrap_or(0),
         truncated: false,
+        claim: None,
     }
 }

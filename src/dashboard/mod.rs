@@ -49,6 +49,8 @@ pub fn run(mut opts: Options) -> std::io::Result<()> {
     // Everything the model needs from the environment is read here, at the
     // edge, once.
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    // What the verbs word (a refusal's times) reads in the screen's zone.
+    crate::time::set_local_words(opts.local_time);
     let identity = LocalIdentity::current();
     let operator = collector::operator_id(&identity);
     let (tx, rx) = channel::<Action>();
@@ -90,10 +92,10 @@ pub fn run_store(
     // pass over the events never delays a claim's re-read.
     let history_store = source.open()?;
     let log = LogService {
-        history: history_store.history(&Log::Own)?,
+        history: audit_of(&history_store)?.history(&Log::Own)?,
         open: Box::new(move |which| match which {
-            Which::Log(log) => history_store
-                .history(log)
+            Which::Log(log) => audit_of(&history_store)
+                .and_then(|a| a.history(log))
                 .map_err(|e| HistoryError::Store(e.to_string())),
             Which::Path(p) => Err(HistoryError::Store(format!(
                 "{} is a file, not a log of {}",
@@ -111,12 +113,21 @@ pub fn run_store(
     sink_warnings(&tx);
     // A publishing host is waited for as long as any store call: the
     // CLI's `force-release --host` waits the same.
-    let ask_wait = source.opts.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
+    let ask_wait = source.ctx.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
     let ops_worker: OpsWorker =
         Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out, inbox));
     let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
     crate::diag::set_warning_sink(None);
     Ok(result?)
+}
+
+/// The events log(s) a store keeps, or why it has none.
+fn audit_of(
+    b: &Arc<dyn crate::store::Backend>,
+) -> Result<&dyn crate::store::Audit, crate::store::StoreError> {
+    b.audit().ok_or_else(|| {
+        crate::store::StoreError::Unsupported(format!("{} keeps no events log", b.url()))
+    })
 }
 
 /// The op worker a dashboard runs: file roots or a store, it takes ops and
@@ -179,7 +190,7 @@ fn spawn_readers_every(
 /// its header facts (on a connection of its own, from `source`). Returns
 /// the collector's inbox.
 pub fn spawn_store_readers(
-    store: Box<dyn crate::store::Store>,
+    store: Arc<dyn crate::store::Backend>,
     source: &collector::Source,
     tx: &Sender<Action>,
 ) -> std::io::Result<Sender<collector::Input>> {
@@ -188,7 +199,7 @@ pub fn spawn_store_readers(
 
 /// [`spawn_store_readers`], the clock ticking every `tick_ms`.
 fn spawn_store_readers_every(
-    store: Box<dyn crate::store::Store>,
+    store: Arc<dyn crate::store::Backend>,
     source: &collector::Source,
     tx: &Sender<Action>,
     tick_ms: i64,

@@ -14,9 +14,9 @@ use crate::sanitize::sanitize;
 use crate::store::file::FileStore;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
-use crate::store::{Store, StoreError};
-use std::path::PathBuf;
+use crate::store::{Backend, StoreError};
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A verb's outcome as (did it do what was asked, its words).
@@ -39,20 +39,14 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
 }
 
 /// Run one op now (blocking) through the store's verbs — the same
-/// transactions the CLI runs — and describe the outcome. `path` is the
-/// lockfile on a file store; over another store the worker fills it in
-/// from the re-read.
-pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
+/// transactions the CLI runs — and describe the outcome. Its `root` is
+/// the only one's; the worker over several says which it ran in.
+pub fn run_store_op(store: &dyn Backend, op: &Op) -> OpResult {
     if let Op::In { op, .. } = op {
         // The caller chose the store already.
         return run_store_op(store, op);
     }
     let key = op.key().to_string();
-    // A clean names no claim: the re-read it asks for is the whole store.
-    let path = match op {
-        Op::Clean | Op::ForgetHost { .. } => PathBuf::new(),
-        _ => store.locate(&key),
-    };
     let (ok, message) = match op {
         Op::Acquire {
             key,
@@ -76,7 +70,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
         Op::Release { key, holder } => worded(
             "release",
             key,
-            store.release(key, holder),
+            store.release(key, holder, None),
             |o| matches!(o, ReleaseOutcome::Released { .. }),
             ReleaseOutcome::describe,
         ),
@@ -105,17 +99,17 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
             |o| matches!(o, ForceOutcome::Archived { .. }),
             ForceOutcome::describe,
         ),
-        Op::Clean => match store.repair() {
-            Ok(fixes) => cleaned(&fixes),
+        Op::Clean => match store.repair().map(|r| r.repair()) {
+            Some(Ok(fixes)) => cleaned(&fixes),
             // Over etcd an abandoned claim's lease ends it; what is left to
             // clean is `claimtop doctor`'s to report.
-            Err(StoreError::Unsupported(_)) => (
+            None | Some(Err(StoreError::Unsupported(_))) => (
                 false,
                 "nothing to clean here: leases end abandoned claims on this store \
                  (claimtop doctor lists its hazards)"
                     .to_string(),
             ),
-            Err(e) => (false, format!("clean failed: {e}")),
+            Some(Err(e)) => (false, format!("clean failed: {e}")),
         },
         // Asked through `serve`, which knows how long to wait for a host.
         Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
@@ -126,7 +120,7 @@ pub fn run_store_op(store: &dyn Store, op: &Op) -> OpResult {
     OpResult {
         verb: op.verb(),
         key,
-        path,
+        root: 0,
         ok,
         message,
     }
@@ -138,7 +132,7 @@ pub const DEFAULT_ASK_WAIT: Duration = Duration::from_secs(5);
 
 /// A force-release of a published claim, asked of its host's publisher
 /// and waited for up to `wait`: (did the host archive it, its words).
-fn ask_host(store: &dyn Store, op: &Op, wait: Duration) -> (bool, String) {
+fn ask_host(store: &dyn Backend, op: &Op, wait: Duration) -> (bool, String) {
     let Op::AskHost {
         host_id,
         hostname,
@@ -187,7 +181,7 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
         .iter()
         .map(|f| {
             f.hazard
-                .path
+                .path()
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         })
@@ -226,7 +220,7 @@ pub fn worker_over(
 ) {
     let stores = roots
         .iter()
-        .map(|r| Box::new(FileStore::new(r.clone())) as Box<dyn Store>)
+        .map(|r| Arc::new(FileStore::new(r.clone())) as Arc<dyn Backend>)
         .collect();
     serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
 }
@@ -235,7 +229,7 @@ pub fn worker_over(
 /// re-reads the op's key.
 /// `ask_wait`: how long a publishing host is waited for (`--timeout`).
 pub fn store_worker(
-    store: Box<dyn Store>,
+    store: Arc<dyn Backend>,
     ask_wait: Duration,
     ops: Receiver<Op>,
     out: Sender<Action>,
@@ -248,7 +242,7 @@ pub fn store_worker(
 /// re-read at once, so the table does not wait for the watch to notice the
 /// op's own write.
 fn serve(
-    stores: Vec<Box<dyn Store>>,
+    stores: Vec<Arc<dyn Backend>>,
     roots: Option<ShownRoots>,
     ops: Receiver<Op>,
     out: Sender<Action>,
@@ -267,7 +261,7 @@ fn serve(
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
-                path: PathBuf::new(),
+                root: 0,
                 ok,
                 message,
             };
@@ -285,7 +279,7 @@ fn serve(
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
-                path: Default::default(),
+                root: i,
                 ok: false,
                 message: format!("{} {}: no root number {i}", op.verb(), op.key()),
             };
@@ -295,6 +289,7 @@ fn serve(
             continue;
         };
         let mut result = run_store_op(&**store, &op);
+        result.root = i;
         // With several roots the status line says which root it was.
         if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
             result.message = format!("{} (root {})", result.message, roots.label(i));
@@ -319,7 +314,7 @@ fn serve(
 }
 
 /// Run `Op::ForgetHost` on the store: (was it forgotten, the words).
-fn run_forget(store: &dyn Store, host_id: &str, label: &str) -> (bool, String) {
+fn run_forget(store: &dyn Backend, host_id: &str, label: &str) -> (bool, String) {
     let host = crate::sanitize::sanitize(label).into_owned();
     let Some(fleet) = store.fleet() else {
         return (false, "this store has no publishing hosts".to_string());
@@ -369,9 +364,15 @@ mod tests {
     /// --timeout, and whose acquire fails at once as one would.
     struct Stalled(FileStore);
 
-    impl Store for Stalled {
+    impl crate::store::Claims for Stalled {
         fn url(&self) -> String {
             self.0.url()
+        }
+        fn words(&self) -> &'static crate::store::Words {
+            self.0.words()
+        }
+        fn rules(&self) -> crate::claims::ItemRules {
+            self.0.rules()
         }
         fn acquire(
             &self,
@@ -385,15 +386,17 @@ mod tests {
             &self,
             k: &str,
             h: &str,
+            f: Option<crate::store::Fence>,
         ) -> Result<crate::store::Fenced<ReleaseOutcome>, StoreError> {
-            self.0.release(k, h)
+            self.0.release(k, h, f)
         }
         fn status(
             &self,
             k: &str,
+            c: &mut crate::claims::Classifier,
         ) -> Result<crate::store::Fenced<crate::claims::Status>, StoreError> {
             std::thread::sleep(Duration::from_secs(3));
-            self.0.status(k)
+            self.0.status(k, c)
         }
         fn renew(
             &self,
@@ -411,34 +414,25 @@ mod tests {
         ) -> Result<crate::store::Fenced<ForceOutcome>, StoreError> {
             self.0.force_release(k, o)
         }
-        fn locate(&self, k: &str) -> PathBuf {
-            self.0.locate(k)
-        }
-        fn list(&self) -> Result<crate::store::Listing, StoreError> {
-            self.0.list()
-        }
-        fn list_head(&self, n: usize) -> Result<Option<crate::store::Listing>, StoreError> {
-            self.0.list_head(n)
-        }
-        fn doctor(&self) -> Result<crate::store::Listing, StoreError> {
-            self.0.doctor()
-        }
-        fn repair(&self) -> Result<Vec<Fix>, StoreError> {
-            self.0.repair()
-        }
-        fn events(&self, n: usize) -> Result<Vec<crate::events::Event>, StoreError> {
-            self.0.events(n)
-        }
-        fn changes(&self) -> Result<Box<dyn crate::store::Changes>, StoreError> {
-            self.0.changes()
-        }
-        fn history(
+        fn list(
             &self,
-            log: &crate::events::history::Log,
-        ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
-            self.0.history(log)
+            c: &mut crate::claims::Classifier,
+            sink: &mut dyn crate::store::ListSink,
+        ) -> Result<crate::store::ListEnd, StoreError> {
+            self.0.list(c, sink)
         }
     }
+
+    impl crate::store::Feed for Stalled {
+        fn changes(
+            &self,
+            after: Option<&crate::store::Cursor>,
+        ) -> Result<Box<dyn crate::store::Changes>, StoreError> {
+            self.0.changes(after)
+        }
+    }
+
+    impl Backend for Stalled {}
 
     #[test]
     fn an_op_is_answered_before_the_re_read_that_a_silent_store_makes_wait() {
@@ -448,7 +442,7 @@ mod tests {
         let (out_tx, out_rx) = std::sync::mpsc::channel();
         let (reread_tx, _reread_rx) = std::sync::mpsc::channel();
         let worker = std::thread::spawn(move || {
-            store_worker(Box::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx, reread_tx)
+            store_worker(Arc::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx, reread_tx)
         });
         let asked = std::time::Instant::now();
         op_tx

@@ -2,8 +2,9 @@
 //! for the first screen, and the switches.
 
 use super::keys::Overrides;
-use super::model::table::{Column, Sort};
+use super::model::table::Sort;
 use crate::claims::Root;
+use crate::columns::ColumnId;
 
 /// The clock's tick period unless the operator's `refresh` says otherwise.
 pub const DEFAULT_TICK_MS: i64 = 1000;
@@ -35,7 +36,7 @@ pub struct Opening {
     pub sort: Sort,
     /// The columns to show (state and key always); empty: as many as the
     /// width fits.
-    pub columns: Vec<Column>,
+    pub columns: Vec<ColumnId>,
     /// Commands the operator bound to other keys.
     pub keys: Overrides,
     /// How often the clock ticks, in ms (the settings' `refresh`).

@@ -9,6 +9,7 @@
 
 use super::action::Op;
 use crate::claims::{Root, Status};
+use crate::store::compose::labels;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -137,45 +138,6 @@ fn is_entry_of(dir: &Path, path: &Path) -> bool {
         && !p[d.len() + 1..].contains(&b'/')
 }
 
-/// The root directory a lockfile lives in: `<root>/.fno/claims/<file>`.
-pub fn root_dir_of(lockfile: &Path) -> Option<&Path> {
-    lockfile.ancestors().nth(3)
-}
-
-/// A short label per path: the fewest trailing components that tell it
-/// apart from every other path (`/srv/a/repo` and `/srv/b/repo` become
-/// `a/repo` and `b/repo`); a path that is a suffix of another gets its
-/// full spelling.
-pub fn labels(paths: &[&Path]) -> Vec<String> {
-    let tail = |p: &Path, n: usize| -> String {
-        let parts: Vec<_> = p.components().collect();
-        if n >= parts.len() {
-            return p.to_string_lossy().into_owned();
-        }
-        let suffix: PathBuf = parts[parts.len() - n..].iter().collect();
-        suffix.to_string_lossy().into_owned()
-    };
-    let deepest = paths
-        .iter()
-        .map(|p| p.components().count())
-        .max()
-        .unwrap_or(0);
-    let mut out: Vec<String> = Vec::with_capacity(paths.len());
-    for (i, p) in paths.iter().enumerate() {
-        let label = (1..=deepest.max(1))
-            .map(|n| tail(p, n))
-            .find(|l| {
-                paths
-                    .iter()
-                    .enumerate()
-                    .all(|(j, q)| j == i || tail(q, l.matches('/').count() + 1) != *l)
-            })
-            .unwrap_or_else(|| p.to_string_lossy().into_owned());
-        out.push(label);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,7 +176,6 @@ mod tests {
         let outer = set.get(0).map(|r| r.lockfile("k")).unwrap_or_default();
         assert_eq!(set.of_path(&outer), Some(0));
         assert_eq!(set.of_path(Path::new("/elsewhere/x")), None);
-        assert_eq!(root_dir_of(&inner), Some(Path::new("/srv/a/inner")));
     }
 
     #[test]

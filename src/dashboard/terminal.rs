@@ -2,6 +2,7 @@
 //! on quit, on error, on panic and on SIGTERM / SIGHUP.
 
 use super::action::Action;
+use super::keys::is_interrupt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::cursor::{Hide, Show};
 use ratatui::crossterm::event::{
@@ -122,6 +123,11 @@ pub fn spawn_input(out: Sender<Action>) -> io::Result<()> {
         .name("claimtop-input".into())
         .spawn(move || loop {
             let action = match event::read() {
+                // Stamped here, where it was pressed: the model's clock
+                // moves only once a second.
+                Ok(Event::Key(k)) if k.kind != KeyEventKind::Release && is_interrupt(&k) => {
+                    Action::Interrupt(crate::claims::now_ms())
+                }
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Action::Key(k),
                 Ok(Event::Resize(w, h)) => Action::Resize(w, h),
                 // Clicks and the wheel; pointer motion would only flood.

@@ -152,7 +152,7 @@ impl Timeline {
                 }
                 let mut t = std::mem::take(t);
                 for l in &self.pending {
-                    t.apply_line(&l.text);
+                    apply(&mut t, l);
                 }
                 self.tenures = Some(t);
                 self.coverage = Coverage::Tail { scanned: 0, len: 0 };
@@ -180,7 +180,7 @@ impl Timeline {
             Reply::Indexed { tenures, end, .. } => {
                 let mut t = std::mem::take(tenures);
                 for l in self.pending.iter().filter(|l| l.offset >= *end) {
-                    t.apply_line(&l.text);
+                    apply(&mut t, l);
                 }
                 let keep = self.pending.len().saturating_sub(RECENT_LINES);
                 self.pending.drain(..keep);
@@ -202,7 +202,7 @@ impl Timeline {
         let from = self.live_from;
         if let Some(t) = &mut self.tenures {
             for l in lines.iter().filter(|l| from.is_none_or(|f| l.offset >= f)) {
-                changed |= t.apply_line(&l.text);
+                changed |= apply(t, l);
             }
         }
         if from.is_none() {
@@ -347,6 +347,18 @@ pub fn tenure_at(tenures: &[Tenure], at: i64) -> Option<&Tenure> {
     prior
 }
 
+/// Apply one followed line: its text, or the claim event read whole from
+/// the file when the text was cut at the follower's cap.
+fn apply(t: &mut TenureIndex, l: &Line) -> bool {
+    match &l.claim {
+        Some(ev) => {
+            t.apply(&ev.as_event());
+            true
+        }
+        None => t.apply_line(&l.text),
+    }
+}
+
 /// How a tenure's span reads: `12:01:02Z → 12:09:30Z (8m28s)`; a held one
 /// runs to `now`.
 pub fn duration_ms(t: &Tenure, now: i64) -> i64 {
@@ -364,6 +376,7 @@ mod tests {
             text: text.to_string(),
             offset,
             truncated: false,
+            claim: None,
         }
     }
 

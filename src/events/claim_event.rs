@@ -3,67 +3,14 @@
 //! line (unknown fields skipped, not built), and the envelope's timestamp
 //! read without a calendar library on the hot path.
 
+use super::kind::EventKind;
 use serde::Deserialize;
 use std::borrow::Cow;
-
-/// The claim event types a tenure is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Acquired,
-    Reacquired,
-    Reclaimed,
-    Released,
-    ForceReleased,
-    Renewed,
-    Expired,
-}
-
-impl Kind {
-    /// Every event type the protocol writes, as the log names it: the
-    /// seed's four, then claimtop's force-release and renewal, then etcd's
-    /// expiry. The one list (`events --type` checks against it, `metrics`
-    /// counts by it).
-    pub const ALL: [(Kind, &'static str); 7] = [
-        (Kind::Acquired, "claim_acquired"),
-        (Kind::Reacquired, "claim_idempotent_reacquired"),
-        (Kind::Reclaimed, "claim_stale_reclaimed"),
-        (Kind::Released, "claim_released"),
-        (Kind::ForceReleased, "claim_force_released"),
-        (Kind::Renewed, "claim_renewed"),
-        (Kind::Expired, "claim_expired"),
-    ];
-
-    pub fn of(type_name: &str) -> Option<Kind> {
-        Kind::ALL
-            .iter()
-            .find(|(_, name)| *name == type_name)
-            .map(|(kind, _)| *kind)
-    }
-
-    /// The type as the log names it.
-    pub fn name(self) -> &'static str {
-        Kind::ALL
-            .iter()
-            .find(|(kind, _)| *kind == self)
-            .map_or("", |(_, name)| name)
-    }
-}
-
-/// The names of [`Kind::ALL`], in its order.
-pub const EVENT_TYPES: [&str; Kind::ALL.len()] = {
-    let mut names = [""; Kind::ALL.len()];
-    let mut i = 0;
-    while i < names.len() {
-        names[i] = Kind::ALL[i].1;
-        i += 1;
-    }
-    names
-};
 
 /// The fields of a claim event the timeline uses, borrowed from the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimEvent<'a> {
-    pub kind: Kind,
+    pub kind: EventKind,
     /// When it happened, epoch ms (the most precise field the event has).
     pub at: i64,
     pub key: &'a str,
@@ -72,6 +19,51 @@ pub struct ClaimEvent<'a> {
     pub previous_holder: Option<&'a str>,
     pub previous_acquired_at: Option<i64>,
     pub operator: Option<&'a str>,
+}
+
+/// A [`ClaimEvent`] that owns its strings: carried beside a line cut at
+/// the reader's cap ([`super::tail::Line::claim`]), whose text no longer
+/// holds the fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedClaimEvent {
+    pub kind: EventKind,
+    pub at: i64,
+    pub key: String,
+    pub holder: Option<String>,
+    pub acquired_at: Option<i64>,
+    pub previous_holder: Option<String>,
+    pub previous_acquired_at: Option<i64>,
+    pub operator: Option<String>,
+}
+
+impl ClaimEvent<'_> {
+    pub fn to_owned_event(&self) -> OwnedClaimEvent {
+        OwnedClaimEvent {
+            kind: self.kind,
+            at: self.at,
+            key: self.key.to_string(),
+            holder: self.holder.map(String::from),
+            acquired_at: self.acquired_at,
+            previous_holder: self.previous_holder.map(String::from),
+            previous_acquired_at: self.previous_acquired_at,
+            operator: self.operator.map(String::from),
+        }
+    }
+}
+
+impl OwnedClaimEvent {
+    pub fn as_event(&self) -> ClaimEvent<'_> {
+        ClaimEvent {
+            kind: self.kind,
+            at: self.at,
+            key: &self.key,
+            holder: self.holder.as_deref(),
+            acquired_at: self.acquired_at,
+            previous_holder: self.previous_holder.as_deref(),
+            previous_acquired_at: self.previous_acquired_at,
+            operator: self.operator.as_deref(),
+        }
+    }
 }
 
 /// The envelope as written; unknown fields are skipped, not built.
@@ -144,7 +136,7 @@ pub fn with_claim_event_read<R>(
 }
 
 fn claim_event_of<R>(wire: &Wire<'_>, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> Option<R> {
-    let kind = Kind::of(&wire.kind)?;
+    let kind = EventKind::parse(&wire.kind)?;
     let data = wire.data.as_ref()?;
     let key = data.key.as_deref()?;
     let ts = sane(wire.ts.as_deref().and_then(parse_ts));
@@ -152,8 +144,8 @@ fn claim_event_of<R>(wire: &Wire<'_>, f: impl FnOnce(&ClaimEvent<'_>) -> R) -> O
     // The ms fields are more precise than `ts` (whole seconds), where the
     // event type says what they mean.
     let at = match kind {
-        Kind::Acquired | Kind::Reclaimed | Kind::Reacquired => acquired_at.or(ts),
-        Kind::Released => match (acquired_at, data.duration_held_ms) {
+        EventKind::Acquired | EventKind::Reclaimed | EventKind::Reacquired => acquired_at.or(ts),
+        EventKind::Released => match (acquired_at, data.duration_held_ms) {
             (Some(a), Some(d)) => sane(a.checked_add(d)).or(ts),
             _ => ts,
         },

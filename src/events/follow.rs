@@ -7,6 +7,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::claim_event::with_claim_event_read;
+use super::stream;
 use super::tail::{
     open_regular, read_full_at, tail_of, FileId, Line, LineAssembler, TailError, BLOCK_SIZE,
     LINE_SCAN_BUDGET, MAX_POLL_BYTES, MAX_POLL_LINES,
@@ -110,6 +112,25 @@ impl Follower {
     /// was cut to [`super::tail::MAX_LINE_BYTES`].
     pub fn file(&self) -> Option<&File> {
         self.file.as_ref().map(|(f, _)| f)
+    }
+
+    /// Give each line of the last poll that was cut at the cap its claim
+    /// event, read piece by piece from the whole line in the file (only the
+    /// claim fields are kept): a claim event with a `--reason` of megabytes
+    /// still makes its tenure for a reader that keeps tenures live. Call it
+    /// before the next poll, which may move to another file.
+    pub fn read_claims(&self, lines: &mut [Line]) {
+        let Some(file) = self.file() else {
+            return;
+        };
+        for line in lines.iter_mut().filter(|l| l.truncated) {
+            // A line that is gone (the file was truncated meanwhile) has no
+            // claim to give: the reset that follows says so.
+            if let Ok(Some(span)) = stream::line_at(file, line.offset) {
+                let whole = stream::SpanReader::new(file, span);
+                line.claim = with_claim_event_read(whole, |e| Box::new(e.to_owned_event()));
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {

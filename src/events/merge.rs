@@ -62,17 +62,25 @@ pub fn keep_last<T>(v: &mut std::collections::VecDeque<T>, n: usize, item: T) {
 /// wrote it (re-serializing would round big numbers and reorder nothing
 /// useful). `None` when the line is not `{...}`.
 pub fn with_root_member(line: &[u8], root: &str) -> Option<Vec<u8>> {
+    with_member(line, "root", root)
+}
+
+/// [`with_root_member`] for any member `name` (a plain word: it is written
+/// as it is, unescaped).
+pub fn with_member(line: &[u8], name: &str, value: &str) -> Option<Vec<u8>> {
     let line = line.trim_ascii();
     let inner = line.strip_prefix(b"{")?.strip_suffix(b"}")?;
-    let root = serde_json::to_string(root).ok()?;
-    let mut out = Vec::with_capacity(line.len() + root.len() + 10);
+    let value = serde_json::to_string(value).ok()?;
+    let mut out = Vec::with_capacity(line.len() + name.len() + value.len() + 8);
     out.push(b'{');
     out.extend_from_slice(inner);
     if !inner.trim_ascii().is_empty() {
         out.push(b',');
     }
-    out.extend_from_slice(b"\"root\":");
-    out.extend_from_slice(root.as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(value.as_bytes());
     out.push(b'}');
     Some(out)
 }

@@ -11,6 +11,7 @@ pub mod file_history;
 pub mod follow;
 pub mod history;
 pub mod index;
+pub mod kind;
 pub mod merge;
 pub mod seek;
 pub mod service;
@@ -19,3 +20,4 @@ pub mod tail;
 pub mod tenure;
 
 pub use event::{parse_event, Event};
+pub use kind::EventKind;

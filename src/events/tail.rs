@@ -13,6 +13,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use super::claim_event::{with_claim_event_bytes, OwnedClaimEvent};
 use super::event::{parse_event, Event};
 
 /// Longest line content kept in memory; the rest of a longer line is skipped
@@ -97,9 +98,28 @@ pub struct Line {
     pub offset: u64,
     /// The line was longer than [`MAX_LINE_BYTES`]; `text` is its prefix.
     pub truncated: bool,
+    /// For a `truncated` line, the claim event read from the whole line,
+    /// when its reader fetched it ([`super::follow::Follower::read_claims`]):
+    /// the cut text no longer holds the fields a tenure is made of.
+    pub claim: Option<Box<OwnedClaimEvent>>,
 }
 
 impl Line {
+    /// A line held whole in memory (a store's value) as the readers keep
+    /// it: cut to [`MAX_LINE_BYTES`], with its claim fields when cut.
+    pub fn of_bytes(bytes: &[u8], offset: u64) -> Line {
+        let truncated = bytes.len() > MAX_LINE_BYTES;
+        let claim = truncated
+            .then(|| with_claim_event_bytes(bytes, |e| Box::new(e.to_owned_event())))
+            .flatten();
+        Line {
+            text: String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_LINE_BYTES)]).into_owned(),
+            offset,
+            truncated,
+            claim,
+        }
+    }
+
     pub fn parse(&self) -> Result<Event, String> {
         parse_event(&self.text)
     }
@@ -404,6 +424,7 @@ impl LineAssembler {
             text,
             offset,
             truncated,
+            claim: None,
         }
     }
 
@@ -519,6 +540,21 @@ pub(crate) mod tests {
         assert_eq!(used, 2);
         assert_eq!(out[2].text, "c");
         assert_eq!(out[2].offset, 4);
+    }
+
+    #[test]
+    fn a_value_longer_than_the_cap_is_cut_and_keeps_its_claim_fields() {
+        let long = format!(
+            r#"{{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","data":{{"reason":"{}","key":"k","holder":"h","acquired_at":7}}}}"#,
+            "r".repeat(MAX_LINE_BYTES)
+        );
+        let line = Line::of_bytes(long.as_bytes(), 9);
+        assert!(line.truncated);
+        assert_eq!(line.text.len(), MAX_LINE_BYTES);
+        let claim = line.claim.expect("the claim fields");
+        assert_eq!((claim.key.as_str(), claim.at), ("k", 7));
+        let short = Line::of_bytes(b"{}", 0);
+        assert!(!short.truncated && short.claim.is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// The types the protocol writes. Anything else is counted as `other`, so a
 /// log full of made-up types cannot grow the label set without bound.
-pub use crate::events::claim_event::EVENT_TYPES;
+pub use crate::events::kind::EVENT_TYPES;
 
 /// Events seen so far in one log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

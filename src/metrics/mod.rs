@@ -8,7 +8,8 @@
 
 pub mod events;
 
-use crate::claims::{ClaimState, Counts, HazardKind, Status};
+use crate::claims::hazard::{HazardSpec, PROTOCOL_HAZARDS};
+use crate::claims::{ClaimState, Counts, Status};
 use crate::store::fleet::FleetState;
 use crate::store::mirror::Tally;
 use prometheus_client::encoding::text::encode;
@@ -30,33 +31,10 @@ pub const STATES: [ClaimState; 5] = [
     ClaimState::Unreadable,
 ];
 
-/// Every hazard kind, so each is exported (at 0) before it first happens:
-/// an alert on `claimtop_hazards > 0` needs the series to exist.
-pub const HAZARD_KINDS: [HazardKind; 9] = [
-    HazardKind::StaleMutex,
-    HazardKind::TempLitter,
-    HazardKind::CorruptedClaim,
-    HazardKind::ForeignMachine,
-    HazardKind::Unreadable,
-    HazardKind::KeyMismatch,
-    HazardKind::ArchiveDirBroken,
-    HazardKind::EventsLogBroken,
-    HazardKind::RootMissing,
-];
-
-/// Fails to compile when a kind is added and not listed above.
-const fn _every_kind_listed(k: HazardKind) -> usize {
-    match k {
-        HazardKind::StaleMutex
-        | HazardKind::TempLitter
-        | HazardKind::CorruptedClaim
-        | HazardKind::ForeignMachine
-        | HazardKind::Unreadable
-        | HazardKind::KeyMismatch
-        | HazardKind::ArchiveDirBroken
-        | HazardKind::EventsLogBroken
-        | HazardKind::RootMissing => HAZARD_KINDS.len(),
-    }
+/// Every hazard kind exported, each (at 0) before it first happens: an
+/// alert on `claimtop_hazards > 0` needs the series to exist.
+pub fn hazard_kinds() -> impl Iterator<Item = &'static HazardSpec> {
+    PROTOCOL_HAZARDS.iter().copied().filter(|s| s.metric)
 }
 
 /// The `host` and `host_id` labels of a root a publishing host mirrors.
@@ -102,8 +80,8 @@ impl Snapshot {
             *slot = slot.max(age);
         }
         let mut hazards: BTreeMap<&'static str, usize> = BTreeMap::new();
-        for h in tally.hazards.iter() {
-            *hazards.entry(h.kind.as_str()).or_insert(0) += 1;
+        for k in tally.hazards.iter().filter_map(|h| h.kind.spec()) {
+            *hazards.entry(k.name).or_insert(0) += 1;
         }
         Snapshot {
             root,
@@ -184,13 +162,13 @@ impl Snapshot {
             }
         }
         for hz in &fleet.hazards {
-            let Some(s) = at.get(&(hz.host_id.as_str(), hz.root.id.as_str())) else {
+            let Some(c) = hz.copy() else { continue };
+            let Some(s) = at.get(&(c.host_id.as_str(), c.root_id.as_str())) else {
                 continue;
             };
-            let kind = hz.hazard.get("kind").and_then(serde_json::Value::as_str);
-            // A kind this build does not know is not exported.
-            if let Some(k) = HAZARD_KINDS.into_iter().find(|k| Some(k.as_str()) == kind) {
-                *out[*s].hazards.entry(k.as_str()).or_insert(0) += 1;
+            // A kind this build does not export is not counted.
+            if let Some(k) = hz.kind.spec().filter(|k| k.metric) {
+                *out[*s].hazards.entry(k.name).or_insert(0) += 1;
             }
         }
         out
@@ -385,10 +363,10 @@ impl Exporter {
                     .get_or_create(&l)
                     .set(s.count(ClaimState::LastKnown) as i64);
             }
-            for kind in HAZARD_KINDS {
-                let n = s.hazards.get(kind.as_str()).copied().unwrap_or(0);
+            for kind in hazard_kinds() {
+                let n = s.hazards.get(kind.name).copied().unwrap_or(0);
                 self.hazards
-                    .get_or_create(&labels(s, "kind", kind.as_str()))
+                    .get_or_create(&labels(s, "kind", kind.name))
                     .set(n as i64);
             }
             self.store_up
@@ -501,7 +479,7 @@ mod tests {
 
     #[test]
     fn a_fleet_exports_each_online_hosts_roots_with_host_labels_and_every_hosts_up() {
-        use crate::store::fleet::{FleetHazard, FleetItem, HostInfo, PublishedRoot};
+        use crate::store::fleet::{FleetItem, HostInfo, PublishedRoot};
         use serde_json::json;
         let root = |id: &str, path: &str| PublishedRoot::new(id.into(), path.into());
         let unreadable = PublishedRoot {
@@ -530,11 +508,12 @@ mod tests {
                 item("m1", "live", 40_000),
                 item("m1", "stale", 50_000),
             ],
-            hazards: vec![FleetHazard {
-                host_id: "m1".into(),
-                root: root("r1", "/srv/a"),
-                hazard: json!({"kind": "stale_mutex", "path": "/srv/a/.fno/claims/x", "detail": ""}),
-            }],
+            hazards: vec![crate::claims::Hazard::published(
+                &json!({"kind": "stale_mutex", "path": "/srv/a/.fno/claims/x", "detail": ""}),
+                "m1",
+                "r1",
+                "/srv/a",
+            )],
             last_known: vec![item("m2", "live", 0), item("m2", "suspect", 0)],
         };
         let snaps = Snapshot::of_fleet(&fleet, 70_000);

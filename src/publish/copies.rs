@@ -4,7 +4,8 @@
 
 use super::{Publisher, BATCH};
 use crate::claims::census::Judged;
-use crate::claims::{ClaimState, HazardKind, Status};
+use crate::claims::hazard::UNREADABLE;
+use crate::claims::{ClaimState, Status};
 use crate::store::StoreError;
 use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::{json, Value};
@@ -122,7 +123,7 @@ impl Publisher {
             .tally()
             .hazards
             .iter()
-            .find(|h| h.kind == HazardKind::Unreadable && h.path == dir)
+            .find(|h| h.kind == UNREADABLE && h.path() == dir)
             .map(|h| h.detail.clone());
         if unreadable != self.roots[i].unreadable {
             let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);

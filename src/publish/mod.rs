@@ -38,7 +38,7 @@ use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Store, StoreError};
+use crate::store::{Change, Changes, Feed, StoreError};
 use etcd_client::PutOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,6 +143,10 @@ struct Published {
 /// The publisher: call [`Publisher::run`] until stopped.
 pub struct Publisher {
     core: Arc<Core>,
+    /// The store's URL, for the log.
+    url: String,
+    /// Said which roots it publishes: once, when it first took them all.
+    announced: bool,
     opts: PublishOpts,
     roots: Vec<Published>,
     lease: Option<i64>,
@@ -210,6 +214,8 @@ impl Publisher {
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             core,
+            url: crate::store::Claims::url(store),
+            announced: false,
             opts,
             roots,
             lease: None,
@@ -238,7 +244,7 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
         for r in &mut self.roots {
-            match r.store.changes() {
+            match r.store.changes(None) {
                 Ok(feed) => r.feed = Some(feed),
                 Err(e) => log(
                     Level::Warn,
@@ -397,6 +403,20 @@ impl Publisher {
             }
             self.roots[i].unreadable = None;
         }
+        // Said only now: a root another live publisher holds is refused
+        // above, and this one never claims to publish it.
+        if !self.announced {
+            self.announced = true;
+            for r in &self.roots {
+                log(
+                    Level::Info,
+                    &format!(
+                        "publishing root={} root_id={} host_id={} store={}",
+                        r.info.path, r.info.id, self.opts.machine_id, self.url
+                    ),
+                );
+            }
+        }
         self.lease = Some(lease);
         self.start_keep_alive(lease);
         self.put_host_record()?;
@@ -497,8 +517,8 @@ impl Publisher {
         if !self.lost.load(Ordering::SeqCst) {
             return Ok(());
         }
-        Err(StoreError::Etcd {
-            endpoints: self.core.conn.endpoints().to_string(),
+        Err(StoreError::Backend {
+            store: format!("etcd at {}", self.core.conn.endpoints()),
             detail: format!(
                 "the publisher's lease {} expired or could not be renewed",
                 self.lease.unwrap_or(0)

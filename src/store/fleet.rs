@@ -6,7 +6,7 @@
 //! truth, and anything done to one goes through that host's publisher.
 
 use crate::claims::census::count_copies;
-use crate::claims::Counts;
+use crate::claims::{ClaimRecord, ClaimState, Counts, Hazard, Status};
 use crate::events::Event;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -185,28 +185,6 @@ impl FleetItem {
     }
 }
 
-/// A hazard one host reported for one of its roots.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FleetHazard {
-    pub host_id: String,
-    pub root: PublishedRoot,
-    pub hazard: Value,
-}
-
-impl FleetHazard {
-    /// The hazard as its host published it, plus where it was found:
-    /// `"host_id"`, `"root"` and `"root_id"` (`list` and `doctor` alike).
-    pub fn to_json(&self) -> Value {
-        let mut v = self.hazard.clone();
-        if let Some(o) = v.as_object_mut() {
-            o.insert("host_id".into(), Value::from(self.host_id.as_str()));
-            o.insert("root".into(), Value::from(self.root.path.as_str()));
-            o.insert("root_id".into(), Value::from(self.root.id.as_str()));
-        }
-        v
-    }
-}
-
 /// What [`crate::store::Fleet::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forgot {
@@ -218,13 +196,37 @@ pub enum Forgot {
     Unknown,
 }
 
+/// A published item (`list --json`'s claim object) as a status at
+/// `place`. Its host judged it: its state and its words are taken as they
+/// are. None when the item is not a claim object at all.
+pub fn copy_status(place: impl Into<crate::claims::Loc>, item: &Value) -> Option<Status> {
+    let text = |k: &str| item.get(k).and_then(Value::as_str);
+    let key = text("key")?.to_string();
+    let state = ClaimState::parse(text("state")?)?;
+    let record = item
+        .get("record")
+        .filter(|r| !r.is_null())
+        .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
+    Some(Status {
+        key,
+        file: place.into(),
+        state,
+        record,
+        why: text("why").unwrap_or_default().to_string(),
+        error: text("error").map(String::from),
+        locality: None,
+        head: Vec::new(),
+    })
+}
+
 /// Everything published into a store.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FleetState {
     pub hosts: Vec<HostInfo>,
     /// The claims online hosts publish now.
     pub items: Vec<FleetItem>,
-    pub hazards: Vec<FleetHazard>,
+    /// What hosts found in their roots, each saying where.
+    pub hazards: Vec<Hazard>,
     /// What offline hosts last published: kept apart from `items`, so that
     /// nothing counts them as what a host vouches for now (see
     /// [`crate::claims::census::copy_state`]).
@@ -235,6 +237,14 @@ impl FleetState {
     /// A store nobody publishes into: its listing is printed as it always was.
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
+    }
+
+    /// What hosts publish into another site, taken in beside this one's.
+    pub fn merge(&mut self, other: FleetState) {
+        self.hosts.extend(other.hosts);
+        self.items.extend(other.items);
+        self.hazards.extend(other.hazards);
+        self.last_known.extend(other.last_known);
     }
 
     /// Add the fleet to a store's `list --json` document: every native item
@@ -265,6 +275,10 @@ impl FleetState {
             _ => Vec::new(),
         };
         for item in &mut items {
+            // A root's item among several origins is no store's.
+            if item.get("root").is_some() {
+                continue;
+            }
             let host = item
                 .pointer("/record/host")
                 .and_then(Value::as_str)
@@ -303,7 +317,11 @@ impl FleetState {
             counts.insert("last_known".into(), Value::from(published.last_known));
         }
         if let Some(Value::Array(hazards)) = obj.get_mut("hazards") {
-            hazards.extend(fleet_hazards.iter().map(FleetHazard::to_json));
+            hazards.extend(
+                fleet_hazards
+                    .iter()
+                    .filter_map(|h| serde_json::to_value(h).ok()),
+            );
         }
         let mut last_known: Vec<Value> = fleet_last_known
             .into_iter()
@@ -398,11 +416,12 @@ mod tests {
                 root: root.clone(),
                 item: json!({"key": "a", "state": "live", "record": null}),
             }],
-            hazards: vec![FleetHazard {
-                host_id: "m1".into(),
-                root,
-                hazard: json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
-            }],
+            hazards: vec![Hazard::published(
+                &json!({"kind": "temp_litter", "path": "/srv/a/x", "detail": "old"}),
+                "m1",
+                &root.id,
+                &root.path,
+            )],
             last_known: Vec::new(),
         }
     }

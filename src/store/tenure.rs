@@ -66,6 +66,11 @@ impl From<LeaseInfo> for LeaseJson {
 }
 
 impl Tenure {
+    /// The fencing token: the tenure's create revision.
+    pub fn fence(&self) -> super::Fence {
+        super::Fence::new(u64::try_from(self.revision).unwrap_or(0))
+    }
+
     /// Add `"revision"` and `"lease"` to a RECORD object (the additive JSON
     /// of the contract); anything but an object is left as it is.
     pub fn extend_record(tenure: Option<&Tenure>, record: &mut Value) {

@@ -99,6 +99,15 @@ impl StoreUrl {
     }
 }
 
+/// An `etcd://` or `etcds://` URL, checked as the etcd backend would check
+/// it: a build without etcd still tells a mistyped URL from a good one.
+pub fn check_etcd(text: &str) -> Result<EtcdTarget, StoreUrlError> {
+    match StoreUrl::parse(text)? {
+        StoreUrl::Etcd(t) => Ok(t),
+        StoreUrl::File(_) => Err(StoreUrlError::UnknownScheme(text.to_string())),
+    }
+}
+
 /// `HOST:PORT` with a non-empty host and a port in 1..=65535.
 fn check_host_port(h: &str) -> Result<String, String> {
     let Some((host, port)) = h.rsplit_once(':') else {

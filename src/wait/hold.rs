@@ -4,7 +4,7 @@
 
 use crate::claims::{now_ms, ClaimRecord, NoRenew, ReleaseOutcome, RenewOutcome, Status};
 use crate::store::mirror::{judge::Judge, Mirror};
-use crate::store::{Fenced, Kept, Store, StoreError, Tenure};
+use crate::store::{Backend, Fenced, Kept, StoreError, Tenure};
 use std::time::{Duration, Instant};
 
 /// A holder re-reads its claim at least this often, in case a notification
@@ -51,6 +51,14 @@ pub enum Lost {
     /// run out in `left_ms`: the work is stopped while it is surely still
     /// held, rather than risk it outliving the claim.
     Unconfirmed { silent_ms: i64, left_ms: i64 },
+    /// A TTL claim was last renewed `silent_ms` ago and its TTL ends in
+    /// `left_ms` (or ended, when not positive): the holder could not renew
+    /// it in time (renewals failing, or the holder stopped or blocked), so
+    /// the work is stopped before anyone can take the key as expired.
+    Unrenewed { silent_ms: i64, left_ms: i64 },
+    /// The process the claim is bound to has ended (killed by someone): the
+    /// claim reads stale from that instant.
+    HolderGone { pid: i32 },
 }
 
 impl std::fmt::Display for Lost {
@@ -69,6 +77,22 @@ impl std::fmt::Display for Lost {
                 crate::time::human_ms(*silent_ms),
                 crate::time::human_ms(*left_ms)
             ),
+            Lost::HolderGone { pid } => write!(
+                f,
+                "the process the claim is bound to (pid {pid}) has ended, so the claim reads stale"
+            ),
+            Lost::Unrenewed { silent_ms, left_ms } if *left_ms > 0 => write!(
+                f,
+                "the claim was last renewed {} ago, and its TTL ends in {}",
+                crate::time::human_ms(*silent_ms),
+                crate::time::human_ms(*left_ms)
+            ),
+            Lost::Unrenewed { silent_ms, left_ms } => write!(
+                f,
+                "the claim was last renewed {} ago, and its TTL ended {} ago",
+                crate::time::human_ms(*silent_ms),
+                crate::time::human_ms(-*left_ms)
+            ),
         }
     }
 }
@@ -85,7 +109,7 @@ pub fn renew_due(expires_at: i64, ttl_ms: i64) -> i64 {
 /// key changes. Single-threaded: the owner calls [`Hold::changed`] on each
 /// wake-up and [`Hold::tick`] once [`Hold::due_in`] has passed.
 pub struct Hold<'s, C: Clock = SystemClock> {
-    store: &'s dyn Store,
+    store: &'s dyn Backend,
     clock: C,
     record: ClaimRecord,
     /// The store's fencing token and lease, where it has them.
@@ -96,6 +120,10 @@ pub struct Hold<'s, C: Clock = SystemClock> {
     mirror: Mirror,
     ttl_ms: Option<i64>,
     renew_at: Option<i64>,
+    /// The instant the record's `expires_at` passes, by the monotonic
+    /// clock, for a TTL claim without a lease, and the time that was left
+    /// when it was learnt: set whenever the record is.
+    expiry: Option<(Instant, Duration)>,
     pub(super) check_at: i64,
 }
 
@@ -115,7 +143,7 @@ impl<'s, C: Clock> Hold<'s, C> {
     /// with a lease has it kept alive by the store; any other is renewed
     /// here with `ttl_ms` if given.
     pub fn new(
-        store: &'s dyn Store,
+        store: &'s dyn Backend,
         clock: C,
         record: ClaimRecord,
         tenure: Option<Tenure>,
@@ -129,11 +157,7 @@ impl<'s, C: Clock> Hold<'s, C> {
         let mirror = Mirror::of_keys(store, Some(Judge::local()), [record.key.clone()], now);
         // The keep-alive renews a lease; renewing the record as well would
         // only rewrite it.
-        let renew_at = match kept {
-            Some(_) => None,
-            None => ttl_ms.zip(record.expires_at).map(|(t, e)| renew_due(e, t)),
-        };
-        Ok(Hold {
+        let mut hold = Hold {
             store,
             clock,
             record,
@@ -141,10 +165,31 @@ impl<'s, C: Clock> Hold<'s, C> {
             kept,
             mirror,
             ttl_ms,
-            renew_at,
+            renew_at: None,
+            expiry: None,
             check_at: 0,
+        };
+        hold.scheduled_from_record(now);
+        Ok(hold.with_recheck_from(now))
+    }
+
+    /// The renewal and the expiry, from the record's `expires_at` (read at
+    /// `now` by the hold's clock). A lease's keep-alive renews it; renewing
+    /// the record as well would only rewrite it.
+    fn scheduled_from_record(&mut self, now: i64) {
+        if self.kept.is_some() {
+            return;
         }
-        .with_recheck_from(now))
+        let expires_at = self.record.expires_at;
+        self.renew_at = self.ttl_ms.zip(expires_at).map(|(t, e)| renew_due(e, t));
+        self.expiry = expires_at.map(|e| {
+            let at = Instant::now();
+            let left = Duration::from_millis(e.abs_diff(now));
+            match e >= now {
+                true => (at + left, left),
+                false => (at.checked_sub(left).unwrap_or(at), Duration::ZERO),
+            }
+        });
     }
 
     /// Schedule the slow safety re-check from `now`. A kept-alive lease
@@ -173,11 +218,39 @@ impl<'s, C: Clock> Hold<'s, C> {
         self.tenure.as_ref()
     }
 
-    /// Until when the claim is surely still held even if the store is not
-    /// reached again (see [`Kept::safe_until`]); None where nothing but the
-    /// store's own verbs can end it.
-    pub fn safe_until(&self) -> Option<Instant> {
-        self.kept.as_ref().and_then(|k| k.safe_until())
+    /// Until when the claim surely stands if the holder does nothing more
+    /// (it is cut off from the store, or stopped, or blocked), and the
+    /// window that instant was set with: a lease's confirmed end and TTL
+    /// (see [`Kept::safe_until`]), or a TTL claim's `expires_at` and the
+    /// time it had left when last renewed (by us: our TTL; by another
+    /// process under our name: what it left). None for a claim that lasts
+    /// as long as its pid: nothing but the store's own verbs can end it.
+    pub fn deadline(&self) -> Option<(Instant, Duration)> {
+        match (&self.kept, &self.tenure) {
+            (Some(k), Some(t)) => k
+                .safe_until()
+                .map(|safe| (safe, Duration::from_secs(t.lease.ttl_s.max(0) as u64))),
+            (Some(_), None) => None,
+            (None, _) => self.expiry,
+        }
+    }
+
+    /// Why the claim is given up at `now`, ahead of its [`Hold::deadline`]
+    /// `(until, ttl)`: the store did not confirm it, or it was not renewed.
+    pub fn unconfirmed(&self, until: Instant, ttl: Duration, now: Instant) -> Lost {
+        let left = until.saturating_duration_since(now).as_millis() as i64
+            - now.saturating_duration_since(until).as_millis() as i64;
+        let silent_ms = (ttl.as_millis() as i64 - left).max(0);
+        match self.kept {
+            Some(_) => Lost::Unconfirmed {
+                silent_ms,
+                left_ms: left.max(0),
+            },
+            None => Lost::Unrenewed {
+                silent_ms,
+                left_ms: left,
+            },
+        }
     }
 
     /// The epoch ms at which the next renewal is due, if any.
@@ -204,11 +277,24 @@ impl<'s, C: Clock> Hold<'s, C> {
         let key = &self.record.key;
         self.mirror.look_again(key);
         self.mirror.settle(self.store, now)?;
-        Ok(match self.mirror.row_of_key(key) {
-            Some((s, tenure)) => self.judge(s, tenure),
+        let (lost, expires_at) = match self.mirror.row_of_key(key) {
+            Some((s, tenure)) => (
+                self.judge(s, tenure),
+                s.record.as_ref().and_then(|r| r.expires_at),
+            ),
             // No row: the key is free.
-            None => Some(Lost::Gone),
-        })
+            None => (Some(Lost::Gone), None),
+        };
+        // Still ours, but renewed by someone else under our name (a
+        // `renew` from another process): what every contender judges by is
+        // the deadline on disk now, so it is ours too. One that came closer
+        // is renewed at once by our own TTL's rule.
+        if lost.is_none() && expires_at != self.record.expires_at {
+            self.record.expires_at = expires_at;
+            self.scheduled_from_record(now);
+            return self.renew_if_due(now);
+        }
+        Ok(lost)
     }
 
     /// Whether the key's current status is still our tenure. Our own
@@ -246,27 +332,37 @@ impl<'s, C: Clock> Hold<'s, C> {
             return Ok(Some(Lost::LeaseEnded(why)));
         }
         let now = self.clock.now_ms();
-        if let (Some(at), Some(ttl)) = (self.renew_at, self.ttl_ms) {
-            if now >= at {
-                // Retry soon on an error; the deadline is still a third away.
-                self.renew_at = Some(now + RENEW_RETRY_MS);
-                let renewed = self
-                    .store
-                    .renew(&self.record.key, &self.record.holder, ttl, None)?;
-                match renewed.outcome {
-                    RenewOutcome::Renewed { record, .. } => {
-                        self.renew_at = record.expires_at.map(|e| renew_due(e, ttl));
-                        self.record = record;
-                    }
-                    RenewOutcome::NotRenewed(NoRenew::MutexBusy) => {}
-                    RenewOutcome::NotRenewed(no) => return Ok(Some(Lost::RenewRefused(no))),
-                }
-            }
+        if let Some(lost) = self.renew_if_due(now)? {
+            return Ok(Some(lost));
         }
         if now >= self.check_at {
             return self.changed();
         }
         Ok(None)
+    }
+
+    /// Renew once a third of the TTL is left (by `now`).
+    fn renew_if_due(&mut self, now: i64) -> Result<Option<Lost>, StoreError> {
+        let (Some(at), Some(ttl)) = (self.renew_at, self.ttl_ms) else {
+            return Ok(None);
+        };
+        if now < at {
+            return Ok(None);
+        }
+        // Retry soon on an error; the deadline is still a third away.
+        self.renew_at = Some(now + RENEW_RETRY_MS);
+        let renewed = self
+            .store
+            .renew(&self.record.key, &self.record.holder, ttl, None)?;
+        match renewed.outcome {
+            RenewOutcome::Renewed { record, .. } => {
+                self.record = record;
+                self.scheduled_from_record(self.clock.now_ms());
+                Ok(None)
+            }
+            RenewOutcome::NotRenewed(NoRenew::MutexBusy) => Ok(None),
+            RenewOutcome::NotRenewed(no) => Ok(Some(Lost::RenewRefused(no))),
+        }
     }
 
     /// One last look before giving the claim back: a loss in the instant
@@ -305,13 +401,10 @@ impl<'s, C: Clock> Hold<'s, C> {
 /// Release `key` as `holder`: only the tenure `tenure` names where the store
 /// fences, so a holder whose claim ran out never ends a newer one.
 pub fn give_back(
-    store: &dyn Store,
+    store: &dyn Backend,
     key: &str,
     holder: &str,
     tenure: Option<&Tenure>,
 ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-    match (tenure, store.leases()) {
-        (Some(t), Some(leases)) => leases.release_fenced(key, holder, t.revision),
-        _ => store.release(key, holder),
-    }
+    store.release(key, holder, tenure.map(Tenure::fence))
 }

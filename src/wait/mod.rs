@@ -4,10 +4,10 @@
 //! (`claims`) knows nothing of stores, and a store knows nothing of who
 //! waits on it.
 //!
-//! Both drive a `&dyn Store` and nothing else: its verbs (acquire, status,
+//! Both drive one member's `&dyn Backend` and nothing else: its verbs (acquire, status,
 //! renew, release, keep-alive) and a [`Wakeups`] feed saying "something
 //! about this key may have changed", which a face builds on the store's
-//! own [`Store::watch_key`] (inotify on the lockfile and a pidfd on a local
+//! own [`crate::store::Feed::watch_key`] (inotify on the lockfile and a pidfd on a local
 //! holder on a file store; the watch on etcd) and merges with whatever else
 //! should wake it (signals).
 //!
@@ -29,7 +29,7 @@ pub use hold::{give_back, renew_due, Clock, Hold, Lost, SystemClock, HOLD_RECHEC
 
 use crate::claims::{now_ms, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord, Status};
 use crate::store::mirror::{judge::Judge, Mirror};
-use crate::store::{Store, StoreError, Tenure};
+use crate::store::{Backend, StoreError, Tenure};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -125,7 +125,7 @@ fn ends_at(status: &Status, tenure: Option<&Tenure>, now_ms: i64) -> Option<i64>
 /// wait is for. `wakeups` must already be watching when this is called, so
 /// that a release between an attempt and the wait is not missed.
 pub fn acquire_waiting(
-    store: &dyn Store,
+    store: &dyn Backend,
     wakeups: &mut dyn Wakeups,
     key: &str,
     holder: &str,

@@ -5,10 +5,9 @@ use crate::claims::{
     AcquireKind, AcquireOpts, AcquireOutcome, NoRenew, ReleaseOutcome, RenewOutcome,
 };
 use crate::claims::{ClaimState, ForceOpts, ForceOutcome};
-use crate::events::Event;
-use crate::store::{Changes, LeaseInfo, Listing};
-use crate::store::{Fenced, Kept, Leases};
-use std::path::{Path, PathBuf};
+use crate::store::{Backend, Changes, Claims, Cursor, Feed, Fence, LeaseInfo, ListEnd, ListSink};
+use crate::store::{Fenced, Kept, Leases, Words};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -63,12 +62,24 @@ impl FakeStore<'_> {
 
 /// What the fake keeps no model of.
 fn not_kept() -> StoreError {
-    StoreError::Config("the fake store keeps one claim and nothing else".into())
+    StoreError::Unsupported("the fake store keeps one claim and nothing else".into())
 }
 
-impl Store for FakeStore<'_> {
+static WORDS: Words = Words {
+    noun: "key",
+    archive: "nowhere",
+};
+
+impl Claims for FakeStore<'_> {
     fn url(&self) -> String {
         "fake:".into()
+    }
+    fn words(&self) -> &'static Words {
+        &WORDS
+    }
+    /// Its claims live on leases: the store's verdict stands.
+    fn rules(&self) -> crate::claims::ItemRules {
+        crate::claims::ItemRules::StoreKey
     }
     fn acquire(
         &self,
@@ -97,7 +108,11 @@ impl Store for FakeStore<'_> {
         };
         Ok(Fenced::plain(outcome))
     }
-    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+    fn status(
+        &self,
+        key: &str,
+        _: &mut crate::claims::Classifier,
+    ) -> Result<Fenced<Status>, StoreError> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         let record = self.claim().clone();
         let status = Status {
@@ -146,39 +161,40 @@ impl Store for FakeStore<'_> {
         };
         Ok(Fenced::plain(outcome))
     }
-    fn release(&self, _: &str, _: &str) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+    /// A fenced release names the tenure it may end.
+    fn release(
+        &self,
+        _: &str,
+        _: &str,
+        fence: Option<Fence>,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
+        if let Some(f) = fence {
+            self.fenced
+                .lock()
+                .expect("fenced")
+                .push(i64::try_from(f.get()).unwrap_or(i64::MAX));
+        }
         Ok(Fenced::plain(ReleaseOutcome::Absent))
     }
     fn force_release(&self, _: &str, _: &ForceOpts) -> Result<Fenced<ForceOutcome>, StoreError> {
         Err(not_kept())
     }
-    fn list(&self) -> Result<Listing, StoreError> {
-        Err(not_kept())
-    }
-    fn list_head(&self, _: usize) -> Result<Option<Listing>, StoreError> {
-        Err(not_kept())
-    }
-    fn doctor(&self) -> Result<Listing, StoreError> {
-        Err(not_kept())
-    }
-    fn events(&self, _: usize) -> Result<Vec<Event>, StoreError> {
-        Err(not_kept())
-    }
-    fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
-        Err(not_kept())
-    }
-    fn locate(&self, key: &str) -> PathBuf {
-        PathBuf::from(key)
-    }
-    fn repair(&self) -> Result<Vec<crate::claims::Fix>, StoreError> {
-        Err(not_kept())
-    }
-    fn history(
+    fn list(
         &self,
-        _: &crate::events::history::Log,
-    ) -> Result<Box<dyn crate::events::history::History>, StoreError> {
+        _: &mut crate::claims::Classifier,
+        _: &mut dyn ListSink,
+    ) -> Result<ListEnd, StoreError> {
         Err(not_kept())
     }
+}
+
+impl Feed for FakeStore<'_> {
+    fn changes(&self, _: Option<&Cursor>) -> Result<Box<dyn Changes>, StoreError> {
+        Err(not_kept())
+    }
+}
+
+impl Backend for FakeStore<'_> {
     fn leases(&self) -> Option<&dyn Leases> {
         Some(self)
     }
@@ -186,20 +202,8 @@ impl Store for FakeStore<'_> {
 
 /// The fake keeps leases: a hold with a tenure keeps it alive here.
 impl Leases for FakeStore<'_> {
-    fn release_fenced(
-        &self,
-        _: &str,
-        _: &str,
-        revision: i64,
-    ) -> Result<Fenced<ReleaseOutcome>, StoreError> {
-        self.fenced.lock().expect("fenced").push(revision);
-        Ok(Fenced::plain(ReleaseOutcome::Absent))
-    }
     fn keep_alive(&self, _: &str, _: &Tenure) -> Result<Box<dyn Kept>, StoreError> {
         Ok(Box::new(FakeKept(Arc::clone(&self.lease_lost))))
-    }
-    fn info(&self) -> Result<crate::store::StoreInfo, StoreError> {
-        Err(not_kept())
     }
 }
 
@@ -393,6 +397,66 @@ fn a_changed_lockfile_is_judged_by_holder_pid_and_acquired_at() {
     );
     *s.claim() = None;
     assert_eq!(hold.changed().ok().flatten(), Some(Lost::Gone));
+}
+
+#[test]
+fn a_renewal_under_our_name_that_brings_the_deadline_closer_is_adopted_and_renewed_at_once() {
+    let clock = AtomicI64::new(0);
+    let rec = record(0, Some(600_000));
+    let s = store(&clock, &rec);
+    let mut hold = Hold::new(&s, FakeClock(&clock), rec, None, Some(600_000)).expect("hold");
+    assert_eq!(hold.renew_at(), Some(400_000));
+    // Another process renewed it for 60 s under our holder name: by our
+    // own 10 min rule a third is long gone, so it is renewed now.
+    clock.store(5_000, Ordering::SeqCst);
+    if let Some(r) = s.claim().as_mut() {
+        r.expires_at = Some(65_000);
+    }
+    assert_eq!(hold.changed().ok().flatten(), None);
+    assert_eq!(s.renewals(), vec![5_000]);
+    assert_eq!(hold.record().expires_at, Some(605_000));
+    assert_eq!(hold.renew_at(), Some(405_000));
+}
+
+#[test]
+fn a_ttl_claims_deadline_is_its_expires_at_and_moves_with_each_renewal() {
+    let clock = AtomicI64::new(0);
+    let rec = record(0, Some(60_000));
+    let s = store(&clock, &rec);
+    let mut hold = Hold::new(&s, FakeClock(&clock), rec, None, Some(60_000)).expect("hold");
+    let ahead = |hold: &Hold<'_, FakeClock<'_>>| {
+        let (until, window) = hold.deadline().expect("a TTL claim has a deadline");
+        (until.saturating_duration_since(Instant::now()), window)
+    };
+    let (left, window) = ahead(&hold);
+    assert_eq!(window, Duration::from_secs(60));
+    assert!(
+        left > Duration::from_secs(59) && left <= Duration::from_secs(60),
+        "{left:?}"
+    );
+    // The deadline is an instant of the monotonic clock, set from the
+    // record when it was learnt: the hold's clock moving on (the monotonic
+    // one stands still here) leaves it where it is, until a renewal.
+    clock.store(30_000, Ordering::SeqCst);
+    assert_eq!(hold.tick().ok().flatten(), None);
+    assert!(
+        ahead(&hold).0 > Duration::from_secs(59),
+        "no renewal, no move"
+    );
+    clock.store(40_000, Ordering::SeqCst);
+    assert_eq!(hold.tick().ok().flatten(), None);
+    assert_eq!(s.renewals(), vec![40_000]);
+    let (left, window) = ahead(&hold);
+    assert_eq!(window, Duration::from_secs(60));
+    assert!(
+        left > Duration::from_secs(59),
+        "renewed: a whole TTL ahead again: {left:?}"
+    );
+    // A claim bound to its pid alone has none.
+    let rec = record(0, None);
+    let s = store(&clock, &rec);
+    let hold = Hold::new(&s, FakeClock(&clock), rec, None, None).expect("hold");
+    assert_eq!(hold.deadline(), None);
 }
 
 /// A feed that plays a script: each wait runs the next step against

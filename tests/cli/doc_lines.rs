@@ -34,7 +34,6 @@ use crate::common::{self, BIN};
 use claimtop::cli::args::{Cli, Command as Sub};
 use clap::Parser;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{channel, Receiver};
@@ -396,13 +395,11 @@ impl World {
         // SAFETY: kill(2) on a child of ours that has not been waited for.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let status = wait_for(&mut child);
-        // `metrics` and `publish` promise exit 0 on SIGTERM. `events
-        // --follow` promises only to run until interrupted: a signal that
-        // comes while it still prints what the log holds ends it by the
-        // signal's own default, before it has set its handler.
-        let by_sigterm = status.signal() == Some(libc::SIGTERM);
-        assert!(
-            status.code() == Some(0) || (matches!(sign, Sign::FirstLine) && by_sigterm),
+        // `metrics`, `publish` and `events --follow` promise exit 0 on
+        // SIGTERM, whenever it comes.
+        assert_eq!(
+            status.code(),
+            Some(0),
             "{}: `{line}` on SIGTERM: {status:?}",
             piece.at
         );

@@ -1,16 +1,14 @@
 //! `acquire --wait` and `claimtop run`, as scripts see them: the real
 //! binary over a temp root, real child processes and real signals.
 
-use crate::common::{
-    grandchild_writer, stamps, until_quiet, wall_ns, Grandchild, Sandbox, Sleeper,
-};
+use crate::common::{Sandbox, Sleeper};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// What these tests add to the shared sandbox.
-trait RunSandbox {
+pub(crate) trait RunSandbox {
     fn spawn(&self, args: &[&str]) -> Child;
     fn status(&self, key: &str) -> Value;
     fn hold_for(&self, key: &str, holder: &str, pid: u32);
@@ -18,22 +16,9 @@ trait RunSandbox {
 
 impl RunSandbox for Sandbox {
     fn spawn(&self, args: &[&str]) -> Child {
-        use std::os::unix::process::CommandExt;
         let mut cmd = self.cmd(args);
-        // A signal the test runner was started ignoring (nohup ignores
-        // HUP) stays ignored in every process it starts, and a shell cannot
-        // trap a signal ignored at its start: `run` and its command begin
-        // with the default dispositions a terminal's session gives them.
-        // SAFETY: signal(2) is async-signal-safe, fit for a pre_exec hook.
-        unsafe {
-            cmd.pre_exec(|| {
-                for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-                Ok(())
-            });
-        }
-        cmd.stdout(Stdio::piped())
+        with_default_signals(&mut cmd)
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn claimtop")
@@ -58,20 +43,37 @@ impl RunSandbox for Sandbox {
     }
 }
 
+/// A signal the test runner was started ignoring (nohup ignores HUP)
+/// stays ignored in every process it starts, and a shell cannot trap a
+/// signal ignored at its start: `run` and its command begin with the
+/// default dispositions a terminal's session gives them.
+pub(crate) fn with_default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, fit for a pre_exec hook.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    }
+}
+
 /// `run k --holder h FLAGS -- sh -c SCRIPT`.
-fn run_sh<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
+pub(crate) fn run_sh<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
     let mut v = vec!["run", "k", "--holder", "h"];
     v.extend_from_slice(flags);
     v.extend_from_slice(&["--", "sh", "-c", script]);
     v
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 /// Poll `cond` (test-side only) until it holds or `within` passes.
-fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if cond() {
@@ -83,12 +85,12 @@ fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Wait for a child with a bound; kill it and fail if it overruns.
-fn finish(child: Child, within: Duration) -> Output {
+pub(crate) fn finish(child: Child, within: Duration) -> Output {
     finish_or(child, within, String::new)
 }
 
 /// [`finish`], saying `what()` too when the child overruns.
-fn finish_or(mut child: Child, within: Duration, what: impl Fn() -> String) -> Output {
+pub(crate) fn finish_or(mut child: Child, within: Duration, what: impl Fn() -> String) -> Output {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if child.try_wait().expect("try_wait").is_some() {
@@ -107,7 +109,7 @@ fn finish_or(mut child: Child, within: Duration, what: impl Fn() -> String) -> O
 
 /// The one line a waiter writes on stderr, once it has looked and found the
 /// key held (reading it is how a test knows the wait has begun).
-fn await_waiting(child: &mut Child) -> String {
+pub(crate) fn await_waiting(child: &mut Child) -> String {
     let mut line = String::new();
     let stderr = child.stderr.as_mut().expect("piped stderr");
     BufReader::new(stderr).read_line(&mut line).expect("stderr");
@@ -115,12 +117,12 @@ fn await_waiting(child: &mut Child) -> String {
     line
 }
 
-fn signal(pid: u32, sig: i32) {
+pub(crate) fn signal(pid: u32, sig: i32) {
     // SAFETY: kill has no memory preconditions.
     assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
 }
 
-fn live_pid(s: &Sandbox, key: &str) -> Option<i64> {
+pub(crate) fn live_pid(s: &Sandbox, key: &str) -> Option<i64> {
     let st = s.status(key);
     (st["state"] == "live")
         .then(|| st["record"]["pid"].as_i64())
@@ -257,8 +259,19 @@ fn run_exits_with_the_commands_own_status_and_releases_the_key() {
     assert_eq!(s.status("k")["state"], "free");
 }
 
+/// The pid in `/proc/PID/stat`'s parent field.
+pub(crate) fn parent_of(pid: i64) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 #[test]
-fn run_holds_the_key_for_the_commands_own_pid_while_it_runs() {
+fn run_binds_the_key_to_its_guard_a_process_apart_from_the_command_and_from_run() {
     let s = Sandbox::new();
     let marker = s.file("pid");
     let script = format!(
@@ -274,15 +287,17 @@ fn run_holds_the_key_for_the_commands_own_pid_while_it_runs() {
         .unwrap();
     let st = s.status("k");
     assert_eq!(st["state"], "live", "{st}");
-    assert_eq!(
-        st["record"]["pid"], child_pid,
-        "bound to CMD, not to claimtop"
-    );
-    assert_ne!(child_pid, run.id() as i64);
+    let bound = st["record"]["pid"].as_i64().expect("a pid");
+    // Neither CMD (whose leader may end before the rest of its group) nor
+    // `run` (which a kill -9 ends first): run's guard, its own child.
+    assert_ne!(bound, child_pid, "bound to CMD's leader");
+    assert_ne!(bound, run.id() as i64, "bound to run itself");
+    assert_eq!(parent_of(bound), Some(run.id() as i64), "{st}");
     signal(child_pid as u32, libc::SIGKILL);
     let out = finish(run, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(128 + 9));
     assert_eq!(s.status("k")["state"], "free");
+    assert!(parent_of(bound).is_none(), "the guard outlived its run");
 }
 
 #[test]
@@ -396,85 +411,6 @@ fn run_json_is_one_document_and_the_commands_stdout_goes_to_stderr() {
 }
 
 #[test]
-fn force_release_during_run_sends_the_command_sigterm_and_exits_4() {
-    let s = Sandbox::new();
-    let got = s.file("got-term");
-    let ready = s.file("trap-set");
-    // The claim is live before the shell has run a line: wait for its trap,
-    // or a loaded machine delivers SIGTERM to a shell that cannot catch it.
-    let script = format!(
-        "trap 'echo term > {}; exit 0' TERM; : > {}; while :; do sleep 0.05; done",
-        got.display(),
-        ready.display()
-    );
-    let run = s.spawn(&run_sh(&["--json"], &script));
-    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k")
-        .is_some()
-        && ready.exists()));
-    let out = s.run(&["force-release", "k", "--allow-live"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = finish(run, Duration::from_secs(10));
-    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("lost the claim on k"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["outcome"], "lost");
-    assert_eq!(doc["status"], 4);
-    assert_eq!(doc["release"], Value::Null, "a lost claim is not released");
-}
-
-#[test]
-fn a_newcomer_after_a_force_release_keeps_the_key_when_the_run_ends() {
-    let s = Sandbox::new();
-    let run = s.spawn(&["run", "k", "--holder", "h", "--", "sleep", "30"]);
-    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
-    let newcomer = Sleeper::spawn();
-    assert_eq!(
-        s.run(&["force-release", "k", "--allow-live"]).status.code(),
-        Some(0)
-    );
-    // The newcomer uses the same holder name: only the pid tells them apart.
-    s.hold_for("k", "h", newcomer.pid());
-    let out = finish(run, Duration::from_secs(15));
-    assert_eq!(out.status.code(), Some(4));
-    assert_eq!(live_pid(&s, "k"), Some(newcomer.pid() as i64));
-}
-
-#[test]
-fn signals_sent_to_run_are_forwarded_to_the_command() {
-    for (sig, name) in [
-        (libc::SIGHUP, "HUP"),
-        (libc::SIGINT, "INT"),
-        (libc::SIGTERM, "TERM"),
-    ] {
-        let s = Sandbox::new();
-        let got = s.file("got");
-        let ready = s.file("ready");
-        let script = format!(
-            "trap 'echo {name} > {g}; exit 0' {name}; touch {r}; while :; do sleep 0.05; done",
-            g = got.display(),
-            r = ready.display()
-        );
-        let run = s.spawn(&run_sh(&[], &script));
-        assert!(eventually(Duration::from_secs(10), || ready.exists()));
-        signal(run.id(), sig);
-        // Said when it hangs: did CMD's trap run (then `run` missed its
-        // end), or did the signal never reach it?
-        let trapped = || std::fs::read_to_string(&got).unwrap_or_default();
-        let out = finish_or(run, Duration::from_secs(10), || {
-            format!("{name}: CMD's trap wrote {:?}", trapped())
-        });
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
-        assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), name);
-        assert_eq!(s.status("k")["state"], "free", "{name}");
-    }
-}
-
-#[test]
 fn a_signal_while_run_waits_ends_it_and_the_command_never_runs() {
     let s = Sandbox::new();
     let holder = Sleeper::spawn();
@@ -491,43 +427,34 @@ fn a_signal_while_run_waits_ends_it_and_the_command_never_runs() {
 }
 
 #[test]
-fn killing_run_stops_the_command_so_its_claim_goes_stale_not_orphaned() {
-    let s = Sandbox::new();
-    let run = s.spawn(&["run", "k", "--holder", "h", "--", "sleep", "30"]);
-    assert!(eventually(Duration::from_secs(10), || live_pid(&s, "k").is_some()));
-    let child = live_pid(&s, "k").unwrap();
-    signal(run.id(), libc::SIGKILL);
-    let _ = finish(run, Duration::from_secs(5));
-    // Nobody renews or releases any more: the command is told to stop
-    // rather than hold the key unguarded under init.
-    assert!(eventually(Duration::from_secs(5), || {
-        // SAFETY: kill with signal 0 only probes.
-        let probe = unsafe { libc::kill(child as i32, 0) };
-        probe != 0
-    }));
-    assert_eq!(s.status("k")["state"], "stale");
-}
-
-#[test]
 fn run_with_a_ttl_writes_a_ttl_claim_for_the_command() {
     let s = Sandbox::new();
     let ready = s.file("ready");
-    let script = format!("touch {}; exec sleep 30", ready.display());
+    let script = format!(
+        "echo $$ > {r}.tmp && mv {r}.tmp {r}; exec sleep 30",
+        r = ready.display()
+    );
     let run = s.spawn(&run_sh(&["--ttl", "2m"], &script));
     assert!(eventually(Duration::from_secs(10), || ready.exists()));
     let st = s.status("k");
     let rec = &st["record"];
     let window = rec["expires_at"].as_i64().unwrap() - rec["acquired_at"].as_i64().unwrap();
     assert!((119_000..=121_000).contains(&window), "{st}");
-    signal(rec["pid"].as_i64().unwrap() as u32, libc::SIGTERM);
+    let cmd: u32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    signal(cmd, libc::SIGTERM);
     let out = finish(run, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
     assert_eq!(s.status("k")["state"], "free");
 }
 
 /// The renewal schedule is unit-tested with an injected clock
-/// (`wait::tests`); this is the same through the real binary at the
-/// protocol's minimum TTL.
+/// (`wait::tests`), and `supervise` driving it on a file store runs in
+/// seconds with the hold's clock moved ahead (`cli::run::tests`); this is
+/// the same through the real binary at the protocol's minimum TTL.
 #[test]
 #[ignore = "takes 45 s: the minimum TTL is 60 s and the first renewal is due at 40 s"]
 fn run_renews_a_60s_ttl_claim_before_a_third_of_it_is_left() {
@@ -546,28 +473,6 @@ fn run_renews_a_60s_ttl_claim_before_a_third_of_it_is_left() {
     let mut run = run;
     let _ = run.kill();
     let _ = run.wait();
-}
-
-#[test]
-fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace_period() {
-    let s = Sandbox::new();
-    let ready = s.file("ready");
-    let script = format!(
-        "trap '' TERM; touch {}; while :; do sleep 0.05; done",
-        ready.display()
-    );
-    let run = s.spawn(&run_sh(&[], &script));
-    assert!(eventually(Duration::from_secs(10), || ready.exists()));
-    let lost_at = Instant::now();
-    assert_eq!(
-        s.run(&["force-release", "k", "--allow-live"]).status.code(),
-        Some(0)
-    );
-    let out = finish(run, Duration::from_secs(30));
-    let took = lost_at.elapsed();
-    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(took >= Duration::from_secs(10), "killed early: {took:?}");
-    assert!(took < Duration::from_secs(20), "killed late: {took:?}");
 }
 
 #[test]
@@ -602,82 +507,6 @@ fn runs_waiting_on_one_key_never_overlap() {
     assert_eq!(s.status("k")["state"], "free");
     let events = std::fs::read_to_string(s.root().join(".fno/events.jsonl")).unwrap();
     assert_eq!(events.matches("\"claim_released\"").count(), 24);
-}
-
-#[test]
-fn a_force_release_stops_the_commands_grandchildren_before_run_reports_the_loss() {
-    let s = Sandbox::new();
-    let (log, ready, err) = (s.file("stamps"), s.file("ready"), s.file("err"));
-    // No pipes: an orphaned grandchild would hold them open, and the test
-    // would wait for it rather than see it write after run's exit.
-    let mut run = s
-        .cmd(&run_sh(&[], &grandchild_writer(&log, &ready)))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("spawn run");
-    assert!(eventually(Duration::from_secs(10), || {
-        ready.exists() && !stamps(&log).is_empty() && live_pid(&s, "k").is_some()
-    }));
-    let _grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
-    let out = s.run(&["force-release", "k", "--allow-live"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let said = || std::fs::read_to_string(&err).unwrap_or_default();
-    let (mut lost_at, give_up) = (None, Instant::now() + Duration::from_secs(30));
-    let status = loop {
-        if lost_at.is_none() && said().contains("lost the claim") {
-            lost_at = Some(wall_ns());
-        }
-        if let Some(st) = run.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(Instant::now() < give_up, "run never ended: {}", said());
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let exited = wall_ns();
-    assert_eq!(status.code(), Some(4), "{}", said());
-    let last = *until_quiet(&log, Duration::from_millis(500), Duration::from_secs(5))
-        .last()
-        .expect("stamps");
-    let lost_at = lost_at.unwrap_or(exited);
-    eprintln!(
-        "last grandchild write {} ms after the loss line",
-        (last - lost_at) / 1_000_000
-    );
-    assert!(
-        last <= exited,
-        "the grandchild wrote {} ms after run exited",
-        (last - exited) / 1_000_000
-    );
-}
-
-#[test]
-fn killing_run_with_sigkill_stops_the_commands_whole_process_group() {
-    let s = Sandbox::new();
-    let (log, ready) = (s.file("stamps"), s.file("ready"));
-    // No pipes: an orphaned grandchild would hold them open for ever.
-    let mut run = s
-        .cmd(&run_sh(&[], &grandchild_writer(&log, &ready)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn run");
-    assert!(eventually(Duration::from_secs(10), || {
-        ready.exists() && !stamps(&log).is_empty()
-    }));
-    let _grandchild = Grandchild::of(&ready, &log).expect("the grandchild's pid");
-    signal(run.id(), libc::SIGKILL);
-    let killed = wall_ns();
-    let _ = run.wait();
-    let all = until_quiet(&log, Duration::from_secs(1), Duration::from_secs(15));
-    let after = (all.last().copied().unwrap_or(killed) - killed) / 1_000_000;
-    eprintln!("last grandchild write {after} ms after run was killed");
-    // The guard's SIGTERM goes out as soon as run is gone; the bound is
-    // for a loaded machine, far below the 15 s an orphan would write for.
-    assert!(
-        after < 5_000,
-        "the grandchild wrote {after} ms after run was killed"
-    );
 }
 
 /// The command leads a process group of its own; in a terminal that group

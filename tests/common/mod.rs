@@ -15,9 +15,8 @@ pub mod tmux;
 
 use claimtop::claims::root::RootProblem;
 use claimtop::claims::{
-    acquire, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
-    ClaimState, Classifier, Counts, Hazard, HazardKind, LocalIdentity, Root, Status, Sweep,
-    EXPIRED_SUBDIR,
+    acquire, hazard, hostname, machine_id, AcquireKind, AcquireOpts, AcquireOutcome, ClaimRecord,
+    ClaimState, Classifier, Counts, Hazard, LocalIdentity, Root, Status, Sweep, EXPIRED_SUBDIR,
 };
 use claimtop::dashboard::testing::{update, Action, App, Options};
 use claimtop::dashboard::testing::{Collector, Input};
@@ -25,7 +24,8 @@ use claimtop::events::tail::Line;
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
 use claimtop::store::mirror::Mirror;
-use claimtop::store::{Change, Changes, Fenced, Listing, Store, StoreError};
+use claimtop::store::{Backend, Change, Changes, Claims, Feed, Fenced, ListEnd, ListSink};
+use claimtop::store::{MemberListing, StoreError, Words};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -521,13 +521,18 @@ pub fn collector(root: &Root) -> Collector {
 /// [`collector`] with another process table.
 pub fn collector_with(root: &Root, probe: fn(i32) -> Option<i64>) -> Collector {
     let store = FileStore::new(root.clone());
-    Collector::new(Box::new(store), Some(Judge::with(me(), probe)), 0, NOW)
+    Collector::new(
+        std::sync::Arc::new(store),
+        Some(Judge::with(me(), probe)),
+        0,
+        NOW,
+    )
 }
 
 /// [`collector`] of root `i` of several.
 pub fn collector_in(root: &Root, i: usize) -> Collector {
     let store = FileStore::new(root.clone());
-    Collector::new(Box::new(store), Some(judge()), i, NOW)
+    Collector::new(std::sync::Arc::new(store), Some(judge()), i, NOW)
 }
 
 /// Ask the collector for `input` and apply what it sends; true when any
@@ -574,11 +579,27 @@ pub fn changed(root: &Root, paths: Vec<PathBuf>) -> Input {
 
 /// A store that answers with one fixed listing: what a mirror is fed when
 /// a test hands the model a world rather than files.
-pub struct FixedStore(Listing);
+pub struct FixedStore(pub MemberListing);
 
-impl Store for FixedStore {
+static FIXED_WORDS: Words = Words {
+    noun: "claim",
+    archive: "nowhere",
+};
+
+/// What a fixed world refuses.
+fn fixed() -> StoreError {
+    StoreError::Unsupported("a fixed world".into())
+}
+
+impl Claims for FixedStore {
     fn url(&self) -> String {
         "fixed:".into()
+    }
+    fn words(&self) -> &'static Words {
+        &FIXED_WORDS
+    }
+    fn rules(&self) -> claimtop::claims::ItemRules {
+        self.0.rules
     }
     fn acquire(
         &self,
@@ -586,16 +607,17 @@ impl Store for FixedStore {
         _: &str,
         _: &claimtop::claims::AcquireOpts,
     ) -> Result<Fenced<AcquireOutcome>, StoreError> {
-        Err(StoreError::Config("a fixed world".into()))
+        Err(fixed())
     }
     fn release(
         &self,
         _: &str,
         _: &str,
+        _: Option<claimtop::store::Fence>,
     ) -> Result<Fenced<claimtop::claims::ReleaseOutcome>, StoreError> {
-        Err(StoreError::Config("a fixed world".into()))
+        Err(fixed())
     }
-    fn status(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
+    fn status(&self, key: &str, _: &mut Classifier) -> Result<Fenced<Status>, StoreError> {
         let s = self.0.sweep.claims.iter().find(|s| s.key == key).cloned();
         Ok(Fenced::plain(s.unwrap_or_else(|| {
             Status::free(key.into(), PathBuf::from(key), String::new())
@@ -608,46 +630,31 @@ impl Store for FixedStore {
         _: i64,
         _: Option<&str>,
     ) -> Result<Fenced<claimtop::claims::RenewOutcome>, StoreError> {
-        Err(StoreError::Config("a fixed world".into()))
+        Err(fixed())
     }
     fn force_release(
         &self,
         _: &str,
         _: &claimtop::claims::ForceOpts,
     ) -> Result<Fenced<claimtop::claims::ForceOutcome>, StoreError> {
-        Err(StoreError::Config("a fixed world".into()))
+        Err(fixed())
     }
-    fn list(&self) -> Result<Listing, StoreError> {
-        Ok(self.0.clone())
-    }
-    fn doctor(&self) -> Result<Listing, StoreError> {
-        self.list()
-    }
-    fn events(&self, _: usize) -> Result<Vec<claimtop::events::Event>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn changes(&self) -> Result<Box<dyn Changes>, StoreError> {
-        Err(StoreError::FeedClosed)
-    }
-    fn locate(&self, key: &str) -> PathBuf {
-        PathBuf::from(key)
-    }
-    fn list_head(&self, _: usize) -> Result<Option<Listing>, StoreError> {
-        Ok(None)
-    }
-    fn repair(&self) -> Result<Vec<claimtop::claims::Fix>, StoreError> {
-        Err(StoreError::Unsupported("a fixed world".into()))
-    }
-    fn history(
-        &self,
-        _: &claimtop::events::history::Log,
-    ) -> Result<Box<dyn claimtop::events::history::History>, StoreError> {
-        Err(StoreError::Unsupported("a fixed world".into()))
-    }
-    fn item_rules(&self) -> claimtop::claims::ItemRules {
-        claimtop::claims::ItemRules::Lockfile
+    fn list(&self, _: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
+        sink.page(self.0.clone());
+        Ok(ListEnd {
+            complete: true,
+            ..self.0.end.clone()
+        })
     }
 }
+
+impl Feed for FixedStore {
+    fn changes(&self, _: Option<&claimtop::store::Cursor>) -> Result<Box<dyn Changes>, StoreError> {
+        Err(StoreError::FeedClosed)
+    }
+}
+
+impl Backend for FixedStore {}
 
 /// A world the model is shown: its claims and hazards listed by a mirror
 /// judging as this world does, at [`NOW`].
@@ -701,12 +708,15 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
     for c in &claims {
         counts.add(c.state);
     }
-    let listing = Listing::of_sweep(Sweep {
-        root: root.root.clone(),
-        claims,
-        counts,
-        hazards,
-    });
+    let listing = MemberListing::of_sweep(
+        Sweep {
+            root: root.root.clone(),
+            claims,
+            counts,
+            hazards,
+        },
+        claimtop::claims::ItemRules::Lockfile,
+    );
     let store = FixedStore(listing);
     World {
         // As the live collector keeps it: no reasons in words.
@@ -806,12 +816,11 @@ pub fn every_state(root: &Root) -> Vec<Status> {
 }
 
 pub fn mutex_corpse(root: &Root) -> Hazard {
-    Hazard {
-        kind: HazardKind::StaleMutex,
-        path: root.claims_dir().join("node%3Abeta.lock.recovery.d"),
-        detail: "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it"
-            .into(),
-    }
+    Hazard::at_path(
+        hazard::STALE_MUTEX,
+        root.claims_dir().join("node%3Abeta.lock.recovery.d"),
+        "mutex held for 412s (> 60s): a killed holder's corpse; the next waiter steals it".into(),
+    )
 }
 
 pub fn line(text: &str) -> Line {
@@ -819,6 +828,7 @@ pub fn line(text: &str) -> Line {
         text: text.into(),
         offset: 0,
         truncated: false,
+        claim: None,
     }
 }
 
@@ -866,6 +876,16 @@ pub fn fixed_app(w: u16, h: u16) -> App {
     update(&mut app, Action::EventsAppended(some_events()));
     update(&mut app, Action::Resize(w, h));
     app
+}
+
+/// A claim event of the envelope, at `ms` (epoch ms).
+pub fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
+    let ts = chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    serde_json::json!({"ts": ts, "type": kind, "source": "t",
+        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
+    .to_string()
 }
 
 pub fn key(c: char) -> Action {
@@ -978,6 +998,19 @@ pub fn grandchild_writer(log: &Path, ready: &Path) -> String {
     )
 }
 
+/// A `sh -c` fragment: a member of the command's group that appends the
+/// wall clock in ns to `log` every 20 ms and, told SIGTERM, writes `more`
+/// times again (about 25 ms each) before it exits: a slow clean-up that
+/// outlives its leader. Its pid goes to `ready`.
+pub fn slow_member(log: &Path, ready: &Path, more: u32) -> String {
+    format!(
+        "( n=-1; trap 'n={more}' TERM; while [ $n -ne 0 ]; do date +%s%N >> {log}; sleep 0.02; \
+         [ $n -gt 0 ] && n=$((n-1)); done ) & echo $! > {ready}.tmp && mv {ready}.tmp {ready}",
+        log = log.display(),
+        ready = ready.display()
+    )
+}
+
 /// The grandchild a [`grandchild_writer`] started, killed on drop: a test
 /// that fails because it outlived its group must not leave it writing.
 pub struct Grandchild {
@@ -1049,7 +1082,7 @@ pub fn until_quiet(log: &Path, quiet: Duration, within: Duration) -> Vec<i64> {
 
 /// A store's listing as its collector's mirror hands it to the model: the
 /// store's own verdicts stand (no pids judged here).
-pub fn listed(listing: Listing, at: i64, resync: Option<String>) -> Action {
+pub fn listed(listing: MemberListing, at: i64, resync: Option<String>) -> Action {
     let store = FixedStore(listing);
     let mut m = Mirror::new(&store, None, at);
     m.list(&store, at, resync).expect("a fixed listing");
@@ -1061,7 +1094,7 @@ pub fn listed(listing: Listing, at: i64, resync: Option<String>) -> Action {
 }
 
 /// A big store's first page, shown while the rest is listed.
-pub fn head(listing: Listing, at: i64) -> Action {
+pub fn head(listing: MemberListing, at: i64) -> Action {
     let mut a = listed(listing, at, None);
     if let Action::Mirror { delta, .. } = &mut a {
         if let Some(w) = delta.whole.as_mut() {
@@ -1077,7 +1110,7 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
     let rows = items
         .into_iter()
         .map(|(s, tenure)| Row {
-            path: std::sync::Arc::clone(&s.file),
+            path: s.file.clone(),
             status: std::sync::Arc::new(s),
             tenure,
         })

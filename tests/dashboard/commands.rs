@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, ops, update};
-use claimtop::dashboard::testing::{Column, Dialog, Op, Overlay, Pane};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Op, Overlay, Pane};
 use claimtop::events::history::Anchor;
 use claimtop::events::service::Request;
 use ratatui::crossterm::event::KeyCode;
@@ -16,15 +16,18 @@ fn run(app: &mut claimtop::dashboard::testing::App, line: &str) {
 }
 
 fn prompt_error(app: &claimtop::dashboard::testing::App) -> Option<String> {
-    app.prompt.as_ref().and_then(|p| p.error.clone())
+    app.modes.prompt().and_then(|p| p.error.clone())
 }
 
 #[test]
 fn sort_and_filter_typed_do_what_their_keys_do_and_the_line_closes() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "sort age rev");
-    assert!(app.prompt.is_none(), "a command that ran closes the line");
-    assert_eq!(app.table.sort.column, Column::Age);
+    assert!(
+        app.modes.prompt().is_none(),
+        "a command that ran closes the line"
+    );
+    assert_eq!(app.table.sort.column, ColumnId::Age);
     assert!(app.table.sort.reverse);
     run(&mut app, "filter state:stale");
     assert_eq!(row_keys(&app), ["queue/jobs 7", "node:beta"]);
@@ -40,7 +43,7 @@ fn a_refused_line_stays_open_and_says_why() {
     assert!(why.contains("no command \"sortt\""), "{why}");
     assert!(render(&app).contains("no command"), "the footer says it");
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.prompt.is_none());
+    assert!(app.modes.prompt().is_none());
 
     run(&mut app, "sort colour");
     let why = prompt_error(&app).expect("an error");
@@ -63,7 +66,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     type_text(&mut app, "tim");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(
-        app.prompt.as_ref().map(|p| p.input.value()),
+        app.modes.prompt().map(|p| p.input.value()),
         Some("timeline ")
     );
 
@@ -71,7 +74,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     update(&mut app, key(':'));
     type_text(&mut app, "re");
     update(&mut app, code(KeyCode::Tab));
-    let p = app.prompt.as_ref().expect("open");
+    let p = app.modes.prompt().expect("open");
     assert_eq!(p.input.value(), "re");
     assert!(
         p.offers.iter().any(|o| o == "release") && p.offers.iter().any(|o| o == "renew"),
@@ -86,7 +89,7 @@ fn tab_completes_a_verb_or_offers_what_it_could_be() {
     type_text(&mut app, "release db:");
     update(&mut app, code(KeyCode::Tab));
     assert_eq!(
-        app.prompt.as_ref().map(|p| p.input.value()),
+        app.modes.prompt().map(|p| p.input.value()),
         Some("release db:migrate ")
     );
 }
@@ -102,7 +105,7 @@ fn a_verb_with_a_key_acts_on_that_claim_as_its_key_would() {
     );
     run(&mut app, "force-release node:beta");
     assert!(
-        matches!(app.overlays.dialog, Some(Dialog::ForceRelease(ref f)) if f.key == "node:beta")
+        matches!(app.modes.dialog(), Some(Dialog::ForceRelease(ref f)) if f.key == "node:beta")
     );
     update(&mut app, code(KeyCode::Esc));
     run(&mut app, "release no-such-key");
@@ -117,7 +120,7 @@ fn goto_browses_the_events_log_from_a_time() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "goto 1h");
     assert_eq!(app.focus, Pane::Events);
-    assert!(app.events.browse.active);
+    assert!(app.modes.browsing());
     let asked = asked_log();
     assert!(
         asked.iter().any(
@@ -135,18 +138,18 @@ fn goto_and_asof_refuse_what_the_cli_refuses_instead_of_wrapping_or_reading_the_
     run(&mut app, "goto 1000000000000000h");
     let e = prompt_error(&app).unwrap_or_default();
     assert!(e.contains("before 1970 or after 9999"), "{e}");
-    assert!(!app.events.browse.active, "nothing was opened");
+    assert!(!app.modes.browsing(), "nothing was opened");
     update(&mut app, code(KeyCode::Esc));
     // 23:59:60 today is tomorrow's first second; the CLI refuses the future.
     for future in ["23:59:60", "09:00", "2099-01-01T00:00:00Z"] {
         run(&mut app, &format!("asof {future}"));
         let e = prompt_error(&app).unwrap_or_default();
         assert!(e.contains("in the future"), "{future}: {e}");
-        assert!(app.asof.is_none(), "{future}");
+        assert!(app.modes.asof().is_none(), "{future}");
         update(&mut app, code(KeyCode::Esc));
     }
     run(&mut app, "asof 07:00");
-    assert!(app.asof.is_some(), "an hour ago is the past");
+    assert!(app.modes.asof().is_some(), "an hour ago is the past");
 }
 
 #[test]
@@ -163,7 +166,14 @@ fn columns_chosen_are_the_only_ones_drawn_and_all_brings_the_rest_back() {
     run(&mut app, "columns holder,ttl");
     assert_eq!(
         app.table.chosen.as_deref(),
-        Some(&[Column::State, Column::Key, Column::Holder, Column::Ttl][..])
+        Some(
+            &[
+                ColumnId::State,
+                ColumnId::Key,
+                ColumnId::Holder,
+                ColumnId::Ttl
+            ][..]
+        )
     );
     let h = header(&app);
     assert!(h.contains("holder") && h.contains("ttl"), "{h}");
@@ -184,8 +194,8 @@ fn space_marks_rows_and_f_force_releases_them_all_after_one_question() {
     assert!(render(&app).contains('✓'), "marked rows carry a mark");
 
     update(&mut app, key('F'));
-    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
-        panic!("{:?}", app.overlays.dialog)
+    let Some(Dialog::Bulk(c)) = app.modes.dialog() else {
+        panic!("{:?}", app.modes.dialog())
     };
     assert_eq!(c.items.len(), 2);
     assert!(!c.needs_typed_count(), "both are stale: y is enough");
@@ -243,8 +253,8 @@ fn r_over_marks_releases_your_own_and_says_which_it_leaves() {
         update(&mut app, key(' '));
     }
     update(&mut app, key('r'));
-    let Some(Dialog::Bulk(c)) = &app.overlays.dialog else {
-        panic!("{:?}", app.overlays.dialog)
+    let Some(Dialog::Bulk(c)) = app.modes.dialog() else {
+        panic!("{:?}", app.modes.dialog())
     };
     assert_eq!(c.items.len(), 1);
     assert_eq!(c.skipped[0].0, "build:web");
@@ -261,7 +271,7 @@ fn messages_keep_every_line_said_and_m_shows_them_in_full() {
     update(&mut app, key('y'));
     assert!(app.messages.len() >= 2, "{:?}", app.messages);
     update(&mut app, key('m'));
-    assert_eq!(app.overlays.open, Some(Overlay::Messages));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Messages));
     let screen = render(&app);
     assert!(screen.contains("messages ("), "{screen}");
     assert!(
@@ -269,7 +279,7 @@ fn messages_keep_every_line_said_and_m_shows_them_in_full() {
         "{screen}"
     );
     update(&mut app, key('m'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
 }
 
 #[test]
@@ -288,19 +298,12 @@ fn the_help_lists_the_commands_with_their_words() {
 fn a_settings_file_chooses_the_columns_and_names_one_that_is_not() {
     use claimtop::cli::config::parse;
     let s = parse("[dashboard]\ncolumns = [\"holder\", \"TTL\"]\n").expect("valid");
-    assert_eq!(s.dashboard.chosen_columns(), [Column::Holder, Column::Ttl]);
+    assert_eq!(
+        s.dashboard.chosen_columns(),
+        [ColumnId::Holder, ColumnId::Ttl]
+    );
     let e = parse("[dashboard]\ncolumns = [\"colour\"]\n").expect_err("refused");
     assert!(e.contains("dashboard.columns: no column \"colour\""), "{e}");
-}
-
-/// A claim event of the envelope, at `ms` (epoch ms).
-fn claim_line(kind: &str, ms: i64, key: &str, holder: &str, acquired_at: i64) -> String {
-    let ts = chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default();
-    serde_json::json!({"ts": ts, "type": kind, "source": "t",
-        "data": {"key": key, "holder": holder, "acquired_at": acquired_at}})
-    .to_string()
 }
 
 #[test]
@@ -350,7 +353,7 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
             trouble: None,
         })),
     );
-    assert!(app.asof.as_ref().is_some_and(|v| v.rows.is_none()));
+    assert!(app.modes.asof().is_some_and(|v| v.rows.is_none()));
     update(
         &mut app,
         Action::Log(Box::new(Reply::AsOf {
@@ -364,8 +367,8 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
         })),
     );
     let keys: Vec<(&str, &str)> = app
-        .asof
-        .as_ref()
+        .modes
+        .asof()
         .and_then(|v| v.rows.as_ref())
         .map(|r| {
             r.iter()
@@ -396,10 +399,10 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
 
     // Nothing acts on the past; G goes back to now.
     update(&mut app, key('F'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(ops().is_empty());
     update(&mut app, key('G'));
-    assert!(app.asof.is_none());
+    assert!(app.modes.asof().is_none());
     assert!(!render(&app).contains("as of"));
 }
 
@@ -407,14 +410,15 @@ fn asof_rebuilds_the_table_at_an_instant_from_the_logs_tenures() {
 fn a_on_the_timeline_shows_the_table_as_of_its_cursor() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('t'));
-    assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Timeline));
     let cursor = app.timeline.cursor;
     update(&mut app, key('A'));
     assert_eq!(
-        app.overlays.open, None,
+        app.modes.overlay(),
+        None,
         "the timeline gives way to the table"
     );
-    assert_eq!(app.asof.as_ref().map(|v| v.at), Some(cursor));
+    assert_eq!(app.modes.asof().map(|v| v.at), Some(cursor));
 }
 
 #[test]
@@ -449,6 +453,41 @@ fn the_settings_file_names_a_rebinding_it_cannot_use() {
     assert!(e.starts_with("dashboard.keys.relase: no command"), "{e}");
     let e = parse("[dashboard.keys]\nrelease = \"ctrl-\"\n").expect_err("refused");
     assert!(e.contains("is no key"), "{e}");
+}
+
+#[test]
+fn a_rebinding_that_shadows_a_key_is_a_usage_error_naming_both_in_config_print_and_at_start() {
+    use claimtop::cli::config::parse;
+    let e = parse("[dashboard.keys]\nforce-release = \"q\"\n").expect_err("refused");
+    assert!(
+        e.starts_with("dashboard.keys.force-release: q is quit's key"),
+        "{e}"
+    );
+    let e = parse("[dashboard.keys]\nrelease = \"t\"\n").expect_err("refused");
+    assert_eq!(e, "dashboard.keys.release: t is already bound to timeline");
+
+    // The real binary: `config --print`, and the dashboard itself, refuse
+    // it before the terminal is taken.
+    let td = tempfile::tempdir().expect("tempdir");
+    let file = td.path().join("config.toml");
+    std::fs::write(&file, "[dashboard.keys]\nforce-release = \"q\"\n").expect("write");
+    let bin = env!("CARGO_BIN_EXE_claimtop");
+    for args in [&["config", "--print"][..], &["--root", "."][..]] {
+        let out = std::process::Command::new(bin)
+            .arg("--config")
+            .arg(&file)
+            .args(args)
+            .current_dir(td.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("claimtop runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("force-release") && err.contains("quit"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

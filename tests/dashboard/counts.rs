@@ -6,14 +6,13 @@
 
 use crate::common::*;
 use claimtop::claims::{
-    self, census, Counts, ForceOpts, Hazard, HazardKind, ItemRules, LocalIdentity, Root, Status,
+    self, census, Counts, ForceOpts, Hazard, ItemRules, LocalIdentity, Root, Status,
 };
 use claimtop::dashboard::testing::{update, Action, App};
 use claimtop::dashboard::testing::{ClaimSet, RowId};
 use claimtop::dashboard::testing::{Collector, Input};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
-use claimtop::store::Store;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,17 +41,17 @@ fn dashboard(root: &Root) -> (App, Collector) {
     );
     update(&mut app, Action::Resize(160, 48));
     let store = FileStore::new(root.clone());
-    let mut col = Collector::new(Box::new(store), Some(Judge::local()), 0, now);
+    let mut col = Collector::new(std::sync::Arc::new(store), Some(Judge::local()), 0, now);
     collect_now(&mut app, &mut col, Input::Rescan);
     (app, col)
 }
 
 /// (kind, path) of each hazard, sorted: what must agree, whatever order
 /// a face lists them in.
-fn kinds_at(hazards: &[Hazard]) -> Vec<(&'static str, PathBuf)> {
+fn kinds_at(hazards: &[Hazard]) -> Vec<(&str, PathBuf)> {
     let mut v: Vec<_> = hazards
         .iter()
-        .map(|h| (h.kind.as_str(), h.path.clone()))
+        .map(|h| (h.kind.name(), h.path().to_path_buf()))
         .collect();
     v.sort();
     v
@@ -103,7 +102,7 @@ fn an_unreadable_lockfile_is_one_hazard_in_the_header_in_h_and_in_doctor() {
         .claims
         .hazards()
         .iter()
-        .filter(|h| h.kind == HazardKind::Unreadable)
+        .filter(|h| h.kind == claimtop::claims::hazard::UNREADABLE)
         .count();
     assert_eq!(unreadable, 1, "listed once: {:?}", app.claims.hazards());
     assert_eq!(app.hazard_count(), 3);
@@ -144,7 +143,8 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     assert_eq!(app.hazard_count(), 2);
 
     // The root's one feed, as the dashboard follows it.
-    let mut feed = FileStore::new(root.clone()).changes().expect("the feed");
+    let mut feed =
+        claimtop::store::Feed::changes(&FileStore::new(root.clone()), None).expect("the feed");
     // Let the watcher register before anything moves.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill();

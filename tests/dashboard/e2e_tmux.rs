@@ -4,6 +4,7 @@
 //! ever the assertion.
 
 mod force;
+mod modes;
 
 use crate::common::tmux::Tmux;
 use crate::common::Sleeper;
@@ -91,6 +92,39 @@ fn exit_status(screen: &str) -> Option<String> {
     })
 }
 
+/// Once the dashboard shows: `a`, `key` typed (the TTL left at its
+/// default), Enter; waits for the claim taken here to show as live.
+fn acquire_from_form(tmux: &Tmux, key: &str) {
+    tmux.wait_for("the dashboard", PATIENCE, |s| {
+        s.contains("claims") && s.contains('─')
+    });
+    tmux.keys(&["a"]);
+    tmux.wait_for("the acquire form", PATIENCE, |s| {
+        s.contains("acquire a key")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "-l", key]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the claim taken here", PATIENCE, |s| {
+        row_reads(s, key, "live")
+    });
+}
+
+/// Claims on `keys` held by a pid that is gone: stale from the start.
+fn stale_claims(root: &Path, keys: &[&str]) {
+    let dead = crate::common::dead_pid().to_string();
+    for key in keys {
+        let out = claimtop(
+            root,
+            &["acquire", key, "--holder", "e2e:gone", "--pid", &dead],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 fn claimtop(root: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .arg("--root")
@@ -166,19 +200,9 @@ fn an_operator_acquires_opens_suspends_shrinks_and_releases_on_quit() {
     let Some(tmux) = dashboard_over(root) else {
         return;
     };
-    tmux.wait_for("the dashboard", PATIENCE, |s| {
-        s.contains("claims") && s.contains('─')
-    });
-
-    // Acquire from the form: key typed, TTL left at its default.
-    tmux.keys(&["a"]);
-    tmux.wait_for("the acquire form", PATIENCE, |s| {
-        s.contains("acquire a key")
-    });
-    tmux.run(&["send-keys", "-t", "e2e", "-l", "e2e:mine"]);
-    tmux.keys(&["Enter"]);
+    acquire_from_form(&tmux, "e2e:mine");
     tmux.wait_for("the new claim, selected", PATIENCE, |s| {
-        row_reads(s, "e2e:mine", "live") && s.contains("claims 1/1")
+        s.contains("claims 1/1")
     });
     let lockfile = claimtop::claims::claim_path(root, "e2e:mine");
     assert!(lockfile.exists());

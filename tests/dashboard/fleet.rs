@@ -6,14 +6,16 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, clear_log, ops, update};
+use claimtop::claims::Hazard;
+use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
-use claimtop::dashboard::testing::Column;
+use claimtop::dashboard::testing::ColumnId;
 use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{StoreMsg, StoreView};
-use claimtop::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot};
-use claimtop::store::Listing;
+use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
+use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
 use serde_json::{json, Value};
 
@@ -57,7 +59,7 @@ fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetIte
 }
 
 /// One native claim, listed by the store.
-fn native_listing() -> Listing {
+fn native_listing() -> MemberListing {
     let r = rec("deploy/prod", "pty:alice", 77, MIN, Some(5 * MIN));
     let s = Status {
         key: "deploy/prod".into(),
@@ -69,7 +71,9 @@ fn native_listing() -> Listing {
         head: Vec::new(),
         record: Some(r),
     };
-    Listing {
+    MemberListing {
+        at: Default::default(),
+        rules: ItemRules::StoreKey,
         sweep: Sweep {
             root: URL.into(),
             claims: vec![s],
@@ -78,9 +82,10 @@ fn native_listing() -> Listing {
         },
         tenures: vec![None],
         store_hazards: Vec::new(),
-        store: Some(URL.into()),
-        revision: Some(7),
-        origins: None,
+        end: ListEnd {
+            at: Some(Cursor::of_u64(7)),
+            complete: true,
+        },
     }
 }
 
@@ -143,8 +148,12 @@ fn without_publishing_hosts_the_store_table_has_no_host_or_source_column() {
     assert!(!header.contains("host"), "{header}");
     assert!(!header.contains("source"), "{header}");
     assert!(!screen.contains(" hosts "), "{screen}");
-    assert!(!Column::ALL.contains(&Column::Host));
-    assert!(!Column::ALL.contains(&Column::Source));
+    // Nor does the sort cycle offer them.
+    for _ in 0..20 {
+        update(&mut app, key('s'));
+        let col = app.table.sort.column;
+        assert!(col != ColumnId::Host && col != ColumnId::Source, "{col:?}");
+    }
 }
 
 #[test]
@@ -216,8 +225,48 @@ fn a_host_filter_keeps_the_claims_taken_on_that_host() {
     assert!(f
         .terms
         .iter()
-        .any(|t| t.needle(Column::Host) == Some("beta")));
+        .any(|t| t.needle(ColumnId::Host) == Some("beta")));
     assert!(f.why_nothing().is_none(), "host: is a field, not text");
+}
+
+#[test]
+fn the_host_filter_matches_the_host_column() {
+    // Two machines share a hostname (cloned VMs); the lockfiles on one were
+    // written from a container whose own hostname is neither.
+    let mut fleet = two_hosts();
+    fleet.hosts = vec![
+        host("3d12aa", "vm", true, NOW),
+        host("9f00bb", "vm", true, NOW),
+    ];
+    fleet.hosts[0].label = "vm·3d12".into();
+    fleet.hosts[1].label = "vm·9f00".into();
+    let mut copy = published("3d12aa", "vm", "build/x86", "ci:runner-7");
+    copy.item = item("build/x86", "ci:runner-7", "ci-container-1");
+    fleet.items = vec![copy, published("9f00bb", "vm", "gpu/0", "agent:g")];
+    let mut app = fleet_app(160, 40);
+    store(
+        &mut app,
+        StoreMsg::Fleet {
+            fleet: Box::new(fleet),
+            at: NOW,
+        },
+    );
+    let row = line_with(&render(&app), "build/x86").to_string();
+    assert!(
+        row.contains("vm·3d12"),
+        "the host column names the host: {row}"
+    );
+    update(&mut app, key('/'));
+    type_text(&mut app, "host:3d12");
+    assert_eq!(row_keys(&app), ["build/x86"], "what the host column shows");
+    update(&mut app, code(KeyCode::Esc));
+    update(&mut app, key('/'));
+    type_text(&mut app, "host:ci-container");
+    assert!(
+        app.table.rows.iter().all(|p| !p.is_copy()),
+        "not the lockfile's own host field: {:?}",
+        row_keys(&app)
+    );
 }
 
 #[test]
@@ -236,10 +285,10 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         "record": null,
     });
     fleet.items.push(broken);
-    let at = |kind: &str, path: &str, detail: &str| FleetHazard {
-        host_id: "m-alpha".into(),
-        root: root_a(),
-        hazard: json!({"kind": kind, "path": path, "detail": detail}),
+    let at = |kind: &str, path: &str, detail: &str| {
+        let root = root_a();
+        let v = json!({"kind": kind, "path": path, "detail": detail});
+        Hazard::published(&v, "m-alpha", &root.id, &root.path)
     };
     fleet.hazards = vec![
         at(
@@ -284,7 +333,7 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
     // x cleans this machine's litter only: alpha's corpse is alpha's.
     update(&mut app, key('x'));
     assert!(
-        app.overlays.dialog.is_none(),
+        app.modes.dialog().is_none(),
         "no clean dialog over a host's hazards"
     );
     assert!(ops().is_empty());
@@ -488,7 +537,7 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty());
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         let said = app
             .status
             .as_ref()
@@ -575,11 +624,13 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         text: r#"{"type":"claim_acquired","data":{"key":"deploy/prod"}}"#.into(),
         offset: 90,
         truncated: false,
+        claim: None,
     };
     let theirs = claimtop::events::tail::Line {
         text: r#"{"type":"claim_acquired","data":{"key":"build/x86"},"host":"alpha","host_id":"m-alpha","root":"/srv/alpha"}"#.into(),
         offset: 91,
         truncated: false,
+        claim: None,
     };
     update(&mut app, Action::EventsAppended(vec![own, theirs]));
     assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");
@@ -672,7 +723,7 @@ fn f_and_r_on_a_last_known_row_do_nothing_and_say_the_host_is_offline() {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty(), "{c}: {:?}", ops());
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         let said = app
             .status
             .as_ref()
@@ -691,7 +742,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     let mut app = with_beta_dead();
     select(&mut app, "build/x86");
     update(&mut app, key('D'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     let said = app
         .status
         .as_ref()
@@ -700,7 +751,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     assert!(said.contains("alpha is online"), "{said}");
     select(&mut app, "gpu/2");
     update(&mut app, key('D'));
-    assert!(app.overlays.dialog.is_some());
+    assert!(app.modes.dialog().is_some());
     let screen = render(&app);
     assert!(screen.contains("Forget host beta"), "{screen}");
     assert!(ops().is_empty(), "nothing before the answer");

@@ -9,6 +9,7 @@ mod counts;
 mod e2e_tmux;
 mod effects;
 mod fleet;
+mod modes;
 mod roots;
 mod search;
 mod snapshots;

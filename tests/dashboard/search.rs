@@ -20,6 +20,7 @@ fn line(i: u64, key: &str) -> Line {
         ),
         offset: i * 100,
         truncated: false,
+        claim: None,
     }
 }
 

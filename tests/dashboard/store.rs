@@ -5,11 +5,12 @@
 
 use crate::common::*;
 use crate::effects::update;
+use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Status, Sweep};
-use claimtop::dashboard::testing::lease_cell;
+use claimtop::dashboard::testing::{cell_text, ColumnId};
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Link, StoreMsg, StoreView};
-use claimtop::store::{LeaseInfo, Listing, StoreInfo, Tenure};
+use claimtop::dashboard::testing::{Link, StoreInfo, StoreMsg, StoreView};
+use claimtop::store::{Cursor, LeaseInfo, ListEnd, MemberListing, Tenure};
 
 const URL: &str = "etcd://10.0.0.1:2379,10.0.0.2:2379/fno";
 const SEC: i64 = 1000;
@@ -41,7 +42,7 @@ fn tenure(revision: i64, ttl_s: i64, remaining_s: i64) -> Tenure {
     }
 }
 
-fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> Listing {
+fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> MemberListing {
     let (claims, tenures): (Vec<Status>, Vec<Option<Tenure>>) =
         items.into_iter().map(|(s, t)| (s, Some(t))).unzip();
     let sweep = Sweep {
@@ -50,13 +51,16 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> Listing {
         hazards: Vec::new(),
         counts: Default::default(),
     };
-    Listing {
+    MemberListing {
+        at: Default::default(),
+        rules: ItemRules::StoreKey,
         sweep,
         tenures,
         store_hazards: Vec::new(),
-        store: Some(URL.into()),
-        revision: Some(revision),
-        origins: None,
+        end: ListEnd {
+            at: Some(Cursor::of_u64(revision as u64)),
+            complete: true,
+        },
     }
 }
 
@@ -208,13 +212,17 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
             .map(|s| (**s).clone())
             .expect("deploy/prod listed")
     };
-    assert_eq!(lease_cell(&app, &deploy(&app)), "20s");
+    assert_eq!(cell_text(&app, &deploy(&app), ColumnId::Lease), "20s");
     update(&mut app, Action::Tick(NOW + 12 * SEC));
-    assert_eq!(lease_cell(&app, &deploy(&app)), "8s");
+    assert_eq!(cell_text(&app, &deploy(&app), ColumnId::Lease), "8s");
     let row = line_with(&render(&app), "deploy/prod").to_string();
     assert!(row.contains(" 8s "), "{row}");
     update(&mut app, Action::Tick(NOW + 40 * SEC));
-    assert_eq!(lease_cell(&app, &deploy(&app)), "0s", "never negative");
+    assert_eq!(
+        cell_text(&app, &deploy(&app), ColumnId::Lease),
+        "0s",
+        "never negative"
+    );
 
     // A holder kept the lease alive: the collector's re-read says so.
     let s = deploy(&app);
@@ -222,7 +230,7 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
         &mut app,
         reread(vec![(s, Some(tenure(39, 60, 59)))], NOW + 40 * SEC),
     );
-    assert_eq!(lease_cell(&app, &deploy(&app)), "59s");
+    assert_eq!(cell_text(&app, &deploy(&app), ColumnId::Lease), "59s");
 }
 
 #[test]

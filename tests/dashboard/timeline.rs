@@ -149,6 +149,7 @@ fn the_view_stays_live_as_events_arrive() {
         text: acquired("deploy:prod", "codex:w4", NOW - MIN),
         offset: 5000,
         truncated: false,
+        claim: None,
     };
     assert!(tl.on_lines(&[line]));
     let screen = render_timeline(&tl, 160, 48);
@@ -194,14 +195,14 @@ fn t_opens_the_timeline_over_the_whole_screen_and_esc_closes_it() {
     for (w, h) in [(80, 24), (160, 48)] {
         let mut app = indexed_app(w, h);
         update(&mut app, key('t'));
-        assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+        assert_eq!(app.modes.overlay(), Some(Overlay::Timeline));
         let screen = render(&app);
         for k in ["build:web", "lint", "node:beta"] {
             assert!(screen.contains(k), "{screen}");
         }
         insta::assert_snapshot!(format!("timeline_app_{w}x{h}"), screen);
         update(&mut app, code(KeyCode::Esc));
-        assert_eq!(app.overlays.open, None);
+        assert_eq!(app.modes.overlay(), None);
     }
 }
 
@@ -235,9 +236,9 @@ fn timeline_keys_move_the_cursor_zoom_and_return_to_now() {
     assert!(app.timeline.follow);
     assert_eq!(app.timeline.cursor, app.now);
     // `h` moves time here; it does not open the hazards.
-    assert_eq!(app.overlays.open, Some(Overlay::Timeline));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Timeline));
     update(&mut app, key('t'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
 }
 
 #[test]
@@ -328,7 +329,7 @@ fn the_wheel_over_the_events_pane_browses_the_log_too() {
         })
     };
     update(&mut app, wheel(MouseEventKind::ScrollUp));
-    assert!(app.events.browse.active);
+    assert!(app.modes.browsing());
     let mut lines = some_events();
     for (i, l) in lines.iter_mut().enumerate() {
         l.offset = i as u64 * 100;

@@ -10,7 +10,7 @@ use claimtop::dashboard::testing::visible_signature;
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::Pane;
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Column, Dialog, Level, Overlay};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Level, Overlay};
 use claimtop::dashboard::testing::{ForceOptsShown, Op};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
@@ -314,7 +314,7 @@ fn j_k_g_and_shift_g_move_the_selection() {
 fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('s'));
-    assert_eq!(app.table.sort.column, Column::Key);
+    assert_eq!(app.table.sort.column, ColumnId::Key);
     let keys = row_keys(&app);
     let mut sorted = keys.clone();
     sorted.sort();
@@ -323,10 +323,11 @@ fn s_cycles_the_sort_column_and_shift_s_reverses_it() {
     assert!(app.table.sort.reverse);
     sorted.reverse();
     assert_eq!(row_keys(&app), sorted);
-    for _ in 0..Column::ALL.len() - 1 {
+    // The nine columns of one root's table: back to the state after them.
+    for _ in 0..8 {
         update(&mut app, key('s'));
     }
-    assert_eq!(app.table.sort.column, Column::State, "s wraps around");
+    assert_eq!(app.table.sort.column, ColumnId::State, "s wraps around");
 }
 
 #[test]
@@ -344,7 +345,7 @@ fn the_filter_matches_words_and_state_holder_harness_terms() {
     type_text(&mut app, "state:stale");
     assert_eq!(row_keys(&app), ["node:beta", "queue/jobs 7"]);
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.filter_input().is_none());
     assert_eq!(app.table.rows.len(), 2, "Enter keeps the filter");
 
     update(&mut app, key('/'));
@@ -403,7 +404,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     app.focus = Pane::Events;
     update(&mut app, key('k'));
     // Scrolling up browses the whole log: the lines come from the file.
-    assert!(app.events.browse.active);
+    assert!(app.modes.browsing());
     assert!(matches!(
         pop_log(),
         Some(Request::Page {
@@ -430,7 +431,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
         "the same line stays selected"
     );
     update(&mut app, key('G'));
-    assert!(!app.events.browse.active);
+    assert!(!app.modes.browsing());
     assert_eq!(app.events.view.scroll, 0);
     assert!(render(&app).contains("following"));
 }
@@ -482,7 +483,9 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     assert!(render(&app).contains("PAUSED"));
 
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
-    assert!(!collect(&mut app, &mut col, changed(&root, vec![b])));
+    // Only the count of what the view is missing moves.
+    assert!(collect(&mut app, &mut col, changed(&root, vec![b])));
+    assert!(render(&app).contains("PAUSED · 1 new"), "{}", render(&app));
     assert!(
         !update(
             &mut app,
@@ -508,7 +511,7 @@ fn read_only_refuses_every_mutation_and_says_so() {
     for c in ['a', 'r', 'n', 'F'] {
         app.status = None;
         update(&mut app, key(c));
-        assert!(app.overlays.dialog.is_none(), "{c} opened a dialog");
+        assert!(app.modes.dialog().is_none(), "{c} opened a dialog");
         assert!(status_text(&app).contains("read-only"), "{c}");
     }
     assert!(ops().is_empty());
@@ -547,7 +550,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('F'));
-    assert!(matches!(app.overlays.dialog, Some(Dialog::ForceRelease(_))));
+    assert!(matches!(app.modes.dialog(), Some(Dialog::ForceRelease(_))));
     update(&mut app, key('y'));
     update(&mut app, code(KeyCode::Enter));
     assert!(ops().is_empty(), "y is just a typed letter here");
@@ -557,13 +560,13 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     type_text(&mut app, "build:we");
     update(&mut app, code(KeyCode::Enter));
     assert!(ops().is_empty(), "a prefix is not the key");
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::ForceRelease(f)) => assert!(f.error.is_some()),
         other => panic!("dialog closed: {other:?}"),
     }
     type_text(&mut app, "b");
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert_eq!(
         ops(),
         [Op::ForceRelease {
@@ -652,7 +655,7 @@ fn esc_closes_a_dialog_without_acting() {
     select(&mut app, "node:beta");
     update(&mut app, key('F'));
     update(&mut app, code(KeyCode::Esc));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(ops().is_empty());
 }
 
@@ -661,7 +664,7 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "build:web");
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "15m", "acquired 3m ago, expiring in 12m");
             assert!(f.foreign);
@@ -692,7 +695,7 @@ fn renew_rejects_a_ttl_outside_the_protocol_bounds_in_the_form() {
     }
     type_text(&mut app, "10s");
     update(&mut app, code(KeyCode::Enter));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => assert!(f.error.as_deref().unwrap_or("").contains("range")),
         other => panic!("{other:?}"),
     }
@@ -704,7 +707,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
     let mut app = fixed_app(80, 24);
     select(&mut app, "db:migrate");
     update(&mut app, key('n'));
-    assert!(app.overlays.dialog.is_none());
+    assert!(app.modes.dialog().is_none());
     assert!(status_text(&app).contains("PID-bound"));
 }
 
@@ -712,7 +715,7 @@ fn renew_of_a_pid_bound_claim_is_refused_with_a_reason() {
 fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => {
             assert_eq!(f.holder, OPERATOR);
             assert_eq!(f.ttl, "30m");
@@ -739,29 +742,33 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
 }
 
 #[test]
-fn ctrl_c_quits_even_from_a_text_input_and_q_types_there() {
+fn ctrl_c_asks_as_q_does_even_from_a_text_input_and_twice_quits() {
+    // fixed_app: the operator holds db:migrate.
     let mut app = fixed_app(80, 24);
     update(&mut app, key('a'));
     update(&mut app, key('q'));
     assert!(!quit(), "q is a letter of the key");
     update(&mut app, ctrl('c'));
-    assert!(quit());
+    assert!(!quit(), "a claim taken here is held: asked first");
+    assert!(matches!(app.modes.dialog(), Some(Dialog::Quit(_))));
+    update(&mut app, ctrl('c'));
+    assert!(quit(), "twice within a second: out, whatever is open");
 }
 
 #[test]
 fn help_and_hazards_overlays_open_and_close() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, Some(Overlay::Help));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Help));
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     update(&mut app, key('h'));
-    assert_eq!(app.overlays.open, Some(Overlay::Hazards));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Hazards));
     // The mutex corpse, the corrupted file, the foreign claim.
     assert_eq!(app.claims.hazards().len(), 3);
     assert_eq!(app.claims.hazard_count(), 3);
     update(&mut app, key('h'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
 }
 
 #[test]
@@ -825,7 +832,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     };
     let r = run_op(&root, &acquire);
     assert!(r.ok, "{}", r.message);
-    assert_eq!(r.path, root.lockfile("deploy:prod"));
+    assert_eq!((r.root, r.key.as_str()), (0, "deploy:prod"));
     let r = run_op(
         &root,
         &Op::Renew {
@@ -844,7 +851,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
         },
     );
     assert!(r.ok, "{}", r.message);
-    assert!(!r.path.exists());
+    assert!(!root.lockfile("deploy:prod").exists());
     let log = std::fs::read_to_string(root.events_file()).expect("events");
     let types: Vec<String> = log
         .lines()
@@ -896,7 +903,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
     assert!(root.claims_dir().join(".expired").is_dir());
-    let path = r.path.clone();
+    let path = root.lockfile(&r.key);
     update(&mut app, Action::OpResult(r));
     collect(&mut app, &mut col, changed(&root, vec![path]));
     assert!(app.table.rows.is_empty());
@@ -939,15 +946,15 @@ fn on_the_too_small_screen_no_key_acts_unseen() {
     for k in ['g', 'F', 'y', 'r', 'n', 'a', 'p', 'h', '/'] {
         update(&mut app, key(k));
     }
-    assert!(app.overlays.dialog.is_none(), "{:?}", app.overlays.dialog);
+    assert!(app.modes.dialog().is_none(), "{:?}", app.modes.dialog());
     assert!(ops().is_empty());
     assert!(!app.paused());
-    assert!(app.overlays.open.is_none());
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.overlay().is_none());
+    assert!(app.modes.filter_input().is_none());
     assert_eq!(selected_key(&app), "broken", "g did not move the selection");
 
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, Some(Overlay::Help));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Help));
     assert!(render(&app).contains("help"), "{}", render(&app));
     update(&mut app, key('?'));
     // The operator holds db:migrate: q asks, and the question is visible.
@@ -965,22 +972,22 @@ fn on_the_too_small_screen_the_help_scrolls_and_closes_with_the_keys_it_names() 
     assert!(render(&app).contains("Esc or ? closes"), "{}", render(&app));
     let first = render(&app);
     update(&mut app, key('j'));
-    assert_eq!(app.overlays.scroll, 1, "j did not scroll the help");
+    assert_eq!(app.modes.overlay_scroll(), 1, "j did not scroll the help");
     update(&mut app, code(KeyCode::PageDown));
-    assert!(app.overlays.scroll > 1);
+    assert!(app.modes.overlay_scroll() > 1);
     assert_ne!(render(&app), first, "the screen did not move");
     update(&mut app, key('G'));
-    let end = app.overlays.scroll;
+    let end = app.modes.overlay_scroll();
     update(&mut app, key('j'));
-    assert_eq!(app.overlays.scroll, end, "scrolled past the end");
+    assert_eq!(app.modes.overlay_scroll(), end, "scrolled past the end");
     // Esc closes, as the title says; so does ? again.
     update(&mut app, code(KeyCode::Esc));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     update(&mut app, key('?'));
     update(&mut app, key('?'));
-    assert_eq!(app.overlays.open, None);
+    assert_eq!(app.modes.overlay(), None);
     // And nothing behind it acted meanwhile.
-    assert!(app.overlays.dialog.is_none() && ops().is_empty());
+    assert!(app.modes.dialog().is_none() && ops().is_empty());
 }
 
 #[test]
@@ -1005,7 +1012,7 @@ fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
     let mut app = app_with_events(&root, vec![status_of(&root, r)], events);
     select(&mut app, "job");
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => assert_eq!(f.ttl, "10m", "not the 35m since acquisition"),
         other => panic!("{other:?}"),
     }
@@ -1015,7 +1022,7 @@ fn renew_offers_the_ttl_asked_for_never_the_span_since_acquisition() {
     forget();
     let mut app = app_with_events(&root, vec![status_of(&root, r)], vec![]);
     update(&mut app, key('n'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Renew(f)) => {
             assert_eq!(f.ttl, "30m");
             update(&mut app, code(KeyCode::Enter));
@@ -1098,7 +1105,7 @@ fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
     for _ in 0..300 {
         update(&mut app, key('j'));
     }
-    let help_max = app.overlays.scroll;
+    let help_max = app.modes.overlay_scroll();
     assert!(help_max < 300, "{help_max}");
     assert!(
         render(&app).contains("confirms, Esc cancels"),
@@ -1106,7 +1113,7 @@ fn scrolling_stops_at_the_last_line_of_the_detail_and_the_help() {
         render(&app)
     );
     update(&mut app, key('k'));
-    assert_eq!(app.overlays.scroll, help_max.saturating_sub(1));
+    assert_eq!(app.modes.overlay_scroll(), help_max.saturating_sub(1));
 }
 
 #[test]
@@ -1148,12 +1155,12 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     let mut app = fixed_app(80, 24);
     update(&mut app, key('q'));
     assert!(!quit());
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Quit(q)) => assert_eq!(q.keys, ["db:migrate"]),
         other => panic!("{other:?}"),
     }
     update(&mut app, code(KeyCode::Esc));
-    assert!(!quit() && app.overlays.dialog.is_none(), "Esc stays");
+    assert!(!quit() && app.modes.dialog().is_none(), "Esc stays");
 
     update(&mut app, key('q'));
     update(&mut app, key('r'));
@@ -1170,7 +1177,7 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
         Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "release",
             key: "db:migrate".into(),
-            path: fixed_root().lockfile("db:migrate"),
+            root: 0,
             ok: true,
             message: "released db:migrate".into(),
         }),
@@ -1202,7 +1209,7 @@ fn a_ttl_out_of_range_is_worded_in_durations() {
     }
     type_text(&mut app, "10");
     update(&mut app, code(KeyCode::Enter));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => {
             let e = f.error.as_deref().unwrap_or("");
             assert!(e.contains("is out of range 60s–24h"), "{e}");
@@ -1323,7 +1330,7 @@ fn alt_slash_does_not_open_the_filter() {
         &mut app,
         Action::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::ALT)),
     );
-    assert!(app.table.filter_input.is_none());
+    assert!(app.modes.filter_input().is_none());
 }
 
 #[test]
@@ -1426,6 +1433,30 @@ fn columns_are_sized_from_their_content_key_and_holder_first() {
 }
 
 #[test]
+fn a_pid_is_never_cut_however_long_the_key_and_holder_are() {
+    let root = fixed_root();
+    let long = "x".repeat(120);
+    let claims = vec![status_of(
+        &root,
+        rec(
+            &format!("k-{long}"),
+            &format!("h-{long}"),
+            999_999,
+            MIN,
+            None,
+        ),
+    )];
+    let mut app = app_at(root.clone());
+    apply_sweep(&mut app, sweep_of(&root, claims, vec![]));
+    // 80 wide: the medium table, which shows the pid.
+    update(&mut app, Action::Resize(80, 24));
+    let screen = render(&app);
+    let row = line_with(&screen, "k-xxx");
+    assert!(row.contains(" 999999 "), "{screen}");
+    assert!(!row.contains("9999…"), "{screen}");
+}
+
+#[test]
 fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     let root = fixed_root();
     let long = "x".repeat(200);
@@ -1436,7 +1467,7 @@ fn cut_text_ends_in_an_ellipsis_and_every_sorted_column_shows_its_arrow() {
     apply_sweep(&mut app, sweep_of(&root, vec![status_of(&root, r)], vec![]));
     update(&mut app, Action::Resize(160, 48));
     assert!(render(&app).contains("x…"), "{}", render(&app));
-    for col in [Column::Machine, Column::Harness, Column::Reason] {
+    for col in [ColumnId::Machine, ColumnId::Harness, ColumnId::Reason] {
         while app.table.sort.column != col {
             update(&mut app, key('s'));
         }
@@ -1559,7 +1590,7 @@ fn the_acquire_form_fields_edit_in_the_middle() {
         update(&mut app, code(KeyCode::Left));
     }
     type_text(&mut app, ":");
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Acquire(f)) => assert_eq!(f.key, "deploy:prod"),
         other => panic!("{other:?}"),
     }
@@ -1570,7 +1601,7 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
     let mut app = fixed_app(160, 48);
     select(&mut app, "build:web");
     update(&mut app, code(KeyCode::Enter));
-    assert_eq!(app.overlays.open, Some(Overlay::Claim));
+    assert_eq!(app.modes.overlay(), Some(Overlay::Claim));
     let screen = render(&app);
     for want in [
         "record (YAML, as the lockfile holds it)",
@@ -1585,7 +1616,7 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
     assert_eq!(clipboard().as_deref(), Some("build:web"));
     assert!(status_text(&app).contains("copied build:web"));
     update(&mut app, code(KeyCode::Enter));
-    assert!(app.overlays.open.is_none(), "Enter closes it again");
+    assert!(app.modes.overlay().is_none(), "Enter closes it again");
 }
 
 #[test]
@@ -1593,10 +1624,10 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('h'));
     update(&mut app, key('x'));
-    match &app.overlays.dialog {
+    match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
             assert_eq!(c.hazards.len(), 1, "the mutex corpse; never a claim");
-            assert!(c.hazards[0].path.ends_with("node%3Abeta.lock.recovery.d"));
+            assert!(c.hazards[0].path().ends_with("node%3Abeta.lock.recovery.d"));
         }
         other => panic!("{other:?}"),
     }
@@ -1608,7 +1639,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut ro = fixed_app(80, 24);
     ro.read_only = true;
     update(&mut ro, key('x'));
-    assert!(ro.overlays.dialog.is_none(), "read-only refuses it");
+    assert!(ro.modes.dialog().is_none(), "read-only refuses it");
 }
 
 #[test]
@@ -1689,7 +1720,7 @@ fn a_click_selects_a_row_or_a_pane_and_a_title_click_sorts() {
         .chars()
         .count() as u16;
     assert!(click(&mut app, hx + 1, hy as u16));
-    assert_eq!(app.table.sort.column, Column::Holder);
+    assert_eq!(app.table.sort.column, ColumnId::Holder);
     assert!(!app.table.sort.reverse);
     click(&mut app, hx + 1, hy as u16);
     assert!(app.table.sort.reverse, "a second click reverses");
@@ -1714,7 +1745,7 @@ fn the_wheel_scrolls_what_is_under_the_pointer() {
     update(&mut small, key('?'));
     wheel(&mut small, 20, 10, true);
     assert!(
-        small.overlays.scroll > 0,
+        small.modes.overlay_scroll() > 0,
         "the help scrolls under the wheel"
     );
 }
@@ -1735,7 +1766,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
         Action::OpResult(claimtop::dashboard::testing::OpResult {
             verb: "acquire",
             key: "b2".into(),
-            path: path.clone(),
+            root: 0,
             ok: true,
             message: "acquired b2".into(),
         }),
@@ -1756,12 +1787,9 @@ fn a_first_look_explains_the_symbols_until_the_help_is_opened() {
 }
 
 #[test]
-fn the_help_has_a_legend_of_states() {
+fn the_help_opens_on_its_legend_of_states() {
     let mut app = fixed_app(160, 48);
     update(&mut app, key('?'));
-    for _ in 0..40 {
-        update(&mut app, key('j'));
-    }
     let screen = render(&app);
     assert!(screen.contains("What the states mean"), "{screen}");
     assert!(screen.contains("the next acquire reclaims it"), "{screen}");
@@ -1804,12 +1832,15 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
             .iter()
             .map(|k| status_of(&root, rec(k, "pty:w", ALIVE, MIN, None)))
             .collect();
-        claimtop::store::Listing::of_sweep(claimtop::claims::Sweep {
-            root: root.root.clone(),
-            claims,
-            counts: Default::default(),
-            hazards: Vec::new(),
-        })
+        claimtop::store::MemberListing::of_sweep(
+            claimtop::claims::Sweep {
+                root: root.root.clone(),
+                claims,
+                counts: Default::default(),
+                hazards: Vec::new(),
+            },
+            claimtop::claims::ItemRules::Lockfile,
+        )
     };
     assert!(update(&mut app, head(listing(&["a"]), NOW)).redraw);
     assert_eq!(row_keys(&app), ["a"]);
@@ -1821,4 +1852,42 @@ fn a_big_roots_first_screen_is_titled_as_listing_until_its_whole_listing_replace
     assert!(update(&mut app, listed(listing(&["a", "b"]), NOW, None)).redraw);
     assert_eq!(row_keys(&app), ["a", "b"]);
     assert!(!render(&app).contains("listing the root"));
+}
+
+#[test]
+fn the_as_of_table_says_when_a_tenure_ended_in_a_time_that_fits() {
+    use claimtop::events::asof::held_at;
+    use claimtop::events::tenure::{Limits, TenureIndex};
+    let mut app = fixed_app(80, 24);
+    // 23:00 the day before NOW (08:00).
+    update(&mut app, key(':'));
+    type_text(&mut app, "asof 9h");
+    update(&mut app, code(KeyCode::Enter));
+    let at = NOW - 9 * 60 * MIN;
+    let mut ix = TenureIndex::new(Limits::default());
+    for (kind, ms, key, holder, acq) in [
+        ("claim_acquired", at - 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_released", at + 30 * MIN, "a", "w1", at - 30 * MIN),
+        ("claim_acquired", at - 60 * MIN, "b", "w2", at - 60 * MIN),
+        ("claim_released", NOW - 5 * MIN, "b", "w2", at - 60 * MIN),
+    ] {
+        ix.apply_line(&claim_line(kind, ms, key, holder, acq));
+    }
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            answer: claimtop::events::asof::Answer {
+                rows: held_at(&ix, at),
+                complete: true,
+                span: ix.span(),
+            },
+            trouble: None,
+        })),
+    );
+    let screen = render(&app);
+    // Yesterday's end with its date, today's with its time alone: both
+    // whole in an 80-column table.
+    assert!(screen.contains("released at 01-14 23:30Z"), "{screen}");
+    assert!(screen.contains("released at 07:55:00Z"), "{screen}");
 }

@@ -1,12 +1,18 @@
 //! A file root's change feed, as the dashboard watches it, against a real
-//! directory: what changes a change on disk turns into, burst by burst.
+//! directory: what changes a change on disk turns into, burst by burst, and
+//! what the live timeline and model make of them.
 //! Waits are upper bounds for a slow machine, not timing assertions.
 
 use crate::common::*;
+use claimtop::claims::now_ms;
 use claimtop::claims::Root;
-use claimtop::dashboard::testing::FEED;
+use claimtop::dashboard::testing::{
+    spawn_readers, update, Action, App, RootProblem, Timeline, FEED,
+};
+use claimtop::events::service::Reply;
+use claimtop::events::tenure::{Limits, TenureIndex};
 use claimtop::store::file::FileStore;
-use claimtop::store::{Change, Store};
+use claimtop::store::Change;
 use std::io::Write;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -30,10 +36,8 @@ fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
 /// burst at a time.
 fn readers(root: &Root) -> Receiver<Vec<Change>> {
     let (tx, rx) = channel();
-    let mut feed = FileStore::new(root.clone())
-        .with_feed(FEED)
-        .changes()
-        .expect("feed");
+    let store = FileStore::new(root.clone()).with_feed(FEED);
+    let mut feed = claimtop::store::Feed::changes(&store, None).expect("feed");
     std::thread::spawn(move || loop {
         let Ok(Some(first)) = feed.next(Duration::from_secs(60)) else {
             continue;
@@ -59,6 +63,14 @@ fn named(batch: &[Change]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The log lines a burst brings, if any.
+fn appended(batch: &[Change]) -> Option<Vec<claimtop::events::tail::Line>> {
+    batch.iter().find_map(|c| match c {
+        Change::LogAppended(l) => Some(l.clone()),
+        _ => None,
+    })
 }
 
 fn resync(batch: &[Change]) -> bool {
@@ -94,13 +106,7 @@ fn the_feed_brings_the_tail_then_each_appended_line() {
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "{\"type\":\"old\"}\n").expect("write");
     let rx = readers(&root);
-    let lines = |b: &Vec<Change>| {
-        b.iter().find_map(|c| match c {
-            Change::LogAppended(l) => Some(l.clone()),
-            _ => None,
-        })
-    };
-    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
         Some(first) => assert_eq!(first[0].text, "{\"type\":\"old\"}"),
         None => panic!("no tail"),
     }
@@ -110,7 +116,7 @@ fn the_feed_brings_the_tail_then_each_appended_line() {
         .expect("open");
     f.write_all(b"{\"type\":\"new\"}\n{\"type\":\"partial")
         .expect("append");
-    match wait_for(&rx, |b| lines(b).is_some()).and_then(|b| lines(&b)) {
+    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
         Some(new) => {
             let texts: Vec<&str> = new.iter().map(|l| l.text.as_str()).collect();
             assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
@@ -179,4 +185,100 @@ fn a_recovery_mutex_that_comes_and_goes_is_named_by_its_own_path() {
     std::fs::remove_dir(&mutex).expect("rmdir");
     let got = wait_for(&rx, |b| look(b).is_some()).expect("its removal went unnoticed");
     assert_eq!(look(&got), Some(false), "looked at, gone");
+}
+
+#[test]
+fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline() {
+    let (_td, root) = temp_root();
+    let log = root.events_file();
+    std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
+    std::fs::write(&log, "").expect("an empty log");
+    let rx = readers(&root);
+    let now = claimtop::claims::now_ms();
+    let mut tl = Timeline::new(now);
+    tl.on_reply(&mut Reply::Indexed {
+        tenures: Box::new(TenureIndex::new(Limits::default())),
+        lines: 0,
+        end: 0,
+        file_id: None,
+    });
+    // 120 kB: past the follower's 64 KiB cut, with the key and holder
+    // after the reason, where the cut text no longer reaches.
+    let fat = format!(
+        r#"{{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{{"reason":"{}","key":"fat","holder":"pty:w","acquired_at":{now}}}}}"#,
+        "r".repeat(120_000)
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open");
+    f.write_all(format!("{fat}\n").as_bytes()).expect("append");
+    let got = wait_for(&rx, |b| appended(b).is_some())
+        .and_then(|b| appended(&b))
+        .expect("the long line went unnoticed");
+    assert!(got[0].truncated, "the line is cut for the pane");
+    assert!(tl.on_lines(&got), "nothing applied");
+    let t = tl.tenures.as_ref().expect("tenures");
+    let held = t.tenures_of("fat");
+    assert_eq!(held.len(), 1, "the tenure of the long line");
+    assert!(held[0].is_held());
+    assert_eq!(held[0].start, now);
+    assert_eq!(t.holder_name(held[0].holder), "pty:w");
+}
+
+/// Apply every action waiting (the live loop's batch) until `done` holds;
+/// how long that took. Panics after [`PATIENCE`].
+fn until(
+    app: &mut App,
+    rx: &Receiver<Action>,
+    what: &str,
+    done: impl Fn(&App) -> bool,
+) -> Duration {
+    let t = Instant::now();
+    while !done(app) {
+        let left = PATIENCE.checked_sub(t.elapsed());
+        let Some(first) = left.and_then(|l| rx.recv_timeout(l).ok()) else {
+            panic!("{what}: not within {PATIENCE:?}");
+        };
+        update(app, first);
+        for a in rx.try_iter().take(512) {
+            update(app, a);
+        }
+    }
+    t.elapsed()
+}
+
+#[test]
+fn a_root_renamed_away_reads_missing_within_seconds_and_its_claims_return_when_moved_back() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let dir = td.path().join("R");
+    let root = Root::with_events_here(&dir);
+    let held = write_claim(&root, &rec("held", "pty:w", ALIVE, MIN, None));
+    let mut app = App::new(opts(root.clone()), now_ms(), me(), OPERATOR.into());
+    let (tx, rx) = channel();
+    let _inbox = spawn_readers(&root, &tx).expect("readers");
+    until(&mut app, &rx, "the first listing", |a| {
+        a.claims.live.get_path(&held).is_some()
+    });
+    // The feed watches once a claim written now reaches the table.
+    let late = write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
+    until(&mut app, &rx, "a claim written after start", |a| {
+        a.claims.live.get_path(&late).is_some()
+    });
+    let aside = td.path().join("R.gone");
+    std::fs::rename(&dir, &aside).expect("rename away");
+    let away = until(
+        &mut app,
+        &rx,
+        "the root renamed away read as missing",
+        |a| {
+            matches!(a.claims.problem, Some(RootProblem::Missing(_)))
+                && a.claims.live.get_path(&held).is_none()
+        },
+    );
+    std::fs::rename(&aside, &dir).expect("rename back");
+    let back = until(&mut app, &rx, "the root moved back read again", |a| {
+        a.claims.problem.is_none() && a.claims.live.get_path(&held).is_some()
+    });
+    eprintln!("renamed away → root missing in {away:?}; moved back → its claims in {back:?}");
 }

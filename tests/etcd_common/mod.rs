@@ -6,9 +6,9 @@
 //! fail, because `.ci/run` installs etcd.
 #![allow(dead_code)]
 
-use claimtop::store::etcd::EtcdStore;
+use claimtop::store::etcd::{ConnOpts, EtcdStore};
 use claimtop::store::url::EtcdTarget;
-use claimtop::store::{OpenOpts, Store, StoreUrl};
+use claimtop::store::{Backend, Claims, StoreUrl};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -350,14 +350,14 @@ impl Etcd {
     }
 
     /// What a client needs to connect: the CA when the members speak TLS.
-    pub fn opts(&self) -> OpenOpts {
-        OpenOpts {
+    pub fn opts(&self) -> ConnOpts {
+        ConnOpts {
             cacert: self.tls.as_ref().map(Tls::cacert),
             ..Default::default()
         }
     }
 
-    pub fn store_with(&self, prefix: &str, opts: &OpenOpts) -> EtcdStore {
+    pub fn store_with(&self, prefix: &str, opts: &ConnOpts) -> EtcdStore {
         EtcdStore::connect(&self.target(prefix), opts).expect("connect to the test etcd")
     }
 
@@ -381,13 +381,13 @@ impl Etcd {
 
     fn wait_healthy(&self) {
         let deadline = Instant::now() + HEALTHY_WITHIN;
-        let opts = OpenOpts {
+        let opts = ConnOpts {
             timeout: Some(Duration::from_secs(2)),
             ..self.opts()
         };
         let last = loop {
             let err = match EtcdStore::connect(&self.target("/health"), &opts) {
-                Ok(s) => match s.status("probe") {
+                Ok(s) => match s.status("probe", &mut claimtop::claims::Classifier::new(0)) {
                     Ok(_) => return,
                     Err(e) => e.to_string(),
                 },
@@ -446,8 +446,10 @@ impl Etcd {
 }
 
 /// The types of the last events, oldest first.
-pub fn kinds(store: &dyn Store) -> Vec<String> {
+pub fn kinds(store: &dyn Backend) -> Vec<String> {
     store
+        .audit()
+        .expect("an events log")
         .events(50)
         .expect("events")
         .iter()

@@ -15,7 +15,7 @@ use crate::common::*;
 use claimtop::claims::record::MAX_LOCKFILE_BYTES;
 use claimtop::claims::{
     doctor, force_release, read_claim_file, release, status, ClaimState, ForceOpts, ForceOutcome,
-    HazardKind, LocalIdentity, ReadError, ReleaseOutcome, Root, SCHEMA_VERSION,
+    LocalIdentity, ReadError, ReleaseOutcome, Root, SCHEMA_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -192,10 +192,14 @@ fn a_claim_too_big_to_read_is_held_by_every_verb_and_reported_as_unreadable() {
     assert!(st.error.unwrap().contains("larger than"));
     let hazards = doctor(&root);
     assert!(
-        hazards.iter().any(|h| h.kind == HazardKind::Unreadable),
+        hazards
+            .iter()
+            .any(|h| h.kind == claimtop::claims::hazard::UNREADABLE),
         "{hazards:?}"
     );
-    assert!(!hazards.iter().any(|h| h.kind == HazardKind::CorruptedClaim));
+    assert!(!hazards
+        .iter()
+        .any(|h| h.kind == claimtop::claims::hazard::CORRUPTED_CLAIM));
     // Its holder is told it could not be read, not that it was left corrupted.
     assert!(release(&root, "big", "pty:owner").is_err());
     // Without --allow-live, force-release refuses, as for a live claim.

@@ -5,7 +5,7 @@
 use crate::common::*;
 use claimtop::claims::mutex::{self, STALE_MUTEX_STEAL};
 use claimtop::claims::{
-    doctor, doctor_fix, now_ms, sweep, AcquireOpts, ClaimState, Counts, HazardKind, Root,
+    doctor, doctor_fix, hazard, now_ms, sweep, AcquireOpts, ClaimState, Counts, HazardKind, Root,
 };
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -112,10 +112,10 @@ fn each_verdict_gives_its_reason_in_words() {
     let far_hazards: Vec<_> = sweep(&root)
         .hazards
         .into_iter()
-        .filter(|h| h.kind == HazardKind::ForeignMachine)
+        .filter(|h| h.kind == hazard::FOREIGN_MACHINE)
         .collect();
     assert_eq!(far_hazards.len(), 1);
-    assert_eq!(far_hazards[0].path, root.lockfile("far"));
+    assert_eq!(far_hazards[0].path(), root.lockfile("far"));
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn a_non_utf8_file_name_is_a_hazard_not_a_crash() {
     assert!(
         s.hazards
             .iter()
-            .any(|h| h.kind == HazardKind::Unreadable && h.path == odd),
+            .any(|h| h.kind == hazard::UNREADABLE && h.path() == odd),
         "{:?}",
         s.hazards
     );
@@ -205,8 +205,8 @@ fn a_missing_claims_dir_is_an_empty_root_and_a_file_in_its_place_is_a_hazard() {
     let s = sweep(&root);
     assert!(s.claims.is_empty());
     assert_eq!(s.hazards.len(), 1, "{:?}", s.hazards);
-    assert_eq!(s.hazards[0].kind, HazardKind::Unreadable);
-    assert_eq!(s.hazards[0].path, root.claims_dir());
+    assert_eq!(s.hazards[0].kind, hazard::UNREADABLE);
+    assert_eq!(s.hazards[0].path(), root.claims_dir());
 }
 
 /// A root with one of each hazard plus young (in-flight) look-alikes.
@@ -277,15 +277,15 @@ fn doctor_reports_each_hazard_once_and_changes_nothing() {
     let before = snapshot(h.td.path());
     let mut kinds: Vec<(HazardKind, PathBuf)> = doctor(&root)
         .into_iter()
-        .map(|x| (x.kind, x.path))
+        .map(|x| (x.kind.clone(), x.path().to_path_buf()))
         .collect();
     kinds.sort_by(|a, b| a.1.cmp(&b.1));
     let mut want = vec![
-        (HazardKind::StaleMutex, h.corpse.clone()),
-        (HazardKind::TempLitter, h.old_temp.clone()),
-        (HazardKind::CorruptedClaim, root.lockfile("corrupt")),
-        (HazardKind::ForeignMachine, root.lockfile("far")),
-        (HazardKind::StaleMutex, h.events_corpse.clone()),
+        (hazard::STALE_MUTEX.into(), h.corpse.clone()),
+        (hazard::TEMP_LITTER.into(), h.old_temp.clone()),
+        (hazard::CORRUPTED_CLAIM.into(), root.lockfile("corrupt")),
+        (hazard::FOREIGN_MACHINE.into(), root.lockfile("far")),
+        (hazard::STALE_MUTEX.into(), h.events_corpse.clone()),
     ];
     want.sort_by(|a, b| a.1.cmp(&b.1));
     assert_eq!(kinds, want);
@@ -301,14 +301,20 @@ fn doctor_fix_clears_only_what_is_provably_abandoned() {
         .map(|k| std::fs::read(root.lockfile(k)).unwrap())
         .collect();
     let fixes = doctor_fix(&root);
-    let fixed: Vec<(HazardKind, bool)> = fixes.iter().map(|f| (f.hazard.kind, f.fixed)).collect();
+    let fixed: Vec<(HazardKind, bool)> = fixes
+        .iter()
+        .map(|f| (f.hazard.kind.clone(), f.fixed))
+        .collect();
     for (kind, should) in [
-        (HazardKind::StaleMutex, true),
-        (HazardKind::TempLitter, true),
-        (HazardKind::CorruptedClaim, false),
-        (HazardKind::ForeignMachine, false),
+        (hazard::STALE_MUTEX, true),
+        (hazard::TEMP_LITTER, true),
+        (hazard::CORRUPTED_CLAIM, false),
+        (hazard::FOREIGN_MACHINE, false),
     ] {
-        assert!(fixed.contains(&(kind, should)), "{kind:?} in {fixed:?}");
+        assert!(
+            fixed.contains(&(kind.into(), should)),
+            "{kind:?} in {fixed:?}"
+        );
     }
     assert!(!h.corpse.exists() && !h.old_temp.exists() && !h.events_corpse.exists());
     // In-flight look-alikes and every claim are left exactly as they were.
@@ -321,7 +327,7 @@ fn doctor_fix_clears_only_what_is_provably_abandoned() {
     let left: Vec<HazardKind> = doctor(&root).into_iter().map(|x| x.kind).collect();
     assert_eq!(
         left,
-        vec![HazardKind::CorruptedClaim, HazardKind::ForeignMachine],
+        vec![hazard::CORRUPTED_CLAIM, hazard::FOREIGN_MACHINE],
         "sorted by path: corrupt.lock < far.lock"
     );
 }
@@ -352,15 +358,15 @@ fn a_forked_lock_under_a_non_canonical_name_or_a_misnamed_record_is_a_key_mismat
 
     let mismatches: Vec<PathBuf> = doctor(&root)
         .into_iter()
-        .filter(|h| h.kind == HazardKind::KeyMismatch)
-        .map(|h| h.path)
+        .filter(|h| h.kind == hazard::KEY_MISMATCH)
+        .map(|h| h.path().to_path_buf())
         .collect();
     // Hazards come sorted by path.
     assert_eq!(mismatches, vec![misnamed, twin]);
     // Reported, never fixed: which file is the real lock needs a human.
     assert!(doctor_fix(&root)
         .iter()
-        .filter(|f| f.hazard.kind == HazardKind::KeyMismatch)
+        .filter(|f| f.hazard.kind == hazard::KEY_MISMATCH)
         .all(|f| !f.fixed));
     assert!(root.claims_dir().join("node%3ax.lock").exists());
 }
@@ -458,8 +464,13 @@ fn a_hazard_list_patched_for_one_changed_lockfile_equals_a_fresh_sweeps() {
     patched("n", "n created corrupted");
     plant(&root, &record("a", "h", dead_pid(), now_ms()));
     patched("a", "a mended");
-    let kinds: Vec<HazardKind> = hazards.iter().map(|h| h.kind).collect();
-    assert!(kinds.contains(&HazardKind::StaleMutex) && kinds.contains(&HazardKind::TempLitter));
-    assert!(kinds.contains(&HazardKind::KeyMismatch), "{kinds:?}");
-    assert!(kinds.contains(&HazardKind::CorruptedClaim), "{kinds:?}");
+    let kinds: Vec<&str> = hazards.iter().map(|h| h.kind.name()).collect();
+    for want in [
+        hazard::STALE_MUTEX,
+        hazard::TEMP_LITTER,
+        hazard::KEY_MISMATCH,
+        hazard::CORRUPTED_CLAIM,
+    ] {
+        assert!(kinds.contains(&want.name), "{} not in {kinds:?}", want.name);
+    }
 }

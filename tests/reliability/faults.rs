@@ -13,8 +13,8 @@ use crate::common::*;
 use crate::tmpfs::{fill, is_root, Tmpfs};
 use claimtop::claims::{
     acquire, doctor, force_release, read_claim_file, release, renew, status, sweep, AcquireOpts,
-    AcquireOutcome, ClaimError, ClaimState, ForceOpts, ForceOutcome, HazardKind, ReleaseOutcome,
-    RenewOutcome, MIN_TTL_MS,
+    AcquireOutcome, ClaimError, ClaimState, ForceOpts, ForceOutcome, ReleaseOutcome, RenewOutcome,
+    MIN_TTL_MS,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -379,7 +379,9 @@ fn as_nobody() {
     let private = root_in(dir.join("private"));
     let hazards = doctor(&private);
     assert!(
-        hazards.iter().any(|h| h.kind == HazardKind::Unreadable),
+        hazards
+            .iter()
+            .any(|h| h.kind == claimtop::claims::hazard::UNREADABLE),
         "{hazards:?}"
     );
     println!("nobody-checks-passed");

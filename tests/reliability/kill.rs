@@ -13,7 +13,7 @@ use claimtop::claims::mutex::{backdate, STALE_MUTEX_STEAL};
 use claimtop::claims::verbs::recovery_mutex_path;
 use claimtop::claims::{
     acquire, doctor, doctor_fix, force_release, read_claim_file, release, renew, status, sweep,
-    AcquireOpts, AcquireOutcome, ClaimState, ForceOpts, ForceOutcome, HazardKind, Root, MIN_TTL_MS,
+    AcquireOpts, AcquireOutcome, ClaimState, ForceOpts, ForceOutcome, Root, MIN_TTL_MS,
 };
 use claimtop::cli::EXIT_USAGE;
 use claimtop::events::emit::{append_event, envelope, events_mutex_path};
@@ -257,7 +257,10 @@ fn check_after_kills(dir: &Path, use_doctor: bool, t: &mut Tally) {
     }
 
     if use_doctor {
-        let reported: Vec<PathBuf> = doctor(&root).into_iter().map(|h| h.path).collect();
+        let reported: Vec<PathBuf> = doctor(&root)
+            .into_iter()
+            .map(|h| h.path().to_path_buf())
+            .collect();
         for n in &left {
             assert!(
                 reported.contains(&cdir.join(n)),
@@ -267,10 +270,7 @@ fn check_after_kills(dir: &Path, use_doctor: bool, t: &mut Tally) {
         assert_eq!(ev_corpse, reported.contains(&ev_mutex));
         let fixes = doctor_fix(&root);
         for f in &fixes {
-            let cleanable = matches!(
-                f.hazard.kind,
-                HazardKind::StaleMutex | HazardKind::TempLitter
-            );
+            let cleanable = f.hazard.kind.cleanable();
             assert!(
                 !cleanable || f.fixed,
                 "doctor --fix left {:?}: {}",

@@ -5,9 +5,7 @@
 
 use crate::common::*;
 use crate::tmpfs::{fill, Tmpfs};
-use claimtop::claims::{
-    acquire, doctor, doctor_fix, AcquireOpts, AcquireOutcome, HazardKind, Root,
-};
+use claimtop::claims::{acquire, doctor, doctor_fix, AcquireOpts, AcquireOutcome, Root};
 use claimtop::dashboard::testing::Input;
 use claimtop::events::emit::{append_event, envelope, events_mutex_path};
 use claimtop::events::follow::{Follower, Reset};
@@ -45,7 +43,7 @@ fn must_take(root: &Root, key: &str) {
 fn log_hazards(root: &Root) -> Vec<String> {
     doctor(root)
         .into_iter()
-        .filter(|h| h.kind == HazardKind::EventsLogBroken)
+        .filter(|h| h.kind == claimtop::claims::hazard::EVENTS_LOG_BROKEN)
         .map(|h| h.detail)
         .collect()
 }
@@ -152,7 +150,7 @@ fn a_line_another_writer_tore_is_named_by_doctor_and_never_glues_the_next_event_
     assert!(
         fixes
             .iter()
-            .any(|f| f.fixed && f.hazard.kind == HazardKind::EventsLogBroken),
+            .any(|f| f.fixed && f.hazard.kind == claimtop::claims::hazard::EVENTS_LOG_BROKEN),
         "{fixes:?}"
     );
     assert!(std::fs::read(&log).unwrap().ends_with(b"claim_acq\n"));

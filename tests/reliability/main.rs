@@ -10,5 +10,6 @@ mod kill;
 mod log_faults;
 mod planted;
 mod proptest;
+mod run_handover;
 mod stress;
 mod tmpfs;

@@ -9,11 +9,13 @@
 //! terminal: `[:SS]` and `[default: …]` there are help syntax, not links.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-use crate::claims::{parse_ttl_ms, Roots, RootsError};
-use crate::store::{OpenOpts, StoreUrl, StoreUrlError};
+use crate::claims::parse_ttl_ms;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueHint};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+
+mod names;
+pub use names::{Names, NamesError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,28 +51,38 @@ impl Cli {
         cli.check_roots_kept(&args).map(|()| cli)
     }
 
-    /// clap keeps only the `--root`s on one side of the subcommand when
-    /// they are given on both (`--root a list --root b` is just `b`): a
-    /// root silently missing from a list would read as "no claims there".
+    /// clap keeps only the `--root`s (and `--store`s) on one side of the
+    /// subcommand when they are given on both (`--root a list --root b` is
+    /// just `b`): a root silently missing from a list would read as "no
+    /// claims there".
     pub fn check_roots_kept<S: AsRef<std::ffi::OsStr>>(
         &self,
         args: &[S],
     ) -> Result<(), clap::Error> {
-        let given = args
-            .iter()
-            .skip(1)
-            .map(AsRef::as_ref)
-            .take_while(|a| *a != "--")
-            .filter(|a| *a == "--root" || a.as_encoded_bytes().starts_with(b"--root="))
-            .count();
-        if given == self.global.root.len() {
-            return Ok(());
+        let given = |flag: &str| {
+            let with_value = format!("{flag}=");
+            args.iter()
+                .skip(1)
+                .map(AsRef::as_ref)
+                .take_while(|a| *a != "--")
+                .filter(|a| *a == flag || a.as_encoded_bytes().starts_with(with_value.as_bytes()))
+                .count()
+        };
+        for (flag, kept) in [
+            ("--root", self.global.root.len()),
+            ("--store", self.global.store.len()),
+        ] {
+            if given(flag) != kept {
+                return Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "give every {flag} on the same side of the subcommand \
+                         (all before it, or all after it)"
+                    ),
+                ));
+            }
         }
-        Err(Cli::command().error(
-            clap::error::ErrorKind::ArgumentConflict,
-            "give every --root on the same side of the subcommand \
-             (all before it, or all after it)",
-        ))
+        Ok(())
     }
 
     /// What clap's derive cannot say: dashboard flags belong to no
@@ -89,17 +101,12 @@ impl Cli {
                 clap::error::ErrorKind::ArgumentConflict,
                 format!("{flag} is a dashboard flag and cannot be used with a subcommand"),
             )),
-            // `publish` is the one command that reads roots AND a store.
-            _ if self.global.store.is_some()
-                && !self.global.root.is_empty()
-                && !matches!(self.command, Some(Command::Publish(_))) =>
-            {
-                Err(Cli::command().error(
+            // `publish` mirrors its roots into exactly one store.
+            (Some(Command::Publish(_)), _) if self.global.store.len() > 1 => Err(Cli::command()
+                .error(
                     clap::error::ErrorKind::ArgumentConflict,
-                    "the argument '--store <URL>' cannot be used with '--root <DIR>' \
-                     (except by publish, which mirrors roots into a store)",
-                ))
-            }
+                    "publish mirrors its roots into one store: give one --store",
+                )),
             (None, _) if self.global.json => Err(Cli::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
                 "--json needs a subcommand (list, status, ...); the dashboard has no JSON form",
@@ -134,9 +141,11 @@ pub struct GlobalArgs {
     pub config: Option<PathBuf>,
 
     /// Where the claims are: file:DIR, etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
-    /// or etcds://... [default: $FNO_CLAIMS_STORE, else file:ROOT]
+    /// or etcds://...; repeat it, and mix it with --root, to cover several
+    /// stores (verbs on one key take exactly one)
+    /// [default: $FNO_CLAIMS_STORE, space-separated, else file:ROOT]
     #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
-    pub store: Option<String>,
+    pub store: Vec<String>,
 
     /// The CA bundle that signs the server certificates (TLS)
     #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = ETCD, hide = !ETCD_BUILT)]
@@ -296,8 +305,9 @@ pub enum Command {
         after_help = "Examples:\n  claimtop --store etcd://etcd1:2379/fno fleet\n  claimtop --store etcd://etcd1:2379/fno fleet forget build-7\n  claimtop --store etcd://etcd1:2379/fno fleet --json"
     )]
     Fleet(FleetArgs),
-    /// Acquire KEY, run CMD while holding it, release it when CMD exits
-    /// (exit 3 when held by another, 4 when the claim is lost while CMD runs)
+    /// Acquire KEY, run CMD while holding it, release it once no process of
+    /// CMD's process group is left (exit 3 when held by another, 4 when the
+    /// claim is lost while CMD runs)
     #[command(
         after_help = "Exit status: CMD's own (128+N when signal N ended it); 1 an error before CMD\n\
             ran (a TTL outside 60s–24h among them); 2 usage error; 3 held by another\n\
@@ -465,13 +475,13 @@ impl EventsArgs {
             }
         }
         let kind = self.kind.as_deref()?;
-        if crate::events::claim_event::Kind::of(kind).is_some() {
+        if crate::events::EventKind::parse(kind).is_some() {
             return None;
         }
         Some(format!(
             "--type {}: not an event type; the types are {}",
             crate::sanitize::sanitize(kind),
-            crate::events::claim_event::EVENT_TYPES.join(", ")
+            crate::events::kind::EVENT_TYPES.join(", ")
         ))
     }
 }
@@ -539,58 +549,6 @@ fn parse_metadata(s: &str) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("expected a JSON object, e.g. '{\"pr\": 12}'".to_string()),
         Err(e) => Err(format!("not valid JSON: {e}")),
-    }
-}
-
-impl GlobalArgs {
-    /// The claims roots (and, for one root, the events dir) these flags and
-    /// the environment name.
-    pub fn roots(&self) -> Result<Roots, RootsError> {
-        Roots::resolve(&self.root, self.events_dir.as_deref())
-    }
-
-    /// The store `--store` names, else `$FNO_CLAIMS_STORE` (empty counts as
-    /// unset, as for the root); `None` means the file store at ROOT.
-    /// `--root` overrides the environment's store, as the flag is nearer.
-    pub fn store_url(&self) -> Result<Option<StoreUrl>, StoreUrlError> {
-        let text = match &self.store {
-            Some(s) => Some(s.clone()),
-            None if !self.root.is_empty() => None,
-            None => std::env::var("FNO_CLAIMS_STORE")
-                .ok()
-                .filter(|s| !s.is_empty()),
-        };
-        text.map(|t| StoreUrl::parse(&t)).transpose()
-    }
-
-    /// `publish`'s store: `--store`, else `$FNO_CLAIMS_STORE` even when
-    /// `--root` is given, since publish reads roots AND writes a store (a
-    /// service unit sets the store in its environment).
-    pub fn publish_store_url(&self) -> Result<Option<StoreUrl>, StoreUrlError> {
-        let text = self.store.clone().or_else(|| {
-            std::env::var("FNO_CLAIMS_STORE")
-                .ok()
-                .filter(|s| !s.is_empty())
-        });
-        text.map(|t| StoreUrl::parse(&t)).transpose()
-    }
-
-    /// The connection settings the flags (and `$ETCD_PASSWORD`) give.
-    pub fn open_opts(&self) -> OpenOpts {
-        let ms = |v: Option<i64>| v.map(|ms| std::time::Duration::from_millis(ms as u64));
-        OpenOpts {
-            events_dir: self.events_dir.clone(),
-            cacert: self.etcd_cacert.clone(),
-            cert: self.etcd_cert.clone(),
-            key: self.etcd_key.clone(),
-            user: self.etcd_user.clone(),
-            password: self
-                .etcd_user
-                .as_ref()
-                .and_then(|_| std::env::var("ETCD_PASSWORD").ok()),
-            timeout: ms(self.timeout),
-            events_retention: ms(self.events_retention),
-        }
     }
 }
 

@@ -92,11 +92,45 @@ fn roots_on_both_sides_of_the_subcommand_are_refused_rather_than_dropped() {
 }
 
 #[test]
-fn a_store_and_roots_together_are_refused_except_by_publish_which_mirrors_one_into_the_other() {
-    let err = parse_and_check(&["claimtop", "--root", "/a", "--store", "etcd://h:1", "list"])
-        .unwrap_err();
+fn stores_repeat_and_mix_with_roots_but_publish_mirrors_into_exactly_one() {
+    let mix = parse_and_check(&[
+        "claimtop",
+        "--store",
+        "etcd://a:1/fno",
+        "--store",
+        "etcd://b:2/fno",
+        "--root",
+        "/r",
+        "list",
+    ])
+    .expect("several stores and a root");
+    assert_eq!(mix.global.store, ["etcd://a:1/fno", "etcd://b:2/fno"]);
+    let names = mix.global.names().expect("names");
+    let texts: Vec<&str> = names.stores.iter().map(|n| n.text()).collect();
+    assert_eq!(texts, ["etcd://a:1/fno", "etcd://b:2/fno"]);
+    let roots: Vec<&std::path::Path> = names.roots.iter().map(|r| r.root.as_path()).collect();
+    assert_eq!(roots, [std::path::Path::new("/r")]);
+    // A file: URL is a root, named after the roots the flags name first.
+    let file = parse_and_check(&["claimtop", "--store", "file:/f", "--root", "/r", "list"])
+        .expect("a file store and a root");
+    let names = file.global.names().expect("names");
+    assert!(names.stores.is_empty());
+    let roots: Vec<&std::path::Path> = names.roots.iter().map(|r| r.root.as_path()).collect();
+    assert_eq!(
+        roots,
+        [std::path::Path::new("/f"), std::path::Path::new("/r")]
+    );
+    let err = parse_and_check(&[
+        "claimtop",
+        "publish",
+        "--store",
+        "etcd://a:1",
+        "--store",
+        "etcd://b:2",
+    ])
+    .unwrap_err();
     assert_eq!(err.exit_code(), 2);
-    assert!(usage_message(&err).contains("--store"), "{err}");
+    assert!(usage_message(&err).contains("one --store"), "{err}");
     let p = parse_and_check(&[
         "claimtop",
         "publish",
@@ -116,6 +150,20 @@ fn a_store_and_roots_together_are_refused_except_by_publish_which_mirrors_one_in
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn stores_on_both_sides_of_the_subcommand_are_refused_rather_than_dropped() {
+    let args = [
+        "claimtop",
+        "--store",
+        "etcd://a:1",
+        "list",
+        "--store=etcd://b:2",
+    ];
+    let cli = Cli::try_parse_from(args).unwrap();
+    let err = cli.check_roots_kept(&args).unwrap_err();
+    assert!(usage_message(&err).contains("every --store"), "{err}");
 }
 
 #[test]

@@ -265,7 +265,10 @@ impl Running {
         // A stopped process (^Z, or SIGTTIN from a read of the terminal)
         // acts on a signal only once continued: as a shell's `kill` does
         // for a stopped job, the ending signals are followed by SIGCONT.
-        if matches!(sig, libc::SIGTERM | libc::SIGHUP | libc::SIGINT) {
+        if matches!(
+            sig,
+            libc::SIGTERM | libc::SIGHUP | libc::SIGINT | libc::SIGQUIT
+        ) {
             // SAFETY: as above.
             unsafe { libc::kill(-self.pid, libc::SIGCONT) };
         }

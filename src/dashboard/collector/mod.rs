@@ -23,7 +23,7 @@ use crate::store::file::feed::{FeedOpts, DEBOUNCE};
 use crate::store::file::FileStore;
 use crate::store::mirror::judge::Judge;
 use crate::store::mirror::Mirror;
-use crate::store::{Change, Changes, Store, StoreError};
+use crate::store::{Backend, Change, Changes, StoreError};
 pub use probe::{probe, Source};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -83,7 +83,7 @@ impl Counters {
 
 /// The collector of one store (one root of several: `root` is its index).
 pub struct Collector {
-    store: Box<dyn Store>,
+    store: Arc<dyn Backend>,
     pub mirror: Mirror,
     root: usize,
     /// Whether this thread owns the clock (a file root, whose reads never
@@ -99,10 +99,10 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, judging with `judge` (None: the store's
     /// own verdicts stand, as on etcd). `root`: which root of several.
-    pub fn new(store: Box<dyn Store>, judge: Option<Judge>, root: usize, now: i64) -> Collector {
-        // A store without a connection (a file root) has no separate clock
-        // thread: its collector ticks.
-        let owns_clock = store.leases().is_none();
+    pub fn new(store: Arc<dyn Backend>, judge: Option<Judge>, root: usize, now: i64) -> Collector {
+        // A store without a connection (a file root), whose reads never
+        // block, has no separate clock thread: its collector ticks.
+        let owns_clock = store.link().is_none();
         Collector {
             // The model words the one claim it shows in full.
             mirror: Mirror::new(&*store, judge, now).wordless(),
@@ -118,7 +118,7 @@ impl Collector {
     /// A file root on this machine, watched as the dashboard watches.
     pub fn local(root: &Root, i: usize, now: i64) -> Collector {
         let store = FileStore::new(root.clone()).with_feed(FEED);
-        Collector::new(Box::new(store), Some(Judge::local()), i, now)
+        Collector::new(Arc::new(store), Some(Judge::local()), i, now)
     }
 
     /// What the mirror owes the model, as one message (None: nothing).
@@ -138,7 +138,7 @@ impl Collector {
 
     /// List everything now (a first screen, a resync); the message to send.
     pub fn list(&mut self, now: i64) -> Result<Vec<Action>, StoreError> {
-        self.mirror.list_apart(&mut *self.store, now, None)?;
+        self.mirror.list_apart(&*self.store, now, None)?;
         let mut out: Vec<Action> = self.delta().into_iter().collect();
         // The store's own claims first, then what hosts publish.
         self.fleet.due();
@@ -285,7 +285,7 @@ impl Collector {
         loop {
             // The feed first, so nothing written during the listing is
             // missed (a change in both is read twice, never lost).
-            let feed = match self.store.changes() {
+            let feed = match self.store.changes(None) {
                 Ok(f) => f,
                 Err(e) => {
                     if !send(vec![unreachable(&e)]) {
@@ -385,7 +385,7 @@ impl Collector {
     /// log tail comes first on its feed instead.
     fn opening_events(&mut self) -> Vec<Action> {
         let store = &*self.store;
-        let Ok(mut events) = store.events(EVENTS_RING) else {
+        let Some(Ok(mut events)) = store.audit().map(|a| a.events(EVENTS_RING)) else {
             return Vec::new();
         };
         if let Some(Ok(published)) = store.fleet().map(|f| f.events(EVENTS_RING)) {

@@ -4,9 +4,11 @@
 
 use crate::claims::now_ms;
 use crate::dashboard::action::Action;
+use crate::dashboard::model::store::StoreInfo;
 use crate::dashboard::model::store::StoreMsg;
-use crate::store::{open, OpenOpts, Store, StoreError, StoreUrl};
+use crate::store::{Backend, OpenCtx, Store, StoreError, StoreName};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The probe's own timeout: a stopped store must show as disconnected
@@ -19,13 +21,16 @@ pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 /// own connection).
 #[derive(Debug, Clone)]
 pub struct Source {
-    pub url: StoreUrl,
-    pub opts: OpenOpts,
+    pub name: StoreName,
+    pub ctx: OpenCtx,
 }
 
 impl Source {
-    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
-        open(&self.url, &self.opts)
+    /// The store the name opens (its site: the member that takes claims),
+    /// on a connection of its own.
+    pub fn open(&self) -> Result<Arc<dyn Backend>, StoreError> {
+        let store = Store::open(std::slice::from_ref(&self.name), &[], &self.ctx)?;
+        Ok(store.one("the dashboard")?.shared())
     }
 }
 
@@ -34,13 +39,16 @@ impl Source {
 pub fn probe(source: Source, out: Sender<Action>) {
     /// The header's facts of a store with a connection; `None` for one
     /// without (nothing to probe).
-    fn info_of(store: &dyn Store) -> Result<Option<crate::store::StoreInfo>, StoreError> {
-        store.leases().map(|l| l.info()).transpose()
+    fn info_of(store: &dyn Backend) -> Result<Option<StoreInfo>, StoreError> {
+        store
+            .link()
+            .map(|l| l.probe(PROBE_TIMEOUT).map(StoreInfo::from))
+            .transpose()
     }
-    let mut opts = source.opts.clone();
-    opts.timeout = Some(opts.timeout.map_or(PROBE_TIMEOUT, |t| t.min(PROBE_TIMEOUT)));
-    let source = Source { opts, ..source };
-    let mut store: Option<Box<dyn Store>> = None;
+    let mut ctx = source.ctx.clone();
+    ctx.timeout = Some(ctx.timeout.map_or(PROBE_TIMEOUT, |t| t.min(PROBE_TIMEOUT)));
+    let source = Source { ctx, ..source };
+    let mut store: Option<Arc<dyn Backend>> = None;
     loop {
         let answer = match &store {
             Some(s) => info_of(&**s),

@@ -4,7 +4,7 @@ use crate::store::fleet::{HostInfo, PublishedRoot};
 fn collector() -> (tempfile::TempDir, Collector) {
     let td = tempfile::TempDir::new().expect("temp root");
     let store = FileStore::new(Root::with_events_here(td.path()));
-    (td, Collector::new(Box::new(store), None, 0, 0))
+    (td, Collector::new(std::sync::Arc::new(store), None, 0, 0))
 }
 
 /// What one round of `changes` turns into: (published re-reads, fleet

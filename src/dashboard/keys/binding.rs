@@ -90,6 +90,10 @@ pub enum Cmd {
     /// Mark or unmark the selected row (space): F, r and n then act on
     /// every marked row.
     Mark,
+    /// Mark every row the table shows (Ctrl-Space, as k9s over a filter).
+    MarkAll,
+    /// Drop every mark (Ctrl-\, as k9s; U, as htop).
+    ClearMarks,
     /// This session's messages and op results, in full.
     Messages,
 }
@@ -117,6 +121,8 @@ impl Cmd {
             Cmd::Timeline => "timeline",
             Cmd::ZoomPane => "zoom",
             Cmd::Mark => "mark",
+            Cmd::MarkAll => "mark-all",
+            Cmd::ClearMarks => "clear-marks",
             Cmd::ForgetHost => "forget-host",
             Cmd::Messages => "messages",
             Cmd::Suspend => "suspend",
@@ -174,11 +180,22 @@ impl Key {
             return false;
         }
         match (self, ev.code) {
-            (Key::Ctrl(c), KeyCode::Char(got)) => ctrl && got.eq_ignore_ascii_case(&c),
+            (Key::Ctrl(c), KeyCode::Char(got)) => {
+                ctrl && (got.eq_ignore_ascii_case(&c) || Some(got) == legacy_ctrl(c))
+            }
             (Key::Char(c), KeyCode::Char(got)) => !ctrl && got == c,
             (Key::Code(c), got) => !ctrl && c == got,
             _ => false,
         }
+    }
+}
+
+/// What a terminal without the kitty protocol reports for Ctrl and `c`:
+/// Ctrl-\ sends 0x1C, which reads back as Ctrl-4.
+fn legacy_ctrl(c: char) -> Option<char> {
+    match c {
+        '\\' => Some('4'),
+        _ => None,
     }
 }
 

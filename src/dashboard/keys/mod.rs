@@ -37,28 +37,30 @@ pub fn lookup_timeline(ev: &KeyEvent, ov: &Overrides) -> Option<Cmd> {
         .filter(|b| b.scope == Scope::Timeline)
         .find(|b| ov.keys_of(b).iter().any(|k| k.matches(ev)))
         .map(|b| b.cmd);
-    own.or_else(|| {
-        lookup(Pane::Table, ev, ov).filter(|c| {
-            matches!(
-                c,
-                Cmd::Up
-                    | Cmd::Down
-                    | Cmd::PageUp
-                    | Cmd::PageDown
-                    | Cmd::Top
-                    | Cmd::Bottom
-                    | Cmd::Close
-                    | Cmd::Help
-                    | Cmd::Quit
-                    | Cmd::Timeline
-                    | Cmd::Pause
-                    | Cmd::Suspend
-            )
-        })
-    })
+    own.or_else(|| lookup(Pane::Table, ev, ov).filter(|c| shared_with_timeline(*c)))
 }
 
-/// Is `ev` Ctrl-C? It quits from anywhere, dialogs and text inputs included.
+/// The pane commands the timeline view shares (after its own keys).
+pub fn shared_with_timeline(cmd: Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::Up
+            | Cmd::Down
+            | Cmd::PageUp
+            | Cmd::PageDown
+            | Cmd::Top
+            | Cmd::Bottom
+            | Cmd::Close
+            | Cmd::Help
+            | Cmd::Quit
+            | Cmd::Timeline
+            | Cmd::Pause
+            | Cmd::Suspend
+    )
+}
+
+/// Is `ev` Ctrl-C? Wherever the operator is (dialogs and text inputs
+/// included), it asks to quit as `q` does, and twice quits.
 pub fn is_interrupt(ev: &KeyEvent) -> bool {
     Key::Ctrl('c').matches(ev)
 }

@@ -2,8 +2,14 @@
 //! command, by the name `:` knows it by, bound to other keys. The keymap
 //! stays the one table; an override replaces the keys of that command's
 //! bindings, everywhere the table is read (dispatch, footer, help).
+//!
+//! A rebound key never takes another binding's place: one key would then
+//! do the other thing than its help says, or the other command would have
+//! no key left (`force-release = "q"` left only Ctrl-C to quit). Esc,
+//! Ctrl-C and `q` are the ways out of everything: no other command may
+//! have them.
 
-use super::binding::{Binding, Cmd, Key};
+use super::binding::{Binding, Cmd, Key, Pane, Scope};
 use super::keymap::KEYMAP;
 use ratatui::crossterm::event::KeyCode;
 use std::collections::BTreeMap;
@@ -48,7 +54,41 @@ impl Overrides {
             let label = keys.iter().map(|k| label(*k)).collect::<Vec<_>>().join("/");
             bound.push((cmd, keys, label));
         }
-        Ok(Overrides { bound })
+        let o = Overrides { bound };
+        o.shadows_nothing()?;
+        Ok(o)
+    }
+
+    /// Every rebound key is free where its command works: not one of the
+    /// keys every view keeps, and not another binding's there.
+    fn shadows_nothing(&self) -> Result<(), String> {
+        for (cmd, keys, _) in &self.bound {
+            let name = cmd.name().unwrap_or("?");
+            for k in keys {
+                if let Some(owner) = reserved(*k).filter(|owner| owner != cmd) {
+                    return Err(format!(
+                        "{name}: {} is {}'s key (Esc, Ctrl-C and q are the way out of every \
+                         view: no other command may have them)",
+                        label(*k),
+                        words(owner)
+                    ));
+                }
+                let mine = KEYMAP.iter().filter(|b| b.cmd == *cmd);
+                let clash = mine.flat_map(|m| {
+                    KEYMAP.iter().filter(move |b| {
+                        b.cmd != m.cmd && overlaps(m, b) && self.keys_of(b).contains(k)
+                    })
+                });
+                if let Some(other) = clash.into_iter().next() {
+                    return Err(format!(
+                        "{name}: {} is already bound to {}",
+                        label(*k),
+                        words(other.cmd)
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -73,6 +113,40 @@ impl Overrides {
 
     fn find(&self, cmd: Cmd) -> Option<&(Cmd, Vec<Key>, String)> {
         self.bound.iter().find(|(c, _, _)| *c == cmd)
+    }
+}
+
+/// The command a key belongs to whatever is rebound: Esc closes, q and
+/// Ctrl-C quit.
+fn reserved(k: Key) -> Option<Cmd> {
+    match k {
+        Key::Code(KeyCode::Esc) => Some(Cmd::Close),
+        Key::Char('q') | Key::Ctrl('c') => Some(Cmd::Quit),
+        _ => None,
+    }
+}
+
+/// A command as the error names it: by the name `:` knows, else by its
+/// footer word.
+fn words(cmd: Cmd) -> String {
+    cmd.name().map(str::to_string).unwrap_or_else(|| {
+        KEYMAP
+            .iter()
+            .find(|b| b.cmd == cmd)
+            .map_or_else(|| format!("{cmd:?}"), |b| b.short.to_string())
+    })
+}
+
+/// Can one key press reach both bindings? In a pane both work in, or in
+/// the timeline, whose own keys come before the pane keys it shares.
+fn overlaps(a: &Binding, b: &Binding) -> bool {
+    match (a.scope, b.scope) {
+        (Scope::Timeline, Scope::Timeline) => true,
+        (Scope::Timeline, _) => super::shared_with_timeline(b.cmd),
+        (_, Scope::Timeline) => super::shared_with_timeline(a.cmd),
+        (x, y) => [Pane::Table, Pane::Detail, Pane::Events]
+            .iter()
+            .any(|p| x.covers(*p) && y.covers(*p)),
     }
 }
 
@@ -124,6 +198,7 @@ fn label(k: Key) -> String {
     match k {
         Key::Char(' ') => "space".into(),
         Key::Char(c) => c.to_string(),
+        Key::Ctrl(' ') => "C-space".into(),
         Key::Ctrl(c) => format!("C-{c}"),
         Key::Code(KeyCode::F(n)) => format!("F{n}"),
         Key::Code(c) => format!("{c:?}"),
@@ -159,5 +234,33 @@ mod tests {
         assert!(e.contains("\"ctrl-\" is no key"), "{e}");
         let e = Overrides::parse(&map(&[("release", "R"), ("renew", "R")])).unwrap_err();
         assert!(e.contains("R is already bound to release"), "{e}");
+    }
+
+    #[test]
+    fn a_key_another_binding_has_where_the_command_works_is_refused_naming_both() {
+        let e = Overrides::parse(&map(&[("release", "t")])).unwrap_err();
+        assert_eq!(e, "release: t is already bound to timeline");
+        // The timeline's own keys come first there: a shared key lost.
+        let e = Overrides::parse(&map(&[("pause", "l")])).unwrap_err();
+        assert!(e.starts_with("pause: l is already bound to"), "{e}");
+        // Moved away first, the key is free.
+        let o = Overrides::parse(&map(&[("timeline", "T"), ("release", "t")]));
+        assert!(o.is_ok(), "{o:?}");
+        // A key of another pane only: no press reaches both.
+        let o = Overrides::parse(&map(&[("sort-next", "N")]));
+        assert!(o.is_ok(), "{o:?}");
+    }
+
+    #[test]
+    fn esc_ctrl_c_and_q_belong_to_closing_and_quitting_whatever_is_rebound() {
+        let e = Overrides::parse(&map(&[("force-release", "q")])).unwrap_err();
+        assert!(e.starts_with("force-release: q is quit's key"), "{e}");
+        let e = Overrides::parse(&map(&[("quit", "Q"), ("help", "q")])).unwrap_err();
+        assert!(e.starts_with("help: q is quit's key"), "{e}");
+        let e = Overrides::parse(&map(&[("help", "esc")])).unwrap_err();
+        assert!(e.starts_with("help: Esc is close's key"), "{e}");
+        let e = Overrides::parse(&map(&[("timeline", "ctrl-c")])).unwrap_err();
+        assert!(e.starts_with("timeline: C-c is quit's key"), "{e}");
+        assert!(Overrides::parse(&map(&[("quit", "q Q")])).is_ok());
     }
 }

@@ -63,7 +63,10 @@ fn every_bound_control_key_is_spelled_in_its_label() {
     for b in KEYMAP {
         for k in b.keys {
             if let Key::Ctrl(c) = k {
-                let spelled = format!("C-{c}");
+                let spelled = match c {
+                    ' ' => "C-space".to_string(),
+                    c => format!("C-{c}"),
+                };
                 assert!(
                     b.label.contains(&spelled)
                         || b.help.contains(&format!("Ctrl-{}", c.to_ascii_uppercase())),
@@ -80,4 +83,34 @@ fn every_bound_control_key_is_spelled_in_its_label() {
 fn read_only_footer_hides_the_mutating_keys() {
     assert!(footer(Pane::Table, false).any(|b| b.cmd == Cmd::ForceRelease));
     assert!(!footer(Pane::Table, true).any(|b| b.cmd.mutates()));
+}
+
+#[test]
+fn ctrl_space_marks_all_and_ctrl_backslash_drops_the_marks_as_terminals_send_them() {
+    let none = Overrides::default();
+    // Ctrl-Space arrives as NUL, read back as Ctrl and space.
+    let ctrl_space = KeyEvent::new(KeyCode::Char(' '), KeyModifiers::CONTROL);
+    assert_eq!(lookup(Pane::Table, &ctrl_space, &none), Some(Cmd::MarkAll));
+    assert_eq!(
+        lookup(Pane::Table, &key(KeyCode::Char(' ')), &none),
+        Some(Cmd::Mark)
+    );
+    // Ctrl-\ arrives as 0x1C, read back as Ctrl-4 (or as itself under
+    // the kitty protocol).
+    for c in ['4', '\\'] {
+        let ev = KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+        assert_eq!(
+            lookup(Pane::Table, &ev, &none),
+            Some(Cmd::ClearMarks),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        lookup(Pane::Table, &key(KeyCode::Char('U')), &none),
+        Some(Cmd::ClearMarks)
+    );
+    assert_eq!(
+        lookup(Pane::Events, &key(KeyCode::F(10)), &none),
+        Some(Cmd::Quit)
+    );
 }

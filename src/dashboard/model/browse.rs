@@ -2,12 +2,13 @@
 //! on demand around the cursor, `/` search with `n`/`N`, the raw JSON of
 //! the selected line, and where the cursor is ("line 1 234 of 3 245 678").
 //!
-//! Pure: every transition returns the [`Request`]s the events service must
-//! run (in `out`), and the service's replies come back as messages. Memory
+//! Pure: every transition that needs the events service adds its
+//! [`Request`]s to the caller's `asks` (they leave the update as effects),
+//! and the service's replies come back as messages. Whether the pane
+//! browses at all is the layer stack's to say (`Layer::Browse`). Memory
 //! is the window, at most `2 × PAGE + 1` lines, whatever the log's size.
 
 use super::events::EventRow;
-use crate::dashboard::input::TextInput;
 use crate::events::backward::Needle;
 use crate::events::history::{Log, Nouns};
 use crate::events::index::Progress;
@@ -86,8 +87,6 @@ impl Count {
 
 #[derive(Debug, Clone, Default)]
 pub struct Browse {
-    /// Browsing (not following the tail).
-    pub active: bool,
     pub rows: Vec<BrowseRow>,
     pub cursor: usize,
     /// Line number (0-based) of `rows[0]`, when known.
@@ -98,8 +97,6 @@ pub struct Browse {
     land: Option<Land>,
     pub count: Count,
     pub search: Option<Search>,
-    /// Some while the search text is being typed.
-    pub input: Option<TextInput>,
     /// Show the selected line's raw JSON.
     pub raw: bool,
     /// What the last search found not, in words.
@@ -114,53 +111,49 @@ pub struct Browse {
     /// with).
     pub log: Log,
     pub log_path: String,
-    /// Requests for the events service, drained by the caller.
-    pub out: Vec<Request>,
 }
 
 impl Browse {
     /// Start browsing from the log's end (`from_start`: its first line).
-    pub fn open(&mut self, from_start: bool) {
-        if !self.active {
-            self.new_lines = 0;
-        }
-        self.active = true;
+    pub fn open(&mut self, from_start: bool, asks: &mut Vec<Request>) {
         self.raw = false;
         self.message = None;
         if from_start {
-            self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First);
+            self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First, asks);
         } else {
-            self.request(Anchor::End, 2 * PAGE + 1, 0, Land::Last);
+            self.request(Anchor::End, 2 * PAGE + 1, 0, Land::Last, asks);
         }
     }
 
     /// Browse from the first line written at or after `t` (epoch ms).
-    pub fn open_at(&mut self, t: i64) {
-        if !self.active {
-            self.new_lines = 0;
-        }
-        self.active = true;
+    pub fn open_at(&mut self, t: i64, asks: &mut Vec<Request>) {
         self.raw = false;
         self.message = None;
-        self.request(Anchor::Time(t), PAGE, PAGE + 1, Land::Anchor);
+        self.request(Anchor::Time(t), PAGE, PAGE + 1, Land::Anchor, asks);
     }
 
     /// Back to following: the window is dropped.
     pub fn close(&mut self) {
-        self.active = false;
         self.rows = Vec::new();
         self.cursor = 0;
         self.raw = false;
-        self.input = None;
         self.message = None;
         self.waiting = false;
         self.land = None;
+        self.new_lines = 0;
     }
 
-    pub(super) fn request(&mut self, anchor: Anchor, before: usize, after: usize, land: Land) {
+    pub(super) fn request(
+        &mut self,
+        anchor: Anchor,
+        before: usize,
+        after: usize,
+        land: Land,
+        asks: &mut Vec<Request>,
+    ) {
         self.waiting = true;
         self.land = Some(land);
-        self.out.push(Request::Page {
+        asks.push(Request::Page {
             anchor,
             before,
             after,
@@ -178,7 +171,7 @@ impl Browse {
 
     /// Move the cursor; near an edge of the window that is not the file's,
     /// ask for the window re-centred on the cursor.
-    pub fn move_by(&mut self, delta: isize) {
+    pub fn move_by(&mut self, delta: isize, asks: &mut Vec<Request>) {
         if self.rows.is_empty() {
             return;
         }
@@ -189,20 +182,18 @@ impl Browse {
         let near_end = self.cursor + MARGIN > last && !self.at_end;
         if (near_top || near_end) && !self.waiting {
             let at = self.rows[self.cursor].line.offset;
-            self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+            self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at), asks);
         }
     }
 
     /// The first line of the log.
-    pub fn top(&mut self) {
-        self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First);
+    pub fn top(&mut self, asks: &mut Vec<Request>) {
+        self.request(Anchor::Start, 0, 2 * PAGE + 1, Land::First, asks);
     }
 
-    /// The service's page.
+    /// The service's page (taken only while browsing: a page that comes
+    /// after the pane went back to following is dropped by the caller).
     pub fn on_page(&mut self, page: Page) {
-        if !self.active {
-            return;
-        }
         self.waiting = false;
         let land = self.land.take();
         let seq = page.first_line_no.unwrap_or(0);
@@ -232,12 +223,12 @@ impl Browse {
     }
 
     /// Lines the follower brought (counted; the window stays where it is).
-    pub fn on_appended(&mut self, lines: &[Line]) {
+    pub fn on_appended(&mut self, lines: &[Line], browsing: bool) {
         let from = self.count.indexed.map(|(_, end)| end);
         if let Some(end) = from {
             self.count.appended += lines.iter().filter(|l| l.offset >= end).count() as u64;
         }
-        if self.active && !lines.is_empty() {
+        if browsing && !lines.is_empty() {
             self.new_lines += lines.len() as u64;
             // The window's end is no longer the file's.
             self.at_end = false;
@@ -245,15 +236,15 @@ impl Browse {
     }
 
     /// The index counted `lines` lines up to `end`.
-    pub fn on_counted(&mut self, lines: u64, end: u64) {
+    pub fn on_counted(&mut self, lines: u64, end: u64, browsing: bool, asks: &mut Vec<Request>) {
         self.count.indexed = Some((lines, end));
         self.count.appended = 0;
         self.count.counting = None;
         // The window was read before the count reached it: read it again
         // (same place) to learn its line numbers.
-        if self.active && self.first_no.is_none() && !self.waiting {
+        if browsing && self.first_no.is_none() && !self.waiting {
             if let Some(at) = self.selected().map(|r| r.line.offset) {
-                self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+                self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at), asks);
             }
         }
     }
@@ -265,7 +256,7 @@ impl Browse {
     }
 
     /// The log was truncated or replaced: what was read is gone.
-    pub fn on_reset(&mut self) {
+    pub fn on_reset(&mut self, browsing: bool, asks: &mut Vec<Request>) {
         self.count = Count::default();
         // The service drops a running search when it starts over, and
         // counts the matches again from the start.
@@ -274,9 +265,9 @@ impl Browse {
             s.hits = Hits::default();
             s.focus = None;
         }
-        if self.active {
+        if browsing {
             self.rows.clear();
-            self.open(false);
+            self.open(false, asks);
         }
     }
 
@@ -326,6 +317,7 @@ pub(crate) mod tests {
                     text: format!(r#"{{"type":"claim_acquired","data":{{"key":"k{i}"}}}}"#),
                     offset: i * 100,
                     truncated: false,
+                    claim: None,
                 })
                 .collect(),
             anchor: 0,
@@ -339,9 +331,10 @@ pub(crate) mod tests {
     #[test]
     fn opening_asks_for_the_last_page_and_lands_on_the_last_line() {
         let mut b = Browse::default();
-        b.open(false);
+        let mut asks = Vec::new();
+        b.open(false, &mut asks);
         assert!(matches!(
-            b.out.drain(..).next(),
+            asks.drain(..).next(),
             Some(Request::Page {
                 anchor: Anchor::End,
                 ..
@@ -355,17 +348,18 @@ pub(crate) mod tests {
     #[test]
     fn nearing_the_top_of_the_window_asks_for_it_recentred_once() {
         let mut b = Browse::default();
-        b.open(false);
-        b.out.clear();
+        let mut asks = Vec::new();
+        b.open(false, &mut asks);
+        asks.clear();
         b.on_page(page(1000, 401, false, true));
-        b.move_by(-370);
-        assert_eq!(b.out.len(), 1);
-        let Request::Page { anchor, .. } = b.out[0].clone() else {
-            panic!("{:?}", b.out)
+        b.move_by(-370, &mut asks);
+        assert_eq!(asks.len(), 1);
+        let Request::Page { anchor, .. } = asks[0].clone() else {
+            panic!("{asks:?}")
         };
         assert_eq!(anchor, Anchor::At(1030 * 100));
-        b.move_by(-1);
-        assert_eq!(b.out.len(), 1, "no second request while one is out");
+        b.move_by(-1, &mut asks);
+        assert_eq!(asks.len(), 1, "no second request while one is out");
         // The page comes centred on line 1030; the cursor stays on it.
         let mut p = page(830, 401, false, false);
         p.anchor = 200;
@@ -376,26 +370,28 @@ pub(crate) mod tests {
     #[test]
     fn at_the_start_of_the_file_the_cursor_stops_and_nothing_is_asked() {
         let mut b = Browse::default();
-        b.open(true);
-        b.out.clear();
+        let mut asks = Vec::new();
+        b.open(true, &mut asks);
+        asks.clear();
         b.on_page(page(0, 401, true, false));
-        b.move_by(-5);
+        b.move_by(-5, &mut asks);
         assert_eq!(b.cursor, 0);
-        assert!(b.out.is_empty());
+        assert!(asks.is_empty());
     }
 
     #[test]
     fn a_window_read_before_the_count_is_read_again_once_the_count_is_in() {
         let mut b = Browse::default();
-        b.open(false);
-        b.out.clear();
+        let mut asks = Vec::new();
+        b.open(false, &mut asks);
+        asks.clear();
         let mut p = page(1000, 401, false, true);
         p.first_line_no = None;
         b.on_page(p);
         assert_eq!(b.position(), None);
-        b.on_counted(5000, 1 << 20);
+        b.on_counted(5000, 1 << 20, true, &mut asks);
         assert_eq!(
-            b.out.pop(),
+            asks.pop(),
             Some(Request::Page {
                 anchor: Anchor::At(1400 * 100),
                 before: PAGE,
@@ -407,19 +403,24 @@ pub(crate) mod tests {
     #[test]
     fn the_count_adds_lines_that_came_after_the_index() {
         let mut b = Browse::default();
-        b.on_counted(10, 1000);
-        b.on_appended(&[
-            Line {
-                text: "x".into(),
-                offset: 900,
-                truncated: false,
-            },
-            Line {
-                text: "y".into(),
-                offset: 1000,
-                truncated: false,
-            },
-        ]);
+        b.on_counted(10, 1000, false, &mut Vec::new());
+        b.on_appended(
+            &[
+                Line {
+                    text: "x".into(),
+                    offset: 900,
+                    truncated: false,
+                    claim: None,
+                },
+                Line {
+                    text: "y".into(),
+                    offset: 1000,
+                    truncated: false,
+                    claim: None,
+                },
+            ],
+            false,
+        );
         assert_eq!(b.count.total(), Some(11));
     }
 
@@ -429,6 +430,7 @@ pub(crate) mod tests {
             text: r#"{"type":"t","data":{"key":"a\u001b[2Jb"}}"#.into(),
             offset: 0,
             truncated: false,
+            claim: None,
         };
         let out = raw_lines(&line);
         assert_eq!(out[0], "{");
@@ -438,6 +440,7 @@ pub(crate) mod tests {
             text: "oops\u{7}".into(),
             offset: 0,
             truncated: false,
+            claim: None,
         });
         assert!(bad[0].starts_with("not JSON"));
         assert!(!bad[1].contains('\u{7}'));

@@ -3,7 +3,8 @@
 //! each root's mirror made.
 
 use super::row_id::RowId;
-use crate::claims::{ClaimState, Counts, Hazard, HazardKind, ItemRules, LocalIdentity, Status};
+use crate::claims::hazard::EVENTS_LOG_BROKEN;
+use crate::claims::{ClaimState, Counts, Hazard, ItemRules, LocalIdentity, Status};
 use crate::dashboard::action::RootProblem;
 use crate::store::mirror::Tally;
 use std::collections::HashMap;
@@ -158,6 +159,8 @@ pub struct Frozen {
     pub now: i64,
     /// Events with a larger sequence number arrived after the freeze.
     pub events_seq: u64,
+    /// Claims changed since (each change once): what the view is missing.
+    pub news: usize,
 }
 
 /// The claims part of the model: what the collectors' mirrors reported.
@@ -249,7 +252,7 @@ impl Claims {
         self.tallies
             .iter()
             .flat_map(|t| t.hazards.iter())
-            .any(|h| h.kind == HazardKind::EventsLogBroken)
+            .any(|h| h.kind == EVENTS_LOG_BROKEN)
     }
 
     /// The full hazard list, built on demand by the census `list` and
@@ -262,24 +265,8 @@ impl Claims {
             .flat_map(|t| t.hazards.iter().cloned())
             .collect();
         out.sort_by(|a, b| {
-            hazard_rank(a.kind)
-                .cmp(&hazard_rank(b.kind))
-                .then(a.path.cmp(&b.path))
+            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
         });
         out
-    }
-}
-
-pub(super) fn hazard_rank(k: HazardKind) -> u8 {
-    match k {
-        HazardKind::CorruptedClaim => 0,
-        HazardKind::StaleMutex => 1,
-        HazardKind::Unreadable => 2,
-        HazardKind::TempLitter => 3,
-        HazardKind::ForeignMachine => 4,
-        HazardKind::KeyMismatch => 5,
-        HazardKind::ArchiveDirBroken => 6,
-        HazardKind::EventsLogBroken => 7,
-        HazardKind::RootMissing => 8,
     }
 }

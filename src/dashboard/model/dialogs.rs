@@ -1,5 +1,6 @@
 //! What sits over the panes: the overlays, the dialogs (forms and
-//! confirmations), and the status line's message.
+//! confirmations), and the status line's message. Which of them are open
+//! is the layer stack's to say ([`super::mode::Modes`]).
 
 use crate::claims::{ClaimState, Hazard};
 
@@ -118,6 +119,9 @@ pub struct BulkConfirm {
     pub items: Vec<BulkItem>,
     /// Marked claims the verb does not apply to: (key, why).
     pub skipped: Vec<(String, String)>,
+    /// Of `items`, how many the table's filter hides: said first, so a
+    /// verb never acts on a claim out of sight without the operator told.
+    pub hidden: usize,
     /// When a force-release takes a claim that may be held, the number of
     /// claims is typed in full (the one-key guard of F, for many).
     pub typed: Input,
@@ -162,6 +166,15 @@ pub struct BulkItem {
     pub host: Option<super::fleet::Origin>,
 }
 
+/// Esc with more marks than a screen shows: dropping them is asked first
+/// (marking them again may take as many presses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarksConfirm {
+    pub marked: usize,
+    /// Of them, how many the filter hides.
+    pub hidden: usize,
+}
+
 /// The question `D` asks before an offline host is forgotten.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForgetConfirm {
@@ -183,6 +196,8 @@ pub enum Dialog {
     Bulk(BulkConfirm),
     /// `D`: forget an offline publishing host.
     ForgetHost(ForgetConfirm),
+    /// Esc over many marks: drop them all?
+    ClearMarks(MarksConfirm),
 }
 
 /// What can sit over the panes. A new view is one more variant here, one
@@ -222,16 +237,6 @@ impl StatusMsg {
             Level::Info | Level::Ok => 8_000,
         }
     }
-}
-
-/// What sits on top of the panes: at most one overlay, at most one dialog
-/// (a dialog is above an overlay).
-#[derive(Debug, Clone, Default)]
-pub struct Overlays {
-    pub dialog: Option<Dialog>,
-    pub open: Option<Overlay>,
-    /// Lines scrolled in the open overlay.
-    pub scroll: u16,
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The events pane's model: the bounded tail of the log, each line
 //! digested once at ingest, and how the pane looks at it.
 
+use crate::events::kind::{fields_of, typed, Typed};
 use crate::events::tail::Line;
+use crate::events::EventKind;
 use std::collections::VecDeque;
 
 /// How many event lines the ring keeps (and the follower reads back at start).
@@ -16,8 +18,8 @@ pub struct EventRow {
     pub seq: u64,
     /// `ts` as written (untrusted).
     pub ts: String,
-    /// `type` as written (untrusted).
-    pub kind: String,
+    /// `type`: one the protocol writes, or as written (untrusted).
+    pub kind: Typed,
     pub key: Option<String>,
     pub holder: Option<String>,
     /// The interesting data fields, `name=value`, space-separated.
@@ -30,20 +32,6 @@ pub struct EventRow {
     pub error: Option<String>,
     /// Which root's log it came from (0 with one root).
     pub root: usize,
-}
-
-/// Data fields worth a column, per event type; the common ones (key,
-/// holder) have their own.
-fn interesting_fields(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "claim_acquired" => &["pid", "expires_at", "reason"],
-        "claim_idempotent_reacquired" => &["pid", "previous_acquired_at"],
-        "claim_stale_reclaimed" => &["previous_holder", "previous_pid"],
-        "claim_released" => &["duration_held_ms"],
-        "claim_renewed" => &["ttl_ms", "previous_expires_at"],
-        "claim_force_released" => &["operator", "previous_state", "archived_to"],
-        _ => &["pid"],
-    }
 }
 
 /// Shorter names for the fields with long wire names.
@@ -87,7 +75,7 @@ impl EventRow {
     pub fn from_line(seq: u64, line: &Line) -> EventRow {
         match line.parse() {
             Ok(ev) => {
-                let kind = ev.kind().to_string();
+                let kind = typed(ev.kind());
                 let mut detail = String::new();
                 // A line a publishing host mirrored says which host (the
                 // envelope itself never has a `host`).
@@ -96,7 +84,8 @@ impl EventRow {
                     detail.push_str(host);
                 }
                 if let Some(data) = ev.data() {
-                    for f in interesting_fields(&kind) {
+                    // Beside the key and holder, which have their own columns.
+                    for f in fields_of(&kind) {
                         let Some(v) = data.get(*f).filter(|v| !v.is_null()) else {
                             continue;
                         };
@@ -110,9 +99,11 @@ impl EventRow {
                 }
                 let num = |f: &str| ev.data().and_then(|d| d.get(f)).and_then(|v| v.as_i64());
                 let acquired_at = num("acquired_at");
-                let ttl_ms = match kind.as_str() {
-                    "claim_renewed" => num("ttl_ms"),
-                    "claim_acquired" => num("expires_at").zip(acquired_at).map(|(e, a)| e - a),
+                let ttl_ms = match kind {
+                    Ok(EventKind::Renewed) => num("ttl_ms"),
+                    Ok(EventKind::Acquired) => {
+                        num("expires_at").zip(acquired_at).map(|(e, a)| e - a)
+                    }
                     _ => None,
                 };
                 EventRow {
@@ -137,7 +128,7 @@ impl EventRow {
                 EventRow {
                     seq,
                     ts: String::new(),
-                    kind: String::new(),
+                    kind: Err(String::new()),
                     key: None,
                     holder: None,
                     detail: line.text[..cut].to_string(),

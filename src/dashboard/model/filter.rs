@@ -1,56 +1,36 @@
-//! The `/` filter: its terms, how they group, and how they match a claim.
+//! The `/` filter: its terms, how they group, and how they match a row.
+//! A `name:TEXT` term searches the column whose spec names that field,
+//! in what that column shows; a bare word, the columns a bare word looks in.
 
-use super::table::Column;
-use crate::claims::{ClaimState, Status};
+use crate::claims::ClaimState;
+use crate::columns::{filter_fields, filtered_by, find_text, CellCtx, ColumnId, RowView, COLUMNS};
 
 /// One term of the `/` filter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Term {
     State(ClaimState),
-    Holder(String),
-    Harness(String),
-    Key(String),
-    Reason(String),
-    /// `root:TEXT`: part of the path of the root the claim lives in (a
-    /// root's label is the end of its path, so labels match too).
-    Root(String),
-    /// `host:TEXT`: part of the name of the host the claim was taken on
-    /// (the record's `host`; for a published copy, its writer's host).
-    Host(String),
-    /// A bare word: substring of key, holder or reason.
+    /// `name:TEXT`: part of what the named column shows.
+    Field(ColumnId, String),
+    /// A bare word: part of any column a bare word looks in (key, holder,
+    /// reason).
     Any(String),
 }
-
-/// The fields a `field:value` term can name.
-pub const FILTER_FIELDS: [&str; 7] = [
-    "state", "holder", "harness", "key", "reason", "root", "host",
-];
 
 impl Term {
     /// Terms of one field are alternatives; bare words each stand alone.
     fn group(&self, i: usize) -> usize {
         match self {
             Term::State(_) => usize::MAX,
-            Term::Holder(_) => usize::MAX - 1,
-            Term::Harness(_) => usize::MAX - 2,
-            Term::Key(_) => usize::MAX - 3,
-            Term::Reason(_) => usize::MAX - 4,
-            Term::Root(_) => usize::MAX - 5,
-            Term::Host(_) => usize::MAX - 6,
+            Term::Field(c, _) => usize::MAX - 1 - *c as usize,
             Term::Any(_) => i,
         }
     }
 
     /// The text this term looks for in `col`, if it looks in that column.
-    pub fn needle(&self, col: Column) -> Option<&str> {
-        match (self, col) {
-            (Term::Any(v), Column::Key | Column::Holder | Column::Reason)
-            | (Term::Key(v), Column::Key)
-            | (Term::Holder(v), Column::Holder)
-            | (Term::Harness(v), Column::Harness)
-            | (Term::Reason(v), Column::Reason)
-            | (Term::Root(v), Column::Root)
-            | (Term::Host(v), Column::Host) => Some(v),
+    pub fn needle(&self, col: ColumnId) -> Option<&str> {
+        match self {
+            Term::Field(c, v) if *c == col => Some(v),
+            Term::Any(v) if col.spec().filter.is_some_and(|f| f.any) => Some(v),
             _ => None,
         }
     }
@@ -83,8 +63,8 @@ impl Filter {
                 continue;
             };
             let v = v.to_string();
-            match field {
-                "state" => {
+            match (field, filtered_by(field)) {
+                ("state", _) => {
                     let name = if v == "corrupt" { "corrupted" } else { &v };
                     match ClaimState::parse(name).filter(|s| *s != ClaimState::Free) {
                         Some(st) => f.terms.push(Term::State(st)),
@@ -95,13 +75,8 @@ impl Filter {
                         }
                     }
                 }
-                "holder" => f.terms.push(Term::Holder(v)),
-                "harness" => f.terms.push(Term::Harness(v)),
-                "key" => f.terms.push(Term::Key(v)),
-                "reason" => f.terms.push(Term::Reason(v)),
-                "root" => f.terms.push(Term::Root(v)),
-                "host" => f.terms.push(Term::Host(v)),
-                other => {
+                (_, Some(column)) => f.terms.push(Term::Field(column, v)),
+                (other, None) => {
                     // Keys themselves hold colons (node:gpu): plain text.
                     if !other.is_empty() && other.bytes().all(|b| b.is_ascii_alphabetic()) {
                         f.not_fields.push(format!("{other}:"));
@@ -117,8 +92,8 @@ impl Filter {
         self.terms.is_empty() && self.problem.is_none()
     }
 
-    pub fn matches(&self, s: &Status) -> bool {
-        self.matches_by(|t| term_matches(t, s))
+    pub fn matches(&self, ctx: &CellCtx<'_>, row: &RowView<'_>) -> bool {
+        self.matches_by(|t| term_matches(t, ctx, row))
     }
 
     /// The filter's grouping (one field's terms OR, fields AND) over any
@@ -149,34 +124,20 @@ impl Filter {
             format!(
                 "{} is not a field ({}), so it was matched as text",
                 self.not_fields.join(" "),
-                FILTER_FIELDS.join(", ")
+                filter_fields().collect::<Vec<_>>().join(", ")
             )
         })
     }
 }
 
-pub(super) fn term_matches(t: &Term, s: &Status) -> bool {
-    let rec = s.record.as_ref();
+pub(super) fn term_matches(t: &Term, ctx: &CellCtx<'_>, row: &RowView<'_>) -> bool {
     match t {
-        Term::State(want) => *want == s.state,
-        Term::Holder(v) => rec.is_some_and(|r| contains_ci(&r.holder, v)),
-        Term::Harness(v) => rec
-            .and_then(|r| r.harness.as_deref())
-            .is_some_and(|h| contains_ci(h, v)),
-        Term::Key(v) => contains_ci(&s.key, v),
-        Term::Reason(v) => rec
-            .and_then(|r| r.reason.as_deref())
-            .is_some_and(|x| contains_ci(x, v)),
-        Term::Root(v) => crate::dashboard::roots::root_dir_of(&s.file)
-            .is_some_and(|r| contains_ci(&r.to_string_lossy(), v)),
-        Term::Host(v) => rec.is_some_and(|r| contains_ci(&r.host, v)),
-        Term::Any(v) => {
-            contains_ci(&s.key, v)
-                || rec.is_some_and(|r| {
-                    contains_ci(&r.holder, v)
-                        || r.reason.as_deref().is_some_and(|x| contains_ci(x, v))
-                })
-        }
+        Term::State(want) => *want == row.status.state,
+        Term::Field(c, v) => contains_ci(&find_text(*c, ctx, row), v),
+        Term::Any(v) => COLUMNS
+            .iter()
+            .filter(|s| s.filter.is_some_and(|f| f.any))
+            .any(|s| contains_ci(&find_text(s.id, ctx, row), v)),
     }
 }
 

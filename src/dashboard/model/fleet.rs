@@ -9,8 +9,9 @@
 //! host's name, its root's path, the lockfile there) is kept here.
 
 use super::row_id::{CopyId, RowId};
-use crate::claims::{ClaimRecord, ClaimState, Status};
-use crate::store::fleet::{FleetHazard, HostInfo};
+use crate::claims::Hazard;
+use crate::claims::Status;
+use crate::store::fleet::HostInfo;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -40,7 +41,7 @@ pub struct FleetView {
     /// What each host found in its roots, as it published it (litter,
     /// mutex corpses, corrupted and foreign claims): the hosts' share of
     /// the hazard count, as `list` counts it.
-    pub hazards: Vec<FleetHazard>,
+    pub hazards: Vec<Hazard>,
 }
 
 impl FleetView {
@@ -80,23 +81,7 @@ impl FleetView {
 /// judged it: its state and its words are taken as they are. None when the
 /// item is not a claim object at all.
 pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
-    let text = |k: &str| item.get(k).and_then(Value::as_str);
-    let key = text("key")?.to_string();
-    let state = ClaimState::parse(text("state")?)?;
-    let record = item
-        .get("record")
-        .filter(|r| !r.is_null())
-        .and_then(|r| serde_json::from_value::<ClaimRecord>(r.clone()).ok());
-    Some(Status {
-        key,
-        file: path.into(),
-        state,
-        record,
-        why: text("why").unwrap_or_default().to_string(),
-        error: text("error").map(String::from),
-        locality: None,
-        head: Vec::new(),
-    })
+    crate::store::fleet::copy_status(path, item)
 }
 
 /// A copy its offline host last published, as the row shows it: counted

@@ -11,6 +11,8 @@ pub(crate) mod dialogs;
 pub(crate) mod events;
 pub(crate) mod filter;
 pub(crate) mod fleet;
+pub(crate) mod marks;
+pub(crate) mod mode;
 pub(crate) mod prompt;
 pub(crate) mod row_id;
 pub(crate) mod search;
@@ -22,25 +24,30 @@ pub use browse::{raw_lines, Browse, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
     AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm,
-    ForgetConfirm, Level, Overlay, Overlays, QuitConfirm, RenewForm, StatusMsg,
+    ForgetConfirm, Level, MarksConfirm, Overlay, QuitConfirm, RenewForm, StatusMsg,
 };
 pub use events::{EventRing, EventRow, EventsView, DETAIL_HISTORY, EVENTS_RING};
 pub use filter::{contains_ci, find_ci, Filter, Term};
+pub use marks::Marks;
+pub use mode::{Layer, Modes};
 pub use prompt::Prompt;
 pub use row_id::{CopyId, RowId, RowKind};
-pub use table::{compare, key_cell, Column, Sort, Widest};
+pub use table::{row_view, screen_ctx, Sort, Widest};
 
+use super::action::Op;
 use super::keys::Pane;
 use super::options::Options;
 use super::roots::ShownRoots;
 use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
+use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use filter::term_matches;
 
 /// Messages `m` keeps (the oldest go first).
 pub const MESSAGES_KEPT: usize = 500;
-use std::cmp::Ordering;
+/// A second Ctrl-C this soon after the first quits without asking.
+pub const INTERRUPT_AGAIN_MS: i64 = 1_000;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -54,23 +61,23 @@ pub struct TableView {
     pub offset: usize,
     pub sort: Sort,
     pub filter: Filter,
-    /// Some while `/` is being typed.
-    pub filter_input: Option<Input>,
     /// Filters applied before, oldest first (↑/↓ in the input recall them).
     pub filter_history: Vec<String>,
     /// Where ↑/↓ is in the history while typing.
     pub history_pos: Option<usize>,
     /// The detail pane shows the selected row; its scroll resets with it.
     pub detail_scroll: u16,
-    /// A claim just acquired here: selected as soon as it arrives.
-    pub select_on_arrival: Option<RowId>,
+    /// A claim just acquired here, by root and key: selected as soon as
+    /// it arrives.
+    pub select_on_arrival: Option<(usize, String)>,
     /// The widest text of each free-text column among the rows.
     pub widest: Widest,
-    /// Rows marked with space: F, r and n act on all of them.
-    pub marked: std::collections::HashSet<RowId>,
+    /// Rows marked with space, each with the tenure it was marked in:
+    /// F, r and n act on all of them, and a mark ends with its tenure.
+    pub marked: Marks,
     /// The columns the operator chose (`:columns`, settings), in display
     /// order; none: as many as the width fits.
-    pub chosen: Option<Vec<Column>>,
+    pub chosen: Option<Vec<ColumnId>>,
 }
 
 /// The events part: the tail of the log and how the pane looks at it.
@@ -129,25 +136,25 @@ pub struct App {
     pub claims: Claims,
     pub table: TableView,
     pub events: Events,
-    pub overlays: Overlays,
+    /// What is open over the panes, and owns the keys: dialogs, text
+    /// inputs, overlays, the whole-log browse, the table as of an instant.
+    pub modes: Modes,
     pub timeline: Timeline,
     pub status: Option<StatusMsg>,
     /// Every message said this session, oldest first (`m` shows them in
     /// full): a status line that went by too soon is still here.
     pub messages: std::collections::VecDeque<StatusMsg>,
-    /// The claims as they stood at an instant (`:asof`), shown instead
-    /// of the live table while set.
-    pub asof: Option<asof::AsOf>,
     /// How often the clock ticks (ms): the operator's `refresh`.
     pub refresh_ms: i64,
     /// The operator's own keys (settings), over the keymap's.
     pub key_overrides: crate::dashboard::keys::Overrides,
-    /// The command line, while `:` is open.
-    pub prompt: Option<Prompt>,
     /// Command lines run before, oldest first.
     pub prompt_history: Vec<String>,
     /// Releases still to finish before quitting (the quit dialog's "release").
     pub quit_after: Option<usize>,
+    /// When Ctrl-C was last pressed (epoch ms): a second one within
+    /// [`INTERRUPT_AGAIN_MS`] quits without asking.
+    pub interrupted_at: Option<i64>,
     /// The help was opened once: the status line's legend hint has done
     /// its job.
     pub seen_help: bool,
@@ -156,7 +163,38 @@ pub struct App {
     pub store: Option<store::StoreView>,
 }
 
+/// Where a row lives, as far as a verb's way to its store goes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RowAt<'a> {
+    /// Its root, by index (0 over one root or a store).
+    pub root: usize,
+    /// A host's published copy: the host that publishes it.
+    pub host: Option<&'a fleet::Origin>,
+}
+
 impl App {
+    /// The op the worker runs for `verb` on a row at `at`, or why it
+    /// cannot go there. A copy changes only in its host's own root, so a
+    /// force-release of one is a request to that host, and nothing else is.
+    pub fn route(&self, at: RowAt<'_>, verb: Op) -> Result<Op, String> {
+        match (verb, at.host) {
+            (Op::ForceRelease { key, opts }, Some(o)) => Ok(Op::AskHost {
+                host_id: o.host_id.clone(),
+                hostname: o.hostname.clone(),
+                root_id: o.root_id.clone(),
+                key,
+                opts,
+            }),
+            (op, Some(o)) => Err(format!(
+                "{} {}: a read-only copy published by {} (F asks its host)",
+                op.verb(),
+                op.key(),
+                o.hostname
+            )),
+            (op, None) => Ok(self.roots.route(at.root, op)),
+        }
+    }
+
     /// A model for `identity`, acting as `operator`. Both are read by the
     /// caller (the collector's side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
@@ -167,14 +205,8 @@ impl App {
                 .into_iter()
                 .filter(|f| !f.trim().is_empty())
                 .collect(),
-            chosen: (!opts.opening.columns.is_empty()).then(|| {
-                let mut want = opts.opening.columns.clone();
-                want.extend([Column::State, Column::Key]);
-                Column::EVERY
-                    .into_iter()
-                    .filter(|c| want.contains(c))
-                    .collect()
-            }),
+            chosen: (!opts.opening.columns.is_empty())
+                .then(|| crate::columns::choose(&opts.opening.columns)),
             ..TableView::default()
         };
         App {
@@ -193,16 +225,15 @@ impl App {
             claims: Claims::new(identity),
             table,
             events: Events::default(),
-            overlays: Overlays::default(),
+            modes: Modes::default(),
             timeline: Timeline::new(now),
             status: None,
             messages: std::collections::VecDeque::new(),
-            asof: None,
             key_overrides: opts.opening.keys.clone(),
             refresh_ms: opts.opening.refresh_ms,
-            prompt: None,
             prompt_history: Vec::new(),
             quit_after: None,
+            interrupted_at: None,
             seen_help: false,
             store: None,
         }
@@ -269,17 +300,13 @@ impl App {
     }
 
     /// The hazards publishing hosts reported (none without a store).
-    pub fn fleet_hazards(&self) -> &[crate::store::fleet::FleetHazard] {
+    pub fn fleet_hazards(&self) -> &[crate::claims::Hazard] {
         self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
     }
 
     /// The clock the view shows.
     pub fn shown_now(&self) -> i64 {
         self.claims.frozen.as_ref().map_or(self.now, |f| f.now)
-    }
-
-    pub fn paused(&self) -> bool {
-        self.claims.frozen.is_some()
     }
 
     /// Which keys the timeline shows: the table's filter, applied to keys.
@@ -289,29 +316,31 @@ impl App {
     /// table shows it now.
     pub fn timeline_keeps(&self) -> impl Fn(&str) -> bool + '_ {
         let f = &self.table.filter;
-        let claims: HashMap<&str, &Status> = if f.is_empty() {
+        let shown = self.shown();
+        let claims: HashMap<&str, RowView<'_>> = if f.is_empty() {
             HashMap::new()
         } else {
-            self.shown()
+            shown
                 .by_row
-                .values()
-                .map(|s| (s.key.as_str(), &**s))
+                .iter()
+                .map(|(id, s)| (s.key.as_str(), row_view(shown, id, s)))
                 .collect()
         };
         let tenures = self.timeline.shown();
+        let places = self.places();
         move |key: &str| {
+            let ctx = screen_ctx(self.shown_now(), self.local_time, &places);
+            let claim = |t: &Term| claims.get(key).is_some_and(|r| term_matches(t, &ctx, r));
             f.is_empty()
                 || f.matches_by(|t| match t {
-                    Term::Key(v) => contains_ci(key, v),
-                    Term::Any(v) => {
-                        contains_ci(key, v) || claims.get(key).is_some_and(|s| term_matches(t, s))
-                    }
-                    Term::Holder(v) => tenures.is_some_and(|ix| {
+                    Term::Field(ColumnId::Key, v) => contains_ci(key, v),
+                    Term::Any(v) => contains_ci(key, v) || claim(t),
+                    Term::Field(ColumnId::Holder, v) => tenures.is_some_and(|ix| {
                         ix.tenures_of(key)
                             .iter()
                             .any(|x| contains_ci(ix.holder_name(x.holder), v))
                     }),
-                    _ => claims.get(key).is_some_and(|s| term_matches(t, s)),
+                    _ => claim(t),
                 })
         }
     }
@@ -334,79 +363,6 @@ impl App {
             .rows
             .get(self.table.selected)
             .and_then(|p| self.shown().get(p))
-    }
-
-    /// Rebuild the rows from the shown claims, keeping the selection on the
-    /// same lockfile when it is still there.
-    pub fn rebuild_rows(&mut self) {
-        let t = &mut self.table;
-        let keep = t.rows.get(t.selected).cloned();
-        let shown = self.claims.shown();
-        // Sized for every row: the table's order is this buffer (collected
-        // in place below), and grown by doubling it kept a third more than
-        // 100 000 rows need.
-        let mut rows: Vec<(&RowId, &Status)> = Vec::with_capacity(shown.by_row.len());
-        rows.extend(
-            shown
-                .by_row
-                .iter()
-                .map(|(p, s)| (p, &**s))
-                .filter(|(_, s)| t.filter.matches(s)),
-        );
-        let col = t.sort.column;
-        rows.sort_by(|a, b| compare(col, *a, *b));
-        if t.sort.reverse {
-            rows.reverse();
-        }
-        let mut widest = Widest::default();
-        for (id, s) in &rows {
-            widest.fit(s, shown.rules_of(id));
-        }
-        t.widest = widest;
-        t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
-        if let Some(p) = keep {
-            if let Some(i) = t.rows.iter().position(|r| *r == p) {
-                t.selected = i;
-            }
-        }
-        self.clamp_selection();
-    }
-
-    /// Move just these claims to their sorted places, when only they changed
-    /// (a TTL crossing): a full rebuild re-sorts every row, which over
-    /// 10 000 claims costs milliseconds a tick.
-    pub fn reposition_rows(&mut self, moved: &[RowId]) {
-        if self.paused() {
-            return;
-        }
-        let t = &mut self.table;
-        let keep = t.rows.get(t.selected).cloned();
-        t.rows.retain(|p| !moved.contains(p));
-        let (col, reverse) = (t.sort.column, t.sort.reverse);
-        let live = &self.claims.live;
-        for p in moved {
-            let Some(s) = live.get(p).filter(|s| t.filter.matches(s)) else {
-                continue;
-            };
-            let pos = t.rows.partition_point(|r| {
-                live.get(r).is_some_and(|other| {
-                    let ord = compare(col, (r, other), (p, s));
-                    if reverse {
-                        ord == Ordering::Greater
-                    } else {
-                        ord == Ordering::Less
-                    }
-                })
-            });
-            t.rows.insert(pos, p.clone());
-            t.widest.fit(s, live.rules_of(p));
-        }
-        if let Some(p) = keep {
-            if let Some(i) = t.rows.iter().position(|r| *r == p) {
-                t.selected = i;
-            }
-        }
-        self.clamp_selection();
     }
 
     pub fn clamp_selection(&mut self) {

@@ -4,6 +4,7 @@
 //! it, so a copy is told from a claim by its type, never by the look of a
 //! path.
 
+use crate::claims::Loc;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use std::sync::Arc;
 pub enum RowId {
     /// A lockfile (file roots) or a store's own key (etcd): which, the
     /// claim set says ([`super::ClaimSet::store_keys`]).
-    Claim(Arc<Path>),
+    Claim(Loc),
     /// A host's published copy.
     Copy(Arc<CopyId>),
 }
@@ -45,7 +46,7 @@ impl RowId {
     }
 
     pub fn claim(path: &Path) -> RowId {
-        RowId::Claim(Arc::from(path))
+        RowId::Claim(Loc::from(path))
     }
 
     pub fn is_copy(&self) -> bool {

@@ -7,23 +7,15 @@
 //! service runs on its own thread, never this one.
 
 use super::browse::{Browse, Hits, Land, Search, PAGE};
-use crate::dashboard::input::TextInput;
 use crate::events::backward::{Needle, SearchFrom};
 use crate::events::service::{Anchor, Matches, Request};
 
 impl Browse {
-    /// Begin typing a search (empty: Enter alone repeats the last one).
-    pub fn start_input(&mut self) {
-        self.input = Some(TextInput::new(String::new()));
-    }
-
-    /// Enter in the search input: count the matches, and find the nearest
-    /// one at or above the cursor.
-    pub fn submit_input(&mut self) {
-        let Some(input) = self.input.take() else {
-            return;
-        };
-        let text = input.value().to_string();
+    /// Enter in the search input with `text` typed (empty: the last
+    /// search again): count the matches, and find the nearest one at or
+    /// above the cursor.
+    pub fn submit_input(&mut self, text: &str, asks: &mut Vec<Request>) {
+        let text = text.to_string();
         if !text.is_empty() {
             self.next_id += 1;
             self.search = Some(Search {
@@ -35,7 +27,7 @@ impl Browse {
                 hits: Hits::default(),
                 focus: None,
             });
-            self.out.push(Request::Count {
+            asks.push(Request::Count {
                 id: self.next_id,
                 needle: text,
             });
@@ -46,22 +38,22 @@ impl Browse {
             (None, Some(r)) if !self.at_end => SearchFrom::Before(r.line.offset),
             _ => SearchFrom::Before(u64::MAX),
         };
-        self.ask_search(from, true);
+        self.ask_search(from, true, asks);
     }
 
     /// `n` (`older` false: towards newer lines) / `N`: the next matching
     /// line from the cursor, wrapping at the log's end.
-    pub fn find(&mut self, older: bool) {
+    pub fn find(&mut self, older: bool, asks: &mut Vec<Request>) {
         let from = match self.selected() {
             Some(r) if older => SearchFrom::Before(r.line.offset),
             Some(r) => SearchFrom::After(r.line.offset),
             None if older => SearchFrom::Before(u64::MAX),
             None => SearchFrom::Start,
         };
-        self.ask_search(from, older);
+        self.ask_search(from, older, asks);
     }
 
-    fn ask_search(&mut self, from: SearchFrom, older: bool) {
+    fn ask_search(&mut self, from: SearchFrom, older: bool, asks: &mut Vec<Request>) {
         let Some(s) = &mut self.search else {
             return;
         };
@@ -70,8 +62,7 @@ impl Browse {
         s.running = true;
         s.older = older;
         self.message = None;
-        self.active = true;
-        self.out.push(Request::Search {
+        asks.push(Request::Search {
             id: s.id,
             needle: s.needle.text().to_string(),
             from,
@@ -80,10 +71,10 @@ impl Browse {
     }
 
     /// Esc: the search is forgotten, and its count stopped.
-    pub fn clear_search(&mut self) {
+    pub fn clear_search(&mut self, asks: &mut Vec<Request>) {
         if self.search.take().is_some() {
             self.next_id += 1;
-            self.out.push(Request::Count {
+            asks.push(Request::Count {
                 id: self.next_id,
                 needle: String::new(),
             });
@@ -93,7 +84,13 @@ impl Browse {
 
     /// The service's answer to search `id`; the words for the status line
     /// when it wrapped.
-    pub fn on_search(&mut self, id: u64, found: Option<u64>, wrapped: bool) -> Option<String> {
+    pub fn on_search(
+        &mut self,
+        id: u64,
+        found: Option<u64>,
+        wrapped: bool,
+        asks: &mut Vec<Request>,
+    ) -> Option<String> {
         let s = self.search.as_mut().filter(|s| s.id == id)?;
         s.running = false;
         s.focus = found;
@@ -107,7 +104,7 @@ impl Browse {
             return None;
         };
         let end = if s.older { "bottom" } else { "top" };
-        self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at));
+        self.request(Anchor::At(at), PAGE, PAGE + 1, Land::At(at), asks);
         wrapped.then(|| format!("search wrapped to the {end}"))
     }
 
@@ -141,23 +138,21 @@ mod tests {
     use super::*;
     use crate::dashboard::model::browse::tests::page;
 
-    fn browsing() -> Browse {
+    fn browsing(out: &mut Vec<Request>) -> Browse {
         let mut b = Browse::default();
-        b.open(false);
-        b.out.clear();
+        b.open(false, out);
+        out.clear();
         b.on_page(page(1000, 401, false, true));
         b
     }
 
-    fn typed(b: &mut Browse, text: &str) -> (u64, u64, SearchFrom, bool) {
-        b.start_input();
-        b.input = Some(TextInput::new(text));
-        b.submit_input();
-        let Some(Request::Search { id, from, wrap, .. }) = b.out.pop() else {
-            panic!("{:?}", b.out)
+    fn typed(b: &mut Browse, text: &str, out: &mut Vec<Request>) -> (u64, u64, SearchFrom, bool) {
+        b.submit_input(text, out);
+        let Some(Request::Search { id, from, wrap, .. }) = out.pop() else {
+            panic!("{out:?}")
         };
-        let Some(Request::Count { id: count, needle }) = b.out.pop() else {
-            panic!("{:?}", b.out)
+        let Some(Request::Count { id: count, needle }) = out.pop() else {
+            panic!("{out:?}")
         };
         assert_eq!(needle, text);
         (id, count, from, wrap)
@@ -165,10 +160,11 @@ mod tests {
 
     #[test]
     fn enter_counts_the_matches_and_looks_back_from_the_cursors_own_line() {
-        let mut b = browsing();
-        b.move_by(-10);
-        b.out.clear();
-        let (_, _, from, wrap) = typed(&mut b, "k7");
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        b.move_by(-10, out);
+        out.clear();
+        let (_, _, from, wrap) = typed(&mut b, "k7", out);
         // The cursor is on line 1390: the search includes it.
         assert_eq!(from, SearchFrom::Before(1391 * 100));
         assert!(wrap);
@@ -176,17 +172,18 @@ mod tests {
 
     #[test]
     fn n_goes_towards_newer_lines_and_capital_n_back_both_wrapping() {
-        let mut b = browsing();
-        let (id, _, _, _) = typed(&mut b, "k7");
-        b.on_search(id, Some(1307 * 100), false);
-        b.out.clear();
-        b.find(false);
-        let Some(Request::Search { from, wrap, .. }) = b.out.pop() else {
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        let (id, _, _, _) = typed(&mut b, "k7", out);
+        b.on_search(id, Some(1307 * 100), false, out);
+        out.clear();
+        b.find(false, out);
+        let Some(Request::Search { from, wrap, .. }) = out.pop() else {
             panic!()
         };
         assert_eq!((from, wrap), (SearchFrom::After(1400 * 100), true));
-        b.find(true);
-        let Some(Request::Search { from, .. }) = b.out.pop() else {
+        b.find(true, out);
+        let Some(Request::Search { from, .. }) = out.pop() else {
             panic!()
         };
         assert_eq!(from, SearchFrom::Before(1400 * 100));
@@ -194,38 +191,48 @@ mod tests {
 
     #[test]
     fn a_wrapped_answer_says_which_end_it_wrapped_to_and_moves_there() {
-        let mut b = browsing();
-        let (id, _, _, _) = typed(&mut b, "k7");
-        assert_eq!(b.on_search(id - 1, Some(5), true), None, "a stale answer");
-        assert!(b.out.is_empty());
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        let (id, _, _, _) = typed(&mut b, "k7", out);
         assert_eq!(
-            b.on_search(id, Some(7_000), true).as_deref(),
+            b.on_search(id - 1, Some(5), true, out),
+            None,
+            "a stale answer"
+        );
+        assert!(out.is_empty());
+        assert_eq!(
+            b.on_search(id, Some(7_000), true, out).as_deref(),
             Some("search wrapped to the bottom")
         );
         assert_eq!(
-            b.out.pop(),
+            out.pop(),
             Some(Request::Page {
                 anchor: Anchor::At(7_000),
                 before: PAGE,
                 after: PAGE + 1
             })
         );
-        b.find(false);
-        let Some(Request::Search { id, .. }) = b.out.pop() else {
+        b.find(false, out);
+        let Some(Request::Search { id, .. }) = out.pop() else {
             panic!()
         };
         assert_eq!(
-            b.on_search(id, Some(100), true).as_deref(),
+            b.on_search(id, Some(100), true, out).as_deref(),
             Some("search wrapped to the top")
         );
-        assert_eq!(b.on_search(id, Some(100), false), None, "answered once");
+        assert_eq!(
+            b.on_search(id, Some(100), false, out),
+            None,
+            "answered once"
+        );
     }
 
     #[test]
     fn no_match_at_all_says_so_in_the_title() {
-        let mut b = browsing();
-        let (id, _, _, _) = typed(&mut b, "zz\u{1b}");
-        assert_eq!(b.on_search(id, None, false), None);
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        let (id, _, _, _) = typed(&mut b, "zz\u{1b}", out);
+        assert_eq!(b.on_search(id, None, false, out), None);
         let m = b.message.clone().unwrap_or_default();
         assert!(m.starts_with("no line matches \"zz"), "{m}");
         assert!(!m.contains('\u{1b}'), "escaped: {m:?}");
@@ -233,10 +240,11 @@ mod tests {
 
     #[test]
     fn the_count_of_an_earlier_needle_is_not_taken_for_this_ones() {
-        let mut b = browsing();
-        let (_, first, _, _) = typed(&mut b, "k7");
-        let (id, second, _, _) = typed(&mut b, "k8");
-        b.on_search(id, Some(1308 * 100), false);
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        let (_, first, _, _) = typed(&mut b, "k7", out);
+        let (id, second, _, _) = typed(&mut b, "k8", out);
+        b.on_search(id, Some(1308 * 100), false, out);
         let m = |id, counted| Matches {
             id,
             counted,
@@ -253,14 +261,14 @@ mod tests {
 
     #[test]
     fn esc_forgets_the_search_and_stops_its_count() {
-        let mut b = browsing();
-        typed(&mut b, "k7");
-        b.clear_search();
+        let out = &mut Vec::new();
+        let mut b = browsing(out);
+        typed(&mut b, "k7", out);
+        b.clear_search(out);
         assert!(b.search.is_none());
         assert!(
-            matches!(b.out.pop(), Some(Request::Count { needle, .. }) if needle.is_empty()),
-            "{:?}",
-            b.out
+            matches!(out.pop(), Some(Request::Count { needle, .. }) if needle.is_empty()),
+            "{out:?}"
         );
     }
 }

@@ -7,12 +7,11 @@
 //! and the detail pane work unchanged.
 
 use super::fleet::FleetView;
+use crate::claims::Loc;
 use crate::store::fleet::FleetState;
-use crate::store::{StoreInfo, Tenure};
+use crate::store::{LinkFacts, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
 
 /// What only a store with a connection says beside its mirror's rows;
 /// every message carries the clock it was read at, so the model judges
@@ -39,6 +38,29 @@ pub enum StoreMsg {
     WatchDown { why: String, at: i64 },
     /// The watch delivers again.
     WatchUp { revision: Option<i64>, at: i64 },
+}
+
+/// A cluster's state as the header shows it: who answers, who leads, and
+/// the newest revision seen (the probe's, or a row's or a listing's if
+/// newer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// The endpoints the client was given, `a:1,b:2`.
+    pub endpoints: String,
+    /// The leader's member name, or None while there is none or it cannot
+    /// be asked.
+    pub leader: Option<String>,
+    pub revision: i64,
+}
+
+impl From<LinkFacts> for StoreInfo {
+    fn from(f: LinkFacts) -> StoreInfo {
+        StoreInfo {
+            endpoints: f.reached,
+            leader: f.leader,
+            revision: f.at.unwrap_or(0),
+        }
+    }
 }
 
 /// A claim's tenure, and when it was read: its lease counts down from then.
@@ -79,7 +101,7 @@ pub struct StoreView {
     pub url: String,
     /// The last probe's answer (kept while disconnected: it says what was).
     pub info: Option<StoreInfo>,
-    pub tenures: HashMap<Arc<Path>, Held>,
+    pub tenures: HashMap<Loc, Held>,
     /// Did the last probe answer?
     probe_ok: bool,
     /// Is the watch delivering?
@@ -142,8 +164,8 @@ impl StoreView {
         self.link() != before
     }
 
-    pub fn held(&self, path: &Path) -> Option<&Held> {
-        self.tenures.get(path)
+    pub fn held(&self, loc: &Loc) -> Option<&Held> {
+        self.tenures.get(loc)
     }
 
     /// The header's connection words: `connected`, `disconnected since

@@ -1,110 +1,22 @@
-//! The claims table's model: its columns, the sort, the widths the
-//! free-text columns keep, and which rows are shown where.
+//! The claims table's model: its rows (filtered, sorted, and the widths
+//! the steady columns keep, rebuilt when the claims, the filter or the sort
+//! change), and what the columns ask of the model (where a row comes from,
+//! the lease behind it). The columns themselves are `crate::columns`.
 
+use super::claims::ClaimSet;
 use super::row_id::RowId;
-use crate::claims::{ItemRules, Locality, OwnHazards, Status};
+use super::store::StoreView;
+use super::App;
+use crate::claims::Status;
+use crate::columns::{
+    Avail, CellCtx, ColumnId, Face, HostName, Places, RootName, RowView, COLUMNS,
+};
+use crate::dashboard::roots::ShownRoots;
 use std::cmp::Ordering;
-
-/// A table column, in display (and `s` cycling) order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Column {
-    State,
-    Key,
-    Holder,
-    Pid,
-    Machine,
-    Age,
-    Ttl,
-    Harness,
-    Reason,
-    /// Which root the claim lives in: shown, sorted and cycled only when the
-    /// dashboard watches several (so a one-root table is as it always was).
-    Root,
-    /// Time left on the claim's etcd lease: shown over a store only, and
-    /// not in [`Column::ALL`], so the file dashboard's columns and `s`
-    /// cycle stay as they were.
-    Lease,
-    /// The host a claim is held on, and whether the store keeps it or a
-    /// host publishes it: shown over a store only while hosts publish into
-    /// it, and kept out of [`Column::ALL`] like the lease.
-    Host,
-    Source,
-}
-
-impl Column {
-    pub const ALL: [Column; 9] = [
-        Column::State,
-        Column::Key,
-        Column::Holder,
-        Column::Pid,
-        Column::Machine,
-        Column::Age,
-        Column::Ttl,
-        Column::Harness,
-        Column::Reason,
-    ];
-
-    /// Every column, the store's and the several roots' too.
-    pub const EVERY: [Column; 13] = [
-        Column::State,
-        Column::Root,
-        Column::Key,
-        Column::Holder,
-        Column::Pid,
-        Column::Machine,
-        Column::Age,
-        Column::Ttl,
-        Column::Lease,
-        Column::Host,
-        Column::Source,
-        Column::Harness,
-        Column::Reason,
-    ];
-
-    /// The column titled `name` (any case).
-    pub fn named(name: &str) -> Option<Column> {
-        Column::EVERY
-            .into_iter()
-            .find(|c| c.title().eq_ignore_ascii_case(name.trim()))
-    }
-
-    pub fn next(self) -> Column {
-        let i = Column::ALL.iter().position(|c| *c == self).unwrap_or(0);
-        Column::ALL[(i + 1) % Column::ALL.len()]
-    }
-
-    /// The `s` cycle over several roots: the root column comes right after
-    /// the state, where the table shows it.
-    pub fn next_of_several(self) -> Column {
-        match self {
-            Column::State => Column::Root,
-            Column::Root => Column::Key,
-            c => c.next(),
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Column::State => "state",
-            Column::Key => "key",
-            Column::Holder => "holder",
-            Column::Pid => "pid",
-            Column::Machine => "machine",
-            Column::Age => "age",
-            Column::Ttl => "ttl",
-            Column::Harness => "harness",
-            Column::Reason => "reason",
-            Column::Root => "root",
-            Column::Lease => "lease",
-            Column::Host => "host",
-            Column::Source => "source",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sort {
-    pub column: Column,
+    pub column: ColumnId,
     pub reverse: bool,
 }
 
@@ -112,159 +24,246 @@ impl Default for Sort {
     /// What needs a human first: severity, then key.
     fn default() -> Sort {
         Sort {
-            column: Column::State,
+            column: ColumnId::State,
             reverse: false,
         }
     }
 }
 
-/// Compare two claims by `col`; ties (and every column's fallback) go by
-/// severity then key, so the order never depends on hash-map iteration.
-pub fn compare(col: Column, (ia, a): (&RowId, &Status), (ib, b): (&RowId, &Status)) -> Ordering {
-    fn opt_str<'a>(
-        s: &'a Status,
-        f: impl Fn(&'a crate::claims::ClaimRecord) -> Option<&'a str>,
-    ) -> Option<&'a str> {
-        s.record.as_ref().and_then(f)
+/// What the view has, for the columns: the one place the dashboard says
+/// it (several roots, a store with leases, hosts publishing into it).
+pub fn avail(roots: &ShownRoots, store: Option<&StoreView>) -> Avail {
+    Avail {
+        several: roots.is_several(),
+        leases: store.is_some(),
+        fleet: store.is_some_and(|v| v.fleet.is_active()),
     }
-    // Missing values sort after present ones whichever the column.
-    fn some_first<T: Ord>(a: Option<T>, b: Option<T>) -> Ordering {
-        match (a, b) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
+}
+
+/// The model's answers to what the cells ask.
+pub struct TablePlaces<'a> {
+    pub roots: &'a ShownRoots,
+    pub store: Option<&'a StoreView>,
+}
+
+impl Places for TablePlaces<'_> {
+    fn root(&self, s: &Status) -> Option<RootName<'_>> {
+        let i = self.roots.of(s);
+        Some(RootName {
+            label: self.roots.label(i),
+            path: &self.roots.get(i)?.root,
+        })
+    }
+
+    fn host(&self, host_id: &str) -> Option<HostName<'_>> {
+        let h = self.store?.fleet.host(host_id)?;
+        Some(HostName {
+            label: &h.label,
+            last_seen_ms: h.last_seen_ms,
+        })
+    }
+
+    fn lease_ms(&self, s: &Status, now: i64) -> Option<i64> {
+        self.store?.held(&s.file).map(|h| h.remaining_ms(now))
+    }
+}
+
+/// The screen's cells at `now`, answered by `places`.
+pub fn screen_ctx<'a>(now: i64, local_time: bool, places: &'a dyn Places) -> CellCtx<'a> {
+    CellCtx {
+        now,
+        local_time,
+        face: Face::Screen,
+        places,
+    }
+}
+
+/// Row `id` of `set` as its cells see it.
+pub fn row_view<'a>(set: &ClaimSet, id: &'a RowId, s: &'a Status) -> RowView<'a> {
+    RowView {
+        status: s,
+        rules: set.rules_of(id),
+        copy_of: match id {
+            RowId::Copy(c) => Some(c.host_id.as_str()),
+            RowId::Claim(_) => None,
+        },
+        origin: None,
+    }
+}
+
+impl App {
+    /// What the view has, for the columns.
+    pub fn avail(&self) -> Avail {
+        avail(&self.roots, self.store.as_ref())
+    }
+
+    /// Is row `id` (as `s`) as wide as a steady column's widest? Then
+    /// taking it away means measuring every row again.
+    pub fn holds_a_width(&self, id: &RowId, s: &Status) -> bool {
+        let places = self.places();
+        let ctx = screen_ctx(self.now, self.local_time, &places);
+        let row = row_view(&self.claims.live, id, s);
+        self.table.widest.held_by(&ctx, &row)
+    }
+
+    /// What the columns ask of the model: where rows come from, leases.
+    pub fn places(&self) -> TablePlaces<'_> {
+        TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
         }
     }
-    let primary = match col {
-        Column::State => Ordering::Equal,
-        Column::Key => a.key.cmp(&b.key),
-        Column::Holder => some_first(
-            opt_str(a, |r| Some(r.holder.as_str())),
-            opt_str(b, |r| Some(r.holder.as_str())),
-        ),
-        Column::Pid => some_first(
-            a.record.as_ref().map(|r| r.pid),
-            b.record.as_ref().map(|r| r.pid),
-        ),
-        Column::Machine => some_first(a.locality.map(loc_rank), b.locality.map(loc_rank)),
-        // Youngest first: the age column grows downwards.
-        Column::Age => some_first(
-            a.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
-            b.record.as_ref().map(|r| std::cmp::Reverse(r.acquired_at)),
-        ),
-        // Soonest deadline first; PID-bound (no deadline) after. A lease
-        // is granted for the claim's TTL, so it runs out in the same order.
-        Column::Ttl | Column::Lease => some_first(
-            a.record.as_ref().and_then(|r| r.expires_at),
-            b.record.as_ref().and_then(|r| r.expires_at),
-        ),
-        Column::Harness => some_first(
-            opt_str(a, |r| r.harness.as_deref()),
-            opt_str(b, |r| r.harness.as_deref()),
-        ),
-        Column::Reason => some_first(
-            opt_str(a, |r| r.reason.as_deref()),
-            opt_str(b, |r| r.reason.as_deref()),
-        ),
-        // Grouped by root, in the order of the roots' paths.
-        Column::Root => a.file.parent().cmp(&b.file.parent()),
-        // The record's host is the publishing host's for a copy, too.
-        Column::Host => some_first(
-            opt_str(a, |r| Some(r.host.as_str())),
-            opt_str(b, |r| Some(r.host.as_str())),
-        ),
-        // The store's own claims first, then the copies, grouped by host.
-        Column::Source => ia.is_copy().cmp(&ib.is_copy()),
-    };
-    primary
-        .then(a.state.severity().cmp(&b.state.severity()))
-        .then_with(|| a.key.cmp(&b.key))
-        .then_with(|| a.file.cmp(&b.file))
+
+    pub fn paused(&self) -> bool {
+        self.claims.frozen.is_some()
+    }
+
+    /// Rebuild the rows from the shown claims, keeping the selection on the
+    /// same lockfile when it is still there.
+    pub fn rebuild_rows(&mut self) {
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        let shown = self.claims.shown();
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let now = self.claims.frozen.as_ref().map_or(self.now, |f| f.now);
+        let ctx = screen_ctx(now, self.local_time, &places);
+        // Sized for every row: the table's order is this buffer (collected
+        // in place below, so its elements are a row id's size: a wider
+        // element would leave the order in a buffer that much too big), and
+        // grown by doubling it kept a third more than 100 000 rows need.
+        let mut rows: Vec<(&RowId, &Status)> = Vec::with_capacity(shown.by_row.len());
+        rows.extend(
+            shown
+                .by_row
+                .iter()
+                .map(|(p, s)| (p, &**s))
+                .filter(|(p, s)| t.filter.matches(&ctx, &row_view(shown, p, s))),
+        );
+        let col = t.sort.column;
+        rows.sort_by(|(ia, a), (ib, b)| {
+            let (va, vb) = (row_view(shown, ia, a), row_view(shown, ib, b));
+            compare(col, &ctx, (ia, &va), (ib, &vb))
+        });
+        if t.sort.reverse {
+            rows.reverse();
+        }
+        let mut widest = Widest::default();
+        for (p, s) in &rows {
+            widest.fit(&ctx, &row_view(shown, p, s));
+        }
+        t.widest = widest;
+        t.rows = rows.into_iter().map(|(p, _)| p.clone()).collect();
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+
+    /// Move just these claims to their sorted places, when only they changed
+    /// (a TTL crossing): a full rebuild re-sorts every row, which over
+    /// 10 000 claims costs milliseconds a tick.
+    pub fn reposition_rows(&mut self, moved: &[RowId]) {
+        if self.paused() {
+            return;
+        }
+        let t = &mut self.table;
+        let keep = t.rows.get(t.selected).cloned();
+        t.rows.retain(|p| !moved.contains(p));
+        let (col, reverse) = (t.sort.column, t.sort.reverse);
+        let live = &self.claims.live;
+        let places = TablePlaces {
+            roots: &self.roots,
+            store: self.store.as_ref(),
+        };
+        let ctx = screen_ctx(self.now, self.local_time, &places);
+        for p in moved {
+            let Some(row) = live
+                .get(p)
+                .map(|s| row_view(live, p, s))
+                .filter(|r| t.filter.matches(&ctx, r))
+            else {
+                continue;
+            };
+            let pos = t.rows.partition_point(|r| {
+                live.get(r).is_some_and(|other| {
+                    let ord = compare(col, &ctx, (r, &row_view(live, r, other)), (p, &row));
+                    if reverse {
+                        ord == Ordering::Greater
+                    } else {
+                        ord == Ordering::Less
+                    }
+                })
+            });
+            t.rows.insert(pos, p.clone());
+            t.widest.fit(&ctx, &row);
+        }
+        if let Some(p) = keep {
+            if let Some(i) = t.rows.iter().position(|r| *r == p) {
+                t.selected = i;
+            }
+        }
+        self.clamp_selection();
+    }
+}
+
+/// Compare two rows by `col`; ties (and every column's fallback) go by
+/// severity then key, so the order never depends on hash-map iteration.
+pub fn compare(
+    col: ColumnId,
+    ctx: &CellCtx<'_>,
+    (ia, a): (&RowId, &RowView<'_>),
+    (ib, b): (&RowId, &RowView<'_>),
+) -> Ordering {
+    (col.spec().sort)(ctx, a, b)
+        .then(a.status.state.severity().cmp(&b.status.state.severity()))
+        .then_with(|| a.status.key.cmp(&b.status.key))
+        .then_with(|| a.status.file.cmp(&b.status.file))
         .then_with(|| ia.cmp(ib))
 }
 
-fn loc_rank(l: Locality) -> u8 {
-    match l {
-        Locality::Local => 0,
-        Locality::Unknown => 1,
-        Locality::Other => 2,
+/// The widest cell of each steady column (see [`crate::columns::Width`])
+/// among the rows, in characters: the table sizes those columns from it,
+/// so they hold still while scrolling and a frame never measures every row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Widest([u16; COLUMNS.len()]);
+
+impl Default for Widest {
+    fn default() -> Widest {
+        Widest([0; COLUMNS.len()])
     }
 }
 
-/// The widest value of each free-text column among the rows, in
-/// characters: the table sizes those columns from it, so they hold still
-/// while scrolling and a frame never measures every row.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Widest {
-    pub key: u16,
-    pub holder: u16,
-    pub harness: u16,
-    pub reason: u16,
-}
-
-/// The key as its row shows it: marked `⚠` when the claim is a hazard its
-/// state and its why do not already say (its record names another key),
-/// so a claim that reads healthy never hides one.
-pub fn key_cell(s: &Status, rules: ItemRules) -> String {
-    let key = crate::sanitize::sanitize(&s.key);
-    if key_marked(s, rules) {
-        format!("{key} ⚠")
-    } else {
-        key.into_owned()
-    }
-}
-
-fn key_marked(s: &Status, rules: ItemRules) -> bool {
-    OwnHazards::of(s, rules).unsaid().next().is_some()
+fn chars(s: &str) -> u16 {
+    s.chars().count().min(u16::MAX as usize) as u16
 }
 
 impl Widest {
-    fn chars(s: &str) -> u16 {
-        s.chars().count().min(u16::MAX as usize) as u16
-    }
-
-    /// Widen to fit `s`, judged by `rules` (whose mark its key cell carries).
-    pub fn fit(&mut self, s: &Status, rules: ItemRules) {
-        let w = |v: &mut u16, text: &str| *v = (*v).max(Widest::chars(text));
-        let mark = if key_marked(s, rules) { 2 } else { 0 };
-        self.key = self.key.max(Widest::chars(&s.key).saturating_add(mark));
-        match &s.record {
-            Some(r) => {
-                w(&mut self.holder, &r.holder);
-                w(&mut self.harness, r.harness.as_deref().unwrap_or(""));
-                w(&mut self.reason, r.reason.as_deref().unwrap_or(""));
-            }
-            None => {
-                w(&mut self.holder, "(no record)");
-                w(&mut self.reason, s.error.as_deref().unwrap_or(""));
-            }
+    /// Widen to fit `row`'s cells.
+    pub fn fit(&mut self, ctx: &CellCtx<'_>, row: &RowView<'_>) {
+        for spec in COLUMNS.iter().filter(|s| s.screen && s.width.steady()) {
+            let w = &mut self.0[spec.id as usize];
+            *w = (*w).max(chars(&(spec.text)(ctx, row)));
         }
     }
 
-    /// Would taking `s` away leave a column wider than its widest row?
+    /// Would taking `row` away leave a column wider than its widest row?
     /// (Then the widths must be measured again over every row.)
-    pub fn held_by(&self, s: &Status, rules: ItemRules) -> bool {
+    pub fn held_by(&self, ctx: &CellCtx<'_>, row: &RowView<'_>) -> bool {
         let mut one = Widest::default();
-        one.fit(s, rules);
-        [
-            (one.key, self.key),
-            (one.holder, self.holder),
-            (one.harness, self.harness),
-            (one.reason, self.reason),
-        ]
-        .iter()
-        .any(|(mine, widest)| *mine > 0 && mine >= widest)
+        one.fit(ctx, row);
+        one.0
+            .iter()
+            .zip(&self.0)
+            .any(|(mine, widest)| *mine > 0 && mine >= widest)
     }
 
-    /// The width kept for `c`, for the free-text columns.
-    pub fn of(&self, c: Column) -> Option<u16> {
-        match c {
-            Column::Key => Some(self.key),
-            Column::Holder => Some(self.holder),
-            Column::Harness => Some(self.harness),
-            Column::Reason => Some(self.reason),
-            _ => None,
-        }
+    /// The width kept for `c`, for the steady columns.
+    pub fn of(&self, c: ColumnId) -> Option<u16> {
+        c.spec().width.steady().then_some(self.0[c as usize])
     }
 }

@@ -1,10 +1,14 @@
 //! The "as of" view's transitions: asking the events service for the log
-//! around an instant, taking the answer in, moving in it, going back.
+//! around an instant, taking the answer in, moving in it, going back. It
+//! is a layer ([`Layer::AsOf`]): wherever the focus is, `G` and Esc return
+//! to now, and no verb acts on a claim while the table shows the past.
 
 use super::effects::Effects;
+use super::modes::Handled;
+use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::asof::AsOf;
 use crate::dashboard::model::row_id::RowId;
-use crate::dashboard::model::{App, Level, Overlay};
+use crate::dashboard::model::{App, Layer, Level, Overlay};
 use crate::events::asof::{add_held_now, HeldNow};
 use crate::events::service::{Reply, Request, Which};
 use crate::store::fleet::SOURCE_STORE;
@@ -12,16 +16,18 @@ use crate::store::fleet::SOURCE_STORE;
 /// Show the table as of `at`: the log around it is asked for (every
 /// root's, over several roots), and the table says so until it comes.
 pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
-    app.asof = Some(AsOf {
+    // One instant at a time; it takes the timeline's place when asked there.
+    app.modes.remove(|l| matches!(l, Layer::AsOf(_)));
+    if app.modes.overlay() == Some(Overlay::Timeline) {
+        app.modes.close_overlay();
+    }
+    app.modes.push(Layer::AsOf(AsOf {
         at,
         rows: None,
         complete: false,
         span: None,
         selected: 0,
-    });
-    if app.overlays.open == Some(Overlay::Timeline) {
-        app.overlays.open = None;
-    }
+    }));
     // One root (or a store no host publishes into): the log the service
     // serves. Several roots: each root's own log; a fleet: the store's and
     // every root a host mirrors. The service reads them beside the one it
@@ -57,7 +63,11 @@ pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
 
 /// Back to the claims as they are now.
 pub fn close(app: &mut App) -> bool {
-    app.asof.take().is_some()
+    let closed = app.modes.remove(|l| matches!(l, Layer::AsOf(_))).is_some();
+    if closed {
+        app.say(Level::Info, "back to now: the claims as they are");
+    }
+    closed
 }
 
 /// A reply of the events service: the answer for the instant this view
@@ -65,7 +75,7 @@ pub fn close(app: &mut App) -> bool {
 /// every claim the table holds now that was taken by then: held at the
 /// instant, however long before the log read it began.
 pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
-    let Some(asked) = app.asof.as_ref().filter(|v| v.rows.is_none()).map(|v| v.at) else {
+    let Some(asked) = app.modes.asof().filter(|v| v.rows.is_none()).map(|v| v.at) else {
         return false;
     };
     let Reply::AsOf {
@@ -81,7 +91,7 @@ pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
     }
     let mut rows = answer.rows.clone();
     add_held_now(&mut rows, &held_now(app), *at);
-    if let Some(v) = app.asof.as_mut() {
+    if let Some(v) = app.modes.asof_mut() {
         v.rows = Some(rows);
         v.complete = answer.complete;
         v.span = answer.span;
@@ -128,7 +138,7 @@ fn held_now(app: &App) -> Vec<HeldNow> {
 
 /// j/k and the page keys move among the rows shown as of then.
 pub fn move_by(app: &mut App, delta: isize) -> bool {
-    let Some(v) = app.asof.as_mut() else {
+    let Some(v) = app.modes.asof_mut() else {
         return false;
     };
     let n = v.rows.as_ref().map_or(0, Vec::len);
@@ -137,4 +147,33 @@ pub fn move_by(app: &mut App, delta: isize) -> bool {
         .saturating_add(delta)
         .clamp(0, n.saturating_sub(1) as isize) as usize;
     v.selected != before
+}
+
+/// A command while the table shows the past: G and Esc return to now
+/// wherever the focus is, the table's motions move in the rows of then,
+/// and the rest passes to the layers and panes below.
+pub(super) fn command(app: &mut App, cmd: Cmd) -> Handled {
+    let page = super::rows::page(app) as isize;
+    let table = app.focus == Pane::Table;
+    Handled::Done(match cmd {
+        Cmd::Bottom | Cmd::Close => close(app),
+        Cmd::Up if table => move_by(app, -1),
+        Cmd::Down if table => move_by(app, 1),
+        Cmd::PageUp if table => move_by(app, -page),
+        Cmd::PageDown if table => move_by(app, page),
+        Cmd::Top if table => move_by(app, isize::MIN / 2),
+        _ => return Handled::Pass,
+    })
+}
+
+/// Why `cmd` does nothing while the table shows `v`'s instant (the
+/// layer says which it refuses): typed (`:release KEY`) or pressed, in any
+/// pane, it is refused with the way back.
+pub(super) fn refusal(app: &App, v: &AsOf, cmd: Cmd) -> String {
+    let when = crate::time::clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S");
+    let what = cmd.name().unwrap_or("that key");
+    format!(
+        "the table shows the claims as of {when}: {what} would act on the claims of now, \
+         not on these — G or Esc returns to now first"
+    )
 }

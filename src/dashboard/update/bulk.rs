@@ -1,7 +1,9 @@
 //! Marked rows (space) and the verbs over them: F, r and n act on every
-//! marked claim after one confirmation that lists them, each through the
-//! same op (and the same guard) a single row's key asks for; each claim's
-//! answer comes back as its own line (`m` keeps them all).
+//! marked claim after one confirmation that lists them (and says how many
+//! the filter hides), each through the same op (and the same guard) a
+//! single row's key asks for; each claim's answer comes back as its own
+//! line (`m` keeps them all). A mark holds one tenure: it goes when its
+//! claim is released or taken again.
 
 use super::effects::Effects;
 use super::rows::move_by;
@@ -9,7 +11,10 @@ use crate::claims::words::count;
 use crate::claims::Status;
 use crate::dashboard::action::{ForceOptsShown, Op};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL_MS;
-use crate::dashboard::model::{App, BulkConfirm, BulkItem, BulkVerb, Dialog, Level, RowId};
+use crate::dashboard::model::{
+    App, BulkConfirm, BulkItem, BulkVerb, Dialog, Layer, Level, MarksConfirm, RowAt, RowId,
+};
+use crate::dashboard::view::layout;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// Space: mark or unmark the selected row, then move down a row (as htop
@@ -19,11 +24,94 @@ pub(super) fn toggle_mark(app: &mut App) -> bool {
         app.say(Level::Info, "no claim selected to mark");
         return true;
     };
-    if !app.table.marked.remove(&path) {
-        app.table.marked.insert(path);
-    }
+    let Some(tenure) = app.tenure_id(&path) else {
+        return false;
+    };
+    app.table.marked.toggle(path, tenure);
     move_by(app, 1);
     true
+}
+
+/// Ctrl-Space: mark every row the table shows (the filter's matches), as
+/// k9s marks a filtered list.
+pub(super) fn mark_all_shown(app: &mut App) -> bool {
+    let before = app.table.marked.len();
+    for id in app.table.rows.clone() {
+        if let Some(t) = app.tenure_id(&id) {
+            app.table.marked.insert(id, t);
+        }
+    }
+    let added = app.table.marked.len() - before;
+    let msg = format!(
+        "marked {} shown ({} marked in all); Ctrl-\\ or U drops every mark",
+        count(added, "more claim"),
+        app.table.marked.len()
+    );
+    app.say(Level::Info, msg);
+    true
+}
+
+/// Ctrl-\ or U: drop every mark at once.
+pub(super) fn clear_marks(app: &mut App) -> bool {
+    let n = app.table.marked.len();
+    if n == 0 {
+        app.say(Level::Info, "no claim is marked");
+        return true;
+    }
+    app.table.marked.clear();
+    app.say(Level::Info, format!("dropped {}", count(n, "mark")));
+    true
+}
+
+/// Esc over marks: dropped at once when a screen shows them all, asked
+/// first when there are more (marking them again may take as many keys).
+pub(super) fn clear_marks_asking(app: &mut App) -> bool {
+    let marked = app.table.marked.len();
+    if marked <= layout::table_capacity(app.size, app.look()) {
+        return clear_marks(app);
+    }
+    let hidden = app.marks_hidden();
+    app.modes
+        .push(Layer::Dialog(Dialog::ClearMarks(MarksConfirm {
+            marked,
+            hidden,
+        })));
+    true
+}
+
+/// A key in the "drop every mark?" question: y drops them, any other key
+/// keeps them (Esc closes it, as every dialog).
+pub(super) fn clear_marks_key(app: &mut App, c: MarksConfirm, ev: &KeyEvent) -> bool {
+    match ev.code {
+        KeyCode::Char('y') | KeyCode::Char('Y') => clear_marks(app),
+        _ => {
+            app.modes.push(Layer::Dialog(Dialog::ClearMarks(c)));
+            false
+        }
+    }
+}
+
+/// Drop the marks whose claim's tenure ended (released, or taken again by
+/// someone else) since they were set; said when any went.
+pub(crate) fn keep_marked_tenures(app: &mut App) -> bool {
+    if app.table.marked.is_empty() {
+        return false;
+    }
+    let now: std::collections::HashMap<RowId, _> = app
+        .table
+        .marked
+        .iter()
+        .filter_map(|id| Some((id.clone(), app.tenure_id(id)?)))
+        .collect();
+    let dropped = app.table.marked.keep_tenures(|id| now.get(id).cloned());
+    if dropped > 0 {
+        let msg = format!(
+            "{} dropped: the claim was released or taken again since it was marked",
+            count(dropped, "mark")
+        );
+        app.say(Level::Info, msg);
+    }
+    dropped > 0
 }
 
 /// The marked claims still shown, by key.
@@ -43,9 +131,14 @@ pub fn marked(app: &App) -> Vec<(&RowId, &Status)> {
 pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
     let mut items = Vec::new();
     let mut skipped = Vec::new();
+    let mut hidden = 0;
+    let rows: std::collections::HashSet<&RowId> = app.table.rows.iter().collect();
     for (id, s) in marked(app) {
         match item(app, id, s, verb) {
-            Ok(i) => items.push(i),
+            Ok(i) => {
+                hidden += usize::from(!rows.contains(id));
+                items.push(i);
+            }
             Err(why) => skipped.push((s.key.clone(), why)),
         }
     }
@@ -59,13 +152,14 @@ pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
         app.say(Level::Error, msg);
         return true;
     }
-    app.overlays.dialog = Some(Dialog::Bulk(BulkConfirm {
+    app.modes.push(Layer::Dialog(Dialog::Bulk(BulkConfirm {
         verb,
         items,
         skipped,
+        hidden,
         typed: "".into(),
         error: None,
-    }));
+    })));
     true
 }
 
@@ -133,7 +227,10 @@ pub(super) fn bulk_key(
     }
     let n = c.items.len();
     for i in c.items {
-        fx.ops.push(op_of(app, c.verb, i));
+        match op_of(app, c.verb, i) {
+            Ok(op) => fx.ops.push(op),
+            Err(why) => app.say(Level::Error, why),
+        }
     }
     app.table.marked.clear();
     let msg = format!("{} {}…", c.verb.words(), count(n, "claim"));
@@ -143,7 +240,7 @@ pub(super) fn bulk_key(
 
 /// The op one claim of a bulk verb asks for: the same one its own row's
 /// key would.
-fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Op {
+fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Result<Op, String> {
     let holder = i.holder.clone().unwrap_or_default();
     let op = match verb {
         BulkVerb::Release => Op::Release { key: i.key, holder },
@@ -161,17 +258,12 @@ fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Op {
                 // The typed count confirmed it: the CLI's --allow-live.
                 allow_live: i.state.may_be_held(),
             };
-            if let Some(o) = i.host {
-                return Op::AskHost {
-                    host_id: o.host_id,
-                    hostname: o.hostname,
-                    root_id: o.root_id,
-                    key: i.key,
-                    opts,
-                };
-            }
             Op::ForceRelease { key: i.key, opts }
         }
     };
-    app.roots.route(i.root, op)
+    let at = RowAt {
+        root: i.root,
+        host: i.host.as_ref(),
+    };
+    app.route(at, op)
 }

@@ -1,45 +1,41 @@
-//! The keymap's commands, and the starts of the verbs they open.
+//! The panes' commands: the focused pane's own first (its motions, and
+//! what its keys mean there), then what a command means in any pane — the
+//! verbs on the selected claim and the keys that open a view.
 
-use super::asof;
 use super::bulk;
 use super::effects::Effects;
 use super::fleet;
-use super::rows::{move_by, page, scroll_into_view, toggle_pause};
+use super::modes::Handled;
+use super::rows::{move_by, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
-use crate::claims::HazardKind;
+use super::{detail_cmds, events_cmds, quit, table_cmds};
+use crate::claims::ClaimState;
 use crate::dashboard::action::Op;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use crate::dashboard::model::{
-    AcquireForm, App, BulkVerb, CleanConfirm, Dialog, Filter, ForceConfirm, Level, Overlay,
-    QuitConfirm, RenewForm,
+    AcquireForm, App, BulkVerb, CleanConfirm, Dialog, Filter, ForceConfirm, Layer, Level, Overlay,
+    RenewForm, RowAt,
 };
 use crate::time::ttl_text;
 
-/// Run a keymap command (also what the tests drive).
+/// Run a command in the focused pane (the layers have passed it).
 pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
-    if cmd.mutates() && app.read_only {
-        app.say(
-            Level::Error,
-            "read-only: a, r, n and F are disabled (started with --read-only)",
-        );
-        return true;
+    let pane = match app.focus {
+        Pane::Table => table_cmds::command(app, cmd),
+        Pane::Detail => detail_cmds::command(app, cmd),
+        Pane::Events => events_cmds::command(app, cmd, fx),
+    };
+    match pane {
+        Handled::Done(redraw) => redraw,
+        Handled::Pass => anywhere(app, cmd, fx),
     }
-    if let Some(redraw) = logview::events_command(app, cmd) {
-        return redraw;
-    }
-    if app.asof.is_some() && app.focus == Pane::Table {
-        if let Some(redraw) = asof_command(app, cmd) {
-            return redraw;
-        }
-    }
+}
+
+/// What a command means whichever pane has the focus.
+fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
     match cmd {
-        Cmd::Up => move_by(app, -1),
-        Cmd::Down => move_by(app, 1),
-        Cmd::PageUp => move_by(app, -(page(app) as isize)),
-        Cmd::PageDown => move_by(app, page(app) as isize),
-        Cmd::Top => move_by(app, isize::MIN / 2),
-        Cmd::Bottom => move_by(app, isize::MAX / 2),
+        Cmd::Release | Cmd::Renew | Cmd::ForceRelease | Cmd::ForgetHost => claim_verb(app, cmd, fx),
         Cmd::NextPane | Cmd::PrevPane => {
             app.focus = if cmd == Cmd::NextPane {
                 app.focus.next()
@@ -50,52 +46,9 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
-        Cmd::Filter => {
-            app.table.filter_input = Some(app.table.filter.text.as_str().into());
-            app.table.history_pos = None;
-            true
-        }
-        Cmd::SortNext => {
-            let col = app.table.sort.column;
-            app.table.sort.column = if app.roots.is_several() {
-                col.next_of_several()
-            } else {
-                col.next()
-            };
-            app.table.sort.reverse = false;
-            app.rebuild_rows();
-            scroll_into_view(app);
-            true
-        }
-        Cmd::SortReverse => {
-            app.table.sort.reverse = !app.table.sort.reverse;
-            app.rebuild_rows();
-            scroll_into_view(app);
-            true
-        }
-        // An offline host's last known row: nothing can be done there.
-        Cmd::Release | Cmd::Renew | Cmd::ForceRelease if fleet::refused(app) => true,
-        Cmd::ForgetHost => fleet::start_forget(app),
-        // With rows marked, the verbs act on them all (after one question).
-        Cmd::Release if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Release),
-        Cmd::Renew if !app.table.marked.is_empty() => bulk::start(app, BulkVerb::Renew),
-        Cmd::ForceRelease if !app.table.marked.is_empty() => {
-            bulk::start(app, BulkVerb::ForceRelease)
-        }
-        // A host's copy changes only in the host's own root: F asks its
-        // publisher; the others are for the host's own dashboard.
-        Cmd::Acquire | Cmd::Release | Cmd::Renew if selected_copy(app).is_some() => {
-            let host = selected_copy(app).unwrap_or_default();
-            let msg = format!(
-                "a, r and n act on this store's own claims: this row is a read-only copy \
-                 published by {host} (F asks {host} to force-release it; acquire, release \
-                 or renew in its own root there)"
-            );
-            app.say(Level::Error, msg);
-            true
-        }
+        Cmd::Acquire if selected_copy(app).is_some() => copy_refusal(app),
         Cmd::Acquire => {
-            app.overlays.dialog = Some(Dialog::Acquire(AcquireForm {
+            let form = AcquireForm {
                 key: "".into(),
                 holder: app.operator.as_str().into(),
                 ttl: DEFAULT_ACQUIRE_TTL.into(),
@@ -103,22 +56,20 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
                 field: 0,
                 error: None,
                 root: super::roots::root_field(app),
-            }));
+            };
+            app.modes.push(Layer::Dialog(Dialog::Acquire(form)));
             true
         }
-        Cmd::Release => start_release(app, fx),
-        Cmd::Renew => start_renew(app),
-        Cmd::ForceRelease => start_force(app),
         Cmd::Prompt => {
-            app.prompt = Some(Default::default());
+            app.modes.push(Layer::Prompt(Default::default()));
             true
         }
-        Cmd::AsOfCursor => asof::open(app, app.timeline.cursor, fx),
-        Cmd::Mark => bulk::toggle_mark(app),
+        Cmd::AsOfCursor => super::asof::open(app, app.timeline.cursor, fx),
         Cmd::Messages => {
-            app.overlays.open = Some(Overlay::Messages);
+            app.modes.open_overlay(Overlay::Messages);
             // The newest at the bottom, in view.
-            app.overlays.scroll = crate::dashboard::view::overlay_max_scroll(app);
+            let bottom = crate::dashboard::view::overlay_max_scroll(app);
+            app.modes.set_overlay_scroll(bottom);
             true
         }
         Cmd::Pause => {
@@ -126,52 +77,19 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             true
         }
         Cmd::Hazards => {
-            app.overlays.open = Some(Overlay::Hazards);
-            app.overlays.scroll = 0;
+            app.modes.open_overlay(Overlay::Hazards);
             true
         }
-        Cmd::EventsForKey => {
-            if app.events.view.key.is_some() {
-                app.events.view.key = None;
-            } else if let Some(s) = app.selected_status() {
-                let root = app.roots.is_several().then(|| app.roots.of(s));
-                app.events.view.key = Some(s.key.clone());
-                app.events.view.key_root = root;
-            } else {
-                app.say(Level::Info, "no claim selected to filter the events by");
-            }
-            app.events.view.scroll = 0;
-            app.events.view.new_while_scrolled = 0;
-            true
-        }
+        Cmd::EventsForKey => events_for_key(app),
         Cmd::Help => {
             app.seen_help = true;
-            app.overlays.open = Some(Overlay::Help);
-            app.overlays.scroll = 0;
+            app.modes.open_overlay(Overlay::Help);
             true
         }
-        Cmd::Close => {
-            if !app.table.filter.is_empty() {
-                app.table.filter = Filter::default();
-                app.rebuild_rows();
-                scroll_into_view(app);
-                true
-            } else if app.events.view.key.is_some() {
-                app.events.view.key = None;
-                app.events.view.scroll = 0;
-                app.events.view.new_while_scrolled = 0;
-                true
-            } else if app.status.is_some() {
-                app.status = None;
-                true
-            } else {
-                false
-            }
-        }
+        Cmd::Close => close(app),
         Cmd::Open => match app.selected_status() {
             Some(_) => {
-                app.overlays.open = Some(Overlay::Claim);
-                app.overlays.scroll = 0;
+                app.modes.open_overlay(Overlay::Claim);
                 true
             }
             None => {
@@ -185,13 +103,19 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             fx.suspend = true;
             false
         }
-        Cmd::Quit => request_quit(app, fx),
-        Cmd::Timeline => logview::open_timeline(app),
+        Cmd::Quit => quit::request_quit(app, fx),
+        Cmd::Timeline => logview::open_timeline(app, fx),
         Cmd::ZoomPane => {
             app.zoomed = !app.zoomed;
             scroll_into_view(app);
             true
         }
+        Cmd::Mark | Cmd::MarkAll | Cmd::ClearMarks => table_cmds::marks(app, cmd),
+        // The motions of a pane that had no use for them.
+        Cmd::Up | Cmd::Down | Cmd::PageUp | Cmd::PageDown | Cmd::Top | Cmd::Bottom => {
+            move_by(app, motion(app, cmd))
+        }
+        Cmd::Filter | Cmd::SortNext | Cmd::SortReverse => table_cmds::table_only(app, cmd),
         // Keys of the events pane's browsing and of the timeline view, which
         // take them before they get here.
         Cmd::SearchOlder
@@ -206,46 +130,90 @@ pub fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
     }
 }
 
-/// `q`: quit, unless claims taken here would be orphaned by it — then ask.
-pub(super) fn request_quit(app: &mut App, fx: &mut Effects) -> bool {
-    let (roots, keys): (Vec<usize>, Vec<String>) = app.own_claims_by_root().into_iter().unzip();
-    if keys.is_empty() {
-        fx.quit = true;
-        return false;
+/// How far a motion goes in the focused pane.
+pub(super) fn motion(app: &App, cmd: Cmd) -> isize {
+    let page = super::rows::page(app) as isize;
+    match cmd {
+        Cmd::Up => -1,
+        Cmd::Down => 1,
+        Cmd::PageUp => -page,
+        Cmd::PageDown => page,
+        Cmd::Top => isize::MIN / 2,
+        _ => isize::MAX / 2,
     }
-    app.overlays.dialog = Some(Dialog::Quit(QuitConfirm { keys, roots }));
+}
+
+/// r, n, F and D on the selected claim, or on every marked one.
+fn claim_verb(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
+    // An offline host's last known row: nothing can be done there.
+    if cmd != Cmd::ForgetHost && fleet::refused(app) {
+        return true;
+    }
+    let marked = !app.table.marked.is_empty();
+    match cmd {
+        Cmd::ForgetHost => fleet::start_forget(app),
+        // With rows marked, the verbs act on them all (after one question).
+        Cmd::Release if marked => bulk::start(app, BulkVerb::Release),
+        Cmd::Renew if marked => bulk::start(app, BulkVerb::Renew),
+        Cmd::ForceRelease if marked => bulk::start(app, BulkVerb::ForceRelease),
+        Cmd::Release | Cmd::Renew if selected_copy(app).is_some() => copy_refusal(app),
+        Cmd::Release => start_release(app, fx),
+        Cmd::Renew => start_renew(app),
+        _ => start_force(app),
+    }
+}
+
+/// A host's copy changes only in the host's own root: F asks its
+/// publisher; the other verbs are for the host's own dashboard.
+fn copy_refusal(app: &mut App) -> bool {
+    let host = selected_copy(app).unwrap_or_default();
+    let msg = format!(
+        "a, r and n act on this store's own claims: this row is a read-only copy \
+         published by {host} (F asks {host} to force-release it; acquire, release \
+         or renew in its own root there)"
+    );
+    app.say(Level::Error, msg);
     true
 }
 
-/// The table's keys while it shows a past instant: motions move in it,
-/// G and Esc go back to now, and nothing acts on the past.
-fn asof_command(app: &mut App, cmd: Cmd) -> Option<bool> {
-    Some(match cmd {
-        Cmd::Up => asof::move_by(app, -1),
-        Cmd::Down => asof::move_by(app, 1),
-        Cmd::PageUp => asof::move_by(app, -(page(app) as isize)),
-        Cmd::PageDown => asof::move_by(app, page(app) as isize),
-        Cmd::Top => asof::move_by(app, isize::MIN / 2),
-        Cmd::Bottom | Cmd::Close => asof::close(app),
-        Cmd::Acquire
-        | Cmd::Release
-        | Cmd::Renew
-        | Cmd::ForceRelease
-        | Cmd::Mark
-        | Cmd::Filter
-        | Cmd::SortNext
-        | Cmd::SortReverse
-        | Cmd::EventsForKey
-        | Cmd::Copy
-        | Cmd::Open => {
-            app.say(
-                Level::Info,
-                "the table shows a past instant: G or Esc returns to now, where the keys act",
-            );
-            true
-        }
-        _ => return None,
-    })
+/// `f`: the events pane shows only the selected claim's key (again: all).
+fn events_for_key(app: &mut App) -> bool {
+    if app.events.view.key.is_some() {
+        app.events.view.key = None;
+    } else if let Some(s) = app.selected_status() {
+        let root = app.roots.is_several().then(|| app.roots.of(s));
+        app.events.view.key = Some(s.key.clone());
+        app.events.view.key_root = root;
+    } else {
+        app.say(Level::Info, "no claim selected to filter the events by");
+    }
+    app.events.view.scroll = 0;
+    app.events.view.new_while_scrolled = 0;
+    true
+}
+
+/// Esc over the panes: the marks first (asking when more than a screen
+/// of them would go), then the filter, the `f` key filter, the message.
+fn close(app: &mut App) -> bool {
+    if !app.table.marked.is_empty() {
+        return bulk::clear_marks_asking(app);
+    }
+    if !app.table.filter.is_empty() {
+        app.table.filter = Filter::default();
+        app.rebuild_rows();
+        scroll_into_view(app);
+        true
+    } else if app.events.view.key.is_some() {
+        app.events.view.key = None;
+        app.events.view.scroll = 0;
+        app.events.view.new_while_scrolled = 0;
+        true
+    } else if app.status.is_some() {
+        app.status = None;
+        true
+    } else {
+        false
+    }
 }
 
 /// `y`: the selected key to the terminal's clipboard, by OSC 52 (the loop
@@ -269,7 +237,7 @@ pub(super) fn start_clean(app: &mut App) -> bool {
         .claims
         .hazards()
         .into_iter()
-        .filter(|h| matches!(h.kind, HazardKind::StaleMutex | HazardKind::TempLitter))
+        .filter(|h| h.kind.cleanable())
         .collect();
     if hazards.is_empty() {
         app.say(
@@ -278,8 +246,18 @@ pub(super) fn start_clean(app: &mut App) -> bool {
         );
         return true;
     }
-    app.overlays.open = None;
-    app.overlays.dialog = Some(Dialog::Clean(CleanConfirm { hazards }));
+    // From the hazards list: the question takes its place.
+    app.modes.pop_if(|l| {
+        matches!(
+            l,
+            Layer::Overlay {
+                which: Overlay::Hazards,
+                ..
+            }
+        )
+    });
+    app.modes
+        .push(Layer::Dialog(Dialog::Clean(CleanConfirm { hazards })));
     true
 }
 
@@ -296,8 +274,13 @@ pub(super) fn start_release(app: &mut App, fx: &mut Effects) -> bool {
                 key: key.clone(),
                 holder: r.holder.clone(),
             };
-            fx.ops.push(app.roots.route(root, op));
-            app.say(Level::Info, format!("releasing {key}…"));
+            match app.route(RowAt { root, host: None }, op) {
+                Ok(op) => {
+                    fx.ops.push(op);
+                    app.say(Level::Info, format!("releasing {key}…"));
+                }
+                Err(why) => app.say(Level::Error, why),
+            }
         }
         Some(r) => {
             let msg = format!(
@@ -344,7 +327,16 @@ pub(super) fn start_renew(app: &mut App) -> bool {
             "the default: the events tail does not say what was asked",
         ),
     };
-    app.overlays.dialog = Some(Dialog::Renew(RenewForm {
+    // Renewing a suspect claim is allowed (the protocol allows it), but
+    // nothing vouches for its holder: said at once, and asked again below.
+    let warning = (s.state == ClaimState::Suspect).then(|| {
+        format!(
+            "{} is suspect: its holder (pid {}) is not provably alive, and a renewal keeps the \
+             key blocked for it",
+            s.key, r.pid
+        )
+    });
+    let form = Dialog::Renew(RenewForm {
         root: app.roots.of(s),
         key: s.key.clone(),
         holder: r.holder.clone(),
@@ -355,7 +347,11 @@ pub(super) fn start_renew(app: &mut App) -> bool {
         foreign: r.holder != app.operator,
         confirming: false,
         error: None,
-    }));
+    });
+    app.modes.push(Layer::Dialog(form));
+    if let Some(w) = warning {
+        app.say(Level::Error, w);
+    }
     true
 }
 
@@ -365,7 +361,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
         return true;
     };
     let rec = s.record.as_ref();
-    app.overlays.dialog = Some(Dialog::ForceRelease(ForceConfirm {
+    let form = Dialog::ForceRelease(ForceConfirm {
         root: app.roots.of(s),
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
@@ -379,8 +375,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
         typed: "".into(),
         error: None,
         host: app.selected_origin().cloned(),
-    }));
+    });
+    app.modes.push(Layer::Dialog(form));
     true
 }
-
-// ---------------------------------------------------------------- dialogs

@@ -2,96 +2,67 @@
 //! one hands the worker when it is confirmed.
 
 use super::effects::Effects;
-use crate::claims::parse_ttl_ms;
+use crate::claims::{parse_ttl_ms, ClaimState};
 use crate::dashboard::action::{ForceOptsShown, Op};
 use crate::dashboard::model::{
-    AcquireForm, App, Dialog, ForceConfirm, Level, QuitConfirm, RenewForm,
+    AcquireForm, App, Dialog, ForceConfirm, Layer, Level, RenewForm, RowAt,
 };
-use crate::dashboard::roots::ShownRoots;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
+/// A key while a dialog is on top: Esc closes any of them; the rest is the
+/// dialog's own, and what it confirms leaves as an op.
 pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
-    if ev.code == KeyCode::Esc {
-        app.overlays.dialog = None;
-        return true;
-    }
-    let Some(dialog) = app.overlays.dialog.take() else {
+    let Some(Layer::Dialog(dialog)) = app.modes.pop_if(|l| matches!(l, Layer::Dialog(_))) else {
         return false;
     };
+    if ev.code == KeyCode::Esc {
+        return true;
+    }
     let (next, op) = match dialog {
-        Dialog::Acquire(f) => acquire_key(f, &ev, &app.roots),
+        Dialog::Acquire(f) => acquire_key(app, f, &ev),
         Dialog::Renew(f) => {
             let root = f.root;
             let (next, op) = renew_key(f, &ev, &app.operator);
-            (next, op.map(|op| app.roots.route(root, op)))
+            (next, op.map(|op| app.route(RowAt { root, host: None }, op)))
         }
         Dialog::ForceRelease(f) => {
             let (root, host) = (f.root, f.host.clone());
             let (next, op) = force_key(f, &ev, &app.operator);
-            let op = match (op, host) {
-                (Some(Op::ForceRelease { key, opts }), Some(o)) => Some(Op::AskHost {
-                    host_id: o.host_id,
-                    hostname: o.hostname,
-                    root_id: o.root_id,
-                    key,
-                    opts,
-                }),
-                (op, _) => op.map(|op| app.roots.route(root, op)),
+            let at = RowAt {
+                root,
+                host: host.as_ref(),
             };
-            (next, op)
+            (next, op.map(|op| app.route(at, op)))
         }
-        Dialog::Quit(q) => return quit_key(app, q, &ev, fx),
+        Dialog::Quit(q) => return super::quit::quit_key(app, q, &ev, fx),
         Dialog::ForgetHost(f) => return super::fleet::forget_key(app, f, &ev, fx),
         Dialog::Bulk(c) => {
-            app.overlays.dialog = super::bulk::bulk_key(app, c, &ev, fx);
+            if let Some(next) = super::bulk::bulk_key(app, c, &ev, fx) {
+                app.modes.push(Layer::Dialog(next));
+            }
             return true;
         }
+        Dialog::ClearMarks(c) => return super::bulk::clear_marks_key(app, c, &ev),
         Dialog::Clean(c) => match ev.code {
             KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
                 return super::roots::clean_each_root(app, &c, fx);
             }
-            KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Op::Clean)),
+            KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Ok(Op::Clean))),
             _ => (Some(Dialog::Clean(c)), None),
         },
     };
-    app.overlays.dialog = next;
-    if let Some(op) = op {
-        app.say(Level::Info, format!("{} {}…", op.verb(), op.key()));
-        fx.ops.push(op);
+    if let Some(d) = next {
+        app.modes.push(Layer::Dialog(d));
+    }
+    match op {
+        Some(Ok(op)) => {
+            app.say(Level::Info, format!("{} {}…", op.verb(), op.key()));
+            fx.ops.push(op);
+        }
+        Some(Err(why)) => app.say(Level::Error, why),
+        None => {}
     }
     true
-}
-
-/// The quit question: r releases every claim taken here and quits once
-/// they are done, k quits keeping them, anything else asks again.
-pub(super) fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent, fx: &mut Effects) -> bool {
-    match ev.code {
-        KeyCode::Char('r') | KeyCode::Char('R') => {
-            let n = q.keys.len();
-            for (i, key) in q.keys.into_iter().enumerate() {
-                let op = Op::Release {
-                    key,
-                    holder: app.operator.clone(),
-                };
-                let root = q.roots.get(i).copied().unwrap_or(0);
-                fx.ops.push(app.roots.route(root, op));
-            }
-            app.quit_after = Some(n);
-            app.say(
-                Level::Info,
-                format!("releasing {n} claim{} before quitting…", plural(n)),
-            );
-            true
-        }
-        KeyCode::Char('k') | KeyCode::Char('K') => {
-            fx.quit = true;
-            false
-        }
-        _ => {
-            app.overlays.dialog = Some(Dialog::Quit(q));
-            false
-        }
-    }
 }
 
 pub(super) fn plural(n: usize) -> &'static str {
@@ -104,20 +75,24 @@ pub(super) fn plural(n: usize) -> &'static str {
 
 pub(super) type Step = (Option<Dialog>, Option<Op>);
 
-pub(super) fn acquire_key(mut f: AcquireForm, ev: &KeyEvent, roots: &ShownRoots) -> Step {
+/// A step whose op may not find its way to a store: why, in words.
+type Routed = (Option<Dialog>, Option<Result<Op, String>>);
+
+fn acquire_key(app: &App, mut f: AcquireForm, ev: &KeyEvent) -> Routed {
     let n = f.field_count();
     match ev.code {
         KeyCode::Tab | KeyCode::Down => f.field = (f.field + 1) % n,
         KeyCode::BackTab | KeyCode::Up => f.field = (f.field + n - 1) % n,
         KeyCode::Enter => {
-            let routed = acquire_op(&f).and_then(|op| match &f.root {
-                Some(typed) => {
-                    super::roots::chosen_root(roots, typed.value()).map(|i| roots.route(i, op))
-                }
-                None => Ok(op),
+            let routed = acquire_op(&f).and_then(|op| {
+                let root = match &f.root {
+                    Some(typed) => super::roots::chosen_root(&app.roots, typed.value())?,
+                    None => 0,
+                };
+                app.route(RowAt { root, host: None }, op)
             });
             return match routed {
-                Ok(op) => (None, Some(op)),
+                Ok(op) => (None, Some(Ok(op))),
                 Err(e) => {
                     f.error = Some(e);
                     (Some(Dialog::Acquire(f)), None)
@@ -175,7 +150,10 @@ pub(super) fn renew_key(mut f: RenewForm, ev: &KeyEvent, operator: &str) -> Step
         KeyCode::Enter => {
             if let Err(e) = renew_ttl(&f) {
                 f.error = Some(e);
-            } else if f.foreign {
+            } else if f.foreign || f.state == ClaimState::Suspect {
+                // Another's claim, or one whose holder is not provably
+                // alive: the renewal keeps the key blocked for someone
+                // who may never come back, so it is asked again.
                 f.confirming = true;
             } else {
                 return renew_op(f, operator);

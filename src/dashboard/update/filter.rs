@@ -2,14 +2,24 @@
 //! Enter, recalled with the arrows.
 
 use super::rows::scroll_into_view;
-use crate::dashboard::model::{App, Filter};
+use crate::dashboard::model::{App, Filter, Layer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// Most filters remembered for ↑/↓.
 pub(super) const FILTER_HISTORY: usize = 50;
 
+/// `/` in the table: the filter's input opens with the filter applied now.
+pub(super) fn open(app: &mut App) -> bool {
+    app.modes
+        .push(Layer::Filter(app.table.filter.text.as_str().into()));
+    app.table.history_pos = None;
+    true
+}
+
+/// A key while the filter is typed; the input stays on top until Enter
+/// keeps the filter or Esc clears it.
 pub(super) fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
-    let Some(mut text) = app.table.filter_input.take() else {
+    let Some(Layer::Filter(mut text)) = app.modes.pop_if(|l| matches!(l, Layer::Filter(_))) else {
         return false;
     };
     let t = &mut app.table;
@@ -41,15 +51,15 @@ pub(super) fn filter_key(app: &mut App, ev: KeyEvent) -> bool {
                 .and_then(|i| t.filter_history.get(i))
                 .map_or_else(|| "".into(), |h| h.as_str().into());
             t.filter = Filter::parse(&text);
-            t.filter_input = Some(text);
+            app.modes.push(Layer::Filter(text));
         }
         _ => {
             if !text.key(&ev) {
-                t.filter_input = Some(text);
+                app.modes.push(Layer::Filter(text));
                 return false;
             }
             t.filter = Filter::parse(&text);
-            t.filter_input = Some(text);
+            app.modes.push(Layer::Filter(text));
         }
     }
     app.rebuild_rows();

@@ -9,7 +9,7 @@ use crate::dashboard::action::Op;
 use crate::dashboard::model::fleet::{
     gone, host_file, mark_last_known, status_of, FleetView, Origin,
 };
-use crate::dashboard::model::{App, CopyId, Dialog, ForgetConfirm, Level, RowId};
+use crate::dashboard::model::{App, CopyId, Dialog, ForgetConfirm, Layer, Level, RowId};
 use crate::sanitize::sanitize;
 use crate::store::fleet::FleetState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -60,12 +60,13 @@ pub(super) fn start_forget(app: &mut App) -> bool {
         return true;
     }
     let rows = view.fleet.counts.get(&host.host_id).copied().unwrap_or(0);
-    app.overlays.dialog = Some(Dialog::ForgetHost(ForgetConfirm {
-        host_id: host.host_id.clone(),
-        label: host.label.clone(),
-        last_seen_ms: host.last_seen_ms,
-        rows,
-    }));
+    app.modes
+        .push(Layer::Dialog(Dialog::ForgetHost(ForgetConfirm {
+            host_id: host.host_id.clone(),
+            label: host.label.clone(),
+            last_seen_ms: host.last_seen_ms,
+            rows,
+        })));
     true
 }
 
@@ -73,7 +74,7 @@ pub(super) fn start_forget(app: &mut App) -> bool {
 /// closes it, as every dialog).
 pub(super) fn forget_key(app: &mut App, f: ForgetConfirm, ev: &KeyEvent, fx: &mut Effects) -> bool {
     if !matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
-        app.overlays.dialog = Some(Dialog::ForgetHost(f));
+        app.modes.push(Layer::Dialog(Dialog::ForgetHost(f)));
         return false;
     }
     app.say(

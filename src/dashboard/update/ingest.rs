@@ -45,10 +45,11 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
             let mut narrows = false;
             for row in d.rows {
                 let id = RowId::Claim(row.path);
-                let held = app.claims.live.get(&id).is_some_and(|old| {
-                    let rules = app.claims.live.rules_of(&id);
-                    app.table.widest.held_by(old, rules)
-                });
+                let held = app
+                    .claims
+                    .live
+                    .get(&id)
+                    .is_some_and(|old| app.holds_a_width(&id, old));
                 if let Some(p) = app.claims.live.put_counted(&id, row.status) {
                     narrows |= held;
                     moved.push(p);
@@ -82,12 +83,28 @@ pub(super) fn set_problem(
     moved
 }
 
+/// How many rows differ between two sets: come, gone or changed.
+fn changed_rows(was: &ClaimSet, now: &ClaimSet) -> usize {
+    let came_or_changed = now
+        .by_row
+        .iter()
+        .filter(|(id, s)| was.by_row.get(*id) != Some(*s))
+        .count();
+    let gone = was
+        .by_row
+        .keys()
+        .filter(|id| !now.by_row.contains_key(*id))
+        .count();
+    came_or_changed + gone
+}
+
 /// Replace root `i`'s rows (or, over a store, its own rows) with a
 /// listing's; every other root's rows, and hosts' copies, stay.
 pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     let several = app.roots.is_several();
     let dir = app.roots.get(i).map(|r| r.claims_dir());
     let copies = app.store.is_some();
+    let paused = app.paused();
     let live = &mut app.claims.live;
     // Sized once: growing a table of 100 000 claims by doubling holds the
     // old and the new table at once, the dashboard's peak memory.
@@ -113,9 +130,14 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     }
     set.recount();
     let changed = set != *live;
+    let news = if changed && paused {
+        changed_rows(live, &set)
+    } else {
+        0
+    };
     *live = set;
-    if !changed || app.paused() {
-        return false;
+    if !changed || paused {
+        return super::rows::noted_while_paused(app, news);
     }
     app.rebuild_rows();
     scroll_into_view(app);
@@ -198,7 +220,7 @@ pub fn visible_signature(app: &App) -> u64 {
 /// its lockfile, which arrives as a `Read` right after.
 pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
     if r.ok && r.verb == "acquire" {
-        app.table.select_on_arrival = Some(RowId::claim(&r.path));
+        app.table.select_on_arrival = Some((r.root, r.key.clone()));
         select_arrived(app);
     }
     app.say(if r.ok { Level::Ok } else { Level::Error }, r.message);

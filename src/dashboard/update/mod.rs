@@ -6,44 +6,40 @@
 pub(crate) mod asof;
 mod bulk;
 mod commands;
+mod detail_cmds;
 mod dialogs;
 mod effects;
+mod events_cmds;
 mod filter;
 mod fleet;
 mod ingest;
+mod modes;
 mod mouse;
 mod overlays;
 mod prompt;
+mod quit;
 pub mod roots;
 mod rows;
 mod store;
+mod table_cmds;
 pub mod whole_log;
 
 pub use crate::dashboard::action::Action;
-use crate::dashboard::keys::{self, Cmd, Pane};
-use crate::dashboard::model::{App, Dialog, Level, Overlay};
-use crate::dashboard::view::layout;
-pub use commands::command;
-use commands::request_quit;
-use dialogs::dialog_key;
+use crate::dashboard::model::{App, Level};
 pub use effects::Effects;
-use filter::filter_key;
 use ingest::on_op_result;
 pub use ingest::{on_events, on_mirror, on_tick, visible_signature};
+use modes::on_key;
 use mouse::on_mouse;
-use overlays::overlay_key;
 pub use prompt::run as run_command_line;
-use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 pub use rows::scroll_into_view;
 use whole_log as logview;
 
-/// Apply one message; true when something visible changed.
+/// Apply one message; what it asks of the world outside, and whether
+/// something visible changed.
 pub fn update(app: &mut App, action: Action) -> Effects {
     let mut fx = Effects::default();
     fx.redraw = step(app, action, &mut fx);
-    // The browse view records what it asked (to know a page is on its
-    // way); the asks themselves leave with the effects.
-    fx.log.append(&mut app.events.browse.out);
     fx
 }
 
@@ -57,24 +53,28 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             }
             redraw
         }
+        Action::Interrupt(at) => quit::interrupt(app, at, fx),
         Action::Mouse(m) => {
-            let redraw = on_mouse(app, m);
+            let redraw = on_mouse(app, m, fx);
             if redraw {
                 app.refresh_selected_why();
             }
             redraw
         }
-        Action::Mirror { root, delta } => on_mirror(app, root, *delta),
+        Action::Mirror { root, delta } => {
+            let shown = on_mirror(app, root, *delta);
+            bulk::keep_marked_tenures(app) || shown
+        }
         Action::EventsAppended(lines) => {
             let tail = on_events(app, &lines);
             logview::on_lines(app, &lines) || tail
         }
         Action::Log(reply) => {
             let asof = asof::on_reply(app, &reply);
-            logview::on_log(app, *reply) || asof
+            logview::on_log(app, *reply, fx) || asof
         }
         Action::EventsReset => {
-            logview::on_reset(app);
+            logview::on_reset(app, fx);
             app.events.ring.clear();
             app.events.view.scroll = 0;
             app.events.view.new_while_scrolled = 0;
@@ -103,72 +103,10 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             fx.quit = true;
             false
         }
-        Action::InRoot(i, inner) => match roots::in_root(app, i, *inner) {
+        Action::InRoot(i, inner) => match roots::in_root(app, i, *inner, fx) {
             Ok(redraw) => redraw,
             Err(other) => step(app, other, fx),
         },
         Action::Store(msg) => store::on_store(app, *msg),
-    }
-}
-
-// ---------------------------------------------------------------- data
-
-pub fn on_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
-    // Key releases (kitty protocol) are not presses.
-    if ev.kind == KeyEventKind::Release {
-        return false;
-    }
-    if keys::is_interrupt(&ev) {
-        fx.quit = true;
-        return false;
-    }
-    if !layout::fits(app.size) {
-        return too_small_key(app, ev, fx);
-    }
-    if app.overlays.dialog.is_some() {
-        return dialog_key(app, ev, fx);
-    }
-    if app.prompt.is_some() {
-        return prompt::prompt_key(app, &ev, fx);
-    }
-    if app.table.filter_input.is_some() {
-        return filter_key(app, ev);
-    }
-    if app.events.browse.input.is_some() {
-        return logview::search_input_key(app, &ev);
-    }
-    if let Some(ov) = app.overlays.open {
-        return overlay_key(app, ov, ev, fx);
-    }
-    match keys::lookup(app.focus, &ev, &app.key_overrides) {
-        Some(cmd) => command(app, cmd, fx),
-        None => false,
-    }
-}
-
-/// The screen cannot show the table: nothing may act unseen. Only quit, the
-/// help (drawn over the whole small screen) and the quit question itself
-/// take keys; resizes arrive as their own action.
-fn too_small_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
-    if matches!(app.overlays.dialog, Some(Dialog::Quit(_))) {
-        return dialog_key(app, ev, fx);
-    }
-    // The help gets the whole small screen: it scrolls and closes with the
-    // keys its title names, as it does at any size, or only its first
-    // lines could ever be read.
-    if app.overlays.open == Some(Overlay::Help) {
-        return overlay_key(app, Overlay::Help, ev, fx);
-    }
-    match keys::lookup(Pane::Table, &ev, &app.key_overrides) {
-        Some(Cmd::Quit) => request_quit(app, fx),
-        Some(Cmd::Help) => {
-            app.overlays.open = match app.overlays.open {
-                Some(Overlay::Help) => None,
-                _ => Some(Overlay::Help),
-            };
-            app.overlays.scroll = 0;
-            true
-        }
-        _ => false,
     }
 }

@@ -1,11 +1,11 @@
 //! The mouse: a click selects or sorts, the wheel scrolls what is under
 //! the pointer.
 
+use super::effects::Effects;
 use super::overlays::scroll_overlay;
 use super::rows::{move_by, scroll_into_view};
-use super::whole_log as logview;
 use crate::dashboard::keys::Pane;
-use crate::dashboard::model::App;
+use crate::dashboard::model::{App, Layer};
 use crate::dashboard::view::layout;
 use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 
@@ -14,8 +14,8 @@ pub(super) const WHEEL: isize = 3;
 
 /// A click selects a row or a pane, a click on a column title sorts by it
 /// (again: reversed), the wheel scrolls what is under the pointer.
-pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
-    if !layout::fits(app.size) || app.overlays.dialog.is_some() {
+pub fn on_mouse(app: &mut App, m: MouseEvent, fx: &mut Effects) -> bool {
+    if !layout::fits(app.size) {
         return false;
     }
     let wheel = match m.kind {
@@ -24,8 +24,12 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
         MouseEventKind::Down(MouseButton::Left) => 0,
         _ => return false,
     };
-    if app.overlays.open.is_some() {
-        return wheel != 0 && scroll_overlay(app, wheel as i32);
+    // A modal layer on top keeps the mouse off the panes: an overlay
+    // scrolls under the wheel, a dialog or a text input takes none of it.
+    match app.modes.top() {
+        Some(Layer::Overlay { .. }) => return wheel != 0 && scroll_overlay(app, wheel as i32),
+        Some(Layer::Dialog(_)) => return false,
+        _ => {}
     }
     let Some(a) = layout::areas_of(app.size, app.look()) else {
         return false;
@@ -46,7 +50,7 @@ pub fn on_mouse(app: &mut App, m: MouseEvent) -> bool {
     };
     if wheel != 0 {
         if pane == Pane::Events {
-            if let Some(redraw) = logview::events_wheel(app, wheel) {
+            if let Some(redraw) = super::events_cmds::wheel(app, wheel, fx) {
                 return redraw;
             }
         }

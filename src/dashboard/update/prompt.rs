@@ -3,18 +3,18 @@
 //! the verbs that take words ([`crate::dashboard::keys::VERBS`]); both run
 //! through the same transitions the keys do.
 
-use super::commands::command;
 use super::effects::Effects;
+use super::modes::{refusal, run as command};
 use super::rows::scroll_into_view;
+use crate::columns::{choose, filter_fields, on_screen, ColumnId};
 use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
-use crate::dashboard::model::filter::FILTER_FIELDS;
 use crate::dashboard::model::prompt::PROMPT_HISTORY;
-use crate::dashboard::model::{App, Column, Filter, Level, Prompt};
+use crate::dashboard::model::{App, Filter, Layer, Level, Prompt};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 /// A key while the command line is open.
 pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool {
-    let Some(mut p) = app.prompt.take() else {
+    let Some(Layer::Prompt(mut p)) = app.modes.pop_if(|l| matches!(l, Layer::Prompt(_))) else {
         return false;
     };
     match ev.code {
@@ -30,7 +30,7 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
                 Err(why) => {
                     p.error = Some(why);
                     p.offers.clear();
-                    app.prompt = Some(p);
+                    app.modes.push(Layer::Prompt(p));
                     true
                 }
             };
@@ -52,14 +52,14 @@ pub(super) fn prompt_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> bool
         }
         _ => {
             if !p.input.key(ev) {
-                app.prompt = Some(p);
+                app.modes.push(Layer::Prompt(p));
                 return false;
             }
             p.error = None;
             p.offers.clear();
         }
     }
-    app.prompt = Some(p);
+    app.modes.push(Layer::Prompt(p));
     true
 }
 
@@ -82,7 +82,7 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
     match name.as_str() {
         "filter" => Ok(filter(app, rest)),
         "sort" => sort(app, rest),
-        "goto" => goto(app, rest),
+        "goto" => goto(app, rest, fx),
         "asof" => {
             // The parser `list --as-of` uses: it refuses what that refuses.
             let at = instant(app, rest, "asof", crate::time::read_past)?;
@@ -91,12 +91,17 @@ pub fn run(app: &mut App, line: &str, fx: &mut Effects) -> Result<bool, String> 
         "columns" => columns(app, rest),
         "q" => Ok(command(app, Cmd::Quit, fx)),
         "release" | "renew" | "force-release" if !rest.is_empty() => {
-            select_key(app, rest)?;
             let cmd = match name.as_str() {
                 "release" => Cmd::Release,
                 "renew" => Cmd::Renew,
                 _ => Cmd::ForceRelease,
             };
+            // Refused before its key's row is selected: a refused line
+            // moves nothing under the layer that refuses it.
+            if let Some(why) = refusal(app, cmd) {
+                return Err(why);
+            }
+            select_key(app, rest)?;
             Ok(command(app, cmd, fx))
         }
         other => {
@@ -133,7 +138,7 @@ fn filter(app: &mut App, text: &str) -> bool {
 fn sort(app: &mut App, words: &str) -> Result<bool, String> {
     let mut it = words.split_whitespace();
     let name = it.next().ok_or("sort by which column? :sort age (rev)")?;
-    let column = Column::named(name).ok_or_else(|| unknown_column(name))?;
+    let column = ColumnId::named(name).ok_or_else(|| unknown_column(name))?;
     let reverse = match it.next() {
         None => false,
         Some("rev" | "reverse" | "desc") => true,
@@ -151,15 +156,16 @@ fn sort(app: &mut App, words: &str) -> Result<bool, String> {
 }
 
 fn unknown_column(name: &str) -> String {
-    let names: Vec<&str> = Column::EVERY.iter().map(|c| c.title()).collect();
+    let names: Vec<&str> = on_screen().map(|c| c.title()).collect();
     format!("no column {name:?}: {}", names.join(", "))
 }
 
 /// `:goto TIME`: the events pane browses the whole log from that instant.
-fn goto(app: &mut App, text: &str) -> Result<bool, String> {
+fn goto(app: &mut App, text: &str, fx: &mut Effects) -> Result<bool, String> {
     let at = instant(app, text, "goto", crate::time::read_instant)?;
     app.focus = Pane::Events;
-    app.events.browse.open_at(at);
+    super::events_cmds::enter(app);
+    app.events.browse.open_at(at, &mut fx.log);
     let when = crate::time::clock(at, app.local_time, "%Y-%m-%d %H:%M:%S");
     app.say(Level::Info, format!("events from {when}"));
     Ok(true)
@@ -203,17 +209,14 @@ fn columns(app: &mut App, words: &str) -> Result<bool, String> {
         app.say(Level::Info, "columns: as many as the width fits");
         return Ok(true);
     }
-    let mut want = vec![Column::State, Column::Key];
+    let mut want = Vec::new();
     for w in words.split(|c: char| c == ',' || c.is_whitespace()) {
         if w.is_empty() {
             continue;
         }
-        want.push(Column::named(w).ok_or_else(|| unknown_column(w))?);
+        want.push(ColumnId::named(w).ok_or_else(|| unknown_column(w))?);
     }
-    let chosen: Vec<Column> = Column::EVERY
-        .into_iter()
-        .filter(|c| want.contains(c))
-        .collect();
+    let chosen = choose(&want);
     let names: Vec<&str> = chosen.iter().map(|c| c.title()).collect();
     app.say(Level::Info, format!("columns: {}", names.join(", ")));
     app.table.chosen = Some(chosen);
@@ -293,7 +296,7 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
     let Some(v) = keys::verb(verb) else {
         return Vec::new();
     };
-    let titles = || Column::EVERY.iter().map(|c| c.title().to_string());
+    let titles = || on_screen().map(|c| c.title().to_string());
     match v.completes {
         Completes::Nothing => Vec::new(),
         Completes::Columns if verb == "sort" => titles().chain(["rev".to_string()]).collect(),
@@ -316,7 +319,7 @@ fn arg_offers(app: &App, verb: &str, word: &str) -> Vec<String> {
                 .map(|s| format!("state:{s}"))
                 .collect()
         }
-        Completes::Filter => FILTER_FIELDS.iter().map(|f| format!("{f}:")).collect(),
+        Completes::Filter => filter_fields().map(|f| format!("{f}:")).collect(),
     }
 }
 

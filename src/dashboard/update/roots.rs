@@ -13,7 +13,7 @@ use crate::dashboard::roots::ShownRoots;
 
 /// A message from root `i`'s events follower.
 /// Anything else is handed back, to be taken as any root's.
-pub fn in_root(app: &mut App, i: usize, action: Action) -> Result<bool, Action> {
+pub fn in_root(app: &mut App, i: usize, action: Action, fx: &mut Effects) -> Result<bool, Action> {
     // The whole-log views (timeline, browse) read one root's log: only its
     // lines and resets concern them.
     let first = i == app.log_root;
@@ -25,7 +25,7 @@ pub fn in_root(app: &mut App, i: usize, action: Action) -> Result<bool, Action> 
         }
         Action::EventsReset => {
             if first {
-                logview::on_reset(app);
+                logview::on_reset(app, fx);
             }
             app.events.ring.clear_root(i);
             app.events.view.scroll = 0;
@@ -69,7 +69,7 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> boo
     let mut roots: Vec<usize> = c
         .hazards
         .iter()
-        .filter_map(|h| app.roots.of_path(&h.path))
+        .filter_map(|h| app.roots.of_path(h.path()))
         .collect();
     roots.sort_unstable();
     roots.dedup();
@@ -79,6 +79,5 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> boo
     let names: Vec<&str> = roots.iter().map(|i| app.roots.label(*i)).collect();
     let msg = format!("clean {}…", names.join(", "));
     app.say(Level::Info, crate::sanitize::sanitize(&msg).into_owned());
-    app.overlays.dialog = None;
     true
 }

@@ -13,8 +13,11 @@ pub(super) const REPOSITION_MAX: usize = 64;
 /// when many moved or a column may have narrowed. Redraw only when the
 /// shown view moved.
 pub(crate) fn rows_changed(app: &mut App, moved: &[RowId], narrows: bool) -> bool {
-    if moved.is_empty() || app.paused() {
+    if moved.is_empty() {
         return false;
+    }
+    if app.paused() {
+        return noted_while_paused(app, moved.len());
     }
     if narrows || moved.len() > REPOSITION_MAX {
         app.rebuild_rows();
@@ -79,10 +82,18 @@ pub(super) fn move_by(app: &mut App, delta: isize) -> bool {
 /// filter may hide it: then it is not waited for forever, a later acquire
 /// replaces it).
 pub(crate) fn select_arrived(app: &mut App) {
-    let Some(want) = app.table.select_on_arrival.as_ref() else {
+    let Some((root, key)) = app.table.select_on_arrival.as_ref() else {
         return;
     };
-    if let Some(i) = app.table.rows.iter().position(|p| p == want) {
+    let arrived = |id: &RowId| {
+        !id.is_copy()
+            && app
+                .claims
+                .live
+                .get(id)
+                .is_some_and(|s| s.key == *key && app.roots.of(s) == *root)
+    };
+    if let Some(i) = app.table.rows.iter().position(arrived) {
         app.table.selected = i;
         app.table.select_on_arrival = None;
         app.table.detail_scroll = 0;
@@ -103,6 +114,18 @@ pub fn scroll_into_view(app: &mut App) {
     app.table.offset = app.table.offset.min(max_offset);
 }
 
+/// `n` claims changed while the view is paused: the header counts them
+/// ("paused · 3 new"); true, as the count shows.
+pub(crate) fn noted_while_paused(app: &mut App, n: usize) -> bool {
+    match app.claims.frozen.as_mut() {
+        Some(f) if n > 0 => {
+            f.news += n;
+            true
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn toggle_pause(app: &mut App) {
     if app.claims.frozen.take().is_none() {
         app.claims.frozen = Some(Frozen {
@@ -110,9 +133,12 @@ pub(super) fn toggle_pause(app: &mut App) {
             tallies: app.claims.tallies.clone(),
             now: app.now,
             events_seq: app.events.ring.next_seq,
+            news: 0,
         });
     } else {
-        // Resume on the latest data.
+        // Resume on the latest data; a mark on a claim whose tenure ended
+        // meanwhile goes now.
+        super::bulk::keep_marked_tenures(app);
         app.rebuild_rows();
         scroll_into_view(app);
         if app.events.view.scroll > 0 {

@@ -6,7 +6,6 @@ use super::rows::rows_changed;
 use crate::dashboard::model::store::{Held, StoreMsg};
 use crate::dashboard::model::{App, Level};
 use crate::store::mirror::Delta;
-use std::sync::Arc;
 
 /// Take in what the store collector reported; true when the screen moved.
 pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
@@ -87,7 +86,7 @@ pub fn on_delta(app: &mut App, d: &Delta) -> bool {
                     tenure,
                     read_at: d.at,
                 };
-                view.tenures.insert(Arc::clone(&row.path), held);
+                view.tenures.insert(row.path.clone(), held);
             }
             None => {
                 view.tenures.remove(&row.path);

@@ -1,22 +1,22 @@
 //! Model transitions of the two whole-log views: the events pane browsing
 //! the log (search, raw JSON, position) and the timeline. Pure like the
 //! rest of `update`: the events service's replies come in as
-//! [`Action::Log`](super::Action::Log), and requests go out through
-//! `app.events.browse.out`.
+//! [`Action::Log`](super::Action::Log), and requests leave in the
+//! effects (`fx.log`).
 
-use crate::dashboard::keys::{self, Cmd, Pane};
-use crate::dashboard::model::PAGE;
+use super::effects::Effects;
+use crate::dashboard::keys::{self, Cmd};
 use crate::dashboard::model::{App, Level, Overlay};
-use crate::dashboard::view::layout;
 use crate::dashboard::view::timeline::{bar_width, visible_rows};
 use crate::events::history::Log;
 use crate::events::service::{Reply, Request};
 use crate::events::tail::Line;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 
 /// A reply of the events service; true when something visible changed.
-pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
-    let timeline_open = app.overlays.open == Some(Overlay::Timeline);
+pub fn on_log(app: &mut App, mut reply: Reply, fx: &mut Effects) -> bool {
+    let timeline_open = app.modes.overlay() == Some(Overlay::Timeline);
+    let browsing = app.modes.browsing();
     let b = &mut app.events.browse;
     match &reply {
         // "As of" takes its own reply (`super::asof::on_reply`).
@@ -24,30 +24,34 @@ pub fn on_log(app: &mut App, mut reply: Reply) -> bool {
         Reply::Matches(m) => b.on_matches(*m),
         Reply::Progress(p) => b.on_progress(*p),
         Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
-            b.on_counted(*lines, *end)
+            b.on_counted(*lines, *end, browsing, &mut fx.log)
         }
         Reply::TailTenures(_) | Reply::Window { .. } => {}
     }
     let timeline_changed = app.timeline.on_reply(&mut reply);
     match reply {
+        // A page that comes after the pane went back to following is
+        // dropped.
         Reply::Page(p) => {
-            b.on_page(p);
-            b.active
+            if browsing {
+                b.on_page(p);
+            }
+            browsing
         }
         Reply::Search { id, found, wrapped } => {
-            if let Some(words) = b.on_search(id, found, wrapped) {
+            if let Some(words) = b.on_search(id, found, wrapped, &mut fx.log) {
                 app.say(Level::Info, words);
             }
             true
         }
-        Reply::Matches(_) => b.active,
+        Reply::Matches(_) => browsing,
         Reply::Error(e) => {
             app.say(Level::Error, format!("events log: {e}"));
             true
         }
         // The count shows in the pane's title while browsing.
         Reply::Progress(_) | Reply::Indexed { .. } | Reply::Lines { .. } => {
-            b.active || (timeline_open && timeline_changed)
+            browsing || (timeline_open && timeline_changed)
         }
         Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
         Reply::AsOf { .. } => false,
@@ -70,9 +74,9 @@ pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
             .collect();
         &mine[..]
     };
-    app.events.browse.on_appended(lines);
+    app.events.browse.on_appended(lines, app.modes.browsing());
     let changed = app.timeline.on_lines(lines);
-    changed && app.overlays.open == Some(Overlay::Timeline)
+    changed && app.modes.overlay() == Some(Overlay::Timeline)
 }
 
 /// Is this followed line one of `log`'s? A mirrored line is marked with
@@ -100,7 +104,7 @@ fn of_log(log: &Log, root_path: &str, line: &Line) -> bool {
 /// copy a host publishes, its root's mirrored log; else the store's own.
 /// When that is not the log they read, they move to it (the service reads
 /// it from scratch, the views start over).
-pub fn log_of_selected_row(app: &mut App) {
+pub fn log_of_selected_row(app: &mut App, fx: &mut Effects) {
     let Some(store) = &app.store else {
         return;
     };
@@ -126,49 +130,50 @@ pub fn log_of_selected_row(app: &mut App) {
     b.log = log.clone();
     b.log_path = path;
     app.timeline.on_reset();
-    let b = &mut app.events.browse;
-    b.out.push(Request::OpenLog(log));
-    b.on_reset();
+    fx.log.push(Request::OpenLog(log));
+    let browsing = app.modes.browsing();
+    app.events.browse.on_reset(browsing, &mut fx.log);
 }
 
 /// The log was truncated or replaced: both views start over, and the
 /// service indexes what is there now.
-pub fn on_reset(app: &mut App) {
+pub fn on_reset(app: &mut App, fx: &mut Effects) {
     app.timeline.on_reset();
     // Reindex first: the service then answers the page below from the new
     // file, not from the one it still holds open.
-    app.events.browse.out.push(Request::Reindex);
-    app.events.browse.on_reset();
+    fx.log.push(Request::Reindex);
+    let browsing = app.modes.browsing();
+    app.events.browse.on_reset(browsing, &mut fx.log);
 }
 
 /// The clock moved: a following timeline moves with it.
 pub fn on_tick(app: &mut App, now: i64) -> bool {
     // Paused: the view holds still (the tenures keep being ingested).
-    !app.paused() && app.timeline.on_tick(now) && app.overlays.open == Some(Overlay::Timeline)
+    !app.paused() && app.timeline.on_tick(now) && app.modes.overlay() == Some(Overlay::Timeline)
 }
 
 /// Open the timeline.
-pub fn open_timeline(app: &mut App) -> bool {
-    log_of_selected_root(app);
-    log_of_selected_row(app);
-    app.overlays.open = Some(Overlay::Timeline);
+pub fn open_timeline(app: &mut App, fx: &mut Effects) -> bool {
+    log_of_selected_root(app, fx);
+    log_of_selected_row(app, fx);
+    app.modes.open_overlay(Overlay::Timeline);
     if app.timeline.follow {
         app.timeline.follow_now(app.shown_now());
         app.timeline.fit();
     }
-    ask_window(app);
+    ask_window(app, fx);
     true
 }
 
 /// The view moved before what the whole index keeps: ask for that span.
-fn ask_window(app: &mut App) {
+fn ask_window(app: &mut App, fx: &mut Effects) {
     if let Some((from, to)) = app.timeline.wanted_window() {
-        app.events.browse.out.push(Request::Window { from, to });
+        fx.log.push(Request::Window { from, to });
     }
 }
 
 /// A key while the timeline is open.
-pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
+pub fn timeline_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> Option<Cmd> {
     let cmd = keys::lookup_timeline(ev, &app.key_overrides)?;
     let width = bar_width(app.size.0);
     let visible = visible_rows(app.size.1);
@@ -188,108 +193,22 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent) -> Option<Cmd> {
         Cmd::PageDown => tl.select(visible as isize, rows, visible),
         Cmd::Top => tl.select(isize::MIN / 2, rows, visible),
         Cmd::Bottom => tl.follow_now(now),
-        Cmd::Close | Cmd::Timeline => app.overlays.open = None,
+        Cmd::Close | Cmd::Timeline => {
+            app.modes.close_overlay();
+        }
         // The caller opens it (it asks the service, an effect).
         Cmd::AsOfCursor => return Some(Cmd::AsOfCursor),
         // Help, quit, suspend: the caller's, as in every view.
         other => return Some(other),
     }
-    ask_window(app);
+    ask_window(app, fx);
     None
-}
-
-/// A key typed into the events pane's search.
-pub fn search_input_key(app: &mut App, ev: &KeyEvent) -> bool {
-    let b = &mut app.events.browse;
-    match ev.code {
-        KeyCode::Enter => b.submit_input(),
-        KeyCode::Esc => b.input = None,
-        _ => {
-            return b.input.as_mut().is_some_and(|i| i.key(ev));
-        }
-    }
-    true
-}
-
-/// A command in the events pane that browsing the whole log takes over;
-/// `None` leaves it to the pane's tail view. With the `f` key filter on,
-/// movement stays in the (filtered) tail, as before.
-pub fn events_command(app: &mut App, cmd: Cmd) -> Option<bool> {
-    if app.focus != Pane::Events {
-        return None;
-    }
-    let page = layout::events_capacity(app.size, app.look()).clamp(1, PAGE) as isize;
-    let keyed = app.events.view.key.is_some();
-    let b = &mut app.events.browse;
-    let opening = !b.active
-        && !keyed
-        && matches!(
-            cmd,
-            Cmd::Up | Cmd::PageUp | Cmd::Top | Cmd::Filter | Cmd::RawEvent
-        );
-    if opening {
-        log_of_selected_row(app);
-    }
-    let b = &mut app.events.browse;
-    match cmd {
-        Cmd::Up | Cmd::PageUp | Cmd::Top if !b.active && !keyed => b.open(cmd == Cmd::Top),
-        Cmd::Up if b.active => b.move_by(-1),
-        Cmd::Down if b.active => b.move_by(1),
-        Cmd::PageUp if b.active => b.move_by(-page),
-        Cmd::PageDown if b.active => b.move_by(page),
-        Cmd::Top if b.active => b.top(),
-        Cmd::Bottom if b.active => {
-            // Back to following the tail.
-            b.close();
-            return None;
-        }
-        Cmd::Filter => {
-            // Searching is browsing: the matches are shown in the file.
-            if !b.active {
-                b.open(false);
-            }
-            b.start_input();
-        }
-        Cmd::SearchOlder | Cmd::SearchNewer => {
-            if b.search.is_none() {
-                app.say(Level::Info, "no search yet: / searches the whole log");
-                return Some(true);
-            }
-            b.find(cmd == Cmd::SearchOlder);
-        }
-        Cmd::RawEvent if b.active => b.raw = !b.raw,
-        Cmd::RawEvent => {
-            b.open(false);
-            b.raw = true;
-        }
-        Cmd::Close if b.raw => b.raw = false,
-        Cmd::Close if b.search.is_some() => b.clear_search(),
-        Cmd::Close if b.active => b.close(),
-        _ => return None,
-    }
-    Some(true)
-}
-
-/// The wheel over the events pane: as `k`/`j` there (up opens browsing).
-pub fn events_wheel(app: &mut App, delta: isize) -> Option<bool> {
-    if app.events.view.key.is_some() {
-        return None;
-    }
-    let b = &mut app.events.browse;
-    if b.active {
-        b.move_by(delta);
-    } else if delta < 0 {
-        b.open(false);
-    } else {
-        return None;
-    }
-    Some(true)
 }
 
 /// The timeline opens on the selected row's root: when that is not the
 /// root whose log the whole-log views read, they move to its log (the
 /// service indexes it from scratch, the views start over).
-pub fn log_of_selected_root(app: &mut App) {
+pub fn log_of_selected_root(app: &mut App, fx: &mut Effects) {
     if !app.roots.is_several() {
         return;
     }
@@ -304,16 +223,16 @@ pub fn log_of_selected_root(app: &mut App) {
     }
     app.log_root = i;
     app.timeline.on_reset();
-    app.events
-        .browse
-        .out
-        .push(crate::events::service::Request::Open(log));
-    app.events.browse.on_reset();
+    fx.log.push(Request::Open(log));
+    let browsing = app.modes.browsing();
+    app.events.browse.on_reset(browsing, &mut fx.log);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dashboard::keys::Pane;
+    use ratatui::crossterm::event::KeyCode;
 
     #[test]
     fn the_timeline_keys_are_not_pane_keys() {

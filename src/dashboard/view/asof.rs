@@ -2,7 +2,7 @@
 //! then, its holder, how long it had been held, and how that tenure stands
 //! now. It takes the claims table's place until G or Esc.
 
-use super::cells::{clock, coarse, safe, Theme};
+use super::cells::{clock, coarse, safe, time_cell, Theme};
 use crate::dashboard::keys::Pane;
 use crate::dashboard::model::App;
 use crate::events::asof::ending_words;
@@ -13,7 +13,7 @@ use ratatui::Frame;
 
 /// What the header says while the table shows the past.
 pub fn badge(app: &App) -> Option<String> {
-    let v = app.asof.as_ref()?;
+    let v = app.modes.asof()?;
     Some(format!(
         " as of {} · history ",
         clock(v.at, app.local_time, "%Y-%m-%d %H:%M:%S")
@@ -21,7 +21,7 @@ pub fn badge(app: &App) -> Option<String> {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let Some(v) = &app.asof else {
+    let Some(v) = app.modes.asof() else {
         return;
     };
     let focused = app.focus == Pane::Table;
@@ -60,13 +60,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     // Over several roots each row names its root: one key may be held in
     // two of them.
     let several = rows.iter().any(|r| r.root.is_some());
+    let local = app.local_time;
+    let thens: Vec<String> = rows
+        .iter()
+        .map(|r| safe(&ending_words(r, |t| time_cell(t, app.now, local))).into_owned())
+        .collect();
+    // How each tenure ended is what the view is read for: whole, before
+    // key and holder take the room.
+    let then_w = thens.iter().map(|t| t.chars().count()).max().unwrap_or(0);
     let mut header = vec!["key", "holder", "held for", "since", "then"];
     let mut widths = vec![
         Constraint::Min(12),
         Constraint::Min(12),
         Constraint::Length(9),
         Constraint::Length(10),
-        Constraint::Min(20),
+        Constraint::Min(then_w.clamp(10, 48) as u16),
     ];
     if several {
         header.insert(0, "root");
@@ -79,8 +87,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         widths.insert(0, Constraint::Length(widest.clamp(4, 24) as u16));
     }
     let header = Row::new(header).style(theme.label());
-    let local = app.local_time;
-    let body = rows.iter().map(|r| {
+    let body = rows.iter().zip(thens).map(|(r, then)| {
         let since = clock(r.since, local, "%H:%M:%S");
         let since = if r.start_seen {
             since
@@ -93,7 +100,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             safe(&r.holder).into_owned(),
             coarse(v.at - r.since),
             since,
-            safe(&ending_words(r, |t| clock(t, local, "%Y-%m-%d %H:%M:%S"))).into_owned(),
+            then,
         ]))
     });
     let table = Table::new(body, widths)

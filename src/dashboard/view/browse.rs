@@ -2,6 +2,7 @@
 //! cursor, where it is in the file, the search, and the raw JSON popup.
 
 use super::cells::{safe, Theme};
+use crate::dashboard::input::TextInput;
 use crate::dashboard::model::{raw_lines, Browse};
 use crate::events::backward::Needle;
 use ratatui::layout::Rect;
@@ -116,6 +117,8 @@ pub struct Pane<'a> {
     pub paused: bool,
     /// The shown clock's date (`YYYY-MM-DD`).
     pub today: &'a str,
+    /// The search being typed, if it is.
+    pub typing: Option<&'a TextInput>,
 }
 
 /// The events pane in browse mode.
@@ -124,6 +127,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
         focused,
         paused,
         today,
+        typing,
     } = pane;
     let cap = area.height.saturating_sub(1) as usize;
     let mut title = vec![
@@ -133,7 +137,7 @@ pub fn draw(frame: &mut Frame, area: Rect, b: &Browse, pane: Pane, theme: &Theme
         ),
         Span::styled(format!(" · {}", position_words(b)), theme.key()),
     ];
-    if let Some(input) = &b.input {
+    if let Some(input) = typing {
         title.push(Span::raw(" · search: "));
         title.extend(super::cells::cursor_spans(input, true, theme));
     } else if let Some(s) = &b.search {

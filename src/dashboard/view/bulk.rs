@@ -3,7 +3,7 @@
 
 use super::cells::{safe, state_label, Theme};
 use crate::claims::words::count;
-use crate::dashboard::model::{App, BulkConfirm, BulkVerb};
+use crate::dashboard::model::{App, BulkConfirm, BulkVerb, MarksConfirm};
 use ratatui::text::{Line, Span};
 
 /// Claims listed one per line before the rest are counted.
@@ -16,6 +16,17 @@ pub fn lines<'a>(c: &'a BulkConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> 
         capitalised(c.verb.words()),
         count(n, "marked claim")
     ))];
+    // Said before the list: the table behind shows fewer than this acts on.
+    if c.hidden > 0 {
+        out.push(Line::styled(
+            format!(
+                "⚠ {} of them hidden by the filter ({} shown)",
+                c.hidden,
+                n - c.hidden
+            ),
+            theme.error(),
+        ));
+    }
     for i in c.items.iter().take(LISTED) {
         let mut spans = vec![
             Span::raw("  "),
@@ -87,6 +98,25 @@ pub fn lines<'a>(c: &'a BulkConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> 
         } else {
             format!("y {} {} · Esc cancel", c.verb.words(), count(n, "claim"))
         },
+        theme.key(),
+    ));
+    out
+}
+
+/// Esc over more marks than a screen shows: how many would go.
+pub fn clear_lines<'a>(c: &MarksConfirm, theme: &Theme) -> Vec<Line<'a>> {
+    let mut out = vec![Line::raw(format!(
+        "Drop every mark: {}?",
+        count(c.marked, "marked claim")
+    ))];
+    if c.hidden > 0 {
+        out.push(Line::styled(
+            format!("{} of them hidden by the filter.", c.hidden),
+            theme.dim(),
+        ));
+    }
+    out.push(Line::styled(
+        "y drop them · Esc keep them (Ctrl-\\ or U drops them without asking)",
         theme.key(),
     ));
     out

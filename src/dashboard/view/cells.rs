@@ -3,8 +3,10 @@
 //! state's label, and the theme's colours.
 
 use crate::claims::ClaimState;
-// Instants are worded in the crate's one home for time; the view keeps
-// only its coarse buckets.
+use crate::events::kind::{tone_of, Tone, Typed};
+// Instants are worded in the crate's one home for time, a table's cells
+// (the state, coarse durations, countdowns) in the columns' own.
+pub use crate::columns::{coarse, state_label, time_bucket, ttl_cell};
 pub use crate::time::clock;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
@@ -39,6 +41,18 @@ pub fn safe_path(p: &Path) -> String {
     crate::sanitize::sanitize_bytes(p.as_os_str().as_bytes())
 }
 
+/// An instant as a cell says it beside `now`: its time of day when it is
+/// today, else its date and minute: short enough that a table's column
+/// keeps it whole, never a date that says nothing.
+pub fn time_cell(at: i64, now: i64, local: bool) -> String {
+    let day = |ms| crate::time::bare_clock(ms, local, "%Y-%m-%d");
+    if day(at) == day(now) {
+        clock(at, local, "%H:%M:%S")
+    } else {
+        clock(at, local, "%m-%d %H:%M")
+    }
+}
+
 /// Colours, or none: every style keeps a modifier or a symbol so the screen
 /// reads the same without colour.
 #[derive(Debug, Clone, Copy)]
@@ -67,14 +81,14 @@ impl Theme {
         }
     }
 
-    pub fn event(&self, kind: &str) -> Style {
-        match kind {
-            "claim_acquired" => self.fg(Color::Green),
-            "claim_idempotent_reacquired" | "claim_renewed" => self.fg(Color::Cyan),
-            "claim_released" => self.fg(Color::Blue),
-            "claim_stale_reclaimed" => self.fg(Color::Yellow),
-            "claim_force_released" => self.fg(Color::Magenta),
-            _ => Style::new(),
+    pub fn event(&self, kind: &Typed) -> Style {
+        match tone_of(kind) {
+            Tone::Good => self.fg(Color::Green),
+            Tone::Info => self.fg(Color::Cyan),
+            Tone::Quiet => self.fg(Color::Blue),
+            Tone::Warn => self.fg(Color::Yellow),
+            Tone::Alarm => self.fg(Color::Magenta),
+            Tone::Plain => Style::new(),
         }
     }
 
@@ -136,81 +150,5 @@ impl Theme {
 
     pub fn selected(&self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
-    }
-}
-
-/// Symbol and word: the state reads without colour.
-pub fn state_label(s: ClaimState) -> &'static str {
-    match s {
-        ClaimState::Live => "● live",
-        ClaimState::Suspect => "◐ suspect",
-        ClaimState::Stale => "✖ stale",
-        ClaimState::Corrupted => "‼ corrupted",
-        ClaimState::Unreadable => "? unreadable",
-        ClaimState::LastKnown => "◌ last known",
-        ClaimState::Free => "○ free",
-    }
-}
-
-/// A duration as the table shows it: `45s`, `12m`, `3h05m`, `2d4h`.
-pub fn coarse(ms: i64) -> String {
-    let (unit, v) = bucket(ms.max(0));
-    match unit {
-        0 => format!("{v}s"),
-        1 => format!("{v}m"),
-        2 => format!("{}h{:02}m", v / 60, v % 60),
-        _ => format!("{}d{}h", v / 24, v % 24),
-    }
-}
-
-/// The value [`coarse`] shows, as (unit, count): equal buckets print the
-/// same text.
-fn bucket(ms: i64) -> (u8, i64) {
-    let s = ms / 1000;
-    match s {
-        i64::MIN..=59 => (0, s.max(0)),
-        60..=3599 => (1, s / 60),
-        3600..=86_399 => (2, s / 60),
-        _ => (3, s / 3600),
-    }
-}
-
-/// What a relative time cell shows, for change detection without
-/// formatting: (still in the future, unit, count).
-pub fn time_bucket(ms: i64) -> (bool, u8, i64) {
-    let (u, v) = bucket(ms.abs());
-    (ms > 0, u, v)
-}
-
-/// The TTL cell: `in 12m`, `expired 3m ago`, `pid-bound`.
-pub fn ttl_cell(expires_at: Option<i64>, now: i64) -> String {
-    match expires_at {
-        None => "pid-bound".into(),
-        Some(e) if e > now => format!("in {}", coarse(e - now)),
-        Some(e) => format!("expired {} ago", coarse(now - e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn countdowns_read_coarsely_and_say_which_way() {
-        assert_eq!(ttl_cell(Some(12 * 60_000 + 30_000), 0), "in 12m");
-        assert_eq!(ttl_cell(Some(0), 3 * 60_000), "expired 3m ago");
-        assert_eq!(ttl_cell(None, 0), "pid-bound");
-        assert_eq!(coarse(45_000), "45s");
-        assert_eq!(coarse(2 * 3_600_000 + 5 * 60_000), "2h05m");
-        assert_eq!(coarse(50 * 3_600_000), "2d2h");
-    }
-
-    #[test]
-    fn equal_buckets_mean_equal_text() {
-        for (a, b) in [(61_000, 119_000), (3_600_000, 3_659_000), (5_000, 5_999)] {
-            assert_eq!(time_bucket(a), time_bucket(b));
-            assert_eq!(coarse(a), coarse(b));
-        }
-        assert_ne!(time_bucket(5_000), time_bucket(-5_000));
     }
 }

@@ -67,7 +67,7 @@ pub fn wrap(s: &str, room: usize) -> Vec<&str> {
 fn lines(app: &App, theme: &Theme, inner: usize) -> Vec<Line<'static>> {
     // While the table shows the past, the pane speaks of the row shown
     // there, not of the live row the table hides.
-    if let Some(v) = &app.asof {
+    if let Some(v) = app.modes.asof() {
         return asof_lines(app, v, theme, inner.saturating_sub(LABEL_WIDTH));
     }
     match app.selected_row() {

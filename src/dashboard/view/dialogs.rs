@@ -31,6 +31,7 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
             " forget an offline host ",
             forget_host_lines(f).into_iter().map(Line::from).collect(),
         ),
+        Dialog::ClearMarks(c) => (" marked claims ", super::bulk::clear_lines(c, theme)),
     };
     let w = area.width.saturating_sub(4).min(76);
     let rect = centered(area, w, wrapped_height(&lines, w) + 2);
@@ -147,15 +148,21 @@ fn renew<'a>(f: &'a RenewForm, app: &'a App, theme: &Theme) -> Vec<Line<'a>> {
                 Span::raw(format!(" — it stays held until {until}")),
             ]));
         }
+        if f.foreign {
+            out.push(Line::styled(
+                format!(
+                    "the claim_renewed event records you ({}) as the operator",
+                    safe(&app.operator)
+                ),
+                theme.dim(),
+            ));
+        }
         out.push(Line::styled(
-            format!(
-                "the claim_renewed event records you ({}) as the operator",
-                safe(&app.operator)
-            ),
-            theme.dim(),
-        ));
-        out.push(Line::styled(
-            "renew it on its holder's behalf? y renews · any other key goes back · Esc cancels",
+            if f.foreign {
+                "renew it on its holder's behalf? y renews · any other key goes back · Esc cancels"
+            } else {
+                "renew it all the same? y renews · any other key goes back · Esc cancels"
+            },
             theme.key(),
         ));
     } else {
@@ -265,7 +272,7 @@ fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
         theme.dim(),
     ));
     out.push(Line::styled(
-        "r release them and quit · k keep them and quit · Esc stay",
+        "r release them and quit · k keep them and quit · Esc stay · Ctrl-C twice: quit, keeping them",
         theme.key(),
     ));
     out
@@ -279,8 +286,8 @@ fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
     ))];
     for h in &c.hazards {
         out.push(Line::from(vec![
-            Span::styled(format!("  {:<12} ", h.kind.as_str()), theme.error()),
-            Span::raw(super::cells::safe_path(&h.path)),
+            Span::styled(format!("  {:<12} ", h.kind.name()), theme.error()),
+            Span::raw(super::cells::safe_path(h.path())),
         ]));
     }
     out.push(Line::styled(

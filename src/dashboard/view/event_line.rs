@@ -3,6 +3,7 @@
 
 use super::cells::{safe, Theme};
 use crate::dashboard::model::EventRow;
+use crate::events::kind::{short_of, Typed};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -44,12 +45,9 @@ pub fn needs_dates<'a>(mut ts: impl Iterator<Item = &'a str>, today: &str) -> bo
     ts.any(|t| envelope_date(t).is_some_and(|d| d != today))
 }
 
-/// The type without the `claim_` every claim event shares.
-pub fn short_kind(kind: &str) -> Cow<'_, str> {
-    match kind {
-        "claim_idempotent_reacquired" => Cow::Borrowed("reacquired"),
-        k => safe(k.strip_prefix("claim_").unwrap_or(k)),
-    }
+/// The type in short, escaped when another writer named it.
+pub fn short_kind(kind: &Typed) -> Cow<'_, str> {
+    safe(short_of(kind))
 }
 
 pub(super) fn row<'a>(ev: &'a EventRow, theme: &Theme, dated: bool) -> Line<'a> {

@@ -11,12 +11,13 @@ use ratatui::Frame;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let focused = app.focus == Pane::Events;
-    if app.events.browse.active {
+    if app.modes.browsing() {
         let today = today(app);
         let pane = super::browse::Pane {
             focused,
             paused: app.paused(),
             today: &today,
+            typing: app.modes.search_input(),
         };
         super::browse::draw(frame, area, &app.events.browse, pane, theme);
         return super::roots::log_root_note(frame, area, app, theme);

@@ -1,17 +1,19 @@
-//! The two bottom lines: the status message, and the keys that work here.
+//! The two bottom lines: the status message (or the text being typed),
+//! and the keys that work here — the top layer's, else the focused pane's
+//! from the keymap.
 
 use super::cells::{safe, state_label, Theme};
 use crate::claims::words::count;
 use crate::claims::ClaimState;
-use crate::dashboard::keys;
-use crate::dashboard::model::{App, Level, Overlay};
+use crate::dashboard::keys::{self, Cmd};
+use crate::dashboard::model::{App, Layer, Level, Overlay};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let line = if let Some(p) = &app.prompt {
+    let line = if let Some(p) = app.modes.prompt() {
         let mut spans = vec![Span::styled(" :", theme.key())];
         spans.extend(super::cells::cursor_spans(&p.input, true, theme));
         if let Some(e) = &p.error {
@@ -26,7 +28,7 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             spans.push(Span::styled(safe(&text).into_owned(), theme.dim()));
         }
         Line::from(spans)
-    } else if let Some(text) = &app.table.filter_input {
+    } else if let Some(text) = app.modes.filter_input() {
         let mut spans = vec![Span::styled(" filter: ", theme.key())];
         spans.extend(super::cells::cursor_spans(text, true, theme));
         match &app.table.filter.problem {
@@ -78,43 +80,7 @@ pub fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let pairs: Vec<(&str, &str)> = if app.overlays.dialog.is_some() {
-        vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
-    } else if app.prompt.is_some() {
-        vec![
-            ("Tab", "complete"),
-            ("↑/↓", "history"),
-            ("Enter", "run"),
-            ("Esc", "close"),
-        ]
-    } else if app.table.filter_input.is_some() {
-        vec![
-            ("state:", "live|suspect|stale|corrupted|unreadable"),
-            ("holder:", "…"),
-            ("harness:", "…"),
-            ("Enter", "keep filter"),
-            ("Esc", "clear filter"),
-        ]
-    } else if let Some(ov) = app.overlays.open {
-        let mut v = vec![("Esc", "close"), ("j/k", "scroll")];
-        match ov {
-            Overlay::Claim => v.push(("y", "copy key")),
-            Overlay::Hazards if !app.read_only => v.push(("x", "clean")),
-            _ => {}
-        }
-        v.push(("q", "quit"));
-        v
-    } else {
-        // Zoomed, the way back leads: the other panes are out of sight.
-        let back = app.zoomed.then_some(("z", "all panes"));
-        back.into_iter()
-            .chain(
-                keys::footer(app.focus, app.read_only)
-                    .map(|b| (app.key_overrides.label_of(b), b.short)),
-            )
-            .collect()
-    };
-    let pairs = fit(pairs, area.width as usize);
+    let pairs = fit(layer_keys(app), area.width as usize);
     let mut spans = vec![Span::raw(" ")];
     for (k, what) in pairs {
         spans.push(Span::styled(k, theme.key()));
@@ -123,6 +89,68 @@ pub fn draw_keys(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::raw("  "));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The keys the layer on top owns (a modal one: only those work), or the
+/// focused pane's, led by what the layers under the keys add.
+fn layer_keys(app: &App) -> Vec<(&str, &str)> {
+    let quit = quit_label(app);
+    match app.modes.top() {
+        Some(Layer::Dialog(_)) => {
+            return vec![("Enter", "confirm"), ("Esc", "cancel"), ("Ctrl-C", "quit")]
+        }
+        Some(Layer::Prompt(_)) => {
+            return vec![
+                ("Tab", "complete"),
+                ("↑/↓", "history"),
+                ("Enter", "run"),
+                ("Esc", "close"),
+            ]
+        }
+        Some(Layer::Filter(_)) => {
+            return vec![
+                ("state:", "live|suspect|stale|corrupted|unreadable"),
+                ("holder:", "…"),
+                ("harness:", "…"),
+                ("Enter", "keep filter"),
+                ("Esc", "clear filter"),
+            ]
+        }
+        Some(Layer::Search(_)) => return vec![("Enter", "search"), ("Esc", "cancel")],
+        Some(Layer::Overlay { which, .. }) => {
+            let mut v = vec![("Esc", "close"), ("j/k", "scroll")];
+            match which {
+                Overlay::Claim => v.push(("y", "copy key")),
+                Overlay::Hazards if !app.read_only => v.push(("x", "clean")),
+                _ => {}
+            }
+            v.push((quit, "quit"));
+            return v;
+        }
+        _ => {}
+    }
+    // Zoomed, the way back leads: the other panes are out of sight; over
+    // the past, so does the way back to now.
+    let back = app.zoomed.then_some(("z", "all panes"));
+    let now = app.modes.asof().map(|_| ("G/Esc", "back to now"));
+    let refused = |cmd| app.modes.layers().any(|l| l.refuses(cmd, app.focus));
+    back.into_iter()
+        .chain(now)
+        .chain(
+            keys::footer(app.focus, app.read_only)
+                // What a layer refuses here (verbs over the past) goes.
+                .filter(move |b| !refused(b.cmd))
+                .map(|b| (app.key_overrides.label_of(b), b.short)),
+        )
+        .collect()
+}
+
+/// How the quit key is spelled, rebound or not.
+fn quit_label(app: &App) -> &str {
+    keys::KEYMAP
+        .iter()
+        .find(|b| b.cmd == Cmd::Quit)
+        .map_or("q", |b| app.key_overrides.label_of(b))
 }
 
 /// Drop keys from the middle until the line fits, keeping the last two

@@ -2,6 +2,7 @@
 //! data comes from.
 
 use super::cells::{clock, safe_path, state_label, Theme};
+use crate::claims::words::count;
 use crate::claims::ClaimState;
 use crate::dashboard::model::App;
 use ratatui::layout::Rect;
@@ -23,13 +24,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme.dim(),
     ));
     spans.push(Span::raw(gap));
+    // Paused, the view says what it is missing: each claim that changed
+    // since is one more (the events pane counts its own lines).
+    let paused = app.claims.frozen.as_ref().map(|f| match f.news {
+        0 => " PAUSED ".to_string(),
+        n => format!(" PAUSED · {n} new "),
+    });
     for (on, badge) in [
         (app.read_only, " READ-ONLY "),
-        (app.paused(), " PAUSED "),
+        (paused.is_some(), paused.as_deref().unwrap_or("")),
         (app.demo, " DEMO "),
     ] {
         if on {
-            spans.push(Span::styled(badge, theme.badge()));
+            spans.push(Span::styled(badge.to_string(), theme.badge()));
             spans.push(Span::raw(" "));
         }
     }
@@ -75,7 +82,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// `list` prints. Unreadable claims are held as far as anyone can tell, so
 /// they are counted whenever there are any. Without `words` (a narrow
 /// terminal) only the symbols stay, which the legend and `?` explain.
+/// Over the as-of table the counts are its own (the keys held then): a
+/// live count beside "as of" would read as the past's.
 fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'static>> {
+    if let Some(v) = app.modes.asof() {
+        let text = match &v.rows {
+            Some(rows) => format!("{} held then", count(rows.len(), "key")),
+            None => "reading the events log…".to_string(),
+        };
+        return vec![Span::styled(text, theme.dim())];
+    }
     let c = app.shown().counts;
     let mut spans = Vec::new();
     for (state, n) in [

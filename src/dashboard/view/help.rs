@@ -30,7 +30,7 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         " help — Esc or ? closes ",
         lines,
-        app.overlays.scroll,
+        app.modes.overlay_scroll(),
         theme,
     );
 }
@@ -96,6 +96,28 @@ const LABEL: usize = 11;
 fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let room = (width.saturating_sub(2) as usize).saturating_sub(LABEL + 2);
     let mut lines = Vec::new();
+    // The legend first: what a colour on screen means is what a first
+    // look at the help is for, and the keys follow on later pages.
+    lines.push(Line::styled(" What the states mean", theme.label()));
+    for (state, what) in LEGEND {
+        let label = Span::styled(
+            format!(" {:<LABEL$} ", state_label(state)),
+            theme.state(state),
+        );
+        entry(&mut lines, label, what, Style::new(), room);
+    }
+    let label = Span::styled(format!(" {:<LABEL$} ", "⚠ hazard"), theme.error());
+    entry(
+        &mut lines,
+        label,
+        "something under the root that needs a human: a mutex corpse, temp litter, a \
+         corrupted, unreadable or foreign claim, a claim whose record names another key \
+         (marked ⚠ after its key) (h lists them and can clean what is abandoned)",
+        Style::new(),
+        room,
+    );
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(" Keys", theme.label()));
     for b in KEYMAP {
         let disabled = app.read_only && b.cmd.mutates();
         let text = format!(
@@ -128,25 +150,6 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         entry(&mut lines, label, &text, Style::new(), room);
     }
     lines.push(Line::raw(""));
-    lines.push(Line::styled(" What the states mean", theme.label()));
-    for (state, what) in LEGEND {
-        let label = Span::styled(
-            format!(" {:<LABEL$} ", state_label(state)),
-            theme.state(state),
-        );
-        entry(&mut lines, label, what, Style::new(), room);
-    }
-    let label = Span::styled(format!(" {:<LABEL$} ", "⚠ hazard"), theme.error());
-    entry(
-        &mut lines,
-        label,
-        "something under the root that needs a human: a mutex corpse, temp litter, a \
-         corrupted, unreadable or foreign claim, a claim whose record names another key \
-         (marked ⚠ after its key) (h lists them and can clean what is abandoned)",
-        Style::new(),
-        room,
-    );
-    lines.push(Line::raw(""));
     let roots_note = super::roots::help_note(app);
     let fleet_note = super::store::help_note(app);
     for text in roots_note
@@ -170,7 +173,14 @@ fn help_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
 
 pub fn draw_claim(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let (title, lines) = claim_lines(app, theme, overlay_width(area));
-    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+    overlay(
+        frame,
+        area,
+        &title,
+        lines,
+        app.modes.overlay_scroll(),
+        theme,
+    );
 }
 
 /// The selected claim in full: the record exactly as the lockfile holds
@@ -268,22 +278,29 @@ pub fn draw_messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         &title,
         lines,
-        app.overlays.scroll.min(max),
+        app.modes.overlay_scroll().min(max),
         theme,
     );
 }
 
 pub fn draw_hazards(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let (title, lines) = hazard_lines(app, theme, overlay_width(area));
-    overlay(frame, area, &title, lines, app.overlays.scroll, theme);
+    let (title, lines) = super::hazards::lines(app, theme, overlay_width(area));
+    overlay(
+        frame,
+        area,
+        &title,
+        lines,
+        app.modes.overlay_scroll(),
+        theme,
+    );
 }
 
 /// How far the open overlay can scroll on a screen of `area`.
 pub fn max_scroll(app: &App, area: Rect) -> u16 {
     let theme = Theme { color: false };
-    let lines = match app.overlays.open {
+    let lines = match app.modes.overlay() {
         Some(Overlay::Help) => help_lines(app, &theme, overlay_width(area)),
-        Some(Overlay::Hazards) => hazard_lines(app, &theme, overlay_width(area)).1,
+        Some(Overlay::Hazards) => super::hazards::lines(app, &theme, overlay_width(area)).1,
         Some(Overlay::Claim) => claim_lines(app, &theme, overlay_width(area)).1,
         Some(Overlay::Messages) => super::messages::lines(app, &theme).1,
         // Not a scrolled text: it moves its own cursor and rows.
@@ -293,105 +310,6 @@ pub fn max_scroll(app: &App, area: Rect) -> u16 {
     let w = rect.width;
     wrapped_height(&lines, w).saturating_sub(rect.height.saturating_sub(2))
 }
-
-fn hazard_lines(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>) {
-    let mut hazards = app.claims.hazards();
-    let several = app.roots.is_several();
-    if several {
-        // Root by root (stable: each root's keep their severity order).
-        hazards.sort_by_key(|h| app.roots.of_path(&h.path));
-    }
-    let mut root_shown = None;
-    let mut lines = Vec::new();
-    let fleet = app.fleet_hazards();
-    if hazards.is_empty() && fleet.is_empty() {
-        lines.push(Line::styled(" no hazards under this root", theme.dim()));
-    }
-    // Wrapped here, under their own column: the paragraph's own wrapping
-    // would start continuation lines at the left border.
-    let room = (width.saturating_sub(2) as usize).saturating_sub(INDENT.len());
-    for h in &hazards {
-        let root = app.roots.of_path(&h.path);
-        if several && root != root_shown {
-            root_shown = root;
-            let name = root.map_or_else(
-                || "(no root)".into(),
-                |i| super::roots::detail_value(app, i),
-            );
-            lines.push(Line::styled(format!(" root {name}"), theme.label()));
-        }
-        let path = safe_path(&h.path);
-        for (i, piece) in super::detail::wrap(&path, room).into_iter().enumerate() {
-            let label = if i == 0 { h.kind.as_str() } else { "" };
-            lines.push(Line::from(vec![
-                Span::styled(format!(" {label:<16} "), theme.error()),
-                Span::raw(piece.to_string()),
-            ]));
-        }
-        let detail = safe(&h.detail);
-        for piece in super::detail::wrap(&detail, room) {
-            lines.push(Line::from(vec![
-                Span::raw(INDENT),
-                Span::styled(piece.to_string(), theme.dim()),
-            ]));
-        }
-    }
-    fleet_hazard_lines(app, theme, room, &mut lines);
-    let title = format!(
-        " hazards ({}) — Esc or h closes · x cleans what is abandoned ",
-        hazards.len() + fleet.len()
-    );
-    (title, lines)
-}
-
-/// What publishing hosts found in their roots, under a line naming the
-/// host and root. Every part is the host's text: escaped like a claim's.
-/// `x` never cleans these: they are files on another machine.
-fn fleet_hazard_lines(app: &App, theme: &Theme, room: usize, lines: &mut Vec<Line<'static>>) {
-    let Some(view) = app.store.as_ref() else {
-        return;
-    };
-    let mut shown: Vec<_> = view.fleet.hazards.iter().collect();
-    shown.sort_by(|a, b| (&a.host_id, &a.root.path).cmp(&(&b.host_id, &b.root.path)));
-    let mut place = None;
-    for h in shown {
-        if place != Some((&h.host_id, &h.root.path)) {
-            place = Some((&h.host_id, &h.root.path));
-            let host = view
-                .fleet
-                .host(&h.host_id)
-                .map_or(h.host_id.as_str(), |i| i.hostname.as_str());
-            lines.push(Line::styled(
-                format!(" host {}  root {}", safe(host), safe(&h.root.path)),
-                theme.label(),
-            ));
-        }
-        let field = |k: &str| {
-            let text = h.hazard.get(k).and_then(serde_json::Value::as_str);
-            safe(text.unwrap_or("")).into_owned()
-        };
-        let kind = field("kind");
-        for (i, piece) in super::detail::wrap(&field("path"), room)
-            .into_iter()
-            .enumerate()
-        {
-            let label = if i == 0 { kind.as_str() } else { "" };
-            lines.push(Line::from(vec![
-                Span::styled(format!(" {label:<16} "), theme.error()),
-                Span::raw(piece.to_string()),
-            ]));
-        }
-        for piece in super::detail::wrap(&field("detail"), room) {
-            lines.push(Line::from(vec![
-                Span::raw(INDENT),
-                Span::styled(piece.to_string(), theme.dim()),
-            ]));
-        }
-    }
-}
-
-/// Where a hazard's path and detail start.
-const INDENT: &str = "                  ";
 
 /// The box an overlay of `lines` takes on `area`.
 fn overlay_rect(area: Rect, lines: &[Line]) -> Rect {

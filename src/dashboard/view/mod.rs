@@ -12,6 +12,7 @@ mod dialogs;
 mod event_line;
 mod events;
 mod footer;
+mod hazards;
 mod header;
 mod help;
 pub mod layout;
@@ -21,7 +22,7 @@ pub mod store;
 pub mod table;
 pub mod timeline;
 
-use super::model::App;
+use super::model::{App, Layer, Overlay};
 pub use cells::{time_bucket, Theme};
 use ratatui::layout::Alignment;
 use ratatui::text::Span;
@@ -56,7 +57,7 @@ fn draw_screen(frame: &mut Frame, app: &App) {
         return;
     };
     let theme = Theme { color: app.color };
-    if app.overlays.open == Some(super::model::Overlay::Timeline) {
+    if app.modes.layers().any(is_timeline) {
         // The timeline takes the whole screen: the panes under it are not
         // drawn at all.
         let keep = app.timeline_keeps();
@@ -70,40 +71,61 @@ fn draw_screen(frame: &mut Frame, app: &App) {
             &theme,
         );
         roots::log_root_note(frame, area, app, &theme);
-        if let Some(d) = &app.overlays.dialog {
-            dialogs::draw(frame, area, d, app, &theme);
-        }
-        return;
+    } else {
+        draw_panes(frame, &areas, app, &theme);
     }
-    header::draw(frame, areas.header, app, &theme);
+    // Every layer that draws over the screen, bottom first: each covers
+    // what is under it.
+    for layer in app.modes.layers() {
+        match layer {
+            Layer::Overlay { which, .. } => match which {
+                Overlay::Help => help::draw_help(frame, area, app, &theme),
+                Overlay::Hazards => help::draw_hazards(frame, area, app, &theme),
+                Overlay::Claim => help::draw_claim(frame, area, app, &theme),
+                Overlay::Messages => help::draw_messages(frame, area, app, &theme),
+                Overlay::Timeline => {}
+            },
+            Layer::Dialog(d) => dialogs::draw(frame, area, d, app, &theme),
+            Layer::Prompt(_)
+            | Layer::Filter(_)
+            | Layer::Search(_)
+            | Layer::Browse
+            | Layer::AsOf(_) => {}
+        }
+    }
+}
+
+fn is_timeline(l: &Layer) -> bool {
+    matches!(
+        l,
+        Layer::Overlay {
+            which: Overlay::Timeline,
+            ..
+        }
+    )
+}
+
+/// The header, the three panes and the two bottom lines.
+fn draw_panes(frame: &mut Frame, areas: &layout::Areas, app: &App, theme: &Theme) {
+    header::draw(frame, areas.header, app, theme);
     // A zoomed layout leaves the other panes no room: they are not drawn.
     if !areas.table.is_empty() {
-        if app.asof.is_some() {
-            asof::draw(frame, areas.table, app, &theme);
+        if app.modes.asof().is_some() {
+            asof::draw(frame, areas.table, app, theme);
         } else {
-            table::draw(frame, areas.table, app, &theme);
+            table::draw(frame, areas.table, app, theme);
         }
     }
     if !areas.detail.is_empty() {
-        detail::draw(frame, areas.detail, app, &theme);
+        detail::draw(frame, areas.detail, app, theme);
     }
     if !areas.events.is_empty() {
-        events::draw(frame, areas.events, app, &theme);
+        events::draw(frame, areas.events, app, theme);
     }
-    footer::draw_status(frame, areas.status, app, &theme);
-    footer::draw_keys(frame, areas.footer, app, &theme);
-    match app.overlays.open {
-        Some(super::model::Overlay::Help) => help::draw_help(frame, area, app, &theme),
-        Some(super::model::Overlay::Hazards) => help::draw_hazards(frame, area, app, &theme),
-        Some(super::model::Overlay::Claim) => help::draw_claim(frame, area, app, &theme),
-        Some(super::model::Overlay::Messages) => help::draw_messages(frame, area, app, &theme),
-        Some(super::model::Overlay::Timeline) | None => {}
-    }
+    footer::draw_status(frame, areas.status, app, theme);
+    footer::draw_keys(frame, areas.footer, app, theme);
     if app.events.browse.raw {
-        browse::draw_raw(frame, area, &app.events.browse, &theme);
-    }
-    if let Some(d) = &app.overlays.dialog {
-        dialogs::draw(frame, area, d, app, &theme);
+        browse::draw_raw(frame, frame.area(), &app.events.browse, theme);
     }
 }
 
@@ -123,13 +145,19 @@ pub fn overlay_max_scroll(app: &App) -> u16 {
 fn too_small(frame: &mut Frame, app: &App) {
     let area = frame.area();
     let theme = Theme { color: app.color };
-    if let Some(d @ super::model::Dialog::Quit(_)) = &app.overlays.dialog {
-        dialogs::draw(frame, area, d, app, &theme);
-        return;
-    }
-    if app.overlays.open == Some(super::model::Overlay::Help) {
-        help::draw_help(frame, area, app, &theme);
-        return;
+    match app.modes.top() {
+        Some(Layer::Dialog(d @ super::model::Dialog::Quit(_))) => {
+            dialogs::draw(frame, area, d, app, &theme);
+            return;
+        }
+        Some(Layer::Overlay {
+            which: Overlay::Help,
+            ..
+        }) => {
+            help::draw_help(frame, area, app, &theme);
+            return;
+        }
+        _ => {}
     }
     let msg = format!(
         "terminal too small: {}×{}, claimtop needs at least {}×{} — enlarge it, or press q to quit",

@@ -1,34 +1,15 @@
-//! What the screen adds when it shows several roots: the root column, the
+//! What the screen adds when it shows several roots: the
 //! header's per-root counts, one banner line per root that cannot be read,
 //! and the root of each event and hazard. With one root none of it is drawn,
 //! so the one-root screen is exactly what it always was.
 
 use super::cells::{safe, safe_path, Theme};
 use crate::claims::{ClaimState, Counts};
-use crate::dashboard::model::{App, Column};
+use crate::dashboard::model::App;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-
-/// Table widths below this keep only the columns an operator scans first.
-const FULL_WIDTH: u16 = 100;
-const NARROW: u16 = 76;
-
-/// The table's columns with several roots: the root right after the state,
-/// where the eye looks for "which repository" before "which key".
-pub fn columns(width: u16) -> &'static [Column] {
-    use Column::*;
-    if width >= FULL_WIDTH {
-        &[
-            State, Root, Key, Holder, Pid, Machine, Age, Ttl, Harness, Reason,
-        ]
-    } else if width < NARROW {
-        &[State, Root, Key, Holder, Ttl]
-    } else {
-        &[State, Root, Key, Holder, Age, Ttl]
-    }
-}
 
 /// One line per root that cannot be read as a normal one, each naming its
 /// root: a missing root never hides the others' rows.
@@ -86,8 +67,8 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         .collect();
     let problems = &app.claims.problems;
     let full = |i: usize, c: &Counts| -> String {
-        if problems.get(i).is_some_and(Option::is_some) {
-            return "⚠ unreadable".into();
+        if let Some(p) = problems.get(i).and_then(Option::as_ref) {
+            return format!("⚠ {}", problem_word(p));
         }
         let mut s = format!("{}", c.total());
         let bad: Vec<String> = [
@@ -139,6 +120,16 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             theme.dim(),
         ),
     ])
+}
+
+/// A root's problem in a word, for the header (its banner says it whole).
+fn problem_word(p: &crate::dashboard::action::RootProblem) -> &'static str {
+    use crate::dashboard::action::RootProblem;
+    match p {
+        RootProblem::Missing(_) => "missing",
+        RootProblem::NotADirectory(_) => "not a directory",
+        RootProblem::Unreadable(..) => "unreadable",
+    }
 }
 
 /// An event row's root, padded to the widest label so the rows align.

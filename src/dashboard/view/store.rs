@@ -1,43 +1,15 @@
 //! The pieces of the screen that only a store with a connection has: the
-//! header's store line and the table's columns with the lease countdown.
+//! header's store line, the hosts line and the lease in the detail pane.
 
 use super::cells::{clock, safe, Theme};
 use crate::claims::words::count;
-use crate::claims::{ClaimState, Status};
+use crate::claims::Status;
 use crate::dashboard::model::store::{Link, StoreView};
+use crate::dashboard::model::App;
 use crate::dashboard::model::RowId;
-use crate::dashboard::model::{App, Column};
 use crate::store::fleet::RootState;
 use crate::time::human_ms;
 use ratatui::text::{Line, Span};
-
-/// The table's columns over a store: the file dashboard's, with the lease
-/// countdown after the TTL (it is read next to it). While hosts publish
-/// into the store, the host and the source come first: a row means little
-/// without where it is held.
-pub fn columns(full: bool, narrow: bool, fleet: bool) -> &'static [Column] {
-    use Column::*;
-    if fleet {
-        return if full {
-            &[
-                State, Host, Source, Key, Holder, Pid, Age, Ttl, Lease, Reason,
-            ]
-        } else if narrow {
-            &[State, Host, Key, Holder, Age]
-        } else {
-            &[State, Host, Source, Key, Holder, Age, Ttl]
-        };
-    }
-    if full {
-        &[
-            State, Key, Holder, Pid, Machine, Age, Ttl, Lease, Harness, Reason,
-        ]
-    } else if narrow {
-        &[State, Key, Holder, Age, Lease]
-    } else {
-        &[State, Key, Holder, Pid, Age, Ttl, Lease]
-    }
-}
 
 /// ` store etcd://…  endpoints a:1  leader m1  rev 42  ● connected`, or,
 /// while the store is away, how old the view is instead of the cluster
@@ -192,15 +164,6 @@ pub fn help_note(app: &App) -> Option<String> {
     })
 }
 
-/// The lease column's cell: the time left on the claim's lease.
-pub fn lease_cell(app: &App, s: &Status) -> String {
-    app.store
-        .as_ref()
-        .and_then(|v| v.held(&s.file))
-        .map(|h| human_ms(h.remaining_ms(app.shown_now())))
-        .unwrap_or_default()
-}
-
 /// The detail pane's lines for a store claim: the fencing revision and the
 /// lease, (label, value).
 pub fn tenure_fields(app: &App, id: &RowId, s: &Status) -> Vec<(&'static str, String)> {
@@ -244,39 +207,4 @@ pub fn tenure_fields(app: &App, id: &RowId, s: &Status) -> Vec<(&'static str, St
             ),
         ),
     ]
-}
-
-/// The host column's cell: the host's label for a published row (its
-/// hostname, with its machine id's start when another host shares it), the
-/// record's host for a store row.
-pub fn host_cell(app: &App, id: &RowId, s: &Status) -> String {
-    match app.store.as_ref().and_then(|v| v.fleet.origin(id)) {
-        Some(o) => o.hostname.clone(),
-        None => s
-            .record
-            .as_ref()
-            .map(|r| r.host.clone())
-            .unwrap_or_default(),
-    }
-}
-
-/// The source column's cell, as `list --json` says it; a last known row
-/// says when it was last known (its state cell, that its host is offline).
-pub fn source_cell(app: &App, id: &RowId, s: &Status) -> String {
-    use crate::store::fleet::{SOURCE_PUBLISHED, SOURCE_STORE};
-    let view = app.store.as_ref();
-    if s.state == ClaimState::LastKnown {
-        let seen = view
-            .and_then(|v| v.fleet.origin(id))
-            .and_then(|o| view.and_then(|v| v.fleet.host(&o.host_id)));
-        if let Some(h) = seen {
-            let at = crate::time::clock(h.last_seen_ms, app.local_time, "%H:%M:%S");
-            return format!("last known at {at}");
-        }
-    }
-    if id.is_copy() {
-        SOURCE_PUBLISHED.to_string()
-    } else {
-        SOURCE_STORE.to_string()
-    }
 }

@@ -1,146 +1,42 @@
 //! The claims table. Only the rows in the window are built, so a frame
 //! costs the same with ten claims or ten thousand.
 
-use super::cells::{coarse, safe, state_label, ttl_cell, Theme};
-use crate::claims::{ClaimState, Locality, Status};
+use super::cells::{safe, Theme};
+use crate::claims::{ClaimState, Status};
+use crate::columns::{chosen_columns, default_columns, ColumnId, Role, Width};
 use crate::dashboard::keys::Pane;
-use crate::dashboard::model::{find_ci, key_cell, App, Column, Filter, RowId, Widest};
+use crate::dashboard::model::{find_ci, row_view, screen_ctx, App, Filter, RowId, Widest};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-/// Table widths below this drop the machine / harness / reason columns.
-const FULL_WIDTH: u16 = 90;
-/// Below this the pid goes too (the detail pane shows it): key and holder
-/// need the room more.
-const NARROW: u16 = 76;
-
-/// The columns of a table `width` wide; with several roots the root
-/// column follows the state, and the optional columns give way to it first.
-fn columns(width: u16, several: bool, store: Option<bool>) -> &'static [Column] {
-    if let Some(fleet) = store {
-        return super::store::columns(width >= FULL_WIDTH, width < NARROW, fleet);
-    }
-    if several {
-        return super::roots::columns(width);
-    }
-    if width >= FULL_WIDTH {
-        &Column::ALL
-    } else if width < NARROW {
-        &[
-            Column::State,
-            Column::Key,
-            Column::Holder,
-            Column::Age,
-            Column::Ttl,
-        ]
-    } else {
-        &[
-            Column::State,
-            Column::Key,
-            Column::Holder,
-            Column::Pid,
-            Column::Age,
-            Column::Ttl,
-        ]
-    }
-}
-
-/// The widest a column may want, and the narrowest it may get. Key and
-/// holder are what operators scan for, so they have no cap and the most
-/// room; the fixed-format columns take what their content needs.
-fn bounds(c: Column) -> (u16, u16) {
-    match c {
-        Column::State => (11, 11),
-        Column::Key => (8, u16::MAX),
-        Column::Holder => (8, u16::MAX),
-        Column::Pid => (5, 7),
-        Column::Machine => (6, 9),
-        Column::Age => (6, 6),
-        Column::Ttl => (7, 15),
-        Column::Harness => (7, 12),
-        Column::Reason => (6, u16::MAX),
-        Column::Root => (4, 16),
-        Column::Lease => (5, 7),
-        Column::Host => (4, 16),
-        // "last known at 12:00:03" on an offline host's row.
-        Column::Source => (6, 22),
-    }
-}
-
-/// A cell's text before styling, for measuring.
-fn text(c: Column, s: &Status, now: i64) -> String {
-    let rec = s.record.as_ref();
-    match c {
-        // The column is 11 wide: the row says "◌ offline", and its source
-        // cell "last known at 12:00:03" (see `store::source_cell`).
-        Column::State if s.state == ClaimState::LastKnown => "◌ offline".into(),
-        Column::State => state_label(s.state).into(),
-        Column::Key => safe(&s.key).into_owned(),
-        Column::Holder => {
-            rec.map_or_else(|| "(no record)".into(), |r| safe(&r.holder).into_owned())
-        }
-        Column::Pid => rec.map(|r| r.pid.to_string()).unwrap_or_default(),
-        Column::Machine => match s.locality {
-            Some(Locality::Local) => "local",
-            Some(Locality::Other) => "other",
-            Some(Locality::Unknown) => "local?",
-            None => "",
-        }
-        .into(),
-        Column::Age => rec.map(|r| coarse(now - r.acquired_at)).unwrap_or_default(),
-        Column::Ttl => rec.map(|r| ttl_cell(r.expires_at, now)).unwrap_or_default(),
-        Column::Harness => rec
-            .and_then(|r| r.harness.as_deref())
-            .map(|h| safe(h).into_owned())
-            .unwrap_or_default(),
-        // The label needs the roots; `measure` fills it in.
-        Column::Root => String::new(),
-        // Needs the store's tenures, which a Status does not carry: the
-        // caller asks the model instead (see `measure`).
-        Column::Lease => String::new(),
-        // Where a row comes from is the store view's to say (see `measure`).
-        Column::Host | Column::Source => String::new(),
-        Column::Reason => match rec {
-            Some(r) => r
-                .reason
-                .as_deref()
-                .map(|x| safe(x).into_owned())
-                .unwrap_or_default(),
-            None => s
-                .error
-                .as_deref()
-                .map(|e| safe(e).into_owned())
-                .unwrap_or_default(),
-        },
-    }
-}
-
 fn chars(s: &str) -> u16 {
     s.chars().count().min(u16::MAX as usize) as u16
 }
 
-/// Column widths for `total` columns of cells: key and holder first, as
-/// much of their content as fits, shared by need; then each fixed-format
-/// column what its content needs (within its bounds); the reason the rest.
+/// Column widths for `total` columns of cells: each column its floor
+/// (its minimum; a number its whole cell); then key and holder as much of
+/// their content as fits, shared by need; then the other columns what
+/// their content needs (within bounds), in their `fill` order; the reason
+/// (or the key, when there is no reason column) the rest.
 ///
-/// The free-text columns are sized from `widest` (every row, kept by the
-/// model), so they hold still while scrolling; the short fixed-format ones
-/// from the rows in the window.
+/// The steady columns are sized from `widest` (every row, kept by the
+/// model), so they hold still while scrolling; the others from the rows in
+/// the window.
 pub fn widths(
-    cols: &[Column],
+    cols: &[ColumnId],
     texts: &[Vec<String>],
     widest: &Widest,
-    sorted: Column,
+    sorted: ColumnId,
     total: u16,
 ) -> Vec<u16> {
     let want: Vec<u16> = cols
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let (lo, hi) = bounds(*c);
+            let (lo, hi) = c.spec().width.bounds();
             let content = widest
                 .of(*c)
                 .unwrap_or_else(|| texts.iter().map(|row| chars(&row[i])).max().unwrap_or(0));
@@ -149,10 +45,17 @@ pub fn widths(
             content.max(title).clamp(lo, hi)
         })
         .collect();
-    let mut w: Vec<u16> = cols.iter().map(|c| bounds(*c).0).collect();
+    let mut w: Vec<u16> = cols
+        .iter()
+        .zip(&want)
+        .map(|(c, want)| match c.spec().width {
+            Width::Number { .. } => *want,
+            other => other.bounds().0,
+        })
+        .collect();
     let mut left = total.saturating_sub(w.iter().sum());
     let main: Vec<usize> = (0..cols.len())
-        .filter(|i| matches!(cols[*i], Column::Key | Column::Holder))
+        .filter(|i| matches!(cols[*i].spec().width, Width::Main { .. }))
         .collect();
     let need: u32 = main.iter().map(|i| u32::from(want[*i] - w[*i])).sum();
     if need > 0 {
@@ -163,38 +66,30 @@ pub fn widths(
             left -= g;
         }
     }
-    // Then the fixed-format columns, the deadline first: it is what an
-    // operator reads next after who holds what.
-    // (With several roots, the root first: a row means little without it.)
-    for c in [
-        Column::Root,
-        Column::Host,
-        Column::Source,
-        Column::Ttl,
-        Column::Lease,
-        Column::Age,
-        Column::Pid,
-        Column::State,
-        Column::Machine,
-        Column::Harness,
-    ] {
-        if let Some(i) = cols.iter().position(|x| *x == c) {
-            let g = (want[i] - w[i]).min(left);
-            w[i] += g;
-            left -= g;
-        }
+    let mut filled: Vec<usize> = (0..cols.len())
+        .filter(|i| {
+            !matches!(
+                cols[*i].spec().width,
+                Width::Main { .. } | Width::Rest { .. }
+            )
+        })
+        .collect();
+    filled.sort_by_key(|i| cols[*i].spec().fill);
+    for i in filled {
+        let g = (want[i] - w[i]).min(left);
+        w[i] += g;
+        left -= g;
     }
     // Rounding leftovers: key and holder up to their content, then the
-    // reason (or the key, when there is no reason column) takes the rest.
+    // rest to the reason, or to the key when there is none.
     for i in &main {
         let g = (want[*i] - w[*i]).min(left);
         w[*i] += g;
         left -= g;
     }
-    let last = cols
-        .iter()
-        .position(|c| *c == Column::Reason)
-        .or_else(|| cols.iter().position(|c| *c == Column::Key));
+    let last = (0..cols.len())
+        .find(|i| matches!(cols[*i].spec().width, Width::Rest { .. }))
+        .or_else(|| main.first().copied());
     if let Some(i) = last {
         w[i] += left;
     }
@@ -215,26 +110,26 @@ pub fn ellipsize(s: &str, w: u16) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// A cell: its text (already cut to the column) styled for its column,
-/// with what the filter looked for in it highlighted.
+/// A cell: its text (already cut to the column) styled by its column's
+/// role, with what the filter looked for in it highlighted.
 fn cell<'a>(
-    c: Column,
+    c: ColumnId,
     s: &Status,
     text: String,
     now: i64,
     theme: &Theme,
     filter: &Filter,
 ) -> Cell<'a> {
-    let style = match c {
+    let style = match c.spec().role {
         // What an offline host last said: greyed whole, vouched for by nobody.
         _ if s.state == ClaimState::LastKnown => theme.dim(),
-        Column::State => theme.state(s.state),
-        Column::Holder if s.record.is_none() => theme.dim(),
-        Column::Ttl => match &s.record {
+        Role::State => theme.state(s.state),
+        Role::Absent if s.record.is_none() => theme.dim(),
+        Role::Deadline => match &s.record {
             Some(r) if r.expires_at.is_some_and(|e| e <= now) => theme.state(ClaimState::Stale),
             _ => Style::new(),
         },
-        Column::Reason if s.record.is_none() => theme.state(ClaimState::Corrupted),
+        Role::Failure if s.record.is_none() => theme.state(ClaimState::Corrupted),
         _ => Style::new(),
     };
     let hit = filter
@@ -258,7 +153,7 @@ fn cell<'a>(
 /// The window of rows a table of `area` shows, their cell texts, and the
 /// column widths they lead to: what drawing and mouse clicks both need.
 struct Measured<'a> {
-    cols: Vec<Column>,
+    cols: Vec<ColumnId>,
     offset: usize,
     window: Vec<&'a Status>,
     texts: Vec<Vec<String>>,
@@ -266,21 +161,11 @@ struct Measured<'a> {
 }
 
 fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
-    let fleet = app.store.as_ref().map(|v| v.fleet.is_active());
-    let several = app.roots.is_several();
-    let cols: Vec<Column> = match &app.table.chosen {
+    let avail = app.avail();
+    let cols = match &app.table.chosen {
         // The operator's choice, less what this dashboard has no data for.
-        Some(chosen) => chosen
-            .iter()
-            .copied()
-            .filter(|c| match c {
-                Column::Root => several,
-                Column::Lease => fleet.is_some(),
-                Column::Host | Column::Source => fleet == Some(true),
-                _ => true,
-            })
-            .collect(),
-        None => columns(area.width, several, fleet).to_vec(),
+        Some(chosen) => chosen_columns(chosen, avail),
+        None => default_columns(area.width, avail),
     };
     let (shown, now) = (app.shown(), app.shown_now());
     let cap = area.height.saturating_sub(2) as usize;
@@ -301,18 +186,14 @@ fn measure<'a>(app: &'a App, area: Rect) -> Measured<'a> {
         .take(cap)
         .filter_map(|p| Some((p, shown.get(p)?)))
         .collect();
+    let places = app.places();
+    let ctx = screen_ctx(now, app.local_time, &places);
     let texts: Vec<Vec<String>> = rows
         .iter()
         .map(|(id, s)| {
+            let row = row_view(shown, id, s);
             cols.iter()
-                .map(|c| match c {
-                    Column::Root => safe(app.roots.label(app.roots.of(s))).into_owned(),
-                    Column::Key => key_cell(s, shown.rules_of(id)),
-                    Column::Lease => super::store::lease_cell(app, s),
-                    Column::Host => safe(&super::store::host_cell(app, id, s)).into_owned(),
-                    Column::Source => super::store::source_cell(app, id, s),
-                    c => text(*c, s, now),
-                })
+                .map(|c| (c.spec().text)(&ctx, &row).into_owned())
                 .collect()
         })
         .collect();
@@ -344,7 +225,7 @@ const HIGHLIGHT: u16 = 2;
 /// or a row (its index among all rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hit {
-    Title(Column),
+    Title(ColumnId),
     Row(usize),
 }
 

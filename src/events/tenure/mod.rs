@@ -19,8 +19,9 @@
 mod intern;
 
 use super::claim_event::{
-    with_claim_event, with_claim_event_bytes, with_claim_event_read, ClaimEvent, Kind,
+    with_claim_event, with_claim_event_bytes, with_claim_event_read, ClaimEvent,
 };
+use super::kind::EventKind as Kind;
 use intern::Interner;
 
 /// How a tenure ended.

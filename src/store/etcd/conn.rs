@@ -5,12 +5,46 @@
 //! dead cluster costs at most `--timeout` and never hangs a command.
 
 use super::super::url::EtcdTarget;
-use super::super::{OpenOpts, StoreError, DEFAULT_TIMEOUT};
+use super::super::{StoreError, DEFAULT_TIMEOUT};
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use std::future::Future;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;
+
+/// How to reach etcd: the connection settings, named as `etcdctl` names
+/// them (read from the open context by `site::conn_opts`).
+#[derive(Clone, Default)]
+pub struct ConnOpts {
+    /// `--etcd-cacert`, `--etcd-cert`, `--etcd-key`.
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// `--etcd-user`; the password comes from `$ETCD_PASSWORD` only, never a
+    /// flag, so it cannot show in a process listing.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `--timeout` (default 5 s): every call answers within it.
+    pub timeout: Option<Duration>,
+    /// `--events-retention` (default 7 days).
+    pub events_retention: Option<Duration>,
+}
+
+impl std::fmt::Debug for ConnOpts {
+    // Hand-written so that the password never reaches a log or a panic message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnOpts")
+            .field("cacert", &self.cacert)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("events_retention", &self.events_retention)
+            .finish()
+    }
+}
 
 /// One client and the runtime that drives it.
 pub struct Conn {
@@ -22,7 +56,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn open(target: &EtcdTarget, opts: &OpenOpts) -> Result<Conn, StoreError> {
+    pub fn open(target: &EtcdTarget, opts: &ConnOpts) -> Result<Conn, StoreError> {
         let timeout = opts.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let rt = tokio::runtime::Builder::new_multi_thread()
             // One worker: enough for a keep-alive or a watch to run while
@@ -31,7 +65,7 @@ impl Conn {
             .thread_name("claimtop-etcd")
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Config(format!("cannot start the etcd client: {e}")))?;
+            .map_err(|e| setup(target, format!("cannot start the etcd client: {e}")))?;
         let endpoints = target.hosts.join(",");
         let options = connect_options(target, opts, timeout)?;
         let eps = target.endpoints();
@@ -96,7 +130,7 @@ impl Conn {
             std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
         }
         Err(StoreError::Unreachable {
-            endpoints: self.endpoints.clone(),
+            what: format!("etcd at {}", self.endpoints),
             after: self.timeout,
             detail: last,
         })
@@ -112,7 +146,7 @@ impl Conn {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(endpoints, timeout, e)),
             Err(_) => Err(StoreError::Unreachable {
-                endpoints: endpoints.to_string(),
+                what: format!("etcd at {endpoints}"),
                 after: timeout,
                 detail: "no answer".into(),
             }),
@@ -134,7 +168,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 pub fn classify(endpoints: &str, timeout: Duration, e: etcd_client::Error) -> StoreError {
     use etcd_client::Error as E;
     let unreachable = |detail: String| StoreError::Unreachable {
-        endpoints: endpoints.to_string(),
+        what: format!("etcd at {endpoints}"),
         after: timeout,
         detail,
     };
@@ -149,20 +183,29 @@ pub fn classify(endpoints: &str, timeout: Duration, e: etcd_client::Error) -> St
         {
             unreachable(s.message().to_string())
         }
-        E::GRpcStatus(s) => StoreError::Etcd {
-            endpoints: endpoints.to_string(),
-            detail: s.message().to_string(),
-        },
-        other => StoreError::Etcd {
-            endpoints: endpoints.to_string(),
-            detail: other.to_string(),
-        },
+        E::GRpcStatus(s) => answered(endpoints, s.message().to_string()),
+        other => answered(endpoints, other.to_string()),
     }
+}
+
+/// What etcd answered (auth, permission, NOSPACE...), in its words,
+/// naming the cluster.
+pub fn answered(endpoints: &str, detail: String) -> StoreError {
+    StoreError::Backend {
+        store: format!("etcd at {endpoints}"),
+        detail,
+    }
+}
+
+/// A connection setting that cannot work (TLS files, a user without a
+/// password), naming the cluster it was for.
+fn setup(target: &EtcdTarget, detail: impl Into<String>) -> StoreError {
+    answered(&target.hosts.join(","), detail.into())
 }
 
 fn connect_options(
     target: &EtcdTarget,
-    opts: &OpenOpts,
+    opts: &ConnOpts,
     timeout: Duration,
 ) -> Result<ConnectOptions, StoreError> {
     let mut o = ConnectOptions::new()
@@ -177,34 +220,37 @@ fn connect_options(
     match (&opts.user, &opts.password) {
         (Some(user), Some(pw)) => o = o.with_user(user.clone(), pw.clone()),
         (Some(user), None) => {
-            return Err(StoreError::Config(format!(
-                "--etcd-user {user:?} needs its password in $ETCD_PASSWORD"
-            )))
+            return Err(setup(
+                target,
+                format!("--etcd-user {user:?} needs its password in $ETCD_PASSWORD"),
+            ))
         }
         (None, _) => {}
     }
     let tls_files = opts.cacert.is_some() || opts.cert.is_some() || opts.key.is_some();
     if tls_files && !target.tls {
-        return Err(StoreError::Config(
-            "TLS files were given for a plain etcd:// store; use etcds:// to speak TLS".into(),
+        return Err(setup(
+            target,
+            "TLS files were given for a plain etcd:// store; use etcds:// to speak TLS",
         ));
     }
     if target.tls {
         let Some(ca) = &opts.cacert else {
-            return Err(StoreError::Config(
-                "an etcds:// store needs --etcd-cacert (the CA that signed the servers)".into(),
+            return Err(setup(
+                target,
+                "an etcds:// store needs --etcd-cacert (the CA that signed the servers)",
             ));
         };
-        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(read(ca)?));
+        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(read(target, ca)?));
         match (&opts.cert, &opts.key) {
             (Some(cert), Some(key)) => {
-                tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+                tls = tls.identity(Identity::from_pem(read(target, cert)?, read(target, key)?));
             }
             (None, None) => {}
             _ => {
-                return Err(StoreError::Config(
-                    "--etcd-cert and --etcd-key go together (a client certificate and its key)"
-                        .into(),
+                return Err(setup(
+                    target,
+                    "--etcd-cert and --etcd-key go together (a client certificate and its key)",
                 ))
             }
         }
@@ -213,7 +259,11 @@ fn connect_options(
     Ok(o)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
-    std::fs::read(path)
-        .map_err(|e| StoreError::Config(format!("cannot read {}: {e}", path.to_string_lossy())))
+fn read(target: &EtcdTarget, path: &Path) -> Result<Vec<u8>, StoreError> {
+    std::fs::read(path).map_err(|e| {
+        setup(
+            target,
+            format!("cannot read {}: {e}", path.to_string_lossy()),
+        )
+    })
 }

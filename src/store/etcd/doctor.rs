@@ -2,19 +2,63 @@
 
 use super::layout::range_end;
 use super::Core;
-use crate::store::{StoreError, StoreHazard};
+use crate::claims::hazard::{Hazard, HazardSpec};
+use crate::store::StoreError;
 use etcd_client::{AlarmAction, AlarmType, GetOptions, LeaseTimeToLiveOptions, WatchOptions};
 
+/// A claim key with no lease: it would never expire.
+pub const CLAIM_WITHOUT_LEASE: &HazardSpec = &HazardSpec {
+    name: "etcd_claim_without_lease",
+    rank: 11,
+    cleanable: false,
+    fix: "force-release it",
+    metric: false,
+};
 /// A lease attached to no key: leaked by a crashed writer, holding memory
 /// and (if it is a claim's) a TTL that ends nothing.
-pub const LEASE_WITHOUT_KEYS: &str = "etcd_lease_without_keys";
+pub const LEASE_WITHOUT_KEYS: &HazardSpec = &HazardSpec {
+    name: "etcd_lease_without_keys",
+    rank: 12,
+    cleanable: false,
+    fix: "revoke it (etcdctl lease revoke)",
+    metric: false,
+};
 /// An event with no retention lease: kept forever.
-pub const EVENTS_WITHOUT_RETENTION: &str = "etcd_events_without_retention";
+pub const EVENTS_WITHOUT_RETENTION: &HazardSpec = &HazardSpec {
+    name: "etcd_events_without_retention",
+    rank: 13,
+    cleanable: false,
+    fix: "delete the old events by hand",
+    metric: false,
+};
 /// The cluster's NOSPACE alarm: every write (every acquire) is refused.
-pub const NOSPACE_ALARM: &str = "etcd_nospace_alarm";
+pub const NOSPACE_ALARM: &HazardSpec = &HazardSpec {
+    name: "etcd_nospace_alarm",
+    rank: 10,
+    cleanable: false,
+    fix: "compact, defragment, then etcdctl alarm disarm",
+    metric: false,
+};
 /// History never compacted although it is long: the database only grows
 /// until NOSPACE.
-pub const AUTO_COMPACTION_OFF: &str = "etcd_auto_compaction_off";
+pub const AUTO_COMPACTION_OFF: &HazardSpec = &HazardSpec {
+    name: "etcd_auto_compaction_off",
+    rank: 14,
+    cleanable: false,
+    fix: "start etcd with --auto-compaction-mode and --auto-compaction-retention",
+    metric: false,
+};
+
+/// Every kind only etcd finds (its opener lists them). `metrics` reads a
+/// store's mirror, which holds the claims' hazards, not these: none is
+/// exported.
+pub const HAZARDS: &[&HazardSpec] = &[
+    NOSPACE_ALARM,
+    CLAIM_WITHOUT_LEASE,
+    LEASE_WITHOUT_KEYS,
+    EVENTS_WITHOUT_RETENTION,
+    AUTO_COMPACTION_OFF,
+];
 
 /// Revisions of history past which never having compacted is a hazard.
 const UNCOMPACTED_REVISIONS: i64 = 100_000;
@@ -25,9 +69,9 @@ impl Core {
     /// The store-wide hazards. A check the credentials may not run (a role
     /// limited to the prefix cannot read alarms or every lease) is skipped,
     /// not failed: doctor reports what it can see.
-    pub(super) fn hazards(&self) -> Result<Vec<StoreHazard>, StoreError> {
+    pub(super) fn hazards(&self) -> Result<Vec<Hazard>, StoreError> {
         let mut out = Vec::new();
-        let at = |path: String, kind, detail: String| StoreHazard { kind, path, detail };
+        let at = |path: String, kind, detail: String| Hazard::at_key(kind, path, detail);
         if let Ok(resp) = self
             .conn
             .call(|mut c| async move { c.alarm(AlarmAction::Get, AlarmType::None, None).await })

@@ -5,7 +5,7 @@ use super::layout::range_end;
 use super::Core;
 use crate::claims::now_ms;
 use crate::events::emit::envelope;
-use crate::events::{parse_event, Event};
+use crate::events::{parse_event, Event, EventKind};
 use crate::store::StoreError;
 use etcd_client::{
     GetOptions, KeyValue, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
@@ -19,7 +19,7 @@ const LEASE_EXISTS: &str = "lease already exists";
 
 impl Core {
     /// The put of one event, under the retention lease `lease`.
-    pub(super) fn event_op(&self, lease: i64, kind: &str, data: Map<String, Value>) -> TxnOp {
+    pub(super) fn event_op(&self, lease: i64, kind: EventKind, data: Map<String, Value>) -> TxnOp {
         event_put(&self.layout, lease, kind, data)
     }
 
@@ -39,7 +39,7 @@ impl Core {
             })
         };
         match run(build(lease)) {
-            Err(StoreError::Etcd { detail, .. }) if lease_not_found(&detail) => {
+            Err(StoreError::Backend { detail, .. }) if lease_not_found(&detail) => {
                 let ttl = retention_ttl_s(self.retention);
                 let granted = self.conn.call(|mut c| async move {
                     c.lease_grant(ttl, Some(LeaseGrantOptions::new().with_id(lease)))
@@ -48,7 +48,7 @@ impl Core {
                 match granted {
                     Ok(_) => {}
                     // A peer granted it first: the same lease, ours to use.
-                    Err(StoreError::Etcd { detail, .. }) if lease_exists(&detail) => {}
+                    Err(StoreError::Backend { detail, .. }) if lease_exists(&detail) => {}
                     Err(e) => return Err(e),
                 }
                 run(build(lease))
@@ -84,10 +84,10 @@ impl Core {
 pub(super) fn event_put(
     layout: &super::Layout,
     lease: i64,
-    kind: &str,
+    kind: EventKind,
     data: Map<String, Value>,
 ) -> TxnOp {
-    let line = envelope(kind, data).to_string();
+    let line = envelope(kind.name(), data).to_string();
     TxnOp::put(
         layout.new_event(now_ms()),
         line,

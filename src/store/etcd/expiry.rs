@@ -21,6 +21,7 @@ use super::layout::range_end;
 use super::{Core, Layout};
 use crate::claims::audit::event_fields_unknown;
 use crate::claims::{now_ms, ClaimRecord, Status};
+use crate::events::EventKind;
 use crate::store::{StoreError, Tenure};
 use etcd_client::{
     Client, Compare, CompareOp, GetOptions, KeyValue, LeaseGrantOptions, Txn, TxnOp, TxnOpResponse,
@@ -142,7 +143,7 @@ fn end_txn(layout: &Layout, gone: &Gone, events_lease: i64) -> Txn {
         )])
         .and_then([
             end_marker_put(&marker, events_lease),
-            event_put(layout, events_lease, "claim_expired", data),
+            event_put(layout, events_lease, EventKind::Expired, data),
         ]);
     Txn::new()
         .when([Compare::create_revision(

@@ -40,6 +40,18 @@ pub struct HostRecord {
     pub pid: u32,
 }
 
+impl HostRecord {
+    /// The host as an answer about it names it: the hostname an operator
+    /// knows it by, and the machine id that tells twins apart.
+    fn named(&self) -> String {
+        if self.hostname.is_empty() || self.hostname == self.machine_id {
+            self.machine_id.clone()
+        } else {
+            format!("{} ({})", self.hostname, self.machine_id)
+        }
+    }
+}
+
 /// The owner key of one published root, `PREFIX/hosts/<machine>/owners/<root-id>`,
 /// on its publisher's lease.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,7 +143,7 @@ pub enum FleetError {
     },
     #[error("host {host} did not answer within {}; the request was withdrawn, nothing was done", crate::claims::human_ms(.after.as_millis() as i64))]
     NoAnswer { host: String, after: Duration },
-    #[error("host {host} took the request{} but has not answered within {}; its outcome is unknown yet: look for a claim_force_released event of {key:?} from host {host} in `events` over this store, and for the claim in `list`", .taken_at.map(|t| format!(" at {}", crate::time::utc_hms(t))).unwrap_or_default(), crate::claims::human_ms(.after.as_millis() as i64))]
+    #[error("host {host} took the request{} but has not answered within {}; its outcome is unknown yet: look for a claim_force_released event of {key:?} from host {host} in `events` over this store, and for the claim in `list`", .taken_at.map(|t| format!(" at {}", crate::time::instant_words(t, false))).unwrap_or_default(), crate::claims::human_ms(.after.as_millis() as i64))]
     Taken {
         host: String,
         key: String,
@@ -361,8 +373,8 @@ impl Core {
         let (rec, online) = self.find_host(host)?;
         if !online {
             return Err(FleetError::Offline {
-                host: rec.machine_id,
-                last_seen: crate::time::utc_hms(rec.last_seen_ms),
+                host: rec.named(),
+                last_seen: crate::time::instant_words(rec.last_seen_ms, false),
             });
         }
         let root = match (root_id, rec.roots.as_slice()) {
@@ -371,21 +383,21 @@ impl Core {
                     .iter()
                     .find(|r| r.id == id)
                     .ok_or_else(|| FleetError::UnknownRoot {
-                        host: rec.machine_id.clone(),
+                        host: rec.named(),
                         root_id: id.to_string(),
                     })?
             }
             (None, [only]) => only,
             (None, roots) => {
                 return Err(FleetError::WhichRoot {
-                    host: rec.machine_id.clone(),
+                    host: rec.named(),
                     ids: roots.iter().map(|r| r.id.clone()).collect(),
                 })
             }
         };
         if root.state == RootState::Offline {
             return Err(FleetError::RootOffline {
-                host: rec.machine_id.clone(),
+                host: rec.named(),
                 root: root.path.clone(),
             });
         }
@@ -393,7 +405,7 @@ impl Core {
         let published =
             self.get_value(&place.claim(key))?
                 .ok_or_else(|| FleetError::NoSuchClaim {
-                    host: rec.machine_id.clone(),
+                    host: rec.named(),
                     root: root.path.clone(),
                     key: key.to_string(),
                 })?;
@@ -442,13 +454,13 @@ impl Core {
             Answer::Given(a) => a,
             Answer::Withdrawn => {
                 return Err(FleetError::NoAnswer {
-                    host: rec.machine_id,
+                    host: rec.named(),
                     after: wait,
                 })
             }
             Answer::Pending(taken_at) => {
                 return Err(FleetError::Taken {
-                    host: rec.machine_id,
+                    host: rec.named(),
                     key: key.to_string(),
                     taken_at,
                     after: wait + TAKEN_PATIENCE,

@@ -123,10 +123,10 @@ impl Core {
             renew(&mut c, lease).await.map(|left| (sent, left))
         })?;
         if left <= 0 {
-            return Err(StoreError::Etcd {
-                endpoints: self.conn.endpoints().to_string(),
-                detail: format!("the claim's lease {lease:x} expired before it could be kept"),
-            });
+            return Err(super::conn::answered(
+                self.conn.endpoints(),
+                format!("the claim's lease {lease:x} expired before it could be kept"),
+            ));
         }
         self.mark_kept(key, tenure)?;
         let state = Arc::new(Mutex::new(State {
@@ -184,12 +184,9 @@ impl Core {
         if resp.succeeded() {
             return Ok(());
         }
-        Err(StoreError::Etcd {
-            endpoints: self.conn.endpoints().to_string(),
-            detail: format!(
+        Err(super::conn::answered(self.conn.endpoints(), format!(
                 "the claim on {key:?} changed (released, taken or moved to another lease) before it could be kept"
-            ),
-        })
+            )))
     }
 }
 

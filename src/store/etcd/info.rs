@@ -1,7 +1,7 @@
 //! Who answers and where the store is: the header of a dashboard over etcd.
 
 use super::Core;
-use crate::store::{StoreError, StoreInfo};
+use crate::store::{LinkFacts, StoreError};
 use etcd_client::GetOptions;
 
 impl Core {
@@ -10,7 +10,7 @@ impl Core {
     /// run either: the revision then comes from a count-only read of the
     /// prefix and the leader stays unknown. Only an unreachable store is an
     /// error here, since that is what a header must say.
-    pub(super) fn info(&self) -> Result<StoreInfo, StoreError> {
+    pub(super) fn info(&self) -> Result<LinkFacts, StoreError> {
         let status = match self.conn.call(|mut c| async move { c.status().await }) {
             Ok(s) => Some(s),
             Err(e @ StoreError::Unreachable { .. }) => return Err(e),
@@ -46,10 +46,10 @@ impl Core {
             });
             Some(name.unwrap_or_else(|| format!("{leader_id:x}")))
         };
-        Ok(StoreInfo {
-            endpoints: self.conn.endpoints().to_string(),
+        Ok(LinkFacts {
+            reached: self.conn.endpoints().to_string(),
             leader,
-            revision,
+            at: Some(revision),
         })
     }
 }

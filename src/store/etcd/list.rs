@@ -5,15 +5,17 @@
 //! value does not parse (`corrupted`). `stale` never appears here: expiry is
 //! the `claim_expired` event.
 
+use super::doctor::CLAIM_WITHOUT_LEASE;
 use super::layout::range_end;
 use super::verbs::tenure;
 use super::Core;
-use crate::claims::ItemRules;
+use crate::claims::Hazard;
 use crate::claims::ParseError;
 use crate::claims::{
     now_ms, process_create_time_ms, ClaimRecord, ClaimState, Locality, Status, Sweep,
 };
-use crate::store::{Fenced, Listing, StoreError, StoreHazard, Tenure};
+use crate::claims::{ItemRules, Loc};
+use crate::store::{Cursor, Fenced, ListEnd, MemberListing, StoreError, Tenure};
 use etcd_client::{GetOptions, KeyValue};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,8 +27,6 @@ const PAGE: i64 = 1000;
 /// live (concurrently); beyond it, the record's own deadline stands in, so a
 /// listing of a huge store costs its range reads and nothing more.
 const LEASE_LOOKUPS_MAX: usize = 1000;
-/// Hazard kind: a claim key with no lease would never expire.
-pub const CLAIM_WITHOUT_LEASE: &str = "etcd_claim_without_lease";
 
 impl Core {
     pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
@@ -42,13 +42,12 @@ impl Core {
         })
     }
 
-    pub(super) fn list_claims(&self) -> Result<Listing, StoreError> {
-        self.list_claims_upto(None)
-    }
-
     /// The listing of the first `limit` claims in key order (every claim
     /// when None): a dashboard's first screen need not wait for 100 pages.
-    pub(super) fn list_claims_upto(&self, limit: Option<usize>) -> Result<Listing, StoreError> {
+    pub(super) fn list_claims_upto(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<MemberListing, StoreError> {
         // Each page is judged as it arrives and its raw values dropped, so a
         // listing of 100 000 claims never holds them all twice; claims and
         // tenures are kept apart from the start and sorted in place, so
@@ -67,12 +66,11 @@ impl Core {
                 };
                 let ck = String::from_utf8_lossy(kv.key()).into_owned();
                 if kv.lease() == 0 {
-                    store_hazards.push(StoreHazard {
-                        kind: CLAIM_WITHOUT_LEASE,
-                        path: ck.clone(),
-                        detail: "this claim has no lease, so it never expires; force-release it"
-                            .into(),
-                    });
+                    store_hazards.push(Hazard::at_key(
+                        CLAIM_WITHOUT_LEASE,
+                        ck.clone(),
+                        "this claim has no lease, so it never expires; force-release it".into(),
+                    ));
                 }
                 leases.push(kv.lease());
                 let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
@@ -105,7 +103,9 @@ impl Core {
         // `foreign_machine` does not apply: claims from other machines are
         // the point of etcd.
         let all = crate::claims::census(&claims, Vec::new(), |_| ItemRules::StoreKey);
-        Ok(Listing {
+        Ok(MemberListing {
+            at: Default::default(),
+            rules: ItemRules::StoreKey,
             sweep: Sweep {
                 root: PathBuf::from(&self.url),
                 claims,
@@ -114,9 +114,11 @@ impl Core {
             },
             tenures,
             store_hazards,
-            store: Some(self.url.clone()),
-            revision: Some(at),
-            origins: None,
+            // The feed resumes right after the revision it was read at.
+            end: ListEnd {
+                at: Some(Cursor::of_u64(u64::try_from(at).unwrap_or(0))),
+                complete: limit.is_none(),
+            },
         })
     }
 
@@ -315,9 +317,10 @@ impl Core {
     }
 }
 
-/// The row of a key with no claim.
+/// The row of a key with no claim, placed at its etcd key.
 fn free(key: &str, ck: &str) -> Status {
-    Status::free(key.to_string(), PathBuf::from(ck), "no claim".into())
+    let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(ck));
+    Status::free(key.to_string(), place, "no claim".into())
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order

@@ -159,8 +159,8 @@ impl Core {
 }
 
 fn busy(conn: &super::Conn, key: &str) -> StoreError {
-    StoreError::Etcd {
-        endpoints: conn.endpoints().to_string(),
-        detail: format!("{key} kept changing under {CAS_TRIES} compare-and-swap tries"),
-    }
+    super::conn::answered(
+        conn.endpoints(),
+        format!("{key} kept changing under {CAS_TRIES} compare-and-swap tries"),
+    )
 }

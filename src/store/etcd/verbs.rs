@@ -15,6 +15,7 @@ use crate::claims::{
     ClaimState, ForceOpts, ForceOutcome, NoRenew, ReleaseOutcome, RenewOutcome, MAX_TTL_MS,
     MIN_TTL_MS,
 };
+use crate::events::EventKind;
 use crate::store::{Fenced, LeaseInfo, StoreError, Tenure};
 use etcd_client::{
     Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
@@ -34,7 +35,7 @@ impl Core {
         opts: &AcquireOpts,
     ) -> Result<Fenced<AcquireOutcome>, StoreError> {
         validate_inputs(key, holder, opts.ttl_ms)?;
-        let ttl_ms = opts.ttl_ms.ok_or(StoreError::TtlRequired)?;
+        let ttl_ms = opts.ttl_ms.ok_or_else(ttl_required)?;
         if let Some(pid) = opts.pid.filter(|p| *p == 0 || *p > i32::MAX as u32) {
             return Err(ClaimError::BadPid(pid).into());
         }
@@ -57,7 +58,7 @@ impl Core {
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
                         open_put(&self.layout, &rec, lease),
-                        self.event_op(ev, "claim_acquired", data.clone()),
+                        self.event_op(ev, EventKind::Acquired, data.clone()),
                     ])
                     .or_else([TxnOp::get(ck.clone(), None), TxnOp::get(open.clone(), None)])
             });
@@ -132,7 +133,7 @@ impl Core {
                     .when([unchanged(&ck, kv.mod_revision())])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
-                        self.event_op(ev, "claim_idempotent_reacquired", data.clone()),
+                        self.event_op(ev, EventKind::Reacquired, data.clone()),
                     ])
             })?;
             if resp.succeeded() {
@@ -266,7 +267,7 @@ impl Core {
                             .when([unchanged(&ck, kv.mod_revision())])
                             .and_then([
                                 put_on_lease(&ck, &yaml, kv.lease()),
-                                self.event_op(ev, "claim_renewed", data.clone()),
+                                self.event_op(ev, EventKind::Renewed, data.clone()),
                             ])
                     })?;
                     if resp.succeeded() {
@@ -294,7 +295,7 @@ impl Core {
                     ])
                     .and_then([
                         put_on_lease(&ck, &yaml, lease),
-                        self.event_op(ev, "claim_renewed", data.clone()),
+                        self.event_op(ev, EventKind::Renewed, data.clone()),
                     ])
             });
             match resp {
@@ -368,7 +369,7 @@ impl Core {
                     ),
                     self.end_marker_op(&marker, ev),
                     open_close(&self.layout, key, kv.create_revision()),
-                    self.event_op(ev, "claim_force_released", data.clone()),
+                    self.event_op(ev, EventKind::ForceReleased, data.clone()),
                 ])
         })?;
         if !resp.succeeded() {
@@ -420,7 +421,7 @@ impl Core {
                 TxnOp::delete(self.layout.kept(key), None),
                 self.end_marker_op(&marker, ev),
                 open_close(&self.layout, key, seen.create),
-                self.event_op(ev, "claim_released", data.clone()),
+                self.event_op(ev, EventKind::Released, data.clone()),
             ])
         })?;
         self.forget(ck);
@@ -564,6 +565,16 @@ fn got_kvs(resp: &TxnResponse) -> (Option<KeyValue>, Option<KeyValue>) {
         _ => None,
     });
     (got.next().flatten(), got.next().flatten())
+}
+
+/// Claims on etcd live only as long as their lease: there is no pid
+/// liveness across machines, so a claim without a TTL would be forever.
+pub(super) fn ttl_required() -> StoreError {
+    StoreError::Refused(
+        "a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it \
+         if the holder dies"
+            .into(),
+    )
 }
 
 pub(super) fn tenure(revision: i64, lease: i64, ttl_s: i64, remaining_s: i64) -> Tenure {

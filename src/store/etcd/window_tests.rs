@@ -12,7 +12,7 @@ mod etcd_common;
 use crate::claims::{AcquireOpts, AcquireOutcome, ForceOpts, ForceOutcome, ReleaseOutcome};
 use crate::fault::{arm, Armed, Point};
 use crate::store::etcd::EtcdStore;
-use crate::store::{Fenced, Leases, Store};
+use crate::store::{Audit, Claims, Fence, Fenced};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -45,7 +45,7 @@ fn take(store: &EtcdStore, key: &str, holder: &str) -> i64 {
 }
 
 fn held_by(store: &EtcdStore, key: &str) -> Option<(String, i64)> {
-    let Fenced { outcome, tenure } = store.status(key).expect("status");
+    let Fenced { outcome, tenure } = crate::store::backend::status_now(store, key).expect("status");
     Some((outcome.record?.holder, tenure?.revision))
 }
 
@@ -69,7 +69,7 @@ fn a_force_release_never_deletes_a_claim_that_changed_hands_after_it_was_read() 
     let newcomer = std::sync::Arc::new(std::sync::Mutex::new(0));
     let took = std::sync::Arc::clone(&newcomer);
     let _armed = between_read_and_write(&operator.layout().claim("k"), move || {
-        let released = agents.release("k", "old").expect("release");
+        let released = agents.release("k", "old", None).expect("release");
         assert!(matches!(released.outcome, ReleaseOutcome::Released { .. }));
         *took.lock().expect("newcomer") = take(&agents, "k", "new");
     });
@@ -106,10 +106,12 @@ fn a_fenced_release_never_ends_a_tenure_that_began_after_it_read_the_key() {
     let second = std::sync::Arc::new(std::sync::Mutex::new(0));
     let took = std::sync::Arc::clone(&second);
     let _armed = between_read_and_write(&late.layout().claim("k"), move || {
-        agents.release("k", "w").expect("release");
+        agents.release("k", "w", None).expect("release");
         *took.lock().expect("second") = take(&agents, "k", "w");
     });
-    let out = late.release_fenced("k", "w", first).expect("release");
+    let out = late
+        .release("k", "w", Some(Fence::new(first as u64)))
+        .expect("release");
     let second = *second.lock().expect("second");
     assert!(second > first, "the hook ran inside the release");
     assert!(

@@ -48,6 +48,12 @@ pub const LOG_POLL: Duration = Duration::from_secs(1);
 /// Without notifications at all (no inotify, the watch limit reached), how
 /// often the feed asks for a full re-read instead.
 pub const BLIND_RESYNC: Duration = Duration::from_secs(60);
+/// How often the watched directories are looked at again by name. A watch
+/// follows its directory's inode, so `mv ROOT ROOT.gone` (or a rename of
+/// any directory above the claims dir) tells the watches nothing: without
+/// this look the root read as there, with its claims, until the next full
+/// re-read a minute later. One `stat` of each watched path a second.
+pub const DIR_CHECK: Duration = Duration::from_secs(1);
 
 /// How a feed runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +159,8 @@ pub struct FileFeed {
     pending: VecDeque<Change>,
     /// Without a watch: when the next blind re-read is due.
     blind_resync: Option<Instant>,
+    /// With one: when the watched directories were last looked at by name.
+    dirs_checked: Instant,
     /// Let a burst go quiet this long before handing on what it named.
     settle: Option<Duration>,
 }
@@ -178,6 +186,7 @@ impl FileFeed {
             entries: opts.entries,
             pending: VecDeque::new(),
             blind_resync: None,
+            dirs_checked: Instant::now(),
             settle: opts.debounce,
         };
         match Watch::start(tx) {
@@ -442,7 +451,9 @@ impl FileFeed {
                         out.push(Change::LogReset);
                     }
                     if !poll.lines.is_empty() {
-                        append(&mut out, poll.lines);
+                        let mut lines = poll.lines;
+                        f.read_claims(&mut lines);
+                        append(&mut out, lines);
                     }
                     if !poll.more {
                         break;
@@ -509,13 +520,19 @@ impl FileFeed {
     /// re-read, whichever is first.
     fn due(&self) -> Option<Instant> {
         let log = self.log.as_ref().map(|l| l.polled + LOG_POLL);
-        match (log, self.blind_resync) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let dirs = self.watch.as_ref().map(|_| self.dirs_checked + DIR_CHECK);
+        [log, self.blind_resync, dirs].into_iter().flatten().min()
     }
 
     fn on_due(&mut self, now: Instant) {
+        if self.watch.is_some() && now >= self.dirs_checked + DIR_CHECK {
+            self.dirs_checked = now;
+            if dir_id(&self.claims_dir) != self.claims_id || self.wanted() != self.watched {
+                self.rewatch();
+                self.resync("the claims directory moved".into());
+                self.read_log();
+            }
+        }
         if self.blind_resync.is_some_and(|t| now >= t) {
             self.blind_resync = Some(now + BLIND_RESYNC);
             self.resync("no file notifications: the periodic re-read".into());

@@ -12,27 +12,30 @@
 //! collector turns glibc's fastbins off for that, see its
 //! `keep_big_buffers_mapped`.)
 
-use super::super::{Listing, Store, StoreError};
+use super::super::backend::{list_whole, Claims, MemberListing};
+use super::super::StoreError;
+use crate::claims::Classifier;
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
 /// How many of a listing's values go to the freeing thread at once.
 const BATCH: usize = 1024;
 
-/// `store`'s listing, read on a thread of its own (here, when no thread
-/// can be started).
-pub(super) fn read(store: &mut dyn Store) -> Result<Listing, StoreError> {
+/// `store`'s listing, judged with `c`, read on a thread of its own (here,
+/// when no thread can be started).
+pub(super) fn read(store: &dyn Claims, c: Classifier) -> Result<MemberListing, StoreError> {
+    let mut kept = Some(c);
     let apart = std::thread::scope(|s| {
-        let read = &mut *store;
+        let mut c = kept.take()?;
         std::thread::Builder::new()
             .name("claimtop-list".into())
-            .spawn_scoped(s, move || read.list())
+            .spawn_scoped(s, move || list_whole(store, &mut c))
             .ok()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     });
     match apart {
         Some(listing) => listing,
-        None => store.list(),
+        None => list_whole(store, &mut Classifier::new(crate::claims::now_ms())),
     }
 }
 

@@ -4,11 +4,10 @@
 
 use super::judge::rejudge;
 use super::{Mirror, RELIST_COST_FACTOR, RELIST_EVERY_MS};
-use crate::claims::{ClaimState, Status};
+use crate::claims::{ClaimState, Loc, Status};
 use crate::store::Tenure;
 use std::cmp::Reverse;
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 /// A lease's grace past its end before its key is read again: etcd ends a
@@ -18,7 +17,7 @@ const LEASE_GRACE_MS: i64 = 1000;
 impl Mirror {
     /// Note when time alone changes `s`: its TTL crossing the clock (judged
     /// here), or its lease's end (a leased store, re-read then).
-    pub(super) fn expect_edge(&mut self, path: &Arc<Path>, s: &Status, tenure: Option<&Tenure>) {
+    pub(super) fn expect_edge(&mut self, path: &Loc, s: &Status, tenure: Option<&Tenure>) {
         let edge = match (&self.judge, tenure) {
             (Some(_), _) => s.record.as_ref().and_then(|r| r.expires_at),
             (None, Some(t)) if t.lease.remaining_s > 0 => {
@@ -27,18 +26,18 @@ impl Mirror {
             (None, _) => None,
         };
         if let Some(at) = edge.filter(|at| *at > self.now) {
-            self.edges.push(Reverse((at, Arc::clone(path))));
+            self.edges.push(Reverse((at, path.clone())));
         }
     }
 
     /// Keep [`Mirror::local_live`] as the rows come and go: only where
     /// the store judges (no judge of our own) and the claim is live and
     /// held on this machine.
-    pub(super) fn note_local_live(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
+    pub(super) fn note_local_live(&mut self, path: &Loc, s: &Status, add: bool) {
         let local = s.locality == Some(crate::claims::Locality::Local);
         match (&s.record, add) {
             (Some(r), true) if self.judge.is_none() && s.state == ClaimState::Live && local => {
-                self.local_live.insert(Arc::clone(path), r.pid);
+                self.local_live.insert(path.clone(), r.pid);
             }
             _ if !add => {
                 self.local_live.remove(path);
@@ -85,7 +84,7 @@ impl Mirror {
             self.dirty.extend(keys);
         } else if !moved.is_empty() {
             self.owed.pids.extend(moved);
-            let all: Vec<Arc<Path>> = self.rows.keys().cloned().collect();
+            let all: Vec<Loc> = self.rows.keys().cloned().collect();
             self.rejudge(all, now);
         } else if !due.is_empty() {
             self.rejudge(due, now);
@@ -111,7 +110,7 @@ impl Mirror {
     }
 
     /// Judge the rows at `paths` again, state first, as of `now`.
-    fn rejudge(&mut self, paths: Vec<Arc<Path>>, now: i64) {
+    fn rejudge(&mut self, paths: Vec<Loc>, now: i64) {
         let Some(j) = self.judge.as_ref() else { return };
         let mut c = j.classifier(now);
         for path in paths {

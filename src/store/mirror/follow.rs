@@ -8,7 +8,7 @@
 //! whole store, and so does its safety net. Its rows are judged by the
 //! same judge, counted by the same tally, as a whole mirror's.
 
-use super::{Change, Mirror, Status, Store, Tenure};
+use super::{Change, Claims, Mirror, Status, Tenure};
 use crate::store::mirror::judge::Judge;
 use std::collections::BTreeSet;
 
@@ -16,7 +16,7 @@ impl Mirror {
     /// A mirror of `keys` alone in `store`, read at the first
     /// [`Mirror::settle`].
     pub fn of_keys(
-        store: &dyn Store,
+        store: &dyn Claims,
         judge: Option<Judge>,
         keys: impl IntoIterator<Item = String>,
         now: i64,

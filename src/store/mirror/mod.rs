@@ -24,15 +24,19 @@ mod apart;
 mod clock;
 mod follow;
 pub mod judge;
+mod listing;
 
-use super::{Change, Listing, Store, StoreError, Tenure};
+use super::backend::Claims;
+use super::{Change, Cursor, StoreError, Tenure};
 use crate::claims::entry::Entry;
 use crate::claims::root::RootProblem;
-use crate::claims::{own_hazards, ClaimState, Counts, Hazard, ItemRules, OwnHazards, Status};
-use judge::{rejudge, Judge, PidFacts};
+use crate::claims::{
+    own_hazards, ClaimState, Classifier, Counts, Hazard, ItemRules, Loc, OwnHazards, Status,
+};
+use judge::{Judge, PidFacts};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The safety net's shortest spacing.
@@ -44,7 +48,7 @@ const RELIST_COST_FACTOR: i64 = 200;
 /// One row as a face receives it: shared with the mirror.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub path: Arc<Path>,
+    pub path: Loc,
     /// State Free: the row is gone.
     pub status: Arc<Status>,
     /// What etcd adds (None on a file root).
@@ -104,9 +108,9 @@ impl Delta {
 #[derive(Default)]
 struct Owed {
     whole: Option<Whole>,
-    changed: HashSet<Arc<Path>>,
+    changed: HashSet<Loc>,
     /// Rows that went, with their keys.
-    gone: Vec<(Arc<Path>, String)>,
+    gone: Vec<(Loc, String)>,
     pids: PidFacts,
     problem: bool,
 }
@@ -123,14 +127,16 @@ pub struct Mirror {
     /// 100 000 claims that is a tenth of what each row costs.
     words: bool,
     now: i64,
-    rows: HashMap<Arc<Path>, Arc<Status>>,
-    tenures: HashMap<Arc<Path>, Tenure>,
+    /// The member its rows come from, stamped into each row's place.
+    origin: u16,
+    rows: HashMap<Loc, Arc<Status>>,
+    tenures: HashMap<Loc, Tenure>,
     counts: Counts,
     /// The rows that are hazards by themselves, and how many hazards they
     /// are. Worded only when tallied: the tally's list is the one copy of
     /// the words (a kept copy as well was 45 bytes a claim over 100 000
     /// lockfiles, one in seven of them a hazard).
-    row_hazards: BTreeSet<Arc<Path>>,
+    row_hazards: BTreeSet<Loc>,
     row_hazard_count: usize,
     /// Entries that are not claims, by their latest look, with the hazard
     /// each is (worded when it became one).
@@ -141,12 +147,12 @@ pub struct Mirror {
     /// claims dir that cannot be listed).
     listed: Vec<Hazard>,
     /// TTL edges (judged here) or lease ends (leased), soonest first.
-    edges: BinaryHeap<Reverse<(i64, Arc<Path>)>>,
+    edges: BinaryHeap<Reverse<(i64, Loc)>>,
     /// A leased store's live claims held by a process of this machine, by
     /// row, with that pid: the tick asks each pid whether it is still
     /// there, without walking every row (100 000 rows a second was most of
     /// an idle dashboard's CPU).
-    local_live: HashMap<Arc<Path>, i32>,
+    local_live: HashMap<Loc, i32>,
     /// Keys to read again, and those whose read failed (the store away).
     dirty: BTreeSet<String>,
     /// The keys a mirror of named keys follows (see `follow`); None: the
@@ -155,6 +161,7 @@ pub struct Mirror {
     /// A listing is due, and why.
     relist: Option<Option<String>>,
     revision: Option<i64>,
+    resume: Option<Cursor>,
     problem: Option<RootProblem>,
     tally: Tally,
     tally_dirty: bool,
@@ -169,17 +176,19 @@ pub struct Mirror {
 
 impl Mirror {
     /// A mirror of `store`, empty until [`Mirror::list`]. `judge` judges
-    /// claims by this machine's pids; a store with leases needs none.
-    pub fn new(store: &dyn Store, judge: Option<Judge>, now: i64) -> Mirror {
-        let judge = if store.leases().is_some() {
-            None
-        } else {
-            judge
+    /// claims by this machine's pids, where the store's rows are judged so
+    /// (a root's lockfiles); a store's keys and a host's copies keep the
+    /// verdict they are read with.
+    pub fn new(store: &dyn Claims, judge: Option<Judge>, now: i64) -> Mirror {
+        let judge = match store.rules() {
+            ItemRules::Lockfile => judge,
+            ItemRules::StoreKey | ItemRules::Copy => None,
         };
         Mirror {
             judge,
             words: true,
             now,
+            origin: 0,
             rows: HashMap::new(),
             tenures: HashMap::new(),
             counts: Counts::default(),
@@ -194,6 +203,7 @@ impl Mirror {
             followed: None,
             relist: None,
             revision: None,
+            resume: None,
             problem: None,
             tally: Tally::default(),
             tally_dirty: true,
@@ -235,6 +245,21 @@ impl Mirror {
         self.revision
     }
 
+    /// Where a feed resumes so that nothing after the last listing is
+    /// missed (None: from now).
+    pub fn resume_at(&self) -> Option<&Cursor> {
+        self.resume.as_ref()
+    }
+
+    /// A classifier at `now` that knows what the judge knows (a fresh one
+    /// where the store judges its own rows).
+    fn classifier(&self, now: i64) -> Classifier {
+        match &self.judge {
+            Some(j) => j.classifier(now),
+            None => Classifier::new(now),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.rows.len()
     }
@@ -249,7 +274,7 @@ impl Mirror {
     }
 
     /// The row at `path` and its tenure.
-    pub fn row(&self, path: &Path) -> Option<(&Status, Option<&Tenure>)> {
+    pub fn row(&self, path: &Loc) -> Option<(&Status, Option<&Tenure>)> {
         let s = self.rows.get(path)?;
         Some((s, self.tenures.get(path)))
     }
@@ -275,189 +300,32 @@ impl Mirror {
         !self.dirty.is_empty()
     }
 
-    /// List everything and replace every row (the first listing, a resync,
-    /// the safety net). `resync` says why, for a face's notice.
-    pub fn list(
-        &mut self,
-        store: &dyn Store,
-        now: i64,
-        resync: Option<String>,
-    ) -> Result<(), StoreError> {
-        let started = std::time::Instant::now();
-        let listing = store.list()?;
-        self.took(listing, started, store, now, resync);
-        Ok(())
-    }
-
-    /// [`Mirror::list`], the listing read on a thread of its own, so that
-    /// none of it lies among the rows kept (see `apart`).
-    pub fn list_apart(
-        &mut self,
-        store: &mut dyn Store,
-        now: i64,
-        resync: Option<String>,
-    ) -> Result<(), StoreError> {
-        let started = std::time::Instant::now();
-        let listing = apart::read(store)?;
-        self.took(listing, started, &*store, now, resync);
-        Ok(())
-    }
-
-    /// Take in a whole listing, read since `started`.
-    fn took(
-        &mut self,
-        listing: Listing,
-        started: std::time::Instant,
-        store: &dyn Store,
-        now: i64,
-        resync: Option<String>,
-    ) {
-        self.list_cost_ms = started.elapsed().as_millis() as i64;
-        self.listings += 1;
-        self.relist = None;
-        self.dirty.clear();
-        let problem = store.problem();
-        self.take_listing(listing, now, resync, false, problem);
-        self.listed_at = now;
-    }
-
-    /// The first `n` rows in key order, where the store can list them
-    /// sooner than everything (a big store's first screen): true when it
-    /// could. The full listing must follow.
-    pub fn list_head(&mut self, store: &dyn Store, n: usize, now: i64) -> Result<bool, StoreError> {
-        match store.list_head(n)? {
-            Some(head) => {
-                let problem = store.problem();
-                self.take_listing(head, now, None, true, problem);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    fn take_listing(
-        &mut self,
-        listing: Listing,
-        now: i64,
-        resync: Option<String>,
-        partial: bool,
-        problem: Option<RootProblem>,
-    ) {
-        self.now = now;
-        let Listing {
-            sweep,
-            tenures,
-            revision,
-            ..
-        } = listing;
-        self.revision = revision.or(self.revision);
-        if let Some(j) = self.judge.as_mut() {
-            // The listing names the pids that matter now.
-            j.forget();
-        }
-        // A row a listing finds unchanged keeps its shared status: the face
-        // holding it keeps one copy, and the listing's is freed at once.
-        let mut old = std::mem::take(&mut self.rows);
-        self.tenures.clear();
-        self.row_hazards.clear();
-        self.row_hazard_count = 0;
-        self.edges.clear();
-        self.local_live.clear();
-        self.counts = Counts::default();
-        self.owed = Owed {
-            whole: Some(Whole {
-                resync,
-                partial,
-                revision,
-            }),
-            problem: self.owed.problem,
-            ..Owed::default()
-        };
-        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
-        let mut tenures = tenures.into_iter();
-        let mut claims = sweep.claims;
-        self.rows.reserve(claims.len());
-        // The listing's own values are freed on another thread (`apart`).
-        let mut spent = apart::Freer::start();
-        // Taken from the back, the vector shrunk as it empties: its buffer
-        // and the rows are never both at full size (a big listing's peak).
-        while let Some(mut s) = claims.pop() {
-            let tenure = tenures.next_back().flatten();
-            if let Some(c) = c.as_mut() {
-                rejudge(c, &mut s);
-            }
-            // Words the row does not keep are set aside, not freed here.
-            let unkept = (!self.words && s.record.is_some()).then(|| std::mem::take(&mut s.why));
-            // A fresh copy, not the listing's own: the listing's strings lie
-            // among its buffers and its discarded words, and the pages they
-            // held go back whole to the system once freed; the copies lie
-            // together, sized exactly. The row's key is its status's own
-            // path, so each path is kept once.
-            let (path, shared) = match old.remove_entry(&*s.file) {
-                Some((p, was)) if *was == s => (p, was),
-                Some((p, _)) => (Arc::clone(&p), Arc::new(fresh(&s, p))),
-                None => {
-                    let p: Arc<Path> = Arc::from(&*s.file);
-                    (Arc::clone(&p), Arc::new(fresh(&s, p)))
-                }
-            };
-            self.insert(path, shared, tenure, true);
-            if let Some(why) = unkept {
-                s.why = why;
-            }
-            spent.free(s);
-            if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
-                claims.shrink_to_fit();
-            }
-        }
-        spent.finish();
-        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
-            self.owed.pids = j.learn(c, now);
-        }
-        self.edges.shrink_to_fit();
-        // A claim's hazards are its row's; an entry's, its latest look's.
-        self.listed = sweep
-            .hazards
-            .iter()
-            .filter(|h| !self.rows.contains_key(h.path.as_path()))
-            .filter(|h| !self.entries.contains_key(&h.path))
-            .cloned()
-            .collect();
-        self.listed.shrink_to_fit();
-        apart::free(sweep.hazards);
-        if problem != self.problem {
-            self.problem = problem;
-            self.owed.problem = true;
-        }
-        self.tally_dirty = true;
-    }
-
     /// Put `s` at `path` (a new row, or one replacing its old self).
     /// `edge`: note when time changes it (not for a row judged again on
     /// the edges already noted).
-    fn insert(&mut self, path: Arc<Path>, s: Arc<Status>, tenure: Option<Tenure>, edge: bool) {
+    fn insert(&mut self, path: Loc, s: Arc<Status>, tenure: Option<Tenure>, edge: bool) {
         self.count(&path, &s, true);
         if edge {
             self.expect_edge(&path, &s, tenure.as_ref());
         }
         match tenure {
-            Some(t) => self.tenures.insert(Arc::clone(&path), t),
+            Some(t) => self.tenures.insert(path.clone(), t),
             None => self.tenures.remove(&path),
         };
         if self.owed.whole.is_none() {
-            self.owed.changed.insert(Arc::clone(&path));
+            self.owed.changed.insert(path.clone());
         }
         self.rows.insert(path, s);
     }
 
     /// Count `s` in (or out of) the tally: its state and its own hazards,
     /// by the same item verdicts `list` uses.
-    fn count(&mut self, path: &Arc<Path>, s: &Status, add: bool) {
+    fn count(&mut self, path: &Loc, s: &Status, add: bool) {
         self.note_local_live(path, s, add);
         let own = OwnHazards::of(s, self.rules()).len();
         if add {
             self.counts.add(s.state);
-            if own > 0 && self.row_hazards.insert(Arc::clone(path)) {
+            if own > 0 && self.row_hazards.insert(path.clone()) {
                 self.row_hazard_count += own;
             }
         } else {
@@ -480,13 +348,14 @@ impl Mirror {
 
     /// Replace the row at `s.file` with `s` (drop it when free).
     fn put(&mut self, mut s: Status, tenure: Option<Tenure>) -> bool {
-        // The row's key and its status share one path.
-        let path: Arc<Path> = match self.rows.get_key_value(&*s.file) {
+        // The row's key and its status share one place.
+        s.file = s.file.stamped(self.origin, self.rules());
+        let path: Loc = match self.rows.get_key_value(&s.file) {
             Some((k, _)) => {
-                s.file = Arc::clone(k);
-                Arc::clone(k)
+                s.file = k.clone();
+                k.clone()
             }
-            None => Arc::clone(&s.file),
+            None => s.file.clone(),
         };
         if let Some(old) = self.rows.get(&path) {
             if **old == s && self.tenures.get(&path) == tenure.as_ref() {
@@ -524,7 +393,7 @@ impl Mirror {
                 None
             }
             Change::Entry { path, entry } => {
-                self.listed.retain(|h| h.path != path);
+                self.listed.retain(|h| h.path() != path);
                 match entry {
                     Some(e) => self.look(path, e),
                     None => {
@@ -558,7 +427,7 @@ impl Mirror {
 
     /// Read what the changes named (a listing instead, when one is owed).
     /// A failed read leaves its keys named for the next round.
-    pub fn settle(&mut self, store: &dyn Store, now: i64) -> Result<(), StoreError> {
+    pub fn settle(&mut self, store: &dyn Claims, now: i64) -> Result<(), StoreError> {
         self.now = now;
         if let Some(resync) = self.relist.take() {
             return self.list(store, now, resync).inspect_err(|_| {
@@ -567,16 +436,14 @@ impl Mirror {
         }
         let keys = std::mem::take(&mut self.dirty);
         let mut keys = keys.into_iter();
-        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
+        let mut c = self.classifier(now);
         let mut failed = None;
         for key in keys.by_ref() {
-            match store.status(&key) {
+            // Judged once, with what the judge knows of its pids.
+            match store.status(&key, &mut c) {
                 Ok(f) => {
                     self.reads += 1;
                     let mut s = f.outcome;
-                    if let Some(c) = c.as_mut() {
-                        rejudge(c, &mut s);
-                    }
                     self.keep(&mut s);
                     self.put(s, f.tenure);
                 }
@@ -589,8 +456,8 @@ impl Mirror {
             }
         }
         self.dirty.extend(keys);
-        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
-            let learned = j.learn(c, now);
+        if let Some(j) = self.judge.as_mut() {
+            let learned = j.learn(&c, now);
             self.owed.pids.extend(learned);
         }
         failed.map_or(Ok(()), Err)
@@ -615,7 +482,7 @@ impl Mirror {
             }
         }
         // A sweep sorts by path, stably: one path's hazards keep their order.
-        hazards.sort_by(|a, b| a.path.cmp(&b.path));
+        hazards.sort_by(|a, b| a.path().cmp(b.path()));
         // The same list stays the same Arc, so whether it moved is a
         // pointer's compare for everyone after (a root with 15 000 hazards
         // compared them all each second).
@@ -645,7 +512,7 @@ impl Mirror {
                     .rows
                     .iter()
                     .map(|(p, s)| Row {
-                        path: Arc::clone(p),
+                        path: p.clone(),
                         status: Arc::clone(s),
                         tenure: self.tenures.get(p).copied(),
                     })
@@ -666,7 +533,7 @@ impl Mirror {
                     if self.rows.contains_key(&path) {
                         continue;
                     }
-                    let gone = Status::free(key, Arc::clone(&path), String::new());
+                    let gone = Status::free(key, path.clone(), String::new());
                     d.rows.push(Row {
                         path,
                         status: Arc::new(gone),
@@ -680,8 +547,8 @@ impl Mirror {
 }
 
 /// `s` as a row keeps it: a copy of its own, sharing `path` (the row's
-/// key, the same path).
-fn fresh(s: &Status, path: Arc<Path>) -> Status {
+/// key, the same place).
+fn fresh(s: &Status, path: Loc) -> Status {
     let mut f = s.clone();
     f.file = path;
     f

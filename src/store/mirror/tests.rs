@@ -1,7 +1,7 @@
 use super::judge::Judge;
 use super::*;
 use crate::claims::Root;
-use crate::claims::{ClaimRecord, HazardKind, LocalIdentity};
+use crate::claims::{hazard, ClaimRecord, LocalIdentity};
 use crate::store::file::FileStore;
 use serde_json::Map;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,7 +71,7 @@ fn write(root: &Root, r: &ClaimRecord) {
 }
 
 fn state_of(m: &Mirror, root: &Root, key: &str) -> Option<ClaimState> {
-    m.row(&root.lockfile(key)).map(|(s, _)| s.state)
+    m.row(&root.lockfile(key).into()).map(|(s, _)| s.state)
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_change_re_reads_exactly_the_key_it_names_and_says_only_that_row_moved() {
     let t = d.tally.expect("counts moved");
     assert_eq!((t.counts.live, t.counts.stale), (1, 1));
     // The row is shared with the face, not copied.
-    let (shared, _) = m.row(&root.lockfile("b")).expect("row");
+    let (shared, _) = m.row(&root.lockfile("b").into()).expect("row");
     assert!(std::ptr::eq(shared, &*d.rows[0].status));
 
     std::fs::remove_file(root.lockfile("a")).expect("rm");
@@ -126,11 +126,7 @@ fn an_unreadable_claim_is_one_hazard_as_doctor_counts_it() {
     let big = format!("key: big\nholder: h\npad: '{}'\n", "x".repeat(1_100_000));
     std::fs::write(root.lockfile("big"), big).expect("write");
     m.list(&store, NOW, None).expect("list");
-    let unreadable = |hs: &[Hazard]| {
-        hs.iter()
-            .filter(|h| h.kind == HazardKind::Unreadable)
-            .count()
-    };
+    let unreadable = |hs: &[Hazard]| hs.iter().filter(|h| h.kind == hazard::UNREADABLE).count();
     // Doctor (judging by this machine's identity) counts it once too.
     assert_eq!(unreadable(&crate::claims::doctor(&root)), 1);
     let tally = m.tally();
@@ -182,7 +178,7 @@ fn a_mutex_corpse_leaves_the_hazards_when_its_entry_goes_and_a_young_one_comes_o
     m.tick(real_now + 119_000);
     assert!(m.tally().hazards.is_empty());
     m.tick(real_now + 120_000);
-    assert_eq!(m.tally().hazards[0].kind, HazardKind::StaleMutex);
+    assert_eq!(m.tally().hazards[0].kind, hazard::STALE_MUTEX);
     // A planted owner is named at once, and the same look is a corpse
     // 120 s on: coming of age changes the hazard it already is.
     let planted = crate::claims::entry::Entry {
@@ -194,9 +190,9 @@ fn a_mutex_corpse_leaves_the_hazards_when_its_entry_goes_and_a_young_one_comes_o
         path: corpse.clone(),
         entry: Some(planted),
     });
-    assert_eq!(m.tally().hazards[0].kind, HazardKind::Unreadable);
+    assert_eq!(m.tally().hazards[0].kind, hazard::UNREADABLE);
     m.tick(real_now + 240_000);
-    assert_eq!(m.tally().hazards[0].kind, HazardKind::StaleMutex);
+    assert_eq!(m.tally().hazards[0].kind, hazard::STALE_MUTEX);
     // A resync forgets it (the feed says what is there right after).
     m.apply(Change::Resync { why: "lost".into() });
     assert!(m.tally().hazards.is_empty());

@@ -290,18 +290,7 @@ fn over_two_roots_a_claim_made_in_b_shows_with_bs_label_and_f_archives_it_in_b()
 fn marked_stale_claims_are_force_released_together_and_the_command_line_sorts() {
     let td = tempfile::TempDir::new().unwrap();
     let root = td.path();
-    let dead = crate::common::dead_pid().to_string();
-    for key in ["e2e:one", "e2e:two", "e2e:kept"] {
-        let out = claimtop(
-            root,
-            &["acquire", key, "--holder", "e2e:gone", "--pid", &dead],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    stale_claims(root, &["e2e:one", "e2e:two", "e2e:kept"]);
     let Some(tmux) = dashboard_over(root) else {
         return;
     };

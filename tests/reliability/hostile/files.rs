@@ -193,7 +193,10 @@ fn a_symlink_planted_as_a_mutex_dir_never_leads_outside_even_once_stolen() {
     // renamed and unlinked, their targets never entered.
     backdate(&m, 600).unwrap();
     backdate(&em, 600).unwrap();
-    let kinds: Vec<_> = doctor(root).into_iter().map(|h| h.path).collect();
+    let kinds: Vec<_> = doctor(root)
+        .into_iter()
+        .map(|h| h.path().to_path_buf())
+        .collect();
     assert!(kinds.contains(&m) && kinds.contains(&em), "{kinds:?}");
     match acquire(root, "k", "me", &AcquireOpts::default()) {
         Ok(AcquireOutcome::Acquired { .. }) => {}

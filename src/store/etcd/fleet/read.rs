@@ -3,10 +3,11 @@
 use super::brief;
 use super::HostRecord;
 use crate::claims::census::count_copies;
+use crate::claims::Hazard;
 use crate::claims::{now_ms, Counts};
 use crate::store::etcd::layout::RootPlace;
 use crate::store::etcd::Core;
-use crate::store::fleet::{FleetHazard, FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
+use crate::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::StoreError;
 use serde_json::Value;
@@ -82,7 +83,7 @@ impl Core {
         rec: &HostRecord,
         online: bool,
         pages: &std::sync::mpsc::SyncSender<Page>,
-        hazards: &mut Vec<FleetHazard>,
+        hazards: &mut Vec<Hazard>,
     ) -> Result<(), StoreError> {
         for root in &rec.roots {
             let place = self.layout.root_place(&rec.machine_id, &root.id);
@@ -118,7 +119,7 @@ impl Core {
         rec: &HostRecord,
         root: &PublishedRoot,
         place: &RootPlace,
-    ) -> Result<Vec<FleetHazard>, StoreError> {
+    ) -> Result<Vec<Hazard>, StoreError> {
         let hazards = place.hazards();
         let resp = self.conn.call(|mut c| {
             let k = hazards.clone();
@@ -131,11 +132,7 @@ impl Core {
             .unwrap_or_default();
         Ok(list
             .into_iter()
-            .map(|hazard| FleetHazard {
-                host_id: rec.machine_id.clone(),
-                root: root.clone(),
-                hazard,
-            })
+            .map(|hazard| Hazard::published(&hazard, &rec.machine_id, &root.id, &root.path))
             .collect())
     }
 }

@@ -32,7 +32,7 @@ use crate::events::history::{
 use crate::events::index::Progress;
 use crate::events::seek::{FirstAfter, CLOCK_SLACK_MS};
 use crate::events::stream::Probe;
-use crate::events::tail::{Line, MAX_LINE_BYTES};
+use crate::events::tail::Line;
 use crate::events::tenure::{Limits, TenureIndex};
 use crate::store::StoreError;
 use etcd_client::{GetOptions, GetResponse, KeyValue, SortOrder, SortTarget};
@@ -130,7 +130,7 @@ fn store_error(e: StoreError) -> HistoryError {
 
 /// Whether etcd refused a read because its revision was compacted away.
 fn compacted(e: &StoreError) -> bool {
-    matches!(e, StoreError::Etcd { detail, .. } if detail.contains("compacted"))
+    matches!(e, StoreError::Backend { detail, .. } if detail.contains("compacted"))
 }
 
 /// The key right after `key`: where a range that goes on from it starts.
@@ -150,13 +150,6 @@ fn time_of(kv: &KeyValue) -> Option<i64> {
         .ok()
         .and_then(|p| p.ts)
         .and_then(|ts| parse_ts(&ts))
-}
-
-fn text_of(kv: &KeyValue) -> (String, bool) {
-    let v = kv.value();
-    let cut = v.len() > MAX_LINE_BYTES;
-    let v = &v[..v.len().min(MAX_LINE_BYTES)];
-    (String::from_utf8_lossy(v).into_owned(), cut)
 }
 
 impl EtcdHistory {
@@ -227,12 +220,7 @@ impl EtcdHistory {
         if key > span.1.as_slice() {
             span.1 = key.to_vec();
         }
-        let (text, truncated) = text_of(kv);
-        Line {
-            text,
-            offset: rev,
-            truncated,
-        }
+        Line::of_bytes(kv.value(), rev)
     }
 
     /// The key a mark names, if it is still there: of several written at

@@ -15,11 +15,12 @@ use std::path::Path;
 
 /// Bytes gathered before they go to the writer: some hundreds of claims'
 /// worth, and no less than stdout's own buffer, so that `BufWriter` hands
-/// each chunk straight to the pipe instead of copying it once more.
-const CHUNK: usize = super::output::OUT_BUFFER;
+/// each chunk straight to the pipe instead of copying it once more (the
+/// CLI's stdout buffer is this size).
+const CHUNK: usize = 256 * 1024;
 
 /// The whole document, newline-ended.
-pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
+pub fn write_sweep(sw: &Sweep, w: &mut (impl Write + ?Sized)) -> io::Result<()> {
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(b"{\"root\":");
     path(&mut buf, &sw.root)?;
@@ -36,7 +37,7 @@ pub fn write_sweep(sw: &Sweep, w: &mut impl Write) -> io::Result<()> {
 /// A JSON array of `items`, handing full chunks of `buf` to `w` as it goes.
 fn array<T>(
     buf: &mut Vec<u8>,
-    w: &mut impl Write,
+    w: &mut (impl Write + ?Sized),
     items: &[T],
     each: fn(&mut Vec<u8>, &T) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -82,7 +83,7 @@ fn status(buf: &mut Vec<u8>, s: &Status) -> io::Result<()> {
             buf.push(b',');
         }
         buf.push(b'"');
-        buf.extend_from_slice(kind.as_str().as_bytes());
+        buf.extend_from_slice(kind.name.as_bytes());
         buf.push(b'"');
     }
     buf.extend_from_slice(b"]}");
@@ -142,9 +143,9 @@ fn counts(buf: &mut Vec<u8>, c: &Counts) {
 
 fn hazard(buf: &mut Vec<u8>, h: &Hazard) -> io::Result<()> {
     buf.extend_from_slice(b"{\"kind\":\"");
-    buf.extend_from_slice(h.kind.as_str().as_bytes());
+    buf.extend_from_slice(h.kind.name().as_bytes());
     buf.extend_from_slice(b"\",\"path\":");
-    path(buf, &h.path)?;
+    path(buf, h.path())?;
     buf.extend_from_slice(b",\"detail\":");
     string(buf, &h.detail)?;
     buf.push(b'}');
@@ -182,13 +183,13 @@ fn needs_escape(b: &[u8]) -> bool {
 
 /// A decimal integer, as serde_json writes one.
 fn int(buf: &mut Vec<u8>, n: i64) {
-    buf.extend_from_slice(super::output::decimal(n, &mut [0u8; 20]));
+    buf.extend_from_slice(crate::time::decimal(n, &mut [0u8; 20]));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::{ClaimState, HazardKind};
+    use crate::claims::{hazard, ClaimState};
     use serde_json::{json, Map};
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
@@ -271,11 +272,7 @@ mod tests {
         claims.push(odd);
         let hazards = hostile
             .iter()
-            .map(|t| Hazard {
-                kind: HazardKind::KeyMismatch,
-                path: PathBuf::from(format!("/r/{t}")),
-                detail: (*t).into(),
-            })
+            .map(|t| Hazard::at_path(hazard::KEY_MISMATCH, format!("/r/{t}"), (*t).into()))
             .collect();
         let sw = Sweep {
             root: PathBuf::from(OsStr::from_bytes(b"/r\x80\"oot")),

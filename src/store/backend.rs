@@ -1,0 +1,417 @@
+//! The seam a store kind fits behind: small traits, each asked of one
+//! member of a composed store ([`super::compose::Store`]).
+//!
+//! - [`Claims`]: the verbs and the listing, which every backend has.
+//! - [`Feed`]: the changes after a cursor, and a key's wake-ups.
+//! - [`Backend`]: both, and the capabilities only some backends have,
+//!   each reached through a method that answers `None` where it is
+//!   missing: the audit log ([`Audit`]), repair ([`Repair`]), leases kept
+//!   alive ([`Leases`]), a connection whose facts a header shows
+//!   ([`Link`]), hosts publishing into it ([`Fleet`]).
+//!
+//! A face asks a capability of the member a row came from, and says in
+//! words what it lacks; it never asks which kind of store it holds. How a
+//! member's rows are judged is data ([`Claims::rules`]), not a type test.
+
+use super::cursor::{Cursor, Fence, OriginIx};
+use super::fleet::{FleetState, Forgot, HostInfo};
+use super::{Changes, Fenced, Kept, KeyWatch, StoreError, Tenure, Wake};
+use crate::claims::root::RootProblem;
+use crate::claims::{
+    AcquireOpts, AcquireOutcome, Classifier, Counts, Fix, ForceOpts, ForceOutcome, ItemRules,
+    ReleaseOutcome, RenewOutcome, Status, Sweep,
+};
+use crate::events::history::{History, Log};
+use crate::events::Event;
+use std::io::{self, Write};
+use std::time::Duration;
+
+/// The verbs and the listing every backend has.
+pub trait Claims: Send + Sync {
+    /// The store URL: for headers, `"store"` and `"origin"` in JSON.
+    fn url(&self) -> String;
+
+    /// Nouns and where things go, for dialogs and status lines.
+    fn words(&self) -> &'static Words;
+
+    /// How its rows are judged: a root's lockfiles by this machine's pids,
+    /// a store's keys by its leases, a host's copies by their host.
+    fn rules(&self) -> ItemRules;
+
+    /// False for a member of read-only copies: a one-key verb never goes
+    /// to it unasked.
+    fn takes_claims(&self) -> bool {
+        true
+    }
+
+    fn acquire(
+        &self,
+        key: &str,
+        holder: &str,
+        opts: &AcquireOpts,
+    ) -> Result<Fenced<AcquireOutcome>, StoreError>;
+
+    /// With `fence`, release only that tenure: a holder whose claim ran out
+    /// and was taken again (even by itself) never ends the newer one. A
+    /// store without fences has one tenure per lockfile and ignores it.
+    fn release(
+        &self,
+        key: &str,
+        holder: &str,
+        fence: Option<Fence>,
+    ) -> Result<Fenced<ReleaseOutcome>, StoreError>;
+
+    /// `operator`, when renewing on the holder's behalf, is recorded in the
+    /// `claim_renewed` event.
+    fn renew(
+        &self,
+        key: &str,
+        holder: &str,
+        ttl_ms: i64,
+        operator: Option<&str>,
+    ) -> Result<Fenced<RenewOutcome>, StoreError>;
+
+    fn force_release(
+        &self,
+        key: &str,
+        opts: &ForceOpts,
+    ) -> Result<Fenced<ForceOutcome>, StoreError>;
+
+    /// One key, judged with the caller's classifier (a mirror's, which
+    /// knows its pids already; a fresh one from the CLI).
+    fn status(&self, key: &str, c: &mut Classifier) -> Result<Fenced<Status>, StoreError>;
+
+    /// Every claim in key order, in pages handed to `sink`, each judged
+    /// with `c`; stops early when the sink says so.
+    fn list(&self, c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError>;
+
+    /// Hazards that cost more than a listing to find (`doctor`): a store's
+    /// orphan leases, its events without retention.
+    fn deep_hazards(&self) -> Result<Vec<crate::claims::Hazard>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// What keeps it from being read as a normal store right now (a root
+    /// whose claims dir is no directory), for a face to say instead of an
+    /// empty table.
+    fn problem(&self) -> Option<RootProblem> {
+        None
+    }
+
+    /// `list --json` of a listing of this member alone, written by a fast
+    /// writer of its own (the file root's, byte for byte what the sweep
+    /// serializes to). None: the generic document.
+    fn write_list_json(&self, l: &MemberListing, w: &mut dyn Write) -> Option<io::Result<()>> {
+        let _ = (l, w);
+        None
+    }
+}
+
+/// Changes after a cursor, and one key's wake-ups.
+pub trait Feed: Send + Sync {
+    /// From `after` (a listing's [`ListEnd::at`]), or from now. A cursor the
+    /// backend no longer has starts with [`super::Change::Resync`].
+    fn changes(&self, after: Option<&Cursor>) -> Result<Box<dyn Changes>, StoreError>;
+
+    /// Call `wake` whenever `key` may have changed, until the handle is
+    /// dropped (`acquire --wait`, `run`). By default the feed filtered to
+    /// the key, on a thread of its own.
+    fn watch_key(&self, key: &str, wake: Wake) -> Result<Box<dyn KeyWatch>, StoreError> {
+        Ok(Box::new(super::wake::FeedWatch::start(
+            self.changes(None)?,
+            key.to_string(),
+            wake,
+        )))
+    }
+}
+
+/// One member's store: the verbs, the feed, and what else it can do.
+pub trait Backend: Claims + Feed {
+    /// The events log(s) it keeps.
+    fn audit(&self) -> Option<&dyn Audit> {
+        None
+    }
+    /// `doctor --fix`: what it can remove when provably abandoned.
+    fn repair(&self) -> Option<&dyn Repair> {
+        None
+    }
+    /// Claims that live on leases, kept alive while a holder works.
+    fn leases(&self) -> Option<&dyn Leases> {
+        None
+    }
+    /// Reached over a connection: facts for a header, up or down.
+    fn link(&self) -> Option<&dyn Link> {
+        None
+    }
+    /// Hosts publish their roots here.
+    fn fleet(&self) -> Option<&dyn Fleet> {
+        None
+    }
+}
+
+/// The events log(s) a member keeps.
+pub trait Audit: Send + Sync {
+    /// Every log it keeps, each with the name a face tells it by where
+    /// there are several (None: its one log).
+    fn logs(&self) -> Result<Vec<(Option<String>, Log)>, StoreError>;
+
+    /// One log's whole history, read in bounded steps.
+    fn history(&self, log: &Log) -> Result<Box<dyn History>, StoreError>;
+
+    /// The last `n` events of its logs, oldest first (lines that do not
+    /// parse are skipped).
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
+}
+
+/// `doctor --fix`.
+pub trait Repair: Send + Sync {
+    /// Remove what is provably abandoned; say what was left and why.
+    fn repair(&self) -> Result<Vec<Fix>, StoreError>;
+}
+
+/// Claims that live on leases.
+pub trait Leases: Send + Sync {
+    /// Keep the claim `tenure` names alive until the handle is dropped
+    /// (`claimtop run`).
+    fn keep_alive(&self, key: &str, tenure: &Tenure) -> Result<Box<dyn Kept>, StoreError>;
+}
+
+/// A member reached over a connection.
+pub trait Link: Send + Sync {
+    /// What a header says of it beyond its URL; an error when it cannot be
+    /// reached within `timeout` (how a face learns it is down even while
+    /// its feed waits on a silent connection).
+    fn probe(&self, timeout: Duration) -> Result<LinkFacts, StoreError>;
+}
+
+/// A store hosts publish their roots into (`claimtop publish`).
+pub trait Fleet: Send + Sync {
+    /// The publishing hosts and their roots, without their claims.
+    fn hosts(&self) -> Result<Vec<HostInfo>, StoreError>;
+
+    /// The hosts and what they published (`fleet`, and `list`'s `"hosts"`
+    /// and `"last_known"`).
+    fn state(&self) -> Result<FleetState, StoreError>;
+
+    /// [`Fleet::state`] with each copy cut down to what counting and ageing
+    /// it needs (`metrics`, which reads the whole fleet at every scrape).
+    fn brief_state(&self) -> Result<FleetState, StoreError> {
+        self.state()
+    }
+
+    /// Remove an offline host's record, copies and mirrored events, decided
+    /// in the deleting transaction (a host back meanwhile keeps all).
+    fn forget(&self, host_id: &str) -> Result<Forgot, StoreError>;
+
+    /// One published claim as its host's `list --json` prints it.
+    /// (The dashboard's copies read through this until they are rows of
+    /// the published member.)
+    fn item(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError>;
+
+    /// Ask a publishing host to force-release `key` in its root `root_id`,
+    /// waiting up to `wait` for its `force-release --json` answer.
+    fn ask_force_release(
+        &self,
+        host_id: &str,
+        root_id: &str,
+        key: &str,
+        opts: &ForceOpts,
+        wait: Duration,
+    ) -> Result<serde_json::Value, StoreError>;
+
+    /// The last `n` events the hosts mirrored, each with `"host"`,
+    /// `"host_id"` and `"root"` added, oldest first.
+    fn events(&self, n: usize) -> Result<Vec<Event>, StoreError>;
+}
+
+/// Nouns and where things go, for a dialog that must not say "lockfile"
+/// of an etcd key.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Words {
+    /// What one claim is: "lockfile", "key", "copy".
+    pub noun: &'static str,
+    /// Where a force-released claim goes.
+    pub archive: &'static str,
+}
+
+/// What a header says of a member reached over a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkFacts {
+    /// Who was reached (`a:1,b:2`).
+    pub reached: String,
+    /// Who leads, when it can be asked.
+    pub leader: Option<String>,
+    /// How far the store has come (etcd: its revision), for a header that
+    /// shows the newest it has seen.
+    pub at: Option<i64>,
+}
+
+/// Where a listing's pages go.
+pub trait ListSink {
+    /// One page, in key order after the pages before it.
+    fn page(&mut self, page: MemberListing) -> Flow;
+
+    /// At most this many claims are wanted, the first in key order (a
+    /// first screen): a backend that can read fewer reads only those.
+    fn wants(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Whether a listing goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Go,
+    Stop,
+}
+
+/// How a listing ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListEnd {
+    /// Where a feed resumes so that nothing written after the listing was
+    /// read is missed (None: from now, what a root's feed does).
+    pub at: Option<Cursor>,
+    /// Every claim was listed (false: the sink stopped it, or it wanted a
+    /// head only).
+    pub complete: bool,
+}
+
+/// One member's listing, or a page of it: the file sweep's shape, plus what
+/// a fencing store adds per claim and the hazards only a store has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberListing {
+    /// Which member it is (set by the composed store; 0 from a backend).
+    pub at: OriginIx,
+    /// How its claims are judged.
+    pub rules: ItemRules,
+    /// `root` is the root's directory, or the store's URL.
+    pub sweep: Sweep,
+    /// Parallel to `sweep.claims`; empty where no claim has a tenure.
+    pub tenures: Vec<Option<Tenure>>,
+    pub store_hazards: Vec<crate::claims::Hazard>,
+    pub end: ListEnd,
+}
+
+impl MemberListing {
+    /// A page of `sweep`, judged by `rules`, nothing added.
+    pub fn of_sweep(sweep: Sweep, rules: ItemRules) -> MemberListing {
+        MemberListing {
+            at: OriginIx(0),
+            rules,
+            sweep,
+            tenures: Vec::new(),
+            store_hazards: Vec::new(),
+            end: ListEnd::default(),
+        }
+    }
+
+    /// Take the next page in: its claims after these, counts and hazards
+    /// added, its end the listing's.
+    pub fn extend(&mut self, page: MemberListing) {
+        let had = self.sweep.claims.len();
+        if !page.tenures.is_empty() || !self.tenures.is_empty() {
+            self.tenures.resize(had, None);
+            let mut t = page.tenures;
+            t.resize(page.sweep.claims.len(), None);
+            self.tenures.extend(t);
+        }
+        self.sweep.claims.extend(page.sweep.claims);
+        self.sweep.counts += page.sweep.counts;
+        self.sweep.hazards.extend(page.sweep.hazards);
+        self.store_hazards.extend(page.store_hazards);
+        self.end = page.end;
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.sweep.counts
+    }
+}
+
+/// A sink that keeps every page as one listing (up to `wants` claims).
+#[derive(Default)]
+pub struct Collect {
+    pub got: Option<MemberListing>,
+    pub wants: Option<usize>,
+}
+
+impl ListSink for Collect {
+    fn page(&mut self, page: MemberListing) -> Flow {
+        match self.got.as_mut() {
+            Some(l) => l.extend(page),
+            None => self.got = Some(page),
+        }
+        let have = self.got.as_ref().map_or(0, |l| l.sweep.claims.len());
+        match self.wants {
+            Some(n) if have >= n => Flow::Stop,
+            _ => Flow::Go,
+        }
+    }
+
+    fn wants(&self) -> Option<usize> {
+        self.wants
+    }
+}
+
+/// The whole listing of `b`, judged with `c`, as one.
+pub fn list_whole(b: &dyn Claims, c: &mut Classifier) -> Result<MemberListing, StoreError> {
+    let mut sink = Collect::default();
+    let end = b.list(c, &mut sink)?;
+    let mut l = sink.got.unwrap_or_else(|| empty(b));
+    l.end = end;
+    Ok(l)
+}
+
+/// The whole listing of `b`, judged as a command judges: with a fresh
+/// classifier, at now.
+pub fn list_now(b: &dyn Claims) -> Result<MemberListing, StoreError> {
+    list_whole(b, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// [`list_head`] judged as a command judges.
+pub fn head_now(b: &dyn Claims, n: usize) -> Result<Option<MemberListing>, StoreError> {
+    list_head(b, n, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// One key of `b`, judged as a command judges: with a fresh classifier.
+pub fn status_now(b: &dyn Claims, key: &str) -> Result<Fenced<Status>, StoreError> {
+    b.status(key, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// The first `n` claims of `b` in key order (a big store's first screen),
+/// or None when that would be the whole listing anyway.
+pub fn list_head(
+    b: &dyn Claims,
+    n: usize,
+    c: &mut Classifier,
+) -> Result<Option<MemberListing>, StoreError> {
+    let mut sink = Collect {
+        got: None,
+        wants: Some(n),
+    };
+    let end = b.list(c, &mut sink)?;
+    if end.complete {
+        return Ok(None);
+    }
+    Ok(sink.got.map(|mut l| {
+        l.end = end;
+        l
+    }))
+}
+
+/// A listing of nothing, for a backend that sent no page.
+fn empty(b: &dyn Claims) -> MemberListing {
+    MemberListing::of_sweep(
+        Sweep {
+            root: std::path::PathBuf::from(b.url()),
+            claims: Vec::new(),
+            counts: Counts::default(),
+            hazards: Vec::new(),
+        },
+        b.rules(),
+    )
+}

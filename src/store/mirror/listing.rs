@@ -1,0 +1,188 @@
+//! A listing taken into the mirror: every row replaced (a row found
+//! unchanged keeps its shared status), the claims stamped with the
+//! member's origin, the hazards that belong to no row kept apart.
+
+use super::apart;
+use super::judge::rejudge;
+use super::{fresh, Mirror, Owed, Whole};
+use crate::claims::root::RootProblem;
+use crate::claims::{Counts, Loc};
+use crate::store::backend::{list_head, list_whole, Claims, MemberListing};
+use crate::store::{Cursor, StoreError};
+use std::sync::Arc;
+
+impl Mirror {
+    /// List everything and replace every row (the first listing, a resync,
+    /// the safety net). `resync` says why, for a face's notice.
+    pub fn list(
+        &mut self,
+        store: &dyn Claims,
+        now: i64,
+        resync: Option<String>,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let listing = list_whole(store, &mut self.classifier(now))?;
+        self.took(listing, started, store, now, resync);
+        Ok(())
+    }
+
+    /// [`Mirror::list`], the listing read on a thread of its own, so that
+    /// none of it lies among the rows kept (see `apart`).
+    pub fn list_apart(
+        &mut self,
+        store: &dyn Claims,
+        now: i64,
+        resync: Option<String>,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let listing = apart::read(store, self.classifier(now))?;
+        self.took(listing, started, store, now, resync);
+        Ok(())
+    }
+
+    /// Take in a whole listing, read since `started`.
+    fn took(
+        &mut self,
+        listing: MemberListing,
+        started: std::time::Instant,
+        store: &dyn Claims,
+        now: i64,
+        resync: Option<String>,
+    ) {
+        self.list_cost_ms = started.elapsed().as_millis() as i64;
+        self.listings += 1;
+        self.relist = None;
+        self.dirty.clear();
+        let problem = store.problem();
+        self.take_listing(listing, now, resync, false, problem);
+        self.listed_at = now;
+    }
+
+    /// The first `n` rows in key order, where the store can list them
+    /// sooner than everything (a big store's first screen): true when it
+    /// could. The full listing must follow.
+    pub fn list_head(
+        &mut self,
+        store: &dyn Claims,
+        n: usize,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        match list_head(store, n, &mut self.classifier(now))? {
+            Some(head) => {
+                let problem = store.problem();
+                self.take_listing(head, now, None, true, problem);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn take_listing(
+        &mut self,
+        listing: MemberListing,
+        now: i64,
+        resync: Option<String>,
+        partial: bool,
+        problem: Option<RootProblem>,
+    ) {
+        self.now = now;
+        let MemberListing {
+            sweep,
+            tenures,
+            end,
+            ..
+        } = listing;
+        // A cursor that is one number is the store's revision, which a
+        // header shows and a re-list's notice names.
+        let revision = end.at.as_ref().and_then(Cursor::as_u64).map(|r| r as i64);
+        self.revision = revision.or(self.revision);
+        if end.at.is_some() {
+            self.resume = end.at;
+        }
+        if let Some(j) = self.judge.as_mut() {
+            // The listing names the pids that matter now.
+            j.forget();
+        }
+        // A row a listing finds unchanged keeps its shared status: the face
+        // holding it keeps one copy, and the listing's is freed at once.
+        let mut old = std::mem::take(&mut self.rows);
+        self.tenures.clear();
+        self.row_hazards.clear();
+        self.row_hazard_count = 0;
+        self.edges.clear();
+        self.local_live.clear();
+        self.counts = Counts::default();
+        self.owed = Owed {
+            whole: Some(Whole {
+                resync,
+                partial,
+                revision,
+            }),
+            problem: self.owed.problem,
+            ..Owed::default()
+        };
+        let mut c = self.judge.as_ref().map(|j| j.classifier(now));
+        let rules = self.rules();
+        let mut tenures = tenures.into_iter();
+        let mut claims = sweep.claims;
+        self.rows.reserve(claims.len());
+        // The listing's own values are freed on another thread (`apart`).
+        let mut spent = apart::Freer::start();
+        // Taken from the back, the vector shrunk as it empties: its buffer
+        // and the rows are never both at full size (a big listing's peak).
+        while let Some(mut s) = claims.pop() {
+            let tenure = tenures.next_back().flatten();
+            if let Some(c) = c.as_mut() {
+                rejudge(c, &mut s);
+            }
+            // Words the row does not keep are set aside, not freed here.
+            let unkept = (!self.words && s.record.is_some()).then(|| std::mem::take(&mut s.why));
+            // A fresh copy, not the listing's own: the listing's strings lie
+            // among its buffers and its discarded words, and the pages they
+            // held go back whole to the system once freed; the copies lie
+            // together, sized exactly. The row's key is its status's own
+            // path, so each path is kept once.
+            s.file = s.file.stamped(self.origin, rules);
+            let (path, shared) = match old.remove_entry(&s.file) {
+                Some((p, was)) if *was == s => (p, was),
+                Some((p, _)) => (p.clone(), Arc::new(fresh(&s, p))),
+                None => {
+                    let p = s.file.fresh();
+                    (p.clone(), Arc::new(fresh(&s, p)))
+                }
+            };
+            self.insert(path, shared, tenure, true);
+            if let Some(why) = unkept {
+                s.why = why;
+            }
+            spent.free(s);
+            if claims.capacity() > 1024 && claims.len() < claims.capacity() / 2 {
+                claims.shrink_to_fit();
+            }
+        }
+        spent.finish();
+        if let (Some(j), Some(c)) = (self.judge.as_mut(), c.as_ref()) {
+            self.owed.pids = j.learn(c, now);
+        }
+        self.edges.shrink_to_fit();
+        // A claim's hazards are its row's; an entry's, its latest look's.
+        self.listed = sweep
+            .hazards
+            .iter()
+            .filter(|h| {
+                !self
+                    .rows
+                    .contains_key(&Loc::new(self.origin, rules, h.path()))
+            })
+            .filter(|h| !self.entries.contains_key(h.path()))
+            .cloned()
+            .collect();
+        self.listed.shrink_to_fit();
+        apart::free(sweep.hazards);
+        if problem != self.problem {
+            self.problem = problem;
+            self.owed.problem = true;
+        }
+        self.tally_dirty = true;
+    }
+}
