@@ -340,3 +340,12 @@ fn a_steal_renames_only_the_dir_it_judged_never_another_of_the_same_age_in_its_p
     );
     assert_eq!(read_owner(&m), "elsewhere:2:2");
 }
+
+#[test]
+fn a_mutex_gone_by_the_time_a_waiter_looks_at_it_is_retried_at_once_not_waited_on() {
+    // Its holder released between the waiter's failed mkdir and its look:
+    // the path is free, and "wait" would sit out a poll for nothing (up to
+    // 100 ms on every contended events append).
+    let td = TempDir::new().unwrap();
+    assert!(steal_if_stale(&td.path().join("k.lock.recovery.d")));
+}
