@@ -225,14 +225,17 @@ fn a_live_claim_is_force_released_only_when_allowed_and_then_archived() {
         operator: Some("ops".into()),
         ..Default::default()
     };
-    let ForceOutcome::Archived { archived_to, .. } =
-        s.force_release("k", &opts).expect("force").outcome
-    else {
+    let forced = s.force_release("k", &opts).expect("force");
+    let ForceOutcome::Archived { archived_to, .. } = forced.outcome else {
         panic!("not archived");
     };
     assert!(archived_to
         .to_string_lossy()
         .starts_with("/force/expired/k."));
+    // The tenure it ended, in whole seconds: taken for 60 s moments ago.
+    let lease = forced.tenure.expect("the ended tenure").lease;
+    assert_eq!(lease.ttl_s, 60, "{lease:?}");
+    assert!((55..=60).contains(&lease.remaining_s), "{lease:?}");
     assert_eq!(
         s.status("k", &mut fresh())
             .expect("status")
