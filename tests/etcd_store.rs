@@ -1300,3 +1300,26 @@ mod history {
         );
     }
 }
+
+#[test]
+fn a_claims_lease_is_granted_for_its_ttl_rounded_up_to_whole_seconds_never_less() {
+    // etcd counts leases in whole seconds: rounding 60.5 s down would end
+    // the lease, and free the key, before the record's own deadline.
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/granted");
+    let opts = AcquireOpts {
+        ttl_ms: Some(60_500),
+        ..Default::default()
+    };
+    let tenure = s
+        .acquire("k", "h", &opts)
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    let (rt, mut raw) = etcd.client();
+    let granted = rt
+        .block_on(raw.lease_time_to_live(tenure.lease.id, None))
+        .expect("time to live")
+        .granted_ttl();
+    assert_eq!(granted, 61);
+}
