@@ -252,6 +252,15 @@ mod tests {
     }
 
     #[test]
+    fn a_text_of_nothing_but_backslashes_has_each_one_doubled() {
+        // Not for the plain-ASCII fast path: a backslash left single reads
+        // as the start of an escape that was never there.
+        for n in 1..=3 {
+            assert_eq!(sanitize(&"\\".repeat(n)), "\\".repeat(2 * n));
+        }
+    }
+
+    #[test]
     fn plain_text_is_borrowed_unchanged() {
         assert!(matches!(sanitize("pty:worker-1 ✓ 走"), Cow::Borrowed(_)));
     }
