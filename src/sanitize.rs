@@ -336,6 +336,17 @@ mod tests {
         );
     }
 
+    #[test]
+    fn guard_lines_keeps_the_newlines_and_escapes_every_other_control() {
+        // For text made of whole lines (a Prometheus label value escapes
+        // its own newlines): they stay; a CR, ESC or bidi control does not.
+        assert_eq!(guard_lines("host a\nhost b\n"), "host a\nhost b\n");
+        assert_eq!(
+            guard_lines("a\r\u{1b}[2J\n\u{202e}b\\e"),
+            "a\\r\\e[2J\n\\u{202e}b\\e"
+        );
+    }
+
     fn through_terminal_text(writes: &[&[u8]]) -> Vec<u8> {
         use std::io::Write as _;
         let mut w = TerminalText::new(Vec::new(), true);
