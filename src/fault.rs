@@ -17,6 +17,11 @@ use std::sync::{Arc, Mutex};
 pub enum Point {
     /// `mutex::try_lock`, once per attempt (a spin shows as a count).
     MutexAttempt,
+    /// `mutex::try_lock`, after its mkdir won, before the owner stamp.
+    MutexStamp,
+    /// `mutex::steal_if_stale`, after the corpse was judged (its age and
+    /// owner read), before the re-check that the path is still that dir.
+    StealRecheck,
     /// `mutex::steal_if_stale`, after the corpse was judged and re-checked,
     /// just before the rename that takes it.
     StealRename,

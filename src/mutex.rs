@@ -157,7 +157,11 @@ pub fn try_lock(dir: &Path) -> std::io::Result<Option<DirMutex>> {
     #[cfg(test)]
     crate::fault::at(crate::fault::Point::MutexAttempt, dir);
     match std::fs::create_dir(dir) {
-        Ok(()) => Ok(stamp(dir)),
+        Ok(()) => {
+            #[cfg(test)]
+            crate::fault::at(crate::fault::Point::MutexStamp, dir);
+            Ok(stamp(dir))
+        }
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
         Err(e) => Err(e),
     }
@@ -241,6 +245,8 @@ pub fn steal_if_stale(dir: &Path) -> bool {
         return false;
     }
     let reaped = reap_name(dir);
+    #[cfg(test)]
+    crate::fault::at(crate::fault::Point::StealRecheck, dir);
     // Re-check the one we aged is still there, as close to the rename as we
     // can: another stealer may have cleared it and a fresh holder made a new
     // dir while we read the token, and moving a live dir - even to put it

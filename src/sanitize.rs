@@ -252,6 +252,15 @@ mod tests {
     }
 
     #[test]
+    fn a_text_of_nothing_but_backslashes_has_each_one_doubled() {
+        // Not for the plain-ASCII fast path: a backslash left single reads
+        // as the start of an escape that was never there.
+        for n in 1..=3 {
+            assert_eq!(sanitize(&"\\".repeat(n)), "\\".repeat(2 * n));
+        }
+    }
+
+    #[test]
     fn plain_text_is_borrowed_unchanged() {
         assert!(matches!(sanitize("pty:worker-1 ✓ 走"), Cow::Borrowed(_)));
     }
@@ -324,6 +333,17 @@ mod tests {
         assert_eq!(
             guarded,
             "r1\\e]52;c;eA==\\x07\\e]0;PWNED\\x07\\x9b2J\\u{202e}\\e\\n"
+        );
+    }
+
+    #[test]
+    fn guard_lines_keeps_the_newlines_and_escapes_every_other_control() {
+        // For text made of whole lines (a Prometheus label value escapes
+        // its own newlines): they stay; a CR, ESC or bidi control does not.
+        assert_eq!(guard_lines("host a\nhost b\n"), "host a\nhost b\n");
+        assert_eq!(
+            guard_lines("a\r\u{1b}[2J\n\u{202e}b\\e"),
+            "a\\r\\e[2J\n\\u{202e}b\\e"
         );
     }
 

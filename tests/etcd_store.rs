@@ -225,14 +225,17 @@ fn a_live_claim_is_force_released_only_when_allowed_and_then_archived() {
         operator: Some("ops".into()),
         ..Default::default()
     };
-    let ForceOutcome::Archived { archived_to, .. } =
-        s.force_release("k", &opts).expect("force").outcome
-    else {
+    let forced = s.force_release("k", &opts).expect("force");
+    let ForceOutcome::Archived { archived_to, .. } = forced.outcome else {
         panic!("not archived");
     };
     assert!(archived_to
         .to_string_lossy()
         .starts_with("/force/expired/k."));
+    // The tenure it ended, in whole seconds: taken for 60 s moments ago.
+    let lease = forced.tenure.expect("the ended tenure").lease;
+    assert_eq!(lease.ttl_s, 60, "{lease:?}");
+    assert!((55..=60).contains(&lease.remaining_s), "{lease:?}");
     assert_eq!(
         s.status("k", &mut fresh())
             .expect("status")
@@ -1296,4 +1299,27 @@ mod history {
             w.len()
         );
     }
+}
+
+#[test]
+fn a_claims_lease_is_granted_for_its_ttl_rounded_up_to_whole_seconds_never_less() {
+    // etcd counts leases in whole seconds: rounding 60.5 s down would end
+    // the lease, and free the key, before the record's own deadline.
+    let Some(etcd) = Etcd::single() else { return };
+    let s = etcd.store("/granted");
+    let opts = AcquireOpts {
+        ttl_ms: Some(60_500),
+        ..Default::default()
+    };
+    let tenure = s
+        .acquire("k", "h", &opts)
+        .expect("acquire")
+        .tenure
+        .expect("tenure");
+    let (rt, mut raw) = etcd.client();
+    let granted = rt
+        .block_on(raw.lease_time_to_live(tenure.lease.id, None))
+        .expect("time to live")
+        .granted_ttl();
+    assert_eq!(granted, 61);
 }

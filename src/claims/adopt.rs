@@ -49,3 +49,63 @@ fn same_owner(existing: &ClaimRecord, pid: u32) -> bool {
     here && i64::from(existing.pid) == i64::from(pid)
         && process_create_time_ms(existing.pid).is_some_and(|s| s <= existing.acquired_at)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::acquire::new_record;
+    use crate::claims::AcquireOpts;
+
+    /// A claim of holder "h" as an acquire binding `pid` would write it now.
+    fn claim_of(pid: u32) -> ClaimRecord {
+        let opts = AcquireOpts {
+            pid: Some(pid),
+            ..AcquireOpts::default()
+        };
+        new_record("k", "h", &opts)
+    }
+
+    fn me() -> u32 {
+        std::process::id()
+    }
+
+    #[test]
+    fn the_claim_bound_to_this_very_process_is_continued() {
+        assert!(Adopt::SameOwner.takes(&claim_of(me()), "h", me()));
+    }
+
+    #[test]
+    fn a_claim_of_the_same_holder_bound_to_another_live_process_is_not() {
+        // Started before the claim was made: only its pid tells it apart.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let started = process_create_time_ms(other.id() as i32).expect("its start time");
+        let mut theirs = claim_of(other.id());
+        theirs.acquired_at = started + 1_000;
+        let taken = Adopt::SameOwner.takes(&theirs, "h", me());
+        let _ = other.kill();
+        let _ = other.wait();
+        assert!(!taken, "continued another process's claim");
+        assert!(
+            Adopt::SameHolder.takes(&theirs, "h", me()),
+            "the seed's rule"
+        );
+    }
+
+    #[test]
+    fn a_claim_made_before_this_process_started_is_a_reused_pids_not_ours() {
+        let mut old = claim_of(me());
+        old.acquired_at = 1_000;
+        assert!(!Adopt::SameOwner.takes(&old, "h", me()));
+    }
+
+    #[test]
+    fn a_claim_of_this_pid_made_on_another_machine_is_not_ours() {
+        let mut elsewhere = claim_of(me());
+        elsewhere.host = "elsewhere".into();
+        elsewhere.machine_id = Some("another-machine".into());
+        assert!(!Adopt::SameOwner.takes(&elsewhere, "h", me()));
+    }
+}

@@ -180,4 +180,22 @@ mod tests {
         assert!(d.open_file(b"nope").is_err());
         assert!(DirListing::open(&td.path().join("missing")).is_err());
     }
+
+    #[test]
+    fn a_name_that_climbs_out_of_the_dir_or_hides_a_nul_is_refused_never_opened() {
+        // Both names would open a real file if passed on: `../real` the one
+        // beside the listed dir, `x\0y` the `x` inside it (the C string ends
+        // at the NUL).
+        let td = tempfile::tempdir().unwrap();
+        let listed = td.path().join("claims");
+        std::fs::create_dir(&listed).unwrap();
+        std::fs::write(td.path().join("real"), "outside").unwrap();
+        std::fs::write(listed.join("x"), "inside").unwrap();
+        let d = DirListing::open(&listed).unwrap();
+        for name in [&b"../real"[..], b"x\0y"] {
+            let e = d.open_file(name).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name:?}: {e}");
+        }
+        assert!(d.open_file(b"x").is_ok());
+    }
 }

@@ -405,6 +405,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn brackets_quoted_after_a_comma_in_a_flow_are_text_not_nesting() {
+        // Each item of a flow sequence starts a token, so its quotes are
+        // skipped whole: a hand-written list holding a bracketed string is
+        // read, never refused as too deep.
+        let brackets = "[".repeat(MAX_FLOW_DEPTH + 10);
+        for item in [format!("'{brackets}'"), format!("\"{brackets}\"")] {
+            let yaml = format!("{HEAD}metadata:\n  l: [x, {item}]\n");
+            let rec = ClaimRecord::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}: {yaml}"));
+            assert_eq!(rec.metadata["l"][1], Value::String(brackets.clone()));
+        }
+    }
+
+    #[test]
     fn structure_inside_a_sequence_of_mappings_is_still_counted() {
         let hidden = format!(
             "{HEAD}metadata:\n  l:\n  - name: x\n    val: {}\n",

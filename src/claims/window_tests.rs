@@ -220,3 +220,33 @@ fn a_claim_rewritten_between_a_force_releases_judgement_and_its_archive_is_put_b
     assert_eq!(archived(&root), 0, "the changed claim stayed archived");
     assert!(!event_types(&root).contains(&"claim_force_released".to_string()));
 }
+
+#[test]
+fn a_release_waiting_on_a_peers_recovery_mutex_sleeps_between_attempts_never_spins() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    match acquire(&root, KEY, "me", &AcquireOpts::default()) {
+        Ok(AcquireOutcome::Acquired { .. }) => {}
+        other => panic!("could not take the key: {other:?}"),
+    }
+    // A peer inside the claim's recovery mutex (young, and its token names
+    // a live process), letting go after a while.
+    let lock_dir = crate::mutex::recovery_mutex_path(&root.lockfile(KEY));
+    let peer = crate::mutex::try_lock(&lock_dir)
+        .expect("mkdir")
+        .expect("free");
+    let (_counted, attempts) = fault::count(Point::MutexAttempt, td.path());
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(peer);
+    });
+    match release(&root, KEY, "me") {
+        Ok(ReleaseOutcome::Released { .. }) => {}
+        other => panic!("not released: {other:?}"),
+    }
+    letting_go.join().expect("the peer");
+    // Counted, not timed: one attempt before the wait, one after it; a
+    // waiter that retried at once would make thousands in 300 ms.
+    let n = attempts.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(n <= 20, "{n} attempts on a mutex held for 300 ms: a spin");
+}

@@ -522,6 +522,24 @@ mod tests {
         agrees(text);
     }
 
+    #[test]
+    fn a_value_with_bytes_past_printable_ascii_in_pairs_is_left_to_the_full_parser() {
+        // Each such byte is as telling as one alone: a second must never
+        // cancel the first. NEL (two bytes) is a line break to YAML, and a
+        // control is refused by it; the fast path may answer neither.
+        for v in [
+            "a\u{1}b\u{1}c",
+            "a\u{85}b",
+            "a\u{7f}\u{7f}",
+            "a: b: c",
+            "a: b #c",
+        ] {
+            let text = format!("key: k\nholder: h\nacquired_at: 1\npid: 1\nhost: x\nreason: {v}\n");
+            assert_eq!(parse(&text), None, "{text:?}");
+            agrees(&text);
+        }
+    }
+
     fn value() -> impl Strategy<Value = String> {
         prop_oneof![
             "[a-z0-9][a-z0-9:/ ._#=-]{0,10}[a-z0-9.:]",

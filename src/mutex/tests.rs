@@ -34,8 +34,11 @@ fn an_owner_is_gone_only_when_its_pid_is_dead_or_started_after_the_stamp() {
     let pid = child.id();
     // Running, and started before this stamp: it may be the owner.
     assert!(!owner_is_gone(&format!("{host}:{pid}:{now_ns}")));
-    // Running, but started after a stamp from 1970: the pid was reused.
+    // Running, but started after a stamp from 1970, or from an hour ago:
+    // the pid was reused.
     assert!(owner_is_gone(&format!("{host}:{pid}:1000")));
+    let hour_ago_ns = now_ns - 3_600 * 1_000_000_000;
+    assert!(owner_is_gone(&format!("{host}:{pid}:{hour_ago_ns}")));
     // Another host's pid says nothing here; nor does our own.
     assert!(!owner_is_gone(&format!("elsewhere:{pid}:1000")));
     assert!(!owner_is_gone(&format!(
@@ -265,4 +268,84 @@ fn concurrent_stealers_of_one_corpse_produce_exactly_one_holder_at_a_time() {
         assert_eq!(h.join().unwrap(), 0, "two holders inside the mutex at once");
     }
     assert!(!m.exists());
+}
+
+#[test]
+fn a_winner_whose_dir_was_taken_away_before_it_stamped_holds_nothing() {
+    let td = TempDir::new().unwrap();
+    let m = td.path().join("k.lock.recovery.d");
+    // A stealer that judged the unstamped dir a corpse takes it between
+    // the winner's mkdir and its stamp.
+    let _armed = fault::arm(fault::Point::MutexStamp, td.path(), |dir| {
+        std::fs::remove_dir(dir).expect("the stealer takes the dir");
+    });
+    let got = try_lock(&m).expect("the mkdir itself succeeds");
+    assert!(got.is_none(), "holds a mutex whose dir is gone");
+    assert!(std::fs::symlink_metadata(&m).is_err());
+}
+
+#[test]
+fn a_winner_whose_dir_was_replaced_and_stamped_before_it_stamped_leaves_the_new_holder_alone() {
+    let td = TempDir::new().unwrap();
+    let m = td.path().join("k.lock.recovery.d");
+    // The dir is taken away and a new holder makes and stamps its own
+    // before the first winner writes its token.
+    let _armed = fault::arm(fault::Point::MutexStamp, td.path(), |dir| {
+        std::fs::remove_dir(dir).expect("taken away");
+        std::fs::create_dir(dir).expect("the new holder's mkdir");
+        std::fs::write(dir.join("owner"), "elsewhere:7:7").expect("and its stamp");
+    });
+    let got = try_lock(&m).expect("the mkdir itself succeeds");
+    assert!(got.is_none(), "two holders of one mutex");
+    assert_eq!(read_owner(&m), "elsewhere:7:7", "the new holder's token");
+}
+
+/// Set `path`'s mtime to `secs` since the epoch, without following a link.
+fn set_mtime(path: &Path, secs: i64) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let t = libc::timeval {
+        tv_sec: secs as libc::time_t,
+        tv_usec: 0,
+    };
+    // SAFETY: c is a valid NUL-terminated path; the array holds two timevals.
+    assert_eq!(unsafe { libc::lutimes(c.as_ptr(), [t, t].as_ptr()) }, 0);
+}
+
+#[test]
+fn a_steal_renames_only_the_dir_it_judged_never_another_of_the_same_age_in_its_place() {
+    use std::os::unix::fs::MetadataExt;
+    let td = TempDir::new().unwrap();
+    let m = td.path().join("k.lock.recovery.d");
+    std::fs::create_dir(&m).unwrap();
+    std::fs::write(m.join("owner"), "elsewhere:1:1").unwrap();
+    backdate(&m, OLD).unwrap();
+    let corpse_mtime = std::fs::symlink_metadata(&m).unwrap().mtime();
+    // Between the judgement and the rename another stealer moves the corpse
+    // aside (kept, so its inode cannot be handed to the new dir) and a
+    // holder's dir takes the path with the very same mtime: only the
+    // inode tells them apart.
+    let _swap = fault::arm(fault::Point::StealRecheck, td.path(), move |dir| {
+        std::fs::rename(dir, dir.with_file_name("aside")).expect("moved aside");
+        std::fs::create_dir(dir).expect("the holder's mkdir");
+        std::fs::write(dir.join("owner"), "elsewhere:2:2").expect("its stamp");
+        set_mtime(dir, corpse_mtime);
+    });
+    let (_counted, renames) = fault::count(fault::Point::StealRename, td.path());
+    assert!(!steal_if_stale(&m), "took the holder's dir for the corpse");
+    assert_eq!(
+        renames.load(Ordering::Relaxed),
+        0,
+        "the holder's dir was moved (and put back): a gap a third process can mkdir into"
+    );
+    assert_eq!(read_owner(&m), "elsewhere:2:2");
+}
+
+#[test]
+fn a_mutex_gone_by_the_time_a_waiter_looks_at_it_is_retried_at_once_not_waited_on() {
+    // Its holder released between the waiter's failed mkdir and its look:
+    // the path is free, and "wait" would sit out a poll for nothing (up to
+    // 100 ms on every contended events append).
+    let td = TempDir::new().unwrap();
+    assert!(steal_if_stale(&td.path().join("k.lock.recovery.d")));
 }

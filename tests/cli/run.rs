@@ -411,6 +411,18 @@ fn run_json_is_one_document_and_the_commands_stdout_goes_to_stderr() {
 }
 
 #[test]
+fn run_json_names_the_signal_that_ended_the_command_and_releases() {
+    let s = Sandbox::new();
+    let out = s.run(&run_sh(&["--json"], "kill -USR2 $$"));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("exactly one document");
+    assert_eq!(doc["outcome"], "exited", "{doc}");
+    assert_eq!(doc["exit_code"], Value::Null);
+    assert_eq!(doc["signal"], libc::SIGUSR2);
+    assert_eq!(doc["release"], "released");
+    assert_eq!(s.status("k")["state"], "free");
+}
+
+#[test]
 fn a_signal_while_run_waits_ends_it_and_the_command_never_runs() {
     let s = Sandbox::new();
     let holder = Sleeper::spawn();

@@ -305,6 +305,12 @@ fn invalid_inputs_are_refused_before_anything_is_written() {
         acquire(&root, &"k".repeat(257), "h", &o),
         Err(ClaimError::KeyTooLong(257))
     ));
+    // The raw cap admits 256 bytes, as the seed's does: such a key is
+    // refused for its filename (cap 240), and the words say so.
+    assert!(matches!(
+        acquire(&root, &"k".repeat(256), "h", &o),
+        Err(ClaimError::EncodedKeyTooLong(256))
+    ));
     // Short enough raw, too long once each ':' becomes '%3A'.
     assert!(matches!(
         acquire(&root, &":".repeat(81), "h", &o),

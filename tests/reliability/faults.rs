@@ -114,6 +114,30 @@ fn a_release_on_a_full_disk_leaves_no_mutex_corpse_behind() {
 }
 
 #[test]
+fn an_aged_mutex_that_cannot_be_renamed_is_waited_out_never_spun_on() {
+    // A mount point cannot be renamed (EBUSY), nor can another user's
+    // corpse in a sticky dir (EPERM): the steal fails, and the waiter must
+    // give up at its deadline rather than retry at once for ever.
+    let Some(fs) = Tmpfs::mount("64k") else {
+        return;
+    };
+    let m = fs.path().to_path_buf();
+    claimtop::mutex::backdate(&m, 600).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = m.clone();
+    std::thread::spawn(move || {
+        let got = claimtop::mutex::lock(&dir, Duration::from_millis(300), true);
+        let _ = tx.send(got.is_none());
+    });
+    // A generous bound: the property is "does not spin for ever".
+    let gave_up = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no answer 20 s into a 300 ms wait: the waiter spins on the failed steal");
+    assert!(gave_up, "took a mutex nobody released");
+    assert!(m.is_dir());
+}
+
+#[test]
 fn a_read_only_filesystem_refuses_every_write_clearly_and_reads_still_work() {
     let Some(fs) = Tmpfs::mount("1m") else { return };
     let root = root_in(fs.path());

@@ -81,6 +81,28 @@ fn an_acquire_over_an_open_tenure_ends_it_as_unseen() {
 }
 
 #[test]
+fn another_holders_release_naming_no_start_never_ends_the_open_tenure_as_its_own() {
+    // A writer that logs no `acquired_at`: the holder alone says whose
+    // tenure ended. "b" held the key after "a", unseen; "a" did not release.
+    let mut ix = TenureIndex::new(Limits::default());
+    acquired(&mut ix, "a", 1);
+    ix.apply_line(&line(
+        "claim_released",
+        "1970-01-01T00:00:09Z",
+        r#""key":"k","holder":"b""#,
+    ));
+    let t = ix.tenures_of("k");
+    let got: Vec<_> = t
+        .iter()
+        .map(|t| (ix.holder_name(t.holder), t.ending, t.end))
+        .collect();
+    assert_eq!(
+        got,
+        [("a", Ending::Unseen, 9000), ("b", Ending::Released, 9000)]
+    );
+}
+
+#[test]
 fn renew_and_reacquire_continue_the_same_tenure() {
     let mut ix = TenureIndex::new(Limits::default());
     acquired(&mut ix, "a", 1);
