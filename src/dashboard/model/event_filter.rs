@@ -4,9 +4,8 @@
 //! term must hold. Types are the protocol's, read from the one table of
 //! event types, so a misspelt one is said rather than matching nothing.
 
-use super::events::EventRow;
 use super::filter::contains_ci;
-use crate::events::kind::{typed, EventKind, EVENT_TYPES};
+use crate::events::kind::{typed, EventKind, Typed, EVENT_TYPES};
 
 /// What a term looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,17 +78,15 @@ impl EventFilter {
         self.terms.is_empty()
     }
 
-    /// Does `row` pass every term? A line that is no event has no type,
-    /// holder or key: only terms that leave something out let it by.
-    pub fn matches(&self, row: &EventRow) -> bool {
+    /// Does a line of this type, holder and key pass every term? A line
+    /// that is no event has no type, holder or key: only terms that leave
+    /// something out let it by.
+    pub fn matches(&self, kind: &Typed, holder: Option<&str>, key: Option<&str>) -> bool {
         self.terms.iter().all(|t| {
             let hit = match t.field {
-                Field::Type => row.kind == typed(&t.value),
-                Field::Holder => row
-                    .holder
-                    .as_deref()
-                    .is_some_and(|h| contains_ci(h, &t.value)),
-                Field::Key => row.key.as_deref().is_some_and(|k| contains_ci(k, &t.value)),
+                Field::Type => *kind == typed(&t.value),
+                Field::Holder => holder.is_some_and(|h| contains_ci(h, &t.value)),
+                Field::Key => key.is_some_and(|k| contains_ci(k, &t.value)),
             };
             hit != t.exclude
         })
@@ -125,22 +122,27 @@ pub fn offers(word: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::tail::Line;
 
-    fn row(kind: &str, key: &str, holder: &str) -> EventRow {
-        let text = serde_json::json!({"ts": "2026-12-04T20:34:56Z", "type": kind,
-            "source": "t", "data": {"key": key, "holder": holder}})
-        .to_string();
-        EventRow::from_line(0, &Line::of_bytes(text.as_bytes(), 0))
+    /// What the pane reads of a claim event line: its type, holder, key.
+    struct Row(Typed, String, String);
+
+    fn row(kind: &str, key: &str, holder: &str) -> Row {
+        Row(typed(kind), holder.to_string(), key.to_string())
+    }
+
+    impl EventFilter {
+        fn passes(&self, r: &Row) -> bool {
+            self.matches(&r.0, Some(&r.1), Some(&r.2))
+        }
     }
 
     #[test]
     fn terms_filter_in_and_out_and_all_must_hold() {
         let f = EventFilter::parse("type:claim_force_released -holder:ci key:k1").expect("reads");
-        assert!(f.matches(&row("claim_force_released", "k1", "op")));
-        assert!(!f.matches(&row("claim_force_released", "k1", "ci-7")));
-        assert!(!f.matches(&row("claim_released", "k1", "op")));
-        assert!(!f.matches(&row("claim_force_released", "k2", "op")));
+        assert!(f.passes(&row("claim_force_released", "k1", "op")));
+        assert!(!f.passes(&row("claim_force_released", "k1", "ci-7")));
+        assert!(!f.passes(&row("claim_released", "k1", "op")));
+        assert!(!f.passes(&row("claim_force_released", "k2", "op")));
         // The pane's short word names the type too.
         let short = EventFilter::parse("type:force_released").expect("reads");
         assert_eq!(short.terms[0].value, "claim_force_released");

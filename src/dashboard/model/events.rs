@@ -333,7 +333,8 @@ pub struct EventsView {
 impl EventsView {
     /// Does the pane, filtered or not, show `row`?
     pub fn shows(&self, row: &EventRow) -> bool {
-        self.filter.matches(row)
+        self.filter
+            .matches(&row.kind, row.holder.as_deref(), row.key.as_deref())
             && self.key.as_deref().is_none_or(|k| {
                 row.key.as_deref() == Some(k) && self.key_root.is_none_or(|i| row.root == i)
             })
