@@ -91,29 +91,6 @@ pub(super) fn clear_marks_key(app: &mut App, c: MarksConfirm, ev: &KeyEvent) -> 
     }
 }
 
-/// Drop the marks whose claim's tenure ended (released, or taken again by
-/// someone else) since they were set; said when any went.
-pub(crate) fn keep_marked_tenures(app: &mut App) -> bool {
-    if app.table.marked.is_empty() {
-        return false;
-    }
-    let now: std::collections::HashMap<RowId, _> = app
-        .table
-        .marked
-        .iter()
-        .filter_map(|id| Some((id.clone(), app.tenure_id(id)?)))
-        .collect();
-    let dropped = app.table.marked.keep_tenures(|id| now.get(id).cloned());
-    if dropped > 0 {
-        let msg = format!(
-            "{} dropped: the claim was released or taken again since it was marked",
-            count(dropped, "mark")
-        );
-        app.say(Level::Info, msg);
-    }
-    dropped > 0
-}
-
 /// The marked claims still shown, by key.
 pub fn marked(app: &App) -> Vec<(&RowId, &Status)> {
     let shown = app.shown();

@@ -65,14 +65,6 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
     true
 }
 
-pub(super) fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 pub(super) type Step = (Option<Dialog>, Option<Op>);
 
 /// A step whose op may not find its way to a store: why, in words.

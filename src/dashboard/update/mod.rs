@@ -66,7 +66,7 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
         }
         Action::Mirror { root, delta } => {
             let shown = on_mirror(app, root, *delta);
-            bulk::keep_marked_tenures(app) || shown
+            rows::keep_marked_tenures(app) || shown
         }
         Action::EventsAppended(lines) => {
             let tail = on_events(app, &lines);

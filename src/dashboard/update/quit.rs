@@ -4,7 +4,6 @@
 //! one is held. Ctrl-C twice within a second is the way out that does not
 //! ask: what a hand that means it does.
 
-use super::dialogs::plural;
 use super::effects::Effects;
 use crate::dashboard::action::Op;
 use crate::dashboard::model::{App, Dialog, Layer, Level, QuitConfirm, RowAt, INTERRUPT_AGAIN_MS};
@@ -59,7 +58,10 @@ pub(super) fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent, fx: &mut Ef
             app.quit_after = Some(n);
             app.say(
                 Level::Info,
-                format!("releasing {n} claim{} before quitting…", plural(n)),
+                format!(
+                    "releasing {} before quitting…",
+                    crate::claims::words::count(n, "claim")
+                ),
             );
             true
         }

@@ -2,7 +2,7 @@
 //! claims, moving the selection, keeping it in view, pausing.
 
 use crate::dashboard::keys::Pane;
-use crate::dashboard::model::{App, Frozen, RowId};
+use crate::dashboard::model::{App, Frozen, Level, RowId};
 use crate::dashboard::view::layout;
 
 /// Most changed claims placed one by one; a bigger batch re-sorts.
@@ -138,7 +138,7 @@ pub(super) fn toggle_pause(app: &mut App) {
     } else {
         // Resume on the latest data; a mark on a claim whose tenure ended
         // meanwhile goes now.
-        super::bulk::keep_marked_tenures(app);
+        keep_marked_tenures(app);
         app.rebuild_rows();
         scroll_into_view(app);
         if app.events.view.scroll > 0 {
@@ -146,4 +146,27 @@ pub(super) fn toggle_pause(app: &mut App) {
             app.events.view.new_while_scrolled = 0;
         }
     }
+}
+
+/// Drop the marks whose claim's tenure ended (released, or taken again by
+/// someone else) since they were set; said when any went.
+pub(crate) fn keep_marked_tenures(app: &mut App) -> bool {
+    if app.table.marked.is_empty() {
+        return false;
+    }
+    let now: std::collections::HashMap<RowId, _> = app
+        .table
+        .marked
+        .iter()
+        .filter_map(|id| Some((id.clone(), app.tenure_id(id)?)))
+        .collect();
+    let dropped = app.table.marked.keep_tenures(|id| now.get(id).cloned());
+    if dropped > 0 {
+        let msg = format!(
+            "{} dropped: the claim was released or taken again since it was marked",
+            crate::claims::words::count(dropped, "mark")
+        );
+        app.say(Level::Info, msg);
+    }
+    dropped > 0
 }
