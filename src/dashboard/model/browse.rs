@@ -373,24 +373,15 @@ pub(crate) mod tests {
         let mut b = Browse::default();
         let mut asks = Vec::new();
         b.open(false, &mut asks);
-        b.on_page(page(4600, 401, false, true));
-        // The count comes in: the window is asked for again, and before
-        // that answer a search's match asks for the page around line 15.
-        b.request(
-            Anchor::At(4800 * 100),
-            PAGE,
-            PAGE + 1,
-            Land::At(4800 * 100),
-            &mut asks,
-        );
-        b.request(
-            Anchor::At(15 * 100),
-            PAGE,
-            PAGE + 1,
-            Land::At(15 * 100),
-            &mut asks,
-        );
-        b.on_page(page(4600, 401, false, true));
+        let mut unnumbered = page(4600, 401, false, true);
+        unnumbered.first_line_no = None;
+        b.on_page(unnumbered.clone());
+        // The count comes in: the window is asked for again; before that
+        // answer, a search's match asks for the page around line 15.
+        b.on_counted(5000, 1 << 20, true, &mut asks);
+        b.request(Anchor::At(1500), PAGE, PAGE + 1, Land::At(1500), &mut asks);
+        assert_eq!(asks.len(), 3, "{asks:?}");
+        b.on_page(unnumbered);
         assert!(b.waiting(), "the newer page is still to come");
         let mut p = page(0, 216, true, false);
         p.anchor = 15;
