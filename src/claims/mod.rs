@@ -10,6 +10,7 @@ pub mod adopt;
 pub mod atomic;
 pub mod audit;
 pub mod census;
+pub mod clean_one;
 pub mod dir_listing;
 pub mod entry;
 pub mod error;
@@ -39,6 +40,7 @@ pub use acquire::{
 };
 pub use adopt::Adopt;
 pub use census::{census, entry_hazards, own_hazards, Census, ItemRules, OwnHazards, Tally};
+pub use clean_one::{clean_one, CleanOneRefused};
 pub use error::ClaimError;
 pub use hazard::{CopyAt, HazardAt, HazardSpec};
 pub use key::{

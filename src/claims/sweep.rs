@@ -361,33 +361,42 @@ pub fn doctor_fix(root: &Root) -> Vec<Fix> {
     let events_mutex = crate::events::emit::events_mutex_path(&root.events_file());
     doctor(root)
         .into_iter()
-        .map(|h| {
-            let path = h.path();
-            let (fixed, action) = if h.kind.cleanable() {
-                match Leftover::of(path, &events_mutex) {
-                    Ok(shape) => shape.remove(path),
-                    Err(why) => (false, format!("left: {why}; needs a human")),
-                }
-            } else if h.kind == hazard::EVENTS_LOG_BROKEN {
-                fix_events_log(path)
-            } else if h.kind == hazard::UNREADABLE && is_a_mutex(path, &events_mutex) {
-                // A young mutex with a planted owner: the age rule alone may
-                // end a mutex, whoever made it.
-                (
-                    false,
-                    "left: a mutex is honoured until it is 120 s old; --fix steals it then".into(),
-                )
-            } else {
-                let what = h.kind.spec().map_or("needs a human", |s| s.fix);
-                (false, format!("left: {what}"))
-            };
-            Fix {
-                hazard: h,
-                fixed,
-                action,
-            }
-        })
+        .map(|h| fix_hazard(h, &events_mutex))
         .collect()
+}
+
+/// What `doctor --fix` does with one hazard found now: the one set of rules
+/// for the whole root and for a single entry ([`super::clean_one`]).
+pub(super) fn fix_hazard(h: Hazard, events_mutex: &Path) -> Fix {
+    let path = h.path();
+    let (fixed, action) = if h.kind.cleanable() {
+        match Leftover::of(path, events_mutex) {
+            Ok(shape) => shape.remove(path),
+            Err(why) => (false, format!("left: {why}; needs a human")),
+        }
+    } else if h.kind == hazard::EVENTS_LOG_BROKEN {
+        fix_events_log(path)
+    } else if h.kind == hazard::UNREADABLE && is_a_mutex(path, events_mutex) {
+        // A young mutex with a planted owner: the age rule alone may
+        // end a mutex, whoever made it.
+        (
+            false,
+            "left: a mutex is honoured until it is 120 s old; --fix steals it then".into(),
+        )
+    } else {
+        let what = h.kind.spec().map_or("needs a human", |s| s.fix);
+        (false, format!("left: {what}"))
+    };
+    Fix {
+        hazard: h,
+        fixed,
+        action,
+    }
+}
+
+/// The hazard the events log's mutex is now, if any.
+pub(super) fn events_mutex_hazard(events_mutex: &Path) -> Option<Hazard> {
+    hazard_now(Role::EventsMutex, events_mutex)
 }
 
 fn is_a_mutex(path: &Path, events_mutex: &Path) -> bool {

@@ -96,6 +96,9 @@ pub enum Op {
     },
     /// `doctor --fix`: what is provably abandoned under the root.
     Clean,
+    /// `x` on one entry of the `h` list: that entry alone, as listed,
+    /// cleaned only if it is still that litter when the op runs.
+    CleanOne(Box<crate::claims::Hazard>),
     /// A force-release of a host's published claim, asked of that host's
     /// publisher through the store; it is carried out in the host's own
     /// root, and its answer (or the host's silence) is the outcome.
@@ -148,7 +151,7 @@ impl Op {
             | Op::ForceRelease { key, .. }
             | Op::AskHost { key, .. } => key,
             Op::ForgetHost { label, .. } => label,
-            Op::Clean => "",
+            Op::Clean | Op::CleanOne(_) => "",
             Op::In { op, .. } => op.key(),
         }
     }
@@ -159,7 +162,7 @@ impl Op {
             Op::Release { .. } => "release",
             Op::Renew { .. } => "renew",
             Op::ForceRelease { .. } | Op::AskHost { .. } => "force-release",
-            Op::Clean => "clean",
+            Op::Clean | Op::CleanOne(_) => "clean",
             Op::ForgetHost { .. } => "forget host",
             Op::In { op, .. } => op.verb(),
         }

@@ -35,16 +35,22 @@ fn worded<T>(
 
 /// [`run_store_op`] on the file store over `root`.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
-    run_store_op(&FileStore::new(root.clone()), op)
+    run_op_in(&FileStore::new(root.clone()), Some(root), op)
 }
 
 /// Run one op now (blocking) through the store's verbs — the same
 /// transactions the CLI runs — and describe the outcome. Its `root` is
 /// the only one's; the worker over several says which it ran in.
 pub fn run_store_op(store: &dyn Backend, op: &Op) -> OpResult {
+    run_op_in(store, None, op)
+}
+
+/// [`run_store_op`], where `root` is the file root `store` is over (None:
+/// a store with a connection, which keeps no litter one entry could be).
+fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
     if let Op::In { op, .. } = op {
         // The caller chose the store already.
-        return run_store_op(store, op);
+        return run_op_in(store, root, op);
     }
     let key = op.key().to_string();
     let (ok, message) = match op {
@@ -111,6 +117,7 @@ pub fn run_store_op(store: &dyn Backend, op: &Op) -> OpResult {
             ),
             Some(Err(e)) => (false, format!("clean failed: {e}")),
         },
+        Op::CleanOne(h) => clean_one(root, h),
         // Asked through `serve`, which knows how long to wait for a host.
         Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
         Op::ForgetHost { host_id, label } => run_forget(store, host_id, label),
@@ -169,6 +176,26 @@ fn ask_host(store: &dyn Backend, op: &Op, wait: Duration) -> (bool, String) {
             false,
             format!("force-release {key} on host {host} failed: {e}"),
         ),
+    }
+}
+
+/// `x` on one listed entry: cleaned by the root's own rules if it is
+/// still that litter now, else refused with why (nothing removed).
+fn clean_one(root: Option<&Root>, h: &crate::claims::Hazard) -> (bool, String) {
+    let Some(root) = root else {
+        return (
+            false,
+            "nothing to clean here: leases end abandoned claims on this store".to_string(),
+        );
+    };
+    // The status line is one line: the entry's name, as `x` over the
+    // whole root names what it removed.
+    let name = h.path().file_name().unwrap_or_default().to_string_lossy();
+    let name = sanitize(&name).into_owned();
+    match crate::claims::clean_one(root, h.path(), &h.kind) {
+        Ok(f) if f.fixed => (true, format!("{name}: {}", sanitize(&f.action))),
+        Ok(f) => (false, format!("{name}: {}", sanitize(&f.action))),
+        Err(refused) => (false, sanitize(&refused.to_string()).into_owned()),
     }
 }
 
@@ -288,7 +315,8 @@ fn serve(
             }
             continue;
         };
-        let mut result = run_store_op(&**store, &op);
+        let root = roots.as_ref().and_then(|r| r.get(i));
+        let mut result = run_op_in(&**store, root, &op);
         result.root = i;
         // With several roots the status line says which root it was.
         if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
@@ -302,7 +330,7 @@ fn serve(
             break;
         }
         match (collects.get(i), &op) {
-            (Some(c), Op::Clean) => {
+            (Some(c), Op::Clean | Op::CleanOne(_)) => {
                 let _ = c.send(Input::Rescan);
             }
             (Some(c), _) => {

@@ -164,12 +164,19 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     }
     assert_eq!(app.hazard_count(), 1, "{:?}", app.claims.hazards());
     assert_agrees_with_doctor(&app, &root);
-    update(&mut app, key('h'));
     update(&mut app, key('x'));
     let screen = render(&app);
     assert!(
         screen.contains("removes 1 abandoned entry") && !screen.contains("k.lock.recovery.d"),
         "x offers the one corpse left: {screen}"
+    );
+    update(&mut app, code(ratatui::crossterm::event::KeyCode::Esc));
+    update(&mut app, key('h'));
+    update(&mut app, key('x'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("other.lock.recovery.d") && !screen.contains("k.lock.recovery.d"),
+        "x on the h list's one entry offers the corpse left: {screen}"
     );
 }
 

@@ -3,8 +3,10 @@
 //! terminal.
 
 use crate::common::*;
-use crate::effects::update;
-use claimtop::dashboard::testing::{App, Pane};
+use crate::effects::{asked_log, clear_log, update};
+use claimtop::dashboard::testing::{Action, App, Pane};
+use claimtop::events::asof::{Answer, HeldAt, KnownFrom};
+use claimtop::events::service::{Reply, Request};
 use ratatui::crossterm::event::KeyCode;
 
 fn run(app: &mut App, line: &str) -> claimtop::dashboard::testing::Effects {
@@ -56,7 +58,7 @@ fn events_terms_filter_the_pane_in_and_out_and_the_title_names_them() {
 }
 
 #[test]
-fn enter_on_an_event_goes_to_its_claims_row_or_says_the_claim_is_gone() {
+fn enter_on_an_event_goes_to_its_claims_row_or_to_its_row_as_of_then_when_the_claim_is_gone() {
     let mut app = fixed_app(160, 48);
     update(&mut app, code(KeyCode::Tab));
     update(&mut app, code(KeyCode::Tab));
@@ -65,17 +67,62 @@ fn enter_on_an_event_goes_to_its_claims_row_or_says_the_claim_is_gone() {
     update(&mut app, code(KeyCode::Enter));
     assert_eq!(app.focus, Pane::Table);
     assert_eq!(selected_key(&app), "build:web");
+    assert!(app.modes.asof().is_none(), "a claim held now: its row now");
 
     update(&mut app, code(KeyCode::Tab));
     update(&mut app, code(KeyCode::Tab));
     run(&mut app, "events type:released");
+    clear_log();
     update(&mut app, code(KeyCode::Enter));
-    let said = said(&app);
-    assert_eq!(
-        said,
-        "no claim on lint now: :asof 2027-01-15T07:59:00Z shows who held it then"
+    // The release ends the tenure at its own instant: the view is of the
+    // millisecond before, while worker-5 still held it.
+    let released = chrono::DateTime::parse_from_rfc3339("2027-01-15T07:59:00Z")
+        .expect("a time")
+        .timestamp_millis();
+    let at = released - 1;
+    assert_eq!(app.modes.asof().map(|v| v.at), Some(at));
+    assert_eq!(asked_log(), [Request::AsOf { at, logs: vec![] }]);
+    assert_eq!(app.focus, Pane::Table);
+
+    let row = |key: &str, holder: &str| HeldAt {
+        key: key.into(),
+        holder: holder.into(),
+        since: at - 9 * MIN,
+        start_seen: true,
+        ended: None,
+        root: None,
+        known_from: KnownFrom::Log,
+    };
+    let rows = vec![
+        row("build:api", "pty:worker-2"),
+        row("deploy", "pty:worker-4"),
+        row("lint", "pty:worker-5"),
+    ];
+    update(
+        &mut app,
+        Action::Log(Box::new(Reply::AsOf {
+            at,
+            answer: Answer {
+                rows,
+                complete: true,
+                span: None,
+            },
+            trouble: None,
+        })),
     );
-    assert_eq!(app.focus, Pane::Events);
+    // Beside the log's rows, the claims held now that were taken by then.
+    let chosen = app
+        .modes
+        .asof()
+        .and_then(|v| v.rows.as_ref()?.get(v.selected))
+        .map(|r| r.key.clone());
+    assert_eq!(chosen.as_deref(), Some("lint"));
+    let screen = render(&app);
+    let selected = screen.lines().find(|l| l.contains("▶ ")).unwrap_or("");
+    assert!(
+        selected.contains("lint") && selected.contains("pty:worker-5"),
+        "{screen}"
+    );
 }
 
 #[test]

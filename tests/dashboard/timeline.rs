@@ -296,6 +296,14 @@ fn events_search_asks_the_service_then_lands_on_the_match_and_shows_its_raw_json
         at_end: true,
         file_id: None,
     };
+    // The service answers pages in the order asked: the log's end, which
+    // `/` opened, comes before the match's.
+    let end = Page {
+        anchor: 0,
+        first_line_no: Some(44),
+        ..page.clone()
+    };
+    update(&mut app, Action::Log(Box::new(Reply::Page(end))));
     update(&mut app, Action::Log(Box::new(Reply::Page(page))));
     assert_eq!(app.events.browse.position(), Some(45));
     update(&mut app, key('v'));

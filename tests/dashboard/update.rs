@@ -1647,17 +1647,6 @@ fn enter_opens_the_whole_record_and_y_copies_the_key() {
 #[test]
 fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     let mut app = fixed_app(160, 48);
-    update(&mut app, key('h'));
-    // The list opens on its most urgent entry, a corrupted claim: no litter.
-    let first = app.selected_hazard().map(|h| h.kind.name().to_string());
-    assert_eq!(first.as_deref(), Some("corrupted_claim"));
-    update(&mut app, key('x'));
-    assert!(app.modes.dialog().is_none());
-    let said = said(&app);
-    assert!(said.contains("not abandoned litter"), "{said}");
-    while app.selected_hazard().is_some_and(|h| !h.kind.cleanable()) {
-        update(&mut app, key('j'));
-    }
     update(&mut app, key('x'));
     match app.modes.dialog() {
         Some(Dialog::Clean(c)) => {
@@ -1675,6 +1664,35 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     ro.read_only = true;
     update(&mut ro, key('x'));
     assert!(ro.modes.dialog().is_none(), "read-only refuses it");
+}
+
+#[test]
+fn x_on_a_selected_hazard_entry_asks_about_that_entry_alone_and_cleans_only_it() {
+    let mut app = fixed_app(160, 48);
+    update(&mut app, key('h'));
+    // The list opens on its most urgent entry, a corrupted claim: no litter.
+    let first = app.selected_hazard().map(|h| h.kind.name().to_string());
+    assert_eq!(first.as_deref(), Some("corrupted_claim"));
+    update(&mut app, key('x'));
+    assert!(app.modes.dialog().is_none());
+    let said = said(&app);
+    assert!(said.contains("not abandoned litter"), "{said}");
+    while app.selected_hazard().is_some_and(|h| !h.kind.cleanable()) {
+        update(&mut app, key('j'));
+    }
+    let chosen = app.selected_hazard().expect("the corpse");
+    update(&mut app, key('x'));
+    match app.modes.dialog() {
+        Some(Dialog::CleanOne(h)) => assert_eq!(**h, chosen),
+        other => panic!("the one entry's question, not the root's: {other:?}"),
+    }
+    let screen = render(&app);
+    assert!(screen.contains("clean one entry"), "{screen}");
+    assert!(screen.contains("node%3Abeta.lock.recovery.d"), "{screen}");
+    assert!(screen.contains("nothing else under the root"), "{screen}");
+    assert!(ops().is_empty());
+    update(&mut app, key('y'));
+    assert_eq!(ops(), [Op::CleanOne(Box::new(chosen))]);
 }
 
 #[test]
@@ -1707,6 +1725,45 @@ fn the_hazards_list_selects_with_j_and_k_and_enter_goes_to_the_row_or_says_where
         said.starts_with("stale_mutex: ") && said.contains("node%3Abeta.lock.recovery.d"),
         "{said}"
     );
+}
+
+#[test]
+fn the_clean_one_op_removes_that_entry_alone_and_refuses_one_that_changed_since_listed() {
+    let (_td, root) = temp_root();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(300);
+    let corpse = |key: &str| {
+        let m = root.claims_dir().join(format!("{key}.lock.recovery.d"));
+        std::fs::create_dir_all(&m).expect("mkdir");
+        std::fs::File::open(&m)
+            .and_then(|f| f.set_modified(old))
+            .expect("age");
+        m
+    };
+    let (a, b) = (corpse("a"), corpse("b"));
+    let listed = |m: &std::path::Path| {
+        claimtop::claims::Hazard::at_path(
+            claimtop::claims::hazard::STALE_MUTEX,
+            m.to_path_buf(),
+            "listed".into(),
+        )
+    };
+    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&a))));
+    assert!(r.ok, "{}", r.message);
+    assert!(r.message.contains("a.lock.recovery.d"), "{}", r.message);
+    assert!(!a.exists());
+    assert!(b.exists(), "the other corpse is left");
+
+    // Taken again since it was listed: a young mutex, someone's recovery.
+    std::fs::remove_dir(&b).expect("rmdir");
+    std::fs::create_dir(&b).expect("mkdir");
+    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&b))));
+    assert!(!r.ok);
+    assert!(
+        r.message.contains("changed since it was listed"),
+        "{}",
+        r.message
+    );
+    assert!(b.exists(), "nothing removed");
 }
 
 #[test]

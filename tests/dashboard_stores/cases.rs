@@ -111,8 +111,9 @@ pub fn hazards_after_force_release(b: Backend) {
     dash.quit();
 }
 
-/// `x` offers what `doctor --fix` would remove now, and removes it. Only a
-/// file root has litter to clean (mutex corpses, temp files); over etcd a
+/// `x` offers what `doctor --fix` would remove now, and removes it: on the
+/// `h` list's selected entry, that entry alone. Only a file root has
+/// litter to clean (mutex corpses, temp files); over etcd a
 /// lease ends an abandoned claim, and `x` says there is nothing to clean
 /// while every count stays what `doctor` says.
 pub fn clean_removes_what_it_offers(b: Backend) {
@@ -132,13 +133,32 @@ pub fn clean_removes_what_it_offers(b: Backend) {
     }
     dash.keys(&["x"]);
     if b.has(Has::Mutexes) {
-        let offer = dash.wait_for("the clean question", |s| s.contains("y clean"));
+        // The selected corpse alone first, then the rest of the root.
+        let offer = dash.wait_for("the one entry's question", |s| s.contains("y clean it"));
         assert!(
-            offer.contains("removes 2 abandoned entries"),
-            "both corpses, never the claim: {offer}"
+            offer.contains("clean-corrupt.lock.recovery.d")
+                && !offer.contains("clean-elsewhere.lock.recovery.d"),
+            "the selected corpse alone: {offer}"
         );
         dash.keys(&["y"]);
-        dash.wait_for("what was removed", |s| s.contains("removed 2"));
+        dash.wait_for("the one entry removed", |s| {
+            s.contains("clean-corrupt.lock.recovery.d: stole the corpse")
+        });
+        let f = must_settle(&b, &dash, "x on one entry");
+        assert_eq!(
+            f.doctor.len(),
+            2,
+            "the other corpse and the claim: {:?}",
+            f.doctor
+        );
+        dash.keys(&["x"]);
+        let offer = dash.wait_for("the clean question", |s| s.contains("y clean"));
+        assert!(
+            offer.contains("removes 1 abandoned entry"),
+            "the corpse left, never the claim: {offer}"
+        );
+        dash.keys(&["y"]);
+        dash.wait_for("what was removed", |s| s.contains("removed 1"));
     } else {
         dash.wait_for("nothing to clean", |s| s.contains("nothing to clean"));
     }

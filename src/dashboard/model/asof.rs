@@ -17,4 +17,7 @@ pub struct AsOf {
     pub complete: bool,
     pub span: Option<(i64, i64)>,
     pub selected: usize,
+    /// The row to select when the rows come: a key, and over several roots
+    /// the label of its root (Enter on an event whose claim is gone).
+    pub select: Option<(String, Option<String>)>,
 }

@@ -95,6 +95,11 @@ pub struct Browse {
     pub at_end: bool,
     waiting: bool,
     land: Option<Land>,
+    /// Pages asked for and not yet answered. The service answers them in
+    /// the order asked, and `land` is the newest one's: an older page that
+    /// arrives while a newer is on its way is not what the cursor waits for
+    /// (taking it would land the newer page with no landing at all).
+    pages_out: u32,
     pub count: Count,
     pub search: Option<Search>,
     /// Show the selected line's raw JSON.
@@ -153,6 +158,7 @@ impl Browse {
     ) {
         self.waiting = true;
         self.land = Some(land);
+        self.pages_out = self.pages_out.saturating_add(1);
         asks.push(Request::Page {
             anchor,
             before,
@@ -194,6 +200,10 @@ impl Browse {
     /// The service's page (taken only while browsing: a page that comes
     /// after the pane went back to following is dropped by the caller).
     pub fn on_page(&mut self, page: Page) {
+        self.pages_out = self.pages_out.saturating_sub(1);
+        if self.pages_out > 0 {
+            return;
+        }
         self.waiting = false;
         let land = self.land.take();
         let seq = page.first_line_no.unwrap_or(0);
@@ -220,6 +230,18 @@ impl Browse {
                 .position(|r| r.line.offset == o)
                 .unwrap_or(page.anchor.min(last)),
         };
+    }
+
+    /// A page that came after the pane went back to following: answered,
+    /// and dropped.
+    pub fn page_dropped(&mut self) {
+        self.pages_out = self.pages_out.saturating_sub(1);
+    }
+
+    /// The service said it could not do something (a page it could not
+    /// read among them): no page asked for is counted on any more.
+    pub fn on_error(&mut self) {
+        self.pages_out = 0;
     }
 
     /// Lines the follower brought (counted; the window stays where it is).
@@ -343,6 +365,33 @@ pub(crate) mod tests {
         b.on_page(page(1000, 401, false, true));
         assert_eq!(b.cursor, 400);
         assert_eq!(b.position(), Some(1401));
+    }
+
+    #[test]
+    fn a_page_asked_for_before_a_newer_one_is_answered_lands_nowhere_and_the_newer_lands_on_its_line(
+    ) {
+        let mut b = Browse::default();
+        let mut asks = Vec::new();
+        b.open(false, &mut asks);
+        let mut unnumbered = page(4600, 401, false, true);
+        unnumbered.first_line_no = None;
+        b.on_page(unnumbered.clone());
+        // The count comes in: the window is asked for again; before that
+        // answer, a search's match asks for the page around line 15.
+        b.on_counted(5000, 1 << 20, true, &mut asks);
+        b.request(Anchor::At(1500), PAGE, PAGE + 1, Land::At(1500), &mut asks);
+        assert_eq!(asks.len(), 3, "{asks:?}");
+        b.on_page(unnumbered);
+        assert!(b.waiting(), "the newer page is still to come");
+        let mut p = page(0, 216, true, false);
+        p.anchor = 15;
+        b.on_page(p);
+        assert_eq!(
+            b.position(),
+            Some(16),
+            "the match's line, not the page's last"
+        );
+        assert!(!b.waiting());
     }
 
     #[test]

@@ -193,6 +193,8 @@ pub enum Dialog {
     ForceRelease(ForceConfirm),
     Quit(QuitConfirm),
     Clean(CleanConfirm),
+    /// `x` on one entry of the `h` list: that entry alone.
+    CleanOne(Box<Hazard>),
     Bulk(BulkConfirm),
     /// `D`: forget an offline publishing host.
     ForgetHost(ForgetConfirm),

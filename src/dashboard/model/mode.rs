@@ -236,6 +236,7 @@ mod tests {
             complete: false,
             span: None,
             selected: 0,
+            select: None,
         })
     }
 

@@ -16,6 +16,17 @@ use crate::store::fleet::SOURCE_STORE;
 /// Show the table as of `at`: the log around it is asked for (every
 /// root's, over several roots), and the table says so until it comes.
 pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
+    open_at_row(app, at, None, fx)
+}
+
+/// [`open`], with the row of `select` (a key, and over several roots its
+/// root's label) selected once the rows come.
+pub fn open_at_row(
+    app: &mut App,
+    at: i64,
+    select: Option<(String, Option<String>)>,
+    fx: &mut Effects,
+) -> bool {
     // One instant at a time; it takes the timeline's place when asked there.
     app.modes.remove(|l| matches!(l, Layer::AsOf(_)));
     if app.modes.overlay() == Some(Overlay::Timeline) {
@@ -27,6 +38,7 @@ pub fn open(app: &mut App, at: i64, fx: &mut Effects) -> bool {
         complete: false,
         span: None,
         selected: 0,
+        select,
     }));
     // One root (or a store no host publishes into): the log the service
     // serves. Several roots: each root's own log; a fleet: the store's and
@@ -91,11 +103,30 @@ pub fn on_reply(app: &mut App, reply: &Reply) -> bool {
     }
     let mut rows = answer.rows.clone();
     add_held_now(&mut rows, &held_now(app), *at);
+    let mut missing = None;
     if let Some(v) = app.modes.asof_mut() {
+        v.selected = match &v.select {
+            Some((key, root)) => {
+                let at = rows
+                    .iter()
+                    .position(|r| r.key == *key && (root.is_none() || r.root == *root));
+                if at.is_none() {
+                    missing = Some(key.clone());
+                }
+                at.unwrap_or(0)
+            }
+            None => 0,
+        };
         v.rows = Some(rows);
         v.complete = answer.complete;
         v.span = answer.span;
-        v.selected = 0;
+    }
+    if let Some(key) = missing {
+        let key = crate::sanitize::sanitize(&key).into_owned();
+        app.say(
+            Level::Info,
+            format!("the log read says nobody held {key} then (G or Esc: back to now)"),
+        );
     }
     if let Some(t) = trouble {
         app.say(Level::Error, format!("as of: {t}"));

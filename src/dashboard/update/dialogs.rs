@@ -50,6 +50,14 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
             KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Ok(Op::Clean))),
             _ => (Some(Dialog::Clean(c)), None),
         },
+        Dialog::CleanOne(h) => match ev.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                // The entry's own root, among several: it is cleaned there.
+                let root = app.roots.of_path(h.path()).unwrap_or(0);
+                (None, Some(Ok(app.roots.route(root, Op::CleanOne(h)))))
+            }
+            _ => (Some(Dialog::CleanOne(h)), None),
+        },
     };
     if let Some(d) = next {
         app.modes.push(Layer::Dialog(d));

@@ -45,7 +45,7 @@ pub(super) fn browse_command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handl
                 return Handled::Done(false);
             };
             ev.root = app.log_root;
-            return Handled::Done(super::event_verbs::go_to_claim(app, &ev));
+            return Handled::Done(super::event_verbs::go_to_claim(app, &ev, fx));
         }
         Cmd::Close if b.search.is_some() => b.clear_search(asks),
         Cmd::Close => close(app),
@@ -73,7 +73,7 @@ pub(super) fn command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handled {
             let Some(ev) = app.shown_events().next_back().cloned() else {
                 return Handled::Done(false);
             };
-            return Handled::Done(super::event_verbs::go_to_claim(app, &ev));
+            return Handled::Done(super::event_verbs::go_to_claim(app, &ev, fx));
         }
         // Following, no line is under a cursor yet: put one on the newest.
         Cmd::GoToClaim => open(app, false, fx),

@@ -1,14 +1,14 @@
 //! The `h` list's keys: j/k (↑/↓) select an entry, Enter goes to the row
 //! it is about (or, for a file no row shows, says where it is), and `x`
-//! cleans the selected entry when it is abandoned litter, through the same
-//! confirmation and the same core call as `x` anywhere (the clean lists
-//! everything it removes, this entry among them).
+//! cleans the selected entry alone when it is abandoned litter (asked
+//! first, and judged again by the root's own rules when it runs; see
+//! [`crate::claims::clean_one`]).
 
 use super::commands::start_clean;
 use super::effects::Effects;
 use super::rows::scroll_into_view;
 use crate::dashboard::keys::{Cmd, Pane};
-use crate::dashboard::model::{App, Level};
+use crate::dashboard::model::{App, Dialog, Layer, Level, Overlay};
 
 /// A command over the `h` list; None: the list's other keys.
 pub(super) fn command(app: &mut App, cmd: Cmd, _fx: &mut Effects) -> Option<bool> {
@@ -94,6 +94,20 @@ fn clean(app: &mut App) -> bool {
                 crate::sanitize::sanitize(h.kind.name())
             ),
         ),
+        // The entry alone, asked about first.
+        Some(h) if h.kind.cleanable() => {
+            app.modes.pop_if(|l| {
+                matches!(
+                    l,
+                    Layer::Overlay {
+                        which: Overlay::Hazards,
+                        ..
+                    }
+                )
+            });
+            app.modes
+                .push(Layer::Dialog(Dialog::CleanOne(Box::new(h.clone()))));
+        }
         _ => {
             start_clean(app);
         }

@@ -35,6 +35,8 @@ pub fn on_log(app: &mut App, mut reply: Reply, fx: &mut Effects) -> bool {
         Reply::Page(p) => {
             if browsing {
                 b.on_page(p);
+            } else {
+                b.page_dropped();
             }
             browsing
         }
@@ -46,6 +48,7 @@ pub fn on_log(app: &mut App, mut reply: Reply, fx: &mut Effects) -> bool {
         }
         Reply::Matches(_) => browsing,
         Reply::Error(e) => {
+            b.on_error();
             app.say(Level::Error, format!("events log: {e}"));
             true
         }

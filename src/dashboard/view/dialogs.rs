@@ -5,7 +5,7 @@
 use super::cells::{safe, state_label, Theme};
 use super::layout::{centered, wrapped_height};
 use crate::claims::words::count;
-use crate::claims::{parse_ttl_ms, ClaimState};
+use crate::claims::{hazard, parse_ttl_ms, ClaimState, Hazard};
 use crate::dashboard::input::TextInput;
 use crate::dashboard::model::{
     AcquireForm, App, CleanConfirm, Dialog, ForceConfirm, ForgetConfirm, QuitConfirm, RenewForm,
@@ -26,6 +26,7 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
         Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
         Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
+        Dialog::CleanOne(h) => (" clean one entry ", clean_one(h, theme)),
         Dialog::Bulk(c) => (" marked claims ", super::bulk::lines(c, app, theme)),
         Dialog::ForgetHost(f) => (
             " forget an offline host ",
@@ -297,6 +298,30 @@ fn clean<'a>(c: &'a CleanConfirm, theme: &Theme) -> Vec<Line<'a>> {
     ));
     out.push(Line::styled("y clean · Esc cancel", theme.key()));
     out
+}
+
+/// `x` on one entry: what it is, and what `y` does to it alone.
+fn clean_one<'a>(h: &'a Hazard, theme: &Theme) -> Vec<Line<'a>> {
+    let what = if h.kind == hazard::STALE_MUTEX {
+        "It is stolen by rename (as a waiter steals a corpse) and removed."
+    } else {
+        "It is removed: one file, or one mutex and its owner file, never more."
+    };
+    vec![
+        Line::raw("This cleans one abandoned entry, and nothing else under the root:"),
+        Line::from(vec![
+            Span::styled(format!("  {:<12} ", h.kind.name()), theme.error()),
+            Span::raw(super::cells::safe_path(h.path())),
+        ]),
+        Line::raw(format!("  {}", safe(&h.detail))),
+        Line::raw(what),
+        Line::styled(
+            "It is judged again when y is pressed: if it changed since it was listed \
+             (taken again, younger, gone), nothing is removed and the status line says so.",
+            theme.dim(),
+        ),
+        Line::styled("y clean it · Esc cancel", theme.key()),
+    ]
 }
 
 /// The confirmation's words, each line sanitized (a host named itself).

@@ -171,6 +171,12 @@ fn a_live_claim_is_force_released_only_once_its_key_is_typed_in_full() {
         ("e2e:live", "e2e:busy")
     );
     assert!(!lockfile.exists(), "the live claim is still in place");
+    // The archive is renamed into place before the event is appended: the
+    // event in the pane is the sign the append is whole, and only then
+    // does the log say how many force-releases there were.
+    tmux.wait_for("the force-release in the events pane", PATIENCE, |s| {
+        event_shown(s, "claim_force_released", "e2e:live")
+    });
     let log = std::fs::read_to_string(root.join(".fno/events.jsonl")).unwrap_or_default();
     let forced: Vec<serde_json::Value> = log
         .lines()
@@ -181,9 +187,6 @@ fn a_live_claim_is_force_released_only_once_its_key_is_typed_in_full() {
     assert_eq!(forced[0]["data"]["key"], "e2e:live", "{log}");
     assert_eq!(forced[0]["data"]["holder"], "e2e:busy", "{log}");
     assert_eq!(forced[0]["data"]["previous_state"], "live", "{log}");
-    tmux.wait_for("the force-release in the events pane", PATIENCE, |s| {
-        event_shown(s, "claim_force_released", "e2e:live")
-    });
 
     tmux.keys(&["q"]);
     assert_clean_exit(&tmux);
