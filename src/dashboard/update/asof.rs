@@ -4,7 +4,7 @@
 //! to now, and no verb acts on a claim while the table shows the past.
 
 use super::effects::Effects;
-use super::modes::Handled;
+use super::handled::Handled;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::asof::AsOf;
 use crate::dashboard::model::row_id::RowId;

@@ -5,7 +5,8 @@
 use super::bulk;
 use super::effects::Effects;
 use super::fleet;
-use super::modes::Handled;
+use super::handled::Handled;
+use super::rows::motion;
 use super::rows::{move_by, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use super::{detail_cmds, events_cmds, quit, table_cmds};
@@ -141,19 +142,6 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
         | Cmd::TimeForwardFar
         | Cmd::ZoomIn
         | Cmd::ZoomOut => false,
-    }
-}
-
-/// How far a motion goes in the focused pane.
-pub(super) fn motion(app: &App, cmd: Cmd) -> isize {
-    let page = super::rows::page(app) as isize;
-    match cmd {
-        Cmd::Up => -1,
-        Cmd::Down => 1,
-        Cmd::PageUp => -page,
-        Cmd::PageDown => page,
-        Cmd::Top => isize::MIN / 2,
-        _ => isize::MAX / 2,
     }
 }
 

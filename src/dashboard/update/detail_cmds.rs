@@ -1,8 +1,8 @@
 //! The detail pane's own commands: its motions scroll it. What it shows is
 //! the selected claim, so the claim verbs work here as in the table.
 
-use super::commands::motion;
-use super::modes::Handled;
+use super::handled::Handled;
+use super::rows::motion;
 use super::rows::move_by;
 use crate::dashboard::keys::Cmd;
 use crate::dashboard::model::App;

@@ -5,9 +5,9 @@
 //! goes to a line's claim in the table and `v` shows its raw JSON. With the `f` key filter on, the motions stay in
 //! the (filtered) tail.
 
-use super::commands::motion;
 use super::effects::Effects;
-use super::modes::Handled;
+use super::handled::Handled;
+use super::rows::motion;
 use super::rows::move_by;
 use super::whole_log as logview;
 use crate::dashboard::keys::{Cmd, Pane};

@@ -76,7 +76,7 @@ fn has_litter(app: &App) -> bool {
 /// `x`: the clean, when the selected entry is what it removes (with no
 /// litter at all, the clean says there is nothing to clean).
 fn clean(app: &mut App) -> bool {
-    if let Some(why) = super::modes::refusal(app, Cmd::Clean) {
+    if let Some(why) = super::run_cmd::refusal(app, Cmd::Clean) {
         app.say(Level::Error, why);
         return true;
     }

@@ -8,20 +8,12 @@
 //! match that reaches them.
 
 use super::effects::Effects;
-use super::{asof, commands, dialogs, events_cmds, filter, overlays, prompt, quit};
+use super::run_cmd::{kind, run, Kind};
+use super::{dialogs, events_cmds, filter, overlays, prompt, quit};
 use crate::dashboard::keys::{self, Cmd, Pane};
-use crate::dashboard::model::{App, Dialog, Layer, Level, Overlay};
+use crate::dashboard::model::{App, Dialog, Layer, Overlay};
 use crate::dashboard::view::layout;
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
-
-/// What a layer did with a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handled {
-    /// Taken; true when something visible changed.
-    Done(bool),
-    /// Not this layer's: the one below (at last the pane) gets it.
-    Pass,
-}
 
 /// A key press; true when something visible changed.
 pub fn on_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
@@ -50,49 +42,6 @@ pub fn on_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
     }
 }
 
-/// Run a command as its key means it now (also what `:` runs): refused
-/// when a layer refuses it, else the command-taking layers top first, then
-/// the focused pane.
-pub fn run(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
-    if let Some(why) = refusal(app, cmd) {
-        app.say(Level::Error, why);
-        return true;
-    }
-    for i in (0..app.modes.len()).rev() {
-        let handled = match app.modes.get(i).map(kind) {
-            Some(Kind::AsOf) => asof::command(app, cmd),
-            Some(Kind::Browse) => events_cmds::browse_command(app, cmd, fx),
-            // A modal layer under the top one waits for it to close.
-            _ => Handled::Pass,
-        };
-        if let Handled::Done(redraw) = handled {
-            return redraw;
-        }
-    }
-    commands::command(app, cmd, fx)
-}
-
-/// Why `cmd` may not run now, in words: `--read-only` refuses what
-/// writes, and a layer may refuse what it cannot mean (the table as of an
-/// instant refuses every verb on a claim, wherever the focus is).
-pub fn refusal(app: &App, cmd: Cmd) -> Option<String> {
-    if cmd.mutates() && app.read_only {
-        return Some("read-only: a, r, n and F are disabled (started with --read-only)".into());
-    }
-    let refusing = app
-        .modes
-        .layers()
-        .rev()
-        .find(|l| l.refuses(cmd, app.focus))?;
-    match refusing {
-        Layer::AsOf(v) => Some(asof::refusal(app, v, cmd)),
-        _ => Some(format!(
-            "{} does nothing here",
-            cmd.name().unwrap_or("that key")
-        )),
-    }
-}
-
 /// The screen cannot show the table: nothing may act unseen. Only quit, the
 /// help (drawn over the whole small screen) and the quit question itself
 /// take keys; resizes arrive as their own action.
@@ -115,29 +64,5 @@ fn too_small_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool {
             true
         }
         _ => false,
-    }
-}
-
-/// A layer's kind, without its data: what the dispatch matches on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Dialog,
-    Prompt,
-    Filter,
-    Search,
-    Overlay,
-    Browse,
-    AsOf,
-}
-
-fn kind(l: &Layer) -> Kind {
-    match l {
-        Layer::Dialog(_) => Kind::Dialog,
-        Layer::Prompt(_) => Kind::Prompt,
-        Layer::Filter(_) => Kind::Filter,
-        Layer::Search(_) => Kind::Search,
-        Layer::Overlay { .. } => Kind::Overlay,
-        Layer::Browse => Kind::Browse,
-        Layer::AsOf(_) => Kind::AsOf,
     }
 }

@@ -4,8 +4,8 @@
 //! through the same transitions the keys do.
 
 use super::effects::Effects;
-use super::modes::{refusal, run as command};
 use super::rows::scroll_into_view;
+use super::run_cmd::{refusal, run as command};
 use crate::columns::{choose, filter_fields, on_screen, ColumnId};
 use crate::dashboard::keys::{self, Cmd, Completes, Pane, KEYMAP, VERBS};
 use crate::dashboard::model::prompt::PROMPT_HISTORY;

@@ -1,7 +1,7 @@
 //! The table's rows and the focused pane's motions: placing changed
 //! claims, moving the selection, keeping it in view, pausing.
 
-use crate::dashboard::keys::Pane;
+use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::{App, Frozen, Level, RowId};
 use crate::dashboard::view::layout;
 
@@ -169,4 +169,17 @@ pub(crate) fn keep_marked_tenures(app: &mut App) -> bool {
         app.say(Level::Info, msg);
     }
     dropped > 0
+}
+
+/// How far a motion goes in the focused pane.
+pub(super) fn motion(app: &App, cmd: Cmd) -> isize {
+    let page = page(app) as isize;
+    match cmd {
+        Cmd::Up => -1,
+        Cmd::Down => 1,
+        Cmd::PageUp => -page,
+        Cmd::PageDown => page,
+        Cmd::Top => isize::MIN / 2,
+        _ => isize::MAX / 2,
+    }
 }

@@ -2,8 +2,8 @@
 //! the marks.
 
 use super::bulk;
-use super::commands::motion;
-use super::modes::Handled;
+use super::handled::Handled;
+use super::rows::motion;
 use super::rows::{move_by, scroll_into_view};
 use crate::dashboard::keys::Cmd;
 use crate::dashboard::model::App;
