@@ -43,8 +43,9 @@ impl RunSandbox for Sandbox {
     }
 }
 
-/// A signal the test runner was started ignoring (nohup ignores HUP)
-/// stays ignored in every process it starts, and a shell cannot trap a
+/// A signal the test runner was started ignoring (nohup ignores HUP, and a
+/// non-interactive shell's background job INT and QUIT) stays ignored in
+/// every process it starts, and a shell cannot trap a
 /// signal ignored at its start: `run` and its command begin with the
 /// default dispositions a terminal's session gives them.
 pub(crate) fn with_default_signals(cmd: &mut Command) -> &mut Command {
@@ -52,7 +53,7 @@ pub(crate) fn with_default_signals(cmd: &mut Command) -> &mut Command {
     // SAFETY: signal(2) is async-signal-safe, fit for a pre_exec hook.
     unsafe {
         cmd.pre_exec(|| {
-            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
                 libc::signal(sig, libc::SIG_DFL);
             }
             Ok(())
