@@ -203,6 +203,17 @@ fn others_running(loadavg: &str) -> Option<usize> {
     Some(running.saturating_sub(1))
 }
 
+/// Whether this process ignores `sig` now (its disposition is SIG_IGN,
+/// as inherited across exec from whoever started it).
+pub fn signal_ignored(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter, and a null new
+    // action only reads the current one.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

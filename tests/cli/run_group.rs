@@ -389,6 +389,62 @@ fn every_ending_signal_sent_to_run_is_forwarded_and_the_run_ends_with_the_comman
     }
 }
 
+/// Under `nohup` a hang-up must not end the job: CMD inherits HUP
+/// ignored, and `run`, started ignoring it too, neither passes it on nor
+/// starts stopping the group (which it begins with HUP and a SIGCONT, and
+/// ends with SIGKILL after the grace). USR1 then USR2, sent after it, are
+/// forwarded in turn: once CMD has trapped USR2, any CONT that came before
+/// has been trapped too, and none was.
+#[test]
+fn a_signal_run_was_started_ignoring_neither_ends_it_nor_reaches_the_command() {
+    use std::os::unix::process::CommandExt;
+    let s = Sandbox::new();
+    let (log, ready) = (s.file("trapped"), s.file("ready"));
+    let script = format!(
+        "for s in USR1 USR2 CONT; do trap \"echo $s >> {l}\" $s; done; \
+         touch {r}; while :; do sleep 0.05; done",
+        l = log.display(),
+        r = ready.display()
+    );
+    let trapped = || std::fs::read_to_string(&log).unwrap_or_default();
+    let mut cmd = s.cmd(&run_sh(&[], &script));
+    with_default_signals(&mut cmd);
+    // SAFETY: signal(2) is async-signal-safe, fit for a pre_exec hook.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut run = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    assert!(eventually(Duration::from_secs(10), || ready.exists()));
+    signal(run.id(), libc::SIGHUP);
+    signal(run.id(), libc::SIGUSR1);
+    assert!(
+        eventually(Duration::from_secs(10), || trapped().contains("USR1")),
+        "USR1 after the hang-up never reached CMD: {:?}",
+        trapped()
+    );
+    signal(run.id(), libc::SIGUSR2);
+    assert!(eventually(Duration::from_secs(10), || trapped().contains("USR2")));
+    assert!(
+        !trapped().contains("CONT"),
+        "run began stopping the group on HUP"
+    );
+    assert!(
+        run.try_wait().expect("try_wait").is_none(),
+        "run ended on HUP"
+    );
+    assert_eq!(s.status("k")["state"], "live");
+    signal(run.id(), libc::SIGTERM);
+    let out = finish(run, Duration::from_secs(30));
+    assert_eq!(s.status("k")["state"], "free", "{}", text(&out.stderr));
+}
+
 #[test]
 fn killing_run_stops_the_command_so_its_claim_goes_stale_not_orphaned() {
     let s = Sandbox::new();

@@ -47,7 +47,19 @@ pub const EXIT_LOST: u8 = 4;
 /// whose default would end `run` without a word and that a process (not
 /// the kernel, about `run` itself) would send to a job is here, so that
 /// none ends `run` while CMD's group runs on.
+///
+/// A signal `run` was started ignoring (nohup's HUP; INT and QUIT in a
+/// non-interactive shell's background job) is left out: CMD inherits the
+/// same ignoring, so the job asked to be immune to it, and catching it
+/// would make `run` stop the group that nohup was meant to keep running.
 pub fn forwarded() -> Vec<i32> {
+    every_forwarded()
+        .into_iter()
+        .filter(|&sig| !crate::sys::signal_ignored(sig))
+        .collect()
+}
+
+fn every_forwarded() -> Vec<i32> {
     #[allow(unused_mut)]
     let mut sigs = vec![
         libc::SIGINT,
