@@ -356,14 +356,19 @@ fn kill_iterations(r: Rounds) -> Tally {
     let start = Instant::now();
     let missing = |t: &Tally| r.roles.iter().any(|role| !t.work.contains_key(role));
     let mut i = 0;
-    while i < r.n || (i < 3 * r.n && missing(&t)) {
+    while i < r.n || (i < 5 * r.n && missing(&t)) {
         (r.before)(td.path(), i);
         let count = 2 + rng.below(3) as usize;
+        // Past the first n rounds a role has still done nothing: on a slow
+        // machine every kill landed before it got that far. Each further n
+        // rounds doubles the window, so the kills still land at random
+        // instants, now late enough for the slowest role to finish some.
+        let window = r.window_us.1 << (i / r.n).min(4);
         // All alive at once, each killed at its own instant after its start.
         let mut procs: Vec<(std::process::Child, Instant, Duration)> = Vec::new();
         for _ in 0..count {
             let c = (r.spawn)(td.path(), &mut rng);
-            let d = Duration::from_micros(r.window_us.0 + rng.below(r.window_us.1));
+            let d = Duration::from_micros(r.window_us.0 + rng.below(window));
             procs.push((c, Instant::now(), d));
         }
         procs.sort_by_key(|(_, at, d)| *at + *d);
