@@ -23,6 +23,7 @@ use crate::claims::{
     ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use crate::events::history::{History, Log};
+use crate::events::range::RangeEnd;
 use crate::events::Event;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -176,8 +177,17 @@ pub trait Audit: Send + Sync {
     /// [`super::LogNews::Trouble`] that says so.
     fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError>;
 
+    /// Where [`Audit::follow`] resumes after a range read of `log` that
+    /// ended at `end` ([`History::read_range`]), so that it brings none of
+    /// what was read again and misses nothing written since. None: the
+    /// member cannot tell (follow from now).
+    fn resume_after(&self, log: &Log, end: &RangeEnd) -> Option<Cursor> {
+        let _ = (log, end);
+        None
+    }
+
     /// The cursor of a reader that read the log's own file (`file`, as it
-    /// opened it from [`History::file`]) up to `end`, a line's start: the
+    /// opened it) up to `end`, a line's start: the
     /// byte-exact printing of a file log hands its place to the feed so.
     /// None where the log is no file.
     fn cursor_in_file(&self, _file: &std::fs::File, _end: u64) -> Option<Cursor> {

@@ -75,6 +75,7 @@ conformance!(
     history_pages_from_its_start_its_end_and_a_mark,
     history_search_finds_older_and_newer,
     count_matches_counts_every_match_and_goes_on_where_it_stopped,
+    a_range_read_visits_the_window_whole_in_order_and_an_entry_by_its_mark,
     // hazards
     a_record_naming_another_key_is_a_key_mismatch_at_its_place,
     list_and_doctor_count_a_corrupted_claim_once_alike,
