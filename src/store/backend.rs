@@ -46,6 +46,13 @@ pub trait Claims: Send + Sync {
         true
     }
 
+    /// Why a claim here must be taken with a TTL, in words (a claim on a
+    /// lease: nothing else ends a dead holder's claim); None where one may
+    /// be held without. `run` refuses before it starts its command.
+    fn ttl_required(&self) -> Option<&'static str> {
+        None
+    }
+
     fn acquire(
         &self,
         key: &str,

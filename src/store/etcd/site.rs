@@ -81,6 +81,10 @@ impl Claims for EtcdStore {
         ItemRules::StoreKey
     }
 
+    fn ttl_required(&self) -> Option<&'static str> {
+        Some(super::verbs::TTL_REQUIRED)
+    }
+
     fn acquire(
         &self,
         key: &str,
