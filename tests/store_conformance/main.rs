@@ -63,6 +63,7 @@ conformance!(
     a_head_is_the_first_keys_in_order,
     a_corrupted_value_is_corrupted_and_a_hazard_with_its_location,
     an_unreadable_value_is_held_not_free,
+    list_json_streamed_is_the_document_the_whole_listing_writes,
     // feed
     a_peer_acquire_is_named_by_the_feed,
     nothing_written_between_a_listing_and_its_feed_is_lost,

@@ -22,11 +22,11 @@ use std::path::PathBuf;
 
 /// Keys per range request: big enough that 100 000 claims take 100 round
 /// trips, small enough that one page stays far below gRPC's 4 MiB limit.
-const PAGE: i64 = 1000;
+pub(super) const PAGE: i64 = 1000;
 /// Up to this many distinct leases, `list` asks etcd for each one's time to
 /// live (concurrently); beyond it, the record's own deadline stands in, so a
 /// listing of a huge store costs its range reads and nothing more.
-const LEASE_LOOKUPS_MAX: usize = 1000;
+pub(super) const LEASE_LOOKUPS_MAX: usize = 1000;
 
 impl Core {
     pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
@@ -98,7 +98,7 @@ impl Core {
         if limit.is_none() {
             // Best effort: a reader without write access still gets its
             // listing, and the next acquire or watcher records the end.
-            let _ = self.settle_opens(at, &claims, &tenures);
+            let _ = self.settle_opens(at, &carried(&claims, &tenures));
         }
         // `foreign_machine` does not apply: claims from other machines are
         // the point of etcd.
@@ -136,7 +136,7 @@ impl Core {
     /// answers false or the keys run out; the revision they were read at.
     /// Every page reads at the first page's revision: one consistent
     /// snapshot, however the store moves while we page.
-    fn for_each_page(
+    pub(super) fn for_each_page(
         &self,
         prefix: &str,
         page: i64,
@@ -198,7 +198,7 @@ impl Core {
     }
 
     /// One present key as a status row and its tenure.
-    fn item(
+    pub(super) fn item(
         &self,
         key: &str,
         ck: &str,
@@ -292,7 +292,7 @@ impl Core {
     }
 
     /// `(granted_ttl, remaining)` of each lease, asked concurrently.
-    fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
+    pub(super) fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
         self.conn.call(|c| {
             let ids = ids.clone();
             async move {
@@ -321,6 +321,16 @@ impl Core {
 fn free(key: &str, ck: &str) -> Status {
     let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(ck));
     Status::free(key.to_string(), place, "no claim".into())
+}
+
+/// Each claim's key and the revision its tenure began at, in key order:
+/// what [`Core::settle_opens`] compares the open tenures with.
+pub(super) fn carried(claims: &[Status], tenures: &[Option<Tenure>]) -> Vec<(String, Option<i64>)> {
+    claims
+        .iter()
+        .zip(tenures)
+        .map(|(s, t)| (s.key.clone(), t.map(|t| t.revision)))
+        .collect()
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order

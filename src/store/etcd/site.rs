@@ -132,6 +132,9 @@ impl Claims for EtcdStore {
     /// Read in pages at one revision; the feed resumes right after it.
     fn list(&self, _c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
         let wants = sink.wants();
+        if wants.is_none() {
+            return self.core.list_claims_paged(sink);
+        }
         let page = self.core.list_claims_upto(wants)?;
         let listed = page.sweep.claims.len();
         let at = page.end.at.clone();
