@@ -22,6 +22,9 @@ use std::sync::Arc;
 /// and leaves the rest of these to `--json`.
 const COMMON: &[&str] = &["key", "holder", "pid", "host", "acquired_at", "expires_at"];
 
+/// Most bytes of text `-n` keeps in memory before keeping places instead.
+const HELD_TEXT: u64 = 8 * 1024 * 1024;
+
 pub(super) struct Filter {
     key: Option<String>,
     kind: Option<String>,
@@ -139,8 +142,19 @@ impl Printer<'_> {
                     last: Some(n),
                     ..range
                 };
+                // Their text kept while it is little (a file's read visits
+                // just those lines: printing them needs no second read),
+                // their places past that, so memory stays bounded.
+                let mut room = HELD_TEXT;
                 history.read_range(&last, &mut |e| {
-                    keep_last(&mut kept, n, e.keep());
+                    let k = match e.len() <= room {
+                        true => {
+                            room -= e.len();
+                            e.keep_text()
+                        }
+                        false => e.keep(),
+                    };
+                    keep_last(&mut kept, n, k);
                     Ok(())
                 })?
             }

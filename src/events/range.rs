@@ -125,6 +125,18 @@ impl<'a> Entry<'a> {
         }
     }
 
+    /// The entry kept with its text when that is in hand (no second read
+    /// to print it), else by its place.
+    pub fn keep_text(&self) -> Kept {
+        match self.bytes {
+            Some(b) => Kept {
+                mark: self.mark,
+                text: KeptText::Held(b.to_vec()),
+            },
+            None => self.keep(),
+        }
+    }
+
     /// The entry, kept past the visit: a file's line by its place (so
     /// keeping many costs a few bytes each), a store's value by a copy.
     pub fn keep(&self) -> Kept {

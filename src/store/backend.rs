@@ -300,6 +300,14 @@ pub trait ListSink {
     fn wants(&self) -> Option<usize> {
         None
     }
+
+    /// Each page goes out as it comes (`list --json`): a backend that must
+    /// hold pages back to hand them on in key order may read more to hand
+    /// them on sooner. A sink that keeps the whole listing gains nothing
+    /// from that.
+    fn streams(&self) -> bool {
+        false
+    }
 }
 
 /// Whether a listing goes on.
@@ -409,6 +417,12 @@ pub fn list_whole(b: &dyn Claims, c: &mut Classifier) -> Result<MemberListing, S
 /// classifier, at now.
 pub fn list_now(b: &dyn Claims) -> Result<MemberListing, StoreError> {
     list_whole(b, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// The listing of `b` into `sink`, judged as a command judges: with a
+/// fresh classifier, at now.
+pub fn list_now_into(b: &dyn Claims, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
+    b.list(&mut Classifier::new(crate::claims::now_ms()), sink)
 }
 
 /// [`list_head`] judged as a command judges.

@@ -8,11 +8,11 @@
 //! What hosts publish is read first (it is sorted in among the store's own
 //! claims), and may be limited to some hosts or roots ([`Only`]).
 
-use super::backend::{Flow, ListSink, MemberListing};
+use super::backend::{list_now_into, Flow, ListSink, MemberListing};
 use super::compose::{Listing, Store};
 use super::fleet::{list_order, tag_store_item, FleetRest, FleetState};
 use super::StoreError;
-use crate::claims::{Classifier, Counts, Hazard, HazardAt};
+use crate::claims::{Counts, Hazard, HazardAt};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -118,8 +118,7 @@ impl Store {
             sink.copies = Some(copies.into());
             sink.rest = Some(rest);
         }
-        let mut c = Classifier::new(crate::claims::now_ms());
-        if let Err(e) = one.backend().list(&mut c, &mut sink) {
+        if let Err(e) = list_now_into(one.backend(), &mut sink) {
             return Err(match sink.begun {
                 true => StreamError::Cut(e),
                 false => StreamError::Store(e),
@@ -184,6 +183,10 @@ struct JsonSink<'w> {
 }
 
 impl ListSink for JsonSink<'_> {
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn page(&mut self, page: MemberListing) -> Flow {
         let written = match self.first.take() {
             None if !self.begun => {

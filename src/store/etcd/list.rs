@@ -27,6 +27,10 @@ pub(super) const PAGE: i64 = 1000;
 /// live (concurrently); beyond it, the record's own deadline stands in, so a
 /// listing of a huge store costs its range reads and nothing more.
 pub(super) const LEASE_LOOKUPS_MAX: usize = 1000;
+/// Keys per range request when only keys are read: a key and its metadata
+/// are a few tens of bytes, so ten times a page of values is still far
+/// below the limit, in a tenth of the round trips.
+const KEY_PAGE: i64 = 10_000;
 
 impl Core {
     pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
@@ -155,6 +159,16 @@ impl Core {
         each: impl FnMut(Vec<KeyValue>) -> bool,
     ) -> Result<i64, StoreError> {
         self.pages(prefix, PAGE, at, keys_only, each)
+    }
+
+    /// Every key under `prefix` (no values), in pages of [`KEY_PAGE`], and
+    /// the revision they were read at.
+    pub(super) fn keys_through(
+        &self,
+        prefix: &str,
+        each: impl FnMut(Vec<KeyValue>) -> bool,
+    ) -> Result<i64, StoreError> {
+        self.pages(prefix, KEY_PAGE, 0, true, each)
     }
 
     /// [`Core::for_each_page`] from revision `at` (0: the first page's).

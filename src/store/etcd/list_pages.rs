@@ -2,28 +2,61 @@
 //! listing has (claims by key, as decoded), so a reader that streams
 //! (`list --json`) writes its first claim long before the last range read.
 //!
-//! Two things hold a page back. Etcd returns keys in the order of their
-//! encoding, and a key's encoding does not always sort as the key does
-//! (`a b` is `a%20b`): a claim is handed on once no key still to come can
-//! sort before it. And while a listing has at most
-//! [`LEASE_LOOKUPS_MAX`] distinct leases each lease's time left is asked
-//! of etcd at the end, which changes the rows: nothing is handed on until
-//! the listing has more leases than that (no lookup will be made) or ends.
+//! Etcd returns keys in the order of their encoding, and a key's encoding
+//! does not always sort as the key does (`a b` is `a%20b`, after `a-b`'s
+//! encoding but before it as a key). So the keys are read first, alone (a
+//! tenth of the bytes, at one revision), which gives every claim its place;
+//! then the values at that same revision, each claim handed on once every
+//! claim before it is. The keys also tell how many distinct leases there
+//! are: up to [`LEASE_LOOKUPS_MAX`] each one's time left is asked of etcd
+//! before the values are read, as a whole listing asks it after.
 
 use super::doctor::CLAIM_WITHOUT_LEASE;
-use super::list::{LEASE_LOOKUPS_MAX, PAGE};
+use super::list::LEASE_LOOKUPS_MAX;
 use super::Core;
 use crate::claims::{Counts, Hazard, ItemRules, Status, Sweep};
 use crate::store::{Cursor, Flow, ListEnd, ListSink, MemberListing, StoreError, Tenure};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-/// Claims read but not handed on yet, in the order they came.
-#[derive(Default)]
-struct Held {
-    claims: Vec<Status>,
-    tenures: Vec<Option<Tenure>>,
-    leases: Vec<i64>,
+/// Items that come in one order and go out in another: each has its place
+/// known beforehand, and goes out once every place before it has.
+struct InOrder<T> {
+    /// The place of the `i`th item to come.
+    place: Vec<usize>,
+    /// The next place to go out.
+    next: usize,
+    waiting: BTreeMap<usize, T>,
+}
+
+impl<T> InOrder<T> {
+    /// Places from the items' sort keys, in the order they will come (one
+    /// key twice keeps the order it came in).
+    fn of<K: Ord>(keys: &[K]) -> InOrder<T> {
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let mut place = vec![0; keys.len()];
+        for (p, i) in order.into_iter().enumerate() {
+            place[i] = p;
+        }
+        InOrder {
+            place,
+            next: 0,
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// The `i`th item came; what can go out now, in order.
+    fn came(&mut self, i: usize, item: T, out: &mut Vec<T>) {
+        let Some(&p) = self.place.get(i) else {
+            return;
+        };
+        self.waiting.insert(p, item);
+        while let Some(item) = self.waiting.remove(&self.next) {
+            out.push(item);
+            self.next += 1;
+        }
+    }
 }
 
 impl Core {
@@ -31,18 +64,34 @@ impl Core {
     /// last page carries the listing's hazards (the census of every claim,
     /// then the store's own) and where the feed resumes.
     pub(super) fn list_claims_paged(&self, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
-        let mut held = Held::default();
-        // What the end needs of every claim handed on: its key and
-        // tenure (to settle ended tenures) and its own hazards.
+        let prefix = self.layout.claims();
+        let (mut keys, mut leases) = (Vec::new(), Vec::new());
+        let at = self.keys_through(&prefix, |page| {
+            for kv in &page {
+                if let Some(key) = self.layout.key_of_claim(kv.key()) {
+                    keys.push(key);
+                    leases.push(kv.lease());
+                }
+            }
+            true
+        })?;
+        let mut order: InOrder<(Status, Option<Tenure>)> = InOrder::of(&keys);
+        drop(keys);
+        leases.sort_unstable();
+        leases.dedup();
+        leases.retain(|l| *l != 0);
+        let ttls = match leases.len() <= LEASE_LOOKUPS_MAX {
+            true => self.lease_ttls(leases)?,
+            false => HashMap::new(),
+        };
         let mut done = Done::default();
         let mut store_hazards = Vec::new();
         let mut pids = HashMap::new();
         let no_ttls = HashMap::new();
-        let mut distinct: Option<HashSet<i64>> = Some(HashSet::new());
         let mut flow = Flow::Go;
-        let claims_prefix = self.layout.claims();
-        let at = self.for_each_page(&claims_prefix, PAGE, |page| {
-            let mut last = None;
+        let mut i = 0;
+        self.page_through(&prefix, at, false, |page| {
+            let mut ready = Vec::new();
             for kv in &page {
                 let Some(key) = self.layout.key_of_claim(kv.key()) else {
                     continue;
@@ -55,36 +104,19 @@ impl Core {
                         "this claim has no lease, so it never expires; force-release it".into(),
                     ));
                 }
-                if let (Some(d), true) = (distinct.as_mut(), kv.lease() != 0) {
-                    d.insert(kv.lease());
-                    if d.len() > LEASE_LOOKUPS_MAX {
-                        distinct = None;
-                    }
+                // Judged by the record's deadline; the lease's own time
+                // left, where it was asked, goes on the tenure.
+                let (s, mut t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
+                if let Some((ttl_s, remaining_s)) = ttls.get(&kv.lease()) {
+                    t.lease.ttl_s = *ttl_s;
+                    t.lease.remaining_s = *remaining_s;
                 }
-                held.leases.push(kv.lease());
-                let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
-                held.claims.push(s);
-                held.tenures.push(Some(t));
-                last = Some(ck);
+                order.came(i, (s, Some(t)), &mut ready);
+                i += 1;
             }
-            if distinct.is_some() {
-                // Lookups may still be made: every row may change yet.
-                return true;
-            }
-            let floor = last
-                .as_deref()
-                .map(|ck| floor_of(&ck[claims_prefix.len()..]));
-            let (claims, tenures) = held.take_below(floor.as_deref());
-            flow = done.hand_on(sink, &self.url, claims, tenures);
+            flow = done.hand_on(sink, &self.url, ready);
             flow == Flow::Go
         })?;
-        if flow == Flow::Go {
-            if distinct.is_some() {
-                self.look_up_leases(&mut held)?;
-            }
-            let (claims, tenures) = held.take_below(None);
-            flow = done.hand_on(sink, &self.url, claims, tenures);
-        }
         let complete = flow == Flow::Go;
         if complete {
             // Best effort: a reader without write access still gets its
@@ -117,62 +149,6 @@ impl Core {
         }
         Ok(end)
     }
-
-    /// Each lease's time left from etcd, in place of the record's deadline
-    /// the rows were judged with.
-    fn look_up_leases(&self, held: &mut Held) -> Result<(), StoreError> {
-        let mut ids: Vec<i64> = held.leases.iter().copied().filter(|l| *l != 0).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let ttls = self.lease_ttls(ids)?;
-        for (tenure, lease) in held.tenures.iter_mut().flatten().zip(&held.leases) {
-            if let Some((ttl_s, remaining_s)) = ttls.get(lease) {
-                tenure.lease.ttl_s = *ttl_s;
-                tenure.lease.remaining_s = *remaining_s;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Held {
-    /// The held claims that sort before `floor` (all of them without one),
-    /// in key order (one key seen twice keeps the order it came in); the
-    /// rest stay held, in that order too.
-    fn take_below(&mut self, floor: Option<&str>) -> (Vec<Status>, Vec<Option<Tenure>>) {
-        let mut order: Vec<usize> = (0..self.claims.len()).collect();
-        order.sort_by(|a, b| self.claims[*a].key.cmp(&self.claims[*b].key));
-        let cut = floor.map_or(order.len(), |f| {
-            order.partition_point(|i| self.claims[*i].key.as_str() < f)
-        });
-        let mut claims: Vec<Option<Status>> = self.claims.drain(..).map(Some).collect();
-        let mut tenures: Vec<Option<Tenure>> = std::mem::take(&mut self.tenures);
-        let leases = std::mem::take(&mut self.leases);
-        let mut out = (Vec::with_capacity(cut), Vec::with_capacity(cut));
-        for (n, i) in order.into_iter().enumerate() {
-            let Some(s) = claims[i].take() else { continue };
-            let t = tenures.get_mut(i).and_then(Option::take);
-            if n < cut {
-                out.0.push(s);
-                out.1.push(t);
-            } else {
-                self.claims.push(s);
-                self.tenures.push(t);
-                self.leases.push(leases.get(i).copied().unwrap_or(0));
-            }
-        }
-        out
-    }
-}
-
-/// The least key whose encoding sorts at or after `encoded`: its part
-/// before the first byte the encoder would not write as it is. Every
-/// encoding from `encoded` on decodes to a key at least that: the safe
-/// bytes all sort after `%`, and decode to themselves.
-fn floor_of(encoded: &str) -> String {
-    let safe = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'-');
-    let n = encoded.bytes().take_while(safe).count();
-    encoded[..n].to_string()
 }
 
 /// What the end needs of the claims handed on.
@@ -188,12 +164,12 @@ impl Done {
         &mut self,
         sink: &mut dyn ListSink,
         url: &str,
-        claims: Vec<Status>,
-        tenures: Vec<Option<Tenure>>,
+        ready: Vec<(Status, Option<Tenure>)>,
     ) -> Flow {
-        if claims.is_empty() {
+        if ready.is_empty() {
             return Flow::Go;
         }
+        let (claims, tenures): (Vec<Status>, Vec<Option<Tenure>>) = ready.into_iter().unzip();
         // `foreign_machine` does not apply: claims from other machines are
         // the point of etcd.
         let census = crate::claims::census(&claims, Vec::new(), |_| ItemRules::StoreKey);
@@ -218,43 +194,39 @@ impl Done {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::key::encode_key;
-    use crate::claims::Loc;
-
-    fn row(key: &str) -> Status {
-        let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(key));
-        Status::free(key.to_string(), place, "no claim".into())
-    }
+    use crate::claims::key::{decode_key, encode_key};
 
     #[test]
-    fn claims_handed_on_as_etcd_pages_them_come_out_in_key_order() {
-        // Escaped bytes (` `, `!`, `%`, non-ASCII) sort as `%`, before
+    fn claims_that_come_in_their_encodings_order_go_out_in_key_order() {
+        // Escaped bytes (` `, `!`, `/`, `%`, non-ASCII) sort as `%`, before
         // every byte written as it is: etcd's order is not the keys'.
         let keys = [
-            "a b", "a!", "a-b", "a", "b", "a%", "~x", "A", "a\u{e9}", "a b c", "ab", "a~",
+            "a b", "a!", "a-b", "a", "b", "a%", "~x", "A", "a\u{e9}", "a b c", "ab", "a~", "a/1",
+            "a.2",
         ];
-        let mut by_encoding: Vec<&str> = keys.to_vec();
-        by_encoding.sort_by_key(|k| encode_key(k));
-        let mut held = Held::default();
+        let mut encoded: Vec<String> = keys.iter().map(|k| encode_key(k)).collect();
+        encoded.sort();
+        let decoded: Vec<String> = encoded.iter().map(|e| decode_key(e)).collect();
+        let mut order = InOrder::of(&decoded);
         let mut out = Vec::new();
-        for k in by_encoding {
-            held.claims.push(row(k));
-            held.tenures.push(None);
-            held.leases.push(0);
-            let floor = floor_of(&encode_key(k));
-            out.extend(held.take_below(Some(&floor)).0);
+        for (i, k) in decoded.iter().enumerate() {
+            order.came(i, k.clone(), &mut out);
         }
-        out.extend(held.take_below(None).0);
-        let got: Vec<&str> = out.iter().map(|s| s.key.as_str()).collect();
-        let mut want = keys.to_vec();
+        let mut want: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         want.sort();
-        assert_eq!(got, want);
+        assert_eq!(out, want);
     }
 
     #[test]
-    fn the_floor_of_an_encoding_is_its_part_before_the_first_escape() {
-        assert_eq!(floor_of("a%20b"), "a");
-        assert_eq!(floor_of("node-1.x~"), "node-1.x~");
-        assert_eq!(floor_of("%41"), "");
+    fn a_claim_goes_out_as_soon_as_every_claim_before_it_has() {
+        let keys = ["t/1", "t/2", "t/3"];
+        let mut order = InOrder::of(&keys);
+        let mut out = Vec::new();
+        order.came(0, "t/1", &mut out);
+        assert_eq!(out, ["t/1"], "the first goes out at once");
+        order.came(2, "t/3", &mut out);
+        assert_eq!(out, ["t/1"], "the third waits for the second");
+        order.came(1, "t/2", &mut out);
+        assert_eq!(out, ["t/1", "t/2", "t/3"]);
     }
 }

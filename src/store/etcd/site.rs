@@ -129,10 +129,13 @@ impl Claims for EtcdStore {
         self.core.status_of(key)
     }
 
-    /// Read in pages at one revision; the feed resumes right after it.
+    /// Read in pages at one revision; the feed resumes right after it. A
+    /// sink that streams gets the claims a page at a time, in key order
+    /// (the keys read first, see `list_pages.rs`); any other the listing
+    /// whole, in one read.
     fn list(&self, _c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
         let wants = sink.wants();
-        if wants.is_none() {
+        if wants.is_none() && sink.streams() {
             return self.core.list_claims_paged(sink);
         }
         let page = self.core.list_claims_upto(wants)?;
