@@ -71,6 +71,7 @@ conformance!(
     watch_key_wakes_when_its_key_changes,
     // log
     tail_then_follow_brings_no_line_twice_and_misses_none,
+    a_follow_from_where_a_range_read_ended_brings_what_came_after_and_nothing_read,
     events_follow_prints_each_new_event_once_naming_its_origin_where_several,
     // history
     history_pages_from_its_start_its_end_and_a_mark,
