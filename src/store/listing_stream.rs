@@ -100,24 +100,7 @@ impl Store {
             only.limit(f);
         }
         let store = one.root_dir().is_none().then(|| one.backend().url());
-        let mut sink = JsonSink {
-            w,
-            store,
-            first: None,
-            begun: false,
-            counts: Counts::default(),
-            hazards: Vec::new(),
-            store_hazards: Vec::new(),
-            copies: None,
-            rest: None,
-            failed: None,
-            written: 0,
-        };
-        if let Some(f) = fleet {
-            let (copies, rest) = f.into_copies();
-            sink.copies = Some(copies.into());
-            sink.rest = Some(rest);
-        }
+        let mut sink = JsonSink::new(w, store, fleet);
         if let Err(e) = list_now_into(one.backend(), &mut sink) {
             return Err(match sink.begun {
                 true => StreamError::Cut(e),
@@ -207,7 +190,28 @@ impl ListSink for JsonSink<'_> {
     }
 }
 
-impl JsonSink<'_> {
+impl<'w> JsonSink<'w> {
+    /// A writer of one member's listing to `w`, with what hosts publish.
+    fn new(w: &'w mut dyn Write, store: Option<String>, fleet: Option<FleetState>) -> Self {
+        let (copies, rest) = match fleet.map(FleetState::into_copies) {
+            Some((copies, rest)) => (Some(copies.into()), Some(rest)),
+            None => (None, None),
+        };
+        JsonSink {
+            w,
+            store,
+            first: None,
+            begun: false,
+            counts: Counts::default(),
+            hazards: Vec::new(),
+            store_hazards: Vec::new(),
+            copies,
+            rest,
+            failed: None,
+            written: 0,
+        }
+    }
+
     fn write_page(&mut self, page: MemberListing) -> io::Result<()> {
         if !self.begun {
             self.begun = true;
@@ -363,24 +367,7 @@ mod tests {
         let mut want = serde_json::to_vec(&doc).expect("json");
         want.push(b'\n');
         let mut got = Vec::new();
-        let mut sink = JsonSink {
-            w: &mut got,
-            store: Some("etcd://x/p".into()),
-            first: None,
-            begun: false,
-            counts: Counts::default(),
-            hazards: Vec::new(),
-            store_hazards: Vec::new(),
-            copies: None,
-            rest: None,
-            failed: None,
-            written: 0,
-        };
-        if let Some(f) = fleet {
-            let (copies, rest) = f.into_copies();
-            sink.copies = Some(copies.into());
-            sink.rest = Some(rest);
-        }
+        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), fleet);
         for p in pages {
             assert_eq!(sink.page(p), Flow::Go);
         }

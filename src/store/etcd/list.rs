@@ -65,17 +65,9 @@ impl Core {
         let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
         let at = self.for_each_page(&self.layout.claims(), page, |page| {
             for kv in &page {
-                let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                let Some((key, ck)) = self.claim_of(kv, &mut store_hazards) else {
                     continue;
                 };
-                let ck = String::from_utf8_lossy(kv.key()).into_owned();
-                if kv.lease() == 0 {
-                    store_hazards.push(Hazard::at_key(
-                        CLAIM_WITHOUT_LEASE,
-                        ck.clone(),
-                        "this claim has no lease, so it never expires; force-release it".into(),
-                    ));
-                }
                 leases.push(kv.lease());
                 let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
                 claims.push(s);
@@ -209,6 +201,25 @@ impl Core {
                 return Ok(at);
             }
         }
+    }
+
+    /// The claim key and the etcd key of a listed `kv` (None: no claim's);
+    /// a claim without a lease is a hazard of the store's.
+    pub(super) fn claim_of(
+        &self,
+        kv: &KeyValue,
+        store_hazards: &mut Vec<Hazard>,
+    ) -> Option<(String, String)> {
+        let key = self.layout.key_of_claim(kv.key())?;
+        let ck = String::from_utf8_lossy(kv.key()).into_owned();
+        if kv.lease() == 0 {
+            store_hazards.push(Hazard::at_key(
+                CLAIM_WITHOUT_LEASE,
+                ck.clone(),
+                "this claim has no lease, so it never expires; force-release it".into(),
+            ));
+        }
+        Some((key, ck))
     }
 
     /// One present key as a status row and its tenure.

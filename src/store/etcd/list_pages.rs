@@ -11,7 +11,6 @@
 //! are: up to [`LEASE_LOOKUPS_MAX`] each one's time left is asked of etcd
 //! before the values are read, as a whole listing asks it after.
 
-use super::doctor::CLAIM_WITHOUT_LEASE;
 use super::list::LEASE_LOOKUPS_MAX;
 use super::Core;
 use crate::claims::{Counts, Hazard, ItemRules, Status, Sweep};
@@ -93,17 +92,9 @@ impl Core {
         self.page_through(&prefix, at, false, |page| {
             let mut ready = Vec::new();
             for kv in &page {
-                let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                let Some((key, ck)) = self.claim_of(kv, &mut store_hazards) else {
                     continue;
                 };
-                let ck = String::from_utf8_lossy(kv.key()).into_owned();
-                if kv.lease() == 0 {
-                    store_hazards.push(Hazard::at_key(
-                        CLAIM_WITHOUT_LEASE,
-                        ck.clone(),
-                        "this claim has no lease, so it never expires; force-release it".into(),
-                    ));
-                }
                 // Judged by the record's deadline; the lease's own time
                 // left, where it was asked, goes on the tenure.
                 let (s, mut t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
