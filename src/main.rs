@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     // HH:MM in --since/--until/--as-of is read in the zone the settings name.
     let mut local_time = dashboard.local_time;
     claimtop::time::set_local_words(local_time);
-    if matches!(&command, Command::List { as_of: Some(_) }) {
+    if matches!(&command, Command::List { as_of: Some(_), .. }) {
         match config::load(global.config.as_deref()) {
             Ok(loaded) => {
                 local_time |= loaded.settings.dashboard.time_zone == config::TimeZone::Local

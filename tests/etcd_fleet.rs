@@ -14,6 +14,7 @@ use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
 use common::{claimtop, Sleeper};
 use etcd_common::Etcd;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -1802,4 +1803,50 @@ fn a_root_reached_through_a_bind_mount_or_a_symlink_is_the_root_its_first_publis
     refused_naming(&mut second, &log, a.path(), &first);
     let roots = root_states(&f, "host-a");
     assert_eq!(roots, [(canonical(a.path()), "published".to_string())]);
+}
+
+/// The host ids among a listing's published items.
+fn item_hosts(list: &Value) -> BTreeSet<String> {
+    let items = list["claims"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|c| c["source"] == "published")
+        .filter_map(|c| c["host_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn list_limited_to_a_host_or_a_root_keeps_only_what_it_publishes() {
+    let Some(f) = Fleet::start("/fleetonly") else {
+        return;
+    };
+    let (a, b) = (root_dir(), root_dir());
+    let _pa = Publisher::spawn(&f, a.path(), "host-a", "5s");
+    let _pb = Publisher::spawn(&f, b.path(), "host-b", "5s");
+    let holder = Sleeper::spawn();
+    py_write(a.path(), "only/1", "agent-a", holder.pid());
+    py_write(b.path(), "only/1", "agent-b", holder.pid());
+    let mut all = Value::Null;
+    let both = wait_for(PATIENCE, || {
+        all = f.list();
+        item_hosts(&all).len() == 2
+    });
+    assert!(both, "both hosts' claims were never listed: {all}");
+    let only_a = json_of(&f.over(&["list", "--json", "--host", "host-a"]));
+    assert_eq!(item_hosts(&only_a), BTreeSet::from(["host-a".to_string()]));
+    let hosts = only_a["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 1, "{only_a}");
+    let b_root = published(&all, "host-b", "only/1")[0]["root_id"]
+        .as_str()
+        .expect("a root id")
+        .to_string();
+    let only_b = json_of(&f.over(&["list", "--json", "--root-id", &b_root]));
+    assert_eq!(item_hosts(&only_b), BTreeSet::from(["host-b".to_string()]));
+    // The text table is limited alike.
+    let text = f.over(&["list", "--host", "host-b"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("agent-b") && !text.contains("agent-a"),
+        "{text}"
+    );
 }

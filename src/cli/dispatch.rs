@@ -6,12 +6,25 @@
 use super::args::Command;
 use super::output::{CmdResult, Out};
 use super::{asof, claim_cmds, completions, config, events, fleet_cmd, list, metrics, run};
+use crate::store::listing_stream::Only;
 use crate::store::{Backend, Store};
 
 pub fn dispatch(store: &Store, command: Command, local_time: bool, out: &mut Out) -> CmdResult {
     match command {
-        Command::List { as_of: None } => list::list(store, out),
-        Command::List { as_of: Some(at) } => asof::list_as_of(store, &at, local_time, out),
+        Command::List {
+            as_of: None,
+            host,
+            root_id,
+        } => {
+            let only = Only {
+                hosts: host,
+                root_ids: root_id,
+            };
+            list::list(store, &only, out)
+        }
+        Command::List {
+            as_of: Some(at), ..
+        } => asof::list_as_of(store, &at, local_time, out),
         Command::Doctor { fix } => list::doctor(store, fix, out),
         Command::Status { key } => on_one(store, "status", out, |b, out| {
             claim_cmds::status(b, &key, out)

@@ -3,18 +3,16 @@
 use super::args::EventsArgs;
 use super::events_print::{Filter, Printer};
 use super::output::{diag, exit_status, CmdResult, Out, EXIT_OK};
-use crate::events::history::Log;
+use crate::events::history::{History, HistoryError, Log};
 use crate::events::merge::{keep_last, merge_by_ts};
-use crate::events::stream::{self, Probe, Span};
-use crate::events::tail::{open_regular, FileId, Line};
+use crate::events::range::{Kept, Range, RangeEnd};
+use crate::events::stream::Probe;
+use crate::events::tail::Line;
 use crate::events::Event;
 use crate::store::fleet::Places;
-use crate::store::{Cursor, LogFeed, LogNews, Member, OriginIx, Store, StoreError};
+use crate::store::{Cursor, LogFeed, LogNews, LogRef, Member, OriginIx, Store, StoreError};
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,48 +41,51 @@ pub fn events(store: &Store, a: EventsArgs, out: &mut Out) -> CmdResult {
             let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
         }
     }
-    match log_files(store) {
-        Ok(Some(files)) => events_in_files(store, &files, a, stop, out),
+    match verbatim_logs(store) {
+        Ok(Some(logs)) => events_in_files(store, logs, a, stop, out),
         Ok(None) => events_store(store, a, stop, out),
         Err(e) => out.error(&e),
     }
 }
 
-/// A log file, named by the root it speaks for where there are several,
-/// and the member whose log it is.
-type NamedFile = (Option<String>, PathBuf, OriginIx);
+/// A log whose entries print as they stand (a file's lines), named by the
+/// root it speaks for where there are several, with its history.
+struct Verbatim {
+    log: LogRef,
+    history: Box<dyn History>,
+}
 
-/// The files the store keeps its events logs in; None when any of its logs
-/// is no file.
-fn log_files(store: &Store) -> Result<Option<Vec<NamedFile>>, String> {
-    let mut files = Vec::new();
+/// The store's logs, when every one prints as it stands; None when any is
+/// a store's values (read as events instead).
+fn verbatim_logs(store: &Store) -> Result<Option<Vec<Verbatim>>, String> {
+    let mut logs = Vec::new();
     for log in store.logs().map_err(|e| e.to_string())? {
         let history = store.history(&log).map_err(|e| e.to_string())?;
-        match history.file() {
-            Some(path) => files.push((log.name, path.to_path_buf(), log.origin)),
-            None => return Ok(None),
+        if !history.verbatim() {
+            return Ok(None);
         }
+        logs.push(Verbatim { log, history });
     }
-    Ok(Some(files))
+    Ok(Some(logs))
 }
 
 fn events_in_files(
     store: &Store,
-    files: &[NamedFile],
+    mut logs: Vec<Verbatim>,
     a: EventsArgs,
     stop: Arc<AtomicBool>,
     out: &mut Out,
 ) -> CmdResult {
     let mut p = Printer::new(out, Filter::of(&a), stop);
-    let printed = match files {
-        [(None, path, at)] => print_one(&mut p, store, path, *at, a.lines),
-        _ => print_several(&mut p, store, files, a.lines),
+    let printed = match logs.as_mut_slice() {
+        [one] if one.log.name.is_none() => print_one(&mut p, store, one, a.lines),
+        several => print_several(&mut p, store, several, a.lines),
     };
     let result = match printed {
         Err(Stop::Exit(code)) => Ok(code),
         Err(Stop::Io(e)) => Err(e),
         Ok(after) => p.out.flush().and_then(|()| match a.follow {
-            true => follow_logs(&mut p, store, files, after, Shown::Lines),
+            true => follow_logs(&mut p, store, logs, after, Shown::Lines),
             false => Ok(EXIT_OK),
         }),
     };
@@ -123,7 +124,7 @@ fn store_events(store: &Store, a: &EventsArgs, p: &mut Printer<'_>) -> CmdResult
     // (an event in both is printed twice rather than lost).
     let opened = a.follow.then(|| {
         let claims = Watching::claims(store)?;
-        open_feeds(store, &from_now(store)).map(|f| (f, claims))
+        open_feeds(store, from_now(store)).map(|f| (f, claims))
     });
     let mut feeds = match opened {
         Some(Ok(f)) => Some(f),
@@ -203,17 +204,22 @@ struct Followed {
     at: OriginIx,
     /// The root a file log speaks for, where several are named.
     root: Option<String>,
-    /// The file a line cut at the cap is read whole from.
-    file: Option<PathBuf>,
+    /// The log a line cut at the cap is read whole from.
+    whole: Option<Box<dyn History>>,
     feed: Box<dyn LogFeed>,
     /// The trouble last said, so a lasting one is said once.
     said: Option<String>,
 }
 
 /// Where a member's log is followed from: the root it speaks for (where
-/// several are named), the member, the cursor (None: from now), and its
-/// file, if it is one.
-type Place = (Option<String>, OriginIx, Option<Cursor>, Option<PathBuf>);
+/// several are named), the member, the cursor (None: from now), and the
+/// history a line cut at the cap is read whole from.
+type Place = (
+    Option<String>,
+    OriginIx,
+    Option<Cursor>,
+    Option<Box<dyn History>>,
+);
 
 /// Where each member with a log resumes: from now.
 fn from_now(store: &Store) -> Vec<Place> {
@@ -225,16 +231,16 @@ fn from_now(store: &Store) -> Vec<Place> {
 }
 
 /// Each member's log feed from its place.
-fn open_feeds(store: &Store, from: &[Place]) -> Result<Vec<Followed>, StoreError> {
+fn open_feeds(store: &Store, from: Vec<Place>) -> Result<Vec<Followed>, StoreError> {
     let mut feeds = Vec::new();
-    for (root, at, after, file) in from {
-        let Some(audit) = store.backend(*at).and_then(|b| b.audit()) else {
+    for (root, at, after, whole) in from {
+        let Some(audit) = store.backend(at).and_then(|b| b.audit()) else {
             continue;
         };
         feeds.push(Followed {
-            at: *at,
-            root: root.clone(),
-            file: file.clone(),
+            at,
+            root,
+            whole,
             feed: audit.follow(after.as_ref())?,
             said: None,
         });
@@ -246,16 +252,16 @@ fn open_feeds(store: &Store, from: &[Place]) -> Result<Vec<Followed>, StoreError
 fn follow_logs(
     p: &mut Printer<'_>,
     store: &Store,
-    files: &[NamedFile],
+    logs: Vec<Verbatim>,
     after: Printed,
     shown: Shown,
 ) -> CmdResult {
     let from: Vec<Place> = after
         .into_iter()
-        .zip(files)
-        .map(|((root, at, c), (_, path, _))| (root, at, c, Some(path.clone())))
+        .zip(logs)
+        .map(|((root, at, c), v)| (root, at, c, Some(v.history)))
         .collect();
-    match open_feeds(store, &from) {
+    match open_feeds(store, from) {
         Ok(mut feeds) => follow_feeds(p, store, &mut feeds, shown),
         Err(e) => p.out.error(&e.to_string()),
     }
@@ -313,7 +319,7 @@ fn follow_feeds(
         let mut any = false;
         for (i, (line, mirrored)) in merge_by_ts(seen) {
             any = true;
-            let f = &feeds[i];
+            let f = &mut feeds[i];
             match shown {
                 Shown::Lines => {
                     p.root.clone_from(&f.root);
@@ -322,7 +328,7 @@ fn follow_feeds(
                         .as_ref()
                         .filter(|_| several)
                         .map(|r| format!("file:{r}"));
-                    print_followed(p, &line, f.file.as_deref())?;
+                    p.print_followed(&line, f.whole.as_mut())?;
                 }
                 Shown::Events => {
                     let Some(member) = store.member(f.at) else {
@@ -414,29 +420,6 @@ impl Mirrored {
     }
 }
 
-/// A followed line as written; one cut at the cap is read whole from the
-/// log's file, where it still is.
-fn print_followed(p: &mut Printer<'_>, line: &Line, path: Option<&Path>) -> io::Result<()> {
-    let file = match line.truncated {
-        true => path.and_then(|path| open_regular(path).ok().flatten().map(|(f, _)| f)),
-        false => None,
-    };
-    p.print_followed(line, file.as_ref())
-}
-
-/// A failure reading one log, naming it.
-fn at(path: &Path, e: io::Error) -> io::Error {
-    match e.kind() {
-        // Failures writing our own output, not reading the log.
-        io::ErrorKind::BrokenPipe | io::ErrorKind::StorageFull => e,
-        kind => io::Error::new(kind, format!("{}: {e}", path.display())),
-    }
-}
-
-fn open_log(p: &mut Printer<'_>, path: &Path) -> Result<Option<(File, FileId)>, u8> {
-    open_regular(path).map_err(|e| exit_status(p.out.error(&e.to_string())))
-}
-
 /// Why printing the logs stopped before following them.
 enum Stop {
     /// Said already, this is the exit status.
@@ -450,41 +433,39 @@ impl From<io::Error> for Stop {
     }
 }
 
+/// A log that could not be read: one that could not be opened is said
+/// at once (nothing of it was printed); a read that failed midway, or
+/// whose output did, ends the printing as it was.
+fn stopped(p: &mut Printer<'_>, e: HistoryError) -> Stop {
+    match e {
+        HistoryError::Read(e) => Stop::Io(e),
+        e => Stop::Exit(exit_status(p.out.error(&e.to_string()))),
+    }
+}
+
 /// Each log's root, member and the cursor after its lines printed (None:
 /// from now).
 type Printed = Vec<(Option<String>, OriginIx, Option<Cursor>)>;
 
-/// Where member `at`'s feed resumes after its log's `file` was printed up
-/// to `end`.
-fn cursor_in(store: &Store, at: OriginIx, file: &File, end: u64) -> Option<Cursor> {
-    let audit = store.backend(at)?.audit()?;
-    audit.cursor_in_file(file, end)
+/// Where `log`'s feed resumes after a read of it that ended at `end`.
+fn resume_after(store: &Store, log: &LogRef, end: &RangeEnd) -> Option<Cursor> {
+    let audit = store.backend(log.origin)?.audit()?;
+    audit.resume_after(&log.log, end)
 }
 
 /// The one log's lines; the cursor after them.
 fn print_one(
     p: &mut Printer<'_>,
     store: &Store,
-    path: &Path,
-    origin: OriginIx,
+    one: &mut Verbatim,
     limit: Option<usize>,
 ) -> Result<Printed, Stop> {
-    let opened = open_log(p, path).map_err(Stop::Exit)?;
-    let after = match opened {
-        // Every line the log will have is new.
-        None => Some(Cursor::start()),
-        Some((file, _)) => {
-            let end = complete_end(&file).map_err(|e| at(path, e))?;
-            p.print_file(&file, end, limit).map_err(|e| at(path, e))?;
-            cursor_in(store, origin, &file, end)
-        }
+    let end = match p.print_history(&mut *one.history, limit) {
+        Ok(end) => end,
+        Err(e) => return Err(stopped(p, e)),
     };
-    Ok(vec![(None, origin, after)])
-}
-
-fn complete_end(file: &File) -> io::Result<u64> {
-    let len = file.metadata()?.len();
-    stream::end_of_complete_lines(file, len)
+    let after = resume_after(store, &one.log, &end);
+    Ok(vec![(None, one.log.origin, after)])
 }
 
 /// Several roots' logs: each log's matching lines (the last `limit` of
@@ -494,35 +475,27 @@ fn complete_end(file: &File) -> io::Result<u64> {
 fn print_several(
     p: &mut Printer<'_>,
     store: &Store,
-    files: &[NamedFile],
+    logs: &mut [Verbatim],
     limit: Option<usize>,
 ) -> Result<Printed, Stop> {
     let several = store.several();
     // Several roots: each line says its root, and its origin (`file:` and
     // the root).
     let origin = |name: &str| several.then(|| format!("file:{name}"));
-    let mut logs: Vec<(String, Option<File>)> = Vec::new();
-    let mut found: Vec<Vec<(Option<String>, Span)>> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut found: Vec<Vec<(Option<String>, Kept)>> = Vec::new();
     let mut printed = Vec::new();
-    for (name, path, origin) in files {
-        let name = name.clone().unwrap_or_default();
-        let opened = open_log(p, path).map_err(Stop::Exit)?;
-        let Some((file, _)) = opened else {
-            printed.push((Some(name.clone()), *origin, Some(Cursor::start())));
-            logs.push((name, None));
-            found.push(Vec::new());
-            continue;
-        };
-        let end = complete_end(&file).map_err(|e| at(path, e))?;
-        let mut kept: VecDeque<(Option<String>, Span)> = VecDeque::new();
-        let from = p.filter.start_in(&file, end).map_err(|e| at(path, e))?;
-        stream::for_each_line(&file, from, end, |span, bytes| {
+    let range = Range {
+        since: p.filter.since,
+        until: p.filter.until,
+        last: None,
+    };
+    for v in logs.iter_mut() {
+        let name = v.log.name.clone().unwrap_or_default();
+        let mut kept: VecDeque<(Option<String>, Kept)> = VecDeque::new();
+        let read = v.history.read_range(&range, &mut |e| {
             p.go_on()?;
-            let probe = match bytes {
-                Some(line) => Probe::of_slice(line),
-                None => Probe::of_span(&file, span),
-            };
-            match probe {
+            match e.probe() {
                 Ok(pr)
                     if p.filter.accepts(
                         pr.kind.as_deref(),
@@ -531,34 +504,32 @@ fn print_several(
                     ) =>
                 {
                     match limit {
-                        Some(n) => keep_last(&mut kept, n, (pr.ts, span)),
-                        None => kept.push_back((pr.ts, span)),
+                        Some(n) => keep_last(&mut kept, n, (pr.ts, e.keep())),
+                        None => kept.push_back((pr.ts, e.keep())),
                     }
                 }
                 Ok(_) => {}
                 Err(_) => p.skipped += 1,
             }
             Ok(())
-        })
-        .map_err(|e| at(path, e))?;
+        });
+        let end = read.map_err(|e| stopped(p, e))?;
         found.push(kept.into());
         printed.push((
             Some(name.clone()),
-            *origin,
-            cursor_in(store, *origin, &file, end),
+            v.log.origin,
+            resume_after(store, &v.log, &end),
         ));
-        logs.push((name, Some(file)));
+        names.push(name);
     }
     let merged = merge_by_ts(found);
     let skip = limit.map_or(0, |n| merged.len().saturating_sub(n));
-    for (i, span) in merged.into_iter().skip(skip) {
-        let (name, file) = &logs[i];
-        let Some(file) = file else { continue };
+    for (i, kept) in merged.into_iter().skip(skip) {
+        let name = &names[i];
         // Held whole even past INLINE_LINE_BYTES: the root is spliced into
         // the line's text, which needs all of it.
-        p.buf.resize(span.len as usize, 0);
-        file.read_exact_at(&mut p.buf, span.offset)?;
-        let line = std::mem::take(&mut p.buf);
+        let mut line = std::mem::take(&mut p.buf);
+        kept.read_into(&mut line)?;
         p.root = Some(name.clone());
         p.origin = origin(name);
         let res = p.print_line(&line);

@@ -5,23 +5,25 @@
 use super::args::EventsArgs;
 use super::output::{diag, Out};
 use crate::events::claim_event::parse_ts;
-use crate::events::merge::{with_member, with_root_member};
-use crate::events::seek;
-use crate::events::stream::{self, Probe, Span, INLINE_LINE_BYTES};
+use crate::events::history::{History, HistoryError};
+use crate::events::merge::{keep_last, with_member, with_root_member};
+use crate::events::range::{Entry, Kept, Range, RangeEnd};
+use crate::events::stream::{Probe, INLINE_LINE_BYTES};
 use crate::events::tail::Line;
 use crate::events::Event;
 use crate::sanitize::sanitize;
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Fields every claim event carries; the text line shows key, holder and pid
 /// and leaves the rest of these to `--json`.
 const COMMON: &[&str] = &["key", "holder", "pid", "host", "acquired_at", "expires_at"];
+
+/// Most bytes of text `-n` keeps in memory before keeping places instead.
+const HELD_TEXT: u64 = 8 * 1024 * 1024;
 
 pub(super) struct Filter {
     key: Option<String>,
@@ -64,16 +66,6 @@ impl Filter {
             return false;
         };
         self.since.is_none_or(|s| at >= s) && self.until.is_none_or(|u| at < u)
-    }
-
-    /// Where reading `file` (complete lines up to `end`) can start and still
-    /// see every event in the window: found by bisection for `--since`, so
-    /// a big log is not read from its start.
-    pub(super) fn start_in(&self, file: &File, end: u64) -> io::Result<u64> {
-        match self.since {
-            Some(since) => seek::start_for(file, end, since),
-            None => Ok(0),
-        }
     }
 }
 
@@ -129,66 +121,72 @@ impl Printer<'_> {
         }
     }
 
-    /// Print the complete lines before `end`: the last `limit` events that
-    /// pass the filter, or all of them.
-    pub(super) fn print_file(
+    /// Print the entries of `history` the filter passes: the last `limit`
+    /// of them, or all. Where the read ended, for a follower to resume.
+    pub(super) fn print_history(
         &mut self,
-        file: &File,
-        end: u64,
+        history: &mut dyn History,
         limit: Option<usize>,
-    ) -> io::Result<()> {
-        match limit {
+    ) -> Result<RangeEnd, HistoryError> {
+        let range = Range {
+            since: self.filter.since,
+            until: self.filter.until,
+            last: None,
+        };
+        let mut kept: VecDeque<Kept> = VecDeque::new();
+        let end = match limit {
             // Without a filter the last N lines are the last N events (less
-            // any that do not parse), found by reading back from the end.
+            // any that do not parse): the read may begin with them.
             Some(n) if !self.filter.active() => {
-                let start = stream::start_of_last_lines(file, end, n)?;
-                stream::for_each_line(file, start, end, |span, bytes| {
-                    self.print_scanned(file, span, bytes)
-                })
+                let last = Range {
+                    last: Some(n),
+                    ..range
+                };
+                // Their text kept while it is little (a file's read visits
+                // just those lines: printing them needs no second read),
+                // their places past that, so memory stays bounded.
+                let mut room = HELD_TEXT;
+                history.read_range(&last, &mut |e| {
+                    let k = match e.len() <= room {
+                        true => {
+                            room -= e.len();
+                            e.keep_text()
+                        }
+                        false => e.keep(),
+                    };
+                    keep_last(&mut kept, n, k);
+                    Ok(())
+                })?
             }
             // With one, the last N matches may lie anywhere: one pass keeps
             // their places (not their text), a second prints them.
-            Some(n) => {
-                let mut kept: VecDeque<Span> = VecDeque::new();
-                let from = self.filter.start_in(file, end)?;
-                stream::for_each_line(file, from, end, |span, bytes| {
-                    self.go_on()?;
-                    if self.matches(file, span, bytes) && n > 0 {
-                        if kept.len() == n {
-                            kept.pop_front();
-                        }
-                        kept.push_back(span);
-                    }
-                    Ok(())
-                })?;
-                kept.into_iter()
-                    .try_for_each(|span| self.print_span(file, span))
-            }
-            None if self.filter.since.is_some() => {
-                let from = self.filter.start_in(file, end)?;
-                stream::for_each_line(file, from, end, |span, bytes| {
-                    self.go_on()?;
-                    if self.matches(file, span, bytes) {
-                        self.print_scanned(file, span, bytes)
-                    } else {
-                        Ok(())
-                    }
-                })
-            }
-            None => stream::for_each_line(file, 0, end, |span, bytes| {
-                self.print_scanned(file, span, bytes)
-            }),
+            Some(n) => history.read_range(&range, &mut |e| {
+                self.go_on()?;
+                if self.matches(&e) {
+                    keep_last(&mut kept, n, e.keep());
+                }
+                Ok(())
+            })?,
+            None if self.filter.since.is_some() => history.read_range(&range, &mut |e| {
+                self.go_on()?;
+                match self.matches(&e) {
+                    true => self.print_entry(e),
+                    false => Ok(()),
+                }
+            })?,
+            None => history.read_range(&range, &mut |e| self.print_entry(e))?,
+        };
+        let mut buf = Vec::new();
+        for k in kept {
+            self.print_entry(k.entry(&mut buf)?)?;
         }
+        Ok(end)
     }
 
-    /// Is the line at `span` (its `bytes`, when the scan held them) an
-    /// event the filter accepts? Counts it as skipped when it does not parse.
-    fn matches(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> bool {
-        let probe = match bytes {
-            Some(line) => Probe::of_slice(line),
-            None => Probe::of_span(file, span),
-        };
-        match probe {
+    /// Is `e` an event the filter accepts? Counts it as skipped when it
+    /// does not parse.
+    fn matches(&mut self, e: &Entry<'_>) -> bool {
+        match e.probe() {
             Ok(p) => self
                 .filter
                 .accepts(p.kind.as_deref(), p.key.as_deref(), p.ts.as_deref()),
@@ -199,28 +197,17 @@ impl Printer<'_> {
         }
     }
 
-    /// A line from a forward scan: in hand, or to be streamed.
-    fn print_scanned(&mut self, file: &File, span: Span, bytes: Option<&[u8]>) -> io::Result<()> {
-        match bytes {
+    /// One entry: held whole when it is short enough, else streamed.
+    pub(super) fn print_entry(&mut self, e: Entry<'_>) -> io::Result<()> {
+        match e.bytes() {
             Some(line) => self.print_line(line),
-            None => self.print_long(file, span),
-        }
-    }
-
-    fn read(&mut self, file: &File, span: Span) -> io::Result<()> {
-        self.buf.resize(span.len as usize, 0);
-        file.read_exact_at(&mut self.buf, span.offset)
-    }
-
-    fn print_span(&mut self, file: &File, span: Span) -> io::Result<()> {
-        if span.len <= INLINE_LINE_BYTES {
-            self.read(file, span)?;
-            let line = std::mem::take(&mut self.buf);
-            let res = self.print_line(&line);
-            self.buf = line;
-            res
-        } else {
-            self.print_long(file, span)
+            None if e.len() <= INLINE_LINE_BYTES => {
+                let mut line = std::mem::take(&mut self.buf);
+                let res = e.read_into(&mut line).and_then(|()| self.print_line(&line));
+                self.buf = line;
+                res
+            }
+            None => self.print_long(&e),
         }
     }
 
@@ -285,10 +272,10 @@ impl Printer<'_> {
         }
     }
 
-    /// One line too long to hold: checked, then copied, from the file.
-    fn print_long(&mut self, file: &File, span: Span) -> io::Result<()> {
+    /// One line too long to hold: checked, then copied, from its file.
+    fn print_long(&mut self, e: &Entry<'_>) -> io::Result<()> {
         self.go_on()?;
-        let p = match Probe::of_span(file, span) {
+        let p = match e.probe() {
             Ok(p) => p,
             Err(_) => {
                 self.skipped += 1;
@@ -302,7 +289,7 @@ impl Printer<'_> {
             return Ok(());
         }
         if self.out.json_mode() {
-            stream::copy_span(file, span, self.out.writer())?;
+            e.copy_to(self.out.writer())?;
             return self.out.raw_line(b"");
         }
         let mut s = format!(
@@ -317,21 +304,29 @@ impl Printer<'_> {
         }
         s.push_str(&format!(
             " ({} bytes: too long to show as text; --json prints it whole)",
-            span.len
+            e.len()
         ));
         self.out.line(&s)
     }
 
     /// A line from the follower: whole, or cut at the follower's cap, in
-    /// which case it is read again whole from the file.
-    pub(super) fn print_followed(&mut self, line: &Line, file: Option<&File>) -> io::Result<()> {
+    /// which case it is read again whole from its log.
+    pub(super) fn print_followed(
+        &mut self,
+        line: &Line,
+        log: Option<&mut Box<dyn History>>,
+    ) -> io::Result<()> {
         if !line.truncated {
             return self.print_line(line.text.as_bytes());
         }
-        match file.map(|f| stream::line_at(f, line.offset).map(|s| (f, s))) {
-            Some(Ok((f, Some(span)))) => self.print_span(f, span),
-            Some(Err(e)) => Err(e),
-            // The file changed under us: better counted than lost in silence.
+        let found = match log {
+            Some(h) => h.read_at(line.offset, &mut |e| self.print_entry(e)),
+            None => Ok(false),
+        };
+        match found {
+            Ok(true) => Ok(()),
+            Err(HistoryError::Read(e)) => Err(e),
+            // The log changed under us: better counted than lost in silence.
             _ => {
                 self.skipped += 1;
                 Ok(())

@@ -6,6 +6,7 @@ use super::table::{hazard_lines, hazards_text, origin_suffix, summary, write_tab
 use crate::claims::words::count;
 use crate::claims::Fix;
 use crate::sanitize::sanitize;
+use crate::store::listing_stream::{Only, StreamError};
 use crate::store::{Listing, Member, Store, StoreError};
 use serde_json::{json, Value};
 
@@ -13,18 +14,33 @@ use serde_json::{json, Value};
 /// several origins the same with an origin column (`"origin"`, and
 /// `"root"` for a root's, on every item); over etcd with `"store"`,
 /// `"revision"` and `"lease"` added, and what hosts publish.
-pub fn list(store: &Store, out: &mut Out) -> CmdResult {
-    let listing = match store.list() {
+///
+/// `--json` goes out as the store is read: a big store's first claims
+/// are out before its last page is read.
+pub fn list(store: &Store, only: &Only, out: &mut Out) -> CmdResult {
+    if out.json_mode() {
+        return match store.write_list_json(out.writer(), only) {
+            Ok(()) => Ok(EXIT_OK),
+            Err(StreamError::Io(e)) => Err(e),
+            Err(StreamError::Store(e)) => out.error(&e.to_string()),
+            // The document cut short ends its line; the error follows on
+            // its own, as every failed command's does.
+            Err(StreamError::Cut(e)) => {
+                out.raw_line(b"")?;
+                out.error(&e.to_string())
+            }
+        };
+    }
+    let mut listing = match store.list() {
         Ok(l) => l,
         Err(e) => return out.error(&e.to_string()),
     };
-    let result = if out.json_mode() {
-        listing.write_json(store, out.writer()).map(|()| EXIT_OK)
-    } else {
-        match &listing.fleet {
-            Some(fleet) => super::fleet::print_fleet_list(&listing, store, fleet, out),
-            None => print_list(&listing, store, out),
-        }
+    if let Some(fleet) = listing.fleet.as_mut() {
+        only.limit(fleet);
+    }
+    let result = match &listing.fleet {
+        Some(fleet) => super::fleet::print_fleet_list(&listing, store, fleet, out),
+        None => print_list(&listing, store, out),
     };
     // The process ends right after this: freeing ten thousand items one by
     // one was a tenth of a `list` process's instructions, for memory the

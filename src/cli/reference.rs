@@ -41,7 +41,11 @@ fn defined() -> clap::Command {
             }
         });
     }
-    cmd
+    // Marked in place, so the subcommand keeps its place in the documents.
+    cmd.mut_subcommands(|s| match s.get_name() {
+        "list" => s.mut_arg("host", marked).mut_arg("root_id", marked),
+        _ => s,
+    })
 }
 
 fn marked(a: clap::Arg) -> clap::Arg {

@@ -21,6 +21,7 @@
 use super::asof::Around;
 use super::backward::{Needle, SearchFrom, SearchStep};
 use super::index::Progress;
+use super::range::{Entry, Range, RangeEnd};
 use super::tail::{FileId, Line, TailError};
 use super::tenure::TenureIndex;
 
@@ -118,7 +119,14 @@ pub enum HistoryError {
     /// The store's own words (unreachable, compacted, refused...).
     #[error("{0}")]
     Store(String),
+    /// Reading a range failed (the log's file named), or its visitor did
+    /// (its output gone): the error as it was.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
 }
+
+/// What a range read hands each entry to.
+pub type Visit<'v> = dyn FnMut(Entry<'_>) -> std::io::Result<()> + 'v;
 
 /// What [`History::start`] found.
 #[derive(Debug)]
@@ -159,12 +167,38 @@ pub trait History: Send {
     /// What an entry and its mark are called where they are shown.
     fn nouns(&self) -> Nouns;
 
-    /// The file the history is kept in, where it is one (a file root's
-    /// `events.jsonl`): a face that prints lines byte for byte, or counts
-    /// them by offset as the log grows, reads the file itself. None for a
-    /// store's log, which only the history reads.
-    fn file(&self) -> Option<&std::path::Path> {
-        None
+    /// Are its entries printed as they stand (a file's lines, byte for
+    /// byte)? Otherwise each is an event a reader parses and writes again
+    /// with its mark as the revision it was written at.
+    fn verbatim(&self) -> bool {
+        false
+    }
+
+    /// Visit the entries of `range`, oldest first, whole however long, as
+    /// stored; what comes past the window is the visitor's to judge. By
+    /// default pages are read from the window's start (the first entry
+    /// without one) until the entries are past its end by more than the
+    /// writers' clocks can be apart. A visitor's failure ends the read and
+    /// comes back as [`HistoryError::Read`], as it was.
+    fn read_range(
+        &mut self,
+        range: &Range,
+        visit: &mut Visit<'_>,
+    ) -> Result<RangeEnd, HistoryError> {
+        super::range_pages::read_range(self, range, visit)
+    }
+
+    /// Visit the entry marked `mark`, whole (a line a follower handed out
+    /// cut at its cap); false when there is none there now.
+    fn read_at(&mut self, mark: u64, visit: &mut Visit<'_>) -> Result<bool, HistoryError> {
+        let page = self.page(Anchor::At(mark), 0, 1)?;
+        match page.lines.first().filter(|l| l.offset == mark) {
+            Some(l) => {
+                visit(Entry::held(l.offset, l.text.as_bytes()))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Open what is there now, from scratch.

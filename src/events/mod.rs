@@ -13,6 +13,8 @@ pub mod index;
 pub mod kind;
 pub mod lines_history;
 pub mod merge;
+pub mod range;
+mod range_pages;
 pub mod seek;
 pub mod service;
 pub mod stream;

@@ -23,6 +23,7 @@ use crate::claims::{
     ReleaseOutcome, RenewOutcome, Status, Sweep,
 };
 use crate::events::history::{History, Log};
+use crate::events::range::RangeEnd;
 use crate::events::Event;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -43,6 +44,13 @@ pub trait Claims: Send + Sync {
     /// to it unasked.
     fn takes_claims(&self) -> bool {
         true
+    }
+
+    /// Why a claim here must be taken with a TTL, in words (a claim on a
+    /// lease: nothing else ends a dead holder's claim); None where one may
+    /// be held without. `run` refuses before it starts its command.
+    fn ttl_required(&self) -> Option<&'static str> {
+        None
     }
 
     fn acquire(
@@ -176,8 +184,17 @@ pub trait Audit: Send + Sync {
     /// [`super::LogNews::Trouble`] that says so.
     fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError>;
 
+    /// Where [`Audit::follow`] resumes after a range read of `log` that
+    /// ended at `end` ([`History::read_range`]), so that it brings none of
+    /// what was read again and misses nothing written since. None: the
+    /// member cannot tell (follow from now).
+    fn resume_after(&self, log: &Log, end: &RangeEnd) -> Option<Cursor> {
+        let _ = (log, end);
+        None
+    }
+
     /// The cursor of a reader that read the log's own file (`file`, as it
-    /// opened it from [`History::file`]) up to `end`, a line's start: the
+    /// opened it) up to `end`, a line's start: the
     /// byte-exact printing of a file log hands its place to the feed so.
     /// None where the log is no file.
     fn cursor_in_file(&self, _file: &std::fs::File, _end: u64) -> Option<Cursor> {
@@ -282,6 +299,14 @@ pub trait ListSink {
     /// first screen): a backend that can read fewer reads only those.
     fn wants(&self) -> Option<usize> {
         None
+    }
+
+    /// Each page goes out as it comes (`list --json`): a backend that must
+    /// hold pages back to hand them on in key order may read more to hand
+    /// them on sooner. A sink that keeps the whole listing gains nothing
+    /// from that.
+    fn streams(&self) -> bool {
+        false
     }
 }
 
@@ -392,6 +417,12 @@ pub fn list_whole(b: &dyn Claims, c: &mut Classifier) -> Result<MemberListing, S
 /// classifier, at now.
 pub fn list_now(b: &dyn Claims) -> Result<MemberListing, StoreError> {
     list_whole(b, &mut Classifier::new(crate::claims::now_ms()))
+}
+
+/// The listing of `b` into `sink`, judged as a command judges: with a
+/// fresh classifier, at now.
+pub fn list_now_into(b: &dyn Claims, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
+    b.list(&mut Classifier::new(crate::claims::now_ms()), sink)
 }
 
 /// [`list_head`] judged as a command judges.

@@ -248,7 +248,7 @@ impl Store {
 
     /// What hosts publish into the sites, when any publishes (None: no
     /// site has a fleet, or no host ever published).
-    fn fleet_state(&self) -> Result<Option<FleetState>, StoreError> {
+    pub(crate) fn fleet_state(&self) -> Result<Option<FleetState>, StoreError> {
         let mut all: Option<FleetState> = None;
         for f in self.members.iter().filter_map(|m| m.backend.fleet()) {
             let state = f.state()?;

@@ -257,6 +257,29 @@ impl FleetState {
         let Some(obj) = doc.as_object_mut() else {
             return;
         };
+        let (copies, rest) = self.into_copies();
+        // Taken and put back in place: the document keeps its member order.
+        let mut items: Vec<Value> = match obj.get_mut("claims").map(Value::take) {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        for item in &mut items {
+            // A root's item among several origins is no store's.
+            if item.get("root").is_none() {
+                tag_store_item(item);
+            }
+        }
+        items.reserve(copies.len());
+        items.extend(copies);
+        items.sort_by_cached_key(list_order);
+        obj.insert("claims".into(), Value::Array(items));
+        rest.finish(obj);
+    }
+
+    /// The published items as `list --json` shows them, in its order
+    /// ([`list_order`]), and the rest of what the fleet adds to the
+    /// document.
+    pub fn into_copies(self) -> (Vec<Value>, FleetRest) {
         let published = self.counts();
         let last_seen: Vec<(String, String, i64)> = self
             .hosts
@@ -265,43 +288,81 @@ impl FleetState {
             .collect();
         let FleetState {
             hosts,
-            items: fleet_items,
+            items,
+            hazards,
+            last_known,
+        } = self;
+        let mut copies: Vec<Value> = items.into_iter().map(FleetItem::into_json).collect();
+        copies.sort_by_cached_key(list_order);
+        let rest = FleetRest {
+            published,
+            last_seen,
+            hosts,
+            hazards,
+            last_known,
+        };
+        (copies, rest)
+    }
+
+    pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
+        self.hosts.iter().find(|h| h.host_id == host_id)
+    }
+
+    /// Every copy counted as [`crate::claims::census::copy_state`] says:
+    /// online hosts' by their states, offline hosts' as last known.
+    pub fn counts(&self) -> Counts {
+        let mut c = count_copies(self.items.iter().map(FleetItem::state), true);
+        c += count_copies(self.last_known.iter().map(FleetItem::state), false);
+        c
+    }
+}
+
+/// Where an item of `list --json` goes among the others over a store
+/// hosts publish into: by key, then host id, then root id (a store's own
+/// claim, which has neither, first); equals keep their order.
+pub fn list_order(v: &Value) -> (String, String, String) {
+    let s = |field: &str| {
+        v.get(field)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    (s("key"), s("host_id"), s("root_id"))
+}
+
+/// A store's own item as it shows beside published ones: `"host"` (its
+/// record's) and `"source"`.
+pub fn tag_store_item(item: &mut Value) {
+    let host = item
+        .pointer("/record/host")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if let Some(o) = item.as_object_mut() {
+        tag(o, &host, SOURCE_STORE);
+    }
+}
+
+/// What the fleet adds to `list --json` besides its items: its states to
+/// the counts, its hazards, `"last_known"` and `"hosts"`.
+pub struct FleetRest {
+    published: Counts,
+    last_seen: Vec<(String, String, i64)>,
+    hosts: Vec<HostInfo>,
+    hazards: Vec<Hazard>,
+    last_known: Vec<FleetItem>,
+}
+
+impl FleetRest {
+    /// Into a document whose `"counts"` and `"hazards"` are the store's.
+    pub fn finish(self, obj: &mut Map<String, Value>) {
+        let FleetRest {
+            published,
+            last_seen,
+            hosts,
             hazards: fleet_hazards,
             last_known: fleet_last_known,
         } = self;
-        // Taken and put back in place: the document keeps its member order.
-        let mut items: Vec<Value> = match obj.get_mut("claims").map(Value::take) {
-            Some(Value::Array(a)) => a,
-            _ => Vec::new(),
-        };
-        for item in &mut items {
-            // A root's item among several origins is no store's.
-            if item.get("root").is_some() {
-                continue;
-            }
-            let host = item
-                .pointer("/record/host")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if let Some(o) = item.as_object_mut() {
-                tag(o, &host, SOURCE_STORE);
-            }
-        }
-        items.reserve(fleet_items.len());
-        items.extend(fleet_items.into_iter().map(FleetItem::into_json));
-        // Each item's key read once, not at every comparison.
-        let sort_key = |v: &Value| {
-            let s = |field: &str| {
-                v.get(field)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            (s("key"), s("host_id"), s("root_id"))
-        };
-        items.sort_by_cached_key(sort_key);
-        obj.insert("claims".into(), Value::Array(items));
         if let Some(counts) = obj.get_mut("counts").and_then(Value::as_object_mut) {
             for (state, n) in [
                 ("live", published.live),
@@ -335,24 +396,12 @@ impl FleetState {
                 v
             })
             .collect();
-        last_known.sort_by_cached_key(sort_key);
+        last_known.sort_by_cached_key(list_order);
         obj.insert("last_known".into(), Value::Array(last_known));
         obj.insert(
             "hosts".into(),
             serde_json::to_value(&hosts).unwrap_or(Value::Null),
         );
-    }
-
-    pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
-        self.hosts.iter().find(|h| h.host_id == host_id)
-    }
-
-    /// Every copy counted as [`crate::claims::census::copy_state`] says:
-    /// online hosts' by their states, offline hosts' as last known.
-    pub fn counts(&self) -> Counts {
-        let mut c = count_copies(self.items.iter().map(FleetItem::state), true);
-        c += count_copies(self.last_known.iter().map(FleetItem::state), false);
-        c
     }
 }
 

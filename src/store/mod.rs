@@ -50,6 +50,7 @@ pub mod fleet;
 pub mod fs_events;
 pub mod host_names;
 pub mod listing;
+pub mod listing_stream;
 pub mod log;
 pub mod mirror;
 pub mod registry;

@@ -63,6 +63,7 @@ conformance!(
     a_head_is_the_first_keys_in_order,
     a_corrupted_value_is_corrupted_and_a_hazard_with_its_location,
     an_unreadable_value_is_held_not_free,
+    list_json_streamed_is_the_document_the_whole_listing_writes,
     // feed
     a_peer_acquire_is_named_by_the_feed,
     nothing_written_between_a_listing_and_its_feed_is_lost,
@@ -70,11 +71,13 @@ conformance!(
     watch_key_wakes_when_its_key_changes,
     // log
     tail_then_follow_brings_no_line_twice_and_misses_none,
+    a_follow_from_where_a_range_read_ended_brings_what_came_after_and_nothing_read,
     events_follow_prints_each_new_event_once_naming_its_origin_where_several,
     // history
     history_pages_from_its_start_its_end_and_a_mark,
     history_search_finds_older_and_newer,
     count_matches_counts_every_match_and_goes_on_where_it_stopped,
+    a_range_read_visits_the_window_whole_in_order_and_an_entry_by_its_mark,
     // hazards
     a_record_naming_another_key_is_a_key_mismatch_at_its_place,
     list_and_doctor_count_a_corrupted_claim_once_alike,

@@ -220,6 +220,15 @@ pub enum Command {
         /// or a duration back from now: 2h)
         #[arg(long, value_name = "TIME")]
         as_of: Option<String>,
+        /// Over a store hosts publish into: only what the host NAME (its
+        /// label or host_id) publishes, beside the store's own claims
+        /// (repeatable)
+        #[arg(long = "host", value_name = "NAME", conflicts_with = "as_of")]
+        host: Vec<String>,
+        /// Over a store hosts publish into: only what is published from
+        /// the root ID (a root_id from list --json; repeatable)
+        #[arg(long = "root-id", value_name = "ID", conflicts_with = "as_of")]
+        root_id: Vec<String>,
     },
     /// Classify one key
     #[command(

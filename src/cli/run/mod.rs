@@ -82,11 +82,9 @@ pub fn run(store: &dyn Backend, a: RunArgs, out: &mut Out) -> CmdResult {
     if let Err(e) = validate_inputs(&a.key, &a.holder, a.ttl) {
         return out.error(&e.to_string());
     }
-    if a.ttl.is_none() && store.leases().is_some() {
-        // Refused before CMD is even staged: a claim that lives on a lease
-        // needs a TTL, or nothing would end it if the holder died.
-        let why = "a claim on this store lives on a lease and needs a TTL (--ttl): \
-                   the lease is the only thing that ends it if the holder dies";
+    if let (None, Some(why)) = (a.ttl, store.ttl_required()) {
+        // Refused before CMD is even staged: the store would refuse the
+        // claim, and CMD must not run unclaimed.
         return super::claim_cmds::store_error(out, StoreError::Refused(why.into()));
     }
     // Forked before the feed starts its threads, so on a file store the

@@ -20,7 +20,7 @@ use super::events::{end_marker_put, event_put, lease_exists, lease_not_found, re
 use super::layout::range_end;
 use super::{Core, Layout};
 use crate::claims::audit::event_fields_unknown;
-use crate::claims::{now_ms, ClaimRecord, Status};
+use crate::claims::{now_ms, ClaimRecord};
 use crate::events::EventKind;
 use crate::store::{StoreError, Tenure};
 use etcd_client::{
@@ -231,8 +231,7 @@ impl Core {
     pub(super) fn settle_opens(
         &self,
         at: i64,
-        claims: &[Status],
-        tenures: &[Option<Tenure>],
+        carried: &[(String, Option<i64>)],
     ) -> Result<usize, StoreError> {
         let opens = self.layout.opens();
         let opts = GetOptions::new()
@@ -243,7 +242,7 @@ impl Core {
             let (opens, opts) = (opens.clone(), opts.clone());
             async move { c.get(opens, Some(opts)).await }
         })?;
-        if counted.count() <= claims.len() as i64 {
+        if counted.count() <= carried.len() as i64 {
             return Ok(0);
         }
         let mut ended = Vec::new();
@@ -252,11 +251,10 @@ impl Core {
                 let Some(key) = self.layout.key_of_open(kv.key()) else {
                     continue;
                 };
-                let carried = claims
-                    .binary_search_by(|s| s.key.as_str().cmp(key.as_str()))
+                let carried = carried
+                    .binary_search_by(|(k, _)| k.as_str().cmp(key.as_str()))
                     .ok()
-                    .and_then(|i| tenures.get(i).copied().flatten())
-                    .map(|t| t.revision);
+                    .and_then(|i| carried[i].1);
                 if carried != Some(kv.mod_revision()) {
                     ended.push(kv.key().to_vec());
                 }

@@ -22,11 +22,15 @@ use std::path::PathBuf;
 
 /// Keys per range request: big enough that 100 000 claims take 100 round
 /// trips, small enough that one page stays far below gRPC's 4 MiB limit.
-const PAGE: i64 = 1000;
+pub(super) const PAGE: i64 = 1000;
 /// Up to this many distinct leases, `list` asks etcd for each one's time to
 /// live (concurrently); beyond it, the record's own deadline stands in, so a
 /// listing of a huge store costs its range reads and nothing more.
-const LEASE_LOOKUPS_MAX: usize = 1000;
+pub(super) const LEASE_LOOKUPS_MAX: usize = 1000;
+/// Keys per range request when only keys are read: a key and its metadata
+/// are a few tens of bytes, so ten times a page of values is still far
+/// below the limit, in a tenth of the round trips.
+const KEY_PAGE: i64 = 10_000;
 
 impl Core {
     pub(super) fn status_of(&self, key: &str) -> Result<Fenced<Status>, StoreError> {
@@ -61,17 +65,9 @@ impl Core {
         let page = limit.map_or(PAGE, |n| (n as i64).min(PAGE));
         let at = self.for_each_page(&self.layout.claims(), page, |page| {
             for kv in &page {
-                let Some(key) = self.layout.key_of_claim(kv.key()) else {
+                let Some((key, ck)) = self.claim_of(kv, &mut store_hazards) else {
                     continue;
                 };
-                let ck = String::from_utf8_lossy(kv.key()).into_owned();
-                if kv.lease() == 0 {
-                    store_hazards.push(Hazard::at_key(
-                        CLAIM_WITHOUT_LEASE,
-                        ck.clone(),
-                        "this claim has no lease, so it never expires; force-release it".into(),
-                    ));
-                }
                 leases.push(kv.lease());
                 let (s, t) = self.item(&key, &ck, kv, &no_ttls, &mut pids);
                 claims.push(s);
@@ -98,7 +94,7 @@ impl Core {
         if limit.is_none() {
             // Best effort: a reader without write access still gets its
             // listing, and the next acquire or watcher records the end.
-            let _ = self.settle_opens(at, &claims, &tenures);
+            let _ = self.settle_opens(at, &carried(&claims, &tenures));
         }
         // `foreign_machine` does not apply: claims from other machines are
         // the point of etcd.
@@ -136,7 +132,7 @@ impl Core {
     /// answers false or the keys run out; the revision they were read at.
     /// Every page reads at the first page's revision: one consistent
     /// snapshot, however the store moves while we page.
-    fn for_each_page(
+    pub(super) fn for_each_page(
         &self,
         prefix: &str,
         page: i64,
@@ -155,6 +151,16 @@ impl Core {
         each: impl FnMut(Vec<KeyValue>) -> bool,
     ) -> Result<i64, StoreError> {
         self.pages(prefix, PAGE, at, keys_only, each)
+    }
+
+    /// Every key under `prefix` (no values), in pages of [`KEY_PAGE`], and
+    /// the revision they were read at.
+    pub(super) fn keys_through(
+        &self,
+        prefix: &str,
+        each: impl FnMut(Vec<KeyValue>) -> bool,
+    ) -> Result<i64, StoreError> {
+        self.pages(prefix, KEY_PAGE, 0, true, each)
     }
 
     /// [`Core::for_each_page`] from revision `at` (0: the first page's).
@@ -197,8 +203,27 @@ impl Core {
         }
     }
 
+    /// The claim key and the etcd key of a listed `kv` (None: no claim's);
+    /// a claim without a lease is a hazard of the store's.
+    pub(super) fn claim_of(
+        &self,
+        kv: &KeyValue,
+        store_hazards: &mut Vec<Hazard>,
+    ) -> Option<(String, String)> {
+        let key = self.layout.key_of_claim(kv.key())?;
+        let ck = String::from_utf8_lossy(kv.key()).into_owned();
+        if kv.lease() == 0 {
+            store_hazards.push(Hazard::at_key(
+                CLAIM_WITHOUT_LEASE,
+                ck.clone(),
+                "this claim has no lease, so it never expires; force-release it".into(),
+            ));
+        }
+        Some((key, ck))
+    }
+
     /// One present key as a status row and its tenure.
-    fn item(
+    pub(super) fn item(
         &self,
         key: &str,
         ck: &str,
@@ -292,7 +317,7 @@ impl Core {
     }
 
     /// `(granted_ttl, remaining)` of each lease, asked concurrently.
-    fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
+    pub(super) fn lease_ttls(&self, ids: Vec<i64>) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
         self.conn.call(|c| {
             let ids = ids.clone();
             async move {
@@ -321,6 +346,16 @@ impl Core {
 fn free(key: &str, ck: &str) -> Status {
     let place = Loc::new(0, ItemRules::StoreKey, std::path::Path::new(ck));
     Status::free(key.to_string(), place, "no claim".into())
+}
+
+/// Each claim's key and the revision its tenure began at, in key order:
+/// what [`Core::settle_opens`] compares the open tenures with.
+pub(super) fn carried(claims: &[Status], tenures: &[Option<Tenure>]) -> Vec<(String, Option<i64>)> {
+    claims
+        .iter()
+        .zip(tenures)
+        .map(|(s, t)| (s.key.clone(), t.map(|t| t.revision)))
+        .collect()
 }
 
 /// Sort `claims` by key and `tenures` along with them, in place: the order

@@ -31,6 +31,7 @@ mod info;
 pub mod layout;
 mod leases;
 mod list;
+mod list_pages;
 mod log;
 mod next_key;
 mod owners;

@@ -81,6 +81,10 @@ impl Claims for EtcdStore {
         ItemRules::StoreKey
     }
 
+    fn ttl_required(&self) -> Option<&'static str> {
+        Some(super::verbs::TTL_REQUIRED)
+    }
+
     fn acquire(
         &self,
         key: &str,
@@ -125,9 +129,15 @@ impl Claims for EtcdStore {
         self.core.status_of(key)
     }
 
-    /// Read in pages at one revision; the feed resumes right after it.
+    /// Read in pages at one revision; the feed resumes right after it. A
+    /// sink that streams gets the claims a page at a time, in key order
+    /// (the keys read first, see `list_pages.rs`); any other the listing
+    /// whole, in one read.
     fn list(&self, _c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
         let wants = sink.wants();
+        if wants.is_none() && sink.streams() {
+            return self.core.list_claims_paged(sink);
+        }
         let page = self.core.list_claims_upto(wants)?;
         let listed = page.sweep.claims.len();
         let at = page.end.at.clone();

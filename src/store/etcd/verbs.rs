@@ -570,12 +570,13 @@ fn got_kvs(resp: &TxnResponse) -> (Option<KeyValue>, Option<KeyValue>) {
 /// Claims on etcd live only as long as their lease: there is no pid
 /// liveness across machines, so a claim without a TTL would be forever.
 pub(super) fn ttl_required() -> StoreError {
-    StoreError::Refused(
-        "a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it \
-         if the holder dies"
-            .into(),
-    )
+    StoreError::Refused(TTL_REQUIRED.into())
 }
+
+/// [`ttl_required`]'s words, which `run` says before it starts anything.
+pub(super) const TTL_REQUIRED: &str =
+    "a claim on etcd needs a TTL (--ttl): its lease is the only thing that ends it \
+     if the holder dies";
 
 pub(super) fn tenure(revision: i64, lease: i64, ttl_s: i64, remaining_s: i64) -> Tenure {
     Tenure {

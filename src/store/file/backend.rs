@@ -19,6 +19,7 @@ use crate::claims::{
     ReleaseOutcome, RenewOutcome, Root, Status,
 };
 use crate::events::history::{History, Log};
+use crate::events::range::RangeEnd;
 use crate::events::tail::read_last_lines;
 use crate::events::Event;
 use std::io::{self, Write};
@@ -208,6 +209,17 @@ impl Audit for FileStore {
 
     fn follow(&self, after: Option<&Cursor>) -> Result<Box<dyn LogFeed>, StoreError> {
         super::log::follow(&self.root.events_file(), after)
+    }
+
+    /// After the file `end` names, up to its mark (a line's start); the
+    /// log's first line when there was no file (every line it gets is new).
+    fn resume_after(&self, log: &Log, end: &RangeEnd) -> Option<Cursor> {
+        let own = matches!(log, Log::Own) || *log == Log::Root(self.root.root.clone());
+        match (end.file_id, end.next) {
+            _ if !own => None,
+            (Some(id), Some(next)) => Some(super::log::cursor_at(id, next)),
+            _ => Some(Cursor::start()),
+        }
     }
 
     fn cursor_in_file(&self, file: &std::fs::File, end: u64) -> Option<Cursor> {

@@ -6,6 +6,7 @@ use super::{take, Target};
 use crate::under_test::StoreUnderTest;
 use claimtop::events::backward::{Needle, SearchFrom, SearchStep};
 use claimtop::events::history::{Anchor, History, ScanAt};
+use claimtop::events::range::Range;
 use claimtop::events::tail::Line;
 use claimtop::store::StoreError;
 
@@ -134,4 +135,75 @@ pub fn count_matches_counts_every_match_and_goes_on_where_it_stopped(u: &dyn Sto
     take(t.backend(u), "later", "hist");
     let (more, _) = count(&mut *h, "\"hist\"", at);
     assert_eq!(more, 1, "only what was written after");
+}
+
+/// The keys of the entries a range read visits, in order, and their marks.
+fn read(h: &mut dyn History, range: &Range) -> (Vec<String>, Vec<u64>) {
+    let (mut keys, mut marks) = (Vec::new(), Vec::new());
+    let mut buf = Vec::new();
+    h.read_range(range, &mut |e| {
+        e.read_into(&mut buf)?;
+        let ev = claimtop::events::parse_event(std::str::from_utf8(&buf).expect("utf-8"))
+            .expect("an event");
+        keys.push(ev.key().unwrap_or_default().to_string());
+        marks.push(e.mark);
+        Ok(())
+    })
+    .expect("a range read");
+    (keys, marks)
+}
+
+pub fn a_range_read_visits_the_window_whole_in_order_and_an_entry_by_its_mark(
+    u: &dyn StoreUnderTest,
+) {
+    let case = "a_range_read_visits_the_window_whole_in_order_and_an_entry_by_its_mark";
+    let Some(mut h) = written(u, case) else {
+        return;
+    };
+    let (all, marks) = read(&mut *h, &Range::default());
+    assert_eq!(all, expect(0..N), "every entry, oldest first");
+    assert!(marks.windows(2).all(|w| w[0] < w[1]), "{marks:?}");
+    // `last` is a hint: whatever comes, the last entries are among it.
+    let (tail, _) = read(
+        &mut *h,
+        &Range {
+            last: Some(5),
+            ..Range::default()
+        },
+    );
+    assert!(tail.ends_with(&expect(N - 5..N)), "{tail:?}");
+    let now = claimtop::time::now_ms();
+    let (later, _) = read(
+        &mut *h,
+        &Range {
+            since: Some(now + 3_600_000),
+            ..Range::default()
+        },
+    );
+    // A window's start is found within the writers' clock slack: entries
+    // before it may come (the visitor judges each), never out of order.
+    assert!(all.ends_with(&later), "{later:?}");
+    let (from_before, _) = read(
+        &mut *h,
+        &Range {
+            since: Some(now - 3_600_000),
+            ..Range::default()
+        },
+    );
+    assert_eq!(
+        from_before,
+        expect(0..N),
+        "everything was written since an hour ago"
+    );
+    let mut seen = Vec::new();
+    let found = h
+        .read_at(marks[7], &mut |e| {
+            e.read_into(&mut seen)?;
+            Ok(())
+        })
+        .expect("a read at a mark");
+    assert!(found, "the entry marked {} is there", marks[7]);
+    let ev = claimtop::events::parse_event(std::str::from_utf8(&seen).expect("utf-8"))
+        .expect("an event");
+    assert_eq!(ev.key(), Some(key(7).as_str()));
 }

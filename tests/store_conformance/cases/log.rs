@@ -179,3 +179,42 @@ pub fn events_follow_prints_each_new_event_once_naming_its_origin_where_several(
         }
     }
 }
+
+pub fn a_follow_from_where_a_range_read_ended_brings_what_came_after_and_nothing_read(
+    u: &dyn StoreUnderTest,
+) {
+    let case = "a_follow_from_where_a_range_read_ended_brings_what_came_after_and_nothing_read";
+    let t = Target::of(u);
+    let b = t.backend(u);
+    take(b, "read", "alice");
+    let audit = b.audit().expect("every store under test keeps a log");
+    let logs = audit.logs().expect("its logs");
+    let (_, log) = logs.first().expect("a log");
+    let mut h = audit.history(log).expect("its history");
+    let mut read = 0;
+    let end = h
+        .read_range(&Default::default(), &mut |_| {
+            read += 1;
+            Ok(())
+        })
+        .expect("a range read");
+    assert!(read >= 1, "the line written before the read");
+    let Some(at) = audit.resume_after(log, &end) else {
+        // A file's lines are marked by their offsets: its feed can always
+        // resume at the read's end, and `events --follow` relies on it.
+        assert!(!h.verbatim(), "a file's log resumes where its read ended");
+        eprintln!("{case}: not run on {} (it follows from now)", u.name());
+        return;
+    };
+    // Written between the read and the feed: brought by the feed, once,
+    // and nothing the read visited comes again.
+    let peer = u.peer();
+    take(peer.backend(u.target()).expect("target"), "between", "bob");
+    let mut feed = audit.follow(Some(&at)).expect("follow");
+    take(b, "after", "alice");
+    let got = until_keys(feed.as_mut(), &["between", "after"]);
+    let keys: Vec<Option<String>> = got.iter().map(key_of).collect();
+    assert!(!keys.contains(&Some("read".into())), "{keys:?}");
+    let between = keys.iter().filter(|k| k.as_deref() == Some("between"));
+    assert_eq!(between.count(), 1, "{keys:?}");
+}

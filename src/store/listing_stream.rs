@@ -1,0 +1,423 @@
+//! `list --json` written while the store is read: over one named member,
+//! each page of its listing goes out as it comes (the first claim's bytes
+//! before the last page is read), and the document is byte for byte the
+//! one [`Listing::write_json`] writes of the whole listing. Over several
+//! origins claims are sorted across them, so the whole listing is read
+//! first, as before.
+//!
+//! What hosts publish is read first (it is sorted in among the store's own
+//! claims), and may be limited to some hosts or roots ([`Only`]).
+
+use super::backend::{list_now_into, Flow, ListSink, MemberListing};
+use super::compose::{Listing, Store};
+use super::fleet::{list_order, tag_store_item, FleetRest, FleetState};
+use super::StoreError;
+use crate::claims::{Counts, Hazard, HazardAt};
+use serde_json::{Map, Value};
+use std::collections::VecDeque;
+use std::io::{self, Write};
+
+/// Which hosts' and roots' published claims a listing keeps (`--host`,
+/// `--root-id`); empty: every one. The store's own claims are kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Only {
+    /// Host labels or ids.
+    pub hosts: Vec<String>,
+    pub root_ids: Vec<String>,
+}
+
+impl Only {
+    pub fn everything(&self) -> bool {
+        self.hosts.is_empty() && self.root_ids.is_empty()
+    }
+
+    fn host(&self, host_id: &str, label: Option<&str>) -> bool {
+        self.hosts.is_empty()
+            || self
+                .hosts
+                .iter()
+                .any(|h| h == host_id || Some(h.as_str()) == label)
+    }
+
+    fn root(&self, root_id: &str) -> bool {
+        self.root_ids.is_empty() || self.root_ids.iter().any(|r| r == root_id)
+    }
+
+    /// `fleet` with only the hosts, copies and hazards asked for.
+    pub fn limit(&self, fleet: &mut FleetState) {
+        if self.everything() {
+            return;
+        }
+        let label = |id: &str| {
+            let h = fleet.hosts.iter().find(|h| h.host_id == id);
+            h.map(|h| h.label.clone())
+        };
+        let keep_host: Vec<String> = (fleet.hosts.iter())
+            .filter(|h| self.host(&h.host_id, Some(&h.label)))
+            .filter(|h| h.roots.iter().any(|r| self.root(&r.id)))
+            .map(|h| h.host_id.clone())
+            .collect();
+        let keeps = |host_id: &str, root_id: &str| {
+            keep_host.iter().any(|h| h == host_id)
+                && self.host(host_id, label(host_id).as_deref())
+                && self.root(root_id)
+        };
+        fleet.items.retain(|i| keeps(&i.host_id, &i.root.id));
+        fleet.last_known.retain(|i| keeps(&i.host_id, &i.root.id));
+        fleet.hazards.retain(|h| match &h.at {
+            HazardAt::Copy(at) => keeps(&at.host_id, &at.root_id),
+            _ => true,
+        });
+        fleet.hosts.retain(|h| keep_host.contains(&h.host_id));
+    }
+}
+
+/// Why a streamed `list --json` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// The store could not be read (some of the document may be out).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store stopped answering after part of the document was out.
+    #[error(transparent)]
+    Cut(StoreError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl Store {
+    /// `list --json` to `w`, streamed where one origin is named.
+    pub fn write_list_json(&self, w: &mut dyn Write, only: &Only) -> Result<(), StreamError> {
+        let mut takers = self.members().iter().filter(|m| m.backend().takes_claims());
+        let (Some(one), None) = (takers.next(), takers.next()) else {
+            return self.write_whole(w, only);
+        };
+        if self.several() {
+            return self.write_whole(w, only);
+        }
+        let mut fleet = self.fleet_state()?;
+        if let Some(f) = fleet.as_mut() {
+            only.limit(f);
+        }
+        let store = one.root_dir().is_none().then(|| one.backend().url());
+        let mut sink = JsonSink::new(w, store, fleet);
+        if let Err(e) = list_now_into(one.backend(), &mut sink) {
+            return Err(match sink.begun {
+                true => StreamError::Cut(e),
+                false => StreamError::Store(e),
+            });
+        }
+        if let Some(e) = sink.failed.take() {
+            return Err(e.into());
+        }
+        match sink.first.take() {
+            // One page: the listing whole, which a member may write faster.
+            Some(only_page) if sink.copies.is_none() => {
+                let mut l = only_page;
+                l.at = one.ix;
+                let listing = Listing {
+                    members: vec![l],
+                    fleet: None,
+                };
+                listing.write_json(self, sink.w)?;
+                std::mem::forget(listing);
+                Ok(())
+            }
+            first => {
+                if let Some(page) = first {
+                    sink.write_page(page)?;
+                }
+                sink.end(one.backend().url())?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The whole listing read, then written.
+    fn write_whole(&self, w: &mut dyn Write, only: &Only) -> Result<(), StreamError> {
+        let mut listing = self.list()?;
+        if let Some(f) = listing.fleet.as_mut() {
+            only.limit(f);
+        }
+        listing.write_json(self, w)?;
+        std::mem::forget(listing);
+        Ok(())
+    }
+}
+
+/// A listing written as its pages come.
+struct JsonSink<'w> {
+    w: &'w mut dyn Write,
+    /// `"store"`, for a member that is no root.
+    store: Option<String>,
+    /// The first page, held until a second shows there is more than one
+    /// (a member that lists in one page writes it its own way).
+    first: Option<MemberListing>,
+    begun: bool,
+    counts: Counts,
+    hazards: Vec<Hazard>,
+    store_hazards: Vec<Hazard>,
+    /// Published items still to go out, in their order.
+    copies: Option<VecDeque<Value>>,
+    rest: Option<FleetRest>,
+    failed: Option<io::Error>,
+    /// Items written so far.
+    written: usize,
+}
+
+impl ListSink for JsonSink<'_> {
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn page(&mut self, page: MemberListing) -> Flow {
+        let written = match self.first.take() {
+            None if !self.begun => {
+                self.first = Some(page);
+                return Flow::Go;
+            }
+            None => self.write_page(page),
+            Some(first) => self.write_page(first).and_then(|()| self.write_page(page)),
+        };
+        // Out now: a reader sees the claims while later pages are read.
+        match written.and_then(|()| self.w.flush()) {
+            Ok(()) => Flow::Go,
+            Err(e) => {
+                self.failed = Some(e);
+                Flow::Stop
+            }
+        }
+    }
+}
+
+impl<'w> JsonSink<'w> {
+    /// A writer of one member's listing to `w`, with what hosts publish.
+    fn new(w: &'w mut dyn Write, store: Option<String>, fleet: Option<FleetState>) -> Self {
+        let (copies, rest) = match fleet.map(FleetState::into_copies) {
+            Some((copies, rest)) => (Some(copies.into()), Some(rest)),
+            None => (None, None),
+        };
+        JsonSink {
+            w,
+            store,
+            first: None,
+            begun: false,
+            counts: Counts::default(),
+            hazards: Vec::new(),
+            store_hazards: Vec::new(),
+            copies,
+            rest,
+            failed: None,
+            written: 0,
+        }
+    }
+
+    fn write_page(&mut self, page: MemberListing) -> io::Result<()> {
+        if !self.begun {
+            self.begun = true;
+            self.w.write_all(b"{\"root\":")?;
+            serde_json::to_writer(&mut *self.w, &*page.sweep.root.to_string_lossy())?;
+            self.w.write_all(b",\"claims\":[")?;
+        }
+        for i in 0..page.sweep.claims.len() {
+            let mut item = page.item_json(i);
+            if self.copies.is_some() {
+                tag_store_item(&mut item);
+                let at = list_order(&item);
+                while let Some(copy) = self.next_copy_before(&at) {
+                    self.item(&copy)?;
+                }
+            }
+            self.item(&item)?;
+        }
+        self.counts += page.sweep.counts;
+        self.hazards.extend(page.sweep.hazards);
+        self.store_hazards.extend(page.store_hazards);
+        Ok(())
+    }
+
+    /// The next published item that goes before a store's item at `at`
+    /// (one at the same place goes after it).
+    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<Value> {
+        let copies = self.copies.as_mut()?;
+        match copies.front() {
+            Some(c) if list_order(c) < *at => copies.pop_front(),
+            _ => None,
+        }
+    }
+
+    fn item(&mut self, item: &Value) -> io::Result<()> {
+        if self.written > 0 {
+            self.w.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *self.w, item)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// What follows the claims, as [`Listing::write_json`] has it: the
+    /// counts, the hazards (the sweep's, then the store's own, then what
+    /// hosts found), `"store"`, and what hosts publish.
+    fn end(&mut self, url: String) -> io::Result<()> {
+        if !self.begun {
+            // Nothing listed: the document of an empty listing.
+            self.begun = true;
+            self.w.write_all(b"{\"root\":")?;
+            serde_json::to_writer(&mut *self.w, &url)?;
+            self.w.write_all(b",\"claims\":[")?;
+        }
+        while let Some(copy) = self.copies.as_mut().and_then(VecDeque::pop_front) {
+            self.item(&copy)?;
+        }
+        self.w.write_all(b"]")?;
+        let mut tail = Map::new();
+        tail.insert(
+            "counts".into(),
+            serde_json::to_value(self.counts).unwrap_or(Value::Null),
+        );
+        let hazards = (self.hazards.iter())
+            .chain(&self.store_hazards)
+            .map(|h| serde_json::to_value(h).unwrap_or(Value::Null))
+            .collect();
+        tail.insert("hazards".into(), Value::Array(hazards));
+        if let Some(store) = self.store.take() {
+            tail.insert("store".into(), Value::from(store));
+        }
+        if let Some(rest) = self.rest.take() {
+            rest.finish(&mut tail);
+        }
+        for (k, v) in &tail {
+            self.w.write_all(b",")?;
+            serde_json::to_writer(&mut *self.w, k)?;
+            self.w.write_all(b":")?;
+            serde_json::to_writer(&mut *self.w, v)?;
+        }
+        self.w.write_all(b"}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::{hazard, ItemRules, Loc, Status, Sweep};
+    use crate::store::fleet::{FleetItem, HostInfo, PublishedRoot};
+    use serde_json::json;
+
+    fn row(key: &str) -> Status {
+        let place = Loc::new(1, ItemRules::StoreKey, std::path::Path::new(key));
+        Status::free(key.to_string(), place, "no claim".into())
+    }
+
+    fn page(keys: &[&str], hazards: Vec<Hazard>, store_hazards: Vec<Hazard>) -> MemberListing {
+        let claims: Vec<Status> = keys.iter().map(|k| row(k)).collect();
+        let mut counts = Counts::default();
+        claims.iter().for_each(|s| counts.add(s.state));
+        let mut l = MemberListing::of_sweep(
+            Sweep {
+                root: "etcd://x/p".into(),
+                claims,
+                counts,
+                hazards,
+            },
+            ItemRules::StoreKey,
+        );
+        l.store_hazards = store_hazards;
+        l
+    }
+
+    fn fleet() -> FleetState {
+        let root = PublishedRoot {
+            id: "r1".into(),
+            path: "/srv".into(),
+            ..PublishedRoot::default()
+        };
+        let copy = |key: &str, host: &str| FleetItem {
+            host_id: host.into(),
+            hostname: format!("{host}-name"),
+            root: root.clone(),
+            item: json!({"key": key, "state": "live", "record": {"holder": "h"}}),
+        };
+        let host = |id: &str, online: bool| HostInfo {
+            host_id: id.into(),
+            hostname: format!("{id}-name"),
+            label: format!("{id}-name"),
+            online,
+            last_seen_ms: 7,
+            roots: vec![root.clone()],
+            counts: Counts::default(),
+        };
+        FleetState {
+            hosts: vec![host("h1", true), host("h2", false)],
+            items: vec![copy("c", "h1"), copy("a", "h1"), copy("zz", "h1")],
+            hazards: Vec::new(),
+            last_known: vec![copy("b", "h2")],
+        }
+    }
+
+    /// The pages streamed, and the document the whole listing would be.
+    fn both(pages: Vec<MemberListing>, fleet: Option<FleetState>) -> (String, String) {
+        let mut whole = pages[0].clone();
+        for p in pages.iter().skip(1) {
+            whole.extend(p.clone());
+        }
+        let mut doc = whole.to_json(Some("etcd://x/p"));
+        if let Some(f) = fleet.clone() {
+            f.into_list_json(&mut doc);
+        }
+        let mut want = serde_json::to_vec(&doc).expect("json");
+        want.push(b'\n');
+        let mut got = Vec::new();
+        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), fleet);
+        for p in pages {
+            assert_eq!(sink.page(p), Flow::Go);
+        }
+        if let Some(first) = sink.first.take() {
+            sink.write_page(first).expect("write");
+        }
+        sink.end("etcd://x/p".into()).expect("end");
+        let text = |b: Vec<u8>| String::from_utf8(b).expect("utf-8");
+        (text(got), text(want))
+    }
+
+    fn pages() -> Vec<MemberListing> {
+        let corrupt = || Hazard::at_key(hazard::CORRUPTED_CLAIM, "k", "bad".into());
+        vec![
+            page(&["a", "b"], Vec::new(), Vec::new()),
+            page(&["b b", "c"], vec![corrupt()], Vec::new()),
+            page(&[], vec![corrupt()], vec![corrupt()]),
+        ]
+    }
+
+    #[test]
+    fn pages_streamed_are_the_document_of_the_whole_listing() {
+        let (got, want) = both(pages(), None);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn published_items_stream_in_among_the_stores_own_in_the_whole_listings_order() {
+        let (got, want) = both(pages(), Some(fleet()));
+        assert_eq!(got, want);
+        assert!(got.contains("\"last_known\""), "{got}");
+    }
+
+    #[test]
+    fn a_host_or_root_limit_keeps_that_hosts_copies_and_hosts_only() {
+        let mut f = fleet();
+        let only = Only {
+            hosts: vec!["h2-name".into()],
+            root_ids: Vec::new(),
+        };
+        only.limit(&mut f);
+        assert!(f.items.is_empty());
+        assert_eq!(f.last_known.len(), 1);
+        assert_eq!(f.hosts.len(), 1);
+        let mut f = fleet();
+        let only = Only {
+            hosts: Vec::new(),
+            root_ids: vec!["elsewhere".into()],
+        };
+        only.limit(&mut f);
+        assert!(f.items.is_empty() && f.last_known.is_empty() && f.hosts.is_empty());
+    }
+}
