@@ -186,7 +186,7 @@ fn dashboard(url: &str) {
     let (idle_cpu, idle_wall) = (self_cpu() - cpu0, t_idle.elapsed());
 
     // 2. Change -> screen, one acquire at a time.
-    let writer = h.source.open().expect("a writer connection");
+    let writer = h.connect();
     let layout = Layout::new(PREFIX);
     let opts = AcquireOpts {
         ttl_ms: Some(600_000),

@@ -268,14 +268,38 @@ fn one_driver_of_a_mirror() {
     let found = offenders(
         "src/",
         &["Mirror::new(", "Mirror::of_keys("],
-        &[
-            "src/store/drive/",
-            "src/store/mirror/",
-            // The dashboard's collector, until it runs on the driver's lanes.
-            "src/dashboard/collector/",
-        ],
+        &["src/store/drive/", "src/store/mirror/"],
     );
     assert!(found.is_empty(), "a mirror driven by hand: {found:#?}");
+}
+
+#[test]
+fn one_dashboard_entry_point() {
+    // Two dashboards (file roots, a store with a connection) each wired
+    // their readers, op worker and log by hand; several roots, a site and
+    // a mix of them are one store now, and one `run` shows it.
+    let runs: Vec<String> = tree()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("src/dashboard/") && !path.contains("/update/"))
+        .flat_map(|(path, text)| {
+            let n = text.matches("pub fn run(").count();
+            std::iter::repeat_n(path, n)
+        })
+        .collect();
+    assert_eq!(runs, ["src/dashboard/mod.rs"], "dashboard entry points");
+    let found = offenders(
+        "src/dashboard/",
+        &[
+            "run_store",
+            "worker_over",
+            "store_worker",
+            "spawn_store_readers",
+            "spawn_root_readers",
+            "fn tagged(",
+        ],
+        &[],
+    );
+    assert!(found.is_empty(), "a second dashboard wiring: {found:#?}");
 }
 
 #[test]

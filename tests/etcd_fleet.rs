@@ -885,7 +885,7 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
 /// did not answer, and in how long; nothing is done in the root.
 #[test]
 fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
-    use claimtop::dashboard::testing::{run_store_op, DEFAULT_ASK_WAIT};
+    use claimtop::dashboard::testing::{run_op_on, DEFAULT_ASK_WAIT};
     use claimtop::dashboard::testing::{ForceOptsShown, Op};
     let Some(f) = Fleet::start("/fleetview2") else {
         return;
@@ -909,7 +909,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
         },
     };
     let asked = Instant::now();
-    let result = run_store_op(&store, &op);
+    let result = run_op_on(&store, &op);
     pa.signal(libc::SIGCONT);
     assert!(!result.ok, "{result:?}");
     let within = claimtop::time::human_ms(DEFAULT_ASK_WAIT.as_millis() as i64);

@@ -1,14 +1,13 @@
 //! The dashboard over a store with no terminal: the live app's wiring
-//! (`spawn_store_readers`, `update`, `view::draw`) drawing 160×48 frames
+//! (`spawn_readers`, `update`, `view::draw`) drawing 160×48 frames
 //! into a `TestBackend`, for the benches that time change → screen. Not
 //! every bench uses every part.
 #![allow(dead_code)]
 
 use claimtop::claims::{now_ms, LocalIdentity, Root};
-use claimtop::dashboard::testing::StoreView;
+use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{draw, update, Action, App, Options};
-use claimtop::dashboard::testing::{Input, Source};
-use claimtop::store::{OpenCtx, StoreName};
+use claimtop::store::{OpenCtx, Store, StoreName};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::sync::mpsc::{channel, Receiver};
@@ -16,21 +15,30 @@ use std::time::Duration;
 
 pub struct Headless {
     pub app: App,
-    /// The collector's inbox, kept open while the collector runs.
-    _inbox: std::sync::mpsc::Sender<Input>,
+    /// The lanes' inboxes, kept open while the lanes run.
+    _inboxes: Vec<std::sync::mpsc::Sender<Input>>,
     rx: Receiver<Action>,
     term: Terminal<TestBackend>,
-    pub source: Source,
+    /// The store the dashboard reads.
+    pub store: std::sync::Arc<Store>,
+    pub url: String,
 }
 
 impl Headless {
-    /// Open the store `url` names and start the collector over it.
+    /// The site `url` names on a connection of its own (a writer's).
+    pub fn connect(&self) -> std::sync::Arc<dyn claimtop::store::Backend> {
+        let name = StoreName::parse(&self.url).expect("a store URL");
+        let store = Store::open(&[name], &[], &OpenCtx::default()).expect("open the store");
+        store.one("acquire").expect("one site").shared()
+    }
+}
+
+impl Headless {
+    /// Open the store `url` names and start the readers over it.
     pub fn start(url: &str) -> Headless {
-        let source = Source {
-            name: StoreName::parse(url).expect("a store URL"),
-            ctx: OpenCtx::default(),
-        };
-        let store = source.open().expect("open the store");
+        let name = StoreName::parse(url).expect("a store URL");
+        let store = Store::open(&[name], &[], &OpenCtx::default()).expect("open the store");
+        let store = std::sync::Arc::new(store);
         let (tx, rx) = channel();
         let options = Options {
             // Names the store in the model; nothing reads it as a root.
@@ -51,17 +59,18 @@ impl Headless {
             LocalIdentity::current(),
             "operator:bench".into(),
         );
-        app.over_store(StoreView::new(store.url(), app.now));
+        app.over(&store, &[], app.now);
         update(&mut app, Action::Resize(160, 48));
         let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-        let inbox = claimtop::dashboard::testing::spawn_store_readers(store, &source, &tx)
-            .expect("start the collector");
+        let lanes = claimtop::dashboard::testing::spawn_readers(&store, &tx, app.refresh_ms)
+            .expect("start the readers");
         Headless {
             app,
-            _inbox: inbox,
+            _inboxes: lanes.inboxes,
             rx,
             term,
-            source,
+            store,
+            url: url.to_string(),
         }
     }
 

@@ -15,12 +15,12 @@ pub enum Action {
     /// second quits without asking.
     Interrupt(i64),
     Mouse(MouseEvent),
-    /// What changed in root `root`'s mirror (of several roots; 0 for one
-    /// root or a store): rows, counts and hazards, pid facts, as data.
-    Mirror {
-        root: usize,
-        delta: Box<crate::store::mirror::Delta>,
-    },
+    /// What one member's lane says: its rows, counts and hazards, pid
+    /// facts, its link and hosts, the clock it judged them at.
+    Update(Box<crate::store::drive::Update>),
+    /// What the hosts publishing into member `.0` found in their roots,
+    /// read again with their records.
+    FleetHazards(crate::store::OriginIx, Vec<crate::claims::Hazard>),
     /// New complete lines of the events log, oldest first.
     EventsAppended(Vec<Line>),
     /// The log was truncated or replaced: what follows starts over.
@@ -40,9 +40,6 @@ pub enum Action {
     /// An events-log message from root `root` of several: the merged pane
     /// orders lines by time and names each one's root.
     InRoot(usize, Box<Action>),
-    /// What only a store with a connection says (a dashboard over etcd):
-    /// its header facts, its watch's ups and downs, its publishing hosts.
-    Store(Box<super::model::store::StoreMsg>),
 }
 
 pub use crate::claims::root::RootProblem;

@@ -4,17 +4,17 @@
 //! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
-use super::collector::Input;
 use super::roots::ShownRoots;
 use crate::claims::{
     operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
     RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
+use crate::store::drive::Input;
 use crate::store::file::FileStore;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
-use crate::store::{Backend, StoreError};
+use crate::store::{Backend, OriginIx, Store, StoreError};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,7 @@ fn worded<T>(
     }
 }
 
-/// [`run_store_op`] on the file store over `root`.
+/// [`run_op_on`] on the file store over `root`.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
     run_op_in(&FileStore::new(root.clone()), Some(root), op)
 }
@@ -41,11 +41,11 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
 /// Run one op now (blocking) through the store's verbs — the same
 /// transactions the CLI runs — and describe the outcome. Its `root` is
 /// the only one's; the worker over several says which it ran in.
-pub fn run_store_op(store: &dyn Backend, op: &Op) -> OpResult {
+pub fn run_op_on(store: &dyn Backend, op: &Op) -> OpResult {
     run_op_in(store, None, op)
 }
 
-/// [`run_store_op`], where `root` is the file root `store` is over (None:
+/// [`run_op_on`], where `root` is the file root `store` is over (None:
 /// a store with a connection, which keeps no litter one entry could be).
 fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
     if let Op::In { op, .. } = op {
@@ -232,58 +232,41 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
     )
 }
 
-/// `store_worker` on the file store over `root`.
-pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
-    worker_over(ShownRoots::new(root, &[]), ops, out, vec![collect]);
-}
-
-/// [`worker`] over several roots: an [`Op::In`] runs on its root's file
-/// store, and that root's collector (`collects[i]`) re-reads what it touched.
-pub fn worker_over(
+/// Serve ops one at a time until the UI hangs up, each on its origin's
+/// member of `store` ([`Op::In`] names it; an op that names none goes to
+/// the one named member that takes claims), and have the op's claim
+/// re-read at once by that member's lane (`lanes`, by origin), so the
+/// table does not wait for the feed to notice the op's own write.
+pub fn worker(
+    store: Arc<Store>,
     roots: ShownRoots,
     ops: Receiver<Op>,
     out: Sender<Action>,
-    collects: Vec<Sender<Input>>,
+    lanes: Vec<Sender<Input>>,
 ) {
-    let stores = roots
+    // A publishing host is waited for as long as any store call: the
+    // CLI's `force-release --host` waits the same.
+    let ask_wait = DEFAULT_ASK_WAIT;
+    let taker = store
+        .members()
         .iter()
-        .map(|r| Arc::new(FileStore::new(r.clone())) as Arc<dyn Backend>)
-        .collect();
-    serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
-}
-
-/// [`worker`] over a store with a connection (etcd), whose collector
-/// re-reads the op's key.
-/// `ask_wait`: how long a publishing host is waited for (`--timeout`).
-pub fn store_worker(
-    store: Arc<dyn Backend>,
-    ask_wait: Duration,
-    ops: Receiver<Op>,
-    out: Sender<Action>,
-    collect: Sender<Input>,
-) {
-    serve(vec![store], None, ops, out, vec![collect], ask_wait);
-}
-
-/// Serve ops one at a time until the UI hangs up, and have the op's claim
-/// re-read at once, so the table does not wait for the watch to notice the
-/// op's own write.
-fn serve(
-    stores: Vec<Arc<dyn Backend>>,
-    roots: Option<ShownRoots>,
-    ops: Receiver<Op>,
-    out: Sender<Action>,
-    collects: Vec<Sender<Input>>,
-    ask_wait: Duration,
-) {
+        .find(|m| m.named && m.backend().takes_claims())
+        .map_or(0, |m| usize::from(m.ix.0));
     for op in ops {
-        if let (Op::AskHost { .. } | Op::ForgetHost { .. }, Some(store)) = (&op, stores.first()) {
+        if let Op::AskHost { .. } | Op::ForgetHost { .. } = &op {
             // Nothing to re-read here: the copy is re-read when the host's
-            // answer changes it (or the fleet, once a host is forgotten),
-            // through the store's watch.
-            let (ok, message) = match &op {
-                Op::ForgetHost { host_id, label } => run_forget(&**store, host_id, label),
-                _ => ask_host(&**store, &op, ask_wait),
+            // answer changes it (or the hosts, once one is forgotten),
+            // through the store's feed.
+            let fleet = store
+                .members()
+                .iter()
+                .find(|m| m.backend().fleet().is_some());
+            let (ok, message) = match (fleet, &op) {
+                (None, _) => (false, "this store has no publishing hosts".to_string()),
+                (Some(m), Op::ForgetHost { host_id, label }) => {
+                    run_forget(m.backend(), host_id, label)
+                }
+                (Some(m), _) => ask_host(m.backend(), &op, ask_wait),
             };
             let result = OpResult {
                 verb: op.verb(),
@@ -299,28 +282,32 @@ fn serve(
         }
         let (i, op) = match op {
             Op::In { root, op } => (root, *op),
-            op => (0, op),
+            op => (taker, op),
         };
-        let Some(store) = stores.get(i) else {
-            // The model names only roots it was given; say so if not.
+        let Some(backend) = store.backend(OriginIx(i as u16)) else {
+            // The model names only origins it was given; say so if not.
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
                 root: i,
                 ok: false,
-                message: format!("{} {}: no root number {i}", op.verb(), op.key()),
+                message: format!("{} {}: no origin number {i}", op.verb(), op.key()),
             };
             if out.send(Action::OpResult(result)).is_err() {
                 break;
             }
             continue;
         };
-        let root = roots.as_ref().and_then(|r| r.get(i));
-        let mut result = run_op_in(&**store, root, &op);
+        let mut result = run_op_in(backend, roots.get(i), &op);
         result.root = i;
-        // With several roots the status line says which root it was.
-        if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
-            result.message = format!("{} (root {})", result.message, roots.label(i));
+        // With several origins the status line says which it was.
+        if roots.is_several() {
+            let noun = if roots.get(i).is_some() {
+                "root"
+            } else {
+                "store"
+            };
+            result.message = format!("{} ({noun} {})", result.message, roots.label(i));
         }
         // The answer first: a re-read of a store that stopped answering
         // waits out its whole --timeout again, and the operator's op must
@@ -329,9 +316,9 @@ fn serve(
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }
-        match (collects.get(i), &op) {
+        match (lanes.get(i), &op) {
             (Some(c), Op::Clean | Op::CleanOne(_)) => {
-                let _ = c.send(Input::Rescan);
+                let _ = c.send(Input::Relist);
             }
             (Some(c), _) => {
                 let _ = c.send(Input::Reread(key));
@@ -470,7 +457,9 @@ mod tests {
         let (out_tx, out_rx) = std::sync::mpsc::channel();
         let (reread_tx, _reread_rx) = std::sync::mpsc::channel();
         let worker = std::thread::spawn(move || {
-            store_worker(Arc::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx, reread_tx)
+            let store = Arc::new(Store::of(vec![Arc::new(store)]));
+            let shown = ShownRoots::of_store(&store, &[]);
+            worker(store, shown, op_rx, out_tx, vec![reread_tx])
         });
         let asked = std::time::Instant::now();
         op_tx

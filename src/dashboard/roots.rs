@@ -9,25 +9,23 @@
 
 use super::action::Op;
 use crate::claims::{Root, Status};
-use crate::store::compose::labels;
+use crate::store::compose::{labels, Store};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The roots one dashboard shows, in the order they were named (the core's
-/// [`crate::claims::Roots`] resolves them; this adds what a person reads
-/// and where each verb goes); the first is the one a
-/// single-root dashboard shows, exactly as before.
+/// The origins one dashboard shows, by their index in the store (a row's
+/// place says its origin): a root's own places, every origin's short
+/// label, and which were named (a site's published copies are not).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShownRoots {
-    roots: Vec<Root>,
+    roots: Vec<Option<Root>>,
     labels: Vec<String>,
-    /// Claims dirs, compared against a lockfile's parent.
-    claims_dirs: Vec<PathBuf>,
+    named: Vec<bool>,
 }
 
 impl ShownRoots {
-    /// `first` and then `more`; a root named twice is kept once (its
-    /// claims would otherwise show twice).
+    /// `first` and then `more`, roots alone (a model fed by hand); a root
+    /// named twice is kept once (its claims would otherwise show twice).
     pub fn new(first: Root, more: &[Root]) -> ShownRoots {
         let mut roots = vec![first];
         for r in more {
@@ -37,37 +35,71 @@ impl ShownRoots {
         }
         let paths: Vec<&Path> = roots.iter().map(|r| r.root.as_path()).collect();
         let labels = labels(&paths);
-        let claims_dirs = roots.iter().map(Root::claims_dir).collect();
         ShownRoots {
-            roots,
+            named: vec![true; roots.len()],
+            roots: roots.into_iter().map(Some).collect(),
             labels,
-            claims_dirs,
         }
     }
 
+    /// One site named by `url` (origin 0) and the copies hosts publish
+    /// into it (origin 1), as a store of one `--store` opens them.
+    pub fn of_site(url: &str) -> ShownRoots {
+        ShownRoots {
+            roots: vec![None, None],
+            labels: vec![url.to_string(), format!("{url} hosts")],
+            named: vec![true, false],
+        }
+    }
+
+    /// Every member of `store`, in its order; `roots` are the roots' own
+    /// places (an events log kept apart), found by their directory.
+    pub fn of_store(store: &Store, roots: &[Root]) -> ShownRoots {
+        let members = store.members();
+        ShownRoots {
+            roots: members
+                .iter()
+                .map(|m| {
+                    let d = m.root_dir()?;
+                    Some(
+                        roots
+                            .iter()
+                            .find(|r| r.root == d)
+                            .cloned()
+                            .unwrap_or_else(|| Root::with_events_here(d)),
+                    )
+                })
+                .collect(),
+            labels: members.iter().map(|m| m.label.clone()).collect(),
+            named: members.iter().map(|m| m.named).collect(),
+        }
+    }
+
+    /// How many origins were named.
     pub fn len(&self) -> usize {
-        self.roots.len()
+        self.named.iter().filter(|n| **n).count()
     }
 
-    /// Never true: there is always a first root.
     pub fn is_empty(&self) -> bool {
-        self.roots.is_empty()
+        self.len() == 0
     }
 
-    /// More than one root: the views name the root of each row.
+    /// More than one origin named: the views name the origin of each row.
     pub fn is_several(&self) -> bool {
-        self.roots.len() > 1
+        self.len() > 1
     }
 
+    /// Origin `i`'s root, when it is one.
     pub fn get(&self, i: usize) -> Option<&Root> {
-        self.roots.get(i)
+        self.roots.get(i)?.as_ref()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Root> {
-        self.roots.iter()
+    /// The named origins' indexes, in order.
+    pub fn shown(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.named.len()).filter(|i| self.named[*i])
     }
 
-    /// The short name of root `i` (untrusted text: sanitise to show).
+    /// The short name of origin `i` (untrusted text: sanitise to show).
     pub fn label(&self, i: usize) -> &str {
         self.labels.get(i).map_or("", String::as_str)
     }
@@ -75,46 +107,52 @@ impl ShownRoots {
     /// The root whose claims dir holds the entry `path` (a lockfile, a
     /// mutex, a temp file), or whose tree holds it (an archive dir).
     pub fn of_path(&self, path: &Path) -> Option<usize> {
-        if let Some(i) = self.claims_dirs.iter().position(|d| is_entry_of(d, path)) {
+        let roots = || {
+            self.roots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((i, r.as_ref()?)))
+        };
+        if let Some((i, _)) = roots().find(|(_, r)| is_entry_of(&r.claims_dir(), path)) {
             return Some(i);
         }
         // Roots may nest: the deepest one that holds the path owns it.
-        self.roots
-            .iter()
-            .enumerate()
+        roots()
             .filter(|(_, r)| path.starts_with(&r.root))
             .max_by_key(|(_, r)| r.root.components().count())
             .map(|(i, _)| i)
     }
 
-    /// The root of a claim, as an index (0 when it is in none: a model fed
-    /// statuses from elsewhere still has somewhere to act).
+    /// The origin of a claim, as an index: its place says it.
     pub fn of(&self, s: &Status) -> usize {
-        self.of_path(&s.file).unwrap_or(0)
+        usize::from(s.file.origin())
     }
 
     /// The root a sweep of `root_dir` came from.
     pub fn position(&self, root_dir: &Path) -> Option<usize> {
-        self.roots.iter().position(|r| r.root == root_dir)
+        self.roots
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.root == root_dir))
     }
 
-    /// The root an operator typed: a label, or the root's path in full.
+    /// The origin an operator typed: a label, or a root's path in full.
     pub fn find(&self, typed: &str) -> Option<usize> {
         let t = typed.trim();
-        self.labels.iter().position(|l| l == t).or_else(|| {
-            self.roots
-                .iter()
-                .position(|r| r.root == Path::new(t) || r.root.to_string_lossy() == t)
+        self.shown().find(|i| self.labels[*i] == t).or_else(|| {
+            self.shown().find(|i| {
+                self.get(*i)
+                    .is_some_and(|r| r.root == Path::new(t) || r.root.to_string_lossy() == t)
+            })
         })
     }
 
-    /// Every label, for a prompt that lists them.
-    pub fn labels(&self) -> &[String] {
-        &self.labels
+    /// Every named origin's label, for a prompt that lists them.
+    pub fn labels(&self) -> Vec<&str> {
+        self.shown().map(|i| self.label(i)).collect()
     }
 
-    /// `op` as the worker must run it: on root `i` when there are several,
-    /// as it is when there is one (so a single-root dashboard queues
+    /// `op` as the worker must run it: on origin `i` when there are
+    /// several, as it is when there is one (so a one-root dashboard queues
     /// exactly the ops it always did).
     pub fn route(&self, i: usize, op: Op) -> Op {
         if self.is_several() {

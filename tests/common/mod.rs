@@ -19,11 +19,13 @@ use claimtop::claims::{
     ClaimState, Classifier, Counts, Hazard, LocalIdentity, Root, Status, Sweep, EXPIRED_SUBDIR,
 };
 use claimtop::dashboard::testing::{update, Action, App, Options};
-use claimtop::dashboard::testing::{Collector, Input};
+use claimtop::dashboard::testing::{Input, Update};
 use claimtop::events::tail::Line;
+use claimtop::store::drive::{DriveOpts, Driver, Want};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
 use claimtop::store::mirror::Mirror;
+use claimtop::store::OriginIx;
 use claimtop::store::{Backend, Change, Changes, Claims, Feed, Fenced, ListEnd, ListSink};
 use claimtop::store::{MemberListing, StoreError, Words};
 use ratatui::backend::TestBackend;
@@ -513,6 +515,10 @@ pub fn judge() -> Judge {
     Judge::with(me(), probe)
 }
 
+/// What reads a root for the model in these tests: a driver of its
+/// mirror, driven by hand (no thread, no clock of its own).
+pub type Collector = Driver<'static>;
+
 /// The collector of this world: reads `root` at [`NOW`] with [`probe`].
 pub fn collector(root: &Root) -> Collector {
     collector_with(root, probe)
@@ -520,19 +526,48 @@ pub fn collector(root: &Root) -> Collector {
 
 /// [`collector`] with another process table.
 pub fn collector_with(root: &Root, probe: fn(i32) -> Option<i64>) -> Collector {
-    let store = FileStore::new(root.clone());
-    Collector::new(
-        std::sync::Arc::new(store),
-        Some(Judge::with(me(), probe)),
-        0,
-        NOW,
-    )
+    driver_of(root, 0, Judge::with(me(), probe))
 }
 
 /// [`collector`] of root `i` of several.
 pub fn collector_in(root: &Root, i: usize) -> Collector {
+    driver_of(root, i, judge())
+}
+
+fn driver_of(root: &Root, i: usize, judge: Judge) -> Collector {
+    collector_judged(root, i, judge, NOW)
+}
+
+/// A collector of root `i` judging with `judge`, its clock at `now`.
+pub fn collector_judged(root: &Root, i: usize, judge: Judge, now: i64) -> Collector {
     let store = FileStore::new(root.clone());
-    Collector::new(std::sync::Arc::new(store), Some(judge()), i, NOW)
+    let opts = DriveOpts {
+        words: false,
+        ..DriveOpts::default()
+    };
+    Driver::shared(
+        std::sync::Arc::new(store),
+        OriginIx(i as u16),
+        Some(judge),
+        Want::Whole { head: 0 },
+        opts,
+        now,
+    )
+}
+
+/// What one member's lane says, as the model hears it.
+pub fn heard(u: Update) -> Action {
+    Action::Update(Box::new(u))
+}
+
+/// A delta of member `at`'s mirror, as the model hears it.
+pub fn mirrored(at: usize, delta: claimtop::store::mirror::Delta) -> Action {
+    heard(Update {
+        at: OriginIx(at as u16),
+        delta: Some(delta),
+        facts: None,
+        tick: None,
+    })
 }
 
 /// Ask the collector for `input` and apply what it sends; true when any
@@ -541,16 +576,19 @@ pub fn collect(app: &mut App, c: &mut Collector, input: Input) -> bool {
     c.handle(input, NOW)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a).redraw | dirty)
+        .fold(false, |dirty, u| update(app, heard(u)).redraw | dirty)
 }
 
 /// A second of the collector's clock, applied: what time changed, then
 /// the tick.
 pub fn tick(app: &mut App, c: &mut Collector, now: i64) -> bool {
-    c.tick(now)
+    let dirty = c
+        .handle(Input::Tick(now), now)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a).redraw | dirty)
+        .fold(false, |dirty, u| update(app, heard(u)).redraw | dirty);
+    // The clock says each tick, moved or not.
+    update(app, Action::Tick(now)).redraw | dirty
 }
 
 /// What the root's feed would say of these paths changing: a lockfile of
@@ -678,14 +716,7 @@ impl World {
             .expect("a fixed listing");
         let mut d = self.mirror.take_delta().expect("a listing");
         d.problem = Some(self.problem.clone());
-        update(
-            app,
-            Action::Mirror {
-                root: self.root,
-                delta: Box::new(d),
-            },
-        )
-        .redraw
+        update(app, mirrored(self.root, d)).redraw
     }
 
     /// A second of the mirror's clock, applied: what time changed, then
@@ -694,14 +725,7 @@ impl World {
         self.mirror.tick(now);
         let mut dirty = false;
         if let Some(d) = self.mirror.take_delta() {
-            dirty |= update(
-                app,
-                Action::Mirror {
-                    root: self.root,
-                    delta: Box::new(d),
-                },
-            )
-            .redraw;
+            dirty |= update(app, mirrored(self.root, d)).redraw;
         }
         update(app, Action::Tick(now)).redraw | dirty
     }
@@ -742,7 +766,15 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
 /// them. True when it redrew.
 pub fn apply_sweep(app: &mut App, mut w: World) -> bool {
     if let Some(i) = app.roots.position(&w.store.0.sweep.root) {
+        // Its rows are that origin's: the mirror stamps it in their place.
         w.root = i;
+        w.mirror = Mirror::new(
+            OriginIx(i as u16),
+            claimtop::store::Claims::rules(&w.store),
+            Some(judge()),
+            NOW,
+        )
+        .wordless();
     }
     w.show(app)
 }
@@ -1111,17 +1143,14 @@ pub fn listed(listing: MemberListing, at: i64, resync: Option<String>) -> Action
     );
     m.list(&store, at, resync).expect("a fixed listing");
     let delta = m.take_delta().expect("a listing");
-    Action::Mirror {
-        root: 0,
-        delta: Box::new(delta),
-    }
+    mirrored(0, delta)
 }
 
 /// A big store's first page, shown while the rest is listed.
 pub fn head(listing: MemberListing, at: i64) -> Action {
     let mut a = listed(listing, at, None);
-    if let Action::Mirror { delta, .. } = &mut a {
-        if let Some(w) = delta.whole.as_mut() {
+    if let Action::Update(u) = &mut a {
+        if let Some(w) = u.delta.as_mut().and_then(|d| d.whole.as_mut()) {
             w.partial = true;
         }
     }
@@ -1139,12 +1168,12 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
             tenure,
         })
         .collect();
-    Action::Mirror {
-        root: 0,
-        delta: Box::new(Delta {
+    mirrored(
+        0,
+        Delta {
             rows,
             at,
             ..Delta::default()
-        }),
-    }
+        },
+    )
 }

@@ -8,10 +8,9 @@ use crate::common::*;
 use claimtop::claims::{
     self, census, Counts, ForceOpts, Hazard, ItemRules, LocalIdentity, Root, Status,
 };
+use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{update, Action, App};
 use claimtop::dashboard::testing::{ClaimSet, RowId};
-use claimtop::dashboard::testing::{Collector, Input};
-use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
@@ -24,7 +23,7 @@ fn collect_now(app: &mut App, c: &mut Collector, input: Input) {
         .handle(input, claims::now_ms())
         .expect("the collector's reads")
     {
-        update(app, a);
+        update(app, heard(a));
     }
 }
 
@@ -40,9 +39,8 @@ fn dashboard(root: &Root) -> (App, Collector) {
         OPERATOR.into(),
     );
     update(&mut app, Action::Resize(160, 48));
-    let store = FileStore::new(root.clone());
-    let mut col = Collector::new(std::sync::Arc::new(store), Some(Judge::local()), 0, now);
-    collect_now(&mut app, &mut col, Input::Rescan);
+    let mut col = collector_judged(root, 0, Judge::local(), now);
+    collect_now(&mut app, &mut col, Input::Relist);
     (app, col)
 }
 
@@ -144,7 +142,8 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
 
     // The root's one feed, as the dashboard follows it.
     let mut feed =
-        claimtop::store::Feed::changes(&FileStore::new(root.clone()), None).expect("the feed");
+        claimtop::store::Feed::changes(&claimtop::store::file::FileStore::new(root.clone()), None)
+            .expect("the feed");
     // Let the watcher register before anything moves.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill();

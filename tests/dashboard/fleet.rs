@@ -12,8 +12,8 @@ use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::ColumnId;
 use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
+use claimtop::dashboard::testing::StoreView;
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{StoreMsg, StoreView};
 use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
@@ -21,8 +21,136 @@ use serde_json::{json, Value};
 
 const URL: &str = "etcd://10.0.0.1:2379/fno";
 
+/// What the site's published member's lane says, as these tests tell it.
+enum StoreMsg {
+    /// The hosts, and every copy they publish, read again.
+    Fleet { fleet: Box<FleetState>, at: i64 },
+    /// One copy re-read (None: its host no longer publishes it).
+    Published {
+        host_id: String,
+        root_id: String,
+        key: String,
+        item: Option<Value>,
+        at: i64,
+    },
+}
+
+/// The origin of the copies, as a store of one `--store` opens it.
+const COPIES: u16 = 1;
+
+fn copy_place(host_id: &str, root_id: &str, key: &str) -> claimtop::claims::Loc {
+    let place = format!("{host_id}/{root_id}/{key}");
+    claimtop::claims::Loc::new(COPIES, ItemRules::Copy, std::path::Path::new(&place))
+}
+
+/// A copy as the published member lists it: as its host judged it, or,
+/// its host offline, as last known then.
+fn copy_row(i: &FleetItem, offline_since: Option<i64>) -> Option<claimtop::store::mirror::Row> {
+    let place = copy_place(&i.host_id, &i.root.id, i.key());
+    let mut s = claimtop::store::fleet::copy_status(place, &i.item)?;
+    if let Some(seen) = offline_since {
+        let was = s.state;
+        s.state = claimtop::claims::census::copy_state(was, false);
+        s.why = format!(
+            "last known at {}, host offline; it was {was} then: {}",
+            claimtop::time::instant_words(seen, false),
+            s.why
+        );
+    }
+    Some(claimtop::store::mirror::Row {
+        path: s.file.clone(),
+        status: std::sync::Arc::new(s),
+        tenure: None,
+    })
+}
+
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg))).redraw
+    use claimtop::dashboard::testing::Update;
+    use claimtop::store::drive::Facts;
+    use claimtop::store::mirror::{Delta, Whole};
+    use claimtop::store::OriginIx;
+    let (delta, facts, hazards) = match msg {
+        StoreMsg::Fleet { fleet, at } => {
+            let seen = |id: &str| {
+                fleet
+                    .hosts
+                    .iter()
+                    .find(|h| h.host_id == id && !h.online)
+                    .map(|h| h.last_seen_ms)
+            };
+            let rows = fleet
+                .items
+                .iter()
+                .filter_map(|i| copy_row(i, None))
+                .chain(
+                    fleet
+                        .last_known
+                        .iter()
+                        .filter_map(|i| copy_row(i, seen(&i.host_id))),
+                )
+                .collect();
+            let delta = Delta {
+                whole: Some(Whole {
+                    resync: None,
+                    partial: false,
+                    revision: None,
+                }),
+                rows,
+                at,
+                ..Delta::default()
+            };
+            let facts = Facts {
+                hosts: Some(std::sync::Arc::new(fleet.hosts.clone())),
+                ..Facts::default()
+            };
+            (delta, Some(facts), Some(fleet.hazards))
+        }
+        StoreMsg::Published {
+            host_id,
+            root_id,
+            key,
+            item,
+            at,
+        } => {
+            let gone = || {
+                let place = copy_place(&host_id, &root_id, &key);
+                let s = Status::free(key.clone(), place.clone(), String::new());
+                claimtop::store::mirror::Row {
+                    path: place,
+                    status: std::sync::Arc::new(s),
+                    tenure: None,
+                }
+            };
+            let row = item
+                .and_then(|v| {
+                    let i = FleetItem {
+                        host_id: host_id.clone(),
+                        hostname: String::new(),
+                        root: root_a(),
+                        item: v,
+                    };
+                    copy_row(&i, None)
+                })
+                .unwrap_or_else(gone);
+            let delta = Delta {
+                rows: vec![row],
+                at,
+                ..Delta::default()
+            };
+            (delta, None, None)
+        }
+    };
+    let u = Update {
+        at: OriginIx(COPIES),
+        delta: Some(delta),
+        facts,
+        tick: None,
+    };
+    let mut moved = update(app, Action::Update(Box::new(u))).redraw;
+    if let Some(h) = hazards {
+        moved |= update(app, Action::FleetHazards(OriginIx(COPIES), h)).redraw;
+    }
+    moved
 }
 
 fn root_a() -> PublishedRoot {

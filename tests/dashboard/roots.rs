@@ -481,13 +481,14 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
 fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
-    let set = claimtop::dashboard::testing::ShownRoots::new(a.clone(), std::slice::from_ref(&b));
+    let store = claimtop::dashboard::testing::store_of_roots(&[a.clone(), b.clone()]);
+    let set = claimtop::dashboard::testing::ShownRoots::of_store(&store, &[]);
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();
     let (cb_tx, cb_rx) = channel();
     let worker = std::thread::spawn(move || {
-        claimtop::dashboard::testing::worker_over(set, op_rx, out_tx, vec![ca_tx, cb_tx])
+        claimtop::dashboard::testing::worker(store, set, op_rx, out_tx, vec![ca_tx, cb_tx])
     });
     let acquire = Op::Acquire {
         key: "k".into(),
@@ -533,10 +534,10 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
     }
     let mut app = app_over(&[a.clone(), b.clone()]);
     let (mut ca, mut cb) = (collector_in(&a, 0), collector_in(&b, 1));
-    collect(&mut app, &mut ca, Input::Rescan);
-    collect(&mut app, &mut cb, Input::Rescan);
+    collect(&mut app, &mut ca, Input::Relist);
+    collect(&mut app, &mut cb, Input::Relist);
     assert_eq!(app.shown().len(), 4);
-    let (ra, rb) = (ca.counters.reads(), cb.counters.reads());
+    let (ra, rb) = (ca.counters().reads(), cb.counters().reads());
     write_claim(&b, &rec("x", "pty:w", DEAD, MIN, Some(-MIN)));
     // Each watcher reports only its own claims dir; B's names one file.
     assert!(collect(
@@ -546,8 +547,8 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
     ));
     // A path of another root is none of A's collector's business.
     collect(&mut app, &mut ca, changed(&a, vec![b.lockfile("x")]));
-    assert_eq!(cb.counters.reads() - rb, 1);
-    assert_eq!(ca.counters.reads() - ra, 0);
+    assert_eq!(cb.counters().reads() - rb, 1);
+    assert_eq!(ca.counters().reads() - ra, 0);
     let stale: Vec<usize> = app
         .shown()
         .by_row

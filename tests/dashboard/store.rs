@@ -9,7 +9,7 @@ use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Status, Sweep};
 use claimtop::dashboard::testing::{cell_text, ColumnId};
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Link, StoreInfo, StoreMsg, StoreView};
+use claimtop::dashboard::testing::{Link, StoreInfo, StoreView};
 use claimtop::store::{Cursor, LeaseInfo, ListEnd, MemberListing, Tenure};
 
 const URL: &str = "etcd://10.0.0.1:2379,10.0.0.2:2379/fno";
@@ -64,8 +64,44 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> MemberListing {
     }
 }
 
+/// What the site's lane and its probe say of its link, as these tests
+/// tell it, each at the clock it was heard at.
+enum StoreMsg {
+    Info { info: StoreInfo, at: i64 },
+    Unreachable { why: String, at: i64 },
+    WatchDown { why: String, at: i64 },
+    WatchUp { revision: Option<i64>, at: i64 },
+}
+
+/// The lane's clock moves to when it heard `msg` (as the lanes tick each
+/// second), then the model takes in what it heard.
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg))).redraw
+    use claimtop::dashboard::testing::Update;
+    use claimtop::store::drive::{Facts, LinkState};
+    use claimtop::store::{LinkFacts, OriginIx};
+    let (link, at) = match msg {
+        StoreMsg::Info { info, at } => {
+            let facts = LinkFacts {
+                reached: info.endpoints,
+                leader: info.leader,
+                at: Some(info.revision),
+            };
+            (LinkState::Reached(facts), at)
+        }
+        StoreMsg::Unreachable { why, at } => (LinkState::Unreachable(why), at),
+        StoreMsg::WatchDown { why, at } => (LinkState::FeedDown(why), at),
+        StoreMsg::WatchUp { revision, at } => (LinkState::FeedUp(revision), at),
+    };
+    let u = Update {
+        at: OriginIx(0),
+        delta: None,
+        facts: Some(Facts {
+            link: Some(link),
+            ..Facts::default()
+        }),
+        tick: (at > app.now).then_some(at),
+    };
+    update(app, Action::Update(Box::new(u))).redraw
 }
 
 fn info(revision: i64) -> StoreInfo {

@@ -41,18 +41,18 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     }
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    assert!(collect(&mut app, &mut col, Input::Rescan));
-    assert_eq!((col.counters.reads(), col.counters.rescans()), (0, 1));
+    assert!(collect(&mut app, &mut col, Input::Relist));
+    assert_eq!((col.counters().reads(), col.counters().listings()), (0, 1));
     assert_eq!(app.table.rows.len(), 3);
 
     let path = write_claim(&root, &rec("b", "pty:w", DEAD, MIN, Some(-MIN)));
     assert!(collect(&mut app, &mut col, changed(&root, vec![path])));
     assert_eq!(
-        col.counters.reads(),
+        col.counters().reads(),
         1,
         "exactly the one changed path was read"
     );
-    assert_eq!(col.counters.rescans(), 1);
+    assert_eq!(col.counters().listings(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
     assert_eq!(app.claims.live.counts.stale, 1);
     assert_eq!(
@@ -68,12 +68,12 @@ fn a_deleted_lockfile_leaves_the_table_and_a_new_one_joins_it() {
     let a = write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     std::fs::remove_file(&a).expect("rm");
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
     assert!(collect(&mut app, &mut col, changed(&root, vec![a, b])));
     assert_eq!(row_keys(&app), ["b"]);
-    assert_eq!(col.counters.reads(), 2);
+    assert_eq!(col.counters().reads(), 2);
 }
 
 #[test]
@@ -82,15 +82,15 @@ fn changes_outside_the_claims_dir_read_nothing_and_redraw_nothing() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
-    let before = col.counters.reads();
+    collect(&mut app, &mut col, Input::Relist);
+    let before = col.counters().reads();
     let elsewhere = vec![
         root.events_file(),
         root.root.join("unrelated.lock"),
         root.claims_dir().join("x.lock.recovery.d"),
     ];
     assert!(!collect(&mut app, &mut col, changed(&root, elsewhere)));
-    assert_eq!(col.counters.reads(), before);
+    assert_eq!(col.counters().reads(), before);
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn a_rewrite_with_identical_content_asks_for_no_redraw() {
     let path = write_claim(&root, &r);
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     write_claim(&root, &r);
     assert!(!collect(&mut app, &mut col, changed(&root, vec![path])));
 }
@@ -110,11 +110,11 @@ fn a_missing_claims_dir_is_an_empty_table_until_it_appears() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     assert!(app.table.rows.is_empty());
     assert!(render(&app).contains("no claims under this root yet"));
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert!(collect(&mut app, &mut col, Input::Relist));
     assert_eq!(row_keys(&app), ["late"]);
 }
 
@@ -232,19 +232,19 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     let mut app = app_at(root.clone());
     let mut col = collector_with(&root, changing_probe);
     HOLDER_STATE.store(0, SeqCst);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     tick(&mut app, &mut col, NOW + 1_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
     tick(&mut app, &mut col, NOW + 2_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
-    let reads = col.counters.reads();
+    let reads = col.counters().reads();
 
     HOLDER_STATE.store(1, SeqCst); // the holder dies
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
     assert_eq!(app.claims.live.counts.stale, 2);
-    assert_eq!(col.counters.reads(), reads, "no lockfile was re-read");
+    assert_eq!(col.counters().reads(), reads, "no lockfile was re-read");
 }
 
 #[test]
@@ -264,7 +264,7 @@ fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
     write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector_with(&root, reused_probe);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     tick(&mut app, &mut col, NOW + 1_000); // still the old process
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
     // Existence checks alone cannot see the swap; the periodic re-read does.
@@ -477,7 +477,7 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     update(&mut app, key('p'));
     assert!(app.paused());
     assert!(render(&app).contains("PAUSED"));
@@ -592,7 +592,7 @@ fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
     std::fs::write(&path, vec![b'#'; 2 << 20]).unwrap();
     let mut app = app_at(root.clone());
     let mut c = collector(&root);
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     update(&mut app, Action::Resize(100, 30));
     assert_eq!(state_of(&app, "vault:big"), Some(ClaimState::Unreadable));
     select(&mut app, "vault:big");
@@ -776,13 +776,17 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let (op_tx, op_rx) = std::sync::mpsc::channel();
     let (out_tx, out_rx) = std::sync::mpsc::channel();
     let (in_tx, in_rx) = std::sync::mpsc::channel();
     let r = root.clone();
-    let worker =
-        std::thread::spawn(move || claimtop::dashboard::testing::worker(r, op_rx, out_tx, in_tx));
+    let worker = std::thread::spawn(move || {
+        use claimtop::dashboard::testing::{store_of_roots, worker, ShownRoots};
+        let store = store_of_roots(&[r]);
+        let shown = ShownRoots::of_store(&store, &[]);
+        worker(store, shown, op_rx, out_tx, vec![in_tx])
+    });
     op_tx
         .send(Op::Acquire {
             key: "new".into(),
@@ -894,7 +898,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     std::fs::write(&path, b"\x00\x01 not yaml [").expect("write");
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     select(&mut app, "junk");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
@@ -1122,7 +1126,7 @@ fn a_root_that_does_not_exist_says_so_and_recovers_when_it_appears() {
     let root = claimtop::claims::Root::with_events_here(td.path().join("not-yet"));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let screen = render(&app);
     assert!(screen.contains("does not exist"), "{screen}");
     assert!(
@@ -1131,7 +1135,7 @@ fn a_root_that_does_not_exist_says_so_and_recovers_when_it_appears() {
     );
 
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert!(collect(&mut app, &mut col, Input::Relist));
     assert_eq!(row_keys(&app), ["late"]);
     assert!(!render(&app).contains("does not exist"));
 }
@@ -1144,7 +1148,7 @@ fn a_root_that_is_a_file_is_named_as_not_a_directory() {
     let root = claimtop::claims::Root::with_events_here(&file);
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let screen = render(&app);
     assert!(screen.contains("is not a directory"), "{screen}");
 }
@@ -1383,7 +1387,7 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let mutex = root.claims_dir().join("a.lock.recovery.d");
     std::fs::create_dir(&mutex).expect("mkdir");
     // Made just under two minutes ago, on this world's clock, and its
@@ -1396,7 +1400,7 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
     assert_eq!(app.claims.hazard_count(), 0, "a young mutex is no hazard");
     assert!(tick(&mut app, &mut col, NOW + 1_000));
     assert_eq!(app.claims.hazard_count(), 1);
-    assert_eq!(col.counters.rescans(), 1, "no sweep was needed");
+    assert_eq!(col.counters().listings(), 1, "no sweep was needed");
 
     std::fs::remove_dir(&mutex).expect("rmdir");
     collect(&mut app, &mut col, changed(&root, vec![mutex]));
@@ -1882,7 +1886,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
     }
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     assert_eq!(selected_key(&app), "a");
     let path = write_claim(&root, &rec("b2", OPERATOR, ALIVE, 0, Some(10 * MIN)));
     update(
@@ -1928,7 +1932,7 @@ fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
     // Wide enough for two temp paths and the mark after them.
     update(&mut app, Action::Resize(220, 24));
     let mut c = collector(&root);
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     let screen = render(&app);
     let header = line_with(&screen, "claimtop");
     assert!(header.contains("⚠ 1 hazard"), "{header}");
@@ -1937,7 +1941,7 @@ fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
 
     // Moved aside: the next sweep clears both.
     std::fs::remove_dir(root.events_file()).unwrap();
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     let screen = render(&app);
     assert!(
         line_with(&screen, "claimtop").contains("⚠ 0 hazards"),

@@ -52,7 +52,7 @@ fn log_hazards(root: &Root) -> Vec<String> {
 fn dashboard_says_broken(root: &Root) -> bool {
     let mut app = app_at(root.clone());
     let mut c = collector(root);
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     app.claims.events_log_broken()
 }
 

@@ -33,6 +33,8 @@ impl ClaimSet {
     pub fn kind_of(&self, id: &RowId) -> super::RowKind {
         match (id, self.store_keys) {
             (RowId::Copy(_), _) => super::RowKind::Copy,
+            // A mirror's row says how it is judged in its place.
+            (RowId::Claim(l), _) if l.rules() == ItemRules::StoreKey => super::RowKind::StoreKey,
             (RowId::Claim(_), true) => super::RowKind::StoreKey,
             (RowId::Claim(_), false) => super::RowKind::Lockfile,
         }

@@ -44,6 +44,7 @@ use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
 use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
+use crate::store::Store;
 use filter::term_matches;
 
 /// Messages `m` keeps (the oldest go first).
@@ -363,7 +364,7 @@ impl App {
     }
 
     /// Where the selected row comes from, when it is a host's copy.
-    pub fn selected_origin(&self) -> Option<&fleet::Origin> {
+    pub fn selected_origin(&self) -> Option<fleet::Origin> {
         let id = self.table.rows.get(self.table.selected)?;
         self.store.as_ref()?.fleet.origin(id)
     }
@@ -477,9 +478,39 @@ impl App {
         keys
     }
 
-    /// Show a store's claims (etcd) rather than a root's: its header, its
-    /// lease column, and hazards as the store judges them.
-    pub fn over_store(&mut self, view: store::StoreView) {
+    /// Show what `store` composes: each member's label, a root's places
+    /// (`roots`, by directory), and a site's link, leases and hosts.
+    pub fn over(&mut self, store: &Store, roots: &[Root], now: i64) {
+        self.roots = ShownRoots::of_store(store, roots);
+        let members = store.members();
+        self.log_root = members
+            .iter()
+            .position(|m| m.root_dir().is_some())
+            .unwrap_or(0);
+        if let Some(r) = self.roots.get(self.log_root) {
+            self.root = r.clone();
+        }
+        let Some(site) = members.iter().find(|m| m.backend().link().is_some()) else {
+            return;
+        };
+        let mut view = store::StoreView::new(site.name(), now);
+        view.copies = members
+            .iter()
+            .find(|m| m.backend().rules() == crate::claims::ItemRules::Copy)
+            .map(|m| usize::from(m.ix.0));
+        self.store = Some(view);
+        // A store's keys are no lockfiles: their own hazards are the
+        // store's kinds (a mirror's rows say so in their place too).
+        self.claims.live.store_keys = members.iter().all(|m| m.root_dir().is_none());
+    }
+
+    /// Show one site's claims (etcd) rather than a root's, as a model fed
+    /// by hand does: its header, its lease column, and hazards as the store
+    /// judges them; its own rows are origin 0's, what hosts publish into it
+    /// origin 1's (as a store of one `--store` opens).
+    pub fn over_store(&mut self, mut view: store::StoreView) {
+        view.copies = view.copies.or(Some(1));
+        self.roots = ShownRoots::of_site(&view.url);
         self.store = Some(view);
         // A store's keys are no lockfiles: their own hazards are the
         // store's kinds (the census's rules for a store).

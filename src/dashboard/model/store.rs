@@ -8,37 +8,9 @@
 
 use super::fleet::FleetView;
 use crate::claims::Loc;
-use crate::store::fleet::FleetState;
 use crate::store::{LinkFacts, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
-
-/// What only a store with a connection says beside its mirror's rows;
-/// every message carries the clock it was read at, so the model judges
-/// ages without reading the clock itself.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StoreMsg {
-    /// Everything hosts publish here, read again: at start, after a
-    /// re-list, and when a host came, went or rewrote its record.
-    Fleet { fleet: Box<FleetState>, at: i64 },
-    /// One published claim re-read after the watch named it (None: its
-    /// host no longer publishes it).
-    Published {
-        host_id: String,
-        root_id: String,
-        key: String,
-        item: Option<serde_json::Value>,
-        at: i64,
-    },
-    /// The store answered the header's probe.
-    Info { info: StoreInfo, at: i64 },
-    /// The store did not answer the probe within its timeout.
-    Unreachable { why: String, at: i64 },
-    /// The watch broke; it resumes on its own from the last revision.
-    WatchDown { why: String, at: i64 },
-    /// The watch delivers again.
-    WatchUp { revision: Option<i64>, at: i64 },
-}
 
 /// A cluster's state as the header shows it: who answers, who leads, and
 /// the newest revision seen (the probe's, or a row's or a listing's if
@@ -114,6 +86,8 @@ pub struct StoreView {
     pub partial: Option<usize>,
     /// The hosts publishing here and where each published row comes from.
     pub fleet: FleetView,
+    /// The origin of the copies hosts publish here, by index.
+    pub copies: Option<usize>,
 }
 
 impl StoreView {
@@ -128,6 +102,7 @@ impl StoreView {
             since: None,
             partial: None,
             fleet: FleetView::default(),
+            copies: None,
         }
     }
 

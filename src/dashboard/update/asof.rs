@@ -52,13 +52,12 @@ pub fn open_at_row(
             .collect()
     } else if app.roots.is_several() {
         app.roots
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                (
+            .shown()
+            .filter_map(|i| {
+                Some((
                     Some(app.roots.label(i).to_string()),
-                    Which::Path(r.events_file()),
-                )
+                    Which::Path(app.roots.get(i)?.events_file()),
+                ))
             })
             .collect()
     } else {

@@ -143,7 +143,7 @@ pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
 /// What `verb` does to `s`, or why it leaves it alone.
 fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, String> {
     let rec = s.record.as_ref();
-    let host = app.store.as_ref().and_then(|v| v.fleet.origin(id)).cloned();
+    let host = app.store.as_ref().and_then(|v| v.fleet.origin(id));
     if host.is_some() && verb != BulkVerb::ForceRelease {
         return Err("a host's read-only copy (F asks its host)".into());
     }

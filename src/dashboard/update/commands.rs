@@ -382,7 +382,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
         acquired_at: rec.map(|r| r.acquired_at),
         typed: "".into(),
         error: None,
-        host: app.selected_origin().cloned(),
+        host: app.selected_origin(),
     });
     app.modes.push(Layer::Dialog(form));
     true

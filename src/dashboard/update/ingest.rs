@@ -25,8 +25,11 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     if let Some(problem) = d.problem.take() {
         shown |= set_problem(app, root, problem);
     }
-    if app.store.is_some() {
-        shown |= super::store::on_delta(app, &d);
+    // A site's rows carry their tenures and say how its link is; a root's
+    // and the copies' say nothing of either.
+    let copies = app.store.as_ref().and_then(|v| v.copies);
+    if app.store.is_some() && app.roots.get(root).is_none() && copies != Some(root) {
+        shown |= super::store::on_delta(app, root, &d);
     }
     let moved = match d.whole {
         Some(w) => {
@@ -44,7 +47,14 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
             let mut moved = Vec::with_capacity(d.rows.len());
             let mut narrows = false;
             for row in d.rows {
-                let id = RowId::Claim(row.path);
+                let id = RowId::of(row.path);
+                if let (RowId::Copy(c), Some(v)) = (&id, app.store.as_mut()) {
+                    let had = app.claims.live.get(&id).is_some();
+                    let here = row.status.state != crate::claims::ClaimState::Free;
+                    if had != here {
+                        v.fleet.track(c, here);
+                    }
+                }
                 let held = app
                     .claims
                     .live
@@ -98,12 +108,10 @@ fn changed_rows(was: &ClaimSet, now: &ClaimSet) -> usize {
     came_or_changed + gone
 }
 
-/// Replace root `i`'s rows (or, over a store, its own rows) with a
-/// listing's; every other root's rows, and hosts' copies, stay.
+/// Replace origin `i`'s rows with a listing's; every other origin's rows
+/// (another root's, a site's, the copies hosts publish) stay.
 pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
-    let several = app.roots.is_several();
-    let dir = app.roots.get(i).map(|r| r.claims_dir());
-    let copies = app.store.is_some();
+    let copies = app.store.as_ref().and_then(|v| v.copies);
     let paused = app.paused();
     let live = &mut app.claims.live;
     // Sized once: growing a table of 100 000 claims by doubling holds the
@@ -113,19 +121,24 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
         store_keys: live.store_keys,
         ..ClaimSet::default()
     };
-    let others = live.by_row.iter().filter(|(id, _)| match (several, id) {
-        // With several roots, the other roots' claims stay.
-        (true, RowId::Claim(p)) => p.parent() != dir.as_deref(),
-        // Over a store, the hosts' copies stay: a listing is its own.
-        (_, RowId::Copy(_)) => copies,
-        (false, RowId::Claim(_)) => false,
+    let others = live.by_row.iter().filter(|(id, _)| match id {
+        RowId::Claim(p) => usize::from(p.origin()) != i,
+        RowId::Copy(_) => copies != Some(i),
     });
     for (p, s) in others {
         set.by_row.insert(p.clone(), Arc::clone(s));
     }
     for row in rows {
         if row.status.state != crate::claims::ClaimState::Free {
-            set.by_row.insert(RowId::Claim(row.path), row.status);
+            set.by_row.insert(RowId::of(row.path), row.status);
+        }
+    }
+    if let Some(v) = app.store.as_mut().filter(|_| copies == Some(i)) {
+        v.fleet.counts.clear();
+        for id in set.by_row.keys() {
+            if let RowId::Copy(c) = id {
+                v.fleet.track(c, true);
+            }
         }
     }
     set.recount();

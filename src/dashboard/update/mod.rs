@@ -66,10 +66,24 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             }
             redraw
         }
-        Action::Mirror { root, delta } => {
-            let shown = on_mirror(app, root, *delta);
-            rows::keep_marked_tenures(app) || shown
+        Action::Update(u) => {
+            let u = *u;
+            let at = usize::from(u.at.0);
+            let (hosts, link) = u.facts.map_or((None, None), |f| (f.hosts, f.link));
+            // The hosts first: a copy's row is named by them.
+            let mut shown = hosts.is_some_and(|h| store::on_hosts(app, h));
+            if let Some(delta) = u.delta {
+                shown |= on_mirror(app, at, delta);
+                shown |= rows::keep_marked_tenures(app);
+            }
+            // Every lane says each tick; the clock moves with the first.
+            if let Some(t) = u.tick.filter(|t| *t > app.now) {
+                shown |= step(app, Action::Tick(t), fx);
+            }
+            // The link is judged at the newest clock.
+            shown | link.is_some_and(|l| store::on_link(app, at, l))
         }
+        Action::FleetHazards(_, hazards) => store::on_fleet_hazards(app, hazards),
         Action::EventsAppended(lines) => {
             let tail = on_events(app, &lines);
             logview::on_lines(app, &lines) || tail
@@ -112,6 +126,5 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             Ok(redraw) => redraw,
             Err(other) => step(app, other, fx),
         },
-        Action::Store(msg) => store::on_store(app, *msg),
     }
 }

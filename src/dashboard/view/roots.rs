@@ -59,11 +59,12 @@ pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The header's second line with several roots: each root's label and
 /// counts, shortened until it fits `width`.
 pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
-    let shown = app.shown();
-    let counts: Vec<Counts> = app
+    // Each origin's own count, as its lane tallied it (counted once).
+    let tallies = app.claims.shown_tallies();
+    let counts: Vec<(usize, Counts)> = app
         .roots
-        .iter()
-        .map(|r| shown.counts_in(&r.claims_dir()))
+        .shown()
+        .map(|i| (i, tallies.get(i).map(|t| t.counts).unwrap_or_default()))
         .collect();
     let problems = &app.claims.problems;
     let full = |i: usize, c: &Counts| -> String {
@@ -98,8 +99,9 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             format!(" {} roots ", app.roots.len()),
             theme.label(),
         )];
-        for (i, c) in counts.iter().enumerate() {
-            if i > 0 {
+        for (n, (i, c)) in counts.iter().enumerate() {
+            let i = *i;
+            if n > 0 {
                 spans.push(Span::styled(" ·", theme.dim()));
             }
             spans.push(Span::styled(
