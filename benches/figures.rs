@@ -1340,7 +1340,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         for a in batch {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
-            let counts = app.claims.live.counts;
+            let counts = app.claims.counted();
             dirty |= update(&mut app, a).redraw;
             if is_tick {
                 ticks += 1;
@@ -1349,7 +1349,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
                         "tick: {} wall, {} cpu, counts changed {}",
                         fmt_d(t1.elapsed()),
                         fmt_d(thread_cpu() - c1),
-                        counts != app.claims.live.counts
+                        counts != app.claims.counted()
                     );
                 }
             } else {

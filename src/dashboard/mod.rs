@@ -19,7 +19,7 @@ pub(crate) mod model;
 pub(crate) mod ops;
 mod options;
 pub(crate) mod readers;
-pub(crate) mod roots;
+
 mod save_file;
 pub(crate) mod terminal;
 pub mod testing;
@@ -69,7 +69,7 @@ pub fn run(mut opts: Options, store: Arc<Store>) -> std::io::Result<()> {
     let lanes = readers::spawn(&store, &tx, app.refresh_ms)?;
     terminal::spawn_signals(tx.clone())?;
     sink_warnings(&tx);
-    let (worked, shown) = (Arc::clone(&store), app.roots.clone());
+    let (worked, shown) = (Arc::clone(&store), app.origins.clone());
     let ops_worker: OpsWorker =
         Box::new(move |op_rx, out| ops::worker(worked, shown, op_rx, out, lanes.inboxes));
     let log = log_service(&store, &app)?;
@@ -82,7 +82,7 @@ pub fn run(mut opts: Options, store: Arc<Store>) -> std::io::Result<()> {
 /// reads (its first root's file, else a member's own log), and how to
 /// open another when the views move.
 fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
-    let first_root = app.roots.get(app.log_root).map(Root::events_file);
+    let first_root = app.origins.get(app.log_root).map(Root::events_file);
     let history: Box<dyn History> = match first_root {
         Some(file) => Box::new(FileHistory::new(file, crate::events::service::limits())),
         None => store

@@ -4,7 +4,7 @@
 //! unanswering store), and turning each outcome into one line of words.
 
 use super::action::{Action, Op, OpResult};
-use super::roots::ShownRoots;
+use super::model::Origins;
 use crate::claims::{
     operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
     RenewOutcome, Root,
@@ -239,7 +239,7 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
 /// table does not wait for the feed to notice the op's own write.
 pub fn worker(
     store: Arc<Store>,
-    roots: ShownRoots,
+    roots: Origins,
     ops: Receiver<Op>,
     out: Sender<Action>,
     lanes: Vec<Sender<Input>>,
@@ -301,7 +301,7 @@ pub fn worker(
         let mut result = run_op_in(backend, roots.get(i), &op);
         result.root = i;
         // With several origins the status line says which it was.
-        if roots.is_several() {
+        if roots.several() {
             let noun = if roots.get(i).is_some() {
                 "root"
             } else {
@@ -458,7 +458,7 @@ mod tests {
         let (reread_tx, _reread_rx) = std::sync::mpsc::channel();
         let worker = std::thread::spawn(move || {
             let store = Arc::new(Store::of(vec![Arc::new(store)]));
-            let shown = ShownRoots::of_store(&store, &[]);
+            let shown = Origins::of_store(&store, &[]);
             worker(store, shown, op_rx, out_tx, vec![reread_tx])
         });
         let asked = std::time::Instant::now();

@@ -7,12 +7,12 @@ pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
 pub use super::model::events::shown_by;
 pub use super::model::store::{Link, StoreInfo, StoreView};
+pub use super::model::Origins;
 pub use super::model::{
-    App, ClaimSet, CopyId, Dialog, Filter, Layer, Level, Modes, Overlay, RowId, RowKind, Sort, PAGE,
+    App, ClaimSet, CopyId, Dialog, Filter, Layer, Level, Modes, Overlay, RowId, Sort, PAGE,
 };
 pub use super::ops::{run_op, run_op_on, worker, DEFAULT_ASK_WAIT};
 pub use super::readers::{spawn as spawn_readers, spawn_logs, spawn_rows};
-pub use super::roots::ShownRoots;
 pub use super::timeline::Timeline;
 pub use super::update::{run_command_line, scroll_into_view, update, visible_signature, Effects};
 pub use super::view::layout::{areas_of, table_capacity};

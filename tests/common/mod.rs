@@ -765,7 +765,7 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
 /// Show `app` the world: root `i`'s of several when its root is one of
 /// them. True when it redrew.
 pub fn apply_sweep(app: &mut App, mut w: World) -> bool {
-    if let Some(i) = app.roots.position(&w.store.0.sweep.root) {
+    if let Some(i) = app.origins.position(&w.store.0.sweep.root) {
         // Its rows are that origin's: the mirror stamps it in their place.
         w.root = i;
         w.mirror = Mirror::new(
@@ -1157,10 +1157,13 @@ pub fn head(listing: MemberListing, at: i64) -> Action {
     a
 }
 
-/// Claims the collector read again (state Free: gone).
-pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) -> Action {
-    use claimtop::store::mirror::{Delta, Row};
-    let rows = items
+/// Claims the collector read again (state Free: gone), with the counts its
+/// mirror tallies once they are in `app`'s rows.
+pub fn reread(app: &App, items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) -> Action {
+    use claimtop::dashboard::testing::RowId;
+    use claimtop::store::mirror::{Delta, Row, Tally};
+    use std::collections::HashMap;
+    let rows: Vec<Row> = items
         .into_iter()
         .map(|(s, tenure)| Row {
             path: s.file.clone(),
@@ -1168,10 +1171,32 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
             tenure,
         })
         .collect();
+    let mut states: HashMap<RowId, ClaimState> = app
+        .claims
+        .live
+        .by_row
+        .iter()
+        .filter(|(id, _)| !id.is_copy())
+        .map(|(id, s)| (id.clone(), s.state))
+        .collect();
+    for row in &rows {
+        let id = RowId::of(row.path.clone());
+        match row.status.state {
+            ClaimState::Free => states.remove(&id),
+            st => states.insert(id, st),
+        };
+    }
+    let mut counts = Counts::default();
+    states.values().for_each(|st| counts.add(*st));
+    let hazards = app.claims.tallies.first().map(|t| t.hazards.clone());
     mirrored(
         0,
         Delta {
             rows,
+            tally: Some(Tally {
+                counts,
+                hazards: hazards.unwrap_or_default(),
+            }),
             at,
             ..Delta::default()
         },

@@ -5,16 +5,11 @@
 //! and a claim whose record names another key never reads healthy.
 
 use crate::common::*;
-use claimtop::claims::{
-    self, census, Counts, ForceOpts, Hazard, ItemRules, LocalIdentity, Root, Status,
-};
+use claimtop::claims::{self, ForceOpts, Hazard, LocalIdentity, Root};
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{update, Action, App};
-use claimtop::dashboard::testing::{ClaimSet, RowId};
 use claimtop::store::mirror::judge::Judge;
-use proptest::prelude::*;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Ask the collector for `input` at the wall clock, and apply what it says.
@@ -70,7 +65,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
         doctor.len(),
         "the header against doctor"
     );
-    assert_eq!(app.shown().counts, listed, "the header against list");
+    assert_eq!(app.claims.counted(), listed, "the header against list");
 }
 
 /// A lockfile past the read cap: `unreadable`, and so held.
@@ -222,59 +217,4 @@ fn a_claim_whose_record_names_another_key_is_marked_in_its_row_and_its_why() {
         flat.contains("⚠ key_mismatch: the file is named for key \"mism\""),
         "the why says it: {screen}"
     );
-}
-
-/// A claim at `/r/<key>.lock` in `state`, its record naming `names` (None:
-/// no record).
-fn claim(key: &str, state: claims::ClaimState, names: Option<&str>) -> Status {
-    let mut s = Status::free(
-        key.into(),
-        PathBuf::from(format!("/r/{key}.lock")),
-        "why".into(),
-    );
-    s.state = state;
-    s.record = names.map(|k| record(k, "w", 1, 1));
-    s.locality = Some(claims::Locality::Local);
-    s
-}
-
-fn any_claim() -> impl Strategy<Value = Status> {
-    use claims::ClaimState::*;
-    let state = prop_oneof![
-        Just(Free),
-        Just(Live),
-        Just(Suspect),
-        Just(Stale),
-        Just(Corrupted),
-        Just(Unreadable)
-    ];
-    ("[a-d]", state, proptest::option::of("[a-d]")).prop_map(|(k, st, names)| {
-        let names = names.filter(|_| !matches!(st, Corrupted | Unreadable));
-        claim(&k, st, names.as_deref())
-    })
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-
-    /// The header's running sums are exactly the census of what is left,
-    /// however claims came, changed and went.
-    #[test]
-    fn the_dashboards_running_tally_is_the_census_of_its_claims(
-        steps in proptest::collection::vec(any_claim(), 1..40)
-    ) {
-        let mut set = ClaimSet::default();
-        for s in steps {
-            let id = RowId::claim(&s.file);
-            set.put(&id, Arc::new(s));
-            let whole = census(
-                set.by_row.values().map(|s| &**s),
-                Vec::new(),
-                |_| ItemRules::Lockfile,
-            );
-            prop_assert_eq!(set.counts, whole.counts);
-            let per_dir: Counts = set.counts_in(Path::new("/r"));
-            prop_assert_eq!(per_dir, whole.counts);
-        }
-    }
 }

@@ -64,6 +64,35 @@ fn copy_row(i: &FleetItem, offline_since: Option<i64>) -> Option<claimtop::store
     })
 }
 
+/// The copies' counts once `d` is taken in, as the published member's
+/// mirror tallies them with each delta.
+fn copies_tally(app: &App, d: &claimtop::store::mirror::Delta) -> claimtop::store::mirror::Tally {
+    use std::collections::HashMap;
+    let mut states: HashMap<RowId, ClaimState> = HashMap::new();
+    if d.whole.is_none() {
+        for (id, s) in &app.claims.live.by_row {
+            if id.is_copy() {
+                states.insert(id.clone(), s.state);
+            }
+        }
+    }
+    for row in &d.rows {
+        let id = RowId::of(row.path.clone());
+        match row.status.state {
+            ClaimState::Free => states.remove(&id),
+            st => states.insert(id, st),
+        };
+    }
+    let mut counts = Counts::default();
+    for st in states.values() {
+        counts.add(*st);
+    }
+    claimtop::store::mirror::Tally {
+        counts,
+        hazards: std::sync::Arc::new(Vec::new()),
+    }
+}
+
 fn store(app: &mut App, msg: StoreMsg) -> bool {
     use claimtop::dashboard::testing::Update;
     use claimtop::store::drive::Facts;
@@ -140,6 +169,8 @@ fn store(app: &mut App, msg: StoreMsg) -> bool {
             (delta, None, None)
         }
     };
+    let mut delta = delta;
+    delta.tally = Some(copies_tally(app, &delta));
     let u = Update {
         at: OriginIx(COPIES),
         delta: Some(delta),
@@ -296,7 +327,7 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
     ));
     // One key held natively and on alpha reads as two rows.
     assert_eq!(app.table.rows.len(), 3);
-    assert_eq!(app.shown().counts.live, 3);
+    assert_eq!(app.claims.counted().live, 3);
     let screen = render(&app);
     let header = header_row(&screen);
     assert!(
@@ -658,10 +689,10 @@ fn f_on_a_store_claim_stays_the_stores_own_force_release() {
 }
 
 #[test]
-fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
+fn r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
     let mut app = with_two_hosts();
     select(&mut app, "build/x86");
-    for c in ['a', 'r', 'n'] {
+    for c in ['r', 'n'] {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty());
@@ -674,6 +705,33 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
         assert!(said.contains("read-only copy"), "{c}: {said}");
         assert!(said.contains("alpha"), "{c}: {said}");
     }
+}
+
+#[test]
+fn acquire_is_offered_with_a_published_copy_selected() {
+    // Acquiring has nothing to do with the selected row: it takes a key of
+    // the store's own, whatever row the cursor is on.
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    app.status = None;
+    update(&mut app, key('a'));
+    assert!(
+        matches!(
+            app.modes.dialog(),
+            Some(claimtop::dashboard::testing::Dialog::Acquire(_))
+        ),
+        "a opened no acquire form: {:?}",
+        app.status
+    );
+    for c in "gpu/1".chars() {
+        update(&mut app, key(c));
+    }
+    update(&mut app, code(KeyCode::Enter));
+    let asked = ops();
+    assert!(
+        matches!(asked.as_slice(), [Op::Acquire { key, .. }] if key == "gpu/1"),
+        "{asked:?}"
+    );
 }
 
 #[test]
@@ -818,8 +876,8 @@ fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live(
     let mut app = with_beta_dead();
     // The store's one and alpha's two are live; beta's three are kept apart.
     assert_eq!(app.table.rows.len(), 6);
-    assert_eq!(app.shown().counts.live, 3);
-    assert_eq!(app.shown().counts.last_known, 3);
+    assert_eq!(app.claims.counted().live, 3);
+    assert_eq!(app.claims.counted().last_known, 3);
     let screen = render(&app);
     assert!(screen.contains("◌ 3 last known"), "{screen}");
     assert!(screen.contains("● 3 live"), "{screen}");

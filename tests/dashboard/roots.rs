@@ -98,7 +98,7 @@ fn root_labels_of_rows(app: &App) -> Vec<String> {
         .rows
         .iter()
         .filter_map(|p| app.shown().get(p))
-        .map(|s| app.roots.label(app.roots.of(s)).to_string())
+        .map(|s| app.origins.label(app.origins.of(s)).to_string())
         .collect()
 }
 
@@ -110,7 +110,7 @@ fn select_in(app: &mut App, key: &str, label: &str) {
         .position(|p| {
             app.shown()
                 .get(p)
-                .is_some_and(|s| s.key == key && app.roots.label(app.roots.of(s)) == label)
+                .is_some_and(|s| s.key == key && app.origins.label(app.origins.of(s)) == label)
         })
         .unwrap_or_else(|| panic!("no row for {key} in {label}"));
     app.table.selected = i;
@@ -121,7 +121,7 @@ fn select_in(app: &mut App, key: &str, label: &str) {
 #[test]
 fn each_root_gets_the_shortest_path_suffix_that_tells_it_apart() {
     let app = three_roots(80, 24);
-    assert_eq!(app.roots.labels(), ["work", "ana/api", "ci/api"]);
+    assert_eq!(app.origins.labels(), ["work", "ana/api", "ci/api"]);
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn the_same_key_in_two_roots_is_two_rows() {
         .iter()
         .filter_map(|p| app.shown().get(p))
         .filter(|s| s.key == "build:web")
-        .map(|s| app.roots.label(app.roots.of(s)).to_string())
+        .map(|s| app.origins.label(app.origins.of(s)).to_string())
         .collect();
     assert_eq!(web.len(), 2);
     assert!(web.contains(&"work".to_string()) && web.contains(&"ana/api".to_string()));
@@ -192,7 +192,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
         .shown()
         .by_row
         .values()
-        .filter(|s| app.roots.of(s) == 0)
+        .filter(|s| app.origins.of(s) == 0)
         .cloned()
         .collect();
     // B now holds one other claim: its two rows go, the new one comes.
@@ -202,7 +202,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
         .shown()
         .by_row
         .values()
-        .filter(|s| app.roots.of(s) == 1)
+        .filter(|s| app.origins.of(s) == 1)
         .map(|s| s.key.clone())
         .collect();
     assert_eq!(b_keys, ["cache:warm"]);
@@ -482,7 +482,7 @@ fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
     let store = claimtop::dashboard::testing::store_of_roots(&[a.clone(), b.clone()]);
-    let set = claimtop::dashboard::testing::ShownRoots::of_store(&store, &[]);
+    let set = claimtop::dashboard::testing::Origins::of_store(&store, &[]);
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();
@@ -554,7 +554,7 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
         .by_row
         .values()
         .filter(|s| s.state == claimtop::claims::ClaimState::Stale)
-        .map(|s| app.roots.of(s))
+        .map(|s| app.origins.of(s))
         .collect();
     assert_eq!(stale, [1]);
 }
@@ -593,7 +593,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         .enumerate()
         .map(|(i, r)| {
             (
-                Some(app.roots.label(i).to_string()),
+                Some(app.origins.label(i).to_string()),
                 Which::Path(r.events_file()),
             )
         })
@@ -606,7 +606,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         since: at - 5 * MIN,
         start_seen: true,
         ended: None,
-        root: Some(app.roots.label(root).to_string()),
+        root: Some(app.origins.label(root).to_string()),
         known_from: KnownFrom::Log,
     };
     let rows = vec![
@@ -632,7 +632,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
             .any(|l| l.contains("root") && l.contains("holder")),
         "a root column: {screen}"
     );
-    let label_b = app.roots.label(1).to_string();
+    let label_b = app.origins.label(1).to_string();
     assert!(
         screen
             .lines()

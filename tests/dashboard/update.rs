@@ -54,7 +54,7 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     );
     assert_eq!(col.counters().listings(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.claims.counted().stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -131,7 +131,7 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
     world.show(&mut app);
     assert!(world.tick(&mut app, NOW + 31_000));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.claims.counted().stale, 1);
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     let mut world = sweep_of(&root, vec![soon, later], vec![]);
     world.show(&mut app);
     world.tick(&mut app, NOW + 1_000);
-    assert_eq!(app.claims.live.counts.suspect, 2);
+    assert_eq!(app.claims.counted().suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
     world.tick(&mut app, NOW + 31_000);
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
@@ -151,14 +151,14 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
     assert_eq!(
-        (app.claims.live.counts.stale, app.claims.live.counts.suspect),
+        (app.claims.counted().stale, app.claims.counted().suspect),
         (1, 1)
     );
     world.tick(&mut app, NOW + 60_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     world.tick(&mut app, NOW + 91_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(app.claims.counted().stale, 2);
 }
 
 #[test]
@@ -243,7 +243,7 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(app.claims.counted().stale, 2);
     assert_eq!(col.counters().reads(), reads, "no lockfile was re-read");
 }
 
@@ -782,9 +782,9 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
     let (in_tx, in_rx) = std::sync::mpsc::channel();
     let r = root.clone();
     let worker = std::thread::spawn(move || {
-        use claimtop::dashboard::testing::{store_of_roots, worker, ShownRoots};
+        use claimtop::dashboard::testing::{store_of_roots, worker, Origins};
         let store = store_of_roots(&[r]);
-        let shown = ShownRoots::of_store(&store, &[]);
+        let shown = Origins::of_store(&store, &[]);
         worker(store, shown, op_rx, out_tx, vec![in_tx])
     });
     op_tx

@@ -8,7 +8,7 @@ use crate::claims::{ClaimState, Counts, Hazard, ItemRules, LocalIdentity, Status
 use crate::dashboard::action::RootProblem;
 use crate::store::mirror::Tally;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// The claims of one moment.
@@ -18,75 +18,22 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
     pub by_row: HashMap<RowId, Arc<Status>>,
-    pub counts: Counts,
-    /// `counts` split by claims dir (one per root), kept with them: the
-    /// header of a dashboard over several roots shows them every second,
-    /// and walking 30 000 claims for them cost milliseconds a frame.
-    pub per_dir: Vec<(PathBuf, Counts)>,
     /// The claims come from a store whose keys are not lockfiles (etcd):
     /// a claim's own hazards are judged by the store's rules.
     pub store_keys: bool,
 }
 
 impl ClaimSet {
-    /// What kind of row `id` is here.
-    pub fn kind_of(&self, id: &RowId) -> super::RowKind {
-        match (id, self.store_keys) {
-            (RowId::Copy(_), _) => super::RowKind::Copy,
-            // A mirror's row says how it is judged in its place.
-            (RowId::Claim(l), _) if l.rules() == ItemRules::StoreKey => super::RowKind::StoreKey,
-            (RowId::Claim(_), true) => super::RowKind::StoreKey,
-            (RowId::Claim(_), false) => super::RowKind::Lockfile,
-        }
-    }
-
-    /// How the census judges the own hazards of row `id` here.
+    /// How the census judges the own hazards of row `id` here: as its
+    /// place says (a mirror stamps it), a copy by its host's hazard list.
     pub fn rules_of(&self, id: &RowId) -> ItemRules {
-        match self.kind_of(id) {
-            super::RowKind::Lockfile => ItemRules::Lockfile,
-            super::RowKind::StoreKey => ItemRules::StoreKey,
-            // A published copy's hazards come with its host's hazard list.
-            super::RowKind::Copy => ItemRules::Copy,
+        match id {
+            RowId::Copy(_) => ItemRules::Copy,
+            RowId::Claim(l) if l.rules() != ItemRules::Lockfile => l.rules(),
+            // A row fed by hand over a store names no rules of its own.
+            RowId::Claim(_) if self.store_keys => ItemRules::StoreKey,
+            RowId::Claim(_) => ItemRules::Lockfile,
         }
-    }
-
-    pub fn recount(&mut self) {
-        let mut counts = Counts::default();
-        self.per_dir.clear();
-        let claims = std::mem::take(&mut self.by_row);
-        for s in claims.values() {
-            counts.add(s.state);
-            self.dir_counts(&s.file).add(s.state);
-        }
-        self.by_row = claims;
-        // In a fixed order, so two sets of the same claims compare equal.
-        self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
-        self.counts = counts;
-    }
-
-    /// The counts of the claims dir `file` is in.
-    fn dir_counts(&mut self, file: &Path) -> &mut Counts {
-        let dir = file.parent().unwrap_or(Path::new(""));
-        let i = match self
-            .per_dir
-            .iter()
-            .position(|(d, _)| d.as_os_str() == dir.as_os_str())
-        {
-            Some(i) => i,
-            None => {
-                self.per_dir.push((dir.to_path_buf(), Counts::default()));
-                self.per_dir.len() - 1
-            }
-        };
-        &mut self.per_dir[i].1
-    }
-
-    /// The counts of the claims in `dir` (a root's claims dir).
-    pub fn counts_in(&self, dir: &Path) -> Counts {
-        self.per_dir
-            .iter()
-            .find(|(d, _)| d.as_os_str() == dir.as_os_str())
-            .map_or_else(Counts::default, |(_, c)| *c)
     }
 
     pub fn get(&self, id: &RowId) -> Option<&Status> {
@@ -98,36 +45,23 @@ impl ClaimSet {
         self.get(&RowId::claim(path))
     }
 
-    /// Store (or drop, when free) the claim at `path`, keeping the counts
-    /// current without a recount (a recount of 30 000 claims per changed
-    /// file was most of a change's cost); true when it changed.
+    /// Store (or drop, when free) the claim at `path`; true when it
+    /// changed. The counts are the members' tallies, not the rows'.
     pub fn put(&mut self, path: &RowId, s: Arc<Status>) -> bool {
         if s.state == ClaimState::Free {
-            let Some(old) = self.by_row.remove(path) else {
-                return false;
-            };
-            self.uncount(&old);
-            return true;
+            return self.by_row.remove(path).is_some();
         }
-        let (state, file) = (s.state, s.file.clone());
         match self.by_row.get_mut(path) {
-            Some(old) if **old == *s => return false,
+            Some(old) if **old == *s => false,
             Some(old) => {
-                let was = std::mem::replace(old, s);
-                self.uncount(&was);
+                *old = s;
+                true
             }
             None => {
                 self.by_row.insert(path.clone(), s);
+                true
             }
         }
-        self.counts.add(state);
-        self.dir_counts(&file).add(state);
-        true
-    }
-
-    fn uncount(&mut self, s: &Status) {
-        self.counts.remove(s.state);
-        self.dir_counts(&s.file).remove(s.state);
     }
 
     pub fn len(&self) -> usize {
@@ -242,6 +176,17 @@ impl Claims {
     /// The tallies the view shows: the frozen ones while paused.
     pub fn shown_tallies(&self) -> &[Tally] {
         self.frozen.as_ref().map_or(&self.tallies, |f| &f.tallies)
+    }
+
+    /// Every claim the shown tallies count, by state: the sum of each
+    /// member's own count (counted once, by its mirror), the one `list`
+    /// prints.
+    pub fn counted(&self) -> Counts {
+        let mut c = Counts::default();
+        for t in self.shown_tallies() {
+            c += t.counts;
+        }
+        c
     }
 
     /// Every hazard the mirrors count.

@@ -15,6 +15,7 @@ pub(crate) mod fleet;
 pub(crate) mod hazards;
 pub(crate) mod marks;
 pub(crate) mod mode;
+pub(crate) mod origins;
 pub(crate) mod prompt;
 pub(crate) mod row_id;
 pub(crate) mod search;
@@ -33,19 +34,19 @@ pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use marks::Marks;
 pub use mode::{Layer, Modes};
 pub use prompt::Prompt;
-pub use row_id::{CopyId, RowId, RowKind};
+pub use row_id::{CopyId, RowId};
 pub use table::{row_view, screen_ctx, Sort, Widest};
 
 use super::action::Op;
 use super::keys::Pane;
 use super::options::Options;
-use super::roots::ShownRoots;
 use super::timeline::Timeline;
 use crate::claims::{LocalIdentity, Root, Status};
 use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
 use crate::store::Store;
 use filter::term_matches;
+pub use origins::Origins;
 
 /// Messages `m` keeps (the oldest go first).
 pub const MESSAGES_KEPT: usize = 500;
@@ -116,7 +117,7 @@ pub struct App {
     /// log) read its events log.
     pub root: Root,
     /// Every root watched, the first included.
-    pub roots: ShownRoots,
+    pub origins: Origins,
     /// The root whose events log the whole-log views (the timeline, the
     /// events search) read: the first, until `t` opens on another root's row.
     pub log_root: usize,
@@ -201,7 +202,7 @@ impl App {
                 op.key(),
                 o.hostname
             )),
-            (op, None) => Ok(self.roots.route(at.root, op)),
+            (op, None) => Ok(self.origins.route(at.root, op)),
         }
     }
 
@@ -220,7 +221,7 @@ impl App {
             ..TableView::default()
         };
         App {
-            roots: ShownRoots::new(opts.root.clone(), &opts.more_roots),
+            origins: Origins::new(opts.root.clone(), &opts.more_roots),
             log_root: 0,
             root: opts.root,
             read_only: opts.read_only,
@@ -269,13 +270,14 @@ impl App {
             return;
         };
         let now = self.shown_now();
-        let copy = self
-            .store
-            .as_ref()
-            .is_some_and(|v| v.fleet.origin(&path).is_some());
+        let copy = path.is_copy();
         // A store's own claims are judged by the store (their lease is
         // their liveness): there is no pid here to re-word them by.
-        if self.store.is_some() && !copy {
+        let pids_here = match &path {
+            RowId::Claim(loc) => self.origins.caps(usize::from(loc.origin())).pids_here,
+            RowId::Copy(_) => false,
+        };
+        if !pids_here && !copy {
             return;
         }
         let claims = &mut self.claims;
@@ -424,7 +426,7 @@ impl App {
     /// The history of the claim `s`: its key's events in its own root's log
     /// (the same key in another root is another claim).
     pub fn history_of_claim(&self, s: &Status) -> Vec<&EventRow> {
-        let root = self.roots.is_several().then(|| self.roots.of(s));
+        let root = self.origins.several().then(|| self.origins.of(s));
         self.history_where(&s.key, root)
     }
 
@@ -472,7 +474,7 @@ impl App {
             .by_row
             .values()
             .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
-            .map(|s| (self.roots.of(s), s.key.clone()))
+            .map(|s| (self.origins.of(s), s.key.clone()))
             .collect();
         keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
         keys
@@ -481,13 +483,13 @@ impl App {
     /// Show what `store` composes: each member's label, a root's places
     /// (`roots`, by directory), and a site's link, leases and hosts.
     pub fn over(&mut self, store: &Store, roots: &[Root], now: i64) {
-        self.roots = ShownRoots::of_store(store, roots);
+        self.origins = Origins::of_store(store, roots);
         let members = store.members();
         self.log_root = members
             .iter()
             .position(|m| m.root_dir().is_some())
             .unwrap_or(0);
-        if let Some(r) = self.roots.get(self.log_root) {
+        if let Some(r) = self.origins.get(self.log_root) {
             self.root = r.clone();
         }
         let Some(site) = members.iter().find(|m| m.backend().link().is_some()) else {
@@ -510,7 +512,7 @@ impl App {
     /// origin 1's (as a store of one `--store` opens).
     pub fn over_store(&mut self, mut view: store::StoreView) {
         view.copies = view.copies.or(Some(1));
-        self.roots = ShownRoots::of_site(&view.url);
+        self.origins = Origins::of_site(&view.url);
         self.store = Some(view);
         // A store's keys are no lockfiles: their own hazards are the
         // store's kinds (the census's rules for a store).

@@ -27,14 +27,6 @@ pub struct CopyId {
     pub key: String,
 }
 
-/// The three kinds of row, as the census judges their own hazards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowKind {
-    Lockfile,
-    StoreKey,
-    Copy,
-}
-
 impl RowId {
     /// The row of `key` published by `host_id` from its root `root_id`.
     pub fn copy(host_id: &str, root_id: &str, key: &str) -> RowId {

@@ -50,13 +50,13 @@ pub fn open_at_row(
             .into_iter()
             .map(|(name, log)| (name, Which::Log(log)))
             .collect()
-    } else if app.roots.is_several() {
-        app.roots
+    } else if app.origins.several() {
+        app.origins
             .shown()
             .filter_map(|i| {
                 Some((
-                    Some(app.roots.label(i).to_string()),
-                    Which::Path(app.roots.get(i)?.events_file()),
+                    Some(app.origins.label(i).to_string()),
+                    Which::Path(app.origins.get(i)?.events_file()),
                 ))
             })
             .collect()
@@ -151,8 +151,8 @@ fn held_now(app: &App) -> Vec<HeldNow> {
                     Some(format!("{}:{}", host.label, root.path))
                 }
                 RowId::Claim(_) if !hosts.is_empty() => Some(SOURCE_STORE.to_string()),
-                RowId::Claim(_) if app.roots.is_several() => {
-                    Some(app.roots.label(app.roots.of(s)).to_string())
+                RowId::Claim(_) if app.origins.several() => {
+                    Some(app.origins.label(app.origins.of(s)).to_string())
                 }
                 RowId::Claim(_) => None,
             };

@@ -166,7 +166,7 @@ fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, S
     };
     Ok(BulkItem {
         key: s.key.clone(),
-        root: app.roots.of(s),
+        root: app.origins.of(s),
         holder: rec.map(|r| r.holder.clone()),
         state: s.state,
         acquired_at: rec.map(|r| r.acquired_at),

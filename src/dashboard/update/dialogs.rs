@@ -44,7 +44,7 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
         }
         Dialog::ClearMarks(c) => return super::bulk::clear_marks_key(app, c, &ev),
         Dialog::Clean(c) => match ev.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
+            KeyCode::Char('y') | KeyCode::Char('Y') if app.origins.several() => {
                 return super::roots::clean_each_root(app, &c, fx);
             }
             KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Ok(Op::Clean))),
@@ -53,8 +53,8 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
         Dialog::CleanOne(h) => match ev.code {
             KeyCode::Char('y') | KeyCode::Char('Y') => {
                 // The entry's own root, among several: it is cleaned there.
-                let root = app.roots.of_path(h.path()).unwrap_or(0);
-                (None, Some(Ok(app.roots.route(root, Op::CleanOne(h)))))
+                let root = app.origins.of_path(h.path()).unwrap_or(0);
+                (None, Some(Ok(app.origins.route(root, Op::CleanOne(h)))))
             }
             _ => (Some(Dialog::CleanOne(h)), None),
         },
@@ -85,9 +85,11 @@ fn acquire_key(app: &App, mut f: AcquireForm, ev: &KeyEvent) -> Routed {
         KeyCode::BackTab | KeyCode::Up => f.field = (f.field + n - 1) % n,
         KeyCode::Enter => {
             let routed = acquire_op(&f).and_then(|op| {
+                // An acquire has nothing to do with the selected row: it
+                // goes to the origin named, else to the one that takes claims.
                 let root = match &f.root {
-                    Some(typed) => super::roots::chosen_root(&app.roots, typed.value())?,
-                    None => 0,
+                    Some(typed) => super::roots::chosen_root(&app.origins, typed.value())?,
+                    None => app.origins.takers().next().unwrap_or(0),
                 };
                 app.route(RowAt { root, host: None }, op)
             });

@@ -25,10 +25,9 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     if let Some(problem) = d.problem.take() {
         shown |= set_problem(app, root, problem);
     }
-    // A site's rows carry their tenures and say how its link is; a root's
-    // and the copies' say nothing of either.
-    let copies = app.store.as_ref().and_then(|v| v.copies);
-    if app.store.is_some() && app.roots.get(root).is_none() && copies != Some(root) {
+    // A leased member's rows carry their tenures and say how its link is;
+    // a root's and the copies' say nothing of either.
+    if app.origins.caps(root).leases {
         shown |= super::store::on_delta(app, root, &d);
     }
     let moved = match d.whole {
@@ -119,7 +118,6 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     let mut set = ClaimSet {
         by_row: std::collections::HashMap::with_capacity(rows.len()),
         store_keys: live.store_keys,
-        ..ClaimSet::default()
     };
     let others = live.by_row.iter().filter(|(id, _)| match id {
         RowId::Claim(p) => usize::from(p.origin()) != i,
@@ -141,7 +139,6 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
             }
         }
     }
-    set.recount();
     let changed = set != *live;
     let news = if changed && paused {
         changed_rows(live, &set)
@@ -211,7 +208,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let now = app.shown_now();
     (now / 1000).hash(&mut h);
     let shown = app.shown();
-    let c = shown.counts;
+    let c = app.claims.counted();
     (c.live, c.suspect, c.stale, c.corrupted, app.hazard_count()).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {

@@ -8,8 +8,8 @@ use super::effects::Effects;
 use super::ingest::on_events_in;
 use super::whole_log as logview;
 use crate::dashboard::action::{Action, Op};
+use crate::dashboard::model::Origins;
 use crate::dashboard::model::{App, CleanConfirm, Level};
-use crate::dashboard::roots::ShownRoots;
 
 /// A message from root `i`'s events follower.
 /// Anything else is handed back, to be taken as any root's.
@@ -33,7 +33,7 @@ pub fn in_root(app: &mut App, i: usize, action: Action, fx: &mut Effects) -> Res
             !app.paused()
         }
         Action::EventsError(e) => {
-            let e = format!("{}: {e}", app.roots.label(i));
+            let e = format!("{}: {e}", app.origins.label(i));
             let changed = app.events.error.as_deref() != Some(e.as_str());
             app.events.error = Some(e);
             changed
@@ -42,18 +42,23 @@ pub fn in_root(app: &mut App, i: usize, action: Action, fx: &mut Effects) -> Res
     })
 }
 
-/// The acquire form's root field: offered as the selected row's root, and
-/// there only when there is a choice to make.
+/// The acquire form's root field: offered as the selected row's origin
+/// when it takes claims (a published copy's does not: then the first that
+/// does), and there only when there is a choice to make.
 pub fn root_field(app: &App) -> Option<Box<crate::dashboard::model::Input>> {
-    if !app.roots.is_several() {
+    if !app.origins.several() {
         return None;
     }
-    let i = app.selected_status().map_or(0, |s| app.roots.of(s));
-    Some(Box::new(app.roots.label(i).into()))
+    let selected = app.selected_status().map(|s| app.origins.of(s));
+    let i = selected
+        .filter(|i| app.origins.caps(*i).takes_claims)
+        .or_else(|| app.origins.takers().next())
+        .unwrap_or(0);
+    Some(Box::new(app.origins.label(i).into()))
 }
 
 /// The root an operator typed into the acquire form, or why it is none.
-pub fn chosen_root(roots: &ShownRoots, typed: &str) -> Result<usize, String> {
+pub fn chosen_root(roots: &Origins, typed: &str) -> Result<usize, String> {
     roots.find(typed).ok_or_else(|| {
         format!(
             "root {:?} is none of the roots shown: {}",
@@ -69,14 +74,14 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> boo
     let mut roots: Vec<usize> = c
         .hazards
         .iter()
-        .filter_map(|h| app.roots.of_path(h.path()))
+        .filter_map(|h| app.origins.of_path(h.path()))
         .collect();
     roots.sort_unstable();
     roots.dedup();
     for i in &roots {
-        fx.ops.push(app.roots.route(*i, Op::Clean));
+        fx.ops.push(app.origins.route(*i, Op::Clean));
     }
-    let names: Vec<&str> = roots.iter().map(|i| app.roots.label(*i)).collect();
+    let names: Vec<&str> = roots.iter().map(|i| app.origins.label(*i)).collect();
     let msg = format!("clean {}…", names.join(", "));
     app.say(Level::Info, crate::sanitize::sanitize(&msg).into_owned());
     true

@@ -91,7 +91,7 @@ pub(crate) fn select_arrived(app: &mut App) {
                 .claims
                 .live
                 .get(id)
-                .is_some_and(|s| s.key == *key && app.roots.of(s) == *root)
+                .is_some_and(|s| s.key == *key && app.origins.of(s) == *root)
     };
     if let Some(i) = app.table.rows.iter().position(arrived) {
         app.table.selected = i;

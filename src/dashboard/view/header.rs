@@ -58,7 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new(vec![Line::from(spans), line]), area);
         return;
     }
-    if app.roots.is_several() {
+    if app.origins.several() {
         let roots = super::roots::header_line(app, theme, area.width);
         frame.render_widget(Paragraph::new(vec![Line::from(spans), roots]), area);
         return;
@@ -92,7 +92,7 @@ fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'s
         };
         return vec![Span::styled(text, theme.dim())];
     }
-    let c = app.shown().counts;
+    let c = app.claims.counted();
     let mut spans = Vec::new();
     for (state, n) in [
         (ClaimState::Live, c.live),

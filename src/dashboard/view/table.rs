@@ -328,7 +328,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ));
     }
     // (With several roots each problem has its banner line instead.)
-    let whole_table = shown.is_empty() && !app.roots.is_several();
+    let whole_table = shown.is_empty() && !app.origins.several();
     if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
@@ -346,9 +346,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        let empty = if app.store.is_some() {
+        let empty = if app.origins.first_root().is_none() {
             " · no claims in this store yet"
-        } else if app.roots.is_several() {
+        } else if app.origins.several() {
             " · no claims under these roots yet"
         } else {
             " · no claims under this root yet"
