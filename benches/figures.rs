@@ -1306,7 +1306,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     // whole listing in, and the memory it replaced handed back a second
     // later. Let that finish, applying whatever arrives, before the idle
     // window opens.
-    let mut whole = app.claims.listing_head().is_none();
+    let mut whole = app.origins.listing_head().is_none();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !whole && Instant::now() < deadline {
         if let Ok(a) = rx.recv_timeout(Duration::from_secs(1)) {
@@ -1340,7 +1340,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         for a in batch {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
-            let counts = app.claims.counted();
+            let counts = app.counted();
             dirty |= update(&mut app, a).redraw;
             if is_tick {
                 ticks += 1;
@@ -1349,7 +1349,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
                         "tick: {} wall, {} cpu, counts changed {}",
                         fmt_d(t1.elapsed()),
                         fmt_d(thread_cpu() - c1),
-                        counts != app.claims.counted()
+                        counts != app.counted()
                     );
                 }
             } else {

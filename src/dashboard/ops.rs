@@ -11,10 +11,9 @@ use crate::claims::{
 };
 use crate::sanitize::sanitize;
 use crate::store::drive::Input;
-use crate::store::file::FileStore;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
-use crate::store::{Backend, OriginIx, Store, StoreError};
+use crate::store::{Backend, OpenCtx, OriginIx, Store, StoreError};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +34,17 @@ fn worded<T>(
 
 /// [`run_op_on`] on the file store over `root`.
 pub fn run_op(root: &Root, op: &Op) -> OpResult {
-    run_op_in(&FileStore::new(root.clone()), Some(root), op)
+    let opened = Store::open(&[], std::slice::from_ref(root), &OpenCtx::default());
+    match opened.as_ref().ok().and_then(|s| s.members().first()) {
+        Some(m) => run_op_in(m.backend(), Some(root), op),
+        None => OpResult {
+            verb: op.verb(),
+            key: op.key().to_string(),
+            root: 0,
+            ok: false,
+            message: format!("{} {}: the root cannot be opened", op.verb(), op.key()),
+        },
+    }
 }
 
 /// Run one op now (blocking) through the store's verbs — the same
@@ -377,7 +386,7 @@ mod tests {
 
     /// A file store whose `status` takes as long as an unreachable store's
     /// --timeout, and whose acquire fails at once as one would.
-    struct Stalled(FileStore);
+    struct Stalled(Arc<dyn Backend>);
 
     impl crate::store::Claims for Stalled {
         fn url(&self) -> String {
@@ -452,7 +461,9 @@ mod tests {
     #[test]
     fn an_op_is_answered_before_the_re_read_that_a_silent_store_makes_wait() {
         let td = tempfile::TempDir::new().unwrap();
-        let store = Stalled(FileStore::new(Root::with_events_here(td.path())));
+        let root = Root::with_events_here(td.path());
+        let store =
+            Stalled(crate::dashboard::testing::store_of_roots(&[root]).members()[0].shared());
         let (op_tx, op_rx) = std::sync::mpsc::channel();
         let (out_tx, out_rx) = std::sync::mpsc::channel();
         let (reread_tx, _reread_rx) = std::sync::mpsc::channel();

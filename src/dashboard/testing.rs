@@ -64,13 +64,13 @@ pub fn root_driver(
     i: u16,
     now: i64,
 ) -> crate::store::drive::Driver<'static> {
-    let store = crate::store::file::FileStore::new(root.clone());
+    let store = store_of_roots(std::slice::from_ref(root));
     let opts = crate::store::drive::DriveOpts {
         words: false,
         ..crate::store::drive::DriveOpts::default()
     };
     crate::store::drive::Driver::shared(
-        std::sync::Arc::new(store),
+        store.members()[0].shared(),
         crate::store::OriginIx(i),
         None,
         crate::store::drive::Want::Whole { head: 0 },

@@ -1188,7 +1188,7 @@ pub fn reread(app: &App, items: Vec<(Status, Option<claimtop::store::Tenure>)>, 
     }
     let mut counts = Counts::default();
     states.values().for_each(|st| counts.add(*st));
-    let hazards = app.claims.tallies.first().map(|t| t.hazards.clone());
+    let hazards = app.origins.origin(0).map(|o| o.tally.hazards.clone());
     mirrored(
         0,
         Delta {

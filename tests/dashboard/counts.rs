@@ -56,7 +56,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
     let doctor = claims::doctor(root);
     let listed = claims::sweep(root).counts;
     assert_eq!(
-        kinds_at(&app.claims.hazards()),
+        kinds_at(&app.hazards()),
         kinds_at(&doctor),
         "h against doctor"
     );
@@ -65,7 +65,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
         doctor.len(),
         "the header against doctor"
     );
-    assert_eq!(app.claims.counted(), listed, "the header against list");
+    assert_eq!(app.counted(), listed, "the header against list");
 }
 
 /// A lockfile past the read cap: `unreadable`, and so held.
@@ -92,12 +92,11 @@ fn an_unreadable_lockfile_is_one_hazard_in_the_header_in_h_and_in_doctor() {
     plant_corpse(&root, "corr");
     let (app, _col) = dashboard(&root);
     let unreadable = app
-        .claims
         .hazards()
         .iter()
         .filter(|h| h.kind == claimtop::claims::hazard::UNREADABLE)
         .count();
-    assert_eq!(unreadable, 1, "listed once: {:?}", app.claims.hazards());
+    assert_eq!(unreadable, 1, "listed once: {:?}", app.hazards());
     assert_eq!(app.hazard_count(), 3);
     assert_agrees_with_doctor(&app, &root);
 }
@@ -156,7 +155,7 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
             _ => break,
         }
     }
-    assert_eq!(app.hazard_count(), 1, "{:?}", app.claims.hazards());
+    assert_eq!(app.hazard_count(), 1, "{:?}", app.hazards());
     assert_agrees_with_doctor(&app, &root);
     update(&mut app, key('x'));
     let screen = render(&app);

@@ -327,7 +327,7 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
     ));
     // One key held natively and on alpha reads as two rows.
     assert_eq!(app.table.rows.len(), 3);
-    assert_eq!(app.claims.counted().live, 3);
+    assert_eq!(app.counted().live, 3);
     let screen = render(&app);
     let header = header_row(&screen);
     assert!(
@@ -473,7 +473,7 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         2,
         "the corrupted copy is counted once, as alpha listed it"
     );
-    assert_eq!(app.claims.hazard_count(), 0, "none of them is the store's");
+    assert_eq!(app.hazards().len(), 0, "none of them is the store's");
     assert!(render(&app).contains("2 hazards"));
 
     update(&mut app, key('h'));
@@ -876,8 +876,8 @@ fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live(
     let mut app = with_beta_dead();
     // The store's one and alpha's two are live; beta's three are kept apart.
     assert_eq!(app.table.rows.len(), 6);
-    assert_eq!(app.claims.counted().live, 3);
-    assert_eq!(app.claims.counted().last_known, 3);
+    assert_eq!(app.counted().live, 3);
+    assert_eq!(app.counted().last_known, 3);
     let screen = render(&app);
     assert!(screen.contains("◌ 3 last known"), "{screen}");
     assert!(screen.contains("● 3 live"), "{screen}");

@@ -216,14 +216,14 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     }
     assert_eq!(app.shown().len(), 7 + 1);
     assert_eq!(
-        app.claims.hazard_count(),
+        app.hazard_count(),
         1 + 2,
         "B's corpse went; A's hazards stay"
     );
     // An empty sweep of A empties A only.
     assert!(apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
     assert_eq!(app.shown().len(), 1);
-    assert_eq!(app.claims.hazard_count(), 0);
+    assert_eq!(app.hazard_count(), 0);
     // The same sweep again changes nothing, so nothing is redrawn.
     assert!(!apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
 }

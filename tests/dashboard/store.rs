@@ -272,10 +272,10 @@ fn store_claims_keep_the_stores_verdict_whatever_this_machines_pids_say() {
     let mut app = store_app(160, 48);
     // pid 4242 is no process here; on a file root that would be suspect.
     update(&mut app, Action::Tick(NOW + 5 * SEC));
-    assert_eq!(app.claims.counted().live, 3);
-    assert_eq!(app.claims.counted().suspect, 0);
+    assert_eq!(app.counted().live, 3);
+    assert_eq!(app.counted().suspect, 0);
     assert_eq!(
-        app.claims.hazard_count(),
+        app.hazard_count(),
         0,
         "claims from other machines are no hazard on a store"
     );
@@ -324,7 +324,7 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
         ["migrate-db", "build/x86", "deploy/prod"],
         "a suspect claim sorts before live ones"
     );
-    let c = app.claims.counted();
+    let c = app.counted();
     assert_eq!((c.live, c.suspect), (2, 1));
 
     let fresh = store_claim("aaa/new", "pty:carol", 9, 0, MIN);
@@ -334,7 +334,7 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
         row_keys(&app),
         ["migrate-db", "aaa/new", "build/x86", "deploy/prod"]
     );
-    assert_eq!(app.claims.counted().live, 3);
+    assert_eq!(app.counted().live, 3);
 }
 
 #[test]

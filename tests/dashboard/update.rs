@@ -54,7 +54,7 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     );
     assert_eq!(col.counters().listings(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.counted().stale, 1);
+    assert_eq!(app.counted().stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -131,7 +131,7 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
     world.show(&mut app);
     assert!(world.tick(&mut app, NOW + 31_000));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.counted().stale, 1);
+    assert_eq!(app.counted().stale, 1);
 }
 
 #[test]
@@ -143,22 +143,19 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     let mut world = sweep_of(&root, vec![soon, later], vec![]);
     world.show(&mut app);
     world.tick(&mut app, NOW + 1_000);
-    assert_eq!(app.claims.counted().suspect, 2);
+    assert_eq!(app.counted().suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
     world.tick(&mut app, NOW + 31_000);
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
-    assert_eq!(
-        (app.claims.counted().stale, app.claims.counted().suspect),
-        (1, 1)
-    );
+    assert_eq!((app.counted().stale, app.counted().suspect), (1, 1));
     world.tick(&mut app, NOW + 60_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     world.tick(&mut app, NOW + 91_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.counted().stale, 2);
+    assert_eq!(app.counted().stale, 2);
 }
 
 #[test]
@@ -243,7 +240,7 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.counted().stale, 2);
+    assert_eq!(app.counted().stale, 2);
     assert_eq!(col.counters().reads(), reads, "no lockfile was re-read");
 }
 
@@ -765,8 +762,8 @@ fn help_and_hazards_overlays_open_and_close() {
     update(&mut app, key('h'));
     assert_eq!(app.modes.overlay(), Some(Overlay::Hazards));
     // The mutex corpse, the corrupted file, the foreign claim.
-    assert_eq!(app.claims.hazards().len(), 3);
-    assert_eq!(app.claims.hazard_count(), 3);
+    assert_eq!(app.hazards().len(), 3);
+    assert_eq!(app.hazard_count(), 3);
     update(&mut app, key('h'));
     assert_eq!(app.modes.overlay(), None);
 }
@@ -1397,14 +1394,14 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
         .and_then(|f| f.set_modified(made))
         .expect("stamp the mutex");
     collect(&mut app, &mut col, changed(&root, vec![mutex.clone()]));
-    assert_eq!(app.claims.hazard_count(), 0, "a young mutex is no hazard");
+    assert_eq!(app.hazard_count(), 0, "a young mutex is no hazard");
     assert!(tick(&mut app, &mut col, NOW + 1_000));
-    assert_eq!(app.claims.hazard_count(), 1);
+    assert_eq!(app.hazard_count(), 1);
     assert_eq!(col.counters().listings(), 1, "no sweep was needed");
 
     std::fs::remove_dir(&mutex).expect("rmdir");
     collect(&mut app, &mut col, changed(&root, vec![mutex]));
-    assert_eq!(app.claims.hazard_count(), 0);
+    assert_eq!(app.hazard_count(), 0);
 }
 
 #[test]

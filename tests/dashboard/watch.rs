@@ -284,13 +284,13 @@ fn a_root_renamed_away_reads_missing_within_seconds_and_its_claims_return_when_m
         &rx,
         "the root renamed away read as missing",
         |a| {
-            matches!(a.claims.problem, Some(RootProblem::Missing(_)))
+            matches!(a.origins.problem(0), Some(RootProblem::Missing(_)))
                 && a.claims.live.get_path(&held).is_none()
         },
     );
     std::fs::rename(&aside, &dir).expect("rename back");
     let back = until(&mut app, &rx, "the root moved back read again", |a| {
-        a.claims.problem.is_none() && a.claims.live.get_path(&held).is_some()
+        a.origins.problem(0).is_none() && a.claims.live.get_path(&held).is_some()
     });
     eprintln!("renamed away → root missing in {away:?}; moved back → its claims in {back:?}");
 }

@@ -53,7 +53,7 @@ fn dashboard_says_broken(root: &Root) -> bool {
     let mut app = app_at(root.clone());
     let mut c = collector(root);
     collect(&mut app, &mut c, Input::Relist);
-    app.claims.events_log_broken()
+    app.events_log_broken()
 }
 
 #[test]

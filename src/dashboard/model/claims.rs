@@ -3,9 +3,7 @@
 //! each root's mirror made.
 
 use super::row_id::RowId;
-use crate::claims::hazard::EVENTS_LOG_BROKEN;
-use crate::claims::{ClaimState, Counts, Hazard, ItemRules, LocalIdentity, Status};
-use crate::dashboard::action::RootProblem;
+use crate::claims::{ClaimState, ItemRules, LocalIdentity, Status};
 use crate::store::mirror::Tally;
 use std::collections::HashMap;
 use std::path::Path;
@@ -105,20 +103,9 @@ pub struct Claims {
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
-    /// Each root's (or the store's) counts and hazards, by root, as its
-    /// mirror last tallied them: the one count `list` and `doctor` make.
-    pub tallies: Vec<Tally>,
     /// Holder pids and their start times, as the mirror last knew them:
     /// what the selected claim's reason is worded by.
     pub pids: HashMap<i32, Option<i64>>,
-    /// Why the root is not a normal one.
-    pub problem: Option<RootProblem>,
-    /// With several roots: each root's problem, by root (`problem` stays
-    /// the first root's).
-    pub problems: Vec<Option<RootProblem>>,
-    /// By root: how many claims its first screen shows while its whole
-    /// listing is still being read (a big root's head).
-    pub partial: Vec<Option<usize>>,
 }
 
 impl Claims {
@@ -127,18 +114,8 @@ impl Claims {
             identity,
             live: ClaimSet::default(),
             frozen: None,
-            tallies: Vec::new(),
             pids: HashMap::new(),
-            problem: None,
-            problems: Vec::new(),
-            partial: Vec::new(),
         }
-    }
-
-    /// While some root shows only its head: how many claims so far.
-    pub fn listing_head(&self) -> Option<usize> {
-        let heads: Vec<usize> = self.partial.iter().flatten().copied().collect();
-        (!heads.is_empty()).then(|| heads.iter().sum())
     }
 
     pub fn identity(&self) -> &LocalIdentity {
@@ -154,66 +131,8 @@ impl Claims {
         moved
     }
 
-    /// Root `i`'s tally is `t` now; true when it moved.
-    pub fn set_tally(&mut self, i: usize, t: Tally) -> bool {
-        if self.tallies.len() <= i {
-            self.tallies.resize(i + 1, Tally::default());
-        }
-        let was = &self.tallies[i];
-        // The mirror keeps an unchanged list as the same Arc: a compare of
-        // the lists themselves only when it made a new one.
-        let moved = was.counts != t.counts
-            || (!Arc::ptr_eq(&was.hazards, &t.hazards) && was.hazards != t.hazards);
-        self.tallies[i] = t;
-        moved
-    }
-
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
-    }
-
-    /// The tallies the view shows: the frozen ones while paused.
-    pub fn shown_tallies(&self) -> &[Tally] {
-        self.frozen.as_ref().map_or(&self.tallies, |f| &f.tallies)
-    }
-
-    /// Every claim the shown tallies count, by state: the sum of each
-    /// member's own count (counted once, by its mirror), the one `list`
-    /// prints.
-    pub fn counted(&self) -> Counts {
-        let mut c = Counts::default();
-        for t in self.shown_tallies() {
-            c += t.counts;
-        }
-        c
-    }
-
-    /// Every hazard the mirrors count.
-    pub fn hazard_count(&self) -> usize {
-        self.shown_tallies().iter().map(|t| t.hazards.len()).sum()
-    }
-
-    /// Whether the events log is unappendable.
-    pub fn events_log_broken(&self) -> bool {
-        self.tallies
-            .iter()
-            .flat_map(|t| t.hazards.iter())
-            .any(|h| h.kind == EVENTS_LOG_BROKEN)
-    }
-
-    /// The full hazard list, built on demand by the census `list` and
-    /// `doctor` count through (the `h` list, `x`'s offer), most urgent
-    /// kind first.
-    pub fn hazards(&self) -> Vec<Hazard> {
-        let mut out: Vec<Hazard> = self
-            .shown_tallies()
-            .iter()
-            .flat_map(|t| t.hazards.iter().cloned())
-            .collect();
-        out.sort_by(|a, b| {
-            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
-        });
-        out
     }
 }

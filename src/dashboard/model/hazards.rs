@@ -9,7 +9,7 @@ impl App {
     /// own (root by root when there are several), then what publishing
     /// hosts found in theirs, host by host.
     pub fn hazard_entries(&self) -> Vec<Hazard> {
-        let mut own = self.claims.hazards();
+        let mut own = self.hazards();
         if self.origins.several() {
             // Stable: each root's keep their severity order.
             own.sort_by_key(|h| self.origins.of_path(h.path()));

@@ -41,9 +41,11 @@ use super::action::Op;
 use super::keys::Pane;
 use super::options::Options;
 use super::timeline::Timeline;
-use crate::claims::{LocalIdentity, Root, Status};
+use crate::claims::hazard::EVENTS_LOG_BROKEN;
+use crate::claims::{Counts, LocalIdentity, Root, Status};
 use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
+use crate::store::mirror::Tally;
 use crate::store::Store;
 use filter::term_matches;
 pub use origins::Origins;
@@ -310,7 +312,51 @@ impl App {
     /// The header's hazard count: this root's (or store's) own, plus what
     /// publishing hosts found in theirs — the count `list` prints.
     pub fn hazard_count(&self) -> usize {
-        self.claims.hazard_count() + self.fleet_hazards().len()
+        let own: usize = self.shown_tallies().iter().map(|t| t.hazards.len()).sum();
+        own + self.fleet_hazards().len()
+    }
+
+    /// Each origin's counts and hazards as the view shows them: the frozen
+    /// ones while paused.
+    pub fn shown_tallies(&self) -> Vec<&Tally> {
+        match &self.claims.frozen {
+            Some(f) => f.tallies.iter().collect(),
+            None => self.origins.iter().map(|o| &o.tally).collect(),
+        }
+    }
+
+    /// Every claim the shown tallies count, by state: the sum of each
+    /// member's own count (counted once, by its mirror), the one `list`
+    /// prints.
+    pub fn counted(&self) -> Counts {
+        let mut c = Counts::default();
+        for t in self.shown_tallies() {
+            c += t.counts;
+        }
+        c
+    }
+
+    /// Whether an events log is unappendable.
+    pub fn events_log_broken(&self) -> bool {
+        self.origins
+            .iter()
+            .flat_map(|o| o.tally.hazards.iter())
+            .any(|h| h.kind == EVENTS_LOG_BROKEN)
+    }
+
+    /// The full hazard list, built on demand by the census `list` and
+    /// `doctor` count through (the `h` list, `x`'s offer), most urgent
+    /// kind first.
+    pub fn hazards(&self) -> Vec<crate::claims::Hazard> {
+        let mut out: Vec<crate::claims::Hazard> = self
+            .shown_tallies()
+            .iter()
+            .flat_map(|t| t.hazards.iter().cloned())
+            .collect();
+        out.sort_by(|a, b| {
+            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
+        });
+        out
     }
 
     /// The hazards publishing hosts reported (none without a store).

@@ -8,9 +8,11 @@
 //! header, the columns and the dialogs ask — by capability, never by which
 //! kind of store a member is.
 
+use crate::claims::root::RootProblem;
 use crate::claims::{ItemRules, Root, Status};
 use crate::dashboard::action::Op;
 use crate::store::compose::{labels, Store};
+use crate::store::mirror::Tally;
 use crate::store::Words;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,13 @@ pub struct OriginView {
     pub caps: Caps,
     /// Its nouns and where a force-release archives, for dialogs.
     pub words: &'static Words,
+    /// Its counts and hazards, as its mirror last tallied them: the one
+    /// count `list` and `doctor` make.
+    pub tally: Tally,
+    /// Why it cannot be read as a normal one now (a root missing, say).
+    pub problem: Option<RootProblem>,
+    /// While its first screen shows only its head: how many claims.
+    pub partial: Option<usize>,
 }
 
 /// A root's words, for a model built by hand (the file store's own).
@@ -100,6 +109,9 @@ impl Origins {
                 root: Some(root),
                 caps: ROOT_CAPS,
                 words: &ROOT_WORDS,
+                tally: Tally::default(),
+                problem: None,
+                partial: None,
             })
             .collect();
         Origins { all }
@@ -121,6 +133,9 @@ impl Origins {
                 ..Caps::default()
             },
             words: &SITE_WORDS,
+            tally: Tally::default(),
+            problem: None,
+            partial: None,
         };
         let copies = OriginView {
             label: format!("{url} hosts"),
@@ -129,6 +144,9 @@ impl Origins {
             place: PathBuf::from(url),
             caps: Caps::default(),
             words: &COPY_WORDS,
+            tally: Tally::default(),
+            problem: None,
+            partial: None,
         };
         Origins {
             all: vec![site, copies],
@@ -167,6 +185,9 @@ impl Origins {
                         link: b.link().is_some(),
                     },
                     words: b.words(),
+                    tally: Tally::default(),
+                    problem: None,
+                    partial: None,
                 }
             })
             .collect();
@@ -192,6 +213,11 @@ impl Origins {
         self.all.get(i)
     }
 
+    /// Every origin, named or not, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &OriginView> {
+        self.all.iter()
+    }
+
     /// What origin `i` can do (nothing, for an origin not shown).
     pub fn caps(&self, i: usize) -> Caps {
         self.origin(i).map(|o| o.caps).unwrap_or_default()
@@ -200,6 +226,59 @@ impl Origins {
     /// How origin `i` words its verbs.
     pub fn words(&self, i: usize) -> &'static Words {
         self.origin(i).map_or(&ROOT_WORDS, |o| o.words)
+    }
+
+    /// Origin `i`'s tally is `t` now; true when it moved.
+    pub fn set_tally(&mut self, i: usize, t: Tally) -> bool {
+        let Some(o) = self.all.get_mut(i) else {
+            return false;
+        };
+        // The mirror keeps an unchanged list as the same Arc: a compare of
+        // the lists themselves only when it made a new one.
+        let moved = o.tally.counts != t.counts
+            || (!std::sync::Arc::ptr_eq(&o.tally.hazards, &t.hazards)
+                && o.tally.hazards != t.hazards);
+        o.tally = t;
+        moved
+    }
+
+    /// Origin `i`'s problem is `p` now; true when it moved.
+    pub fn set_problem(&mut self, i: usize, p: Option<RootProblem>) -> bool {
+        self.all
+            .get_mut(i)
+            .is_some_and(|o| std::mem::replace(&mut o.problem, p) != o.problem)
+    }
+
+    /// Origin `i` shows its first `n` claims so far (None: all of them);
+    /// true when that moved.
+    pub fn set_partial(&mut self, i: usize, n: Option<usize>) -> bool {
+        self.all
+            .get_mut(i)
+            .is_some_and(|o| std::mem::replace(&mut o.partial, n) != o.partial)
+    }
+
+    /// Origin `i`'s problem, if it has one.
+    pub fn problem(&self, i: usize) -> Option<&RootProblem> {
+        self.all.get(i)?.problem.as_ref()
+    }
+
+    /// Every origin with a problem, and the problem.
+    pub fn problems(&self) -> impl Iterator<Item = (usize, &RootProblem)> {
+        self.all
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| Some((i, o.problem.as_ref()?)))
+    }
+
+    /// Every origin's tally, in order (what `p` freezes).
+    pub fn tallies(&self) -> Vec<Tally> {
+        self.all.iter().map(|o| o.tally.clone()).collect()
+    }
+
+    /// While some origin shows only its head: how many claims so far.
+    pub fn listing_head(&self) -> Option<usize> {
+        let heads: Vec<usize> = self.all.iter().filter_map(|o| o.partial).collect();
+        (!heads.is_empty()).then(|| heads.iter().sum())
     }
 
     /// Any origin keeps its claims on leases.

@@ -241,7 +241,6 @@ pub(super) fn copy_key(app: &mut App, fx: &mut Effects) -> bool {
 /// `x`: list what `doctor --fix` would remove now, and ask.
 pub(super) fn start_clean(app: &mut App) -> bool {
     let hazards: Vec<_> = app
-        .claims
         .hazards()
         .into_iter()
         .filter(|h| h.kind.cleanable())

@@ -21,9 +21,9 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     let mut shown = d
         .tally
         .take()
-        .is_some_and(|t| app.claims.set_tally(root, t) && !paused);
+        .is_some_and(|t| app.origins.set_tally(root, t) && !paused);
     if let Some(problem) = d.problem.take() {
-        shown |= set_problem(app, root, problem);
+        shown |= app.origins.set_problem(root, problem);
     }
     // A leased member's rows carry their tenures and say how its link is;
     // a root's and the copies' say nothing of either.
@@ -32,12 +32,8 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     }
     let moved = match d.whole {
         Some(w) => {
-            let c = &mut app.claims;
-            if c.partial.len() <= root {
-                c.partial.resize(root + 1, None);
-            }
             let head = w.partial.then_some(d.rows.len());
-            shown |= std::mem::replace(&mut c.partial[root], head) != head;
+            shown |= app.origins.set_partial(root, head);
             let replaced = replace_rows(app, root, d.rows);
             app.refresh_selected_why();
             return replaced || shown;
@@ -72,24 +68,6 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
         }
     };
     moved || shown
-}
-
-/// Root `i`'s problem is `problem` now; true when that shows.
-pub(super) fn set_problem(
-    app: &mut App,
-    i: usize,
-    problem: Option<crate::dashboard::action::RootProblem>,
-) -> bool {
-    let c = &mut app.claims;
-    if c.problems.len() <= i {
-        c.problems.resize(i + 1, None);
-    }
-    let moved = c.problems[i] != problem;
-    if i == 0 {
-        c.problem = problem.clone();
-    }
-    c.problems[i] = problem;
-    moved
 }
 
 /// How many rows differ between two sets: come, gone or changed.
@@ -208,7 +186,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let now = app.shown_now();
     (now / 1000).hash(&mut h);
     let shown = app.shown();
-    let c = app.claims.counted();
+    let c = app.counted();
     (c.live, c.suspect, c.stale, c.corrupted, app.hazard_count()).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {

@@ -130,7 +130,7 @@ pub(super) fn toggle_pause(app: &mut App) {
     if app.claims.frozen.take().is_none() {
         app.claims.frozen = Some(Frozen {
             claims: app.claims.live.clone(),
-            tallies: app.claims.tallies.clone(),
+            tallies: app.origins.tallies(),
             now: app.now,
             events_seq: app.events.ring.next_seq,
             news: 0,

@@ -71,7 +71,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ];
     // Said beside the log itself: a count alone would not tell that the
     // audit trail is what is being lost.
-    if app.claims.events_log_broken() {
+    if app.events_log_broken() {
         where_.push(Span::styled(" ⚠ broken: events lost", theme.error()));
     }
     let where_ = Line::from(where_);
@@ -92,7 +92,7 @@ fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'s
         };
         return vec![Span::styled(text, theme.dim())];
     }
-    let c = app.claims.counted();
+    let c = app.counted();
     let mut spans = Vec::new();
     for (state, n) in [
         (ClaimState::Live, c.live),

@@ -17,16 +17,13 @@ pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     if !app.origins.several() {
         return Vec::new();
     }
-    app.claims
-        .problems
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let p = p.as_ref()?;
-            Some(Line::styled(
+    app.origins
+        .problems()
+        .map(|(i, p)| {
+            Line::styled(
                 format!("⚠ root {}: {p}", safe(app.origins.label(i))),
                 theme.error(),
-            ))
+            )
         })
         .collect()
 }
@@ -34,7 +31,7 @@ pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
 /// The table's area split into the roots' banner lines and what is left for
 /// the table itself; drawing and mouse hits both go through it.
 pub fn split_table_area(app: &App, area: Rect) -> (Rect, Rect) {
-    let n = app.claims.problems.iter().filter(|p| p.is_some()).count();
+    let n = app.origins.problems().count();
     let n = if app.origins.several() { n as u16 } else { 0 };
     // Over a store that hosts publish into, one line names the hosts.
     let hosts = app.store.as_ref().is_some_and(|v| v.fleet.is_active());
@@ -60,15 +57,15 @@ pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// counts, shortened until it fits `width`.
 pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
     // Each origin's own count, as its lane tallied it (counted once).
-    let tallies = app.claims.shown_tallies();
+    let tallies = app.shown_tallies();
     let counts: Vec<(usize, Counts)> = app
         .origins
         .shown()
         .map(|i| (i, tallies.get(i).map(|t| t.counts).unwrap_or_default()))
         .collect();
-    let problems = &app.claims.problems;
+    let problem = |i: usize| app.origins.problem(i);
     let full = |i: usize, c: &Counts| -> String {
-        if let Some(p) = problems.get(i).and_then(Option::as_ref) {
+        if let Some(p) = problem(i) {
             return format!("⚠ {}", problem_word(p));
         }
         let mut s = format!("{}", c.total());
@@ -88,7 +85,7 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         s
     };
     let short = |i: usize, c: &Counts| -> String {
-        if problems.get(i).is_some_and(Option::is_some) {
+        if problem(i).is_some() {
             "⚠".into()
         } else {
             c.total().to_string()

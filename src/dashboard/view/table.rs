@@ -321,7 +321,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     if let Some(store) = &app.store {
         super::store::mark_view(&mut title, app, store, theme);
-    } else if let Some(n) = app.claims.listing_head() {
+    } else if let Some(n) = app.origins.listing_head() {
         title.push(Span::styled(
             format!(" · listing the root: its first {n} claims so far"),
             theme.dim(),
@@ -329,7 +329,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     // (With several roots each problem has its banner line instead.)
     let whole_table = shown.is_empty() && !app.origins.several();
-    if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
+    if let Some(problem) = app.origins.problem(0).filter(|_| whole_table) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
         let text = vec![

@@ -40,10 +40,9 @@ pub fn the_dashboard_model_counts_what_list_counts(u: &dyn StoreUnderTest) {
     }
     let listed = list_now(b).expect("list");
     let shown = app
-        .claims
-        .tallies
-        .get(usize::from(u.target().0))
-        .map(|t| t.counts)
+        .origins
+        .origin(usize::from(u.target().0))
+        .map(|o| o.tally.counts)
         .unwrap_or_default();
     assert_eq!(shown, listed.sweep.counts);
     assert_eq!(app.table.rows.len(), listed.sweep.claims.len());
