@@ -4,7 +4,6 @@
 
 use crate::claims::ForceOpts;
 use crate::events::service::Reply;
-use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::path::PathBuf;
 
@@ -21,12 +20,10 @@ pub enum Action {
     /// What the hosts publishing into member `.0` found in their roots,
     /// read again with their records.
     FleetHazards(crate::store::OriginIx, Vec<crate::claims::Hazard>),
-    /// New complete lines of the events log, oldest first.
-    EventsAppended(Vec<Line>),
-    /// The log was truncated or replaced: what follows starts over.
-    EventsReset,
-    /// The log cannot be followed (not a regular file, permission, ...).
-    EventsError(String),
+    /// What origin `.0`'s events log says: new complete lines, oldest
+    /// first; a reset (truncated or replaced: what follows starts over);
+    /// or why it cannot be followed (not a regular file, permission, ...).
+    News(crate::store::OriginIx, crate::store::LogNews),
     /// Wall clock, epoch ms: re-judge in memory with the pid facts known.
     Tick(i64),
     Resize(u16, u16),
@@ -37,9 +34,6 @@ pub enum Action {
     Log(Box<Reply>),
     /// SIGTERM / SIGHUP.
     Quit,
-    /// An events-log message from root `root` of several: the merged pane
-    /// orders lines by time and names each one's root.
-    InRoot(usize, Box<Action>),
 }
 
 pub use crate::claims::root::RootProblem;

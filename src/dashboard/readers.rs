@@ -105,16 +105,15 @@ pub fn spawn_logs(store: &Arc<Store>, tx: &Sender<Action>) -> std::io::Result<()
             fleet: site_fleet.clone(),
         })
         .collect();
-    let several = store.several();
     let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-log".into())
-        .spawn(move || open_logs(followed, several, out))?;
+        .spawn(move || open_logs(followed, out))?;
     Ok(())
 }
 
-fn open_logs(followed: Vec<Followed>, several: bool, out: Sender<Action>) {
-    let mut opening: Vec<(OriginIx, Line, String)> = Vec::new();
+fn open_logs(followed: Vec<Followed>, out: Sender<Action>) {
+    let mut opening: Vec<(OriginIx, Log, Line, String)> = Vec::new();
     let mut cursors = Vec::with_capacity(followed.len());
     for f in &followed {
         let Some(audit) = f.backend.audit() else {
@@ -126,35 +125,36 @@ fn open_logs(followed: Vec<Followed>, several: bool, out: Sender<Action>) {
                 for (log, line) in lines {
                     let line = places.mark(&log, line);
                     let ts = ts_of(&line);
-                    opening.push((f.at, line, ts));
+                    opening.push((f.at, log, line, ts));
                 }
                 cursors.push(Some(next));
             }
             Err(e) => {
-                let _ = out.send(from_origin(
-                    several,
-                    f.at,
-                    Action::EventsError(e.to_string()),
-                ));
+                let _ = out.send(trouble(f.at, &e));
                 cursors.push(None);
             }
         }
     }
     // Oldest first across every log, the newest of them kept.
-    opening.sort_by(|a, b| a.2.cmp(&b.2));
+    opening.sort_by(|a, b| a.3.cmp(&b.3));
     let from = opening.len().saturating_sub(EVENTS_RING);
-    let mut by_origin: Vec<(OriginIx, Vec<Line>)> = Vec::new();
-    for (at, line, _) in opening.drain(from..) {
+    let mut by_origin: Vec<(OriginIx, Log, Vec<Line>)> = Vec::new();
+    for (at, log, line, _) in opening.drain(from..) {
         match by_origin.last_mut() {
-            Some((a, lines)) if *a == at => lines.push(line),
-            _ => by_origin.push((at, vec![line])),
+            Some((a, l, lines)) if *a == at && *l == log => lines.push(line),
+            _ => by_origin.push((at, log, vec![line])),
         }
     }
-    for (at, lines) in by_origin {
-        if out
-            .send(from_origin(several, at, Action::EventsAppended(lines)))
-            .is_err()
-        {
+    for (at, log, lines) in by_origin {
+        // Where each feed resumes is its own tail's cursor, kept below;
+        // the pane needs none.
+        let news = LogNews::Lines {
+            log,
+            lines,
+            next: Cursor::start(),
+            file_id: None,
+        };
+        if out.send(Action::News(at, news)).is_err() {
             return;
         }
     }
@@ -162,13 +162,13 @@ fn open_logs(followed: Vec<Followed>, several: bool, out: Sender<Action>) {
         let out = out.clone();
         let _ = std::thread::Builder::new()
             .name(format!("claimtop-log{}", f.at.0))
-            .spawn(move || follow(f, next, several, out));
+            .spawn(move || follow(f, next, out));
     }
 }
 
 /// Follow one member's logs from `next` until the model hangs up; a feed
 /// that ends is opened again from where it was.
-fn follow(f: Followed, mut next: Option<Cursor>, several: bool, out: Sender<Action>) {
+fn follow(f: Followed, mut next: Option<Cursor>, out: Sender<Action>) {
     let Some(audit) = f.backend.audit() else {
         return;
     };
@@ -177,14 +177,7 @@ fn follow(f: Followed, mut next: Option<Cursor>, several: bool, out: Sender<Acti
         let mut feed: Box<dyn LogFeed> = match audit.follow(next.as_ref()) {
             Ok(feed) => feed,
             Err(e) => {
-                if out
-                    .send(from_origin(
-                        several,
-                        f.at,
-                        Action::EventsError(e.to_string()),
-                    ))
-                    .is_err()
-                {
+                if out.send(trouble(f.at, &e)).is_err() {
                     return;
                 }
                 std::thread::sleep(Duration::from_secs(1));
@@ -192,24 +185,28 @@ fn follow(f: Followed, mut next: Option<Cursor>, several: bool, out: Sender<Acti
             }
         };
         loop {
-            let action = match feed.next(QUIET_WAIT) {
+            let news = match feed.next(QUIET_WAIT) {
                 Ok(None) => continue,
                 Ok(Some(LogNews::Lines {
                     log,
                     lines,
                     next: n,
-                    ..
+                    file_id,
                 })) => {
-                    next = Some(n);
+                    next = Some(n.clone());
                     let lines = lines.into_iter().map(|l| places.mark(&log, l)).collect();
-                    Action::EventsAppended(lines)
+                    LogNews::Lines {
+                        log,
+                        lines,
+                        next: n,
+                        file_id,
+                    }
                 }
-                Ok(Some(LogNews::Reset { .. })) => Action::EventsReset,
-                Ok(Some(LogNews::Trouble { why, .. })) => Action::EventsError(why),
+                Ok(Some(other)) => other,
                 Err(StoreError::FeedClosed) => return,
                 Err(_) => break,
             };
-            if out.send(from_origin(several, f.at, action)).is_err() {
+            if out.send(Action::News(f.at, news)).is_err() {
                 return;
             }
         }
@@ -217,13 +214,13 @@ fn follow(f: Followed, mut next: Option<Cursor>, several: bool, out: Sender<Acti
     }
 }
 
-/// With several origins named, a log's message names its origin.
-fn from_origin(several: bool, at: OriginIx, a: Action) -> Action {
-    if several {
-        Action::InRoot(usize::from(at.0), Box::new(a))
-    } else {
-        a
-    }
+/// Why origin `at`'s logs cannot be read now.
+fn trouble(at: OriginIx, e: &StoreError) -> Action {
+    let news = LogNews::Trouble {
+        log: Log::Own,
+        why: e.to_string(),
+    };
+    Action::News(at, news)
 }
 
 /// When a line was written, as it says it (UTC, so its text sorts as its

@@ -560,6 +560,28 @@ pub fn heard(u: Update) -> Action {
     Action::Update(Box::new(u))
 }
 
+/// New lines of origin `at`'s events log, as the model hears them.
+pub fn log_lines_in(at: usize, lines: Vec<Line>) -> Action {
+    let news = claimtop::store::LogNews::Lines {
+        log: claimtop::events::history::Log::Own,
+        lines,
+        next: claimtop::store::Cursor::start(),
+        file_id: None,
+    };
+    Action::News(OriginIx(at as u16), news)
+}
+
+/// New lines of the first origin's events log.
+pub fn log_lines(lines: Vec<Line>) -> Action {
+    log_lines_in(0, lines)
+}
+
+/// Origin `at`'s events log was truncated or replaced.
+pub fn log_reset_in(at: usize) -> Action {
+    let log = claimtop::events::history::Log::Own;
+    Action::News(OriginIx(at as u16), claimtop::store::LogNews::Reset { log })
+}
+
 /// A delta of member `at`'s mirror, as the model hears it.
 pub fn mirrored(at: usize, delta: claimtop::store::mirror::Delta) -> Action {
     heard(Update {
@@ -916,7 +938,7 @@ pub fn fixed_app(w: u16, h: u16) -> App {
     let mut app = app_at(root.clone());
     let sweep = sweep_of(&root, every_state(&root), vec![mutex_corpse(&root)]);
     apply_sweep(&mut app, sweep);
-    update(&mut app, Action::EventsAppended(some_events()));
+    update(&mut app, log_lines(some_events()));
     update(&mut app, Action::Resize(w, h));
     app
 }

@@ -771,10 +771,7 @@ fn a_mirrored_event_in_the_events_pane_names_its_host() {
     let mut app = with_two_hosts();
     let mirrored = r#"{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{"key":"build/x86","holder":"ci:runner-7","pid":4242},"host":"alpha\u001b[2J","host_id":"m-alpha","root":"/srv/alpha"}"#;
     let own = r#"{"ts":"2026-12-01T05:00:01Z","type":"claim_released","source":"fno-loop","data":{"key":"deploy/prod","holder":"pty:alice"}}"#;
-    update(
-        &mut app,
-        Action::EventsAppended(vec![line(mirrored), line(own)]),
-    );
+    update(&mut app, log_lines(vec![line(mirrored), line(own)]));
     let screen = render(&app);
     let row = line_with(&screen, " acquired ");
     assert!(
@@ -818,7 +815,7 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         truncated: false,
         claim: None,
     };
-    update(&mut app, Action::EventsAppended(vec![own, theirs]));
+    update(&mut app, log_lines(vec![own, theirs]));
     assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");
     // Back on the store's own claim, the timeline reads the store's log.
     update(&mut app, key('G'));

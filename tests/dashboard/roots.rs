@@ -67,10 +67,7 @@ fn three_roots(w: u16, h: u16) -> App {
     let mut missing = sweep_of(&c, vec![], vec![]);
     missing.problem = Some(RootProblem::Missing(c.root.clone()));
     apply_sweep(&mut app, missing);
-    update(
-        &mut app,
-        Action::InRoot(0, Box::new(Action::EventsAppended(some_events()))),
-    );
+    update(&mut app, log_lines_in(0, some_events()));
     let b_lines = vec![
         event(
             "2027-01-15T07:55:00Z",
@@ -85,10 +82,7 @@ fn three_roots(w: u16, h: u16) -> App {
                    "acquired_at": NOW - 2 * MIN, "expires_at": NOW + 30 * MIN}),
         ),
     ];
-    update(
-        &mut app,
-        Action::InRoot(1, Box::new(Action::EventsAppended(b_lines))),
-    );
+    update(&mut app, log_lines_in(1, b_lines));
     update(&mut app, Action::Resize(w, h));
     app
 }
@@ -289,7 +283,7 @@ fn the_events_pane_merges_the_roots_logs_in_time_order_and_names_each_root() {
 #[test]
 fn a_roots_log_reset_forgets_only_that_roots_lines() {
     let mut app = three_roots(80, 24);
-    update(&mut app, Action::InRoot(1, Box::new(Action::EventsReset)));
+    update(&mut app, log_reset_in(1));
     assert!(app.events.ring.rows.iter().all(|r| r.root == 0));
     assert!(!app.events.ring.rows.is_empty());
 }

@@ -299,7 +299,7 @@ fn the_etcd_view_shows_the_store_header_the_lease_column_and_the_fencing_revisio
     let mut app = store_app(160, 48);
     update(
         &mut app,
-        Action::EventsAppended(vec![event(
+        log_lines(vec![event(
             "2027-01-15T07:59:20Z",
             "claim_acquired",
             serde_json::json!({"key": "deploy/prod", "holder": "pty:alice", "pid": 77,

@@ -397,7 +397,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
             ))
         })
         .collect();
-    update(&mut app, Action::EventsAppended(more.clone()));
+    update(&mut app, log_lines(more.clone()));
     app.focus = Pane::Events;
     update(&mut app, key('k'));
     // Scrolling up browses the whole log: the lines come from the file.
@@ -419,7 +419,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     assert!(render(&app).contains("line 100 of"), "{}", render(&app));
     update(
         &mut app,
-        Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
+        log_lines(vec![line("{\"type\":\"claim_released\"}")]),
     );
     assert!(render(&app).contains("· 1 new"));
     assert_eq!(
@@ -462,7 +462,7 @@ fn f_shows_only_the_selected_keys_events_and_again_shows_all() {
 #[test]
 fn a_reset_log_empties_the_ring() {
     let mut app = fixed_app(80, 24);
-    update(&mut app, Action::EventsReset);
+    update(&mut app, log_reset_in(0));
     assert_eq!(app.shown_events().count(), 0);
 }
 
@@ -486,7 +486,7 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     assert!(
         !update(
             &mut app,
-            Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
+            log_lines(vec![line("{\"type\":\"claim_acquired\"}")])
         )
         .redraw
     );
@@ -935,7 +935,7 @@ fn app_with_events(
 ) -> App {
     let mut app = app_at(root.clone());
     apply_sweep(&mut app, sweep_of(root, claims, vec![]));
-    update(&mut app, Action::EventsAppended(events));
+    update(&mut app, log_lines(events));
     app
 }
 
@@ -1240,7 +1240,7 @@ fn the_events_title_says_paused_while_paused() {
             )
         })
         .collect();
-    update(&mut app, Action::EventsAppended(arrived));
+    update(&mut app, log_lines(arrived));
     let screen = render(&app);
     assert!(screen.contains("paused · 3 new"), "{screen}");
     assert!(!screen.contains("late:0"), "{screen}");
@@ -1262,7 +1262,7 @@ fn events_from_another_day_show_their_date_and_zone() {
     // One from yesterday in the pane: every line says its day.
     update(
         &mut app,
-        Action::EventsAppended(vec![event(
+        log_lines(vec![event(
             "2027-01-14T23:59:00Z",
             "claim_released",
             serde_json::json!({"key": "night:job", "holder": "h", "pid": 1}),

@@ -132,10 +132,6 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     true
 }
 
-pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
-    on_events_in(app, None, lines)
-}
-
 /// New lines of one log: root `root`'s of several, or the only one's.
 pub(super) fn on_events_in(app: &mut App, root: Option<usize>, lines: &[Line]) -> bool {
     // Lines arriving means the log is readable again.

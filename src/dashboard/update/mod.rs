@@ -33,7 +33,7 @@ pub use crate::dashboard::action::Action;
 use crate::dashboard::model::{App, Level};
 pub use effects::{Effects, Save};
 use ingest::on_op_result;
-pub use ingest::{on_events, on_mirror, on_tick, visible_signature};
+pub use ingest::{on_mirror, on_tick, visible_signature};
 use modes::on_key;
 use mouse::on_mouse;
 pub use prompt::run as run_command_line;
@@ -84,25 +84,9 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             shown | link.is_some_and(|l| store::on_link(app, at, l))
         }
         Action::FleetHazards(_, hazards) => store::on_fleet_hazards(app, hazards),
-        Action::EventsAppended(lines) => {
-            let tail = on_events(app, &lines);
-            logview::on_lines(app, &lines) || tail
-        }
         Action::Log(reply) => {
             let asof = asof::on_reply(app, &reply);
             logview::on_log(app, *reply, fx) || asof
-        }
-        Action::EventsReset => {
-            logview::on_reset(app, fx);
-            app.events.ring.clear();
-            app.events.view.scroll = 0;
-            app.events.view.new_while_scrolled = 0;
-            !app.paused()
-        }
-        Action::EventsError(e) => {
-            let changed = app.events.error.as_deref() != Some(e.as_str());
-            app.events.error = Some(e);
-            changed
         }
         Action::Tick(now) => {
             let table = on_tick(app, now);
@@ -122,9 +106,6 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             fx.quit = true;
             false
         }
-        Action::InRoot(i, inner) => match roots::in_root(app, i, *inner, fx) {
-            Ok(redraw) => redraw,
-            Err(other) => step(app, other, fx),
-        },
+        Action::News(at, news) => roots::on_news(app, usize::from(at.0), news, fx),
     }
 }

@@ -1,45 +1,54 @@
-//! Model transitions that exist only when the dashboard watches several
-//! roots: each root's events merged into one pane, and verbs routed to the
-//! root they act on (a root's listing replacing its rows alone is
-//! `update::on_mirror`'s).
+//! Model transitions over the origins shown: each origin's events log
+//! taken into the one pane (merged by time when several are named), and
+//! verbs routed to the origin they act on (an origin's listing replacing
+//! its rows alone is `update::on_mirror`'s).
 //! Pure, like `update`: what the disk says arrives as data.
 
 use super::effects::Effects;
 use super::ingest::on_events_in;
 use super::whole_log as logview;
-use crate::dashboard::action::{Action, Op};
+use crate::dashboard::action::Op;
 use crate::dashboard::model::Origins;
 use crate::dashboard::model::{App, CleanConfirm, Level};
+use crate::store::LogNews;
 
-/// A message from root `i`'s events follower.
-/// Anything else is handed back, to be taken as any root's.
-pub fn in_root(app: &mut App, i: usize, action: Action, fx: &mut Effects) -> Result<bool, Action> {
-    // The whole-log views (timeline, browse) read one root's log: only its
-    // lines and resets concern them.
-    let first = i == app.log_root;
-    Ok(match action {
-        Action::EventsAppended(lines) => {
-            let tail = on_events_in(app, Some(i), &lines);
-            let whole = first && logview::on_lines(app, &lines);
-            tail || whole
+/// What origin `i`'s events log said: lines for the pane (merged by time
+/// among several origins' logs), a reset, or why it cannot be read.
+pub fn on_news(app: &mut App, i: usize, news: LogNews, fx: &mut Effects) -> bool {
+    let several = app.origins.several();
+    // The whole-log views (timeline, browse) read one origin's log: only
+    // its lines and resets concern them.
+    let whole = !several || i == app.log_root;
+    match news {
+        LogNews::Lines { lines, .. } => {
+            let tail = on_events_in(app, several.then_some(i), &lines);
+            let shown = whole && logview::on_lines(app, &lines);
+            tail || shown
         }
-        Action::EventsReset => {
-            if first {
+        LogNews::Reset { .. } => {
+            if whole {
                 logview::on_reset(app, fx);
             }
-            app.events.ring.clear_root(i);
+            if several {
+                app.events.ring.clear_root(i);
+            } else {
+                app.events.ring.clear();
+            }
             app.events.view.scroll = 0;
             app.events.view.new_while_scrolled = 0;
             !app.paused()
         }
-        Action::EventsError(e) => {
-            let e = format!("{}: {e}", app.origins.label(i));
+        LogNews::Trouble { why, .. } => {
+            let e = if several {
+                format!("{}: {why}", app.origins.label(i))
+            } else {
+                why
+            };
             let changed = app.events.error.as_deref() != Some(e.as_str());
             app.events.error = Some(e);
             changed
         }
-        other => return Err(other),
-    })
+    }
 }
 
 /// The acquire form's root field: offered as the selected row's origin
