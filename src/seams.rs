@@ -296,6 +296,9 @@ fn one_dashboard_entry_point() {
             "spawn_store_readers",
             "spawn_root_readers",
             "fn tagged(",
+            "ShownRoots",
+            "InRoot",
+            "Op::In",
         ],
         &[],
     );

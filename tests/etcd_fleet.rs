@@ -886,7 +886,7 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
 #[test]
 fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
     use claimtop::dashboard::testing::{run_op_on, DEFAULT_ASK_WAIT};
-    use claimtop::dashboard::testing::{ForceOptsShown, Op};
+    use claimtop::dashboard::testing::{ForceOptsShown, Verb};
     let Some(f) = Fleet::start("/fleetview2") else {
         return;
     };
@@ -897,7 +897,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     let root_id = loop_until_published(&f, "k");
     let store = f.etcd.store("/fleetview2");
     pa.signal(libc::SIGSTOP);
-    let op = Op::AskHost {
+    let op = Verb::AskHost {
         host_id: "host-a".into(),
         hostname: "alpha".into(),
         root_id: root_id.clone(),

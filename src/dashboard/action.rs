@@ -60,10 +60,29 @@ impl std::fmt::Display for RootProblem {
     }
 }
 
-/// A mutation the operator asked for; run off the UI thread because the
-/// verbs may wait seconds on a recovery mutex.
+/// A mutation the operator asked for, and the origin it goes to; run off
+/// the UI thread because the verbs may wait seconds on a recovery mutex.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Op {
+pub struct Op {
+    /// The origin whose member runs it: a row's own, or the one named.
+    pub at: crate::store::OriginIx,
+    pub verb: Verb,
+}
+
+impl Op {
+    pub fn key(&self) -> &str {
+        self.verb.key()
+    }
+
+    /// What it does, in a word ("acquire", "force-release" ...).
+    pub fn name(&self) -> &'static str {
+        self.verb.verb()
+    }
+}
+
+/// What an [`Op`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verb {
     Acquire {
         key: String,
         holder: String,
@@ -105,12 +124,6 @@ pub enum Op {
         host_id: String,
         label: String,
     },
-    /// `op` on root `root` (its index among the dashboard's roots), when
-    /// the dashboard watches several: a verb acts on exactly one root.
-    In {
-        root: usize,
-        op: Box<Op>,
-    },
 }
 
 /// The guard of a force-release: what the operator saw when confirming.
@@ -133,29 +146,27 @@ impl ForceOptsShown {
     }
 }
 
-impl Op {
+impl Verb {
     pub fn key(&self) -> &str {
         match self {
-            Op::Acquire { key, .. }
-            | Op::Release { key, .. }
-            | Op::Renew { key, .. }
-            | Op::ForceRelease { key, .. }
-            | Op::AskHost { key, .. } => key,
-            Op::ForgetHost { label, .. } => label,
-            Op::Clean | Op::CleanOne(_) => "",
-            Op::In { op, .. } => op.key(),
+            Verb::Acquire { key, .. }
+            | Verb::Release { key, .. }
+            | Verb::Renew { key, .. }
+            | Verb::ForceRelease { key, .. }
+            | Verb::AskHost { key, .. } => key,
+            Verb::ForgetHost { label, .. } => label,
+            Verb::Clean | Verb::CleanOne(_) => "",
         }
     }
 
     pub fn verb(&self) -> &'static str {
         match self {
-            Op::Acquire { .. } => "acquire",
-            Op::Release { .. } => "release",
-            Op::Renew { .. } => "renew",
-            Op::ForceRelease { .. } | Op::AskHost { .. } => "force-release",
-            Op::Clean | Op::CleanOne(_) => "clean",
-            Op::ForgetHost { .. } => "forget host",
-            Op::In { op, .. } => op.verb(),
+            Verb::Acquire { .. } => "acquire",
+            Verb::Release { .. } => "release",
+            Verb::Renew { .. } => "renew",
+            Verb::ForceRelease { .. } | Verb::AskHost { .. } => "force-release",
+            Verb::Clean | Verb::CleanOne(_) => "clean",
+            Verb::ForgetHost { .. } => "forget host",
         }
     }
 }

@@ -27,7 +27,7 @@ pub(crate) mod timeline;
 pub(crate) mod update;
 pub(crate) mod view;
 
-pub use action::{Action, Op, OpResult};
+pub use action::{Action, Op, OpResult, Verb};
 pub use model::App;
 pub use options::{Opening, Options};
 pub use update::{update, Effects};

@@ -3,7 +3,7 @@
 //! the UI thread (a verb can wait up to seconds on a recovery mutex or an
 //! unanswering store), and turning each outcome into one line of words.
 
-use super::action::{Action, Op, OpResult};
+use super::action::{Action, Op, OpResult, Verb};
 use super::model::Origins;
 use crate::claims::{
     operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
@@ -13,7 +13,7 @@ use crate::sanitize::sanitize;
 use crate::store::drive::Input;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
-use crate::store::{Backend, OpenCtx, OriginIx, Store, StoreError};
+use crate::store::{Backend, OpenCtx, Store, StoreError};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,7 @@ fn worded<T>(
 }
 
 /// [`run_op_on`] on the file store over `root`.
-pub fn run_op(root: &Root, op: &Op) -> OpResult {
+pub fn run_op(root: &Root, op: &Verb) -> OpResult {
     let opened = Store::open(&[], std::slice::from_ref(root), &OpenCtx::default());
     match opened.as_ref().ok().and_then(|s| s.members().first()) {
         Some(m) => run_op_in(m.backend(), Some(root), op),
@@ -50,20 +50,16 @@ pub fn run_op(root: &Root, op: &Op) -> OpResult {
 /// Run one op now (blocking) through the store's verbs — the same
 /// transactions the CLI runs — and describe the outcome. Its `root` is
 /// the only one's; the worker over several says which it ran in.
-pub fn run_op_on(store: &dyn Backend, op: &Op) -> OpResult {
+pub fn run_op_on(store: &dyn Backend, op: &Verb) -> OpResult {
     run_op_in(store, None, op)
 }
 
 /// [`run_op_on`], where `root` is the file root `store` is over (None:
 /// a store with a connection, which keeps no litter one entry could be).
-fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
-    if let Op::In { op, .. } = op {
-        // The caller chose the store already.
-        return run_op_in(store, root, op);
-    }
+fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Verb) -> OpResult {
     let key = op.key().to_string();
     let (ok, message) = match op {
-        Op::Acquire {
+        Verb::Acquire {
             key,
             holder,
             ttl_ms,
@@ -82,14 +78,14 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
                 AcquireOutcome::describe,
             )
         }
-        Op::Release { key, holder } => worded(
+        Verb::Release { key, holder } => worded(
             "release",
             key,
             store.release(key, holder, None),
             |o| matches!(o, ReleaseOutcome::Released { .. }),
             ReleaseOutcome::describe,
         ),
-        Op::Renew {
+        Verb::Renew {
             key,
             holder,
             ttl_ms,
@@ -101,7 +97,7 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             |o| matches!(o, RenewOutcome::Renewed { .. }),
             RenewOutcome::describe,
         ),
-        Op::ForceRelease { key, opts } => worded(
+        Verb::ForceRelease { key, opts } => worded(
             "force-release",
             key,
             store.force_release(
@@ -114,7 +110,7 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             |o| matches!(o, ForceOutcome::Archived { .. }),
             ForceOutcome::describe,
         ),
-        Op::Clean => match store.repair().map(|r| r.repair()) {
+        Verb::Clean => match store.repair().map(|r| r.repair()) {
             Some(Ok(fixes)) => cleaned(&fixes),
             // Over etcd an abandoned claim's lease ends it; what is left to
             // clean is `claimtop doctor`'s to report.
@@ -126,12 +122,10 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             ),
             Some(Err(e)) => (false, format!("clean failed: {e}")),
         },
-        Op::CleanOne(h) => clean_one(root, h),
+        Verb::CleanOne(h) => clean_one(root, h),
         // Asked through `serve`, which knows how long to wait for a host.
-        Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
-        Op::ForgetHost { host_id, label } => run_forget(store, host_id, label),
-        // Unwrapped at the top: the inner op was run and answered there.
-        Op::In { .. } => (false, String::new()),
+        Verb::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
+        Verb::ForgetHost { host_id, label } => run_forget(store, host_id, label),
     };
     OpResult {
         verb: op.verb(),
@@ -148,8 +142,8 @@ pub const DEFAULT_ASK_WAIT: Duration = Duration::from_secs(5);
 
 /// A force-release of a published claim, asked of its host's publisher
 /// and waited for up to `wait`: (did the host archive it, its words).
-fn ask_host(store: &dyn Backend, op: &Op, wait: Duration) -> (bool, String) {
-    let Op::AskHost {
+fn ask_host(store: &dyn Backend, op: &Verb, wait: Duration) -> (bool, String) {
+    let Verb::AskHost {
         host_id,
         hostname,
         root_id,
@@ -242,8 +236,7 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
 }
 
 /// Serve ops one at a time until the UI hangs up, each on its origin's
-/// member of `store` ([`Op::In`] names it; an op that names none goes to
-/// the one named member that takes claims), and have the op's claim
+/// member of `store`, and have the op's claim
 /// re-read at once by that member's lane (`lanes`, by origin), so the
 /// table does not wait for the feed to notice the op's own write.
 pub fn worker(
@@ -256,13 +249,8 @@ pub fn worker(
     // A publishing host is waited for as long as any store call: the
     // CLI's `force-release --host` waits the same.
     let ask_wait = DEFAULT_ASK_WAIT;
-    let taker = store
-        .members()
-        .iter()
-        .find(|m| m.named && m.backend().takes_claims())
-        .map_or(0, |m| usize::from(m.ix.0));
-    for op in ops {
-        if let Op::AskHost { .. } | Op::ForgetHost { .. } = &op {
+    for Op { at, verb: op } in ops {
+        if let Verb::AskHost { .. } | Verb::ForgetHost { .. } = &op {
             // Nothing to re-read here: the copy is re-read when the host's
             // answer changes it (or the hosts, once one is forgotten),
             // through the store's feed.
@@ -272,7 +260,7 @@ pub fn worker(
                 .find(|m| m.backend().fleet().is_some());
             let (ok, message) = match (fleet, &op) {
                 (None, _) => (false, "this store has no publishing hosts".to_string()),
-                (Some(m), Op::ForgetHost { host_id, label }) => {
+                (Some(m), Verb::ForgetHost { host_id, label }) => {
                     run_forget(m.backend(), host_id, label)
                 }
                 (Some(m), _) => ask_host(m.backend(), &op, ask_wait),
@@ -289,11 +277,8 @@ pub fn worker(
             }
             continue;
         }
-        let (i, op) = match op {
-            Op::In { root, op } => (root, *op),
-            op => (taker, op),
-        };
-        let Some(backend) = store.backend(OriginIx(i as u16)) else {
+        let i = usize::from(at.0);
+        let Some(backend) = store.backend(at) else {
             // The model names only origins it was given; say so if not.
             let result = OpResult {
                 verb: op.verb(),
@@ -326,7 +311,7 @@ pub fn worker(
             break;
         }
         match (lanes.get(i), &op) {
-            (Some(c), Op::Clean | Op::CleanOne(_)) => {
+            (Some(c), Verb::Clean | Verb::CleanOne(_)) => {
                 let _ = c.send(Input::Relist);
             }
             (Some(c), _) => {
@@ -337,7 +322,7 @@ pub fn worker(
     }
 }
 
-/// Run `Op::ForgetHost` on the store: (was it forgotten, the words).
+/// Run `Verb::ForgetHost` on the store: (was it forgotten, the words).
 fn run_forget(store: &dyn Backend, host_id: &str, label: &str) -> (bool, String) {
     let host = crate::sanitize::sanitize(label).into_owned();
     let Some(fleet) = store.fleet() else {
@@ -373,7 +358,7 @@ mod tests {
     fn the_status_line_words_an_outcome_exactly_as_the_cli_does() {
         let td = tempfile::TempDir::new().unwrap();
         let root = Root::with_events_here(td.path());
-        let op = Op::Release {
+        let op = Verb::Release {
             key: "k".into(),
             holder: "me".into(),
         };
@@ -474,11 +459,14 @@ mod tests {
         });
         let asked = std::time::Instant::now();
         op_tx
-            .send(Op::Acquire {
-                key: "k".into(),
-                holder: "me".into(),
-                ttl_ms: None,
-                reason: None,
+            .send(Op {
+                at: crate::store::OriginIx(0),
+                verb: Verb::Acquire {
+                    key: "k".into(),
+                    holder: "me".into(),
+                    ttl_ms: None,
+                    reason: None,
+                },
             })
             .unwrap();
         let first = out_rx

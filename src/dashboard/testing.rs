@@ -2,7 +2,7 @@
 //! update and view, the readers and the op worker, without the module
 //! tree behind them (which stays the crate's own to reshape).
 
-pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem};
+pub use super::action::{Action, ForceOptsShown, Op, OpResult, RootProblem, Verb};
 pub use super::keys::{Overrides, Pane, Scope, KEYMAP};
 pub use super::keys_doc::{commands_table, markdown_table, Keys};
 pub use super::model::events::shown_by;

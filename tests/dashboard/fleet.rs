@@ -10,9 +10,9 @@ use claimtop::claims::Hazard;
 use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::ColumnId;
-use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
 use claimtop::dashboard::testing::StoreView;
+use claimtop::dashboard::testing::Verb;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::{Cursor, ListEnd, MemberListing};
@@ -646,7 +646,7 @@ fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
     type_text(&mut app, "build/x86");
     update(&mut app, code(KeyCode::Enter));
     match ops().as_slice() {
-        [Op::AskHost {
+        [Verb::AskHost {
             host_id,
             hostname,
             root_id,
@@ -682,7 +682,7 @@ fn f_on_a_store_claim_stays_the_stores_own_force_release() {
     type_text(&mut app, "deploy/prod");
     update(&mut app, code(KeyCode::Enter));
     assert!(
-        matches!(ops().as_slice(), [Op::ForceRelease { key, .. }] if key == "deploy/prod"),
+        matches!(ops().as_slice(), [Verb::ForceRelease { key, .. }] if key == "deploy/prod"),
         "{:?}",
         ops()
     );
@@ -729,7 +729,7 @@ fn acquire_is_offered_with_a_published_copy_selected() {
     update(&mut app, code(KeyCode::Enter));
     let asked = ops();
     assert!(
-        matches!(asked.as_slice(), [Op::Acquire { key, .. }] if key == "gpu/1"),
+        matches!(asked.as_slice(), [Verb::Acquire { key, .. }] if key == "gpu/1"),
         "{asked:?}"
     );
 }
@@ -940,7 +940,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     assert!(ops().is_empty(), "nothing before the answer");
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForgetHost { host_id, label }] => {
+        [Verb::ForgetHost { host_id, label }] => {
             assert_eq!(host_id, "m-beta");
             assert_eq!(label, "beta");
         }

@@ -4,12 +4,13 @@
 //! whole screens at 80×24 and 160×48 with three roots.
 
 use crate::common::*;
-use crate::effects::{asked_log, clear_log, ops, update};
+use crate::effects::{asked_log, clear_log, ops, routed, update};
 use claimtop::claims::Root;
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{Action, App, Options};
 use claimtop::dashboard::testing::{ColumnId, Dialog};
-use claimtop::dashboard::testing::{Op, RootProblem};
+use claimtop::dashboard::testing::{Op, RootProblem, Verb};
+use claimtop::store::OriginIx;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
 use std::sync::mpsc::channel;
@@ -396,9 +397,12 @@ fn force_release_acts_on_the_selected_rows_root() {
     assert!(render(&app).contains("/home/ana/api"));
     type_text(&mut app, "deploy:api");
     update(&mut app, code(KeyCode::Enter));
-    match ops().as_slice() {
-        [Op::In { root: 1, op }] => {
-            assert!(matches!(**op, Op::ForceRelease { ref key, .. } if key == "deploy:api"))
+    match routed().as_slice() {
+        [Op {
+            at: OriginIx(1),
+            verb,
+        }] => {
+            assert!(matches!(verb, Verb::ForceRelease { key, .. } if key == "deploy:api"))
         }
         other => panic!("expected a force-release in root 1, got {other:?}"),
     }
@@ -439,9 +443,12 @@ fn the_acquire_form_offers_the_selected_rows_root_and_refuses_an_unknown_one() {
     }
     type_text(&mut app, "work");
     update(&mut app, code(KeyCode::Enter));
-    match ops().as_slice() {
-        [Op::In { root: 0, op }] => {
-            assert!(matches!(**op, Op::Acquire { ref key, .. } if key == "cache:cold"))
+    match routed().as_slice() {
+        [Op {
+            at: OriginIx(0),
+            verb,
+        }] => {
+            assert!(matches!(verb, Verb::Acquire { key, .. } if key == "cache:cold"))
         }
         other => panic!("expected an acquire in root 0, got {other:?}"),
     }
@@ -461,10 +468,13 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
         "{screen}"
     );
     update(&mut app, key('r'));
-    let roots: Vec<usize> = ops()
+    let roots: Vec<usize> = routed()
         .iter()
         .map(|op| match op {
-            Op::In { root, op } if matches!(**op, Op::Release { .. }) => *root,
+            Op {
+                at,
+                verb: Verb::Release { .. },
+            } => usize::from(at.0),
             other => panic!("not a routed release: {other:?}"),
         })
         .collect();
@@ -484,16 +494,16 @@ fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let worker = std::thread::spawn(move || {
         claimtop::dashboard::testing::worker(store, set, op_rx, out_tx, vec![ca_tx, cb_tx])
     });
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "k".into(),
         holder: OPERATOR.into(),
         ttl_ms: Some(10 * MIN),
         reason: None,
     };
     op_tx
-        .send(Op::In {
-            root: 1,
-            op: Box::new(acquire),
+        .send(Op {
+            at: OriginIx(1),
+            verb: acquire,
         })
         .expect("send");
     drop(op_tx);

@@ -11,7 +11,7 @@ use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::Pane;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{ColumnId, Dialog, Level, Overlay};
-use claimtop::dashboard::testing::{ForceOptsShown, Op};
+use claimtop::dashboard::testing::{ForceOptsShown, Op, Verb};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
 
@@ -535,7 +535,7 @@ fn r_on_the_operators_own_claim_queues_a_release_as_the_operator() {
     update(&mut app, key('r'));
     assert_eq!(
         ops(),
-        [Op::Release {
+        [Verb::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
         }]
@@ -566,7 +566,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     assert!(app.modes.dialog().is_none());
     assert_eq!(
         ops(),
-        [Op::ForceRelease {
+        [Verb::ForceRelease {
             key: "build:web".into(),
             opts: ForceOptsShown {
                 expect_holder: Some("pty:worker-1".into()),
@@ -601,7 +601,7 @@ fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
     type_text(&mut app, "vault:big");
     update(&mut app, code(KeyCode::Enter));
     let op = match ops().as_slice() {
-        [op @ Op::ForceRelease { opts, .. }] => {
+        [op @ Verb::ForceRelease { opts, .. }] => {
             assert!(opts.allow_live, "typed key, yet not allowed: {opts:?}");
             op.clone()
         }
@@ -622,7 +622,7 @@ fn force_release_of_a_stale_claim_confirms_with_y_and_never_allows_live() {
     assert!(ops().is_empty());
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForceRelease { key, opts }] => {
+        [Verb::ForceRelease { key, opts }] => {
             assert_eq!(key, "node:beta");
             assert!(!opts.allow_live);
             assert_eq!(opts.expect_holder.as_deref(), Some("pty:worker-3"));
@@ -638,7 +638,7 @@ fn force_release_of_a_corrupted_file_has_no_holder_guard() {
     update(&mut app, key('F'));
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForceRelease { opts, .. }] => {
+        [Verb::ForceRelease { opts, .. }] => {
             assert_eq!(opts.expect_holder, None);
             assert_eq!(opts.expect_acquired_at, None);
         }
@@ -673,7 +673,7 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
     update(&mut app, key('y'));
     assert_eq!(
         ops(),
-        [Op::Renew {
+        [Verb::Renew {
             key: "build:web".into(),
             holder: "pty:worker-1".into(),
             ttl_ms: 15 * MIN,
@@ -729,7 +729,7 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     update(&mut app, code(KeyCode::Enter));
     assert_eq!(
         ops(),
-        [Op::Acquire {
+        [Verb::Acquire {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
             ttl_ms: Some(30 * MIN),
@@ -784,14 +784,14 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
         let shown = Origins::of_store(&store, &[]);
         worker(store, shown, op_rx, out_tx, vec![in_tx])
     });
-    op_tx
-        .send(Op::Acquire {
-            key: "new".into(),
-            holder: OPERATOR.into(),
-            ttl_ms: Some(10 * MIN),
-            reason: None,
-        })
-        .expect("send op");
+    let verb = Verb::Acquire {
+        key: "new".into(),
+        holder: OPERATOR.into(),
+        ttl_ms: Some(10 * MIN),
+        reason: None,
+    };
+    let at = claimtop::store::OriginIx(0);
+    op_tx.send(Op { at, verb }).expect("send op");
     drop(op_tx);
     let reread = in_rx.recv().expect("the worker asks for a re-read");
     assert!(
@@ -825,7 +825,7 @@ fn a_warning_from_the_core_lands_on_the_status_line() {
 #[test]
 fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     let (_td, root) = temp_root();
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "deploy:prod".into(),
         holder: OPERATOR.into(),
         ttl_ms: Some(30 * MIN),
@@ -836,7 +836,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     assert_eq!((r.root, r.key.as_str()), (0, "deploy:prod"));
     let r = run_op(
         &root,
-        &Op::Renew {
+        &Verb::Renew {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
             ttl_ms: 10 * MIN,
@@ -846,7 +846,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     assert!(r.ok, "{}", r.message);
     let r = run_op(
         &root,
-        &Op::Release {
+        &Verb::Release {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
         },
@@ -881,7 +881,7 @@ fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
     let mut now_held = rec("k", "pty:new", i32::MAX - 7, 0, None);
     now_held.acquired_at = shown.acquired_at + 1;
     write_claim(&root, &now_held);
-    let r = run_op(&root, &op);
+    let r = run_op(&root, &op.verb);
     assert!(!r.ok);
     assert!(r.message.contains("refused"), "{}", r.message);
     assert!(path.exists(), "the new holder's file is untouched");
@@ -900,7 +900,7 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     update(&mut app, key('F'));
     update(&mut app, key('y'));
     let op = take_ops().pop().expect("an op");
-    let r = run_op(&root, &op);
+    let r = run_op(&root, &op.verb);
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
     assert!(root.claims_dir().join(".expired").is_dir());
@@ -1048,7 +1048,7 @@ fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operato
     assert!(screen.contains("records you"), "{screen}");
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
+        [Verb::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
         other => panic!("{other:?}"),
     }
 }
@@ -1056,14 +1056,14 @@ fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operato
 #[test]
 fn a_renewal_on_someone_elses_behalf_records_the_operator_in_the_event() {
     let (_td, root) = temp_root();
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "k".into(),
         holder: "pty:worker".into(),
         ttl_ms: Some(10 * MIN),
         reason: None,
     };
     assert!(run_op(&root, &acquire).ok);
-    let renew = |operator: Option<&str>| Op::Renew {
+    let renew = |operator: Option<&str>| Verb::Renew {
         key: "k".into(),
         holder: "pty:worker".into(),
         ttl_ms: 10 * MIN,
@@ -1168,7 +1168,7 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     assert!(!quit(), "not before the release is done");
     assert_eq!(
         ops(),
-        [Op::Release {
+        [Verb::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
         }]
@@ -1659,7 +1659,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     assert!(render(&app).contains("node%3Abeta.lock.recovery.d"));
     assert!(ops().is_empty());
     update(&mut app, key('y'));
-    assert_eq!(ops(), [Op::Clean]);
+    assert_eq!(ops(), [Verb::Clean]);
 
     let mut ro = fixed_app(80, 24);
     ro.read_only = true;
@@ -1693,7 +1693,7 @@ fn x_on_a_selected_hazard_entry_asks_about_that_entry_alone_and_cleans_only_it()
     assert!(screen.contains("nothing else under the root"), "{screen}");
     assert!(ops().is_empty());
     update(&mut app, key('y'));
-    assert_eq!(ops(), [Op::CleanOne(Box::new(chosen))]);
+    assert_eq!(ops(), [Verb::CleanOne(Box::new(chosen))]);
 }
 
 #[test]
@@ -1748,7 +1748,7 @@ fn the_clean_one_op_removes_that_entry_alone_and_refuses_one_that_changed_since_
             "listed".into(),
         )
     };
-    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&a))));
+    let r = run_op(&root, &Verb::CleanOne(Box::new(listed(&a))));
     assert!(r.ok, "{}", r.message);
     assert!(r.message.contains("a.lock.recovery.d"), "{}", r.message);
     assert!(!a.exists());
@@ -1757,7 +1757,7 @@ fn the_clean_one_op_removes_that_entry_alone_and_refuses_one_that_changed_since_
     // Taken again since it was listed: a young mutex, someone's recovery.
     std::fs::remove_dir(&b).expect("rmdir");
     std::fs::create_dir(&b).expect("mkdir");
-    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&b))));
+    let r = run_op(&root, &Verb::CleanOne(Box::new(listed(&b))));
     assert!(!r.ok);
     assert!(
         r.message.contains("changed since it was listed"),
@@ -1777,7 +1777,7 @@ fn the_clean_op_is_doctor_fix_and_says_what_it_removed() {
     std::fs::File::open(&mutex)
         .and_then(|f| f.set_modified(old))
         .expect("age");
-    let r = run_op(&root, &Op::Clean);
+    let r = run_op(&root, &Verb::Clean);
     assert!(r.ok, "{}", r.message);
     assert!(
         r.message.contains("removed 1: a.lock.recovery.d"),

@@ -37,7 +37,7 @@ pub use prompt::Prompt;
 pub use row_id::{CopyId, RowId};
 pub use table::{row_view, screen_ctx, Sort, Widest};
 
-use super::action::Op;
+use super::action::{Op, Verb};
 use super::keys::Pane;
 use super::options::Options;
 use super::timeline::Timeline;
@@ -189,15 +189,18 @@ impl App {
     /// The op the worker runs for `verb` on a row at `at`, or why it
     /// cannot go there. A copy changes only in its host's own root, so a
     /// force-release of one is a request to that host, and nothing else is.
-    pub fn route(&self, at: RowAt<'_>, verb: Op) -> Result<Op, String> {
+    pub fn route(&self, at: RowAt<'_>, verb: Verb) -> Result<Op, String> {
         match (verb, at.host) {
-            (Op::ForceRelease { key, opts }, Some(o)) => Ok(Op::AskHost {
-                host_id: o.host_id.clone(),
-                hostname: o.hostname.clone(),
-                root_id: o.root_id.clone(),
-                key,
-                opts,
-            }),
+            (Verb::ForceRelease { key, opts }, Some(o)) => {
+                let ask = Verb::AskHost {
+                    host_id: o.host_id.clone(),
+                    hostname: o.hostname.clone(),
+                    root_id: o.root_id.clone(),
+                    key,
+                    opts,
+                };
+                Ok(self.origins.route(at.root, ask))
+            }
             (op, Some(o)) => Err(format!(
                 "{} {}: a read-only copy published by {} (F asks its host)",
                 op.verb(),

@@ -10,9 +10,10 @@
 
 use crate::claims::root::RootProblem;
 use crate::claims::{ItemRules, Root, Status};
-use crate::dashboard::action::Op;
+use crate::dashboard::action::{Op, Verb};
 use crate::store::compose::{labels, Store};
 use crate::store::mirror::Tally;
+use crate::store::OriginIx;
 use crate::store::Words;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -358,18 +359,18 @@ impl Origins {
         self.shown().filter(|i| self.all[*i].caps.takes_claims)
     }
 
-    /// `op` as the worker must run it: on origin `i` when there are
-    /// several, as it is when there is one (so a one-root dashboard queues
-    /// exactly the ops it always did).
-    pub fn route(&self, i: usize, op: Op) -> Op {
-        if self.several() {
-            Op::In {
-                root: i,
-                op: Box::new(op),
-            }
-        } else {
-            op
+    /// `verb` as the worker must run it: on origin `i`'s member.
+    pub fn route(&self, i: usize, verb: Verb) -> Op {
+        Op {
+            at: OriginIx(i as u16),
+            verb,
         }
+    }
+
+    /// The origin a verb that names no row goes to: the first named one
+    /// that does `what` (takes claims; repairs; has publishing hosts).
+    pub fn first_that(&self, what: impl Fn(Caps) -> bool) -> usize {
+        self.shown().find(|i| what(self.all[*i].caps)).unwrap_or(0)
     }
 }
 

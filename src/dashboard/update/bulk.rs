@@ -9,7 +9,7 @@ use super::effects::Effects;
 use super::rows::move_by;
 use crate::claims::words::count;
 use crate::claims::Status;
-use crate::dashboard::action::{ForceOptsShown, Op};
+use crate::dashboard::action::{ForceOptsShown, Op, Verb};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL_MS;
 use crate::dashboard::model::{
     App, BulkConfirm, BulkItem, BulkVerb, Dialog, Layer, Level, MarksConfirm, RowAt, RowId,
@@ -220,8 +220,8 @@ pub(super) fn bulk_key(
 fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Result<Op, String> {
     let holder = i.holder.clone().unwrap_or_default();
     let op = match verb {
-        BulkVerb::Release => Op::Release { key: i.key, holder },
-        BulkVerb::Renew => Op::Renew {
+        BulkVerb::Release => Verb::Release { key: i.key, holder },
+        BulkVerb::Renew => Verb::Renew {
             operator: (holder != app.operator).then(|| app.operator.clone()),
             key: i.key,
             holder,
@@ -235,7 +235,7 @@ fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Result<Op, String> {
                 // The typed count confirmed it: the CLI's --allow-live.
                 allow_live: i.state.may_be_held(),
             };
-            Op::ForceRelease { key: i.key, opts }
+            Verb::ForceRelease { key: i.key, opts }
         }
     };
     let at = RowAt {

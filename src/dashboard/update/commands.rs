@@ -11,7 +11,7 @@ use super::rows::{move_by, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use super::{detail_cmds, events_cmds, quit, table_cmds};
 use crate::claims::ClaimState;
-use crate::dashboard::action::Op;
+use crate::dashboard::action::Verb;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use crate::dashboard::model::{
@@ -276,7 +276,7 @@ pub(super) fn start_release(app: &mut App, fx: &mut Effects) -> bool {
     let root = app.origins.of(s);
     match &s.record {
         Some(r) if r.holder == app.operator => {
-            let op = Op::Release {
+            let op = Verb::Release {
                 key: key.clone(),
                 holder: r.holder.clone(),
             };

@@ -5,7 +5,7 @@
 
 use super::effects::Effects;
 use crate::claims::{ClaimState, Status};
-use crate::dashboard::action::Op;
+use crate::dashboard::action::Verb;
 use crate::dashboard::model::{App, Dialog, ForgetConfirm, Layer, Level};
 use crate::sanitize::sanitize;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -73,10 +73,12 @@ pub(super) fn forget_key(app: &mut App, f: ForgetConfirm, ev: &KeyEvent, fx: &mu
         Level::Info,
         format!("forgetting host {}…", sanitize(&f.label)),
     );
-    fx.ops.push(Op::ForgetHost {
+    let site = app.origins.first_that(|c| c.fleet);
+    let verb = Verb::ForgetHost {
         host_id: f.host_id,
         label: f.label,
-    });
+    };
+    fx.ops.push(app.origins.route(site, verb));
     true
 }
 

@@ -7,7 +7,7 @@
 use super::effects::Effects;
 use super::ingest::on_events_in;
 use super::whole_log as logview;
-use crate::dashboard::action::Op;
+use crate::dashboard::action::Verb;
 use crate::dashboard::model::Origins;
 use crate::dashboard::model::{App, CleanConfirm, Level};
 use crate::store::LogNews;
@@ -88,7 +88,7 @@ pub fn clean_each_root(app: &mut App, c: &CleanConfirm, fx: &mut Effects) -> boo
     roots.sort_unstable();
     roots.dedup();
     for i in &roots {
-        fx.ops.push(app.origins.route(*i, Op::Clean));
+        fx.ops.push(app.origins.route(*i, Verb::Clean));
     }
     let names: Vec<&str> = roots.iter().map(|i| app.origins.label(*i)).collect();
     let msg = format!("clean {}…", names.join(", "));
