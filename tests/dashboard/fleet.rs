@@ -35,7 +35,8 @@ enum StoreMsg {
     },
 }
 
-/// The origin of the copies, as a store of one `--store` opens it.
+/// The site and its copies' origins, as a store of one `--store` opens them.
+const SITE: u16 = 0;
 const COPIES: u16 = 1;
 
 fn copy_place(host_id: &str, root_id: &str, key: &str) -> claimtop::claims::Loc {
@@ -169,19 +170,30 @@ fn store(app: &mut App, msg: StoreMsg) -> bool {
             (delta, None, None)
         }
     };
+    // The site's lane reads its hosts (and what they found); the copies'
+    // lane lists the copies.
+    let mut moved = false;
+    if let Some(facts) = facts {
+        let site = Update {
+            at: OriginIx(SITE),
+            delta: None,
+            facts: Some(facts),
+            tick: None,
+        };
+        moved |= update(app, Action::Update(Box::new(site))).redraw;
+    }
+    if let Some(h) = hazards {
+        moved |= update(app, Action::FleetHazards(OriginIx(SITE), h)).redraw;
+    }
     let mut delta = delta;
     delta.tally = Some(copies_tally(app, &delta));
     let u = Update {
         at: OriginIx(COPIES),
         delta: Some(delta),
-        facts,
+        facts: None,
         tick: None,
     };
-    let mut moved = update(app, Action::Update(Box::new(u))).redraw;
-    if let Some(h) = hazards {
-        moved |= update(app, Action::FleetHazards(OriginIx(COPIES), h)).redraw;
-    }
-    moved
+    moved | update(app, Action::Update(Box::new(u))).redraw
 }
 
 fn root_a() -> PublishedRoot {

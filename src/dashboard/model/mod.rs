@@ -545,9 +545,10 @@ impl App {
             return;
         };
         let mut view = store::StoreView::new(site.name(), now);
+        view.site = usize::from(site.ix.0);
         view.copies = members
             .iter()
-            .find(|m| m.backend().rules() == crate::claims::ItemRules::Copy)
+            .find(|m| m.origin == crate::store::Origin::Published { site: site.ix })
             .map(|m| usize::from(m.ix.0));
         self.store = Some(view);
         // A store's keys are no lockfiles: their own hazards are the

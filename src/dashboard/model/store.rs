@@ -88,6 +88,8 @@ pub struct StoreView {
     pub fleet: FleetView,
     /// The origin of the copies hosts publish here, by index.
     pub copies: Option<usize>,
+    /// The site whose link the header says, by index (the first named).
+    pub site: usize,
 }
 
 impl StoreView {
@@ -103,6 +105,7 @@ impl StoreView {
             partial: None,
             fleet: FleetView::default(),
             copies: None,
+            site: 0,
         }
     }
 

@@ -71,7 +71,7 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             let at = usize::from(u.at.0);
             let (hosts, link) = u.facts.map_or((None, None), |f| (f.hosts, f.link));
             // The hosts first: a copy's row is named by them.
-            let mut shown = hosts.is_some_and(|h| store::on_hosts(app, h));
+            let mut shown = hosts.is_some_and(|h| store::on_hosts(app, at, h));
             if let Some(delta) = u.delta {
                 shown |= on_mirror(app, at, delta);
                 shown |= rows::keep_marked_tenures(app);
@@ -83,7 +83,9 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             // The link is judged at the newest clock.
             shown | link.is_some_and(|l| store::on_link(app, at, l))
         }
-        Action::FleetHazards(_, hazards) => store::on_fleet_hazards(app, hazards),
+        Action::FleetHazards(at, hazards) => {
+            store::on_fleet_hazards(app, usize::from(at.0), hazards)
+        }
         Action::Log(reply) => {
             let asof = asof::on_reply(app, &reply);
             logview::on_log(app, *reply, fx) || asof

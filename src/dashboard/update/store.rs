@@ -10,8 +10,8 @@ use crate::store::mirror::Delta;
 use std::sync::Arc;
 
 /// The hosts publishing into a site, read again; true when they moved.
-pub fn on_hosts(app: &mut App, hosts: Arc<Vec<HostInfo>>) -> bool {
-    let Some(view) = app.store.as_mut() else {
+pub fn on_hosts(app: &mut App, at: usize, hosts: Arc<Vec<HostInfo>>) -> bool {
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
         return false;
     };
     let moved = view.fleet.hosts != *hosts;
@@ -20,11 +20,11 @@ pub fn on_hosts(app: &mut App, hosts: Arc<Vec<HostInfo>>) -> bool {
 }
 
 /// How member `at` is reached now, judged at the model's clock; true when
-/// the screen moved. The copies ride on their site's connection: its link
-/// is theirs.
+/// the screen moved. The header says one site's link (the copies ride on
+/// its connection: its link is theirs).
 pub fn on_link(app: &mut App, at: usize, link: LinkState) -> bool {
     let now = app.now;
-    let Some(view) = app.store.as_mut().filter(|v| v.copies != Some(at)) else {
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
         return false;
     };
     match link {
@@ -47,8 +47,8 @@ pub fn on_link(app: &mut App, at: usize, link: LinkState) -> bool {
 
 /// What the publishing hosts found in their roots, read again: the hosts'
 /// share of the hazard count; true when it moved.
-pub fn on_fleet_hazards(app: &mut App, hazards: Vec<Hazard>) -> bool {
-    let Some(view) = app.store.as_mut() else {
+pub fn on_fleet_hazards(app: &mut App, at: usize, hazards: Vec<Hazard>) -> bool {
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
         return false;
     };
     let moved = view.fleet.hazards != hazards;
