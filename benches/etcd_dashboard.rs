@@ -11,21 +11,27 @@
 //!
 //! The dashboard runs in a child process (this binary, re-run with
 //! `CLAIMTOP_BENCH_ROLE=dashboard`), so its CPU and memory are its own and
-//! not the loader's. It is the live app's wiring (`spawn_store_readers`,
+//! not the loader's. It is the live app's wiring (`spawn_readers`,
 //! `update`, `view::draw`) drawing into a `TestBackend` instead of a
 //! terminal.
 //!
 //! 4. the events history over 100 000 events (`history/`): the pane's
 //!    pages, a search, the pass, peak RSS. `-- --history-only` runs it alone.
 //!
+//! 5. the mixed view (`mixed/`): two etcd sites and one file root in one
+//!    dashboard, the same figures from each origin. `-- --mixed-only` runs
+//!    it alone.
+//!
 //! `cargo bench --features etcd --bench etcd_dashboard` runs at full size
-//! (100 000 claims); `CLAIMTOP_BENCH_QUICK=1` or `--quick` at a toy size.
+//! (100 000 claims; the mix 2 × 50 000 + 10 000); `CLAIMTOP_BENCH_QUICK=1`
+//! or `--quick` at a toy size.
 
 mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
 mod headless;
 mod history;
+mod mixed;
 
 use claimtop::claims::AcquireOpts;
 use claimtop::store::etcd::Layout;
@@ -66,7 +72,7 @@ fn main() {
         dashboard(&url);
         return;
     }
-    if history::child_role() {
+    if history::child_role() || mixed::child_role() {
         return;
     }
     let plan = plan();
@@ -75,6 +81,10 @@ fn main() {
         return;
     };
     let events = if common::quick_mode() { 2_000 } else { 100_000 };
+    if std::env::args().any(|a| a == "--mixed-only") {
+        mixed::figure(&mixed_sizes());
+        return;
+    }
     if std::env::args().any(|a| a == "--history-only") {
         history::figure(&etcd, events);
         return;
@@ -139,6 +149,41 @@ fn main() {
         verdict(rss_kib < 128.0 * 1024.0)
     );
     history::figure(&etcd, events);
+    mixed::figure(&mixed_sizes());
+}
+
+/// Two etcd sites × N and one root × M in one view
+/// (`CLAIMTOP_BENCH_MIXED_SIZE=N,M` for a size between the two).
+fn mixed_sizes() -> mixed::Sizes {
+    let asked = std::env::var("CLAIMTOP_BENCH_MIXED_SIZE")
+        .ok()
+        .and_then(|v| {
+            let (n, m) = v.split_once(',')?;
+            Some((n.trim().parse().ok()?, m.trim().parse().ok()?))
+        });
+    if let Some((claims, root_claims)) = asked {
+        return mixed::Sizes {
+            claims,
+            root_claims,
+            changes: 50,
+            idle: Duration::from_secs(10),
+        };
+    }
+    if common::quick_mode() {
+        mixed::Sizes {
+            claims: 500,
+            root_claims: 250,
+            changes: 10,
+            idle: Duration::from_secs(2),
+        }
+    } else {
+        mixed::Sizes {
+            claims: 50_000,
+            root_claims: 10_000,
+            changes: 200,
+            idle: Duration::from_secs(20),
+        }
+    }
 }
 
 fn cores() -> usize {

@@ -36,9 +36,20 @@ impl Headless {
 impl Headless {
     /// Open the store `url` names and start the readers over it.
     pub fn start(url: &str) -> Headless {
-        let name = StoreName::parse(url).expect("a store URL");
-        let store = Store::open(&[name], &[], &OpenCtx::default()).expect("open the store");
+        Headless::over(&[url.to_string()], &[])
+    }
+
+    /// Open every store `urls` name and every root of `roots` as one
+    /// store (a mix), and start the readers over it.
+    pub fn over(urls: &[String], roots: &[Root]) -> Headless {
+        let names: Vec<StoreName> = urls
+            .iter()
+            .map(|u| StoreName::parse(u).expect("a store URL"))
+            .collect();
+        let store = Store::open(&names, roots, &OpenCtx::default()).expect("open the store");
         let store = std::sync::Arc::new(store);
+        let url = urls.first().cloned().unwrap_or_default();
+        let url = url.as_str();
         let (tx, rx) = channel();
         let options = Options {
             // Names the store in the model; nothing reads it as a root.
@@ -59,7 +70,7 @@ impl Headless {
             LocalIdentity::current(),
             "operator:bench".into(),
         );
-        app.over(&store, &[], app.now);
+        app.over(&store, roots, app.now);
         update(&mut app, Action::Resize(160, 48));
         let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
         let lanes = claimtop::dashboard::testing::spawn_readers(&store, &tx, app.refresh_ms)
