@@ -62,8 +62,14 @@ pub fn a_mixed_view_shows_both_routes_each_verb_and_counts_as_list(site: Backend
     let screen = dash.wait_for("a row of each origin", |s| {
         s.contains("at-site") && s.contains("at-root")
     });
-    // Several origins named: each row says where it lives.
+    // Several origins named: each row says where it lives, and the header
+    // counts each origin and says the site's link.
     assert!(screen.contains(" root "), "an origin column: {screen}");
+    dash.wait_for("the origins' line with the site's link", |s| {
+        s.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(" 2 origins ") && l.contains("● connected"))
+    });
 
     // The header counts what `list --json` counts over the same mix.
     let deadline = Instant::now() + PATIENCE;

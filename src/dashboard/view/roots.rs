@@ -93,7 +93,7 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
     };
     for form in [&full as &dyn Fn(usize, &Counts) -> String, &short] {
         let mut spans = vec![Span::styled(
-            format!(" {} roots ", app.origins.len()),
+            format!(" {} {} ", app.origins.len(), noun(app)),
             theme.label(),
         )];
         for (n, (i, c)) in counts.iter().enumerate() {
@@ -113,12 +113,26 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         }
     }
     Line::from(vec![
-        Span::styled(format!(" {} roots ", app.origins.len()), theme.label()),
+        Span::styled(
+            format!(" {} {} ", app.origins.len(), noun(app)),
+            theme.label(),
+        ),
         Span::styled(
             " (too many to count here: sort or filter by root)",
             theme.dim(),
         ),
     ])
+}
+
+/// What the origins are called together: roots, when all are.
+fn noun(app: &App) -> &'static str {
+    if app.origins.first_root().is_some()
+        && app.origins.iter().all(|o| o.root.is_some() || !o.named)
+    {
+        "roots"
+    } else {
+        "origins"
+    }
 }
 
 /// A root's problem in a word, for the header (its banner says it whole).
