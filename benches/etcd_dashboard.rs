@@ -35,7 +35,7 @@ mod mixed;
 
 use claimtop::claims::AcquireOpts;
 use claimtop::store::etcd::Layout;
-use common::{proc_status_kib, self_cpu};
+use common::proc_status_kib;
 use etcd_common::Etcd;
 use headless::Headless;
 use std::path::Path;
@@ -105,10 +105,7 @@ fn main() {
         .output()
         .expect("run the dashboard child");
     let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
+    let n = crate::headless::numbers(&out);
     let [first_ms, whole_ms, p50_ms, p99_ms, cpu_ms, idle_ms, rss_kib, hwm_kib] = n[..] else {
         panic!(
             "the dashboard child said {text:?} ({}); stderr: {}",
@@ -205,30 +202,10 @@ fn dashboard(url: &str) {
     // 1. First screen.
     let t0 = Instant::now();
     let mut h = Headless::start(url);
-    while h.app.claims.live.is_empty() {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let first = t0.elapsed();
-    while h.app.claims.live.len() < claims {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let whole = t0.elapsed();
-
-    // Let the start-up's stragglers (the events tail, the first probes) land.
-    let settle = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < settle {
-        h.pump(Duration::from_millis(100));
-    }
+    let (first, whole) = h.until_listed(t0, claims);
 
     // 3. Idle, before any change of ours.
-    let cpu0 = self_cpu();
-    let t_idle = Instant::now();
-    while t_idle.elapsed() < idle {
-        h.pump(idle.saturating_sub(t_idle.elapsed()));
-    }
-    let (idle_cpu, idle_wall) = (self_cpu() - cpu0, t_idle.elapsed());
+    let (idle_cpu, idle_wall) = h.idle(idle);
 
     // 2. Change -> screen, one acquire at a time.
     let writer = h.connect();

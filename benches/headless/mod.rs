@@ -11,7 +11,7 @@ use claimtop::store::{OpenCtx, Store, StoreName};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub struct Headless {
     pub app: App,
@@ -106,4 +106,43 @@ impl Headless {
         let app = &self.app;
         self.term.draw(|f| draw(f, app)).expect("draw");
     }
+
+    /// Pump until the first frame with claims, then until `total` claims
+    /// are in: how long each took since `t0`.
+    pub fn until_listed(&mut self, t0: Instant, total: usize) -> (Duration, Duration) {
+        while self.app.claims.live.is_empty() {
+            self.pump(Duration::from_secs(30));
+        }
+        self.draw();
+        let first = t0.elapsed();
+        while self.app.claims.live.len() < total {
+            self.pump(Duration::from_secs(30));
+        }
+        self.draw();
+        (first, t0.elapsed())
+    }
+
+    /// Let start-up's stragglers land (the events tail, the first probes),
+    /// then pump through a quiet `idle`: the CPU this process spent in it,
+    /// and the wall time.
+    pub fn idle(&mut self, idle: Duration) -> (Duration, Duration) {
+        let settle = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < settle {
+            self.pump(Duration::from_millis(100));
+        }
+        let cpu0 = crate::common::self_cpu();
+        let t_idle = Instant::now();
+        while t_idle.elapsed() < idle {
+            self.pump(idle.saturating_sub(t_idle.elapsed()));
+        }
+        (crate::common::self_cpu() - cpu0, t_idle.elapsed())
+    }
+}
+
+/// The numbers a measuring child printed on its stdout, in order.
+pub fn numbers(out: &std::process::Output) -> Vec<f64> {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
 }

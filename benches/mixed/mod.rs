@@ -4,7 +4,7 @@
 //! from each origin, idle CPU, and RSS per claim above the dashboard's
 //! own start (measured in a child process, as the one-site figure is).
 
-use crate::common::{proc_status_kib, self_cpu};
+use crate::common::proc_status_kib;
 use crate::etcd_common::{self, Etcd};
 use crate::headless::Headless;
 use claimtop::claims::{AcquireOpts, Root};
@@ -79,10 +79,7 @@ pub fn figure(sizes: &Sizes) {
         .output()
         .expect("run the dashboard child");
     let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
+    let n = crate::headless::numbers(&out);
     let [first, whole, pa, pb, pr, cpu, idle, base, rss] = n[..] else {
         panic!(
             "the mixed dashboard child said {text:?} ({}); stderr: {}",
@@ -127,26 +124,8 @@ fn dashboard(urls: &[String], root: &Root, total: usize, changes: usize, idle: D
     let base = proc_status_kib("VmRSS").unwrap_or(0);
     let t0 = Instant::now();
     let mut h = Headless::over(urls, std::slice::from_ref(root));
-    while h.app.claims.live.is_empty() {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let first = t0.elapsed();
-    while h.app.claims.live.len() < total {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let whole = t0.elapsed();
-    let settle = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < settle {
-        h.pump(Duration::from_millis(100));
-    }
-    let cpu0 = self_cpu();
-    let t_idle = Instant::now();
-    while t_idle.elapsed() < idle {
-        h.pump(idle.saturating_sub(t_idle.elapsed()));
-    }
-    let (idle_cpu, idle_wall) = (self_cpu() - cpu0, t_idle.elapsed());
+    let (first, whole) = h.until_listed(t0, total);
+    let (idle_cpu, idle_wall) = h.idle(idle);
     let rss = proc_status_kib("VmRSS").unwrap_or(0);
 
     // Change -> screen from each origin: each member's own writer.
