@@ -868,7 +868,19 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
         s.contains("offline, last seen")
     });
     eprintln!("kill -9 → offline on screen: {:?}", killed.elapsed());
-    let screen = tmux.screen();
+    // Last seen is the host record's own word, the one the CLI prints: a
+    // killed publisher was last seen when it last wrote, not when the
+    // dashboard last looked.
+    let seen = f
+        .host("host-a")
+        .and_then(|h| h["last_seen_ms"].as_i64())
+        .expect("host-a's last_seen_ms");
+    let said = format!(
+        "last seen {}",
+        claimtop::time::clock(seen, false, "%H:%M:%S")
+    );
+    let screen = tmux.wait_for("the record's last seen", patience, |s| s.contains(&said));
+    assert!(screen.contains(&said), "{said}: {screen}");
     assert!(
         !screen
             .lines()
