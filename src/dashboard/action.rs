@@ -1,5 +1,5 @@
-//! Messages into the model. Every thread (input, collector, events
-//! follower, op worker, signals) speaks only these, over one channel. What
+//! Messages into the model. Every thread (input, the store's lanes, the
+//! logs, the op worker, signals) speaks only these, over one channel. What
 //! the outside world says arrives here as data: the model never reads it.
 
 use crate::claims::ForceOpts;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// The claims of one moment.
 ///
-/// Each status is shared with the collector's mirror (`Arc`): the model
+/// Each status is shared with its lane's mirror (`Arc`): the model
 /// holds every row without a second copy of it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
@@ -97,7 +97,7 @@ pub struct Frozen {
     pub news: usize,
 }
 
-/// The claims part of the model: what the collectors' mirrors reported.
+/// The claims part of the model: what the lanes' mirrors reported.
 pub struct Claims {
     pub(super) identity: LocalIdentity,
     pub live: ClaimSet,

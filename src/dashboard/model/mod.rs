@@ -1,8 +1,9 @@
 //! The model: every fact the screen shows, and nothing about how it is drawn.
 //!
-//! Claims are keyed by lockfile path so a change touches exactly the
-//! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
-//! over; it is rebuilt only when the claims, the filter or the sort change.
+//! Claims are keyed by their place (which names their origin) so a change
+//! touches exactly the entries it names; each is shared with its lane's
+//! mirror. `rows` is the filtered, sorted view the table scrolls over; it
+//! is rebuilt only when the claims, the filter or the sort change.
 
 pub(crate) mod asof;
 pub(crate) mod browse;
@@ -212,7 +213,7 @@ impl App {
     }
 
     /// A model for `identity`, acting as `operator`. Both are read by the
-    /// caller (the collector's side): the model reads nothing.
+    /// caller (the readers' side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
         let table = TableView {
             sort: opts.opening.sort,

@@ -1,10 +1,11 @@
-//! The dashboard over a store with a connection (etcd): what the model
-//! knows about the store beside its claims — the cluster's members, leader
-//! and revision, whether it answers, and the lease behind each claim.
+//! A site among the origins (a store reached over a connection, as etcd):
+//! what the model knows of it beside its claims — the cluster's members,
+//! leader and revision, whether it answers, the lease behind each leased
+//! row, and the hosts publishing into it.
 //!
-//! Rows stay keyed by path, as on a file root: a store row's path is its
-//! etcd key (`Listing`'s `file`), so the table, the filter, the selection
-//! and the detail pane work unchanged.
+//! Rows stay keyed by their place, as on a file root: a site row's place
+//! is its key in the store, so the table, the filter, the selection and the
+//! detail pane work unchanged.
 
 use super::fleet::FleetView;
 use crate::claims::Loc;
@@ -44,7 +45,7 @@ pub struct Held {
 
 impl Held {
     /// Milliseconds left on the lease at `now`, as far as the last read
-    /// knows (a holder keeping it alive moves it back up, and the collector
+    /// knows (a holder keeping it alive moves it back up, and its lane
     /// re-reads a claim whose lease should have run out).
     pub fn remaining_ms(&self, now: i64) -> i64 {
         (self.tenure.lease.remaining_s * 1000 - (now - self.read_at)).max(0)

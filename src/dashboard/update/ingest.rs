@@ -200,7 +200,7 @@ pub fn visible_signature(app: &App) -> u64 {
     h.finish()
 }
 
-/// An op finished: say so. The worker has asked the collector to re-read
+/// An op finished: say so. The worker has asked its lane to re-read
 /// its lockfile, which arrives as a `Read` right after.
 pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
     if r.ok && r.verb == "acquire" {
