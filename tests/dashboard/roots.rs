@@ -652,3 +652,27 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         "a log that could not be read is said"
     );
 }
+
+#[test]
+fn a_search_after_t_on_another_root_reads_the_selected_rows_root_log() {
+    use claimtop::events::service::Request;
+    let mut app = three_roots(160, 48);
+    select_in(&mut app, "deploy:api", "ana/api");
+    update(&mut app, key('t'));
+    assert_eq!(app.log_root, 1);
+    update(&mut app, code(KeyCode::Esc));
+    // Back on a row of the first root, `/` in the events pane searches
+    // that root's log, and says so.
+    select_in(&mut app, "build:web", "work");
+    clear_log();
+    app.focus = claimtop::dashboard::testing::Pane::Events;
+    update(&mut app, key('/'));
+    assert_eq!(app.log_root, 0, "the search reads root work's log");
+    let a_log = fixed_root().events_file();
+    assert!(
+        asked_log().contains(&Request::Open(a_log)),
+        "{:?}",
+        asked_log()
+    );
+    assert!(render(&app).contains("log of root work"));
+}
