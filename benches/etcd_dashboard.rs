@@ -11,25 +11,31 @@
 //!
 //! The dashboard runs in a child process (this binary, re-run with
 //! `CLAIMTOP_BENCH_ROLE=dashboard`), so its CPU and memory are its own and
-//! not the loader's. It is the live app's wiring (`spawn_store_readers`,
+//! not the loader's. It is the live app's wiring (`spawn_readers`,
 //! `update`, `view::draw`) drawing into a `TestBackend` instead of a
 //! terminal.
 //!
 //! 4. the events history over 100 000 events (`history/`): the pane's
 //!    pages, a search, the pass, peak RSS. `-- --history-only` runs it alone.
 //!
+//! 5. the mixed view (`mixed/`): two etcd sites and one file root in one
+//!    dashboard, the same figures from each origin. `-- --mixed-only` runs
+//!    it alone.
+//!
 //! `cargo bench --features etcd --bench etcd_dashboard` runs at full size
-//! (100 000 claims); `CLAIMTOP_BENCH_QUICK=1` or `--quick` at a toy size.
+//! (100 000 claims; the mix 2 × 50 000 + 10 000); `CLAIMTOP_BENCH_QUICK=1`
+//! or `--quick` at a toy size.
 
 mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
 mod headless;
 mod history;
+mod mixed;
 
 use claimtop::claims::AcquireOpts;
 use claimtop::store::etcd::Layout;
-use common::{proc_status_kib, self_cpu};
+use common::proc_status_kib;
 use etcd_common::Etcd;
 use headless::Headless;
 use std::path::Path;
@@ -66,7 +72,7 @@ fn main() {
         dashboard(&url);
         return;
     }
-    if history::child_role() {
+    if history::child_role() || mixed::child_role() {
         return;
     }
     let plan = plan();
@@ -75,6 +81,10 @@ fn main() {
         return;
     };
     let events = if common::quick_mode() { 2_000 } else { 100_000 };
+    if std::env::args().any(|a| a == "--mixed-only") {
+        mixed::figure(&mixed_sizes());
+        return;
+    }
     if std::env::args().any(|a| a == "--history-only") {
         history::figure(&etcd, events);
         return;
@@ -95,10 +105,7 @@ fn main() {
         .output()
         .expect("run the dashboard child");
     let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
+    let n = crate::headless::numbers(&out);
     let [first_ms, whole_ms, p50_ms, p99_ms, cpu_ms, idle_ms, rss_kib, hwm_kib] = n[..] else {
         panic!(
             "the dashboard child said {text:?} ({}); stderr: {}",
@@ -139,6 +146,41 @@ fn main() {
         verdict(rss_kib < 128.0 * 1024.0)
     );
     history::figure(&etcd, events);
+    mixed::figure(&mixed_sizes());
+}
+
+/// Two etcd sites × N and one root × M in one view
+/// (`CLAIMTOP_BENCH_MIXED_SIZE=N,M` for a size between the two).
+fn mixed_sizes() -> mixed::Sizes {
+    let asked = std::env::var("CLAIMTOP_BENCH_MIXED_SIZE")
+        .ok()
+        .and_then(|v| {
+            let (n, m) = v.split_once(',')?;
+            Some((n.trim().parse().ok()?, m.trim().parse().ok()?))
+        });
+    if let Some((claims, root_claims)) = asked {
+        return mixed::Sizes {
+            claims,
+            root_claims,
+            changes: 50,
+            idle: Duration::from_secs(10),
+        };
+    }
+    if common::quick_mode() {
+        mixed::Sizes {
+            claims: 500,
+            root_claims: 250,
+            changes: 10,
+            idle: Duration::from_secs(2),
+        }
+    } else {
+        mixed::Sizes {
+            claims: 50_000,
+            root_claims: 10_000,
+            changes: 200,
+            idle: Duration::from_secs(20),
+        }
+    }
 }
 
 fn cores() -> usize {
@@ -160,33 +202,13 @@ fn dashboard(url: &str) {
     // 1. First screen.
     let t0 = Instant::now();
     let mut h = Headless::start(url);
-    while h.app.claims.live.is_empty() {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let first = t0.elapsed();
-    while h.app.claims.live.len() < claims {
-        h.pump(Duration::from_secs(30));
-    }
-    h.draw();
-    let whole = t0.elapsed();
-
-    // Let the start-up's stragglers (the events tail, the first probes) land.
-    let settle = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < settle {
-        h.pump(Duration::from_millis(100));
-    }
+    let (first, whole) = h.until_listed(t0, claims);
 
     // 3. Idle, before any change of ours.
-    let cpu0 = self_cpu();
-    let t_idle = Instant::now();
-    while t_idle.elapsed() < idle {
-        h.pump(idle.saturating_sub(t_idle.elapsed()));
-    }
-    let (idle_cpu, idle_wall) = (self_cpu() - cpu0, t_idle.elapsed());
+    let (idle_cpu, idle_wall) = h.idle(idle);
 
     // 2. Change -> screen, one acquire at a time.
-    let writer = h.source.open().expect("a writer connection");
+    let writer = h.connect();
     let layout = Layout::new(PREFIX);
     let opts = AcquireOpts {
         ttl_ms: Some(600_000),

@@ -16,7 +16,7 @@ use claimtop::claims::{
     acquire, release, status, sweep, AcquireOpts, AcquireOutcome, ClaimState, ReleaseOutcome, Root,
 };
 use claimtop::dashboard::testing::{draw, update, Action, App, Options as DashOptions};
-use claimtop::dashboard::testing::{Collector, Counters, Input};
+use claimtop::dashboard::testing::{Counters, Input};
 use claimtop::events::tail::read_last_lines;
 use claimtop::store::file::feed;
 use common::*;
@@ -975,8 +975,13 @@ fn human_bytes(b: u64) -> String {
 /// the same constructor, update and view the live app uses.
 fn dashboard_app(root: &Root, size: (u16, u16)) -> App {
     let mut app = bare_app(root, size);
-    let mut collector = Collector::local(root, 0, now_ms());
-    for a in collector.list(now_ms()).unwrap_or_default() {
+    let mut collector = claimtop::dashboard::testing::root_driver(root, 0, now_ms());
+    for a in collector
+        .start(now_ms())
+        .unwrap_or_default()
+        .into_iter()
+        .map(claimtop::dashboard::testing::heard)
+    {
         update(&mut app, a);
     }
     app
@@ -1007,7 +1012,7 @@ fn spawn_watcher(
     root: &Root,
     tx: Sender<Action>,
 ) -> Res<(Sender<Input>, std::sync::Arc<Counters>)> {
-    Ok(claimtop::dashboard::testing::spawn_readers(root, &tx)?)
+    Ok(claimtop::dashboard::testing::readers_of_root(root, &tx)?)
 }
 
 /// Apply every action waiting (the live loop's batch), then report whether
@@ -1099,7 +1104,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     ];
     for (what, change) in cases {
         while pump(&mut app, &rx, Duration::from_millis(20)) {}
-        let (reads0, sweeps0) = (counters.reads(), counters.rescans());
+        let (reads0, sweeps0) = (counters.reads(), counters.listings());
         change()?;
         let end = Instant::now() + settle;
         while Instant::now() < end {
@@ -1108,7 +1113,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         reread.push((
             what,
             counters.reads() - reads0,
-            counters.rescans() - sweeps0,
+            counters.listings() - sweeps0,
         ));
     }
     let exact = reread.iter().all(|(_, n, s)| *n == 1 && *s == 0);
@@ -1152,15 +1157,25 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
     // What one tick costs the model: the idle loop's main expense.
     // The collector's share (pid checks) and the model's (re-judging) both.
     let mut tick_app = dashboard_app(&fx.root, (160, 48));
-    let mut tick_collector = Collector::local(&fx.root, 0, tick_app.now);
-    for a in tick_collector.list(tick_app.now).unwrap_or_default() {
+    let mut tick_collector = claimtop::dashboard::testing::root_driver(&fx.root, 0, tick_app.now);
+    for a in tick_collector
+        .start(tick_app.now)
+        .unwrap_or_default()
+        .into_iter()
+        .map(claimtop::dashboard::testing::heard)
+    {
         update(&mut tick_app, a);
     }
     let mut per = Vec::new();
     for i in 0..plan.reps * 3 {
         let now = tick_app.now + 1000;
         let (d, _) = time(|| {
-            for a in tick_collector.tick(now).unwrap_or_default() {
+            for a in tick_collector
+                .handle(Input::Tick(now), now)
+                .unwrap_or_default()
+                .into_iter()
+                .map(claimtop::dashboard::testing::heard)
+            {
                 update(&mut tick_app, a);
             }
         });
@@ -1241,7 +1256,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
             .map(|(_, t)| t)
             .sum::<Duration>()
     };
-    let (cpu0, reads0, sweeps0) = (watcher_cpu(), counters.reads(), counters.rescans());
+    let (cpu0, reads0, sweeps0) = (watcher_cpu(), counters.reads(), counters.listings());
     let gone: Vec<PathBuf> = (0..burst).map(|i| fx.root.lockfile(&key_of(i))).collect();
     let t = Instant::now();
     for p in &gone {
@@ -1257,7 +1272,7 @@ fn dashboard_figures(plan: &Plan, r: &mut Report) -> Res<()> {
         fmt_d(caught_up),
         fmt_d(watcher_cpu().saturating_sub(cpu0)),
         counters.reads() - reads0,
-        counters.rescans() - sweeps0
+        counters.listings() - sweeps0
     ));
 
     Ok(())
@@ -1279,7 +1294,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         let a = rx.recv()?;
         // The first frame with claims: a big root's first page, or the
         // whole of a small one.
-        let swept = matches!(&a, Action::Mirror { delta, .. } if delta.whole.is_some());
+        let swept = claimtop::dashboard::testing::is_whole(&a);
         update(&mut app, a);
         if swept {
             break;
@@ -1291,12 +1306,12 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
     // whole listing in, and the memory it replaced handed back a second
     // later. Let that finish, applying whatever arrives, before the idle
     // window opens.
-    let mut whole = app.claims.listing_head().is_none();
+    let mut whole = app.origins.listing_head().is_none();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !whole && Instant::now() < deadline {
         if let Ok(a) = rx.recv_timeout(Duration::from_secs(1)) {
-            whole = matches!(&a, Action::Mirror { delta, .. }
-                if delta.whole.as_ref().is_some_and(|w| !w.partial));
+            whole = matches!(&a, Action::Update(u)
+                if u.delta.as_ref().and_then(|d| d.whole.as_ref()).is_some_and(|w| !w.partial));
             update(&mut app, a);
         }
     }
@@ -1307,7 +1322,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         }
     }
     let threads0 = threads_cpu();
-    let (reads0, sweeps0) = (counters.reads(), counters.rescans());
+    let (reads0, sweeps0) = (counters.reads(), counters.listings());
     let cpu0 = self_cpu();
     let tcpu0 = thread_cpu();
     let (mut ticks, mut other) = (0, 0);
@@ -1325,7 +1340,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         for a in batch {
             let is_tick = matches!(a, Action::Tick(_));
             let (t1, c1) = (Instant::now(), thread_cpu());
-            let counts = app.claims.live.counts;
+            let counts = app.counted();
             dirty |= update(&mut app, a).redraw;
             if is_tick {
                 ticks += 1;
@@ -1334,7 +1349,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
                         "tick: {} wall, {} cpu, counts changed {}",
                         fmt_d(t1.elapsed()),
                         fmt_d(thread_cpu() - c1),
-                        counts != app.claims.live.counts
+                        counts != app.counted()
                     );
                 }
             } else {
@@ -1374,7 +1389,7 @@ fn idle(root: &Root, secs: u64) -> Res<()> {
         proc_status_kib("VmRSS").unwrap_or(0),
         proc_status_kib("VmHWM").unwrap_or(0),
         counters.reads() - reads0,
-        counters.rescans() - sweeps0,
+        counters.listings() - sweeps0,
         first_frame.as_millis()
     );
     Ok(())

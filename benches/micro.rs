@@ -9,7 +9,6 @@
 mod common;
 
 use claimtop::claims::{acquire, release, status, sweep, AcquireOpts, Root};
-use claimtop::dashboard::testing::Collector;
 use claimtop::dashboard::testing::{draw, update, Action, App, Options};
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -83,9 +82,11 @@ fn bench_sweep(c: &mut Criterion) {
         let identity = claimtop::claims::LocalIdentity::current();
         let mut app = App::new(opts, now, identity, "operator:bench@here".into());
         update(&mut app, Action::Resize(w, h));
-        for a in Collector::local(&fx.root, 0, now)
-            .list(now)
+        for a in claimtop::dashboard::testing::root_driver(&fx.root, 0, now)
+            .start(now)
             .unwrap_or_default()
+            .into_iter()
+            .map(claimtop::dashboard::testing::heard)
         {
             update(&mut app, a);
         }

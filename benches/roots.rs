@@ -18,7 +18,9 @@
 mod common;
 
 use claimtop::claims::{acquire, now_ms, release, AcquireOpts, LocalIdentity, Root};
-use claimtop::dashboard::testing::{draw, spawn_readers_over, update, Action, App, Options};
+use claimtop::dashboard::testing::{
+    draw, heard, spawn_readers, store_of_roots, update, Action, App, Options,
+};
 use claimtop::dashboard::testing::{Counters, Input};
 use claimtop::store::file::feed;
 use claimtop::store::Change;
@@ -113,8 +115,9 @@ fn app_over(roots: &[Root]) -> App {
 /// collector inbox (kept open) and read counters.
 type Readers = Vec<(Sender<Input>, Arc<Counters>)>;
 
-fn start(app: &App, tx: &Sender<Action>) -> Res<Readers> {
-    Ok(spawn_readers_over(&app.roots, tx)?)
+fn start(roots: &[Root], app: &App, tx: &Sender<Action>) -> Res<Readers> {
+    let lanes = spawn_readers(&store_of_roots(roots), tx, app.refresh_ms)?;
+    Ok(lanes.inboxes.into_iter().zip(lanes.counters).collect())
 }
 
 /// Apply every action waiting (the live loop's batch); true when any came.
@@ -136,8 +139,8 @@ fn until_swept(app: &mut App, rx: &Receiver<Action>, n: usize) -> Res<()> {
     let mut seen = 0;
     while seen < n {
         let a = rx.recv_timeout(Duration::from_secs(120))?;
-        seen += usize::from(matches!(&a, Action::Mirror { delta, .. }
-            if delta.whole.as_ref().is_some_and(|w| !w.partial)));
+        seen += usize::from(matches!(&a, Action::Update(u)
+                if u.delta.as_ref().and_then(|d| d.whole.as_ref()).is_some_and(|w| !w.partial)));
         update(app, a);
     }
     Ok(())
@@ -168,7 +171,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
     let mut app = app_over(&roots);
     let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1))?;
     let (tx, rx) = channel();
-    let readers = start(&app, &tx)?;
+    let readers = start(&roots, &app, &tx)?;
     until_swept(&mut app, &rx, ROOTS)?;
     std::thread::sleep(Duration::from_millis(300));
     let mut dirty = false;
@@ -247,7 +250,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
         while pump(&mut app, &rx, Duration::from_millis(20), &mut dirty) {}
         let before: Vec<(u64, u64)> = readers
             .iter()
-            .map(|(_, c)| (c.reads(), c.rescans()))
+            .map(|(_, c)| (c.reads(), c.listings()))
             .collect();
         release(root, &format!("fig12:new-{i}"), "pty:fig12")?;
         let end = Instant::now() + settle;
@@ -262,7 +265,7 @@ fn run(quick: bool) -> Res<Vec<String>> {
         let delta: Vec<(u64, u64)> = readers
             .iter()
             .zip(&before)
-            .map(|((_, c), (r, s))| (c.reads() - r, c.rescans() - s))
+            .map(|((_, c), (r, s))| (c.reads() - r, c.listings() - s))
             .collect();
         for (j, (reads, sweeps)) in delta.iter().enumerate() {
             let want = u64::from(i == j);
@@ -328,7 +331,7 @@ fn idle_worker(args: &[String]) -> Res<()> {
     let mut app = app_over(&roots);
     let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1))?;
     let (tx, rx) = channel();
-    let readers = start(&app, &tx)?;
+    let readers = start(&roots, &app, &tx)?;
     until_swept(&mut app, &rx, roots.len())?;
     term.draw(|f| draw(f, &app))?;
     let first_frame = t0.elapsed();
@@ -339,7 +342,7 @@ fn idle_worker(args: &[String]) -> Res<()> {
         }
     }
     let count = |f: fn(&Counters) -> u64| -> u64 { readers.iter().map(|(_, c)| f(c)).sum() };
-    let (reads0, sweeps0) = (count(Counters::reads), count(Counters::rescans));
+    let (reads0, sweeps0) = (count(Counters::reads), count(Counters::listings));
     let cpu0 = self_cpu();
     let end = Instant::now() + Duration::from_secs(secs);
     let mut frames = 0;
@@ -363,7 +366,7 @@ fn idle_worker(args: &[String]) -> Res<()> {
         proc_status_kib("VmRSS").unwrap_or(0),
         proc_status_kib("VmHWM").unwrap_or(0),
         count(Counters::reads) - reads0,
-        count(Counters::rescans) - sweeps0,
+        count(Counters::listings) - sweeps0,
         first_frame.as_millis()
     );
     Ok(())
@@ -384,11 +387,11 @@ fn profile(args: &[String]) -> Res<()> {
     let mut collectors: Vec<_> = roots
         .iter()
         .enumerate()
-        .map(|(i, r)| claimtop::dashboard::testing::Collector::local(r, i, now_ms()))
+        .map(|(i, r)| claimtop::dashboard::testing::root_driver(r, i as u16, now_ms()))
         .collect();
     for c in &mut collectors {
-        for a in c.list(now_ms())? {
-            update(&mut app, a);
+        for u in c.start(now_ms())? {
+            update(&mut app, heard(u));
         }
     }
     let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1))?;
@@ -400,8 +403,8 @@ fn profile(args: &[String]) -> Res<()> {
         acquire(&roots[r], &key, "pty:prof", &AcquireOpts::default())?;
         let t = cpu_now();
         let change = Input::Feed(vec![Change::Claim { key: key.clone() }]);
-        for a in collectors[r].handle(change, now_ms())? {
-            update(&mut app, a);
+        for u in collectors[r].handle(change, now_ms())? {
+            update(&mut app, heard(u));
         }
         let t2 = cpu_now();
         term.draw(|f| draw(f, &app))?;

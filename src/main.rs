@@ -1,7 +1,7 @@
 //! `claimtop`: parse the command line and hand each subcommand to its module.
 
 use claimtop::claims::{Root, RootsError};
-use claimtop::cli::args::{json_requested, usage_message, Cli, Command, NamesError};
+use claimtop::cli::args::{json_requested, usage_message, Cli, Command, Names, NamesError};
 use claimtop::cli::args::{DashboardArgs, GlobalArgs};
 use claimtop::cli::dispatch::dispatch;
 use claimtop::cli::output::{CmdResult, Out};
@@ -112,20 +112,28 @@ fn dashboard_of(global: &GlobalArgs, dashboard: DashboardArgs) -> u8 {
         Ok(loaded) => with_settings(dashboard, &loaded.settings.dashboard),
         Err(e) => return exit_status(Out::new(false).usage_error(&e.to_string())),
     };
+    let ctx = global.open_ctx(None);
     if dashboard.demo {
-        return tui::dashboard(Vec::new(), &dashboard, &opening);
+        return tui::dashboard(nothing(), ctx, &dashboard, &opening);
     }
     match global.names() {
-        Ok(names) if names.stores.is_empty() => {
+        Ok(names) => {
             warn_missing_roots(&names.roots);
-            tui::dashboard(names.roots, &dashboard, &opening)
+            tui::dashboard(names, ctx, &dashboard, &opening)
         }
-        Ok(names) => tui::dashboard_store(names, global.open_ctx(None), &dashboard, &opening),
         // The dashboard says itself that there is no root.
         Err(NamesError::Roots(RootsError::NoRoot)) => {
-            tui::dashboard(Vec::new(), &dashboard, &opening)
+            tui::dashboard(nothing(), ctx, &dashboard, &opening)
         }
         Err(e) => exit_status(Out::new(false).usage_error(&e.to_string())),
+    }
+}
+
+/// Nothing named: the demo's own root, or the dashboard's "no root".
+fn nothing() -> Names {
+    Names {
+        stores: Vec::new(),
+        roots: Vec::new(),
     }
 }
 

@@ -344,3 +344,64 @@ fn over_etcd_the_events_pane_browses_to_the_first_event_searches_and_the_timelin
     tmux.keys(&["q"]);
     tmux.wait_for("the dashboard to exit", PATIENCE, |s| s.contains("EXIT=0"));
 }
+
+/// The events pane over etcd opens with the store's last events and then
+/// follows it: no event is shown twice, the one written before the pane
+/// opened nor any written after.
+#[test]
+fn the_events_pane_over_etcd_opens_with_no_line_twice() {
+    use claimtop::dashboard::testing::{spawn_readers, update, Action, App, Options};
+    let Some(etcd) = Etcd::single() else { return };
+    let url = etcd.url("/opening");
+    let home = tempfile::TempDir::new().expect("home");
+    for key in ["before-1", "before-2"] {
+        cli(
+            home.path(),
+            &url,
+            &["acquire", key, "--holder", "t", "--ttl", "5m"],
+        );
+    }
+    let name = claimtop::store::StoreName::parse(&url).expect("a store URL");
+    let ctx = claimtop::store::OpenCtx::default();
+    let store = std::sync::Arc::new(
+        claimtop::store::Store::open(&[name], &[], &ctx).expect("open the store"),
+    );
+    let options = Options {
+        root: claimtop::claims::Root::with_events_here(home.path()),
+        ..common::opts(claimtop::claims::Root::with_events_here(home.path()))
+    };
+    let now = claimtop::claims::now_ms();
+    let mut app = App::new(options, now, common::me(), "operator:t@here".into());
+    app.over(&store, &[], now);
+    let (tx, rx) = std::sync::mpsc::channel::<Action>();
+    let _lanes = spawn_readers(&store, &tx, 1000).expect("the readers");
+    let shown = |app: &App, key: &str| {
+        app.events
+            .ring
+            .rows
+            .iter()
+            .filter(|r| r.key.as_deref() == Some(key))
+            .count()
+    };
+    let pump = |app: &mut App, until: &dyn Fn(&App) -> bool, what: &str| {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while !until(app) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "no {what}");
+            if let Ok(a) = rx.recv_timeout(left) {
+                update(app, a);
+            }
+        }
+    };
+    pump(&mut app, &|a| shown(a, "before-2") > 0, "opening lines");
+    // Progress after the opening: an event written now arrives.
+    cli(
+        home.path(),
+        &url,
+        &["acquire", "after", "--holder", "t", "--ttl", "5m"],
+    );
+    pump(&mut app, &|a| shown(a, "after") > 0, "followed line");
+    for key in ["before-1", "before-2", "after"] {
+        assert_eq!(shown(&app, key), 1, "{key} shown once");
+    }
+}

@@ -869,7 +869,19 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
         s.contains("offline, last seen")
     });
     eprintln!("kill -9 → offline on screen: {:?}", killed.elapsed());
-    let screen = tmux.screen();
+    // Last seen is the host record's own word, the one the CLI prints: a
+    // killed publisher was last seen when it last wrote, not when the
+    // dashboard last looked.
+    let seen = f
+        .host("host-a")
+        .and_then(|h| h["last_seen_ms"].as_i64())
+        .expect("host-a's last_seen_ms");
+    let said = format!(
+        "last seen {}",
+        claimtop::time::clock(seen, false, "%H:%M:%S")
+    );
+    let screen = tmux.wait_for("the record's last seen", patience, |s| s.contains(&said));
+    assert!(screen.contains(&said), "{said}: {screen}");
     assert!(
         !screen
             .lines()
@@ -886,8 +898,8 @@ fn the_fleet_view_shows_a_hosts_claim_force_releases_it_in_the_hosts_root_and_se
 /// did not answer, and in how long; nothing is done in the root.
 #[test]
 fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_nothing() {
-    use claimtop::dashboard::testing::{run_store_op, DEFAULT_ASK_WAIT};
-    use claimtop::dashboard::testing::{ForceOptsShown, Op};
+    use claimtop::dashboard::testing::{run_op_on, DEFAULT_ASK_WAIT};
+    use claimtop::dashboard::testing::{ForceOptsShown, Verb};
     let Some(f) = Fleet::start("/fleetview2") else {
         return;
     };
@@ -898,7 +910,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
     let root_id = loop_until_published(&f, "k");
     let store = f.etcd.store("/fleetview2");
     pa.signal(libc::SIGSTOP);
-    let op = Op::AskHost {
+    let op = Verb::AskHost {
         host_id: "host-a".into(),
         hostname: "alpha".into(),
         root_id: root_id.clone(),
@@ -910,7 +922,7 @@ fn a_fleet_view_force_release_to_a_silent_host_says_it_did_not_answer_and_does_n
         },
     };
     let asked = Instant::now();
-    let result = run_store_op(&store, &op);
+    let result = run_op_on(&store, &op);
     pa.signal(libc::SIGCONT);
     assert!(!result.ok, "{result:?}");
     let within = claimtop::time::human_ms(DEFAULT_ASK_WAIT.as_millis() as i64);

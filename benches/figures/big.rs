@@ -106,8 +106,8 @@ pub fn fig13(plan: &Plan, r: &mut Report) -> Res<()> {
         let Ok(a) = rx.recv_timeout(Duration::from_secs(1)) else {
             continue;
         };
-        let whole = matches!(&a, Action::Mirror { delta, .. }
-            if delta.whole.as_ref().is_some_and(|w| !w.partial));
+        let whole = matches!(&a, Action::Update(u)
+                if u.delta.as_ref().and_then(|d| d.whole.as_ref()).is_some_and(|w| !w.partial));
         claimtop::dashboard::testing::update(&mut app, a);
         if whole {
             break;

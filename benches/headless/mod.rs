@@ -1,36 +1,55 @@
 //! The dashboard over a store with no terminal: the live app's wiring
-//! (`spawn_store_readers`, `update`, `view::draw`) drawing 160×48 frames
+//! (`spawn_readers`, `update`, `view::draw`) drawing 160×48 frames
 //! into a `TestBackend`, for the benches that time change → screen. Not
 //! every bench uses every part.
 #![allow(dead_code)]
 
 use claimtop::claims::{now_ms, LocalIdentity, Root};
-use claimtop::dashboard::testing::StoreView;
+use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{draw, update, Action, App, Options};
-use claimtop::dashboard::testing::{Input, Source};
-use claimtop::store::{OpenCtx, StoreName};
+use claimtop::store::{OpenCtx, Store, StoreName};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub struct Headless {
     pub app: App,
-    /// The collector's inbox, kept open while the collector runs.
-    _inbox: std::sync::mpsc::Sender<Input>,
+    /// The lanes' inboxes, kept open while the lanes run.
+    _inboxes: Vec<std::sync::mpsc::Sender<Input>>,
     rx: Receiver<Action>,
     term: Terminal<TestBackend>,
-    pub source: Source,
+    /// The store the dashboard reads.
+    pub store: std::sync::Arc<Store>,
+    pub url: String,
 }
 
 impl Headless {
-    /// Open the store `url` names and start the collector over it.
+    /// The site `url` names on a connection of its own (a writer's).
+    pub fn connect(&self) -> std::sync::Arc<dyn claimtop::store::Backend> {
+        let name = StoreName::parse(&self.url).expect("a store URL");
+        let store = Store::open(&[name], &[], &OpenCtx::default()).expect("open the store");
+        store.one("acquire").expect("one site").shared()
+    }
+}
+
+impl Headless {
+    /// Open the store `url` names and start the readers over it.
     pub fn start(url: &str) -> Headless {
-        let source = Source {
-            name: StoreName::parse(url).expect("a store URL"),
-            ctx: OpenCtx::default(),
-        };
-        let store = source.open().expect("open the store");
+        Headless::over(&[url.to_string()], &[])
+    }
+
+    /// Open every store `urls` name and every root of `roots` as one
+    /// store (a mix), and start the readers over it.
+    pub fn over(urls: &[String], roots: &[Root]) -> Headless {
+        let names: Vec<StoreName> = urls
+            .iter()
+            .map(|u| StoreName::parse(u).expect("a store URL"))
+            .collect();
+        let store = Store::open(&names, roots, &OpenCtx::default()).expect("open the store");
+        let store = std::sync::Arc::new(store);
+        let url = urls.first().cloned().unwrap_or_default();
+        let url = url.as_str();
         let (tx, rx) = channel();
         let options = Options {
             // Names the store in the model; nothing reads it as a root.
@@ -51,17 +70,18 @@ impl Headless {
             LocalIdentity::current(),
             "operator:bench".into(),
         );
-        app.over_store(StoreView::new(store.url(), app.now));
+        app.over(&store, roots, app.now);
         update(&mut app, Action::Resize(160, 48));
         let term = Terminal::new(TestBackend::new(160, 48)).expect("test terminal");
-        let inbox = claimtop::dashboard::testing::spawn_store_readers(store, &source, &tx)
-            .expect("start the collector");
+        let lanes = claimtop::dashboard::testing::spawn_readers(&store, &tx, app.refresh_ms)
+            .expect("start the readers");
         Headless {
             app,
-            _inbox: inbox,
+            _inboxes: lanes.inboxes,
             rx,
             term,
-            source,
+            store,
+            url: url.to_string(),
         }
     }
 
@@ -86,4 +106,43 @@ impl Headless {
         let app = &self.app;
         self.term.draw(|f| draw(f, app)).expect("draw");
     }
+
+    /// Pump until the first frame with claims, then until `total` claims
+    /// are in: how long each took since `t0`.
+    pub fn until_listed(&mut self, t0: Instant, total: usize) -> (Duration, Duration) {
+        while self.app.claims.live.is_empty() {
+            self.pump(Duration::from_secs(30));
+        }
+        self.draw();
+        let first = t0.elapsed();
+        while self.app.claims.live.len() < total {
+            self.pump(Duration::from_secs(30));
+        }
+        self.draw();
+        (first, t0.elapsed())
+    }
+
+    /// Let start-up's stragglers land (the events tail, the first probes),
+    /// then pump through a quiet `idle`: the CPU this process spent in it,
+    /// and the wall time.
+    pub fn idle(&mut self, idle: Duration) -> (Duration, Duration) {
+        let settle = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < settle {
+            self.pump(Duration::from_millis(100));
+        }
+        let cpu0 = crate::common::self_cpu();
+        let t_idle = Instant::now();
+        while t_idle.elapsed() < idle {
+            self.pump(idle.saturating_sub(t_idle.elapsed()));
+        }
+        (crate::common::self_cpu() - cpu0, t_idle.elapsed())
+    }
+}
+
+/// The numbers a measuring child printed on its stdout, in order.
+pub fn numbers(out: &std::process::Output) -> Vec<f64> {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
 }

@@ -1,10 +1,9 @@
-//! Messages into the model. Every thread (input, collector, events
-//! follower, op worker, signals) speaks only these, over one channel. What
+//! Messages into the model. Every thread (input, the store's lanes, the
+//! logs, the op worker, signals) speaks only these, over one channel. What
 //! the outside world says arrives here as data: the model never reads it.
 
 use crate::claims::ForceOpts;
 use crate::events::service::Reply;
-use crate::events::tail::Line;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::path::PathBuf;
 
@@ -15,18 +14,16 @@ pub enum Action {
     /// second quits without asking.
     Interrupt(i64),
     Mouse(MouseEvent),
-    /// What changed in root `root`'s mirror (of several roots; 0 for one
-    /// root or a store): rows, counts and hazards, pid facts, as data.
-    Mirror {
-        root: usize,
-        delta: Box<crate::store::mirror::Delta>,
-    },
-    /// New complete lines of the events log, oldest first.
-    EventsAppended(Vec<Line>),
-    /// The log was truncated or replaced: what follows starts over.
-    EventsReset,
-    /// The log cannot be followed (not a regular file, permission, ...).
-    EventsError(String),
+    /// What one member's lane says: its rows, counts and hazards, pid
+    /// facts, its link and hosts, the clock it judged them at.
+    Update(Box<crate::store::drive::Update>),
+    /// What the hosts publishing into member `.0` found in their roots,
+    /// read again with their records.
+    FleetHazards(crate::store::OriginIx, Vec<crate::claims::Hazard>),
+    /// What origin `.0`'s events log says: new complete lines, oldest
+    /// first; a reset (truncated or replaced: what follows starts over);
+    /// or why it cannot be followed (not a regular file, permission, ...).
+    News(crate::store::OriginIx, crate::store::LogNews),
     /// Wall clock, epoch ms: re-judge in memory with the pid facts known.
     Tick(i64),
     Resize(u16, u16),
@@ -37,12 +34,6 @@ pub enum Action {
     Log(Box<Reply>),
     /// SIGTERM / SIGHUP.
     Quit,
-    /// An events-log message from root `root` of several: the merged pane
-    /// orders lines by time and names each one's root.
-    InRoot(usize, Box<Action>),
-    /// What only a store with a connection says (a dashboard over etcd):
-    /// its header facts, its watch's ups and downs, its publishing hosts.
-    Store(Box<super::model::store::StoreMsg>),
 }
 
 pub use crate::claims::root::RootProblem;
@@ -69,10 +60,29 @@ impl std::fmt::Display for RootProblem {
     }
 }
 
-/// A mutation the operator asked for; run off the UI thread because the
-/// verbs may wait seconds on a recovery mutex.
+/// A mutation the operator asked for, and the origin it goes to; run off
+/// the UI thread because the verbs may wait seconds on a recovery mutex.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Op {
+pub struct Op {
+    /// The origin whose member runs it: a row's own, or the one named.
+    pub at: crate::store::OriginIx,
+    pub verb: Verb,
+}
+
+impl Op {
+    pub fn key(&self) -> &str {
+        self.verb.key()
+    }
+
+    /// What it does, in a word ("acquire", "force-release" ...).
+    pub fn name(&self) -> &'static str {
+        self.verb.verb()
+    }
+}
+
+/// What an [`Op`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verb {
     Acquire {
         key: String,
         holder: String,
@@ -114,12 +124,6 @@ pub enum Op {
         host_id: String,
         label: String,
     },
-    /// `op` on root `root` (its index among the dashboard's roots), when
-    /// the dashboard watches several: a verb acts on exactly one root.
-    In {
-        root: usize,
-        op: Box<Op>,
-    },
 }
 
 /// The guard of a force-release: what the operator saw when confirming.
@@ -142,29 +146,27 @@ impl ForceOptsShown {
     }
 }
 
-impl Op {
+impl Verb {
     pub fn key(&self) -> &str {
         match self {
-            Op::Acquire { key, .. }
-            | Op::Release { key, .. }
-            | Op::Renew { key, .. }
-            | Op::ForceRelease { key, .. }
-            | Op::AskHost { key, .. } => key,
-            Op::ForgetHost { label, .. } => label,
-            Op::Clean | Op::CleanOne(_) => "",
-            Op::In { op, .. } => op.key(),
+            Verb::Acquire { key, .. }
+            | Verb::Release { key, .. }
+            | Verb::Renew { key, .. }
+            | Verb::ForceRelease { key, .. }
+            | Verb::AskHost { key, .. } => key,
+            Verb::ForgetHost { label, .. } => label,
+            Verb::Clean | Verb::CleanOne(_) => "",
         }
     }
 
     pub fn verb(&self) -> &'static str {
         match self {
-            Op::Acquire { .. } => "acquire",
-            Op::Release { .. } => "release",
-            Op::Renew { .. } => "renew",
-            Op::ForceRelease { .. } | Op::AskHost { .. } => "force-release",
-            Op::Clean | Op::CleanOne(_) => "clean",
-            Op::ForgetHost { .. } => "forget host",
-            Op::In { op, .. } => op.verb(),
+            Verb::Acquire { .. } => "acquire",
+            Verb::Release { .. } => "release",
+            Verb::Renew { .. } => "renew",
+            Verb::ForceRelease { .. } | Verb::AskHost { .. } => "force-release",
+            Verb::Clean | Verb::CleanOne(_) => "clean",
+            Verb::ForgetHost { .. } => "forget host",
         }
     }
 }

@@ -1,25 +1,25 @@
-//! The interactive dashboard: a live view of one claims root and its events
-//! log, or of an etcd store (`model::store`, `update::store`), with acquire /
-//! release / renew / force-release going through the same verbs as the CLI.
+//! The interactive dashboard: a live view of one store, whatever it
+//! composes — claims roots, etcd sites, what hosts publish into a site —
+//! and its events logs, with acquire / release / renew / force-release
+//! going through the same verbs as the CLI, each to its row's origin.
 //!
 //! Elm-shaped: [`model::App`] is the model, [`action::Action`] the messages,
 //! [`update::update`] the transitions, [`view::draw`] the view. Threads
-//! (input, the store's change feed → collector, op worker, signals) only
+//! (input, each member's lane of the store's driver, the logs, the op
+//! worker, signals) only
 //! send actions; every read of the disk or the process table happens on
 //! those threads, so `update` is pure. The main loop blocks on the channel
 //! and redraws only when an update says something visible changed.
 
 pub(crate) mod action;
-pub(crate) mod collector;
-pub(crate) mod fleet_reader;
-mod heard;
 pub(crate) mod input;
 pub(crate) mod keys;
 pub(crate) mod keys_doc;
 pub(crate) mod model;
 pub(crate) mod ops;
 mod options;
-pub(crate) mod roots;
+pub(crate) mod readers;
+
 mod save_file;
 pub(crate) mod terminal;
 pub mod testing;
@@ -27,7 +27,7 @@ pub(crate) mod timeline;
 pub(crate) mod update;
 pub(crate) mod view;
 
-pub use action::{Action, Op, OpResult};
+pub use action::{Action, Op, OpResult, Verb};
 pub use model::App;
 pub use options::{Opening, Options};
 pub use update::{update, Effects};
@@ -36,6 +36,7 @@ use crate::claims::{now_ms, LocalIdentity, Root};
 use crate::events::file_history::FileHistory;
 use crate::events::history::{History, HistoryError, Log};
 use crate::events::service::{Opener, Which};
+use crate::store::Store;
 use ratatui::crossterm::queue;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -45,94 +46,74 @@ use std::sync::Arc;
 /// drawn once.
 const MAX_BATCH: usize = 512;
 
-/// Run the dashboard until the operator quits.
-pub fn run(mut opts: Options) -> std::io::Result<()> {
+/// Run the dashboard over `store`, whatever it composes (roots, sites,
+/// what hosts publish into a site; none: the screen says there is no
+/// root), until the operator quits. `opts.root` and `opts.more_roots` are
+/// the roots' own places (an events log kept apart), by directory.
+pub fn run(mut opts: Options, store: Arc<Store>) -> std::io::Result<()> {
     // Everything the model needs from the environment is read here, at the
     // edge, once.
     opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     // What the verbs word (a refusal's times) reads in the screen's zone.
     crate::time::set_local_words(opts.local_time);
     let identity = LocalIdentity::current();
-    let operator = collector::operator_id(&identity);
+    let operator = operator_id(&identity);
     let (tx, rx) = channel::<Action>();
-    let mut app = App::new(opts, now_ms(), identity, operator);
+    let roots: Vec<Root> = std::iter::once(opts.root.clone())
+        .chain(opts.more_roots.iter().cloned())
+        .collect();
+    let now = now_ms();
+    let mut app = App::new(opts, now, identity, operator);
+    app.over(&store, &roots, now);
 
-    let refresh = app.refresh_ms;
-    let readers = spawn_readers_every(&app.roots, &tx, refresh)?;
+    let lanes = readers::spawn(&store, &tx, app.refresh_ms)?;
     terminal::spawn_signals(tx.clone())?;
-    let collect_txs: Vec<_> = readers.into_iter().map(|(c, _)| c).collect();
     sink_warnings(&tx);
-    let roots = app.roots.clone();
+    let (worked, shown) = (Arc::clone(&store), app.origins.clone());
     let ops_worker: OpsWorker =
-        Box::new(move |op_rx, out| ops::worker_over(roots, op_rx, out, collect_txs));
-    let log = LogService {
-        history: Box::new(FileHistory::new(
-            app.root.events_file(),
-            crate::events::service::limits(),
-        )),
-        open: Box::new(crate::events::service::open_file),
-    };
+        Box::new(move |op_rx, out| ops::worker(worked, shown, op_rx, out, lanes.inboxes));
+    let log = log_service(&store, &app)?;
     let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
     crate::diag::set_warning_sink(None);
     result
 }
 
-/// Run the dashboard over a store with a connection (etcd) until the
-/// operator quits. The store is opened here, before the terminal is taken,
-/// so a store that cannot be reached is said as a plain error.
-pub fn run_store(
-    mut opts: Options,
-    source: collector::Source,
-) -> Result<(), Box<dyn std::error::Error>> {
-    opts.no_color |= std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let identity = LocalIdentity::current();
-    let operator = collector::operator_id(&identity);
-    let collector_store = source.open()?;
-    let ops_store = source.open()?;
-    // The whole-log views read on a connection of their own, so a long
-    // pass over the events never delays a claim's re-read.
-    let history_store = source.open()?;
-    let log = LogService {
-        history: audit_of(&history_store)?.history(&Log::Own)?,
-        open: Box::new(move |which| match which {
-            Which::Log(log) => audit_of(&history_store)
-                .and_then(|a| a.history(log))
-                .map_err(|e| HistoryError::Store(e.to_string())),
-            Which::Path(p) => Err(HistoryError::Store(format!(
-                "{} is a file, not a log of {}",
-                p.display(),
-                history_store.url()
-            ))),
-        }),
+/// The whole-log views' source over `store`: the first log the model
+/// reads (its first root's file, else a member's own log), and how to
+/// open another when the views move.
+fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
+    let first_root = app.origins.get(app.log_root).map(Root::events_file);
+    let history: Box<dyn History> = match first_root {
+        Some(file) => Box::new(FileHistory::new(file, crate::events::service::limits())),
+        None => store
+            .members()
+            .iter()
+            .filter(|m| m.named)
+            .find_map(|m| m.backend().audit()?.history(&Log::Own).ok())
+            .unwrap_or_else(|| {
+                Box::new(FileHistory::new(
+                    app.root.events_file(),
+                    crate::events::service::limits(),
+                ))
+            }),
     };
-    let (tx, rx) = channel::<Action>();
-    let now = now_ms();
-    let mut app = App::new(opts, now, identity, operator);
-    app.over_store(model::store::StoreView::new(collector_store.url(), now));
-    let inbox = spawn_store_readers_every(collector_store, &source, &tx, app.refresh_ms)?;
-    terminal::spawn_signals(tx.clone())?;
-    sink_warnings(&tx);
-    // A publishing host is waited for as long as any store call: the
-    // CLI's `force-release --host` waits the same.
-    let ask_wait = source.ctx.timeout.unwrap_or(ops::DEFAULT_ASK_WAIT);
-    let ops_worker: OpsWorker =
-        Box::new(move |op_rx, out| ops::store_worker(ops_store, ask_wait, op_rx, out, inbox));
-    let result = ui_loop(&mut app, &tx, rx, ops_worker, log);
-    crate::diag::set_warning_sink(None);
-    Ok(result?)
-}
-
-/// The events log(s) a store keeps, or why it has none.
-fn audit_of(
-    b: &Arc<dyn crate::store::Backend>,
-) -> Result<&dyn crate::store::Audit, crate::store::StoreError> {
-    b.audit().ok_or_else(|| {
-        crate::store::StoreError::Unsupported(format!("{} keeps no events log", b.url()))
+    let logs = Arc::clone(store);
+    Ok(LogService {
+        history,
+        open: Box::new(move |which| match which {
+            Which::Path(_) => crate::events::service::open_file(which),
+            Which::Log(log) => logs
+                .members()
+                .iter()
+                .filter(|m| m.root_dir().is_none())
+                .filter_map(|m| m.backend().audit())
+                .find_map(|a| a.history(log).ok())
+                .ok_or_else(|| HistoryError::Store(format!("no member keeps the log {log:?}"))),
+        }),
     })
 }
 
-/// The op worker a dashboard runs: file roots or a store, it takes ops and
-/// answers with actions.
+/// The op worker a dashboard runs: it takes ops and answers with actions.
 type OpsWorker = Box<dyn FnOnce(Receiver<Op>, Sender<Action>) + Send>;
 
 /// The core's best-effort warnings go to the status line while the
@@ -144,105 +125,17 @@ fn sink_warnings(tx: &Sender<Action>) {
     })));
 }
 
-/// Every thread that reads the outside world for one root, wired as the
-/// live app wires them: the collector (which lists at once, then ticks
-/// each second) and the root's change feed, which brings it what changed
-/// and the events log's lines. Returns the collector's inbox and its read
-/// counters.
-pub fn spawn_readers(
-    root: &Root,
-    tx: &Sender<Action>,
-) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
-    spawn_root_readers(root, 0, tx, tx.clone(), options::DEFAULT_TICK_MS)
-}
-
-/// [`spawn_readers`] once per root: one feed and one collector each, so a
-/// change re-reads exactly the changed key of its own root. With several
-/// roots the events come tagged with their root ([`Action::InRoot`]); with
-/// one they are as they always were. Returns each root's collector inbox
-/// and counters, in root order.
-pub fn spawn_readers_over(
-    roots: &roots::ShownRoots,
-    tx: &Sender<Action>,
-) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
-    spawn_readers_every(roots, tx, options::DEFAULT_TICK_MS)
-}
-
-/// [`spawn_readers_over`], the clocks ticking every `tick_ms`.
-fn spawn_readers_every(
-    roots: &roots::ShownRoots,
-    tx: &Sender<Action>,
-    tick_ms: i64,
-) -> std::io::Result<Vec<(Sender<collector::Input>, Arc<collector::Counters>)>> {
-    let mut out = Vec::with_capacity(roots.len());
-    for (i, root) in roots.iter().enumerate() {
-        let events_tx = if roots.is_several() {
-            tagged(i, tx)?
-        } else {
-            tx.clone()
-        };
-        out.push(spawn_root_readers(root, i, tx, events_tx, tick_ms)?);
-    }
-    Ok(out)
-}
-
-/// The threads that read a store with a connection, wired as the live app
-/// wires them: its collector (over `store`, already open) and the probe of
-/// its header facts (on a connection of its own, from `source`). Returns
-/// the collector's inbox.
-pub fn spawn_store_readers(
-    store: Arc<dyn crate::store::Backend>,
-    source: &collector::Source,
-    tx: &Sender<Action>,
-) -> std::io::Result<Sender<collector::Input>> {
-    spawn_store_readers_every(store, source, tx, options::DEFAULT_TICK_MS)
-}
-
-/// [`spawn_store_readers`], the clock ticking every `tick_ms`.
-fn spawn_store_readers_every(
-    store: Arc<dyn crate::store::Backend>,
-    source: &collector::Source,
-    tx: &Sender<Action>,
-    tick_ms: i64,
-) -> std::io::Result<Sender<collector::Input>> {
-    let mut c = collector::Collector::new(store, None, 0, now_ms());
-    c.tick_ms = tick_ms;
-    let inbox = collector::spawn(c, tx.clone(), tx.clone())?;
-    let (probed, out) = (source.clone(), tx.clone());
-    std::thread::Builder::new()
-        .name("claimtop-probe".into())
-        .spawn(move || collector::probe(probed, out))?;
-    Ok(inbox)
-}
-
-/// A sender whose messages reach `tx` wrapped as root `i`'s.
-fn tagged(i: usize, tx: &Sender<Action>) -> std::io::Result<Sender<Action>> {
-    let (in_tx, in_rx) = channel::<Action>();
-    let out = tx.clone();
-    std::thread::Builder::new()
-        .name(format!("claimtop-root{i}"))
-        .spawn(move || {
-            for a in in_rx {
-                if out.send(Action::InRoot(i, Box::new(a))).is_err() {
-                    return;
-                }
-            }
-        })?;
-    Ok(in_tx)
-}
-
-fn spawn_root_readers(
-    root: &Root,
-    i: usize,
-    tx: &Sender<Action>,
-    events_tx: Sender<Action>,
-    tick_ms: i64,
-) -> std::io::Result<(Sender<collector::Input>, Arc<collector::Counters>)> {
-    let mut c = collector::Collector::local(root, i, now_ms());
-    c.tick_ms = tick_ms;
-    let counters = Arc::clone(&c.counters);
-    let inbox = collector::spawn(c, tx.clone(), events_tx)?;
-    Ok((inbox, counters))
+/// `operator:<user>@<host>`: the holder id the dashboard acquires as. The
+/// user is found exactly as the audit's operator name is (one person, one
+/// name, on every face).
+pub fn operator_id(me: &crate::claims::LocalIdentity) -> String {
+    let user = crate::claims::operator::user_name().unwrap_or_else(|| "unknown".into());
+    let host = if me.hostname.is_empty() {
+        crate::claims::hostname()
+    } else {
+        me.hostname.clone()
+    };
+    format!("operator:{user}@{host}")
 }
 
 /// The whole-log views' source: the history they start on, and how to

@@ -3,18 +3,17 @@
 //! the UI thread (a verb can wait up to seconds on a recovery mutex or an
 //! unanswering store), and turning each outcome into one line of words.
 
-use super::action::{Action, Op, OpResult};
-use super::collector::Input;
-use super::roots::ShownRoots;
+use super::action::{Action, Op, OpResult, Verb};
+use super::model::Origins;
 use crate::claims::{
     operator_name, AcquireOpts, AcquireOutcome, Fix, ForceOpts, ForceOutcome, ReleaseOutcome,
     RenewOutcome, Root,
 };
 use crate::sanitize::sanitize;
-use crate::store::file::FileStore;
+use crate::store::drive::Input;
 use crate::store::fleet::Forgot;
 use crate::store::host_names::{forget_named, ForgetError};
-use crate::store::{Backend, StoreError};
+use crate::store::{Backend, OpenCtx, Store, StoreError};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,28 +32,34 @@ fn worded<T>(
     }
 }
 
-/// [`run_store_op`] on the file store over `root`.
-pub fn run_op(root: &Root, op: &Op) -> OpResult {
-    run_op_in(&FileStore::new(root.clone()), Some(root), op)
+/// [`run_op_on`] on the file store over `root`.
+pub fn run_op(root: &Root, op: &Verb) -> OpResult {
+    let opened = Store::open(&[], std::slice::from_ref(root), &OpenCtx::default());
+    match opened.as_ref().ok().and_then(|s| s.members().first()) {
+        Some(m) => run_op_in(m.backend(), Some(root), op),
+        None => OpResult {
+            verb: op.verb(),
+            key: op.key().to_string(),
+            root: 0,
+            ok: false,
+            message: format!("{} {}: the root cannot be opened", op.verb(), op.key()),
+        },
+    }
 }
 
 /// Run one op now (blocking) through the store's verbs — the same
 /// transactions the CLI runs — and describe the outcome. Its `root` is
 /// the only one's; the worker over several says which it ran in.
-pub fn run_store_op(store: &dyn Backend, op: &Op) -> OpResult {
+pub fn run_op_on(store: &dyn Backend, op: &Verb) -> OpResult {
     run_op_in(store, None, op)
 }
 
-/// [`run_store_op`], where `root` is the file root `store` is over (None:
+/// [`run_op_on`], where `root` is the file root `store` is over (None:
 /// a store with a connection, which keeps no litter one entry could be).
-fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
-    if let Op::In { op, .. } = op {
-        // The caller chose the store already.
-        return run_op_in(store, root, op);
-    }
+fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Verb) -> OpResult {
     let key = op.key().to_string();
     let (ok, message) = match op {
-        Op::Acquire {
+        Verb::Acquire {
             key,
             holder,
             ttl_ms,
@@ -73,14 +78,14 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
                 AcquireOutcome::describe,
             )
         }
-        Op::Release { key, holder } => worded(
+        Verb::Release { key, holder } => worded(
             "release",
             key,
             store.release(key, holder, None),
             |o| matches!(o, ReleaseOutcome::Released { .. }),
             ReleaseOutcome::describe,
         ),
-        Op::Renew {
+        Verb::Renew {
             key,
             holder,
             ttl_ms,
@@ -92,7 +97,7 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             |o| matches!(o, RenewOutcome::Renewed { .. }),
             RenewOutcome::describe,
         ),
-        Op::ForceRelease { key, opts } => worded(
+        Verb::ForceRelease { key, opts } => worded(
             "force-release",
             key,
             store.force_release(
@@ -105,7 +110,7 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             |o| matches!(o, ForceOutcome::Archived { .. }),
             ForceOutcome::describe,
         ),
-        Op::Clean => match store.repair().map(|r| r.repair()) {
+        Verb::Clean => match store.repair().map(|r| r.repair()) {
             Some(Ok(fixes)) => cleaned(&fixes),
             // Over etcd an abandoned claim's lease ends it; what is left to
             // clean is `claimtop doctor`'s to report.
@@ -117,12 +122,10 @@ fn run_op_in(store: &dyn Backend, root: Option<&Root>, op: &Op) -> OpResult {
             ),
             Some(Err(e)) => (false, format!("clean failed: {e}")),
         },
-        Op::CleanOne(h) => clean_one(root, h),
+        Verb::CleanOne(h) => clean_one(root, h),
         // Asked through `serve`, which knows how long to wait for a host.
-        Op::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
-        Op::ForgetHost { host_id, label } => run_forget(store, host_id, label),
-        // Unwrapped at the top: the inner op was run and answered there.
-        Op::In { .. } => (false, String::new()),
+        Verb::AskHost { .. } => ask_host(store, op, DEFAULT_ASK_WAIT),
+        Verb::ForgetHost { host_id, label } => run_forget(store, host_id, label),
     };
     OpResult {
         verb: op.verb(),
@@ -139,8 +142,8 @@ pub const DEFAULT_ASK_WAIT: Duration = Duration::from_secs(5);
 
 /// A force-release of a published claim, asked of its host's publisher
 /// and waited for up to `wait`: (did the host archive it, its words).
-fn ask_host(store: &dyn Backend, op: &Op, wait: Duration) -> (bool, String) {
-    let Op::AskHost {
+fn ask_host(store: &dyn Backend, op: &Verb, wait: Duration) -> (bool, String) {
+    let Verb::AskHost {
         host_id,
         hostname,
         root_id,
@@ -232,58 +235,35 @@ fn cleaned(fixes: &[Fix]) -> (bool, String) {
     )
 }
 
-/// `store_worker` on the file store over `root`.
-pub fn worker(root: Root, ops: Receiver<Op>, out: Sender<Action>, collect: Sender<Input>) {
-    worker_over(ShownRoots::new(root, &[]), ops, out, vec![collect]);
-}
-
-/// [`worker`] over several roots: an [`Op::In`] runs on its root's file
-/// store, and that root's collector (`collects[i]`) re-reads what it touched.
-pub fn worker_over(
-    roots: ShownRoots,
+/// Serve ops one at a time until the UI hangs up, each on its origin's
+/// member of `store`, and have the op's claim
+/// re-read at once by that member's lane (`lanes`, by origin), so the
+/// table does not wait for the feed to notice the op's own write.
+pub fn worker(
+    store: Arc<Store>,
+    roots: Origins,
     ops: Receiver<Op>,
     out: Sender<Action>,
-    collects: Vec<Sender<Input>>,
+    lanes: Vec<Sender<Input>>,
 ) {
-    let stores = roots
-        .iter()
-        .map(|r| Arc::new(FileStore::new(r.clone())) as Arc<dyn Backend>)
-        .collect();
-    serve(stores, Some(roots), ops, out, collects, DEFAULT_ASK_WAIT);
-}
-
-/// [`worker`] over a store with a connection (etcd), whose collector
-/// re-reads the op's key.
-/// `ask_wait`: how long a publishing host is waited for (`--timeout`).
-pub fn store_worker(
-    store: Arc<dyn Backend>,
-    ask_wait: Duration,
-    ops: Receiver<Op>,
-    out: Sender<Action>,
-    collect: Sender<Input>,
-) {
-    serve(vec![store], None, ops, out, vec![collect], ask_wait);
-}
-
-/// Serve ops one at a time until the UI hangs up, and have the op's claim
-/// re-read at once, so the table does not wait for the watch to notice the
-/// op's own write.
-fn serve(
-    stores: Vec<Arc<dyn Backend>>,
-    roots: Option<ShownRoots>,
-    ops: Receiver<Op>,
-    out: Sender<Action>,
-    collects: Vec<Sender<Input>>,
-    ask_wait: Duration,
-) {
-    for op in ops {
-        if let (Op::AskHost { .. } | Op::ForgetHost { .. }, Some(store)) = (&op, stores.first()) {
+    // A publishing host is waited for as long as any store call: the
+    // CLI's `force-release --host` waits the same.
+    let ask_wait = DEFAULT_ASK_WAIT;
+    for Op { at, verb: op } in ops {
+        if let Verb::AskHost { .. } | Verb::ForgetHost { .. } = &op {
             // Nothing to re-read here: the copy is re-read when the host's
-            // answer changes it (or the fleet, once a host is forgotten),
-            // through the store's watch.
-            let (ok, message) = match &op {
-                Op::ForgetHost { host_id, label } => run_forget(&**store, host_id, label),
-                _ => ask_host(&**store, &op, ask_wait),
+            // answer changes it (or the hosts, once one is forgotten),
+            // through the store's feed.
+            let fleet = store
+                .members()
+                .iter()
+                .find(|m| m.backend().fleet().is_some());
+            let (ok, message) = match (fleet, &op) {
+                (None, _) => (false, "this store has no publishing hosts".to_string()),
+                (Some(m), Verb::ForgetHost { host_id, label }) => {
+                    run_forget(m.backend(), host_id, label)
+                }
+                (Some(m), _) => ask_host(m.backend(), &op, ask_wait),
             };
             let result = OpResult {
                 verb: op.verb(),
@@ -297,30 +277,31 @@ fn serve(
             }
             continue;
         }
-        let (i, op) = match op {
-            Op::In { root, op } => (root, *op),
-            op => (0, op),
-        };
-        let Some(store) = stores.get(i) else {
-            // The model names only roots it was given; say so if not.
+        let i = usize::from(at.0);
+        let Some(backend) = store.backend(at) else {
+            // The model names only origins it was given; say so if not.
             let result = OpResult {
                 verb: op.verb(),
                 key: op.key().to_string(),
                 root: i,
                 ok: false,
-                message: format!("{} {}: no root number {i}", op.verb(), op.key()),
+                message: format!("{} {}: no origin number {i}", op.verb(), op.key()),
             };
             if out.send(Action::OpResult(result)).is_err() {
                 break;
             }
             continue;
         };
-        let root = roots.as_ref().and_then(|r| r.get(i));
-        let mut result = run_op_in(&**store, root, &op);
+        let mut result = run_op_in(backend, roots.get(i), &op);
         result.root = i;
-        // With several roots the status line says which root it was.
-        if let Some(roots) = roots.as_ref().filter(|r| r.is_several()) {
-            result.message = format!("{} (root {})", result.message, roots.label(i));
+        // With several origins the status line says which it was.
+        if roots.several() {
+            let noun = if roots.get(i).is_some() {
+                "root"
+            } else {
+                "store"
+            };
+            result.message = format!("{} ({noun} {})", result.message, roots.label(i));
         }
         // The answer first: a re-read of a store that stopped answering
         // waits out its whole --timeout again, and the operator's op must
@@ -329,9 +310,9 @@ fn serve(
         if out.send(Action::OpResult(result)).is_err() {
             break;
         }
-        match (collects.get(i), &op) {
-            (Some(c), Op::Clean | Op::CleanOne(_)) => {
-                let _ = c.send(Input::Rescan);
+        match (lanes.get(i), &op) {
+            (Some(c), Verb::Clean | Verb::CleanOne(_)) => {
+                let _ = c.send(Input::Relist);
             }
             (Some(c), _) => {
                 let _ = c.send(Input::Reread(key));
@@ -341,7 +322,7 @@ fn serve(
     }
 }
 
-/// Run `Op::ForgetHost` on the store: (was it forgotten, the words).
+/// Run `Verb::ForgetHost` on the store: (was it forgotten, the words).
 fn run_forget(store: &dyn Backend, host_id: &str, label: &str) -> (bool, String) {
     let host = crate::sanitize::sanitize(label).into_owned();
     let Some(fleet) = store.fleet() else {
@@ -377,7 +358,7 @@ mod tests {
     fn the_status_line_words_an_outcome_exactly_as_the_cli_does() {
         let td = tempfile::TempDir::new().unwrap();
         let root = Root::with_events_here(td.path());
-        let op = Op::Release {
+        let op = Verb::Release {
             key: "k".into(),
             holder: "me".into(),
         };
@@ -390,7 +371,7 @@ mod tests {
 
     /// A file store whose `status` takes as long as an unreachable store's
     /// --timeout, and whose acquire fails at once as one would.
-    struct Stalled(FileStore);
+    struct Stalled(Arc<dyn Backend>);
 
     impl crate::store::Claims for Stalled {
         fn url(&self) -> String {
@@ -465,20 +446,27 @@ mod tests {
     #[test]
     fn an_op_is_answered_before_the_re_read_that_a_silent_store_makes_wait() {
         let td = tempfile::TempDir::new().unwrap();
-        let store = Stalled(FileStore::new(Root::with_events_here(td.path())));
+        let root = Root::with_events_here(td.path());
+        let store =
+            Stalled(crate::dashboard::testing::store_of_roots(&[root]).members()[0].shared());
         let (op_tx, op_rx) = std::sync::mpsc::channel();
         let (out_tx, out_rx) = std::sync::mpsc::channel();
         let (reread_tx, _reread_rx) = std::sync::mpsc::channel();
         let worker = std::thread::spawn(move || {
-            store_worker(Arc::new(store), DEFAULT_ASK_WAIT, op_rx, out_tx, reread_tx)
+            let store = Arc::new(Store::of(vec![Arc::new(store)]));
+            let shown = Origins::of_store(&store, &[]);
+            worker(store, shown, op_rx, out_tx, vec![reread_tx])
         });
         let asked = std::time::Instant::now();
         op_tx
-            .send(Op::Acquire {
-                key: "k".into(),
-                holder: "me".into(),
-                ttl_ms: None,
-                reason: None,
+            .send(Op {
+                at: crate::store::OriginIx(0),
+                verb: Verb::Acquire {
+                    key: "k".into(),
+                    holder: "me".into(),
+                    ttl_ms: None,
+                    reason: None,
+                },
             })
             .unwrap();
         let first = out_rx

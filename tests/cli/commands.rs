@@ -1027,7 +1027,7 @@ fn an_orphaned_acquire_with_a_ttl_is_never_bound_to_init() {
 #[test]
 fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
     use claimtop::claims::{operator_name, Root};
-    use claimtop::dashboard::testing::{ForceOptsShown, Op};
+    use claimtop::dashboard::testing::{ForceOptsShown, Verb};
     let s = Sandbox::new();
     s.write_lock("a", "not: [valid");
     s.write_lock("b", "not: [valid");
@@ -1045,7 +1045,7 @@ fn the_cli_and_the_dashboard_audit_one_operator_the_same_way() {
         root: s.root().to_path_buf(),
         events_dir: Some(s.root().to_path_buf()),
     };
-    let op = Op::ForceRelease {
+    let op = Verb::ForceRelease {
         key: "b".into(),
         opts: ForceOptsShown {
             operator: "operator:someone@else".into(),

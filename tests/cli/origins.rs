@@ -166,8 +166,11 @@ fn doctor_and_events_over_several_origins_say_whose_each_line_is() {
 }
 
 #[test]
-fn the_dashboard_refuses_several_stores_with_a_usage_error_before_it_takes_the_terminal() {
+fn the_dashboard_takes_several_stores_rather_than_a_usage_error() {
     let home = TempDir::new().expect("home");
+    // No terminal (nor etcd) here: the dashboard gets past the names to
+    // opening the stores or the terminal (tests/dashboard_stores covers a
+    // mixed view's screen).
     let out = claimtop(home.path())
         .args([
             "--store",
@@ -177,7 +180,7 @@ fn the_dashboard_refuses_several_stores_with_a_usage_error_before_it_takes_the_t
         ])
         .output()
         .expect("dashboard");
-    assert_eq!(code(&out), 2, "{out:?}");
+    assert_ne!(code(&out), 2, "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("one --store"), "{err}");
+    assert!(!err.contains("one --store"), "{err}");
 }

@@ -19,11 +19,13 @@ use claimtop::claims::{
     ClaimState, Classifier, Counts, Hazard, LocalIdentity, Root, Status, Sweep, EXPIRED_SUBDIR,
 };
 use claimtop::dashboard::testing::{update, Action, App, Options};
-use claimtop::dashboard::testing::{Collector, Input};
+use claimtop::dashboard::testing::{Input, Update};
 use claimtop::events::tail::Line;
+use claimtop::store::drive::{DriveOpts, Driver, Want};
 use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
 use claimtop::store::mirror::Mirror;
+use claimtop::store::OriginIx;
 use claimtop::store::{Backend, Change, Changes, Claims, Feed, Fenced, ListEnd, ListSink};
 use claimtop::store::{MemberListing, StoreError, Words};
 use ratatui::backend::TestBackend;
@@ -513,6 +515,10 @@ pub fn judge() -> Judge {
     Judge::with(me(), probe)
 }
 
+/// What reads a root for the model in these tests: a driver of its
+/// mirror, driven by hand (no thread, no clock of its own).
+pub type Collector = Driver<'static>;
+
 /// The collector of this world: reads `root` at [`NOW`] with [`probe`].
 pub fn collector(root: &Root) -> Collector {
     collector_with(root, probe)
@@ -520,19 +526,70 @@ pub fn collector(root: &Root) -> Collector {
 
 /// [`collector`] with another process table.
 pub fn collector_with(root: &Root, probe: fn(i32) -> Option<i64>) -> Collector {
-    let store = FileStore::new(root.clone());
-    Collector::new(
-        std::sync::Arc::new(store),
-        Some(Judge::with(me(), probe)),
-        0,
-        NOW,
-    )
+    driver_of(root, 0, Judge::with(me(), probe))
 }
 
 /// [`collector`] of root `i` of several.
 pub fn collector_in(root: &Root, i: usize) -> Collector {
+    driver_of(root, i, judge())
+}
+
+fn driver_of(root: &Root, i: usize, judge: Judge) -> Collector {
+    collector_judged(root, i, judge, NOW)
+}
+
+/// A collector of root `i` judging with `judge`, its clock at `now`.
+pub fn collector_judged(root: &Root, i: usize, judge: Judge, now: i64) -> Collector {
     let store = FileStore::new(root.clone());
-    Collector::new(std::sync::Arc::new(store), Some(judge()), i, NOW)
+    let opts = DriveOpts {
+        words: false,
+        ..DriveOpts::default()
+    };
+    Driver::shared(
+        std::sync::Arc::new(store),
+        OriginIx(i as u16),
+        Some(judge),
+        Want::Whole { head: 0 },
+        opts,
+        now,
+    )
+}
+
+/// What one member's lane says, as the model hears it.
+pub fn heard(u: Update) -> Action {
+    Action::Update(Box::new(u))
+}
+
+/// New lines of origin `at`'s events log, as the model hears them.
+pub fn log_lines_in(at: usize, lines: Vec<Line>) -> Action {
+    let news = claimtop::store::LogNews::Lines {
+        log: claimtop::events::history::Log::Own,
+        lines,
+        next: claimtop::store::Cursor::start(),
+        file_id: None,
+    };
+    Action::News(OriginIx(at as u16), news)
+}
+
+/// New lines of the first origin's events log.
+pub fn log_lines(lines: Vec<Line>) -> Action {
+    log_lines_in(0, lines)
+}
+
+/// Origin `at`'s events log was truncated or replaced.
+pub fn log_reset_in(at: usize) -> Action {
+    let log = claimtop::events::history::Log::Own;
+    Action::News(OriginIx(at as u16), claimtop::store::LogNews::Reset { log })
+}
+
+/// A delta of member `at`'s mirror, as the model hears it.
+pub fn mirrored(at: usize, delta: claimtop::store::mirror::Delta) -> Action {
+    heard(Update {
+        at: OriginIx(at as u16),
+        delta: Some(delta),
+        facts: None,
+        tick: None,
+    })
 }
 
 /// Ask the collector for `input` and apply what it sends; true when any
@@ -541,16 +598,19 @@ pub fn collect(app: &mut App, c: &mut Collector, input: Input) -> bool {
     c.handle(input, NOW)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a).redraw | dirty)
+        .fold(false, |dirty, u| update(app, heard(u)).redraw | dirty)
 }
 
 /// A second of the collector's clock, applied: what time changed, then
 /// the tick.
 pub fn tick(app: &mut App, c: &mut Collector, now: i64) -> bool {
-    c.tick(now)
+    let dirty = c
+        .handle(Input::Tick(now), now)
         .expect("the collector's reads")
         .into_iter()
-        .fold(false, |dirty, a| update(app, a).redraw | dirty)
+        .fold(false, |dirty, u| update(app, heard(u)).redraw | dirty);
+    // The clock says each tick, moved or not.
+    update(app, Action::Tick(now)).redraw | dirty
 }
 
 /// What the root's feed would say of these paths changing: a lockfile of
@@ -678,14 +738,7 @@ impl World {
             .expect("a fixed listing");
         let mut d = self.mirror.take_delta().expect("a listing");
         d.problem = Some(self.problem.clone());
-        update(
-            app,
-            Action::Mirror {
-                root: self.root,
-                delta: Box::new(d),
-            },
-        )
-        .redraw
+        update(app, mirrored(self.root, d)).redraw
     }
 
     /// A second of the mirror's clock, applied: what time changed, then
@@ -694,14 +747,7 @@ impl World {
         self.mirror.tick(now);
         let mut dirty = false;
         if let Some(d) = self.mirror.take_delta() {
-            dirty |= update(
-                app,
-                Action::Mirror {
-                    root: self.root,
-                    delta: Box::new(d),
-                },
-            )
-            .redraw;
+            dirty |= update(app, mirrored(self.root, d)).redraw;
         }
         update(app, Action::Tick(now)).redraw | dirty
     }
@@ -741,8 +787,16 @@ pub fn sweep_of(root: &Root, claims: Vec<Status>, hazards: Vec<Hazard>) -> World
 /// Show `app` the world: root `i`'s of several when its root is one of
 /// them. True when it redrew.
 pub fn apply_sweep(app: &mut App, mut w: World) -> bool {
-    if let Some(i) = app.roots.position(&w.store.0.sweep.root) {
+    if let Some(i) = app.origins.position(&w.store.0.sweep.root) {
+        // Its rows are that origin's: the mirror stamps it in their place.
         w.root = i;
+        w.mirror = Mirror::new(
+            OriginIx(i as u16),
+            claimtop::store::Claims::rules(&w.store),
+            Some(judge()),
+            NOW,
+        )
+        .wordless();
     }
     w.show(app)
 }
@@ -884,7 +938,7 @@ pub fn fixed_app(w: u16, h: u16) -> App {
     let mut app = app_at(root.clone());
     let sweep = sweep_of(&root, every_state(&root), vec![mutex_corpse(&root)]);
     apply_sweep(&mut app, sweep);
-    update(&mut app, Action::EventsAppended(some_events()));
+    update(&mut app, log_lines(some_events()));
     update(&mut app, Action::Resize(w, h));
     app
 }
@@ -1111,27 +1165,27 @@ pub fn listed(listing: MemberListing, at: i64, resync: Option<String>) -> Action
     );
     m.list(&store, at, resync).expect("a fixed listing");
     let delta = m.take_delta().expect("a listing");
-    Action::Mirror {
-        root: 0,
-        delta: Box::new(delta),
-    }
+    mirrored(0, delta)
 }
 
 /// A big store's first page, shown while the rest is listed.
 pub fn head(listing: MemberListing, at: i64) -> Action {
     let mut a = listed(listing, at, None);
-    if let Action::Mirror { delta, .. } = &mut a {
-        if let Some(w) = delta.whole.as_mut() {
+    if let Action::Update(u) = &mut a {
+        if let Some(w) = u.delta.as_mut().and_then(|d| d.whole.as_mut()) {
             w.partial = true;
         }
     }
     a
 }
 
-/// Claims the collector read again (state Free: gone).
-pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) -> Action {
-    use claimtop::store::mirror::{Delta, Row};
-    let rows = items
+/// Claims the collector read again (state Free: gone), with the counts its
+/// mirror tallies once they are in `app`'s rows.
+pub fn reread(app: &App, items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) -> Action {
+    use claimtop::dashboard::testing::RowId;
+    use claimtop::store::mirror::{Delta, Row, Tally};
+    use std::collections::HashMap;
+    let rows: Vec<Row> = items
         .into_iter()
         .map(|(s, tenure)| Row {
             path: s.file.clone(),
@@ -1139,12 +1193,34 @@ pub fn reread(items: Vec<(Status, Option<claimtop::store::Tenure>)>, at: i64) ->
             tenure,
         })
         .collect();
-    Action::Mirror {
-        root: 0,
-        delta: Box::new(Delta {
+    let mut states: HashMap<RowId, ClaimState> = app
+        .claims
+        .live
+        .by_row
+        .iter()
+        .filter(|(id, _)| !id.is_copy())
+        .map(|(id, s)| (id.clone(), s.state))
+        .collect();
+    for row in &rows {
+        let id = RowId::of(row.path.clone());
+        match row.status.state {
+            ClaimState::Free => states.remove(&id),
+            st => states.insert(id, st),
+        };
+    }
+    let mut counts = Counts::default();
+    states.values().for_each(|st| counts.add(*st));
+    let hazards = app.origins.origin(0).map(|o| o.tally.hazards.clone());
+    mirrored(
+        0,
+        Delta {
             rows,
+            tally: Some(Tally {
+                counts,
+                hazards: hazards.unwrap_or_default(),
+            }),
             at,
             ..Delta::default()
-        }),
-    }
+        },
+    )
 }

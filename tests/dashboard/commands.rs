@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use crate::effects::{asked_log, ops, update};
-use claimtop::dashboard::testing::{ColumnId, Dialog, Op, Overlay, Pane};
+use claimtop::dashboard::testing::{ColumnId, Dialog, Overlay, Pane, Verb};
 use claimtop::events::history::Anchor;
 use claimtop::events::service::Request;
 use ratatui::crossterm::event::KeyCode;
@@ -114,7 +114,7 @@ fn a_verb_with_a_key_acts_on_that_claim_as_its_key_would() {
     let mut app = fixed_app(160, 48);
     run(&mut app, "release db:migrate");
     assert!(
-        matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"),
+        matches!(ops().as_slice(), [Verb::Release { key, .. }] if key == "db:migrate"),
         "{:?}",
         ops()
     );
@@ -223,7 +223,7 @@ fn space_marks_rows_and_f_force_releases_them_all_after_one_question() {
     let keys: Vec<String> = ops()
         .iter()
         .map(|op| match op {
-            Op::ForceRelease { key, opts } => {
+            Verb::ForceRelease { key, opts } => {
                 assert!(!opts.allow_live);
                 key.clone()
             }
@@ -256,7 +256,7 @@ fn a_live_claim_among_the_marked_needs_their_number_typed() {
     assert_eq!(ops().len(), 2);
     assert!(ops()
         .iter()
-        .all(|op| matches!(op, Op::ForceRelease { opts, key }
+        .all(|op| matches!(op, Verb::ForceRelease { opts, key }
         if opts.allow_live == (key == "build:web"))));
 }
 
@@ -275,7 +275,7 @@ fn r_over_marks_releases_your_own_and_says_which_it_leaves() {
     assert_eq!(c.skipped[0].0, "build:web");
     assert!(render(&app).contains("Left alone (1)"));
     update(&mut app, key('y'));
-    assert!(matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"));
+    assert!(matches!(ops().as_slice(), [Verb::Release { key, .. }] if key == "db:migrate"));
 }
 
 #[test]
@@ -460,7 +460,7 @@ fn keys_the_settings_rebind_act_and_the_help_and_footer_say_them() {
     update(&mut app, key('r'));
     assert!(ops().is_empty(), "r is no longer release");
     update(&mut app, key('R'));
-    assert!(matches!(ops().as_slice(), [Op::Release { key, .. }] if key == "db:migrate"));
+    assert!(matches!(ops().as_slice(), [Verb::Release { key, .. }] if key == "db:migrate"));
     assert!(render(&app).contains("R release"), "the footer says R");
     update(&mut app, key('?'));
     let help = render(&app);

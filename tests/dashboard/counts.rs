@@ -5,17 +5,11 @@
 //! and a claim whose record names another key never reads healthy.
 
 use crate::common::*;
-use claimtop::claims::{
-    self, census, Counts, ForceOpts, Hazard, ItemRules, LocalIdentity, Root, Status,
-};
+use claimtop::claims::{self, ForceOpts, Hazard, LocalIdentity, Root};
+use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{update, Action, App};
-use claimtop::dashboard::testing::{ClaimSet, RowId};
-use claimtop::dashboard::testing::{Collector, Input};
-use claimtop::store::file::FileStore;
 use claimtop::store::mirror::judge::Judge;
-use proptest::prelude::*;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Ask the collector for `input` at the wall clock, and apply what it says.
@@ -24,7 +18,7 @@ fn collect_now(app: &mut App, c: &mut Collector, input: Input) {
         .handle(input, claims::now_ms())
         .expect("the collector's reads")
     {
-        update(app, a);
+        update(app, heard(a));
     }
 }
 
@@ -40,9 +34,8 @@ fn dashboard(root: &Root) -> (App, Collector) {
         OPERATOR.into(),
     );
     update(&mut app, Action::Resize(160, 48));
-    let store = FileStore::new(root.clone());
-    let mut col = Collector::new(std::sync::Arc::new(store), Some(Judge::local()), 0, now);
-    collect_now(&mut app, &mut col, Input::Rescan);
+    let mut col = collector_judged(root, 0, Judge::local(), now);
+    collect_now(&mut app, &mut col, Input::Relist);
     (app, col)
 }
 
@@ -63,7 +56,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
     let doctor = claims::doctor(root);
     let listed = claims::sweep(root).counts;
     assert_eq!(
-        kinds_at(&app.claims.hazards()),
+        kinds_at(&app.hazards()),
         kinds_at(&doctor),
         "h against doctor"
     );
@@ -72,7 +65,7 @@ fn assert_agrees_with_doctor(app: &App, root: &Root) {
         doctor.len(),
         "the header against doctor"
     );
-    assert_eq!(app.shown().counts, listed, "the header against list");
+    assert_eq!(app.counted(), listed, "the header against list");
 }
 
 /// A lockfile past the read cap: `unreadable`, and so held.
@@ -99,12 +92,11 @@ fn an_unreadable_lockfile_is_one_hazard_in_the_header_in_h_and_in_doctor() {
     plant_corpse(&root, "corr");
     let (app, _col) = dashboard(&root);
     let unreadable = app
-        .claims
         .hazards()
         .iter()
         .filter(|h| h.kind == claimtop::claims::hazard::UNREADABLE)
         .count();
-    assert_eq!(unreadable, 1, "listed once: {:?}", app.claims.hazards());
+    assert_eq!(unreadable, 1, "listed once: {:?}", app.hazards());
     assert_eq!(app.hazard_count(), 3);
     assert_agrees_with_doctor(&app, &root);
 }
@@ -144,7 +136,8 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
 
     // The root's one feed, as the dashboard follows it.
     let mut feed =
-        claimtop::store::Feed::changes(&FileStore::new(root.clone()), None).expect("the feed");
+        claimtop::store::Feed::changes(&claimtop::store::file::FileStore::new(root.clone()), None)
+            .expect("the feed");
     // Let the watcher register before anything moves.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill();
@@ -162,7 +155,7 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
             _ => break,
         }
     }
-    assert_eq!(app.hazard_count(), 1, "{:?}", app.claims.hazards());
+    assert_eq!(app.hazard_count(), 1, "{:?}", app.hazards());
     assert_agrees_with_doctor(&app, &root);
     update(&mut app, key('x'));
     let screen = render(&app);
@@ -223,59 +216,4 @@ fn a_claim_whose_record_names_another_key_is_marked_in_its_row_and_its_why() {
         flat.contains("⚠ key_mismatch: the file is named for key \"mism\""),
         "the why says it: {screen}"
     );
-}
-
-/// A claim at `/r/<key>.lock` in `state`, its record naming `names` (None:
-/// no record).
-fn claim(key: &str, state: claims::ClaimState, names: Option<&str>) -> Status {
-    let mut s = Status::free(
-        key.into(),
-        PathBuf::from(format!("/r/{key}.lock")),
-        "why".into(),
-    );
-    s.state = state;
-    s.record = names.map(|k| record(k, "w", 1, 1));
-    s.locality = Some(claims::Locality::Local);
-    s
-}
-
-fn any_claim() -> impl Strategy<Value = Status> {
-    use claims::ClaimState::*;
-    let state = prop_oneof![
-        Just(Free),
-        Just(Live),
-        Just(Suspect),
-        Just(Stale),
-        Just(Corrupted),
-        Just(Unreadable)
-    ];
-    ("[a-d]", state, proptest::option::of("[a-d]")).prop_map(|(k, st, names)| {
-        let names = names.filter(|_| !matches!(st, Corrupted | Unreadable));
-        claim(&k, st, names.as_deref())
-    })
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-
-    /// The header's running sums are exactly the census of what is left,
-    /// however claims came, changed and went.
-    #[test]
-    fn the_dashboards_running_tally_is_the_census_of_its_claims(
-        steps in proptest::collection::vec(any_claim(), 1..40)
-    ) {
-        let mut set = ClaimSet::default();
-        for s in steps {
-            let id = RowId::claim(&s.file);
-            set.put(&id, Arc::new(s));
-            let whole = census(
-                set.by_row.values().map(|s| &**s),
-                Vec::new(),
-                |_| ItemRules::Lockfile,
-            );
-            prop_assert_eq!(set.counts, whole.counts);
-            let per_dir: Counts = set.counts_in(Path::new("/r"));
-            prop_assert_eq!(per_dir, whole.counts);
-        }
-    }
 }

@@ -3,8 +3,8 @@
 //! read the ops asked for, the quit, the suspend and the clipboard here.
 //! Each test runs on its own thread, so each has its own record.
 
-use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::{Action, App, Effects};
+use claimtop::dashboard::testing::{Op, Verb};
 use claimtop::events::service::Request;
 use std::cell::RefCell;
 
@@ -19,8 +19,14 @@ pub fn update(app: &mut App, action: Action) -> Effects {
     fx
 }
 
-/// The ops asked for since the last [`take_ops`], oldest first.
-pub fn ops() -> Vec<Op> {
+/// What the ops asked for since the last [`take_ops`] do, oldest first.
+pub fn ops() -> Vec<Verb> {
+    routed().into_iter().map(|op| op.verb).collect()
+}
+
+/// The ops asked for since the last [`take_ops`], each with the origin it
+/// goes to, oldest first.
+pub fn routed() -> Vec<Op> {
     ASKED.with(|a| a.borrow().ops.clone())
 }
 

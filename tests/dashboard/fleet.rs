@@ -10,10 +10,10 @@ use claimtop::claims::Hazard;
 use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Counts, Status, Sweep};
 use claimtop::dashboard::testing::ColumnId;
-use claimtop::dashboard::testing::Op;
 use claimtop::dashboard::testing::RowId;
+use claimtop::dashboard::testing::StoreView;
+use claimtop::dashboard::testing::Verb;
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{StoreMsg, StoreView};
 use claimtop::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot};
 use claimtop::store::{Cursor, ListEnd, MemberListing};
 use ratatui::crossterm::event::KeyCode;
@@ -21,8 +21,179 @@ use serde_json::{json, Value};
 
 const URL: &str = "etcd://10.0.0.1:2379/fno";
 
+/// What the site's published member's lane says, as these tests tell it.
+enum StoreMsg {
+    /// The hosts, and every copy they publish, read again.
+    Fleet { fleet: Box<FleetState>, at: i64 },
+    /// One copy re-read (None: its host no longer publishes it).
+    Published {
+        host_id: String,
+        root_id: String,
+        key: String,
+        item: Option<Value>,
+        at: i64,
+    },
+}
+
+/// The site and its copies' origins, as a store of one `--store` opens them.
+const SITE: u16 = 0;
+const COPIES: u16 = 1;
+
+fn copy_place(host_id: &str, root_id: &str, key: &str) -> claimtop::claims::Loc {
+    let place = format!("{host_id}/{root_id}/{key}");
+    claimtop::claims::Loc::new(COPIES, ItemRules::Copy, std::path::Path::new(&place))
+}
+
+/// A copy as the published member lists it: as its host judged it, or,
+/// its host offline, as last known then.
+fn copy_row(i: &FleetItem, offline_since: Option<i64>) -> Option<claimtop::store::mirror::Row> {
+    let place = copy_place(&i.host_id, &i.root.id, i.key());
+    let mut s = claimtop::store::fleet::copy_status(place, &i.item)?;
+    if let Some(seen) = offline_since {
+        let was = s.state;
+        s.state = claimtop::claims::census::copy_state(was, false);
+        s.why = format!(
+            "last known at {}, host offline; it was {was} then: {}",
+            claimtop::time::instant_words(seen, false),
+            s.why
+        );
+    }
+    Some(claimtop::store::mirror::Row {
+        path: s.file.clone(),
+        status: std::sync::Arc::new(s),
+        tenure: None,
+    })
+}
+
+/// The copies' counts once `d` is taken in, as the published member's
+/// mirror tallies them with each delta.
+fn copies_tally(app: &App, d: &claimtop::store::mirror::Delta) -> claimtop::store::mirror::Tally {
+    use std::collections::HashMap;
+    let mut states: HashMap<RowId, ClaimState> = HashMap::new();
+    if d.whole.is_none() {
+        for (id, s) in &app.claims.live.by_row {
+            if id.is_copy() {
+                states.insert(id.clone(), s.state);
+            }
+        }
+    }
+    for row in &d.rows {
+        let id = RowId::of(row.path.clone());
+        match row.status.state {
+            ClaimState::Free => states.remove(&id),
+            st => states.insert(id, st),
+        };
+    }
+    let mut counts = Counts::default();
+    for st in states.values() {
+        counts.add(*st);
+    }
+    claimtop::store::mirror::Tally {
+        counts,
+        hazards: std::sync::Arc::new(Vec::new()),
+    }
+}
+
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg))).redraw
+    use claimtop::dashboard::testing::Update;
+    use claimtop::store::drive::Facts;
+    use claimtop::store::mirror::{Delta, Whole};
+    use claimtop::store::OriginIx;
+    let (delta, facts, hazards) = match msg {
+        StoreMsg::Fleet { fleet, at } => {
+            let seen = |id: &str| {
+                fleet
+                    .hosts
+                    .iter()
+                    .find(|h| h.host_id == id && !h.online)
+                    .map(|h| h.last_seen_ms)
+            };
+            let rows = fleet
+                .items
+                .iter()
+                .filter_map(|i| copy_row(i, None))
+                .chain(
+                    fleet
+                        .last_known
+                        .iter()
+                        .filter_map(|i| copy_row(i, seen(&i.host_id))),
+                )
+                .collect();
+            let delta = Delta {
+                whole: Some(Whole {
+                    resync: None,
+                    partial: false,
+                    revision: None,
+                }),
+                rows,
+                at,
+                ..Delta::default()
+            };
+            let facts = Facts {
+                hosts: Some(std::sync::Arc::new(fleet.hosts.clone())),
+                ..Facts::default()
+            };
+            (delta, Some(facts), Some(fleet.hazards))
+        }
+        StoreMsg::Published {
+            host_id,
+            root_id,
+            key,
+            item,
+            at,
+        } => {
+            let gone = || {
+                let place = copy_place(&host_id, &root_id, &key);
+                let s = Status::free(key.clone(), place.clone(), String::new());
+                claimtop::store::mirror::Row {
+                    path: place,
+                    status: std::sync::Arc::new(s),
+                    tenure: None,
+                }
+            };
+            let row = item
+                .and_then(|v| {
+                    let i = FleetItem {
+                        host_id: host_id.clone(),
+                        hostname: String::new(),
+                        root: root_a(),
+                        item: v,
+                    };
+                    copy_row(&i, None)
+                })
+                .unwrap_or_else(gone);
+            let delta = Delta {
+                rows: vec![row],
+                at,
+                ..Delta::default()
+            };
+            (delta, None, None)
+        }
+    };
+    // The site's lane reads its hosts (and what they found); the copies'
+    // lane lists the copies.
+    let mut moved = false;
+    if let Some(facts) = facts {
+        let site = Update {
+            at: OriginIx(SITE),
+            delta: None,
+            facts: Some(facts),
+            tick: None,
+        };
+        moved |= update(app, Action::Update(Box::new(site))).redraw;
+    }
+    if let Some(h) = hazards {
+        moved |= update(app, Action::FleetHazards(OriginIx(SITE), h)).redraw;
+    }
+    let mut delta = delta;
+    delta.tally = Some(copies_tally(app, &delta));
+    let u = Update {
+        at: OriginIx(COPIES),
+        delta: Some(delta),
+        facts: None,
+        tick: None,
+    };
+    moved | update(app, Action::Update(Box::new(u))).redraw
 }
 
 fn root_a() -> PublishedRoot {
@@ -168,7 +339,7 @@ fn published_claims_join_the_store_claims_with_their_host_and_source() {
     ));
     // One key held natively and on alpha reads as two rows.
     assert_eq!(app.table.rows.len(), 3);
-    assert_eq!(app.shown().counts.live, 3);
+    assert_eq!(app.counted().live, 3);
     let screen = render(&app);
     let header = header_row(&screen);
     assert!(
@@ -314,7 +485,7 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         2,
         "the corrupted copy is counted once, as alpha listed it"
     );
-    assert_eq!(app.claims.hazard_count(), 0, "none of them is the store's");
+    assert_eq!(app.hazards().len(), 0, "none of them is the store's");
     assert!(render(&app).contains("2 hazards"));
 
     update(&mut app, key('h'));
@@ -487,7 +658,7 @@ fn f_on_a_published_copy_asks_its_host_with_the_guard_it_was_shown() {
     type_text(&mut app, "build/x86");
     update(&mut app, code(KeyCode::Enter));
     match ops().as_slice() {
-        [Op::AskHost {
+        [Verb::AskHost {
             host_id,
             hostname,
             root_id,
@@ -523,17 +694,17 @@ fn f_on_a_store_claim_stays_the_stores_own_force_release() {
     type_text(&mut app, "deploy/prod");
     update(&mut app, code(KeyCode::Enter));
     assert!(
-        matches!(ops().as_slice(), [Op::ForceRelease { key, .. }] if key == "deploy/prod"),
+        matches!(ops().as_slice(), [Verb::ForceRelease { key, .. }] if key == "deploy/prod"),
         "{:?}",
         ops()
     );
 }
 
 #[test]
-fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
+fn r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
     let mut app = with_two_hosts();
     select(&mut app, "build/x86");
-    for c in ['a', 'r', 'n'] {
+    for c in ['r', 'n'] {
         app.status = None;
         update(&mut app, key(c));
         assert!(ops().is_empty());
@@ -546,6 +717,33 @@ fn a_r_and_n_on_a_published_copy_say_it_is_read_only_and_do_nothing() {
         assert!(said.contains("read-only copy"), "{c}: {said}");
         assert!(said.contains("alpha"), "{c}: {said}");
     }
+}
+
+#[test]
+fn acquire_is_offered_with_a_published_copy_selected() {
+    // Acquiring has nothing to do with the selected row: it takes a key of
+    // the store's own, whatever row the cursor is on.
+    let mut app = with_two_hosts();
+    select(&mut app, "build/x86");
+    app.status = None;
+    update(&mut app, key('a'));
+    assert!(
+        matches!(
+            app.modes.dialog(),
+            Some(claimtop::dashboard::testing::Dialog::Acquire(_))
+        ),
+        "a opened no acquire form: {:?}",
+        app.status
+    );
+    for c in "gpu/1".chars() {
+        update(&mut app, key(c));
+    }
+    update(&mut app, code(KeyCode::Enter));
+    let asked = ops();
+    assert!(
+        matches!(asked.as_slice(), [Verb::Acquire { key, .. }] if key == "gpu/1"),
+        "{asked:?}"
+    );
 }
 
 #[test]
@@ -585,10 +783,7 @@ fn a_mirrored_event_in_the_events_pane_names_its_host() {
     let mut app = with_two_hosts();
     let mirrored = r#"{"ts":"2026-12-01T05:00:00Z","type":"claim_acquired","source":"fno-loop","data":{"key":"build/x86","holder":"ci:runner-7","pid":4242},"host":"alpha\u001b[2J","host_id":"m-alpha","root":"/srv/alpha"}"#;
     let own = r#"{"ts":"2026-12-01T05:00:01Z","type":"claim_released","source":"fno-loop","data":{"key":"deploy/prod","holder":"pty:alice"}}"#;
-    update(
-        &mut app,
-        Action::EventsAppended(vec![line(mirrored), line(own)]),
-    );
+    update(&mut app, log_lines(vec![line(mirrored), line(own)]));
     let screen = render(&app);
     let row = line_with(&screen, " acquired ");
     assert!(
@@ -632,7 +827,7 @@ fn browsing_on_a_published_copy_reads_its_roots_mirrored_log_and_back_on_a_store
         truncated: false,
         claim: None,
     };
-    update(&mut app, Action::EventsAppended(vec![own, theirs]));
+    update(&mut app, log_lines(vec![own, theirs]));
     assert_eq!(app.events.browse.new_lines, 1, "only alpha's line");
     // Back on the store's own claim, the timeline reads the store's log.
     update(&mut app, key('G'));
@@ -690,8 +885,8 @@ fn an_offline_hosts_claims_stay_greyed_as_last_known_and_are_never_counted_live(
     let mut app = with_beta_dead();
     // The store's one and alpha's two are live; beta's three are kept apart.
     assert_eq!(app.table.rows.len(), 6);
-    assert_eq!(app.shown().counts.live, 3);
-    assert_eq!(app.shown().counts.last_known, 3);
+    assert_eq!(app.counted().live, 3);
+    assert_eq!(app.counted().last_known, 3);
     let screen = render(&app);
     assert!(screen.contains("◌ 3 last known"), "{screen}");
     assert!(screen.contains("● 3 live"), "{screen}");
@@ -757,7 +952,7 @@ fn d_forgets_a_last_known_rows_offline_host_after_asking_and_refuses_an_online_o
     assert!(ops().is_empty(), "nothing before the answer");
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForgetHost { host_id, label }] => {
+        [Verb::ForgetHost { host_id, label }] => {
             assert_eq!(host_id, "m-beta");
             assert_eq!(label, "beta");
         }

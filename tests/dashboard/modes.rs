@@ -424,7 +424,7 @@ fn n_on_a_suspect_claim_warns_its_holder_is_not_provably_alive_and_asks_even_for
     assert!(screen.contains("renew it all the same?"), "{screen}");
     update(&mut app, key('y'));
     assert!(
-        matches!(ops().as_slice(), [claimtop::dashboard::testing::Op::Renew { key, operator: None, .. }] if key == "node:alpha"),
+        matches!(ops().as_slice(), [claimtop::dashboard::testing::Verb::Renew { key, operator: None, .. }] if key == "node:alpha"),
         "{:?}",
         ops()
     );

@@ -4,12 +4,13 @@
 //! whole screens at 80×24 and 160×48 with three roots.
 
 use crate::common::*;
-use crate::effects::{asked_log, clear_log, ops, update};
+use crate::effects::{asked_log, clear_log, ops, routed, update};
 use claimtop::claims::Root;
 use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{Action, App, Options};
 use claimtop::dashboard::testing::{ColumnId, Dialog};
-use claimtop::dashboard::testing::{Op, RootProblem};
+use claimtop::dashboard::testing::{Op, RootProblem, Verb};
+use claimtop::store::OriginIx;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
 use std::sync::mpsc::channel;
@@ -67,10 +68,7 @@ fn three_roots(w: u16, h: u16) -> App {
     let mut missing = sweep_of(&c, vec![], vec![]);
     missing.problem = Some(RootProblem::Missing(c.root.clone()));
     apply_sweep(&mut app, missing);
-    update(
-        &mut app,
-        Action::InRoot(0, Box::new(Action::EventsAppended(some_events()))),
-    );
+    update(&mut app, log_lines_in(0, some_events()));
     let b_lines = vec![
         event(
             "2027-01-15T07:55:00Z",
@@ -85,10 +83,7 @@ fn three_roots(w: u16, h: u16) -> App {
                    "acquired_at": NOW - 2 * MIN, "expires_at": NOW + 30 * MIN}),
         ),
     ];
-    update(
-        &mut app,
-        Action::InRoot(1, Box::new(Action::EventsAppended(b_lines))),
-    );
+    update(&mut app, log_lines_in(1, b_lines));
     update(&mut app, Action::Resize(w, h));
     app
 }
@@ -98,7 +93,7 @@ fn root_labels_of_rows(app: &App) -> Vec<String> {
         .rows
         .iter()
         .filter_map(|p| app.shown().get(p))
-        .map(|s| app.roots.label(app.roots.of(s)).to_string())
+        .map(|s| app.origins.label(app.origins.of(s)).to_string())
         .collect()
 }
 
@@ -110,7 +105,7 @@ fn select_in(app: &mut App, key: &str, label: &str) {
         .position(|p| {
             app.shown()
                 .get(p)
-                .is_some_and(|s| s.key == key && app.roots.label(app.roots.of(s)) == label)
+                .is_some_and(|s| s.key == key && app.origins.label(app.origins.of(s)) == label)
         })
         .unwrap_or_else(|| panic!("no row for {key} in {label}"));
     app.table.selected = i;
@@ -121,7 +116,7 @@ fn select_in(app: &mut App, key: &str, label: &str) {
 #[test]
 fn each_root_gets_the_shortest_path_suffix_that_tells_it_apart() {
     let app = three_roots(80, 24);
-    assert_eq!(app.roots.labels(), ["work", "ana/api", "ci/api"]);
+    assert_eq!(app.origins.labels(), ["work", "ana/api", "ci/api"]);
 }
 
 #[test]
@@ -133,7 +128,7 @@ fn the_same_key_in_two_roots_is_two_rows() {
         .iter()
         .filter_map(|p| app.shown().get(p))
         .filter(|s| s.key == "build:web")
-        .map(|s| app.roots.label(app.roots.of(s)).to_string())
+        .map(|s| app.origins.label(app.origins.of(s)).to_string())
         .collect();
     assert_eq!(web.len(), 2);
     assert!(web.contains(&"work".to_string()) && web.contains(&"ana/api".to_string()));
@@ -192,7 +187,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
         .shown()
         .by_row
         .values()
-        .filter(|s| app.roots.of(s) == 0)
+        .filter(|s| app.origins.of(s) == 0)
         .cloned()
         .collect();
     // B now holds one other claim: its two rows go, the new one comes.
@@ -202,7 +197,7 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
         .shown()
         .by_row
         .values()
-        .filter(|s| app.roots.of(s) == 1)
+        .filter(|s| app.origins.of(s) == 1)
         .map(|s| s.key.clone())
         .collect();
     assert_eq!(b_keys, ["cache:warm"]);
@@ -216,14 +211,14 @@ fn a_roots_sweep_replaces_its_own_rows_and_leaves_the_others_alone() {
     }
     assert_eq!(app.shown().len(), 7 + 1);
     assert_eq!(
-        app.claims.hazard_count(),
+        app.hazard_count(),
         1 + 2,
         "B's corpse went; A's hazards stay"
     );
     // An empty sweep of A empties A only.
     assert!(apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
     assert_eq!(app.shown().len(), 1);
-    assert_eq!(app.claims.hazard_count(), 0);
+    assert_eq!(app.hazard_count(), 0);
     // The same sweep again changes nothing, so nothing is redrawn.
     assert!(!apply_sweep(&mut app, sweep_of(&a, vec![], vec![])));
 }
@@ -289,7 +284,7 @@ fn the_events_pane_merges_the_roots_logs_in_time_order_and_names_each_root() {
 #[test]
 fn a_roots_log_reset_forgets_only_that_roots_lines() {
     let mut app = three_roots(80, 24);
-    update(&mut app, Action::InRoot(1, Box::new(Action::EventsReset)));
+    update(&mut app, log_reset_in(1));
     assert!(app.events.ring.rows.iter().all(|r| r.root == 0));
     assert!(!app.events.ring.rows.is_empty());
 }
@@ -402,9 +397,12 @@ fn force_release_acts_on_the_selected_rows_root() {
     assert!(render(&app).contains("/home/ana/api"));
     type_text(&mut app, "deploy:api");
     update(&mut app, code(KeyCode::Enter));
-    match ops().as_slice() {
-        [Op::In { root: 1, op }] => {
-            assert!(matches!(**op, Op::ForceRelease { ref key, .. } if key == "deploy:api"))
+    match routed().as_slice() {
+        [Op {
+            at: OriginIx(1),
+            verb,
+        }] => {
+            assert!(matches!(verb, Verb::ForceRelease { key, .. } if key == "deploy:api"))
         }
         other => panic!("expected a force-release in root 1, got {other:?}"),
     }
@@ -445,9 +443,12 @@ fn the_acquire_form_offers_the_selected_rows_root_and_refuses_an_unknown_one() {
     }
     type_text(&mut app, "work");
     update(&mut app, code(KeyCode::Enter));
-    match ops().as_slice() {
-        [Op::In { root: 0, op }] => {
-            assert!(matches!(**op, Op::Acquire { ref key, .. } if key == "cache:cold"))
+    match routed().as_slice() {
+        [Op {
+            at: OriginIx(0),
+            verb,
+        }] => {
+            assert!(matches!(verb, Verb::Acquire { key, .. } if key == "cache:cold"))
         }
         other => panic!("expected an acquire in root 0, got {other:?}"),
     }
@@ -467,10 +468,13 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
         "{screen}"
     );
     update(&mut app, key('r'));
-    let roots: Vec<usize> = ops()
+    let roots: Vec<usize> = routed()
         .iter()
         .map(|op| match op {
-            Op::In { root, op } if matches!(**op, Op::Release { .. }) => *root,
+            Op {
+                at,
+                verb: Verb::Release { .. },
+            } => usize::from(at.0),
             other => panic!("not a routed release: {other:?}"),
         })
         .collect();
@@ -481,24 +485,25 @@ fn quitting_releases_each_own_claim_in_its_own_root() {
 fn the_op_worker_runs_a_routed_op_in_its_root_and_asks_that_roots_collector() {
     let (_ta, a) = temp_root();
     let (_tb, b) = temp_root();
-    let set = claimtop::dashboard::testing::ShownRoots::new(a.clone(), std::slice::from_ref(&b));
+    let store = claimtop::dashboard::testing::store_of_roots(&[a.clone(), b.clone()]);
+    let set = claimtop::dashboard::testing::Origins::of_store(&store, &[]);
     let (op_tx, op_rx) = channel();
     let (out_tx, out_rx) = channel();
     let (ca_tx, ca_rx) = channel();
     let (cb_tx, cb_rx) = channel();
     let worker = std::thread::spawn(move || {
-        claimtop::dashboard::testing::worker_over(set, op_rx, out_tx, vec![ca_tx, cb_tx])
+        claimtop::dashboard::testing::worker(store, set, op_rx, out_tx, vec![ca_tx, cb_tx])
     });
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "k".into(),
         holder: OPERATOR.into(),
         ttl_ms: Some(10 * MIN),
         reason: None,
     };
     op_tx
-        .send(Op::In {
-            root: 1,
-            op: Box::new(acquire),
+        .send(Op {
+            at: OriginIx(1),
+            verb: acquire,
         })
         .expect("send");
     drop(op_tx);
@@ -533,10 +538,10 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
     }
     let mut app = app_over(&[a.clone(), b.clone()]);
     let (mut ca, mut cb) = (collector_in(&a, 0), collector_in(&b, 1));
-    collect(&mut app, &mut ca, Input::Rescan);
-    collect(&mut app, &mut cb, Input::Rescan);
+    collect(&mut app, &mut ca, Input::Relist);
+    collect(&mut app, &mut cb, Input::Relist);
     assert_eq!(app.shown().len(), 4);
-    let (ra, rb) = (ca.counters.reads(), cb.counters.reads());
+    let (ra, rb) = (ca.counters().reads(), cb.counters().reads());
     write_claim(&b, &rec("x", "pty:w", DEAD, MIN, Some(-MIN)));
     // Each watcher reports only its own claims dir; B's names one file.
     assert!(collect(
@@ -546,14 +551,14 @@ fn a_change_in_one_root_is_re_read_by_that_roots_collector_alone() {
     ));
     // A path of another root is none of A's collector's business.
     collect(&mut app, &mut ca, changed(&a, vec![b.lockfile("x")]));
-    assert_eq!(cb.counters.reads() - rb, 1);
-    assert_eq!(ca.counters.reads() - ra, 0);
+    assert_eq!(cb.counters().reads() - rb, 1);
+    assert_eq!(ca.counters().reads() - ra, 0);
     let stale: Vec<usize> = app
         .shown()
         .by_row
         .values()
         .filter(|s| s.state == claimtop::claims::ClaimState::Stale)
-        .map(|s| app.roots.of(s))
+        .map(|s| app.origins.of(s))
         .collect();
     assert_eq!(stale, [1]);
 }
@@ -592,7 +597,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         .enumerate()
         .map(|(i, r)| {
             (
-                Some(app.roots.label(i).to_string()),
+                Some(app.origins.label(i).to_string()),
                 Which::Path(r.events_file()),
             )
         })
@@ -605,7 +610,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         since: at - 5 * MIN,
         start_seen: true,
         ended: None,
-        root: Some(app.roots.label(root).to_string()),
+        root: Some(app.origins.label(root).to_string()),
         known_from: KnownFrom::Log,
     };
     let rows = vec![
@@ -631,7 +636,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
             .any(|l| l.contains("root") && l.contains("holder")),
         "a root column: {screen}"
     );
-    let label_b = app.roots.label(1).to_string();
+    let label_b = app.origins.label(1).to_string();
     assert!(
         screen
             .lines()
@@ -646,4 +651,28 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         app.messages.iter().any(|m| m.text.contains("cannot read")),
         "a log that could not be read is said"
     );
+}
+
+#[test]
+fn a_search_after_t_on_another_root_reads_the_selected_rows_root_log() {
+    use claimtop::events::service::Request;
+    let mut app = three_roots(160, 48);
+    select_in(&mut app, "deploy:api", "ana/api");
+    update(&mut app, key('t'));
+    assert_eq!(app.log_root, 1);
+    update(&mut app, code(KeyCode::Esc));
+    // Back on a row of the first root, `/` in the events pane searches
+    // that root's log, and says so.
+    select_in(&mut app, "build:web", "work");
+    clear_log();
+    app.focus = claimtop::dashboard::testing::Pane::Events;
+    update(&mut app, key('/'));
+    assert_eq!(app.log_root, 0, "the search reads root work's log");
+    let a_log = fixed_root().events_file();
+    assert!(
+        asked_log().contains(&Request::Open(a_log)),
+        "{:?}",
+        asked_log()
+    );
+    assert!(render(&app).contains("log of root work"));
 }

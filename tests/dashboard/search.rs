@@ -3,7 +3,7 @@
 //! back, the wrap is said on the status line, the title counts the
 //! matches, and every match on screen is lit without un-escaping anything.
 
-use crate::common::{code, fixed_app, key, render, render_buffer, type_text};
+use crate::common::{code, fixed_app, key, log_lines, render, render_buffer, type_text};
 use crate::effects::{asked_log, clear_log, update};
 use claimtop::dashboard::testing::{Action, App, Pane};
 use claimtop::events::backward::SearchFrom;
@@ -229,7 +229,7 @@ fn browsing_while_paused_says_paused_and_how_many_arrived() {
     update(&mut app, key('p'));
     update(
         &mut app,
-        Action::EventsAppended(vec![line(20, "new-1"), line(21, "new-2")]),
+        log_lines(vec![line(20, "new-1"), line(21, "new-2")]),
     );
     let screen = render(&app);
     assert!(screen.contains("paused · 2 new"), "{screen}");

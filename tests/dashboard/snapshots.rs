@@ -151,7 +151,7 @@ fn hostile_app(w: u16, h: u16) -> App {
     );
     update(
         &mut app,
-        Action::EventsAppended(vec![ev, line(&format!("not json {HOSTILE}"))]),
+        log_lines(vec![ev, line(&format!("not json {HOSTILE}"))]),
     );
     update(&mut app, Action::Resize(w, h));
     let k = r.key.clone();

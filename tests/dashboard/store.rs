@@ -9,7 +9,7 @@ use claimtop::claims::ItemRules;
 use claimtop::claims::{ClaimState, Status, Sweep};
 use claimtop::dashboard::testing::{cell_text, ColumnId};
 use claimtop::dashboard::testing::{Action, App};
-use claimtop::dashboard::testing::{Link, StoreInfo, StoreMsg, StoreView};
+use claimtop::dashboard::testing::{Link, StoreInfo, StoreView};
 use claimtop::store::{Cursor, LeaseInfo, ListEnd, MemberListing, Tenure};
 
 const URL: &str = "etcd://10.0.0.1:2379,10.0.0.2:2379/fno";
@@ -64,8 +64,44 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> MemberListing {
     }
 }
 
+/// What the site's lane and its probe say of its link, as these tests
+/// tell it, each at the clock it was heard at.
+enum StoreMsg {
+    Info { info: StoreInfo, at: i64 },
+    Unreachable { why: String, at: i64 },
+    WatchDown { why: String, at: i64 },
+    WatchUp { revision: Option<i64>, at: i64 },
+}
+
+/// The lane's clock moves to when it heard `msg` (as the lanes tick each
+/// second), then the model takes in what it heard.
 fn store(app: &mut App, msg: StoreMsg) -> bool {
-    update(app, Action::Store(Box::new(msg))).redraw
+    use claimtop::dashboard::testing::Update;
+    use claimtop::store::drive::{Facts, LinkState};
+    use claimtop::store::{LinkFacts, OriginIx};
+    let (link, at) = match msg {
+        StoreMsg::Info { info, at } => {
+            let facts = LinkFacts {
+                reached: info.endpoints,
+                leader: info.leader,
+                at: Some(info.revision),
+            };
+            (LinkState::Reached(facts), at)
+        }
+        StoreMsg::Unreachable { why, at } => (LinkState::Unreachable(why), at),
+        StoreMsg::WatchDown { why, at } => (LinkState::FeedDown(why), at),
+        StoreMsg::WatchUp { revision, at } => (LinkState::FeedUp(revision), at),
+    };
+    let u = Update {
+        at: OriginIx(0),
+        delta: None,
+        facts: Some(Facts {
+            link: Some(link),
+            ..Facts::default()
+        }),
+        tick: (at > app.now).then_some(at),
+    };
+    update(app, Action::Update(Box::new(u))).redraw
 }
 
 fn info(revision: i64) -> StoreInfo {
@@ -226,10 +262,8 @@ fn the_lease_column_counts_down_with_the_clock_and_a_re_read_moves_it_back_up() 
 
     // A holder kept the lease alive: the collector's re-read says so.
     let s = deploy(&app);
-    update(
-        &mut app,
-        reread(vec![(s, Some(tenure(39, 60, 59)))], NOW + 40 * SEC),
-    );
+    let re = reread(&app, vec![(s, Some(tenure(39, 60, 59)))], NOW + 40 * SEC);
+    update(&mut app, re);
     assert_eq!(cell_text(&app, &deploy(&app), ColumnId::Lease), "59s");
 }
 
@@ -238,10 +272,10 @@ fn store_claims_keep_the_stores_verdict_whatever_this_machines_pids_say() {
     let mut app = store_app(160, 48);
     // pid 4242 is no process here; on a file root that would be suspect.
     update(&mut app, Action::Tick(NOW + 5 * SEC));
-    assert_eq!(app.claims.live.counts.live, 3);
-    assert_eq!(app.claims.live.counts.suspect, 0);
+    assert_eq!(app.counted().live, 3);
+    assert_eq!(app.counted().suspect, 0);
     assert_eq!(
-        app.claims.hazard_count(),
+        app.hazard_count(),
         0,
         "claims from other machines are no hazard on a store"
     );
@@ -253,7 +287,8 @@ fn a_claim_the_watch_names_as_gone_leaves_the_table_and_its_lease() {
     let mut gone = store_claim("migrate-db", "agent:codex-3", 1201, 0, 0);
     gone.state = ClaimState::Free;
     gone.record = None;
-    assert!(update(&mut app, reread(vec![(gone.clone(), None)], NOW + SEC)).redraw);
+    let re = reread(&app, vec![(gone.clone(), None)], NOW + SEC);
+    assert!(update(&mut app, re).redraw);
     assert_eq!(row_keys(&app), ["build/x86", "deploy/prod"]);
     let held = app.store.as_ref().and_then(|v| v.held(&gone.file));
     assert!(held.is_none());
@@ -264,7 +299,7 @@ fn the_etcd_view_shows_the_store_header_the_lease_column_and_the_fencing_revisio
     let mut app = store_app(160, 48);
     update(
         &mut app,
-        Action::EventsAppended(vec![event(
+        log_lines(vec![event(
             "2027-01-15T07:59:20Z",
             "claim_acquired",
             serde_json::json!({"key": "deploy/prod", "holder": "pty:alice", "pid": 77,
@@ -282,31 +317,24 @@ fn a_re_read_claim_takes_its_sorted_place_and_the_counts_follow_it() {
     let mut s = store_claim("migrate-db", "agent:codex-3", 1201, 10 * MIN, 50 * MIN);
     s.state = ClaimState::Suspect;
     s.why = "the lease is running but pid 1201 is gone on this machine".into();
-    assert!(
-        update(
-            &mut app,
-            reread(vec![(s, Some(tenure(40, 3600, 2999)))], NOW + SEC)
-        )
-        .redraw
-    );
+    let re = reread(&app, vec![(s, Some(tenure(40, 3600, 2999)))], NOW + SEC);
+    assert!(update(&mut app, re).redraw);
     assert_eq!(
         row_keys(&app),
         ["migrate-db", "build/x86", "deploy/prod"],
         "a suspect claim sorts before live ones"
     );
-    let c = app.claims.live.counts;
+    let c = app.counted();
     assert_eq!((c.live, c.suspect), (2, 1));
 
     let fresh = store_claim("aaa/new", "pty:carol", 9, 0, MIN);
-    update(
-        &mut app,
-        reread(vec![(fresh, Some(tenure(46, 60, 60)))], NOW + 2 * SEC),
-    );
+    let re = reread(&app, vec![(fresh, Some(tenure(46, 60, 60)))], NOW + 2 * SEC);
+    update(&mut app, re);
     assert_eq!(
         row_keys(&app),
         ["migrate-db", "aaa/new", "build/x86", "deploy/prod"]
     );
-    assert_eq!(app.claims.live.counts.live, 3);
+    assert_eq!(app.counted().live, 3);
 }
 
 #[test]
@@ -338,4 +366,17 @@ fn a_big_stores_first_page_shows_at_once_titled_as_listing_until_the_whole_listi
     assert!(update(&mut app, listed(listing(all, 50), NOW, None)).redraw);
     assert_eq!(row_keys(&app), ["a/first", "z/last"]);
     assert!(!table_title(&app).contains("listing the store"));
+}
+
+#[test]
+fn the_force_release_dialog_over_etcd_says_where_etcd_archives() {
+    let mut app = store_app(160, 48);
+    select(&mut app, "deploy/prod");
+    update(&mut app, key('F'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("archived under the store's expired/"),
+        "{screen}"
+    );
+    assert!(!screen.contains(".expired/"), "a root's words: {screen}");
 }

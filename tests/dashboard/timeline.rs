@@ -1,6 +1,7 @@
 //! The timeline view: tenures rebuilt from a fixed log, drawn headless at
 //! 80×24 and 160×48, and its model's keys.
 
+use crate::common::{log_lines, log_reset_in};
 use claimtop::dashboard::testing::Theme;
 use claimtop::dashboard::testing::Timeline;
 use claimtop::dashboard::testing::{bar_width, draw_timeline as draw, visible_rows};
@@ -248,7 +249,7 @@ fn the_timeline_in_the_app_stays_live_as_events_arrive() {
     let mut l = some_events().remove(1);
     l.text = l.text.replace("build:web", "deploy:prod");
     l.offset = 10_000;
-    assert!(update(&mut app, Action::EventsAppended(vec![l])).redraw);
+    assert!(update(&mut app, log_lines(vec![l])).redraw);
     assert!(render(&app).contains("deploy:prod"));
 }
 
@@ -376,7 +377,7 @@ fn a_log_reset_while_browsing_reindexes_before_asking_for_a_page_and_forgets_the
     app.focus = Pane::Events;
     update(&mut app, key('k'));
     clear_log();
-    update(&mut app, Action::EventsReset);
+    update(&mut app, log_reset_in(0));
     // The service answers in order: the page must come from the new file.
     assert!(
         matches!(

@@ -11,7 +11,7 @@ use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::Pane;
 use claimtop::dashboard::testing::{Action, App};
 use claimtop::dashboard::testing::{ColumnId, Dialog, Level, Overlay};
-use claimtop::dashboard::testing::{ForceOptsShown, Op};
+use claimtop::dashboard::testing::{ForceOptsShown, Op, Verb};
 use claimtop::events::service::{Anchor, Page, Reply, Request};
 use ratatui::crossterm::event::KeyCode;
 
@@ -41,20 +41,20 @@ fn a_changed_lockfile_is_re_read_alone_and_its_new_state_shows() {
     }
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    assert!(collect(&mut app, &mut col, Input::Rescan));
-    assert_eq!((col.counters.reads(), col.counters.rescans()), (0, 1));
+    assert!(collect(&mut app, &mut col, Input::Relist));
+    assert_eq!((col.counters().reads(), col.counters().listings()), (0, 1));
     assert_eq!(app.table.rows.len(), 3);
 
     let path = write_claim(&root, &rec("b", "pty:w", DEAD, MIN, Some(-MIN)));
     assert!(collect(&mut app, &mut col, changed(&root, vec![path])));
     assert_eq!(
-        col.counters.reads(),
+        col.counters().reads(),
         1,
         "exactly the one changed path was read"
     );
-    assert_eq!(col.counters.rescans(), 1);
+    assert_eq!(col.counters().listings(), 1);
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.counted().stale, 1);
     assert_eq!(
         row_keys(&app)[0],
         "b",
@@ -68,12 +68,12 @@ fn a_deleted_lockfile_leaves_the_table_and_a_new_one_joins_it() {
     let a = write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     std::fs::remove_file(&a).expect("rm");
     let b = write_claim(&root, &rec("b", "pty:w", ALIVE, MIN, None));
     assert!(collect(&mut app, &mut col, changed(&root, vec![a, b])));
     assert_eq!(row_keys(&app), ["b"]);
-    assert_eq!(col.counters.reads(), 2);
+    assert_eq!(col.counters().reads(), 2);
 }
 
 #[test]
@@ -82,15 +82,15 @@ fn changes_outside_the_claims_dir_read_nothing_and_redraw_nothing() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
-    let before = col.counters.reads();
+    collect(&mut app, &mut col, Input::Relist);
+    let before = col.counters().reads();
     let elsewhere = vec![
         root.events_file(),
         root.root.join("unrelated.lock"),
         root.claims_dir().join("x.lock.recovery.d"),
     ];
     assert!(!collect(&mut app, &mut col, changed(&root, elsewhere)));
-    assert_eq!(col.counters.reads(), before);
+    assert_eq!(col.counters().reads(), before);
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn a_rewrite_with_identical_content_asks_for_no_redraw() {
     let path = write_claim(&root, &r);
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     write_claim(&root, &r);
     assert!(!collect(&mut app, &mut col, changed(&root, vec![path])));
 }
@@ -110,11 +110,11 @@ fn a_missing_claims_dir_is_an_empty_table_until_it_appears() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     assert!(app.table.rows.is_empty());
     assert!(render(&app).contains("no claims under this root yet"));
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert!(collect(&mut app, &mut col, Input::Relist));
     assert_eq!(row_keys(&app), ["late"]);
 }
 
@@ -131,7 +131,7 @@ fn a_tick_turns_an_expiring_claim_of_a_dead_holder_stale_without_reading_files()
     world.show(&mut app);
     assert!(world.tick(&mut app, NOW + 31_000));
     assert_eq!(state_of(&app, "k"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 1);
+    assert_eq!(app.counted().stale, 1);
 }
 
 #[test]
@@ -143,22 +143,19 @@ fn each_ttl_that_crosses_the_clock_is_re_judged_on_the_tick_it_crosses() {
     let mut world = sweep_of(&root, vec![soon, later], vec![]);
     world.show(&mut app);
     world.tick(&mut app, NOW + 1_000);
-    assert_eq!(app.claims.live.counts.suspect, 2);
+    assert_eq!(app.counted().suspect, 2);
     assert_eq!(row_keys(&app), ["later", "soon"]);
     world.tick(&mut app, NOW + 31_000);
     assert_eq!(state_of(&app, "soon"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     // Moved alone to its sorted place: stale sorts above suspect.
     assert_eq!(row_keys(&app), ["soon", "later"]);
-    assert_eq!(
-        (app.claims.live.counts.stale, app.claims.live.counts.suspect),
-        (1, 1)
-    );
+    assert_eq!((app.counted().stale, app.counted().suspect), (1, 1));
     world.tick(&mut app, NOW + 60_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Suspect));
     world.tick(&mut app, NOW + 91_000);
     assert_eq!(state_of(&app, "later"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
+    assert_eq!(app.counted().stale, 2);
 }
 
 #[test]
@@ -232,19 +229,19 @@ fn a_holder_that_dies_turns_its_claims_stale_on_a_tick_without_a_file_event() {
     let mut app = app_at(root.clone());
     let mut col = collector_with(&root, changing_probe);
     HOLDER_STATE.store(0, SeqCst);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     tick(&mut app, &mut col, NOW + 1_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
     tick(&mut app, &mut col, NOW + 2_000);
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
-    let reads = col.counters.reads();
+    let reads = col.counters().reads();
 
     HOLDER_STATE.store(1, SeqCst); // the holder dies
     assert!(tick(&mut app, &mut col, NOW + 3_000));
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Stale));
     assert_eq!(state_of(&app, "b"), Some(ClaimState::Stale));
-    assert_eq!(app.claims.live.counts.stale, 2);
-    assert_eq!(col.counters.reads(), reads, "no lockfile was re-read");
+    assert_eq!(app.counted().stale, 2);
+    assert_eq!(col.counters().reads(), reads, "no lockfile was re-read");
 }
 
 #[test]
@@ -264,7 +261,7 @@ fn a_reused_pid_is_caught_by_the_periodic_start_time_check() {
     write_claim(&root, &rec("a", "pty:w", HOLDER, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector_with(&root, reused_probe);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     tick(&mut app, &mut col, NOW + 1_000); // still the old process
     assert_eq!(state_of(&app, "a"), Some(ClaimState::Live));
     // Existence checks alone cannot see the swap; the periodic re-read does.
@@ -400,7 +397,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
             ))
         })
         .collect();
-    update(&mut app, Action::EventsAppended(more.clone()));
+    update(&mut app, log_lines(more.clone()));
     app.focus = Pane::Events;
     update(&mut app, key('k'));
     // Scrolling up browses the whole log: the lines come from the file.
@@ -422,7 +419,7 @@ fn scrolling_up_stops_following_and_counts_new_lines_until_shift_g() {
     assert!(render(&app).contains("line 100 of"), "{}", render(&app));
     update(
         &mut app,
-        Action::EventsAppended(vec![line("{\"type\":\"claim_released\"}")]),
+        log_lines(vec![line("{\"type\":\"claim_released\"}")]),
     );
     assert!(render(&app).contains("· 1 new"));
     assert_eq!(
@@ -465,7 +462,7 @@ fn f_shows_only_the_selected_keys_events_and_again_shows_all() {
 #[test]
 fn a_reset_log_empties_the_ring() {
     let mut app = fixed_app(80, 24);
-    update(&mut app, Action::EventsReset);
+    update(&mut app, log_reset_in(0));
     assert_eq!(app.shown_events().count(), 0);
 }
 
@@ -477,7 +474,7 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     update(&mut app, key('p'));
     assert!(app.paused());
     assert!(render(&app).contains("PAUSED"));
@@ -489,7 +486,7 @@ fn pause_freezes_the_view_but_keeps_ingesting() {
     assert!(
         !update(
             &mut app,
-            Action::EventsAppended(vec![line("{\"type\":\"claim_acquired\"}")])
+            log_lines(vec![line("{\"type\":\"claim_acquired\"}")])
         )
         .redraw
     );
@@ -538,7 +535,7 @@ fn r_on_the_operators_own_claim_queues_a_release_as_the_operator() {
     update(&mut app, key('r'));
     assert_eq!(
         ops(),
-        [Op::Release {
+        [Verb::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
         }]
@@ -569,7 +566,7 @@ fn force_release_of_a_live_claim_needs_the_key_typed_in_full() {
     assert!(app.modes.dialog().is_none());
     assert_eq!(
         ops(),
-        [Op::ForceRelease {
+        [Verb::ForceRelease {
             key: "build:web".into(),
             opts: ForceOptsShown {
                 expect_holder: Some("pty:worker-1".into()),
@@ -592,7 +589,7 @@ fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
     std::fs::write(&path, vec![b'#'; 2 << 20]).unwrap();
     let mut app = app_at(root.clone());
     let mut c = collector(&root);
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     update(&mut app, Action::Resize(100, 30));
     assert_eq!(state_of(&app, "vault:big"), Some(ClaimState::Unreadable));
     select(&mut app, "vault:big");
@@ -604,7 +601,7 @@ fn force_release_of_an_unreadable_claim_is_guarded_as_live_and_then_allowed() {
     type_text(&mut app, "vault:big");
     update(&mut app, code(KeyCode::Enter));
     let op = match ops().as_slice() {
-        [op @ Op::ForceRelease { opts, .. }] => {
+        [op @ Verb::ForceRelease { opts, .. }] => {
             assert!(opts.allow_live, "typed key, yet not allowed: {opts:?}");
             op.clone()
         }
@@ -625,7 +622,7 @@ fn force_release_of_a_stale_claim_confirms_with_y_and_never_allows_live() {
     assert!(ops().is_empty());
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForceRelease { key, opts }] => {
+        [Verb::ForceRelease { key, opts }] => {
             assert_eq!(key, "node:beta");
             assert!(!opts.allow_live);
             assert_eq!(opts.expect_holder.as_deref(), Some("pty:worker-3"));
@@ -641,7 +638,7 @@ fn force_release_of_a_corrupted_file_has_no_holder_guard() {
     update(&mut app, key('F'));
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::ForceRelease { opts, .. }] => {
+        [Verb::ForceRelease { opts, .. }] => {
             assert_eq!(opts.expect_holder, None);
             assert_eq!(opts.expect_acquired_at, None);
         }
@@ -676,7 +673,7 @@ fn renew_offers_the_original_span_and_asks_before_renewing_someone_elses() {
     update(&mut app, key('y'));
     assert_eq!(
         ops(),
-        [Op::Renew {
+        [Verb::Renew {
             key: "build:web".into(),
             holder: "pty:worker-1".into(),
             ttl_ms: 15 * MIN,
@@ -732,7 +729,7 @@ fn the_acquire_form_defaults_to_the_operator_and_validates_before_acting() {
     update(&mut app, code(KeyCode::Enter));
     assert_eq!(
         ops(),
-        [Op::Acquire {
+        [Verb::Acquire {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
             ttl_ms: Some(30 * MIN),
@@ -765,8 +762,8 @@ fn help_and_hazards_overlays_open_and_close() {
     update(&mut app, key('h'));
     assert_eq!(app.modes.overlay(), Some(Overlay::Hazards));
     // The mutex corpse, the corrupted file, the foreign claim.
-    assert_eq!(app.claims.hazards().len(), 3);
-    assert_eq!(app.claims.hazard_count(), 3);
+    assert_eq!(app.hazards().len(), 3);
+    assert_eq!(app.hazard_count(), 3);
     update(&mut app, key('h'));
     assert_eq!(app.modes.overlay(), None);
 }
@@ -776,21 +773,25 @@ fn an_op_result_is_shown_and_its_lockfile_re_read_at_once() {
     let (_td, root) = temp_root();
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let (op_tx, op_rx) = std::sync::mpsc::channel();
     let (out_tx, out_rx) = std::sync::mpsc::channel();
     let (in_tx, in_rx) = std::sync::mpsc::channel();
     let r = root.clone();
-    let worker =
-        std::thread::spawn(move || claimtop::dashboard::testing::worker(r, op_rx, out_tx, in_tx));
-    op_tx
-        .send(Op::Acquire {
-            key: "new".into(),
-            holder: OPERATOR.into(),
-            ttl_ms: Some(10 * MIN),
-            reason: None,
-        })
-        .expect("send op");
+    let worker = std::thread::spawn(move || {
+        use claimtop::dashboard::testing::{store_of_roots, worker, Origins};
+        let store = store_of_roots(&[r]);
+        let shown = Origins::of_store(&store, &[]);
+        worker(store, shown, op_rx, out_tx, vec![in_tx])
+    });
+    let verb = Verb::Acquire {
+        key: "new".into(),
+        holder: OPERATOR.into(),
+        ttl_ms: Some(10 * MIN),
+        reason: None,
+    };
+    let at = claimtop::store::OriginIx(0);
+    op_tx.send(Op { at, verb }).expect("send op");
     drop(op_tx);
     let reread = in_rx.recv().expect("the worker asks for a re-read");
     assert!(
@@ -824,7 +825,7 @@ fn a_warning_from_the_core_lands_on_the_status_line() {
 #[test]
 fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     let (_td, root) = temp_root();
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "deploy:prod".into(),
         holder: OPERATOR.into(),
         ttl_ms: Some(30 * MIN),
@@ -835,7 +836,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     assert_eq!((r.root, r.key.as_str()), (0, "deploy:prod"));
     let r = run_op(
         &root,
-        &Op::Renew {
+        &Verb::Renew {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
             ttl_ms: 10 * MIN,
@@ -845,7 +846,7 @@ fn dashboard_mutations_go_through_the_verbs_and_write_the_same_audit_events() {
     assert!(r.ok, "{}", r.message);
     let r = run_op(
         &root,
-        &Op::Release {
+        &Verb::Release {
             key: "deploy:prod".into(),
             holder: OPERATOR.into(),
         },
@@ -880,7 +881,7 @@ fn force_release_refuses_a_key_re_acquired_after_it_was_shown() {
     let mut now_held = rec("k", "pty:new", i32::MAX - 7, 0, None);
     now_held.acquired_at = shown.acquired_at + 1;
     write_claim(&root, &now_held);
-    let r = run_op(&root, &op);
+    let r = run_op(&root, &op.verb);
     assert!(!r.ok);
     assert!(r.message.contains("refused"), "{}", r.message);
     assert!(path.exists(), "the new holder's file is untouched");
@@ -894,12 +895,12 @@ fn force_release_of_a_corrupted_file_archives_it_and_audits_it() {
     std::fs::write(&path, b"\x00\x01 not yaml [").expect("write");
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     select(&mut app, "junk");
     update(&mut app, key('F'));
     update(&mut app, key('y'));
     let op = take_ops().pop().expect("an op");
-    let r = run_op(&root, &op);
+    let r = run_op(&root, &op.verb);
     assert!(r.ok, "{}", r.message);
     assert!(!path.exists());
     assert!(root.claims_dir().join(".expired").is_dir());
@@ -934,7 +935,7 @@ fn app_with_events(
 ) -> App {
     let mut app = app_at(root.clone());
     apply_sweep(&mut app, sweep_of(root, claims, vec![]));
-    update(&mut app, Action::EventsAppended(events));
+    update(&mut app, log_lines(events));
     app
 }
 
@@ -1047,7 +1048,7 @@ fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operato
     assert!(screen.contains("records you"), "{screen}");
     update(&mut app, key('y'));
     match ops().as_slice() {
-        [Op::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
+        [Verb::Renew { operator, .. }] => assert_eq!(operator.as_deref(), Some(OPERATOR)),
         other => panic!("{other:?}"),
     }
 }
@@ -1055,14 +1056,14 @@ fn renewing_a_claim_whose_holder_is_gone_says_what_it_does_and_names_the_operato
 #[test]
 fn a_renewal_on_someone_elses_behalf_records_the_operator_in_the_event() {
     let (_td, root) = temp_root();
-    let acquire = Op::Acquire {
+    let acquire = Verb::Acquire {
         key: "k".into(),
         holder: "pty:worker".into(),
         ttl_ms: Some(10 * MIN),
         reason: None,
     };
     assert!(run_op(&root, &acquire).ok);
-    let renew = |operator: Option<&str>| Op::Renew {
+    let renew = |operator: Option<&str>| Verb::Renew {
         key: "k".into(),
         holder: "pty:worker".into(),
         ttl_ms: 10 * MIN,
@@ -1122,7 +1123,7 @@ fn a_root_that_does_not_exist_says_so_and_recovers_when_it_appears() {
     let root = claimtop::claims::Root::with_events_here(td.path().join("not-yet"));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let screen = render(&app);
     assert!(screen.contains("does not exist"), "{screen}");
     assert!(
@@ -1131,7 +1132,7 @@ fn a_root_that_does_not_exist_says_so_and_recovers_when_it_appears() {
     );
 
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
-    assert!(collect(&mut app, &mut col, Input::Rescan));
+    assert!(collect(&mut app, &mut col, Input::Relist));
     assert_eq!(row_keys(&app), ["late"]);
     assert!(!render(&app).contains("does not exist"));
 }
@@ -1144,7 +1145,7 @@ fn a_root_that_is_a_file_is_named_as_not_a_directory() {
     let root = claimtop::claims::Root::with_events_here(&file);
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let screen = render(&app);
     assert!(screen.contains("is not a directory"), "{screen}");
 }
@@ -1167,7 +1168,7 @@ fn quitting_with_claims_of_your_own_asks_release_keep_or_stay() {
     assert!(!quit(), "not before the release is done");
     assert_eq!(
         ops(),
-        [Op::Release {
+        [Verb::Release {
             key: "db:migrate".into(),
             holder: OPERATOR.into()
         }]
@@ -1239,7 +1240,7 @@ fn the_events_title_says_paused_while_paused() {
             )
         })
         .collect();
-    update(&mut app, Action::EventsAppended(arrived));
+    update(&mut app, log_lines(arrived));
     let screen = render(&app);
     assert!(screen.contains("paused · 3 new"), "{screen}");
     assert!(!screen.contains("late:0"), "{screen}");
@@ -1261,7 +1262,7 @@ fn events_from_another_day_show_their_date_and_zone() {
     // One from yesterday in the pane: every line says its day.
     update(
         &mut app,
-        Action::EventsAppended(vec![event(
+        log_lines(vec![event(
             "2027-01-14T23:59:00Z",
             "claim_released",
             serde_json::json!({"key": "night:job", "holder": "h", "pid": 1}),
@@ -1383,7 +1384,7 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
     write_claim(&root, &rec("a", "pty:w", ALIVE, MIN, None));
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     let mutex = root.claims_dir().join("a.lock.recovery.d");
     std::fs::create_dir(&mutex).expect("mkdir");
     // Made just under two minutes ago, on this world's clock, and its
@@ -1393,14 +1394,14 @@ fn a_new_mutex_corpse_shows_within_a_tick_not_at_the_next_sweep() {
         .and_then(|f| f.set_modified(made))
         .expect("stamp the mutex");
     collect(&mut app, &mut col, changed(&root, vec![mutex.clone()]));
-    assert_eq!(app.claims.hazard_count(), 0, "a young mutex is no hazard");
+    assert_eq!(app.hazard_count(), 0, "a young mutex is no hazard");
     assert!(tick(&mut app, &mut col, NOW + 1_000));
-    assert_eq!(app.claims.hazard_count(), 1);
-    assert_eq!(col.counters.rescans(), 1, "no sweep was needed");
+    assert_eq!(app.hazard_count(), 1);
+    assert_eq!(col.counters().listings(), 1, "no sweep was needed");
 
     std::fs::remove_dir(&mutex).expect("rmdir");
     collect(&mut app, &mut col, changed(&root, vec![mutex]));
-    assert_eq!(app.claims.hazard_count(), 0);
+    assert_eq!(app.hazard_count(), 0);
 }
 
 #[test]
@@ -1658,7 +1659,7 @@ fn x_lists_what_doctor_fix_removes_and_runs_it_only_after_y() {
     assert!(render(&app).contains("node%3Abeta.lock.recovery.d"));
     assert!(ops().is_empty());
     update(&mut app, key('y'));
-    assert_eq!(ops(), [Op::Clean]);
+    assert_eq!(ops(), [Verb::Clean]);
 
     let mut ro = fixed_app(80, 24);
     ro.read_only = true;
@@ -1692,7 +1693,7 @@ fn x_on_a_selected_hazard_entry_asks_about_that_entry_alone_and_cleans_only_it()
     assert!(screen.contains("nothing else under the root"), "{screen}");
     assert!(ops().is_empty());
     update(&mut app, key('y'));
-    assert_eq!(ops(), [Op::CleanOne(Box::new(chosen))]);
+    assert_eq!(ops(), [Verb::CleanOne(Box::new(chosen))]);
 }
 
 #[test]
@@ -1747,7 +1748,7 @@ fn the_clean_one_op_removes_that_entry_alone_and_refuses_one_that_changed_since_
             "listed".into(),
         )
     };
-    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&a))));
+    let r = run_op(&root, &Verb::CleanOne(Box::new(listed(&a))));
     assert!(r.ok, "{}", r.message);
     assert!(r.message.contains("a.lock.recovery.d"), "{}", r.message);
     assert!(!a.exists());
@@ -1756,7 +1757,7 @@ fn the_clean_one_op_removes_that_entry_alone_and_refuses_one_that_changed_since_
     // Taken again since it was listed: a young mutex, someone's recovery.
     std::fs::remove_dir(&b).expect("rmdir");
     std::fs::create_dir(&b).expect("mkdir");
-    let r = run_op(&root, &Op::CleanOne(Box::new(listed(&b))));
+    let r = run_op(&root, &Verb::CleanOne(Box::new(listed(&b))));
     assert!(!r.ok);
     assert!(
         r.message.contains("changed since it was listed"),
@@ -1776,7 +1777,7 @@ fn the_clean_op_is_doctor_fix_and_says_what_it_removed() {
     std::fs::File::open(&mutex)
         .and_then(|f| f.set_modified(old))
         .expect("age");
-    let r = run_op(&root, &Op::Clean);
+    let r = run_op(&root, &Verb::Clean);
     assert!(r.ok, "{}", r.message);
     assert!(
         r.message.contains("removed 1: a.lock.recovery.d"),
@@ -1882,7 +1883,7 @@ fn a_claim_acquired_here_is_selected_when_it_arrives() {
     }
     let mut app = app_at(root.clone());
     let mut col = collector(&root);
-    collect(&mut app, &mut col, Input::Rescan);
+    collect(&mut app, &mut col, Input::Relist);
     assert_eq!(selected_key(&app), "a");
     let path = write_claim(&root, &rec("b2", OPERATOR, ALIVE, 0, Some(10 * MIN)));
     update(
@@ -1928,7 +1929,7 @@ fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
     // Wide enough for two temp paths and the mark after them.
     update(&mut app, Action::Resize(220, 24));
     let mut c = collector(&root);
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     let screen = render(&app);
     let header = line_with(&screen, "claimtop");
     assert!(header.contains("⚠ 1 hazard"), "{header}");
@@ -1937,7 +1938,7 @@ fn the_header_counts_a_broken_events_log_and_says_so_beside_it() {
 
     // Moved aside: the next sweep clears both.
     std::fs::remove_dir(root.events_file()).unwrap();
-    collect(&mut app, &mut c, Input::Rescan);
+    collect(&mut app, &mut c, Input::Relist);
     let screen = render(&app);
     assert!(
         line_with(&screen, "claimtop").contains("⚠ 0 hazards"),

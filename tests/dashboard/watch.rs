@@ -6,9 +6,7 @@
 use crate::common::*;
 use claimtop::claims::now_ms;
 use claimtop::claims::Root;
-use claimtop::dashboard::testing::{
-    spawn_readers, update, Action, App, RootProblem, Timeline, FEED,
-};
+use claimtop::dashboard::testing::{readers_of_root, update, Action, App, RootProblem, Timeline};
 use claimtop::events::service::Reply;
 use claimtop::events::tenure::{Limits, TenureIndex};
 use claimtop::store::file::FileStore;
@@ -36,15 +34,21 @@ fn wait_for<T>(rx: &Receiver<T>, want: impl Fn(&T) -> bool) -> Option<T> {
 /// burst at a time.
 fn readers(root: &Root) -> Receiver<Vec<Change>> {
     let (tx, rx) = channel();
-    let store = FileStore::new(root.clone()).with_feed(FEED);
+    let store = FileStore::new(root.clone());
     let mut feed = claimtop::store::Feed::changes(&store, None).expect("feed");
     std::thread::spawn(move || loop {
         let Ok(Some(first)) = feed.next(Duration::from_secs(60)) else {
             continue;
         };
+        // A burst settles before it is read (the lanes' debounce), for at
+        // most the lanes' longest wait.
         let mut batch = vec![first];
-        while let Ok(Some(c)) = feed.next(Duration::ZERO) {
-            batch.push(c);
+        let cap = Instant::now() + Duration::from_millis(400);
+        while Instant::now() < cap {
+            match feed.next(claimtop::store::file::feed::DEBOUNCE) {
+                Ok(Some(c)) => batch.push(c),
+                _ => break,
+            }
         }
         if tx.send(batch).is_err() {
             return;
@@ -53,16 +57,20 @@ fn readers(root: &Root) -> Receiver<Vec<Change>> {
     rx
 }
 
-/// The keys and entry paths a burst names, in order.
+/// The keys and entry paths a burst names, in order, each once (the
+/// mirror reads a key named twice in one burst once).
 fn named(batch: &[Change]) -> Vec<String> {
-    batch
-        .iter()
-        .filter_map(|c| match c {
-            Change::Claim { key } => Some(key.clone()),
-            Change::Entry { path, .. } => Some(path.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for name in batch.iter().filter_map(|c| match c {
+        Change::Claim { key } => Some(key.clone()),
+        Change::Entry { path, .. } => Some(path.to_string_lossy().into_owned()),
+        _ => None,
+    }) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// The log lines a burst brings, if any.
@@ -100,30 +108,34 @@ fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alon
 }
 
 #[test]
-fn the_feed_brings_the_tail_then_each_appended_line() {
+fn the_log_brings_the_tail_then_each_appended_line() {
+    use claimtop::store::{Audit, LogNews};
     let (_td, root) = temp_root();
     let log = root.events_file();
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "{\"type\":\"old\"}\n").expect("write");
-    let rx = readers(&root);
-    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
-        Some(first) => assert_eq!(first[0].text, "{\"type\":\"old\"}"),
-        None => panic!("no tail"),
-    }
+    // As the events pane opens: the log's last lines, then what follows.
+    let store = FileStore::new(root.clone());
+    let (tail, next) = store.tail(100).expect("the tail");
+    assert_eq!(tail[0].1.text, "{\"type\":\"old\"}");
+    let mut feed = store.follow(Some(&next)).expect("the log feed");
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(root.events_file())
         .expect("open");
     f.write_all(b"{\"type\":\"new\"}\n{\"type\":\"partial")
         .expect("append");
-    match wait_for(&rx, |b| appended(b).is_some()).and_then(|b| appended(&b)) {
-        Some(new) => {
-            let texts: Vec<&str> = new.iter().map(|l| l.text.as_str()).collect();
-            assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
-            assert_eq!(new[0].offset, 15, "each line keeps its offset");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let new = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the appended line went unnoticed");
+        if let Ok(Some(LogNews::Lines { lines, .. })) = feed.next(left) {
+            break lines;
         }
-        None => panic!("the appended line went unnoticed"),
-    }
+    };
+    let texts: Vec<&str> = new.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(texts, ["{\"type\":\"new\"}"], "the partial line waits");
+    assert_eq!(new[0].offset, 15, "each line keeps its offset");
 }
 
 #[test]
@@ -256,7 +268,7 @@ fn a_root_renamed_away_reads_missing_within_seconds_and_its_claims_return_when_m
     let held = write_claim(&root, &rec("held", "pty:w", ALIVE, MIN, None));
     let mut app = App::new(opts(root.clone()), now_ms(), me(), OPERATOR.into());
     let (tx, rx) = channel();
-    let _inbox = spawn_readers(&root, &tx).expect("readers");
+    let _inbox = readers_of_root(&root, &tx).expect("readers");
     until(&mut app, &rx, "the first listing", |a| {
         a.claims.live.get_path(&held).is_some()
     });
@@ -272,13 +284,13 @@ fn a_root_renamed_away_reads_missing_within_seconds_and_its_claims_return_when_m
         &rx,
         "the root renamed away read as missing",
         |a| {
-            matches!(a.claims.problem, Some(RootProblem::Missing(_)))
+            matches!(a.origins.problem(0), Some(RootProblem::Missing(_)))
                 && a.claims.live.get_path(&held).is_none()
         },
     );
     std::fs::rename(&aside, &dir).expect("rename back");
     let back = until(&mut app, &rx, "the root moved back read again", |a| {
-        a.claims.problem.is_none() && a.claims.live.get_path(&held).is_some()
+        a.origins.problem(0).is_none() && a.claims.live.get_path(&held).is_some()
     });
     eprintln!("renamed away → root missing in {away:?}; moved back → its claims in {back:?}");
 }

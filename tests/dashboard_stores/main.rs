@@ -20,6 +20,8 @@ mod etcd_common;
 mod backend;
 mod cases;
 mod differential;
+#[cfg(feature = "etcd")]
+mod mixed;
 mod screen;
 
 /// For each named case body `fn(Backend)`, a module of that name with a
@@ -56,4 +58,16 @@ both_stores! {
     the_events_search_counts_through_the_history => crate::cases::the_events_search_counts_through_the_history,
     asof_shows_the_table_that_stood_then => crate::cases::asof_shows_the_table_that_stood_then,
     agree_after_random_steps => crate::differential::dashboard_list_and_doctor_agree_after_every_step,
+}
+
+/// A file root and a real etcd in one dashboard (the etcd build only).
+#[cfg(feature = "etcd")]
+#[test]
+fn a_mixed_view_shows_both_routes_each_verb_and_counts_as_list() {
+    if let Some(site) = crate::backend::Backend::etcd() {
+        crate::mixed::a_mixed_view_shows_both_routes_each_verb_and_counts_as_list(
+            site,
+            crate::backend::Backend::file(),
+        );
+    }
 }

@@ -23,16 +23,22 @@ impl Dash {
     /// The dashboard over `b` at 160×48, once it shows its first screen;
     /// None (after saying why) when tmux is missing outside CI.
     pub fn start(b: &Backend) -> Option<Dash> {
+        Dash::over(b.home(), &b.store_args())
+    }
+
+    /// The dashboard over what `args` name (`--root`s and `--store`s, in
+    /// any mix), in the sandboxed `home`.
+    pub fn over(home: &std::path::Path, args: &[String]) -> Option<Dash> {
         if let Err(why) = Tmux::available() {
             crate::common::cannot_run(&format!("the dashboard tests need tmux: {why}"));
             return None;
         }
         let tmux = Tmux::start(160, 48);
         tmux.wait_for("the shell prompt", PATIENCE, |s| !s.trim().is_empty());
-        let args: Vec<String> = b.store_args().iter().map(|a| quote(a)).collect();
+        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
         tmux.type_line(&format!(
             "env -u FNO_CLAIMS_STORE -u FNO_CLAIMS_ROOT HOME={} USER=tester {} {}; echo EXIT=$?",
-            quote(&b.home().to_string_lossy()),
+            quote(&home.to_string_lossy()),
             quote(BIN),
             args.join(" ")
         ));

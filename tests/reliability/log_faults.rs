@@ -52,8 +52,8 @@ fn log_hazards(root: &Root) -> Vec<String> {
 fn dashboard_says_broken(root: &Root) -> bool {
     let mut app = app_at(root.clone());
     let mut c = collector(root);
-    collect(&mut app, &mut c, Input::Rescan);
-    app.claims.events_log_broken()
+    collect(&mut app, &mut c, Input::Relist);
+    app.events_log_broken()
 }
 
 #[test]

@@ -3,88 +3,35 @@
 //! each root's mirror made.
 
 use super::row_id::RowId;
-use crate::claims::hazard::EVENTS_LOG_BROKEN;
-use crate::claims::{ClaimState, Counts, Hazard, ItemRules, LocalIdentity, Status};
-use crate::dashboard::action::RootProblem;
+use crate::claims::{ClaimState, ItemRules, LocalIdentity, Status};
 use crate::store::mirror::Tally;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// The claims of one moment.
 ///
-/// Each status is shared with the collector's mirror (`Arc`): the model
+/// Each status is shared with its lane's mirror (`Arc`): the model
 /// holds every row without a second copy of it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimSet {
     pub by_row: HashMap<RowId, Arc<Status>>,
-    pub counts: Counts,
-    /// `counts` split by claims dir (one per root), kept with them: the
-    /// header of a dashboard over several roots shows them every second,
-    /// and walking 30 000 claims for them cost milliseconds a frame.
-    pub per_dir: Vec<(PathBuf, Counts)>,
     /// The claims come from a store whose keys are not lockfiles (etcd):
     /// a claim's own hazards are judged by the store's rules.
     pub store_keys: bool,
 }
 
 impl ClaimSet {
-    /// What kind of row `id` is here.
-    pub fn kind_of(&self, id: &RowId) -> super::RowKind {
-        match (id, self.store_keys) {
-            (RowId::Copy(_), _) => super::RowKind::Copy,
-            (RowId::Claim(_), true) => super::RowKind::StoreKey,
-            (RowId::Claim(_), false) => super::RowKind::Lockfile,
-        }
-    }
-
-    /// How the census judges the own hazards of row `id` here.
+    /// How the census judges the own hazards of row `id` here: as its
+    /// place says (a mirror stamps it), a copy by its host's hazard list.
     pub fn rules_of(&self, id: &RowId) -> ItemRules {
-        match self.kind_of(id) {
-            super::RowKind::Lockfile => ItemRules::Lockfile,
-            super::RowKind::StoreKey => ItemRules::StoreKey,
-            // A published copy's hazards come with its host's hazard list.
-            super::RowKind::Copy => ItemRules::Copy,
+        match id {
+            RowId::Copy(_) => ItemRules::Copy,
+            RowId::Claim(l) if l.rules() != ItemRules::Lockfile => l.rules(),
+            // A row fed by hand over a store names no rules of its own.
+            RowId::Claim(_) if self.store_keys => ItemRules::StoreKey,
+            RowId::Claim(_) => ItemRules::Lockfile,
         }
-    }
-
-    pub fn recount(&mut self) {
-        let mut counts = Counts::default();
-        self.per_dir.clear();
-        let claims = std::mem::take(&mut self.by_row);
-        for s in claims.values() {
-            counts.add(s.state);
-            self.dir_counts(&s.file).add(s.state);
-        }
-        self.by_row = claims;
-        // In a fixed order, so two sets of the same claims compare equal.
-        self.per_dir.sort_by(|a, b| a.0.cmp(&b.0));
-        self.counts = counts;
-    }
-
-    /// The counts of the claims dir `file` is in.
-    fn dir_counts(&mut self, file: &Path) -> &mut Counts {
-        let dir = file.parent().unwrap_or(Path::new(""));
-        let i = match self
-            .per_dir
-            .iter()
-            .position(|(d, _)| d.as_os_str() == dir.as_os_str())
-        {
-            Some(i) => i,
-            None => {
-                self.per_dir.push((dir.to_path_buf(), Counts::default()));
-                self.per_dir.len() - 1
-            }
-        };
-        &mut self.per_dir[i].1
-    }
-
-    /// The counts of the claims in `dir` (a root's claims dir).
-    pub fn counts_in(&self, dir: &Path) -> Counts {
-        self.per_dir
-            .iter()
-            .find(|(d, _)| d.as_os_str() == dir.as_os_str())
-            .map_or_else(Counts::default, |(_, c)| *c)
     }
 
     pub fn get(&self, id: &RowId) -> Option<&Status> {
@@ -96,36 +43,23 @@ impl ClaimSet {
         self.get(&RowId::claim(path))
     }
 
-    /// Store (or drop, when free) the claim at `path`, keeping the counts
-    /// current without a recount (a recount of 30 000 claims per changed
-    /// file was most of a change's cost); true when it changed.
+    /// Store (or drop, when free) the claim at `path`; true when it
+    /// changed. The counts are the members' tallies, not the rows'.
     pub fn put(&mut self, path: &RowId, s: Arc<Status>) -> bool {
         if s.state == ClaimState::Free {
-            let Some(old) = self.by_row.remove(path) else {
-                return false;
-            };
-            self.uncount(&old);
-            return true;
+            return self.by_row.remove(path).is_some();
         }
-        let (state, file) = (s.state, s.file.clone());
         match self.by_row.get_mut(path) {
-            Some(old) if **old == *s => return false,
+            Some(old) if **old == *s => false,
             Some(old) => {
-                let was = std::mem::replace(old, s);
-                self.uncount(&was);
+                *old = s;
+                true
             }
             None => {
                 self.by_row.insert(path.clone(), s);
+                true
             }
         }
-        self.counts.add(state);
-        self.dir_counts(&file).add(state);
-        true
-    }
-
-    fn uncount(&mut self, s: &Status) {
-        self.counts.remove(s.state);
-        self.dir_counts(&s.file).remove(s.state);
     }
 
     pub fn len(&self) -> usize {
@@ -163,26 +97,15 @@ pub struct Frozen {
     pub news: usize,
 }
 
-/// The claims part of the model: what the collectors' mirrors reported.
+/// The claims part of the model: what the lanes' mirrors reported.
 pub struct Claims {
     pub(super) identity: LocalIdentity,
     pub live: ClaimSet,
     /// Set while paused: what the view keeps showing.
     pub frozen: Option<Frozen>,
-    /// Each root's (or the store's) counts and hazards, by root, as its
-    /// mirror last tallied them: the one count `list` and `doctor` make.
-    pub tallies: Vec<Tally>,
     /// Holder pids and their start times, as the mirror last knew them:
     /// what the selected claim's reason is worded by.
     pub pids: HashMap<i32, Option<i64>>,
-    /// Why the root is not a normal one.
-    pub problem: Option<RootProblem>,
-    /// With several roots: each root's problem, by root (`problem` stays
-    /// the first root's).
-    pub problems: Vec<Option<RootProblem>>,
-    /// By root: how many claims its first screen shows while its whole
-    /// listing is still being read (a big root's head).
-    pub partial: Vec<Option<usize>>,
 }
 
 impl Claims {
@@ -191,18 +114,8 @@ impl Claims {
             identity,
             live: ClaimSet::default(),
             frozen: None,
-            tallies: Vec::new(),
             pids: HashMap::new(),
-            problem: None,
-            problems: Vec::new(),
-            partial: Vec::new(),
         }
-    }
-
-    /// While some root shows only its head: how many claims so far.
-    pub fn listing_head(&self) -> Option<usize> {
-        let heads: Vec<usize> = self.partial.iter().flatten().copied().collect();
-        (!heads.is_empty()).then(|| heads.iter().sum())
     }
 
     pub fn identity(&self) -> &LocalIdentity {
@@ -218,55 +131,8 @@ impl Claims {
         moved
     }
 
-    /// Root `i`'s tally is `t` now; true when it moved.
-    pub fn set_tally(&mut self, i: usize, t: Tally) -> bool {
-        if self.tallies.len() <= i {
-            self.tallies.resize(i + 1, Tally::default());
-        }
-        let was = &self.tallies[i];
-        // The mirror keeps an unchanged list as the same Arc: a compare of
-        // the lists themselves only when it made a new one.
-        let moved = was.counts != t.counts
-            || (!Arc::ptr_eq(&was.hazards, &t.hazards) && was.hazards != t.hazards);
-        self.tallies[i] = t;
-        moved
-    }
-
     /// The claims the view shows: the frozen ones while paused.
     pub fn shown(&self) -> &ClaimSet {
         self.frozen.as_ref().map_or(&self.live, |f| &f.claims)
-    }
-
-    /// The tallies the view shows: the frozen ones while paused.
-    pub fn shown_tallies(&self) -> &[Tally] {
-        self.frozen.as_ref().map_or(&self.tallies, |f| &f.tallies)
-    }
-
-    /// Every hazard the mirrors count.
-    pub fn hazard_count(&self) -> usize {
-        self.shown_tallies().iter().map(|t| t.hazards.len()).sum()
-    }
-
-    /// Whether the events log is unappendable.
-    pub fn events_log_broken(&self) -> bool {
-        self.tallies
-            .iter()
-            .flat_map(|t| t.hazards.iter())
-            .any(|h| h.kind == EVENTS_LOG_BROKEN)
-    }
-
-    /// The full hazard list, built on demand by the census `list` and
-    /// `doctor` count through (the `h` list, `x`'s offer), most urgent
-    /// kind first.
-    pub fn hazards(&self) -> Vec<Hazard> {
-        let mut out: Vec<Hazard> = self
-            .shown_tallies()
-            .iter()
-            .flat_map(|t| t.hazards.iter().cloned())
-            .collect();
-        out.sort_by(|a, b| {
-            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
-        });
-        out
     }
 }

@@ -1,21 +1,20 @@
-//! The fleet in the dashboard's model over a store: the claims hosts publish into it
-//! (`claimtop publish`), shown beside the store's own as read-only copies,
-//! and the hosts themselves (online with their counts, offline with when
-//! they were last seen).
+//! The fleet in the dashboard's model: the claims hosts publish into a
+//! site (`claimtop publish`), shown beside the site's own as read-only
+//! copies, and the hosts themselves (online with their counts, offline
+//! with when they were last seen — their own records' word, as `fleet
+//! --json` prints it).
 //!
-//! A published row lives in the same claim set as the store's rows, keyed
-//! by its [`RowId::Copy`] (host, root, key), so the table, filter, sort,
+//! A copy is a row of the site's published member like any other, keyed by
+//! its [`RowId::Copy`] (host, root, key), so the table, filter, sort,
 //! selection and detail pane need nothing new. Where it comes from (the
-//! host's name, its root's path, the lockfile there) is kept here.
+//! host's name, its root's path, the lockfile there) is read from the
+//! hosts when asked.
 
 use super::row_id::{CopyId, RowId};
 use crate::claims::Hazard;
-use crate::claims::Status;
 use crate::store::fleet::HostInfo;
-use serde_json::Value;
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::Path;
 
 /// Where a published row comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +23,7 @@ pub struct Origin {
     pub hostname: String,
     pub root_id: String,
     pub root_path: String,
-    /// The lockfile on its host, as the host printed it (`"file"`).
+    /// The lockfile on its host.
     pub file: String,
 }
 
@@ -33,8 +32,6 @@ pub struct Origin {
 pub struct FleetView {
     /// Every host that ever published here, as last read.
     pub hosts: Vec<HostInfo>,
-    /// Each published row's origin, by its row path.
-    pub rows: HashMap<Arc<CopyId>, Origin>,
     /// Published rows per host id, kept as rows come and go (a recount of
     /// a big fleet per change is what the header cannot afford).
     pub counts: HashMap<String, usize>,
@@ -51,69 +48,34 @@ impl FleetView {
         !self.hosts.is_empty()
     }
 
-    /// Where row `id` comes from, if it is a copy.
-    pub fn origin(&self, id: &RowId) -> Option<&Origin> {
-        match id {
-            RowId::Copy(c) => self.rows.get(c),
-            RowId::Claim(_) => None,
-        }
+    /// Where row `id` comes from, if it is a copy of a host known here.
+    pub fn origin(&self, id: &RowId) -> Option<Origin> {
+        let RowId::Copy(c) = id else {
+            return None;
+        };
+        let host = self.host(&c.host_id)?;
+        let root = host.roots.iter().find(|r| r.id == c.root_id)?;
+        let file = crate::claims::key::claim_path(Path::new(&root.path), &c.key);
+        Some(Origin {
+            host_id: c.host_id.clone(),
+            hostname: host.label.clone(),
+            root_id: c.root_id.clone(),
+            root_path: root.path.clone(),
+            file: file.to_string_lossy().into_owned(),
+        })
     }
 
     pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
         self.hosts.iter().find(|h| h.host_id == host_id)
     }
 
-    /// Note that `path` now holds a row of `origin` (None: it is gone).
-    pub(crate) fn track(&mut self, path: &Arc<CopyId>, origin: Option<Origin>) {
-        if let Some(old) = self.rows.remove(path) {
-            if let Some(n) = self.counts.get_mut(&old.host_id) {
-                *n = n.saturating_sub(1);
-            }
-        }
-        if let Some(o) = origin {
-            *self.counts.entry(o.host_id.clone()).or_default() += 1;
-            self.rows.insert(Arc::clone(path), o);
+    /// Note that the copy `id` came (`here`) or went.
+    pub(crate) fn track(&mut self, id: &CopyId, here: bool) {
+        let n = self.counts.entry(id.host_id.clone()).or_default();
+        if here {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
         }
     }
-}
-
-/// A published item (`list --json`'s claim object) as a row. The host
-/// judged it: its state and its words are taken as they are. None when the
-/// item is not a claim object at all.
-pub fn status_of(path: PathBuf, item: &Value) -> Option<Status> {
-    crate::store::fleet::copy_status(path, item)
-}
-
-/// A copy its offline host last published, as the row shows it: counted
-/// as last known (see [`crate::claims::census::copy_state`]), and its why
-/// saying so before what the host last said of it.
-pub fn mark_last_known(s: &mut Status, last_seen_ms: i64) {
-    let was = s.state;
-    s.state = crate::claims::census::copy_state(was, false);
-    s.why = format!(
-        "{}; it was {was} then: {}",
-        last_known_words(last_seen_ms),
-        s.why
-    );
-}
-
-/// "last known at 2026-12-04T12:00:03Z, host offline" (local with
-/// `--local-time`).
-pub fn last_known_words(last_seen_ms: i64) -> String {
-    format!(
-        "last known at {}, host offline",
-        crate::time::instant_words(last_seen_ms, false)
-    )
-}
-
-pub(crate) fn host_file(item: &Value) -> String {
-    item.get("file")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The row that says "no longer there": a free claim is dropped.
-pub(crate) fn gone() -> Status {
-    Status::free(String::new(), PathBuf::new(), String::new())
 }

@@ -9,10 +9,10 @@ impl App {
     /// own (root by root when there are several), then what publishing
     /// hosts found in theirs, host by host.
     pub fn hazard_entries(&self) -> Vec<Hazard> {
-        let mut own = self.claims.hazards();
-        if self.roots.is_several() {
+        let mut own = self.hazards();
+        if self.origins.several() {
             // Stable: each root's keep their severity order.
-            own.sort_by_key(|h| self.roots.of_path(h.path()));
+            own.sort_by_key(|h| self.origins.of_path(h.path()));
         }
         let mut published: Vec<&Hazard> = self.fleet_hazards().iter().collect();
         published.sort_by_key(|h| h.copy().map(|c| (&c.host_id, &c.root)));

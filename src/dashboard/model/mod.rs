@@ -1,8 +1,9 @@
 //! The model: every fact the screen shows, and nothing about how it is drawn.
 //!
-//! Claims are keyed by lockfile path so a change touches exactly the
-//! entries it names; each is shared with the collector's mirror. `rows` is the filtered, sorted view the table scrolls
-//! over; it is rebuilt only when the claims, the filter or the sort change.
+//! Claims are keyed by their place (which names their origin) so a change
+//! touches exactly the entries it names; each is shared with its lane's
+//! mirror. `rows` is the filtered, sorted view the table scrolls over; it
+//! is rebuilt only when the claims, the filter or the sort change.
 
 pub(crate) mod asof;
 pub(crate) mod browse;
@@ -15,6 +16,7 @@ pub(crate) mod fleet;
 pub(crate) mod hazards;
 pub(crate) mod marks;
 pub(crate) mod mode;
+pub(crate) mod origins;
 pub(crate) mod prompt;
 pub(crate) mod row_id;
 pub(crate) mod search;
@@ -33,18 +35,21 @@ pub use filter::{contains_ci, find_ci, Filter, Term};
 pub use marks::Marks;
 pub use mode::{Layer, Modes};
 pub use prompt::Prompt;
-pub use row_id::{CopyId, RowId, RowKind};
+pub use row_id::{CopyId, RowId};
 pub use table::{row_view, screen_ctx, Sort, Widest};
 
-use super::action::Op;
+use super::action::{Op, Verb};
 use super::keys::Pane;
 use super::options::Options;
-use super::roots::ShownRoots;
 use super::timeline::Timeline;
-use crate::claims::{LocalIdentity, Root, Status};
+use crate::claims::hazard::EVENTS_LOG_BROKEN;
+use crate::claims::{Counts, LocalIdentity, Root, Status};
 use crate::columns::{ColumnId, RowView};
 use crate::store::mirror::judge::{copy_words_at, words_at};
+use crate::store::mirror::Tally;
+use crate::store::Store;
 use filter::term_matches;
+pub use origins::Origins;
 
 /// Messages `m` keeps (the oldest go first).
 pub const MESSAGES_KEPT: usize = 500;
@@ -115,7 +120,7 @@ pub struct App {
     /// log) read its events log.
     pub root: Root,
     /// Every root watched, the first included.
-    pub roots: ShownRoots,
+    pub origins: Origins,
     /// The root whose events log the whole-log views (the timeline, the
     /// events search) read: the first, until `t` opens on another root's row.
     pub log_root: usize,
@@ -185,27 +190,30 @@ impl App {
     /// The op the worker runs for `verb` on a row at `at`, or why it
     /// cannot go there. A copy changes only in its host's own root, so a
     /// force-release of one is a request to that host, and nothing else is.
-    pub fn route(&self, at: RowAt<'_>, verb: Op) -> Result<Op, String> {
+    pub fn route(&self, at: RowAt<'_>, verb: Verb) -> Result<Op, String> {
         match (verb, at.host) {
-            (Op::ForceRelease { key, opts }, Some(o)) => Ok(Op::AskHost {
-                host_id: o.host_id.clone(),
-                hostname: o.hostname.clone(),
-                root_id: o.root_id.clone(),
-                key,
-                opts,
-            }),
+            (Verb::ForceRelease { key, opts }, Some(o)) => {
+                let ask = Verb::AskHost {
+                    host_id: o.host_id.clone(),
+                    hostname: o.hostname.clone(),
+                    root_id: o.root_id.clone(),
+                    key,
+                    opts,
+                };
+                Ok(self.origins.route(at.root, ask))
+            }
             (op, Some(o)) => Err(format!(
                 "{} {}: a read-only copy published by {} (F asks its host)",
                 op.verb(),
                 op.key(),
                 o.hostname
             )),
-            (op, None) => Ok(self.roots.route(at.root, op)),
+            (op, None) => Ok(self.origins.route(at.root, op)),
         }
     }
 
     /// A model for `identity`, acting as `operator`. Both are read by the
-    /// caller (the collector's side): the model reads nothing.
+    /// caller (the readers' side): the model reads nothing.
     pub fn new(opts: Options, now: i64, identity: LocalIdentity, operator: String) -> App {
         let table = TableView {
             sort: opts.opening.sort,
@@ -219,7 +227,7 @@ impl App {
             ..TableView::default()
         };
         App {
-            roots: ShownRoots::new(opts.root.clone(), &opts.more_roots),
+            origins: Origins::new(opts.root.clone(), &opts.more_roots),
             log_root: 0,
             root: opts.root,
             read_only: opts.read_only,
@@ -268,13 +276,14 @@ impl App {
             return;
         };
         let now = self.shown_now();
-        let copy = self
-            .store
-            .as_ref()
-            .is_some_and(|v| v.fleet.origin(&path).is_some());
+        let copy = path.is_copy();
         // A store's own claims are judged by the store (their lease is
         // their liveness): there is no pid here to re-word them by.
-        if self.store.is_some() && !copy {
+        let pids_here = match &path {
+            RowId::Claim(loc) => self.origins.caps(usize::from(loc.origin())).pids_here,
+            RowId::Copy(_) => false,
+        };
+        if !pids_here && !copy {
             return;
         }
         let claims = &mut self.claims;
@@ -307,7 +316,51 @@ impl App {
     /// The header's hazard count: this root's (or store's) own, plus what
     /// publishing hosts found in theirs — the count `list` prints.
     pub fn hazard_count(&self) -> usize {
-        self.claims.hazard_count() + self.fleet_hazards().len()
+        let own: usize = self.shown_tallies().iter().map(|t| t.hazards.len()).sum();
+        own + self.fleet_hazards().len()
+    }
+
+    /// Each origin's counts and hazards as the view shows them: the frozen
+    /// ones while paused.
+    pub fn shown_tallies(&self) -> Vec<&Tally> {
+        match &self.claims.frozen {
+            Some(f) => f.tallies.iter().collect(),
+            None => self.origins.iter().map(|o| &o.tally).collect(),
+        }
+    }
+
+    /// Every claim the shown tallies count, by state: the sum of each
+    /// member's own count (counted once, by its mirror), the one `list`
+    /// prints.
+    pub fn counted(&self) -> Counts {
+        let mut c = Counts::default();
+        for t in self.shown_tallies() {
+            c += t.counts;
+        }
+        c
+    }
+
+    /// Whether an events log is unappendable.
+    pub fn events_log_broken(&self) -> bool {
+        self.origins
+            .iter()
+            .flat_map(|o| o.tally.hazards.iter())
+            .any(|h| h.kind == EVENTS_LOG_BROKEN)
+    }
+
+    /// The full hazard list, built on demand by the census `list` and
+    /// `doctor` count through (the `h` list, `x`'s offer), most urgent
+    /// kind first.
+    pub fn hazards(&self) -> Vec<crate::claims::Hazard> {
+        let mut out: Vec<crate::claims::Hazard> = self
+            .shown_tallies()
+            .iter()
+            .flat_map(|t| t.hazards.iter().cloned())
+            .collect();
+        out.sort_by(|a, b| {
+            (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
+        });
+        out
     }
 
     /// The hazards publishing hosts reported (none without a store).
@@ -363,7 +416,7 @@ impl App {
     }
 
     /// Where the selected row comes from, when it is a host's copy.
-    pub fn selected_origin(&self) -> Option<&fleet::Origin> {
+    pub fn selected_origin(&self) -> Option<fleet::Origin> {
         let id = self.table.rows.get(self.table.selected)?;
         self.store.as_ref()?.fleet.origin(id)
     }
@@ -423,7 +476,7 @@ impl App {
     /// The history of the claim `s`: its key's events in its own root's log
     /// (the same key in another root is another claim).
     pub fn history_of_claim(&self, s: &Status) -> Vec<&EventRow> {
-        let root = self.roots.is_several().then(|| self.roots.of(s));
+        let root = self.origins.several().then(|| self.origins.of(s));
         self.history_where(&s.key, root)
     }
 
@@ -471,15 +524,46 @@ impl App {
             .by_row
             .values()
             .filter(|s| s.record.as_ref().is_some_and(|r| r.holder == self.operator))
-            .map(|s| (self.roots.of(s), s.key.clone()))
+            .map(|s| (self.origins.of(s), s.key.clone()))
             .collect();
         keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
         keys
     }
 
-    /// Show a store's claims (etcd) rather than a root's: its header, its
-    /// lease column, and hazards as the store judges them.
-    pub fn over_store(&mut self, view: store::StoreView) {
+    /// Show what `store` composes: each member's label, a root's places
+    /// (`roots`, by directory), and a site's link, leases and hosts.
+    pub fn over(&mut self, store: &Store, roots: &[Root], now: i64) {
+        self.origins = Origins::of_store(store, roots);
+        let members = store.members();
+        self.log_root = members
+            .iter()
+            .position(|m| m.root_dir().is_some())
+            .unwrap_or(0);
+        if let Some(r) = self.origins.get(self.log_root) {
+            self.root = r.clone();
+        }
+        let Some(site) = members.iter().find(|m| m.backend().link().is_some()) else {
+            return;
+        };
+        let mut view = store::StoreView::new(site.name(), now);
+        view.site = usize::from(site.ix.0);
+        view.copies = members
+            .iter()
+            .find(|m| m.origin == crate::store::Origin::Published { site: site.ix })
+            .map(|m| usize::from(m.ix.0));
+        self.store = Some(view);
+        // A store's keys are no lockfiles: their own hazards are the
+        // store's kinds (a mirror's rows say so in their place too).
+        self.claims.live.store_keys = members.iter().all(|m| m.root_dir().is_none());
+    }
+
+    /// Show one site's claims (etcd) rather than a root's, as a model fed
+    /// by hand does: its header, its lease column, and hazards as the store
+    /// judges them; its own rows are origin 0's, what hosts publish into it
+    /// origin 1's (as a store of one `--store` opens).
+    pub fn over_store(&mut self, mut view: store::StoreView) {
+        view.copies = view.copies.or(Some(1));
+        self.origins = Origins::of_site(&view.url);
         self.store = Some(view);
         // A store's keys are no lockfiles: their own hazards are the
         // store's kinds (the census's rules for a store).

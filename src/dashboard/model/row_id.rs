@@ -4,7 +4,7 @@
 //! it, so a copy is told from a claim by its type, never by the look of a
 //! path.
 
-use crate::claims::Loc;
+use crate::claims::{ItemRules, Loc};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,14 +27,6 @@ pub struct CopyId {
     pub key: String,
 }
 
-/// The three kinds of row, as the census judges their own hazards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowKind {
-    Lockfile,
-    StoreKey,
-    Copy,
-}
-
 impl RowId {
     /// The row of `key` published by `host_id` from its root `root_id`.
     pub fn copy(host_id: &str, root_id: &str, key: &str) -> RowId {
@@ -43,6 +35,23 @@ impl RowId {
             root_id: root_id.to_string(),
             key: key.to_string(),
         }))
+    }
+
+    /// The row of a mirror's place: a copy's place names its host, root
+    /// and key.
+    pub fn of(loc: Loc) -> RowId {
+        if loc.rules() == ItemRules::Copy {
+            // `<host_id>/<root_id>/<key>`: ids never hold a `/`, a key may.
+            let place = loc.to_str().and_then(|p| {
+                let (host, rest) = p.split_once('/')?;
+                let (root, key) = rest.split_once('/')?;
+                Some((host, root, key))
+            });
+            if let Some((h, r, k)) = place {
+                return RowId::copy(h, r, k);
+            }
+        }
+        RowId::Claim(loc)
     }
 
     pub fn claim(path: &Path) -> RowId {

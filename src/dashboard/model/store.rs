@@ -1,44 +1,17 @@
-//! The dashboard over a store with a connection (etcd): what the model
-//! knows about the store beside its claims — the cluster's members, leader
-//! and revision, whether it answers, and the lease behind each claim.
+//! A site among the origins (a store reached over a connection, as etcd):
+//! what the model knows of it beside its claims — the cluster's members,
+//! leader and revision, whether it answers, the lease behind each leased
+//! row, and the hosts publishing into it.
 //!
-//! Rows stay keyed by path, as on a file root: a store row's path is its
-//! etcd key (`Listing`'s `file`), so the table, the filter, the selection
-//! and the detail pane work unchanged.
+//! Rows stay keyed by their place, as on a file root: a site row's place
+//! is its key in the store, so the table, the filter, the selection and the
+//! detail pane work unchanged.
 
 use super::fleet::FleetView;
 use crate::claims::Loc;
-use crate::store::fleet::FleetState;
 use crate::store::{LinkFacts, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
-
-/// What only a store with a connection says beside its mirror's rows;
-/// every message carries the clock it was read at, so the model judges
-/// ages without reading the clock itself.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StoreMsg {
-    /// Everything hosts publish here, read again: at start, after a
-    /// re-list, and when a host came, went or rewrote its record.
-    Fleet { fleet: Box<FleetState>, at: i64 },
-    /// One published claim re-read after the watch named it (None: its
-    /// host no longer publishes it).
-    Published {
-        host_id: String,
-        root_id: String,
-        key: String,
-        item: Option<serde_json::Value>,
-        at: i64,
-    },
-    /// The store answered the header's probe.
-    Info { info: StoreInfo, at: i64 },
-    /// The store did not answer the probe within its timeout.
-    Unreachable { why: String, at: i64 },
-    /// The watch broke; it resumes on its own from the last revision.
-    WatchDown { why: String, at: i64 },
-    /// The watch delivers again.
-    WatchUp { revision: Option<i64>, at: i64 },
-}
 
 /// A cluster's state as the header shows it: who answers, who leads, and
 /// the newest revision seen (the probe's, or a row's or a listing's if
@@ -72,7 +45,7 @@ pub struct Held {
 
 impl Held {
     /// Milliseconds left on the lease at `now`, as far as the last read
-    /// knows (a holder keeping it alive moves it back up, and the collector
+    /// knows (a holder keeping it alive moves it back up, and its lane
     /// re-reads a claim whose lease should have run out).
     pub fn remaining_ms(&self, now: i64) -> i64 {
         (self.tenure.lease.remaining_s * 1000 - (now - self.read_at)).max(0)
@@ -114,6 +87,10 @@ pub struct StoreView {
     pub partial: Option<usize>,
     /// The hosts publishing here and where each published row comes from.
     pub fleet: FleetView,
+    /// The origin of the copies hosts publish here, by index.
+    pub copies: Option<usize>,
+    /// The site whose link the header says, by index (the first named).
+    pub site: usize,
 }
 
 impl StoreView {
@@ -128,6 +105,8 @@ impl StoreView {
             since: None,
             partial: None,
             fleet: FleetView::default(),
+            copies: None,
+            site: 0,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::claims::Status;
 use crate::columns::{
     Avail, CellCtx, ColumnId, Face, HostName, Places, RootName, RowView, COLUMNS,
 };
-use crate::dashboard::roots::ShownRoots;
+use crate::dashboard::model::Origins;
 use std::cmp::Ordering;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,26 +32,26 @@ impl Default for Sort {
 
 /// What the view has, for the columns: the one place the dashboard says
 /// it (several roots, a store with leases, hosts publishing into it).
-pub fn avail(roots: &ShownRoots, store: Option<&StoreView>) -> Avail {
+pub fn avail(origins: &Origins, store: Option<&StoreView>) -> Avail {
     Avail {
-        several: roots.is_several(),
-        leases: store.is_some(),
+        several: origins.several(),
+        leases: origins.leases(),
         fleet: store.is_some_and(|v| v.fleet.is_active()),
     }
 }
 
 /// The model's answers to what the cells ask.
 pub struct TablePlaces<'a> {
-    pub roots: &'a ShownRoots,
+    pub roots: &'a Origins,
     pub store: Option<&'a StoreView>,
 }
 
 impl Places for TablePlaces<'_> {
     fn root(&self, s: &Status) -> Option<RootName<'_>> {
-        let i = self.roots.of(s);
+        let o = self.roots.origin(self.roots.of(s))?;
         Some(RootName {
-            label: self.roots.label(i),
-            path: &self.roots.get(i)?.root,
+            label: &o.label,
+            path: &o.place,
         })
     }
 
@@ -95,7 +95,7 @@ pub fn row_view<'a>(set: &ClaimSet, id: &'a RowId, s: &'a Status) -> RowView<'a>
 impl App {
     /// What the view has, for the columns.
     pub fn avail(&self) -> Avail {
-        avail(&self.roots, self.store.as_ref())
+        avail(&self.origins, self.store.as_ref())
     }
 
     /// Is row `id` (as `s`) as wide as a steady column's widest? Then
@@ -110,7 +110,7 @@ impl App {
     /// What the columns ask of the model: where rows come from, leases.
     pub fn places(&self) -> TablePlaces<'_> {
         TablePlaces {
-            roots: &self.roots,
+            roots: &self.origins,
             store: self.store.as_ref(),
         }
     }
@@ -126,7 +126,7 @@ impl App {
         let keep = t.rows.get(t.selected).cloned();
         let shown = self.claims.shown();
         let places = TablePlaces {
-            roots: &self.roots,
+            roots: &self.origins,
             store: self.store.as_ref(),
         };
         let now = self.claims.frozen.as_ref().map_or(self.now, |f| f.now);
@@ -178,7 +178,7 @@ impl App {
         let (col, reverse) = (t.sort.column, t.sort.reverse);
         let live = &self.claims.live;
         let places = TablePlaces {
-            roots: &self.roots,
+            roots: &self.origins,
             store: self.store.as_ref(),
         };
         let ctx = screen_ctx(self.now, self.local_time, &places);

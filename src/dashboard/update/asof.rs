@@ -50,15 +50,14 @@ pub fn open_at_row(
             .into_iter()
             .map(|(name, log)| (name, Which::Log(log)))
             .collect()
-    } else if app.roots.is_several() {
-        app.roots
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                (
-                    Some(app.roots.label(i).to_string()),
-                    Which::Path(r.events_file()),
-                )
+    } else if app.origins.several() {
+        app.origins
+            .shown()
+            .filter_map(|i| {
+                Some((
+                    Some(app.origins.label(i).to_string()),
+                    Which::Path(app.origins.get(i)?.events_file()),
+                ))
             })
             .collect()
     } else {
@@ -152,8 +151,8 @@ fn held_now(app: &App) -> Vec<HeldNow> {
                     Some(format!("{}:{}", host.label, root.path))
                 }
                 RowId::Claim(_) if !hosts.is_empty() => Some(SOURCE_STORE.to_string()),
-                RowId::Claim(_) if app.roots.is_several() => {
-                    Some(app.roots.label(app.roots.of(s)).to_string())
+                RowId::Claim(_) if app.origins.several() => {
+                    Some(app.origins.label(app.origins.of(s)).to_string())
                 }
                 RowId::Claim(_) => None,
             };

@@ -9,7 +9,7 @@ use super::effects::Effects;
 use super::rows::move_by;
 use crate::claims::words::count;
 use crate::claims::Status;
-use crate::dashboard::action::{ForceOptsShown, Op};
+use crate::dashboard::action::{ForceOptsShown, Op, Verb};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL_MS;
 use crate::dashboard::model::{
     App, BulkConfirm, BulkItem, BulkVerb, Dialog, Layer, Level, MarksConfirm, RowAt, RowId,
@@ -143,7 +143,7 @@ pub(super) fn start(app: &mut App, verb: BulkVerb) -> bool {
 /// What `verb` does to `s`, or why it leaves it alone.
 fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, String> {
     let rec = s.record.as_ref();
-    let host = app.store.as_ref().and_then(|v| v.fleet.origin(id)).cloned();
+    let host = app.store.as_ref().and_then(|v| v.fleet.origin(id));
     if host.is_some() && verb != BulkVerb::ForceRelease {
         return Err("a host's read-only copy (F asks its host)".into());
     }
@@ -166,7 +166,7 @@ fn item(app: &App, id: &RowId, s: &Status, verb: BulkVerb) -> Result<BulkItem, S
     };
     Ok(BulkItem {
         key: s.key.clone(),
-        root: app.roots.of(s),
+        root: app.origins.of(s),
         holder: rec.map(|r| r.holder.clone()),
         state: s.state,
         acquired_at: rec.map(|r| r.acquired_at),
@@ -220,8 +220,8 @@ pub(super) fn bulk_key(
 fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Result<Op, String> {
     let holder = i.holder.clone().unwrap_or_default();
     let op = match verb {
-        BulkVerb::Release => Op::Release { key: i.key, holder },
-        BulkVerb::Renew => Op::Renew {
+        BulkVerb::Release => Verb::Release { key: i.key, holder },
+        BulkVerb::Renew => Verb::Renew {
             operator: (holder != app.operator).then(|| app.operator.clone()),
             key: i.key,
             holder,
@@ -235,7 +235,7 @@ fn op_of(app: &App, verb: BulkVerb, i: BulkItem) -> Result<Op, String> {
                 // The typed count confirmed it: the CLI's --allow-live.
                 allow_live: i.state.may_be_held(),
             };
-            Op::ForceRelease { key: i.key, opts }
+            Verb::ForceRelease { key: i.key, opts }
         }
     };
     let at = RowAt {

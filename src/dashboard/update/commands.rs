@@ -11,7 +11,7 @@ use super::rows::{move_by, scroll_into_view, toggle_pause};
 use super::whole_log as logview;
 use super::{detail_cmds, events_cmds, quit, table_cmds};
 use crate::claims::ClaimState;
-use crate::dashboard::action::Op;
+use crate::dashboard::action::Verb;
 use crate::dashboard::keys::{Cmd, Pane};
 use crate::dashboard::model::dialogs::DEFAULT_ACQUIRE_TTL;
 use crate::dashboard::model::{
@@ -47,7 +47,6 @@ fn anywhere(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
             scroll_into_view(app);
             true
         }
-        Cmd::Acquire if selected_copy(app).is_some() => copy_refusal(app),
         Cmd::Acquire => {
             let form = AcquireForm {
                 key: "".into(),
@@ -170,9 +169,9 @@ fn claim_verb(app: &mut App, cmd: Cmd, fx: &mut Effects) -> bool {
 fn copy_refusal(app: &mut App) -> bool {
     let host = selected_copy(app).unwrap_or_default();
     let msg = format!(
-        "a, r and n act on this store's own claims: this row is a read-only copy \
-         published by {host} (F asks {host} to force-release it; acquire, release \
-         or renew in its own root there)"
+        "r and n act on this store's own claims: this row is a read-only copy \
+         published by {host} (F asks {host} to force-release it; release or renew \
+         it in its own root there)"
     );
     app.say(Level::Error, msg);
     true
@@ -183,7 +182,7 @@ fn events_for_key(app: &mut App) -> bool {
     if app.events.view.key.is_some() {
         app.events.view.key = None;
     } else if let Some(s) = app.selected_status() {
-        let root = app.roots.is_several().then(|| app.roots.of(s));
+        let root = app.origins.several().then(|| app.origins.of(s));
         app.events.view.key = Some(s.key.clone());
         app.events.view.key_root = root;
     } else {
@@ -242,7 +241,6 @@ pub(super) fn copy_key(app: &mut App, fx: &mut Effects) -> bool {
 /// `x`: list what `doctor --fix` would remove now, and ask.
 pub(super) fn start_clean(app: &mut App) -> bool {
     let hazards: Vec<_> = app
-        .claims
         .hazards()
         .into_iter()
         .filter(|h| h.kind.cleanable())
@@ -275,10 +273,10 @@ pub(super) fn start_release(app: &mut App, fx: &mut Effects) -> bool {
         return true;
     };
     let key = s.key.clone();
-    let root = app.roots.of(s);
+    let root = app.origins.of(s);
     match &s.record {
         Some(r) if r.holder == app.operator => {
-            let op = Op::Release {
+            let op = Verb::Release {
                 key: key.clone(),
                 holder: r.holder.clone(),
             };
@@ -345,7 +343,7 @@ pub(super) fn start_renew(app: &mut App) -> bool {
         )
     });
     let form = Dialog::Renew(RenewForm {
-        root: app.roots.of(s),
+        root: app.origins.of(s),
         key: s.key.clone(),
         holder: r.holder.clone(),
         pid: r.pid,
@@ -370,7 +368,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
     };
     let rec = s.record.as_ref();
     let form = Dialog::ForceRelease(ForceConfirm {
-        root: app.roots.of(s),
+        root: app.origins.of(s),
         key: s.key.clone(),
         holder: rec.map(|r| r.holder.clone()),
         pid: rec.map(|r| r.pid),
@@ -382,7 +380,7 @@ pub(super) fn start_force(app: &mut App) -> bool {
         acquired_at: rec.map(|r| r.acquired_at),
         typed: "".into(),
         error: None,
-        host: app.selected_origin().cloned(),
+        host: app.selected_origin(),
     });
     app.modes.push(Layer::Dialog(form));
     true

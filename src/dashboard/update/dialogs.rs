@@ -3,7 +3,7 @@
 
 use super::effects::Effects;
 use crate::claims::{parse_ttl_ms, ClaimState};
-use crate::dashboard::action::{ForceOptsShown, Op};
+use crate::dashboard::action::{ForceOptsShown, Op, Verb};
 use crate::dashboard::model::{
     AcquireForm, App, Dialog, ForceConfirm, Layer, Level, RenewForm, RowAt,
 };
@@ -44,17 +44,20 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
         }
         Dialog::ClearMarks(c) => return super::bulk::clear_marks_key(app, c, &ev),
         Dialog::Clean(c) => match ev.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') if app.roots.is_several() => {
+            KeyCode::Char('y') | KeyCode::Char('Y') if app.origins.several() => {
                 return super::roots::clean_each_root(app, &c, fx);
             }
-            KeyCode::Char('y') | KeyCode::Char('Y') => (None, Some(Ok(Op::Clean))),
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                let root = app.origins.first_that(|c| c.repair);
+                (None, Some(Ok(app.origins.route(root, Verb::Clean))))
+            }
             _ => (Some(Dialog::Clean(c)), None),
         },
         Dialog::CleanOne(h) => match ev.code {
             KeyCode::Char('y') | KeyCode::Char('Y') => {
                 // The entry's own root, among several: it is cleaned there.
-                let root = app.roots.of_path(h.path()).unwrap_or(0);
-                (None, Some(Ok(app.roots.route(root, Op::CleanOne(h)))))
+                let root = app.origins.of_path(h.path()).unwrap_or(0);
+                (None, Some(Ok(app.origins.route(root, Verb::CleanOne(h)))))
             }
             _ => (Some(Dialog::CleanOne(h)), None),
         },
@@ -64,7 +67,7 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
     }
     match op {
         Some(Ok(op)) => {
-            app.say(Level::Info, format!("{} {}…", op.verb(), op.key()));
+            app.say(Level::Info, format!("{} {}…", op.name(), op.key()));
             fx.ops.push(op);
         }
         Some(Err(why)) => app.say(Level::Error, why),
@@ -73,7 +76,7 @@ pub(super) fn dialog_key(app: &mut App, ev: KeyEvent, fx: &mut Effects) -> bool 
     true
 }
 
-pub(super) type Step = (Option<Dialog>, Option<Op>);
+pub(super) type Step = (Option<Dialog>, Option<Verb>);
 
 /// A step whose op may not find its way to a store: why, in words.
 type Routed = (Option<Dialog>, Option<Result<Op, String>>);
@@ -85,9 +88,11 @@ fn acquire_key(app: &App, mut f: AcquireForm, ev: &KeyEvent) -> Routed {
         KeyCode::BackTab | KeyCode::Up => f.field = (f.field + n - 1) % n,
         KeyCode::Enter => {
             let routed = acquire_op(&f).and_then(|op| {
+                // An acquire has nothing to do with the selected row: it
+                // goes to the origin named, else to the one that takes claims.
                 let root = match &f.root {
-                    Some(typed) => super::roots::chosen_root(&app.roots, typed.value())?,
-                    None => 0,
+                    Some(typed) => super::roots::chosen_root(&app.origins, typed.value())?,
+                    None => app.origins.takers().next().unwrap_or(0),
                 };
                 app.route(RowAt { root, host: None }, op)
             });
@@ -109,7 +114,7 @@ fn acquire_key(app: &App, mut f: AcquireForm, ev: &KeyEvent) -> Routed {
 }
 
 /// Validate the form the way the CLI validates its flags.
-pub(super) fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
+pub(super) fn acquire_op(f: &AcquireForm) -> Result<Verb, String> {
     let key = f.key.trim();
     let holder = f.holder.trim();
     if key.is_empty() {
@@ -128,7 +133,7 @@ pub(super) fn acquire_op(f: &AcquireForm) -> Result<Op, String> {
         ttl_in_range(t)?;
     }
     crate::claims::validate_inputs(key, holder, ttl_ms).map_err(|e| e.to_string())?;
-    Ok(Op::Acquire {
+    Ok(Verb::Acquire {
         key: key.to_string(),
         holder: holder.to_string(),
         ttl_ms,
@@ -192,7 +197,7 @@ pub(super) fn renew_op(mut f: RenewForm, operator: &str) -> Step {
     match renew_ttl(&f) {
         Ok(ttl_ms) => (
             None,
-            Some(Op::Renew {
+            Some(Verb::Renew {
                 operator: f.foreign.then(|| operator.to_string()),
                 key: f.key,
                 holder: f.holder,
@@ -228,7 +233,7 @@ pub(super) fn force_key(mut f: ForceConfirm, ev: &KeyEvent, operator: &str) -> S
     if !confirmed {
         return (Some(Dialog::ForceRelease(f)), None);
     }
-    let op = Op::ForceRelease {
+    let op = Verb::ForceRelease {
         opts: ForceOptsShown {
             expect_holder: f.holder.clone(),
             expect_acquired_at: f.acquired_at,

@@ -27,10 +27,10 @@ pub(super) fn go_to_claim(app: &mut App, ev: &EventRow, fx: &mut Effects) -> boo
         app.say(Level::Info, "this line names no key");
         return true;
     };
-    let several = app.roots.is_several();
+    let several = app.origins.several();
     let shown = app.shown();
     let is_it =
-        |s: &crate::claims::Status| s.key == key && (!several || app.roots.of(s) == ev.root);
+        |s: &crate::claims::Status| s.key == key && (!several || app.origins.of(s) == ev.root);
     let at = app
         .table
         .rows
@@ -54,7 +54,7 @@ pub(super) fn go_to_claim(app: &mut App, ev: &EventRow, fx: &mut Effects) -> boo
             // Gone: the table as it stood when the line was written, on
             // that key's row.
             Some(t) => {
-                let root = several.then(|| app.roots.label(ev.root).to_string());
+                let root = several.then(|| app.origins.label(ev.root).to_string());
                 super::asof::open_at_row(app, held_instant(ev, t), Some((key, root)), fx);
                 app.focus = Pane::Table;
             }

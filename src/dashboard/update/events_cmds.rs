@@ -105,6 +105,10 @@ fn find(app: &mut App, older: bool, fx: &mut Effects) -> Handled {
 fn open(app: &mut App, from_start: bool, fx: &mut Effects) {
     if !app.modes.browsing() && app.events.view.key.is_none() {
         logview::log_of_selected_row(app, fx);
+        // Among several origins, the log of the selected row's origin, as
+        // `t` reads it: a search on a row of A after `t` on a row of B
+        // reads A's log, not B's (its note says whose).
+        logview::log_of_selected_root(app, fx);
     }
     enter(app);
     app.events.browse.open(from_start, &mut fx.log);

@@ -21,21 +21,19 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     let mut shown = d
         .tally
         .take()
-        .is_some_and(|t| app.claims.set_tally(root, t) && !paused);
+        .is_some_and(|t| app.origins.set_tally(root, t) && !paused);
     if let Some(problem) = d.problem.take() {
-        shown |= set_problem(app, root, problem);
+        shown |= app.origins.set_problem(root, problem);
     }
-    if app.store.is_some() {
-        shown |= super::store::on_delta(app, &d);
+    // A leased member's rows carry their tenures and say how its link is;
+    // a root's and the copies' say nothing of either.
+    if app.origins.caps(root).leases {
+        shown |= super::store::on_delta(app, root, &d);
     }
     let moved = match d.whole {
         Some(w) => {
-            let c = &mut app.claims;
-            if c.partial.len() <= root {
-                c.partial.resize(root + 1, None);
-            }
             let head = w.partial.then_some(d.rows.len());
-            shown |= std::mem::replace(&mut c.partial[root], head) != head;
+            shown |= app.origins.set_partial(root, head);
             let replaced = replace_rows(app, root, d.rows);
             app.refresh_selected_why();
             return replaced || shown;
@@ -44,7 +42,14 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
             let mut moved = Vec::with_capacity(d.rows.len());
             let mut narrows = false;
             for row in d.rows {
-                let id = RowId::Claim(row.path);
+                let id = RowId::of(row.path);
+                if let (RowId::Copy(c), Some(v)) = (&id, app.store.as_mut()) {
+                    let had = app.claims.live.get(&id).is_some();
+                    let here = row.status.state != crate::claims::ClaimState::Free;
+                    if had != here {
+                        v.fleet.track(c, here);
+                    }
+                }
                 let held = app
                     .claims
                     .live
@@ -65,24 +70,6 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
     moved || shown
 }
 
-/// Root `i`'s problem is `problem` now; true when that shows.
-pub(super) fn set_problem(
-    app: &mut App,
-    i: usize,
-    problem: Option<crate::dashboard::action::RootProblem>,
-) -> bool {
-    let c = &mut app.claims;
-    if c.problems.len() <= i {
-        c.problems.resize(i + 1, None);
-    }
-    let moved = c.problems[i] != problem;
-    if i == 0 {
-        c.problem = problem.clone();
-    }
-    c.problems[i] = problem;
-    moved
-}
-
 /// How many rows differ between two sets: come, gone or changed.
 fn changed_rows(was: &ClaimSet, now: &ClaimSet) -> usize {
     let came_or_changed = now
@@ -98,12 +85,10 @@ fn changed_rows(was: &ClaimSet, now: &ClaimSet) -> usize {
     came_or_changed + gone
 }
 
-/// Replace root `i`'s rows (or, over a store, its own rows) with a
-/// listing's; every other root's rows, and hosts' copies, stay.
+/// Replace origin `i`'s rows with a listing's; every other origin's rows
+/// (another root's, a site's, the copies hosts publish) stay.
 pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
-    let several = app.roots.is_several();
-    let dir = app.roots.get(i).map(|r| r.claims_dir());
-    let copies = app.store.is_some();
+    let copies = app.store.as_ref().and_then(|v| v.copies);
     let paused = app.paused();
     let live = &mut app.claims.live;
     // Sized once: growing a table of 100 000 claims by doubling holds the
@@ -111,24 +96,27 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     let mut set = ClaimSet {
         by_row: std::collections::HashMap::with_capacity(rows.len()),
         store_keys: live.store_keys,
-        ..ClaimSet::default()
     };
-    let others = live.by_row.iter().filter(|(id, _)| match (several, id) {
-        // With several roots, the other roots' claims stay.
-        (true, RowId::Claim(p)) => p.parent() != dir.as_deref(),
-        // Over a store, the hosts' copies stay: a listing is its own.
-        (_, RowId::Copy(_)) => copies,
-        (false, RowId::Claim(_)) => false,
+    let others = live.by_row.iter().filter(|(id, _)| match id {
+        RowId::Claim(p) => usize::from(p.origin()) != i,
+        RowId::Copy(_) => copies != Some(i),
     });
     for (p, s) in others {
         set.by_row.insert(p.clone(), Arc::clone(s));
     }
     for row in rows {
         if row.status.state != crate::claims::ClaimState::Free {
-            set.by_row.insert(RowId::Claim(row.path), row.status);
+            set.by_row.insert(RowId::of(row.path), row.status);
         }
     }
-    set.recount();
+    if let Some(v) = app.store.as_mut().filter(|_| copies == Some(i)) {
+        v.fleet.counts.clear();
+        for id in set.by_row.keys() {
+            if let RowId::Copy(c) = id {
+                v.fleet.track(c, true);
+            }
+        }
+    }
     let changed = set != *live;
     let news = if changed && paused {
         changed_rows(live, &set)
@@ -142,10 +130,6 @@ pub(super) fn replace_rows(app: &mut App, i: usize, rows: Vec<Row>) -> bool {
     app.rebuild_rows();
     scroll_into_view(app);
     true
-}
-
-pub fn on_events(app: &mut App, lines: &[Line]) -> bool {
-    on_events_in(app, None, lines)
 }
 
 /// New lines of one log: root `root`'s of several, or the only one's.
@@ -198,7 +182,7 @@ pub fn visible_signature(app: &App) -> u64 {
     let now = app.shown_now();
     (now / 1000).hash(&mut h);
     let shown = app.shown();
-    let c = shown.counts;
+    let c = app.counted();
     (c.live, c.suspect, c.stale, c.corrupted, app.hazard_count()).hash(&mut h);
     let cap = layout::table_capacity(app.size, app.look());
     for p in app.table.rows.iter().skip(app.table.offset).take(cap) {
@@ -216,7 +200,7 @@ pub fn visible_signature(app: &App) -> u64 {
     h.finish()
 }
 
-/// An op finished: say so. The worker has asked the collector to re-read
+/// An op finished: say so. The worker has asked its lane to re-read
 /// its lockfile, which arrives as a `Read` right after.
 pub(super) fn on_op_result(app: &mut App, r: OpResult, fx: &mut Effects) -> bool {
     if r.ok && r.verb == "acquire" {

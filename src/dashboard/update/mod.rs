@@ -33,7 +33,7 @@ pub use crate::dashboard::action::Action;
 use crate::dashboard::model::{App, Level};
 pub use effects::{Effects, Save};
 use ingest::on_op_result;
-pub use ingest::{on_events, on_mirror, on_tick, visible_signature};
+pub use ingest::{on_mirror, on_tick, visible_signature};
 use modes::on_key;
 use mouse::on_mouse;
 pub use prompt::run as run_command_line;
@@ -66,29 +66,29 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             }
             redraw
         }
-        Action::Mirror { root, delta } => {
-            let shown = on_mirror(app, root, *delta);
-            rows::keep_marked_tenures(app) || shown
+        Action::Update(u) => {
+            let u = *u;
+            let at = usize::from(u.at.0);
+            let (hosts, link) = u.facts.map_or((None, None), |f| (f.hosts, f.link));
+            // The hosts first: a copy's row is named by them.
+            let mut shown = hosts.is_some_and(|h| store::on_hosts(app, at, h));
+            if let Some(delta) = u.delta {
+                shown |= on_mirror(app, at, delta);
+                shown |= rows::keep_marked_tenures(app);
+            }
+            // Every lane says each tick; the clock moves with the first.
+            if let Some(t) = u.tick.filter(|t| *t > app.now) {
+                shown |= step(app, Action::Tick(t), fx);
+            }
+            // The link is judged at the newest clock.
+            shown | link.is_some_and(|l| store::on_link(app, at, l))
         }
-        Action::EventsAppended(lines) => {
-            let tail = on_events(app, &lines);
-            logview::on_lines(app, &lines) || tail
+        Action::FleetHazards(at, hazards) => {
+            store::on_fleet_hazards(app, usize::from(at.0), hazards)
         }
         Action::Log(reply) => {
             let asof = asof::on_reply(app, &reply);
             logview::on_log(app, *reply, fx) || asof
-        }
-        Action::EventsReset => {
-            logview::on_reset(app, fx);
-            app.events.ring.clear();
-            app.events.view.scroll = 0;
-            app.events.view.new_while_scrolled = 0;
-            !app.paused()
-        }
-        Action::EventsError(e) => {
-            let changed = app.events.error.as_deref() != Some(e.as_str());
-            app.events.error = Some(e);
-            changed
         }
         Action::Tick(now) => {
             let table = on_tick(app, now);
@@ -108,10 +108,6 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             fx.quit = true;
             false
         }
-        Action::InRoot(i, inner) => match roots::in_root(app, i, *inner, fx) {
-            Ok(redraw) => redraw,
-            Err(other) => step(app, other, fx),
-        },
-        Action::Store(msg) => store::on_store(app, *msg),
+        Action::News(at, news) => roots::on_news(app, usize::from(at.0), news, fx),
     }
 }

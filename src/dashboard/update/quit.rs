@@ -5,7 +5,7 @@
 //! ask: what a hand that means it does.
 
 use super::effects::Effects;
-use crate::dashboard::action::Op;
+use crate::dashboard::action::Verb;
 use crate::dashboard::model::{App, Dialog, Layer, Level, QuitConfirm, RowAt, INTERRUPT_AGAIN_MS};
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
@@ -45,7 +45,7 @@ pub(super) fn quit_key(app: &mut App, q: QuitConfirm, ev: &KeyEvent, fx: &mut Ef
         KeyCode::Char('r') | KeyCode::Char('R') => {
             let n = q.keys.len();
             for (i, key) in q.keys.into_iter().enumerate() {
-                let op = Op::Release {
+                let op = Verb::Release {
                     key,
                     holder: app.operator.clone(),
                 };

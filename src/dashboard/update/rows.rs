@@ -91,7 +91,7 @@ pub(crate) fn select_arrived(app: &mut App) {
                 .claims
                 .live
                 .get(id)
-                .is_some_and(|s| s.key == *key && app.roots.of(s) == *root)
+                .is_some_and(|s| s.key == *key && app.origins.of(s) == *root)
     };
     if let Some(i) = app.table.rows.iter().position(arrived) {
         app.table.selected = i;
@@ -130,7 +130,7 @@ pub(super) fn toggle_pause(app: &mut App) {
     if app.claims.frozen.take().is_none() {
         app.claims.frozen = Some(Frozen {
             claims: app.claims.live.clone(),
-            tallies: app.claims.tallies.clone(),
+            tallies: app.origins.tallies(),
             now: app.now,
             events_seq: app.events.ring.next_seq,
             news: 0,

@@ -108,7 +108,7 @@ fn claims_table(app: &App) -> (Vec<String>, Vec<Vec<String>>) {
 /// The events the pane shows (its `f` key and `:events` filter applied),
 /// oldest first, each as its line says it.
 fn events_table(app: &App) -> (Vec<String>, Vec<Vec<String>>) {
-    let several = app.roots.is_several();
+    let several = app.origins.several();
     let mut titles: Vec<String> = ["ts", "time", "type", "key", "holder", "detail"]
         .map(String::from)
         .to_vec();
@@ -141,7 +141,7 @@ fn events_table(app: &App) -> (Vec<String>, Vec<Vec<String>>) {
                 },
             ];
             if several {
-                row.push(safe(app.roots.label(e.root)));
+                row.push(safe(app.origins.label(e.root)));
             }
             row
         })

@@ -1,47 +1,59 @@
-//! The transitions that take in what the store collector reports beside
-//! the claims: the fleet, the probe, the watch, each row's tenure.
+//! The transitions that take in what a store's lanes say beside the
+//! claims: the hosts, the link, each row's tenure.
 
-use super::fleet::{take_fleet, take_published};
-use super::rows::rows_changed;
-use crate::dashboard::model::store::{Held, StoreMsg};
+use crate::claims::Hazard;
+use crate::dashboard::model::store::{Held, StoreInfo};
 use crate::dashboard::model::{App, Level};
+use crate::store::drive::LinkState;
+use crate::store::fleet::HostInfo;
 use crate::store::mirror::Delta;
+use std::sync::Arc;
 
-/// Take in what the store collector reported; true when the screen moved.
-pub fn on_store(app: &mut App, msg: StoreMsg) -> bool {
-    let Some(view) = app.store.as_mut() else {
+/// The hosts publishing into a site, read again; true when they moved.
+pub fn on_hosts(app: &mut App, at: usize, hosts: Arc<Vec<HostInfo>>) -> bool {
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
         return false;
     };
-    match msg {
-        StoreMsg::Fleet { fleet, .. } => {
-            let hosts_moved = view.fleet.hosts != fleet.hosts;
-            let moved = take_fleet(app, *fleet);
-            rows_changed(app, &moved, false) || hosts_moved
-        }
-        StoreMsg::Published {
-            host_id,
-            root_id,
-            key,
-            item,
-            ..
-        } => {
-            let moved = take_published(app, &host_id, &root_id, &key, item);
-            rows_changed(app, moved.as_slice(), false)
-        }
-        StoreMsg::Info { info, at } => {
-            let moved = view.info.as_ref() != Some(&info);
+    let moved = view.fleet.hosts != *hosts;
+    view.fleet.hosts = Arc::unwrap_or_clone(hosts);
+    moved
+}
+
+/// How member `at` is reached now, judged at the model's clock; true when
+/// the screen moved. The header says one site's link (the copies ride on
+/// its connection: its link is theirs).
+pub fn on_link(app: &mut App, at: usize, link: LinkState) -> bool {
+    let now = app.now;
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
+        return false;
+    };
+    match link {
+        LinkState::Reached(facts) => {
+            let info = StoreInfo::from(facts);
+            let changed = view.info.as_ref() != Some(&info);
             view.info = Some(info);
-            view.judge(at, Some(true), None) || moved
+            view.judge(now, Some(true), None) || changed
         }
-        StoreMsg::Unreachable { at, .. } => view.judge(at, Some(false), None),
-        StoreMsg::WatchDown { at, .. } => view.judge(at, None, Some(false)),
-        StoreMsg::WatchUp { revision, at } => {
+        LinkState::Unreachable(_) => view.judge(now, Some(false), None),
+        LinkState::FeedDown(_) => view.judge(now, None, Some(false)),
+        LinkState::FeedUp(revision) => {
             if let (Some(rev), Some(info)) = (revision, view.info.as_mut()) {
                 info.revision = info.revision.max(rev);
             }
-            view.judge(at, Some(true), Some(true))
+            view.judge(now, Some(true), Some(true))
         }
     }
+}
+
+/// What the publishing hosts found in their roots, read again: the hosts'
+/// share of the hazard count; true when it moved.
+pub fn on_fleet_hazards(app: &mut App, at: usize, hazards: Vec<Hazard>) -> bool {
+    let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
+        return false;
+    };
+    let moved = view.fleet.hazards != hazards;
+    view.fleet.hazards = hazards;
+    moved
 }
 
 /// The status line after a re-list: a compaction is named as such, since
@@ -59,7 +71,7 @@ pub fn resync_notice(why: &str, revision: Option<i64>) -> String {
 /// row's tenure (its lease counts down from when it was read), the
 /// revision, a first screen's partial listing, a re-list's notice. True
 /// when the screen moved.
-pub fn on_delta(app: &mut App, d: &Delta) -> bool {
+pub fn on_delta(app: &mut App, at: usize, d: &Delta) -> bool {
     let Some(view) = app.store.as_mut() else {
         return false;
     };
@@ -69,9 +81,9 @@ pub fn on_delta(app: &mut App, d: &Delta) -> bool {
         let was = view.partial;
         view.partial = whole.partial.then_some(d.rows.len());
         moved |= was != view.partial;
-        // The listing is the store's own claims: the copies' rows keep
-        // no tenure here.
-        view.tenures.clear();
+        // The listing is this member's own claims, all of them.
+        view.tenures
+            .retain(|loc, _| usize::from(loc.origin()) != at);
         if let (Some(rev), Some(info)) = (whole.revision, view.info.as_mut()) {
             info.revision = info.revision.max(rev);
         }

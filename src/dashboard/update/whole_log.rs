@@ -212,13 +212,13 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> Option<Cm
 /// root whose log the whole-log views read, they move to its log (the
 /// service indexes it from scratch, the views start over).
 pub fn log_of_selected_root(app: &mut App, fx: &mut Effects) {
-    if !app.roots.is_several() {
+    if !app.origins.several() {
         return;
     }
-    let Some(i) = app.selected_status().map(|s| app.roots.of(s)) else {
+    let Some(i) = app.selected_status().map(|s| app.origins.of(s)) else {
         return;
     };
-    let Some(log) = app.roots.get(i).map(|r| r.events_file()) else {
+    let Some(log) = app.origins.get(i).map(|r| r.events_file()) else {
         return;
     };
     if i == app.log_root {

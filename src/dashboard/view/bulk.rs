@@ -39,9 +39,9 @@ pub fn lines<'a>(c: &'a BulkConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> 
         if let Some(h) = &i.holder {
             spans.push(Span::styled(format!("  {}", safe(h)), theme.dim()));
         }
-        if app.roots.is_several() {
+        if app.origins.several() {
             spans.push(Span::styled(
-                format!("  ({})", safe(app.roots.label(i.root))),
+                format!("  ({})", safe(app.origins.label(i.root))),
                 theme.dim(),
             ));
         }

@@ -131,8 +131,8 @@ fn claim_lines(
         lines: Vec::new(),
     };
     f.field("key", &safe(&s.key));
-    if app.roots.is_several() {
-        f.field("root", &super::roots::detail_value(app, app.roots.of(s)));
+    if app.origins.several() {
+        f.field("root", &super::roots::detail_value(app, app.origins.of(s)));
     }
     f.styled("state", state_label(s.state), theme.state(s.state));
     // The verdict, then any hazard the claim is that the verdict does not

@@ -23,7 +23,10 @@ pub fn draw(frame: &mut Frame, area: Rect, d: &Dialog, app: &App, theme: &Theme)
             " renew a claim ",
             in_root(app, f.root, renew(f, app, theme)),
         ),
-        Dialog::ForceRelease(f) => (" force-release ", in_root(app, f.root, force(f, theme))),
+        Dialog::ForceRelease(f) => (
+            " force-release ",
+            in_root(app, f.root, force(f, app, theme)),
+        ),
         Dialog::Quit(q) => (" quit ", quit(q, app, theme)),
         Dialog::Clean(c) => (" clean the root (doctor --fix) ", clean(c, theme)),
         Dialog::CleanOne(h) => (" clean one entry ", clean_one(h, theme)),
@@ -77,7 +80,7 @@ fn error_line<'a>(theme: &Theme, e: &'a Option<String>) -> Option<Line<'a>> {
 
 /// With several roots, a verb's dialog says first which root it acts on.
 fn in_root<'a>(app: &App, root: usize, mut lines: Vec<Line<'a>>) -> Vec<Line<'a>> {
-    if app.roots.is_several() {
+    if app.origins.several() {
         let value = super::roots::detail_value(app, root);
         lines.insert(0, row(&Theme { color: app.color }, "root", value));
     }
@@ -94,7 +97,7 @@ fn acquire<'a>(f: &'a AcquireForm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     if let Some(root) = &f.root {
         out.push(input(theme, "root", root, f.field == 4));
         out.push(Line::styled(
-            format!("roots: {}", safe(&app.roots.labels().join(", "))),
+            format!("roots: {}", safe(&app.origins.labels().join(", "))),
             theme.dim(),
         ));
     }
@@ -172,7 +175,10 @@ fn renew<'a>(f: &'a RenewForm, app: &'a App, theme: &Theme) -> Vec<Line<'a>> {
     out
 }
 
-fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
+fn force<'a>(f: &'a ForceConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
+    // Where the claim goes is its origin's to say: a lockfile to a root's
+    // .expired/, a store's key under its expired/ prefix.
+    let words = app.origins.words(f.root);
     let mut out = vec![
         row(theme, "key", safe(&f.key)),
         row(
@@ -195,8 +201,11 @@ fn force<'a>(f: &'a ForceConfirm, theme: &Theme) -> Vec<Line<'a>> {
         ]),
         row(theme, "why", safe(&f.why)),
         Line::styled(
-            "The lockfile is archived to .expired/ (never deleted) and audited as \
-             claim_force_released; refused if the claim changed since it was shown.",
+            format!(
+                "The {} is {} (never deleted) and audited as claim_force_released; \
+                 refused if the claim changed since it was shown.",
+                words.noun, words.archive
+            ),
             theme.dim(),
         ),
     ];
@@ -251,7 +260,7 @@ fn quit<'a>(q: &'a QuitConfirm, app: &App, theme: &Theme) -> Vec<Line<'a>> {
     for (i, k) in q.keys.iter().enumerate().take(QUIT_LISTED) {
         // With several roots one key may be held in two: say where.
         let root = match q.roots.get(i) {
-            Some(r) if app.roots.is_several() => format!(" ({})", safe(app.roots.label(*r))),
+            Some(r) if app.origins.several() => format!(" ({})", safe(app.origins.label(*r))),
             _ => String::new(),
         };
         out.push(Line::raw(format!("  {}{root}", safe(k))));

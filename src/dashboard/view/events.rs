@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     } else {
         title.push(Span::styled(" · following", theme.dim()));
     }
-    let several = app.roots.is_several();
+    let several = app.origins.several();
     let clock = clock_for(app, window.iter().copied());
     let mut lines: Vec<Line> = window
         .into_iter()

@@ -29,7 +29,7 @@ pub fn selected_line(app: &App, width: u16) -> usize {
 /// entry is drawn reversed, its kind behind a `▶`.
 fn entries(app: &App, theme: &Theme, width: u16) -> (String, Vec<Line<'static>>, Vec<usize>) {
     let all = app.hazard_entries();
-    let several = app.roots.is_several();
+    let several = app.origins.several();
     let mut lines = Vec::new();
     let mut starts = Vec::with_capacity(all.len());
     if all.is_empty() {
@@ -91,7 +91,7 @@ fn place(app: &App, h: &Hazard, several: bool) -> Option<String> {
         return Some(format!(" host {}  root {}", safe(host), safe(&c.root)));
     }
     several.then(|| {
-        let name = app.roots.of_path(h.path()).map_or_else(
+        let name = app.origins.of_path(h.path()).map_or_else(
             || "(no root)".into(),
             |i| super::roots::detail_value(app, i),
         );

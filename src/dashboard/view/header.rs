@@ -53,14 +53,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         counts_spans(app, theme, gap, false)
     });
 
-    if let Some(store) = &app.store {
-        let line = super::store::header_line(app, store, theme);
+    // Several origins: each one's label and counts; a site among them
+    // adds its link after them. One site alone: its store line.
+    if app.origins.several() {
+        let mut line = super::roots::header_line(app, theme, area.width);
+        if let Some(store) = &app.store {
+            super::store::link_spans(&mut line, app, store, theme, area.width);
+        }
         frame.render_widget(Paragraph::new(vec![Line::from(spans), line]), area);
         return;
     }
-    if app.roots.is_several() {
-        let roots = super::roots::header_line(app, theme, area.width);
-        frame.render_widget(Paragraph::new(vec![Line::from(spans), roots]), area);
+    if let Some(store) = &app.store {
+        let line = super::store::header_line(app, store, theme);
+        frame.render_widget(Paragraph::new(vec![Line::from(spans), line]), area);
         return;
     }
     let mut where_ = vec![
@@ -71,7 +76,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ];
     // Said beside the log itself: a count alone would not tell that the
     // audit trail is what is being lost.
-    if app.claims.events_log_broken() {
+    if app.events_log_broken() {
         where_.push(Span::styled(" ⚠ broken: events lost", theme.error()));
     }
     let where_ = Line::from(where_);
@@ -92,7 +97,7 @@ fn counts_spans(app: &App, theme: &Theme, gap: &str, words: bool) -> Vec<Span<'s
         };
         return vec![Span::styled(text, theme.dim())];
     }
-    let c = app.shown().counts;
+    let c = app.counted();
     let mut spans = Vec::new();
     for (state, n) in [
         (ClaimState::Live, c.live),

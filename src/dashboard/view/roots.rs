@@ -14,19 +14,16 @@ use ratatui::Frame;
 /// One line per root that cannot be read as a normal one, each naming its
 /// root: a missing root never hides the others' rows.
 pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
-    if !app.roots.is_several() {
+    if !app.origins.several() {
         return Vec::new();
     }
-    app.claims
-        .problems
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let p = p.as_ref()?;
-            Some(Line::styled(
-                format!("⚠ root {}: {p}", safe(app.roots.label(i))),
+    app.origins
+        .problems()
+        .map(|(i, p)| {
+            Line::styled(
+                format!("⚠ root {}: {p}", safe(app.origins.label(i))),
                 theme.error(),
-            ))
+            )
         })
         .collect()
 }
@@ -34,8 +31,8 @@ pub fn banners(app: &App, theme: &Theme) -> Vec<Line<'static>> {
 /// The table's area split into the roots' banner lines and what is left for
 /// the table itself; drawing and mouse hits both go through it.
 pub fn split_table_area(app: &App, area: Rect) -> (Rect, Rect) {
-    let n = app.claims.problems.iter().filter(|p| p.is_some()).count();
-    let n = if app.roots.is_several() { n as u16 } else { 0 };
+    let n = app.origins.problems().count();
+    let n = if app.origins.several() { n as u16 } else { 0 };
     // Over a store that hosts publish into, one line names the hosts.
     let hosts = app.store.as_ref().is_some_and(|v| v.fleet.is_active());
     // The table keeps at least its title, header and one row.
@@ -59,15 +56,16 @@ pub fn draw_banners(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The header's second line with several roots: each root's label and
 /// counts, shortened until it fits `width`.
 pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
-    let shown = app.shown();
-    let counts: Vec<Counts> = app
-        .roots
-        .iter()
-        .map(|r| shown.counts_in(&r.claims_dir()))
+    // Each origin's own count, as its lane tallied it (counted once).
+    let tallies = app.shown_tallies();
+    let counts: Vec<(usize, Counts)> = app
+        .origins
+        .shown()
+        .map(|i| (i, tallies.get(i).map(|t| t.counts).unwrap_or_default()))
         .collect();
-    let problems = &app.claims.problems;
+    let problem = |i: usize| app.origins.problem(i);
     let full = |i: usize, c: &Counts| -> String {
-        if let Some(p) = problems.get(i).and_then(Option::as_ref) {
+        if let Some(p) = problem(i) {
             return format!("⚠ {}", problem_word(p));
         }
         let mut s = format!("{}", c.total());
@@ -87,7 +85,7 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         s
     };
     let short = |i: usize, c: &Counts| -> String {
-        if problems.get(i).is_some_and(Option::is_some) {
+        if problem(i).is_some() {
             "⚠".into()
         } else {
             c.total().to_string()
@@ -95,15 +93,16 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
     };
     for form in [&full as &dyn Fn(usize, &Counts) -> String, &short] {
         let mut spans = vec![Span::styled(
-            format!(" {} roots ", app.roots.len()),
+            format!(" {} {} ", app.origins.len(), noun(app)),
             theme.label(),
         )];
-        for (i, c) in counts.iter().enumerate() {
-            if i > 0 {
+        for (n, (i, c)) in counts.iter().enumerate() {
+            let i = *i;
+            if n > 0 {
                 spans.push(Span::styled(" ·", theme.dim()));
             }
             spans.push(Span::styled(
-                format!(" {} ", safe(app.roots.label(i))),
+                format!(" {} ", safe(app.origins.label(i))),
                 theme.key(),
             ));
             spans.push(Span::raw(form(i, c)));
@@ -114,12 +113,26 @@ pub fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         }
     }
     Line::from(vec![
-        Span::styled(format!(" {} roots ", app.roots.len()), theme.label()),
+        Span::styled(
+            format!(" {} {} ", app.origins.len(), noun(app)),
+            theme.label(),
+        ),
         Span::styled(
             " (too many to count here: sort or filter by root)",
             theme.dim(),
         ),
     ])
+}
+
+/// What the origins are called together: roots, when all are.
+fn noun(app: &App) -> &'static str {
+    if app.origins.first_root().is_some()
+        && app.origins.iter().all(|o| o.root.is_some() || !o.named)
+    {
+        "roots"
+    } else {
+        "origins"
+    }
 }
 
 /// A root's problem in a word, for the header (its banner says it whole).
@@ -135,33 +148,36 @@ fn problem_word(p: &crate::dashboard::action::RootProblem) -> &'static str {
 /// An event row's root, padded to the widest label so the rows align.
 pub fn event_root(app: &App, root: usize, theme: &Theme) -> Span<'static> {
     let w = app
-        .roots
+        .origins
         .labels()
         .iter()
         .map(|l| safe(l).chars().count())
         .max()
         .unwrap_or(0);
-    Span::styled(format!("{:<w$} ", safe(app.roots.label(root))), theme.key())
+    Span::styled(
+        format!("{:<w$} ", safe(app.origins.label(root))),
+        theme.key(),
+    )
 }
 
 /// The detail pane's "root" field: the label, and the path in full.
 pub fn detail_value(app: &App, root: usize) -> String {
     let path = app
-        .roots
+        .origins
         .get(root)
         .map(|r| safe_path(&r.root))
         .unwrap_or_default();
-    format!("{} — {path}", safe(app.roots.label(root)))
+    format!("{} — {path}", safe(app.origins.label(root)))
 }
 
 /// The whole-log views (the timeline, browsing the events log) read one
 /// root's log. With several roots they say whose at the right end of their
 /// first line.
 pub fn log_root_note(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    if !app.roots.is_several() || area.height == 0 {
+    if !app.origins.several() || area.height == 0 {
         return;
     }
-    let note = format!(" log of root {} ", safe(app.roots.label(app.log_root)));
+    let note = format!(" log of root {} ", safe(app.origins.label(app.log_root)));
     let w = (note.chars().count() as u16).min(area.width);
     let at = Rect::new(area.x + area.width - w, area.y, w, 1);
     frame.render_widget(Paragraph::new(Span::styled(note, theme.key())), at);
@@ -169,13 +185,13 @@ pub fn log_root_note(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 /// The help's word on several roots, when there are several.
 pub fn help_note(app: &App) -> Option<String> {
-    app.roots.is_several().then(|| {
+    app.origins.several().then(|| {
         format!(
             "Several roots ({}): the root column says where each claim lives; root:TEXT \
              filters by root path; r, n and F act in the selected row's root, and a asks \
              which root. t opens the timeline of the selected row's root, and the events \
              search reads that root's log too.",
-            safe(&app.roots.labels().join(", "))
+            safe(&app.origins.labels().join(", "))
         )
     })
 }

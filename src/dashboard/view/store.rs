@@ -44,6 +44,26 @@ pub fn header_line(app: &App, store: &StoreView, theme: &Theme) -> Line<'static>
     Line::from(spans)
 }
 
+/// A site's link (`● connected`, `○ disconnected since …`) after a line
+/// that names several origins, when it fits in `width`.
+pub fn link_spans(
+    line: &mut Line<'static>,
+    app: &App,
+    store: &StoreView,
+    theme: &Theme,
+    width: u16,
+) {
+    let (dot, style) = match store.link() {
+        Link::Connected => ("●", theme.ok()),
+        Link::Reconnecting { .. } => ("◌", theme.badge()),
+        Link::Disconnected { .. } => ("○", theme.error()),
+    };
+    let text = format!("  {dot} {}", store.link_text(app.local_time));
+    if line.width() + text.chars().count() <= usize::from(width) {
+        line.spans.push(Span::styled(text, style));
+    }
+}
+
 /// While the store is away, the table says how old what it shows is.
 pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, theme: &Theme) {
     if let Some(stale) = store.stale_view_text(app.now, app.local_time) {

@@ -321,15 +321,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     if let Some(store) = &app.store {
         super::store::mark_view(&mut title, app, store, theme);
-    } else if let Some(n) = app.claims.listing_head() {
+    } else if let Some(n) = app.origins.listing_head() {
         title.push(Span::styled(
             format!(" · listing the root: its first {n} claims so far"),
             theme.dim(),
         ));
     }
     // (With several roots each problem has its banner line instead.)
-    let whole_table = shown.is_empty() && !app.roots.is_several();
-    if let Some(problem) = app.claims.problem.as_ref().filter(|_| whole_table) {
+    let whole_table = shown.is_empty() && !app.origins.several();
+    if let Some(problem) = app.origins.problem(0).filter(|_| whole_table) {
         // Not an empty root: say what is wrong instead of an empty table.
         let block = Block::new().borders(Borders::TOP).title(Line::from(title));
         let text = vec![
@@ -346,9 +346,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     if shown.is_empty() {
-        let empty = if app.store.is_some() {
+        let empty = if app.origins.first_root().is_none() {
             " · no claims in this store yet"
-        } else if app.roots.is_several() {
+        } else if app.origins.several() {
             " · no claims under these roots yet"
         } else {
             " · no claims under this root yet"

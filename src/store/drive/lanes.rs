@@ -16,7 +16,7 @@ use crate::store::{Backend, Changes, StoreError};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ pub fn spawn_all(store: &Arc<Store>, opts: DriveOpts, out: Sender<Update>) -> io
             let (probed, out, at) = (m.shared(), out.clone(), m.ix);
             std::thread::Builder::new()
                 .name(format!("claimtop-probe{}", m.ix.0))
-                .spawn(move || probe(&*probed, at, &out))?;
+                .spawn(move || probe(probed, at, &out))?;
         }
         clocked.push((m.ix, tx.clone(), shown));
         lanes.inboxes.push(tx);
@@ -288,14 +288,15 @@ pub fn next_tick_after(now: i64, every: i64) -> i64 {
 
 /// Ask a member reached over a connection for its header facts every
 /// [`PROBE_EVERY`], each answer (or its absence within
-/// [`PROBE_TIMEOUT`]) said as its link, until the face is gone.
-fn probe(member: &dyn Backend, at: OriginIx, out: &Sender<Update>) {
-    let Some(link) = member.link() else { return };
-    loop {
-        let state = match link.probe(PROBE_TIMEOUT) {
-            Ok(facts) => LinkState::Reached(facts),
-            Err(e) => LinkState::Unreachable(e.to_string()),
-        };
+/// [`PROBE_TIMEOUT`]) said as its link, until the face is gone. The call
+/// runs on a thread of its own, so a member whose connection waits out a
+/// longer timeout is said unreachable within the probe's own; one call is
+/// asked at a time.
+fn probe(member: Arc<dyn Backend>, at: OriginIx, out: &Sender<Update>) {
+    if member.link().is_none() {
+        return;
+    }
+    let say = |state: LinkState| {
         let u = Update {
             at,
             delta: None,
@@ -305,7 +306,38 @@ fn probe(member: &dyn Backend, at: OriginIx, out: &Sender<Update>) {
             }),
             tick: None,
         };
-        if out.send(u).is_err() {
+        out.send(u).is_ok()
+    };
+    let (tx, rx) = channel();
+    loop {
+        let (asked, answer) = (Arc::clone(&member), tx.clone());
+        let started = std::thread::Builder::new()
+            .name(format!("claimtop-ask{}", at.0))
+            .spawn(move || {
+                let got = asked.link().map(|l| l.probe(PROBE_TIMEOUT));
+                let _ = answer.send(got);
+            });
+        if started.is_err() {
+            return;
+        }
+        let state = match rx.recv_timeout(PROBE_TIMEOUT) {
+            Ok(Some(Ok(facts))) => LinkState::Reached(facts),
+            Ok(Some(Err(e))) => LinkState::Unreachable(e.to_string()),
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                let why = format!("no answer within {PROBE_TIMEOUT:?}");
+                if !say(LinkState::Unreachable(why)) {
+                    return;
+                }
+                // The call still out is waited for before another is asked.
+                match rx.recv() {
+                    Ok(Some(Ok(facts))) => LinkState::Reached(facts),
+                    Ok(Some(Err(e))) => LinkState::Unreachable(e.to_string()),
+                    Ok(None) | Err(_) => return,
+                }
+            }
+        };
+        if !say(state) {
             return;
         }
         std::thread::sleep(PROBE_EVERY);

@@ -1,11 +1,12 @@
 //! What a face shows over the store: the dashboard's model, fed by its
-//! collector over the target member, counts what `list` counts.
+//! driver over the target member, counts what `list` counts.
 
 use super::{take, Target};
 use crate::under_test::StoreUnderTest;
 use claimtop::claims::{now_ms, LocalIdentity, Root};
-use claimtop::dashboard::testing::{update, Action, App, Collector, Input, Options};
+use claimtop::dashboard::testing::{heard, update, Action, App, Input, Options};
 use claimtop::store::backend::list_now;
+use claimtop::store::drive::{DriveOpts, Driver, Want};
 use claimtop::store::mirror::judge::Judge;
 
 pub fn the_dashboard_model_counts_what_list_counts(u: &dyn StoreUnderTest) {
@@ -27,17 +28,21 @@ pub fn the_dashboard_model_counts_what_list_counts(u: &dyn StoreUnderTest) {
     };
     let mut app = App::new(options, now, LocalIdentity::current(), "ops:test".into());
     update(&mut app, Action::Resize(160, 48));
-    let shared = t.store.member(u.target()).expect("target").shared();
-    let mut collector = Collector::new(shared, Some(Judge::local()), 0, now);
-    for a in collector.handle(Input::Rescan, now).expect("a listing") {
-        update(&mut app, a);
+    let member = t.store.member(u.target()).expect("target");
+    let opts = DriveOpts {
+        words: false,
+        ..DriveOpts::default()
+    };
+    let whole = Want::Whole { head: 0 };
+    let mut driver = Driver::new(member, Some(Judge::local()), whole, opts, now);
+    for up in driver.handle(Input::Relist, now).expect("a listing") {
+        update(&mut app, heard(up));
     }
     let listed = list_now(b).expect("list");
     let shown = app
-        .claims
-        .tallies
-        .first()
-        .map(|t| t.counts)
+        .origins
+        .origin(usize::from(u.target().0))
+        .map(|o| o.tally.counts)
         .unwrap_or_default();
     assert_eq!(shown, listed.sweep.counts);
     assert_eq!(app.table.rows.len(), listed.sweep.claims.len());
