@@ -53,6 +53,7 @@ pub mod listing;
 pub mod log;
 pub mod mirror;
 pub mod registry;
+pub mod sink;
 mod tenure;
 pub mod url;
 pub mod wake;

@@ -20,25 +20,14 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn,
     TxnOp, TxnOpResponse,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 mod brief;
 mod read;
 
+pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
 pub use read::Copies;
-
-/// The host record, `PREFIX/hosts/<machine>/host` (no lease).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostRecord {
-    pub machine_id: String,
-    pub hostname: String,
-    pub roots: Vec<PublishedRoot>,
-    pub last_seen_ms: i64,
-    pub ttl_s: i64,
-    pub pid: u32,
-}
 
 impl HostRecord {
     /// The host as an answer about it names it: the hostname an operator
@@ -48,62 +37,6 @@ impl HostRecord {
             self.machine_id.clone()
         } else {
             format!("{} ({})", self.hostname, self.machine_id)
-        }
-    }
-}
-
-/// The owner key of one published root, `PREFIX/hosts/<machine>/owners/<root-id>`,
-/// on its publisher's lease.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RootOwner {
-    pub pid: u32,
-    pub lease: i64,
-    /// When the publisher took the root (epoch ms): a pid that started
-    /// later is not the one that took it.
-    pub since_ms: i64,
-    pub path: String,
-    /// Why the root's claims dir cannot be listed; None while it can.
-    #[serde(default)]
-    pub unreadable: Option<String>,
-    /// Its publisher has taken the root and is writing its copies again
-    /// (after a start or a reconnect): until it is done, readers show the
-    /// root as they show an offline one, its last known copies, never the
-    /// copies half written.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub resyncing: bool,
-}
-
-/// A force-release asked of a publisher, `.../<root-id>/requests/<id>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetRequest {
-    pub key: String,
-    pub expect_holder: Option<String>,
-    pub expect_acquired_at: Option<i64>,
-    pub operator: Option<String>,
-    #[serde(default)]
-    pub allow_live: bool,
-    pub at_ms: i64,
-    /// Set by the publisher, in one transaction with finding the request
-    /// untaken, before it acts: from then on the request cannot be
-    /// withdrawn, and it is answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub taken: Option<Taken>,
-}
-
-/// Which publisher took a request, and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Taken {
-    pub pid: u32,
-    pub at_ms: i64,
-}
-
-impl FleetRequest {
-    pub fn force_opts(&self) -> ForceOpts {
-        ForceOpts {
-            expect_holder: self.expect_holder.clone(),
-            expect_acquired_at: self.expect_acquired_at,
-            operator: self.operator.clone(),
-            allow_live: self.allow_live,
         }
     }
 }
