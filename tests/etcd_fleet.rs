@@ -9,6 +9,8 @@
 #[path = "common/mod.rs"]
 mod common;
 mod etcd_common;
+#[path = "etcd_fleet/idle.rs"]
+mod idle;
 
 use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
 use common::{claimtop, Sleeper};
@@ -649,8 +651,7 @@ fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothin
         count_keys(&f, host_keys),
         pa.log()
     );
-    // Past a few rounds of re-judging (every 2 s) and of looking for
-    // requests (every 250 ms): none of them writes.
+    // Past a few rounds of re-judging (every 2 s): none of them writes.
     let before = f.revision();
     std::thread::sleep(Duration::from_secs(5));
     let writes = f.revision() - before;

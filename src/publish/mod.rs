@@ -59,10 +59,9 @@ pub struct PublishOpts {
     pub judge_every: Duration,
     /// How often every root is listed again from its files.
     pub tick: Duration,
-    /// How often the host record's `last_seen_ms` is refreshed.
+    /// How often the host record's `last_seen_ms` is refreshed: once a
+    /// host, whatever the size of the fleet.
     pub last_seen_every: Duration,
-    /// How often pending force-release requests are looked for.
-    pub requests_every: Duration,
 }
 
 impl PublishOpts {
@@ -74,7 +73,6 @@ impl PublishOpts {
             judge_every: Duration::from_secs(2),
             tick: Duration::from_secs(60),
             last_seen_every: Duration::from_secs(60),
-            requests_every: Duration::from_millis(250),
         }
     }
 }
@@ -275,7 +273,6 @@ impl Publisher {
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();
         let mut last_seen = Instant::now();
-        let mut last_requests = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             self.wait_for_changes(log);
             if self.lease.is_none() {
@@ -327,11 +324,10 @@ impl Publisher {
                     self.publish_changes(i, now)?;
                     self.publish_events(i, log)?;
                 }
-                if last_requests.elapsed() >= self.opts.requests_every {
-                    last_requests = Instant::now();
-                    for i in 0..self.roots.len() {
-                        self.serve_requests(i, log)?;
-                    }
+                // Handed over by the sink as they come (a watch): looking
+                // costs nothing while none does.
+                for i in 0..self.roots.len() {
+                    self.serve_requests(i, log)?;
                 }
                 if last_seen.elapsed() >= self.opts.last_seen_every {
                     last_seen = Instant::now();

@@ -526,6 +526,29 @@ pub fn metrics_text(addr: &str) -> String {
     body.to_string()
 }
 
+/// How many gRPC calls etcd at `addr` has started, by method
+/// (`grpc_server_started_total`, from its own `/metrics`).
+pub fn grpc_started(addr: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut by_method = std::collections::BTreeMap::new();
+    let text = metrics_text(addr);
+    for line in text.lines() {
+        let Some((labels, n)) = line
+            .strip_prefix("grpc_server_started_total{")
+            .and_then(|l| l.rsplit_once(' '))
+        else {
+            continue;
+        };
+        let n: f64 = n.parse().expect("a count");
+        let method = labels
+            .split(',')
+            .find_map(|l| l.strip_prefix("grpc_method=\""))
+            .map(|m| m.trim_end_matches(['"', '}']).to_string())
+            .unwrap_or_default();
+        *by_method.entry(method).or_insert(0.0) += n;
+    }
+    by_method
+}
+
 /// One GET of `/metrics` from `addr`: `series → value`.
 pub fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
     metrics_text(addr)
@@ -576,9 +599,16 @@ pub struct Proxy {
 impl Proxy {
     /// Forward to `target` (`127.0.0.1:PORT`).
     pub fn to(target: &str) -> Proxy {
+        Proxy::at(0, target)
+    }
+
+    /// Forward from loopback `port` (0: a free one) to `target`: a proxy
+    /// cut, then started again on its port, is a connection that broke and
+    /// came back.
+    pub fn at(port: u16, target: &str) -> Proxy {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::{Arc, Mutex};
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         listener
             .set_nonblocking(true)

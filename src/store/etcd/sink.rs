@@ -6,14 +6,16 @@
 //! loop, its fingerprints and its words; every etcd call it makes is here.
 
 use super::layout::RootPlace;
-use super::{Core, EtcdStore};
+use super::{watch, Core, EtcdStore};
 use crate::store::fleet::PublishedRoot;
 use crate::store::sink::{
     CopyOp, FleetRequest, HeldCopy, HostRecord, Mirrored, PublishError, Request, RootOwner, Sink,
 };
 use crate::store::StoreError;
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +73,8 @@ pub struct EtcdSink {
     keeper: Option<LeaseKeeper>,
     /// Leases the roots were taken from, ended once nothing true is on them.
     previous: Vec<i64>,
+    /// Each root's watch on its requests, by root id.
+    watches: HashMap<String, RequestWatch>,
 }
 
 impl EtcdSink {
@@ -82,6 +86,7 @@ impl EtcdSink {
             lease: None,
             keeper: None,
             previous: Vec::new(),
+            watches: HashMap::new(),
         }
     }
 
@@ -185,6 +190,11 @@ impl Sink for EtcdSink {
         // them back names it, and `settle` ends it.
         self.lease = Some(lease);
         self.keeper = Some(self.keep_alive(lease, ttl_s));
+        // Requests handed over while the store was away may have been
+        // dropped half served: every one waiting is handed over again.
+        for w in self.watches.values_mut() {
+            w.relist = true;
+        }
         Ok(lease)
     }
 
@@ -326,10 +336,57 @@ impl Sink for EtcdSink {
         Ok(())
     }
 
+    /// Listed once, then watched: an idle publisher asks nothing of etcd
+    /// for its requests. The watch resumes from its revision by itself
+    /// after a disconnect; a compaction that passed it (what came meanwhile
+    /// is gone from history) or a new session lists them all again. A
+    /// request handed over twice is harmless: taking it succeeds only at
+    /// the version it was read at, and a taken one is passed over.
     fn requests(&mut self, root_id: &str) -> Result<Vec<Request>, StoreError> {
-        let place = self.place(root_id);
-        let kvs = self.read_all(&place.requests())?;
-        Ok(kvs.into_iter().map(|kv| request_of(root_id, kv)).collect())
+        let prefix = self.place(root_id).requests();
+        if !self.watches.contains_key(root_id) {
+            let (kvs, at) = self.core.range_all(&prefix)?;
+            let reading = Heard;
+            let (rx, task) = watch::spawn(&self.core, prefix, Some(at + 1), reading)?;
+            let w = RequestWatch {
+                rx,
+                task,
+                relist: false,
+            };
+            self.watches.insert(root_id.to_string(), w);
+            let found = kvs.iter().map(|kv| request_of(root_id, Stored::of(kv)));
+            return Ok(found.collect());
+        }
+        let Some(w) = self.watches.get_mut(root_id) else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        loop {
+            match w.rx.try_recv() {
+                Ok(News::Put(kv)) => found.push(request_of(root_id, kv)),
+                Ok(News::Lost) => w.relist = true,
+                Ok(News::Quiet) => {}
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.watches.remove(root_id);
+                    return Err(StoreError::FeedClosed);
+                }
+            }
+        }
+        if std::mem::take(&mut w.relist) {
+            let kvs = match self.core.range_all(&prefix) {
+                Ok((kvs, _)) => kvs,
+                Err(e) => {
+                    w.relist = true;
+                    return Err(e);
+                }
+            };
+            found = kvs
+                .iter()
+                .map(|kv| request_of(root_id, Stored::of(kv)))
+                .collect();
+        }
+        Ok(found)
     }
 
     /// The requester's lease stays on a taken request: a requester that
@@ -376,6 +433,57 @@ impl Sink for EtcdSink {
             Some(lease) => self.revoke(lease),
             None => Ok(()),
         }
+    }
+}
+
+/// One root's requests, watched.
+struct RequestWatch {
+    rx: Receiver<News>,
+    task: tokio::task::JoinHandle<()>,
+    /// List them all at the next look.
+    relist: bool,
+}
+
+impl Drop for RequestWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the requests watch hears.
+enum News {
+    /// A request written (a new one, or one taken).
+    Put(Stored),
+    /// Requests may have come that the watch cannot say: list them.
+    Lost,
+    /// Down or up again: the watch resumes by itself.
+    Quiet,
+}
+
+/// What the requests watch makes of etcd's answers.
+struct Heard;
+
+impl watch::Reading for Heard {
+    type Out = News;
+
+    fn events(&mut self, resp: &etcd_client::WatchResponse, out: &mut Vec<News>) {
+        for ev in resp.events() {
+            if ev.event_type() == etcd_client::EventType::Put {
+                out.extend(ev.kv().map(|kv| News::Put(Stored::of(kv))));
+            }
+        }
+    }
+
+    fn down(&mut self, _why: String) -> News {
+        News::Quiet
+    }
+
+    fn up(&mut self, _revision: Option<i64>) -> Option<News> {
+        None
+    }
+
+    fn lost(&mut self, _why: String) -> News {
+        News::Lost
     }
 }
 
