@@ -11,6 +11,8 @@ mod common;
 mod etcd_common;
 #[path = "etcd_fleet/idle.rs"]
 mod idle;
+#[path = "etcd_fleet/summary.rs"]
+mod summary;
 
 use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
 use common::{claimtop, Sleeper};
@@ -574,7 +576,10 @@ fn one_changed_lockfile_is_one_etcd_write() {
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     let holder = Sleeper::spawn();
     for (i, key) in ["first", "second", "third"].iter().enumerate() {
-        std::thread::sleep(Duration::from_millis(300));
+        // The summary of what came before is written: nothing is pending.
+        let settled = wait_for(PATIENCE, || summary_of(&f).1 == 2 * i as u64);
+        assert!(settled, "{:?}\n{}", summary_of(&f), pa.log());
+        let summaries = summary_version(&f);
         let before = f.revision();
         py_write(a.path(), key, &format!("agent-{i}"), holder.pid());
         assert!(wait_for(PATIENCE, || {
@@ -588,9 +593,35 @@ fn one_changed_lockfile_is_one_etcd_write() {
         assert!(wait_for(PATIENCE, || {
             !published(&f.list(), "host-a", &next).is_empty()
         }));
-        let writes = f.revision() - before;
+        // The root's summary is written besides, at most once a second:
+        // its own writes are told apart by its version.
+        let writes = f.revision() - before - (summary_version(&f) - summaries);
         assert_eq!(writes, 2, "{key} and {next}: {writes} writes\n{}", pa.log());
     }
+}
+
+/// How many times host-a's one root's summary was written.
+fn summary_version(f: &Fleet) -> i64 {
+    summary_of(f).0
+}
+
+/// host-a's one root's summary: how many times it was written, and how
+/// many claims it counts.
+fn summary_of(f: &Fleet) -> (i64, u64) {
+    let (rt, mut client) = f.etcd.client();
+    let prefix = format!("{}/hosts/host-a/summaries/", f.prefix);
+    let opts = etcd_client::GetOptions::new().with_prefix();
+    let resp = rt
+        .block_on(client.get(prefix, Some(opts)))
+        .expect("read the summary");
+    let Some(kv) = resp.kvs().first() else {
+        return (0, 0);
+    };
+    let v: Value = serde_json::from_slice(kv.value()).unwrap_or(Value::Null);
+    let total = v["counts"]
+        .as_object()
+        .map_or(0, |c| c.values().filter_map(Value::as_u64).sum());
+    (kv.version(), total)
 }
 
 /// Keys under `prefix` in the fleet's etcd.
@@ -641,10 +672,10 @@ fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothin
     // No re-sweep during the test: nothing changes, so nothing may write.
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     // Synced: every claim and its last known copy (written together), the
-    // root's hazards key, its owner key and the host record. A count of
-    // the claims alone is reached halfway through the sync.
+    // root's hazards key, its summary, its owner key and the host record. A
+    // count of the claims alone is reached halfway through the sync.
     let host_keys = "/fleet-idle/hosts/host-a/";
-    let synced = wait_for(PATIENCE, || count_keys(&f, host_keys) == 2 * CLAIMS + 3);
+    let synced = wait_for(PATIENCE, || count_keys(&f, host_keys) == 2 * CLAIMS + 4);
     assert!(
         synced,
         "{} keys under {host_keys}\n{}",
@@ -1069,13 +1100,14 @@ fn metrics_over_the_store_export_each_hosts_roots_and_whether_the_host_is_up() {
     over.env_remove("FNO_CLAIMS_STORE")
         .args(["--store", &f.url]);
     let (mut server, addr) = etcd_common::start_metrics(over);
-    let m = etcd_common::scrape(&addr);
     let series = |name: &str, extra: &str| format!("{name}{{{labels},{extra}}}");
-    assert_eq!(
-        m[&series("claimtop_claims", "state=\"live\"")],
-        1.0,
-        "{m:?}"
-    );
+    // A scrape reads the root's summary, written at most once a second.
+    let mut m = etcd_common::scrape(&addr);
+    let one = wait_for(PATIENCE, || {
+        m = etcd_common::scrape(&addr);
+        m.get(&series("claimtop_claims", "state=\"live\"")) == Some(&1.0)
+    });
+    assert!(one, "{m:?}");
     assert_eq!(
         m[&series("claimtop_events_total", "type=\"claim_acquired\"")],
         1.0,

@@ -62,6 +62,7 @@ impl Publisher {
     /// Write what one delta changed.
     fn publish_delta(&mut self, i: usize, delta: Delta) -> Result<(), StoreError> {
         self.stats.changes += delta.rows.len() as u64;
+        self.roots[i].said.due = true;
         if delta.tally.is_some() {
             self.publish_unreadable(i)?;
             self.publish_hazards(i)?;
@@ -86,6 +87,7 @@ impl Publisher {
     /// Write every claim of root `i`'s mirror that differs from etcd, and
     /// delete what etcd holds that the mirror does not.
     pub(super) fn publish_all(&mut self, i: usize) -> Result<(), StoreError> {
+        self.roots[i].said.due = true;
         if self.roots[i].unreadable.is_some() {
             return Ok(());
         }

@@ -46,6 +46,7 @@ mod copies;
 mod events;
 mod identity;
 mod serve;
+mod summary;
 
 /// How a publisher runs.
 #[derive(Debug, Clone)]
@@ -140,6 +141,8 @@ struct Published {
     /// Taken, and its copies not all written back yet: the owner key says
     /// so, and readers show the root's last known copies meanwhile.
     resyncing: bool,
+    /// Its summary, as written.
+    said: summary::Said,
 }
 
 impl Published {
@@ -232,6 +235,7 @@ impl Publisher {
                     events_at: None,
                     unreadable: None,
                     resyncing: false,
+                    said: summary::Said::default(),
                 }
             })
             .collect::<Vec<Published>>();
@@ -322,6 +326,7 @@ impl Publisher {
                 }
                 for i in 0..self.roots.len() {
                     self.publish_changes(i, now)?;
+                    self.publish_summary(i, now)?;
                     self.publish_events(i, log)?;
                 }
                 // Handed over by the sink as they come (a watch): looking

@@ -11,6 +11,7 @@ use super::fleet::PublishedRoot;
 use super::StoreError;
 use crate::claims::ForceOpts;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Why a publisher cannot go on.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +104,72 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// One small key per published root, `<root-id>/summary` (no session, like
+/// the last known twins: it still says what an offline host last held):
+/// what a reader of the whole fleet needs of the root without reading its
+/// copies. The publisher writes it only when it changes, at most once a
+/// second, from the very rows it publishes, so once it is written it
+/// agrees with a count of the copies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootSummary {
+    /// Claims published, by state word (`live`, `suspect`, ...).
+    pub counts: BTreeMap<String, usize>,
+    /// The earliest `acquired_at` among the claims of each state that
+    /// have a record (ages in a scrape).
+    #[serde(default)]
+    pub oldest_acquired_ms: BTreeMap<String, i64>,
+    /// The root's hazards by kind name, and their number.
+    #[serde(default)]
+    pub hazards: BTreeMap<String, usize>,
+    #[serde(default)]
+    pub hazards_total: usize,
+    /// When what it says last changed (epoch ms).
+    #[serde(default)]
+    pub last_change_ms: i64,
+    /// Why its claims dir cannot be listed (its counts are then the last
+    /// ones it could say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+impl RootSummary {
+    /// How many claims it counts.
+    pub fn total(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    /// The same root, its time of change aside.
+    pub fn same_as(&self, other: &RootSummary) -> bool {
+        RootSummary {
+            last_change_ms: 0,
+            ..self.clone()
+        } == RootSummary {
+            last_change_ms: 0,
+            ..other.clone()
+        }
+    }
+}
+
+/// The fleet as its summaries tell it: each host with its counts (as
+/// [`crate::store::Fleet::state`] counts them), and each root's summary,
+/// read in O(hosts) requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetSummary {
+    pub hosts: Vec<super::fleet::HostInfo>,
+    pub roots: Vec<RootSummaryAt>,
+}
+
+/// One root's summary, where it is, and how a reader takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RootSummaryAt {
+    pub host_id: String,
+    pub root: PublishedRoot,
+    /// Its claims are last known (its host, or the root, is offline): its
+    /// counts are said as `last_known`, never as live.
+    pub last_known: bool,
+    pub summary: RootSummary,
 }
 
 /// One write of a root's copy. A claim's copy is written with its last
@@ -199,6 +266,9 @@ pub trait Sink: Send {
 
     /// Put `root_id`'s hazards (one JSON array) on the session.
     fn hazards(&mut self, root_id: &str, text: &str) -> Result<(), StoreError>;
+
+    /// Put `root_id`'s summary (kept once the session ends).
+    fn summary(&mut self, root_id: &str, summary: &RootSummary) -> Result<(), StoreError>;
 
     /// How far `root_id`'s log `log` (its identity) is mirrored.
     fn mirrored(&mut self, root_id: &str, log: &str) -> Result<Mirrored, StoreError>;

@@ -561,10 +561,16 @@ pub fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
 
 /// Start `cmd` (a `claimtop --store ...` command) as `metrics --listen
 /// 127.0.0.1:0`, and the address its first line on stderr names.
-pub fn start_metrics(mut cmd: Command) -> (Child, String) {
+pub fn start_metrics(cmd: Command) -> (Child, String) {
+    start_metrics_with(cmd, &[])
+}
+
+/// [`start_metrics`] with more of `metrics`' flags.
+pub fn start_metrics_with(mut cmd: Command, flags: &[&str]) -> (Child, String) {
     use std::io::BufRead;
     let mut server = cmd
         .args(["metrics", "--listen", "127.0.0.1:0"])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 mod brief;
 mod read;
+mod summary;
 
 pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
 pub use read::Copies;

@@ -219,6 +219,17 @@ impl Layout {
         format!("{}owners/", self.host_dir(machine))
     }
 
+    /// Where a host's roots' summaries are: one range read tells a reader
+    /// every root's counts.
+    pub fn host_summaries(&self, machine: &str) -> String {
+        format!("{}summaries/", self.host_dir(machine))
+    }
+
+    /// A root's summary: counts, hazards, when it last changed.
+    pub fn root_summary(&self, machine: &str, root_id: &str) -> String {
+        format!("{}{root_id}", self.host_summaries(machine))
+    }
+
     /// The key that exists exactly while a publisher holds root `root_id`.
     pub fn root_owner(&self, machine: &str, root_id: &str) -> String {
         format!("{}{root_id}", self.host_owners(machine))

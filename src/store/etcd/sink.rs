@@ -9,7 +9,8 @@ use super::layout::RootPlace;
 use super::{watch, Core, EtcdStore};
 use crate::store::fleet::PublishedRoot;
 use crate::store::sink::{
-    CopyOp, FleetRequest, HeldCopy, HostRecord, Mirrored, PublishError, Request, RootOwner, Sink,
+    CopyOp, FleetRequest, HeldCopy, HostRecord, Mirrored, PublishError, Request, RootOwner,
+    RootSummary, Sink,
 };
 use crate::store::StoreError;
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
@@ -299,6 +300,16 @@ impl Sink for EtcdSink {
 
     fn hazards(&mut self, root_id: &str, text: &str) -> Result<(), StoreError> {
         self.put_on_lease(&self.place(root_id).hazards(), text)
+    }
+
+    fn summary(&mut self, root_id: &str, summary: &RootSummary) -> Result<(), StoreError> {
+        let key = self.core.layout.root_summary(&self.machine, root_id);
+        let body = serde_json::to_string(summary).unwrap_or_default();
+        self.core.conn.call(|mut c| {
+            let (key, body) = (key.clone(), body.clone());
+            async move { c.put(key, body, None).await }
+        })?;
+        Ok(())
     }
 
     fn mirrored(&mut self, root_id: &str, log: &str) -> Result<Mirrored, StoreError> {
