@@ -11,6 +11,8 @@ mod common;
 mod etcd_common;
 #[path = "etcd_fleet/idle.rs"]
 mod idle;
+#[path = "etcd_fleet/resync.rs"]
+mod resync;
 #[path = "etcd_fleet/summary.rs"]
 mod summary;
 

@@ -63,6 +63,9 @@ pub struct PublishOpts {
     /// How often the host record's `last_seen_ms` is refreshed: once a
     /// host, whatever the size of the fleet.
     pub last_seen_every: Duration,
+    /// The first connect waits a random part of this: publishers started
+    /// together (a fleet's restart) do not sync all at once.
+    pub start_jitter: Duration,
 }
 
 impl PublishOpts {
@@ -74,6 +77,7 @@ impl PublishOpts {
             judge_every: Duration::from_secs(2),
             tick: Duration::from_secs(60),
             last_seen_every: Duration::from_secs(60),
+            start_jitter: Duration::from_secs(1),
         }
     }
 }
@@ -186,6 +190,17 @@ pub struct Publisher {
     since_ms: i64,
 }
 
+/// A random part of `most`: std's per-process random hasher keys, the
+/// clock and the pid.
+fn jitter(most: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_i64(now_ms());
+    let nanos = most.as_nanos().max(1) as u64;
+    Duration::from_nanos(h.finish() % nanos)
+}
+
 /// Between two tries to reach etcd again.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 /// While etcd stays unreachable, how often that is said again.
@@ -272,7 +287,7 @@ impl Publisher {
         stop: &AtomicBool,
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
-        let mut next_try = Instant::now();
+        let mut next_try = Instant::now() + jitter(self.opts.start_jitter);
         let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();

@@ -23,6 +23,11 @@ use std::time::Duration;
 /// Operations per transaction, under etcd's default limit of 128 (each claim
 /// write is two: the claim and its last known twin).
 const BATCH: usize = 100;
+/// Bytes of keys and values per transaction, well under etcd's default
+/// request limit of 1.5 MiB (a claim's copy is written twice).
+const TXN_BYTES: usize = 1 << 20;
+/// The longest pause between two transactions of one re-sync.
+const PACE_MAX: Duration = Duration::from_millis(500);
 
 /// One key as etcd keeps it.
 #[derive(Debug, Clone)]
@@ -180,7 +185,19 @@ impl Sink for EtcdSink {
         self.core.conn.endpoints().to_string()
     }
 
+    /// A lease that outlived the outage (a partition shorter than its
+    /// TTL) is kept: the copies on it still hold, so the re-sync that
+    /// follows writes only what changed meanwhile.
     fn begin(&mut self, ttl_s: i64) -> Result<i64, StoreError> {
+        if let Some(lease) = self.lease.filter(|_| self.alive().is_ok()) {
+            let left = self
+                .core
+                .conn
+                .call(|mut c| async move { c.lease_time_to_live(lease, None).await })?;
+            if left.ttl() > 0 {
+                return Ok(lease);
+            }
+        }
         self.keeper = None;
         let granted = self
             .core
@@ -273,9 +290,12 @@ impl Sink for EtcdSink {
             .collect())
     }
 
-    /// [`BATCH`] operations to a transaction: one change is one
-    /// transaction (one store revision), and a re-sync of thousands of keys
-    /// takes tens of round trips.
+    /// Transactions under etcd's limits: [`BATCH`] operations and
+    /// [`TXN_BYTES`] of keys and values each. One change is one transaction
+    /// (one store revision); a re-sync of thousands of keys takes tens, and
+    /// after each of those the publisher waits as long as it took, so a
+    /// hundred publishers starting at once leave etcd half its time for
+    /// everyone else (the busier etcd is, the slower they go).
     fn write(
         &mut self,
         root_id: &str,
@@ -283,17 +303,23 @@ impl Sink for EtcdSink {
         written: &mut dyn FnMut(usize),
     ) -> Result<(), StoreError> {
         let (place, lease) = (self.place(root_id), self.lease());
-        for chunk in ops.chunks(BATCH / 2) {
-            let ops: Vec<TxnOp> = chunk
+        let batches = batches(ops, &place);
+        let paced = batches.len() > 1;
+        for batch in batches {
+            let ops: Vec<TxnOp> = batch
                 .iter()
                 .flat_map(|w| ops_of(&place, w, lease))
                 .collect();
             let txn = Txn::new().and_then(ops);
+            let began = std::time::Instant::now();
             self.core.conn.call(|mut c| {
                 let txn = txn.clone();
                 async move { c.txn(txn).await }
             })?;
-            written(chunk.len());
+            written(batch.len());
+            if paced {
+                std::thread::sleep(began.elapsed().min(PACE_MAX));
+            }
         }
         Ok(())
     }
@@ -447,6 +473,30 @@ impl Sink for EtcdSink {
     }
 }
 
+/// `ops` cut into transactions under [`BATCH`] operations and
+/// [`TXN_BYTES`] bytes (a copy bigger than that alone goes alone, and etcd
+/// says whether it takes it).
+fn batches<'a>(ops: &'a [CopyOp], place: &RootPlace) -> Vec<&'a [CopyOp]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, op) in ops.iter().enumerate() {
+        let size = match op {
+            CopyOp::Put { key, item } => 2 * (place.claim(key).len() + item.len()),
+            CopyOp::Delete { key } => 2 * place.claim(key).len(),
+        };
+        let full = i - start >= BATCH / 2 || bytes + size > TXN_BYTES;
+        if full && i > start {
+            out.push(&ops[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < ops.len() {
+        out.push(&ops[start..]);
+    }
+    out
+}
+
 /// One root's requests, watched.
 struct RequestWatch {
     rx: Receiver<News>,
@@ -522,5 +572,44 @@ fn ops_of(place: &RootPlace, w: &CopyOp, lease: i64) -> [TxnOp; 2] {
             TxnOp::delete(place.claim(key), None),
             TxnOp::delete(place.known_claim(key), None),
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, len: usize) -> CopyOp {
+        CopyOp::Put {
+            key: key.to_string(),
+            item: "x".repeat(len),
+        }
+    }
+
+    #[test]
+    fn a_resync_is_cut_into_transactions_under_etcds_operation_and_byte_limits() {
+        let place = super::super::Layout::new("/p").root_place("m", "r");
+        let small: Vec<CopyOp> = (0..120).map(|i| put(&format!("k{i}"), 10)).collect();
+        let cut = batches(&small, &place);
+        assert_eq!(
+            cut.iter().map(|b| b.len()).collect::<Vec<_>>(),
+            [50, 50, 20]
+        );
+        // Big copies: each transaction stays under the byte limit.
+        let big: Vec<CopyOp> = (0..8).map(|i| put(&format!("k{i}"), 200_000)).collect();
+        let cut = batches(&big, &place);
+        assert!(cut.len() > 1, "{}", cut.len());
+        for b in &cut {
+            let bytes: usize = b
+                .iter()
+                .map(|op| match op {
+                    CopyOp::Put { item, .. } => 2 * item.len(),
+                    CopyOp::Delete { .. } => 0,
+                })
+                .sum();
+            assert!(bytes <= TXN_BYTES, "{bytes}");
+        }
+        assert_eq!(cut.iter().map(|b| b.len()).sum::<usize>(), 8);
+        assert!(batches(&[], &place).is_empty());
     }
 }
