@@ -519,8 +519,11 @@ pub fn metrics_text(addr: &str) -> String {
         "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .expect("request");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
+    // Bytes, not text: a big answer comes in chunks, whose size lines may
+    // fall inside a multi-byte character.
+    let mut bytes = Vec::new();
+    s.read_to_end(&mut bytes).expect("response");
+    let text = String::from_utf8_lossy(&bytes);
     let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     body.to_string()
