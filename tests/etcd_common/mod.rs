@@ -532,11 +532,18 @@ pub fn metrics_text(addr: &str) -> String {
 /// How many gRPC calls etcd at `addr` has started, by method
 /// (`grpc_server_started_total`, from its own `/metrics`).
 pub fn grpc_started(addr: &str) -> std::collections::BTreeMap<String, f64> {
+    grpc_by_method(addr, "grpc_server_started_total")
+}
+
+/// A gRPC counter of etcd at `addr` (`grpc_server_msg_received_total`:
+/// messages, a keep-alive stream's renewals among them), by method.
+pub fn grpc_by_method(addr: &str, series: &str) -> std::collections::BTreeMap<String, f64> {
     let mut by_method = std::collections::BTreeMap::new();
     let text = metrics_text(addr);
+    let head = format!("{series}{{");
     for line in text.lines() {
         let Some((labels, n)) = line
-            .strip_prefix("grpc_server_started_total{")
+            .strip_prefix(head.as_str())
             .and_then(|l| l.rsplit_once(' '))
         else {
             continue;

@@ -145,16 +145,31 @@ impl Core {
     /// (a root the record does not name yet is added from that key), offline
     /// once it is gone or while its publisher writes its copies back.
     fn host(&self, machine: &str) -> Result<Option<(HostRecord, bool)>, StoreError> {
+        Ok(self.host_and(machine, None)?.0)
+    }
+
+    /// [`Core::host`], and in the same transaction every key under
+    /// `also` (a prefix of the host's), when given.
+    fn host_and(
+        &self,
+        machine: &str,
+        also: Option<&str>,
+    ) -> Result<(Option<(HostRecord, bool)>, Vec<etcd_client::KeyValue>), StoreError> {
         let (record, owners) = (
             self.layout.host_record(machine),
             self.layout.host_owners(machine),
         );
         let resp = self.conn.call(|mut c| {
             let range = GetOptions::new().with_range(range_end(&owners));
-            let txn = Txn::new().and_then([
+            let mut ops = vec![
                 TxnOp::get(record.clone(), None),
                 TxnOp::get(owners.clone(), Some(range)),
-            ]);
+            ];
+            if let Some(also) = also {
+                let range = GetOptions::new().with_range(range_end(also));
+                ops.push(TxnOp::get(also, Some(range)));
+            }
+            let txn = Txn::new().and_then(ops);
             async move { c.txn(txn).await }
         })?;
         let mut got = resp.op_responses().into_iter().filter_map(|r| match r {
@@ -166,7 +181,7 @@ impl Core {
             .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()))
             .and_then(|v| serde_json::from_slice::<HostRecord>(&v).ok());
         let Some(mut rec) = rec else {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         };
         let owned: Vec<(String, RootOwner)> = got
             .next()
@@ -180,6 +195,7 @@ impl Core {
                     .collect()
             })
             .unwrap_or_default();
+        let also = got.next().map(|g| g.kvs().to_vec()).unwrap_or_default();
         for r in &mut rec.roots {
             r.state = RootState::Offline;
             r.error = None;
@@ -207,7 +223,7 @@ impl Core {
                 None => RootState::Published,
             };
         }
-        Ok(Some((rec, online)))
+        Ok((Some((rec, online)), also))
     }
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {
@@ -217,6 +233,21 @@ impl Core {
             true
         })?;
         Ok(out)
+    }
+
+    /// Each host with a record and its roots' summaries (one transaction a
+    /// host), in key order, to `each` until it answers false.
+    pub(in crate::store::etcd) fn each_host_summed(
+        &self,
+        mut each: impl FnMut(HostRecord, bool, Vec<etcd_client::KeyValue>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.each_machine(|m| {
+            let sums = self.layout.host_summaries(&m);
+            match self.host_and(&m, Some(&sums))? {
+                (Some((rec, online)), kvs) => Ok(each(rec, online, kvs)),
+                (None, _) => Ok(true),
+            }
+        })
     }
 
     /// Each host with a record, in key order, to `each` as soon as it is

@@ -122,18 +122,28 @@ impl EtcdSink {
         let mut client = self.core.conn.client();
         let task = self.core.conn.runtime().spawn(async move {
             let mut confirmed = tokio::time::Instant::now();
+            // One stream for as long as it works: a renewal is then one
+            // message on it, not a new call (etcd's cost of an idle fleet
+            // is mostly its keep-alives).
+            let mut open: Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)> =
+                None;
             loop {
                 let renewed = tokio::time::timeout(every, async {
-                    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
+                    if open.is_none() {
+                        open = Some(client.lease_keep_alive(lease).await?);
+                    }
+                    let Some((keeper, stream)) = open.as_mut() else {
+                        return Ok(None);
+                    };
                     keeper.keep_alive().await?;
                     Ok::<_, etcd_client::Error>(stream.message().await?.map(|m| m.ttl()))
                 })
                 .await;
                 match renewed {
                     Ok(Ok(Some(left))) if left > 0 => confirmed = tokio::time::Instant::now(),
-                    Ok(Ok(_)) => break,
-                    // Unreachable for now: fine while the lease may still run.
-                    _ if confirmed.elapsed() < ttl => {}
+                    Ok(Ok(Some(_))) => break,
+                    // The stream ended or failed: open another next time.
+                    _ if confirmed.elapsed() < ttl => open = None,
                     _ => break,
                 }
                 tokio::time::sleep(every).await;

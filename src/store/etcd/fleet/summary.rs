@@ -1,6 +1,6 @@
-//! The fleet from its summaries: each host's record and owner keys, and
-//! its roots' summaries in one range read — O(hosts) requests whatever the
-//! claims, for `fleet`, a scrape and a first screen.
+//! The fleet from its summaries: each host's record, owner keys and roots'
+//! summaries in one transaction — O(hosts) requests whatever the claims,
+//! for `fleet`, a scrape and a first screen.
 
 use super::HostRecord;
 use crate::claims::{ClaimState, Counts};
@@ -20,16 +20,13 @@ impl Core {
     ) -> Result<Option<FleetSummary>, StoreError> {
         let mut out = FleetSummary::default();
         let mut missing = false;
-        self.each_host(|(rec, online)| {
-            match self.summaries_of(&rec.machine_id) {
-                Ok(mut of) => {
-                    let (host, roots) = counted(rec, online, &mut of);
-                    missing |= roots.is_none();
-                    out.hosts.push(host);
-                    out.roots.extend(roots.unwrap_or_default());
-                }
-                Err(_) => missing = true,
-            }
+        self.each_host_summed(|rec, online, kvs| {
+            let prefix = self.layout.host_summaries(&rec.machine_id);
+            let mut of = summaries_in(&prefix, &kvs);
+            let (host, roots) = counted(rec, online, &mut of);
+            missing |= roots.is_none();
+            out.hosts.push(host);
+            out.roots.extend(roots.unwrap_or_default());
             !missing
         })?;
         if missing {
@@ -38,20 +35,17 @@ impl Core {
         label_hosts(&mut out.hosts);
         Ok(Some(out))
     }
+}
 
-    /// Host `machine`'s roots' summaries, by root id.
-    fn summaries_of(&self, machine: &str) -> Result<HashMap<String, RootSummary>, StoreError> {
-        let prefix = self.layout.host_summaries(machine);
-        let (kvs, _) = self.range_all(&prefix)?;
-        Ok(kvs
-            .iter()
-            .filter_map(|kv| {
-                let id = std::str::from_utf8(kv.key()).ok()?.strip_prefix(&prefix)?;
-                let summary = serde_json::from_slice::<RootSummary>(kv.value()).ok()?;
-                Some((id.to_string(), summary))
-            })
-            .collect())
-    }
+/// The summaries among `kvs` (keys under `prefix`), by root id.
+fn summaries_in(prefix: &str, kvs: &[etcd_client::KeyValue]) -> HashMap<String, RootSummary> {
+    kvs.iter()
+        .filter_map(|kv| {
+            let id = std::str::from_utf8(kv.key()).ok()?.strip_prefix(prefix)?;
+            let summary = serde_json::from_slice::<RootSummary>(kv.value()).ok()?;
+            Some((id.to_string(), summary))
+        })
+        .collect()
 }
 
 /// The host as [`crate::store::Fleet::state`] lists it, counted from its
