@@ -640,26 +640,50 @@ fn count_keys(f: &Fleet, prefix: &str) -> i64 {
 /// `n` live claims `<prefix>/000`... of holder `w`, bound to `pid`, written
 /// straight into `root`'s claims dir (faster than a process per claim).
 fn write_claims(root: &Path, prefix: &str, n: usize, pid: u32) {
+    for i in 0..n {
+        write_claim(root, &format!("{prefix}/{i:03}"), pid);
+    }
+}
+
+/// One lockfile for `key`, held by `w` bound to `pid`, written straight
+/// into `root`'s claims dir.
+fn write_claim(root: &Path, key: &str, pid: u32) {
     let claims = claimtop::claims::Root::new(root.to_path_buf());
     std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
     let id = claimtop::claims::LocalIdentity::current();
-    for i in 0..n {
-        let rec = claimtop::claims::ClaimRecord {
-            schema_version: 1,
-            key: format!("{prefix}/{i:03}"),
-            holder: "w".into(),
-            acquired_at: claimtop::claims::now_ms(),
-            pid: pid as i32,
-            host: id.hostname.clone(),
-            expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
-            reason: None,
-            harness: None,
-            machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
-            metadata: Default::default(),
-        };
-        let path = claims.lockfile(&rec.key);
-        std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
-    }
+    let rec = claimtop::claims::ClaimRecord {
+        schema_version: 1,
+        key: key.to_string(),
+        holder: "w".into(),
+        acquired_at: claimtop::claims::now_ms(),
+        pid: pid as i32,
+        host: id.hostname.clone(),
+        expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
+        reason: None,
+        harness: None,
+        machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
+        metadata: Default::default(),
+    };
+    let path = claims.lockfile(&rec.key);
+    std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
+}
+
+/// `claimtop publish` of `root` as host-a with `args` (its store, lease
+/// and the rest), its log beside the root; not waited for.
+fn spawn_host_a(f: &Fleet, root: &Path, args: &[&str]) -> Publisher {
+    let mut cmd = claimtop(f.home.path());
+    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
+        .args(["publish", "--root"])
+        .arg(root)
+        .args(args);
+    let log = root.join("publish.log");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the publisher");
+    Publisher { child, log }
 }
 
 #[test]
@@ -1704,23 +1728,9 @@ fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claim
     let holder = Sleeper::spawn();
     write_claims(a.path(), "hole", CLAIMS, holder.pid());
     let proxy = etcd_common::Proxy::to(&f.etcd.members[0].endpoint());
-    let mut cmd = claimtop(f.home.path());
-    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
-        .args(["publish", "--root"])
-        .arg(a.path())
-        .args([
-            "--store",
-            &format!("etcd://{}/fleet-hole", proxy.endpoint()),
-        ])
-        .args(["--lease-ttl", "5s", "--resweep", "1h"]);
-    let log = a.path().join("publish.log");
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start the publisher");
-    let pa = Publisher { child, log };
+    let url = format!("etcd://{}/fleet-hole", proxy.endpoint());
+    let args = ["--store", &url, "--lease-ttl", "5s", "--resweep", "1h"];
+    let pa = spawn_host_a(&f, a.path(), &args);
     let store = f.etcd.store("/fleet-hole");
     let fleet = store.fleet().expect("a fleet");
     let reads = || host_reads(&fleet.state().expect("read the fleet"), "host-a");

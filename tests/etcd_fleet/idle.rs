@@ -2,10 +2,8 @@
 //! but its lease's keep-alives, and still answers a request at once,
 //! through its watch, even one that a compaction hid from that watch.
 
-use super::{claimtop, etcd_common, root_dir, wait_for, Fleet, Publisher};
-use super::{PATIENCE, TEST_MACHINE_ID_ENV};
+use super::{etcd_common, root_dir, wait_for, Fleet, Publisher, PATIENCE};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// The calls etcd started, keep-alives aside: the sum and the non-zero
@@ -148,20 +146,9 @@ fn a_request_that_came_while_a_compaction_passed_the_publishers_watch_is_still_a
 /// host-a's publisher of `root`, reaching etcd at `endpoint` (a proxy),
 /// on a 10 s lease.
 fn spawn_through(f: &Fleet, root: &Path, endpoint: &str) -> Publisher {
-    let mut cmd = claimtop(f.home.path());
     let url = format!("etcd://{endpoint}{}", f.prefix);
-    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
-        .args(["publish", "--root"])
-        .arg(root)
-        .args(["--store", &url, "--lease-ttl", "10s", "--resweep", "1h"]);
-    let log = root.join("publish.log");
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start the publisher");
-    let p = Publisher { child, log };
+    let args = ["--store", &url, "--lease-ttl", "10s", "--resweep", "1h"];
+    let p = super::spawn_host_a(f, root, &args);
     let online = wait_for(PATIENCE, || {
         f.host("host-a").is_some_and(|h| h["online"] == true)
     });

@@ -1,10 +1,8 @@
 //! A re-sync after a partition shorter than the lease writes only what
 //! changed meanwhile: the copies on the lease still hold.
 
-use super::{claimtop, etcd_common, root_dir, wait_for, write_claims, Fleet, Publisher};
-use super::{PATIENCE, TEST_MACHINE_ID_ENV};
+use super::{etcd_common, root_dir, wait_for, write_claims, Fleet, PATIENCE};
 use common::Sleeper;
-use std::process::Stdio;
 
 use super::common;
 
@@ -19,20 +17,20 @@ fn a_resync_after_a_partition_shorter_than_the_lease_writes_only_what_changed() 
     write_claims(a.path(), "short", CLAIMS, holder.pid());
     let proxy = etcd_common::Proxy::to(&f.etcd.members[0].endpoint());
     let url = format!("etcd://{}{}", proxy.endpoint(), f.prefix);
-    let mut cmd = claimtop(f.home.path());
-    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
-        .args(["publish", "--root"])
-        .arg(a.path())
-        .args(["--store", &url, "--lease-ttl", "20s", "--resweep", "1h"])
-        .args(["--timeout", "2s"]);
-    let log = a.path().join("publish.log");
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start the publisher");
-    let pa = Publisher { child, log };
+    let pa = super::spawn_host_a(
+        &f,
+        a.path(),
+        &[
+            "--store",
+            &url,
+            "--lease-ttl",
+            "20s",
+            "--resweep",
+            "1h",
+            "--timeout",
+            "2s",
+        ],
+    );
     let synced = wait_for(PATIENCE, || {
         f.host("host-a")
             .is_some_and(|h| h["online"] == true && h["counts"]["live"] == CLAIMS)

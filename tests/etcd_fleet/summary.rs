@@ -2,36 +2,12 @@
 //! reads the summaries) and `list --json` (which reads every copy) say the
 //! same of each host after random changes, online and once offline.
 
-use super::{etcd_common, root_dir, wait_for, Fleet, Publisher, PATIENCE};
+use super::{etcd_common, root_dir, wait_for, write_claim, Fleet, Publisher, PATIENCE};
 use common::Sleeper;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use super::common;
-
-/// One lockfile for `key`, held by `pid`, written straight into `root`.
-fn write_claim(root: &Path, key: &str, pid: u32) {
-    let claims = claimtop::claims::Root::new(root.to_path_buf());
-    std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
-    let id = claimtop::claims::LocalIdentity::current();
-    let now = claimtop::claims::now_ms();
-    let rec = claimtop::claims::ClaimRecord {
-        schema_version: 1,
-        key: key.to_string(),
-        holder: "w".into(),
-        acquired_at: now,
-        pid: pid as i32,
-        host: id.hostname.clone(),
-        expires_at: Some(now + 3_600_000),
-        reason: None,
-        harness: None,
-        machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
-        metadata: Default::default(),
-    };
-    let path = claims.lockfile(&rec.key);
-    std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
-}
 
 /// Host `id` as `fleet --json` and as `list --json` give it, when the
 /// host is listed by both, its time of last sight aside (an online host's
@@ -52,9 +28,10 @@ fn both(f: &Fleet, id: &str) -> (Value, Value) {
     (from_summaries, from_copies)
 }
 
-/// The fleet's count series as a scrape of the summaries and one of every
-/// copy (`--per-claim`) give them (ages aside: they move with the clock).
-fn same_scrapes(f: &Fleet) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+/// The fleet's count series are the same in a scrape of the summaries and
+/// in one of every copy (`--per-claim`), ages aside (they move with the
+/// clock).
+fn same_scrapes(f: &Fleet) {
     let read = |flags: &[&str]| {
         let mut over = super::claimtop(f.home.path());
         over.env_remove("FNO_CLAIMS_STORE")
@@ -69,7 +46,11 @@ fn same_scrapes(f: &Fleet) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
         let _ = server.wait();
         got
     };
-    (read(&[]), read(&["--per-claim"]))
+    let (summed, counted) = (read(&[]), read(&["--per-claim"]));
+    assert!(
+        summed == counted,
+        "summaries: {summed:?}\nper claim: {counted:?}"
+    );
 }
 
 /// A small xorshift: the seed printed, so a failure can be replayed.
@@ -113,16 +94,10 @@ fn each_hosts_counts_from_the_summaries_equal_a_count_of_its_copies_after_random
                 }
             }
         }
-        let mut seen = (Value::Null, Value::Null);
-        let agree = wait_for(PATIENCE, || {
-            seen = both(&f, "host-a");
-            seen.0 == seen.1 && !seen.0.is_null()
-        });
+        let seen = agreed(&f, |h| !h.is_null());
         assert!(
-            agree,
-            "round {round} (seed {seed}): fleet says {}\nlist says {}\n{}",
-            seen.0,
-            seen.1,
+            seen.is_ok(),
+            "round {round} (seed {seed}): {seen:?}\n{}",
             pa.log()
         );
     }
@@ -130,36 +105,26 @@ fn each_hosts_counts_from_the_summaries_equal_a_count_of_its_copies_after_random
     std::fs::write(claims.join("kz.lock"), b"{{{ not yaml").expect("corrupt");
     write_claim(a.path(), "ky", dead);
     write_claim(a.path(), "kx", holder.pid());
-    let mut seen = (Value::Null, Value::Null);
-    let agree = wait_for(PATIENCE, || {
-        seen = both(&f, "host-a");
-        seen.0 == seen.1 && seen.0["counts"]["corrupted"].as_u64() > Some(0)
-    });
-    assert!(agree, "fleet says {}\nlist says {}", seen.0, seen.1);
-    let scrapes = same_scrapes(&f);
-    assert!(
-        scrapes.0 == scrapes.1,
-        "summaries: {:?}\nper claim: {:?}",
-        scrapes.0,
-        scrapes.1
-    );
+    let seen = agreed(&f, |h| h["counts"]["corrupted"].as_u64() > Some(0));
+    assert!(seen.is_ok(), "{seen:?}");
+    same_scrapes(&f);
     // Offline: what it last said, counted as last known by both.
     pa.kill();
+    let seen = agreed(&f, |h| h["online"] == false);
+    assert!(seen.is_ok(), "offline (seed {seed}): {seen:?}");
+    same_scrapes(&f);
+}
+
+/// Wait until `fleet --json` and `list --json` say the same of host-a, and
+/// `also` holds of it; what each said when they never did.
+fn agreed(f: &Fleet, also: impl Fn(&Value) -> bool) -> Result<(), String> {
     let mut seen = (Value::Null, Value::Null);
     let agree = wait_for(PATIENCE * 2, || {
-        seen = both(&f, "host-a");
-        seen.0 == seen.1 && seen.0["online"] == false
+        seen = both(f, "host-a");
+        seen.0 == seen.1 && also(&seen.0)
     });
-    let scrapes = same_scrapes(&f);
-    assert!(
-        scrapes.0 == scrapes.1,
-        "summaries: {:?}\nper claim: {:?}",
-        scrapes.0,
-        scrapes.1
-    );
-    assert!(
-        agree,
-        "offline (seed {seed}): fleet says {}\nlist says {}",
-        seen.0, seen.1
-    );
+    match agree {
+        true => Ok(()),
+        false => Err(format!("fleet says {}\nlist says {}", seen.0, seen.1)),
+    }
 }

@@ -92,6 +92,10 @@ const ANSWER_POLL: Duration = Duration::from_millis(50);
 /// took: carrying it out may wait out a busy recovery mutex (5 s) first.
 const TAKEN_PATIENCE: Duration = Duration::from_secs(15);
 
+/// A host (if it has a record) and whether it is online, and the keys read
+/// beside it.
+type HostAnd = (Option<(HostRecord, bool)>, Vec<etcd_client::KeyValue>);
+
 /// How a request ended, for its requester.
 enum Answer {
     Given(Value),
@@ -150,11 +154,7 @@ impl Core {
 
     /// [`Core::host`], and in the same transaction every key under
     /// `also` (a prefix of the host's), when given.
-    fn host_and(
-        &self,
-        machine: &str,
-        also: Option<&str>,
-    ) -> Result<(Option<(HostRecord, bool)>, Vec<etcd_client::KeyValue>), StoreError> {
+    fn host_and(&self, machine: &str, also: Option<&str>) -> Result<HostAnd, StoreError> {
         let (record, owners) = (
             self.layout.host_record(machine),
             self.layout.host_owners(machine),
