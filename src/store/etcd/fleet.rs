@@ -235,21 +235,6 @@ impl Core {
         Ok(out)
     }
 
-    /// Each host with a record and its roots' summaries (one transaction a
-    /// host), in key order, to `each` until it answers false.
-    pub(in crate::store::etcd) fn each_host_summed(
-        &self,
-        mut each: impl FnMut(HostRecord, bool, Vec<etcd_client::KeyValue>) -> bool,
-    ) -> Result<(), StoreError> {
-        self.each_machine(|m| {
-            let sums = self.layout.host_summaries(&m);
-            match self.host_and(&m, Some(&sums))? {
-                (Some((rec, online)), kvs) => Ok(each(rec, online, kvs)),
-                (None, _) => Ok(true),
-            }
-        })
-    }
-
     /// Each host with a record, in key order, to `each` as soon as it is
     /// found, until `each` answers false.
     fn each_host(

@@ -20,15 +20,40 @@ impl Core {
     ) -> Result<Option<FleetSummary>, StoreError> {
         let mut out = FleetSummary::default();
         let mut missing = false;
-        self.each_host_summed(|rec, online, kvs| {
-            let prefix = self.layout.host_summaries(&rec.machine_id);
-            let mut of = summaries_in(&prefix, &kvs);
-            let (host, roots) = counted(rec, online, &mut of);
-            missing |= roots.is_none();
-            out.hosts.push(host);
-            out.roots.extend(roots.unwrap_or_default());
-            !missing
-        })?;
+        // Two threads on each other's heels: one finds the hosts, one reads
+        // each host (its record, owner keys and summaries) as soon as it is
+        // found, so a scrape waits for one round trip a host, not two.
+        let (found, read) = std::thread::scope(|scope| {
+            let (to_read, found) = std::sync::mpsc::sync_channel::<String>(HOSTS_AHEAD);
+            let finder = scope.spawn(move || self.each_machine(|m| Ok(to_read.send(m).is_ok())));
+            let mut read = Ok(());
+            for m in found.iter() {
+                let sums = self.layout.host_summaries(&m);
+                let (rec, kvs) = match self.host_and(&m, Some(&sums)) {
+                    Ok((Some(rec), kvs)) => (rec, kvs),
+                    Ok((None, _)) => continue,
+                    Err(e) => {
+                        read = Err(e);
+                        break;
+                    }
+                };
+                let (host, roots) = counted(rec.0, rec.1, &mut summaries_in(&sums, &kvs));
+                missing |= roots.is_none();
+                out.hosts.push(host);
+                out.roots.extend(roots.unwrap_or_default());
+                if missing {
+                    break;
+                }
+            }
+            // Ends the finder early: nobody reads what it finds.
+            drop(found);
+            let found = finder
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (found, read)
+        });
+        read?;
+        found?;
         if missing {
             return Ok(None);
         }
@@ -36,6 +61,9 @@ impl Core {
         Ok(Some(out))
     }
 }
+
+/// Hosts found ahead of the one being read.
+const HOSTS_AHEAD: usize = 64;
 
 /// The summaries among `kvs` (keys under `prefix`), by root id.
 fn summaries_in(prefix: &str, kvs: &[etcd_client::KeyValue]) -> HashMap<String, RootSummary> {
