@@ -9,6 +9,12 @@
 #[path = "common/mod.rs"]
 mod common;
 mod etcd_common;
+#[path = "etcd_fleet/idle.rs"]
+mod idle;
+#[path = "etcd_fleet/resync.rs"]
+mod resync;
+#[path = "etcd_fleet/summary.rs"]
+mod summary;
 
 use claimtop::cli::publish::TEST_MACHINE_ID_ENV;
 use common::{claimtop, Sleeper};
@@ -573,7 +579,10 @@ fn one_changed_lockfile_is_one_etcd_write() {
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     let holder = Sleeper::spawn();
     for (i, key) in ["first", "second", "third"].iter().enumerate() {
-        std::thread::sleep(Duration::from_millis(300));
+        // The summary of what came before is written: nothing is pending.
+        let settled = wait_for(PATIENCE, || summary_of(&f).1 == 2 * i as u64);
+        assert!(settled, "{:?}\n{}", summary_of(&f), pa.log());
+        let summaries = summary_version(&f);
         let before = f.revision();
         py_write(a.path(), key, &format!("agent-{i}"), holder.pid());
         assert!(wait_for(PATIENCE, || {
@@ -587,9 +596,35 @@ fn one_changed_lockfile_is_one_etcd_write() {
         assert!(wait_for(PATIENCE, || {
             !published(&f.list(), "host-a", &next).is_empty()
         }));
-        let writes = f.revision() - before;
+        // The root's summary is written besides, at most once a second:
+        // its own writes are told apart by its version.
+        let writes = f.revision() - before - (summary_version(&f) - summaries);
         assert_eq!(writes, 2, "{key} and {next}: {writes} writes\n{}", pa.log());
     }
+}
+
+/// How many times host-a's one root's summary was written.
+fn summary_version(f: &Fleet) -> i64 {
+    summary_of(f).0
+}
+
+/// host-a's one root's summary: how many times it was written, and how
+/// many claims it counts.
+fn summary_of(f: &Fleet) -> (i64, u64) {
+    let (rt, mut client) = f.etcd.client();
+    let prefix = format!("{}/hosts/host-a/summaries/", f.prefix);
+    let opts = etcd_client::GetOptions::new().with_prefix();
+    let resp = rt
+        .block_on(client.get(prefix, Some(opts)))
+        .expect("read the summary");
+    let Some(kv) = resp.kvs().first() else {
+        return (0, 0);
+    };
+    let v: Value = serde_json::from_slice(kv.value()).unwrap_or(Value::Null);
+    let total = v["counts"]
+        .as_object()
+        .map_or(0, |c| c.values().filter_map(Value::as_u64).sum());
+    (kv.version(), total)
 }
 
 /// Keys under `prefix` in the fleet's etcd.
@@ -606,26 +641,50 @@ fn count_keys(f: &Fleet, prefix: &str) -> i64 {
 /// `n` live claims `<prefix>/000`... of holder `w`, bound to `pid`, written
 /// straight into `root`'s claims dir (faster than a process per claim).
 fn write_claims(root: &Path, prefix: &str, n: usize, pid: u32) {
+    for i in 0..n {
+        write_claim(root, &format!("{prefix}/{i:03}"), pid);
+    }
+}
+
+/// One lockfile for `key`, held by `w` bound to `pid`, written straight
+/// into `root`'s claims dir.
+fn write_claim(root: &Path, key: &str, pid: u32) {
     let claims = claimtop::claims::Root::new(root.to_path_buf());
     std::fs::create_dir_all(claims.claims_dir()).expect("claims dir");
     let id = claimtop::claims::LocalIdentity::current();
-    for i in 0..n {
-        let rec = claimtop::claims::ClaimRecord {
-            schema_version: 1,
-            key: format!("{prefix}/{i:03}"),
-            holder: "w".into(),
-            acquired_at: claimtop::claims::now_ms(),
-            pid: pid as i32,
-            host: id.hostname.clone(),
-            expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
-            reason: None,
-            harness: None,
-            machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
-            metadata: Default::default(),
-        };
-        let path = claims.lockfile(&rec.key);
-        std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
-    }
+    let rec = claimtop::claims::ClaimRecord {
+        schema_version: 1,
+        key: key.to_string(),
+        holder: "w".into(),
+        acquired_at: claimtop::claims::now_ms(),
+        pid: pid as i32,
+        host: id.hostname.clone(),
+        expires_at: Some(claimtop::claims::now_ms() + 3_600_000),
+        reason: None,
+        harness: None,
+        machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
+        metadata: Default::default(),
+    };
+    let path = claims.lockfile(&rec.key);
+    std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
+}
+
+/// `claimtop publish` of `root` as host-a with `args` (its store, lease
+/// and the rest), its log beside the root; not waited for.
+fn spawn_host_a(f: &Fleet, root: &Path, args: &[&str]) -> Publisher {
+    let mut cmd = claimtop(f.home.path());
+    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
+        .args(["publish", "--root"])
+        .arg(root)
+        .args(args);
+    let log = root.join("publish.log");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the publisher");
+    Publisher { child, log }
 }
 
 #[test]
@@ -640,18 +699,17 @@ fn a_synced_publisher_holds_each_claim_and_its_last_known_copy_and_writes_nothin
     // No re-sweep during the test: nothing changes, so nothing may write.
     let pa = Publisher::spawn(&f, a.path(), "host-a", "1h");
     // Synced: every claim and its last known copy (written together), the
-    // root's hazards key, its owner key and the host record. A count of
-    // the claims alone is reached halfway through the sync.
+    // root's hazards key, its summary, its owner key and the host record. A
+    // count of the claims alone is reached halfway through the sync.
     let host_keys = "/fleet-idle/hosts/host-a/";
-    let synced = wait_for(PATIENCE, || count_keys(&f, host_keys) == 2 * CLAIMS + 3);
+    let synced = wait_for(PATIENCE, || count_keys(&f, host_keys) == 2 * CLAIMS + 4);
     assert!(
         synced,
         "{} keys under {host_keys}\n{}",
         count_keys(&f, host_keys),
         pa.log()
     );
-    // Past a few rounds of re-judging (every 2 s) and of looking for
-    // requests (every 250 ms): none of them writes.
+    // Past a few rounds of re-judging (every 2 s): none of them writes.
     let before = f.revision();
     std::thread::sleep(Duration::from_secs(5));
     let writes = f.revision() - before;
@@ -1081,13 +1139,14 @@ fn metrics_over_the_store_export_each_hosts_roots_and_whether_the_host_is_up() {
     over.env_remove("FNO_CLAIMS_STORE")
         .args(["--store", &f.url]);
     let (mut server, addr) = etcd_common::start_metrics(over);
-    let m = etcd_common::scrape(&addr);
     let series = |name: &str, extra: &str| format!("{name}{{{labels},{extra}}}");
-    assert_eq!(
-        m[&series("claimtop_claims", "state=\"live\"")],
-        1.0,
-        "{m:?}"
-    );
+    // A scrape reads the root's summary, written at most once a second.
+    let mut m = etcd_common::scrape(&addr);
+    let one = wait_for(PATIENCE, || {
+        m = etcd_common::scrape(&addr);
+        m.get(&series("claimtop_claims", "state=\"live\"")) == Some(&1.0)
+    });
+    assert!(one, "{m:?}");
     assert_eq!(
         m[&series("claimtop_events_total", "type=\"claim_acquired\"")],
         1.0,
@@ -1682,23 +1741,9 @@ fn a_host_back_from_a_partition_past_its_lease_never_reads_online_with_its_claim
     let holder = Sleeper::spawn();
     write_claims(a.path(), "hole", CLAIMS, holder.pid());
     let proxy = etcd_common::Proxy::to(&f.etcd.members[0].endpoint());
-    let mut cmd = claimtop(f.home.path());
-    cmd.env(TEST_MACHINE_ID_ENV, "host-a")
-        .args(["publish", "--root"])
-        .arg(a.path())
-        .args([
-            "--store",
-            &format!("etcd://{}/fleet-hole", proxy.endpoint()),
-        ])
-        .args(["--lease-ttl", "5s", "--resweep", "1h"]);
-    let log = a.path().join("publish.log");
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start the publisher");
-    let pa = Publisher { child, log };
+    let url = format!("etcd://{}/fleet-hole", proxy.endpoint());
+    let args = ["--store", &url, "--lease-ttl", "5s", "--resweep", "1h"];
+    let pa = spawn_host_a(&f, a.path(), &args);
     let store = f.etcd.store("/fleet-hole");
     let fleet = store.fleet().expect("a fleet");
     let reads = || host_reads(&fleet.state().expect("read the fleet"), "host-a");

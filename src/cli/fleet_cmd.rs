@@ -33,18 +33,25 @@ pub fn fleet(store: &Store, a: FleetArgs, out: &mut Out) -> CmdResult {
     }
 }
 
-/// The hosts as `list`'s hosts part shows them.
+/// The hosts as `list`'s hosts part shows them, counted from their roots'
+/// summaries (a few requests a host); from every copy where a root has no
+/// summary yet.
 fn hosts(fleet: &dyn Fleet, out: &mut Out) -> CmdResult {
-    let state = match fleet.state() {
-        Ok(s) => s,
+    let hosts = match fleet.summaries() {
+        Ok(Some(s)) => Ok(s.hosts),
+        Ok(None) => fleet.state().map(|s| s.hosts),
+        Err(e) => Err(e),
+    };
+    let hosts = match hosts {
+        Ok(h) => h,
         Err(e) => return out.error(&e.to_string()),
     };
     if out.json_mode() {
-        out.json(&json!({ "hosts": state.hosts }))?;
-    } else if state.hosts.is_empty() {
+        out.json(&json!({ "hosts": hosts }))?;
+    } else if hosts.is_empty() {
         out.line("no host publishes into this store")?;
     } else {
-        super::fleet::print_hosts(out, &state.hosts)?;
+        super::fleet::print_hosts(out, &hosts)?;
     }
     Ok(EXIT_OK)
 }

@@ -116,6 +116,27 @@ struct Collector<'a> {
     /// Names for the ids a mirrored event comes with on the feed.
     places: Places,
     exporter: Exporter,
+    /// Count every published copy at each scrape, not the summaries.
+    per_claim: bool,
+}
+
+/// Each host up or not, and each of its roots known or not.
+fn hosts_up(hosts: &[crate::store::fleet::HostInfo]) -> Vec<HostUp> {
+    hosts
+        .iter()
+        .map(|h| HostUp {
+            host: crate::metrics::HostLabel {
+                hostname: h.hostname.clone(),
+                host_id: h.host_id.clone(),
+            },
+            online: h.online,
+            roots: h
+                .roots
+                .iter()
+                .map(|r| (r.path.clone(), h.online && r.is_known()))
+                .collect(),
+        })
+        .collect()
 }
 
 /// Where a mirrored event comes from, as it is marked: (host id, root).
@@ -156,6 +177,7 @@ impl<'a> Collector<'a> {
             fleet_events: BTreeMap::new(),
             places: Places::default(),
             exporter: Exporter::new(),
+            per_claim: false,
         };
         // Every log read once now, so the first scrape is no slower than
         // the next.
@@ -210,6 +232,31 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// The fleet's series and its hosts: from the roots' summaries (a few
+    /// requests a host), or from every copy with `--per-claim` or where a
+    /// root has no summary yet.
+    fn read_fleet(
+        &self,
+        f: &dyn Fleet,
+        now: i64,
+    ) -> Result<(Vec<Snapshot>, Vec<HostUp>), StoreError> {
+        if !self.per_claim {
+            if let Some(s) = f.summaries()? {
+                return Ok((Snapshot::of_summaries(&s, now), hosts_up(&s.hosts)));
+            }
+        }
+        let f = f.brief_state()?;
+        if f.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let hosts = hosts_up(&f.hosts);
+        let snaps = Snapshot::of_fleet(&f, now);
+        // Freeing 100 000 parsed copies takes a good part of a scrape:
+        // done beside the answer, not before it.
+        std::thread::spawn(move || drop(f));
+        Ok((snaps, hosts))
+    }
+
     fn scrape(&mut self) -> Result<String, std::fmt::Error> {
         let now = now_ms();
         let mut snaps = Vec::new();
@@ -220,32 +267,9 @@ impl<'a> Collector<'a> {
             snaps.push(part.followed.snapshot(part.label.clone(), now));
         }
         self.count_events();
-        let fleet = self.fleet.map(|f| f.brief_state()).transpose();
-        let (fleet, hosts) = match fleet {
-            Ok(Some(f)) if !f.is_empty() => {
-                let hosts: Vec<HostUp> = f
-                    .hosts
-                    .iter()
-                    .map(|h| HostUp {
-                        host: crate::metrics::HostLabel {
-                            hostname: h.hostname.clone(),
-                            host_id: h.host_id.clone(),
-                        },
-                        online: h.online,
-                        roots: h
-                            .roots
-                            .iter()
-                            .map(|r| (r.path.clone(), h.online && r.is_known()))
-                            .collect(),
-                    })
-                    .collect();
-                let snaps = Snapshot::of_fleet(&f, now);
-                // Freeing 100 000 parsed copies takes a good part of a
-                // scrape: done beside the answer, not before it.
-                std::thread::spawn(move || drop(f));
-                (snaps, hosts)
-            }
-            Ok(_) => (Vec::new(), Vec::new()),
+        let (fleet, hosts) = match self.fleet.map(|f| self.read_fleet(f, now)).transpose() {
+            Ok(Some(read)) => read,
+            Ok(None) => (Vec::new(), Vec::new()),
             Err(e) => {
                 diag(&format!("the publishing hosts: {e}"));
                 (Vec::new(), Vec::new())
@@ -280,6 +304,7 @@ pub fn serve(store: &Store, a: &MetricsArgs, out: &mut Out) -> CmdResult {
         Ok(c) => c,
         Err(e) => return out.error(&e.to_string()),
     };
+    collector.per_claim = a.per_claim;
     serve_with(a, out, &mut || collector.scrape())
 }
 

@@ -52,8 +52,13 @@ mod with_etcd {
     use crate::cli::output::{EXIT_DECLINED, EXIT_OK};
     use crate::publish::{Level, PublishOpts, Publisher};
     use crate::sanitize::sanitize;
+    use crate::store::compose::{Origin, Store};
     use crate::store::etcd::fleet::{FleetAsk, FleetError};
+    use crate::store::etcd::sink::EtcdSink;
     use crate::store::etcd::EtcdStore;
+    use crate::store::file::feed::FeedOpts;
+    use crate::store::file::FileStore;
+    use crate::store::Backend;
     use serde_json::{json, Value};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
@@ -106,7 +111,9 @@ mod with_etcd {
                 return out.error(&format!("cannot catch signal {sig}: {e}"));
             }
         }
-        let mut publisher = Publisher::new(&store, roots, opts.clone());
+        let sink = Box::new(EtcdSink::of(&store, &opts.machine_id));
+        let url = crate::store::Claims::url(&store);
+        let mut publisher = Publisher::new(sink, url, roots_store(roots), roots, opts.clone());
         let mut log = |level: Level, text: &str| log_line(level, text);
         let stats = match publisher.run(&stop, &mut log) {
             Ok(stats) => stats,
@@ -121,6 +128,21 @@ mod with_etcd {
             out.json(&v)?;
         }
         Ok(EXIT_OK)
+    }
+
+    /// The roots as the publisher follows them: lockfiles and entries,
+    /// the log read through its own feed (each line keyed by its offset).
+    fn roots_store(roots: &Roots) -> Store {
+        let feed = FeedOpts {
+            follow_log: false,
+            ..FeedOpts::default()
+        };
+        let parts = roots.as_slice().iter().map(|root| {
+            let store = FileStore::new(root.clone()).with_feed(feed);
+            let backend: Arc<dyn Backend> = Arc::new(store);
+            (Origin::Root(root.root.clone()), true, backend)
+        });
+        Store::of_parts(parts.collect())
     }
 
     /// One log line on stderr: `ts=… level=… ` then the message's own

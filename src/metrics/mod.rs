@@ -8,6 +8,8 @@
 
 pub mod events;
 
+mod fleet;
+
 use crate::claims::hazard::{HazardSpec, PROTOCOL_HAZARDS};
 use crate::claims::{ClaimState, Counts, Status};
 use crate::store::fleet::FleetState;

@@ -1,14 +1,14 @@
 //! A root's copy in etcd: its claims and hazards written only where what a
 //! reader would see differs, re-synced whole after a (re)connect, in
-//! transactions under the store's limit (`store::etcd::sink`).
+//! transactions under the store's limit ([`crate::store::sink::Sink::write`]).
 
 use super::Publisher;
 use crate::claims::census::Judged;
 use crate::claims::hazard::UNREADABLE;
 use crate::claims::{ClaimState, Status};
 use crate::store::drive::Input;
-use crate::store::etcd::sink::CopyWrite;
 use crate::store::mirror::Delta;
+use crate::store::sink::CopyOp;
 use crate::store::StoreError;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -18,34 +18,19 @@ impl Publisher {
     /// (keys on another lease count as absent, since that lease is about to
     /// end), then everything the mirror holds is written where it differs.
     pub(super) fn sync_root(&mut self, i: usize, now: i64) -> Result<(), StoreError> {
-        let lease = self.lease.unwrap_or(0);
-        let r = &self.roots[i];
-        let kvs = self.sink.read_all(&r.place.claims())?;
-        let mut held = HashMap::new();
-        for kv in &kvs {
-            let Some(key) = r.place.key_of_claim(&kv.key) else {
-                continue;
-            };
-            match serde_json::from_slice::<Value>(&kv.value) {
-                Ok(v) if kv.lease == lease => {
-                    held.insert(key, fingerprint(&v));
-                }
-                // Keys on an old lease, or unreadable, are re-put or
+        let held = self.sink.held(&self.roots[i].info.id)?;
+        let held: HashMap<String, String> = held
+            .into_iter()
+            .map(|h| {
+                // Copies of an old session, or unreadable, are re-put or
                 // deleted below.
-                _ => {
-                    held.insert(key, String::from("?"));
-                }
-            }
-        }
-        // A last known copy with no claim beside it (the claim went with
-        // an old lease) is re-put or deleted below, like a claim of an old
-        // lease: the two are written together from here on.
-        let known = self.sink.read_all(&r.place.known())?;
-        for kv in &known {
-            if let Some(key) = r.place.key_of_known(&kv.key) {
-                held.entry(key).or_insert_with(|| String::from("?"));
-            }
-        }
+                let fp = h
+                    .item
+                    .as_ref()
+                    .map_or_else(|| String::from("?"), fingerprint);
+                (h.key, fp)
+            })
+            .collect();
         let r = &mut self.roots[i];
         r.claims = held;
         // Written again on this lease whatever it was.
@@ -77,6 +62,7 @@ impl Publisher {
     /// Write what one delta changed.
     fn publish_delta(&mut self, i: usize, delta: Delta) -> Result<(), StoreError> {
         self.stats.changes += delta.rows.len() as u64;
+        self.roots[i].said.due = true;
         if delta.tally.is_some() {
             self.publish_unreadable(i)?;
             self.publish_hazards(i)?;
@@ -95,12 +81,13 @@ impl Publisher {
             let item = (s.state != ClaimState::Free).then(|| s.clone());
             ops.extend(self.plan_claim(i, &s.key, item));
         }
-        self.apply(ops)
+        self.apply(i, ops)
     }
 
     /// Write every claim of root `i`'s mirror that differs from etcd, and
     /// delete what etcd holds that the mirror does not.
     pub(super) fn publish_all(&mut self, i: usize) -> Result<(), StoreError> {
+        self.roots[i].said.due = true;
         if self.roots[i].unreadable.is_some() {
             return Ok(());
         }
@@ -121,7 +108,7 @@ impl Publisher {
             ops.extend(self.plan_claim(i, &key, None));
         }
         self.publish_hazards(i)?;
-        self.apply(ops)
+        self.apply(i, ops)
     }
 
     /// Say in root `i`'s owner key whether its claims dir can be listed,
@@ -138,7 +125,7 @@ impl Publisher {
         if unreadable != self.roots[i].unreadable {
             let me = self.owner(self.lease.unwrap_or(0), unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.say_owner(&id, &me)?;
             self.roots[i].unreadable = unreadable;
         }
         Ok(())
@@ -149,7 +136,7 @@ impl Publisher {
         let tally = self.roots[i].driver.tally();
         let hazards = serde_json::to_string(&*tally.hazards).unwrap_or_default();
         if self.roots[i].hazards.as_deref() != Some(hazards.as_str()) {
-            self.put(&self.roots[i].place.hazards(), &hazards)?;
+            self.sink.hazards(&self.roots[i].info.id, &hazards)?;
             self.stats.hazard_writes += 1;
             self.roots[i].hazards = Some(hazards);
         }
@@ -166,9 +153,8 @@ impl Publisher {
         i: usize,
         key: &str,
         item: Option<Status>,
-    ) -> Option<CopyWrite> {
+    ) -> Option<CopyOp> {
         let r = &mut self.roots[i];
-        let (claim, known) = (r.place.claim(key), r.place.known_claim(key));
         match item {
             Some(s) => {
                 // As the host's own `list --json` prints it, hazards included.
@@ -178,22 +164,27 @@ impl Publisher {
                     return None;
                 }
                 r.claims.insert(key.to_string(), fp);
-                let text = v.to_string();
-                Some(CopyWrite::Put { claim, known, text })
+                let item = v.to_string();
+                let key = key.to_string();
+                Some(CopyOp::Put { key, item })
             }
             None => {
                 r.claims.remove(key)?;
-                Some(CopyWrite::Delete { claim, known })
+                let key = key.to_string();
+                Some(CopyOp::Delete { key })
             }
         }
     }
 
     /// Run claim writes, a transaction for each batch the store takes at
     /// once: one change is one transaction (one store revision).
-    pub(super) fn apply(&mut self, writes: Vec<CopyWrite>) -> Result<(), StoreError> {
-        let (sink, stats) = (&self.sink, &mut self.stats);
-        let lease = self.lease.unwrap_or(0);
-        sink.write_copies(lease, &writes, &mut |n| stats.claim_writes += n as u64)
+    pub(super) fn apply(&mut self, i: usize, writes: Vec<CopyOp>) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let (sink, stats) = (&mut self.sink, &mut self.stats);
+        let id = &self.roots[i].info.id;
+        sink.write(id, &writes, &mut |n| stats.claim_writes += n as u64)
     }
 }
 

@@ -2,9 +2,8 @@
 
 use super::{Level, Publisher};
 use crate::events::tail::open_regular;
-use crate::store::etcd::layout::RootPlace;
-use crate::store::etcd::sink::Stored;
-use crate::store::{Audit, Cursor, LogNews, StoreError};
+use crate::store::sink::Mirrored;
+use crate::store::{Cursor, LogFeed, LogNews, StoreError};
 use std::time::Duration;
 
 impl Publisher {
@@ -14,19 +13,18 @@ impl Publisher {
     /// first publish (only new events are mirrored).
     pub(super) fn start_events(&mut self, i: usize) -> Result<(), StoreError> {
         let r = &self.roots[i];
-        let audit: &dyn Audit = &*r.store;
+        let Some(audit) = r.store.audit() else {
+            return Ok(());
+        };
         let opened = open_regular(&r.root.events_file()).ok().flatten();
         let after = match opened {
             // Nothing yet: every line it will have is new.
             None => Some(Cursor::start()),
             Some((file, id)) => {
-                let log = log_id(id.dev, id.ino);
-                let mine = format!("{}{log}.", r.place.events());
-                let last = self.sink.last(&mine, true)?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                match last.and_then(|kv| resume_at(&r.place, &log, &kv)) {
-                    Some(at) if at <= len => audit.cursor_in_file(&file, at),
-                    _ if self.sink.last(&r.place.events(), false)?.is_none() => None,
+                match self.sink.mirrored(&r.info.id, &log_id(id.dev, id.ino))? {
+                    Mirrored::Upto(at) if at <= len => audit.cursor_in_file(&file, at),
+                    Mirrored::Nothing => None,
                     _ => audit.cursor_in_file(&file, 0),
                 }
             }
@@ -60,7 +58,7 @@ impl Publisher {
                 Ok(Some(_)) => continue,
                 Ok(None) => return Ok(()),
                 Err(_) => {
-                    r.events = r.store.follow(r.events_at.as_ref()).ok();
+                    r.events = refollow(&*r.store, r.events_at.as_ref());
                     return Ok(());
                 }
             };
@@ -76,13 +74,16 @@ impl Publisher {
                     );
                     continue;
                 }
-                let key = self.roots[i].place.event(&log_name, line.offset);
-                if let Err(e) = self.sink.put_event_once(&key, &line.text) {
+                let id = &self.roots[i].info.id;
+                let put = self
+                    .sink
+                    .append_event(id, &log_name, line.offset, &line.text);
+                if let Err(e) = put {
                     // Read again from the last line etcd has after
                     // reconnecting: create-if-absent makes the lines
                     // already written no-ops.
                     let r = &mut self.roots[i];
-                    r.events = r.store.follow(r.events_at.as_ref()).ok();
+                    r.events = refollow(&*r.store, r.events_at.as_ref());
                     return Err(e);
                 }
                 self.stats.event_writes += 1;
@@ -97,8 +98,7 @@ fn log_id(dev: u64, ino: u64) -> String {
     format!("{dev:x}-{ino:x}")
 }
 
-/// The byte after the mirrored line `kv`: where the next line starts.
-fn resume_at(place: &RootPlace, log: &str, kv: &Stored) -> Option<u64> {
-    let at = place.offset_of_event(&kv.key, log)?;
-    Some(at + kv.value.len() as u64 + 1)
+/// The root's log followed again from `after`, if it can be.
+fn refollow(store: &dyn crate::store::Backend, after: Option<&Cursor>) -> Option<Box<dyn LogFeed>> {
+    store.audit()?.follow(after).ok()
 }

@@ -1,44 +1,42 @@
-//! `claimtop publish`: mirror local file roots into etcd, incrementally.
+//! `claimtop publish`: mirror local file roots into a store (etcd),
+//! incrementally.
 //!
-//! The file roots stay the truth; etcd gets read-only copies (layout in
-//! [`crate::store::etcd::layout`]) on the publisher's own lease, so a host that dies or
-//! is cut off vanishes from the fleet within that lease's TTL. Rules:
+//! The file roots stay the truth; a sink ([`crate::store::sink::Sink`],
+//! etcd's is `store::etcd::sink`) gets read-only copies on the publisher's
+//! own session, so a host that dies or is cut off vanishes from the fleet
+//! within that session's TTL. Rules:
 //!
 //! - Each root is followed by its driver (`store::drive`), the mirror
 //!   every face reads: one changed lockfile is one re-read and
-//!   one etcd write, and a write happens only if what a reader sees changed
+//!   one write, and a write happens only if what a reader sees changed
 //!   (the state, the record or the parse error; the `why` words alone,
 //!   which age with the clock, do not count).
 //! - Every couple of seconds the driver judges again what time changes (no
 //!   file is read: pids and deadlines only), so transitions that change no
 //!   file (a holder's pid dies, a TTL runs out) are published too; its slow
 //!   full re-list repairs a lost notification.
-//! - Connecting (at start, and after etcd came back) re-syncs: what etcd
-//!   holds for this host is read, keys no longer true are deleted, the rest
-//!   put on the current lease. Until a root's copies are all back, its
+//! - Connecting (at start, and after the store came back) re-syncs: what
+//!   the sink holds for this host is read, keys no longer true are
+//!   deleted, the rest put on the current session. Until a root's copies are all back, its
 //!   owner key says `resyncing`, and readers show its last known copies:
 //!   a host never reads as online with its claims missing. Events are
 //!   keyed by log identity and byte offset and written create-if-absent,
 //!   so a re-sync never duplicates one.
-//! - Force-release requests under `requests/` are taken (so they can no
+//! - Force-release requests the sink hands over are taken (so they can no
 //!   longer be withdrawn), then carried out through the file protocol on
 //!   this host, guard and audit included, and answered.
 //! - Each root is published by one publisher (its owner key, see
-//!   `store::etcd::owners`); several publishers on one machine each keep to
-//!   their own roots.
+//!   [`crate::store::sink::Sink::own`]); several publishers on one machine
+//!   each keep to their own roots.
 
 use crate::claims::{now_ms, Root, Roots};
+use crate::store::compose::Store;
 use crate::store::drive::{DriveOpts, Driver, Input, Update, Want};
-use crate::store::etcd::fleet::{HostRecord, RootOwner};
-use crate::store::etcd::layout::{root_id, RootPlace};
-use crate::store::etcd::sink::{EtcdSink, LeaseKeeper};
-use crate::store::etcd::EtcdStore;
-pub use crate::store::etcd::PublishError;
-use crate::store::file::feed::FeedOpts;
-use crate::store::file::FileStore;
 use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::Delta;
-use crate::store::{Cursor, LogFeed, OriginIx, StoreError};
+pub use crate::store::sink::PublishError;
+use crate::store::sink::{root_id, HostRecord, Request, RootOwner, Sink};
+use crate::store::{Backend, Cursor, LogFeed, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -48,6 +46,7 @@ mod copies;
 mod events;
 mod identity;
 mod serve;
+mod summary;
 
 /// How a publisher runs.
 #[derive(Debug, Clone)]
@@ -61,10 +60,12 @@ pub struct PublishOpts {
     pub judge_every: Duration,
     /// How often every root is listed again from its files.
     pub tick: Duration,
-    /// How often the host record's `last_seen_ms` is refreshed.
+    /// How often the host record's `last_seen_ms` is refreshed: once a
+    /// host, whatever the size of the fleet.
     pub last_seen_every: Duration,
-    /// How often pending force-release requests are looked for.
-    pub requests_every: Duration,
+    /// The first connect waits a random part of this: publishers started
+    /// together (a fleet's restart) do not sync all at once.
+    pub start_jitter: Duration,
 }
 
 impl PublishOpts {
@@ -76,7 +77,7 @@ impl PublishOpts {
             judge_every: Duration::from_secs(2),
             tick: Duration::from_secs(60),
             last_seen_every: Duration::from_secs(60),
-            requests_every: Duration::from_millis(250),
+            start_jitter: Duration::from_secs(1),
         }
     }
 }
@@ -123,9 +124,8 @@ impl Stats {
 struct Published {
     root: Root,
     info: PublishedRoot,
-    place: RootPlace,
     /// The root as a store: its driver's, and its log's.
-    store: Arc<FileStore>,
+    store: Arc<dyn Backend>,
     driver: Driver<'static>,
     /// What the driver said changed, not published yet, in one delta (so
     /// an etcd away for an hour costs one row per key changed meanwhile).
@@ -145,6 +145,8 @@ struct Published {
     /// Taken, and its copies not all written back yet: the owner key says
     /// so, and readers show the root's last known copies meanwhile.
     resyncing: bool,
+    /// Its summary, as written.
+    said: summary::Said,
 }
 
 impl Published {
@@ -171,23 +173,32 @@ impl Published {
 
 /// The publisher: call [`Publisher::run`] until stopped.
 pub struct Publisher {
-    sink: EtcdSink,
+    sink: Box<dyn Sink>,
     /// The store's URL, for the log.
     url: String,
     /// Said which roots it publishes: once, when it first took them all.
     announced: bool,
     opts: PublishOpts,
     roots: Vec<Published>,
+    /// The sink's session, while connected.
     lease: Option<i64>,
-    /// What keeps `lease` alive, and says when it is lost.
-    keeper: Option<LeaseKeeper>,
     stats: Stats,
-    /// Requests carried out whose answers are not written yet: (request
-    /// key, answer key, answer).
-    answers: Vec<(Vec<u8>, String, String)>,
+    /// Requests carried out whose answers are not written yet.
+    answers: Vec<(Request, String)>,
     /// When this publisher started: its pid is the one that took its roots
     /// only if that process ran by then.
     since_ms: i64,
+}
+
+/// A random part of `most`: std's per-process random hasher keys, the
+/// clock and the pid.
+fn jitter(most: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_i64(now_ms());
+    let nanos = most.as_nanos().max(1) as u64;
+    Duration::from_nanos(h.finish() % nanos)
 }
 
 /// Between two tries to reach etcd again.
@@ -198,12 +209,20 @@ const LOG_AGAIN: Duration = Duration::from_secs(60);
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 impl Publisher {
-    pub fn new(store: &EtcdStore, roots: &Roots, opts: PublishOpts) -> Publisher {
-        let sink = EtcdSink::of(store);
+    /// The publisher of `roots` (a store of file roots, as `roots` names
+    /// them, in order) into `sink`, whose store `url` names.
+    pub fn new(
+        sink: Box<dyn Sink>,
+        url: String,
+        roots: Store,
+        named: &Roots,
+        opts: PublishOpts,
+    ) -> Publisher {
         let roots = roots
-            .as_slice()
+            .members()
             .iter()
-            .map(|root| {
+            .zip(named.as_slice())
+            .map(|(member, root)| {
                 let canonical =
                     std::fs::canonicalize(&root.root).unwrap_or_else(|_| root.root.clone());
                 let canonical = identity::root_identity(&canonical);
@@ -211,26 +230,17 @@ impl Publisher {
                     root_id(&canonical),
                     canonical.to_string_lossy().into_owned(),
                 );
-                // Lockfiles and entries: the log is read through its own
-                // feed here, each line keyed by its offset.
-                let feed = FeedOpts {
-                    follow_log: false,
-                    ..FeedOpts::default()
-                };
-                let store = Arc::new(FileStore::new(root.clone()).with_feed(feed));
                 // The clock is the publisher's own (`judge_every`).
                 let drive = DriveOpts {
                     tick_ms: i64::MAX,
                     ..DriveOpts::default()
                 };
                 let want = Want::Whole { head: 0 };
-                let driver =
-                    Driver::shared(store.clone(), OriginIx(0), None, want, drive, now_ms());
+                let driver = Driver::new(member, None, want, drive, now_ms());
                 Published {
                     root: root.clone(),
-                    place: sink.layout().root_place(&opts.machine_id, &info.id),
                     info,
-                    store,
+                    store: member.shared(),
                     driver,
                     pending: None,
                     deaf: false,
@@ -240,6 +250,7 @@ impl Publisher {
                     events_at: None,
                     unreadable: None,
                     resyncing: false,
+                    said: summary::Said::default(),
                 }
             })
             .collect::<Vec<Published>>();
@@ -249,12 +260,11 @@ impl Publisher {
         roots.retain(|r| seen.insert(r.info.id.clone()));
         Publisher {
             sink,
-            url: crate::store::Claims::url(store),
+            url,
             announced: false,
             opts,
             roots,
             lease: None,
-            keeper: None,
             stats: Stats::default(),
             answers: Vec::new(),
             since_ms: now_ms(),
@@ -277,12 +287,11 @@ impl Publisher {
         stop: &AtomicBool,
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<Stats, PublishError> {
-        let mut next_try = Instant::now();
+        let mut next_try = Instant::now() + jitter(self.opts.start_jitter);
         let mut last_said: Option<Instant> = None;
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();
         let mut last_seen = Instant::now();
-        let mut last_requests = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             self.wait_for_changes(log);
             if self.lease.is_none() {
@@ -317,7 +326,7 @@ impl Publisher {
                 }
             }
             let step = (|| -> Result<(), StoreError> {
-                self.check_lease()?;
+                self.sink.alive()?;
                 let now = now_ms();
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
@@ -332,13 +341,13 @@ impl Publisher {
                 }
                 for i in 0..self.roots.len() {
                     self.publish_changes(i, now)?;
+                    self.publish_summary(i, now)?;
                     self.publish_events(i, log)?;
                 }
-                if last_requests.elapsed() >= self.opts.requests_every {
-                    last_requests = Instant::now();
-                    for i in 0..self.roots.len() {
-                        self.serve_requests(i, log)?;
-                    }
+                // Handed over by the sink as they come (a watch): looking
+                // costs nothing while none does.
+                for i in 0..self.roots.len() {
+                    self.serve_requests(i, log)?;
                 }
                 if last_seen.elapsed() >= self.opts.last_seen_every {
                     last_seen = Instant::now();
@@ -391,8 +400,7 @@ impl Publisher {
     /// one), say the host is here, and re-sync every root.
     fn connect(&mut self, log: &mut dyn FnMut(Level, &str)) -> Result<(), PublishError> {
         let ttl = self.opts.ttl_s;
-        let lease = self.sink.grant(ttl)?;
-        let mut previous = Vec::new();
+        let lease = self.sink.begin(ttl)?;
         for i in 0..self.roots.len() {
             // Taken as resyncing: the host must never read as online with
             // its copies gone (a lease lost in a partition took them) or
@@ -400,17 +408,7 @@ impl Publisher {
             // once all of its copies are on this lease.
             self.roots[i].resyncing = true;
             let me = self.owner(lease, None, i);
-            match self
-                .sink
-                .own_root(&self.opts.machine_id, &self.roots[i].info, &me)
-            {
-                Ok(old) => previous.extend(old),
-                Err(e) => {
-                    // The roots taken so far go with the lease.
-                    let _ = self.sink.revoke(lease);
-                    return Err(e);
-                }
-            }
+            self.sink.own(&self.roots[i].info, &me)?;
             self.roots[i].unreadable = None;
         }
         // Said only now: a root another live publisher holds is refused
@@ -428,7 +426,6 @@ impl Publisher {
             }
         }
         self.lease = Some(lease);
-        self.start_keep_alive(lease);
         self.put_host_record()?;
         let now = now_ms();
         for i in 0..self.roots.len() {
@@ -436,23 +433,19 @@ impl Publisher {
             self.roots[i].resyncing = false;
             let me = self.owner(lease, self.roots[i].unreadable.clone(), i);
             let id = self.roots[i].info.id.clone();
-            self.sink.put_root_owner(&self.opts.machine_id, &id, &me)?;
+            self.sink.say_owner(&id, &me)?;
         }
-        // A previous run's lease (killed, or cut off): everything it carried
-        // for these roots is on ours now, so ending it removes nothing still
-        // true.
-        previous.sort_unstable();
-        previous.dedup();
-        for old in previous {
-            let _ = self.sink.revoke(old);
-        }
+        // A previous run's session (killed, or cut off): everything it
+        // carried for these roots is on ours now, so ending it removes
+        // nothing still true.
+        self.sink.settle();
         self.stats.resyncs += 1;
         let claims: usize = self.roots.iter().map(|r| r.claims.len()).sum();
         log(
             Level::Info,
             &format!(
                 "connected endpoints={} lease={lease} ttl_s={ttl} roots={} claims={claims} writes={}",
-                self.sink.endpoints(),
+                self.sink.describe(),
                 self.roots.len(),
                 self.stats.writes()
             ),
@@ -472,7 +465,7 @@ impl Publisher {
         }
     }
 
-    fn put_host_record(&self) -> Result<(), StoreError> {
+    fn put_host_record(&mut self) -> Result<(), StoreError> {
         let rec = HostRecord {
             machine_id: self.opts.machine_id.clone(),
             hostname: self.opts.hostname.clone(),
@@ -481,39 +474,13 @@ impl Publisher {
             ttl_s: self.opts.ttl_s,
             pid: std::process::id(),
         };
-        self.sink.merge_host_record(&rec)
-    }
-
-    /// Keep `lease` alive whatever the main loop is busy with; the
-    /// keeper says when it is lost.
-    fn start_keep_alive(&mut self, lease: i64) {
-        self.keeper = Some(self.sink.keep_alive(lease, self.opts.ttl_s));
-    }
-
-    /// An error once the keep-alive has given the lease up.
-    fn check_lease(&self) -> Result<(), StoreError> {
-        if !self.keeper.as_ref().is_some_and(LeaseKeeper::lost) {
-            return Ok(());
-        }
-        Err(StoreError::Backend {
-            store: format!("etcd at {}", self.sink.endpoints()),
-            detail: format!(
-                "the publisher's lease {} expired or could not be renewed",
-                self.lease.unwrap_or(0)
-            ),
-        })
-    }
-
-    /// Put `value` at `key` on the publisher's lease.
-    fn put(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.sink.put_on(self.lease.unwrap_or(0), key, value)
+        self.sink.host(&rec)
     }
 
     fn shut_down(&mut self, log: &mut dyn FnMut(Level, &str)) {
-        self.keeper = None;
         if let Some(lease) = self.lease.take() {
             let _ = self.put_host_record();
-            let revoked = self.sink.revoke(lease);
+            let revoked = self.sink.end();
             if let Err(e) = revoked {
                 log(
                     Level::Warn,

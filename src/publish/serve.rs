@@ -3,7 +3,7 @@
 use super::{Level, Publisher};
 use crate::claims::{self, now_ms, ForceOutcome, Root};
 use crate::store::drive::Input;
-use crate::store::etcd::fleet::{FleetRequest, Taken};
+use crate::store::sink::{FleetRequest, Taken};
 use crate::store::StoreError;
 use serde_json::{json, Value};
 
@@ -19,23 +19,17 @@ impl Publisher {
         log: &mut dyn FnMut(Level, &str),
     ) -> Result<(), StoreError> {
         self.send_answers()?;
-        let kvs = self.sink.read_all(&self.roots[i].place.requests())?;
-        for kv in kvs {
-            let place = &self.roots[i].place;
-            let Some(answer_key) = place.answer_of(&kv.key) else {
-                continue;
-            };
-            let rk = kv.key.clone();
-            let rev = kv.mod_revision;
-            let mut req = match serde_json::from_slice::<FleetRequest>(&kv.value) {
+        let id = self.roots[i].info.id.clone();
+        for request in self.sink.requests(&id)? {
+            let mut req = match &request.body {
                 // Taken by an earlier run of this publisher, which stopped
                 // before answering: whether it acted is unknown, so it is
                 // not done twice; its requester says so.
                 Ok(req) if req.taken.is_some() => continue,
-                Ok(req) => req,
+                Ok(req) => req.clone(),
                 Err(e) => {
                     let body = json!({"outcome": "error", "error": format!("not a request: {e}")});
-                    self.answers.push((rk, answer_key, body.to_string()));
+                    self.answers.push((request, body.to_string()));
                     self.send_answers()?;
                     continue;
                 }
@@ -44,9 +38,7 @@ impl Publisher {
                 pid: std::process::id(),
                 at_ms: now_ms(),
             });
-            let taken = serde_json::to_string(&req).unwrap_or_default();
-            let took = self.sink.take_request(&rk, rev, &taken)?;
-            if !took {
+            if !self.sink.take(&request, &req)? {
                 continue;
             }
             let answer = answer_to(&self.roots[i].root, &req);
@@ -67,7 +59,7 @@ impl Publisher {
                 r.drive(Input::Reread(req.key), now_ms());
             }
             self.stats.requests += 1;
-            self.answers.push((rk, answer_key, answer.to_string()));
+            self.answers.push((request, answer.to_string()));
             self.send_answers()?;
         }
         Ok(())
@@ -77,8 +69,8 @@ impl Publisher {
     /// written: etcd lost between acting and answering, the answer goes out
     /// once it is back.
     fn send_answers(&mut self) -> Result<(), StoreError> {
-        while let Some((rk, ak, body)) = self.answers.first().cloned() {
-            self.sink.answer(self.lease.unwrap_or(0), &rk, &ak, &body)?;
+        while let Some((req, body)) = self.answers.first() {
+            self.sink.answer(req, body)?;
             self.answers.remove(0);
         }
         Ok(())

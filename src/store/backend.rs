@@ -238,6 +238,13 @@ pub trait Fleet: Send + Sync {
         self.state()
     }
 
+    /// The hosts with their counts and each root's summary, read from the
+    /// summaries the publishers keep: O(hosts), whatever the claims. None
+    /// where a root has none yet (read [`Fleet::state`] then).
+    fn summaries(&self) -> Result<Option<super::sink::FleetSummary>, StoreError> {
+        Ok(None)
+    }
+
     /// Remove an offline host's record, copies and mirrored events, decided
     /// in the deleting transaction (a host back meanwhile keeps all).
     fn forget(&self, host_id: &str) -> Result<Forgot, StoreError>;

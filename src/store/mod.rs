@@ -54,6 +54,7 @@ pub mod listing_stream;
 pub mod log;
 pub mod mirror;
 pub mod registry;
+pub mod sink;
 mod tenure;
 pub mod url;
 pub mod wake;

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod scrape;
+#[allow(unused_imports)]
+pub use scrape::*;
+
 /// How long a fresh member (or cluster) may take to answer.
 const HEALTHY_WITHIN: Duration = Duration::from_secs(30);
 
@@ -509,56 +513,6 @@ pub fn load_claims(etcd: &Etcd, prefix: &str, n: usize) {
     });
 }
 
-/// The body of one GET of `/metrics` from `addr`, in the classic text
-/// format (no `Accept` header), as `promtool` and curl get it.
-pub fn metrics_text(addr: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("request");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_string()
-}
-
-/// One GET of `/metrics` from `addr`: `series → value`.
-pub fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
-    metrics_text(addr)
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .map(|(k, v)| (k.to_string(), v.parse().expect("number")))
-        .collect()
-}
-
-/// Start `cmd` (a `claimtop --store ...` command) as `metrics --listen
-/// 127.0.0.1:0`, and the address its first line on stderr names.
-pub fn start_metrics(mut cmd: Command) -> (Child, String) {
-    use std::io::BufRead;
-    let mut server = cmd
-        .args(["metrics", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn metrics");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("the address line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.trim().strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (server, addr)
-}
-
 /// A TCP forwarder from a free loopback port to one etcd member, which a
 /// test can cut: the listener closes and every connection through it is
 /// shut down, so a client that reaches etcd only through it is cut off
@@ -576,9 +530,16 @@ pub struct Proxy {
 impl Proxy {
     /// Forward to `target` (`127.0.0.1:PORT`).
     pub fn to(target: &str) -> Proxy {
+        Proxy::at(0, target)
+    }
+
+    /// Forward from loopback `port` (0: a free one) to `target`: a proxy
+    /// cut, then started again on its port, is a connection that broke and
+    /// came back.
+    pub fn at(port: u16, target: &str) -> Proxy {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::{Arc, Mutex};
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         listener
             .set_nonblocking(true)

@@ -428,6 +428,11 @@ pub struct MetricsArgs {
     /// Where to listen, e.g. 127.0.0.1:9464 (port 0: any free port, printed on stderr)
     #[arg(long, value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
+    /// Over a fleet, count every published copy at each scrape (O(claims))
+    /// instead of reading each root's summary (O(hosts), up to a second
+    /// behind)
+    #[arg(long)]
+    pub per_claim: bool,
 }
 
 #[derive(Debug, Args)]

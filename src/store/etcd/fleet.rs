@@ -20,25 +20,15 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, SortOrder, SortTarget, Txn,
     TxnOp, TxnOpResponse,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 mod brief;
 mod read;
+mod summary;
 
+pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
 pub use read::Copies;
-
-/// The host record, `PREFIX/hosts/<machine>/host` (no lease).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostRecord {
-    pub machine_id: String,
-    pub hostname: String,
-    pub roots: Vec<PublishedRoot>,
-    pub last_seen_ms: i64,
-    pub ttl_s: i64,
-    pub pid: u32,
-}
 
 impl HostRecord {
     /// The host as an answer about it names it: the hostname an operator
@@ -48,62 +38,6 @@ impl HostRecord {
             self.machine_id.clone()
         } else {
             format!("{} ({})", self.hostname, self.machine_id)
-        }
-    }
-}
-
-/// The owner key of one published root, `PREFIX/hosts/<machine>/owners/<root-id>`,
-/// on its publisher's lease.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RootOwner {
-    pub pid: u32,
-    pub lease: i64,
-    /// When the publisher took the root (epoch ms): a pid that started
-    /// later is not the one that took it.
-    pub since_ms: i64,
-    pub path: String,
-    /// Why the root's claims dir cannot be listed; None while it can.
-    #[serde(default)]
-    pub unreadable: Option<String>,
-    /// Its publisher has taken the root and is writing its copies again
-    /// (after a start or a reconnect): until it is done, readers show the
-    /// root as they show an offline one, its last known copies, never the
-    /// copies half written.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub resyncing: bool,
-}
-
-/// A force-release asked of a publisher, `.../<root-id>/requests/<id>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetRequest {
-    pub key: String,
-    pub expect_holder: Option<String>,
-    pub expect_acquired_at: Option<i64>,
-    pub operator: Option<String>,
-    #[serde(default)]
-    pub allow_live: bool,
-    pub at_ms: i64,
-    /// Set by the publisher, in one transaction with finding the request
-    /// untaken, before it acts: from then on the request cannot be
-    /// withdrawn, and it is answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub taken: Option<Taken>,
-}
-
-/// Which publisher took a request, and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Taken {
-    pub pid: u32,
-    pub at_ms: i64,
-}
-
-impl FleetRequest {
-    pub fn force_opts(&self) -> ForceOpts {
-        ForceOpts {
-            expect_holder: self.expect_holder.clone(),
-            expect_acquired_at: self.expect_acquired_at,
-            operator: self.operator.clone(),
-            allow_live: self.allow_live,
         }
     }
 }
@@ -158,6 +92,10 @@ const ANSWER_POLL: Duration = Duration::from_millis(50);
 /// took: carrying it out may wait out a busy recovery mutex (5 s) first.
 const TAKEN_PATIENCE: Duration = Duration::from_secs(15);
 
+/// A host (if it has a record) and whether it is online, and the keys read
+/// beside it.
+type HostAnd = (Option<(HostRecord, bool)>, Vec<etcd_client::KeyValue>);
+
 /// How a request ended, for its requester.
 enum Answer {
     Given(Value),
@@ -211,16 +149,27 @@ impl Core {
     /// (a root the record does not name yet is added from that key), offline
     /// once it is gone or while its publisher writes its copies back.
     fn host(&self, machine: &str) -> Result<Option<(HostRecord, bool)>, StoreError> {
+        Ok(self.host_and(machine, None)?.0)
+    }
+
+    /// [`Core::host`], and in the same transaction every key under
+    /// `also` (a prefix of the host's), when given.
+    fn host_and(&self, machine: &str, also: Option<&str>) -> Result<HostAnd, StoreError> {
         let (record, owners) = (
             self.layout.host_record(machine),
             self.layout.host_owners(machine),
         );
         let resp = self.conn.call(|mut c| {
             let range = GetOptions::new().with_range(range_end(&owners));
-            let txn = Txn::new().and_then([
+            let mut ops = vec![
                 TxnOp::get(record.clone(), None),
                 TxnOp::get(owners.clone(), Some(range)),
-            ]);
+            ];
+            if let Some(also) = also {
+                let range = GetOptions::new().with_range(range_end(also));
+                ops.push(TxnOp::get(also, Some(range)));
+            }
+            let txn = Txn::new().and_then(ops);
             async move { c.txn(txn).await }
         })?;
         let mut got = resp.op_responses().into_iter().filter_map(|r| match r {
@@ -232,7 +181,7 @@ impl Core {
             .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()))
             .and_then(|v| serde_json::from_slice::<HostRecord>(&v).ok());
         let Some(mut rec) = rec else {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         };
         let owned: Vec<(String, RootOwner)> = got
             .next()
@@ -246,6 +195,7 @@ impl Core {
                     .collect()
             })
             .unwrap_or_default();
+        let also = got.next().map(|g| g.kvs().to_vec()).unwrap_or_default();
         for r in &mut rec.roots {
             r.state = RootState::Offline;
             r.error = None;
@@ -273,7 +223,7 @@ impl Core {
                 None => RootState::Published,
             };
         }
-        Ok(Some((rec, online)))
+        Ok((Some((rec, online)), also))
     }
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {

@@ -219,6 +219,17 @@ impl Layout {
         format!("{}owners/", self.host_dir(machine))
     }
 
+    /// Where a host's roots' summaries are: one range read tells a reader
+    /// every root's counts.
+    pub fn host_summaries(&self, machine: &str) -> String {
+        format!("{}summaries/", self.host_dir(machine))
+    }
+
+    /// A root's summary: counts, hazards, when it last changed.
+    pub fn root_summary(&self, machine: &str, root_id: &str) -> String {
+        format!("{}{root_id}", self.host_summaries(machine))
+    }
+
     /// The key that exists exactly while a publisher holds root `root_id`.
     pub fn root_owner(&self, machine: &str, root_id: &str) -> String {
         format!("{}{root_id}", self.host_owners(machine))
@@ -343,22 +354,8 @@ impl RootPlace {
     }
 }
 
-/// A published root's id: 16 hex digits of FNV-1a over its path (canonical,
-/// and resolved through bind mounts by the publisher), so a restart (or a
-/// second publisher of the same root) lands in the same place, and nothing
-/// in the id needs escaping in a key.
-pub fn root_id(canonical: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    format!("{:016x}", fnv1a(canonical.as_os_str().as_bytes()))
-}
-
-/// FNV-1a: stable across builds and Rust releases, unlike std's hasher, so
-/// ids derived from it mean the same to every claimtop.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+use crate::store::sink::fnv1a;
+pub use crate::store::sink::root_id;
 
 /// A fresh request id: time first, so requests read in the order they came.
 pub fn new_request_id(now_ms: i64) -> String {

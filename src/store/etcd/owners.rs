@@ -12,20 +12,12 @@
 //! merges its own roots into it with a compare-and-swap, and never drops
 //! another's.
 
-use super::fleet::{HostRecord, RootOwner};
 use super::Core;
 use crate::store::fleet::PublishedRoot;
+pub use crate::store::sink::PublishError;
+use crate::store::sink::{HostRecord, RootOwner};
 use crate::store::StoreError;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
-
-/// Why a publisher cannot go on.
-#[derive(Debug, thiserror::Error)]
-pub enum PublishError {
-    #[error("root {root} is already published by pid {pid}; stop that publisher first, or publish other roots")]
-    RootTaken { root: String, pid: u32 },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// Compare-and-swap rounds before giving up on a key others keep changing.
 const CAS_TRIES: usize = 20;

@@ -231,6 +231,10 @@ impl Fleet for EtcdStore {
         self.core.read_fleet(super::fleet::Copies::Brief)
     }
 
+    fn summaries(&self) -> Result<Option<crate::store::sink::FleetSummary>, StoreError> {
+        self.core.read_fleet_summaries()
+    }
+
     fn forget(&self, host_id: &str) -> Result<Forgot, StoreError> {
         self.core.forget_host(host_id)
     }

@@ -1,0 +1,322 @@
+//! The fleet at scale (issue 27's table): H publishers (`claimtop publish`,
+//! the real binary, told apart by the test-only machine id) × N lockfiles
+//! each, through one etcd on free loopback ports, every root a temp dir.
+//! Printed: the initial sync; etcd's requests/s (by its own
+//! `grpc_server_started_total`, keep-alives apart) and CPU while nothing
+//! changes; the publishers' CPU meanwhile; `list --json` of the store; one
+//! `metrics` scrape (summaries, and `--per-claim`); `fleet --json`; and a
+//! restart storm (every publisher killed and started again at once) with
+//! the latency of `claimtop status` throughout.
+//!
+//! `cargo bench --features etcd --bench fleet_scale` runs 100 × 2 000;
+//! `CLAIMTOP_FLEET=H,N` another size; `--quick` (or `cargo test
+//! --benches`) 3 × 50.
+
+mod common;
+#[path = "../tests/etcd_common/mod.rs"]
+mod etcd_common;
+
+use claimtop::claims::{now_ms, ClaimRecord, LocalIdentity, Root};
+use etcd_common::Etcd;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_claimtop");
+const PREFIX: &str = "/scale";
+
+/// A publisher of one root, killed and reaped on drop.
+struct Host {
+    machine: String,
+    child: Child,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn size() -> (usize, usize) {
+    if let Ok(v) = std::env::var("CLAIMTOP_FLEET") {
+        if let Some((h, n)) = v.split_once(',') {
+            if let (Ok(h), Ok(n)) = (h.trim().parse(), n.trim().parse()) {
+                return (h, n);
+            }
+        }
+    }
+    match common::quick_mode() {
+        true => (3, 50),
+        false => (100, 2_000),
+    }
+}
+
+fn main() {
+    let (hosts, claims) = size();
+    let Some(etcd) = Etcd::single() else {
+        eprintln!("no etcd: nothing to measure");
+        return;
+    };
+    let url = etcd.url(PREFIX);
+    let endpoint = etcd.members[0].endpoint();
+    let etcd_pid = etcd.members[0].pid() as u32;
+    let home_dir = tempfile::tempdir().expect("home");
+    let home = home_dir.path();
+    println!("fleet at scale: {hosts} hosts × {claims} claims, etcd at {endpoint}");
+    let roots: Vec<(tempfile::TempDir, Root)> = (0..hosts)
+        .map(|i| {
+            let dir = tempfile::tempdir().expect("root");
+            let root = Root::new(dir.path().to_path_buf());
+            write_claims(&root, i, claims);
+            (dir, root)
+        })
+        .collect();
+    let expected = (hosts * (2 * claims + 4)) as i64;
+
+    // 1. The initial sync: every publisher started at once.
+    let began = Instant::now();
+    let mut fleet: Vec<Host> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, (_, root))| start(&url, home, &root.root, i))
+        .collect();
+    let synced = wait_keys(&etcd, expected, Duration::from_secs(600));
+    println!(
+        "initial sync (every claim, twin, summary and owner key in etcd): {:.1} s{}",
+        began.elapsed().as_secs_f64(),
+        if synced {
+            ""
+        } else {
+            " (NOT complete after 10 min)"
+        }
+    );
+
+    // 2. Idle: nothing changes for 20 s.
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = idle_cost(&endpoint, etcd_pid, &fleet, Duration::from_secs(20));
+    println!(
+        "etcd while nothing changes: {:.2} requests/s besides keep-alives \
+         ({:.1} keep-alive renewals/s), {:.2} % of a core",
+        idle.requests_per_s, idle.keepalives_per_s, idle.etcd_cpu
+    );
+    println!(
+        "all publishers while nothing changes: {:.2} % of a core",
+        idle.publishers_cpu
+    );
+
+    // 3. Readers.
+    let list = timed(3, || run(home, &["--store", &url, "list", "--json"]));
+    println!("list --json of the store: {}", secs(&list));
+    let fleet_json = timed(3, || run(home, &["--store", &url, "fleet", "--json"]));
+    println!("fleet --json (summaries): {}", secs(&fleet_json));
+    let scrape = scrapes(home, &url, &[], 3);
+    println!("one metrics scrape (summaries): {}", secs(&scrape));
+    let per_claim = scrapes(home, &url, &["--per-claim"], 3);
+    println!("one metrics scrape (--per-claim): {}", secs(&per_claim));
+
+    // 4. A restart storm: every publisher killed, then all started at
+    // once; `claimtop status` asked over and over meanwhile.
+    for h in &mut fleet {
+        let _ = h.child.kill();
+        let _ = h.child.wait();
+    }
+    let machines: Vec<String> = fleet.iter().map(|h| h.machine.clone()).collect();
+    drop(fleet);
+    let storm = Instant::now();
+    let fleet: Vec<Host> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, (_, root))| start(&url, home, &root.root, i))
+        .collect();
+    let mut latencies = Vec::new();
+    let online = loop {
+        let t = Instant::now();
+        run(home, &["--store", &url, "status", "no-such-key"]);
+        latencies.push(t.elapsed());
+        // Each new publisher says once it has taken its root and written
+        // every copy on its lease.
+        let synced = roots
+            .iter()
+            .filter(|(_, r)| log_of(&r.root).contains("level=info connected"))
+            .count();
+        if synced == machines.len() {
+            break true;
+        }
+        if storm.elapsed() > Duration::from_secs(600) {
+            break false;
+        }
+    };
+    latencies.sort();
+    println!(
+        "restart storm: every host online and synced again in {:.1} s{}; \
+         `claimtop status` during it: {} asked, p50 {:.2} s, max {:.2} s",
+        storm.elapsed().as_secs_f64(),
+        if online { "" } else { " (NOT after 10 min)" },
+        latencies.len(),
+        latencies[latencies.len() / 2].as_secs_f64(),
+        latencies.last().map_or(0.0, Duration::as_secs_f64)
+    );
+    drop(fleet);
+}
+
+/// `n` live claims of this process (alive all along) in `root`.
+fn write_claims(root: &Root, host: usize, n: usize) {
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let id = LocalIdentity::current();
+    let now = now_ms();
+    for i in 0..n {
+        let rec = ClaimRecord {
+            schema_version: 1,
+            key: format!("h{host:03}/claim-{i:05}"),
+            holder: "bench-agent".into(),
+            acquired_at: now,
+            pid: std::process::id() as i32,
+            host: id.hostname.clone(),
+            expires_at: Some(now + 3_600_000),
+            reason: None,
+            harness: None,
+            machine_id: Some(id.machine_id.clone()).filter(|m| !m.is_empty()),
+            metadata: Default::default(),
+        };
+        let path = root.lockfile(&rec.key);
+        std::fs::write(path, rec.to_yaml().expect("yaml")).expect("lockfile");
+    }
+}
+
+fn start(url: &str, home: &Path, root: &Path, i: usize) -> Host {
+    let machine = format!("bench-host-{i:03}");
+    let child = Command::new(BIN)
+        .env("HOME", home)
+        .env_remove("FNO_CLAIMS_STORE")
+        .env(claimtop::cli::publish::TEST_MACHINE_ID_ENV, &machine)
+        .args(["publish", "--root"])
+        .arg(root)
+        .args(["--store", url, "--lease-ttl", "10s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(root.join("publish.log")).expect("log"))
+        .spawn()
+        .expect("start a publisher");
+    Host { machine, child }
+}
+
+fn run(home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .env("HOME", home)
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run claimtop")
+}
+
+/// Until the fleet's keys number `want`, at most `within`.
+fn wait_keys(etcd: &Etcd, want: i64, within: Duration) -> bool {
+    let (rt, mut client) = etcd.client();
+    let opts = etcd_client::GetOptions::new()
+        .with_prefix()
+        .with_count_only();
+    let deadline = Instant::now() + within;
+    loop {
+        let got = rt
+            .block_on(client.get(format!("{PREFIX}/hosts/"), Some(opts.clone())))
+            .map(|r| r.count())
+            .unwrap_or(0);
+        if got >= want {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The publisher's log in `root` (a fresh one each start).
+fn log_of(root: &Path) -> String {
+    std::fs::read_to_string(root.join("publish.log")).unwrap_or_default()
+}
+
+struct Idle {
+    requests_per_s: f64,
+    keepalives_per_s: f64,
+    etcd_cpu: f64,
+    publishers_cpu: f64,
+}
+
+fn idle_cost(endpoint: &str, etcd_pid: u32, fleet: &[Host], over: Duration) -> Idle {
+    let calls = || etcd_common::grpc_started(endpoint);
+    // A renewal is a message on the lease's one stream.
+    let renewals = || {
+        etcd_common::grpc_by_method(endpoint, "grpc_server_msg_received_total")
+            .get("LeaseKeepAlive")
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let publishers = || fleet.iter().map(|h| cpu_ticks(h.child.id())).sum::<u64>();
+    let (calls0, renew0) = (calls(), renewals());
+    let (etcd0, pubs0, t0) = (cpu_ticks(etcd_pid), publishers(), Instant::now());
+    std::thread::sleep(over);
+    let (calls1, renew1) = (calls(), renewals());
+    let (etcd1, pubs1) = (cpu_ticks(etcd_pid), publishers());
+    let secs = t0.elapsed().as_secs_f64();
+    let delta = |m: &str| calls1.get(m).unwrap_or(&0.0) - calls0.get(m).unwrap_or(&0.0);
+    let keepalives = delta("LeaseKeepAlive");
+    let all: f64 = calls1.keys().map(|m| delta(m)).sum();
+    let pct = |ticks: u64| ticks as f64 / clk_tck() / secs * 100.0;
+    Idle {
+        requests_per_s: (all - keepalives) / secs,
+        keepalives_per_s: (renew1 - renew0) / secs,
+        etcd_cpu: pct(etcd1.saturating_sub(etcd0)),
+        publishers_cpu: pct(pubs1.saturating_sub(pubs0)),
+    }
+}
+
+/// `n` scrapes of one `metrics` server over the store, each timed.
+fn scrapes(home: &Path, url: &str, flags: &[&str], n: usize) -> Vec<Duration> {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HOME", home)
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", url]);
+    let (mut server, addr) = etcd_common::start_metrics_with(cmd, flags);
+    let took = timed(n, || etcd_common::metrics_text(&addr));
+    let _ = server.kill();
+    let _ = server.wait();
+    took
+}
+
+fn timed<T>(n: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed()
+        })
+        .collect()
+}
+
+fn secs(xs: &[Duration]) -> String {
+    let mut v = xs.to_vec();
+    v.sort();
+    let s: Vec<String> = v
+        .iter()
+        .map(|d| format!("{:.2}", d.as_secs_f64()))
+        .collect();
+    format!("{} s (of {})", s.join(" / "), v.len())
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    // Fields 14 and 15 of stat; `rest` starts at field 3.
+    n(11) + n(12)
+}
+
+fn clk_tck() -> f64 {
+    // SAFETY: sysconf reads a constant of the running system.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
