@@ -6,6 +6,7 @@
 //! applied here, so the view stays live. Every transition is pure: the
 //! model is fed messages and keys, never reads a file.
 
+use crate::events::history::Ends;
 use crate::events::service::Reply;
 use crate::events::tail::Line;
 use crate::events::tenure::{Tenure, TenureIndex};
@@ -45,6 +46,9 @@ pub struct Timeline {
     pub coverage: Coverage,
     /// Lines at or past this offset are new to `tenures` (set once whole).
     live_from: Option<u64>,
+    /// Over several logs, where each was read to (`live_from` is then
+    /// none of theirs).
+    ends: Option<Ends>,
     /// Lines that came while the whole index was being built.
     pending: Vec<Line>,
     /// Some pending lines were dropped (more than the cap arrived).
@@ -73,6 +77,7 @@ impl Timeline {
             tenures: None,
             coverage: Coverage::Nothing,
             live_from: None,
+            ends: None,
             pending: Vec::new(),
             lost_lines: false,
             right: now,
@@ -177,9 +182,18 @@ impl Timeline {
                 self.window = Some((*from, *to, std::mem::take(tenures)));
                 true
             }
+            Reply::Ends(ends) => {
+                self.ends = Some(ends.clone());
+                false
+            }
             Reply::Indexed { tenures, end, .. } => {
                 let mut t = std::mem::take(tenures);
-                for l in self.pending.iter().filter(|l| l.offset >= *end) {
+                let ends = &self.ends;
+                let new = |l: &&Line| {
+                    ends.as_ref()
+                        .map_or(l.offset >= *end, |e| e.admits(l.offset))
+                };
+                for l in self.pending.iter().filter(new) {
                     apply(&mut t, l);
                 }
                 let keep = self.pending.len().saturating_sub(RECENT_LINES);
@@ -199,9 +213,14 @@ impl Timeline {
     /// stay live too), and kept for the whole index until it arrives.
     pub fn on_lines(&mut self, lines: &[Line]) -> bool {
         let mut changed = false;
-        let from = self.live_from;
+        let (from, ends) = (self.live_from, &self.ends);
+        let new = |l: &&Line| match (from, ends) {
+            (None, _) => true,
+            (Some(_), Some(e)) => e.admits(l.offset),
+            (Some(f), None) => l.offset >= f,
+        };
         if let Some(t) = &mut self.tenures {
-            for l in lines.iter().filter(|l| from.is_none_or(|f| l.offset >= f)) {
+            for l in lines.iter().filter(new) {
                 changed |= apply(t, l);
             }
         }
@@ -224,6 +243,7 @@ impl Timeline {
         self.tenures = None;
         self.coverage = Coverage::Nothing;
         self.live_from = None;
+        self.ends = None;
         self.pending.clear();
         self.lost_lines = false;
         self.window = None;
