@@ -83,7 +83,9 @@ pub fn run(mut opts: Options, store: Arc<Store>) -> std::io::Result<()> {
 /// reads (its first root's file, else a member's own log), and how to
 /// open another when the views move.
 fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
-    if app.events.browse.reads_a_set() {
+    if app.events.browse.reads_a_set() || store.members().is_empty() {
+        // Nothing named reads no log at all (not one in the working
+        // directory).
         return Ok(log_set_service(store, &app.events.browse.set));
     }
     let first_root = app.origins.get(app.log_root).map(Root::events_file);
