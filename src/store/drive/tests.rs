@@ -428,11 +428,13 @@ fn the_feeds_down_and_up_are_said_as_the_members_link() {
     let s = Scripted::default();
     let mut d = Driver::over(&s, OriginIx(0), None, whole(0), DriveOpts::default(), NOW);
     d.start(NOW).expect("start");
-    s.say(Change::Disconnected { why: "gone".into() });
+    s.say(Change::Down { why: "gone".into() });
     let us = d.catch_up(NOW).expect("catch up");
     let link = us.iter().find_map(|u| u.facts.as_ref()?.link.clone());
     assert_eq!(link, Some(LinkState::FeedDown("gone".into())));
-    s.say(Change::Connected { revision: Some(9) });
+    s.say(Change::Up {
+        at: Some(crate::store::Cursor::of_u64(9)),
+    });
     let us = d.catch_up(NOW).expect("catch up");
     let link = us.iter().find_map(|u| u.facts.as_ref()?.link.clone());
     assert_eq!(link, Some(LinkState::FeedUp(Some(9))));
