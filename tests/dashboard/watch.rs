@@ -118,6 +118,23 @@ fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alon
 }
 
 #[test]
+fn a_lockfile_another_encoder_named_asks_for_a_listing_not_a_read_of_its_key() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let rx = readers(&root);
+    std::thread::sleep(Duration::from_millis(300));
+    // `%61` decodes to `a`, whose own lockfile is `a.lock`: a read of the
+    // key would never find this one.
+    let r = rec("a", "pty:w", ALIVE, MIN, None);
+    let odd = root.claims_dir().join("%61.lock");
+    std::fs::write(&odd, r.to_yaml().expect("yaml")).expect("write");
+    let relist = |b: &Vec<Change>| b.contains(&Change::Relist { why: None });
+    let got = wait_for(&rx, relist).expect("the misnamed lockfile went unnoticed");
+    assert!(!named(&got).contains(&"a".to_string()), "{got:?}");
+    assert!(!resync(&got), "nothing was lost: {got:?}");
+}
+
+#[test]
 fn the_log_brings_the_tail_then_each_appended_line() {
     use claimtop::store::{Audit, LogNews};
     let (_td, root) = temp_root();
