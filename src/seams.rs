@@ -256,8 +256,16 @@ fn one_follower_of_an_events_log() {
     // Four readers of events.jsonl once noticed truncation, partial lines
     // and rotation each their own way. A face reads a member's log through
     // its log feed (`Audit::follow`); the file store's is the follower.
-    let found = offenders("src/", &["Follower"], &["src/store/file/"]);
+    // The root's change feed names the log's shape, never its lines.
+    let found = offenders(
+        "src/",
+        &["Follower"],
+        &["src/store/file/follow.rs", "src/store/file/log.rs"],
+    );
     assert!(found.is_empty(), "a second follower: {found:#?}");
+    // Nor does etcd's claims feed read the lines the log feed brings.
+    let found = offenders("src/store/etcd/watch.rs", &["event_of("], &[]);
+    assert!(found.is_empty(), "a claims feed reading events: {found:#?}");
 }
 
 #[test]

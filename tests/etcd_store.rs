@@ -593,7 +593,7 @@ fn an_idle_change_feed_keeps_its_connection_for_20_s_under_etcds_ping_policy() {
     let watcher = etcd.store("/calm");
     let mut feed = watcher.changes(None).expect("feed");
     let dropped = wait_for(feed.as_mut(), Duration::from_secs(20), |c| {
-        matches!(c, Change::Disconnected { .. } | Change::Resync { .. })
+        matches!(c, Change::Down { .. } | Change::Relist { .. })
     });
     assert_eq!(dropped, None, "an idle feed lost its connection");
 }
@@ -609,14 +609,14 @@ fn a_change_feed_says_disconnected_while_etcd_is_stopped_and_resumes_by_itself()
     let mut feed = watcher.changes(None).expect("feed");
     etcd.members[0].pause();
     let down = wait_for(feed.as_mut(), Duration::from_secs(10), |c| {
-        matches!(c, Change::Disconnected { .. })
+        matches!(c, Change::Down { .. })
     });
     etcd.members[0].signal(libc::SIGCONT);
-    assert!(down.is_some(), "no Disconnected while etcd was stopped");
+    assert!(down.is_some(), "no Down while etcd was stopped");
     let up = wait_for(feed.as_mut(), Duration::from_secs(15), |c| {
-        matches!(c, Change::Connected { .. })
+        matches!(c, Change::Up { .. })
     });
-    assert!(up.is_some(), "no Connected after etcd continued");
+    assert!(up.is_some(), "no Up after etcd continued");
     let writer = etcd.store("/feed");
     writer.acquire("after", "h", &ttl(60)).expect("acquire");
     let seen = wait_for(
@@ -656,9 +656,9 @@ fn a_change_feed_says_disconnected_across_a_kill_and_restart_and_misses_no_chang
 
     etcd.members[0].kill();
     let down = wait_for(feed.as_mut(), Duration::from_secs(10), |c| {
-        matches!(c, Change::Disconnected { .. })
+        matches!(c, Change::Down { .. })
     });
-    assert!(down.is_some(), "no Disconnected after etcd was killed");
+    assert!(down.is_some(), "no Down after etcd was killed");
 
     etcd.start_again(0);
     // Right after the restart, before the feed has said it is back.
@@ -681,20 +681,20 @@ fn a_change_feed_says_disconnected_across_a_kill_and_restart_and_misses_no_chang
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline && !(connected && resumed) {
         match feed.next(Duration::from_millis(100)) {
-            Ok(Some(Change::Connected { .. })) => connected = true,
+            Ok(Some(Change::Up { .. })) => connected = true,
             Ok(Some(Change::Claim { key })) if key == "after" => {
                 assert!(
                     connected,
-                    "a change arrived before Connected said the feed is back"
+                    "a change arrived before Up said the feed is back"
                 );
                 resumed = true;
             }
-            Ok(Some(Change::Resync { .. })) => resumed = true,
+            Ok(Some(Change::Relist { .. })) => resumed = true,
             Ok(_) => {}
             Err(e) => panic!("the feed ended: {e}"),
         }
     }
-    assert!(connected, "no Connected after the restart");
+    assert!(connected, "no Up after the restart");
     assert!(
         resumed,
         "the resumed feed missed the change made right after the restart"
@@ -723,10 +723,10 @@ fn a_feed_over_an_etcd_restarted_without_its_data_asks_for_a_full_reread_and_goe
     std::fs::remove_dir_all(etcd.members[0].dir.path().join("data")).expect("wipe");
     etcd.start_again(0);
     let resync = wait_for(feed.as_mut(), Duration::from_secs(15), |c| {
-        matches!(c, Change::Resync { .. })
+        matches!(c, Change::Relist { .. })
     });
     match resync {
-        Some(Change::Resync { why }) => assert!(why.contains("behind"), "{why}"),
+        Some(Change::Relist { why: Some(why) }) => assert!(why.contains("behind"), "{why}"),
         other => panic!("the feed never said its view is void: {other:?}"),
     }
     let give_up = Instant::now() + Duration::from_secs(15);
@@ -766,10 +766,10 @@ fn a_feed_resumed_from_a_compacted_revision_asks_for_a_full_reread() {
     rt.block_on(raw.compact(now, None)).expect("compact");
     let mut feed = s.changes_from(first.revision).expect("feed");
     let resync = wait_for(&mut feed, Duration::from_secs(10), |c| {
-        matches!(c, Change::Resync { .. })
+        matches!(c, Change::Relist { .. })
     });
     match resync {
-        Some(Change::Resync { why }) => assert!(why.contains("compacted"), "{why}"),
+        Some(Change::Relist { why: Some(why) }) => assert!(why.contains("compacted"), "{why}"),
         other => panic!("no resync: {other:?}"),
     }
 }

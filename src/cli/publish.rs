@@ -56,7 +56,6 @@ mod with_etcd {
     use crate::store::etcd::fleet::{FleetAsk, FleetError};
     use crate::store::etcd::sink::EtcdSink;
     use crate::store::etcd::EtcdStore;
-    use crate::store::file::feed::FeedOpts;
     use crate::store::file::FileStore;
     use crate::store::Backend;
     use serde_json::{json, Value};
@@ -130,15 +129,11 @@ mod with_etcd {
         Ok(EXIT_OK)
     }
 
-    /// The roots as the publisher follows them: lockfiles and entries,
-    /// the log read through its own feed (each line keyed by its offset).
+    /// The roots as the publisher follows them: lockfiles and entries
+    /// (the log is read through each root's audit).
     fn roots_store(roots: &Roots) -> Store {
-        let feed = FeedOpts {
-            follow_log: false,
-            ..FeedOpts::default()
-        };
         let parts = roots.as_slice().iter().map(|root| {
-            let store = FileStore::new(root.clone()).with_feed(feed);
+            let store = FileStore::new(root.clone());
             let backend: Arc<dyn Backend> = Arc::new(store);
             (Origin::Root(root.root.clone()), true, backend)
         });

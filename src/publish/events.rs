@@ -1,6 +1,8 @@
 //! Mirroring each root's events log, line by line, create-if-absent.
 
 use super::{Level, Publisher};
+use crate::events::history::Log;
+use crate::events::range::RangeEnd;
 use crate::events::tail::open_regular;
 use crate::store::sink::Mirrored;
 use crate::store::{Cursor, LogFeed, LogNews, StoreError};
@@ -22,10 +24,15 @@ impl Publisher {
             None => Some(Cursor::start()),
             Some((file, id)) => {
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                // As a range read of this very file that ended at `next`.
+                let end = |next| RangeEnd {
+                    next: Some(next),
+                    file_id: Some(id),
+                };
                 match self.sink.mirrored(&r.info.id, &log_id(id.dev, id.ino))? {
-                    Mirrored::Upto(at) if at <= len => audit.cursor_in_file(&file, at),
+                    Mirrored::Upto(at) if at <= len => audit.resume_after(&Log::Own, &end(at)),
                     Mirrored::Nothing => None,
-                    _ => audit.cursor_in_file(&file, 0),
+                    _ => audit.resume_after(&Log::Own, &end(0)),
                 }
             }
         };

@@ -119,7 +119,7 @@ pub trait Claims: Send + Sync {
 /// Changes after a cursor, and one key's wake-ups.
 pub trait Feed: Send + Sync {
     /// From `after` (a listing's [`ListEnd::at`]), or from now. A cursor the
-    /// backend no longer has starts with [`super::Change::Resync`].
+    /// backend no longer has starts with [`super::Change::Relist`] with why.
     fn changes(&self, after: Option<&Cursor>) -> Result<Box<dyn Changes>, StoreError>;
 
     /// Call `wake` whenever `key` may have changed, until the handle is
@@ -190,14 +190,6 @@ pub trait Audit: Send + Sync {
     /// member cannot tell (follow from now).
     fn resume_after(&self, log: &Log, end: &RangeEnd) -> Option<Cursor> {
         let _ = (log, end);
-        None
-    }
-
-    /// The cursor of a reader that read the log's own file (`file`, as it
-    /// opened it) up to `end`, a line's start: the
-    /// byte-exact printing of a file log hands its place to the feed so.
-    /// None where the log is no file.
-    fn cursor_in_file(&self, _file: &std::fs::File, _end: u64) -> Option<Cursor> {
         None
     }
 }

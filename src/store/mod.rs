@@ -27,7 +27,7 @@
 //! 4. A follower takes [`Feed::changes`] after a listing's cursor: one feed
 //!    of [`Change`]s per member (a file root's one watcher, `file::feed`;
 //!    etcd's resumable watch), re-reading what a change names, re-listing
-//!    on [`Change::Resync`].
+//!    on [`Change::Relist`].
 //! 5. `acquire --wait` and `claimtop run` take [`Feed::watch_key`]: a
 //!    wake-up whenever one key may have changed. `crate::wait` drives the
 //!    wait and the hold above this seam with nothing but these verbs: a
@@ -63,8 +63,6 @@ pub mod wake;
 pub mod etcd;
 
 use crate::claims::Blocker;
-use crate::events::tail::Line;
-use crate::events::Event;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,17 +79,14 @@ pub use registry::{OpenCtx, Settings, StoreName};
 pub use tenure::{lease_hex, Fenced, LeaseInfo, Tenure};
 pub use url::{StoreUrl, StoreUrlError};
 
-/// One thing that changed in the store, for the dashboard and `--wait`.
+/// One thing that changed in a member, for whatever mirrors it and for
+/// `--wait`. The audit log's lines are not changes: they come by
+/// [`Audit::follow`], so one reader follows each log.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    /// The claim on this key was created, rewritten or removed: re-read it.
+    /// The claim on this key was created, rewritten or removed: re-read it
+    /// (a published copy: its copy key, `<host_id>/<root_id>/<key>`).
     Claim { key: String },
-    /// A new event was recorded.
-    Event(Event),
-    /// A file root's lockfile whose name is not the canonical encoding of
-    /// `key` (a writer with another encoder) changed: a per-key read looks
-    /// only at the canonical name, so only a listing reads this file.
-    Misnamed { key: String, path: PathBuf },
     /// An entry of a file root that is not a claim — a recovery mutex, a
     /// temp file, the archive dir, the events log or its mutex — as it is
     /// now (None: gone), so its hazard is judged, and aged, without a sweep.
@@ -99,42 +94,25 @@ pub enum Change {
         path: PathBuf,
         entry: Option<crate::claims::entry::Entry>,
     },
-    /// Complete lines appended to a file root's events log, oldest first,
-    /// as they stand in the file (with their byte offsets, by which the
-    /// whole-log views find them; lines that do not parse are kept).
-    LogAppended(Vec<Line>),
-    /// The events log was truncated or replaced: the lines that follow
-    /// start over.
-    LogReset,
-    /// The events log cannot be followed (a directory at its path, no
-    /// permission), in words; said once until it changes.
-    LogTrouble(String),
-    /// A publishing host came, went, or rewrote its record (`claimtop
-    /// publish`): re-read the fleet's hosts.
-    Host { host_id: String },
-    /// One claim a host publishes changed or went: re-read that copy.
-    Published {
-        host_id: String,
-        root_id: String,
-        key: String,
-    },
-    /// A publishing host mirrored one line of its root's events log; the
-    /// reader adds where it comes from ([`fleet::mark_published`]).
-    PublishedEvent {
-        host_id: String,
-        root_id: String,
-        event: Event,
-    },
-    /// Changes were lost (a compacted revision, a watch overflow): re-list
-    /// everything. The text says why, for a visible notice. A file root's
-    /// feed follows it with the entries that are there now (the reader
-    /// forgets the ones it knew).
-    Resync { why: String },
+    /// Only a listing can tell what changed: re-list everything. `Some`:
+    /// changes were lost (a compacted revision, a watch overflow), in
+    /// words for a visible notice; a file root's feed follows it with the
+    /// entries that are there now (the reader forgets the ones it knew).
+    /// `None`: nothing was lost, but the change is one a per-key read
+    /// cannot see (a lockfile whose name is not the canonical encoding of
+    /// its key, written by another encoder).
+    Relist { why: Option<String> },
+    /// The member's hosts changed (a publisher came, went, rewrote its
+    /// record or one of its roots' hazards): re-read them, not the copies.
+    /// A root's summary names no change: the faces that show one read it
+    /// when asked.
+    Members,
     /// The store stopped answering, or (a file root) something cannot be
     /// watched; the feed keeps trying on its own.
-    Disconnected { why: String },
-    /// The store answers again (after a `Disconnected`), at this revision.
-    Connected { revision: Option<i64> },
+    Down { why: String },
+    /// The store answers again (after a `Down`), at this point of its
+    /// history when it has one.
+    Up { at: Option<Cursor> },
 }
 
 /// A claim being kept alive; dropping it stops renewing.

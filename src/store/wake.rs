@@ -63,22 +63,13 @@ impl FeedWatch {
 }
 
 /// Whether `change` may have changed `key`: a change naming it, or news
-/// that changes were missed (a resync, a reconnect after an outage).
+/// that changes were missed or cannot be named (a relist, a reconnect
+/// after an outage). A wake too many costs one read of the key.
 fn concerns(change: &Change, key: &str) -> bool {
     match change {
         Change::Claim { key: k } => k == key,
-        Change::Resync { .. } | Change::Connected { .. } => true,
-        // A published copy is another host's claim, never this store's key.
-        Change::Event(_)
-        | Change::Misnamed { .. }
-        | Change::Entry { .. }
-        | Change::LogAppended(_)
-        | Change::LogReset
-        | Change::LogTrouble(_)
-        | Change::PublishedEvent { .. }
-        | Change::Disconnected { .. }
-        | Change::Host { .. }
-        | Change::Published { .. } => false,
+        Change::Relist { .. } | Change::Up { .. } => true,
+        Change::Entry { .. } | Change::Down { .. } | Change::Members => false,
     }
 }
 
@@ -321,10 +312,14 @@ mod tests {
             Change::Claim {
                 key: "other".into(),
             },
-            Change::Disconnected { why: "down".into() },
+            Change::Down { why: "down".into() },
             Change::Claim { key: "mine".into() },
-            Change::Resync { why: "lost".into() },
-            Change::Connected { revision: Some(9) },
+            Change::Relist {
+                why: Some("lost".into()),
+            },
+            Change::Up {
+                at: Some(crate::store::Cursor::of_u64(9)),
+            },
         ]));
         let (tx, rx) = channel();
         let tx = std::sync::Mutex::new(tx);

@@ -150,7 +150,7 @@ fn a_corpse_a_force_release_steals_leaves_the_header_h_and_x_at_once() {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         match feed.next(Duration::from_millis(800)) {
-            Ok(Some(claimtop::store::Change::Resync { .. })) => {}
+            Ok(Some(claimtop::store::Change::Relist { .. })) => {}
             Ok(Some(change)) => collect_now(&mut app, &mut col, Input::Feed(vec![change])),
             _ => break,
         }

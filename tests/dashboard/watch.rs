@@ -73,16 +73,26 @@ fn named(batch: &[Change]) -> Vec<String> {
     out
 }
 
-/// The log lines a burst brings, if any.
-fn appended(batch: &[Change]) -> Option<Vec<claimtop::events::tail::Line>> {
-    batch.iter().find_map(|c| match c {
-        Change::LogAppended(l) => Some(l.clone()),
-        _ => None,
-    })
+/// The root's log as the events pane follows it (`Audit::follow`), from
+/// its first line: the first lines it brings.
+fn first_lines(root: &Root) -> Vec<claimtop::events::tail::Line> {
+    use claimtop::store::{Audit, Cursor, LogNews};
+    let store = FileStore::new(root.clone());
+    let mut feed = store.follow(Some(&Cursor::start())).expect("the log feed");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no line came");
+        if let Ok(Some(LogNews::Lines { lines, .. })) = feed.next(left) {
+            return lines;
+        }
+    }
 }
 
 fn resync(batch: &[Change]) -> bool {
-    batch.iter().any(|c| matches!(c, Change::Resync { .. }))
+    batch
+        .iter()
+        .any(|c| matches!(c, Change::Relist { why: Some(_) }))
 }
 
 fn names_something(batch: &[Change]) -> bool {
@@ -105,6 +115,23 @@ fn a_claims_dir_that_appears_later_is_picked_up_and_a_new_lockfile_is_named_alon
     write_claim(&root, &rec("late", "pty:w", ALIVE, MIN, None));
     let got = wait_for(&rx, |b| names_something(b)).expect("the new lockfile went unnoticed");
     assert_eq!(named(&got), ["late"]);
+}
+
+#[test]
+fn a_lockfile_another_encoder_named_asks_for_a_listing_not_a_read_of_its_key() {
+    let (_td, root) = temp_root();
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let rx = readers(&root);
+    std::thread::sleep(Duration::from_millis(300));
+    // `%61` decodes to `a`, whose own lockfile is `a.lock`: a read of the
+    // key would never find this one.
+    let r = rec("a", "pty:w", ALIVE, MIN, None);
+    let odd = root.claims_dir().join("%61.lock");
+    std::fs::write(&odd, r.to_yaml().expect("yaml")).expect("write");
+    let relist = |b: &Vec<Change>| b.contains(&Change::Relist { why: None });
+    let got = wait_for(&rx, relist).expect("the misnamed lockfile went unnoticed");
+    assert!(!named(&got).contains(&"a".to_string()), "{got:?}");
+    assert!(!resync(&got), "nothing was lost: {got:?}");
 }
 
 #[test]
@@ -139,19 +166,24 @@ fn the_log_brings_the_tail_then_each_appended_line() {
 }
 
 #[test]
-fn an_events_path_that_is_a_directory_is_reported_not_fatal() {
+fn an_events_path_that_is_a_directory_is_an_entry_of_the_feed_and_a_trouble_of_the_log() {
+    use claimtop::store::Audit;
     let (_td, root) = temp_root();
-    std::fs::create_dir_all(root.events_file()).expect("dir at the log path");
+    let log = root.events_file();
+    std::fs::create_dir_all(&log).expect("dir at the log path");
     let rx = readers(&root);
-    let trouble = |b: &Vec<Change>| {
+    let look = |b: &Vec<Change>| {
         b.iter().find_map(|c| match c {
-            Change::LogTrouble(e) => Some(e.clone()),
+            Change::Entry { path, entry } if *path == log => Some(entry.is_some()),
             _ => None,
         })
     };
-    match wait_for(&rx, |b| trouble(b).is_some()).and_then(|b| trouble(&b)) {
-        Some(e) => assert!(e.contains("not a regular file"), "{e}"),
-        None => panic!("the log's trouble went unsaid"),
+    let got = wait_for(&rx, |b| look(b).is_some()).expect("the log's shape went unsaid");
+    assert_eq!(look(&got), Some(true), "looked at, there");
+    // The log's own reader says what is wrong with it, in words.
+    match FileStore::new(root.clone()).follow(None) {
+        Err(e) => assert!(e.to_string().contains("not a regular file"), "{e}"),
+        Ok(_) => panic!("a directory was followed as the log"),
     }
 }
 
@@ -205,7 +237,6 @@ fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline(
     let log = root.events_file();
     std::fs::create_dir_all(log.parent().expect("parent")).expect("dir");
     std::fs::write(&log, "").expect("an empty log");
-    let rx = readers(&root);
     let now = claimtop::claims::now_ms();
     let mut tl = Timeline::new(now);
     tl.on_reply(&mut Reply::Indexed {
@@ -225,9 +256,7 @@ fn a_claim_line_longer_than_the_cut_still_makes_its_tenure_on_the_live_timeline(
         .open(&log)
         .expect("open");
     f.write_all(format!("{fat}\n").as_bytes()).expect("append");
-    let got = wait_for(&rx, |b| appended(b).is_some())
-        .and_then(|b| appended(&b))
-        .expect("the long line went unnoticed");
+    let got = first_lines(&root);
     assert!(got[0].truncated, "the line is cut for the pane");
     assert!(tl.on_lines(&got), "nothing applied");
     let t = tl.tenures.as_ref().expect("tenures");

@@ -456,14 +456,14 @@ struct MemoryFeed {
 impl Changes for MemoryFeed {
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
         if let Some(why) = self.lost.take() {
-            return Ok(Some(Change::Resync { why }));
+            return Ok(Some(Change::Relist { why: Some(why) }));
         }
         let after = &mut self.after;
         Ok(self.world.wait_for(timeout, |st| {
             if *after < st.forgotten {
                 let why = format!("changes after revision {after} were forgotten");
                 *after = st.rev;
-                return Some(Change::Resync { why });
+                return Some(Change::Relist { why: Some(why) });
             }
             let (rev, key) = st.changes.iter().find(|(rev, _)| *rev > *after)?;
             *after = *rev;

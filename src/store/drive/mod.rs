@@ -497,12 +497,14 @@ impl<'b> Driver<'b> {
             return;
         };
         match rest {
-            Change::Disconnected { why } => self.facts.link = Some(LinkState::FeedDown(why)),
-            Change::Connected { revision } => self.facts.link = Some(LinkState::FeedUp(revision)),
-            Change::Host { .. } => self.hosts_due = true,
-            // The log's lines are the member's log feed's
-            // (`Audit::follow`); a site's copies its published member's.
-            _ => {}
+            Change::Down { why } => self.facts.link = Some(LinkState::FeedDown(why)),
+            Change::Up { at } => {
+                let at = at.and_then(|c| c.as_u64()).map(|n| n as i64);
+                self.facts.link = Some(LinkState::FeedUp(at))
+            }
+            Change::Members => self.hosts_due = true,
+            // What the mirror keeps, it has kept.
+            Change::Claim { .. } | Change::Entry { .. } | Change::Relist { .. } => {}
         }
     }
 

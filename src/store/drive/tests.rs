@@ -373,6 +373,34 @@ fn a_feed_that_ends_is_opened_again_and_everything_listed_again() {
 }
 
 #[test]
+fn a_feed_that_lost_changes_or_cannot_name_them_has_everything_listed_again() {
+    let s = Scripted::default();
+    s.put("a", rec("a", None));
+    let mut d = Driver::over(&s, OriginIx(0), None, whole(0), DriveOpts::default(), NOW);
+    d.start(NOW).expect("start");
+    // Written while the feed was losing changes: named by nothing else.
+    s.put("b", rec("b", None));
+    s.say(Change::Relist {
+        why: Some("overflow".into()),
+    });
+    let us = d.catch_up(NOW).expect("catch up");
+    assert_eq!(d.counters().listings(), 2, "lost changes are listed again");
+    let whole = us.iter().find_map(|u| u.delta.as_ref()?.whole.clone());
+    assert_eq!(whole.and_then(|w| w.resync).as_deref(), Some("overflow"));
+    assert_eq!(d.tally().counts.live, 2);
+    // Nothing lost, but only a listing sees it (a misnamed lockfile).
+    s.put("c", rec("c", None));
+    s.say(Change::Relist { why: None });
+    d.catch_up(NOW).expect("catch up");
+    assert_eq!(
+        d.counters().listings(),
+        3,
+        "a change no read names is listed"
+    );
+    assert_eq!(d.tally().counts.live, 3);
+}
+
+#[test]
 fn a_read_that_fails_is_an_error_and_its_key_is_read_at_the_next_round() {
     let s = Scripted::default();
     let mut d = Driver::over(&s, OriginIx(0), None, whole(0), DriveOpts::default(), NOW);
@@ -428,11 +456,13 @@ fn the_feeds_down_and_up_are_said_as_the_members_link() {
     let s = Scripted::default();
     let mut d = Driver::over(&s, OriginIx(0), None, whole(0), DriveOpts::default(), NOW);
     d.start(NOW).expect("start");
-    s.say(Change::Disconnected { why: "gone".into() });
+    s.say(Change::Down { why: "gone".into() });
     let us = d.catch_up(NOW).expect("catch up");
     let link = us.iter().find_map(|u| u.facts.as_ref()?.link.clone());
     assert_eq!(link, Some(LinkState::FeedDown("gone".into())));
-    s.say(Change::Connected { revision: Some(9) });
+    s.say(Change::Up {
+        at: Some(crate::store::Cursor::of_u64(9)),
+    });
     let us = d.catch_up(NOW).expect("catch up");
     let link = us.iter().find_map(|u| u.facts.as_ref()?.link.clone());
     assert_eq!(link, Some(LinkState::FeedUp(Some(9))));

@@ -256,6 +256,13 @@ impl Layout {
         if rest == "host" || rest.starts_with("owners/") {
             return Some(Published::Host { host_id });
         }
+        // A root's summary is written up to once a second per busy root:
+        // as a host change it would re-read every host that often, and the
+        // faces that show summaries (`fleet`, `metrics`) read them when
+        // asked, so no feed names it.
+        if rest.starts_with("summaries/") {
+            return None;
+        }
         let (root_id, rest) = rest.split_once('/')?;
         // Written only when the array changes (a corpse aged, a corrupted
         // claim came): rare enough for the fleet's re-read.

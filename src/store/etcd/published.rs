@@ -18,11 +18,10 @@ use crate::store::backend::{
 };
 use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{copy_status, logs_of, FleetItem};
-use crate::store::{Change, Changes, Fenced, LogFeed, StoreError, Tail};
+use crate::store::{Changes, Fenced, LogFeed, StoreError, Tail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The copies hosts publish into one site.
 pub struct Published {
@@ -230,47 +229,12 @@ fn outcome_of(answer: &Value) -> Result<ForceOutcome, StoreError> {
 
 impl Feed for Published {
     /// The site's watch, keeping what hosts publish: a copy changed names
-    /// its place; a host came or went.
+    /// its place (its copy key); a host came, went or rewrote its record.
     fn changes(&self, after: Option<&Cursor>) -> Result<Box<dyn Changes>, StoreError> {
         let start = after
             .and_then(Cursor::as_u64)
             .map(|r| i64::try_from(r).unwrap_or(i64::MAX).saturating_add(1));
-        Ok(Box::new(Copies(watch::EtcdChanges::start(
-            &self.core, start,
-        )?)))
-    }
-}
-
-/// The site's changes, cut down to the copies'.
-struct Copies(watch::EtcdChanges);
-
-impl Changes for Copies {
-    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let Some(c) = self.0.next(left)? else {
-                return Ok(None);
-            };
-            let kept = match c {
-                Change::Published {
-                    host_id,
-                    root_id,
-                    key,
-                } => Change::Claim {
-                    key: copy_key(&host_id, &root_id, &key),
-                },
-                // The site's own, and the mirrored lines, which the site's
-                // feed brings (its audit follows them).
-                Change::Claim { .. } | Change::Event(_) | Change::PublishedEvent { .. } => continue,
-                other => other,
-            };
-            return Ok(Some(kept));
-        }
-    }
-
-    fn closer(&self) -> Option<Box<dyn FnOnce() + Send>> {
-        self.0.closer()
+        Ok(Box::new(watch::EtcdChanges::copies(&self.core, start)?))
     }
 }
 

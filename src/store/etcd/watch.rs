@@ -5,10 +5,10 @@
 //! was seen. What a response means is the reader's ([`Reading`]): the
 //! claims feed ([`EtcdChanges`]) and the log feeds (`super::log`).
 
-use super::events::event_of;
 use super::layout::Published;
+use super::published::copy_key;
 use super::Core;
-use crate::store::{Change, Changes, StoreError};
+use crate::store::{Change, Changes, Cursor, StoreError};
 use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -66,7 +66,9 @@ enum Raw {
     ClaimGone(KeyValue),
 }
 
-/// The claims feed: one watch on the whole prefix.
+/// The claims feed: one watch on the whole prefix, read as the site's
+/// claims or as the copies hosts publish into it. The events logs' keys
+/// are neither: their lines come by the audit's own watch (`super::log`).
 pub struct EtcdChanges {
     core: Arc<Core>,
     rx: Receiver<Raw>,
@@ -80,10 +82,21 @@ impl Drop for EtcdChanges {
 }
 
 impl EtcdChanges {
-    /// Watch from `start` (None: from now on).
+    /// The site's own claims, watched from `start` (None: from now on).
     pub(super) fn start(core: &Arc<Core>, start: Option<i64>) -> Result<EtcdChanges, StoreError> {
+        EtcdChanges::of(core, start, false)
+    }
+
+    /// The copies hosts publish into the site, each named by its copy key
+    /// (`<host_id>/<root_id>/<key>`, the published member's place).
+    pub(super) fn copies(core: &Arc<Core>, start: Option<i64>) -> Result<EtcdChanges, StoreError> {
+        EtcdChanges::of(core, start, true)
+    }
+
+    fn of(core: &Arc<Core>, start: Option<i64>, copies: bool) -> Result<EtcdChanges, StoreError> {
         let reading = Claims {
             layout: core.layout.clone(),
+            copies,
         };
         let (rx, task) = spawn(core, core.layout.all(), start, reading)?;
         Ok(EtcdChanges {
@@ -121,6 +134,9 @@ impl Changes for EtcdChanges {
 /// What the claims feed makes of the whole prefix.
 struct Claims {
     layout: super::Layout,
+    /// Name the published copies (the published member's feed), not the
+    /// site's own claims.
+    copies: bool,
 }
 
 impl Reading for Claims {
@@ -131,43 +147,28 @@ impl Reading for Claims {
         for ev in resp.events() {
             let Some(kv) = ev.kv() else { continue };
             let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
+                // The site's lockfile-like keys are the site feed's alone,
+                // so an expiry is recorded by one observer per face.
+                (Some(_), _) if self.copies => continue,
                 (Some(_), EventType::Delete) => match ev.prev_kv() {
                     Some(prev) => Raw::ClaimGone(prev.clone()),
                     None => Raw::ClaimGone(kv.clone()),
                 },
                 (Some(key), EventType::Put) => Raw::Change(Change::Claim { key }),
-                (None, EventType::Put) if kv.key().starts_with(layout.events().as_bytes()) => {
-                    match event_of(kv) {
-                        Some(e) => Raw::Change(Change::Event(e)),
-                        None => continue,
-                    }
-                }
                 (None, _) => match layout.published_of(kv.key()) {
-                    Some(Published::Host { host_id }) => Raw::Change(Change::Host { host_id }),
+                    // Both members hear of the hosts: the site reads them
+                    // (`Fleet::hosts`), the copies' listing judges by them.
+                    Some(Published::Host { .. }) => Raw::Change(Change::Members),
                     Some(Published::Claim {
                         host_id,
                         root_id,
                         key,
-                    }) => Raw::Change(Change::Published {
-                        host_id,
-                        root_id,
-                        key,
+                    }) if self.copies => Raw::Change(Change::Claim {
+                        key: copy_key(&host_id, &root_id, &key),
                     }),
-                    // A mirrored line is written once (create-if-absent) and
-                    // deleted only when the events retention lease ends.
-                    Some(Published::Event { host_id, root_id })
-                        if ev.event_type() == EventType::Put =>
-                    {
-                        match event_of(kv) {
-                            Some(event) => Raw::Change(Change::PublishedEvent {
-                                host_id,
-                                root_id,
-                                event,
-                            }),
-                            None => continue,
-                        }
-                    }
-                    Some(Published::Event { .. }) | None => continue,
+                    // A copy is no claim of the site's; a mirrored line and
+                    // the site's own log are the audit's (`Audit::follow`).
+                    Some(Published::Claim { .. } | Published::Event { .. }) | None => continue,
                 },
             };
             out.push(raw);
@@ -175,15 +176,18 @@ impl Reading for Claims {
     }
 
     fn down(&mut self, why: String) -> Raw {
-        Raw::Change(Change::Disconnected { why })
+        Raw::Change(Change::Down { why })
     }
 
     fn up(&mut self, revision: Option<i64>) -> Option<Raw> {
-        Some(Raw::Change(Change::Connected { revision }))
+        let at = revision
+            .and_then(|r| u64::try_from(r).ok())
+            .map(Cursor::of_u64);
+        Some(Raw::Change(Change::Up { at }))
     }
 
     fn lost(&mut self, why: String) -> Raw {
-        Raw::Change(Change::Resync { why })
+        Raw::Change(Change::Relist { why: Some(why) })
     }
 }
 

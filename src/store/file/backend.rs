@@ -221,11 +221,6 @@ impl Audit for FileStore {
             _ => Some(Cursor::start()),
         }
     }
-
-    fn cursor_in_file(&self, file: &std::fs::File, end: u64) -> Option<Cursor> {
-        let id = crate::events::tail::FileId::of(&file.metadata().ok()?);
-        Some(super::log::cursor_at(id, end))
-    }
 }
 
 impl Repair for FileStore {

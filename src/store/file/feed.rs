@@ -12,19 +12,20 @@
 //! - a recovery mutex, a temp file, the archive dir, an undecodable
 //!   lockfile name, the events mutex: [`Change::Entry`] with a fresh look
 //!   at it, so the reader judges its hazard (and ages it) without a sweep;
-//! - the events log: [`Change::LogAppended`] lines, [`Change::LogReset`]
-//!   when it was truncated or replaced, [`Change::LogTrouble`] when it
-//!   cannot be followed, and an `Entry` when its shape changed;
+//! - a lockfile whose name is not its key's canonical encoding:
+//!   [`Change::Relist`] without a reason (only a listing reads it);
+//! - the events log: an `Entry` when its shape changed. Its lines are not
+//!   this feed's: the root's audit follows the log ([`crate::store::Audit::follow`]),
+//!   so the file is read by one follower, and never opened here;
 //! - anything that moved the claims dir itself, or a lost notification:
-//!   [`Change::Resync`], followed by a fresh inventory of the entries.
+//!   [`Change::Relist`] with why, followed by a fresh inventory of the
+//!   entries.
 
 use super::super::{Change, Changes, StoreError};
 use super::inotify::DirWatcher;
 use crate::claims::entry::{Entry, Role};
 use crate::claims::key::is_canonical_lockfile_name;
 use crate::claims::{key_of_lockfile, Root};
-use crate::events::tail::Line;
-use crate::store::file::follow::Follower;
 use crate::store::fs_events::{touched, Touched};
 use notify::{Config, RecursiveMode, Watcher};
 use std::collections::{BTreeSet, VecDeque};
@@ -41,9 +42,9 @@ pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// A burst that never goes quiet is still handed on this often: the screen
 /// keeps up with a busy root.
 const SETTLE_MAX: Duration = Duration::from_millis(400);
-/// The events log is polled at least this often while followed, even
-/// without a notification (a log on a filesystem whose notifications are
-/// lossy still moves).
+/// The events log's shape is looked at (one `lstat`) at least this often
+/// while entries are reported, even without a notification (a filesystem
+/// whose notifications are lossy).
 pub const LOG_POLL: Duration = Duration::from_secs(1);
 /// Without notifications at all (no inotify, the watch limit reached), how
 /// often the feed asks for a full re-read instead.
@@ -61,11 +62,6 @@ pub struct FeedOpts {
     /// Let bursts settle this long (the dashboard); None delivers each
     /// notification as it comes (a waiter wakes at once).
     pub debounce: Option<Duration>,
-    /// Follow the events log (its lines, resets and troubles).
-    pub follow_log: bool,
-    /// With `follow_log`: the log's last this many lines are the feed's
-    /// first change (the events pane's opening view).
-    pub log_tail: usize,
     /// Report the entries that are not claims (mutexes, temp files, the
     /// archive dir, the log's shape), with an inventory of them at start
     /// and after each resync. A waiter on one key needs none of it, and
@@ -77,8 +73,6 @@ impl Default for FeedOpts {
     fn default() -> FeedOpts {
         FeedOpts {
             debounce: None,
-            follow_log: true,
-            log_tail: 0,
             entries: true,
         }
     }
@@ -89,8 +83,6 @@ impl FeedOpts {
     pub fn key_only() -> FeedOpts {
         FeedOpts {
             debounce: None,
-            follow_log: false,
-            log_tail: 0,
             entries: false,
         }
     }
@@ -131,14 +123,10 @@ impl Watch {
     }
 }
 
-/// The events log as the feed follows it.
-struct Log {
-    follower: Option<Follower>,
-    /// The trouble last said, so a lasting one is said once.
-    said: Option<String>,
-    /// The log's shape as last looked at: a change of it is an entry.
+/// The events log's shape as last looked at: a change of it is an entry.
+struct LogShape {
     shape: Option<Entry>,
-    polled: Instant,
+    looked: Instant,
 }
 
 /// The change feed of one file root.
@@ -153,8 +141,8 @@ pub struct FileFeed {
     /// (device, inode) of the claims dir as watched: a dir replaced under
     /// the same name keeps the old watch until it is set again.
     claims_id: Option<(u64, u64)>,
-    log: Option<Log>,
-    log_tail: usize,
+    /// With `entries`: the log's shape, looked at without opening it.
+    log: Option<LogShape>,
     entries: bool,
     pending: VecDeque<Change>,
     /// Without a watch: when the next blind re-read is due.
@@ -167,7 +155,7 @@ pub struct FileFeed {
 
 impl FileFeed {
     /// Start watching `root`. Never fails for want of notifications: a
-    /// feed that cannot watch says so ([`Change::Disconnected`]) and asks
+    /// feed that cannot watch says so ([`Change::Down`]) and asks
     /// for a full re-read every [`BLIND_RESYNC`] instead.
     pub fn start(root: &Root, opts: FeedOpts) -> FileFeed {
         let (tx, rx) = channel();
@@ -181,8 +169,10 @@ impl FileFeed {
             events_file,
             watched: BTreeSet::new(),
             claims_id: None,
-            log: None,
-            log_tail: opts.log_tail,
+            log: opts.entries.then(|| LogShape {
+                shape: None,
+                looked: Instant::now(),
+            }),
             entries: opts.entries,
             pending: VecDeque::new(),
             blind_resync: None,
@@ -195,7 +185,7 @@ impl FileFeed {
                 feed.rewatch();
             }
             Err(e) => {
-                feed.pending.push_back(Change::Disconnected {
+                feed.pending.push_back(Change::Down {
                     why: format!(
                         "file notifications unavailable ({}); re-reading every {}s",
                         notify_words(&e),
@@ -204,15 +194,6 @@ impl FileFeed {
                 });
                 feed.blind_resync = Some(Instant::now() + BLIND_RESYNC);
             }
-        }
-        if opts.follow_log {
-            feed.log = Some(Log {
-                follower: None,
-                said: None,
-                shape: None,
-                polled: Instant::now(),
-            });
-            feed.read_log();
         }
         feed.inventory();
         feed
@@ -276,7 +257,7 @@ impl FileFeed {
             }
         }
         if let Some(why) = trouble {
-            self.pending.push_back(Change::Disconnected { why });
+            self.pending.push_back(Change::Down { why });
         }
         self.watched = wanted;
         self.claims_id = id;
@@ -298,7 +279,7 @@ impl FileFeed {
     /// Queue `change`, once: a burst naming a key ten times is one re-read.
     fn push(&mut self, change: Change) {
         let dup = match &change {
-            Change::Claim { .. } | Change::Misnamed { .. } => self.pending.contains(&change),
+            Change::Claim { .. } | Change::Relist { why: None } => self.pending.contains(&change),
             // A later look at the same entry supersedes an earlier one.
             Change::Entry { path, .. } => {
                 self.pending
@@ -331,8 +312,6 @@ impl FileFeed {
         if let Some(log) = self.log.as_mut() {
             // Said again below, whatever was said before the resync.
             log.shape = None;
-        } else {
-            found.push((Role::EventsLog, self.events_file.clone()));
         }
         // Only what is there: the reader forgets every entry on a resync.
         for (role, path) in found {
@@ -373,10 +352,7 @@ impl FileFeed {
                             let canonical = is_canonical_lockfile_name(name.as_bytes(), &key);
                             self.push(match canonical {
                                 true => Change::Claim { key },
-                                false => Change::Misnamed {
-                                    key,
-                                    path: p.to_path_buf(),
-                                },
+                                false => Change::Relist { why: None },
                             });
                         } else if let Some(role) = Role::in_claims_dir(name) {
                             self.entry(role, p.to_path_buf());
@@ -413,60 +389,15 @@ impl FileFeed {
             self.resync(why.into());
         }
         if log {
-            self.read_log();
+            self.log_shape();
         }
         Ok(())
     }
 
     /// Ask for a full re-read, then say what the entries are now.
     fn resync(&mut self, why: String) {
-        self.pending.push_back(Change::Resync { why });
+        self.pending.push_back(Change::Relist { why: Some(why) });
         self.inventory();
-    }
-
-    /// The log's new lines (and resets, and troubles), if it is followed.
-    fn read_log(&mut self) {
-        let Some(log) = self.log.as_mut() else {
-            return;
-        };
-        log.polled = Instant::now();
-        let mut out = Vec::new();
-        if log.follower.is_none() {
-            match Follower::open(&self.events_file, std::mem::take(&mut self.log_tail)) {
-                Ok((f, lines)) => {
-                    log.follower = Some(f);
-                    log.said = None;
-                    if !lines.is_empty() {
-                        out.push(Change::LogAppended(lines));
-                    }
-                }
-                Err(e) => say_once(log, e.to_string(), &mut out),
-            }
-        }
-        while let Some(f) = log.follower.as_mut() {
-            match f.poll() {
-                Ok(poll) => {
-                    log.said = None;
-                    if poll.reset.is_some() {
-                        out.push(Change::LogReset);
-                    }
-                    if !poll.lines.is_empty() {
-                        let mut lines = poll.lines;
-                        f.read_claims(&mut lines);
-                        append(&mut out, lines);
-                    }
-                    if !poll.more {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    say_once(log, e.to_string(), &mut out);
-                    break;
-                }
-            }
-        }
-        self.pending.extend(out);
-        self.log_shape();
     }
 
     /// An entry for the log when its shape changed (a directory planted at
@@ -478,6 +409,7 @@ impl FileFeed {
         let Some(log) = self.log.as_mut() else {
             return;
         };
+        log.looked = Instant::now();
         let now = Entry::look(Role::EventsLog, &self.events_file);
         if log.shape == now {
             return;
@@ -516,10 +448,10 @@ impl FileFeed {
         }
     }
 
-    /// When `next` must look up from waiting: the log's poll or a blind
-    /// re-read, whichever is first.
+    /// When `next` must look up from waiting: the log's shape, the
+    /// watched dirs or a blind re-read, whichever is first.
     fn due(&self) -> Option<Instant> {
-        let log = self.log.as_ref().map(|l| l.polled + LOG_POLL);
+        let log = self.log.as_ref().map(|l| l.looked + LOG_POLL);
         let dirs = self.watch.as_ref().map(|_| self.dirs_checked + DIR_CHECK);
         [log, self.blind_resync, dirs].into_iter().flatten().min()
     }
@@ -530,7 +462,6 @@ impl FileFeed {
             if dir_id(&self.claims_dir) != self.claims_id || self.wanted() != self.watched {
                 self.rewatch();
                 self.resync("the claims directory moved".into());
-                self.read_log();
             }
         }
         if self.blind_resync.is_some_and(|t| now >= t) {
@@ -540,25 +471,10 @@ impl FileFeed {
         if self
             .log
             .as_ref()
-            .is_some_and(|l| now >= l.polled + LOG_POLL)
+            .is_some_and(|l| now >= l.looked + LOG_POLL)
         {
-            self.read_log();
+            self.log_shape();
         }
-    }
-}
-
-/// Lines join the previous batch when nothing came between.
-fn append(out: &mut Vec<Change>, lines: Vec<Line>) {
-    match out.last_mut() {
-        Some(Change::LogAppended(prev)) => prev.extend(lines),
-        _ => out.push(Change::LogAppended(lines)),
-    }
-}
-
-fn say_once(log: &mut Log, text: String, out: &mut Vec<Change>) {
-    if log.said.as_deref() != Some(text.as_str()) {
-        log.said = Some(text.clone());
-        out.push(Change::LogTrouble(text));
     }
 }
 

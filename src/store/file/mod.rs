@@ -180,7 +180,7 @@ mod tests {
         claims::acquire(&Root::with_events_here(dir.path()), "first", "h", &opts).expect("acquire");
         let mut seen = Vec::new();
         while let Some(c) = feed.next(Duration::from_secs(2)).expect("feed") {
-            if matches!(c, Change::Resync { .. }) {
+            if matches!(c, Change::Relist { why: Some(_) }) {
                 return;
             }
             seen.push(c);

@@ -59,7 +59,7 @@ impl Mirror {
             }
             // Changes may have been missed, maybe to a followed key: read
             // them all again, never the whole store.
-            Change::Misnamed { .. } | Change::Resync { .. } => {
+            Change::Relist { .. } => {
                 self.reread_followed();
                 None
             }

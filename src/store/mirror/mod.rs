@@ -383,9 +383,8 @@ impl Mirror {
         true
     }
 
-    /// Take one change in. Changes the mirror does not keep (events, the
-    /// log's lines, a store's ups and downs, what hosts publish) are handed
-    /// back for the face.
+    /// Take one change in. Changes the mirror does not keep (a store's ups
+    /// and downs, its hosts) are handed back for the face.
     pub fn apply(&mut self, change: Change) -> Option<Change> {
         if self.followed.is_some() {
             return self.apply_followed(change);
@@ -396,7 +395,7 @@ impl Mirror {
                 None
             }
             // Only a listing reads a file whose name is not its key's.
-            Change::Misnamed { .. } => {
+            Change::Relist { why: None } => {
                 self.relist.get_or_insert(None);
                 None
             }
@@ -411,7 +410,7 @@ impl Mirror {
                 self.tally_dirty = true;
                 None
             }
-            Change::Resync { why } => {
+            Change::Relist { why: Some(why) } => {
                 // The feed says what the entries are now, right after.
                 self.entries.clear();
                 self.aging.clear();

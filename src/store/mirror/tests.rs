@@ -199,7 +199,9 @@ fn a_mutex_corpse_leaves_the_hazards_when_its_entry_goes_and_a_young_one_comes_o
     m.tick(real_now + 240_000);
     assert_eq!(m.tally().hazards[0].kind, hazard::STALE_MUTEX);
     // A resync forgets it (the feed says what is there right after).
-    m.apply(Change::Resync { why: "lost".into() });
+    m.apply(Change::Relist {
+        why: Some("lost".into()),
+    });
     assert!(m.tally().hazards.is_empty());
     assert!(m.wants_listing());
 }
@@ -357,13 +359,10 @@ fn a_mirror_of_one_key_reads_that_key_alone_and_never_lists() {
 
     // A change that says others were missed reads its key, not the store.
     write(&root, &rec("b", 999, None));
-    m.apply(Change::Resync {
-        why: "overflow".into(),
+    m.apply(Change::Relist {
+        why: Some("overflow".into()),
     });
-    m.apply(Change::Misnamed {
-        key: "b".into(),
-        path: root.claims_dir().join("odd.lock"),
-    });
+    m.apply(Change::Relist { why: None });
     assert!(!m.wants_listing());
     m.settle(&store, NOW).expect("settle");
     assert_eq!((m.reads, m.listings), (2, 0));

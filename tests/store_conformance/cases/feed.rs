@@ -81,7 +81,7 @@ pub fn a_lost_cursor_resyncs_with_a_reason(u: &dyn StoreUnderTest) {
     let until = Instant::now() + NEVER;
     while Instant::now() < until {
         match feed.next(Duration::from_millis(200)) {
-            Ok(Some(Change::Resync { why })) => {
+            Ok(Some(Change::Relist { why: Some(why) })) => {
                 assert!(!why.trim().is_empty(), "a resync says why");
                 return;
             }
