@@ -15,7 +15,6 @@ pub mod lines_history;
 pub mod log_set;
 pub mod merge;
 pub mod range;
-mod range_pages;
 pub mod seek;
 pub mod service;
 pub mod stream;

@@ -390,6 +390,19 @@ pub fn range_end(prefix: &str) -> Vec<u8> {
     super::next_key::prefix_end(prefix.as_bytes())
 }
 
+/// A copy's place: which host, which of its roots, which key.
+pub fn copy_key(host_id: &str, root_id: &str, key: &str) -> String {
+    format!("{host_id}/{root_id}/{key}")
+}
+
+/// The host, root and key a copy's place names (ids never hold a `/`; a
+/// key may).
+pub fn split_copy_key(copy: &str) -> Option<(&str, &str, &str)> {
+    let (host, rest) = copy.split_once('/')?;
+    let (root, key) = rest.split_once('/')?;
+    Some((host, root, key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

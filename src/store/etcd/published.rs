@@ -4,6 +4,7 @@
 //! no claims; a force-release of a copy is the request to its host's
 //! publisher, which acts on its own root. It shares the site's connection.
 
+use super::layout::{copy_key, split_copy_key};
 use super::log::Logs;
 use super::{watch, Core, EtcdStore};
 use crate::claims::census::copy_state;
@@ -34,19 +35,6 @@ impl Published {
             core: Arc::clone(&site.core),
         }
     }
-}
-
-/// A copy's place: which host, which of its roots, which key.
-pub fn copy_key(host_id: &str, root_id: &str, key: &str) -> String {
-    format!("{host_id}/{root_id}/{key}")
-}
-
-/// The host, root and key a copy's place names (ids never hold a `/`; a
-/// key may).
-pub fn split_copy_key(copy: &str) -> Option<(&str, &str, &str)> {
-    let (host, rest) = copy.split_once('/')?;
-    let (root, key) = rest.split_once('/')?;
-    Some((host, root, key))
 }
 
 fn place(host_id: &str, root_id: &str, key: &str) -> Loc {

@@ -5,8 +5,8 @@
 //! was seen. What a response means is the reader's ([`Reading`]): the
 //! claims feed ([`EtcdChanges`]) and the log feeds (`super::log`).
 
+use super::layout::copy_key;
 use super::layout::Published;
-use super::published::copy_key;
 use super::Core;
 use crate::store::{Change, Changes, Cursor, StoreError};
 use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
