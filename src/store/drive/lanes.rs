@@ -115,8 +115,15 @@ struct Lane {
 
 impl Lane {
     fn run(mut self) {
-        let first = self.driver.start(now_ms());
-        if !self.send(first, None) {
+        let (out, ticks, at) = (self.out.clone(), Arc::clone(&self.ticks), self.driver.at());
+        // The summaries and the head go out as soon as they are read: a
+        // face shows them while the whole listing is read.
+        let mut gone = false;
+        let first = self.driver.start_saying(now_ms(), &mut |us| {
+            gone |= !send_to(&out, &ticks, at, Ok(us), None);
+            !gone
+        });
+        if gone || !self.send(first, None) {
             return self.stop();
         }
         // The listing's raw pages are freed by now.
@@ -176,32 +183,7 @@ impl Lane {
     /// tick only if no newer one was said for this member; false once the
     /// face is gone.
     fn send(&self, got: Result<Vec<Update>, StoreError>, tick: Option<i64>) -> bool {
-        let updates = match got {
-            Ok(us) => us,
-            Err(e) => vec![Update {
-                at: self.driver.at(),
-                delta: None,
-                facts: Some(Facts {
-                    link: Some(LinkState::Unreachable(e.to_string())),
-                    hosts: None,
-                }),
-                tick,
-            }],
-        };
-        for mut u in updates {
-            if let Some(t) = u.tick {
-                if self.ticks.said.fetch_max(t, Ordering::SeqCst) >= t {
-                    u.tick = None;
-                }
-            }
-            if u.is_empty() {
-                continue;
-            }
-            if self.out.send(u).is_err() {
-                return false;
-            }
-        }
-        true
+        send_to(&self.out, &self.ticks, self.driver.at(), got, tick)
     }
 
     fn stop(mut self) {
@@ -209,6 +191,44 @@ impl Lane {
             close();
         }
     }
+}
+
+/// Say what a lane's driver said (a failure as the member unreachable),
+/// the tick only if no newer one was said for this member; false once the
+/// face is gone.
+fn send_to(
+    out: &Sender<Update>,
+    ticks: &Ticks,
+    at: OriginIx,
+    got: Result<Vec<Update>, StoreError>,
+    tick: Option<i64>,
+) -> bool {
+    let updates = match got {
+        Ok(us) => us,
+        Err(e) => vec![Update {
+            at,
+            delta: None,
+            facts: Some(Facts {
+                link: Some(LinkState::Unreachable(e.to_string())),
+                ..Facts::default()
+            }),
+            tick,
+        }],
+    };
+    for mut u in updates {
+        if let Some(t) = u.tick {
+            if ticks.said.fetch_max(t, Ordering::SeqCst) >= t {
+                u.tick = None;
+            }
+        }
+        if u.is_empty() {
+            continue;
+        }
+        if out.send(u).is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The next input, a run of ticks folded into the newest (a lane that was
@@ -302,7 +322,7 @@ fn probe(member: Arc<dyn Backend>, at: OriginIx, out: &Sender<Update>) {
             delta: None,
             facts: Some(Facts {
                 link: Some(state),
-                hosts: None,
+                ..Facts::default()
             }),
             tick: None,
         };

@@ -190,9 +190,12 @@ impl Claims for Published {
             root: PathBuf::from(self.url()),
             claims,
             counts,
-            // Each host's hazards are its own list's (`fleet`'s hazards);
-            // counted here they would be counted twice.
-            hazards: Vec::new(),
+            // What each online host found in the roots it reads, each
+            // saying where (host, root, path): the copies' hazards, as a
+            // root's are its own listing's. (`list` names no copies
+            // member: it takes them from the fleet, so none is counted
+            // twice.)
+            hazards: fleet.hazards,
         };
         sink.page(MemberListing::of_sweep(sweep, ItemRules::Copy));
         Ok(ListEnd {
