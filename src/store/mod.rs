@@ -112,6 +112,10 @@ pub enum Change {
     /// A publishing host came, went, or rewrote its record (`claimtop
     /// publish`): re-read the fleet's hosts.
     Host { host_id: String },
+    /// What a publishing host found in one of its roots changed (its
+    /// hazards key): re-read the host, and the copies, whose listing says
+    /// them.
+    HostHazards { host_id: String },
     /// One claim a host publishes changed or went: re-read that copy.
     Published {
         host_id: String,

@@ -78,6 +78,7 @@ fn concerns(change: &Change, key: &str) -> bool {
         | Change::PublishedEvent { .. }
         | Change::Disconnected { .. }
         | Change::Host { .. }
+        | Change::HostHazards { .. }
         | Change::Published { .. } => false,
     }
 }

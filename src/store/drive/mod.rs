@@ -543,6 +543,16 @@ impl<'b> Driver<'b> {
             Change::Disconnected { why } => self.facts.link = Some(LinkState::FeedDown(why)),
             Change::Connected { revision } => self.facts.link = Some(LinkState::FeedUp(revision)),
             Change::Host { .. } => self.hosts_due = true,
+            Change::HostHazards { .. } => {
+                self.hosts_due = true;
+                // A member whose feed names hosts but that has no fleet of
+                // its own holds their copies: what a host found in its
+                // roots (a hazard written, one gone) is its listing's, so
+                // it lists again, as the hosts are read again.
+                if self.whole && self.backend().fleet().is_none() {
+                    self.mirror.relist_soon();
+                }
+            }
             // The log's lines are the member's log feed's
             // (`Audit::follow`); a site's copies its published member's.
             _ => {}

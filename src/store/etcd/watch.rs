@@ -144,6 +144,9 @@ impl Reading for Claims {
                 }
                 (None, _) => match layout.published_of(kv.key()) {
                     Some(Published::Host { host_id }) => Raw::Change(Change::Host { host_id }),
+                    Some(Published::Hazards { host_id }) => {
+                        Raw::Change(Change::HostHazards { host_id })
+                    }
                     Some(Published::Claim {
                         host_id,
                         root_id,
