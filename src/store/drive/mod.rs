@@ -24,12 +24,13 @@
 
 mod lanes;
 pub mod memory;
+mod pages;
 #[cfg(test)]
 mod tests;
 
 pub use lanes::{next_tick_after, spawn_all, Lanes, HEAD, PROBE_EVERY, PROBE_TIMEOUT};
 
-use super::backend::Backend;
+use super::backend::{Backend, MemberListing};
 use super::compose::{Member, OriginIx};
 use super::fleet::HostInfo;
 use super::mirror::judge::Judge;
@@ -336,7 +337,7 @@ impl<'b> Driver<'b> {
     /// keys reads its keys.
     pub fn start(&mut self, now: i64) -> Result<Vec<Update>, StoreError> {
         let mut early = Vec::new();
-        let rest = self.start_saying(now, &mut |us| {
+        let rest = self.start_saying(now, &mut |us: Vec<Update>| {
             early.extend(us);
             true
         })?;
@@ -345,12 +346,14 @@ impl<'b> Driver<'b> {
     }
 
     /// [`Driver::start`], what comes before the whole listing (the
-    /// summaries, the head) handed to `say` as soon as it is read, so a
-    /// face shows it while the listing is read; the rest returned.
+    /// summaries, the head, then the first listing's pages as rows, each
+    /// batch at least as big as all before it) handed to `say` as soon as
+    /// it is read, so a face shows it while the listing is read; the rest
+    /// returned.
     pub fn start_saying(
         &mut self,
         now: i64,
-        say: &mut dyn FnMut(Vec<Update>) -> bool,
+        say: &mut (dyn FnMut(Vec<Update>) -> bool + Send),
     ) -> Result<Vec<Update>, StoreError> {
         if !self.whole {
             return self.handle(Input::Feed(Vec::new()), now);
@@ -371,7 +374,16 @@ impl<'b> Driver<'b> {
         }
         // Read apart from the rows kept (see the mirror's `apart`).
         let backend = borrow(&self.backend);
-        let listed = self.mirror.list_apart(backend, now, None);
+        let mut pages = pages::Pages::new(self.at, backend.rules(), self.opts.words, now);
+        let first = !self.listed;
+        let mut on_page = |page: &MemberListing| {
+            if first {
+                pages.take(page, &mut *say);
+            }
+        };
+        let listed = self
+            .mirror
+            .list_apart_paged(backend, now, None, &mut on_page);
         self.count();
         listed?;
         self.listed = true;

@@ -50,6 +50,8 @@ struct Scripted {
     released: Condvar,
     listings: AtomicUsize,
     linked: AtomicBool,
+    /// List this many claims a page (0: all in one).
+    page: usize,
 }
 
 impl Scripted {
@@ -167,18 +169,27 @@ impl Claims for Scripted {
             .take(take)
             .map(|k| self.status_of(k, c.now()))
             .collect();
-        let mut counts = Counts::default();
-        claims.iter().for_each(|s| counts.add(s.state));
         let complete = claims.len() == keys.len();
-        sink.page(MemberListing::of_sweep(
-            Sweep {
-                root: PathBuf::from("scripted:"),
-                claims,
-                counts,
-                hazards: Vec::new(),
-            },
-            ItemRules::StoreKey,
-        ));
+        let per = if self.page == 0 {
+            claims.len().max(1)
+        } else {
+            self.page
+        };
+        let mut claims = claims.into_iter().peekable();
+        while claims.peek().is_some() {
+            let page: Vec<Status> = claims.by_ref().take(per).collect();
+            let mut counts = Counts::default();
+            page.iter().for_each(|s| counts.add(s.state));
+            sink.page(MemberListing::of_sweep(
+                Sweep {
+                    root: PathBuf::from("scripted:"),
+                    claims: page,
+                    counts,
+                    hazards: Vec::new(),
+                },
+                ItemRules::StoreKey,
+            ));
+        }
         Ok(ListEnd { at: None, complete })
     }
 }
@@ -621,4 +632,46 @@ fn a_lane_ends_when_the_face_is_gone() {
         assert!(Instant::now() < end, "the lane outlived its face");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_first_listing_of_many_pages_says_its_rows_in_growing_batches_before_the_whole() {
+    let s = Scripted {
+        page: 500,
+        ..Scripted::default()
+    };
+    for i in 0..2500 {
+        s.put(&format!("k{i:05}"), rec("k", None));
+    }
+    let mut d = Driver::over(&s, OriginIx(2), None, whole(0), DriveOpts::default(), NOW);
+    let mut said: Vec<Update> = Vec::new();
+    let rest = d
+        .start_saying(NOW, &mut |us: Vec<Update>| {
+            said.extend(us);
+            true
+        })
+        .expect("start");
+    let batches: Vec<usize> = said
+        .iter()
+        .map(|u| {
+            let delta = u.delta.as_ref().expect("rows");
+            assert!(delta.whole.is_none(), "a page is rows, not a listing");
+            assert!(delta.rows.iter().all(|r| r.path.origin() == 2));
+            delta.rows.len()
+        })
+        .collect();
+    // Said when the next page comes, each at least all before it: 1000
+    // (two pages), then 1000 more; the last page only with the whole.
+    assert_eq!(batches, [1000, 1000]);
+    let whole = rest[0].delta.as_ref().expect("the whole listing");
+    assert!(whole.whole.as_ref().is_some_and(|w| !w.partial));
+    assert_eq!(whole.rows.len(), 2500);
+    assert_eq!(d.counters().listings(), 1, "the pages are one listing's");
+
+    // Listed again (the safety net, a resync): no pages, the whole alone.
+    let again = d.handle(Input::Relist, NOW + 1).expect("relist");
+    assert!(again
+        .iter()
+        .filter_map(|u| u.delta.as_ref())
+        .all(|delta| delta.whole.is_some() || delta.rows.is_empty()));
 }
