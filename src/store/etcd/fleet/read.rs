@@ -50,14 +50,21 @@ impl Core {
             let parser = scope.spawn(move || parse_pages(to_parse, copies, out));
             let (hosts, hazards) = (&mut hosts, &mut hazards);
             let read_all = move || {
-                let read = found
-                    .iter()
-                    .try_for_each(|(rec, online): (HostRecord, bool)| {
-                        let at = hosts.len();
-                        let read = self.read_pages(at, &rec, online, &pages, hazards);
-                        hosts.push((rec, online));
-                        read
-                    });
+                let mut read = Ok(());
+                for (rec, online) in found.iter() {
+                    let at = hosts.len();
+                    let wanted = self.read_pages(at, &rec, online, &pages, hazards);
+                    hosts.push((rec, online));
+                    match wanted {
+                        Ok(true) => {}
+                        // Nobody takes more pages: no more hosts are read.
+                        Ok(false) => break,
+                        Err(e) => {
+                            read = Err(e);
+                            break;
+                        }
+                    }
+                }
                 // Either ends the other's work early: no more pages to
                 // parse, no more hosts to read.
                 drop((pages, found));
@@ -122,7 +129,8 @@ impl Core {
         online: bool,
         pages: &std::sync::mpsc::SyncSender<Page>,
         hazards: &mut Vec<Hazard>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
+        let mut wanted = true;
         for root in &rec.roots {
             let place = self.layout.root_place(&rec.machine_id, &root.id);
             let (prefix, known) = match (online, root.state) {
@@ -144,13 +152,17 @@ impl Core {
                     kvs,
                 };
                 // A parser that stopped takes no more.
-                pages.send(page).is_ok()
+                wanted = pages.send(page).is_ok();
+                wanted
             })?;
+            if !wanted {
+                return Ok(false);
+            }
             if !known {
                 hazards.extend(self.read_hazards(rec, root, &place)?);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The hazards one root's host found in it.
