@@ -331,8 +331,8 @@ impl<'b> Driver<'b> {
     }
 
     /// The feed first, so nothing written during the listing is missed;
-    /// then, before anything is listed, the fleet's summaries (when the
-    /// member has a fleet that keeps them), then the head (when asked, and
+    /// then, before anything is listed, the fleet's summaries (when a head
+    /// is asked and the member has a fleet that keeps them), then the head (when asked, and
     /// nothing was listed yet), then the whole listing. A driver of named
     /// keys reads its keys.
     pub fn start(&mut self, now: i64) -> Result<Vec<Update>, StoreError> {
@@ -359,7 +359,9 @@ impl<'b> Driver<'b> {
             return self.handle(Input::Feed(Vec::new()), now);
         }
         self.open_feed()?;
-        if !self.listed {
+        // Only a first screen (a driver asked for a head) wants what the
+        // summaries say before the listing; a scrape reads them itself.
+        if self.head > 0 && !self.listed {
             self.read_summaries();
             let first = self.update(None);
             if !first.is_empty() {
