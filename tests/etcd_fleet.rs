@@ -9,6 +9,8 @@
 #[path = "common/mod.rs"]
 mod common;
 mod etcd_common;
+#[path = "etcd_fleet/first_screen.rs"]
+mod first_screen;
 #[path = "etcd_fleet/idle.rs"]
 mod idle;
 #[path = "etcd_fleet/resync.rs"]
