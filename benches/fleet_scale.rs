@@ -6,7 +6,10 @@
 //! changes; the publishers' CPU meanwhile; `list --json` of the store; one
 //! `metrics` scrape (summaries, and `--per-claim`); `fleet --json`; and a
 //! restart storm (every publisher killed and started again at once) with
-//! the latency of `claimtop status` throughout.
+//! the latency of `claimtop status` throughout; and the dashboard over the
+//! store: its first screen with the hosts and counts (from the summaries),
+//! every copy in, and change → screen p99 (a lockfile written in a host's
+//! root, until its copy is a row).
 //!
 //! `cargo bench --features etcd --bench fleet_scale` runs 100 × 2 000;
 //! `CLAIMTOP_FLEET=H,N` another size; `--quick` (or `cargo test
@@ -15,6 +18,7 @@
 mod common;
 #[path = "../tests/etcd_common/mod.rs"]
 mod etcd_common;
+mod headless;
 
 use claimtop::claims::{now_ms, ClaimRecord, LocalIdentity, Root};
 use etcd_common::Etcd;
@@ -114,6 +118,7 @@ fn main() {
     println!("one metrics scrape (summaries): {}", secs(&scrape));
     let per_claim = scrapes(home, &url, &["--per-claim"], 3);
     println!("one metrics scrape (--per-claim): {}", secs(&per_claim));
+    dashboard_figures(&url, &roots[0].1, hosts, claims);
 
     // 4. A restart storm: every publisher killed, then all started at
     // once; `claimtop status` asked over and over meanwhile.
@@ -319,4 +324,66 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn clk_tck() -> f64 {
     // SAFETY: sysconf reads a constant of the running system.
     (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
+
+/// Changes timed for the dashboard's change → screen p99.
+const DASHBOARD_CHANGES: usize = 50;
+
+/// The dashboard over the fleet, its live wiring with no terminal (as
+/// benches/mixed measures a mix): the first screen with every host and
+/// the counts of every claim, every copy a row, and change → screen p99
+/// over lockfiles written in `root` (host 0's), each until its copy is a
+/// row.
+fn dashboard_figures(url: &str, root: &Root, hosts: usize, claims: usize) {
+    let total = hosts * claims;
+    let t0 = Instant::now();
+    let mut h = headless::Headless::start(url);
+    let hosts_in = |app: &claimtop::dashboard::testing::App| {
+        app.store.as_ref().map_or(0, |v| v.fleet.hosts.len())
+    };
+    while hosts_in(&h.app) < hosts || h.app.counted().total() < total {
+        h.pump(Duration::from_secs(30));
+    }
+    h.draw();
+    let first = t0.elapsed();
+    while h.app.claims.live.len() < total {
+        h.pump(Duration::from_secs(30));
+    }
+    h.draw();
+    let whole = t0.elapsed();
+    let opts = claimtop::claims::AcquireOpts {
+        ttl_ms: Some(600_000),
+        ..Default::default()
+    };
+    let mut lat = Vec::with_capacity(DASHBOARD_CHANGES);
+    for i in 0..DASHBOARD_CHANGES {
+        let before = h.app.claims.live.len();
+        let t = Instant::now();
+        claimtop::claims::acquire(root, &format!("bench-change/{i:04}"), "bench", &opts)
+            .expect("a lockfile in host 0's root");
+        while h.app.claims.live.len() <= before {
+            h.pump(Duration::from_secs(5));
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let p99 = lat[((lat.len() as f64 - 1.0) * 0.99).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
+    println!("dashboard --store over the fleet ({total} copies):");
+    println!(
+        "   first screen with hosts and counts {:>8.0} ms   (target <= 1000 ms) {}",
+        ms(first),
+        verdict(ms(first) <= 1000.0)
+    );
+    println!(
+        "   every row in                       {:>8.0} ms   (target <= 5000 ms) {}",
+        ms(whole),
+        verdict(ms(whole) <= 5000.0)
+    );
+    println!(
+        "   change -> screen p99               {:>8.1} ms over {DASHBOARD_CHANGES} lockfiles   (target <= 250 ms) {}",
+        ms(p99),
+        verdict(ms(p99) <= 250.0)
+    );
 }

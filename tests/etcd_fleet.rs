@@ -11,6 +11,8 @@ mod common;
 mod etcd_common;
 #[path = "etcd_fleet/feeds.rs"]
 mod feeds;
+#[path = "etcd_fleet/first_screen.rs"]
+mod first_screen;
 #[path = "etcd_fleet/idle.rs"]
 mod idle;
 #[path = "etcd_fleet/resync.rs"]

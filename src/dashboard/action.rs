@@ -17,9 +17,6 @@ pub enum Action {
     /// What one member's lane says: its rows, counts and hazards, pid
     /// facts, its link and hosts, the clock it judged them at.
     Update(Box<crate::store::drive::Update>),
-    /// What the hosts publishing into member `.0` found in their roots,
-    /// read again with their records.
-    FleetHazards(crate::store::OriginIx, Vec<crate::claims::Hazard>),
     /// What origin `.0`'s events log says: new complete lines, oldest
     /// first; a reset (truncated or replaced: what follows starts over);
     /// or why it cannot be followed (not a regular file, permission, ...).

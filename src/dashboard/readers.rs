@@ -12,7 +12,6 @@ use crate::events::tail::Line;
 use crate::store::drive::{spawn_all, DriveOpts, Lanes, Update};
 use crate::store::fleet::{mark_published, HostInfo};
 use crate::store::{Cursor, LogFeed, LogNews, OriginIx, Store, StoreError};
-use std::collections::HashMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,41 +40,17 @@ pub fn spawn_rows(store: &Arc<Store>, tx: &Sender<Action>, tick_ms: i64) -> std:
         debounce: Some(crate::store::file::feed::DEBOUNCE),
     };
     let lanes = spawn_all(store, opts, up_tx)?;
-    let (out, fleets) = (tx.clone(), fleets_of(store));
+    let out = tx.clone();
     std::thread::Builder::new()
         .name("claimtop-updates".into())
         .spawn(move || {
             for u in up_rx {
-                // What hosts found in their roots rides with their records:
-                // read again when the hosts were.
-                let hazards = u
-                    .facts
-                    .as_ref()
-                    .and_then(|f| f.hosts.as_ref())
-                    .and_then(|_| fleets.get(&u.at))
-                    .and_then(|f| f.fleet()?.brief_state().ok())
-                    .map(|s| Action::FleetHazards(u.at, s.hazards));
                 if out.send(Action::Update(Box::new(u))).is_err() {
                     return;
-                }
-                if let Some(h) = hazards {
-                    if out.send(h).is_err() {
-                        return;
-                    }
                 }
             }
         })?;
     Ok(lanes)
-}
-
-/// The members hosts publish into, by origin.
-fn fleets_of(store: &Store) -> HashMap<OriginIx, Arc<dyn crate::store::Backend>> {
-    store
-        .members()
-        .iter()
-        .filter(|m| m.backend().fleet().is_some())
-        .map(|m| (m.ix, m.shared()))
-        .collect()
 }
 
 /// One member's logs as the pane reads them.

@@ -405,9 +405,32 @@ impl ListSink for Collect {
 
 /// The whole listing of `b`, judged with `c`, as one.
 pub fn list_whole(b: &dyn Claims, c: &mut Classifier) -> Result<MemberListing, StoreError> {
-    let mut sink = Collect::default();
+    list_whole_paged(b, c, &mut |_| {})
+}
+
+/// [`list_whole`], each page shown to `on_page` as it comes, before it
+/// joins the listing (a first screen that fills in page by page).
+pub fn list_whole_paged(
+    b: &dyn Claims,
+    c: &mut Classifier,
+    on_page: &mut dyn FnMut(&MemberListing),
+) -> Result<MemberListing, StoreError> {
+    struct Paged<'a> {
+        got: Collect,
+        on_page: &'a mut dyn FnMut(&MemberListing),
+    }
+    impl ListSink for Paged<'_> {
+        fn page(&mut self, page: MemberListing) -> Flow {
+            (self.on_page)(&page);
+            self.got.page(page)
+        }
+    }
+    let mut sink = Paged {
+        got: Collect::default(),
+        on_page,
+    };
     let end = b.list(c, &mut sink)?;
-    let mut l = sink.got.unwrap_or_else(|| empty(b));
+    let mut l = sink.got.got.unwrap_or_else(|| empty(b));
     l.end = end;
     Ok(l)
 }

@@ -104,7 +104,9 @@ pub enum Change {
     Relist { why: Option<String> },
     /// The member's hosts changed (a publisher came, went, rewrote its
     /// record or one of its roots' hazards): re-read them, not the copies.
-    /// A root's summary names no change: the faces that show one read it
+    /// (A host's hazards are also its copies' listing's: the copies'
+    /// member hears of them as a [`Change::Relist`] without loss.) A
+    /// root's summary names no change: the faces that show one read it
     /// when asked.
     Members,
     /// The store stopped answering, or (a file root) something cannot be

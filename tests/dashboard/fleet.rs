@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 const URL: &str = "etcd://10.0.0.1:2379/fno";
 
 /// What the site's published member's lane says, as these tests tell it.
-enum StoreMsg {
+pub(crate) enum StoreMsg {
     /// The hosts, and every copy they publish, read again.
     Fleet { fleet: Box<FleetState>, at: i64 },
     /// One copy re-read (None: its host no longer publishes it).
@@ -36,8 +36,8 @@ enum StoreMsg {
 }
 
 /// The site and its copies' origins, as a store of one `--store` opens them.
-const SITE: u16 = 0;
-const COPIES: u16 = 1;
+pub(crate) const SITE: u16 = 0;
+pub(crate) const COPIES: u16 = 1;
 
 fn copy_place(host_id: &str, root_id: &str, key: &str) -> claimtop::claims::Loc {
     let place = format!("{host_id}/{root_id}/{key}");
@@ -46,7 +46,10 @@ fn copy_place(host_id: &str, root_id: &str, key: &str) -> claimtop::claims::Loc 
 
 /// A copy as the published member lists it: as its host judged it, or,
 /// its host offline, as last known then.
-fn copy_row(i: &FleetItem, offline_since: Option<i64>) -> Option<claimtop::store::mirror::Row> {
+pub(crate) fn copy_row(
+    i: &FleetItem,
+    offline_since: Option<i64>,
+) -> Option<claimtop::store::mirror::Row> {
     let place = copy_place(&i.host_id, &i.root.id, i.key());
     let mut s = claimtop::store::fleet::copy_status(place, &i.item)?;
     if let Some(seen) = offline_since {
@@ -67,7 +70,11 @@ fn copy_row(i: &FleetItem, offline_since: Option<i64>) -> Option<claimtop::store
 
 /// The copies' counts once `d` is taken in, as the published member's
 /// mirror tallies them with each delta.
-fn copies_tally(app: &App, d: &claimtop::store::mirror::Delta) -> claimtop::store::mirror::Tally {
+fn copies_tally(
+    app: &App,
+    d: &claimtop::store::mirror::Delta,
+    hazards: std::sync::Arc<Vec<Hazard>>,
+) -> claimtop::store::mirror::Tally {
     use std::collections::HashMap;
     let mut states: HashMap<RowId, ClaimState> = HashMap::new();
     if d.whole.is_none() {
@@ -88,13 +95,10 @@ fn copies_tally(app: &App, d: &claimtop::store::mirror::Delta) -> claimtop::stor
     for st in states.values() {
         counts.add(*st);
     }
-    claimtop::store::mirror::Tally {
-        counts,
-        hazards: std::sync::Arc::new(Vec::new()),
-    }
+    claimtop::store::mirror::Tally { counts, hazards }
 }
 
-fn store(app: &mut App, msg: StoreMsg) -> bool {
+pub(crate) fn store(app: &mut App, msg: StoreMsg) -> bool {
     use claimtop::dashboard::testing::Update;
     use claimtop::store::drive::Facts;
     use claimtop::store::mirror::{Delta, Whole};
@@ -182,11 +186,16 @@ fn store(app: &mut App, msg: StoreMsg) -> bool {
         };
         moved |= update(app, Action::Update(Box::new(site))).redraw;
     }
-    if let Some(h) = hazards {
-        moved |= update(app, Action::FleetHazards(OriginIx(SITE), h)).redraw;
-    }
+    // What the hosts found in their roots is the copies' listing's, as a
+    // root's hazards are its own; a copy re-read leaves them as they were.
+    let hazards = hazards.map(std::sync::Arc::new).unwrap_or_else(|| {
+        app.origins
+            .origin(usize::from(COPIES))
+            .map(|o| std::sync::Arc::clone(&o.tally.hazards))
+            .unwrap_or_default()
+    });
     let mut delta = delta;
-    delta.tally = Some(copies_tally(app, &delta));
+    delta.tally = Some(copies_tally(app, &delta, hazards));
     let u = Update {
         at: OriginIx(COPIES),
         delta: Some(delta),
@@ -196,11 +205,11 @@ fn store(app: &mut App, msg: StoreMsg) -> bool {
     moved | update(app, Action::Update(Box::new(u))).redraw
 }
 
-fn root_a() -> PublishedRoot {
+pub(crate) fn root_a() -> PublishedRoot {
     PublishedRoot::new("00000000000000aa".into(), "/srv/alpha".into())
 }
 
-fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
+pub(crate) fn host(id: &str, name: &str, online: bool, last_seen_ms: i64) -> HostInfo {
     HostInfo {
         host_id: id.into(),
         hostname: name.into(),
@@ -220,7 +229,7 @@ fn item(key: &str, holder: &str, host: &str) -> Value {
     json!({"key": key, "state": "live", "why": "pid 4242 is running", "record": record})
 }
 
-fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetItem {
+pub(crate) fn published(host_id: &str, hostname: &str, key: &str, holder: &str) -> FleetItem {
     FleetItem {
         host_id: host_id.into(),
         hostname: hostname.into(),
@@ -260,7 +269,7 @@ fn native_listing() -> MemberListing {
     }
 }
 
-fn fleet_app(w: u16, h: u16) -> App {
+pub(crate) fn fleet_app(w: u16, h: u16) -> App {
     let mut app = app_at(fixed_root());
     app.over_store(StoreView::new(URL.into(), NOW));
     update(&mut app, listed(native_listing(), NOW, None));
@@ -268,7 +277,7 @@ fn fleet_app(w: u16, h: u16) -> App {
     app
 }
 
-fn two_hosts() -> FleetState {
+pub(crate) fn two_hosts() -> FleetState {
     FleetState {
         hosts: vec![
             host("m-alpha", "alpha", true, NOW),
@@ -296,7 +305,7 @@ fn with_two_hosts() -> App {
     app
 }
 
-fn header_row(screen: &str) -> String {
+pub(crate) fn header_row(screen: &str) -> String {
     screen
         .lines()
         .find(|l| l.contains("state") && l.contains("key"))
@@ -485,7 +494,10 @@ fn the_hosts_hazards_are_counted_and_listed_as_list_counts_them_and_never_cleane
         2,
         "the corrupted copy is counted once, as alpha listed it"
     );
-    assert_eq!(app.hazards().len(), 0, "none of them is the store's");
+    assert!(
+        app.hazards().iter().all(|h| h.copy().is_some()),
+        "none of them is the store's: each says its host and root"
+    );
     assert!(render(&app).contains("2 hazards"));
 
     update(&mut app, key('h'));

@@ -10,6 +10,7 @@ mod e2e_tmux;
 mod effects;
 mod event_verbs;
 mod fleet;
+mod fleet_first;
 mod modes;
 mod roots;
 mod search;

@@ -11,8 +11,10 @@
 //! hosts when asked.
 
 use super::row_id::{CopyId, RowId};
-use crate::claims::Hazard;
+use crate::claims::Counts;
 use crate::store::fleet::HostInfo;
+use crate::store::mirror::Tally;
+use crate::store::sink::FleetSummary;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -35,10 +37,43 @@ pub struct FleetView {
     /// Published rows per host id, kept as rows come and go (a recount of
     /// a big fleet per change is what the header cannot afford).
     pub counts: HashMap<String, usize>,
-    /// What each host found in its roots, as it published it (litter,
-    /// mutex corpses, corrupted and foreign claims): the hosts' share of
-    /// the hazard count, as `list` counts it.
-    pub hazards: Vec<Hazard>,
+    /// The hosts' counts as their roots' summaries said them, read before
+    /// the copies are listed: what the header counts and the table's
+    /// "loading N of M" say until the copies are all in.
+    pub summary: Option<Summed>,
+    /// The copies were listed whole: from then on their own rows and
+    /// tally are counted, and the summaries no longer (a row is counted
+    /// once).
+    pub listed: bool,
+}
+
+/// What the summaries say of the copies, added up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summed {
+    /// Every copy by state (an offline host's or root's as last known), as
+    /// `claimtop fleet --json` counts each host.
+    pub counts: Counts,
+    /// The hazards the online hosts found in the roots they read.
+    pub hazards: usize,
+    /// Each host's copies, by host id.
+    pub by_host: HashMap<String, usize>,
+}
+
+impl Summed {
+    pub fn of(s: &FleetSummary) -> Summed {
+        let mut out = Summed::default();
+        for h in &s.hosts {
+            out.counts += h.counts;
+            out.by_host.insert(h.host_id.clone(), h.counts.total());
+        }
+        out.hazards = s
+            .roots
+            .iter()
+            .filter(|r| !r.last_known)
+            .map(|r| r.summary.hazards_total)
+            .sum();
+        out
+    }
 }
 
 impl FleetView {
@@ -65,6 +100,26 @@ impl FleetView {
         })
     }
 
+    /// While the copies are being listed: what their summaries say.
+    pub fn loading(&self) -> Option<&Summed> {
+        self.summary.as_ref().filter(|_| !self.listed)
+    }
+
+    /// How many copies host `host_id` publishes, as far as the view knows:
+    /// its rows once the copies are listed, its summaries' count before.
+    pub fn count_of(&self, host_id: &str) -> usize {
+        let rows = self.counts.get(host_id).copied().unwrap_or(0);
+        match self.loading() {
+            Some(s) => s.by_host.get(host_id).copied().unwrap_or(0).max(rows),
+            None => rows,
+        }
+    }
+
+    /// Copy rows in the table now, every host's.
+    pub fn rows(&self) -> usize {
+        self.counts.values().sum()
+    }
+
     pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
         self.hosts.iter().find(|h| h.host_id == host_id)
     }
@@ -77,5 +132,27 @@ impl FleetView {
         } else {
             *n = n.saturating_sub(1);
         }
+    }
+}
+
+impl super::App {
+    /// While a site's copies are being listed, what their summaries say:
+    /// counted in their place until the copies are all in.
+    pub fn loading(&self) -> Option<&Summed> {
+        self.store.as_ref()?.fleet.loading()
+    }
+
+    /// The shown tallies a count adds up: every origin's, but the copies'
+    /// while their summaries are counted in their place (a head, the first
+    /// pages, are not counted twice).
+    pub(super) fn counted_tallies(&self) -> impl Iterator<Item = &Tally> + '_ {
+        let skip = self
+            .loading()
+            .and(self.store.as_ref().and_then(|v| v.copies));
+        self.shown_tallies()
+            .into_iter()
+            .enumerate()
+            .filter(move |(i, _)| Some(*i) != skip)
+            .map(|(_, t)| t)
     }
 }

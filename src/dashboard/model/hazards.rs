@@ -9,14 +9,16 @@ impl App {
     /// own (root by root when there are several), then what publishing
     /// hosts found in theirs, host by host.
     pub fn hazard_entries(&self) -> Vec<Hazard> {
-        let mut own = self.hazards();
+        // A host's hazards are its copies' member's, each saying where.
+        let (mut own, mut published): (Vec<Hazard>, Vec<Hazard>) =
+            self.hazards().into_iter().partition(|h| h.copy().is_none());
         if self.origins.several() {
             // Stable: each root's keep their severity order.
             own.sort_by_key(|h| self.origins.of_path(h.path()));
         }
-        let mut published: Vec<&Hazard> = self.fleet_hazards().iter().collect();
-        published.sort_by_key(|h| h.copy().map(|c| (&c.host_id, &c.root)));
-        own.extend(published.into_iter().cloned());
+        let at = |h: &Hazard| h.copy().map(|c| (c.host_id.clone(), c.root.clone()));
+        published.sort_by_cached_key(at);
+        own.extend(published);
         own
     }
 

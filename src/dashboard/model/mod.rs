@@ -316,8 +316,8 @@ impl App {
     /// The header's hazard count: this root's (or store's) own, plus what
     /// publishing hosts found in theirs — the count `list` prints.
     pub fn hazard_count(&self) -> usize {
-        let own: usize = self.shown_tallies().iter().map(|t| t.hazards.len()).sum();
-        own + self.fleet_hazards().len()
+        let own: usize = self.counted_tallies().map(|t| t.hazards.len()).sum();
+        own + self.loading().map_or(0, |s| s.hazards)
     }
 
     /// Each origin's counts and hazards as the view shows them: the frozen
@@ -333,8 +333,8 @@ impl App {
     /// member's own count (counted once, by its mirror), the one `list`
     /// prints.
     pub fn counted(&self) -> Counts {
-        let mut c = Counts::default();
-        for t in self.shown_tallies() {
+        let mut c = self.loading().map_or_else(Counts::default, |s| s.counts);
+        for t in self.counted_tallies() {
             c += t.counts;
         }
         c
@@ -361,11 +361,6 @@ impl App {
             (a.kind.rank().cmp(&b.kind.rank())).then_with(|| a.path().cmp(b.path()))
         });
         out
-    }
-
-    /// The hazards publishing hosts reported (none without a store).
-    pub fn fleet_hazards(&self) -> &[crate::claims::Hazard] {
-        self.store.as_ref().map_or(&[], |v| &v.fleet.hazards)
     }
 
     /// The clock the view shows.

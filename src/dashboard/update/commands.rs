@@ -243,7 +243,8 @@ pub(super) fn start_clean(app: &mut App) -> bool {
     let hazards: Vec<_> = app
         .hazards()
         .into_iter()
-        .filter(|h| h.kind.cleanable())
+        // A host's hazards are its publisher's to clean, on its host.
+        .filter(|h| h.kind.cleanable() && h.copy().is_none())
         .collect();
     if hazards.is_empty() {
         app.say(

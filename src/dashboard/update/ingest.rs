@@ -34,6 +34,7 @@ pub fn on_mirror(app: &mut App, root: usize, mut d: Delta) -> bool {
         Some(w) => {
             let head = w.partial.then_some(d.rows.len());
             shown |= app.origins.set_partial(root, head);
+            shown |= super::store::on_copies_listed(app, root, !w.partial);
             let replaced = replace_rows(app, root, d.rows);
             app.refresh_selected_why();
             return replaced || shown;

@@ -69,9 +69,12 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
         Action::Update(u) => {
             let u = *u;
             let at = usize::from(u.at.0);
-            let (hosts, link) = u.facts.map_or((None, None), |f| (f.hosts, f.link));
+            let (hosts, link, summary) = u
+                .facts
+                .map_or((None, None, None), |f| (f.hosts, f.link, f.summary));
             // The hosts first: a copy's row is named by them.
             let mut shown = hosts.is_some_and(|h| store::on_hosts(app, at, h));
+            shown |= summary.is_some_and(|s| store::on_summary(app, at, &s));
             if let Some(delta) = u.delta {
                 shown |= on_mirror(app, at, delta);
                 shown |= rows::keep_marked_tenures(app);
@@ -82,9 +85,6 @@ fn step(app: &mut App, action: Action, fx: &mut Effects) -> bool {
             }
             // The link is judged at the newest clock.
             shown | link.is_some_and(|l| store::on_link(app, at, l))
-        }
-        Action::FleetHazards(at, hazards) => {
-            store::on_fleet_hazards(app, usize::from(at.0), hazards)
         }
         Action::Log(reply) => {
             let asof = asof::on_reply(app, &reply);

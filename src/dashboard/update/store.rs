@@ -1,12 +1,13 @@
 //! The transitions that take in what a store's lanes say beside the
 //! claims: the hosts, the link, each row's tenure.
 
-use crate::claims::Hazard;
+use crate::dashboard::model::fleet::Summed;
 use crate::dashboard::model::store::{Held, StoreInfo};
 use crate::dashboard::model::{App, Level};
 use crate::store::drive::LinkState;
 use crate::store::fleet::HostInfo;
 use crate::store::mirror::Delta;
+use crate::store::sink::FleetSummary;
 use std::sync::Arc;
 
 /// The hosts publishing into a site, read again; true when they moved.
@@ -45,14 +46,28 @@ pub fn on_link(app: &mut App, at: usize, link: LinkState) -> bool {
     }
 }
 
-/// What the publishing hosts found in their roots, read again: the hosts'
-/// share of the hazard count; true when it moved.
-pub fn on_fleet_hazards(app: &mut App, at: usize, hazards: Vec<Hazard>) -> bool {
+/// What the hosts' summaries say, read before the copies are listed: the
+/// header's counts and the table's "loading N of M" until the copies are
+/// all in (then the copies' own count replaces them); true when it moved.
+pub fn on_summary(app: &mut App, at: usize, s: &FleetSummary) -> bool {
     let Some(view) = app.store.as_mut().filter(|v| v.site == at) else {
         return false;
     };
-    let moved = view.fleet.hazards != hazards;
-    view.fleet.hazards = hazards;
+    let summed = Summed::of(s);
+    let moved = !view.fleet.listed && view.fleet.summary.as_ref() != Some(&summed);
+    view.fleet.summary = Some(summed);
+    moved
+}
+
+/// The copies of origin `at` were listed whole (`done`), or only their
+/// head or first pages so far: once whole, they are counted by their own
+/// rows; true when that moved.
+pub fn on_copies_listed(app: &mut App, at: usize, done: bool) -> bool {
+    let Some(view) = app.store.as_mut().filter(|v| v.copies == Some(at)) else {
+        return false;
+    };
+    let moved = view.fleet.listed != done && view.fleet.summary.is_some();
+    view.fleet.listed |= done;
     moved
 }
 

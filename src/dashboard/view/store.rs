@@ -75,6 +75,12 @@ pub fn mark_view<'a>(title: &mut Vec<Span<'a>>, app: &App, store: &StoreView, th
             theme.dim(),
         ));
     }
+    if let Some(s) = store.fleet.loading() {
+        title.push(Span::styled(
+            format!(" · loading {} of {}", store.fleet.rows(), s.counts.total()),
+            theme.dim(),
+        ));
+    }
 }
 
 /// ` hosts  alpha 3 · beta 12 (1 root unreadable) · gamma offline, last seen
@@ -90,7 +96,7 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
             clock(h.last_seen_ms, app.local_time, "%H:%M:%S")
         );
         // Its rows are what it last said: counted apart, never as live.
-        let kept = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
+        let kept = fleet.count_of(&h.host_id);
         if kept > 0 {
             text.push_str(&format!(" ({kept} last known)"));
         }
@@ -99,7 +105,7 @@ pub fn hosts_line(app: &App, store: &StoreView, theme: &Theme, width: u16) -> Li
     // A root whose claims are unknown is said even when the counts go: its
     // host's count is not all it holds.
     let online = |h: &crate::store::fleet::HostInfo, counts: bool| {
-        let n = fleet.counts.get(&h.host_id).copied().unwrap_or(0);
+        let n = fleet.count_of(&h.host_id);
         let name = safe(&h.label);
         let mut text = if counts {
             format!("{name} {n}")

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// Claims in a first screen's head listing.
@@ -51,8 +51,22 @@ pub fn spawn_all(store: &Arc<Store>, opts: DriveOpts, out: Sender<Update>) -> io
         counters: Vec::new(),
     };
     let mut clocked = Vec::new();
+    let fleets = store
+        .members()
+        .iter()
+        .filter(|m| m.backend().fleet().is_some())
+        .count();
+    let gate = Arc::new(Gate {
+        left: Mutex::new(fleets),
+        opened: Condvar::new(),
+    });
     for m in store.members() {
         let (tx, rx) = channel();
+        let gate = match (fleets, m.backend().fleet().is_some()) {
+            (0, _) => Turn::Free,
+            (_, true) => Turn::Opens(Arc::clone(&gate)),
+            (_, false) => Turn::Waits(Arc::clone(&gate)),
+        };
         let driver = Driver::new(m, None, Want::Whole { head: HEAD }, opts, now);
         lanes.counters.push(driver.counters());
         let shown = Arc::new(Ticks::default());
@@ -64,6 +78,7 @@ pub fn spawn_all(store: &Arc<Store>, opts: DriveOpts, out: Sender<Update>) -> io
             ticks: Arc::clone(&shown),
             debounce: opts.debounce,
             closer: None,
+            gate,
         };
         std::thread::Builder::new()
             .name(format!("claimtop-lane{}", m.ix.0))
@@ -111,12 +126,73 @@ struct Lane {
     debounce: Option<Duration>,
     /// Ends the feed lent to the drain thread, so it stops with the lane.
     closer: Option<Box<dyn FnOnce() + Send>>,
+    /// Where its first listing waits for the fleets' summaries.
+    gate: Turn,
+}
+
+/// The longest a lane waits for the fleets' summaries before it lists.
+const SUMMARIES_FIRST: Duration = Duration::from_secs(1);
+
+/// Opened once every lane of a member with a fleet has said what it says
+/// first (its summaries): the other lanes list after that, so a first
+/// screen's few summary reads are not read against every copy's listing
+/// at once (on a busy store that made them wait a second).
+struct Gate {
+    /// Fleets' lanes yet to say their first.
+    left: Mutex<usize>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        if let Ok(mut left) = self.left.lock() {
+            *left = left.saturating_sub(1);
+        }
+        self.opened.notify_all();
+    }
+
+    fn wait(&self, most: Duration) {
+        if let Ok(left) = self.left.lock() {
+            let _ = self.opened.wait_timeout_while(left, most, |left| *left > 0);
+        }
+    }
+}
+
+/// A lane's part at the gate.
+enum Turn {
+    /// No member has a fleet: nothing to wait for.
+    Free,
+    /// Its member has a fleet: it opens the gate once it said its first.
+    Opens(Arc<Gate>),
+    /// It lists once the gate is open (or [`SUMMARIES_FIRST`] passed).
+    Waits(Arc<Gate>),
 }
 
 impl Lane {
     fn run(mut self) {
-        let first = self.driver.start(now_ms());
-        if !self.send(first, None) {
+        let (out, ticks, at) = (self.out.clone(), Arc::clone(&self.ticks), self.driver.at());
+        if let Turn::Waits(gate) = &self.gate {
+            gate.wait(SUMMARIES_FIRST);
+        }
+        let mut opens = match &self.gate {
+            Turn::Opens(gate) => Some(Arc::clone(gate)),
+            _ => None,
+        };
+        // The summaries and the head go out as soon as they are read: a
+        // face shows them while the whole listing is read.
+        let mut gone = false;
+        let first = self.driver.start_saying(now_ms(), &mut |us| {
+            gone |= !send_to(&out, &ticks, at, Ok(us), None);
+            if let Some(gate) = opens.take() {
+                gate.open();
+            }
+            !gone
+        });
+        // Said nothing first (no summaries, no head): open it now.
+        if let Some(gate) = opens.take() {
+            gate.open();
+        }
+        if gone || !self.send(first, None) {
             return self.stop();
         }
         // The listing's raw pages are freed by now.
@@ -176,32 +252,7 @@ impl Lane {
     /// tick only if no newer one was said for this member; false once the
     /// face is gone.
     fn send(&self, got: Result<Vec<Update>, StoreError>, tick: Option<i64>) -> bool {
-        let updates = match got {
-            Ok(us) => us,
-            Err(e) => vec![Update {
-                at: self.driver.at(),
-                delta: None,
-                facts: Some(Facts {
-                    link: Some(LinkState::Unreachable(e.to_string())),
-                    hosts: None,
-                }),
-                tick,
-            }],
-        };
-        for mut u in updates {
-            if let Some(t) = u.tick {
-                if self.ticks.said.fetch_max(t, Ordering::SeqCst) >= t {
-                    u.tick = None;
-                }
-            }
-            if u.is_empty() {
-                continue;
-            }
-            if self.out.send(u).is_err() {
-                return false;
-            }
-        }
-        true
+        send_to(&self.out, &self.ticks, self.driver.at(), got, tick)
     }
 
     fn stop(mut self) {
@@ -209,6 +260,44 @@ impl Lane {
             close();
         }
     }
+}
+
+/// Say what a lane's driver said (a failure as the member unreachable),
+/// the tick only if no newer one was said for this member; false once the
+/// face is gone.
+fn send_to(
+    out: &Sender<Update>,
+    ticks: &Ticks,
+    at: OriginIx,
+    got: Result<Vec<Update>, StoreError>,
+    tick: Option<i64>,
+) -> bool {
+    let updates = match got {
+        Ok(us) => us,
+        Err(e) => vec![Update {
+            at,
+            delta: None,
+            facts: Some(Facts {
+                link: Some(LinkState::Unreachable(e.to_string())),
+                ..Facts::default()
+            }),
+            tick,
+        }],
+    };
+    for mut u in updates {
+        if let Some(t) = u.tick {
+            if ticks.said.fetch_max(t, Ordering::SeqCst) >= t {
+                u.tick = None;
+            }
+        }
+        if u.is_empty() {
+            continue;
+        }
+        if out.send(u).is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The next input, a run of ticks folded into the newest (a lane that was
@@ -302,7 +391,7 @@ fn probe(member: Arc<dyn Backend>, at: OriginIx, out: &Sender<Update>) {
             delta: None,
             facts: Some(Facts {
                 link: Some(state),
-                hosts: None,
+                ..Facts::default()
             }),
             tick: None,
         };

@@ -24,16 +24,18 @@
 
 mod lanes;
 pub mod memory;
+mod pages;
 #[cfg(test)]
 mod tests;
 
 pub use lanes::{next_tick_after, spawn_all, Lanes, HEAD, PROBE_EVERY, PROBE_TIMEOUT};
 
-use super::backend::Backend;
+use super::backend::{Backend, MemberListing};
 use super::compose::{Member, OriginIx};
 use super::fleet::HostInfo;
 use super::mirror::judge::Judge;
 use super::mirror::{Delta, Mirror, Tally};
+use super::sink::FleetSummary;
 use super::{Change, Changes, LinkFacts, StoreError, Tenure};
 use crate::claims::root::RootProblem;
 use crate::claims::{ItemRules, Status};
@@ -141,11 +143,15 @@ pub struct Facts {
     /// member with a [`super::Fleet`]): `last_seen_ms` is each host
     /// record's own, as `fleet --json` prints it.
     pub hosts: Option<Arc<Vec<HostInfo>>>,
+    /// The hosts and their roots' counts as their summaries say them, read
+    /// before the first listing (a member with a [`super::Fleet`] that keeps
+    /// summaries): what a first screen shows while the copies are listed.
+    pub summary: Option<Arc<FleetSummary>>,
 }
 
 impl Facts {
     fn is_empty(&self) -> bool {
-        self.link.is_none() && self.hosts.is_none()
+        self.link.is_none() && self.hosts.is_none() && self.summary.is_none()
     }
 }
 
@@ -325,30 +331,81 @@ impl<'b> Driver<'b> {
     }
 
     /// The feed first, so nothing written during the listing is missed;
-    /// then the head (when asked, and nothing was listed yet), then the
-    /// whole listing. A driver of named keys reads its keys.
+    /// then, before anything is listed, the fleet's summaries (when a head
+    /// is asked and the member has a fleet that keeps them), then the head (when asked, and
+    /// nothing was listed yet), then the whole listing. A driver of named
+    /// keys reads its keys.
     pub fn start(&mut self, now: i64) -> Result<Vec<Update>, StoreError> {
+        let mut early = Vec::new();
+        let rest = self.start_saying(now, &mut |us: Vec<Update>| {
+            early.extend(us);
+            true
+        })?;
+        early.extend(rest);
+        Ok(early)
+    }
+
+    /// [`Driver::start`], what comes before the whole listing (the
+    /// summaries, the head, then the first listing's pages as rows, each
+    /// batch at least as big as all before it) handed to `say` as soon as
+    /// it is read, so a face shows it while the listing is read; the rest
+    /// returned.
+    pub fn start_saying(
+        &mut self,
+        now: i64,
+        say: &mut (dyn FnMut(Vec<Update>) -> bool + Send),
+    ) -> Result<Vec<Update>, StoreError> {
         if !self.whole {
             return self.handle(Input::Feed(Vec::new()), now);
         }
         self.open_feed()?;
-        let mut out = Vec::new();
+        // Only a first screen (a driver asked for a head) wants what the
+        // summaries say before the listing; a scrape reads them itself.
+        if self.head > 0 && !self.listed {
+            self.read_summaries();
+            let first = self.update(None);
+            if !first.is_empty() {
+                say(first);
+            }
+        }
         if self.head > 0 && !self.listed {
             let backend = borrow(&self.backend);
             if self.mirror.list_head(backend, self.head, now)? {
-                out.extend(self.update(None));
+                say(self.update(None));
             }
         }
         // Read apart from the rows kept (see the mirror's `apart`).
         let backend = borrow(&self.backend);
-        let listed = self.mirror.list_apart(backend, now, None);
+        let mut pages = pages::Pages::new(self.at, backend.rules(), self.opts.words, now);
+        let first = !self.listed;
+        let mut on_page = |page: &MemberListing| {
+            if first {
+                pages.take(page, &mut *say);
+            }
+        };
+        let listed = self
+            .mirror
+            .list_apart_paged(backend, now, None, &mut on_page);
         self.count();
         listed?;
         self.listed = true;
         self.hosts_due = true;
         self.read_hosts();
-        out.extend(self.update(None));
-        Ok(out)
+        Ok(self.update(None))
+    }
+
+    /// The fleet's summaries, when the member has a fleet and every root
+    /// has one (O(hosts) reads, whatever the claims); nothing otherwise,
+    /// and a failed read is left to the listing, which says the member is
+    /// away.
+    fn read_summaries(&mut self) {
+        let Some(fleet) = self.backend().fleet() else {
+            return;
+        };
+        if let Ok(Some(s)) = fleet.summaries() {
+            self.facts.hosts = Some(Arc::new(s.hosts.clone()));
+            self.facts.summary = Some(Arc::new(s));
+        }
     }
 
     /// Take one input in; what changed, in order (nothing: an empty list).

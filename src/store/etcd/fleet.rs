@@ -28,7 +28,7 @@ mod read;
 mod summary;
 
 pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
-pub use read::Copies;
+pub use read::{Copies, ParsedPage};
 
 impl HostRecord {
     /// The host as an answer about it names it: the hostname an operator

@@ -180,6 +180,10 @@ pub enum Published {
     Host {
         host_id: String,
     },
+    /// The hazards one of its roots holds.
+    Hazards {
+        host_id: String,
+    },
     Claim {
         host_id: String,
         root_id: String,
@@ -267,7 +271,7 @@ impl Layout {
         // Written only when the array changes (a corpse aged, a corrupted
         // claim came): rare enough for the fleet's re-read.
         if rest == "hazards" {
-            return Some(Published::Host { host_id });
+            return Some(Published::Hazards { host_id });
         }
         if rest.starts_with("events/") {
             return Some(Published::Event {
@@ -490,7 +494,7 @@ mod tests {
         );
         assert_eq!(
             l.published_of(p.hazards().as_bytes()),
-            Some(Published::Host {
+            Some(Published::Hazards {
                 host_id: "m/1".into()
             })
         );

@@ -4,6 +4,7 @@
 //! no claims; a force-release of a copy is the request to its host's
 //! publisher, which acts on its own root. It shares the site's connection.
 
+use super::fleet::ParsedPage;
 use super::layout::{copy_key, split_copy_key};
 use super::log::Logs;
 use super::{watch, Core, EtcdStore};
@@ -15,7 +16,7 @@ use crate::claims::{
 use crate::events::history::{History, Log};
 use crate::events::Event;
 use crate::store::backend::{
-    Audit, Backend, Claims, Feed, ListEnd, ListSink, MemberListing, Words,
+    Audit, Backend, Claims, Feed, Flow, ListEnd, ListSink, MemberListing, Words,
 };
 use crate::store::cursor::{Cursor, Fence};
 use crate::store::fleet::{copy_status, logs_of, FleetItem};
@@ -152,39 +153,54 @@ impl Claims for Published {
         Ok(Fenced::plain(s))
     }
 
-    /// Every copy online hosts publish, then what offline hosts last
-    /// published (as last known), by key and host.
+    /// Every copy online hosts publish and what offline hosts last
+    /// published (as last known), a page for each root's copies as they are
+    /// read (by key within it, host after host: a first screen fills in
+    /// while the rest is read), then what the online hosts found in the
+    /// roots they read, each saying where (host, root, path): the copies'
+    /// hazards, as a root's are its own listing's. (`list` names no copies
+    /// member: it takes them from the fleet, so none is counted twice.)
     fn list(&self, _c: &mut Classifier, sink: &mut dyn ListSink) -> Result<ListEnd, StoreError> {
-        let fleet = self.core.read_fleet(super::fleet::Copies::Whole)?;
-        let seen = |id: &str| fleet.host(id).map_or(0, |h| h.last_seen_ms);
-        let mut claims: Vec<Status> = fleet
-            .items
-            .iter()
-            .filter_map(|i| copy_status(place(&i.host_id, &i.root.id, i.key()), &i.item))
-            .collect();
-        claims.extend(
-            fleet
-                .last_known
-                .iter()
-                .filter_map(|i| last_known(i, seen(&i.host_id))),
-        );
-        claims.sort_by(|a, b| (&a.key, &a.file).cmp(&(&b.key, &b.file)));
-        let mut counts = Counts::default();
-        for s in &claims {
-            counts.add(s.state);
-        }
-        let sweep = Sweep {
-            root: PathBuf::from(self.url()),
-            claims,
-            counts,
-            // Each host's hazards are its own list's (`fleet`'s hazards);
-            // counted here they would be counted twice.
-            hazards: Vec::new(),
+        let root = PathBuf::from(self.url());
+        let page_of = |claims: Vec<Status>, hazards| {
+            let mut counts = Counts::default();
+            for s in &claims {
+                counts.add(s.state);
+            }
+            let sweep = Sweep {
+                root: root.clone(),
+                claims,
+                counts,
+                hazards,
+            };
+            MemberListing::of_sweep(sweep, ItemRules::Copy)
         };
-        sink.page(MemberListing::of_sweep(sweep, ItemRules::Copy));
+        let mut stopped = false;
+        let mut each = |p: ParsedPage| {
+            let mut claims: Vec<Status> = if p.known {
+                p.items
+                    .iter()
+                    .filter_map(|i| last_known(i, p.last_seen_ms))
+                    .collect()
+            } else {
+                p.items
+                    .iter()
+                    .filter_map(|i| copy_status(place(&i.host_id, &i.root.id, i.key()), &i.item))
+                    .collect()
+            };
+            claims.sort_by(|a, b| (&a.key, &a.file).cmp(&(&b.key, &b.file)));
+            stopped = sink.page(page_of(claims, Vec::new())) == Flow::Stop;
+            !stopped
+        };
+        let fleet = self
+            .core
+            .read_fleet_paged(super::fleet::Copies::Whole, Some(&mut each))?;
+        if !stopped {
+            sink.page(page_of(Vec::new(), fleet.hazards));
+        }
         Ok(ListEnd {
             at: None,
-            complete: true,
+            complete: !stopped,
         })
     }
 }

@@ -159,6 +159,13 @@ impl Reading for Claims {
                     // Both members hear of the hosts: the site reads them
                     // (`Fleet::hosts`), the copies' listing judges by them.
                     Some(Published::Host { .. }) => Raw::Change(Change::Members),
+                    // A host's hazards are its copies' listing's: the copies'
+                    // member lists them again (and so reads the hosts); the
+                    // site reads its hosts again.
+                    Some(Published::Hazards { .. }) if self.copies => {
+                        Raw::Change(Change::Relist { why: None })
+                    }
+                    Some(Published::Hazards { .. }) => Raw::Change(Change::Members),
                     Some(Published::Claim {
                         host_id,
                         root_id,

@@ -12,7 +12,7 @@
 //! collector turns glibc's fastbins off for that, see its
 //! `keep_big_buffers_mapped`.)
 
-use super::super::backend::{list_whole, Claims, MemberListing};
+use super::super::backend::{list_whole_paged, Claims, MemberListing};
 use super::super::StoreError;
 use crate::claims::Classifier;
 use std::sync::mpsc::{channel, Sender};
@@ -26,14 +26,17 @@ const BATCH: usize = 1024;
 pub(super) fn read(
     store: &dyn Claims,
     c: Classifier,
+    on_page: &mut (dyn FnMut(&MemberListing) + Send),
 ) -> (Result<MemberListing, StoreError>, Classifier) {
     let mut kept = Some(c);
+    let mut page = Some(on_page);
     let apart = std::thread::scope(|s| {
         let mut c = kept.take()?;
+        let on_page = page.take()?;
         let h = std::thread::Builder::new()
             .name("claimtop-list".into())
             .spawn_scoped(s, move || {
-                let listing = list_whole(store, &mut c);
+                let listing = list_whole_paged(store, &mut c, on_page);
                 (listing, c)
             });
         match h {
@@ -47,7 +50,7 @@ pub(super) fn read(
         Some(read) => read,
         None => {
             let mut c = Classifier::new(crate::claims::now_ms());
-            (list_whole(store, &mut c), c)
+            (list_whole_paged(store, &mut c, &mut |_| {}), c)
         }
     }
 }

@@ -35,8 +35,21 @@ impl Mirror {
         now: i64,
         resync: Option<String>,
     ) -> Result<(), StoreError> {
+        self.list_apart_paged(store, now, resync, &mut |_| {})
+    }
+
+    /// [`Mirror::list_apart`], each page shown to `on_page` (on the
+    /// listing's thread) as it comes: a first screen that fills in while
+    /// the rest is read.
+    pub fn list_apart_paged(
+        &mut self,
+        store: &dyn Claims,
+        now: i64,
+        resync: Option<String>,
+        on_page: &mut (dyn FnMut(&MemberListing) + Send),
+    ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
-        let (listing, c) = apart::read(store, self.classifier(now));
+        let (listing, c) = apart::read(store, self.classifier(now), on_page);
         self.took(listing?, c, started, store, now, resync);
         Ok(())
     }

@@ -22,24 +22,69 @@ impl Core {
         &self,
         copies: Copies,
     ) -> Result<FleetState, StoreError> {
+        self.read_fleet_paged(copies, None)
+    }
+
+    /// [`Core::read_fleet`], each root's copies handed to `each` a page at
+    /// a time as they are parsed (a host's, then the next's: no key order
+    /// across hosts) rather than kept; the state returned holds the hosts
+    /// and hazards alone then. `each` returning false stops the reading.
+    pub(in crate::store::etcd) fn read_fleet_paged(
+        &self,
+        copies: Copies,
+        mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
+    ) -> Result<FleetState, StoreError> {
         let mut hosts = Vec::new();
         let mut hazards = Vec::new();
         let (found, read, parsed) = std::thread::scope(|scope| {
             let (to_read, found) = std::sync::mpsc::sync_channel(HOSTS_AHEAD);
             let finder = scope.spawn(move || self.each_host(|h| to_read.send(h).is_ok()));
             let (pages, to_parse) = std::sync::mpsc::sync_channel::<Page>(PAGES_AHEAD);
-            let parser = scope.spawn(move || parse_pages(to_parse, copies));
-            let read = found
-                .iter()
-                .try_for_each(|(rec, online): (HostRecord, bool)| {
+            let (out, parsed) = match each {
+                Some(_) => {
+                    let (tx, rx) = std::sync::mpsc::sync_channel::<ParsedPage>(PAGES_AHEAD);
+                    (Some(tx), Some(rx))
+                }
+                None => (None, None),
+            };
+            let parser = scope.spawn(move || parse_pages(to_parse, copies, out));
+            let (hosts, hazards) = (&mut hosts, &mut hazards);
+            let read_all = move || {
+                let mut read = Ok(());
+                for (rec, online) in found.iter() {
                     let at = hosts.len();
-                    let read = self.read_pages(at, &rec, online, &pages, &mut hazards);
+                    let wanted = self.read_pages(at, &rec, online, &pages, hazards);
                     hosts.push((rec, online));
-                    read
-                });
-            // Either ends the other's work early: no more pages to parse,
-            // no more hosts to read.
-            drop((pages, found));
+                    match wanted {
+                        Ok(true) => {}
+                        // Nobody takes more pages: no more hosts are read.
+                        Ok(false) => break,
+                        Err(e) => {
+                            read = Err(e);
+                            break;
+                        }
+                    }
+                }
+                // Either ends the other's work early: no more pages to
+                // parse, no more hosts to read.
+                drop((pages, found));
+                read
+            };
+            let read = match (parsed, each.as_mut()) {
+                // Read on a thread of its own, while this one hands each
+                // parsed page on.
+                (Some(parsed), Some(each)) => {
+                    let reader = scope.spawn(read_all);
+                    for page in parsed.iter() {
+                        if !each(page) {
+                            break;
+                        }
+                    }
+                    drop(parsed);
+                    joined(reader)
+                }
+                _ => read_all(),
+            };
             (joined(finder), read, joined(parser))
         });
         read?;
@@ -84,7 +129,8 @@ impl Core {
         online: bool,
         pages: &std::sync::mpsc::SyncSender<Page>,
         hazards: &mut Vec<Hazard>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
+        let mut wanted = true;
         for root in &rec.roots {
             let place = self.layout.root_place(&rec.machine_id, &root.id);
             let (prefix, known) = match (online, root.state) {
@@ -95,6 +141,8 @@ impl Core {
             self.page_through(&prefix, 0, false, |kvs| {
                 let page = Page {
                     host,
+                    // As the host's record says it (an online one's: now).
+                    last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
                     host_id: rec.machine_id.clone(),
                     hostname: rec.hostname.clone(),
                     root: root.clone(),
@@ -104,13 +152,17 @@ impl Core {
                     kvs,
                 };
                 // A parser that stopped takes no more.
-                pages.send(page).is_ok()
+                wanted = pages.send(page).is_ok();
+                wanted
             })?;
+            if !wanted {
+                return Ok(false);
+            }
             if !known {
                 hazards.extend(self.read_hazards(rec, root, &place)?);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The hazards one root's host found in it.
@@ -163,12 +215,21 @@ const PAGES_AHEAD: usize = 4;
 /// known ones when `known`.
 struct Page {
     host: usize,
+    last_seen_ms: i64,
     host_id: String,
     hostname: String,
     root: PublishedRoot,
     online: bool,
     known: bool,
     kvs: Vec<etcd_client::KeyValue>,
+}
+
+/// One root's page of copies, parsed: its last known ones when `known`,
+/// with the time its host was last seen (their words say it).
+pub struct ParsedPage {
+    pub items: Vec<FleetItem>,
+    pub known: bool,
+    pub last_seen_ms: i64,
 }
 
 /// What the parser made of the pages, in the order they were read.
@@ -181,8 +242,14 @@ struct Parsed {
 }
 
 /// Each copy as its host printed it (a value that is not JSON is left
-/// out), counted on its host as [`count_copies`] counts it.
-fn parse_pages(pages: std::sync::mpsc::Receiver<Page>, copies: Copies) -> Parsed {
+/// out), counted on its host as [`count_copies`] counts it; handed to
+/// `out` a page at a time when there is one (until it is gone), kept
+/// otherwise.
+fn parse_pages(
+    pages: std::sync::mpsc::Receiver<Page>,
+    copies: Copies,
+    out_pages: Option<std::sync::mpsc::SyncSender<ParsedPage>>,
+) -> Parsed {
     let mut out = Parsed {
         items: Vec::new(),
         last_known: Vec::new(),
@@ -192,11 +259,7 @@ fn parse_pages(pages: std::sync::mpsc::Receiver<Page>, copies: Copies) -> Parsed
         if out.counts.len() <= page.host {
             out.counts.resize(page.host + 1, Counts::default());
         }
-        let into = if page.known {
-            &mut out.last_known
-        } else {
-            &mut out.items
-        };
+        let mut parsed = Vec::with_capacity(page.kvs.len());
         for kv in &page.kvs {
             let item = match copies {
                 Copies::Whole => serde_json::from_slice(kv.value()),
@@ -212,7 +275,21 @@ fn parse_pages(pages: std::sync::mpsc::Receiver<Page>, copies: Copies) -> Parsed
                 item,
             };
             out.counts[page.host] += count_copies(std::iter::once(copy.state()), page.online);
-            into.push(copy);
+            parsed.push(copy);
+        }
+        match &out_pages {
+            Some(to) => {
+                let p = ParsedPage {
+                    items: parsed,
+                    known: page.known,
+                    last_seen_ms: page.last_seen_ms,
+                };
+                if to.send(p).is_err() {
+                    break;
+                }
+            }
+            None if page.known => out.last_known.append(&mut parsed),
+            None => out.items.append(&mut parsed),
         }
         // Freed here, not on the thread reading the next page.
         drop(page);

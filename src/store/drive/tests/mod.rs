@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Condvar, Mutex};
 
+mod lanes;
+
 const NOW: i64 = 1_800_000_000_000;
 /// The bound on "it never came" (not a timing assertion).
 const NEVER: Duration = Duration::from_secs(20);
@@ -50,6 +52,8 @@ struct Scripted {
     released: Condvar,
     listings: AtomicUsize,
     linked: AtomicBool,
+    /// List this many claims a page (0: all in one).
+    page: usize,
 }
 
 impl Scripted {
@@ -167,18 +171,27 @@ impl Claims for Scripted {
             .take(take)
             .map(|k| self.status_of(k, c.now()))
             .collect();
-        let mut counts = Counts::default();
-        claims.iter().for_each(|s| counts.add(s.state));
         let complete = claims.len() == keys.len();
-        sink.page(MemberListing::of_sweep(
-            Sweep {
-                root: PathBuf::from("scripted:"),
-                claims,
-                counts,
-                hazards: Vec::new(),
-            },
-            ItemRules::StoreKey,
-        ));
+        let per = if self.page == 0 {
+            claims.len().max(1)
+        } else {
+            self.page
+        };
+        let mut claims = claims.into_iter().peekable();
+        while claims.peek().is_some() {
+            let page: Vec<Status> = claims.by_ref().take(per).collect();
+            let mut counts = Counts::default();
+            page.iter().for_each(|s| counts.add(s.state));
+            sink.page(MemberListing::of_sweep(
+                Sweep {
+                    root: PathBuf::from("scripted:"),
+                    claims: page,
+                    counts,
+                    hazards: Vec::new(),
+                },
+                ItemRules::StoreKey,
+            ));
+        }
         Ok(ListEnd { at: None, complete })
     }
 }
@@ -500,155 +513,44 @@ fn a_root_is_judged_by_its_pids_once_per_listing() {
     );
 }
 
-/// Updates from `rx` until `done` says enough (or [`NEVER`]).
-fn until(rx: &Receiver<Update>, mut done: impl FnMut(&[Update]) -> bool) -> Vec<Update> {
-    let end = Instant::now() + NEVER;
-    let mut got = Vec::new();
-    while Instant::now() < end {
-        if let Ok(u) = rx.recv_timeout(Duration::from_millis(50)) {
-            got.push(u);
-            if done(&got) {
-                return got;
-            }
-        }
-    }
-    panic!("never came; got {got:?}");
-}
-
-fn store_of(members: Vec<Arc<dyn Backend>>) -> Arc<Store> {
-    let parts = members
-        .into_iter()
-        .map(|b| (Origin::Site { url: b.url() }, true, b))
-        .collect();
-    Arc::new(Store::of_parts(parts))
-}
-
 #[test]
-fn every_member_has_a_lane_whose_rows_and_ticks_reach_the_face() {
-    let (a, b) = (Arc::new(Scripted::default()), Arc::new(Scripted::default()));
-    a.put("x", rec("x", None));
-    b.put("y", rec("y", None));
-    b.linked.store(true, Ordering::SeqCst);
-    let store = store_of(vec![a.clone(), b.clone()]);
-    let (tx, rx) = channel();
-    let opts = DriveOpts {
-        tick_ms: 100,
-        ..DriveOpts::default()
+fn a_first_listing_of_many_pages_says_its_rows_in_growing_batches_before_the_whole() {
+    let s = Scripted {
+        page: 500,
+        ..Scripted::default()
     };
-    let lanes = spawn_all(&store, opts, tx).expect("lanes");
-    assert_eq!(lanes.inboxes.len(), 2);
-    let whole_of = |us: &[Update], at: u16| {
-        us.iter()
-            .any(|u| u.at == OriginIx(at) && u.delta.as_ref().is_some_and(|d| d.whole.is_some()))
-    };
-    let ticked =
-        |us: &[Update], at: u16| us.iter().any(|u| u.at == OriginIx(at) && u.tick.is_some());
-    let reached = |us: &[Update]| {
-        us.iter().any(|u| {
-            u.at == OriginIx(1)
-                && matches!(
-                    u.facts.as_ref().and_then(|f| f.link.as_ref()),
-                    Some(LinkState::Reached(_))
-                )
+    for i in 0..2500 {
+        s.put(&format!("k{i:05}"), rec("k", None));
+    }
+    let mut d = Driver::over(&s, OriginIx(2), None, whole(0), DriveOpts::default(), NOW);
+    let mut said: Vec<Update> = Vec::new();
+    let rest = d
+        .start_saying(NOW, &mut |us: Vec<Update>| {
+            said.extend(us);
+            true
         })
-    };
-    until(&rx, |us| {
-        whole_of(us, 0) && whole_of(us, 1) && ticked(us, 0) && ticked(us, 1) && reached(us)
-    });
-    // A change on one member re-reads its key in its lane alone.
-    a.put("z", rec("z", None));
-    a.say(Change::Claim { key: "z".into() });
-    let got = until(&rx, |us| {
-        us.iter()
-            .any(|u| u.at == OriginIx(0) && !delta_keys(std::slice::from_ref(u)).is_empty())
-    });
-    let z = got
+        .expect("start");
+    let batches: Vec<usize> = said
         .iter()
-        .rev()
-        .find(|u| u.at == OriginIx(0) && u.delta.is_some())
-        .expect("z");
-    assert_eq!(
-        delta_keys(std::slice::from_ref(z)),
-        vec![("z".to_string(), ClaimState::Live)]
-    );
-    assert_eq!(
-        lanes.counters[1].reads(),
-        0,
-        "the other member read nothing"
-    );
-    // An op's own write, said through the inbox.
-    b.put("w", rec("w", None));
-    lanes.inboxes[1]
-        .send(Input::Reread("w".into()))
-        .expect("inbox");
-    until(&rx, |us| {
-        us.iter().any(|u| {
-            u.at == OriginIx(1)
-                && delta_keys(std::slice::from_ref(u)) == vec![("w".to_string(), ClaimState::Live)]
+        .map(|u| {
+            let delta = u.delta.as_ref().expect("rows");
+            assert!(delta.whole.is_none(), "a page is rows, not a listing");
+            assert!(delta.rows.iter().all(|r| r.path.origin() == 2));
+            delta.rows.len()
         })
-    });
-}
-
-#[test]
-fn a_lane_blocked_on_a_read_still_has_its_ticks_said_by_the_clock() {
-    let slow = Arc::new(Scripted::default());
-    *slow.blocked.lock().expect("blocked") = true;
-    let quick = Arc::new(Scripted::default());
-    let store = store_of(vec![slow.clone(), quick.clone()]);
-    let (tx, rx) = channel();
-    let opts = DriveOpts {
-        tick_ms: 100,
-        ..DriveOpts::default()
-    };
-    let _lanes = spawn_all(&store, opts, tx).expect("lanes");
-    // Its listing blocks; ticks still come for it, two of them.
-    let got = until(&rx, |us| {
-        us.iter()
-            .filter(|u| u.at == OriginIx(0) && u.tick.is_some())
-            .count()
-            >= 2
-    });
-    assert!(
-        !got.iter().any(|u| u.at == OriginIx(0) && u.delta.is_some()),
-        "nothing listed yet: {got:?}"
-    );
-    assert!(
-        got.iter().any(|u| u.at == OriginIx(1) && u.delta.is_some()),
-        "the other lane went on"
-    );
-    *slow.blocked.lock().expect("blocked") = false;
-    slow.released.notify_all();
-    until(&rx, |us| {
-        us.iter()
-            .any(|u| u.at == OriginIx(0) && u.delta.as_ref().is_some_and(|d| d.whole.is_some()))
-    });
-    let ticks: Vec<i64> = rx
-        .try_iter()
-        .filter(|u| u.at == OriginIx(0))
-        .filter_map(|u| u.tick)
         .collect();
-    assert!(
-        ticks.windows(2).all(|w| w[0] < w[1]),
-        "a member's clock never goes back: {ticks:?}"
-    );
-}
+    // Said when the next page comes, each at least all before it: 1000
+    // (two pages), then 1000 more; the last page only with the whole.
+    assert_eq!(batches, [1000, 1000]);
+    let whole = rest[0].delta.as_ref().expect("the whole listing");
+    assert!(whole.whole.as_ref().is_some_and(|w| !w.partial));
+    assert_eq!(whole.rows.len(), 2500);
+    assert_eq!(d.counters().listings(), 1, "the pages are one listing's");
 
-#[test]
-fn a_lane_ends_when_the_face_is_gone() {
-    let s = Arc::new(Scripted::default());
-    let store = store_of(vec![s.clone()]);
-    let (tx, rx) = channel();
-    let opts = DriveOpts {
-        tick_ms: 50,
-        ..DriveOpts::default()
-    };
-    let lanes = spawn_all(&store, opts, tx).expect("lanes");
-    until(&rx, |us| us.iter().any(|u| u.tick.is_some()));
-    drop(rx);
-    let end = Instant::now() + NEVER;
-    // The lane's inbox closes once the lane and the clock are gone.
-    while lanes.inboxes[0].send(Input::Tick(0)).is_ok() {
-        assert!(Instant::now() < end, "the lane outlived its face");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Listed again (the safety net, a resync): no pages, the whole alone.
+    let again = d.handle(Input::Relist, NOW + 1).expect("relist");
+    assert!(again
+        .iter()
+        .filter_map(|u| u.delta.as_ref())
+        .all(|delta| delta.whole.is_some() || delta.rows.is_empty()));
 }
