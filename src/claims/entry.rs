@@ -268,6 +268,17 @@ impl Entry {
         self.age_ms(now) >= ms
     }
 
+    /// Two looks a verdict cannot tell apart at any instant: the same role,
+    /// shape and oddity, and, for an entry judged by its age (one that
+    /// [comes of age](Entry::comes_of_age)), the same time. An append to the
+    /// events log moves its time and nothing a verdict reads.
+    pub fn judged_alike(&self, other: &Entry) -> bool {
+        self.role == other.role
+            && self.shape == other.shape
+            && self.oddity == other.oddity
+            && (self.comes_of_age().is_none() || self.modified_ms == other.modified_ms)
+    }
+
     /// When this look, if nothing changes at the path, is judged anew: a
     /// young mutex or temp file comes of age and becomes a hazard (or, a
     /// mutex with a planted owner, another one), epoch ms.
@@ -401,6 +412,25 @@ mod tests {
         let unreadable = entry(Role::ArchiveDir, Shape::Unreadable("denied".into()), 0);
         let h = unreadable.hazard_at(p, 0).expect("a hazard");
         assert!(h.detail.contains("unreadable (denied)"), "{}", h.detail);
+    }
+
+    #[test]
+    fn only_an_entry_judged_by_age_is_told_apart_by_its_time() {
+        let log = entry(Role::EventsLog, Shape::File, 1);
+        assert!(log.judged_alike(&entry(Role::EventsLog, Shape::File, 2)));
+        assert!(!log.judged_alike(&entry(Role::EventsLog, Shape::Dir, 1)));
+        let torn = Entry {
+            oddity: Some(Oddity::Log(LogTrouble {
+                torn: true,
+                full: false,
+            })),
+            ..log.clone()
+        };
+        assert!(!log.judged_alike(&torn));
+        let m = entry(Role::RecoveryMutex, Shape::Dir, 1);
+        assert!(!m.judged_alike(&entry(Role::RecoveryMutex, Shape::Dir, 2)));
+        let denied = |t| entry(Role::Temp, Shape::Unreadable("denied".into()), t);
+        assert!(denied(1).judged_alike(&denied(2)));
     }
 
     #[test]

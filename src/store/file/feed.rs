@@ -14,7 +14,8 @@
 //!   at it, so the reader judges its hazard (and ages it) without a sweep;
 //! - a lockfile whose name is not its key's canonical encoding:
 //!   [`Change::Relist`] without a reason (only a listing reads it);
-//! - the events log: an `Entry` when its shape changed. Its lines are not
+//! - the events log: an `Entry` when what is judged of it changed (its
+//!   shape, a torn line, a full disk; never its time). Its lines are not
 //!   this feed's: the root's audit follows the log ([`crate::store::Audit::follow`]),
 //!   so the file is read by one follower, and never opened here;
 //! - anything that moved the claims dir itself, or a lost notification:
@@ -400,8 +401,9 @@ impl FileFeed {
         self.inventory();
     }
 
-    /// An entry for the log when its shape changed (a directory planted at
-    /// its path is a hazard; a regular file again is none).
+    /// An entry for the log when what is judged of it changed (a directory
+    /// planted at its path is a hazard; a regular file again is none; a
+    /// torn last line or a full disk is one), never for an append.
     fn log_shape(&mut self) {
         if !self.entries {
             return;
@@ -411,7 +413,13 @@ impl FileFeed {
         };
         log.looked = Instant::now();
         let now = Entry::look(Role::EventsLog, &self.events_file);
-        if log.shape == now {
+        // An append moves the log's time only: no verdict on it changes,
+        // so it costs the reader nothing.
+        let alike = match (&log.shape, &now) {
+            (Some(was), Some(is)) => was.judged_alike(is),
+            (was, is) => was.is_none() && is.is_none(),
+        };
+        if alike {
             return;
         }
         log.shape = now.clone();
@@ -565,6 +573,58 @@ mod tests {
             feed.watched.into_iter().collect::<Vec<_>>(),
             vec![td.path().to_path_buf()]
         );
+    }
+
+    /// The log's entries the feed has queued, as the shapes they say.
+    fn log_entries(feed: &mut FileFeed) -> Vec<Option<crate::claims::entry::Shape>> {
+        let log = feed.events_file.clone();
+        let said = feed.pending.drain(..).filter_map(|c| match c {
+            Change::Entry { path, entry } if path == log => Some(entry.map(|e| e.shape)),
+            _ => None,
+        });
+        said.collect()
+    }
+
+    #[test]
+    fn an_append_to_the_log_is_no_entry_but_a_change_of_its_verdict_is() {
+        use crate::claims::entry::Shape;
+        use std::io::Write;
+        let td = tempfile::tempdir().expect("tempdir");
+        let root = Root::with_events_here(td.path());
+        let log = root.events_file();
+        std::fs::create_dir_all(log.parent().expect("a dir")).expect("mkdir");
+        std::fs::write(&log, "{}\n").expect("write");
+        let mut feed = FileFeed::start(&root, FeedOpts::default());
+        assert_eq!(log_entries(&mut feed), [Some(Shape::File)], "the inventory");
+        let start = std::time::SystemTime::now();
+        for i in 1..=50u64 {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&log)
+                .expect("open");
+            writeln!(f, "{{\"n\":{i}}}").expect("append");
+            // Each append a second later: the log's time moves for sure.
+            f.set_modified(start + Duration::from_secs(i))
+                .expect("mtime");
+            feed.log_shape();
+        }
+        assert_eq!(log_entries(&mut feed), [], "50 appends");
+        // A torn last line is judged: said once, however often looked at.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(b"{\"torn"))
+            .expect("torn append");
+        feed.log_shape();
+        feed.log_shape();
+        assert_eq!(log_entries(&mut feed), [Some(Shape::File)], "torn");
+        std::fs::remove_file(&log).expect("rm");
+        std::fs::create_dir(&log).expect("mkdir");
+        feed.log_shape();
+        assert_eq!(log_entries(&mut feed), [Some(Shape::Dir)], "a directory");
+        std::fs::remove_dir(&log).expect("rmdir");
+        feed.log_shape();
+        assert_eq!(log_entries(&mut feed), [None], "gone");
     }
 
     #[test]
