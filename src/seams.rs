@@ -342,7 +342,8 @@ fn one_answer_to_whether_a_pid_is_alive() {
 #[test]
 fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
     // Every read of the outside world reaches the model as data from the
-    // collector's mirror, which reads through the store's verbs.
+    // collector's mirror, which reads through the store's verbs, and every
+    // log through the history its member's audit opens.
     let found = offenders(
         "src/dashboard/",
         &[
@@ -358,6 +359,9 @@ fn the_dashboard_reads_no_lockfile_no_pid_and_no_file_itself() {
             "claims::sweep(",
             "sweep_with(",
             "Follower",
+            // A log is opened through its member's audit, never by its path.
+            "FileHistory",
+            "open_file(",
         ],
         // `:write` writes the operator's own file, and reads nothing.
         &["src/dashboard/save_file.rs"],

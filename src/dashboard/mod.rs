@@ -33,7 +33,6 @@ pub use options::{Opening, Options};
 pub use update::{update, Effects};
 
 use crate::claims::{now_ms, LocalIdentity, Root};
-use crate::events::file_history::FileHistory;
 use crate::events::history::{History, HistoryError, Log};
 use crate::events::log_set::LogSet;
 use crate::events::service::{Opener, Which};
@@ -88,25 +87,21 @@ fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
         // directory).
         return Ok(log_set_service(store, &app.events.browse.set));
     }
-    let first_root = app.origins.get(app.log_root).map(Root::events_file);
-    let history: Box<dyn History> = match first_root {
-        Some(file) => Box::new(FileHistory::new(file, crate::events::service::limits())),
+    let mut open = opener(store);
+    // The first root's log, else a named member's own; a store none of
+    // whose members keeps a log reads an empty set of logs.
+    let first = match app.origins.get(app.log_root) {
+        Some(r) => open(&Which::Log(Log::Root(r.root.clone()))).ok(),
         None => store
             .members()
             .iter()
             .filter(|m| m.named)
-            .find_map(|m| m.backend().audit()?.history(&Log::Own).ok())
-            .unwrap_or_else(|| {
-                Box::new(FileHistory::new(
-                    app.root.events_file(),
-                    crate::events::service::limits(),
-                ))
-            }),
+            .find_map(|m| m.backend().audit()?.history(&Log::Own).ok()),
     };
-    Ok(LogService {
-        history,
-        open: opener(store),
-    })
+    match first {
+        Some(history) => Ok(LogService { history, open }),
+        None => Ok(log_set_service(store, &[])),
+    }
 }
 
 /// How a log the views name is opened ("as of" reads each log it names
@@ -114,11 +109,15 @@ fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
 fn opener(store: &Arc<Store>) -> Opener {
     let logs = Arc::clone(store);
     Box::new(move |which| match which {
-        Which::Path(_) => crate::events::service::open_file(which),
+        Which::Path(p) => Err(HistoryError::Store(format!(
+            "{}: a log is opened through its store, not by its path",
+            p.display()
+        ))),
+        // A root's log is its member's; the store's own log is no root's.
         Which::Log(log) => logs
             .members()
             .iter()
-            .filter(|m| m.root_dir().is_none())
+            .filter(|m| !matches!(log, Log::Own) || m.root_dir().is_none())
             .filter_map(|m| m.backend().audit())
             .find_map(|a| a.history(log).ok())
             .ok_or_else(|| HistoryError::Store(format!("no member keeps the log {log:?}"))),

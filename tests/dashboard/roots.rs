@@ -10,6 +10,7 @@ use claimtop::dashboard::testing::Input;
 use claimtop::dashboard::testing::{Action, App, Options};
 use claimtop::dashboard::testing::{ColumnId, Dialog};
 use claimtop::dashboard::testing::{Op, RootProblem, Verb};
+use claimtop::events::history::Log;
 use claimtop::store::OriginIx;
 use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
@@ -316,7 +317,9 @@ fn f_shows_the_selected_claims_events_from_its_own_root_only() {
 
 fn asked_to_open_a_log() -> bool {
     use claimtop::events::service::Request;
-    asked_log().iter().any(|r| matches!(r, Request::Open(_)))
+    asked_log()
+        .iter()
+        .any(|r| matches!(r, Request::OpenLog(Log::Root(_))))
 }
 
 #[test]
@@ -326,9 +329,9 @@ fn the_timeline_opens_on_the_selected_rows_root_and_says_whose_log_it_reads() {
     select_in(&mut app, "deploy:api", "ana/api");
     update(&mut app, key('t'));
     assert_eq!(app.log_root, 1);
-    let b_log = Root::with_events_here(ROOT_B).events_file();
+    let b_log = Log::Root(Root::with_events_here(ROOT_B).root);
     assert!(
-        asked_log().contains(&Request::Open(b_log)),
+        asked_log().contains(&Request::OpenLog(b_log)),
         "{:?}",
         asked_log()
     );
@@ -598,7 +601,7 @@ fn asof_over_several_roots_reads_each_roots_log_and_names_each_rows_root() {
         .map(|(i, r)| {
             (
                 Some(app.origins.label(i).to_string()),
-                Which::Path(r.events_file()),
+                Which::Log(Log::Root(r.root.clone())),
             )
         })
         .collect();
@@ -668,9 +671,9 @@ fn a_search_after_t_on_another_root_reads_the_selected_rows_root_log() {
     app.focus = claimtop::dashboard::testing::Pane::Events;
     update(&mut app, key('/'));
     assert_eq!(app.log_root, 0, "the search reads root work's log");
-    let a_log = fixed_root().events_file();
+    let a_log = Log::Root(fixed_root().root);
     assert!(
-        asked_log().contains(&Request::Open(a_log)),
+        asked_log().contains(&Request::OpenLog(a_log)),
         "{:?}",
         asked_log()
     );

@@ -10,6 +10,7 @@ use crate::dashboard::model::asof::AsOf;
 use crate::dashboard::model::row_id::RowId;
 use crate::dashboard::model::{App, Layer, Level, Overlay};
 use crate::events::asof::{add_held_now, HeldNow};
+use crate::events::history::Log;
 use crate::events::service::{Reply, Request, Which};
 use crate::store::fleet::SOURCE_STORE;
 
@@ -56,7 +57,7 @@ pub fn open_at_row(
             .filter_map(|i| {
                 Some((
                     Some(app.origins.label(i).to_string()),
-                    Which::Path(app.origins.get(i)?.events_file()),
+                    Which::Log(Log::Root(app.origins.get(i)?.root.clone())),
                 ))
             })
             .collect()

@@ -231,7 +231,7 @@ pub fn log_of_selected_root(app: &mut App, fx: &mut Effects) {
     let Some(i) = app.selected_status().map(|s| app.origins.of(s)) else {
         return;
     };
-    let Some(log) = app.origins.get(i).map(|r| r.events_file()) else {
+    let Some(log) = app.origins.get(i).map(|r| Log::Root(r.root.clone())) else {
         return;
     };
     if i == app.log_root {
@@ -239,7 +239,7 @@ pub fn log_of_selected_root(app: &mut App, fx: &mut Effects) {
     }
     app.log_root = i;
     app.timeline.on_reset();
-    fx.log.push(Request::Open(log));
+    fx.log.push(Request::OpenLog(log));
     let browsing = app.modes.browsing();
     app.events.browse.on_reset(browsing, &mut fx.log);
 }
