@@ -641,8 +641,8 @@ fn no_face_matches_on_a_store_kind() {
         "src/publish/",
         "src/wait/",
     ]
-        .iter()
-        .flat_map(|dir| code_offenders(dir, &needles, &allowed))
-        .collect();
+    .iter()
+    .flat_map(|dir| code_offenders(dir, &needles, &allowed))
+    .collect();
     assert!(found.is_empty(), "a face asks a store's kind: {found:#?}");
 }

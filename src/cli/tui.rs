@@ -2,7 +2,7 @@
 //! names — roots, stores, both, several of each — or the demo sandbox.
 
 use super::args::{DashboardArgs, Names};
-use super::output::{diag, Out, EXIT_ERROR, EXIT_OK};
+use super::output::{diag, EXIT_ERROR, EXIT_OK};
 use crate::claims::Root;
 use crate::dashboard::{self, Opening, Options};
 use crate::demo::Demo;
@@ -31,9 +31,8 @@ pub fn dashboard(names: Names, ctx: OpenCtx, d: &DashboardArgs, opening: &Openin
         drop(demo);
         return code;
     }
-    if names.is_empty() {
-        return super::exit_status(super::no_root(&mut Out::new(false)));
-    }
+    // Nothing named: the dashboard opens on a screen that says how to
+    // name a root or a store.
     run(names, ctx, d, opening, false)
 }
 

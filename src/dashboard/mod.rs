@@ -35,6 +35,7 @@ pub use update::{update, Effects};
 use crate::claims::{now_ms, LocalIdentity, Root};
 use crate::events::file_history::FileHistory;
 use crate::events::history::{History, HistoryError, Log};
+use crate::events::log_set::LogSet;
 use crate::events::service::{Opener, Which};
 use crate::store::Store;
 use ratatui::crossterm::queue;
@@ -82,6 +83,11 @@ pub fn run(mut opts: Options, store: Arc<Store>) -> std::io::Result<()> {
 /// reads (its first root's file, else a member's own log), and how to
 /// open another when the views move.
 fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
+    if app.events.browse.reads_a_set() || store.members().is_empty() {
+        // Nothing named reads no log at all (not one in the working
+        // directory).
+        return Ok(log_set_service(store, &app.events.browse.set));
+    }
     let first_root = app.origins.get(app.log_root).map(Root::events_file);
     let history: Box<dyn History> = match first_root {
         Some(file) => Box::new(FileHistory::new(file, crate::events::service::limits())),
@@ -97,20 +103,60 @@ fn log_service(store: &Arc<Store>, app: &App) -> std::io::Result<LogService> {
                 ))
             }),
     };
-    let logs = Arc::clone(store);
     Ok(LogService {
         history,
-        open: Box::new(move |which| match which {
-            Which::Path(_) => crate::events::service::open_file(which),
-            Which::Log(log) => logs
-                .members()
-                .iter()
-                .filter(|m| m.root_dir().is_none())
-                .filter_map(|m| m.backend().audit())
-                .find_map(|a| a.history(log).ok())
-                .ok_or_else(|| HistoryError::Store(format!("no member keeps the log {log:?}"))),
-        }),
+        open: opener(store),
     })
+}
+
+/// How a log the views name is opened ("as of" reads each log it names
+/// on a history of its own).
+fn opener(store: &Arc<Store>) -> Opener {
+    let logs = Arc::clone(store);
+    Box::new(move |which| match which {
+        Which::Path(_) => crate::events::service::open_file(which),
+        Which::Log(log) => logs
+            .members()
+            .iter()
+            .filter(|m| m.root_dir().is_none())
+            .filter_map(|m| m.backend().audit())
+            .find_map(|a| a.history(log).ok())
+            .ok_or_else(|| HistoryError::Store(format!("no member keeps the log {log:?}"))),
+    })
+}
+
+/// Every log of the store read as one, in the order the model names them
+/// (a log that cannot be opened is read as an empty one, and said).
+fn log_set_service(store: &Arc<Store>, set: &[model::SetLog]) -> LogService {
+    let histories = set
+        .iter()
+        .map(|s| {
+            let at = crate::store::OriginIx(s.origin as u16);
+            let opened = store
+                .member(at)
+                .and_then(|m| m.backend().audit())
+                .map(|a| a.history(&s.log));
+            match opened {
+                Some(Ok(h)) => h,
+                Some(Err(e)) => {
+                    crate::diag::warn(&format!("events log {}: {e}", s.name));
+                    empty_history()
+                }
+                None => empty_history(),
+            }
+        })
+        .collect();
+    LogService {
+        history: Box::new(LogSet::new(histories, crate::events::service::limits())),
+        open: opener(store),
+    }
+}
+
+/// A log with nothing in it.
+fn empty_history() -> Box<dyn History> {
+    Box::new(crate::events::lines_history::LinesHistory::new(Box::new(
+        || Ok(Vec::new()),
+    )))
 }
 
 /// The op worker a dashboard runs: it takes ops and answers with actions.

@@ -25,6 +25,38 @@ use super::range::{Entry, Range, RangeEnd};
 use super::tail::{FileId, Line, TailError};
 use super::tenure::TenureIndex;
 
+/// Bits of a mark that are its log's own where several logs are read as
+/// one ([`super::log_set::LogSet`]): the rest, above, says which log. A
+/// byte offset or a revision stays far below 2^56, and the first log's
+/// marks are its own, unchanged.
+pub const MARK_BITS: u32 = 56;
+const MARK_MASK: u64 = (1 << MARK_BITS) - 1;
+
+/// The mark of entry `mark` of log `log` among several.
+pub fn pack_mark(log: usize, mark: u64) -> u64 {
+    ((log as u64) << MARK_BITS) | (mark & MARK_MASK)
+}
+
+/// Which log among several a mark is in, and its mark there.
+pub fn unpack_mark(mark: u64) -> (usize, u64) {
+    ((mark >> MARK_BITS) as usize, mark & MARK_MASK)
+}
+
+/// Where each log of a set was read to, by log: an entry is new to what
+/// was read when its mark is at or past its own log's end (the one-log
+/// `end` of [`Step::Indexed`], once per log).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ends(pub Vec<u64>);
+
+impl Ends {
+    /// Is the entry marked `mark` past what was read of its log? (A log
+    /// the set does not know is read from its start.)
+    pub fn admits(&self, mark: u64) -> bool {
+        let (log, at) = unpack_mark(mark);
+        self.0.get(log).is_none_or(|end| at >= *end)
+    }
+}
+
 /// Where a page is anchored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor {
@@ -199,6 +231,13 @@ pub trait History: Send {
             }
             None => Ok(false),
         }
+    }
+
+    /// Where each log was read to, for a history over several logs (the
+    /// `end` its [`Step::Indexed`] and [`Step::Counted`] carry is then
+    /// none of them); None for one log.
+    fn ends(&self) -> Option<Ends> {
+        None
     }
 
     /// Open what is there now, from scratch.

@@ -12,6 +12,7 @@ pub mod history;
 pub mod index;
 pub mod kind;
 pub mod lines_history;
+pub mod log_set;
 pub mod merge;
 pub mod range;
 mod range_pages;

@@ -17,7 +17,7 @@ use super::backward::{Needle, SearchFrom, SearchStep};
 use super::file_history::FileHistory;
 pub use super::file_history::{TAIL_TENURE_BYTES, WINDOW_MAX_BYTES};
 pub use super::history::{Anchor, Page};
-use super::history::{History, HistoryError, Log, ScanAt, Start, Step};
+use super::history::{Ends, History, HistoryError, Log, ScanAt, Start, Step};
 use super::index::Progress;
 use super::tail::FileId;
 use super::tenure::{Limits, TenureIndex};
@@ -108,6 +108,10 @@ pub enum Reply {
         answer: Answer,
         trouble: Option<String>,
     },
+    /// Where each log was read to, said just before the [`Reply::Indexed`]
+    /// or [`Reply::Lines`] of a history over several logs (whose `end` is
+    /// then none of theirs): an entry is new when [`Ends::admits`] it.
+    Ends(Ends),
     /// The line count grew (lines appended and indexed since).
     Lines {
         lines: u64,
@@ -295,12 +299,19 @@ impl Service {
             c.restart();
         }
         match self.history.start() {
-            Ok(Start::Nothing) => send(Reply::Indexed {
-                tenures: Box::new(TenureIndex::new(limits())),
-                lines: 0,
-                end: 0,
-                file_id: None,
-            }),
+            Ok(Start::Nothing) => {
+                if let Some(ends) = self.history.ends() {
+                    if !send(Reply::Ends(ends)) {
+                        return false;
+                    }
+                }
+                send(Reply::Indexed {
+                    tenures: Box::new(TenureIndex::new(limits())),
+                    lines: 0,
+                    end: 0,
+                    file_id: None,
+                })
+            }
             Ok(Start::Tail(t)) => {
                 self.last_error = None;
                 send(Reply::TailTenures(t))
@@ -441,7 +452,15 @@ impl Service {
         if self.count.is_some() && !self.history.indexing() && !self.count_step(send) {
             return false;
         }
-        match self.history.step() {
+        let step = self.history.step();
+        if let (Ok(Step::Indexed { .. } | Step::Counted { .. }), Some(ends)) =
+            (&step, self.history.ends())
+        {
+            if !send(Reply::Ends(ends)) {
+                return false;
+            }
+        }
+        match step {
             Ok(Step::Idle | Step::Working) => true,
             Ok(Step::Progress(p)) => send(Reply::Progress(p)),
             Ok(Step::Indexed {

@@ -175,6 +175,25 @@ fn sigterm_quits_the_dashboard_and_restores_the_terminal() {
     assert_clean_exit(&tmux);
 }
 
+#[test]
+fn with_nothing_named_the_dashboard_says_how_to_name_a_root_or_a_store_and_q_quits() {
+    let Some(tmux) = shell() else {
+        return;
+    };
+    // No root, no store, no home: nothing to show, and no settings file.
+    let config = tempfile::TempDir::new().unwrap();
+    tmux.type_line(&format!(
+        "env -u HOME -u FNO_CLAIMS_ROOT -u FNO_CLAIMS_STORE XDG_CONFIG_HOME={} {}; echo EXIT=$?",
+        shell_quote(config.path()),
+        shell_quote(Path::new(BIN)),
+    ));
+    tmux.wait_for("the screen that says how to name one", PATIENCE, |s| {
+        s.contains("nothing named") && s.contains("--root DIR") && s.contains("--store etcd://")
+    });
+    tmux.keys(&["q"]);
+    assert_clean_exit(&tmux);
+}
+
 /// The dashboard exited 0 and left the terminal as it found it.
 fn assert_clean_exit(tmux: &Tmux) {
     let screen = tmux.wait_for("the shell after quitting", PATIENCE, |s| {

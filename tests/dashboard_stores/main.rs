@@ -20,6 +20,7 @@ mod etcd_common;
 mod backend;
 mod cases;
 mod differential;
+mod logs;
 #[cfg(feature = "etcd")]
 mod mixed;
 mod screen;
@@ -58,6 +59,32 @@ both_stores! {
     the_events_search_counts_through_the_history => crate::cases::the_events_search_counts_through_the_history,
     asof_shows_the_table_that_stood_then => crate::cases::asof_shows_the_table_that_stood_then,
     agree_after_random_steps => crate::differential::dashboard_list_and_doctor_agree_after_every_step,
+}
+
+/// Two roots in one dashboard: the events search reads both logs.
+#[test]
+#[cfg_attr(
+    feature = "etcd",
+    ignore = "the default build runs the file cases; this build runs the etcd ones"
+)]
+fn over_two_roots_a_search_finds_a_word_only_the_other_roots_log_holds() {
+    crate::logs::a_search_finds_a_word_only_the_other_roots_log_holds(
+        crate::backend::Backend::file(),
+        crate::backend::Backend::file(),
+    );
+}
+
+/// A file root and a real etcd in one dashboard: `t` draws the tenures of
+/// both logs, and names them (the etcd build only).
+#[cfg(feature = "etcd")]
+#[test]
+fn over_a_root_and_etcd_the_timeline_shows_the_tenures_of_both_logs() {
+    if let Some(site) = crate::backend::Backend::etcd() {
+        crate::mixed::the_timeline_shows_the_tenures_of_both_logs_and_names_them(
+            site,
+            crate::backend::Backend::file(),
+        );
+    }
 }
 
 /// A file root and a real etcd in one dashboard (the etcd build only).

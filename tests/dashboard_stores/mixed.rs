@@ -106,3 +106,30 @@ pub fn a_mixed_view_shows_both_routes_each_verb_and_counts_as_list(site: Backend
     });
     dash.quit();
 }
+
+/// `t` over a root and a site: one timeline with the tenures of each
+/// log, a key of each drawn, and the note names the two logs read.
+pub fn the_timeline_shows_the_tenures_of_both_logs_and_names_them(site: Backend, root: Backend) {
+    let holder = Sleeper::spawn();
+    site.acquire("tenure-at-site", "pty:s", holder.pid());
+    root.acquire("tenure-at-root", "pty:r", holder.pid());
+    let mut args = site.store_args();
+    args.extend(root.store_args());
+    let Some(dash) = Dash::over(site.home(), &args) else {
+        return;
+    };
+    dash.wait_for("a row of each origin", |s| {
+        s.contains("tenure-at-site") && s.contains("tenure-at-root")
+    });
+    dash.keys(&["t"]);
+    // The timeline takes the whole screen: the keys on it are its rows.
+    let screen = dash.wait_for("the timeline with a key of each log", |s| {
+        s.contains("timeline") && s.contains("tenure-at-site") && s.contains("tenure-at-root")
+    });
+    assert!(
+        screen.contains("2 logs: "),
+        "the note names both logs: {screen}"
+    );
+    dash.keys(&["Escape"]);
+    dash.quit();
+}

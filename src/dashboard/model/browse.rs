@@ -10,7 +10,7 @@
 
 use super::events::EventRow;
 use crate::events::backward::Needle;
-use crate::events::history::{Log, Nouns};
+use crate::events::history::{Ends, Log, Nouns};
 use crate::events::index::Progress;
 use crate::events::service::{Anchor, Page, Request};
 use crate::events::tail::Line;
@@ -68,7 +68,7 @@ pub(super) enum Land {
 }
 
 /// How many lines the log has, as far as is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Count {
     /// Lines the index counted, and the offset it counted to.
     pub indexed: Option<(u64, u64)>,
@@ -76,6 +76,9 @@ pub struct Count {
     pub appended: u64,
     /// Lines counted so far while the index is being built.
     pub counting: Option<Progress>,
+    /// Over several logs, where each was counted to (the offset in
+    /// `indexed` is then none of theirs).
+    pub ends: Option<Ends>,
 }
 
 impl Count {
@@ -116,9 +119,36 @@ pub struct Browse {
     /// with).
     pub log: Log,
     pub log_path: String,
+    /// Every log of the store, when it keeps several: the whole-log views
+    /// then read them all as one (a mark names its log by its place
+    /// here), and never move to another.
+    pub set: Vec<SetLog>,
+}
+
+/// One of the logs the whole-log views read as one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetLog {
+    /// The origin that keeps it.
+    pub origin: usize,
+    pub log: Log,
+    /// What the pane calls it.
+    pub name: String,
 }
 
 impl Browse {
+    /// Do the whole-log views read several logs as one?
+    pub fn reads_a_set(&self) -> bool {
+        self.set.len() > 1
+    }
+
+    /// Where a followed line of origin `origin`'s `log` stands in the set
+    /// read (None: not one of it).
+    pub fn in_set(&self, origin: usize, log: &Log) -> Option<usize> {
+        self.set
+            .iter()
+            .position(|s| s.origin == origin && &s.log == log)
+    }
+
     /// Start browsing from the log's end (`from_start`: its first line).
     pub fn open(&mut self, from_start: bool, asks: &mut Vec<Request>) {
         self.raw = false;
@@ -248,7 +278,12 @@ impl Browse {
     pub fn on_appended(&mut self, lines: &[Line], browsing: bool) {
         let from = self.count.indexed.map(|(_, end)| end);
         if let Some(end) = from {
-            self.count.appended += lines.iter().filter(|l| l.offset >= end).count() as u64;
+            let ends = &self.count.ends;
+            let new = |l: &&Line| {
+                ends.as_ref()
+                    .map_or(l.offset >= end, |e| e.admits(l.offset))
+            };
+            self.count.appended += lines.iter().filter(new).count() as u64;
         }
         if browsing && !lines.is_empty() {
             self.new_lines += lines.len() as u64;

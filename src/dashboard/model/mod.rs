@@ -24,7 +24,7 @@ pub mod store;
 pub(crate) mod table;
 
 pub use super::input::TextInput as Input;
-pub use browse::{raw_lines, Browse, PAGE};
+pub use browse::{raw_lines, Browse, SetLog, PAGE};
 pub use claims::{ClaimSet, Claims, Frozen};
 pub use dialogs::{
     AcquireForm, BulkConfirm, BulkItem, BulkVerb, CleanConfirm, Dialog, ForceConfirm,
@@ -542,6 +542,21 @@ impl App {
         if let Some(r) = self.origins.get(self.log_root) {
             self.root = r.clone();
         }
+        // Every log the store keeps, read as one by the whole-log views
+        // when there are several (a log that cannot be listed leaves the
+        // views on one, as with one root).
+        self.events.browse.set = store
+            .logs()
+            .map(|logs| {
+                logs.into_iter()
+                    .map(|r| SetLog {
+                        origin: usize::from(r.origin.0),
+                        name: r.name.unwrap_or_else(|| r.origin.0.to_string()),
+                        log: r.log,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let Some(site) = members.iter().find(|m| m.backend().link().is_some()) else {
             return;
         };

@@ -40,11 +40,17 @@ pub(super) fn browse_command(app: &mut App, cmd: Cmd, fx: &mut Effects) -> Handl
         Cmd::RawEvent => b.raw = !b.raw,
         Cmd::Close | Cmd::GoToClaim if b.raw => b.raw = false,
         Cmd::GoToClaim => {
-            // The whole log is one root's: its lines are that root's.
-            let Some(mut ev) = b.selected().map(|r| r.row.clone()) else {
+            // A line of the logs read as one is its log's origin's; else
+            // the whole log is one root's, and its lines that root's.
+            let Some(selected) = b.selected() else {
                 return Handled::Done(false);
             };
-            ev.root = app.log_root;
+            let mut ev = selected.row.clone();
+            let of_set = crate::events::history::unpack_mark(selected.line.offset).0;
+            ev.root = match b.set.get(of_set).filter(|_| b.reads_a_set()) {
+                Some(log) => log.origin,
+                None => app.log_root,
+            };
             return Handled::Done(super::event_verbs::go_to_claim(app, &ev, fx));
         }
         Cmd::Close if b.search.is_some() => b.clear_search(asks),

@@ -10,19 +10,43 @@ use super::whole_log as logview;
 use crate::dashboard::action::Verb;
 use crate::dashboard::model::Origins;
 use crate::dashboard::model::{App, CleanConfirm, Level};
+use crate::events::history::pack_mark;
+use crate::events::tail::Line;
 use crate::store::LogNews;
 
 /// What origin `i`'s events log said: lines for the pane (merged by time
 /// among several origins' logs), a reset, or why it cannot be read.
 pub fn on_news(app: &mut App, i: usize, news: LogNews, fx: &mut Effects) -> bool {
     let several = app.origins.several();
-    // The whole-log views (timeline, browse) read one origin's log: only
-    // its lines and resets concern them.
-    let whole = !several || i == app.log_root;
+    // The whole-log views (timeline, browse) read every log as one, or
+    // one origin's log: only the lines and resets of what they read
+    // concern them.
+    let set = match &news {
+        LogNews::Lines { log, .. } | LogNews::Reset { log } | LogNews::Trouble { log, .. } => {
+            app.events.browse.in_set(i, log)
+        }
+    };
+    let whole = match app.events.browse.reads_a_set() {
+        true => set.is_some(),
+        false => !several || i == app.log_root,
+    };
     match news {
         LogNews::Lines { lines, .. } => {
             let tail = on_events_in(app, several.then_some(i), &lines);
-            let shown = whole && logview::on_lines(app, &lines);
+            let shown = match set.filter(|_| app.events.browse.reads_a_set()) {
+                // Marked as the set marks its log's entries.
+                Some(at) => {
+                    let marked: Vec<_> = lines
+                        .iter()
+                        .map(|l| Line {
+                            offset: pack_mark(at, l.offset),
+                            ..l.clone()
+                        })
+                        .collect();
+                    logview::on_set_lines(app, &marked)
+                }
+                None => whole && logview::on_lines(app, &lines),
+            };
             tail || shown
         }
         LogNews::Reset { .. } => {

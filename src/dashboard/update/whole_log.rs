@@ -26,6 +26,7 @@ pub fn on_log(app: &mut App, mut reply: Reply, fx: &mut Effects) -> bool {
         Reply::Indexed { lines, end, .. } | Reply::Lines { lines, end } => {
             b.on_counted(*lines, *end, browsing, &mut fx.log)
         }
+        Reply::Ends(e) => b.count.ends = Some(e.clone()),
         Reply::TailTenures(_) | Reply::Window { .. } => {}
     }
     let timeline_changed = app.timeline.on_reply(&mut reply);
@@ -57,7 +58,7 @@ pub fn on_log(app: &mut App, mut reply: Reply, fx: &mut Effects) -> bool {
             browsing || (timeline_open && timeline_changed)
         }
         Reply::TailTenures(_) | Reply::Window { .. } => timeline_open && timeline_changed,
-        Reply::AsOf { .. } => false,
+        Reply::AsOf { .. } | Reply::Ends(_) => false,
     }
 }
 
@@ -77,6 +78,14 @@ pub fn on_lines(app: &mut App, lines: &[Line]) -> bool {
             .collect();
         &mine[..]
     };
+    app.events.browse.on_appended(lines, app.modes.browsing());
+    let changed = app.timeline.on_lines(lines);
+    changed && app.modes.overlay() == Some(Overlay::Timeline)
+}
+
+/// New lines of one of the logs the views read as one, marked as the set
+/// marks them.
+pub fn on_set_lines(app: &mut App, lines: &[Line]) -> bool {
     app.events.browse.on_appended(lines, app.modes.browsing());
     let changed = app.timeline.on_lines(lines);
     changed && app.modes.overlay() == Some(Overlay::Timeline)
@@ -108,7 +117,11 @@ fn of_log(log: &Log, root_path: &str, line: &Line) -> bool {
 /// When that is not the log they read, they move to it (the service reads
 /// it from scratch, the views start over).
 pub fn log_of_selected_row(app: &mut App, fx: &mut Effects) {
-    let Some(store) = &app.store else {
+    let Some(store) = app
+        .store
+        .as_ref()
+        .filter(|_| !app.events.browse.reads_a_set())
+    else {
         return;
     };
     let origin = app
@@ -212,7 +225,7 @@ pub fn timeline_key(app: &mut App, ev: &KeyEvent, fx: &mut Effects) -> Option<Cm
 /// root whose log the whole-log views read, they move to its log (the
 /// service indexes it from scratch, the views start over).
 pub fn log_of_selected_root(app: &mut App, fx: &mut Effects) {
-    if !app.origins.several() {
+    if !app.origins.several() || app.events.browse.reads_a_set() {
         return;
     }
     let Some(i) = app.selected_status().map(|s| app.origins.of(s)) else {

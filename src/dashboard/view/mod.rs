@@ -17,6 +17,7 @@ mod header;
 mod help;
 pub mod layout;
 mod messages;
+mod nothing;
 mod roots;
 pub mod store;
 pub mod table;
@@ -52,6 +53,9 @@ pub fn scrub(buf: &mut ratatui::buffer::Buffer) {
 
 fn draw_screen(frame: &mut Frame, app: &App) {
     let area = frame.area();
+    if app.origins.is_empty() {
+        return nothing::draw(frame, area, &Theme { color: app.color });
+    }
     let Some(areas) = layout::areas(area, app.look()) else {
         too_small(frame, app);
         return;

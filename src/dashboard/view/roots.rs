@@ -170,14 +170,21 @@ pub fn detail_value(app: &App, root: usize) -> String {
     format!("{} — {path}", safe(app.origins.label(root)))
 }
 
-/// The whole-log views (the timeline, browsing the events log) read one
-/// root's log. With several roots they say whose at the right end of their
+/// The whole-log views (the timeline, browsing the events log) read every
+/// log of the store as one, or one root's: where that is more than one
+/// log, or one of several roots', they say which at the right end of their
 /// first line.
 pub fn log_root_note(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    if !app.origins.several() || area.height == 0 {
+    let set = &app.events.browse.set;
+    if area.height == 0 || !(app.origins.several() || app.events.browse.reads_a_set()) {
         return;
     }
-    let note = format!(" log of root {} ", safe(app.origins.label(app.log_root)));
+    let note = if app.events.browse.reads_a_set() {
+        let names: Vec<&str> = set.iter().map(|s| s.name.as_str()).collect();
+        format!(" {} logs: {} ", set.len(), safe(&names.join(", ")))
+    } else {
+        format!(" log of root {} ", safe(app.origins.label(app.log_root)))
+    };
     let w = (note.chars().count() as u16).min(area.width);
     let at = Rect::new(area.x + area.width - w, area.y, w, 1);
     frame.render_widget(Paragraph::new(Span::styled(note, theme.key())), at);
@@ -189,8 +196,8 @@ pub fn help_note(app: &App) -> Option<String> {
         format!(
             "Several roots ({}): the root column says where each claim lives; root:TEXT \
              filters by root path; r, n and F act in the selected row's root, and a asks \
-             which root. t opens the timeline of the selected row's root, and the events \
-             search reads that root's log too.",
+             which root. t opens the timeline, and the events search reads, every root's \
+             log as one (the pane's note names them).",
             safe(&app.origins.labels().join(", "))
         )
     })

@@ -445,6 +445,47 @@ impl TenureIndex {
         self.horizon = Some(self.horizon.map_or(cut, |h| h.max(cut)));
     }
 
+    /// Take in every tenure of `other` (another log's), key by key and
+    /// holder by holder, as if its events had been applied here: the
+    /// tenures of several logs in one index, each key's kept sorted by
+    /// start. What either dropped to stay within its limits stays dropped.
+    pub fn absorb(&mut self, other: &TenureIndex) {
+        let cap = self.limits.max_names;
+        for (name, list) in other.keys() {
+            let Some(key) = self.keys.intern(name, cap) else {
+                self.skipped += list.len() as u64;
+                continue;
+            };
+            if self.tenures.len() <= key as usize {
+                self.tenures.resize_with(key as usize + 1, Vec::new);
+            }
+            for t in list {
+                let holder = self.holders.intern(other.holder_name(t.holder), cap);
+                let by =
+                    t.by.and_then(|b| self.holders.intern(other.holder_name(b), cap));
+                let Some(holder) = holder else {
+                    self.skipped += 1;
+                    continue;
+                };
+                self.push(key, Tenure { holder, by, ..*t });
+            }
+        }
+        self.skipped += other.skipped;
+        self.applied += other.applied;
+        self.earliest = match (self.earliest, other.earliest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.latest = match (self.latest, other.latest) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.horizon = match (self.horizon, other.horizon) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
     /// Tenures kept.
     pub fn len(&self) -> usize {
         self.count
