@@ -56,6 +56,11 @@ fn size() -> (usize, usize) {
     }
 }
 
+/// The publishers' `--lease-ttl`: renewals per second are 3 × hosts / TTL.
+fn lease_ttl() -> String {
+    std::env::var("CLAIMTOP_FLEET_TTL").unwrap_or_else(|_| "10s".into())
+}
+
 fn main() {
     let (hosts, claims) = size();
     let Some(etcd) = Etcd::single() else {
@@ -67,7 +72,10 @@ fn main() {
     let etcd_pid = etcd.members[0].pid() as u32;
     let home_dir = tempfile::tempdir().expect("home");
     let home = home_dir.path();
-    println!("fleet at scale: {hosts} hosts × {claims} claims, etcd at {endpoint}");
+    println!(
+        "fleet at scale: {hosts} hosts × {claims} claims, lease {}, etcd at {endpoint}",
+        lease_ttl()
+    );
     let roots: Vec<(tempfile::TempDir, Root)> = (0..hosts)
         .map(|i| {
             let dir = tempfile::tempdir().expect("root");
@@ -197,7 +205,7 @@ fn start(url: &str, home: &Path, root: &Path, i: usize) -> Host {
         .env(claimtop::cli::publish::TEST_MACHINE_ID_ENV, &machine)
         .args(["publish", "--root"])
         .arg(root)
-        .args(["--store", url, "--lease-ttl", "10s"])
+        .args(["--store", url, "--lease-ttl", &lease_ttl()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(root.join("publish.log")).expect("log"))

@@ -5,13 +5,13 @@
 use super::Publisher;
 use crate::claims::census::Judged;
 use crate::claims::hazard::UNREADABLE;
-use crate::claims::{ClaimState, Status};
+use crate::claims::{ClaimRecord, ClaimState, Status};
 use crate::store::drive::Input;
 use crate::store::mirror::Delta;
 use crate::store::sink::CopyOp;
 use crate::store::StoreError;
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 
 impl Publisher {
     /// Re-sync root `i` after a (re)connect: what etcd holds for it is read
@@ -33,6 +33,8 @@ impl Publisher {
             .collect();
         let r = &mut self.roots[i];
         r.claims = held;
+        // What etcd holds is compared as JSON until each is planned again.
+        r.shown.clear();
         // Written again on this lease whatever it was.
         r.hazards = None;
         self.start_events(i)?;
@@ -91,19 +93,28 @@ impl Publisher {
         if self.roots[i].unreadable.is_some() {
             return Ok(());
         }
-        let rows: Vec<Status> = self.roots[i].driver.rows().cloned().collect();
-        let mut seen = BTreeSet::new();
-        let mut ops = Vec::new();
-        for s in rows {
-            seen.insert(s.key.clone());
-            ops.extend(self.plan_claim(i, &s.key.clone(), Some(s)));
+        // Only the rows that differ from what was last put are cloned and
+        // made JSON: a re-list of an idle root compares, and writes nothing.
+        let r = &self.roots[i];
+        let mut listed: HashSet<&str> = HashSet::with_capacity(r.claims.len());
+        let mut changed: Vec<Status> = Vec::new();
+        for s in r.driver.rows() {
+            listed.insert(s.key.as_str());
+            if !r.shown.get(&s.key).is_some_and(|c| c.shows(s)) {
+                changed.push(s.clone());
+            }
         }
-        let gone: Vec<String> = self.roots[i]
+        let gone: Vec<String> = r
             .claims
             .keys()
-            .filter(|k| !seen.contains(*k))
+            .filter(|k| !listed.contains(k.as_str()))
             .cloned()
             .collect();
+        let mut ops = Vec::new();
+        for s in changed {
+            let key = s.key.clone();
+            ops.extend(self.plan_claim(i, &key, Some(s)));
+        }
         for key in gone {
             ops.extend(self.plan_claim(i, &key, None));
         }
@@ -157,9 +168,13 @@ impl Publisher {
         let r = &mut self.roots[i];
         match item {
             Some(s) => {
+                if r.shown.get(key).is_some_and(|c| c.shows(&s)) && r.claims.contains_key(key) {
+                    return None;
+                }
                 // As the host's own `list --json` prints it, hazards included.
                 let v = serde_json::to_value(Judged::lockfile(&s)).unwrap_or(Value::Null);
                 let fp = fingerprint(&v);
+                r.shown.insert(key.to_string(), Shown::of(&s));
                 if r.claims.get(key) == Some(&fp) {
                     return None;
                 }
@@ -169,6 +184,7 @@ impl Publisher {
                 Some(CopyOp::Put { key, item })
             }
             None => {
+                r.shown.remove(key);
                 r.claims.remove(key)?;
                 let key = key.to_string();
                 Some(CopyOp::Delete { key })
@@ -185,6 +201,30 @@ impl Publisher {
         let (sink, stats) = (&mut self.sink, &mut self.stats);
         let id = &self.roots[i].info.id;
         sink.write(id, &writes, &mut |n| stats.claim_writes += n as u64)
+    }
+}
+
+/// What a reader sees of one copy as last put (the fingerprint's parts,
+/// unserialised): a row is compared with it before any JSON is made.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Shown {
+    state: ClaimState,
+    record: Option<ClaimRecord>,
+    error: Option<String>,
+}
+
+impl Shown {
+    fn of(s: &Status) -> Shown {
+        Shown {
+            state: s.state,
+            record: s.record.clone(),
+            error: s.error.clone(),
+        }
+    }
+
+    /// `s` reads the same as this copy (its `why` words aside).
+    fn shows(&self, s: &Status) -> bool {
+        self.state == s.state && self.record == s.record && self.error == s.error
     }
 }
 

@@ -47,6 +47,8 @@ mod events;
 mod identity;
 mod serve;
 mod summary;
+#[cfg(test)]
+mod tests;
 
 /// How a publisher runs.
 #[derive(Debug, Clone)]
@@ -134,6 +136,9 @@ struct Published {
     deaf: bool,
     /// Claim key → fingerprint of what etcd holds for it, on our lease.
     claims: HashMap<String, String>,
+    /// Claim key → what was last put for it, compared before any JSON is
+    /// made (empty after a re-sync: etcd's copies are compared as JSON).
+    shown: HashMap<String, copies::Shown>,
     /// The hazards array as last written.
     hazards: Option<String>,
     /// The root's log, followed, and where a feed opened again resumes:
@@ -147,6 +152,8 @@ struct Published {
     resyncing: bool,
     /// Its summary, as written.
     said: summary::Said,
+    /// The driver's listings at the last resweep.
+    listings_at_resweep: u64,
 }
 
 impl Published {
@@ -154,6 +161,17 @@ impl Published {
     fn drive(&mut self, input: Input, now: i64) {
         let got = self.driver.handle(input, now);
         self.take(got);
+    }
+
+    /// Every root is listed again at least once a resweep: unless its
+    /// mirror's own safety net listed it since the last one (an idle
+    /// root's files are read once a period, not twice).
+    fn resweep(&mut self, now: i64) {
+        let listings = self.driver.counters().listings();
+        if listings == self.listings_at_resweep {
+            self.drive(Input::Relist, now);
+        }
+        self.listings_at_resweep = self.driver.counters().listings();
     }
 
     /// Keep what the driver said changed. A round that failed (the root
@@ -205,8 +223,13 @@ fn jitter(most: Duration) -> Duration {
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 /// While etcd stays unreachable, how often that is said again.
 const LOG_AGAIN: Duration = Duration::from_secs(60);
-/// The longest one wait for file changes lasts.
+/// The longest one wait for file changes lasts, while things happen.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
+/// The same once nothing was published for [`QUIET_AFTER`]: an idle
+/// publisher wakes three times a second rather than ten (a request, a
+/// new event line or another root's change then waits at most this).
+const IDLE_SLICE: Duration = Duration::from_millis(300);
+const QUIET_AFTER: Duration = Duration::from_secs(5);
 
 impl Publisher {
     /// The publisher of `roots` (a store of file roots, as `roots` names
@@ -245,12 +268,14 @@ impl Publisher {
                     pending: None,
                     deaf: false,
                     claims: HashMap::new(),
+                    shown: HashMap::new(),
                     hazards: None,
                     events: None,
                     events_at: None,
                     unreadable: None,
                     resyncing: false,
                     said: summary::Said::default(),
+                    listings_at_resweep: 0,
                 }
             })
             .collect::<Vec<Published>>();
@@ -292,8 +317,16 @@ impl Publisher {
         let mut last_tick = Instant::now();
         let mut last_judged = Instant::now();
         let mut last_seen = Instant::now();
+        let (mut busy_at, mut busy_stats) = (Instant::now(), self.stats);
         while !stop.load(Ordering::SeqCst) {
-            self.wait_for_changes(log);
+            if self.stats != busy_stats || self.lease.is_none() {
+                (busy_at, busy_stats) = (Instant::now(), self.stats);
+            }
+            let slice = match busy_at.elapsed() < QUIET_AFTER {
+                true => WAIT_SLICE,
+                false => IDLE_SLICE,
+            };
+            self.wait_for_changes(slice, log);
             if self.lease.is_none() {
                 if Instant::now() < next_try {
                     continue;
@@ -331,7 +364,7 @@ impl Publisher {
                 if last_tick.elapsed() >= self.opts.tick {
                     last_tick = Instant::now();
                     for r in &mut self.roots {
-                        r.drive(Input::Relist, now);
+                        r.resweep(now);
                     }
                 } else if last_judged.elapsed() >= self.opts.judge_every {
                     last_judged = Instant::now();
@@ -368,11 +401,11 @@ impl Publisher {
         Ok(self.stats)
     }
 
-    /// Block until a root's files change, at most [`WAIT_SLICE`]; keep
+    /// Block until a root's files change, at most `slice`; keep
     /// what every root's driver says changed. A root whose feed cannot be
     /// read is re-listed every tick only, and said so once.
-    fn wait_for_changes(&mut self, log: &mut dyn FnMut(Level, &str)) {
-        let mut timeout = WAIT_SLICE;
+    fn wait_for_changes(&mut self, slice: Duration, log: &mut dyn FnMut(Level, &str)) {
+        let mut timeout = slice;
         let mut waited = false;
         for r in &mut self.roots {
             let got = r.driver.wait(timeout, now_ms());
@@ -392,7 +425,7 @@ impl Publisher {
             timeout = Duration::ZERO;
         }
         if !waited {
-            std::thread::sleep(WAIT_SLICE);
+            std::thread::sleep(slice);
         }
     }
 

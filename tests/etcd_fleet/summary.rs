@@ -128,3 +128,55 @@ fn agreed(f: &Fleet, also: impl Fn(&Value) -> bool) -> Result<(), String> {
         false => Err(format!("fleet says {}\nlist says {}", seen.0, seen.1)),
     }
 }
+
+#[test]
+fn a_scrape_reads_every_hosts_summaries_in_one_transaction_once_the_hosts_were_found() {
+    let Some(f) = Fleet::start("/fleet-scrape") else {
+        return;
+    };
+    const HOSTS: usize = 4;
+    let holder = Sleeper::spawn();
+    let roots: Vec<_> = (0..HOSTS).map(|_| root_dir()).collect();
+    let _publishers: Vec<Publisher> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            write_claim(r.path(), &format!("k{i}"), holder.pid());
+            Publisher::spawn(&f, r.path(), &format!("host-{i}"), "1h")
+        })
+        .collect();
+    // Every host's summary written (a host without one is read from its
+    // copies instead).
+    let summed = wait_for(PATIENCE, || {
+        let fleet = super::json_of(&f.over(&["fleet", "--json"]));
+        let hosts = fleet["hosts"].as_array().cloned().unwrap_or_default();
+        hosts.len() == HOSTS && hosts.iter().all(|h| h["counts"]["live"] == 1)
+    });
+    assert!(summed, "the summaries never all came");
+    let mut over = super::claimtop(f.home.path());
+    over.env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", &f.url]);
+    let (mut server, addr) = etcd_common::start_metrics_with(over, &[]);
+    let etcd = f.etcd.members[0].endpoint();
+    let txns = || {
+        etcd_common::grpc_started(&etcd)
+            .get("Txn")
+            .copied()
+            .unwrap_or(0.0)
+    };
+    // The first scrape finds the hosts, one search each.
+    let first = etcd_common::metrics_text(&addr);
+    let before = txns();
+    let second = etcd_common::metrics_text(&addr);
+    let read = txns() - before;
+    let _ = server.kill();
+    let _ = server.wait();
+    for i in 0..HOSTS {
+        let host = format!("host_id=\"host-{i}\"");
+        assert!(first.contains(&host), "host-{i} missing:\n{first}");
+        assert!(second.contains(&host), "host-{i} missing:\n{second}");
+    }
+    println!("a scrape of {HOSTS} hosts' summaries: {read} transactions");
+    // One transaction holds 40 hosts' reads; one a host was the old way.
+    assert_eq!(read, 1.0, "transactions in one scrape of {HOSTS} hosts");
+}

@@ -29,6 +29,7 @@ mod summary;
 
 pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
 pub use read::{Copies, ParsedPage};
+pub(crate) use summary::KnownHosts;
 
 impl HostRecord {
     /// The host as an answer about it names it: the hostname an operator
@@ -155,47 +156,65 @@ impl Core {
     /// [`Core::host`], and in the same transaction every key under
     /// `also` (a prefix of the host's), when given.
     fn host_and(&self, machine: &str, also: Option<&str>) -> Result<HostAnd, StoreError> {
-        let (record, owners) = (
-            self.layout.host_record(machine),
-            self.layout.host_owners(machine),
-        );
+        let ops = self.host_ops(machine, also);
         let resp = self.conn.call(|mut c| {
-            let range = GetOptions::new().with_range(range_end(&owners));
-            let mut ops = vec![
-                TxnOp::get(record.clone(), None),
-                TxnOp::get(owners.clone(), Some(range)),
-            ];
-            if let Some(also) = also {
-                let range = GetOptions::new().with_range(range_end(also));
-                ops.push(TxnOp::get(also, Some(range)));
-            }
-            let txn = Txn::new().and_then(ops);
+            let txn = Txn::new().and_then(ops.clone());
             async move { c.txn(txn).await }
         })?;
         let mut got = resp.op_responses().into_iter().filter_map(|r| match r {
             TxnOpResponse::Get(g) => Some(g),
             _ => None,
         });
-        let rec = got
-            .next()
-            .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()))
-            .and_then(|v| serde_json::from_slice::<HostRecord>(&v).ok());
-        let Some(mut rec) = rec else {
-            return Ok((None, Vec::new()));
+        let (rec, owners) = (got.next(), got.next());
+        let also = match also {
+            Some(_) => got.next().map(|g| g.kvs().to_vec()).unwrap_or_default(),
+            None => Vec::new(),
         };
-        let owned: Vec<(String, RootOwner)> = got
-            .next()
+        Ok((self.host_of(machine, rec.as_ref(), owners.as_ref()), also))
+    }
+
+    /// The reads of [`Core::host_and`], for a transaction of its own or
+    /// one of several hosts at once: the record, the owner keys, and every
+    /// key under `also` when given.
+    fn host_ops(&self, machine: &str, also: Option<&str>) -> Vec<TxnOp> {
+        let (record, owners) = (
+            self.layout.host_record(machine),
+            self.layout.host_owners(machine),
+        );
+        let range = GetOptions::new().with_range(range_end(&owners));
+        let mut ops = vec![TxnOp::get(record, None), TxnOp::get(owners, Some(range))];
+        if let Some(also) = also {
+            let range = GetOptions::new().with_range(range_end(also));
+            ops.push(TxnOp::get(also, Some(range)));
+        }
+        ops
+    }
+
+    /// The host as its record and owner keys (the first two reads of
+    /// [`Core::host_ops`]) say: each root published or unreadable while its
+    /// owner key lives, offline once it is gone or while its publisher
+    /// writes its copies back. None without a record.
+    fn host_of(
+        &self,
+        machine: &str,
+        record: Option<&etcd_client::GetResponse>,
+        owners: Option<&etcd_client::GetResponse>,
+    ) -> Option<(HostRecord, bool)> {
+        let prefix = self.layout.host_owners(machine);
+        let mut rec = record
+            .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()))
+            .and_then(|v| serde_json::from_slice::<HostRecord>(&v).ok())?;
+        let owned: Vec<(String, RootOwner)> = owners
             .map(|g| {
                 g.kvs()
                     .iter()
                     .filter_map(|kv| {
-                        let id = std::str::from_utf8(kv.key()).ok()?.strip_prefix(&owners)?;
+                        let id = std::str::from_utf8(kv.key()).ok()?.strip_prefix(&prefix)?;
                         Some((id.to_string(), serde_json::from_slice(kv.value()).ok()?))
                     })
                     .collect()
             })
             .unwrap_or_default();
-        let also = got.next().map(|g| g.kvs().to_vec()).unwrap_or_default();
         for r in &mut rec.roots {
             r.state = RootState::Offline;
             r.error = None;
@@ -223,7 +242,7 @@ impl Core {
                 None => RootState::Published,
             };
         }
-        Ok((Some((rec, online)), also))
+        Some((rec, online))
     }
 
     fn hosts(&self) -> Result<Vec<(HostRecord, bool)>, StoreError> {

@@ -441,6 +441,10 @@ impl Mirror {
                 self.relist.get_or_insert(None);
             });
         }
+        if self.dirty.is_empty() {
+            // Nothing named: an idle round makes no classifier.
+            return Ok(());
+        }
         let keys = std::mem::take(&mut self.dirty);
         let mut keys = keys.into_iter();
         let mut c = self.classifier(now);

@@ -1,6 +1,13 @@
 //! The fleet from its summaries: each host's record, owner keys and roots'
-//! summaries in one transaction — O(hosts) requests whatever the claims,
-//! for `fleet`, a scrape and a first screen.
+//! summaries, read for many hosts in one transaction — a few requests for
+//! the whole fleet, whatever its claims, for `fleet`, a scrape and a first
+//! screen.
+//!
+//! Finding the hosts is what costs (one narrow search a host, see
+//! `NextKey`): a reader asked again (a `metrics` server) reads the hosts it
+//! found last time at once and finds them again beside its answer, so a
+//! scrape waits for the reads alone, and a host that came meanwhile is in
+//! the next one.
 
 use super::HostRecord;
 use crate::claims::{ClaimState, Counts};
@@ -9,61 +16,138 @@ use crate::store::fleet::{HostInfo, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::sink::{FleetSummary, RootSummary, RootSummaryAt};
 use crate::store::StoreError;
+use etcd_client::{Txn, TxnOpResponse};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Hosts read in one transaction: three reads each, under etcd's default
+/// of 128 operations a transaction.
+const HOSTS_A_TXN: usize = 40;
+
+/// The hosts a reader found last, by machine id, and whether it is
+/// finding them again now.
+#[derive(Debug, Default)]
+pub(crate) struct KnownHosts {
+    machines: Mutex<Option<Arc<Vec<String>>>>,
+    finding: AtomicBool,
+}
 
 impl Core {
     /// Every host with its counts and every root's summary; None when a
     /// root has no summary yet (its publisher has not written one, or
     /// predates them): read the copies then.
     pub(in crate::store::etcd) fn read_fleet_summaries(
-        &self,
+        self: &Arc<Core>,
     ) -> Result<Option<FleetSummary>, StoreError> {
-        let mut out = FleetSummary::default();
-        let mut missing = false;
-        // Two threads on each other's heels: one finds the hosts, one reads
-        // each host (its record, owner keys and summaries) as soon as it is
-        // found, so a scrape waits for one round trip a host, not two.
-        let (found, read) = std::thread::scope(|scope| {
-            let (to_read, found) = std::sync::mpsc::sync_channel::<String>(HOSTS_AHEAD);
-            let finder = scope.spawn(move || self.each_machine(|m| Ok(to_read.send(m).is_ok())));
-            let mut read = Ok(());
-            for m in found.iter() {
-                let sums = self.layout.host_summaries(&m);
-                let (rec, kvs) = match self.host_and(&m, Some(&sums)) {
-                    Ok((Some(rec), kvs)) => (rec, kvs),
-                    Ok((None, _)) => continue,
-                    Err(e) => {
-                        read = Err(e);
-                        break;
-                    }
-                };
-                let (host, roots) = counted(rec.0, rec.1, &mut summaries_in(&sums, &kvs));
-                missing |= roots.is_none();
-                out.hosts.push(host);
-                out.roots.extend(roots.unwrap_or_default());
-                if missing {
-                    break;
-                }
+        let known = self
+            .known_hosts
+            .machines
+            .lock()
+            .ok()
+            .and_then(|m| m.clone());
+        let machines = match known {
+            Some(m) => {
+                self.find_hosts_again();
+                m
             }
-            // Ends the finder early: nobody reads what it finds.
-            drop(found);
-            let found = finder
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (found, read)
-        });
-        read?;
-        found?;
-        if missing {
-            return Ok(None);
+            None => self.find_hosts()?,
+        };
+        let mut out = FleetSummary::default();
+        for (rec, online, mut sums) in self.hosts_with_summaries(&machines)? {
+            let (host, roots) = counted(rec, online, &mut sums);
+            let Some(roots) = roots else {
+                return Ok(None);
+            };
+            out.hosts.push(host);
+            out.roots.extend(roots);
         }
         label_hosts(&mut out.hosts);
         Ok(Some(out))
     }
+
+    /// Every host's machine id, found one after the other, kept for the
+    /// next read.
+    fn find_hosts(&self) -> Result<Arc<Vec<String>>, StoreError> {
+        let mut found = Vec::new();
+        self.each_machine(|m| {
+            found.push(m);
+            Ok(true)
+        })?;
+        let found = Arc::new(found);
+        if let Ok(mut m) = self.known_hosts.machines.lock() {
+            *m = Some(Arc::clone(&found));
+        }
+        Ok(found)
+    }
+
+    /// [`Core::find_hosts`] on a thread of its own, unless one is at it.
+    fn find_hosts_again(self: &Arc<Core>) {
+        if self.known_hosts.finding.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let core = Arc::clone(self);
+        std::thread::spawn(move || {
+            // A failed search keeps the hosts found before.
+            let _ = core.find_hosts();
+            core.known_hosts.finding.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Each of `machines` that has a record, whether it is online, and its
+    /// roots' summaries by root id: [`HOSTS_A_TXN`] hosts a transaction,
+    /// the transactions at once.
+    fn hosts_with_summaries(&self, machines: &[String]) -> Result<Vec<HostSummaries>, StoreError> {
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = machines
+                .chunks(HOSTS_A_TXN)
+                .map(|chunk| scope.spawn(move || self.read_hosts_summaries(chunk)))
+                .collect();
+            let mut out = Vec::new();
+            for read in reads {
+                let got = read
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                out.extend(got);
+            }
+            Ok(out)
+        })
+    }
+
+    /// [`Core::hosts_with_summaries`] of a few hosts, in one transaction.
+    fn read_hosts_summaries(&self, machines: &[String]) -> Result<Vec<HostSummaries>, StoreError> {
+        let sums: Vec<String> = machines
+            .iter()
+            .map(|m| self.layout.host_summaries(m))
+            .collect();
+        let ops: Vec<_> = machines
+            .iter()
+            .zip(&sums)
+            .flat_map(|(m, s)| self.host_ops(m, Some(s)))
+            .collect();
+        let resp = self.conn.call(|mut c| {
+            let txn = Txn::new().and_then(ops.clone());
+            async move { c.txn(txn).await }
+        })?;
+        let mut got = resp.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(g),
+            _ => None,
+        });
+        let mut out = Vec::new();
+        for (m, prefix) in machines.iter().zip(&sums) {
+            let (rec, owners, summaries) = (got.next(), got.next(), got.next());
+            let Some((rec, online)) = self.host_of(m, rec.as_ref(), owners.as_ref()) else {
+                continue;
+            };
+            let kvs = summaries.map(|g| g.kvs().to_vec()).unwrap_or_default();
+            out.push((rec, online, summaries_in(prefix, &kvs)));
+        }
+        Ok(out)
+    }
 }
 
-/// Hosts found ahead of the one being read.
-const HOSTS_AHEAD: usize = 64;
+/// A host's record, whether it is online, and its roots' summaries.
+type HostSummaries = (HostRecord, bool, HashMap<String, RootSummary>);
 
 /// The summaries among `kvs` (keys under `prefix`), by root id.
 fn summaries_in(prefix: &str, kvs: &[etcd_client::KeyValue]) -> HashMap<String, RootSummary> {
