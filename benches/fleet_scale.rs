@@ -56,9 +56,10 @@ fn size() -> (usize, usize) {
     }
 }
 
-/// The publishers' `--lease-ttl`: renewals per second are 3 × hosts / TTL.
-fn lease_ttl() -> String {
-    std::env::var("CLAIMTOP_FLEET_TTL").unwrap_or_else(|_| "10s".into())
+/// The publishers' `--lease-ttl` when `CLAIMTOP_FLEET_TTL` names one (else
+/// `publish`'s default): renewals per second are 3 × hosts / TTL.
+fn lease_ttl() -> Option<String> {
+    std::env::var("CLAIMTOP_FLEET_TTL").ok()
 }
 
 fn main() {
@@ -74,7 +75,7 @@ fn main() {
     let home = home_dir.path();
     println!(
         "fleet at scale: {hosts} hosts × {claims} claims, lease {}, etcd at {endpoint}",
-        lease_ttl()
+        lease_ttl().unwrap_or_else(|| "publish's default".into())
     );
     let roots: Vec<(tempfile::TempDir, Root)> = (0..hosts)
         .map(|i| {
@@ -205,7 +206,13 @@ fn start(url: &str, home: &Path, root: &Path, i: usize) -> Host {
         .env(claimtop::cli::publish::TEST_MACHINE_ID_ENV, &machine)
         .args(["publish", "--root"])
         .arg(root)
-        .args(["--store", url, "--lease-ttl", &lease_ttl()])
+        .args(["--store", url])
+        .args(
+            lease_ttl()
+                .map(|t| ["--lease-ttl".to_string(), t])
+                .into_iter()
+                .flatten(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(root.join("publish.log")).expect("log"))

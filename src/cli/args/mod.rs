@@ -413,8 +413,8 @@ pub struct ForceArgs {
 #[derive(Debug, Args)]
 pub struct PublishArgs {
     /// The publisher's lease: a host whose publisher dies or is cut off
-    /// drops out of the fleet within DUR
-    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "10s")]
+    /// drops out of the fleet within DUR (renewed every third of it)
+    #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "30s")]
     pub lease_ttl: i64,
     /// How often every root is re-read whole, a safety net for lost file
     /// notifications (a holder's pid dying or a TTL running out is noticed

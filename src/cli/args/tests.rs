@@ -145,7 +145,7 @@ fn stores_repeat_and_mix_with_roots_but_publish_mirrors_into_exactly_one() {
     assert_eq!(p.global.root.len(), 2);
     match p.command {
         Some(Command::Publish(a)) => {
-            assert_eq!(a.lease_ttl, 10_000, "10 s by default");
+            assert_eq!(a.lease_ttl, 30_000, "30 s by default");
             assert_eq!(a.resweep, 60_000);
         }
         other => panic!("{other:?}"),
