@@ -19,6 +19,8 @@ mod first_screen;
 mod fleet_view;
 #[path = "etcd_fleet/force_release.rs"]
 mod force_release;
+#[path = "etcd_fleet/host_index.rs"]
+mod host_index;
 #[path = "etcd_fleet/host_life.rs"]
 mod host_life;
 #[path = "etcd_fleet/idle.rs"]

@@ -1,8 +1,10 @@
 //! Reading the fleet back (`list`, `events` over etcd), and asking a
 //! publisher to force-release one of its claims.
 //!
-//! Hosts are found by skipping from one `PREFIX/hosts/<machine>/` to the
-//! next, each looked for in narrow windows (`NextKey`). An online host's
+//! Hosts are found by one read of the host index (`PREFIX/host-index/`),
+//! or, while it is empty (hosts of older publishers only), by skipping
+//! from one `PREFIX/hosts/<machine>/` to the next, each looked for in
+//! narrow windows (`NextKey`). An online host's
 //! claims are read; an offline host's claims went with its lease, so what
 //! it last published (its last known copies) is read instead, never as
 //! free (`read`).
@@ -108,15 +110,31 @@ enum Answer {
 }
 
 impl Core {
-    /// Every host that ever published here, by machine id, in key order,
-    /// to `each` until it answers false: each the first key after the one
-    /// before, found in narrow windows
-    /// (see [`NextKey`]), so that finding the hosts does not walk every
-    /// host's claims and last known copies once per host.
+    /// Every host that ever published here, by machine id, in the key
+    /// order of their `hosts/` dirs, to `each` until it answers false.
+    ///
+    /// The rule: the host index first, one keys-only range read over
+    /// `PREFIX/host-index/` (a publisher puts its entry with its record).
+    /// Only while the index is empty — every host was written by an older
+    /// publisher, or there is none — are the hosts found by walking
+    /// `hosts/`, each the first key after the one before, found in narrow
+    /// windows (see [`NextKey`]), so that the walk does not read every
+    /// host's claims and last known copies once per host. A host of an
+    /// older publisher beside indexed ones is listed again once a
+    /// publisher of this version writes its record.
     fn each_machine(
         &self,
         mut each: impl FnMut(String) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
+        let indexed = self.indexed_machines()?;
+        if !indexed.is_empty() {
+            for machine in indexed {
+                if !each(machine)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         let hosts = self.layout.hosts();
         let mut next = NextKey::new(hosts.len());
         let mut from = hosts.into_bytes();
@@ -130,6 +148,22 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// Every machine the host index names: one keys-only range read.
+    fn indexed_machines(&self) -> Result<Vec<String>, StoreError> {
+        let index = self.layout.host_index();
+        let opts = GetOptions::new()
+            .with_range(range_end(&index))
+            .with_keys_only();
+        let resp = self.conn.call(|mut c| {
+            let (start, opts) = (index.clone(), opts.clone());
+            async move { c.get(start, Some(opts)).await }
+        })?;
+        Ok(machines_of_index(
+            &self.layout,
+            resp.kvs().iter().map(|kv| kv.key()),
+        ))
     }
 
     /// The first key in `[from, to)`, if any.
@@ -523,5 +557,39 @@ impl Core {
             .kvs()
             .first()
             .and_then(|kv| serde_json::from_slice(kv.value()).ok()))
+    }
+}
+
+/// The machines index entries name, in the key order of their `hosts/`
+/// dirs (the order the walk finds them in: an encoded id's `/` sorts
+/// after a `-` or `.` that the bare index key sorts before).
+fn machines_of_index<'a>(
+    layout: &super::layout::Layout,
+    keys: impl Iterator<Item = &'a [u8]>,
+) -> Vec<String> {
+    let mut machines: Vec<String> = keys.filter_map(|k| layout.machine_of_index(k)).collect();
+    machines.sort_by_cached_key(|m| layout.host_dir(m));
+    machines.dedup();
+    machines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout::Layout;
+    use super::machines_of_index;
+
+    #[test]
+    fn the_index_names_every_machine_in_the_order_of_their_host_dirs() {
+        let l = Layout::new("/fno");
+        let ids = ["a", "a-b", "m/1", "z"];
+        let keys: Vec<String> = ids.iter().map(|m| l.host_index_entry(m)).collect();
+        let mut stray = keys.clone();
+        stray.push(l.host_index());
+        stray.push(format!("{}x/y", l.host_index()));
+        let got = machines_of_index(&l, stray.iter().map(|k| k.as_bytes()));
+        let mut want: Vec<&str> = ids.to_vec();
+        want.sort_by_key(|m| l.host_dir(m));
+        assert_eq!(got, want);
+        assert_eq!(got.len(), ids.len());
     }
 }

@@ -5,7 +5,8 @@
 //! owners/*`, which exist exactly while a publisher holds one of its
 //! roots) must all be gone. A publisher that comes back between the
 //! operator's look and the delete makes the transaction fail, so a live
-//! host's mirror is never removed from under it.
+//! host's mirror is never removed from under it. The host's entry in the
+//! host index (`PREFIX/host-index/<m>`) goes in the same transaction.
 
 use super::layout::range_end;
 use super::Core;
@@ -18,6 +19,7 @@ impl Core {
         let dir = self.layout.host_dir(machine);
         let owners = self.layout.host_owners(machine);
         let record = self.layout.host_record(machine);
+        let index = self.layout.host_index_entry(machine);
         let resp = self.conn.call(|mut c| {
             // A compare over a range holds for every key in it, and for an
             // empty range is made against a key that does not exist
@@ -27,10 +29,15 @@ impl Core {
             let known = Compare::create_revision(record.clone(), CompareOp::Greater, 0);
             let txn = Txn::new()
                 .when([no_owner, known])
-                .and_then([TxnOp::delete(
-                    dir.clone(),
-                    Some(DeleteOptions::new().with_range(range_end(&dir))),
-                )])
+                .and_then([
+                    TxnOp::delete(
+                        dir.clone(),
+                        Some(DeleteOptions::new().with_range(range_end(&dir))),
+                    ),
+                    // Its index entry goes with it (a host an older
+                    // publisher wrote has none: deleting nothing is fine).
+                    TxnOp::delete(index.clone(), None),
+                ])
                 .or_else([
                     TxnOp::get(
                         owners.clone(),

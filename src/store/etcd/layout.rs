@@ -20,6 +20,13 @@
 //!
 //! # Published hosts (`claimtop publish`)
 //!
+//! `PREFIX/host-index/<machine-id>`: one empty key a host, with NO lease,
+//! put in the transaction that writes its host record and deleted by
+//! `fleet forget` in the one that removes the host: readers find every
+//! host with one keys-only range read over it. A host whose record was
+//! written by an older publisher has no entry: while the index is empty,
+//! readers walk `hosts/` instead (`Core::each_machine`).
+//!
 //! A publisher mirrors the file roots of one machine under
 //! `PREFIX/hosts/<machine-id>/` (the machine id percent-encoded as a key is):
 //!
@@ -237,6 +244,27 @@ impl Layout {
     /// The key that exists exactly while a publisher holds root `root_id`.
     pub fn root_owner(&self, machine: &str, root_id: &str) -> String {
         format!("{}{root_id}", self.host_owners(machine))
+    }
+
+    /// The host index: one key a host, `PREFIX/host-index/<machine>`, so
+    /// that one keys-only range read finds every host (a range over
+    /// `hosts/` would return every copy's key too). Outside `hosts/`: no
+    /// feed of published changes reads it.
+    pub fn host_index(&self) -> String {
+        format!("{}/host-index/", self.prefix)
+    }
+
+    /// A host's entry in the index (empty, no lease: it is listed until
+    /// `fleet forget` removes it with the host).
+    pub fn host_index_entry(&self, machine: &str) -> String {
+        format!("{}{}", self.host_index(), encode_key(machine))
+    }
+
+    /// The machine an index entry names.
+    pub fn machine_of_index(&self, etcd_key: &[u8]) -> Option<String> {
+        let s = std::str::from_utf8(etcd_key).ok()?;
+        let rest = s.strip_prefix(&self.host_index())?;
+        (!rest.is_empty() && !rest.contains('/')).then(|| decode_key(rest))
     }
 
     /// The machine an etcd key under [`Layout::hosts`] belongs to.
@@ -507,6 +535,21 @@ mod tests {
             })
         );
         assert_eq!(l.published_of(l.claim("k").as_bytes()), None);
+    }
+
+    #[test]
+    fn a_host_index_entry_names_its_machine_and_no_feed_takes_it_for_a_claim_or_a_host() {
+        let l = Layout::new("/fno");
+        let e = l.host_index_entry("m/1");
+        assert_eq!(e, "/fno/host-index/m%2F1");
+        assert_eq!(l.machine_of_index(e.as_bytes()).as_deref(), Some("m/1"));
+        assert_eq!(l.machine_of_index(l.host_record("m/1").as_bytes()), None);
+        assert_eq!(l.machine_of_index(l.host_index().as_bytes()), None);
+        // Outside `hosts/` and `claims/`: the watchers of both pass it by.
+        assert_eq!(l.published_of(e.as_bytes()), None);
+        assert_eq!(l.machine_of(e.as_bytes()), None);
+        assert_eq!(l.key_of_claim(e.as_bytes()), None);
+        assert!(!e.starts_with(&l.hosts()) && !e.starts_with(&l.claims()));
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl Core {
     /// already names: another publisher's roots on this machine stay.
     pub(crate) fn merge_host_record(&self, rec: &HostRecord) -> Result<(), StoreError> {
         let key = self.layout.host_record(&rec.machine_id);
+        let index = self.layout.host_index_entry(&rec.machine_id);
         for _ in 0..CAS_TRIES {
             let resp = self.conn.call(|mut c| {
                 let key = key.clone();
@@ -137,9 +138,14 @@ impl Core {
             let body = serde_json::to_string(&merged).unwrap_or_default();
             let put = self.conn.call(|mut c| {
                 let (key, body) = (key.clone(), body.clone());
+                // The host's index entry with its record: a reader that
+                // finds the record through the index finds every host.
                 let txn = Txn::new()
                     .when([Compare::mod_revision(key.clone(), CompareOp::Equal, rev)])
-                    .and_then([TxnOp::put(key, body, None)]);
+                    .and_then([
+                        TxnOp::put(key, body, None),
+                        TxnOp::put(index.clone(), "", None),
+                    ]);
                 async move { c.txn(txn).await }
             })?;
             if put.succeeded() {

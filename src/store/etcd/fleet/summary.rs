@@ -3,11 +3,11 @@
 //! the whole fleet, whatever its claims, for `fleet`, a scrape and a first
 //! screen.
 //!
-//! Finding the hosts is what costs (one narrow search a host, see
-//! `NextKey`): a reader asked again (a `metrics` server) reads the hosts it
-//! found last time at once and finds them again beside its answer, so a
-//! scrape waits for the reads alone, and a host that came meanwhile is in
-//! the next one.
+//! The hosts are found by one read of the host index (or, while it is
+//! empty, by the walk of `Core::each_machine`, one narrow search a host):
+//! a reader asked again (a `metrics` server) reads the hosts it found last
+//! time at once and finds them again beside its answer, so a scrape waits
+//! for the reads alone, and a host that came meanwhile is in the next one.
 
 use super::HostRecord;
 use crate::claims::{ClaimState, Counts};
@@ -66,7 +66,7 @@ impl Core {
         Ok(Some(out))
     }
 
-    /// Every host's machine id, found one after the other, kept for the
+    /// Every host's machine id (the index, else the walk), kept for the
     /// next read.
     fn find_hosts(&self) -> Result<Arc<Vec<String>>, StoreError> {
         let mut found = Vec::new();
