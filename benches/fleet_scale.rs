@@ -80,7 +80,7 @@ fn main() {
     let roots: Vec<(tempfile::TempDir, Root)> = (0..hosts)
         .map(|i| {
             let dir = tempfile::tempdir().expect("root");
-            let root = Root::new(dir.path().to_path_buf());
+            let root = Root::with_events_here(dir.path().to_path_buf());
             write_claims(&root, i, claims);
             (dir, root)
         })

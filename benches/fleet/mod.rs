@@ -237,7 +237,7 @@ pub fn fleet(etcd: &Etcd, plan: &FleetPlan) {
     let start_ms = now_ms();
     let roots: Vec<Root> = (0..plan.hosts)
         .map(|h| {
-            let root = Root::new(dir.path().join(format!("host-{h:02}")));
+            let root = Root::with_events_here(dir.path().join(format!("host-{h:02}")));
             std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
             for i in 0..plan.claims {
                 let key = format!("task/{i:05}");
