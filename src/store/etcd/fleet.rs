@@ -31,7 +31,6 @@ mod summary;
 
 pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
 pub use read::{Copies, ParsedPage};
-pub(crate) use summary::KnownHosts;
 
 impl HostRecord {
     /// The host as an answer about it names it: the hostname an operator

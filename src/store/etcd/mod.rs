@@ -80,9 +80,6 @@ pub(crate) struct Core {
     /// Leases of released claims, `(id, ttl_s)`, kept for the next acquire
     /// (shared with the task that revokes each once it has idled).
     spares: Arc<Mutex<Vec<(i64, i64)>>>,
-    /// The hosts publishing here, as a reader of their summaries last
-    /// found them.
-    known_hosts: fleet::KnownHosts,
 }
 
 impl Drop for Core {
@@ -164,7 +161,6 @@ impl EtcdStore {
                 held: Mutex::new(HashMap::new()),
                 pending: Arc::new(Mutex::new(Vec::new())),
                 spares: Arc::new(Mutex::new(Vec::new())),
-                known_hosts: fleet::KnownHosts::default(),
             }),
         })
     }

@@ -4,10 +4,8 @@
 //! screen.
 //!
 //! The hosts are found by one read of the host index (or, while it is
-//! empty, by the walk of `Core::each_machine`, one narrow search a host):
-//! a reader asked again (a `metrics` server) reads the hosts it found last
-//! time at once and finds them again beside its answer, so a scrape waits
-//! for the reads alone, and a host that came meanwhile is in the next one.
+//! empty, by the walk of `Core::each_machine`, one narrow search a host),
+//! afresh at each read: a host that came is in the next answer.
 
 use super::HostRecord;
 use crate::claims::{ClaimState, Counts};
@@ -18,41 +16,19 @@ use crate::store::sink::{FleetSummary, RootSummary, RootSummaryAt};
 use crate::store::StoreError;
 use etcd_client::{Txn, TxnOpResponse};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Hosts read in one transaction: three reads each, under etcd's default
 /// of 128 operations a transaction.
 const HOSTS_A_TXN: usize = 40;
-
-/// The hosts a reader found last, by machine id, and whether it is
-/// finding them again now.
-#[derive(Debug, Default)]
-pub(crate) struct KnownHosts {
-    machines: Mutex<Option<Arc<Vec<String>>>>,
-    finding: AtomicBool,
-}
 
 impl Core {
     /// Every host with its counts and every root's summary; None when a
     /// root has no summary yet (its publisher has not written one, or
     /// predates them): read the copies then.
     pub(in crate::store::etcd) fn read_fleet_summaries(
-        self: &Arc<Core>,
+        &self,
     ) -> Result<Option<FleetSummary>, StoreError> {
-        let known = self
-            .known_hosts
-            .machines
-            .lock()
-            .ok()
-            .and_then(|m| m.clone());
-        let machines = match known {
-            Some(m) => {
-                self.find_hosts_again();
-                m
-            }
-            None => self.find_hosts()?,
-        };
+        let machines = self.find_hosts()?;
         let mut out = FleetSummary::default();
         for (rec, online, mut sums) in self.hosts_with_summaries(&machines)? {
             let (host, roots) = counted(rec, online, &mut sums);
@@ -66,32 +42,14 @@ impl Core {
         Ok(Some(out))
     }
 
-    /// Every host's machine id (the index, else the walk), kept for the
-    /// next read.
-    fn find_hosts(&self) -> Result<Arc<Vec<String>>, StoreError> {
+    /// Every host's machine id (the index, else the walk).
+    fn find_hosts(&self) -> Result<Vec<String>, StoreError> {
         let mut found = Vec::new();
         self.each_machine(|m| {
             found.push(m);
             Ok(true)
         })?;
-        let found = Arc::new(found);
-        if let Ok(mut m) = self.known_hosts.machines.lock() {
-            *m = Some(Arc::clone(&found));
-        }
         Ok(found)
-    }
-
-    /// [`Core::find_hosts`] on a thread of its own, unless one is at it.
-    fn find_hosts_again(self: &Arc<Core>) {
-        if self.known_hosts.finding.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let core = Arc::clone(self);
-        std::thread::spawn(move || {
-            // A failed search keeps the hosts found before.
-            let _ = core.find_hosts();
-            core.known_hosts.finding.store(false, Ordering::SeqCst);
-        });
     }
 
     /// Each of `machines` that has a record, whether it is online, and its
