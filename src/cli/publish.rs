@@ -63,10 +63,17 @@ mod with_etcd {
     use std::sync::Arc;
     use std::time::Duration;
 
-    fn connect(url: &StoreUrl, g: &GlobalArgs) -> Result<EtcdStore, String> {
+    /// `heartbeat`: how often the connection's own traffic (a publisher's
+    /// lease renewals) proves etcd is there, so pings need not.
+    fn connect(
+        url: &StoreUrl,
+        g: &GlobalArgs,
+        heartbeat: Option<Duration>,
+    ) -> Result<EtcdStore, String> {
         match url {
             StoreUrl::Etcd(target) => {
-                let opts = crate::store::etcd::conn_opts(&g.open_ctx(None));
+                let mut opts = crate::store::etcd::conn_opts(&g.open_ctx(None));
+                opts.heartbeat = heartbeat;
                 EtcdStore::connect(target, &opts).map_err(|e| e.to_string())
             }
             StoreUrl::File(_) => Err("publish and force-release --host need an etcd store \
@@ -90,7 +97,8 @@ mod with_etcd {
                 ));
             }
         }
-        let store = match connect(url, g) {
+        let renewals = crate::store::etcd::sink::renew_every(a.lease_ttl / 1000);
+        let store = match connect(url, g, Some(renewals)) {
             Ok(s) => s,
             Err(e) => return out.error(&e),
         };
@@ -159,7 +167,7 @@ mod with_etcd {
         g: &GlobalArgs,
         out: &mut Out,
     ) -> CmdResult {
-        let store = match connect(url, g) {
+        let store = match connect(url, g, None) {
             Ok(s) => s,
             Err(e) => return out.error(&e),
         };

@@ -83,6 +83,13 @@ pub struct EtcdSink {
     watches: HashMap<String, RequestWatch>,
 }
 
+/// How often a publisher's lease of `ttl_s` is renewed: a third of it, as
+/// etcd's own clients do, so one renewal can fail and the next still
+/// lands in time.
+pub fn renew_every(ttl_s: i64) -> std::time::Duration {
+    std::time::Duration::from_secs(ttl_s.max(3) as u64) / 3
+}
+
 impl EtcdSink {
     /// The sink of host `machine` in `store`.
     pub fn of(store: &EtcdStore, machine: &str) -> EtcdSink {
@@ -116,7 +123,7 @@ impl EtcdSink {
     /// take longer than the TTL).
     fn keep_alive(&self, lease: i64, ttl_s: i64) -> LeaseKeeper {
         let ttl = Duration::from_secs(ttl_s.max(3) as u64);
-        let every = ttl / 3;
+        let every = renew_every(ttl_s);
         let lost = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&lost);
         let mut client = self.core.conn.client();

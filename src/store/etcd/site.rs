@@ -59,6 +59,7 @@ pub fn conn_opts(ctx: &OpenCtx) -> ConnOpts {
             .get("events-retention-ms")
             .and_then(|ms| ms.parse::<u64>().ok())
             .map(Duration::from_millis),
+        heartbeat: None,
     }
 }
 
