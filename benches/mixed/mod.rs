@@ -146,6 +146,11 @@ pub fn figure(sizes: &Sizes) {
 /// The child: the dashboard's wiring over the mix, measured.
 fn dashboard(urls: &[String], root: &Root, total: usize, changes: usize, idle: Duration) {
     let base = proc_status_kib("VmRSS").unwrap_or(0);
+    eprintln!(
+        "heap: at start, RSS {} KiB anonymous, {} KiB of files (code)",
+        proc_status_kib("RssAnon").unwrap_or(0),
+        proc_status_kib("RssFile").unwrap_or(0),
+    );
     let t0 = Instant::now();
     let mut h = Headless::over(urls, std::slice::from_ref(root));
     let (first, whole) = h.until_listed(t0, total);
@@ -158,11 +163,21 @@ fn dashboard(urls: &[String], root: &Root, total: usize, changes: usize, idle: D
         // SAFETY: mallinfo2 only reads the allocator's own counters.
         let m = unsafe { libc::mallinfo2() };
         eprintln!(
-            "heap: {} KiB in use, {} KiB free in the arenas, {} KiB mapped apart",
+            "heap: {} KiB in use, {} KiB free in the arenas, {} KiB mapped apart; RSS {} KiB anonymous, {} KiB of files (code)",
             m.uordblks / 1024,
             m.fordblks / 1024,
-            m.hblkhd / 1024
+            m.hblkhd / 1024,
+            proc_status_kib("RssAnon").unwrap_or(0),
+            proc_status_kib("RssFile").unwrap_or(0),
         );
+        if std::env::var_os("CLAIMTOP_BENCH_TRIM").is_some() {
+            // SAFETY: malloc_trim only releases free heap memory.
+            unsafe { libc::malloc_trim(0) };
+            eprintln!(
+                "heap: after a trim, RSS {} KiB",
+                proc_status_kib("VmRSS").unwrap_or(0)
+            );
+        }
     }
 
     // Change -> screen from each origin: each member's own writer.
