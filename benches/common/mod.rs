@@ -188,7 +188,7 @@ pub fn record_for(i: usize, pids: &[i32], now: i64) -> Option<ClaimRecord> {
         } else {
             Some(machine_id()).filter(|m| !m.is_empty())
         },
-        metadata,
+        metadata: metadata.into(),
     })
 }
 

@@ -74,12 +74,31 @@ pub fn figure(sizes: &Sizes) {
     ]
     .join("\t");
     let exe = std::env::current_exe().expect("this bench's own path");
-    let out = Command::new(exe)
+    // `CLAIMTOP_BENCH_WRAP="heaptrack -o /tmp/mix"`: the child run under a
+    // profiler, for where its bytes are (its own figures still printed).
+    let wrap = std::env::var("CLAIMTOP_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(tool) => {
+            let mut c = Command::new(tool);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let out = cmd
         .env(ROLE, spec)
         .output()
         .expect("run the dashboard child");
     let text = String::from_utf8_lossy(&out.stdout);
-    let n = crate::headless::numbers(&out);
+    // The child's figures: its line of nine numbers (a profiler around it
+    // prints lines of its own).
+    let n: Vec<f64> = text
+        .lines()
+        .map(|l| l.split_whitespace().map(|w| w.parse().ok()).collect())
+        .filter_map(|ws: Vec<Option<f64>>| ws.into_iter().collect::<Option<Vec<f64>>>())
+        .rfind(|ws| ws.len() == 9)
+        .unwrap_or_default();
     let [first, whole, pa, pb, pr, cpu, idle, base, rss] = n[..] else {
         panic!(
             "the mixed dashboard child said {text:?} ({}); stderr: {}",
@@ -87,6 +106,11 @@ pub fn figure(sizes: &Sizes) {
             String::from_utf8_lossy(&out.stderr)
         );
     };
+    for l in String::from_utf8_lossy(&out.stderr).lines() {
+        if l.starts_with("heap: ") {
+            println!("   {l}");
+        }
+    }
     let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
     let pct = cpu / idle * 100.0;
     let per_claim = (rss - base) * 1024.0 / total as f64;
@@ -122,11 +146,39 @@ pub fn figure(sizes: &Sizes) {
 /// The child: the dashboard's wiring over the mix, measured.
 fn dashboard(urls: &[String], root: &Root, total: usize, changes: usize, idle: Duration) {
     let base = proc_status_kib("VmRSS").unwrap_or(0);
+    eprintln!(
+        "heap: at start, RSS {} KiB anonymous, {} KiB of files (code)",
+        proc_status_kib("RssAnon").unwrap_or(0),
+        proc_status_kib("RssFile").unwrap_or(0),
+    );
     let t0 = Instant::now();
     let mut h = Headless::over(urls, std::slice::from_ref(root));
     let (first, whole) = h.until_listed(t0, total);
     let (idle_cpu, idle_wall) = h.idle(idle);
     let rss = proc_status_kib("VmRSS").unwrap_or(0);
+    // What of it the allocator holds for live values, and what is kept
+    // free (on stderr: the figures' line stays the last of stdout).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's own counters.
+        let m = unsafe { libc::mallinfo2() };
+        eprintln!(
+            "heap: {} KiB in use, {} KiB free in the arenas, {} KiB mapped apart; RSS {} KiB anonymous, {} KiB of files (code)",
+            m.uordblks / 1024,
+            m.fordblks / 1024,
+            m.hblkhd / 1024,
+            proc_status_kib("RssAnon").unwrap_or(0),
+            proc_status_kib("RssFile").unwrap_or(0),
+        );
+        if std::env::var_os("CLAIMTOP_BENCH_TRIM").is_some() {
+            // SAFETY: malloc_trim only releases free heap memory.
+            unsafe { libc::malloc_trim(0) };
+            eprintln!(
+                "heap: after a trim, RSS {} KiB",
+                proc_status_kib("VmRSS").unwrap_or(0)
+            );
+        }
+    }
 
     // Change -> screen from each origin: each member's own writer.
     let opts = AcquireOpts {

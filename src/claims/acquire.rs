@@ -116,7 +116,7 @@ pub(crate) fn new_record(key: &str, holder: &str, opts: &AcquireOpts) -> ClaimRe
         // Omitted, never backfilled with the hostname, when there is no stable
         // id: readers trust a present value.
         machine_id: (!mid.is_empty()).then_some(mid),
-        metadata: opts.metadata.as_ref().cloned().unwrap_or_default(),
+        metadata: opts.metadata.as_ref().cloned().unwrap_or_default().into(),
     }
 }
 

@@ -72,7 +72,7 @@ mod tests {
             reason: Some("not an event field".into()),
             harness: None,
             machine_id: None,
-            metadata: Map::new(),
+            metadata: Default::default(),
         };
         let line = Value::Object(rec.event_fields()).to_string();
         assert_eq!(

@@ -339,7 +339,7 @@ mod tests {
             error: matches!(state, ClaimState::Corrupted | ClaimState::Unreadable)
                 .then(|| "cannot read".into()),
             locality: Some(Locality::Local),
-            head: Vec::new(),
+            head: Box::default(),
         }
     }
 

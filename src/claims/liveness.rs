@@ -389,7 +389,6 @@ impl PidFact<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
 
     const NOW: i64 = 1_800_000_000_000;
 
@@ -427,7 +426,7 @@ mod tests {
             reason: None,
             harness: None,
             machine_id: machine.map(str::to_string),
-            metadata: Map::new(),
+            metadata: Default::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The claim record, its states, and the YAML lockfile format.
 
+pub use super::metadata::Metadata;
 use super::yaml_cost;
 pub use super::yaml_quote::misread as pyyaml_misreads;
 pub use super::yaml_scan::MAX_FLOW_DEPTH;
@@ -8,7 +9,6 @@ use super::SCHEMA_VERSION;
 // Re-exported where it lived before: other code names it by this path.
 pub use crate::time::parse_ttl_ms;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// Largest lockfile we read. A real record is a few hundred bytes; anything
 /// past this is not a claim, and reading it whole would let one planted file
@@ -133,11 +133,16 @@ pub struct ClaimRecord {
     /// Opaque to the protocol; replaced wholesale by a re-acquire. Built
     /// under the alias-expansion budget (see `yaml_cost`).
     #[serde(
-        skip_serializing_if = "Map::is_empty",
+        skip_serializing_if = "Metadata::is_empty",
         default,
-        deserialize_with = "super::yaml_cost::metadata"
+        deserialize_with = "metadata"
     )]
-    pub metadata: Map<String, Value>,
+    pub metadata: Metadata,
+}
+
+/// The metadata map, built under the budget (see `yaml_cost`).
+fn metadata<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata, D::Error> {
+    yaml_cost::metadata(d).map(Metadata::from)
 }
 
 fn default_schema_version() -> u32 {
@@ -266,7 +271,7 @@ pub(crate) mod tests {
             reason: None,
             harness: None,
             machine_id: None,
-            metadata: Map::new(),
+            metadata: Default::default(),
         }
     }
 
@@ -381,7 +386,7 @@ pub(crate) mod tests {
     fn brackets_and_stars_inside_text_are_not_mistaken_for_structure() {
         let mut r = rec();
         r.metadata
-            .insert("note".into(), Value::String("{".repeat(200)));
+            .insert("note".into(), serde_json::Value::String("{".repeat(200)));
         r.metadata.insert(
             "list".into(),
             serde_json::json!([{"a": "b, *c ".repeat(20)}]),
@@ -413,7 +418,10 @@ pub(crate) mod tests {
         for item in [format!("'{brackets}'"), format!("\"{brackets}\"")] {
             let yaml = format!("{HEAD}metadata:\n  l: [x, {item}]\n");
             let rec = ClaimRecord::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}: {yaml}"));
-            assert_eq!(rec.metadata["l"][1], Value::String(brackets.clone()));
+            assert_eq!(
+                rec.metadata["l"][1],
+                serde_json::Value::String(brackets.clone())
+            );
         }
     }
 

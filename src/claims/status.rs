@@ -29,7 +29,7 @@ pub struct Status {
     pub locality: Option<Locality>,
     /// The first bytes of a corrupted file, for display.
     #[serde(skip)]
-    pub head: Vec<u8>,
+    pub head: Box<[u8]>,
 }
 
 impl Status {
@@ -79,7 +79,7 @@ impl Status {
             why,
             error: None,
             locality: None,
-            head: Vec::new(),
+            head: Box::default(),
         }
     }
 
@@ -110,7 +110,7 @@ impl Status {
                 s.state = ClaimState::Corrupted;
                 s.why = "the file cannot be parsed as a claim; force-release archives it".into();
                 s.error = Some(reason);
-                s.head = head;
+                s.head = head.into();
             }
             Err(ReadError::Unreadable { reason }) => {
                 s.state = ClaimState::Unreadable;
@@ -132,4 +132,23 @@ pub struct Blocker {
     pub host: String,
     /// When the claim's TTL (or lease) runs out (epoch ms), if it has one.
     pub expires_at: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mirror keeps one shared status a row (`Arc<Status>`): 100 000 of
+    /// them are most of what a dashboard over a big store holds. Kept at
+    /// 296 bytes, the `Arc` is 312 and lands in glibc's 320-byte class
+    /// (with a record's unused metadata map inline it was 368, in 400).
+    #[test]
+    fn a_shared_status_fits_its_allocation_class() {
+        assert!(
+            std::mem::size_of::<Status>() <= 296,
+            "{}",
+            std::mem::size_of::<Status>()
+        );
+        assert!(std::mem::size_of::<ClaimRecord>() <= 184);
+    }
 }

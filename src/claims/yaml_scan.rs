@@ -139,7 +139,7 @@ fn record(text: &str, at: &mut usize) -> Option<ClaimRecord> {
         reason: owned(reason),
         harness: owned(harness),
         machine_id: owned(machine_id),
-        metadata: metadata.unwrap_or_default(),
+        metadata: metadata.unwrap_or_default().into(),
     })
 }
 

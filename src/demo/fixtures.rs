@@ -103,7 +103,9 @@ fn expired_with_corpse(root: &Root) {
         reason: Some("triage the nightly failures".into()),
         harness: Some("claude".into()),
         machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
-        metadata: metadata(json!({"ticket": "OPS-2291"})).unwrap_or_default(),
+        metadata: metadata(json!({"ticket": "OPS-2291"}))
+            .unwrap_or_default()
+            .into(),
     };
     write_by_hand(root, &rec);
     let corpse = recovery_mutex_path(&root.lockfile(key));
@@ -135,7 +137,9 @@ fn foreign(root: &Root) {
         reason: Some("compact the artifact store".into()),
         harness: Some("codex".into()),
         machine_id: Some("another-machine-5c1d9e07:4026531836".into()),
-        metadata: metadata(json!({"region": "eu-west", "bytes_freed": 0})).unwrap_or_default(),
+        metadata: metadata(json!({"region": "eu-west", "bytes_freed": 0}))
+            .unwrap_or_default()
+            .into(),
     };
     write_by_hand(root, &rec);
 }

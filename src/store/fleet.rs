@@ -215,7 +215,7 @@ pub fn copy_status(place: impl Into<crate::claims::Loc>, item: &Value) -> Option
         why: text("why").unwrap_or_default().to_string(),
         error: text("error").map(String::from),
         locality: None,
-        head: Vec::new(),
+        head: Box::default(),
     })
 }
 

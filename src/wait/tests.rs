@@ -127,7 +127,7 @@ impl Claims for FakeStore<'_> {
             why: String::new(),
             error: None,
             locality: None,
-            head: Vec::new(),
+            head: Box::default(),
         };
         Ok(Fenced {
             outcome: status,

@@ -180,7 +180,7 @@ pub fn rec(key: &str, holder: &str, pid: i32, age: i64, ttl_left: Option<i64>) -
         reason: None,
         harness: None,
         machine_id: Some("m-here:1".into()),
-        metadata: Map::new(),
+        metadata: Default::default(),
     }
 }
 
@@ -200,7 +200,7 @@ pub fn status_of(root: &Root, r: ClaimRecord) -> Status {
         why: v.why,
         error: None,
         locality: Some(v.locality),
-        head: Vec::new(),
+        head: Box::default(),
         record: Some(r),
     }
 }
@@ -214,7 +214,7 @@ pub fn corrupted(root: &Root, key: &str, bytes: &[u8]) -> Status {
         why: "the file cannot be parsed as a claim; force-release archives it".into(),
         error: Some("claim parse/schema failed: invalid type: string \"garbage\"".into()),
         locality: None,
-        head: bytes.to_vec(),
+        head: bytes.into(),
     }
 }
 

@@ -76,7 +76,7 @@ pub fn record(key: &str, holder: &str, pid: i32, acquired_at: i64) -> ClaimRecor
         reason: None,
         harness: None,
         machine_id: Some(id.machine_id).filter(|m| !m.is_empty()),
-        metadata: Map::new(),
+        metadata: Default::default(),
     }
 }
 

@@ -255,7 +255,7 @@ fn native_listing() -> MemberListing {
         why: "the lease is running".into(),
         error: None,
         locality: None,
-        head: Vec::new(),
+        head: Box::default(),
         record: Some(r),
     };
     MemberListing {

@@ -26,7 +26,7 @@ fn store_claim(key: &str, holder: &str, pid: i32, age: i64, ttl_left: i64) -> St
         why: "the lease is running".into(),
         error: None,
         locality: Some(claimtop::claims::Locality::Other),
-        head: Vec::new(),
+        head: Box::default(),
         record: Some(r),
     }
 }

@@ -589,7 +589,7 @@ fn figure_the_read_back_check_costs_a_parse_per_write() {
     use claimtop::claims::record::MAX_LOCKFILE_BYTES as CAP;
     let typical = record("node:ab-1234abcd", "target-session:me", 4242, now_ms());
     let mut big = typical.clone();
-    big.metadata = meta(json!({"pad": "p".repeat(CAP as usize - 400)}));
+    big.metadata = meta(json!({"pad": "p".repeat(CAP as usize - 400)})).into();
     // A holder PyYAML would misread takes the placeholder road.
     let mut special = typical.clone();
     special.holder = "12:30".into();

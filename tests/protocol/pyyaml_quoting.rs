@@ -37,7 +37,7 @@ fn everywhere(s: &str) -> ClaimRecord {
         reason: Some(s.to_string()),
         harness: Some("codex".into()),
         machine_id: Some("0123abcd:4026531836".into()),
-        metadata,
+        metadata: metadata.into(),
     }
 }
 
@@ -45,7 +45,7 @@ fn holder_only(s: &str) -> ClaimRecord {
     ClaimRecord {
         key: "k".into(),
         reason: None,
-        metadata: Map::new(),
+        metadata: Default::default(),
         ..everywhere(s)
     }
 }

@@ -270,7 +270,8 @@ fn record() -> impl Strategy<Value = ClaimRecord> {
                     metadata: meta
                         .into_iter()
                         .map(|(k, v)| (k, Value::String(v)))
-                        .collect::<Map<String, Value>>(),
+                        .collect::<Map<String, Value>>()
+                        .into(),
                 }
             },
         )

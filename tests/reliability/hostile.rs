@@ -87,7 +87,7 @@ fn hostile_root() -> (tempfile::TempDir, Root, Vec<String>) {
         reason: None,
         harness: None,
         machine_id: Some("m\r\u{9b}".into()),
-        metadata: Map::new(),
+        metadata: Default::default(),
     };
     std::fs::write(cdir.join("foreign%1B%5B5m.lock"), rec.to_yaml().unwrap()).unwrap();
     keys.push(rec.key.clone());
@@ -322,7 +322,7 @@ fn the_waiting_line_of_acquire_and_of_run_shows_a_hostile_holder_escaped() {
             reason: Some(all_nasty()),
             harness: Some(all_nasty()),
             machine_id: Some(all_nasty()),
-            metadata: Map::new(),
+            metadata: Default::default(),
         },
     );
     let holder = nasty(7);
@@ -403,7 +403,7 @@ fn the_loss_line_of_run_shows_a_hostile_new_holder_and_hostile_bytes_escaped() {
             reason: None,
             harness: None,
             machine_id: None,
-            metadata: Map::new(),
+            metadata: Default::default(),
         };
         swap_in(lockfile, rec.to_yaml().unwrap().as_bytes());
     });

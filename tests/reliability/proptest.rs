@@ -109,7 +109,7 @@ prop_compose! {
         ClaimRecord {
             schema_version, key, holder, acquired_at, pid, host, expires_at, reason, harness,
             machine_id,
-            metadata: metadata.into_iter().collect::<Map<String, Value>>(),
+            metadata: metadata.into_iter().collect::<Map<String, Value>>().into(),
         }
     }
 }
@@ -148,7 +148,7 @@ prop_compose! {
         ClaimRecord {
             schema_version: 1, key, holder, acquired_at, pid, host, expires_at, reason, harness,
             machine_id,
-            metadata: metadata.into_iter().collect::<Map<String, Value>>(),
+            metadata: metadata.into_iter().collect::<Map<String, Value>>().into(),
         }
     }
 }

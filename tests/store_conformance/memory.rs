@@ -248,7 +248,7 @@ impl Claims for MemoryStore {
             reason: opts.reason.clone(),
             harness: opts.harness.clone(),
             machine_id: Some(machine_id()).filter(|m| !m.is_empty()),
-            metadata: opts.metadata.clone().unwrap_or_default(),
+            metadata: opts.metadata.clone().unwrap_or_default().into(),
         };
         let bytes = record.to_yaml()?.into_bytes();
         let fence = st.rev + 1;

@@ -88,7 +88,7 @@ impl App {
                 .store
                 .as_ref()
                 .and_then(|v| v.held(p))
-                .map(|h| h.tenure.revision),
+                .map(|h| h.revision),
             RowId::Copy(_) => None,
         };
         Some(TenureId {

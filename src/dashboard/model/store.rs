@@ -9,7 +9,7 @@
 
 use super::fleet::FleetView;
 use crate::claims::Loc;
-use crate::store::{LinkFacts, Tenure};
+use crate::store::{LeaseInfo, LinkFacts, Tenure};
 use crate::time::{clock, human_ms};
 use std::collections::HashMap;
 
@@ -36,19 +36,45 @@ impl From<LinkFacts> for StoreInfo {
     }
 }
 
-/// A claim's tenure, and when it was read: its lease counts down from then.
+/// What the view keeps of a claim's tenure: its fence, its lease, and when
+/// the lease runs out as far as the read knew (read time + what was left
+/// then). One per leased row, beside the mirror's own copy: the tenure and
+/// its read time were 40 bytes, this is 32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Held {
-    pub tenure: Tenure,
-    pub read_at: i64,
+    /// The tenure's fencing revision.
+    pub revision: i64,
+    lease_id: i64,
+    ttl_s: i64,
+    /// Epoch ms the lease ends, unless its holder keeps it alive.
+    ends_at: i64,
 }
 
 impl Held {
+    /// `tenure` as read at `read_at`.
+    pub fn new(tenure: &Tenure, read_at: i64) -> Held {
+        Held {
+            revision: tenure.revision,
+            lease_id: tenure.lease.id,
+            ttl_s: tenure.lease.ttl_s,
+            ends_at: read_at + tenure.lease.remaining_s * 1000,
+        }
+    }
+
+    /// The lease as of `now`.
+    pub fn lease(&self, now: i64) -> LeaseInfo {
+        LeaseInfo {
+            id: self.lease_id,
+            ttl_s: self.ttl_s,
+            remaining_s: self.remaining_ms(now) / 1000,
+        }
+    }
+
     /// Milliseconds left on the lease at `now`, as far as the last read
     /// knows (a holder keeping it alive moves it back up, and its lane
     /// re-reads a claim whose lease should have run out).
     pub fn remaining_ms(&self, now: i64) -> i64 {
-        (self.tenure.lease.remaining_s * 1000 - (now - self.read_at)).max(0)
+        (self.ends_at - now).max(0)
     }
 }
 

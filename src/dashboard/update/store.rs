@@ -109,11 +109,8 @@ pub fn on_delta(app: &mut App, at: usize, d: &Delta) -> bool {
                 if let Some(info) = view.info.as_mut() {
                     info.revision = info.revision.max(tenure.revision);
                 }
-                let held = Held {
-                    tenure,
-                    read_at: d.at,
-                };
-                view.tenures.insert(row.path.clone(), held);
+                view.tenures
+                    .insert(row.path.clone(), Held::new(&tenure, d.at));
             }
             None => {
                 view.tenures.remove(&row.path);

@@ -214,13 +214,13 @@ pub fn tenure_fields(app: &App, id: &RowId, s: &Status) -> Vec<(&'static str, St
     let Some(h) = app.store.as_ref().and_then(|v| v.held(&s.file)) else {
         return Vec::new();
     };
-    let l = h.tenure.lease;
+    let l = h.lease(app.shown_now());
     vec![
         (
             "revision",
             format!(
                 "{} (fencing token: hand it to the work this claim guards)",
-                h.tenure.revision
+                h.revision
             ),
         ),
         (

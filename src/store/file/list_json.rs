@@ -216,7 +216,7 @@ mod tests {
             why: format!("why {key}"),
             error: None,
             locality: None,
-            head: Vec::new(),
+            head: Box::default(),
         }
     }
 
@@ -235,7 +235,7 @@ mod tests {
             reason: Some(text.into()),
             harness: None,
             machine_id: Some(String::new()),
-            metadata,
+            metadata: metadata.into(),
         }
     }
 
@@ -258,7 +258,7 @@ mod tests {
             let mut bare = ClaimRecord {
                 harness: Some((*t).into()),
                 expires_at: None,
-                metadata: Map::new(),
+                metadata: Default::default(),
                 ..rec(&key, t)
             };
             bare.reason = None;

@@ -7,7 +7,6 @@ use super::{Mirror, RELIST_COST_FACTOR, RELIST_EVERY_MS};
 use crate::claims::{ClaimState, Loc, Status};
 use crate::store::Tenure;
 use std::cmp::Reverse;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A lease's grace past its end before its key is read again: etcd ends a
@@ -32,17 +31,21 @@ impl Mirror {
 
     /// Keep [`Mirror::local_live`] as the rows come and go: only where
     /// the store judges (no judge of our own) and the claim is live and
-    /// held on this machine.
-    pub(super) fn note_local_live(&mut self, path: &Loc, s: &Status, add: bool) {
+    /// held on this machine. A row is counted out with the status it was
+    /// counted in with.
+    pub(super) fn note_local_live(&mut self, s: &Status, add: bool) {
         let local = s.locality == Some(crate::claims::Locality::Local);
-        match (&s.record, add) {
-            (Some(r), true) if self.judge.is_none() && s.state == ClaimState::Live && local => {
-                self.local_live.insert(path.clone(), r.pid);
+        let Some(r) = &s.record else { return };
+        if self.judge.is_some() || s.state != ClaimState::Live || !local {
+            return;
+        }
+        if add {
+            *self.local_live.entry(r.pid).or_default() += 1;
+        } else if let Some(n) = self.local_live.get_mut(&r.pid) {
+            *n -= 1;
+            if *n == 0 {
+                self.local_live.remove(&r.pid);
             }
-            _ if !add => {
-                self.local_live.remove(path);
-            }
-            _ => {}
         }
     }
 
@@ -69,17 +72,23 @@ impl Mirror {
             // A live claim whose holder is a process of this machine that
             // has exited: nothing in the store changes, yet the store's own
             // verdict is suspect now, so its key is read again.
-            // Each pid is asked once a tick, however many claims it holds.
-            let mut alive: HashMap<i32, bool> = HashMap::new();
-            for (path, pid) in &self.local_live {
-                if !*alive
-                    .entry(*pid)
-                    .or_insert_with(|| crate::sys::pid_alive(*pid))
-                {
-                    if let Some(s) = self.rows.get(path) {
-                        keys.push(s.key.clone());
-                    }
-                }
+            // Each pid is asked once a tick, however many claims it holds;
+            // the rows are walked only when one has gone.
+            let gone: Vec<i32> = self
+                .local_live
+                .keys()
+                .copied()
+                .filter(|pid| !crate::sys::pid_alive(*pid))
+                .collect();
+            if !gone.is_empty() {
+                let local = Some(crate::claims::Locality::Local);
+                keys.extend(
+                    self.rows
+                        .values()
+                        .filter(|s| s.state == ClaimState::Live && s.locality == local)
+                        .filter(|s| s.record.as_ref().is_some_and(|r| gone.contains(&r.pid)))
+                        .map(|s| s.key.clone()),
+                );
             }
             self.dirty.extend(keys);
         } else if !moved.is_empty() {

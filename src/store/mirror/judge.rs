@@ -198,7 +198,6 @@ pub fn copy_words_at(s: &Status, now: i64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::claims::Locality;
-    use serde_json::Map;
     use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -223,7 +222,7 @@ mod tests {
             reason: None,
             harness: None,
             machine_id: Some("m:1".into()),
-            metadata: Map::new(),
+            metadata: Default::default(),
         }
     }
 

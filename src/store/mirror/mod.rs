@@ -150,11 +150,12 @@ pub struct Mirror {
     listed: Vec<Hazard>,
     /// TTL edges (judged here) or lease ends (leased), soonest first.
     edges: BinaryHeap<Reverse<(i64, Loc)>>,
-    /// A leased store's live claims held by a process of this machine, by
-    /// row, with that pid: the tick asks each pid whether it is still
-    /// there, without walking every row (100 000 rows a second was most of
-    /// an idle dashboard's CPU).
-    local_live: HashMap<Loc, i32>,
+    /// A leased store's live claims held by processes of this machine: how
+    /// many each pid holds. The tick asks each pid whether it is still
+    /// there, and walks the rows only for one that has gone (100 000 rows
+    /// a second was most of an idle dashboard's CPU; a map of every such
+    /// row, 30 bytes a claim).
+    local_live: HashMap<i32, u32>,
     /// Keys to read again, and those whose read failed (the store away).
     dirty: BTreeSet<String>,
     /// The keys a mirror of named keys follows (see `follow`); None: the
@@ -331,7 +332,7 @@ impl Mirror {
     /// Count `s` in (or out of) the tally: its state and its own hazards,
     /// by the same item verdicts `list` uses.
     fn count(&mut self, path: &Loc, s: &Status, add: bool) {
-        self.note_local_live(path, s, add);
+        self.note_local_live(s, add);
         let own = OwnHazards::of(s, self.rules()).len();
         if add {
             self.counts.add(s.state);

@@ -3,7 +3,6 @@ use super::*;
 use crate::claims::Root;
 use crate::claims::{hazard, ClaimRecord, LocalIdentity};
 use crate::store::file::FileStore;
-use serde_json::Map;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -40,7 +39,7 @@ fn rec(key: &str, pid: i32, ttl_left: Option<i64>) -> ClaimRecord {
         reason: None,
         harness: None,
         machine_id: Some("m-here:1".into()),
-        metadata: Map::new(),
+        metadata: Default::default(),
     }
 }
 
@@ -328,6 +327,7 @@ fn a_leased_mirror_re_reads_a_local_holder_gone_and_forgets_it_once_read() {
     assert_ne!(state_of(&m, &root, "held"), Some(ClaimState::Live));
     m.tick(now + 3000);
     assert!(!m.has_unread(), "no longer live: no longer asked about");
+    assert!(m.local_live.is_empty(), "its pid's count went with it");
 }
 
 #[test]

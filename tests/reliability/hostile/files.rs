@@ -11,7 +11,6 @@ use claimtop::claims::{
     ClaimError, ClaimRecord, ClaimState, ForceOpts, ForceOutcome, ReleaseOutcome, Root,
 };
 use claimtop::events::emit::events_mutex_path;
-use serde_json::Map;
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -69,7 +68,7 @@ fn dead_claim(key: &str) -> String {
         reason: None,
         harness: None,
         machine_id: Some(claimtop::claims::liveness::machine_id()).filter(|m| !m.is_empty()),
-        metadata: Map::new(),
+        metadata: Default::default(),
     }
     .to_yaml()
     .unwrap()
