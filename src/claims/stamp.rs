@@ -22,15 +22,19 @@ use std::path::{Path, PathBuf};
 pub const SETTLED_MS: i64 = 2_000;
 
 /// What `lstat` says of a regular file that tells one content from
-/// another: its inode (a new tenure is a new one), its size and its
-/// times to the nanosecond (any write in place moves ctime). 40 bytes.
+/// another: its device and inode (a new tenure is a new one), its size and
+/// its times to the nanosecond (any write in place moves ctime), kept as
+/// one 64-bit digest of them (8 bytes a row, where the fields are 40):
+/// keyed afresh by each process, so no writer can aim at a collision, and
+/// a change is missed by one only once in 2^64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: i64,
-    mtime_ns: i64,
-    ctime_ns: i64,
+pub struct Stamp(u64);
+
+/// The digest's keys, drawn once a process.
+fn keys() -> &'static std::collections::hash_map::RandomState {
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default)
 }
 
 impl Stamp {
@@ -38,24 +42,30 @@ impl Stamp {
     // The fields' types differ from one platform to another.
     #[allow(clippy::unnecessary_cast)]
     pub fn of(st: &libc::stat) -> Stamp {
-        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
-        Stamp {
-            dev: st.st_dev as u64,
-            ino: st.st_ino as u64,
-            size: st.st_size as i64,
-            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
-        }
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = keys().build_hasher();
+        h.write_u64(st.st_dev as u64);
+        h.write_u64(st.st_ino as u64);
+        h.write_i64(st.st_size as i64);
+        h.write_i64(st.st_mtime as i64);
+        h.write_i64(st.st_mtime_nsec as i64);
+        h.write_i64(st.st_ctime as i64);
+        h.write_i64(st.st_ctime_nsec as i64);
+        Stamp(h.finish())
     }
 
     /// The stamp of a regular file whose last change is settled as of
     /// `now` (epoch ms, the real clock); None for anything else, which is
     /// read each time.
     pub fn settled(st: &libc::stat, now: i64) -> Option<Stamp> {
-        let s = Stamp::of(st);
+        // The fields' types differ from one platform to another.
+        #[allow(clippy::unnecessary_cast)]
+        let ctime_ms = (st.st_ctime as i64)
+            .saturating_mul(1000)
+            .saturating_add(st.st_ctime_nsec as i64 / 1_000_000);
         let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        let settled = s.ctime_ns / 1_000_000 <= now.saturating_sub(SETTLED_MS);
-        (regular && settled).then_some(s)
+        let settled = ctime_ms <= now.saturating_sub(SETTLED_MS);
+        (regular && settled).then(|| Stamp::of(st))
     }
 }
 

@@ -135,7 +135,7 @@ pub struct Mirror {
     tenures: HashMap<Loc, Tenure>,
     /// The stamp each row was listed at, where its store gives one (a
     /// lockfile's `lstat`): the next listing skips what has not changed
-    /// since. 40 bytes a row, its key shared with the row's.
+    /// since. 8 bytes a row, its key shared with the row's.
     stamps: HashMap<Loc, Stamp>,
     counts: Counts,
     /// The rows that are hazards by themselves, and how many hazards they
