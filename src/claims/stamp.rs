@@ -7,8 +7,11 @@
 //! anything written into a file in place changes its ctime, which no
 //! caller can set back. The stamp is taken before the file is read: a
 //! change after the stat makes the next stat differ, a change before it is
-//! in what was read. A file whose ctime is too close to the listing's clock
+//! in what was read. A file whose ctime is too close to the clock at its stat
 //! gets no stamp (see [`SETTLED_MS`]) and is read again next time.
+//! On NFS an `lstat` may answer from the client's attribute cache (up to a
+//! minute by default), so a change made on another host may be seen one
+//! re-list later than a read would have seen it.
 
 use super::dir_listing::DirListing;
 use super::sweep_read::Listed;
