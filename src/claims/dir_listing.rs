@@ -81,25 +81,7 @@ impl DirListing {
     /// children.
     pub fn open_file(&self, name: &[u8]) -> io::Result<std::fs::File> {
         use std::os::fd::FromRawFd;
-        // A name from this listing is at most NAME_MAX bytes; anything else
-        // (never produced here) is refused rather than truncated.
-        // One pass (no memchr calls: for names this short they cost more
-        // than the copy).
-        let mut buf = [0u8; 256];
-        let fits = name.len() < buf.len();
-        let mut bad = !fits;
-        if fits {
-            for (d, &b) in buf.iter_mut().zip(name) {
-                bad |= (b == 0) | (b == b'/');
-                *d = b;
-            }
-        }
-        if bad {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a directory entry name",
-            ));
-        }
+        let buf = entry_name(name)?;
         // SAFETY: self.dir is open; dirfd only reads it.
         let dfd = unsafe { libc::dirfd(self.dir.as_ptr()) };
         // SAFETY: buf holds the name followed by at least one NUL.
@@ -116,6 +98,47 @@ impl DirListing {
         // SAFETY: fd was just opened and is owned by nobody else.
         Ok(unsafe { std::fs::File::from_raw_fd(fd) })
     }
+
+    /// `lstat` of `name` in this directory: the entry itself, a symlink
+    /// not followed.
+    pub fn stat_entry(&self, name: &[u8]) -> io::Result<libc::stat> {
+        let buf = entry_name(name)?;
+        // SAFETY: self.dir is open; dirfd only reads it.
+        let dfd = unsafe { libc::dirfd(self.dir.as_ptr()) };
+        // SAFETY: an all-zero stat is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: buf holds the name followed by at least one NUL; st is a
+        // valid stat for the call to fill.
+        let r =
+            unsafe { libc::fstatat(dfd, buf.as_ptr().cast(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(st)
+    }
+}
+
+/// `name` as a C string in a buffer of its own, refused unless it is one
+/// entry's name. A name from a listing is at most NAME_MAX bytes; anything
+/// else (never produced here) is refused rather than truncated. One pass
+/// (no memchr calls: for names this short they cost more than the copy).
+fn entry_name(name: &[u8]) -> io::Result<[u8; 256]> {
+    let mut buf = [0u8; 256];
+    let fits = name.len() < buf.len();
+    let mut bad = !fits;
+    if fits {
+        for (d, &b) in buf.iter_mut().zip(name) {
+            bad |= (b == 0) | (b == b'/');
+            *d = b;
+        }
+    }
+    if bad {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a directory entry name",
+        ));
+    }
+    Ok(buf)
 }
 
 fn clear_errno() {

@@ -25,6 +25,7 @@ pub mod operator;
 pub mod record;
 pub mod root;
 pub mod roots;
+pub mod stamp;
 pub mod status;
 pub mod sweep;
 mod sweep_read;
@@ -60,11 +61,12 @@ pub use operator::operator_name;
 pub use record::{parse_ttl_ms, ClaimRecord, ClaimState, Metadata, ParseError};
 pub use root::Root;
 pub use roots::{sweep_roots, MultiSweep, Roots, RootsError};
+pub use stamp::{Held, Stamp, SETTLED_MS};
 pub use status::{Blocker, Status};
 pub use sweep::{
     doctor, doctor_fix, entry_behind, entry_hazard, entry_kind, item_hazards, key_of_lockfile,
-    patch_item_hazards, root_missing, sweep, sweep_head, sweep_head_with, sweep_with, Counts,
-    EntryKind, Fix, Hazard, HazardKind, Sweep, SweepItem,
+    patch_item_hazards, root_missing, sweep, sweep_head, sweep_head_with, sweep_held, sweep_with,
+    Counts, EntryKind, Fix, Hazard, HazardKind, HeldSweep, Sweep, SweepItem,
 };
 pub use verbs::{
     force_release, release, release_watched, renew, renew_as, status, ForceOpts, ForceOutcome,

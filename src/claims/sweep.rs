@@ -5,6 +5,7 @@ use super::census::{census, own_hazards, ItemRules};
 use super::dir_listing::DirListing;
 use super::entry::{hazard_now, Entry, Oddity, Role, Shape};
 use super::liveness::Classifier;
+use super::stamp::{self, Held, Split, Stamp};
 use super::sweep_read::{judge_each, sort_by_key, Listed};
 use super::{decode_key, mutex, now_ms, ClaimState, RECOVERY_SUFFIX};
 use super::{Root, Status};
@@ -143,11 +144,34 @@ pub fn sweep(root: &Root) -> Sweep {
 /// (see `sweep_read`), with `c`'s pid facts shared among them; the
 /// items come out in key order.
 pub fn sweep_with(root: &Root, c: &mut Classifier) -> Sweep {
-    sweep_some(root, c, None).unwrap_or_else(|| Sweep {
-        root: root.root.clone(),
-        claims: Vec::new(),
-        counts: Counts::default(),
-        hazards: Vec::new(),
+    sweep_held(root, c, None).sweep
+}
+
+/// A sweep of the lockfiles the caller does not hold as they are now.
+#[derive(Debug)]
+pub struct HeldSweep {
+    /// The lockfiles read (and only their hazards and counts).
+    pub sweep: Sweep,
+    /// Parallel to `sweep.claims`, each one's stamp as it was read (None:
+    /// no stamp, read it again next time); empty without a `held`.
+    pub stamps: Vec<Option<Stamp>>,
+    /// The lockfiles whose stamp is the one `held` has: not read.
+    pub kept: Vec<PathBuf>,
+}
+
+/// [`sweep_with`], where the caller holds what it read before: a lockfile
+/// whose stamp is the one `held` gives for it is not read but named in
+/// `kept` (see [`super::stamp`]). Every other entry is looked at as ever.
+pub fn sweep_held(root: &Root, c: &mut Classifier, held: Option<Held>) -> HeldSweep {
+    sweep_some(root, c, None, held).unwrap_or_else(|| HeldSweep {
+        sweep: Sweep {
+            root: root.root.clone(),
+            claims: Vec::new(),
+            counts: Counts::default(),
+            hazards: Vec::new(),
+        },
+        stamps: Vec::new(),
+        kept: Vec::new(),
     })
 }
 
@@ -161,11 +185,21 @@ pub fn sweep_head(root: &Root, n: usize) -> Option<Sweep> {
 
 /// [`sweep_head`] with a caller's classifier.
 pub fn sweep_head_with(root: &Root, n: usize, c: &mut Classifier) -> Option<Sweep> {
-    sweep_some(root, c, Some(n))
+    sweep_some(root, c, Some(n), None).map(|h| h.sweep)
 }
 
 /// A sweep, or (with `head`) its first `head` lockfiles when there are more.
-fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sweep> {
+fn sweep_some(
+    root: &Root,
+    c: &mut Classifier,
+    head: Option<usize>,
+    held: Option<Held>,
+) -> Option<HeldSweep> {
+    let done = |sweep| HeldSweep {
+        sweep,
+        stamps: Vec::new(),
+        kept: Vec::new(),
+    };
     let dir = root.claims_dir();
     let mut out = Sweep {
         root: root.root.clone(),
@@ -182,7 +216,7 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
                 out.hazards.push(h);
             }
             events_hazards(root, &mut out.hazards);
-            return head.is_none().then_some(out);
+            return head.is_none().then(|| done(out));
         }
         Err(e) => {
             out.hazards.push(Hazard::at_path(
@@ -190,7 +224,7 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
                 dir,
                 format!("claims dir cannot be listed: {e}"),
             ));
-            return head.is_none().then_some(out);
+            return head.is_none().then(|| done(out));
         }
     };
     // Names first, items after: sorting the (key, path) pairs is cheap where
@@ -245,11 +279,22 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
         }
         lockfiles.truncate(n);
     }
+    let Split {
+        read: lockfiles,
+        stamps: listed_stamps,
+        kept,
+    } = stamp::split(&listing, lockfiles, held, now_ms());
     out.claims.reserve_exact(lockfiles.len());
+    let mut stamps = Vec::with_capacity(listed_stamps.len());
+    let mut listed_stamps = listed_stamps.into_iter();
     let judge = |l: Listed, read, c: &mut Classifier| Status::judged(l.key, l.path, c, read);
     judge_each(&listing, lockfiles, c, judge, |item| {
+        let stamp = listed_stamps.next().flatten();
         if item.state != ClaimState::Free {
             out.claims.push(item);
+            if held.is_some() {
+                stamps.push(stamp);
+            }
         }
     });
     drop(listing);
@@ -259,7 +304,11 @@ fn sweep_some(root: &Root, c: &mut Classifier, head: Option<usize>) -> Option<Sw
     let all = census(&out.claims, entries, |_| ItemRules::Lockfile);
     out.counts = all.counts;
     out.hazards = all.hazards;
-    Some(out)
+    Some(HeldSweep {
+        sweep: out,
+        stamps,
+        kept,
+    })
 }
 
 /// Bring a sweep's hazard list up to date after one lockfile changed:

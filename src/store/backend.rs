@@ -19,8 +19,8 @@ use super::log::{LogFeed, Tail};
 use super::{Changes, Fenced, Kept, KeyWatch, StoreError, Tenure, Wake};
 use crate::claims::root::RootProblem;
 use crate::claims::{
-    AcquireOpts, AcquireOutcome, Classifier, Counts, Fix, ForceOpts, ForceOutcome, ItemRules,
-    ReleaseOutcome, RenewOutcome, Status, Sweep,
+    AcquireOpts, AcquireOutcome, Classifier, Counts, Fix, ForceOpts, ForceOutcome, Held, ItemRules,
+    ReleaseOutcome, RenewOutcome, Stamp, Status, Sweep,
 };
 use crate::events::history::{History, Log};
 use crate::events::range::RangeEnd;
@@ -307,6 +307,14 @@ pub trait ListSink {
     fn streams(&self) -> bool {
         false
     }
+
+    /// What the sink holds already, each claim by its place with the stamp
+    /// it was read at: a backend that can tell a claim unchanged since
+    /// (a file root, by its lockfile's `lstat`) names it in
+    /// [`MemberListing::kept`] instead of reading it again. None: read all.
+    fn held(&self) -> Option<Held<'_>> {
+        None
+    }
 }
 
 /// Whether a listing goes on.
@@ -341,6 +349,13 @@ pub struct MemberListing {
     pub tenures: Vec<Option<Tenure>>,
     pub store_hazards: Vec<crate::claims::Hazard>,
     pub end: ListEnd,
+    /// Parallel to `sweep.claims`, the stamp each was read at, where the
+    /// sink holds claims ([`ListSink::held`]); empty otherwise.
+    pub stamps: Vec<Option<Stamp>>,
+    /// Claims the sink holds that are as they were when it read them, by
+    /// place: not read, so neither among the claims nor in the counts or
+    /// hazards. Empty unless the sink said what it holds.
+    pub kept: Vec<std::path::PathBuf>,
 }
 
 impl MemberListing {
@@ -353,6 +368,8 @@ impl MemberListing {
             tenures: Vec::new(),
             store_hazards: Vec::new(),
             end: ListEnd::default(),
+            stamps: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
@@ -366,6 +383,13 @@ impl MemberListing {
             t.resize(page.sweep.claims.len(), None);
             self.tenures.extend(t);
         }
+        if !page.stamps.is_empty() || !self.stamps.is_empty() {
+            self.stamps.resize(had, None);
+            let mut t = page.stamps;
+            t.resize(page.sweep.claims.len(), None);
+            self.stamps.extend(t);
+        }
+        self.kept.extend(page.kept);
         self.sweep.claims.extend(page.sweep.claims);
         self.sweep.counts += page.sweep.counts;
         self.sweep.hazards.extend(page.sweep.hazards);
@@ -415,8 +439,21 @@ pub fn list_whole_paged(
     c: &mut Classifier,
     on_page: &mut dyn FnMut(&MemberListing),
 ) -> Result<MemberListing, StoreError> {
+    list_whole_held(b, c, None, on_page)
+}
+
+/// [`list_whole_paged`] for a caller that holds claims already (`held`,
+/// see [`ListSink::held`]): those found unchanged come as
+/// [`MemberListing::kept`], not read.
+pub fn list_whole_held(
+    b: &dyn Claims,
+    c: &mut Classifier,
+    held: Option<Held>,
+    on_page: &mut dyn FnMut(&MemberListing),
+) -> Result<MemberListing, StoreError> {
     struct Paged<'a> {
         got: Collect,
+        held: Option<Held<'a>>,
         on_page: &'a mut dyn FnMut(&MemberListing),
     }
     impl ListSink for Paged<'_> {
@@ -424,9 +461,13 @@ pub fn list_whole_paged(
             (self.on_page)(&page);
             self.got.page(page)
         }
+        fn held(&self) -> Option<Held<'_>> {
+            self.held
+        }
     }
     let mut sink = Paged {
         got: Collect::default(),
+        held,
         on_page,
     };
     let end = b.list(c, &mut sink)?;

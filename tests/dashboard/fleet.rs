@@ -269,6 +269,8 @@ fn native_listing() -> MemberListing {
         },
         tenures: vec![None],
         store_hazards: Vec::new(),
+        stamps: Vec::new(),
+        kept: Vec::new(),
         end: ListEnd {
             at: Some(Cursor::of_u64(7)),
             complete: true,

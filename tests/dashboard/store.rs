@@ -57,6 +57,8 @@ fn listing(items: Vec<(Status, Tenure)>, revision: i64) -> MemberListing {
         sweep,
         tenures,
         store_hazards: Vec::new(),
+        stamps: Vec::new(),
+        kept: Vec::new(),
         end: ListEnd {
             at: Some(Cursor::of_u64(revision as u64)),
             complete: true,

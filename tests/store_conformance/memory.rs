@@ -419,6 +419,8 @@ impl Claims for MemoryStore {
             },
             tenures,
             store_hazards: Vec::new(),
+            stamps: Vec::new(),
+            kept: Vec::new(),
             end: ListEnd::default(),
         });
         Ok(ListEnd { at, complete })

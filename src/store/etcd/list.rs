@@ -110,6 +110,8 @@ impl Core {
             },
             tenures,
             store_hazards,
+            stamps: Vec::new(),
+            kept: Vec::new(),
             // The feed resumes right after the revision it was read at.
             end: ListEnd {
                 at: Some(Cursor::of_u64(u64::try_from(at).unwrap_or(0))),

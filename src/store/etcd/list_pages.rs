@@ -135,6 +135,8 @@ impl Core {
                 },
                 tenures: Vec::new(),
                 store_hazards,
+                stamps: Vec::new(),
+                kept: Vec::new(),
                 end: end.clone(),
             });
         }
@@ -177,6 +179,8 @@ impl Done {
             },
             tenures,
             store_hazards: Vec::new(),
+            stamps: Vec::new(),
+            kept: Vec::new(),
             end: ListEnd::default(),
         })
     }

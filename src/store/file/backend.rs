@@ -143,9 +143,13 @@ impl Claims for FileStore {
                 });
             }
         }
-        // One page, every claim in it, however the sink answers.
-        let whole = claims::sweep_with(&self.root, c);
-        sink.page(MemberListing::of_sweep(whole, ItemRules::Lockfile));
+        // One page, every claim in it, however the sink answers; a claim
+        // the sink holds is read only if its lockfile changed since.
+        let held = claims::sweep_held(&self.root, c, sink.held());
+        let mut page = MemberListing::of_sweep(held.sweep, ItemRules::Lockfile);
+        page.stamps = held.stamps;
+        page.kept = held.kept;
+        sink.page(page);
         Ok(ListEnd {
             at: None,
             complete: true,

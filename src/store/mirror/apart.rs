@@ -12,9 +12,9 @@
 //! collector turns glibc's fastbins off for that, see its
 //! `keep_big_buffers_mapped`.)
 
-use super::super::backend::{list_whole_paged, Claims, MemberListing};
+use super::super::backend::{list_whole_held, Claims, MemberListing};
 use super::super::StoreError;
-use crate::claims::Classifier;
+use crate::claims::{Classifier, Held};
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
@@ -26,6 +26,7 @@ const BATCH: usize = 1024;
 pub(super) fn read(
     store: &dyn Claims,
     c: Classifier,
+    held: Option<Held>,
     on_page: &mut (dyn FnMut(&MemberListing) + Send),
 ) -> (Result<MemberListing, StoreError>, Classifier) {
     let mut kept = Some(c);
@@ -36,7 +37,7 @@ pub(super) fn read(
         let h = std::thread::Builder::new()
             .name("claimtop-list".into())
             .spawn_scoped(s, move || {
-                let listing = list_whole_paged(store, &mut c, on_page);
+                let listing = list_whole_held(store, &mut c, held, on_page);
                 (listing, c)
             });
         match h {
@@ -50,7 +51,7 @@ pub(super) fn read(
         Some(read) => read,
         None => {
             let mut c = Classifier::new(crate::claims::now_ms());
-            (list_whole_paged(store, &mut c, &mut |_| {}), c)
+            (list_whole_held(store, &mut c, held, &mut |_| {}), c)
         }
     }
 }

@@ -3,12 +3,15 @@
 //! member's origin, the hazards that belong to no row kept apart.
 
 use super::apart;
+use super::judge::rejudge;
 use super::{fresh, Mirror, Owed, Whole};
 use crate::claims::root::RootProblem;
 use crate::claims::{Classifier, Counts, Loc};
-use crate::store::backend::{list_head, list_whole, Claims, MemberListing};
-use crate::store::{Cursor, StoreError};
-use std::collections::HashSet;
+use crate::claims::{Stamp, Status};
+use crate::store::backend::{list_head, list_whole_held, Claims, MemberListing};
+use crate::store::{Cursor, StoreError, Tenure};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 impl Mirror {
@@ -22,7 +25,8 @@ impl Mirror {
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let mut c = self.classifier(now);
-        let listing = list_whole(store, &mut c)?;
+        let held = |p: &Path| self.stamp_of(p);
+        let listing = list_whole_held(store, &mut c, Some(&held), &mut |_| {})?;
         self.took(listing, c, started, store, now, resync);
         Ok(())
     }
@@ -49,9 +53,18 @@ impl Mirror {
         on_page: &mut (dyn FnMut(&MemberListing) + Send),
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
-        let (listing, c) = apart::read(store, self.classifier(now), on_page);
+        let held = |p: &Path| self.stamp_of(p);
+        let (listing, c) = apart::read(store, self.classifier(now), Some(&held), on_page);
         self.took(listing?, c, started, store, now, resync);
         Ok(())
+    }
+
+    /// The stamp the row at `place` was listed at: a listing skips the
+    /// claim when its store finds it unchanged since (and stamps every
+    /// claim it reads, the first listing's too).
+    fn stamp_of(&self, place: &Path) -> Option<Stamp> {
+        let loc = Loc::new(self.origin, self.rules(), place);
+        self.stamps.get(&loc).copied()
     }
 
     /// Take in a whole listing, read since `started`.
@@ -109,6 +122,8 @@ impl Mirror {
             sweep,
             tenures,
             end,
+            stamps,
+            kept,
             ..
         } = listing;
         // A cursor that is one number is the store's revision, which a
@@ -121,7 +136,14 @@ impl Mirror {
         // A row a listing finds unchanged keeps its shared status: the face
         // holding it keeps one copy, and the listing's is freed at once.
         let mut old = std::mem::take(&mut self.rows);
-        self.tenures.clear();
+        // Kept only where a row the listing did not read needs them.
+        let mut old_tenures = match kept.is_empty() {
+            true => {
+                self.tenures.clear();
+                HashMap::new()
+            }
+            false => std::mem::take(&mut self.tenures),
+        };
         self.row_hazards.clear();
         self.row_hazard_count = 0;
         self.edges.clear();
@@ -141,13 +163,22 @@ impl Mirror {
         let mut named: HashSet<i32> = HashSet::new();
         let mut tenures = tenures.into_iter();
         let mut claims = sweep.claims;
-        self.rows.reserve(claims.len());
+        let mut stamps = stamps.into_iter();
+        self.listed_reads += claims.len() as u64;
+        self.rows.reserve(claims.len() + kept.len());
+        // What the listing found unchanged keeps its row, judged again.
+        let mut c = c;
+        let lost = !self.keep_unchanged(kept, &mut old, &mut old_tenures, &mut c);
+        for r in self.rows.values().filter_map(|s| s.record.as_ref()) {
+            named.insert(r.pid);
+        }
         // The listing's own values are freed on another thread (`apart`).
         let mut spent = apart::Freer::start();
         // Taken from the back, the vector shrunk as it empties: its buffer
         // and the rows are never both at full size (a big listing's peak).
         while let Some(mut s) = claims.pop() {
             let tenure = tenures.next_back().flatten();
+            let stamp = stamps.next_back().flatten();
             if let Some(r) = &s.record {
                 named.insert(r.pid);
             }
@@ -167,6 +198,10 @@ impl Mirror {
                     (p.clone(), Arc::new(fresh(&s, p)))
                 }
             };
+            match stamp {
+                Some(st) => self.stamps.insert(path.clone(), st),
+                None => self.stamps.remove(&path),
+            };
             self.insert(path, shared, tenure, true);
             if let Some(why) = unkept {
                 s.why = why;
@@ -177,6 +212,15 @@ impl Mirror {
             }
         }
         spent.finish();
+        if lost {
+            // Named unchanged, yet not held: list again soon, every claim
+            // read.
+            self.stamps.clear();
+            self.relist.get_or_insert(None);
+        }
+        // The stamps of rows gone with this listing go too.
+        let rows = &self.rows;
+        self.stamps.retain(|p, _| rows.contains_key(p));
         if let Some(j) = self.judge.as_mut() {
             // The listing names the pids that matter now.
             self.owed.pids = j.relearn(&c, |pid| named.contains(&pid), now);
@@ -201,5 +245,44 @@ impl Mirror {
             self.owed.problem = true;
         }
         self.tally_dirty = true;
+    }
+
+    /// Put back the rows of `kept` (places a listing found unchanged since
+    /// they were stamped; their stamps stay), each judged again with `c` where time or a pid
+    /// moved its state; false when one is not among the `old` rows.
+    fn keep_unchanged(
+        &mut self,
+        kept: Vec<PathBuf>,
+        old: &mut HashMap<Loc, Arc<Status>>,
+        old_tenures: &mut HashMap<Loc, Tenure>,
+        c: &mut Classifier,
+    ) -> bool {
+        let mut all = true;
+        for place in kept {
+            let loc = Loc::new(self.origin, self.rules(), &place);
+            let Some((path, mut shared)) = old.remove_entry(&loc) else {
+                all = false;
+                continue;
+            };
+            // Time and pids may have moved its state since it was judged;
+            // a row whose state stands is shared on, not copied.
+            let moved = match (&self.judge, &shared.record) {
+                (Some(_), Some(rec)) => {
+                    let (state, locality) = c.state(rec);
+                    state != shared.state || Some(locality) != shared.locality
+                }
+                _ => false,
+            };
+            if moved {
+                let mut next = (*shared).clone();
+                rejudge(c, &mut next);
+                self.keep(&mut next);
+                shared = Arc::new(next);
+            }
+            // Its stamp stays as it is.
+            let tenure = old_tenures.remove(&path);
+            self.insert(path, shared, tenure, true);
+        }
+        all
     }
 }

@@ -379,3 +379,5 @@ fn a_mirror_of_one_key_reads_that_key_alone_and_never_lists() {
     assert_eq!((m.reads, m.listings), (3, 0));
     assert!(m.row_of_key("b").is_none(), "released: free");
 }
+
+mod stamps;
