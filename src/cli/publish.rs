@@ -121,6 +121,20 @@ mod with_etcd {
         let sink = Box::new(EtcdSink::of(&store, &opts.machine_id));
         let url = crate::store::Claims::url(&store);
         let mut publisher = Publisher::new(sink, url, roots_store(roots), roots, opts.clone());
+        // The flag above is set inside the handler; this thread then ends
+        // the publisher's wait, which an idle publisher makes long.
+        let signals = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+        match signal_hook::iterator::Signals::new(signals) {
+            Ok(mut signals) => {
+                let wake = publisher.waker();
+                std::thread::spawn(move || {
+                    if signals.forever().next().is_some() {
+                        wake();
+                    }
+                });
+            }
+            Err(e) => return out.error(&format!("cannot catch SIGINT/SIGTERM: {e}")),
+        }
         let mut log = |level: Level, text: &str| log_line(level, text);
         let stats = match publisher.run(&stop, &mut log) {
             Ok(stats) => stats,

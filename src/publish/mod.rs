@@ -36,7 +36,7 @@ use crate::store::fleet::PublishedRoot;
 use crate::store::mirror::Delta;
 pub use crate::store::sink::PublishError;
 use crate::store::sink::{root_id, HostRecord, Request, RootOwner, Sink};
-use crate::store::{Backend, Cursor, LogFeed, StoreError};
+use crate::store::{Backend, Cursor, LogFeed, StoreError, Wake};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -214,6 +214,22 @@ pub struct Publisher {
     since_ms: i64,
 }
 
+/// Ends the wait of whichever root's driver the publisher blocks on (the
+/// first that can watch); the others' next wait, which does not block,
+/// just returns.
+fn wake_all(roots: &[Published]) -> Wake {
+    let wakers: Vec<Wake> = roots.iter().map(|r| r.driver.waker()).collect();
+    Arc::new(move || wakers.iter().for_each(|w| w()))
+}
+
+/// When the last refresh would have been for the next to come at a random
+/// point within `every` from now.
+fn refresh_from(every: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_sub(every.saturating_sub(jitter(every)))
+        .unwrap_or(now)
+}
+
 /// A random part of `most`: std's per-process random hasher keys, the
 /// clock and the pid.
 fn jitter(most: Duration) -> Duration {
@@ -234,11 +250,15 @@ const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 const LOG_AGAIN: Duration = Duration::from_secs(60);
 /// The longest one wait for file changes lasts, while things happen.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
-/// The same once nothing was published for [`QUIET_AFTER`]: an idle
-/// publisher wakes three times a second rather than ten (a request, a
-/// new event line or another root's change then waits at most this).
-const IDLE_SLICE: Duration = Duration::from_millis(300);
+/// Once nothing was published for this long, a wait lasts until the next
+/// judging of the claims (`judge_every`) unless something ends it first:
+/// a file change, an append to the log, or a request (the sink wakes the
+/// wait, [`Sink::wake_on_request`]). An idle publisher wakes every couple
+/// of seconds, not three times a second: at a hundred hosts those wakes
+/// were most of the fleet's idle CPU.
 const QUIET_AFTER: Duration = Duration::from_secs(5);
+/// The shortest wait: a judging just due is not a busy loop.
+const LEAST_SLICE: Duration = Duration::from_millis(10);
 
 impl Publisher {
     /// The publisher of `roots` (a store of file roots, as `roots` names
@@ -292,6 +312,8 @@ impl Publisher {
         let mut seen = std::collections::HashSet::new();
         let mut roots = roots;
         roots.retain(|r| seen.insert(r.info.id.clone()));
+        let mut sink = sink;
+        sink.wake_on_request(wake_all(&roots));
         Publisher {
             sink,
             url,
@@ -303,6 +325,13 @@ impl Publisher {
             answers: Vec::new(),
             since_ms: now_ms(),
         }
+    }
+
+    /// A handle that ends the publisher's wait at once, from any thread:
+    /// a signal's handler calls it after setting `stop`, so a stop is not
+    /// kept waiting for the next judging.
+    pub fn waker(&self) -> Wake {
+        wake_all(&self.roots)
     }
 
     pub fn roots(&self) -> Vec<PublishedRoot> {
@@ -333,7 +362,11 @@ impl Publisher {
             }
             let slice = match busy_at.elapsed() < QUIET_AFTER {
                 true => WAIT_SLICE,
-                false => IDLE_SLICE,
+                false => self
+                    .opts
+                    .judge_every
+                    .saturating_sub(last_judged.elapsed())
+                    .max(LEAST_SLICE),
             };
             self.wait_for_changes(slice, log);
             if self.lease.is_none() {
@@ -344,7 +377,10 @@ impl Publisher {
                     Ok(()) => {
                         last_said = None;
                         last_tick = Instant::now();
-                        last_seen = Instant::now();
+                        // The first refresh comes at a random point of the
+                        // period: a fleet started together does not refresh
+                        // together ever after.
+                        last_seen = refresh_from(self.opts.last_seen_every);
                     }
                     Err(e @ PublishError::RootTaken { .. }) => {
                         self.shut_down(log);

@@ -147,6 +147,14 @@ pub trait Changes: Send {
     fn closer(&self) -> Option<Box<dyn FnOnce() + Send>> {
         None
     }
+
+    /// A handle that ends a `next` blocked there at once, with nothing
+    /// (`Ok(None)`), from another thread: something its caller waits for
+    /// besides this feed has come (a publisher's request). Spurious calls
+    /// are fine. None: the caller's wait lasts its timeout.
+    fn waker(&self) -> Option<Wake> {
+        None
+    }
 }
 
 /// Called whenever one key may have changed. Spurious calls are fine (the

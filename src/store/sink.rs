@@ -8,7 +8,7 @@
 //! `store::etcd::sink`).
 
 use super::fleet::PublishedRoot;
-use super::StoreError;
+use super::{StoreError, Wake};
 use crate::claims::ForceOpts;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -286,6 +286,12 @@ pub trait Sink: Send {
     /// The requests for `root_id` that arrived (or changed) since the last
     /// call; every one waiting at the first call.
     fn requests(&mut self, root_id: &str) -> Result<Vec<Request>, StoreError>;
+
+    /// Call `wake` whenever a request arrives for [`Sink::requests`] to
+    /// hand over, so a publisher can sleep until then instead of asking on
+    /// a timer. A sink that never calls it is asked at the publisher's
+    /// slow tick (every couple of seconds).
+    fn wake_on_request(&mut self, _wake: Wake) {}
 
     /// Take `req` by writing `taken` over it, only if it is still as it
     /// was read (a requester that gave up withdrew it).

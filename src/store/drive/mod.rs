@@ -36,7 +36,7 @@ use super::fleet::HostInfo;
 use super::mirror::judge::Judge;
 use super::mirror::{Delta, Mirror, Tally};
 use super::sink::FleetSummary;
-use super::{Change, Changes, LinkFacts, StoreError, Tenure};
+use super::{Change, Changes, LinkFacts, StoreError, Tenure, Wake};
 use crate::claims::root::RootProblem;
 use crate::claims::{ItemRules, Status};
 use std::collections::BTreeSet;
@@ -231,6 +231,9 @@ pub struct Driver<'b> {
     /// Facts not yet said.
     facts: Facts,
     counters: Arc<Counters>,
+    /// The open feed's waker, behind one handle that outlives the feed
+    /// ([`Driver::waker`]).
+    poke: Arc<std::sync::Mutex<Option<Wake>>>,
 }
 
 impl Driver<'static> {
@@ -315,6 +318,7 @@ impl<'b> Driver<'b> {
             hosts_due: true,
             facts: Facts::default(),
             counters: Arc::default(),
+            poke: Arc::default(),
         }
     }
 
@@ -454,6 +458,16 @@ impl<'b> Driver<'b> {
         self.round(now, tick)
     }
 
+    /// A handle that ends a [`Driver::wait`] blocked on whichever feed is
+    /// open then, from any thread (else the wait lasts its timeout).
+    pub fn waker(&self) -> Wake {
+        let poke = Arc::clone(&self.poke);
+        Arc::new(move || {
+            let feed = poke.lock().unwrap_or_else(|e| e.into_inner());
+            feed.iter().for_each(|wake| wake());
+        })
+    }
+
     /// Read `key` again at the next round, whatever the feed said (a
     /// waiter's safety re-check, a holder's look before it gives its claim
     /// back).
@@ -516,7 +530,9 @@ impl<'b> Driver<'b> {
         if !matches!(self.feed, Slot::Empty) {
             return Ok(());
         }
-        self.feed = Slot::Owned(self.backend().changes(None)?);
+        let feed = self.backend().changes(None)?;
+        *self.poke.lock().unwrap_or_else(|e| e.into_inner()) = feed.waker();
+        self.feed = Slot::Owned(feed);
         if self.listed {
             self.mirror.relist_soon();
             self.hosts_due = true;

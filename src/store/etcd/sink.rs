@@ -12,7 +12,7 @@ use crate::store::sink::{
     CopyOp, FleetRequest, HeldCopy, HostRecord, Mirrored, PublishError, Request, RootOwner,
     RootSummary, Sink,
 };
-use crate::store::StoreError;
+use crate::store::{StoreError, Wake};
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,6 +81,8 @@ pub struct EtcdSink {
     previous: Vec<i64>,
     /// Each root's watch on its requests, by root id.
     watches: HashMap<String, RequestWatch>,
+    /// Called when a watch hands a request over ([`Sink::wake_on_request`]).
+    wake: Option<Wake>,
 }
 
 /// How often a publisher's lease of `ttl_s` is renewed: a third of it, as
@@ -100,6 +102,7 @@ impl EtcdSink {
             keeper: None,
             previous: Vec::new(),
             watches: HashMap::new(),
+            wake: None,
         }
     }
 
@@ -396,11 +399,15 @@ impl Sink for EtcdSink {
     /// is gone from history) or a new session lists them all again. A
     /// request handed over twice is harmless: taking it succeeds only at
     /// the version it was read at, and a taken one is passed over.
+    fn wake_on_request(&mut self, wake: Wake) {
+        self.wake = Some(wake);
+    }
+
     fn requests(&mut self, root_id: &str) -> Result<Vec<Request>, StoreError> {
         let prefix = self.place(root_id).requests();
         if !self.watches.contains_key(root_id) {
             let (kvs, at) = self.core.range_all(&prefix)?;
-            let reading = Heard;
+            let reading = Heard(self.wake.clone());
             let (rx, task) = watch::spawn(&self.core, prefix, Some(at + 1), reading)?;
             let w = RequestWatch {
                 rx,
@@ -538,8 +545,9 @@ enum News {
     Quiet,
 }
 
-/// What the requests watch makes of etcd's answers.
-struct Heard;
+/// What the requests watch makes of etcd's answers; it wakes the
+/// publisher's wait (if it was given one) once a request is handed over.
+struct Heard(Option<Wake>);
 
 impl watch::Reading for Heard {
     type Out = News;
@@ -562,6 +570,12 @@ impl watch::Reading for Heard {
 
     fn lost(&mut self, _why: String) -> News {
         News::Lost
+    }
+
+    fn sent(&mut self) {
+        if let Some(wake) = &self.0 {
+            wake();
+        }
     }
 }
 

@@ -25,6 +25,9 @@ pub(super) trait Reading: Send + 'static {
     fn up(&mut self, revision: Option<i64>) -> Option<Self::Out>;
     /// Changes were lost (compacted, or etcd behind what was seen): why.
     fn lost(&mut self, why: String) -> Self::Out;
+    /// What `events` or `lost` made has been sent: a reader that wakes a
+    /// waiter does it here, so the waiter finds it in the receiver.
+    fn sent(&mut self) {}
 }
 
 /// Watch `prefix` from `start` (None: from now on), what `reading` makes
@@ -328,10 +331,14 @@ fn absorb<R: Reading>(
     }
     let mut out = Vec::new();
     reading.events(resp, &mut out);
+    let any = !out.is_empty();
     for o in out {
         if tx.send(o).is_err() {
             return Step::Closed;
         }
+    }
+    if any {
+        reading.sent();
     }
     Step::More
 }
@@ -339,7 +346,10 @@ fn absorb<R: Reading>(
 /// Say changes were lost, then reopen the watch at once.
 fn lost<R: Reading>(reading: &mut R, tx: &Sender<R::Out>, why: String) -> Step {
     match tx.send(reading.lost(why)) {
-        Ok(()) => Step::Reopen(String::new()),
+        Ok(()) => {
+            reading.sent();
+            Step::Reopen(String::new())
+        }
         Err(_) => Step::Closed,
     }
 }

@@ -95,6 +95,8 @@ enum Raw {
     Error(String),
     /// [`Changes::closer`] was called.
     Close,
+    /// [`Changes::waker`] was called.
+    Poke,
 }
 
 /// The root's watcher: every notification as it comes. Bursts are settled
@@ -152,6 +154,10 @@ pub struct FileFeed {
     dirs_checked: Instant,
     /// Let a burst go quiet this long before handing on what it named.
     settle: Option<Duration>,
+    /// A waker was called, or the log was appended to: the wait in `next`
+    /// ends with nothing, so that whoever waits on more than this feed (a
+    /// publisher: its requests, its log) looks now.
+    poked: bool,
 }
 
 impl FileFeed {
@@ -179,6 +185,7 @@ impl FileFeed {
             blind_resync: None,
             dirs_checked: Instant::now(),
             settle: opts.debounce,
+            poked: false,
         };
         match Watch::start(tx) {
             Ok(w) => {
@@ -336,6 +343,10 @@ impl FileFeed {
                 return Ok(());
             }
             Raw::Close => return Err(StoreError::FeedClosed),
+            Raw::Poke => {
+                self.poked = true;
+                return Ok(());
+            }
         };
         let (mut log, mut structure, mut moved) = (false, false, false);
         let mut rescan = None;
@@ -390,6 +401,7 @@ impl FileFeed {
             self.resync(why.into());
         }
         if log {
+            self.poked = true;
             self.log_shape();
         }
         Ok(())
@@ -493,6 +505,9 @@ impl Changes for FileFeed {
             if let Some(c) = self.pending.pop_front() {
                 return Ok(Some(c));
             }
+            if std::mem::take(&mut self.poked) {
+                return Ok(None);
+            }
             let now = Instant::now();
             if self.due().is_some_and(|d| now >= d) {
                 self.on_due(now);
@@ -531,6 +546,14 @@ impl Changes for FileFeed {
         let tx = self.tx.clone();
         Some(Box::new(move || {
             let _ = tx.send(Raw::Close);
+        }))
+    }
+
+    fn waker(&self) -> Option<crate::store::Wake> {
+        let tx = std::sync::Mutex::new(self.tx.clone());
+        Some(std::sync::Arc::new(move || {
+            let tx = tx.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = tx.send(Raw::Poke);
         }))
     }
 }
