@@ -11,6 +11,7 @@
 use super::backend::{list_now_into, Flow, ListSink, MemberListing};
 use super::compose::{Listing, Store};
 use super::fleet::{list_order, tag_store_item, FleetRest, FleetState};
+use super::raw_copy::{ListCopy, RawCopy};
 use super::StoreError;
 use crate::claims::{Counts, Hazard, HazardAt};
 use serde_json::{Map, Value};
@@ -45,6 +46,11 @@ impl Only {
 
     /// `fleet` with only the hosts, copies and hazards asked for.
     pub fn limit(&self, fleet: &mut FleetState) {
+        self.limit_listed(fleet, &mut Vec::new());
+    }
+
+    /// [`Only::limit`], and the copies kept as their bytes beside `fleet`.
+    pub fn limit_listed(&self, fleet: &mut FleetState, raw: &mut Vec<RawCopy>) {
         if self.everything() {
             return;
         }
@@ -62,6 +68,7 @@ impl Only {
                 && self.host(host_id, label(host_id).as_deref())
                 && self.root(root_id)
         };
+        raw.retain(|c| keeps(&c.root.host_id, &c.root.root_id));
         fleet.items.retain(|i| keeps(&i.host_id, &i.root.id));
         fleet.last_known.retain(|i| keeps(&i.host_id, &i.root.id));
         fleet.hazards.retain(|h| match &h.at {
@@ -95,9 +102,9 @@ impl Store {
         if self.several() {
             return self.write_whole(w, only);
         }
-        let mut fleet = self.fleet_state()?;
-        if let Some(f) = fleet.as_mut() {
-            only.limit(f);
+        let mut fleet = self.fleet_listed()?;
+        if let Some((f, raw)) = fleet.as_mut() {
+            only.limit_listed(f, raw);
         }
         let store = one.root_dir().is_none().then(|| one.backend().url());
         let mut sink = JsonSink::new(w, store, fleet);
@@ -158,7 +165,7 @@ struct JsonSink<'w> {
     hazards: Vec<Hazard>,
     store_hazards: Vec<Hazard>,
     /// Published items still to go out, in their order.
-    copies: Option<VecDeque<Value>>,
+    copies: Option<VecDeque<ListCopy>>,
     rest: Option<FleetRest>,
     failed: Option<io::Error>,
     /// Items written so far.
@@ -192,8 +199,12 @@ impl ListSink for JsonSink<'_> {
 
 impl<'w> JsonSink<'w> {
     /// A writer of one member's listing to `w`, with what hosts publish.
-    fn new(w: &'w mut dyn Write, store: Option<String>, fleet: Option<FleetState>) -> Self {
-        let (copies, rest) = match fleet.map(FleetState::into_copies) {
+    fn new(
+        w: &'w mut dyn Write,
+        store: Option<String>,
+        fleet: Option<(FleetState, Vec<RawCopy>)>,
+    ) -> Self {
+        let (copies, rest) = match fleet.map(|(f, raw)| f.into_listed(raw)) {
             Some((copies, rest)) => (Some(copies.into()), Some(rest)),
             None => (None, None),
         };
@@ -225,7 +236,7 @@ impl<'w> JsonSink<'w> {
                 tag_store_item(&mut item);
                 let at = list_order(&item);
                 while let Some(copy) = self.next_copy_before(&at) {
-                    self.item(&copy)?;
+                    self.copy(&copy)?;
                 }
             }
             self.item(&item)?;
@@ -238,10 +249,11 @@ impl<'w> JsonSink<'w> {
 
     /// The next published item that goes before a store's item at `at`
     /// (one at the same place goes after it).
-    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<Value> {
+    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<ListCopy> {
         let copies = self.copies.as_mut()?;
+        let at = (at.0.as_bytes(), at.1.as_bytes(), at.2.as_bytes());
         match copies.front() {
-            Some(c) if list_order(c) < *at => copies.pop_front(),
+            Some(c) if c.order_bytes() < at => copies.pop_front(),
             _ => None,
         }
     }
@@ -251,6 +263,15 @@ impl<'w> JsonSink<'w> {
             self.w.write_all(b",")?;
         }
         serde_json::to_writer(&mut *self.w, item)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    fn copy(&mut self, copy: &ListCopy) -> io::Result<()> {
+        if self.written > 0 {
+            self.w.write_all(b",")?;
+        }
+        copy.write(&mut *self.w)?;
         self.written += 1;
         Ok(())
     }
@@ -267,7 +288,7 @@ impl<'w> JsonSink<'w> {
             self.w.write_all(b",\"claims\":[")?;
         }
         while let Some(copy) = self.copies.as_mut().and_then(VecDeque::pop_front) {
-            self.item(&copy)?;
+            self.copy(&copy)?;
         }
         self.w.write_all(b"]")?;
         let mut tail = Map::new();
@@ -367,7 +388,11 @@ mod tests {
         let mut want = serde_json::to_vec(&doc).expect("json");
         want.push(b'\n');
         let mut got = Vec::new();
-        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), fleet);
+        let mut sink = JsonSink::new(
+            &mut got,
+            Some("etcd://x/p".into()),
+            fleet.map(|f| (f, Vec::new())),
+        );
         for p in pages {
             assert_eq!(sink.page(p), Flow::Go);
         }

@@ -231,6 +231,12 @@ impl Fleet for EtcdStore {
         self.core.read_fleet(super::fleet::Copies::Brief)
     }
 
+    fn listed_state(
+        &self,
+    ) -> Result<(FleetState, Vec<crate::store::raw_copy::RawCopy>), StoreError> {
+        self.core.read_fleet_listed()
+    }
+
     fn summaries(&self) -> Result<Option<crate::store::sink::FleetSummary>, StoreError> {
         self.core.read_fleet_summaries()
     }

@@ -9,8 +9,10 @@ use crate::store::etcd::layout::RootPlace;
 use crate::store::etcd::Core;
 use crate::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
+use crate::store::raw_copy::{CopyRoot, RawCopy};
 use crate::store::StoreError;
 use serde_json::Value;
+use std::sync::Arc;
 
 impl Core {
     /// Every host, what the online ones publish now and what the offline
@@ -32,8 +34,25 @@ impl Core {
     pub(in crate::store::etcd) fn read_fleet_paged(
         &self,
         copies: Copies,
-        mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
+        each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
     ) -> Result<FleetState, StoreError> {
+        Ok(self.read_fleet_kept(copies, each)?.0)
+    }
+
+    /// [`Core::read_fleet`] for `list --json`: each online host's copy
+    /// that prints as it stands kept as its bytes (beside the state, not
+    /// in its items), any other parsed into the state.
+    pub(in crate::store::etcd) fn read_fleet_listed(
+        &self,
+    ) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
+        self.read_fleet_kept(Copies::Listed, None)
+    }
+
+    fn read_fleet_kept(
+        &self,
+        copies: Copies,
+        mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
+    ) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
         let mut hosts = Vec::new();
         let mut hazards = Vec::new();
         let (found, read, parsed) = std::thread::scope(|scope| {
@@ -92,6 +111,7 @@ impl Core {
         let Parsed {
             items,
             last_known,
+            raw,
             mut counts,
         } = parsed;
         counts.resize(hosts.len(), Counts::default());
@@ -113,7 +133,7 @@ impl Core {
             });
         }
         label_hosts(&mut fleet.hosts);
-        Ok(fleet)
+        Ok((fleet, raw))
     }
 
     /// Read one host's copies, in order, and hand them to the parser a
@@ -196,6 +216,9 @@ pub enum Copies {
     Whole,
     /// Its `"state"` and its record's `"acquired_at"` (`brief::Brief`).
     Brief,
+    /// All of it; an online host's kept as its bytes where they print as
+    /// they stand ([`RawCopy`]), parsed otherwise.
+    Listed,
 }
 
 /// A thread's result, or its panic carried on.
@@ -236,6 +259,8 @@ pub struct ParsedPage {
 struct Parsed {
     items: Vec<FleetItem>,
     last_known: Vec<FleetItem>,
+    /// [`Copies::Listed`]'s copies kept as their bytes.
+    raw: Vec<RawCopy>,
     /// Each host's, by its place among the hosts found (up to the last
     /// one any copy came from).
     counts: Vec<Counts>,
@@ -253,6 +278,7 @@ fn parse_pages(
     let mut out = Parsed {
         items: Vec::new(),
         last_known: Vec::new(),
+        raw: Vec::new(),
         counts: Vec::new(),
     };
     for page in pages {
@@ -260,10 +286,26 @@ fn parse_pages(
             out.counts.resize(page.host + 1, Counts::default());
         }
         let mut parsed = Vec::with_capacity(page.kvs.len());
-        for kv in &page.kvs {
+        // Kept as bytes: an online host's copies, when nobody takes pages.
+        let keep = (copies == Copies::Listed && !page.known && out_pages.is_none())
+            .then(|| Arc::new(CopyRoot::new(&page.host_id, &page.hostname, &page.root)));
+        for kv in page.kvs {
+            let (_, value) = kv.into_key_value();
+            let value = match &keep {
+                Some(root) => match RawCopy::of(root, value) {
+                    Ok(raw) => {
+                        let state = std::iter::once(raw.state());
+                        out.counts[page.host] += count_copies(state, page.online);
+                        out.raw.push(raw);
+                        continue;
+                    }
+                    Err(value) => value,
+                },
+                None => value,
+            };
             let item = match copies {
-                Copies::Whole => serde_json::from_slice(kv.value()),
-                Copies::Brief => serde_json::from_slice(kv.value()).map(|b: brief::Brief| b.0),
+                Copies::Whole | Copies::Listed => serde_json::from_slice(&value),
+                Copies::Brief => serde_json::from_slice(&value).map(|b: brief::Brief| b.0),
             };
             let Ok(item) = item else {
                 continue;
@@ -291,8 +333,6 @@ fn parse_pages(
             None if page.known => out.last_known.append(&mut parsed),
             None => out.items.append(&mut parsed),
         }
-        // Freed here, not on the thread reading the next page.
-        drop(page);
     }
     out
 }
