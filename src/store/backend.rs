@@ -231,6 +231,12 @@ pub trait Fleet: Send + Sync {
         self.state()
     }
 
+    /// Whether any host may publish here, cheaply (a host found may
+    /// have no record yet: [`Fleet::state`] says for sure).
+    fn may_have_hosts(&self) -> Result<bool, StoreError> {
+        Ok(!self.hosts()?.is_empty())
+    }
+
     /// [`Fleet::state`] for `list --json`: copies that print as they stand
     /// kept as their bytes, beside the state rather than in its items.
     fn listed_state(&self) -> Result<(FleetState, Vec<RawCopy>), StoreError> {

@@ -264,6 +264,16 @@ impl Store {
         Ok(all)
     }
 
+    /// Whether hosts may publish into any member (one cheap read each).
+    pub(crate) fn may_have_fleet(&self) -> Result<bool, StoreError> {
+        for f in self.members.iter().filter_map(|m| m.backend.fleet()) {
+            if f.may_have_hosts()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// [`Store::fleet_state`] for `list --json`, with the copies kept as
     /// their bytes ([`super::backend::Fleet::listed_state`]).
     pub(crate) fn fleet_listed(&self) -> Result<Option<(FleetState, Vec<RawCopy>)>, StoreError> {

@@ -102,12 +102,28 @@ impl Store {
         if self.several() {
             return self.write_whole(w, only);
         }
-        let mut fleet = self.fleet_listed()?;
+        let store = one.root_dir().is_none().then(|| one.backend().url());
+        // Over a store hosts publish into, the document's opening goes out
+        // as soon as the store has answered: its claims are sorted across
+        // every host's, so the first of them waits for every copy.
+        let opened = match &store {
+            Some(url) if self.may_have_fleet()? => {
+                open(w, url)?;
+                w.flush()?;
+                true
+            }
+            _ => false,
+        };
+        let mut fleet = match self.fleet_listed() {
+            Ok(f) => f,
+            Err(e) if opened => return Err(StreamError::Cut(e)),
+            Err(e) => return Err(e.into()),
+        };
         if let Some((f, raw)) = fleet.as_mut() {
             only.limit_listed(f, raw);
         }
-        let store = one.root_dir().is_none().then(|| one.backend().url());
         let mut sink = JsonSink::new(w, store, fleet);
+        sink.begun = opened;
         if let Err(e) = list_now_into(one.backend(), &mut sink) {
             return Err(match sink.begun {
                 true => StreamError::Cut(e),
@@ -119,7 +135,7 @@ impl Store {
         }
         match sink.first.take() {
             // One page: the listing whole, which a member may write faster.
-            Some(only_page) if sink.copies.is_none() => {
+            Some(only_page) if sink.copies.is_none() && !opened => {
                 let mut l = only_page;
                 l.at = one.ix;
                 let listing = Listing {
@@ -150,6 +166,13 @@ impl Store {
         std::mem::forget(listing);
         Ok(())
     }
+}
+
+/// The document's opening, up to its first claim.
+fn open(w: &mut dyn Write, root: &str) -> io::Result<()> {
+    w.write_all(b"{\"root\":")?;
+    serde_json::to_writer(&mut *w, root)?;
+    w.write_all(b",\"claims\":[")
 }
 
 /// A listing written as its pages come.
@@ -226,9 +249,7 @@ impl<'w> JsonSink<'w> {
     fn write_page(&mut self, page: MemberListing) -> io::Result<()> {
         if !self.begun {
             self.begun = true;
-            self.w.write_all(b"{\"root\":")?;
-            serde_json::to_writer(&mut *self.w, &*page.sweep.root.to_string_lossy())?;
-            self.w.write_all(b",\"claims\":[")?;
+            open(self.w, &page.sweep.root.to_string_lossy())?;
         }
         for i in 0..page.sweep.claims.len() {
             let mut item = page.item_json(i);
@@ -283,9 +304,7 @@ impl<'w> JsonSink<'w> {
         if !self.begun {
             // Nothing listed: the document of an empty listing.
             self.begun = true;
-            self.w.write_all(b"{\"root\":")?;
-            serde_json::to_writer(&mut *self.w, &url)?;
-            self.w.write_all(b",\"claims\":[")?;
+            open(self.w, &url)?;
         }
         while let Some(copy) = self.copies.as_mut().and_then(VecDeque::pop_front) {
             self.copy(&copy)?;

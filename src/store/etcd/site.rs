@@ -231,6 +231,10 @@ impl Fleet for EtcdStore {
         self.core.read_fleet(super::fleet::Copies::Brief)
     }
 
+    fn may_have_hosts(&self) -> Result<bool, StoreError> {
+        self.core.any_machine()
+    }
+
     fn listed_state(
         &self,
     ) -> Result<(FleetState, Vec<crate::store::raw_copy::RawCopy>), StoreError> {
