@@ -12,7 +12,9 @@ use crate::store::host_names::label_hosts;
 use crate::store::raw_copy::{CopyRoot, RawCopy};
 use crate::store::StoreError;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
 
 impl Core {
     /// Every host, what the online ones publish now and what the offline
@@ -53,8 +55,6 @@ impl Core {
         copies: Copies,
         mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
     ) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
-        let mut hosts = Vec::new();
-        let mut hazards = Vec::new();
         let (found, read, parsed) = std::thread::scope(|scope| {
             let (to_read, found) = std::sync::mpsc::sync_channel(HOSTS_AHEAD);
             let finder = scope.spawn(move || self.each_host(|h| to_read.send(h).is_ok()));
@@ -67,28 +67,10 @@ impl Core {
                 None => (None, None),
             };
             let parser = scope.spawn(move || parse_pages(to_parse, copies, out));
-            let (hosts, hazards) = (&mut hosts, &mut hazards);
-            let read_all = move || {
-                let mut read = Ok(());
-                for (rec, online) in found.iter() {
-                    let at = hosts.len();
-                    let wanted = self.read_pages(at, &rec, online, &pages, hazards);
-                    hosts.push((rec, online));
-                    match wanted {
-                        Ok(true) => {}
-                        // Nobody takes more pages: no more hosts are read.
-                        Ok(false) => break,
-                        Err(e) => {
-                            read = Err(e);
-                            break;
-                        }
-                    }
-                }
-                // Either ends the other's work early: no more pages to
-                // parse, no more hosts to read.
-                drop((pages, found));
-                read
-            };
+            // Several hosts read at once, unless pages are handed on as
+            // they come (a host's, then the next's).
+            let readers = if each.is_some() { 1 } else { READERS };
+            let read_all = move || self.read_hosts(found, pages, readers);
             let read = match (parsed, each.as_mut()) {
                 // Read on a thread of its own, while this one hands each
                 // parsed page on.
@@ -106,14 +88,18 @@ impl Core {
             };
             (joined(finder), read, joined(parser))
         });
-        read?;
-        found?;
         let Parsed {
             items,
             last_known,
             raw,
             mut counts,
         } = parsed;
+        let (mut hosts, mut hazards) = (Vec::new(), Vec::new());
+        for h in read? {
+            hazards.extend(h.hazards);
+            hosts.push((h.rec, h.online));
+        }
+        found?;
         counts.resize(hosts.len(), Counts::default());
         let mut fleet = FleetState {
             items,
@@ -136,6 +122,67 @@ impl Core {
         Ok((fleet, raw))
     }
 
+    /// Every host `found`, `readers` at a time, its copies' pages sent to
+    /// `pages`; each host with the hazards its roots had, in the order
+    /// found. An error, or a parser that takes no more pages, stops every
+    /// reader (the host it was reading is kept).
+    fn read_hosts(
+        &self,
+        found: Receiver<(HostRecord, bool)>,
+        pages: SyncSender<Page>,
+        readers: usize,
+    ) -> Result<Vec<HostRead>, StoreError> {
+        let next = Mutex::new((found, 0usize));
+        let stop = AtomicBool::new(false);
+        let one = || -> Result<Vec<HostRead>, StoreError> {
+            let mut done = Vec::new();
+            let pages = pages.clone();
+            while !stop.load(Ordering::Relaxed) {
+                let (at, (rec, online)) = {
+                    let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
+                    let Ok(host) = next.0.recv() else {
+                        break;
+                    };
+                    next.1 += 1;
+                    (next.1 - 1, host)
+                };
+                let mut hazards = Vec::new();
+                let wanted = self.read_pages(at, &rec, online, &pages, &mut hazards);
+                done.push(HostRead {
+                    at,
+                    rec,
+                    online,
+                    hazards,
+                });
+                match wanted {
+                    Ok(true) => {}
+                    // Nobody takes more pages: no more hosts are read.
+                    Ok(false) => stop.store(true, Ordering::Relaxed),
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(done)
+        };
+        let all = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..readers).map(|_| scope.spawn(one)).collect();
+            let mut all = vec![one()];
+            all.extend(others.into_iter().map(joined));
+            all
+        });
+        // Either ends the other's work early: no more pages to parse, no
+        // more hosts to read.
+        drop((pages, next));
+        let mut read = Vec::new();
+        for r in all {
+            read.extend(r?);
+        }
+        read.sort_by_key(|h| h.at);
+        Ok(read)
+    }
+
     /// Read one host's copies, in order, and hand them to the parser a
     /// page at a time: an offline host's last known ones (its claims went
     /// with its lease: what it last said is all there is, and it is said as
@@ -147,7 +194,7 @@ impl Core {
         host: usize,
         rec: &HostRecord,
         online: bool,
-        pages: &std::sync::mpsc::SyncSender<Page>,
+        pages: &SyncSender<Page>,
         hazards: &mut Vec<Hazard>,
     ) -> Result<bool, StoreError> {
         let mut wanted = true;
@@ -228,6 +275,18 @@ fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
+/// Hosts read at once: etcd answers several ranges at a time, and one
+/// reader waits on each answer in turn.
+const READERS: usize = 3;
+
+/// One host read, the `at`th found.
+struct HostRead {
+    at: usize,
+    rec: HostRecord,
+    online: bool,
+    hazards: Vec<Hazard>,
+}
+
 /// Hosts found ahead of the reader, at most.
 const HOSTS_AHEAD: usize = 4;
 
@@ -266,14 +325,17 @@ struct Parsed {
     counts: Vec<Counts>,
 }
 
+/// One host's items, last known items and copies kept as bytes.
+type Kept = (Vec<FleetItem>, Vec<FleetItem>, Vec<RawCopy>);
+
 /// Each copy as its host printed it (a value that is not JSON is left
 /// out), counted on its host as [`count_copies`] counts it; handed to
 /// `out` a page at a time when there is one (until it is gone), kept
 /// otherwise.
 fn parse_pages(
-    pages: std::sync::mpsc::Receiver<Page>,
+    pages: Receiver<Page>,
     copies: Copies,
-    out_pages: Option<std::sync::mpsc::SyncSender<ParsedPage>>,
+    out_pages: Option<SyncSender<ParsedPage>>,
 ) -> Parsed {
     let mut out = Parsed {
         items: Vec::new(),
@@ -281,9 +343,11 @@ fn parse_pages(
         raw: Vec::new(),
         counts: Vec::new(),
     };
+    let mut kept: Vec<Kept> = Vec::new();
     for page in pages {
         if out.counts.len() <= page.host {
             out.counts.resize(page.host + 1, Counts::default());
+            kept.resize_with(page.host + 1, Default::default);
         }
         let mut parsed = Vec::with_capacity(page.kvs.len());
         // Kept as bytes: an online host's copies, when nobody takes pages.
@@ -296,7 +360,7 @@ fn parse_pages(
                     Ok(raw) => {
                         let state = std::iter::once(raw.state());
                         out.counts[page.host] += count_copies(state, page.online);
-                        out.raw.push(raw);
+                        kept[page.host].2.push(raw);
                         continue;
                     }
                     Err(value) => value,
@@ -330,9 +394,15 @@ fn parse_pages(
                     break;
                 }
             }
-            None if page.known => out.last_known.append(&mut parsed),
-            None => out.items.append(&mut parsed),
+            None if page.known => kept[page.host].1.append(&mut parsed),
+            None => kept[page.host].0.append(&mut parsed),
         }
+    }
+    // Host after host, as they were found, whichever was read first.
+    for (items, last_known, raw) in kept {
+        out.items.extend(items);
+        out.last_known.extend(last_known);
+        out.raw.extend(raw);
     }
     out
 }
