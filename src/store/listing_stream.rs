@@ -341,7 +341,9 @@ mod tests {
     use super::*;
     use crate::claims::{hazard, ItemRules, Loc, Status, Sweep};
     use crate::store::fleet::{FleetItem, HostInfo, PublishedRoot};
+    use crate::store::raw_copy::CopyRoot;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn row(key: &str) -> Status {
         let place = Loc::new(1, ItemRules::StoreKey, std::path::Path::new(key));
@@ -396,6 +398,16 @@ mod tests {
 
     /// The pages streamed, and the document the whole listing would be.
     fn both(pages: Vec<MemberListing>, fleet: Option<FleetState>) -> (String, String) {
+        both_kept(pages, fleet, false)
+    }
+
+    /// [`both`], with every other published item (when `raw`) handed to
+    /// the sink as the bytes its host stored rather than parsed.
+    fn both_kept(
+        pages: Vec<MemberListing>,
+        fleet: Option<FleetState>,
+        raw: bool,
+    ) -> (String, String) {
         let mut whole = pages[0].clone();
         for p in pages.iter().skip(1) {
             whole.extend(p.clone());
@@ -407,11 +419,23 @@ mod tests {
         let mut want = serde_json::to_vec(&doc).expect("json");
         want.push(b'\n');
         let mut got = Vec::new();
-        let mut sink = JsonSink::new(
-            &mut got,
-            Some("etcd://x/p".into()),
-            fleet.map(|f| (f, Vec::new())),
-        );
+        let kept = fleet.map(|mut f| {
+            let mut copies = Vec::new();
+            if raw {
+                let items = std::mem::take(&mut f.items);
+                for (i, item) in items.into_iter().enumerate() {
+                    if i % 2 == 1 {
+                        f.items.push(item);
+                        continue;
+                    }
+                    let root = CopyRoot::new(&item.host_id, &item.hostname, &item.root);
+                    let bytes = serde_json::to_vec(&item.item).expect("json");
+                    copies.push(RawCopy::of(&Arc::new(root), bytes).expect("as it stands"));
+                }
+            }
+            (f, copies)
+        });
+        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), kept);
         for p in pages {
             assert_eq!(sink.page(p), Flow::Go);
         }
@@ -443,6 +467,18 @@ mod tests {
         let (got, want) = both(pages(), Some(fleet()));
         assert_eq!(got, want);
         assert!(got.contains("\"last_known\""), "{got}");
+    }
+
+    #[test]
+    fn published_items_written_as_their_hosts_stored_them_are_the_document_of_the_whole_listing() {
+        let (got, want) = both_kept(pages(), Some(fleet()), true);
+        assert_eq!(got, want);
+        let (got, want) = both_kept(
+            Vec::from([page(&["b"], Vec::new(), Vec::new())]),
+            Some(fleet()),
+            true,
+        );
+        assert_eq!(got, want);
     }
 
     #[test]
