@@ -123,8 +123,14 @@ fn main() {
     }
 
     // 3. Readers.
-    let list = timed(3, || run(home, &["--store", &url, "list", "--json"]));
-    println!("list --json of the store: {}", secs(&list));
+    let list: Vec<[Duration; 3]> = (0..3).map(|_| list_json(home, &url)).collect();
+    let at = |i: usize| list.iter().map(|l| l[i]).collect::<Vec<_>>();
+    println!(
+        "list --json of the store: first byte {}; first claim {}; whole {}",
+        secs(&at(0)),
+        secs(&at(1)),
+        secs(&at(2))
+    );
     let fleet_json = timed(3, || run(home, &["--store", &url, "fleet", "--json"]));
     println!("fleet --json (summaries): {}", secs(&fleet_json));
     let scrape = scrapes(home, &url, &[], 3);
@@ -233,6 +239,41 @@ fn run(home: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run claimtop")
+}
+
+/// `list --json` of the store as a reader sees it: when its first byte
+/// came, its first claim, and its end.
+fn list_json(home: &Path, url: &str) -> [Duration; 3] {
+    use std::io::Read;
+    let t = Instant::now();
+    let mut child = Command::new(BIN)
+        .env("HOME", home)
+        .env_remove("FNO_CLAIMS_STORE")
+        .args(["--store", url, "list", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run claimtop");
+    let mut out = child.stdout.take().expect("stdout");
+    let (mut first, mut claim) = (None, None);
+    let mut head = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = out.read(&mut buf).expect("read list --json");
+        if n == 0 {
+            break;
+        }
+        first.get_or_insert_with(|| t.elapsed());
+        if claim.is_none() {
+            head.extend_from_slice(&buf[..n]);
+            if head.windows(11).any(|w| w == b"\"claims\":[{") {
+                claim = Some(t.elapsed());
+            }
+        }
+    }
+    let _ = child.wait();
+    let whole = t.elapsed();
+    [first.unwrap_or(whole), claim.unwrap_or(whole), whole]
 }
 
 /// Until the fleet's keys number `want`, at most `within`.

@@ -16,6 +16,7 @@
 use super::cursor::{Cursor, Fence, OriginIx};
 use super::fleet::{FleetState, Forgot, HostInfo};
 use super::log::{LogFeed, Tail};
+use super::raw_copy::RawCopy;
 use super::{Changes, Fenced, Kept, KeyWatch, StoreError, Tenure, Wake};
 use crate::claims::root::RootProblem;
 use crate::claims::{
@@ -228,6 +229,18 @@ pub trait Fleet: Send + Sync {
     /// it needs (`metrics`, which reads the whole fleet at every scrape).
     fn brief_state(&self) -> Result<FleetState, StoreError> {
         self.state()
+    }
+
+    /// Whether any host may publish here, cheaply (a host found may
+    /// have no record yet: [`Fleet::state`] says for sure).
+    fn may_have_hosts(&self) -> Result<bool, StoreError> {
+        Ok(!self.hosts()?.is_empty())
+    }
+
+    /// [`Fleet::state`] for `list --json`: copies that print as they stand
+    /// kept as their bytes, beside the state rather than in its items.
+    fn listed_state(&self) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
+        Ok((self.state()?, Vec::new()))
     }
 
     /// The hosts with their counts and each root's summary, read from the

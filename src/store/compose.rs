@@ -12,6 +12,7 @@
 use super::backend::{list_whole, Backend, MemberListing};
 pub use super::cursor::OriginIx;
 use super::fleet::FleetState;
+use super::raw_copy::RawCopy;
 use super::registry::{OpenCtx, Role, StoreName};
 use super::StoreError;
 use crate::claims::{now_ms, Classifier, Fix, Loc, Root};
@@ -258,6 +259,36 @@ impl Store {
             match all.as_mut() {
                 Some(a) => a.merge(state),
                 None => all = Some(state),
+            }
+        }
+        Ok(all)
+    }
+
+    /// Whether hosts may publish into any member (one cheap read each).
+    pub(crate) fn may_have_fleet(&self) -> Result<bool, StoreError> {
+        for f in self.members.iter().filter_map(|m| m.backend.fleet()) {
+            if f.may_have_hosts()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// [`Store::fleet_state`] for `list --json`, with the copies kept as
+    /// their bytes ([`super::backend::Fleet::listed_state`]).
+    pub(crate) fn fleet_listed(&self) -> Result<Option<(FleetState, Vec<RawCopy>)>, StoreError> {
+        let mut all: Option<(FleetState, Vec<RawCopy>)> = None;
+        for f in self.members.iter().filter_map(|m| m.backend.fleet()) {
+            let (state, raw) = f.listed_state()?;
+            if state.is_empty() {
+                continue;
+            }
+            match all.as_mut() {
+                Some((a, r)) => {
+                    a.merge(state);
+                    r.extend(raw);
+                }
+                None => all = Some((state, raw)),
             }
         }
         Ok(all)

@@ -8,6 +8,7 @@
 use crate::claims::census::count_copies;
 use crate::claims::{ClaimRecord, ClaimState, Counts, Hazard, Status};
 use crate::events::Event;
+use crate::store::raw_copy::{ListCopy, RawCopy};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -301,6 +302,22 @@ impl FleetState {
             hazards,
             last_known,
         };
+        (copies, rest)
+    }
+
+    /// [`FleetState::into_copies`] with the copies kept as their bytes
+    /// (`raw`, an online host's) among them, each written as it stands.
+    pub fn into_listed(mut self, raw: Vec<RawCopy>) -> (Vec<ListCopy>, FleetRest) {
+        let items = std::mem::take(&mut self.items);
+        let mut copies: Vec<ListCopy> = Vec::with_capacity(raw.len() + items.len());
+        copies.extend(raw.into_iter().map(ListCopy::Raw));
+        copies.extend(items.into_iter().map(ListCopy::of_item));
+        let (none, mut rest) = self.into_copies();
+        debug_assert!(none.is_empty());
+        for c in &copies {
+            rest.published += count_copies(std::iter::once(c.state()), true);
+        }
+        copies.sort_by(|a, b| a.order_bytes().cmp(&b.order_bytes()));
         (copies, rest)
     }
 

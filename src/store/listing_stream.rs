@@ -11,6 +11,7 @@
 use super::backend::{list_now_into, Flow, ListSink, MemberListing};
 use super::compose::{Listing, Store};
 use super::fleet::{list_order, tag_store_item, FleetRest, FleetState};
+use super::raw_copy::{ListCopy, RawCopy};
 use super::StoreError;
 use crate::claims::{Counts, Hazard, HazardAt};
 use serde_json::{Map, Value};
@@ -45,6 +46,11 @@ impl Only {
 
     /// `fleet` with only the hosts, copies and hazards asked for.
     pub fn limit(&self, fleet: &mut FleetState) {
+        self.limit_listed(fleet, &mut Vec::new());
+    }
+
+    /// [`Only::limit`], and the copies kept as their bytes beside `fleet`.
+    pub fn limit_listed(&self, fleet: &mut FleetState, raw: &mut Vec<RawCopy>) {
         if self.everything() {
             return;
         }
@@ -62,6 +68,7 @@ impl Only {
                 && self.host(host_id, label(host_id).as_deref())
                 && self.root(root_id)
         };
+        raw.retain(|c| keeps(&c.root.host_id, &c.root.root_id));
         fleet.items.retain(|i| keeps(&i.host_id, &i.root.id));
         fleet.last_known.retain(|i| keeps(&i.host_id, &i.root.id));
         fleet.hazards.retain(|h| match &h.at {
@@ -95,12 +102,28 @@ impl Store {
         if self.several() {
             return self.write_whole(w, only);
         }
-        let mut fleet = self.fleet_state()?;
-        if let Some(f) = fleet.as_mut() {
-            only.limit(f);
-        }
         let store = one.root_dir().is_none().then(|| one.backend().url());
+        // Over a store hosts publish into, the document's opening goes out
+        // as soon as the store has answered: its claims are sorted across
+        // every host's, so the first of them waits for every copy.
+        let opened = match &store {
+            Some(url) if self.may_have_fleet()? => {
+                open(w, url)?;
+                w.flush()?;
+                true
+            }
+            _ => false,
+        };
+        let mut fleet = match self.fleet_listed() {
+            Ok(f) => f,
+            Err(e) if opened => return Err(StreamError::Cut(e)),
+            Err(e) => return Err(e.into()),
+        };
+        if let Some((f, raw)) = fleet.as_mut() {
+            only.limit_listed(f, raw);
+        }
         let mut sink = JsonSink::new(w, store, fleet);
+        sink.begun = opened;
         if let Err(e) = list_now_into(one.backend(), &mut sink) {
             return Err(match sink.begun {
                 true => StreamError::Cut(e),
@@ -112,7 +135,7 @@ impl Store {
         }
         match sink.first.take() {
             // One page: the listing whole, which a member may write faster.
-            Some(only_page) if sink.copies.is_none() => {
+            Some(only_page) if sink.copies.is_none() && !opened => {
                 let mut l = only_page;
                 l.at = one.ix;
                 let listing = Listing {
@@ -145,6 +168,13 @@ impl Store {
     }
 }
 
+/// The document's opening, up to its first claim.
+fn open(w: &mut dyn Write, root: &str) -> io::Result<()> {
+    w.write_all(b"{\"root\":")?;
+    serde_json::to_writer(&mut *w, root)?;
+    w.write_all(b",\"claims\":[")
+}
+
 /// A listing written as its pages come.
 struct JsonSink<'w> {
     w: &'w mut dyn Write,
@@ -158,7 +188,7 @@ struct JsonSink<'w> {
     hazards: Vec<Hazard>,
     store_hazards: Vec<Hazard>,
     /// Published items still to go out, in their order.
-    copies: Option<VecDeque<Value>>,
+    copies: Option<VecDeque<ListCopy>>,
     rest: Option<FleetRest>,
     failed: Option<io::Error>,
     /// Items written so far.
@@ -192,8 +222,12 @@ impl ListSink for JsonSink<'_> {
 
 impl<'w> JsonSink<'w> {
     /// A writer of one member's listing to `w`, with what hosts publish.
-    fn new(w: &'w mut dyn Write, store: Option<String>, fleet: Option<FleetState>) -> Self {
-        let (copies, rest) = match fleet.map(FleetState::into_copies) {
+    fn new(
+        w: &'w mut dyn Write,
+        store: Option<String>,
+        fleet: Option<(FleetState, Vec<RawCopy>)>,
+    ) -> Self {
+        let (copies, rest) = match fleet.map(|(f, raw)| f.into_listed(raw)) {
             Some((copies, rest)) => (Some(copies.into()), Some(rest)),
             None => (None, None),
         };
@@ -215,9 +249,7 @@ impl<'w> JsonSink<'w> {
     fn write_page(&mut self, page: MemberListing) -> io::Result<()> {
         if !self.begun {
             self.begun = true;
-            self.w.write_all(b"{\"root\":")?;
-            serde_json::to_writer(&mut *self.w, &*page.sweep.root.to_string_lossy())?;
-            self.w.write_all(b",\"claims\":[")?;
+            open(self.w, &page.sweep.root.to_string_lossy())?;
         }
         for i in 0..page.sweep.claims.len() {
             let mut item = page.item_json(i);
@@ -225,7 +257,7 @@ impl<'w> JsonSink<'w> {
                 tag_store_item(&mut item);
                 let at = list_order(&item);
                 while let Some(copy) = self.next_copy_before(&at) {
-                    self.item(&copy)?;
+                    self.copy(&copy)?;
                 }
             }
             self.item(&item)?;
@@ -238,10 +270,11 @@ impl<'w> JsonSink<'w> {
 
     /// The next published item that goes before a store's item at `at`
     /// (one at the same place goes after it).
-    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<Value> {
+    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<ListCopy> {
         let copies = self.copies.as_mut()?;
+        let at = (at.0.as_bytes(), at.1.as_bytes(), at.2.as_bytes());
         match copies.front() {
-            Some(c) if list_order(c) < *at => copies.pop_front(),
+            Some(c) if c.order_bytes() < at => copies.pop_front(),
             _ => None,
         }
     }
@@ -255,6 +288,15 @@ impl<'w> JsonSink<'w> {
         Ok(())
     }
 
+    fn copy(&mut self, copy: &ListCopy) -> io::Result<()> {
+        if self.written > 0 {
+            self.w.write_all(b",")?;
+        }
+        copy.write(&mut *self.w)?;
+        self.written += 1;
+        Ok(())
+    }
+
     /// What follows the claims, as [`Listing::write_json`] has it: the
     /// counts, the hazards (the sweep's, then the store's own, then what
     /// hosts found), `"store"`, and what hosts publish.
@@ -262,12 +304,10 @@ impl<'w> JsonSink<'w> {
         if !self.begun {
             // Nothing listed: the document of an empty listing.
             self.begun = true;
-            self.w.write_all(b"{\"root\":")?;
-            serde_json::to_writer(&mut *self.w, &url)?;
-            self.w.write_all(b",\"claims\":[")?;
+            open(self.w, &url)?;
         }
         while let Some(copy) = self.copies.as_mut().and_then(VecDeque::pop_front) {
-            self.item(&copy)?;
+            self.copy(&copy)?;
         }
         self.w.write_all(b"]")?;
         let mut tail = Map::new();
@@ -301,7 +341,9 @@ mod tests {
     use super::*;
     use crate::claims::{hazard, ItemRules, Loc, Status, Sweep};
     use crate::store::fleet::{FleetItem, HostInfo, PublishedRoot};
+    use crate::store::raw_copy::CopyRoot;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn row(key: &str) -> Status {
         let place = Loc::new(1, ItemRules::StoreKey, std::path::Path::new(key));
@@ -356,6 +398,16 @@ mod tests {
 
     /// The pages streamed, and the document the whole listing would be.
     fn both(pages: Vec<MemberListing>, fleet: Option<FleetState>) -> (String, String) {
+        both_kept(pages, fleet, false)
+    }
+
+    /// [`both`], with every other published item (when `raw`) handed to
+    /// the sink as the bytes its host stored rather than parsed.
+    fn both_kept(
+        pages: Vec<MemberListing>,
+        fleet: Option<FleetState>,
+        raw: bool,
+    ) -> (String, String) {
         let mut whole = pages[0].clone();
         for p in pages.iter().skip(1) {
             whole.extend(p.clone());
@@ -367,7 +419,23 @@ mod tests {
         let mut want = serde_json::to_vec(&doc).expect("json");
         want.push(b'\n');
         let mut got = Vec::new();
-        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), fleet);
+        let kept = fleet.map(|mut f| {
+            let mut copies = Vec::new();
+            if raw {
+                let items = std::mem::take(&mut f.items);
+                for (i, item) in items.into_iter().enumerate() {
+                    if i % 2 == 1 {
+                        f.items.push(item);
+                        continue;
+                    }
+                    let root = CopyRoot::new(&item.host_id, &item.hostname, &item.root);
+                    let bytes = serde_json::to_vec(&item.item).expect("json");
+                    copies.push(RawCopy::of(&Arc::new(root), bytes).expect("as it stands"));
+                }
+            }
+            (f, copies)
+        });
+        let mut sink = JsonSink::new(&mut got, Some("etcd://x/p".into()), kept);
         for p in pages {
             assert_eq!(sink.page(p), Flow::Go);
         }
@@ -399,6 +467,18 @@ mod tests {
         let (got, want) = both(pages(), Some(fleet()));
         assert_eq!(got, want);
         assert!(got.contains("\"last_known\""), "{got}");
+    }
+
+    #[test]
+    fn published_items_written_as_their_hosts_stored_them_are_the_document_of_the_whole_listing() {
+        let (got, want) = both_kept(pages(), Some(fleet()), true);
+        assert_eq!(got, want);
+        let (got, want) = both_kept(
+            Vec::from([page(&["b"], Vec::new(), Vec::new())]),
+            Some(fleet()),
+            true,
+        );
+        assert_eq!(got, want);
     }
 
     #[test]

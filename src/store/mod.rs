@@ -53,6 +53,7 @@ pub mod listing;
 pub mod listing_stream;
 pub mod log;
 pub mod mirror;
+pub mod raw_copy;
 pub mod registry;
 pub mod sink;
 mod tenure;

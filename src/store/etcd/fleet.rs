@@ -149,6 +149,17 @@ impl Core {
         Ok(())
     }
 
+    /// Whether any host has published here: one read, mostly (a host
+    /// found may have no record, and then no copies).
+    pub(super) fn any_machine(&self) -> Result<bool, StoreError> {
+        let mut any = false;
+        self.each_machine(|_| {
+            any = true;
+            Ok(false)
+        })?;
+        Ok(any)
+    }
+
     /// Every machine the host index names: one keys-only range read.
     fn indexed_machines(&self) -> Result<Vec<String>, StoreError> {
         let index = self.layout.host_index();

@@ -232,6 +232,16 @@ impl Fleet for EtcdStore {
         self.core.read_fleet(super::fleet::Copies::Brief)
     }
 
+    fn may_have_hosts(&self) -> Result<bool, StoreError> {
+        self.core.any_machine()
+    }
+
+    fn listed_state(
+        &self,
+    ) -> Result<(FleetState, Vec<crate::store::raw_copy::RawCopy>), StoreError> {
+        self.core.read_fleet_listed()
+    }
+
     fn summaries(&self) -> Result<Option<crate::store::sink::FleetSummary>, StoreError> {
         self.core.read_fleet_summaries()
     }

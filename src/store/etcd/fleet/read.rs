@@ -9,8 +9,12 @@ use crate::store::etcd::layout::RootPlace;
 use crate::store::etcd::Core;
 use crate::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
+use crate::store::raw_copy::{CopyRoot, RawCopy};
 use crate::store::StoreError;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
 
 impl Core {
     /// Every host, what the online ones publish now and what the offline
@@ -32,10 +36,25 @@ impl Core {
     pub(in crate::store::etcd) fn read_fleet_paged(
         &self,
         copies: Copies,
-        mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
+        each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
     ) -> Result<FleetState, StoreError> {
-        let mut hosts = Vec::new();
-        let mut hazards = Vec::new();
+        Ok(self.read_fleet_kept(copies, each)?.0)
+    }
+
+    /// [`Core::read_fleet`] for `list --json`: each online host's copy
+    /// that prints as it stands kept as its bytes (beside the state, not
+    /// in its items), any other parsed into the state.
+    pub(in crate::store::etcd) fn read_fleet_listed(
+        &self,
+    ) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
+        self.read_fleet_kept(Copies::Listed, None)
+    }
+
+    fn read_fleet_kept(
+        &self,
+        copies: Copies,
+        mut each: Option<&mut dyn FnMut(ParsedPage) -> bool>,
+    ) -> Result<(FleetState, Vec<RawCopy>), StoreError> {
         let (found, read, parsed) = std::thread::scope(|scope| {
             let (to_read, found) = std::sync::mpsc::sync_channel(HOSTS_AHEAD);
             let finder = scope.spawn(move || self.each_host(|h| to_read.send(h).is_ok()));
@@ -48,28 +67,10 @@ impl Core {
                 None => (None, None),
             };
             let parser = scope.spawn(move || parse_pages(to_parse, copies, out));
-            let (hosts, hazards) = (&mut hosts, &mut hazards);
-            let read_all = move || {
-                let mut read = Ok(());
-                for (rec, online) in found.iter() {
-                    let at = hosts.len();
-                    let wanted = self.read_pages(at, &rec, online, &pages, hazards);
-                    hosts.push((rec, online));
-                    match wanted {
-                        Ok(true) => {}
-                        // Nobody takes more pages: no more hosts are read.
-                        Ok(false) => break,
-                        Err(e) => {
-                            read = Err(e);
-                            break;
-                        }
-                    }
-                }
-                // Either ends the other's work early: no more pages to
-                // parse, no more hosts to read.
-                drop((pages, found));
-                read
-            };
+            // Several hosts read at once, unless pages are handed on as
+            // they come (a host's, then the next's).
+            let readers = if each.is_some() { 1 } else { READERS };
+            let read_all = move || self.read_hosts(found, pages, readers);
             let read = match (parsed, each.as_mut()) {
                 // Read on a thread of its own, while this one hands each
                 // parsed page on.
@@ -87,13 +88,18 @@ impl Core {
             };
             (joined(finder), read, joined(parser))
         });
-        read?;
-        found?;
         let Parsed {
             items,
             last_known,
+            raw,
             mut counts,
         } = parsed;
+        let (mut hosts, mut hazards) = (Vec::new(), Vec::new());
+        for h in read? {
+            hazards.extend(h.hazards);
+            hosts.push((h.rec, h.online));
+        }
+        found?;
         counts.resize(hosts.len(), Counts::default());
         let mut fleet = FleetState {
             items,
@@ -113,7 +119,68 @@ impl Core {
             });
         }
         label_hosts(&mut fleet.hosts);
-        Ok(fleet)
+        Ok((fleet, raw))
+    }
+
+    /// Every host `found`, `readers` at a time, its copies' pages sent to
+    /// `pages`; each host with the hazards its roots had, in the order
+    /// found. An error, or a parser that takes no more pages, stops every
+    /// reader (the host it was reading is kept).
+    fn read_hosts(
+        &self,
+        found: Receiver<(HostRecord, bool)>,
+        pages: SyncSender<Page>,
+        readers: usize,
+    ) -> Result<Vec<HostRead>, StoreError> {
+        let next = Mutex::new((found, 0usize));
+        let stop = AtomicBool::new(false);
+        let one = || -> Result<Vec<HostRead>, StoreError> {
+            let mut done = Vec::new();
+            let pages = pages.clone();
+            while !stop.load(Ordering::Relaxed) {
+                let (at, (rec, online)) = {
+                    let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
+                    let Ok(host) = next.0.recv() else {
+                        break;
+                    };
+                    next.1 += 1;
+                    (next.1 - 1, host)
+                };
+                let mut hazards = Vec::new();
+                let wanted = self.read_pages(at, &rec, online, &pages, &mut hazards);
+                done.push(HostRead {
+                    at,
+                    rec,
+                    online,
+                    hazards,
+                });
+                match wanted {
+                    Ok(true) => {}
+                    // Nobody takes more pages: no more hosts are read.
+                    Ok(false) => stop.store(true, Ordering::Relaxed),
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(done)
+        };
+        let all = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..readers).map(|_| scope.spawn(one)).collect();
+            let mut all = vec![one()];
+            all.extend(others.into_iter().map(joined));
+            all
+        });
+        // Either ends the other's work early: no more pages to parse, no
+        // more hosts to read.
+        drop((pages, next));
+        let mut read = Vec::new();
+        for r in all {
+            read.extend(r?);
+        }
+        read.sort_by_key(|h| h.at);
+        Ok(read)
     }
 
     /// Read one host's copies, in order, and hand them to the parser a
@@ -127,7 +194,7 @@ impl Core {
         host: usize,
         rec: &HostRecord,
         online: bool,
-        pages: &std::sync::mpsc::SyncSender<Page>,
+        pages: &SyncSender<Page>,
         hazards: &mut Vec<Hazard>,
     ) -> Result<bool, StoreError> {
         let mut wanted = true;
@@ -196,6 +263,9 @@ pub enum Copies {
     Whole,
     /// Its `"state"` and its record's `"acquired_at"` (`brief::Brief`).
     Brief,
+    /// All of it; an online host's kept as its bytes where they print as
+    /// they stand ([`RawCopy`]), parsed otherwise.
+    Listed,
 }
 
 /// A thread's result, or its panic carried on.
@@ -203,6 +273,18 @@ fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
     thread
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Hosts read at once: etcd answers several ranges at a time, and one
+/// reader waits on each answer in turn.
+const READERS: usize = 3;
+
+/// One host read, the `at`th found.
+struct HostRead {
+    at: usize,
+    rec: HostRecord,
+    online: bool,
+    hazards: Vec<Hazard>,
 }
 
 /// Hosts found ahead of the reader, at most.
@@ -236,34 +318,58 @@ pub struct ParsedPage {
 struct Parsed {
     items: Vec<FleetItem>,
     last_known: Vec<FleetItem>,
+    /// [`Copies::Listed`]'s copies kept as their bytes.
+    raw: Vec<RawCopy>,
     /// Each host's, by its place among the hosts found (up to the last
     /// one any copy came from).
     counts: Vec<Counts>,
 }
+
+/// One host's items, last known items and copies kept as bytes.
+type Kept = (Vec<FleetItem>, Vec<FleetItem>, Vec<RawCopy>);
 
 /// Each copy as its host printed it (a value that is not JSON is left
 /// out), counted on its host as [`count_copies`] counts it; handed to
 /// `out` a page at a time when there is one (until it is gone), kept
 /// otherwise.
 fn parse_pages(
-    pages: std::sync::mpsc::Receiver<Page>,
+    pages: Receiver<Page>,
     copies: Copies,
-    out_pages: Option<std::sync::mpsc::SyncSender<ParsedPage>>,
+    out_pages: Option<SyncSender<ParsedPage>>,
 ) -> Parsed {
     let mut out = Parsed {
         items: Vec::new(),
         last_known: Vec::new(),
+        raw: Vec::new(),
         counts: Vec::new(),
     };
+    let mut kept: Vec<Kept> = Vec::new();
     for page in pages {
         if out.counts.len() <= page.host {
             out.counts.resize(page.host + 1, Counts::default());
+            kept.resize_with(page.host + 1, Default::default);
         }
         let mut parsed = Vec::with_capacity(page.kvs.len());
-        for kv in &page.kvs {
+        // Kept as bytes: an online host's copies, when nobody takes pages.
+        let keep = (copies == Copies::Listed && !page.known && out_pages.is_none())
+            .then(|| Arc::new(CopyRoot::new(&page.host_id, &page.hostname, &page.root)));
+        for kv in page.kvs {
+            let (_, value) = kv.into_key_value();
+            let value = match &keep {
+                Some(root) => match RawCopy::of(root, value) {
+                    Ok(raw) => {
+                        let state = std::iter::once(raw.state());
+                        out.counts[page.host] += count_copies(state, page.online);
+                        kept[page.host].2.push(raw);
+                        continue;
+                    }
+                    Err(value) => value,
+                },
+                None => value,
+            };
             let item = match copies {
-                Copies::Whole => serde_json::from_slice(kv.value()),
-                Copies::Brief => serde_json::from_slice(kv.value()).map(|b: brief::Brief| b.0),
+                Copies::Whole | Copies::Listed => serde_json::from_slice(&value),
+                Copies::Brief => serde_json::from_slice(&value).map(|b: brief::Brief| b.0),
             };
             let Ok(item) = item else {
                 continue;
@@ -288,11 +394,15 @@ fn parse_pages(
                     break;
                 }
             }
-            None if page.known => out.last_known.append(&mut parsed),
-            None => out.items.append(&mut parsed),
+            None if page.known => kept[page.host].1.append(&mut parsed),
+            None => kept[page.host].0.append(&mut parsed),
         }
-        // Freed here, not on the thread reading the next page.
-        drop(page);
+    }
+    // Host after host, as they were found, whichever was read first.
+    for (items, last_known, raw) in kept {
+        out.items.extend(items);
+        out.last_known.extend(last_known);
+        out.raw.extend(raw);
     }
     out
 }
