@@ -8,7 +8,6 @@
 use crate::claims::census::count_copies;
 use crate::claims::{ClaimRecord, ClaimState, Counts, Hazard, Status};
 use crate::events::Event;
-use crate::store::raw_copy::{ListCopy, RawCopy};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -305,22 +304,6 @@ impl FleetState {
         (copies, rest)
     }
 
-    /// [`FleetState::into_copies`] with the copies kept as their bytes
-    /// (`raw`, an online host's) among them, each written as it stands.
-    pub fn into_listed(mut self, raw: Vec<RawCopy>) -> (Vec<ListCopy>, FleetRest) {
-        let items = std::mem::take(&mut self.items);
-        let mut copies: Vec<ListCopy> = Vec::with_capacity(raw.len() + items.len());
-        copies.extend(raw.into_iter().map(ListCopy::Raw));
-        copies.extend(items.into_iter().map(ListCopy::of_item));
-        let (none, mut rest) = self.into_copies();
-        debug_assert!(none.is_empty());
-        for c in &copies {
-            rest.published += count_copies(std::iter::once(c.state()), true);
-        }
-        copies.sort_by(|a, b| a.order_bytes().cmp(&b.order_bytes()));
-        (copies, rest)
-    }
-
     pub fn host(&self, host_id: &str) -> Option<&HostInfo> {
         self.hosts.iter().find(|h| h.host_id == host_id)
     }
@@ -363,7 +346,7 @@ pub fn tag_store_item(item: &mut Value) {
 /// What the fleet adds to `list --json` besides its items: its states to
 /// the counts, its hazards, `"last_known"` and `"hosts"`.
 pub struct FleetRest {
-    published: Counts,
+    pub(super) published: Counts,
     last_seen: Vec<(String, String, i64)>,
     hosts: Vec<HostInfo>,
     hazards: Vec<Hazard>,

@@ -9,7 +9,8 @@
 //! way ([`FleetItem::into_json`]). Both give the same bytes (the tests below
 //! compare them on generated copies).
 
-use super::fleet::{list_order, FleetItem, PublishedRoot, SOURCE_PUBLISHED};
+use super::fleet::{list_order, FleetItem, FleetRest, FleetState, PublishedRoot, SOURCE_PUBLISHED};
+use crate::claims::census::count_copies;
 use serde_json::Value;
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -342,6 +343,25 @@ impl Scan<'_> {
             }
             self.eat(b',')?;
         }
+    }
+}
+
+/// A fleet's copies with those kept as their bytes among them.
+impl FleetState {
+    /// [`FleetState::into_copies`] with the copies kept as their bytes
+    /// (`raw`, an online host's) among them, each written as it stands.
+    pub fn into_listed(mut self, raw: Vec<RawCopy>) -> (Vec<ListCopy>, FleetRest) {
+        let items = std::mem::take(&mut self.items);
+        let mut copies: Vec<ListCopy> = Vec::with_capacity(raw.len() + items.len());
+        copies.extend(raw.into_iter().map(ListCopy::Raw));
+        copies.extend(items.into_iter().map(ListCopy::of_item));
+        let (none, mut rest) = self.into_copies();
+        debug_assert!(none.is_empty());
+        for c in &copies {
+            rest.published += count_copies(std::iter::once(c.state()), true);
+        }
+        copies.sort_by(|a, b| a.order_bytes().cmp(&b.order_bytes()));
+        (copies, rest)
     }
 }
 
