@@ -550,9 +550,8 @@ impl Changes for FileFeed {
     }
 
     fn waker(&self) -> Option<crate::store::Wake> {
-        let tx = std::sync::Mutex::new(self.tx.clone());
+        let tx = self.tx.clone();
         Some(std::sync::Arc::new(move || {
-            let tx = tx.lock().unwrap_or_else(|e| e.into_inner());
             let _ = tx.send(Raw::Poke);
         }))
     }
