@@ -276,6 +276,8 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
     let Some(etcd) = Etcd::single() else { return };
     let url = etcd.url("/stalled");
     let home = tempfile::tempdir().expect("tempdir");
+    let ready = home.path().join("ready");
+    let script = format!("touch '{}'; exec sleep 600", ready.display());
     // A timeout long enough to see etcd back after giving the claim up.
     let mut holder = over(home.path(), &url)
         .args([
@@ -289,8 +291,9 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
             "--ttl",
             "1m",
             "--",
-            "sleep",
-            "600",
+            "sh",
+            "-c",
+            script.as_str(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -299,6 +302,15 @@ fn a_holder_alone_with_a_stalled_etcd_records_its_own_claims_expiry_once() {
     let s = await_status(home.path(), &url, "k", Duration::from_secs(10), |s| {
         s["state"] == "live"
     });
+    // The claim reads live as soon as it is taken, but `run` still talks to
+    // etcd (the lease's keep-alive, the key's watch) before CMD starts; a
+    // pause in between fails that start instead of cutting a running
+    // holder off, so the pause waits for CMD itself.
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while !ready.exists() {
+        assert!(Instant::now() < give_up, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let revision = s["record"]["revision"].as_i64().expect("revision");
     // Stopped longer than the lease's TTL plus the keep-alive's rounds (a
     // look every 4 s at worst), with only the holder connected: it gives

@@ -161,9 +161,9 @@ pub fn run(store: &dyn Backend, a: RunArgs, out: &mut Out) -> CmdResult {
             // The claim cannot be kept while CMD runs: CMD never runs, and
             // the claim (only this tenure of it) is given back, while the
             // guard it names still lives so that nobody reclaims it first.
-            let _ = wait::give_back(store, &a.key, &a.holder, tenure.as_ref());
+            let back = wait::give_back(store, &a.key, &a.holder, tenure.as_ref());
             child.abort();
-            return out.error(&e.to_string());
+            return out.error(&not_kept(&a.key, &e, back.err().as_ref()));
         }
     };
     let Staged { blocked, mut guard } = child;
@@ -231,6 +231,23 @@ fn claim_opts(a: &RunArgs, guard: &Guard) -> AcquireOpts {
         // The guard was forked a moment ago: no claim another process made,
         // even under this holder name, is ever continued as its own.
         adopt: Adopt::SameOwner,
+    }
+}
+
+/// Why CMD never ran although its claim was taken, and what became of the
+/// claim: one that could not be given back still stands until its TTL or
+/// lease ends, and the operator must not read "nothing was done".
+fn not_kept(key: &str, why: &StoreError, back: Option<&StoreError>) -> String {
+    match back {
+        None => format!(
+            "the claim on {key} was taken but cannot be kept ({why}): \
+             it was given back and the command did not run"
+        ),
+        Some(back) => format!(
+            "the claim on {key} was taken but cannot be kept ({why}), \
+             and giving it back failed ({back}): it stands until its TTL \
+             or lease runs out; the command did not run"
+        ),
     }
 }
 

@@ -139,3 +139,22 @@ fn supervise_stops_the_group_ahead_of_a_file_claims_ttl_when_no_renewal_lands() 
     assert!(took >= std::time::Duration::from_millis(3_500), "{took:?}");
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
 }
+
+#[test]
+fn a_claim_taken_but_not_kept_is_reported_as_standing_when_it_could_not_be_given_back() {
+    use crate::store::StoreError;
+    let why = StoreError::Refused("no answer".into());
+    let given = super::not_kept("k", &why, None);
+    assert!(
+        given.contains("given back") && given.contains("did not run"),
+        "{given}"
+    );
+    let back = StoreError::Refused("still no answer".into());
+    let standing = super::not_kept("k", &why, Some(&back));
+    assert!(
+        standing.contains("stands until its TTL or lease runs out")
+            && standing.contains("still no answer")
+            && standing.contains("did not run"),
+        "{standing}"
+    );
+}
