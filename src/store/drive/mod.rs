@@ -70,6 +70,9 @@ pub struct DriveOpts {
     /// dashboard), so a create, a write and a rename are one re-read; None
     /// reads each change as it comes.
     pub debounce: Option<Duration>,
+    /// The mirror's slow safety re-list ([`Mirror::with_safety_net`]); off
+    /// only where a test must see a lost notification stay lost.
+    pub safety_net: bool,
 }
 
 impl Default for DriveOpts {
@@ -78,6 +81,7 @@ impl Default for DriveOpts {
             tick_ms: 1000,
             words: true,
             debounce: None,
+            safety_net: true,
         }
     }
 }
@@ -296,11 +300,11 @@ impl<'b> Driver<'b> {
             Want::Whole { head } => (Mirror::new(at, rules, judge, now), true, head),
             Want::Keys(keys) => (Mirror::of_keys(at, rules, judge, keys, now), false, 0),
         };
-        let mirror = if opts.words {
-            mirror
-        } else {
-            mirror.wordless()
-        };
+        let mirror = match opts.words {
+            true => mirror,
+            false => mirror.wordless(),
+        }
+        .with_safety_net(opts.safety_net);
         Driver {
             at,
             backend,
