@@ -28,6 +28,7 @@ fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
         rounds,
         settle_within: Duration::from_secs(5),
         seed,
+        relist_every: None,
     };
     let out = run(&Arc::new(store), plan);
     eprintln!(
@@ -119,6 +120,7 @@ fn hammer_cut(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
         rounds,
         settle_within: Duration::from_secs(30),
         seed,
+        relist_every: None,
     };
     let out = run_apart(&faces, &writes, plan, &mut midway);
     eprintln!(

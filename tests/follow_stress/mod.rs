@@ -13,7 +13,7 @@
 
 use claimtop::claims::{now_ms, AcquireOpts, ClaimRecord, ClaimState, Classifier, ForceOpts};
 use claimtop::store::backend::list_whole;
-use claimtop::store::drive::{spawn_all, DriveOpts, Driver, Update, Want};
+use claimtop::store::drive::{spawn_all, DriveOpts, Driver, Input, Update, Want};
 use claimtop::store::file::feed::DEBOUNCE;
 use claimtop::store::{Backend, Store};
 use std::collections::BTreeMap;
@@ -39,6 +39,10 @@ pub struct Plan {
     pub settle_within: Duration,
     /// The writers' generator's seed.
     pub seed: u64,
+    /// Have every lane list again this often while the writers write
+    /// (as `doctor --fix` does): a listing that skips what its stamps
+    /// say is unchanged races the writes too.
+    pub relist_every: Option<Duration>,
 }
 
 /// What a face shows of one claim: its state and its record.
@@ -122,14 +126,21 @@ fn one_round(
     let mut face = Rows::new();
     let mut heard = Heard::default();
     let half = Instant::now() + plan.write_for / 2;
-    while Instant::now() < half {
-        pump(&rx, &mut face, &mut heard, Duration::from_millis(20));
-    }
+    let mut relisted = Instant::now();
+    let mut write = |face: &mut Rows, heard: &mut Heard, until: Instant| {
+        while Instant::now() < until {
+            pump(&rx, face, heard, Duration::from_millis(20));
+            if plan.relist_every.is_some_and(|e| relisted.elapsed() >= e) {
+                relisted = Instant::now();
+                for inbox in &lanes.inboxes {
+                    let _ = inbox.send(Input::Relist);
+                }
+            }
+        }
+    };
+    write(&mut face, &mut heard, half);
     midway(round);
-    let until = half + plan.write_for / 2;
-    while Instant::now() < until {
-        pump(&rx, &mut face, &mut heard, Duration::from_millis(20));
-    }
+    write(&mut face, &mut heard, half + plan.write_for / 2);
     stop.store(true, Ordering::SeqCst);
     for w in writers {
         w.join().expect("a writer");

@@ -1,7 +1,8 @@
 //! No change is lost on its way from a file root to a face: two roots in
 //! one store, hammered while the dashboard's lanes and the publisher's
 //! waited drivers follow them with no safety re-list (see
-//! `follow_stress`).
+//! `follow_stress`). Each lane also lists again every 200 ms, so the
+//! listings that skip what their stamps say is unchanged race the writes.
 
 use crate::follow_stress::{run, Plan};
 use claimtop::claims::Root;
@@ -22,6 +23,7 @@ fn roots_store(n: usize) -> (Vec<tempfile::TempDir>, Arc<Store>) {
 }
 
 fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
+    let relist_every = Some(Duration::from_millis(200));
     let (_dirs, store) = roots_store(2);
     let plan = Plan {
         writers,
@@ -30,6 +32,7 @@ fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
         rounds,
         settle_within: Duration::from_secs(5),
         seed,
+        relist_every,
     };
     let out = run(&store, plan);
     eprintln!(
