@@ -38,6 +38,7 @@ pub fn spawn_rows(store: &Arc<Store>, tx: &Sender<Action>, tick_ms: i64) -> std:
         // The model words the one claim it shows in full.
         words: false,
         debounce: Some(crate::store::file::feed::DEBOUNCE),
+        safety_net: true,
     };
     let lanes = spawn_all(store, opts, up_tx)?;
     let out = tx.clone();

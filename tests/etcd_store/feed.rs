@@ -209,3 +209,47 @@ fn a_feed_resumed_from_a_compacted_revision_asks_for_a_full_reread() {
         other => panic!("no resync: {other:?}"),
     }
 }
+
+#[test]
+fn a_release_at_the_revision_etcd_was_compacted_to_while_the_feed_was_cut_off_is_not_lost() {
+    // etcd before 3.4.34 / 3.5.15 (etcd-io/etcd#18089) drops a deletion
+    // made at the very revision it is compacted to, and a watch resumed at
+    // that revision is not told of the compaction: a feed that resumed
+    // where it stood never heard the release, and a face showed the claim
+    // until its safety re-list, minutes later on a big store.
+    let Some(etcd) = Etcd::single() else { return };
+    let member = etcd.endpoints()[0].clone();
+    let mut proxy = crate::etcd_common::Proxy::to(&member);
+    let target = match claimtop::store::StoreUrl::parse(&format!("etcd://{}/gap", proxy.endpoint()))
+    {
+        Ok(claimtop::store::StoreUrl::Etcd(t)) => t,
+        other => panic!("{other:?}"),
+    };
+    let opts = ConnOpts {
+        timeout: Some(Duration::from_secs(2)),
+        ..Default::default()
+    };
+    let watcher = EtcdStore::connect(&target, &opts).expect("connect through the proxy");
+    let writer = etcd.store("/gap");
+    let mut feed = watcher.changes(None).expect("feed");
+    writer.acquire("k", "h", &ttl(600)).expect("acquire");
+    let is_k = |c: &Change| matches!(c, Change::Claim { key } if key == "k");
+    assert!(wait_for(feed.as_mut(), Duration::from_secs(10), is_k).is_some());
+    proxy.cut();
+    // The release is one revision, and the newest when etcd is compacted.
+    writer.release("k", "h", None).expect("release");
+    let (rt, client) = etcd.client();
+    rt.block_on(async {
+        let mut c = client.clone();
+        let now = c.get("/", None).await.expect("a revision");
+        let rev = now.header().map(|h| h.revision()).expect("a header");
+        c.compact(rev, None).await.expect("compact");
+    });
+    let port = proxy.port;
+    drop(proxy);
+    let _back = crate::etcd_common::Proxy::at(port, &member);
+    let heard = wait_for(feed.as_mut(), Duration::from_secs(15), |c| {
+        is_k(c) || matches!(c, Change::Relist { .. })
+    });
+    assert!(heard.is_some(), "the resumed feed never said the release");
+}

@@ -18,6 +18,9 @@ mod connection;
 mod exclusion;
 mod expiry;
 mod feed;
+mod follow_loss;
+#[path = "../follow_stress/mod.rs"]
+mod follow_stress;
 mod history;
 mod leases;
 mod listing;

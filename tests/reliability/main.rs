@@ -5,6 +5,9 @@ mod common;
 
 mod archive_race;
 mod faults;
+mod follow_loss;
+#[path = "../follow_stress/mod.rs"]
+mod follow_stress;
 mod hostile;
 mod kill;
 mod log_faults;

@@ -22,12 +22,14 @@
 //! again at the next round, and everything listed again, since what it
 //! missed cannot be known.
 
+mod burst;
 mod lanes;
 pub mod memory;
 mod pages;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use burst::burst;
 pub use lanes::{next_tick_after, spawn_all, Lanes, HEAD, PROBE_EVERY, PROBE_TIMEOUT};
 
 use super::backend::{Backend, MemberListing};
@@ -68,6 +70,9 @@ pub struct DriveOpts {
     /// dashboard), so a create, a write and a rename are one re-read; None
     /// reads each change as it comes.
     pub debounce: Option<Duration>,
+    /// The mirror's slow safety re-list ([`Mirror::with_safety_net`]); off
+    /// only where a test must see a lost notification stay lost.
+    pub safety_net: bool,
 }
 
 impl Default for DriveOpts {
@@ -76,6 +81,7 @@ impl Default for DriveOpts {
             tick_ms: 1000,
             words: true,
             debounce: None,
+            safety_net: true,
         }
     }
 }
@@ -206,12 +212,6 @@ enum Slot {
     Lent,
 }
 
-/// The longest a burst is let settle before it is read anyway: the screen
-/// keeps up with a member that never goes quiet.
-const SETTLE_MAX: Duration = Duration::from_millis(400);
-/// Most changes read at once: a burst is one batch.
-const FEED_BATCH: usize = 4096;
-
 /// One member's mirror, driven.
 pub struct Driver<'b> {
     at: OriginIx,
@@ -300,11 +300,11 @@ impl<'b> Driver<'b> {
             Want::Whole { head } => (Mirror::new(at, rules, judge, now), true, head),
             Want::Keys(keys) => (Mirror::of_keys(at, rules, judge, keys, now), false, 0),
         };
-        let mirror = if opts.words {
-            mirror
-        } else {
-            mirror.wordless()
-        };
+        let mirror = match opts.words {
+            true => mirror,
+            false => mirror.wordless(),
+        }
+        .with_safety_net(opts.safety_net);
         Driver {
             at,
             backend,
@@ -655,45 +655,5 @@ fn borrow<'a>(held: &'a Held<'_>) -> &'a dyn Backend {
     match held {
         Held::Shared(b) => &**b,
         Held::Lent(b) => *b,
-    }
-}
-
-/// One burst of `feed`: the first change within `first`, then what is
-/// already there, then — with a `debounce` — what else comes until it is
-/// quiet that long (at most [`SETTLE_MAX`]). With why the feed ended, if
-/// it did (what came before is kept).
-pub(crate) fn burst(
-    feed: &mut dyn Changes,
-    first: Duration,
-    debounce: Option<Duration>,
-) -> (Vec<Change>, Option<String>) {
-    let mut out = Vec::new();
-    let ended = |e: StoreError| Some(e.to_string());
-    match feed.next(first) {
-        Ok(Some(c)) => out.push(c),
-        Ok(None) => return (out, None),
-        Err(e) => return (out, ended(e)),
-    }
-    let cap = Instant::now() + SETTLE_MAX;
-    loop {
-        while out.len() < FEED_BATCH {
-            match feed.next(Duration::ZERO) {
-                Ok(Some(c)) => out.push(c),
-                Ok(None) => break,
-                Err(e) => return (out, ended(e)),
-            }
-        }
-        let Some(quiet) = debounce else {
-            return (out, None);
-        };
-        let left = cap.saturating_duration_since(Instant::now());
-        if out.len() >= FEED_BATCH || left.is_zero() {
-            return (out, None);
-        }
-        match feed.next(quiet.min(left)) {
-            Ok(Some(c)) => out.push(c),
-            Ok(None) => return (out, None),
-            Err(e) => return (out, ended(e)),
-        }
     }
 }

@@ -10,7 +10,7 @@ use crate::events::history::Log;
 use crate::events::tail::Line;
 use crate::store::log::{LogFeed, LogNews, Tail};
 use crate::store::{Cursor, StoreError};
-use etcd_client::{EventType, GetOptions, KeyValue, SortOrder, SortTarget, WatchResponse};
+use etcd_client::{Event, EventType, GetOptions, KeyValue, SortOrder, SortTarget};
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -204,16 +204,14 @@ impl Lines {
 impl Reading for Lines {
     type Out = LogNews;
 
-    fn events(&mut self, resp: &WatchResponse, out: &mut Vec<LogNews>) {
-        let last = resp
-            .events()
+    fn events(&mut self, events: &[&Event], out: &mut Vec<LogNews>) {
+        let last = events
             .iter()
             .filter_map(|e| e.kv())
             .map(|kv| kv.mod_revision())
             .max();
         let Some(last) = last else { return };
-        let kvs = resp
-            .events()
+        let kvs = events
             .iter()
             .filter_map(|e| e.kv().map(|kv| (e.event_type(), kv)));
         self.group(kvs, revision_of(last), out);

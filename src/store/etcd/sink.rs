@@ -552,8 +552,8 @@ struct Heard(Option<Wake>);
 impl watch::Reading for Heard {
     type Out = News;
 
-    fn events(&mut self, resp: &etcd_client::WatchResponse, out: &mut Vec<News>) {
-        for ev in resp.events() {
+    fn events(&mut self, events: &[&etcd_client::Event], out: &mut Vec<News>) {
+        for ev in events {
             if ev.event_type() == etcd_client::EventType::Put {
                 out.extend(ev.kv().map(|kv| News::Put(Stored::of(kv))));
             }

@@ -9,7 +9,7 @@ use super::layout::copy_key;
 use super::layout::Published;
 use super::Core;
 use crate::store::{Change, Changes, Cursor, StoreError};
-use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
+use etcd_client::{Client, Event, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +17,9 @@ use std::time::Duration;
 /// What one watch's responses mean to its feed.
 pub(super) trait Reading: Send + 'static {
     type Out: Send + 'static;
-    /// A response's events, in order, as the feed says them.
-    fn events(&mut self, resp: &WatchResponse, out: &mut Vec<Self::Out>);
+    /// A response's events not passed on yet, in order, as the feed says
+    /// them.
+    fn events(&mut self, events: &[&Event], out: &mut Vec<Self::Out>);
     /// The watch lost etcd (said once until it answers again).
     fn down(&mut self, why: String) -> Self::Out;
     /// etcd answers again, at this revision.
@@ -145,9 +146,9 @@ struct Claims {
 impl Reading for Claims {
     type Out = Raw;
 
-    fn events(&mut self, resp: &WatchResponse, out: &mut Vec<Raw>) {
+    fn events(&mut self, events: &[&Event], out: &mut Vec<Raw>) {
         let layout = &self.layout;
-        for ev in resp.events() {
+        for ev in events {
             let Some(kv) = ev.kv() else { continue };
             let raw = match (layout.key_of_claim(kv.key()), ev.event_type()) {
                 // The site's lockfile-like keys are the site feed's alone,
@@ -216,6 +217,7 @@ async fn run<R: Reading>(
 ) {
     let mut at = Resume {
         next,
+        compacted: 0,
         connected: true,
     };
     let mut backoff = RETRY_FIRST;
@@ -224,7 +226,7 @@ async fn run<R: Reading>(
             .with_prefix()
             .with_prev_key()
             .with_progress_notify()
-            .with_start_revision(at.next);
+            .with_start_revision(at.open_at());
         let why = match client.watch(prefix.clone(), Some(opts)).await {
             Err(e) => e.to_string(),
             Ok(mut stream) => {
@@ -261,8 +263,25 @@ async fn run<R: Reading>(
 struct Resume {
     /// The first revision not yet passed on.
     next: i64,
+    /// The newest compaction etcd has said this feed ran into.
+    compacted: i64,
     /// False from a `down` until a stream answers again.
     connected: bool,
+}
+
+impl Resume {
+    /// Where a stream opens: one revision before `next`, whose events were
+    /// passed on already and are dropped again. etcd before 3.4.34 / 3.5.15
+    /// (etcd-io/etcd#18089) drops a deletion made at the very revision it
+    /// was compacted to, and a watch opened at that revision is not told
+    /// of the compaction: opened at `next` after such a compaction, the
+    /// feed never heard that deletion. Opened one earlier, it is told the
+    /// revision was compacted, and everything is listed again. Right after
+    /// a compaction it says itself, it opens at that revision: the listing
+    /// that follows covers it.
+    fn open_at(&self) -> i64 {
+        (self.next - 1).max(self.compacted).max(1)
+    }
 }
 
 /// What to do after one watch response.
@@ -324,13 +343,20 @@ fn absorb<R: Reading>(
             resp.compact_revision()
         );
         at.next = resp.compact_revision();
+        at.compacted = at.compacted.max(at.next);
         return lost(reading, tx, why);
     }
-    for kv in resp.events().iter().filter_map(|ev| ev.kv()) {
+    // A stream opened one revision early says that revision again.
+    let fresh: Vec<&Event> = resp
+        .events()
+        .iter()
+        .filter(|ev| ev.kv().is_none_or(|kv| kv.mod_revision() >= at.next))
+        .collect();
+    for kv in fresh.iter().filter_map(|ev| ev.kv()) {
         at.next = at.next.max(kv.mod_revision() + 1);
     }
     let mut out = Vec::new();
-    reading.events(resp, &mut out);
+    reading.events(&fresh, &mut out);
     let any = !out.is_empty();
     for o in out {
         if tx.send(o).is_err() {

@@ -113,7 +113,7 @@ impl Mirror {
             }
         }
         let every = RELIST_EVERY_MS.max(self.list_cost_ms * RELIST_COST_FACTOR);
-        if now - self.listed_at >= every {
+        if self.safety_net && now - self.listed_at >= every {
             self.safety_net(now);
         }
     }

@@ -167,6 +167,8 @@ pub struct Mirror {
     followed: Option<BTreeSet<String>>,
     /// A listing is due, and why.
     relist: Option<Option<String>>,
+    /// The slow safety re-list runs (see [`Mirror::with_safety_net`]).
+    safety_net: bool,
     revision: Option<i64>,
     resume: Option<Cursor>,
     problem: Option<RootProblem>,
@@ -215,6 +217,7 @@ impl Mirror {
             dirty: BTreeSet::new(),
             followed: None,
             relist: None,
+            safety_net: true,
             revision: None,
             resume: None,
             problem: None,
@@ -235,6 +238,16 @@ impl Mirror {
     pub fn wordless(self) -> Mirror {
         Mirror {
             words: self.judge.is_none(),
+            ..self
+        }
+    }
+
+    /// The same mirror with its slow safety re-list on (as made) or off:
+    /// off, what its feed says is all it learns, so a lost notification
+    /// stays lost (a test that proves none is lost turns it off).
+    pub fn with_safety_net(self, on: bool) -> Mirror {
+        Mirror {
+            safety_net: on,
             ..self
         }
     }

@@ -1,0 +1,152 @@
+//! No change is lost on its way to a face from the dashboard bench's mixed
+//! view: two etcd sites and one file root in one store, hammered while
+//! the dashboard's lanes and the publisher's waited drivers follow them
+//! with no safety re-list (see `follow_stress`).
+
+use crate::etcd_common::Etcd;
+use crate::follow_stress::{run, run_apart, Plan};
+use claimtop::claims::Root;
+use claimtop::store::{OpenCtx, Store, StoreName};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
+    let (Some(a), Some(b)) = (Etcd::single(), Etcd::single()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a root");
+    let names: Vec<StoreName> = [a.url("/mix"), b.url("/mix")]
+        .iter()
+        .map(|u| StoreName::parse(u).expect("a store URL"))
+        .collect();
+    let root = Root::with_events_here(dir.path());
+    let store = Store::open(&names, &[root], &OpenCtx::default()).expect("the store");
+    let plan = Plan {
+        writers,
+        keys: 300,
+        write_for,
+        rounds,
+        settle_within: Duration::from_secs(5),
+        seed,
+        relist_every: None,
+    };
+    let out = run(&Arc::new(store), plan);
+    eprintln!(
+        "{} ops ({} failed) in {rounds} rounds of {write_for:?}",
+        out.ops, out.op_errors
+    );
+    assert!(out.ops > 100, "the writers hardly wrote: {out:?}");
+    assert!(
+        out.missed.is_empty(),
+        "a change was lost: {:#?}",
+        out.missed
+    );
+}
+
+#[test]
+fn two_sites_and_a_root_hammered_together_are_followed_without_the_safety_net() {
+    hammer(8, Duration::from_millis(800), 3, 0x5eed_0002);
+}
+
+#[test]
+#[ignore = "a minute of writing: run by hand, under load, many times"]
+fn two_sites_and_a_root_hammered_for_a_minute_are_followed_without_the_safety_net() {
+    let secs = std::env::var("CLAIMTOP_STRESS_MS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let seed = std::env::var("CLAIMTOP_STRESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let rounds = std::env::var("CLAIMTOP_STRESS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    hammer(
+        rounds.unwrap_or(60),
+        Duration::from_millis(secs.unwrap_or(1000)),
+        4,
+        seed.unwrap_or_else(claimtop::claims::now_ms) as u64,
+    );
+}
+
+/// The faces reach both sites through a connection that is cut halfway
+/// through each round, while the writers write on directly; during the
+/// cut every site is compacted to its newest revision, so a watch that
+/// resumes where it stood finds its history gone and must list again.
+fn hammer_cut(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
+    use crate::etcd_common::Proxy;
+    let (Some(a), Some(b)) = (Etcd::single(), Etcd::single()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a root");
+    let root = Root::with_events_here(dir.path());
+    let open = |urls: &[String]| {
+        let names: Vec<StoreName> = urls
+            .iter()
+            .map(|u| StoreName::parse(u).expect("a store URL"))
+            .collect();
+        let store = Store::open(&names, std::slice::from_ref(&root), &OpenCtx::default());
+        Arc::new(store.expect("the store"))
+    };
+    let targets = [a.endpoints()[0].clone(), b.endpoints()[0].clone()];
+    let mut proxies: Vec<Proxy> = targets.iter().map(|t| Proxy::to(t)).collect();
+    let via: Vec<String> = proxies
+        .iter()
+        .map(|p| format!("etcd://{}/mix", p.endpoint()))
+        .collect();
+    let faces = open(&via);
+    let writes = open(&[a.url("/mix"), b.url("/mix")]);
+    let clients = [a.client(), b.client()];
+    let mut midway = |_round: u64| {
+        for p in &mut proxies {
+            p.cut();
+        }
+        for (rt, client) in &clients {
+            let mut c = client.clone();
+            rt.block_on(async {
+                let now = c.get("/", None).await.expect("a revision");
+                let rev = now.header().map(|h| h.revision()).expect("a header");
+                c.compact(rev, None).await.expect("compact");
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1200));
+        for (p, t) in proxies.iter_mut().zip(&targets) {
+            *p = Proxy::at(p.port, t);
+        }
+    };
+    let plan = Plan {
+        writers,
+        keys: 300,
+        write_for,
+        rounds,
+        settle_within: Duration::from_secs(30),
+        seed,
+        relist_every: None,
+    };
+    let out = run_apart(&faces, &writes, plan, &mut midway);
+    eprintln!(
+        "{} ops ({} failed) in {rounds} cut rounds",
+        out.ops, out.op_errors
+    );
+    assert!(
+        out.missed.is_empty(),
+        "a change was lost: {:#?}",
+        out.missed
+    );
+}
+
+#[test]
+#[ignore = "cuts and compactions, half a minute: run by hand, under load"]
+fn two_sites_cut_and_compacted_midway_are_followed_without_the_safety_net() {
+    let rounds = std::env::var("CLAIMTOP_STRESS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let seed = std::env::var("CLAIMTOP_STRESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    hammer_cut(
+        rounds.unwrap_or(8),
+        Duration::from_millis(2500),
+        3,
+        seed.unwrap_or_else(claimtop::claims::now_ms) as u64,
+    );
+}
