@@ -124,11 +124,16 @@ fn written(c: &ListCopy) -> String {
     String::from_utf8(b).expect("utf-8")
 }
 
-/// The merge, fed a page of `page` copies at a time, lanes chosen by
-/// `choice` among those [`Merge::to_read`] would not refuse.
+/// A lane as the test reads it: where its copies go, what it stores, how
+/// many were handed over, whether it has named its keys.
+type TestLane = (Arc<CopyRoot>, PublishedRoot, Vec<Stored>, usize, bool);
+
+/// The merge, fed a page of one or two copies at a time, of the lane
+/// [`Merge::to_read`] picks or, as `choice` says, of any lane not read
+/// to its end (so copies come in every order the readers may bring).
 fn merged(gen: &Gen, native: &[String], choice: &[u8]) -> Vec<String> {
     let mut m = Merge::default();
-    let mut lanes: Vec<(Arc<CopyRoot>, PublishedRoot, Vec<Stored>, usize, bool)> = Vec::new();
+    let mut lanes: Vec<TestLane> = Vec::new();
     for (h, roots) in gen.iter().enumerate() {
         let host_id = host_id(h);
         for (r, keys) in roots.iter().enumerate() {
