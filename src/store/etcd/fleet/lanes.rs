@@ -81,11 +81,8 @@ impl St {
         if let Some(m) = self.merge.to_read(&busy, AHEAD) {
             return self.merged.get(m).copied();
         }
-        let known = self
-            .lanes
-            .iter()
-            .position(|l| l.merged.is_none() && !l.busy && !l.done);
-        known
+        // Last known copies are written after the claims: read them last.
+        (self.lanes.iter()).position(|l| l.merged.is_none() && !l.busy && !l.done)
     }
 
     fn all_read(&self) -> bool {
