@@ -27,6 +27,8 @@ mod host_life;
 mod idle;
 #[path = "etcd_fleet/listing.rs"]
 mod listing;
+#[path = "etcd_fleet/merged.rs"]
+mod merged;
 #[path = "etcd_fleet/reconnect.rs"]
 mod reconnect;
 #[path = "etcd_fleet/resync.rs"]

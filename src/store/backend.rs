@@ -243,6 +243,13 @@ pub trait Fleet: Send + Sync {
         Ok((self.state()?, Vec::new()))
     }
 
+    /// The copies of [`Fleet::listed_state`] in `list --json`'s order,
+    /// handed over while they are read. None: this store reads them whole
+    /// ([`Fleet::listed_state`]).
+    fn listed_feed(&self) -> Result<Option<Box<dyn super::copy_merge::CopyFeed>>, StoreError> {
+        Ok(None)
+    }
+
     /// The hosts with their counts and each root's summary, read from the
     /// summaries the publishers keep: O(hosts), whatever the claims. None
     /// where a root has none yet (read [`Fleet::state`] then).

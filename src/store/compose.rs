@@ -10,6 +10,7 @@
 //! composite or ask which composite it holds.
 
 use super::backend::{list_whole, Backend, MemberListing};
+use super::copy_merge::CopyFeed;
 pub use super::cursor::OriginIx;
 use super::fleet::FleetState;
 use super::raw_copy::RawCopy;
@@ -272,6 +273,17 @@ impl Store {
             }
         }
         Ok(false)
+    }
+
+    /// The copies hosts publish, in `list --json`'s order as they are read,
+    /// where one member holds them all and can hand them over so; None
+    /// otherwise ([`Store::fleet_listed`] then).
+    pub(crate) fn fleet_feed(&self) -> Result<Option<Box<dyn CopyFeed>>, StoreError> {
+        let mut fleets = self.members.iter().filter_map(|m| m.backend.fleet());
+        match (fleets.next(), fleets.next()) {
+            (Some(one), None) => one.listed_feed(),
+            _ => Ok(None),
+        }
     }
 
     /// [`Store::fleet_state`] for `list --json`, with the copies kept as

@@ -5,11 +5,14 @@
 //! origins claims are sorted across them, so the whole listing is read
 //! first, as before.
 //!
-//! What hosts publish is read first (it is sorted in among the store's own
-//! claims), and may be limited to some hosts or roots ([`Only`]).
+//! What hosts publish is sorted in among the store's own claims: merged
+//! as it is read where the store can hand it over so
+//! ([`super::copy_merge`]), read whole first otherwise, and when limited
+//! to some hosts or roots ([`Only`]).
 
 use super::backend::{list_now_into, Flow, ListSink, MemberListing};
 use super::compose::{Listing, Store};
+use super::copy_merge::CopyFeed;
 use super::fleet::{list_order, tag_store_item, FleetRest, FleetState};
 use super::raw_copy::{ListCopy, RawCopy};
 use super::StoreError;
@@ -95,6 +98,27 @@ pub enum StreamError {
 impl Store {
     /// `list --json` to `w`, streamed where one origin is named.
     pub fn write_list_json(&self, w: &mut dyn Write, only: &Only) -> Result<(), StreamError> {
+        self.write_list_json_as(w, only, true)
+    }
+
+    /// [`Store::write_list_json`] with every copy hosts publish read
+    /// before the first claim goes out, as it was before they were merged
+    /// while read: what the merge is held to, byte for byte.
+    #[doc(hidden)]
+    pub fn write_list_json_read_first(
+        &self,
+        w: &mut dyn Write,
+        only: &Only,
+    ) -> Result<(), StreamError> {
+        self.write_list_json_as(w, only, false)
+    }
+
+    fn write_list_json_as(
+        &self,
+        w: &mut dyn Write,
+        only: &Only,
+        merge: bool,
+    ) -> Result<(), StreamError> {
         let mut takers = self.members().iter().filter(|m| m.backend().takes_claims());
         let (Some(one), None) = (takers.next(), takers.next()) else {
             return self.write_whole(w, only);
@@ -105,7 +129,7 @@ impl Store {
         let store = one.root_dir().is_none().then(|| one.backend().url());
         // Over a store hosts publish into, the document's opening goes out
         // as soon as the store has answered: its claims are sorted across
-        // every host's, so the first of them waits for every copy.
+        // every host's, so the first of them waits for every host's first.
         let opened = match &store {
             Some(url) if self.may_have_fleet()? => {
                 open(w, url)?;
@@ -114,15 +138,27 @@ impl Store {
             }
             _ => false,
         };
-        let mut fleet = match self.fleet_listed() {
-            Ok(f) => f,
-            Err(e) if opened => return Err(StreamError::Cut(e)),
-            Err(e) => return Err(e.into()),
+        // Merged while read, unless limited: what a host counts is
+        // counted over all its roots, so every root is read anyway.
+        let fed = match (opened && merge && only.everything()).then(|| self.fed()) {
+            Some(Ok(fed)) => fed,
+            Some(Err(e)) => return Err(StreamError::Cut(e)),
+            None => None,
         };
-        if let Some((f, raw)) = fleet.as_mut() {
-            only.limit_listed(f, raw);
-        }
-        let mut sink = JsonSink::new(w, store, fleet);
+        let mut sink = match fed {
+            Some(fed) => JsonSink::fed(w, store, fed),
+            None => {
+                let mut fleet = match self.fleet_listed() {
+                    Ok(f) => f,
+                    Err(e) if opened => return Err(StreamError::Cut(e)),
+                    Err(e) => return Err(e.into()),
+                };
+                if let Some((f, raw)) = fleet.as_mut() {
+                    only.limit_listed(f, raw);
+                }
+                JsonSink::new(w, store, fleet)
+            }
+        };
         sink.begun = opened;
         if let Err(e) = list_now_into(one.backend(), &mut sink) {
             return Err(match sink.begun {
@@ -132,6 +168,9 @@ impl Store {
         }
         if let Some(e) = sink.failed.take() {
             return Err(e.into());
+        }
+        if let Some(e) = sink.cut.take() {
+            return Err(StreamError::Cut(e));
         }
         match sink.first.take() {
             // One page: the listing whole, which a member may write faster.
@@ -148,12 +187,21 @@ impl Store {
             }
             first => {
                 if let Some(page) = first {
-                    sink.write_page(page)?;
+                    sink.write_page(page).map_err(cut)?;
                 }
-                sink.end(one.backend().url())?;
-                Ok(())
+                sink.end(one.backend().url()).map_err(cut)
             }
         }
+    }
+
+    /// The copies merged as they are read: Some(None) when there is a
+    /// merging store but nobody publishes into it (the document is the
+    /// store's alone).
+    fn fed(&self) -> Result<Option<Option<Box<dyn CopyFeed>>>, StoreError> {
+        let Some(mut feed) = self.fleet_feed()? else {
+            return Ok(None);
+        };
+        Ok(Some(feed.any_hosts()?.then_some(feed)))
     }
 
     /// The whole listing read, then written.
@@ -168,11 +216,27 @@ impl Store {
     }
 }
 
+/// Past the document's opening, a store that stops answering cuts it.
+fn cut(e: StreamError) -> StreamError {
+    match e {
+        StreamError::Store(e) => StreamError::Cut(e),
+        e => e,
+    }
+}
+
 /// The document's opening, up to its first claim.
 fn open(w: &mut dyn Write, root: &str) -> io::Result<()> {
     w.write_all(b"{\"root\":")?;
     serde_json::to_writer(&mut *w, root)?;
     w.write_all(b",\"claims\":[")
+}
+
+/// The published items still to go out.
+enum Copies {
+    /// Read whole and sorted.
+    Sorted(VecDeque<ListCopy>),
+    /// Merged as they are read.
+    Fed(Box<dyn CopyFeed>),
 }
 
 /// A listing written as its pages come.
@@ -188,9 +252,11 @@ struct JsonSink<'w> {
     hazards: Vec<Hazard>,
     store_hazards: Vec<Hazard>,
     /// Published items still to go out, in their order.
-    copies: Option<VecDeque<ListCopy>>,
+    copies: Option<Copies>,
     rest: Option<FleetRest>,
     failed: Option<io::Error>,
+    /// The store stopped answering while copies were merged.
+    cut: Option<StoreError>,
     /// Items written so far.
     written: usize,
 }
@@ -210,10 +276,14 @@ impl ListSink for JsonSink<'_> {
             Some(first) => self.write_page(first).and_then(|()| self.write_page(page)),
         };
         // Out now: a reader sees the claims while later pages are read.
-        match written.and_then(|()| self.w.flush()) {
+        match written.and_then(|()| Ok(self.w.flush()?)) {
             Ok(()) => Flow::Go,
-            Err(e) => {
+            Err(StreamError::Io(e)) => {
                 self.failed = Some(e);
+                Flow::Stop
+            }
+            Err(StreamError::Store(e) | StreamError::Cut(e)) => {
+                self.cut = Some(e);
                 Flow::Stop
             }
         }
@@ -228,7 +298,7 @@ impl<'w> JsonSink<'w> {
         fleet: Option<(FleetState, Vec<RawCopy>)>,
     ) -> Self {
         let (copies, rest) = match fleet.map(|(f, raw)| f.into_listed(raw)) {
-            Some((copies, rest)) => (Some(copies.into()), Some(rest)),
+            Some((copies, rest)) => (Some(Copies::Sorted(copies.into())), Some(rest)),
             None => (None, None),
         };
         JsonSink {
@@ -242,11 +312,20 @@ impl<'w> JsonSink<'w> {
             copies,
             rest,
             failed: None,
+            cut: None,
             written: 0,
         }
     }
 
-    fn write_page(&mut self, page: MemberListing) -> io::Result<()> {
+    /// [`JsonSink::new`] with the copies merged as they are read (`fed`;
+    /// None: nobody publishes).
+    fn fed(w: &'w mut dyn Write, store: Option<String>, fed: Option<Box<dyn CopyFeed>>) -> Self {
+        let mut sink = JsonSink::new(w, store, None);
+        sink.copies = fed.map(Copies::Fed);
+        sink
+    }
+
+    fn write_page(&mut self, page: MemberListing) -> Result<(), StreamError> {
         if !self.begun {
             self.begun = true;
             open(self.w, &page.sweep.root.to_string_lossy())?;
@@ -256,7 +335,7 @@ impl<'w> JsonSink<'w> {
             if self.copies.is_some() {
                 tag_store_item(&mut item);
                 let at = list_order(&item);
-                while let Some(copy) = self.next_copy_before(&at) {
+                while let Some(copy) = self.next_copy_before(Some(&at))? {
                     self.copy(&copy)?;
                 }
             }
@@ -269,14 +348,20 @@ impl<'w> JsonSink<'w> {
     }
 
     /// The next published item that goes before a store's item at `at`
-    /// (one at the same place goes after it).
-    fn next_copy_before(&mut self, at: &(String, String, String)) -> Option<ListCopy> {
-        let copies = self.copies.as_mut()?;
-        let at = (at.0.as_bytes(), at.1.as_bytes(), at.2.as_bytes());
-        match copies.front() {
-            Some(c) if c.order_bytes() < at => copies.pop_front(),
-            _ => None,
-        }
+    /// (one at the same place goes after it); with no `at`, the next.
+    fn next_copy_before(
+        &mut self,
+        at: Option<&(String, String, String)>,
+    ) -> Result<Option<ListCopy>, StoreError> {
+        let at = at.map(|at| (at.0.as_bytes(), at.1.as_bytes(), at.2.as_bytes()));
+        Ok(match self.copies.as_mut() {
+            None => None,
+            Some(Copies::Fed(feed)) => feed.next_before(at)?,
+            Some(Copies::Sorted(copies)) => match copies.front() {
+                Some(c) if at.is_none_or(|at| c.order_bytes() < at) => copies.pop_front(),
+                _ => None,
+            },
+        })
     }
 
     fn item(&mut self, item: &Value) -> io::Result<()> {
@@ -300,14 +385,17 @@ impl<'w> JsonSink<'w> {
     /// What follows the claims, as [`Listing::write_json`] has it: the
     /// counts, the hazards (the sweep's, then the store's own, then what
     /// hosts found), `"store"`, and what hosts publish.
-    fn end(&mut self, url: String) -> io::Result<()> {
+    fn end(&mut self, url: String) -> Result<(), StreamError> {
         if !self.begun {
             // Nothing listed: the document of an empty listing.
             self.begun = true;
             open(self.w, &url)?;
         }
-        while let Some(copy) = self.copies.as_mut().and_then(VecDeque::pop_front) {
+        while let Some(copy) = self.next_copy_before(None)? {
             self.copy(&copy)?;
+        }
+        if let Some(Copies::Fed(feed)) = self.copies.as_mut() {
+            self.rest = Some(feed.finish()?);
         }
         self.w.write_all(b"]")?;
         let mut tail = Map::new();
@@ -328,11 +416,11 @@ impl<'w> JsonSink<'w> {
         }
         for (k, v) in &tail {
             self.w.write_all(b",")?;
-            serde_json::to_writer(&mut *self.w, k)?;
+            serde_json::to_writer(&mut *self.w, k).map_err(io::Error::from)?;
             self.w.write_all(b":")?;
-            serde_json::to_writer(&mut *self.w, v)?;
+            serde_json::to_writer(&mut *self.w, v).map_err(io::Error::from)?;
         }
-        self.w.write_all(b"}\n")
+        Ok(self.w.write_all(b"}\n")?)
     }
 }
 

@@ -42,6 +42,7 @@
 
 pub mod backend;
 pub mod compose;
+pub mod copy_merge;
 pub mod cursor;
 pub mod drive;
 mod error;

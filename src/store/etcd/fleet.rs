@@ -26,10 +26,12 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 mod brief;
+mod lanes;
 mod read;
 mod summary;
 
 pub use crate::store::sink::{FleetRequest, HostRecord, RootOwner, Taken};
+pub use lanes::EtcdFeed;
 pub use read::{Copies, ParsedPage};
 
 impl HostRecord {

@@ -242,6 +242,13 @@ impl Fleet for EtcdStore {
         self.core.read_fleet_listed()
     }
 
+    fn listed_feed(
+        &self,
+    ) -> Result<Option<Box<dyn crate::store::copy_merge::CopyFeed>>, StoreError> {
+        let feed = super::fleet::EtcdFeed::start(std::sync::Arc::clone(&self.core));
+        Ok(Some(Box::new(feed)))
+    }
+
     fn summaries(&self) -> Result<Option<crate::store::sink::FleetSummary>, StoreError> {
         self.core.read_fleet_summaries()
     }
