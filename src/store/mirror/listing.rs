@@ -88,26 +88,23 @@ impl Mirror {
         // nothing is rebuilt and no face is handed every row to compare
         // (at 2 000 claims that was most of what a publisher's idle minute
         // cost); a listing asked for a reason is still taken whole.
-        let listing = match resync {
-            None => match self.unchanged_by(listing, now, problem.as_ref()) {
-                Ok(()) => return,
-                Err(listing) => listing,
-            },
-            Some(_) => listing,
-        };
+        if resync.is_none() && self.unchanged_by(&listing, now, problem.as_ref()) {
+            return;
+        }
         self.take_listing(listing, c, now, resync, false, problem);
     }
 
     /// Take in `listing` without rebuilding anything when it found every
     /// row unchanged (read none, kept exactly the rows there are): the
     /// rows a TTL edge passed are judged again, the hazards that belong to
-    /// no row and the root's problem updated. The listing back otherwise.
+    /// no row and the root's problem updated. False (nothing done)
+    /// otherwise: the listing is to be taken whole.
     fn unchanged_by(
         &mut self,
-        listing: MemberListing,
+        listing: &MemberListing,
         now: i64,
         problem: Option<&RootProblem>,
-    ) -> Result<(), MemberListing> {
+    ) -> bool {
         let all_kept = self.judge.is_some()
             && listing.sweep.claims.is_empty()
             && listing.tenures.is_empty()
@@ -119,7 +116,7 @@ impl Mirror {
                     .contains_key(&Loc::new(self.origin, self.rules(), place))
             });
         if !all_kept {
-            return Err(listing);
+            return false;
         }
         self.now = now;
         let due = self.pop_due(now);
@@ -133,7 +130,7 @@ impl Mirror {
             self.problem = problem.cloned();
             self.owed.problem = true;
         }
-        Ok(())
+        true
     }
 
     /// The hazards of a listing that belong to no row and no entry (a
