@@ -53,15 +53,7 @@ impl Mirror {
     pub fn tick(&mut self, now: i64) {
         self.now = now;
         let moved = self.judge.as_mut().map(|j| j.tick(now)).unwrap_or_default();
-        let mut due = Vec::new();
-        while let Some(Reverse((at, _))) = self.edges.peek() {
-            if *at > now {
-                break;
-            }
-            if let Some(Reverse((_, path))) = self.edges.pop() {
-                due.push(path);
-            }
-        }
+        let due = self.pop_due(now);
         if self.judge.is_none() {
             // A lease that should have ended: its key, read again, says
             // whether a holder kept it alive (which changes no key).
@@ -118,8 +110,23 @@ impl Mirror {
         }
     }
 
+    /// The rows whose TTL edge (or lease end) `now` has reached, taken
+    /// off the edges.
+    pub(super) fn pop_due(&mut self, now: i64) -> Vec<Loc> {
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.edges.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, path))) = self.edges.pop() {
+                due.push(path);
+            }
+        }
+        due
+    }
+
     /// Judge the rows at `paths` again, state first, as of `now`.
-    fn rejudge(&mut self, paths: Vec<Loc>, now: i64) {
+    pub(super) fn rejudge(&mut self, paths: Vec<Loc>, now: i64) {
         let Some(j) = self.judge.as_ref() else { return };
         let mut c = j.classifier(now);
         for path in paths {

@@ -6,7 +6,7 @@ use super::apart;
 use super::judge::rejudge;
 use super::{fresh, Mirror, Owed, Whole};
 use crate::claims::root::RootProblem;
-use crate::claims::{Classifier, Counts, Loc};
+use crate::claims::{Classifier, Counts, Hazard, Loc};
 use crate::claims::{Stamp, Status};
 use crate::store::backend::{list_head, list_whole_held, Claims, MemberListing};
 use crate::store::{Cursor, StoreError, Tenure};
@@ -82,8 +82,73 @@ impl Mirror {
         self.relist = None;
         self.dirty.clear();
         let problem = store.problem();
-        self.take_listing(listing, c, now, resync, false, problem);
         self.listed_at = now;
+        // The safety net over an idle root: every lockfile found unchanged
+        // by its stamp, none gone, none new. The rows stand as they are, so
+        // nothing is rebuilt and no face is handed every row to compare
+        // (at 2 000 claims that was most of what a publisher's idle minute
+        // cost); a listing asked for a reason is still taken whole.
+        if resync.is_none() && self.unchanged_by(&listing, now, problem.as_ref()) {
+            return;
+        }
+        self.take_listing(listing, c, now, resync, false, problem);
+    }
+
+    /// Take in `listing` without rebuilding anything when it found every
+    /// row unchanged (read none, kept exactly the rows there are): the
+    /// rows a TTL edge passed are judged again, the hazards that belong to
+    /// no row and the root's problem updated. False (nothing done)
+    /// otherwise: the listing is to be taken whole.
+    fn unchanged_by(
+        &mut self,
+        listing: &MemberListing,
+        now: i64,
+        problem: Option<&RootProblem>,
+    ) -> bool {
+        let all_kept = self.judge.is_some()
+            && listing.sweep.claims.is_empty()
+            && listing.tenures.is_empty()
+            && listing.end.at.is_none()
+            && !listing.kept.is_empty()
+            && listing.kept.len() == self.rows.len()
+            && listing.kept.iter().all(|place| {
+                self.rows
+                    .contains_key(&Loc::new(self.origin, self.rules(), place))
+            });
+        if !all_kept {
+            return false;
+        }
+        self.now = now;
+        let due = self.pop_due(now);
+        self.rejudge(due, now);
+        let listed = self.apart_hazards(&listing.sweep.hazards);
+        if listed != self.listed {
+            self.listed = listed;
+            self.tally_dirty = true;
+        }
+        if problem != self.problem.as_ref() {
+            self.problem = problem.cloned();
+            self.owed.problem = true;
+        }
+        true
+    }
+
+    /// The hazards of a listing that belong to no row and no entry (a
+    /// claims dir that cannot be listed).
+    fn apart_hazards(&self, hazards: &[Hazard]) -> Vec<Hazard> {
+        let rules = self.rules();
+        let mut listed: Vec<Hazard> = hazards
+            .iter()
+            .filter(|h| {
+                !self
+                    .rows
+                    .contains_key(&Loc::new(self.origin, rules, h.path()))
+            })
+            .filter(|h| !self.entries.contains_key(h.path()))
+            .cloned()
+            .collect();
+        listed.shrink_to_fit();
+        listed
     }
 
     /// The first `n` rows in key order, where the store can list them
@@ -227,18 +292,7 @@ impl Mirror {
         }
         self.edges.shrink_to_fit();
         // A claim's hazards are its row's; an entry's, its latest look's.
-        self.listed = sweep
-            .hazards
-            .iter()
-            .filter(|h| {
-                !self
-                    .rows
-                    .contains_key(&Loc::new(self.origin, rules, h.path()))
-            })
-            .filter(|h| !self.entries.contains_key(h.path()))
-            .cloned()
-            .collect();
-        self.listed.shrink_to_fit();
+        self.listed = self.apart_hazards(&sweep.hazards);
         apart::free(sweep.hazards);
         if problem != self.problem {
             self.problem = problem;

@@ -47,14 +47,22 @@ fn an_unchanged_lockfile_is_not_read_again_and_keeps_its_row() {
     m.list(&store, NOW, None).expect("the safety net");
     assert_eq!(m.listed_reads, 9, "nothing changed: nothing read");
     assert_eq!(m.listings, 4);
-    let again = m.take_delta().expect("the listing");
-    assert_eq!(again.rows.len(), 3);
-    assert_eq!(again.tally.expect("a tally").counts.live, 3);
+    // Every row as it was: nothing to hand a face, nothing rebuilt.
+    assert_eq!(m.take_delta(), None, "an unchanged root says nothing");
+    assert_eq!(m.len(), 3);
+    assert_eq!(m.tally().counts.live, 3);
     // Each row kept is the very row the face holds.
-    for r in &again.rows {
-        let was = first.rows.iter().find(|f| f.path == r.path).expect("row");
-        assert!(Arc::ptr_eq(&was.status, &r.status), "{:?}", r.path);
+    for r in &first.rows {
+        let (now, _) = m.row(&r.path).expect("row");
+        assert!(std::ptr::eq(now, &*r.status), "{:?}", r.path);
     }
+    // One lockfile gone: the listing is taken whole again.
+    std::fs::remove_file(root.lockfile("b")).expect("rm");
+    m.list(&store, NOW, None).expect("the safety net");
+    let gone = m.take_delta().expect("a whole listing");
+    assert!(gone.whole.is_some());
+    assert_eq!(gone.rows.len(), 2);
+    assert_eq!(gone.tally.expect("a tally").counts.live, 2);
 }
 
 #[test]
