@@ -58,6 +58,9 @@ pub const BLIND_RESYNC: Duration = Duration::from_secs(60);
 pub const DIR_CHECK: Duration = Duration::from_secs(1);
 /// Looks due this close together are taken at one wake.
 const COALESCE: Duration = Duration::from_millis(200);
+/// A caller's wait that ends on its own deadline carries the looks due
+/// within this long, when it waited at least this long: see `next`.
+const RIDE_ALONG: Duration = Duration::from_millis(500);
 
 /// How a feed runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -482,8 +485,14 @@ impl FileFeed {
         // What falls due within [`COALESCE`] is done now too: the dirs'
         // look and the log's then share one wake a second rather than each
         // taking its own a moment apart (an idle publisher's wakes were
-        // most of its cost). Each is looked at sooner, never later.
-        let soon = now + COALESCE;
+        // most of its cost). Each is looked at sooner, or (see `next`) at
+        // most COALESCE later, when the caller's deadline comes then.
+        self.look_within(now, COALESCE);
+    }
+
+    /// Take every look due within `within` of `now`.
+    fn look_within(&mut self, now: Instant, within: Duration) {
+        let soon = now + within;
         if self.watch.is_some() && soon >= self.dirs_checked + DIR_CHECK {
             self.dirs_checked = now;
             if dir_id(&self.claims_dir) != self.claims_id || self.wanted() != self.watched {
@@ -508,6 +517,7 @@ impl FileFeed {
 impl Changes for FileFeed {
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
         let deadline = Instant::now() + timeout;
+        let mut rode = false;
         loop {
             if let Some(c) = self.pending.pop_front() {
                 return Ok(Some(c));
@@ -521,6 +531,17 @@ impl Changes for FileFeed {
                 continue;
             }
             if now >= deadline {
+                // A caller that waited a while and is woken by its own
+                // deadline takes the looks due within RIDE_ALONG with it:
+                // they then keep to the caller's rhythm (an idle
+                // publisher's judging every 2 s) instead of waking the
+                // process on their own a moment before or after. Looks
+                // stay at most a second apart, and at least half one.
+                if timeout >= RIDE_ALONG && !rode {
+                    rode = true;
+                    self.look_within(now, RIDE_ALONG);
+                    continue;
+                }
                 // A spent (or zero) timeout still takes what has already
                 // arrived: a caller that only polls between scrapes would
                 // otherwise never be told of a change.
@@ -533,7 +554,13 @@ impl Changes for FileFeed {
                     Err(TryRecvError::Disconnected) => return Err(StoreError::FeedClosed),
                 }
             }
-            let wake = self.due().map_or(deadline, |d| d.min(deadline));
+            let wake = match self.due() {
+                // A look due a moment before the caller's own deadline
+                // waits for it (at most COALESCE): one wake does both.
+                Some(d) if d < deadline && deadline <= d + COALESCE => deadline,
+                Some(d) => d.min(deadline),
+                None => deadline,
+            };
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(raw) => {
                     self.absorb(raw)?;
@@ -590,97 +617,5 @@ fn notify_words(e: &notify::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_claims_dir_is_waited_for_at_its_nearest_ancestor() {
-        let td = tempfile::tempdir().expect("tempdir");
-        let root = Root::with_events_here(td.path());
-        let feed = FileFeed::start(&root, FeedOpts::default());
-        assert_eq!(
-            feed.watched.into_iter().collect::<Vec<_>>(),
-            vec![td.path().to_path_buf()]
-        );
-    }
-
-    /// The log's entries the feed has queued, as the shapes they say.
-    fn log_entries(feed: &mut FileFeed) -> Vec<Option<crate::claims::entry::Shape>> {
-        let log = feed.events_file.clone();
-        let said = feed.pending.drain(..).filter_map(|c| match c {
-            Change::Entry { path, entry } if path == log => Some(entry.map(|e| e.shape)),
-            _ => None,
-        });
-        said.collect()
-    }
-
-    #[test]
-    fn an_append_to_the_log_is_no_entry_but_a_change_of_its_verdict_is() {
-        use crate::claims::entry::Shape;
-        use std::io::Write;
-        let td = tempfile::tempdir().expect("tempdir");
-        let root = Root::with_events_here(td.path());
-        let log = root.events_file();
-        std::fs::create_dir_all(log.parent().expect("a dir")).expect("mkdir");
-        std::fs::write(&log, "{}\n").expect("write");
-        let mut feed = FileFeed::start(&root, FeedOpts::default());
-        assert_eq!(log_entries(&mut feed), [Some(Shape::File)], "the inventory");
-        let start = std::time::SystemTime::now();
-        for i in 1..=50u64 {
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .open(&log)
-                .expect("open");
-            writeln!(f, "{{\"n\":{i}}}").expect("append");
-            // Each append a second later: the log's time moves for sure.
-            f.set_modified(start + Duration::from_secs(i))
-                .expect("mtime");
-            feed.log_shape();
-        }
-        assert_eq!(log_entries(&mut feed), [], "50 appends");
-        // A torn last line is judged: said once, however often looked at.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| f.write_all(b"{\"torn"))
-            .expect("torn append");
-        feed.log_shape();
-        feed.log_shape();
-        assert_eq!(log_entries(&mut feed), [Some(Shape::File)], "torn");
-        std::fs::remove_file(&log).expect("rm");
-        std::fs::create_dir(&log).expect("mkdir");
-        feed.log_shape();
-        assert_eq!(log_entries(&mut feed), [Some(Shape::Dir)], "a directory");
-        std::fs::remove_dir(&log).expect("rmdir");
-        feed.log_shape();
-        assert_eq!(log_entries(&mut feed), [None], "gone");
-    }
-
-    #[test]
-    fn a_caller_that_only_polls_with_no_timeout_is_still_told_of_a_change() {
-        // `metrics` drains the feed with a zero timeout at each scrape: the
-        // feed must hand over what arrived meanwhile, not only what a wait
-        // would have received.
-        let td = tempfile::tempdir().expect("tempdir");
-        let root = Root::with_events_here(td.path());
-        std::fs::create_dir_all(crate::claims::claims_dir(td.path())).expect("claims dir");
-        let mut feed = FileFeed::start(&root, FeedOpts::key_only());
-        let path = crate::claims::claim_path(td.path(), "k");
-        std::fs::write(&path, "x").expect("write");
-        let mut seen = Vec::new();
-        for _ in 0..50 {
-            std::thread::sleep(Duration::from_millis(20));
-            while let Ok(Some(c)) = feed.next(Duration::ZERO) {
-                seen.push(c);
-            }
-            if !seen.is_empty() {
-                break;
-            }
-        }
-        assert!(
-            seen.iter()
-                .any(|c| matches!(c, Change::Claim { key } if key == "k")),
-            "{seen:?}"
-        );
-    }
-}
+#[path = "feed_tests.rs"]
+mod tests;
