@@ -44,6 +44,20 @@ impl HostRecord {
             format!("{} ({})", self.hostname, self.machine_id)
         }
     }
+
+    /// The host as a fleet listing shows it: an online host is seen now,
+    /// an offline one when its record was last written.
+    fn into_info(self, online: bool, counts: Counts) -> HostInfo {
+        HostInfo {
+            host_id: self.machine_id,
+            label: self.hostname.clone(),
+            hostname: self.hostname,
+            online,
+            last_seen_ms: if online { now_ms() } else { self.last_seen_ms },
+            counts,
+            roots: self.roots,
+        }
+    }
 }
 
 /// Which published claim a request is about.
@@ -318,15 +332,7 @@ impl Core {
         Ok(self
             .hosts()?
             .into_iter()
-            .map(|(rec, online)| HostInfo {
-                host_id: rec.machine_id,
-                label: rec.hostname.clone(),
-                hostname: rec.hostname,
-                online,
-                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
-                counts: Counts::default(),
-                roots: rec.roots,
-            })
+            .map(|(rec, online)| rec.into_info(online, Counts::default()))
             .collect::<Vec<_>>())
         .map(|mut hosts| {
             label_hosts(&mut hosts);

@@ -7,11 +7,11 @@
 
 use super::HostRecord;
 use crate::claims::census::count_copies;
-use crate::claims::{decode_key, now_ms, Counts, Hazard};
+use crate::claims::{decode_key, Counts, Hazard};
 use crate::store::copy_merge::{list_copy, CopyFeed, Merge, Next, Place};
 use crate::store::etcd::layout::range_end;
 use crate::store::etcd::Core;
-use crate::store::fleet::{FleetItem, FleetRest, FleetState, HostInfo, PublishedRoot, RootState};
+use crate::store::fleet::{FleetItem, FleetRest, FleetState, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::raw_copy::{CopyRoot, ListCopy};
 use crate::store::StoreError;
@@ -204,15 +204,8 @@ impl CopyFeed for EtcdFeed {
             fleet.last_known.append(&mut l.last_known);
         }
         for (i, (rec, online)) in std::mem::take(&mut st.hosts).into_iter().enumerate() {
-            fleet.hosts.push(HostInfo {
-                host_id: rec.machine_id,
-                label: rec.hostname.clone(),
-                hostname: rec.hostname,
-                online,
-                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
-                counts: st.counts.get(i).copied().unwrap_or_default(),
-                roots: rec.roots,
-            });
+            let counts = st.counts.get(i).copied().unwrap_or_default();
+            fleet.hosts.push(rec.into_info(online, counts));
         }
         label_hosts(&mut fleet.hosts);
         let (_, mut rest) = fleet.into_copies();

@@ -7,7 +7,7 @@ use crate::claims::Hazard;
 use crate::claims::{now_ms, Counts};
 use crate::store::etcd::layout::RootPlace;
 use crate::store::etcd::Core;
-use crate::store::fleet::{FleetItem, FleetState, HostInfo, PublishedRoot, RootState};
+use crate::store::fleet::{FleetItem, FleetState, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
 use crate::store::raw_copy::{CopyRoot, RawCopy};
 use crate::store::StoreError;
@@ -108,15 +108,7 @@ impl Core {
             ..FleetState::default()
         };
         for ((rec, online), counts) in hosts.into_iter().zip(counts) {
-            fleet.hosts.push(HostInfo {
-                host_id: rec.machine_id,
-                label: rec.hostname.clone(),
-                hostname: rec.hostname,
-                online,
-                last_seen_ms: if online { now_ms() } else { rec.last_seen_ms },
-                counts,
-                roots: rec.roots,
-            });
+            fleet.hosts.push(rec.into_info(online, counts));
         }
         label_hosts(&mut fleet.hosts);
         Ok((fleet, raw))
