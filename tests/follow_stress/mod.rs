@@ -59,6 +59,32 @@ pub struct Outcome {
     pub missed: Vec<String>,
 }
 
+impl Outcome {
+    /// Say what the writers did, and fail on any change a face lost.
+    pub fn nothing_lost(&self, what: &str) {
+        eprintln!("{} ops ({} failed) in {what}", self.ops, self.op_errors);
+        assert!(
+            self.missed.is_empty(),
+            "a change was lost: {:#?}",
+            self.missed
+        );
+    }
+}
+
+/// A heavy variant's rounds, round length and seed: from
+/// `CLAIMTOP_STRESS_ROUNDS`, `CLAIMTOP_STRESS_MS` and `CLAIMTOP_STRESS_SEED`
+/// when set, else these rounds and ms and a seed from the clock.
+pub fn from_env(rounds: u64, ms: u64) -> (u64, Duration, u64) {
+    fn var(name: &str) -> Option<u64> {
+        std::env::var(name).ok().and_then(|s| s.parse().ok())
+    }
+    (
+        var("CLAIMTOP_STRESS_ROUNDS").unwrap_or(rounds),
+        Duration::from_millis(var("CLAIMTOP_STRESS_MS").unwrap_or(ms)),
+        var("CLAIMTOP_STRESS_SEED").unwrap_or_else(|| claimtop::claims::now_ms() as u64),
+    )
+}
+
 /// Run `plan` over `store`: round after round, writers start, faces start
 /// a moment later (their first listings race the writes), the writers
 /// stop, and the faces must match a fresh listing. A change lost matters
