@@ -45,15 +45,23 @@ impl Stamp {
     // The fields' types differ from one platform to another.
     #[allow(clippy::unnecessary_cast)]
     pub fn of(st: &libc::stat) -> Stamp {
+        Stamp::digest([
+            st.st_dev as i64,
+            st.st_ino as i64,
+            st.st_size as i64,
+            st.st_mtime as i64,
+            st.st_mtime_nsec as i64,
+            st.st_ctime as i64,
+            st.st_ctime_nsec as i64,
+        ])
+    }
+
+    fn digest(fields: [i64; 7]) -> Stamp {
         use std::hash::{BuildHasher, Hasher};
         let mut h = keys().build_hasher();
-        h.write_u64(st.st_dev as u64);
-        h.write_u64(st.st_ino as u64);
-        h.write_i64(st.st_size as i64);
-        h.write_i64(st.st_mtime as i64);
-        h.write_i64(st.st_mtime_nsec as i64);
-        h.write_i64(st.st_ctime as i64);
-        h.write_i64(st.st_ctime_nsec as i64);
+        for f in fields {
+            h.write_i64(f);
+        }
         Stamp(h.finish())
     }
 
@@ -67,9 +75,41 @@ impl Stamp {
             .saturating_mul(1000)
             .saturating_add(st.st_ctime_nsec as i64 / 1_000_000);
         let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        let settled = ctime_ms <= now.saturating_sub(SETTLED_MS);
-        (regular && settled).then(|| Stamp::of(st))
+        (regular && settled(ctime_ms, now)).then(|| Stamp::of(st))
     }
+
+    /// The stamp of the directory at `dir` (followed, as a listing follows
+    /// it), when its last change is settled as of `now`: an entry made,
+    /// removed or renamed in it moves its mtime and ctime, a chmod its
+    /// ctime, and a directory put in its place has another inode. What is
+    /// written into an entry in place does not move it: a stamp of the
+    /// directory says its listing names the same files, not that each
+    /// holds what it held.
+    pub fn of_dir(dir: &Path, now: i64) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
+        let ctime_ms = m
+            .ctime()
+            .saturating_mul(1000)
+            .saturating_add(m.ctime_nsec() / 1_000_000);
+        settled(ctime_ms, now).then(|| {
+            Stamp::digest([
+                m.dev() as i64,
+                m.ino() as i64,
+                m.size() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ])
+        })
+    }
+}
+
+/// A change whose ctime is this old as of `now` is trusted (see
+/// [`SETTLED_MS`]); one from the future (a skewed clock) never is.
+fn settled(ctime_ms: i64, now: i64) -> bool {
+    ctime_ms <= now.saturating_sub(SETTLED_MS)
 }
 
 /// What a listing's caller holds already: the stamp each lockfile (by
@@ -117,4 +157,55 @@ pub(super) fn split(dir: &DirListing, files: Vec<Listed>, held: Option<Held>, no
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn epoch_ms(t: std::time::SystemTime) -> i64 {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    #[test]
+    fn a_directory_is_stamped_only_once_its_last_change_has_settled() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let now = epoch_ms(std::time::SystemTime::now());
+        assert_eq!(Stamp::of_dir(td.path(), now), None, "just made");
+        let later = now + SETTLED_MS + 1_000;
+        assert!(Stamp::of_dir(td.path(), later).is_some());
+        // A clock behind the filesystem's trusts nothing.
+        assert_eq!(Stamp::of_dir(td.path(), now - 60_000), None);
+        let file = td.path().join("f");
+        std::fs::write(&file, "x").expect("write");
+        assert_eq!(Stamp::of_dir(&file, later), None, "not a directory");
+        assert_eq!(Stamp::of_dir(&td.path().join("gone"), later), None);
+    }
+
+    #[test]
+    fn a_directory_s_stamp_moves_with_each_entry_made_renamed_or_removed() {
+        let td = tempfile::tempdir().expect("tempdir");
+        let dir = td.path().join("claims");
+        std::fs::create_dir(&dir).expect("dir");
+        let later = || epoch_ms(std::time::SystemTime::now()) + SETTLED_MS + 1_000;
+        let stamp = || Stamp::of_dir(&dir, later()).expect("settled");
+        let mut seen = vec![stamp()];
+        let changed = |what: &str, seen: &mut Vec<Stamp>| {
+            // A coarse filesystem clock: let its tick pass.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let s = stamp();
+            assert!(!seen.contains(&s), "{what} left the stamp as it was");
+            seen.push(s);
+        };
+        std::fs::write(dir.join("a.lock"), "one").expect("write");
+        changed("a new entry", &mut seen);
+        std::fs::write(dir.join("tmp"), "two").expect("write");
+        std::fs::rename(dir.join("tmp"), dir.join("a.lock")).expect("rename");
+        changed("a rename over an entry", &mut seen);
+        std::fs::remove_file(dir.join("a.lock")).expect("remove");
+        changed("a removal", &mut seen);
+        let before = stamp();
+        assert_eq!(stamp(), before, "nothing done, nothing moved");
+    }
 }

@@ -158,8 +158,9 @@ struct Published {
     resyncing: bool,
     /// Its summary, as written.
     said: summary::Said,
-    /// The driver's listings at the last resweep.
-    listings_at_resweep: u64,
+    /// How often the driver had looked at its root whole at the last
+    /// resweep.
+    looks_at_resweep: u64,
 }
 
 impl Published {
@@ -169,15 +170,15 @@ impl Published {
         self.take(got);
     }
 
-    /// Every root is listed again at least once a resweep: unless its
-    /// mirror's own safety net listed it since the last one (an idle
-    /// root's files are read once a period, not twice).
+    /// Every root is looked at whole at least once a resweep, as the
+    /// mirror's own safety net looks (listed, or its mark found as it
+    /// was): unless that net looked since the last one (an idle root is
+    /// looked at once a period, not twice).
     fn resweep(&mut self, now: i64) {
-        let listings = self.driver.counters().listings();
-        if listings == self.listings_at_resweep {
-            self.drive(Input::Relist, now);
+        if self.driver.counters().looks() == self.looks_at_resweep {
+            self.drive(Input::Net, now);
         }
-        self.listings_at_resweep = self.driver.counters().listings();
+        self.looks_at_resweep = self.driver.counters().looks();
     }
 
     /// Keep what the driver said changed. A round that failed (the root
@@ -304,7 +305,7 @@ impl Publisher {
                     unreadable: None,
                     resyncing: false,
                     said: summary::Said::default(),
-                    listings_at_resweep: 0,
+                    looks_at_resweep: 0,
                 }
             })
             .collect::<Vec<Published>>();

@@ -169,3 +169,31 @@ fn a_resweep_lists_a_root_only_when_its_mirror_did_not_since_the_last_one() {
     p.roots[0].resweep(later);
     assert_eq!(listings(&p), synced_at + 2);
 }
+
+#[test]
+fn a_resweep_of_an_idle_root_stands_on_its_claims_dir_s_stamp_and_lists_a_changed_one() {
+    let dir = tempfile::tempdir().expect("dir");
+    let now = now_ms();
+    let (mut p, root, written) = synced(dir.path(), &["a"], now);
+    std::thread::sleep(Duration::from_millis(
+        crate::claims::SETTLED_MS as u64 + 100,
+    ));
+    // Listed once the claims dir has settled: the listing's mark holds.
+    p.roots[0].drive(Input::Relist, now);
+    let (listings, looks) = {
+        let c = p.roots[0].driver.counters();
+        (c.listings(), c.looks())
+    };
+    p.roots[0].resweep(now);
+    p.roots[0].resweep(now);
+    let c = p.roots[0].driver.counters();
+    assert_eq!(c.listings(), listings, "an idle root was listed again");
+    assert_eq!(c.looks(), looks + 1, "the resweep looked at its mark");
+    // A claim made with no notification heard: the next resweep lists it.
+    written.lock().expect("written").clear();
+    write_claim(&root, "b", "another", now);
+    p.roots[0].resweep(now);
+    p.publish_changes(0, now).expect("publish");
+    assert_eq!(p.roots[0].driver.counters().listings(), listings + 1);
+    assert_eq!(puts(&written), ["b"]);
+}

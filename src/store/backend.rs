@@ -101,6 +101,15 @@ pub trait Claims: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// A look at the store far cheaper than its listing that changes
+    /// whenever the listing would name other claims (a file root: its
+    /// claims dir's stamp). The mirror's safety net, finding it as it was
+    /// at its last listing, lists only every so often. None: no such look,
+    /// or none to trust right now; the net lists each time.
+    fn mark(&self) -> Option<Stamp> {
+        None
+    }
+
     /// What keeps it from being read as a normal store right now (a root
     /// whose claims dir is no directory), for a face to say instead of an
     /// empty table.

@@ -416,9 +416,10 @@ pub struct PublishArgs {
     /// drops out of the fleet within DUR (renewed every third of it)
     #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "30s")]
     pub lease_ttl: i64,
-    /// How often every root is re-read whole, a safety net for lost file
-    /// notifications (a holder's pid dying or a TTL running out is noticed
-    /// every 2 s without it)
+    /// How often every root is looked at whole, a safety net for lost file
+    /// notifications: re-read when its claims dir changed since it was last
+    /// read, and every tenth time (a holder's pid dying or a TTL running
+    /// out is noticed every 2 s without it)
     #[arg(long, value_name = "DUR", value_parser = parse_dur, default_value = "60s")]
     pub resweep: i64,
 }

@@ -99,6 +99,10 @@ pub enum Input {
     /// Read everything again (`doctor --fix` touched it); a driver of
     /// named keys reads its keys again.
     Relist,
+    /// The safety net is due (a publisher's resweep): list everything
+    /// again, unless the member's mark says nothing was made, replaced or
+    /// removed since the last listing ([`Mirror::net_soon`]).
+    Net,
     /// The clock moved to this epoch ms: judge again what time changes.
     Tick(i64),
 }
@@ -183,6 +187,7 @@ pub enum LinkState {
 pub struct Counters {
     reads: AtomicU64,
     listings: AtomicU64,
+    stood_in: AtomicU64,
 }
 
 impl Counters {
@@ -194,6 +199,12 @@ impl Counters {
     /// Full listings since start (a head not counted).
     pub fn listings(&self) -> u64 {
         self.listings.load(Relaxed)
+    }
+
+    /// Full listings, and safety nets the member's mark stood in for,
+    /// since start: how often the member was looked at whole.
+    pub fn looks(&self) -> u64 {
+        self.listings() + self.stood_in.load(Relaxed)
     }
 }
 
@@ -423,6 +434,7 @@ impl<'b> Driver<'b> {
             }
             Input::Reread(key) => self.mirror.look_again(&key),
             Input::Relist => self.mirror.relist_soon(),
+            Input::Net => self.mirror.net_soon(),
             Input::Tick(t) => {
                 self.mirror.tick(t);
                 self.judged_at = t;
@@ -631,6 +643,7 @@ impl<'b> Driver<'b> {
     fn count(&self) {
         self.counters.reads.store(self.mirror.reads, Relaxed);
         self.counters.listings.store(self.mirror.listings, Relaxed);
+        self.counters.stood_in.store(self.mirror.stood_in, Relaxed);
     }
 
     /// What the mirror and the facts owe the face, and the clock.

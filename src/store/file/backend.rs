@@ -156,6 +156,12 @@ impl Claims for FileStore {
         })
     }
 
+    /// The claims dir's stamp: a lockfile made, replaced, archived or
+    /// removed is an entry made, renamed or removed there.
+    fn mark(&self) -> Option<claims::Stamp> {
+        claims::Stamp::of_dir(&self.root.claims_dir(), crate::time::now_ms())
+    }
+
     fn problem(&self) -> Option<crate::claims::root::RootProblem> {
         self.root.problem()
     }

@@ -83,9 +83,7 @@ impl Mirror {
                 self.reread_followed();
                 self.listed_at = now;
             }
-            None => {
-                self.relist.get_or_insert(None);
-            }
+            None => self.net_soon(),
         }
     }
 }

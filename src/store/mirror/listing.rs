@@ -4,7 +4,7 @@
 
 use super::apart;
 use super::judge::rejudge;
-use super::{fresh, Mirror, Owed, Whole};
+use super::{fresh, Mirror, Owed, Whole, NET_LISTS_EVERY};
 use crate::claims::root::RootProblem;
 use crate::claims::{Classifier, Counts, Hazard, Loc};
 use crate::claims::{Stamp, Status};
@@ -24,10 +24,12 @@ impl Mirror {
         resync: Option<String>,
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
+        let mark = store.mark();
         let mut c = self.classifier(now);
         let held = |p: &Path| self.stamp_of(p);
         let listing = list_whole_held(store, &mut c, Some(&held), &mut |_| {})?;
         self.took(listing, c, started, store, now, resync);
+        self.marked(mark);
         Ok(())
     }
 
@@ -53,10 +55,32 @@ impl Mirror {
         on_page: &mut (dyn FnMut(&MemberListing) + Send),
     ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
+        let mark = store.mark();
         let held = |p: &Path| self.stamp_of(p);
         let (listing, c) = apart::read(store, self.classifier(now), Some(&held), on_page);
         self.took(listing?, c, started, store, now, resync);
+        self.marked(mark);
         Ok(())
+    }
+
+    /// A listing was taken whole, `mark` the store's mark before it was
+    /// read: a change during the listing moved the mark after it.
+    fn marked(&mut self, mark: Option<Stamp>) {
+        self.mark = mark;
+        self.nets_skipped = 0;
+    }
+
+    /// The safety net may stand on the store's mark rather than list: it
+    /// is as it was before the last listing was read, so that listing
+    /// names every claim there is now (and none of them moved by rename).
+    /// Every [`NET_LISTS_EVERY`]th net lists all the same.
+    pub(super) fn net_stands_in(&mut self, store: &dyn Claims) -> bool {
+        if self.nets_skipped + 1 >= NET_LISTS_EVERY {
+            return false;
+        }
+        let stands = self.mark.is_some() && store.mark() == self.mark;
+        self.nets_skipped += stands as u32;
+        stands
     }
 
     /// The stamp the row at `place` was listed at: a listing skips the

@@ -45,6 +45,10 @@ pub const RELIST_EVERY_MS: i64 = 60_000;
 /// listing of 100 000 lockfiles costs over a second of CPU, which once a
 /// minute would be 2 % of a core; this keeps it under half a percent.
 const RELIST_COST_FACTOR: i64 = 200;
+/// Every this many safety nets one lists whatever the store's mark says:
+/// a lockfile written in place, which moves no mark of its directory,
+/// is found within this many nets even where no notification told of it.
+pub const NET_LISTS_EVERY: u32 = 10;
 /// One row as a face receives it: shared with the mirror.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -169,6 +173,13 @@ pub struct Mirror {
     relist: Option<Option<String>>,
     /// The slow safety re-list runs (see [`Mirror::with_safety_net`]).
     safety_net: bool,
+    /// The listing owed is the safety net's alone: the store's mark may
+    /// stand in for it.
+    net: bool,
+    /// The store's mark at the last listing, taken before it was read.
+    mark: Option<Stamp>,
+    /// Safety nets the mark stood in for since the last listing.
+    nets_skipped: u32,
     revision: Option<i64>,
     resume: Option<Cursor>,
     problem: Option<RootProblem>,
@@ -179,6 +190,8 @@ pub struct Mirror {
     list_cost_ms: i64,
     /// Listings read since start (benches assert a change re-read one key).
     pub listings: u64,
+    /// Safety nets the store's mark stood in for, since start.
+    pub stood_in: u64,
     /// Keys read since start.
     pub reads: u64,
     /// Claims listings read since start; those they found unchanged and
@@ -218,6 +231,9 @@ impl Mirror {
             followed: None,
             relist: None,
             safety_net: true,
+            net: false,
+            mark: None,
+            nets_skipped: 0,
             revision: None,
             resume: None,
             problem: None,
@@ -227,6 +243,7 @@ impl Mirror {
             listed_at: now,
             list_cost_ms: 0,
             listings: 0,
+            stood_in: 0,
             reads: 0,
             listed_reads: 0,
         }
@@ -318,6 +335,21 @@ impl Mirror {
         match self.followed {
             Some(_) => self.reread_followed(),
             None => {
+                self.net = false;
+                self.relist.get_or_insert(None);
+            }
+        }
+    }
+
+    /// The safety net is due: list at the next [`Mirror::settle`], unless
+    /// the store's mark says no claim was made, replaced or removed since
+    /// the last listing (see [`Claims::mark`]). A mirror of named keys
+    /// reads its keys again.
+    pub fn net_soon(&mut self) {
+        match self.followed {
+            Some(_) => self.reread_followed(),
+            None => {
+                self.net |= self.relist.is_none();
                 self.relist.get_or_insert(None);
             }
         }
@@ -421,6 +453,7 @@ impl Mirror {
             }
             // Only a listing reads a file whose name is not its key's.
             Change::Relist { why: None } => {
+                self.net = false;
                 self.relist.get_or_insert(None);
                 None
             }
@@ -440,6 +473,7 @@ impl Mirror {
                 self.entries.clear();
                 self.aging.clear();
                 self.tally_dirty = true;
+                self.net = false;
                 self.relist = Some(Some(why));
                 None
             }
@@ -462,6 +496,11 @@ impl Mirror {
     pub fn settle(&mut self, store: &dyn Claims, now: i64) -> Result<(), StoreError> {
         self.now = now;
         if let Some(resync) = self.relist.take() {
+            if std::mem::take(&mut self.net) && self.net_stands_in(store) {
+                self.listed_at = now;
+                self.stood_in += 1;
+                return Ok(());
+            }
             return self.list(store, now, resync).inspect_err(|_| {
                 self.relist.get_or_insert(None);
             });

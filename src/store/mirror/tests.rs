@@ -69,6 +69,11 @@ fn world(probe: fn(i32) -> Option<i64>) -> World {
     }
 }
 
+fn holder_of(m: &Mirror, root: &Root, key: &str) -> Option<String> {
+    let (s, _) = m.row(&root.lockfile(key).into())?;
+    s.record.as_ref().map(|r| r.holder.clone())
+}
+
 fn write(root: &Root, r: &ClaimRecord) {
     let yaml = r.to_yaml().expect("yaml");
     std::fs::write(root.lockfile(&r.key), yaml).expect("write");
@@ -380,4 +385,5 @@ fn a_mirror_of_one_key_reads_that_key_alone_and_never_lists() {
     assert!(m.row_of_key("b").is_none(), "released: free");
 }
 
+mod net;
 mod stamps;

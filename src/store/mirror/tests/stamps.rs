@@ -12,11 +12,6 @@ fn settle() {
     std::thread::sleep(std::time::Duration::from_millis(SETTLED_MS as u64 + 100));
 }
 
-fn holder_of(m: &Mirror, root: &Root, key: &str) -> Option<String> {
-    let (s, _) = m.row(&root.lockfile(key).into())?;
-    s.record.as_ref().map(|r| r.holder.clone())
-}
-
 fn held_by(key: &str, holder: &str) -> ClaimRecord {
     ClaimRecord {
         holder: holder.into(),
