@@ -29,6 +29,8 @@ mod idle;
 mod listing;
 #[path = "etcd_fleet/merged.rs"]
 mod merged;
+#[path = "etcd_fleet/read_buffer.rs"]
+mod read_buffer;
 #[path = "etcd_fleet/reconnect.rs"]
 mod reconnect;
 #[path = "etcd_fleet/resync.rs"]

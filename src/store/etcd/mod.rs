@@ -36,6 +36,7 @@ mod log;
 mod next_key;
 mod owners;
 mod published;
+mod read_buffer;
 pub mod sink;
 mod site;
 mod verbs;

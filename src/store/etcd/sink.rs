@@ -6,6 +6,7 @@
 //! loop, its fingerprints and its words; every etcd call it makes is here.
 
 use super::layout::RootPlace;
+use super::read_buffer::ReadBufferTrim;
 use super::{watch, Core, EtcdStore};
 use crate::store::fleet::PublishedRoot;
 use crate::store::sink::{
@@ -83,6 +84,9 @@ pub struct EtcdSink {
     watches: HashMap<String, RequestWatch>,
     /// Called when a watch hands a request over ([`Sink::wake_on_request`]).
     wake: Option<Wake>,
+    /// Told of every copy and log line written, to trim etcd's read
+    /// buffer after a burst of them.
+    trim: ReadBufferTrim,
 }
 
 /// How often a publisher's lease of `ttl_s` is renewed: a third of it, as
@@ -103,6 +107,7 @@ impl EtcdSink {
             previous: Vec::new(),
             watches: HashMap::new(),
             wake: None,
+            trim: ReadBufferTrim::new(Arc::clone(store.core())),
         }
     }
 
@@ -330,6 +335,7 @@ impl Sink for EtcdSink {
                 .iter()
                 .flat_map(|w| ops_of(&place, w, lease))
                 .collect();
+            let n = ops.len();
             let txn = Txn::new().and_then(ops);
             let began = std::time::Instant::now();
             self.core.conn.call(|mut c| {
@@ -337,6 +343,7 @@ impl Sink for EtcdSink {
                 async move { c.txn(txn).await }
             })?;
             written(batch.len());
+            self.trim.wrote(n);
             if paced {
                 std::thread::sleep(began.elapsed().min(PACE_MAX));
             }
@@ -390,6 +397,7 @@ impl Sink for EtcdSink {
                     Some(PutOptions::new().with_lease(lease)),
                 )])
         })?;
+        self.trim.wrote(1);
         Ok(())
     }
 
