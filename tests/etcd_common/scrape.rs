@@ -17,10 +17,39 @@ pub fn metrics_text(addr: &str) -> String {
     // fall inside a multi-byte character.
     let mut bytes = Vec::new();
     s.read_to_end(&mut bytes).expect("response");
-    let text = String::from_utf8_lossy(&bytes);
-    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_string()
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("head and body");
+    let head = String::from_utf8_lossy(&bytes[..at]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let body = &bytes[at + 4..];
+    let body = match head.contains("transfer-encoding: chunked") {
+        true => dechunk(body),
+        false => body.to_vec(),
+    };
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// A chunked body's bytes without its size lines, which otherwise cut
+/// whichever series lines they fall into.
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rest.len());
+    loop {
+        let eol = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a chunk size line");
+        let size = String::from_utf8_lossy(&rest[..eol]);
+        let size = size.split(';').next().unwrap_or_default().trim();
+        let n = usize::from_str_radix(size, 16).expect("a chunk size");
+        if n == 0 {
+            return out;
+        }
+        let data = &rest[eol + 2..];
+        out.extend_from_slice(&data[..n]);
+        rest = &data[n + 2..];
+    }
 }
 
 /// How many gRPC calls etcd at `addr` has started, by method
