@@ -56,6 +56,7 @@ mod with_etcd {
     use crate::store::etcd::fleet::{FleetAsk, FleetError};
     use crate::store::etcd::sink::EtcdSink;
     use crate::store::etcd::EtcdStore;
+    use crate::store::file::feed::FeedOpts;
     use crate::store::file::FileStore;
     use crate::store::Backend;
     use serde_json::{json, Value};
@@ -120,7 +121,13 @@ mod with_etcd {
         }
         let sink = Box::new(EtcdSink::of(&store, &opts.machine_id));
         let url = crate::store::Claims::url(&store);
-        let mut publisher = Publisher::new(sink, url, roots_store(roots), roots, opts.clone());
+        let mut publisher = Publisher::new(
+            sink,
+            url,
+            roots_store(roots, opts.judge_every),
+            roots,
+            opts.clone(),
+        );
         // The flag above is set inside the handler; this thread then ends
         // the publisher's wait, which an idle publisher makes long.
         let signals = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
@@ -153,9 +160,15 @@ mod with_etcd {
 
     /// The roots as the publisher follows them: lockfiles and entries
     /// (the log is read through each root's audit).
-    fn roots_store(roots: &Roots) -> Store {
+    /// Each root's feed looks at its dirs and log as often as the
+    /// publisher judges, so that one wake does both.
+    fn roots_store(roots: &Roots, judge_every: Duration) -> Store {
+        let looks = FeedOpts {
+            looks: judge_every,
+            ..FeedOpts::default()
+        };
         let parts = roots.as_slice().iter().map(|root| {
-            let store = FileStore::new(root.clone());
+            let store = FileStore::new(root.clone()).with_feed(looks);
             let backend: Arc<dyn Backend> = Arc::new(store);
             (Origin::Root(root.root.clone()), true, backend)
         });

@@ -43,19 +43,18 @@ pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// A burst that never goes quiet is still handed on this often: the screen
 /// keeps up with a busy root.
 const SETTLE_MAX: Duration = Duration::from_millis(400);
-/// The events log's shape is looked at (one `lstat`) at least this often
-/// while entries are reported, even without a notification (a filesystem
-/// whose notifications are lossy).
-pub const LOG_POLL: Duration = Duration::from_secs(1);
 /// Without notifications at all (no inotify, the watch limit reached), how
 /// often the feed asks for a full re-read instead.
 pub const BLIND_RESYNC: Duration = Duration::from_secs(60);
-/// How often the watched directories are looked at again by name. A watch
-/// follows its directory's inode, so `mv ROOT ROOT.gone` (or a rename of
-/// any directory above the claims dir) tells the watches nothing: without
-/// this look the root read as there, with its claims, until the next full
-/// re-read a minute later. One `stat` of each watched path a second.
-pub const DIR_CHECK: Duration = Duration::from_secs(1);
+/// How often, by default ([`FeedOpts::looks`]), the watched directories
+/// and the events log's shape are looked at again by name, notified or
+/// not. A watch follows its directory's inode, so `mv ROOT ROOT.gone` (or
+/// a rename of any directory above the claims dir) tells the watches
+/// nothing: without this look the root read as there, with its claims,
+/// until the next full re-read a minute later. The log's shape is looked
+/// at for a filesystem whose notifications are lossy. One `stat` of each
+/// watched path and a look at the log, a second.
+pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// Looks due this close together are taken at one wake.
 const COALESCE: Duration = Duration::from_millis(200);
 /// A caller's wait that ends on its own deadline carries the looks due
@@ -73,6 +72,11 @@ pub struct FeedOpts {
     /// and after each resync. A waiter on one key needs none of it, and
     /// the inventory reads the whole claims dir.
     pub entries: bool,
+    /// How often the watched directories and the log's shape are looked
+    /// at by name, notified or not ([`LOOK_EVERY`]): a face an
+    /// operator watches looks each second; a publisher, which judges what
+    /// time changes every 2 s, looks as often and so wakes once for both.
+    pub looks: Duration,
 }
 
 impl Default for FeedOpts {
@@ -80,6 +84,7 @@ impl Default for FeedOpts {
         FeedOpts {
             debounce: None,
             entries: true,
+            looks: LOOK_EVERY,
         }
     }
 }
@@ -88,8 +93,8 @@ impl FeedOpts {
     /// What a waiter on one key needs: its lockfile named at once.
     pub fn key_only() -> FeedOpts {
         FeedOpts {
-            debounce: None,
             entries: false,
+            ..FeedOpts::default()
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct FileFeed {
     blind_resync: Option<Instant>,
     /// With one: when the watched directories were last looked at by name.
     dirs_checked: Instant,
+    /// How often the dirs and the log are looked at ([`FeedOpts::looks`]).
+    looks: Duration,
     /// Let a burst go quiet this long before handing on what it named.
     settle: Option<Duration>,
     /// A waker was called, or the log was appended to: the wait in `next`
@@ -189,6 +196,7 @@ impl FileFeed {
             pending: VecDeque::new(),
             blind_resync: None,
             dirs_checked: Instant::now(),
+            looks: opts.looks,
             settle: opts.debounce,
             poked: false,
         };
@@ -231,15 +239,28 @@ impl FileFeed {
     /// The directories to watch: each wanted one, or its nearest existing
     /// ancestor.
     fn wanted(&self) -> BTreeSet<PathBuf> {
-        [
-            Some(self.claims_dir.as_path()),
-            self.claims_dir.parent(),
-            self.events_file.parent(),
-        ]
-        .into_iter()
-        .flatten()
-        .filter_map(nearest_existing)
-        .collect()
+        self.wanted_given(None)
+    }
+
+    /// [`FileFeed::wanted`], the claims dir known to be a directory where
+    /// `claims` says so (it was just stat'ed): each path is stat'ed once a
+    /// look, and the claims dir's parent, which is the events dir too as
+    /// a rule, once for both.
+    fn wanted_given(&self, claims: Option<bool>) -> BTreeSet<PathBuf> {
+        let mut wanted = BTreeSet::new();
+        let asked: BTreeSet<&Path> = [self.claims_dir.parent(), self.events_file.parent()]
+            .into_iter()
+            .flatten()
+            .collect();
+        match claims {
+            Some(true) => {
+                wanted.insert(self.claims_dir.clone());
+            }
+            Some(false) => wanted.extend(self.claims_dir.parent().and_then(nearest_existing)),
+            None => wanted.extend(nearest_existing(&self.claims_dir)),
+        }
+        wanted.extend(asked.into_iter().filter_map(nearest_existing));
+        wanted
     }
 
     fn rewatch_once(&mut self) -> bool {
@@ -476,8 +497,8 @@ impl FileFeed {
     /// When `next` must look up from waiting: the log's shape, the
     /// watched dirs or a blind re-read, whichever is first.
     fn due(&self) -> Option<Instant> {
-        let log = self.log.as_ref().map(|l| l.looked + LOG_POLL);
-        let dirs = self.watch.as_ref().map(|_| self.dirs_checked + DIR_CHECK);
+        let log = self.log.as_ref().map(|l| l.looked + self.looks);
+        let dirs = self.watch.as_ref().map(|_| self.dirs_checked + self.looks);
         [log, self.blind_resync, dirs].into_iter().flatten().min()
     }
 
@@ -493,9 +514,10 @@ impl FileFeed {
     /// Take every look due within `within` of `now`.
     fn look_within(&mut self, now: Instant, within: Duration) {
         let soon = now + within;
-        if self.watch.is_some() && soon >= self.dirs_checked + DIR_CHECK {
+        if self.watch.is_some() && soon >= self.dirs_checked + self.looks {
             self.dirs_checked = now;
-            if dir_id(&self.claims_dir) != self.claims_id || self.wanted() != self.watched {
+            let id = dir_id(&self.claims_dir);
+            if id != self.claims_id || self.wanted_given(Some(id.is_some())) != self.watched {
                 self.rewatch();
                 self.resync("the claims directory moved".into());
             }
@@ -507,7 +529,7 @@ impl FileFeed {
         if self
             .log
             .as_ref()
-            .is_some_and(|l| soon >= l.looked + LOG_POLL)
+            .is_some_and(|l| soon >= l.looked + self.looks)
         {
             self.log_shape();
         }
@@ -598,9 +620,13 @@ fn nearest_existing(p: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// Identity of a directory, to notice it being replaced under one name.
+/// Identity of a directory, to notice it being replaced under one name;
+/// None where there is no directory.
 fn dir_id(p: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// A notify error in words: its `Display` appends the paths in debug

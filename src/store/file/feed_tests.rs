@@ -135,3 +135,44 @@ fn the_looks_due_soon_ride_on_a_waiting_callers_own_deadline() {
     let _ = feed.next(Duration::from_millis(100));
     assert_eq!(feed.dirs_checked, before, "no look 0.1 s after the last");
 }
+
+#[test]
+fn a_feed_looks_at_its_dirs_and_log_as_often_as_it_is_told() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    for every in [LOOK_EVERY, Duration::from_secs(2), Duration::from_secs(30)] {
+        let began = Instant::now();
+        let opts = FeedOpts {
+            looks: every,
+            ..FeedOpts::default()
+        };
+        let feed = FileFeed::start(&root, opts);
+        let due = feed.due().expect("a look is due").duration_since(began);
+        assert!(
+            due >= every && due < every + Duration::from_millis(500),
+            "looks every {every:?}: due in {due:?}"
+        );
+    }
+}
+
+#[test]
+fn the_claims_dir_s_parent_and_the_events_dir_are_one_watch_when_they_are_one_dir() {
+    let td = tempfile::tempdir().expect("tempdir");
+    let root = Root::with_events_here(td.path());
+    std::fs::create_dir_all(root.claims_dir()).expect("claims dir");
+    let feed = FileFeed::start(&root, FeedOpts::default());
+    let fno = root.claims_dir().parent().expect("a parent").to_path_buf();
+    assert_eq!(
+        feed.watched.iter().cloned().collect::<Vec<_>>(),
+        vec![fno, root.claims_dir()]
+    );
+    assert_eq!(feed.wanted_given(Some(true)), feed.watched);
+    // A claims dir found to be no directory is waited for at its parent.
+    assert_eq!(
+        feed.wanted_given(Some(false))
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![root.claims_dir().parent().expect("a parent").to_path_buf()]
+    );
+}
