@@ -326,8 +326,10 @@ fn idle_cost(endpoint: &str, etcd_pid: u32, fleet: &[Host], over: Duration) -> I
     let (calls0, renew0) = (calls(), renewals());
     let (etcd0, pubs0, t0) = (cpu_ticks(etcd_pid), publishers(), Instant::now());
     std::thread::sleep(over);
-    let (calls1, renew1) = (calls(), renewals());
+    // The CPU first: the scrapes that follow are the bench's, not the
+    // fleet's (each renders every one of etcd's series).
     let (etcd1, pubs1) = (cpu_ticks(etcd_pid), publishers());
+    let (calls1, renew1) = (calls(), renewals());
     let secs = t0.elapsed().as_secs_f64();
     let delta = |m: &str| calls1.get(m).unwrap_or(&0.0) - calls0.get(m).unwrap_or(&0.0);
     let keepalives = delta("LeaseKeepAlive");
