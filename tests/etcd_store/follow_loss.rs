@@ -4,7 +4,7 @@
 //! with no safety re-list (see `follow_stress`).
 
 use crate::etcd_common::Etcd;
-use crate::follow_stress::{from_env, run, run_apart, Plan};
+use crate::follow_stress::{from_env, hammered, run_apart, Plan};
 use claimtop::claims::Root;
 use claimtop::store::{OpenCtx, Store, StoreName};
 use std::sync::Arc;
@@ -21,18 +21,10 @@ fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
         .collect();
     let root = Root::with_events_here(dir.path());
     let store = Store::open(&names, &[root], &OpenCtx::default()).expect("the store");
-    let plan = Plan {
-        writers,
-        keys: 300,
-        write_for,
-        rounds,
-        settle_within: Duration::from_secs(5),
-        seed,
-        relist_every: None,
-    };
-    let out = run(&Arc::new(store), plan);
-    out.nothing_lost(&format!("{rounds} rounds of {write_for:?}"));
-    assert!(out.ops > 100, "the writers hardly wrote: {out:?}");
+    hammered(
+        &Arc::new(store),
+        Plan::hammer(writers, write_for, rounds, seed),
+    );
 }
 
 #[test]
@@ -93,13 +85,8 @@ fn hammer_cut(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
         }
     };
     let plan = Plan {
-        writers,
-        keys: 300,
-        write_for,
-        rounds,
         settle_within: Duration::from_secs(30),
-        seed,
-        relist_every: None,
+        ..Plan::hammer(writers, write_for, rounds, seed)
     };
     let out = run_apart(&faces, &writes, plan, &mut midway);
     out.nothing_lost(&format!("{rounds} cut rounds"));

@@ -45,6 +45,23 @@ pub struct Plan {
     pub relist_every: Option<Duration>,
 }
 
+impl Plan {
+    /// The loss tests' hammer: 300 keys each member's writers share, and
+    /// every face to match a fresh listing within 5 s of the writers'
+    /// stop; no extra listing.
+    pub fn hammer(writers: usize, write_for: Duration, rounds: u64, seed: u64) -> Plan {
+        Plan {
+            writers,
+            keys: 300,
+            write_for,
+            rounds,
+            settle_within: Duration::from_secs(5),
+            seed,
+            relist_every: None,
+        }
+    }
+}
+
 /// What a face shows of one claim: its state and its record.
 type Seen = (ClaimState, Option<ClaimRecord>);
 /// A face's every row: (member, key) → what it shows.
@@ -69,6 +86,14 @@ impl Outcome {
             self.missed
         );
     }
+}
+
+/// [`run`] `plan` over `store`, and fail on a change lost or on writers
+/// that hardly wrote.
+pub fn hammered(store: &Arc<Store>, plan: Plan) {
+    let out = run(store, plan);
+    out.nothing_lost(&format!("{} rounds of {:?}", plan.rounds, plan.write_for));
+    assert!(out.ops > 100, "the writers hardly wrote: {out:?}");
 }
 
 /// A heavy variant's rounds, round length and seed: from

@@ -4,7 +4,7 @@
 //! `follow_stress`). Each lane also lists again every 200 ms, so the
 //! listings that skip what their stamps say is unchanged race the writes.
 
-use crate::follow_stress::{from_env, run, Plan};
+use crate::follow_stress::{from_env, hammered, Plan};
 use claimtop::claims::Root;
 use claimtop::store::{OpenCtx, Store};
 use std::sync::Arc;
@@ -23,20 +23,12 @@ fn roots_store(n: usize) -> (Vec<tempfile::TempDir>, Arc<Store>) {
 }
 
 fn hammer(rounds: u64, write_for: Duration, writers: usize, seed: u64) {
-    let relist_every = Some(Duration::from_millis(200));
     let (_dirs, store) = roots_store(2);
     let plan = Plan {
-        writers,
-        keys: 300,
-        write_for,
-        rounds,
-        settle_within: Duration::from_secs(5),
-        seed,
-        relist_every,
+        relist_every: Some(Duration::from_millis(200)),
+        ..Plan::hammer(writers, write_for, rounds, seed)
     };
-    let out = run(&store, plan);
-    out.nothing_lost(&format!("{rounds} rounds of {write_for:?}"));
-    assert!(out.ops > 100, "the writers hardly wrote: {out:?}");
+    hammered(&store, plan);
 }
 
 #[test]
