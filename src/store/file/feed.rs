@@ -239,27 +239,25 @@ impl FileFeed {
     /// The directories to watch: each wanted one, or its nearest existing
     /// ancestor.
     fn wanted(&self) -> BTreeSet<PathBuf> {
-        self.wanted_given(None)
+        self.wanted_given(dir_id(&self.claims_dir).is_some())
     }
 
-    /// [`FileFeed::wanted`], the claims dir known to be a directory where
-    /// `claims` says so (it was just stat'ed): each path is stat'ed once a
-    /// look, and the claims dir's parent, which is the events dir too as
-    /// a rule, once for both.
-    fn wanted_given(&self, claims: Option<bool>) -> BTreeSet<PathBuf> {
-        let mut wanted = BTreeSet::new();
+    /// [`FileFeed::wanted`], whether the claims dir is a directory known
+    /// (it was just stat'ed): each path is stat'ed once a look, and the
+    /// claims dir's parent, which is the events dir too as a rule, once
+    /// for both.
+    fn wanted_given(&self, claims_is_dir: bool) -> BTreeSet<PathBuf> {
+        // A claims dir that is none is waited for at its parent's nearest
+        // existing ancestor, which is asked for anyway.
         let asked: BTreeSet<&Path> = [self.claims_dir.parent(), self.events_file.parent()]
             .into_iter()
             .flatten()
             .collect();
-        match claims {
-            Some(true) => {
-                wanted.insert(self.claims_dir.clone());
-            }
-            Some(false) => wanted.extend(self.claims_dir.parent().and_then(nearest_existing)),
-            None => wanted.extend(nearest_existing(&self.claims_dir)),
+        let mut wanted: BTreeSet<PathBuf> =
+            asked.into_iter().filter_map(nearest_existing).collect();
+        if claims_is_dir {
+            wanted.insert(self.claims_dir.clone());
         }
-        wanted.extend(asked.into_iter().filter_map(nearest_existing));
         wanted
     }
 
@@ -517,7 +515,7 @@ impl FileFeed {
         if self.watch.is_some() && soon >= self.dirs_checked + self.looks {
             self.dirs_checked = now;
             let id = dir_id(&self.claims_dir);
-            if id != self.claims_id || self.wanted_given(Some(id.is_some())) != self.watched {
+            if id != self.claims_id || self.wanted_given(id.is_some()) != self.watched {
                 self.rewatch();
                 self.resync("the claims directory moved".into());
             }

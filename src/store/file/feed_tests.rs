@@ -167,12 +167,10 @@ fn the_claims_dir_s_parent_and_the_events_dir_are_one_watch_when_they_are_one_di
         feed.watched.iter().cloned().collect::<Vec<_>>(),
         vec![fno, root.claims_dir()]
     );
-    assert_eq!(feed.wanted_given(Some(true)), feed.watched);
+    assert_eq!(feed.wanted_given(true), feed.watched);
     // A claims dir found to be no directory is waited for at its parent.
     assert_eq!(
-        feed.wanted_given(Some(false))
-            .into_iter()
-            .collect::<Vec<_>>(),
+        feed.wanted_given(false).into_iter().collect::<Vec<_>>(),
         vec![root.claims_dir().parent().expect("a parent").to_path_buf()]
     );
 }
