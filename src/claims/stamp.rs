@@ -71,11 +71,9 @@ impl Stamp {
     pub fn settled(st: &libc::stat, now: i64) -> Option<Stamp> {
         // The fields' types differ from one platform to another.
         #[allow(clippy::unnecessary_cast)]
-        let ctime_ms = (st.st_ctime as i64)
-            .saturating_mul(1000)
-            .saturating_add(st.st_ctime_nsec as i64 / 1_000_000);
+        let settled = settled(st.st_ctime as i64, st.st_ctime_nsec as i64, now);
         let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        (regular && settled(ctime_ms, now)).then(|| Stamp::of(st))
+        (regular && settled).then(|| Stamp::of(st))
     }
 
     /// The stamp of the directory at `dir` (followed, as a listing follows
@@ -88,11 +86,7 @@ impl Stamp {
     pub fn of_dir(dir: &Path, now: i64) -> Option<Stamp> {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
-        let ctime_ms = m
-            .ctime()
-            .saturating_mul(1000)
-            .saturating_add(m.ctime_nsec() / 1_000_000);
-        settled(ctime_ms, now).then(|| {
+        settled(m.ctime(), m.ctime_nsec(), now).then(|| {
             Stamp::digest([
                 m.dev() as i64,
                 m.ino() as i64,
@@ -106,9 +100,12 @@ impl Stamp {
     }
 }
 
-/// A change whose ctime is this old as of `now` is trusted (see
-/// [`SETTLED_MS`]); one from the future (a skewed clock) never is.
-fn settled(ctime_ms: i64, now: i64) -> bool {
+/// A change whose ctime (seconds and nanoseconds) is [`SETTLED_MS`] old as
+/// of `now` is trusted; one from the future (a skewed clock) never is.
+fn settled(ctime_s: i64, ctime_ns: i64, now: i64) -> bool {
+    let ctime_ms = ctime_s
+        .saturating_mul(1000)
+        .saturating_add(ctime_ns / 1_000_000);
     ctime_ms <= now.saturating_sub(SETTLED_MS)
 }
 
