@@ -4,7 +4,7 @@
 
 use super::apart;
 use super::judge::rejudge;
-use super::{fresh, Mirror, Owed, Whole, NET_LISTS_EVERY};
+use super::{fresh, Due, Mirror, Owed, Whole, NET_LISTS_EVERY};
 use crate::claims::root::RootProblem;
 use crate::claims::{Classifier, Counts, Hazard, Loc};
 use crate::claims::{Stamp, Status};
@@ -305,7 +305,7 @@ impl Mirror {
             // Named unchanged, yet not held: list again soon, every claim
             // read.
             self.stamps.clear();
-            self.relist.get_or_insert(None);
+            self.owe(Due::Asked);
         }
         // The stamps of rows gone with this listing go too.
         let rows = &self.rows;

@@ -49,6 +49,18 @@ const RELIST_COST_FACTOR: i64 = 200;
 /// a lockfile written in place, which moves no mark of its directory,
 /// is found within this many nets even where no notification told of it.
 pub const NET_LISTS_EVERY: u32 = 10;
+/// Why a listing is owed.
+#[derive(Debug, Clone, PartialEq)]
+enum Due {
+    /// The slow safety net's: the store's mark may stand in for it.
+    Net,
+    /// Something only a listing reads (a misnamed lockfile, an operator's
+    /// ask, a listing that lost a claim): listed, no notice.
+    Asked,
+    /// The feed lost track, and says why (a notice for the face).
+    Resync(String),
+}
+
 /// One row as a face receives it: shared with the mirror.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -170,12 +182,9 @@ pub struct Mirror {
     /// whole store.
     followed: Option<BTreeSet<String>>,
     /// A listing is due, and why.
-    relist: Option<Option<String>>,
+    relist: Option<Due>,
     /// The slow safety re-list runs (see [`Mirror::with_safety_net`]).
     safety_net: bool,
-    /// The listing owed is the safety net's alone: the store's mark may
-    /// stand in for it.
-    net: bool,
     /// The store's mark at the last listing, taken before it was read.
     mark: Option<Stamp>,
     /// Safety nets the mark stood in for since the last listing.
@@ -231,7 +240,6 @@ impl Mirror {
             followed: None,
             relist: None,
             safety_net: true,
-            net: false,
             mark: None,
             nets_skipped: 0,
             revision: None,
@@ -334,10 +342,7 @@ impl Mirror {
     pub fn relist_soon(&mut self) {
         match self.followed {
             Some(_) => self.reread_followed(),
-            None => {
-                self.net = false;
-                self.relist.get_or_insert(None);
-            }
+            None => self.owe(Due::Asked),
         }
     }
 
@@ -348,10 +353,20 @@ impl Mirror {
     pub fn net_soon(&mut self) {
         match self.followed {
             Some(_) => self.reread_followed(),
-            None => {
-                self.net |= self.relist.is_none();
-                self.relist.get_or_insert(None);
-            }
+            None => self.owe(Due::Net),
+        }
+    }
+
+    /// Owe a listing for `due`: a resync's reason replaces any other, any
+    /// reason outranks the net's, and one owed already stands.
+    fn owe(&mut self, due: Due) {
+        let stands = match (&self.relist, &due) {
+            (None, _) | (_, Due::Resync(_)) => false,
+            (Some(_), Due::Net) => true,
+            (Some(was), Due::Asked) => matches!(was, Due::Resync(_)),
+        };
+        if !stands {
+            self.relist = Some(due);
         }
     }
 
@@ -453,8 +468,7 @@ impl Mirror {
             }
             // Only a listing reads a file whose name is not its key's.
             Change::Relist { why: None } => {
-                self.net = false;
-                self.relist.get_or_insert(None);
+                self.owe(Due::Asked);
                 None
             }
             Change::Entry { path, entry } => {
@@ -473,8 +487,7 @@ impl Mirror {
                 self.entries.clear();
                 self.aging.clear();
                 self.tally_dirty = true;
-                self.net = false;
-                self.relist = Some(Some(why));
+                self.owe(Due::Resync(why));
                 None
             }
             other => Some(other),
@@ -495,15 +508,19 @@ impl Mirror {
     /// A failed read leaves its keys named for the next round.
     pub fn settle(&mut self, store: &dyn Claims, now: i64) -> Result<(), StoreError> {
         self.now = now;
-        if let Some(resync) = self.relist.take() {
-            if std::mem::take(&mut self.net) && self.net_stands_in(store) {
+        if let Some(due) = self.relist.take() {
+            if due == Due::Net && self.net_stands_in(store) {
                 self.listed_at = now;
                 self.stood_in += 1;
                 return Ok(());
             }
-            return self.list(store, now, resync).inspect_err(|_| {
-                self.relist.get_or_insert(None);
-            });
+            let resync = match due {
+                Due::Resync(why) => Some(why),
+                Due::Net | Due::Asked => None,
+            };
+            return self
+                .list(store, now, resync)
+                .inspect_err(|_| self.owe(Due::Asked));
         }
         if self.dirty.is_empty() {
             // Nothing named: an idle round makes no classifier.
