@@ -422,6 +422,13 @@ pub fn range_end(prefix: &str) -> Vec<u8> {
     super::next_key::prefix_end(prefix.as_bytes())
 }
 
+/// The key right after `key`: where a range that goes on from it starts.
+pub fn key_after(key: &[u8]) -> Vec<u8> {
+    let mut k = key.to_vec();
+    k.push(0);
+    k
+}
+
 /// A copy's place: which host, which of its roots, which key.
 pub fn copy_key(host_id: &str, root_id: &str, key: &str) -> String {
     format!("{host_id}/{root_id}/{key}")

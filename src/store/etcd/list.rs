@@ -6,7 +6,7 @@
 //! the `claim_expired` event.
 
 use super::doctor::CLAIM_WITHOUT_LEASE;
-use super::layout::range_end;
+use super::layout::{key_after, range_end};
 use super::verbs::tenure;
 use super::Core;
 use crate::claims::Hazard;
@@ -197,8 +197,7 @@ impl Core {
             let Some(last) = kvs.last() else {
                 return Ok(at);
             };
-            from = last.key().to_vec();
-            from.push(0);
+            from = key_after(last.key());
             if !each(kvs) || !more {
                 return Ok(at);
             }

@@ -9,7 +9,7 @@ use super::HostRecord;
 use crate::claims::census::count_copies;
 use crate::claims::{decode_key, Counts, Hazard};
 use crate::store::copy_merge::{list_copy, CopyFeed, Merge, Next, Place};
-use crate::store::etcd::layout::range_end;
+use crate::store::etcd::layout::{key_after, range_end};
 use crate::store::etcd::Core;
 use crate::store::fleet::{FleetItem, FleetRest, FleetState, PublishedRoot, RootState};
 use crate::store::host_names::label_hosts;
@@ -475,10 +475,9 @@ impl Ask {
 
 /// Where the next page starts, if there is one.
 fn next_from(kvs: &[etcd_client::KeyValue], more: bool) -> Option<Vec<u8>> {
-    let last = kvs.last().filter(|_| more)?;
-    let mut from = last.key().to_vec();
-    from.push(0);
-    Some(from)
+    kvs.last()
+        .filter(|_| more)
+        .map(|last| key_after(last.key()))
 }
 
 /// A lane's read, taken in.

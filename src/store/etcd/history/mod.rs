@@ -21,7 +21,7 @@
 //! range whole for that, once), and a search backwards scans forwards up to
 //! its start.
 
-use super::layout::range_end;
+use super::layout::{key_after as after, range_end};
 use super::Core;
 use crate::events::asof::{Around, LogEnds};
 use crate::events::backward::{Needle, SearchFrom, SearchStep};
@@ -131,13 +131,6 @@ fn store_error(e: StoreError) -> HistoryError {
 /// Whether etcd refused a read because its revision was compacted away.
 fn compacted(e: &StoreError) -> bool {
     matches!(e, StoreError::Backend { detail, .. } if detail.contains("compacted"))
-}
-
-/// The key right after `key`: where a range that goes on from it starts.
-fn after(key: &[u8]) -> Vec<u8> {
-    let mut k = key.to_vec();
-    k.push(0);
-    k
 }
 
 fn rev_of(kv: &KeyValue) -> u64 {
